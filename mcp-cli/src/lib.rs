@@ -1,0 +1,1 @@
+//! The `mcp-cli` library: config, argument typing and commands, driven by `main.rs`.
