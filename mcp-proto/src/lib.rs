@@ -1,1 +1,82 @@
-//! Sans-IO MCP client core.
+//! A sans-IO client for the Model Context Protocol: bytes from the server go in; bytes to
+//! write, events and the next deadline come out.
+//!
+//! This crate does no I/O, spawns no threads, reads no clock and is not async. The caller owns
+//! the server process and its pipes and passes the current time into every input, so the same
+//! [`Connection`] runs under any runtime and in tests in virtual time.
+//!
+//! # The run loop
+//!
+//! 1. Create the connection with [`Connection::new`]. It queues the `initialize` request at once.
+//! 2. Write every line from [`Connection::poll_transmit`] to the server's stdin, in order.
+//! 3. Handle every [`Event`] from [`Connection::poll_event`]: [`Event::Ready`] once the
+//!    handshake is done, [`Event::Response`] when a request ends (each ends exactly once),
+//!    [`Event::Notification`], [`Event::Malformed`] for skipped lines, and [`Event::Closed`]
+//!    last of all.
+//! 4. If [`Connection::is_closed`], stop: close the server's stdin and reap the process.
+//! 5. Wait for the first of: bytes on the server's stdout, a command from your program, or the
+//!    instant from [`Connection::poll_timeout`].
+//! 6. Feed what woke you: [`Connection::handle_bytes`] (any fragment of the stream),
+//!    [`Connection::handle_eof`] when stdout closes, [`Connection::handle_timeout`] when the
+//!    deadline passed, or a command such as [`Connection::call_tool`]. Go back to step 2.
+//!
+//! Commands may be issued before the handshake ends: the requests are held and written right
+//! after `notifications/initialized`, while their deadlines already run.
+//!
+//! # Guarantees
+//!
+//! - A panic means a bug in this crate, never bad input: any bytes from the server are either
+//!   used, or skipped and reported as [`Event::Malformed`].
+//! - Memory for a partial line is bounded by [`Config::max_line_len`] plus one input chunk, and
+//!   input is scanned once, so a huge line in small chunks costs linear time.
+//! - Closing is sticky: after [`Event::Closed`], inputs are ignored and commands return
+//!   [`SendError::Closed`] with the same reason.
+//! - Server requests other than `ping` are refused with error -32601 (we declare no client
+//!   capabilities); the connection stays healthy.
+//!
+//! # Example
+//!
+//! ```
+//! use std::time::{Duration, Instant};
+//! use mcp_proto::{Config, Connection, Event};
+//!
+//! # fn run(start: Instant) {
+//! let mut conn = Connection::new(start, Config::default());
+//! let initialize = conn.poll_transmit().unwrap();
+//! let initialize: serde_json::Value = serde_json::from_slice(&initialize).unwrap();
+//! assert_eq!(initialize["method"], "initialize");
+//!
+//! // The server's answer arrives in two fragments.
+//! let later = start + Duration::from_millis(5);
+//! conn.handle_bytes(later, br#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","#);
+//! conn.handle_bytes(later, br#""capabilities":{},"serverInfo":{"name":"demo","version":"1"}}}"#);
+//! conn.handle_bytes(later, b"\n");
+//! assert!(matches!(conn.poll_event(), Some(Event::Ready(info)) if info.server.name == "demo"));
+//! let initialized = conn.poll_transmit().unwrap();
+//! assert!(initialized.ends_with(b"\n"));
+//! let initialized: serde_json::Value = serde_json::from_slice(&initialized).unwrap();
+//! assert_eq!(initialized["method"], "notifications/initialized");
+//! # }
+//! ```
+
+mod connection;
+mod error;
+mod framing;
+mod jsonrpc;
+mod types;
+
+pub use connection::{Config, Connection, Event, RequestId, Stats};
+pub use error::{CloseReason, RequestError, RpcError, SendError};
+pub use framing::{LineDecoder, LineError};
+pub use types::{
+    CallToolResult, Content, Implementation, ListToolsResult, PageError, Progress, ServerInfo,
+    Tool, ToolPager,
+};
+
+/// The protocol revision we ask for: the newest we implement.
+pub const LATEST_PROTOCOL_VERSION: &str = "2025-11-25";
+
+/// Revisions we accept in the server's `initialize` answer, newest first. The 2026-07-28
+/// revision drops the handshake altogether and is not supported yet.
+pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] =
+    &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];

@@ -1,0 +1,598 @@
+//! The client connection: every state transition of the protocol lives in this file.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::error::{CloseReason, RequestError, RpcError, SendError};
+use crate::framing::{LineDecoder, LineError};
+use crate::jsonrpc::{self, Message, ResponseError};
+use crate::types::{Implementation, ServerInfo};
+use crate::{LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
+
+/// Settings fixed for the life of a connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// Sent as `clientInfo`.
+    pub client_name: String,
+    pub client_version: String,
+    /// Budget for the `initialize` answer; on expiry the connection closes.
+    pub handshake_timeout: Duration,
+    /// Default deadline of each request, restarted by progress notifications.
+    pub request_timeout: Duration,
+    /// However much progress a server reports, a request fails after this long in total
+    /// (or after its own timeout, if that is longer).
+    pub max_request_time: Duration,
+    /// Longest line accepted from the server, in bytes, without its newline.
+    pub max_line_len: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            client_name: "mcp-proto".to_owned(),
+            client_version: env!("CARGO_PKG_VERSION").to_owned(),
+            handshake_timeout: Duration::from_secs(10),
+            request_timeout: Duration::from_secs(60),
+            max_request_time: Duration::from_secs(600),
+            max_line_len: 16 * 1024 * 1024,
+        }
+    }
+}
+
+/// Identifies one request of ours. Ids count up from 1 and are never reused (0 is skipped
+/// because some servers treat a falsy id as absent).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RequestId(pub u64);
+
+impl std::fmt::Display for RequestId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// What happened, drained with [`Connection::poll_event`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// The handshake is done; held requests have been queued after `notifications/initialized`.
+    Ready(ServerInfo),
+    /// A request of ours ended. Every request ends exactly once.
+    Response {
+        id: RequestId,
+        result: Result<Value, RequestError>,
+    },
+    /// A notification from the server (progress, logging, list changes, anything else).
+    Notification {
+        method: String,
+        params: Option<Value>,
+    },
+    /// A line from the server was skipped; the connection goes on.
+    Malformed(LineError),
+    /// The connection ended; always the last event. Pending requests have already failed.
+    Closed(CloseReason),
+}
+
+/// Counters for diagnostics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Responses whose id matched no pending request (late, duplicate or invented).
+    pub stray_responses: u64,
+    /// Lines reported as [`Event::Malformed`].
+    pub malformed_lines: u64,
+}
+
+enum State {
+    /// `initialize` is in flight; only `ping` and `initialize` may cross the wire.
+    Initializing {
+        id: u64,
+        deadline: Instant,
+        /// Answers to server requests, held until `notifications/initialized` is out.
+        held_replies: Vec<Vec<u8>>,
+    },
+    /// Handshake done; `notifications/initialized` has been queued.
+    Ready { server: ServerInfo },
+    /// Terminal: inputs are ignored and every pending request has already failed.
+    Closed { reason: CloseReason },
+}
+
+struct Pending {
+    started: Instant,
+    deadline: Instant,
+    timeout: Duration,
+    progress_token: Option<String>,
+    /// The encoded request while it waits for the handshake; `None` once queued for writing.
+    held: Option<Vec<u8>>,
+}
+
+/// One MCP client connection, as a state machine. See the crate docs for the run loop.
+pub struct Connection {
+    config: Config,
+    state: State,
+    decoder: LineDecoder,
+    next_id: u64,
+    pending: BTreeMap<u64, Pending>,
+    /// Progress tokens (as JSON text) of pending requests.
+    progress_tokens: BTreeMap<String, u64>,
+    transmits: VecDeque<Vec<u8>>,
+    events: VecDeque<Event>,
+    stats: Stats,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = match &self.state {
+            State::Initializing { .. } => "Initializing",
+            State::Ready { .. } => "Ready",
+            State::Closed { .. } => "Closed",
+        };
+        f.debug_struct("Connection")
+            .field("state", &state)
+            .field("pending", &self.pending.len())
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Far enough to mean "never" without overflowing `Instant`.
+const LONGEST_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
+
+fn deadline_after(now: Instant, timeout: Duration) -> Instant {
+    now.checked_add(timeout.min(LONGEST_TIMEOUT)).unwrap_or(now)
+}
+
+impl Connection {
+    /// Starts a connection: the `initialize` request is queued at once.
+    pub fn new(now: Instant, config: Config) -> Self {
+        let init_id = 1;
+        let mut connection = Self {
+            decoder: LineDecoder::new(config.max_line_len),
+            state: State::Initializing {
+                id: init_id,
+                deadline: deadline_after(now, config.handshake_timeout),
+                held_replies: Vec::new(),
+            },
+            next_id: init_id + 1,
+            pending: BTreeMap::new(),
+            progress_tokens: BTreeMap::new(),
+            transmits: VecDeque::new(),
+            events: VecDeque::new(),
+            stats: Stats::default(),
+            config,
+        };
+        let params = json!({
+            "protocolVersion": LATEST_PROTOCOL_VERSION,
+            "capabilities": {},
+            "clientInfo": {
+                "name": connection.config.client_name,
+                "version": connection.config.client_version,
+            },
+        });
+        let initialize = jsonrpc::request(init_id, "initialize", Some(params));
+        connection.transmits.push_back(initialize);
+        connection
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    pub fn stats(&self) -> Stats {
+        self.stats
+    }
+
+    /// The server's handshake answer, once ready.
+    pub fn server_info(&self) -> Option<&ServerInfo> {
+        match &self.state {
+            State::Ready { server } => Some(server),
+            _ => None,
+        }
+    }
+
+    pub fn is_closed(&self) -> bool {
+        matches!(self.state, State::Closed { .. })
+    }
+
+    /// Requests that have not ended yet.
+    pub fn pending_requests(&self) -> usize {
+        self.pending.len()
+    }
+
+    // ----- inputs -----
+
+    /// Feeds bytes read from the server's stdout.
+    ///
+    /// `bytes` may hold any fragment of any number of lines; partial lines are buffered.
+    /// Afterwards drain [`poll_transmit`](Self::poll_transmit) and
+    /// [`poll_event`](Self::poll_event) until both return `None`, then re-arm the timer from
+    /// [`poll_timeout`](Self::poll_timeout).
+    pub fn handle_bytes(&mut self, now: Instant, bytes: &[u8]) {
+        if self.is_closed() {
+            return;
+        }
+        self.decoder.push(bytes);
+        while let Some(line) = self.decoder.next_line() {
+            match line {
+                Ok(line) => self.handle_line(now, &line),
+                Err(error) => self.report_malformed(error),
+            }
+            if self.is_closed() {
+                return;
+            }
+        }
+    }
+
+    /// The server's stdout reached end of file. An unterminated last line is still read.
+    pub fn handle_eof(&mut self, now: Instant) {
+        if self.is_closed() {
+            return;
+        }
+        if let Some(line) = self.decoder.finish() {
+            self.handle_line(now, &line);
+        }
+        self.close_with(CloseReason::Eof);
+    }
+
+    /// Expires every deadline at or before `now`. Call it when the instant returned by
+    /// [`poll_timeout`](Self::poll_timeout) has passed; calling it early does no harm.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        if let State::Initializing { deadline, .. } = self.state {
+            if deadline <= now {
+                let after = self.config.handshake_timeout;
+                return self.close_with(CloseReason::HandshakeTimedOut { after });
+            }
+        }
+        let expired: Vec<u64> = (self.pending.iter())
+            .filter(|(_, pending)| pending.deadline <= now)
+            .map(|(&id, _)| id)
+            .collect();
+        for id in expired {
+            if let Some(pending) = self.pending.get(&id) {
+                let after = now.saturating_duration_since(pending.started);
+                let reason = format!("timed out after {:.1}s", after.as_secs_f64());
+                self.abandon(id, RequestError::TimedOut { after }, &reason);
+            }
+        }
+    }
+
+    // ----- commands -----
+
+    /// Sends a request with the default timeout. `params`, if given, must be an object or an
+    /// array. A `params._meta.progressToken`, if present, lets progress extend the deadline.
+    pub fn request(
+        &mut self,
+        now: Instant,
+        method: &str,
+        params: Option<Value>,
+    ) -> Result<RequestId, SendError> {
+        let timeout = self.config.request_timeout;
+        self.request_with_timeout(now, method, params, timeout)
+    }
+
+    /// [`request`](Self::request) with a deadline of its own.
+    pub fn request_with_timeout(
+        &mut self,
+        now: Instant,
+        method: &str,
+        params: Option<Value>,
+        timeout: Duration,
+    ) -> Result<RequestId, SendError> {
+        if let State::Closed { reason } = &self.state {
+            return Err(SendError::Closed(reason.clone()));
+        }
+        if matches!(&params, Some(params) if !params.is_object() && !params.is_array()) {
+            return Err(SendError::InvalidParams);
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        let progress_token = params
+            .as_ref()
+            .and_then(|params| params.get("_meta")?.get("progressToken"))
+            .map(Value::to_string);
+        if let Some(token) = &progress_token {
+            self.progress_tokens.insert(token.clone(), id);
+        }
+        let bytes = jsonrpc::request(id, method, params);
+        // Before the handshake ends, only pings may be written.
+        let held = if matches!(self.state, State::Ready { .. }) || method == "ping" {
+            self.transmits.push_back(bytes);
+            None
+        } else {
+            Some(bytes)
+        };
+        let pending = Pending {
+            started: now,
+            deadline: deadline_after(now, timeout),
+            timeout,
+            progress_token,
+            held,
+        };
+        self.pending.insert(id, pending);
+        Ok(RequestId(id))
+    }
+
+    /// Requests one page of `tools/list`.
+    pub fn list_tools(
+        &mut self,
+        now: Instant,
+        cursor: Option<&str>,
+    ) -> Result<RequestId, SendError> {
+        let params = cursor.map(|cursor| json!({ "cursor": cursor }));
+        self.request(now, "tools/list", params)
+    }
+
+    /// Calls a tool with the default timeout. `arguments` must be an object (`null` sends `{}`).
+    pub fn call_tool(
+        &mut self,
+        now: Instant,
+        name: &str,
+        arguments: Value,
+    ) -> Result<RequestId, SendError> {
+        let timeout = self.config.request_timeout;
+        self.call_tool_with_timeout(now, name, arguments, timeout)
+    }
+
+    /// Calls a tool. The request carries a progress token unique to it (its own id), so
+    /// `notifications/progress` from the server keeps it alive.
+    pub fn call_tool_with_timeout(
+        &mut self,
+        now: Instant,
+        name: &str,
+        arguments: Value,
+        timeout: Duration,
+    ) -> Result<RequestId, SendError> {
+        let arguments = match arguments {
+            Value::Null => json!({}),
+            Value::Object(_) => arguments,
+            _ => return Err(SendError::InvalidParams),
+        };
+        let params = json!({
+            "name": name,
+            "arguments": arguments,
+            "_meta": { "progressToken": self.next_id },
+        });
+        self.request_with_timeout(now, "tools/call", Some(params), timeout)
+    }
+
+    /// Gives up on a request: it fails with [`RequestError::Cancelled`] and, if the server has
+    /// seen it, `notifications/cancelled` is queued. Returns `false` if it had already ended.
+    pub fn cancel(&mut self, _now: Instant, id: RequestId) -> bool {
+        if !self.pending.contains_key(&id.0) {
+            return false;
+        }
+        self.abandon(id.0, RequestError::Cancelled, "cancelled by the client");
+        true
+    }
+
+    /// Ends the connection: every pending request fails with [`CloseReason::Local`]. The
+    /// caller then closes the server's stdin.
+    pub fn close(&mut self) {
+        if !self.is_closed() {
+            self.close_with(CloseReason::Local);
+        }
+    }
+
+    // ----- outputs -----
+
+    /// The next line to write to the server's stdin, `\n` included.
+    #[must_use]
+    pub fn poll_transmit(&mut self) -> Option<Vec<u8>> {
+        self.transmits.pop_front()
+    }
+
+    #[must_use]
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// The earliest deadline, if any; call [`handle_timeout`](Self::handle_timeout) then.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let requests = self.pending.values().map(|pending| pending.deadline);
+        match &self.state {
+            State::Initializing { deadline, .. } => requests.chain([*deadline]).min(),
+            State::Ready { .. } => requests.min(),
+            State::Closed { .. } => None,
+        }
+    }
+
+    // ----- internals -----
+
+    fn handle_line(&mut self, now: Instant, line: &[u8]) {
+        for message in jsonrpc::decode(line) {
+            match message {
+                Ok(message) => self.handle_message(now, message),
+                Err(error) => self.report_malformed(error),
+            }
+            if self.is_closed() {
+                return;
+            }
+        }
+    }
+
+    fn report_malformed(&mut self, error: LineError) {
+        self.stats.malformed_lines += 1;
+        self.events.push_back(Event::Malformed(error));
+    }
+
+    fn handle_message(&mut self, now: Instant, message: Message) {
+        match message {
+            Message::Request { id, method } => self.handle_server_request(id, &method),
+            Message::Notification { method, params } => {
+                if method == "notifications/progress" {
+                    self.handle_progress(now, params.as_ref());
+                }
+                self.events.push_back(Event::Notification { method, params });
+            }
+            Message::Response { id, result } => self.handle_response(now, &id, result),
+        }
+    }
+
+    fn handle_server_request(&mut self, id: Value, method: &str) {
+        let reply = match method {
+            "ping" => Ok(json!({})),
+            // We declare no client capabilities, so every other request is refused.
+            _ => Err(RpcError::method_not_found(method)),
+        };
+        let is_ping = reply.is_ok();
+        let bytes = jsonrpc::response(id, reply);
+        match &mut self.state {
+            State::Initializing { held_replies, .. } if !is_ping => held_replies.push(bytes),
+            _ => self.transmits.push_back(bytes),
+        }
+    }
+
+    fn handle_progress(&mut self, now: Instant, params: Option<&Value>) {
+        let Some(token) = params.and_then(|params| params.get("progressToken")) else {
+            return;
+        };
+        let pending_id = self.progress_tokens.get(&token.to_string());
+        let Some(pending) = pending_id.and_then(|id| self.pending.get_mut(id)) else {
+            return;
+        };
+        let limit = self.config.max_request_time.max(pending.timeout);
+        let hard_deadline = deadline_after(pending.started, limit);
+        pending.deadline = deadline_after(now, pending.timeout).min(hard_deadline);
+    }
+
+    fn handle_response(
+        &mut self,
+        now: Instant,
+        id: &Value,
+        result: Result<Value, ResponseError>,
+    ) {
+        let Some(id) = our_id(id) else {
+            self.stats.stray_responses += 1;
+            return;
+        };
+        if let State::Initializing { id: init_id, .. } = self.state {
+            if id == init_id {
+                return self.finish_handshake(now, result);
+            }
+        }
+        // A held request has not been written, so nothing can be answering it.
+        let is_awaited = matches!(self.pending.get(&id), Some(pending) if pending.held.is_none());
+        if !is_awaited {
+            self.stats.stray_responses += 1;
+            return;
+        }
+        let result = result.map_err(|error| match error {
+            ResponseError::Remote(error) => RequestError::Remote(error),
+            ResponseError::Invalid(detail) => RequestError::InvalidResponse(detail),
+        });
+        self.finish(id, result);
+    }
+
+    fn finish_handshake(&mut self, _now: Instant, result: Result<Value, ResponseError>) {
+        let server = match result {
+            Ok(result) => parse_initialize_result(result),
+            Err(ResponseError::Remote(error)) => Err(CloseReason::InitializeFailed(error)),
+            Err(ResponseError::Invalid(detail)) => Err(CloseReason::InvalidInitializeResult(detail)),
+        };
+        let server = match server {
+            Ok(server) => server,
+            Err(reason) => return self.close_with(reason),
+        };
+        let previous = std::mem::replace(
+            &mut self.state,
+            State::Ready {
+                server: server.clone(),
+            },
+        );
+        let initialized = jsonrpc::notification("notifications/initialized", None);
+        self.transmits.push_back(initialized);
+        if let State::Initializing { held_replies, .. } = previous {
+            self.transmits.extend(held_replies);
+        }
+        let held = self.pending.values_mut().filter_map(|p| p.held.take());
+        self.transmits.extend(held);
+        self.events.push_back(Event::Ready(server));
+    }
+
+    /// Ends a request locally, telling the server if it has seen it.
+    fn abandon(&mut self, id: u64, error: RequestError, reason: &str) {
+        let was_sent = self.pending.get(&id).is_some_and(|p| p.held.is_none());
+        self.finish(id, Err(error));
+        if was_sent {
+            let params = json!({ "requestId": id, "reason": reason });
+            let cancelled = jsonrpc::notification("notifications/cancelled", Some(params));
+            self.transmits.push_back(cancelled);
+        }
+    }
+
+    fn finish(&mut self, id: u64, result: Result<Value, RequestError>) {
+        if let Some(pending) = self.pending.remove(&id) {
+            if let Some(token) = pending.progress_token {
+                self.progress_tokens.remove(&token);
+            }
+            let id = RequestId(id);
+            self.events.push_back(Event::Response { id, result });
+        }
+    }
+
+    fn close_with(&mut self, reason: CloseReason) {
+        for id in std::mem::take(&mut self.pending).into_keys() {
+            let result = Err(RequestError::Closed(reason.clone()));
+            let id = RequestId(id);
+            self.events.push_back(Event::Response { id, result });
+        }
+        self.progress_tokens.clear();
+        self.transmits.clear();
+        self.events.push_back(Event::Closed(reason.clone()));
+        self.state = State::Closed { reason };
+    }
+}
+
+/// Our ids are integers; servers sometimes echo them as strings or floats of the same value.
+fn our_id(id: &Value) -> Option<u64> {
+    match id {
+        Value::Number(number) => number.as_u64().or_else(|| {
+            let float = number.as_f64()?;
+            (float.fract() == 0.0 && (0.0..9.0e15).contains(&float)).then_some(float as u64)
+        }),
+        Value::String(text) => text.parse().ok(),
+        _ => None,
+    }
+}
+
+fn parse_initialize_result(result: Value) -> Result<ServerInfo, CloseReason> {
+    let invalid = |detail: &str| CloseReason::InvalidInitializeResult(detail.to_owned());
+    let Value::Object(mut result) = result else {
+        return Err(invalid("not an object"));
+    };
+    let Some(Value::String(version)) = result.remove("protocolVersion") else {
+        return Err(invalid("`protocolVersion` is missing or not a string"));
+    };
+    if !SUPPORTED_PROTOCOL_VERSIONS.contains(&version.as_str()) {
+        return Err(CloseReason::UnsupportedVersion {
+            requested: LATEST_PROTOCOL_VERSION.to_owned(),
+            offered: version,
+        });
+    }
+    // `serverInfo` and `capabilities` are required by the spec, but a server that forgets them
+    // is still usable, so only a wrong type is fatal.
+    let server = match result.remove("serverInfo") {
+        None => Implementation {
+            name: String::new(),
+            version: String::new(),
+            title: None,
+        },
+        Some(info) => serde_json::from_value(info)
+            .map_err(|error| invalid(&format!("`serverInfo`: {error}")))?,
+    };
+    let capabilities = match result.remove("capabilities") {
+        None => json!({}),
+        Some(capabilities @ Value::Object(_)) => capabilities,
+        Some(_) => return Err(invalid("`capabilities` is not an object")),
+    };
+    let instructions = match result.remove("instructions") {
+        Some(Value::String(text)) => Some(text),
+        _ => None,
+    };
+    Ok(ServerInfo {
+        protocol_version: version,
+        server,
+        capabilities,
+        instructions,
+    })
+}

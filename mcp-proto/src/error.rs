@@ -1,0 +1,144 @@
+//! Errors, sorted by who is at fault: one request failed, the connection ended, or the caller
+//! misused the API. A bad line from the server is a [`LineError`](crate::LineError).
+
+use std::fmt;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+/// A JSON-RPC error object, as the server sent it or as we send it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RpcError {
+    pub code: i64,
+    pub message: String,
+    pub data: Option<Value>,
+}
+
+impl RpcError {
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+
+    pub fn method_not_found(method: &str) -> Self {
+        Self {
+            code: Self::METHOD_NOT_FOUND,
+            message: format!("Method not found: {method}"),
+            data: None,
+        }
+    }
+
+    pub(crate) fn to_json(&self) -> Value {
+        let mut error = json!({ "code": self.code, "message": self.message });
+        if let Some(data) = &self.data {
+            error["data"] = data.clone();
+        }
+        error
+    }
+}
+
+impl fmt::Display for RpcError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} (code {})", self.message, self.code)?;
+        if let Some(data) = &self.data {
+            write!(f, ": {data}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for RpcError {}
+
+/// Why one request failed. Each pending request ends exactly once, with a result or with this.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RequestError {
+    /// The server answered with a JSON-RPC error.
+    Remote(RpcError),
+    /// The server answered, but the answer cannot be read.
+    InvalidResponse(String),
+    /// No answer before the deadline; `notifications/cancelled` was sent if the request was.
+    TimedOut { after: Duration },
+    /// The caller cancelled it.
+    Cancelled,
+    /// The connection ended first.
+    Closed(CloseReason),
+}
+
+impl fmt::Display for RequestError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Remote(error) => write!(f, "server returned an error: {error}"),
+            Self::InvalidResponse(detail) => write!(f, "server sent an invalid response: {detail}"),
+            Self::TimedOut { after } => write!(f, "no response within {}", seconds(*after)),
+            Self::Cancelled => f.write_str("request cancelled"),
+            Self::Closed(reason) => write!(f, "connection closed: {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for RequestError {}
+
+/// Why the connection ended. Terminal and sticky: reported once as an event, and again by
+/// every command issued afterwards.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CloseReason {
+    /// [`Connection::close`](crate::Connection::close) was called.
+    Local,
+    /// The server closed its stdout.
+    Eof,
+    /// No answer to `initialize` within the handshake budget.
+    HandshakeTimedOut { after: Duration },
+    /// The server answered `initialize` with an error.
+    InitializeFailed(RpcError),
+    /// The server wants a protocol revision we do not implement.
+    UnsupportedVersion { requested: String, offered: String },
+    /// The `initialize` result is not a valid result.
+    InvalidInitializeResult(String),
+}
+
+impl fmt::Display for CloseReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Local => f.write_str("closed by the client"),
+            Self::Eof => f.write_str("the server closed its output"),
+            Self::HandshakeTimedOut { after } => {
+                write!(f, "the server did not answer `initialize` within {}", seconds(*after))
+            }
+            Self::InitializeFailed(error) => write!(f, "the server refused `initialize`: {error}"),
+            Self::UnsupportedVersion { requested, offered } => write!(
+                f,
+                "unsupported protocol version: we asked for {requested}, the server offered \
+                 {offered} (supported: {})",
+                crate::SUPPORTED_PROTOCOL_VERSIONS.join(", ")
+            ),
+            Self::InvalidInitializeResult(detail) => {
+                write!(f, "invalid `initialize` result: {detail}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for CloseReason {}
+
+/// A command the caller issued cannot be carried out. Nothing was queued.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SendError {
+    /// The connection has ended; the reason is the one reported by [`Event::Closed`](crate::Event::Closed).
+    Closed(CloseReason),
+    /// JSON-RPC `params` must be an object or an array.
+    InvalidParams,
+}
+
+impl fmt::Display for SendError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Closed(reason) => write!(f, "connection closed: {reason}"),
+            Self::InvalidParams => f.write_str("params must be a JSON object or array"),
+        }
+    }
+}
+
+impl std::error::Error for SendError {}
+
+/// `60s`, `1.5s`: durations as people write them.
+fn seconds(duration: Duration) -> String {
+    let text = format!("{:.3}", duration.as_secs_f64());
+    format!("{}s", text.trim_end_matches('0').trim_end_matches('.'))
+}

@@ -1,0 +1,276 @@
+//! JSON-RPC 2.0 messages: classifying what the server sent, encoding what we send.
+
+use serde_json::{Map, Value, json};
+
+use crate::error::RpcError;
+use crate::framing::LineError;
+
+/// One message from the server, classified by its fields.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Message {
+    /// Has `method` and a usable `id`: the server wants an answer.
+    Request { id: Value, method: String },
+    /// Has `method` and no `id`.
+    Notification {
+        method: String,
+        params: Option<Value>,
+    },
+    /// Has `result` or `error`. `id` is kept as sent; matching it is the connection's job.
+    Response {
+        id: Value,
+        result: Result<Value, ResponseError>,
+    },
+}
+
+/// The `error` member of a response, or why it could not be read.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum ResponseError {
+    Remote(RpcError),
+    /// The response is recognisable but its `error` member is not a valid error object.
+    Invalid(String),
+}
+
+/// Decodes one line into the messages it holds.
+///
+/// A line is usually one message. A JSON array (a JSON-RPC batch, which MCP revision 2025-03-26
+/// allowed and later revisions dropped) yields each element in order, so old servers keep
+/// working; an element that is not a message is reported on its own and the rest still count.
+pub(crate) fn decode(line: &[u8]) -> Vec<Result<Message, LineError>> {
+    let value: Value = match serde_json::from_slice(line) {
+        Ok(value) => value,
+        Err(error) => return vec![Err(classify_parse_error(line, &error))],
+    };
+    match value {
+        Value::Array(items) if items.is_empty() => vec![Err(not_jsonrpc("empty batch"))],
+        Value::Array(items) => items.into_iter().map(classify).collect(),
+        single => vec![classify(single)],
+    }
+}
+
+fn classify_parse_error(line: &[u8], error: &serde_json::Error) -> LineError {
+    if std::str::from_utf8(line).is_err() {
+        return LineError::NotUtf8;
+    }
+    LineError::NotJson {
+        detail: format!("{error} in {:?}", preview(line)),
+    }
+}
+
+/// The start of a line, for error messages about it.
+fn preview(line: &[u8]) -> String {
+    const MAX: usize = 60;
+    let text = String::from_utf8_lossy(&line[..line.len().min(MAX)]);
+    if line.len() > MAX {
+        format!("{text}...")
+    } else {
+        text.into_owned()
+    }
+}
+
+fn not_jsonrpc(detail: &str) -> LineError {
+    LineError::NotJsonRpc {
+        detail: detail.to_owned(),
+    }
+}
+
+fn classify(value: Value) -> Result<Message, LineError> {
+    let Value::Object(mut object) = value else {
+        return Err(not_jsonrpc("not an object"));
+    };
+    // A missing `jsonrpc` member is tolerated: it carries no information we need, and a
+    // stricter check would only drop answers from sloppy servers.
+    match object.get("jsonrpc") {
+        None => {}
+        Some(Value::String(version)) if version == "2.0" => {}
+        Some(_) => return Err(not_jsonrpc("`jsonrpc` is not \"2.0\"")),
+    }
+    let id = object.remove("id");
+    match object.remove("method") {
+        Some(Value::String(method)) => classify_call(id, method, &mut object),
+        Some(_) => Err(not_jsonrpc("`method` is not a string")),
+        None => classify_response(id, &mut object),
+    }
+}
+
+fn classify_call(
+    id: Option<Value>,
+    method: String,
+    object: &mut Map<String, Value>,
+) -> Result<Message, LineError> {
+    match id {
+        None => Ok(Message::Notification {
+            method,
+            params: object.remove("params"),
+        }),
+        Some(id @ (Value::String(_) | Value::Number(_))) => Ok(Message::Request { id, method }),
+        // A null id cannot be answered meaningfully (JSON-RPC reserves it for errors about
+        // unreadable requests), so such a request is reported instead of refused.
+        Some(Value::Null) => Err(not_jsonrpc("request with a null `id`")),
+        Some(_) => Err(not_jsonrpc("`id` is neither a string nor a number")),
+    }
+}
+
+fn classify_response(
+    id: Option<Value>,
+    object: &mut Map<String, Value>,
+) -> Result<Message, LineError> {
+    let Some(id) = id else {
+        return Err(not_jsonrpc("neither `method` nor `id`"));
+    };
+    let result = match (object.remove("result"), object.remove("error")) {
+        (Some(result), None) => Ok(result),
+        (None, Some(error)) => Err(decode_error(error)),
+        (Some(_), Some(_)) => Err(ResponseError::Invalid(
+            "response has both `result` and `error`".to_owned(),
+        )),
+        (None, None) => return Err(not_jsonrpc("response without `result` or `error`")),
+    };
+    Ok(Message::Response { id, result })
+}
+
+fn decode_error(error: Value) -> ResponseError {
+    let invalid = || ResponseError::Invalid(format!("malformed error object: {error}"));
+    let Value::Object(fields) = &error else {
+        return invalid();
+    };
+    let code = fields.get("code").and_then(Value::as_i64);
+    let message = fields.get("message").and_then(Value::as_str);
+    match (code, message) {
+        (Some(code), Some(message)) => ResponseError::Remote(RpcError {
+            code,
+            message: message.to_owned(),
+            data: fields.get("data").cloned(),
+        }),
+        _ => invalid(),
+    }
+}
+
+/// A request we send. `params` is omitted when `None`.
+pub(crate) fn request(id: u64, method: &str, params: Option<Value>) -> Vec<u8> {
+    let mut message = json!({ "jsonrpc": "2.0", "id": id, "method": method });
+    if let Some(params) = params {
+        message["params"] = params;
+    }
+    line(&message)
+}
+
+/// A notification we send.
+pub(crate) fn notification(method: &str, params: Option<Value>) -> Vec<u8> {
+    let mut message = json!({ "jsonrpc": "2.0", "method": method });
+    if let Some(params) = params {
+        message["params"] = params;
+    }
+    line(&message)
+}
+
+/// An answer to a server request, echoing its id exactly as the server wrote it.
+pub(crate) fn response(id: Value, result: Result<Value, RpcError>) -> Vec<u8> {
+    let message = match result {
+        Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
+        Err(error) => json!({ "jsonrpc": "2.0", "id": id, "error": error.to_json() }),
+    };
+    line(&message)
+}
+
+fn line(message: &Value) -> Vec<u8> {
+    // Serialising a `Value` cannot fail, and JSON escapes every newline inside strings, so the
+    // output is exactly one line.
+    let mut bytes = serde_json::to_vec(message).unwrap_or_default();
+    bytes.push(b'\n');
+    bytes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one(line: &str) -> Result<Message, LineError> {
+        let mut messages = decode(line.as_bytes());
+        assert_eq!(messages.len(), 1);
+        messages.remove(0)
+    }
+
+    #[test]
+    fn classifies_each_kind() {
+        assert_eq!(
+            one(r#"{"jsonrpc":"2.0","id":"a","method":"ping"}"#),
+            Ok(Message::Request {
+                id: json!("a"),
+                method: "ping".into()
+            })
+        );
+        assert_eq!(
+            one(r#"{"jsonrpc":"2.0","method":"x","params":{"k":1}}"#),
+            Ok(Message::Notification {
+                method: "x".into(),
+                params: Some(json!({"k": 1}))
+            })
+        );
+        assert_eq!(
+            one(r#"{"jsonrpc":"2.0","id":3,"result":{}}"#),
+            Ok(Message::Response {
+                id: json!(3),
+                result: Ok(json!({}))
+            })
+        );
+        assert_eq!(
+            one(r#"{"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"no"}}"#),
+            Ok(Message::Response {
+                id: json!(3),
+                result: Err(ResponseError::Remote(RpcError {
+                    code: -32601,
+                    message: "no".into(),
+                    data: None
+                }))
+            })
+        );
+    }
+
+    #[test]
+    fn rejects_what_is_not_a_message() {
+        assert!(matches!(one("Starting server..."), Err(LineError::NotJson { .. })));
+        assert_eq!(decode(b"\xff\xfe{"), [Err(LineError::NotUtf8)]);
+        assert!(matches!(one("42"), Err(LineError::NotJsonRpc { .. })));
+        assert!(matches!(one("[]"), Err(LineError::NotJsonRpc { .. })));
+        assert!(matches!(
+            one(r#"{"jsonrpc":"1.0","id":1,"result":1}"#),
+            Err(LineError::NotJsonRpc { .. })
+        ));
+        assert!(matches!(
+            one(r#"{"id":null,"method":"ping"}"#),
+            Err(LineError::NotJsonRpc { .. })
+        ));
+        assert!(matches!(
+            one(r#"{"id":{},"method":"ping"}"#),
+            Err(LineError::NotJsonRpc { .. })
+        ));
+        assert!(matches!(one(r#"{"id":1}"#), Err(LineError::NotJsonRpc { .. })));
+    }
+
+    #[test]
+    fn batch_yields_each_element() {
+        let messages = decode(br#"[{"id":1,"result":1},{"method":"n"},7]"#);
+        assert_eq!(messages.len(), 3);
+        assert!(matches!(messages[0], Ok(Message::Response { .. })));
+        assert!(matches!(messages[1], Ok(Message::Notification { .. })));
+        assert!(matches!(messages[2], Err(LineError::NotJsonRpc { .. })));
+    }
+
+    #[test]
+    fn malformed_error_object_is_kept_as_invalid() {
+        assert!(matches!(
+            one(r#"{"id":1,"error":"boom"}"#),
+            Ok(Message::Response {
+                result: Err(ResponseError::Invalid(_)),
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn encoded_messages_are_single_lines() {
+        let bytes = request(1, "tools/call", Some(json!({"text": "a\nb"})));
+        assert_eq!(bytes.iter().filter(|&&b| b == b'\n').count(), 1);
+        assert!(bytes.ends_with(b"\n"));
+    }
+}

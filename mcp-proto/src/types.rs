@@ -1,0 +1,357 @@
+//! Typed MCP results: server info, tools, tool-call results and their content.
+//!
+//! Decoding is lenient where the spec lets servers grow: unknown fields are ignored, and a content
+//! item of an unknown (or malformed) kind is kept as [`Content::Unknown`] instead of failing the
+//! whole result.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Deserializer};
+use serde_json::Value;
+
+/// `clientInfo` / `serverInfo`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Implementation {
+    pub name: String,
+    #[serde(default)]
+    pub version: String,
+    #[serde(default)]
+    pub title: Option<String>,
+}
+
+/// What the server told us during the handshake; carried by [`Event::Ready`](crate::Event::Ready).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerInfo {
+    /// The negotiated revision, one of [`SUPPORTED_PROTOCOL_VERSIONS`](crate::SUPPORTED_PROTOCOL_VERSIONS).
+    pub protocol_version: String,
+    pub server: Implementation,
+    /// The server's `capabilities` object, as sent.
+    pub capabilities: Value,
+    pub instructions: Option<String>,
+}
+
+/// One entry of a `tools/list` page.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Tool {
+    pub name: String,
+    #[serde(default)]
+    pub title: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    /// JSON Schema of the arguments; `{}` when the server sent none.
+    #[serde(default = "empty_object")]
+    pub input_schema: Value,
+    #[serde(default)]
+    pub output_schema: Option<Value>,
+    #[serde(default)]
+    pub annotations: Option<Value>,
+}
+
+fn empty_object() -> Value {
+    Value::Object(Default::default())
+}
+
+/// The result of one `tools/list` request.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListToolsResult {
+    pub tools: Vec<Tool>,
+    #[serde(default)]
+    pub next_cursor: Option<String>,
+}
+
+impl ListToolsResult {
+    pub fn from_value(value: Value) -> Result<Self, serde_json::Error> {
+        serde_json::from_value(value)
+    }
+}
+
+/// The result of `tools/call`. `is_error: true` is a tool failure reported successfully; only a
+/// JSON-RPC error is a protocol failure.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallToolResult {
+    #[serde(default)]
+    pub content: Vec<Content>,
+    #[serde(default)]
+    pub structured_content: Option<Value>,
+    #[serde(default)]
+    pub is_error: bool,
+}
+
+impl CallToolResult {
+    pub fn from_value(value: Value) -> Result<Self, serde_json::Error> {
+        serde_json::from_value(value)
+    }
+}
+
+/// One item of a tool result's `content`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Content {
+    Text {
+        text: String,
+    },
+    Image {
+        data: String,
+        mime_type: String,
+    },
+    Audio {
+        data: String,
+        mime_type: String,
+    },
+    ResourceLink {
+        uri: String,
+        name: String,
+        mime_type: Option<String>,
+    },
+    /// An embedded resource: `text` or base64 `blob` contents.
+    Resource {
+        uri: String,
+        mime_type: Option<String>,
+        text: Option<String>,
+        blob: Option<String>,
+    },
+    /// A type this crate does not know, or a known type missing its required fields: kept whole.
+    Unknown(Value),
+}
+
+impl Content {
+    /// Sorts a content item by its `type`. Never fails: what it cannot read becomes `Unknown`.
+    pub fn from_value(value: Value) -> Self {
+        Self::decode(&value).unwrap_or(Content::Unknown(value))
+    }
+
+    fn decode(value: &Value) -> Option<Self> {
+        let text = |key: &str| value.get(key)?.as_str().map(str::to_owned);
+        let content = match value.get("type")?.as_str()? {
+            "text" => Content::Text { text: text("text")? },
+            "image" => Content::Image {
+                data: text("data")?,
+                mime_type: text("mimeType")?,
+            },
+            "audio" => Content::Audio {
+                data: text("data")?,
+                mime_type: text("mimeType")?,
+            },
+            "resource_link" => Content::ResourceLink {
+                uri: text("uri")?,
+                name: text("name").unwrap_or_default(),
+                mime_type: text("mimeType"),
+            },
+            "resource" => {
+                let resource = value.get("resource")?;
+                let field = |key: &str| resource.get(key)?.as_str().map(str::to_owned);
+                Content::Resource {
+                    uri: field("uri")?,
+                    mime_type: field("mimeType"),
+                    text: field("text"),
+                    blob: field("blob"),
+                }
+            }
+            _ => return None,
+        };
+        Some(content)
+    }
+}
+
+impl<'de> Deserialize<'de> for Content {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        // Moving the one large field out keeps a 16 MiB text item from being copied.
+        if let Value::Object(mut object) = value {
+            if object.get("type").and_then(Value::as_str) == Some("text") {
+                if let Some(Value::String(text)) = object.remove("text") {
+                    return Ok(Content::Text { text });
+                }
+            }
+            return Ok(Content::from_value(Value::Object(object)));
+        }
+        Ok(Content::Unknown(value))
+    }
+}
+
+/// `notifications/progress` parameters.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Progress {
+    pub progress_token: Value,
+    pub progress: f64,
+    #[serde(default)]
+    pub total: Option<f64>,
+    #[serde(default)]
+    pub message: Option<String>,
+}
+
+/// Follows `tools/list` pages, refusing a server that would make us loop.
+///
+/// Feed each page to [`add_page`](Self::add_page); it answers with the cursor to request next,
+/// or `None` when the listing is complete.
+#[derive(Debug)]
+pub struct ToolPager {
+    tools: Vec<Tool>,
+    cursors_seen: BTreeSet<String>,
+    pages: usize,
+    max_pages: usize,
+}
+
+/// Why a `tools/list` listing was abandoned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PageError {
+    /// The server sent a `nextCursor` it had already sent.
+    RepeatedCursor(String),
+    /// More pages than the cap.
+    TooManyPages(usize),
+}
+
+impl std::fmt::Display for PageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::RepeatedCursor(cursor) => {
+                write!(f, "tools/list repeated the cursor {cursor:?}; stopped to avoid a loop")
+            }
+            Self::TooManyPages(cap) => write!(f, "tools/list has more than {cap} pages"),
+        }
+    }
+}
+
+impl std::error::Error for PageError {}
+
+impl ToolPager {
+    pub const DEFAULT_MAX_PAGES: usize = 1000;
+
+    pub fn new(max_pages: usize) -> Self {
+        Self {
+            tools: Vec::new(),
+            cursors_seen: BTreeSet::new(),
+            pages: 0,
+            max_pages,
+        }
+    }
+
+    /// Takes one page; returns the cursor of the next one, or `None` when done. An empty
+    /// `nextCursor` counts as none: some servers send `""` on the last page.
+    pub fn add_page(&mut self, page: ListToolsResult) -> Result<Option<String>, PageError> {
+        self.pages += 1;
+        self.tools.extend(page.tools);
+        let cursor = match page.next_cursor {
+            Some(cursor) if !cursor.is_empty() => cursor,
+            _ => return Ok(None),
+        };
+        if self.pages >= self.max_pages {
+            return Err(PageError::TooManyPages(self.max_pages));
+        }
+        if !self.cursors_seen.insert(cursor.clone()) {
+            return Err(PageError::RepeatedCursor(cursor));
+        }
+        Ok(Some(cursor))
+    }
+
+    pub fn into_tools(self) -> Vec<Tool> {
+        self.tools
+    }
+}
+
+impl Default for ToolPager {
+    fn default() -> Self {
+        Self::new(Self::DEFAULT_MAX_PAGES)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn every_content_kind_decodes_and_unknown_ones_are_kept() {
+        let result = CallToolResult::from_value(json!({
+            "content": [
+                {"type": "text", "text": "hi", "annotations": {"priority": 1}},
+                {"type": "image", "data": "AA==", "mimeType": "image/png"},
+                {"type": "audio", "data": "AA==", "mimeType": "audio/wav"},
+                {"type": "resource_link", "uri": "file:///a", "name": "a"},
+                {"type": "resource", "resource": {"uri": "file:///b", "text": "b"}},
+                {"type": "hologram", "depth": 3},
+                {"type": "text"},
+                "not even an object"
+            ],
+            "structuredContent": {"ok": true},
+            "isError": true,
+            "extra": 1
+        }))
+        .unwrap();
+        assert!(result.is_error);
+        assert_eq!(result.structured_content, Some(json!({"ok": true})));
+        assert_eq!(
+            result.content,
+            [
+                Content::Text { text: "hi".into() },
+                Content::Image {
+                    data: "AA==".into(),
+                    mime_type: "image/png".into()
+                },
+                Content::Audio {
+                    data: "AA==".into(),
+                    mime_type: "audio/wav".into()
+                },
+                Content::ResourceLink {
+                    uri: "file:///a".into(),
+                    name: "a".into(),
+                    mime_type: None
+                },
+                Content::Resource {
+                    uri: "file:///b".into(),
+                    mime_type: None,
+                    text: Some("b".into()),
+                    blob: None
+                },
+                Content::Unknown(json!({"type": "hologram", "depth": 3})),
+                Content::Unknown(json!({"type": "text"})),
+                Content::Unknown(json!("not even an object")),
+            ]
+        );
+    }
+
+    #[test]
+    fn tools_default_their_schema() {
+        let page = ListToolsResult::from_value(json!({"tools": [{"name": "t"}]})).unwrap();
+        assert_eq!(page.tools[0].input_schema, json!({}));
+        assert_eq!(page.next_cursor, None);
+    }
+
+    fn page(names: &[&str], cursor: Option<&str>) -> ListToolsResult {
+        ListToolsResult::from_value(json!({
+            "tools": names.iter().map(|name| json!({"name": name})).collect::<Vec<_>>(),
+            "nextCursor": cursor,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn pager_follows_cursors_and_stops_on_repeats() {
+        let mut pager = ToolPager::default();
+        assert_eq!(pager.add_page(page(&["a"], Some("1"))), Ok(Some("1".into())));
+        assert_eq!(pager.add_page(page(&["b"], Some("2"))), Ok(Some("2".into())));
+        assert_eq!(pager.add_page(page(&["c"], Some(""))), Ok(None));
+        let names: Vec<_> = pager.into_tools().into_iter().map(|t| t.name).collect();
+        assert_eq!(names, ["a", "b", "c"]);
+
+        let mut pager = ToolPager::default();
+        assert_eq!(pager.add_page(page(&[], Some("x"))), Ok(Some("x".into())));
+        assert_eq!(
+            pager.add_page(page(&[], Some("x"))),
+            Err(PageError::RepeatedCursor("x".into()))
+        );
+    }
+
+    #[test]
+    fn pager_caps_the_number_of_pages() {
+        let mut pager = ToolPager::new(2);
+        assert_eq!(pager.add_page(page(&[], Some("1"))), Ok(Some("1".into())));
+        assert_eq!(
+            pager.add_page(page(&[], Some("2"))),
+            Err(PageError::TooManyPages(2))
+        );
+    }
+}
