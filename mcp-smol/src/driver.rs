@@ -1,0 +1,379 @@
+//! The driver: one future that owns the connection, the child and its pipes.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::process::ExitStatus;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use proto::{CloseReason, Connection, Event, RequestError, RequestId, SendError, ServerInfo};
+use rustix::process::Signal;
+use serde_json::Value;
+use smol::Timer;
+use smol::channel::{Receiver, Sender};
+use smol::future::FutureExt;
+use smol::io::{AsyncReadExt, AsyncWriteExt};
+use smol::process::{Child, ChildStdin, ChildStdout};
+
+use crate::process::{self, StderrTail};
+use crate::{Client, Disconnect, Error, Notification, Op, Options, Reply, Shared};
+
+/// Runs one server connection to its end; see [`start`](crate::start). Poll it on any
+/// executor. When it completes, the server and its process group are gone.
+pub struct Driver(Pin<Box<dyn Future<Output = ()> + Send>>);
+
+impl Future for Driver {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        self.0.as_mut().poll(cx)
+    }
+}
+
+impl std::fmt::Debug for Driver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Driver")
+    }
+}
+
+/// After the server exits, how long its stdout and stderr may take to deliver what it wrote.
+const EXIT_DRAIN: Duration = Duration::from_millis(250);
+
+pub(crate) fn start(
+    command: &process::ServerCommand,
+    mut options: Options,
+) -> Result<(Client, Driver), Error> {
+    let mut child = process::spawn(command)?;
+    let pid = child.id();
+    let (Some(stdin), Some(stdout), Some(stderr)) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
+        return Err(Error::Spawn {
+            program: command.program.clone(),
+            reason: "stdio pipes missing".to_owned(),
+        });
+    };
+    let config = proto::Config {
+        client_name: options.client_name.clone(),
+        client_version: options.client_version.clone(),
+        handshake_timeout: options.handshake_timeout,
+        request_timeout: options.request_timeout,
+        max_request_time: options.max_request_time,
+        max_line_len: options.max_line_len,
+    };
+    let connection = Connection::new(Instant::now(), config);
+
+    let (ops_sender, ops) = smol::channel::unbounded();
+    let (done_sender, done) = smol::channel::bounded(1);
+    let tail = Arc::new(Mutex::new(StderrTail::default()));
+    let shared = Arc::new(Shared {
+        pid,
+        disconnect: OnceLock::new(),
+        stderr: tail.clone(),
+        done,
+    });
+    let (lines, lines_out) = smol::channel::unbounded();
+    let (stderr_stop, stderr_stopped) = smol::channel::bounded::<()>(1);
+    let (stderr_closed_sender, stderr_closed) = smol::channel::bounded::<()>(1);
+
+    let sink = options.stderr_sink.take();
+    let stderr_task = async move {
+        let _closed = stderr_closed_sender;
+        let drain = process::drain_stderr(stderr, tail, sink);
+        drain.or(async { _ = stderr_stopped.recv().await }).await;
+    };
+    let mut driver = Loop {
+        connection,
+        child,
+        pid,
+        stdout,
+        ops,
+        lines,
+        shared: shared.clone(),
+        options,
+        waiters: BTreeMap::new(),
+        ready_waiters: Vec::new(),
+        subscribers: Vec::new(),
+        exit_status: None,
+    };
+    let main = async move {
+        let _group_guard = GroupGuard(pid);
+        let reason = driver.run().await;
+        driver.shut_down(reason, stderr_closed).await;
+        drop(stderr_stop);
+        drop(done_sender);
+    };
+    let pipes = smol::future::zip(write_lines(stdin, lines_out), stderr_task);
+    let future = smol::future::zip(main, pipes);
+    let client = Client {
+        ops: ops_sender,
+        shared,
+    };
+    Ok((
+        client,
+        Driver(Box::pin(async move {
+            future.await;
+        })),
+    ))
+}
+
+/// Kills the whole group if the driver is dropped before it finished: nothing may outlive us.
+struct GroupGuard(u32);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        process::signal_group(self.0, Signal::KILL);
+    }
+}
+
+/// Writes lines to the server's stdin until the channel closes, then closes stdin.
+async fn write_lines(mut stdin: ChildStdin, lines: Receiver<Vec<u8>>) {
+    while let Ok(mut batch) = lines.recv().await {
+        while let Ok(more) = lines.try_recv() {
+            batch.extend_from_slice(&more);
+        }
+        if stdin.write_all(&batch).await.is_err() || stdin.flush().await.is_err() {
+            // The server stopped reading; its exit or EOF will end the connection.
+            break;
+        }
+    }
+}
+
+enum Wake {
+    Read(std::io::Result<usize>),
+    Op(Option<Op>),
+    Timeout,
+    Exited(std::io::Result<ExitStatus>),
+}
+
+struct Loop {
+    connection: Connection,
+    child: Child,
+    pid: u32,
+    stdout: ChildStdout,
+    ops: Receiver<Op>,
+    lines: Sender<Vec<u8>>,
+    shared: Arc<Shared>,
+    options: Options,
+    waiters: BTreeMap<RequestId, Reply<Value>>,
+    ready_waiters: Vec<Reply<ServerInfo>>,
+    subscribers: Vec<Sender<Notification>>,
+    exit_status: Option<ExitStatus>,
+}
+
+impl Loop {
+    /// Feeds the connection until it closes; returns why.
+    async fn run(&mut self) -> CloseReason {
+        let mut buffer = vec![0; 64 * 1024];
+        let mut eof_deadline: Option<Instant> = None;
+        loop {
+            while let Some(line) = self.connection.poll_transmit() {
+                let _ = self.lines.try_send(line);
+            }
+            while let Some(event) = self.connection.poll_event() {
+                if let Event::Closed(reason) = event {
+                    return reason;
+                }
+                self.dispatch(event);
+            }
+            let deadline = [self.connection.poll_timeout(), eof_deadline]
+                .into_iter()
+                .flatten()
+                .min();
+            let wake = self.next_wake(&mut buffer, deadline).await;
+            let now = Instant::now();
+            match wake {
+                Wake::Read(Ok(0) | Err(_)) => self.connection.handle_eof(now),
+                Wake::Read(Ok(n)) => self.connection.handle_bytes(now, &buffer[..n]),
+                Wake::Op(Some(op)) => self.apply(now, op),
+                // Every handle is gone.
+                Wake::Op(None) => self.connection.close(),
+                Wake::Timeout if eof_deadline.is_some_and(|d| d <= now) => {
+                    // Something outside the group still holds stdout open.
+                    self.connection.handle_eof(now);
+                }
+                Wake::Timeout => self.connection.handle_timeout(now),
+                Wake::Exited(status) => {
+                    self.exit_status = status.ok();
+                    // Orphans it left in the group must not keep stdout open.
+                    process::signal_group(self.pid, Signal::TERM);
+                    eof_deadline = Some(now + EXIT_DRAIN);
+                }
+            }
+        }
+    }
+
+    async fn next_wake(&mut self, buffer: &mut [u8], deadline: Option<Instant>) -> Wake {
+        let read = async { Wake::Read(self.stdout.read(buffer).await) };
+        let op = async { Wake::Op(self.ops.recv().await.ok()) };
+        let timer = async {
+            match deadline {
+                Some(deadline) => Timer::at(deadline).await,
+                None => Timer::never().await,
+            };
+            Wake::Timeout
+        };
+        let exited = self.exit_status.is_some();
+        let child = &mut self.child;
+        let exit = async move {
+            if exited {
+                std::future::pending::<()>().await;
+            }
+            Wake::Exited(child.status().await)
+        };
+        // `race` picks fairly among ready futures, so a flooding server cannot starve timers.
+        read.race(op).race(timer).race(exit).await
+    }
+
+    fn apply(&mut self, now: Instant, op: Op) {
+        let (sent, reply) = match op {
+            Op::Request {
+                method,
+                params,
+                timeout,
+                reply,
+            } => {
+                let timeout = timeout.unwrap_or(self.options.request_timeout);
+                let sent = (self.connection).request_with_timeout(now, &method, params, timeout);
+                (sent, reply)
+            }
+            Op::CallTool {
+                name,
+                arguments,
+                timeout,
+                reply,
+            } => {
+                let timeout = timeout.unwrap_or(self.options.request_timeout);
+                let sent = (self.connection).call_tool_with_timeout(now, &name, arguments, timeout);
+                (sent, reply)
+            }
+            Op::WaitReady(reply) => {
+                match self.connection.server_info() {
+                    Some(info) => _ = reply.try_send(Ok(info.clone())),
+                    None => self.ready_waiters.push(reply),
+                }
+                return;
+            }
+            Op::Subscribe(subscriber) => return self.subscribers.push(subscriber),
+            Op::Close => return self.connection.close(),
+        };
+        match sent {
+            Ok(id) => _ = self.waiters.insert(id, reply),
+            // `Closed` cannot happen: the loop stops as soon as the connection closes.
+            Err(SendError::InvalidParams | SendError::Closed(_)) => {
+                _ = reply.try_send(Err(Error::InvalidParams));
+            }
+        }
+    }
+
+    fn dispatch(&mut self, event: Event) {
+        match event {
+            Event::Ready(info) => {
+                for waiter in self.ready_waiters.drain(..) {
+                    let _ = waiter.try_send(Ok(info.clone()));
+                }
+            }
+            // Failures caused by the close are answered once we know how the server ended.
+            Event::Response {
+                result: Err(RequestError::Closed(_)),
+                ..
+            } => {}
+            Event::Response { id, result } => {
+                if let Some(waiter) = self.waiters.remove(&id) {
+                    let _ = waiter.try_send(result.map_err(request_error));
+                }
+            }
+            Event::Notification { method, params } => {
+                let notification = Notification { method, params };
+                self.subscribers.retain(
+                    |s| !matches!(s.try_send(notification.clone()), Err(e) if e.is_closed()),
+                );
+            }
+            Event::Malformed(_) | Event::Closed(_) => {}
+        }
+    }
+
+    /// Fails whatever is still waiting, then makes sure the server and its group are gone.
+    async fn shut_down(mut self, reason: CloseReason, stderr_closed: Receiver<()>) {
+        let server_ended = matches!(reason, CloseReason::Eof);
+        if server_ended && self.exit_status.is_none() {
+            let status = async { self.child.status().await.ok() };
+            self.exit_status = status
+                .or(async {
+                    Timer::after(EXIT_DRAIN).await;
+                    None
+                })
+                .await;
+        }
+        if self.exit_status.is_some() {
+            // Let the stderr reader catch the server's last words before we quote them.
+            let _ = stderr_closed
+                .recv()
+                .or(async {
+                    Timer::after(EXIT_DRAIN).await;
+                    Ok(())
+                })
+                .await;
+        }
+        let disconnect = Disconnect {
+            reason,
+            exit_status: self.exit_status,
+            stderr: self
+                .shared
+                .stderr
+                .lock()
+                .map(|t| t.lines())
+                .unwrap_or_default(),
+        };
+        let _ = self.shared.disconnect.set(disconnect.clone());
+        self.ops.close();
+        let error = Error::Disconnected(disconnect);
+        for waiter in self.ready_waiters.drain(..) {
+            let _ = waiter.try_send(Err(error.clone()));
+        }
+        for (_, waiter) in std::mem::take(&mut self.waiters) {
+            let _ = waiter.try_send(Err(error.clone()));
+        }
+        self.lines.close();
+        self.reap().await;
+    }
+
+    /// Grace period, SIGTERM to the group, SIGKILL to the group, reap.
+    async fn reap(&mut self) {
+        if self.exit_status.is_none() && !self.wait_exit(self.options.grace_period).await {
+            process::signal_group(self.pid, Signal::TERM);
+            if !self.wait_exit(self.options.term_period).await {
+                process::signal_group(self.pid, Signal::KILL);
+                let _ = self.child.status().await;
+            }
+        }
+        // The leader is gone; whatever it started and left behind goes too.
+        process::signal_group(self.pid, Signal::KILL);
+    }
+
+    async fn wait_exit(&mut self, within: Duration) -> bool {
+        let exited = async { self.child.status().await.is_ok() };
+        exited
+            .or(async {
+                Timer::after(within).await;
+                false
+            })
+            .await
+    }
+}
+
+fn request_error(error: RequestError) -> Error {
+    match error {
+        RequestError::Remote(error) => Error::Remote(error),
+        RequestError::InvalidResponse(detail) => Error::InvalidResponse(detail),
+        RequestError::TimedOut { after } => Error::TimedOut { after },
+        RequestError::Cancelled => Error::Cancelled,
+        RequestError::Closed(reason) => Error::Disconnected(Disconnect {
+            reason,
+            exit_status: None,
+            stderr: Vec::new(),
+        }),
+    }
+}

@@ -1,0 +1,238 @@
+//! The server process: finding and spawning it in its own group, signalling that group, and
+//! draining its stderr.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use smol::io::AsyncReadExt;
+use smol::process::{Child, ChildStderr, Command, Stdio};
+
+use crate::Error;
+
+/// How to start a server.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServerCommand {
+    /// A path, or a bare name looked up on `PATH` (the configured one if `env` sets it).
+    pub program: String,
+    pub args: Vec<String>,
+    /// Merged over the inherited environment; these values win.
+    pub env: BTreeMap<String, String>,
+    pub cwd: Option<PathBuf>,
+}
+
+impl ServerCommand {
+    pub fn new(program: impl Into<String>) -> Self {
+        Self {
+            program: program.into(),
+            ..Self::default()
+        }
+    }
+
+    pub fn arg(mut self, arg: impl Into<String>) -> Self {
+        self.args.push(arg.into());
+        self
+    }
+
+    pub fn args<I: IntoIterator<Item = S>, S: Into<String>>(mut self, args: I) -> Self {
+        self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.insert(key.into(), value.into());
+        self
+    }
+
+    pub fn cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
+        self.cwd = Some(cwd.into());
+        self
+    }
+
+    /// The command line as a person would type it, for tables and messages.
+    pub fn display(&self) -> String {
+        std::iter::once(&self.program)
+            .chain(&self.args)
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// Spawns the server with piped stdio as the leader of a new process group, so that the group
+/// id is its pid and everything it starts can be signalled together.
+pub(crate) fn spawn(command: &ServerCommand) -> Result<Child, Error> {
+    let program = resolve_program(command)?;
+    let mut std_command = std::process::Command::new(&program);
+    std_command.args(&command.args).envs(&command.env);
+    if let Some(cwd) = &command.cwd {
+        std_command.current_dir(cwd);
+    }
+    std::os::unix::process::CommandExt::process_group(&mut std_command, 0);
+    let mut command_ = Command::from(std_command);
+    command_
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        // A last resort for when the driver is dropped before it could shut down cleanly.
+        .kill_on_drop(true);
+    command_.spawn().map_err(|error| Error::Spawn {
+        program: command.program.clone(),
+        reason: match &command.cwd {
+            Some(cwd) if !cwd.is_dir() => format!("working directory {} not found", cwd.display()),
+            _ => error.to_string(),
+        },
+    })
+}
+
+/// Finds a bare program name on `PATH` ourselves, so "not found" can name what was searched.
+fn resolve_program(command: &ServerCommand) -> Result<PathBuf, Error> {
+    if command.program.contains('/') {
+        let path = PathBuf::from(&command.program);
+        return match &command.cwd {
+            Some(cwd) if path.is_relative() => Ok(cwd.join(path)),
+            _ => Ok(path),
+        };
+    }
+    let path: OsString = match command.env.get("PATH") {
+        Some(path) => path.into(),
+        None => std::env::var_os("PATH").unwrap_or_default(),
+    };
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(&command.program))
+        .find(|candidate| is_executable(candidate))
+        .ok_or_else(|| Error::NotFound {
+            program: command.program.clone(),
+            path: path.to_string_lossy().into_owned(),
+        })
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    path.metadata()
+        .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+}
+
+/// Sends `signal` to every process in the server's group. A group that is already empty is
+/// not an error.
+pub(crate) fn signal_group(pid: u32, signal: rustix::process::Signal) {
+    let group = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw);
+    if let Some(group) = group {
+        let _ = rustix::process::kill_process_group(group, signal);
+    }
+}
+
+/// The last lines the server wrote to stderr, for error messages.
+#[derive(Debug, Default)]
+pub(crate) struct StderrTail {
+    lines: VecDeque<String>,
+    partial: Vec<u8>,
+}
+
+impl StderrTail {
+    const LINES: usize = 20;
+    const LINE_BYTES: usize = 512;
+
+    fn push(&mut self, bytes: &[u8]) {
+        for piece in bytes.split_inclusive(|&b| b == b'\n') {
+            let room = Self::LINE_BYTES.saturating_sub(self.partial.len());
+            let (content, ended) = match piece.strip_suffix(b"\n") {
+                Some(content) => (content, true),
+                None => (piece, false),
+            };
+            self.partial
+                .extend_from_slice(&content[..content.len().min(room)]);
+            if ended {
+                self.end_line();
+            }
+        }
+    }
+
+    fn end_line(&mut self) {
+        let line = String::from_utf8_lossy(&self.partial).trim_end().to_owned();
+        self.partial.clear();
+        if line.is_empty() {
+            return;
+        }
+        if self.lines.len() == Self::LINES {
+            self.lines.pop_front();
+        }
+        self.lines.push_back(line);
+    }
+
+    pub(crate) fn lines(&self) -> Vec<String> {
+        let partial = String::from_utf8_lossy(&self.partial).trim_end().to_owned();
+        let partial = (!partial.is_empty()).then_some(partial);
+        self.lines.iter().cloned().chain(partial).collect()
+    }
+}
+
+/// Where a server's stderr is copied, besides the tail kept for errors.
+pub type StderrSink = Box<dyn Write + Send>;
+
+/// Reads stderr until it closes, so the server never blocks on a full pipe.
+pub(crate) async fn drain_stderr(
+    mut stderr: ChildStderr,
+    tail: Arc<Mutex<StderrTail>>,
+    mut sink: Option<StderrSink>,
+) {
+    let mut buffer = vec![0; 16 * 1024];
+    while let Ok(n @ 1..) = stderr.read(&mut buffer).await {
+        let bytes = &buffer[..n];
+        if let Ok(mut tail) = tail.lock() {
+            tail.push(bytes);
+        }
+        // A failing log sink must not stop the draining.
+        if let Some(writer) = &mut sink {
+            if writer
+                .write_all(bytes)
+                .and_then(|()| writer.flush())
+                .is_err()
+            {
+                sink = None;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tail_keeps_the_last_lines_and_bounds_each() {
+        let mut tail = StderrTail::default();
+        for i in 0..30 {
+            tail.push(format!("line {i}\n").as_bytes());
+        }
+        tail.push(b"half");
+        tail.push(b" done\r\n\nlast without newline");
+        let lines = tail.lines();
+        assert_eq!(lines.len(), 21);
+        assert_eq!(lines[0], "line 11");
+        assert_eq!(lines[19], "half done");
+        assert_eq!(lines[20], "last without newline");
+
+        let mut tail = StderrTail::default();
+        tail.push(&[b'x'; 10_000]);
+        tail.push(b"\n");
+        assert_eq!(tail.lines()[0].len(), StderrTail::LINE_BYTES);
+    }
+
+    #[test]
+    fn bare_names_are_looked_up_on_the_configured_path() {
+        let command = ServerCommand::new("sh").env("PATH", "/nonexistent:/bin:/usr/bin");
+        assert!(resolve_program(&command).unwrap().ends_with("sh"));
+
+        let command = ServerCommand::new("no-such-server-xyz").env("PATH", "/nonexistent:/bin");
+        let error = resolve_program(&command).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "cannot start no-such-server-xyz: not found on PATH (/nonexistent:/bin)"
+        );
+    }
+}
