@@ -422,7 +422,8 @@ impl Connection {
                 if method == "notifications/progress" {
                     self.handle_progress(now, params.as_ref());
                 }
-                self.events.push_back(Event::Notification { method, params });
+                self.events
+                    .push_back(Event::Notification { method, params });
             }
             Message::Response { id, result } => self.handle_response(now, &id, result),
         }
@@ -455,12 +456,7 @@ impl Connection {
         pending.deadline = deadline_after(now, pending.timeout).min(hard_deadline);
     }
 
-    fn handle_response(
-        &mut self,
-        now: Instant,
-        id: &Value,
-        result: Result<Value, ResponseError>,
-    ) {
+    fn handle_response(&mut self, now: Instant, id: &Value, result: Result<Value, ResponseError>) {
         let Some(id) = our_id(id) else {
             self.stats.stray_responses += 1;
             return;
@@ -487,7 +483,9 @@ impl Connection {
         let server = match result {
             Ok(result) => parse_initialize_result(result),
             Err(ResponseError::Remote(error)) => Err(CloseReason::InitializeFailed(error)),
-            Err(ResponseError::Invalid(detail)) => Err(CloseReason::InvalidInitializeResult(detail)),
+            Err(ResponseError::Invalid(detail)) => {
+                Err(CloseReason::InvalidInitializeResult(detail))
+            }
         };
         let server = match server {
             Ok(server) => server,

@@ -99,7 +99,11 @@ impl fmt::Display for CloseReason {
             Self::Local => f.write_str("closed by the client"),
             Self::Eof => f.write_str("the server closed its output"),
             Self::HandshakeTimedOut { after } => {
-                write!(f, "the server did not answer `initialize` within {}", seconds(*after))
+                write!(
+                    f,
+                    "the server did not answer `initialize` within {}",
+                    seconds(*after)
+                )
             }
             Self::InitializeFailed(error) => write!(f, "the server refused `initialize`: {error}"),
             Self::UnsupportedVersion { requested, offered } => write!(

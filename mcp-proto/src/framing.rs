@@ -218,6 +218,9 @@ mod tests {
             assert_eq!(decoder.scanned, decoder.buffered());
         }
         decoder.push(b"\n");
-        assert_eq!(decoder.next_line().map(|l| l.map(|l| l.len())), Some(Ok(819_200)));
+        assert_eq!(
+            decoder.next_line().map(|l| l.map(|l| l.len())),
+            Some(Ok(819_200))
+        );
     }
 }

@@ -228,7 +228,10 @@ mod tests {
 
     #[test]
     fn rejects_what_is_not_a_message() {
-        assert!(matches!(one("Starting server..."), Err(LineError::NotJson { .. })));
+        assert!(matches!(
+            one("Starting server..."),
+            Err(LineError::NotJson { .. })
+        ));
         assert_eq!(decode(b"\xff\xfe{"), [Err(LineError::NotUtf8)]);
         assert!(matches!(one("42"), Err(LineError::NotJsonRpc { .. })));
         assert!(matches!(one("[]"), Err(LineError::NotJsonRpc { .. })));
@@ -244,7 +247,10 @@ mod tests {
             one(r#"{"id":{},"method":"ping"}"#),
             Err(LineError::NotJsonRpc { .. })
         ));
-        assert!(matches!(one(r#"{"id":1}"#), Err(LineError::NotJsonRpc { .. })));
+        assert!(matches!(
+            one(r#"{"id":1}"#),
+            Err(LineError::NotJsonRpc { .. })
+        ));
     }
 
     #[test]

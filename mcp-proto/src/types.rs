@@ -125,7 +125,9 @@ impl Content {
     fn decode(value: &Value) -> Option<Self> {
         let text = |key: &str| value.get(key)?.as_str().map(str::to_owned);
         let content = match value.get("type")?.as_str()? {
-            "text" => Content::Text { text: text("text")? },
+            "text" => Content::Text {
+                text: text("text")?,
+            },
             "image" => Content::Image {
                 data: text("data")?,
                 mime_type: text("mimeType")?,
@@ -208,7 +210,10 @@ impl std::fmt::Display for PageError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::RepeatedCursor(cursor) => {
-                write!(f, "tools/list repeated the cursor {cursor:?}; stopped to avoid a loop")
+                write!(
+                    f,
+                    "tools/list repeated the cursor {cursor:?}; stopped to avoid a loop"
+                )
             }
             Self::TooManyPages(cap) => write!(f, "tools/list has more than {cap} pages"),
         }
@@ -331,8 +336,14 @@ mod tests {
     #[test]
     fn pager_follows_cursors_and_stops_on_repeats() {
         let mut pager = ToolPager::default();
-        assert_eq!(pager.add_page(page(&["a"], Some("1"))), Ok(Some("1".into())));
-        assert_eq!(pager.add_page(page(&["b"], Some("2"))), Ok(Some("2".into())));
+        assert_eq!(
+            pager.add_page(page(&["a"], Some("1"))),
+            Ok(Some("1".into()))
+        );
+        assert_eq!(
+            pager.add_page(page(&["b"], Some("2"))),
+            Ok(Some("2".into()))
+        );
         assert_eq!(pager.add_page(page(&["c"], Some(""))), Ok(None));
         let names: Vec<_> = pager.into_tools().into_iter().map(|t| t.name).collect();
         assert_eq!(names, ["a", "b", "c"]);
