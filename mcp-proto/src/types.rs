@@ -6,7 +6,7 @@
 
 use std::collections::BTreeSet;
 
-use serde::{Deserialize, Deserializer};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
 /// `clientInfo` / `serverInfo`.
@@ -30,21 +30,21 @@ pub struct ServerInfo {
     pub instructions: Option<String>,
 }
 
-/// One entry of a `tools/list` page.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+/// One entry of a `tools/list` page. Serialises back to the spec's field names.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Tool {
     pub name: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// JSON Schema of the arguments; `{}` when the server sent none.
     #[serde(default = "empty_object")]
     pub input_schema: Value,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<Value>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<Value>,
 }
 
