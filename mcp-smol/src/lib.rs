@@ -275,16 +275,26 @@ impl Client {
         arguments: Value,
         timeout: Option<Duration>,
     ) -> Result<CallToolResult, Error> {
-        let result = self
-            .ask(|reply| Op::CallTool {
-                name: name.to_owned(),
-                arguments,
-                timeout,
-                reply,
-            })
-            .await?;
+        let result = self.call_tool_raw(name, arguments, timeout).await?;
         CallToolResult::from_value(result)
             .map_err(|error| Error::InvalidResponse(format!("tools/call: {error}")))
+    }
+
+    /// Calls a tool and returns the result object undecoded (for callers that print it whole).
+    /// `timeout`, if given, replaces the default.
+    pub async fn call_tool_raw(
+        &self,
+        name: &str,
+        arguments: Value,
+        timeout: Option<Duration>,
+    ) -> Result<Value, Error> {
+        self.ask(|reply| Op::CallTool {
+            name: name.to_owned(),
+            arguments,
+            timeout,
+            reply,
+        })
+        .await
     }
 
     /// Sends any request and returns its raw result.
