@@ -1,1 +1,109 @@
-//! Shared helpers for the end-to-end suites.
+//! Shared helpers for the end-to-end suites: installing the real reference servers under
+//! `target/` on first use, and checking that no server process outlives a test.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The npm reference servers the suites use, installed into one local prefix.
+pub const NPM_PACKAGES: &[&str] = &[
+    "@modelcontextprotocol/server-filesystem",
+    "@modelcontextprotocol/server-everything",
+    "@modelcontextprotocol/server-memory",
+];
+
+/// The PyPI reference servers, installed into one virtual environment.
+pub const PYPI_PACKAGES: &[&str] = &["mcp-server-git", "mcp-server-time"];
+
+/// `target/e2e-servers`, where real servers are installed (never globally).
+pub fn servers_dir() -> PathBuf {
+    let target = match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"),
+    };
+    target.join("e2e-servers")
+}
+
+/// The `node_modules/.bin` folder holding `mcp-server-filesystem`, `mcp-server-everything` and
+/// `mcp-server-memory`; `None` (after saying why) when Node is missing outside CI.
+pub fn npm_bin() -> Option<PathBuf> {
+    let prefix = servers_dir().join("npm");
+    let bin = prefix.join("node_modules/.bin");
+    let ready = prefix.join(".installed");
+    install_once(&ready, "npm", "install Node.js and npm", || {
+        let mut npm = Command::new("npm");
+        npm.args(["install", "--no-audit", "--no-fund", "--prefix"])
+            .arg(&prefix)
+            .args(NPM_PACKAGES);
+        vec![npm]
+    })?;
+    Some(bin)
+}
+
+/// The virtual environment's `bin` folder holding `mcp-server-git` and `mcp-server-time`;
+/// `None` (after saying why) when Python is missing outside CI.
+pub fn python_bin() -> Option<PathBuf> {
+    let venv = servers_dir().join("venv");
+    let ready = venv.join(".installed");
+    install_once(&ready, "python3", "install Python 3 with venv", || {
+        let mut create = Command::new("python3");
+        create.args(["-m", "venv"]).arg(&venv);
+        let mut pip = Command::new(venv.join("bin/pip"));
+        pip.args(["install", "--quiet", "--disable-pip-version-check"])
+            .args(PYPI_PACKAGES);
+        vec![create, pip]
+    })?;
+    Some(venv.join("bin"))
+}
+
+/// Runs `install` once across concurrent test processes (a file lock serialises them), and
+/// records success in `ready`.
+fn install_once(
+    ready: &Path,
+    tool: &str,
+    hint: &str,
+    install: impl FnOnce() -> Vec<Command>,
+) -> Option<()> {
+    if ready.exists() {
+        return Some(());
+    }
+    if Command::new(tool).arg("--version").output().is_err() {
+        let message = format!("{tool} not found: {hint} to run the real-server tests");
+        if std::env::var("CI").is_ok_and(|ci| ci == "true") {
+            panic!("{message} (required under CI=true)");
+        }
+        eprintln!("SKIPPED: {message}");
+        return None;
+    }
+    let dir = ready.parent().expect("install folder");
+    std::fs::create_dir_all(dir).expect("create install folder");
+    let lock = File::create(dir.with_extension("lock")).expect("create install lock");
+    lock.lock().expect("lock install folder");
+    if !ready.exists() {
+        for mut step in install() {
+            let output = step.output().expect("run installer");
+            assert!(
+                output.status.success(),
+                "installing real servers failed: {step:?}\n{}\n{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        File::create(ready).expect("mark install done");
+    }
+    Some(())
+}
+
+/// Whether any process is still in process group `pgid` (zombies included).
+pub fn group_alive(pgid: u32) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    entries.flatten().any(|entry| {
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        // Fields after the parenthesised command: state, ppid, pgrp, ...
+        let after_command = stat.rsplit_once(')').map(|(_, rest)| rest).unwrap_or("");
+        let fields: Vec<&str> = after_command.split_whitespace().collect();
+        fields.get(2).and_then(|pgrp| pgrp.parse::<u32>().ok()) == Some(pgid)
+    })
+}
