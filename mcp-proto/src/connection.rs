@@ -236,11 +236,11 @@ impl Connection {
     /// Expires every deadline at or before `now`. Call it when the instant returned by
     /// [`poll_timeout`](Self::poll_timeout) has passed; calling it early does no harm.
     pub fn handle_timeout(&mut self, now: Instant) {
-        if let State::Initializing { deadline, .. } = self.state {
-            if deadline <= now {
-                let after = self.config.handshake_timeout;
-                return self.close_with(CloseReason::HandshakeTimedOut { after });
-            }
+        if let State::Initializing { deadline, .. } = self.state
+            && deadline <= now
+        {
+            let after = self.config.handshake_timeout;
+            return self.close_with(CloseReason::HandshakeTimedOut { after });
         }
         let expired: Vec<u64> = (self.pending.iter())
             .filter(|(_, pending)| pending.deadline <= now)
@@ -461,10 +461,10 @@ impl Connection {
             self.stats.stray_responses += 1;
             return;
         };
-        if let State::Initializing { id: init_id, .. } = self.state {
-            if id == init_id {
-                return self.finish_handshake(now, result);
-            }
+        if let State::Initializing { id: init_id, .. } = self.state
+            && id == init_id
+        {
+            return self.finish_handshake(now, result);
         }
         // A held request has not been written, so nothing can be answering it.
         let is_awaited = matches!(self.pending.get(&id), Some(pending) if pending.held.is_none());

@@ -162,10 +162,10 @@ impl<'de> Deserialize<'de> for Content {
         let value = Value::deserialize(deserializer)?;
         // Moving the one large field out keeps a 16 MiB text item from being copied.
         if let Value::Object(mut object) = value {
-            if object.get("type").and_then(Value::as_str) == Some("text") {
-                if let Some(Value::String(text)) = object.remove("text") {
-                    return Ok(Content::Text { text });
-                }
+            let is_text = object.get("type").and_then(Value::as_str) == Some("text")
+                && object.get("text").is_some_and(Value::is_string);
+            if is_text && let Some(Value::String(text)) = object.remove("text") {
+                return Ok(Content::Text { text });
             }
             return Ok(Content::from_value(Value::Object(object)));
         }

@@ -338,10 +338,10 @@ impl Client {
 
     async fn ask<T>(&self, op: impl FnOnce(Reply<T>) -> Op) -> Result<T, Error> {
         let (reply, answer) = smol::channel::bounded(1);
-        if self.ops.send(op(reply)).await.is_ok() {
-            if let Ok(result) = answer.recv().await {
-                return result;
-            }
+        if self.ops.send(op(reply)).await.is_ok()
+            && let Ok(result) = answer.recv().await
+        {
+            return result;
         }
         // The driver has stopped: it recorded why before it did.
         Err(Error::Disconnected(self.disconnect().unwrap_or(

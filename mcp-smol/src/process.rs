@@ -187,14 +187,13 @@ pub(crate) async fn drain_stderr(
             tail.push(bytes);
         }
         // A failing log sink must not stop the draining.
-        if let Some(writer) = &mut sink {
-            if writer
+        if let Some(writer) = &mut sink
+            && writer
                 .write_all(bytes)
                 .and_then(|()| writer.flush())
                 .is_err()
-            {
-                sink = None;
-            }
+        {
+            sink = None;
         }
     }
 }
