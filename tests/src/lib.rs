@@ -96,14 +96,23 @@ fn install_once(
 
 /// Whether any process is still in process group `pgid` (zombies included).
 pub fn group_alive(pgid: u32) -> bool {
+    !group_members(pgid).is_empty()
+}
+
+/// The pids of every process in group `pgid`, read from `/proc`.
+pub fn group_members(pgid: u32) -> Vec<u32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
-        return false;
+        return Vec::new();
     };
-    entries.flatten().any(|entry| {
-        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
-        // Fields after the parenthesised command: state, ppid, pgrp, ...
-        let after_command = stat.rsplit_once(')').map(|(_, rest)| rest).unwrap_or("");
-        let fields: Vec<&str> = after_command.split_whitespace().collect();
-        fields.get(2).and_then(|pgrp| pgrp.parse::<u32>().ok()) == Some(pgid)
-    })
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+            // Fields after the parenthesised command: state, ppid, pgrp, ...
+            let (_, after_command) = stat.rsplit_once(')')?;
+            let pgrp: u32 = after_command.split_whitespace().nth(2)?.parse().ok()?;
+            (pgrp == pgid).then_some(pid)
+        })
+        .collect()
 }

@@ -1,0 +1,565 @@
+//! `mcp-fixture MODE [--option value]...`: an MCP server over stdio that behaves well (mode
+//! `good`) or misbehaves in one of the ways DESIGN §7 lists, for the end-to-end suites.
+//!
+//! Modes (each otherwise behaves like `good`):
+//! - `good`: tools `echo`, `blob`, `sleep`, `progress`, `fail`, `add`, `rich`, `structured`,
+//!   `types`, `stderr`, `report`; paginated `tools/list` (`--page-size N`, default 2).
+//! - `silent`: never answers anything, not even `initialize`.
+//! - `bad-version`: answers `initialize` with `--version V` (default `1999-01-01`).
+//! - `exit-in-handshake`: writes to stderr and exits 1 on `initialize`.
+//! - `exit-mid-call`: exits 3 on any `tools/call`, without answering.
+//! - `close-stdout`: closes stdout on the first `tools/call` and keeps running.
+//! - `ignore-sigterm`: ignores SIGTERM and keeps running after stdin closes.
+//! - `grandchildren`: starts `sleep` processes and a `sh` that waits on one.
+//! - `noisy-stdout`: a BOM, banners, blank lines and CRLF endings around the JSON.
+//! - `invalid-utf8`: a line of invalid UTF-8 before each answer.
+//! - `long-line`: a line of `--bytes N` (default 2 MiB) before each `tools/call` answer.
+//! - `partial-line-stall`: on `tools/call`, half a message with no newline, then silence.
+//! - `unknown-id`: responses with ids 999999 and "nonsense" before each answer.
+//! - `double-answer`: answers every request twice.
+//! - `out-of-order`: holds `tools/call` answers and releases them in reverse (3 held, or 200 ms).
+//! - `server-requests`: asks for sampling, roots, elicitation and an unknown method.
+//! - `ping-client`: pings the client (ids "p1" and 2).
+//! - `flood-notifications`: 10000 log messages and 1000 stray progress notes per call.
+//! - `flood-stderr`: writes to stderr without pause.
+//! - `batch`: answers inside JSON arrays, with a notification beside each call's answer.
+//! - `odd-ids`: requests with ids null, "abc", 1.5 and -7.
+//! - `list-changed`: after the first call, announces a changed list with a tool `extra`.
+//! - `repeat-cursor`: `tools/list` always returns the same `nextCursor`.
+//! - `slow-start`: waits `--delay-ms N` before answering `initialize`.
+//!
+//! Answers the fixture received for its own requests are returned by the `report` tool as a
+//! JSON array. `--log-received FILE` appends every line the client sends to FILE.
+
+// A poisoned lock here means the fixture itself crashed; panicking further is the right answer.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::{BTreeMap, HashSet};
+use std::io::{BufRead, Write};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+const SUPPORTED: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+const TINY_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let mode = args.next().unwrap_or_else(|| "good".to_owned());
+    let mut options = BTreeMap::new();
+    while let Some(key) = args.next() {
+        let value = args.next().unwrap_or_default();
+        options.insert(key.trim_start_matches("--").to_owned(), value);
+    }
+    if mode == "ignore-sigterm" && std::env::var_os("MCP_FIXTURE_TERM_IGNORED").is_none() {
+        reexec_ignoring_sigterm();
+    }
+    let server = Arc::new(Server::new(mode, options));
+    server.start();
+    server.serve();
+}
+
+/// `trap "" TERM` sets SIGTERM to ignored, and an ignored signal stays ignored across `exec`,
+/// so the fixture comes back ignoring it without any unsafe code of its own.
+fn reexec_ignoring_sigterm() {
+    use std::os::unix::process::CommandExt;
+    let me = std::env::current_exe().expect("own path");
+    let error = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(r#"trap "" TERM; exec "$0" "$@""#)
+        .arg(me)
+        .args(std::env::args().skip(1))
+        .env("MCP_FIXTURE_TERM_IGNORED", "1")
+        .exec();
+    panic!("re-exec failed: {error}");
+}
+
+struct Server {
+    mode: String,
+    options: BTreeMap<String, String>,
+    out: Mutex<Box<dyn Write + Send>>,
+    /// Answers to our own requests, for `report`.
+    answers: Mutex<Vec<Value>>,
+    cancelled: Mutex<HashSet<String>>,
+    /// `out-of-order`: answers held back, and when the first of them was held.
+    held: Mutex<(Vec<Value>, Option<Instant>)>,
+    calls: Mutex<u64>,
+    stdout_closed: Mutex<bool>,
+}
+
+impl Server {
+    fn new(mode: String, options: BTreeMap<String, String>) -> Self {
+        Self {
+            mode,
+            options,
+            out: Mutex::new(Box::new(std::io::stdout())),
+            answers: Mutex::new(Vec::new()),
+            cancelled: Mutex::new(HashSet::new()),
+            held: Mutex::new((Vec::new(), None)),
+            calls: Mutex::new(0),
+            stdout_closed: Mutex::new(false),
+        }
+    }
+
+    fn option(&self, key: &str, default: u64) -> u64 {
+        self.options
+            .get(key)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    }
+
+    fn start(self: &Arc<Self>) {
+        match self.mode.as_str() {
+            "noisy-stdout" => self.raw(
+                b"\xEF\xBB\xBFStarting server v1.0...\r\n[INFO] listening on stdio\r\n\r\n\r\n",
+            ),
+            "grandchildren" => {
+                for _ in 0..2 {
+                    let child = std::process::Command::new("sleep").arg("1000").spawn();
+                    eprintln!("grandchild pid {:?}", child.map(|c| c.id()));
+                }
+                let shell = std::process::Command::new("sh")
+                    .args(["-c", "sleep 1000 & wait"])
+                    .spawn();
+                eprintln!("shell pid {:?}", shell.map(|c| c.id()));
+            }
+            "flood-stderr" => {
+                thread::spawn(|| {
+                    let chunk = vec![b'e'; 64 * 1024];
+                    let mut stderr = std::io::stderr();
+                    loop {
+                        let _ = stderr.write_all(&chunk);
+                        let _ = stderr.write_all(b"\nflooding stderr\n");
+                        thread::sleep(Duration::from_millis(1));
+                    }
+                });
+            }
+            "out-of-order" => {
+                let server = self.clone();
+                thread::spawn(move || {
+                    loop {
+                        thread::sleep(Duration::from_millis(20));
+                        let due = server
+                            .held
+                            .lock()
+                            .unwrap()
+                            .1
+                            .is_some_and(|t| t.elapsed() >= Duration::from_millis(200));
+                        if due {
+                            server.release_held();
+                        }
+                    }
+                });
+            }
+            _ => {}
+        }
+    }
+
+    fn serve(self: &Arc<Self>) {
+        let mut log = self.options.get("log-received").map(|path| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .expect("open log")
+        });
+        let stdin = std::io::stdin();
+        for line in stdin.lock().split(b'\n') {
+            let Ok(line) = line else { break };
+            if let Some(file) = log.as_mut() {
+                let _ = file.write_all(&line);
+                let _ = file.write_all(b"\n");
+            }
+            let Ok(message) = serde_json::from_slice::<Value>(&line) else {
+                eprintln!("fixture: unreadable line from client");
+                continue;
+            };
+            self.handle(message);
+        }
+        // stdin closed. A well-behaved server exits; the stubborn modes keep running.
+        if matches!(
+            self.mode.as_str(),
+            "silent" | "close-stdout" | "ignore-sigterm" | "partial-line-stall"
+        ) {
+            loop {
+                thread::sleep(Duration::from_secs(1000));
+            }
+        }
+    }
+
+    fn handle(self: &Arc<Self>, message: Value) {
+        let method = message
+            .get("method")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let id = message.get("id").cloned();
+        match (method, id) {
+            (Some(method), Some(id)) => self.handle_request(
+                &method,
+                id,
+                message.get("params").cloned().unwrap_or(json!({})),
+            ),
+            (Some(method), None) => self.handle_notification(&method, message.get("params")),
+            (None, Some(_)) => self.answers.lock().unwrap().push(message),
+            (None, None) => eprintln!("fixture: message with neither method nor id"),
+        }
+    }
+
+    fn handle_notification(self: &Arc<Self>, method: &str, params: Option<&Value>) {
+        match method {
+            "notifications/initialized" => self.after_initialized(),
+            "notifications/cancelled" => {
+                let id = params
+                    .and_then(|p| p.get("requestId"))
+                    .map(Value::to_string)
+                    .unwrap_or_default();
+                eprintln!("cancelled {id}");
+                self.cancelled.lock().unwrap().insert(id);
+            }
+            _ => {}
+        }
+    }
+
+    fn after_initialized(&self) {
+        let requests: Vec<Value> = match self.mode.as_str() {
+            "server-requests" => vec![
+                json!({"jsonrpc": "2.0", "id": 1, "method": "sampling/createMessage", "params": {"messages": [], "maxTokens": 10}}),
+                json!({"jsonrpc": "2.0", "id": "r-2", "method": "roots/list"}),
+                json!({"jsonrpc": "2.0", "id": 3, "method": "elicitation/create", "params": {"message": "?", "requestedSchema": {}}}),
+                json!({"jsonrpc": "2.0", "id": "r-4", "method": "some/unknownMethod"}),
+            ],
+            "ping-client" => vec![
+                json!({"jsonrpc": "2.0", "id": "p1", "method": "ping"}),
+                json!({"jsonrpc": "2.0", "id": 2, "method": "ping"}),
+            ],
+            "odd-ids" => vec![
+                json!({"jsonrpc": "2.0", "id": null, "method": "ping"}),
+                json!({"jsonrpc": "2.0", "id": "abc", "method": "ping"}),
+                json!({"jsonrpc": "2.0", "id": 1.5, "method": "ping"}),
+                json!({"jsonrpc": "2.0", "id": -7, "method": "roots/list"}),
+            ],
+            _ => Vec::new(),
+        };
+        for request in requests {
+            self.send(&request);
+        }
+    }
+
+    fn handle_request(self: &Arc<Self>, method: &str, id: Value, params: Value) {
+        match (self.mode.as_str(), method) {
+            ("silent", _) => {}
+            ("exit-in-handshake", "initialize") => {
+                eprintln!("fatal: config missing");
+                std::process::exit(1);
+            }
+            ("slow-start", "initialize") => {
+                thread::sleep(Duration::from_millis(self.option("delay-ms", 1000)));
+                self.answer(&id, Ok(self.initialize_result(&params)));
+            }
+            (_, "initialize") => self.answer(&id, Ok(self.initialize_result(&params))),
+            (_, "ping") => self.answer(&id, Ok(json!({}))),
+            (_, "tools/list") => self.answer(&id, Ok(self.tools_page(&params))),
+            (_, "tools/call") => self.call(id, params),
+            _ => self.answer(&id, Err((-32601, format!("Method not found: {method}")))),
+        }
+    }
+
+    fn initialize_result(&self, params: &Value) -> Value {
+        let requested = params
+            .get("protocolVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let version = match self.mode.as_str() {
+            "bad-version" => self
+                .options
+                .get("version")
+                .map_or("1999-01-01", String::as_str),
+            _ if SUPPORTED.contains(&requested) => requested,
+            _ => "2025-11-25",
+        };
+        json!({
+            "protocolVersion": version,
+            "capabilities": {"tools": {"listChanged": true}},
+            "serverInfo": {"name": "mcp-fixture", "version": "1.0.0"},
+            "instructions": "fixture server",
+        })
+    }
+
+    fn tools(&self) -> Vec<Value> {
+        let object = |properties: Value, required: &[&str]| json!({"type": "object", "properties": properties, "required": required});
+        let mut tools = vec![
+            json!({"name": "echo", "description": "Echoes the text back.\nSecond line.", "inputSchema": object(json!({"text": {"type": "string"}}), &["text"])}),
+            json!({"name": "blob", "description": "Returns a text of that many bytes.", "inputSchema": object(json!({"bytes": {"type": "integer"}}), &["bytes"])}),
+            json!({"name": "sleep", "description": "Waits, then answers.", "inputSchema": object(json!({"ms": {"type": "integer"}}), &["ms"])}),
+            json!({"name": "progress", "description": "Reports progress while it works.", "inputSchema": object(json!({"steps": {"type": "integer"}, "ms": {"type": "integer"}}), &[])}),
+            json!({"name": "fail", "description": "Reports a tool error.", "inputSchema": object(json!({"message": {"type": "string"}}), &[])}),
+            json!({"name": "add", "description": "Adds two numbers.", "inputSchema": object(json!({"a": {"type": "number"}, "b": {"type": "number"}}), &["a", "b"])}),
+            json!({"name": "rich", "description": "Returns every kind of content.", "inputSchema": object(json!({}), &[])}),
+            json!({"name": "structured", "description": "Returns structured content only.", "inputSchema": object(json!({}), &[])}),
+            json!({"name": "types", "description": "Returns the arguments it got.", "inputSchema": object(json!({
+                "s": {"type": "string"}, "n": {"type": "number"}, "i": {"type": "integer"},
+                "b": {"type": "boolean"}, "arr": {"type": "array"}, "obj": {"type": "object"}
+            }), &["s", "i"])}),
+            json!({"name": "stderr", "description": "Writes lines to stderr.", "inputSchema": object(json!({"lines": {"type": "integer"}}), &[])}),
+            json!({"name": "report", "description": "Answers the fixture received.", "inputSchema": object(json!({}), &[])}),
+        ];
+        if self.mode == "list-changed" && *self.calls.lock().unwrap() > 0 {
+            tools.push(json!({"name": "extra", "inputSchema": object(json!({}), &[])}));
+        }
+        tools
+    }
+
+    fn tools_page(&self, params: &Value) -> Value {
+        let tools = self.tools();
+        if self.mode == "repeat-cursor" {
+            return json!({"tools": tools[..1], "nextCursor": "again"});
+        }
+        let size = self.option("page-size", 2).max(1) as usize;
+        let start: usize = (params.get("cursor").and_then(Value::as_str))
+            .and_then(|c| c.strip_prefix('c')?.parse().ok())
+            .unwrap_or(0);
+        let end = (start + size).min(tools.len());
+        let mut page = json!({"tools": tools.get(start..end).unwrap_or(&[])});
+        if end < tools.len() {
+            page["nextCursor"] = json!(format!("c{end}"));
+        }
+        page
+    }
+
+    fn call(self: &Arc<Self>, id: Value, params: Value) {
+        match self.mode.as_str() {
+            "exit-mid-call" => {
+                eprintln!("crashing now");
+                std::process::exit(3);
+            }
+            "close-stdout" => {
+                // Swapping /dev/null in closes our only handle on the pipe: the client sees EOF.
+                let null = std::fs::File::create("/dev/null").expect("open /dev/null");
+                rustix::stdio::dup2_stdout(&null).expect("replace stdout");
+                *self.stdout_closed.lock().unwrap() = true;
+                eprintln!("stdout closed, still running");
+                return;
+            }
+            "partial-line-stall" => {
+                self.raw(br#"{"jsonrpc":"2.0","id":"#);
+                return;
+            }
+            "flood-notifications" => {
+                for i in 0..10_000 {
+                    self.send(&json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": format!("flood {i}")}}));
+                }
+                for i in 0..1000 {
+                    self.send(&json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "unknown-token", "progress": i}}));
+                }
+            }
+            "long-line" => {
+                let bytes = self.option("bytes", 2 * 1024 * 1024) as usize;
+                let mut line =
+                    br#"{"jsonrpc":"2.0","method":"notifications/message","params":{"data":""#
+                        .to_vec();
+                line.resize(bytes.saturating_sub(4).max(line.len()), b'x');
+                line.extend_from_slice(b"\"}}\n");
+                self.raw(&line);
+            }
+            _ => {}
+        }
+        let first_call = {
+            let mut calls = self.calls.lock().unwrap();
+            *calls += 1;
+            *calls == 1
+        };
+        let name = params
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        let arguments = params.get("arguments").cloned().unwrap_or(json!({}));
+        let token = params
+            .get("_meta")
+            .and_then(|m| m.get("progressToken"))
+            .cloned();
+        let server = self.clone();
+        let work = move || {
+            let result = server.run_tool(&id, &name, &arguments, token);
+            if let Some(result) = result {
+                server.answer_call(&id, result);
+            }
+            if first_call && server.mode == "list-changed" {
+                server
+                    .send(&json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
+            }
+        };
+        // Slow tools run on their own thread so other requests are answered meanwhile.
+        if matches!(
+            params.get("name").and_then(Value::as_str),
+            Some("sleep" | "progress")
+        ) {
+            thread::spawn(work);
+        } else {
+            work();
+        }
+    }
+
+    /// Runs a tool; `None` when it was cancelled and must not be answered.
+    fn run_tool(
+        &self,
+        id: &Value,
+        name: &str,
+        arguments: &Value,
+        token: Option<Value>,
+    ) -> Option<Result<Value, (i64, String)>> {
+        let text = |text: String| json!({"content": [{"type": "text", "text": text}]});
+        let number = |key: &str| arguments.get(key).and_then(Value::as_f64);
+        let integer = |key: &str, default: u64| {
+            arguments
+                .get(key)
+                .and_then(Value::as_u64)
+                .unwrap_or(default)
+        };
+        let result = match name {
+            "echo" => text(
+                arguments
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned(),
+            ),
+            "blob" => text("x".repeat(integer("bytes", 0) as usize)),
+            "sleep" => {
+                let ms = integer("ms", 0);
+                let until = Instant::now() + Duration::from_millis(ms);
+                while Instant::now() < until {
+                    if self.cancelled.lock().unwrap().contains(&id.to_string()) {
+                        return None;
+                    }
+                    thread::sleep(Duration::from_millis(5).min(until - Instant::now()));
+                }
+                text(format!("slept {ms} ms"))
+            }
+            "progress" => {
+                let steps = integer("steps", 3);
+                let ms = integer("ms", 10);
+                for step in 1..=steps {
+                    thread::sleep(Duration::from_millis(ms));
+                    if let Some(token) = &token {
+                        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": token, "progress": step, "total": steps}}));
+                    }
+                }
+                text(format!("done {steps} steps"))
+            }
+            "fail" => {
+                let message = arguments
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("failed");
+                json!({"content": [{"type": "text", "text": message}], "isError": true})
+            }
+            "add" => match (number("a"), number("b")) {
+                (Some(a), Some(b)) => {
+                    json!({"content": [{"type": "text", "text": (a + b).to_string()}], "structuredContent": {"sum": a + b}})
+                }
+                _ => return Some(Err((-32602, "add needs numbers a and b".to_owned()))),
+            },
+            "rich" => json!({
+                "content": [
+                    {"type": "text", "text": "rich"},
+                    {"type": "image", "data": TINY_PNG, "mimeType": "image/png"},
+                    {"type": "audio", "data": "AAAA", "mimeType": "audio/wav"},
+                    {"type": "resource_link", "uri": "file:///x.txt", "name": "x.txt", "mimeType": "text/plain"},
+                    {"type": "resource", "resource": {"uri": "file:///y.txt", "mimeType": "text/plain", "text": "hello"}},
+                    {"type": "hologram", "depth": 3}
+                ],
+                "structuredContent": {"ok": true}
+            }),
+            "structured" => json!({"content": [], "structuredContent": {"answer": 42}}),
+            "types" => text(arguments.to_string()),
+            "stderr" => {
+                for line in 0..integer("lines", 1) {
+                    eprintln!("stderr line {line}");
+                }
+                text("ok".to_owned())
+            }
+            "report" => text(Value::Array(self.answers.lock().unwrap().clone()).to_string()),
+            "extra" if self.mode == "list-changed" => text("extra".to_owned()),
+            _ => return Some(Err((-32602, format!("Unknown tool: {name}")))),
+        };
+        Some(Ok(result))
+    }
+
+    fn answer_call(&self, id: &Value, result: Result<Value, (i64, String)>) {
+        if self.mode != "out-of-order" {
+            return self.answer(id, result);
+        }
+        let full = {
+            let mut held = self.held.lock().unwrap();
+            held.0.push(response(id, result));
+            held.1.get_or_insert_with(Instant::now);
+            held.0.len() >= 3
+        };
+        if full {
+            self.release_held();
+        }
+    }
+
+    fn release_held(&self) {
+        let answers = {
+            let mut held = self.held.lock().unwrap();
+            held.1 = None;
+            std::mem::take(&mut held.0)
+        };
+        for answer in answers.iter().rev() {
+            self.send(answer);
+        }
+    }
+
+    fn answer(&self, id: &Value, result: Result<Value, (i64, String)>) {
+        let message = response(id, result);
+        match self.mode.as_str() {
+            "invalid-utf8" => self.raw(b"\xff\xfe{\"jsonrpc\"\n"),
+            "unknown-id" => {
+                self.send(&json!({"jsonrpc": "2.0", "id": 999_999, "result": {}}));
+                self.send(&json!({"jsonrpc": "2.0", "id": "nonsense", "result": {}}));
+            }
+            "noisy-stdout" => self.raw(b"[INFO] handling a request\r\n"),
+            "batch" => {
+                let note = json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "batched"}});
+                return self.send(&json!([note, message]));
+            }
+            _ => {}
+        }
+        self.send(&message);
+        if self.mode == "double-answer" {
+            self.send(&message);
+        }
+    }
+
+    fn send(&self, message: &Value) {
+        let mut line = message.to_string().into_bytes();
+        line.extend_from_slice(if self.mode == "noisy-stdout" {
+            b"\r\n"
+        } else {
+            b"\n"
+        });
+        self.raw(&line);
+    }
+
+    fn raw(&self, bytes: &[u8]) {
+        if *self.stdout_closed.lock().unwrap() {
+            return;
+        }
+        let mut out = self.out.lock().unwrap();
+        let _ = out.write_all(bytes);
+        let _ = out.flush();
+    }
+}
+
+fn response(id: &Value, result: Result<Value, (i64, String)>) -> Value {
+    match result {
+        Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+        Err((code, message)) => {
+            json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+        }
+    }
+}

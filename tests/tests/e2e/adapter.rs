@@ -1,0 +1,222 @@
+//! mcp-smol doing its ordinary work against the well-behaved fixture.
+
+use std::time::{Duration, Instant};
+
+use mcp_smol::{Error, ServerCommand};
+use serde_json::json;
+
+use crate::support::{assert_group_gone, close_and_check, echo_args, fixture, quick, start, text};
+
+#[test]
+fn handshake_list_and_call() {
+    smol::block_on(async {
+        let client = start(&fixture("good", &["--page-size", "2"]), quick());
+        let info = client.wait_ready().await.unwrap();
+        assert_eq!(info.server.name, "mcp-fixture");
+        assert_eq!(
+            info.protocol_version,
+            mcp_smol::proto::LATEST_PROTOCOL_VERSION
+        );
+        assert_eq!(info.instructions.as_deref(), Some("fixture server"));
+        let tools = client.list_tools().await.unwrap();
+        let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_str()).collect();
+        for expected in ["echo", "blob", "sleep", "progress", "fail", "add", "rich"] {
+            assert!(
+                names.contains(&expected),
+                "{expected} missing from {names:?}"
+            );
+        }
+        let added = client
+            .call_tool("add", json!({"a": 2, "b": 3.5}))
+            .await
+            .unwrap();
+        assert_eq!(text(&added), "5.5");
+        assert_eq!(added.structured_content, Some(json!({"sum": 5.5})));
+        close_and_check(&client).await;
+    });
+}
+
+#[test]
+fn tool_errors_and_protocol_errors_differ() {
+    smol::block_on(async {
+        let client = start(&fixture("good", &[]), quick());
+        let failed = client
+            .call_tool("fail", json!({"message": "nope"}))
+            .await
+            .unwrap();
+        assert!(failed.is_error);
+        assert_eq!(text(&failed), "nope");
+        let error = client
+            .call_tool("no-such-tool", json!({}))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&error, Error::Remote(rpc) if rpc.code == -32602),
+            "{error:?}"
+        );
+        assert!(error.to_string().contains("no-such-tool"), "{error}");
+        close_and_check(&client).await;
+    });
+}
+
+#[test]
+fn pipelined_calls_are_answered_in_any_order() {
+    smol::block_on(async {
+        let client = start(&fixture("good", &[]), quick());
+        let tasks: Vec<_> = (0..64)
+            .map(|i| {
+                let client = client.clone();
+                smol::spawn(async move {
+                    // Later calls sleep less, so answers come back out of order.
+                    let ms = 64 - i;
+                    let result = client.call_tool("sleep", json!({"ms": ms})).await.unwrap();
+                    (ms, text(&result))
+                })
+            })
+            .collect();
+        for task in tasks {
+            let (ms, said) = task.await;
+            assert_eq!(said, format!("slept {ms} ms"));
+        }
+        close_and_check(&client).await;
+    });
+}
+
+#[test]
+fn timed_out_call_is_cancelled_on_the_server() {
+    let log = std::env::temp_dir().join(format!("mcp-e2e-cancel-{}.log", std::process::id()));
+    let _ = std::fs::remove_file(&log);
+    smol::block_on(async {
+        let log_arg = log.to_str().unwrap();
+        let client = start(&fixture("good", &["--log-received", log_arg]), quick());
+        let error = client
+            .call_tool_with_timeout("sleep", json!({"ms": 10_000}), Duration::from_millis(200))
+            .await
+            .unwrap_err();
+        assert!(matches!(error, Error::TimedOut { .. }), "{error:?}");
+        // The connection is still healthy afterwards.
+        assert_eq!(
+            text(&client.call_tool("echo", echo_args("after")).await.unwrap()),
+            "after"
+        );
+        close_and_check(&client).await;
+    });
+    let received = std::fs::read_to_string(&log).unwrap();
+    let cancelled: Vec<serde_json::Value> = (received.lines())
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .filter(|message: &serde_json::Value| message["method"] == "notifications/cancelled")
+        .collect();
+    assert_eq!(cancelled.len(), 1, "{received}");
+    assert!(cancelled[0]["params"]["requestId"].is_u64());
+    let _ = std::fs::remove_file(&log);
+}
+
+#[test]
+fn progress_keeps_a_slow_call_alive() {
+    smol::block_on(async {
+        let client = start(&fixture("good", &[]), quick());
+        let notifications = client.notifications().await;
+        // 8 steps of 100 ms outlive a 300 ms timeout only because each step restarts it.
+        let result = client
+            .call_tool_with_timeout(
+                "progress",
+                json!({"steps": 8, "ms": 100}),
+                Duration::from_millis(300),
+            )
+            .await
+            .unwrap();
+        assert_eq!(text(&result), "done 8 steps");
+        let mut progress = 0;
+        while let Ok(notification) = notifications.try_recv() {
+            if notification.method == "notifications/progress" {
+                progress += 1;
+            }
+        }
+        assert_eq!(progress, 8);
+        close_and_check(&client).await;
+    });
+}
+
+#[test]
+fn list_changed_is_surfaced() {
+    smol::block_on(async {
+        let client = start(&fixture("list-changed", &[]), quick());
+        let notifications = client.notifications().await;
+        client.call_tool("echo", echo_args("x")).await.unwrap();
+        let notification = notifications.recv().await.unwrap();
+        assert_eq!(notification.method, "notifications/tools/list_changed");
+        let tools = client.list_tools().await.unwrap();
+        assert!(tools.iter().any(|tool| tool.name == "extra"));
+        close_and_check(&client).await;
+    });
+}
+
+#[test]
+fn dropping_the_last_handle_shuts_the_server_down() {
+    let pid = smol::block_on(async {
+        let client = start(&fixture("good", &[]), quick());
+        client.wait_ready().await.unwrap();
+        let pid = client.pid();
+        drop(client);
+        pid
+    });
+    assert_group_gone(pid);
+}
+
+#[test]
+fn spawn_errors_name_the_program() {
+    let missing = ServerCommand::new("no-such-mcp-server");
+    let error = mcp_smol::start(&missing, quick()).unwrap_err();
+    assert!(matches!(&error, Error::NotFound { program, .. } if program == "no-such-mcp-server"));
+    assert!(error.to_string().contains("not found on PATH"), "{error}");
+
+    let not_executable = ServerCommand::new("/etc/hostname");
+    let error = mcp_smol::start(&not_executable, quick()).unwrap_err();
+    assert!(error.to_string().contains("/etc/hostname"), "{error}");
+}
+
+#[test]
+fn env_and_cwd_reach_the_server() {
+    smol::block_on(async {
+        let dir = std::env::temp_dir();
+        let script = format!(
+            "test \"$MCP_E2E_VALUE\" = yes && test \"$(pwd)\" = {} && exec {} good",
+            dir.display(),
+            crate::support::FIXTURE
+        );
+        let command = ServerCommand::new("sh")
+            .args(["-c", &script])
+            .env("MCP_E2E_VALUE", "yes")
+            .cwd(&dir);
+        let client = start(&command, quick());
+        assert_eq!(
+            text(&client.call_tool("echo", echo_args("x")).await.unwrap()),
+            "x"
+        );
+        close_and_check(&client).await;
+    });
+}
+
+/// Not a speed assertion: prints how long a 16 MiB result takes, for the closing note.
+#[test]
+fn sixteen_mib_result_arrives_whole() {
+    smol::block_on(async {
+        // The envelope makes the line a little longer than the payload.
+        let options = mcp_smol::Options {
+            max_line_len: 17 * 1024 * 1024,
+            ..quick()
+        };
+        let client = start(&fixture("good", &[]), options);
+        client.wait_ready().await.unwrap();
+        let bytes = 16 * 1024 * 1024;
+        let started = Instant::now();
+        let result = client
+            .call_tool("blob", json!({"bytes": bytes}))
+            .await
+            .unwrap();
+        let elapsed = started.elapsed();
+        assert_eq!(text(&result).len(), bytes);
+        eprintln!("16 MiB tool result through mcp-smol: {elapsed:?}");
+        close_and_check(&client).await;
+    });
+}

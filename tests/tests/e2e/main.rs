@@ -1,0 +1,16 @@
+//! End-to-end suites: one test binary, one module per area.
+
+// In tests a failed unwrap is a failed test, which is what we want.
+#![allow(clippy::unwrap_used)]
+
+/// Shared set-up: fixture commands, short timeouts, process checks.
+mod support;
+
+/// Every misbehaving fixture mode of DESIGN §7, driven through mcp-smol.
+mod faults;
+
+/// The adapter's normal work: calls, pipelining, progress, cancellation, shutdown.
+mod adapter;
+
+/// The same connection driven under smol, tokio (both flavours) and a plain block_on.
+mod runtimes;
