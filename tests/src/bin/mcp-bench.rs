@@ -1,0 +1,462 @@
+//! `mcp-bench`: measures the client against a raw-pipe floor in the same run and prints ratios.
+//!
+//! Run it with `cargo run --release -p mcp-tests --bin mcp-bench` (it builds the fixture and
+//! `mcp-cli` itself if they are missing). Every figure is a median over several repetitions,
+//! with the client and the floor alternating so that machine noise hits both alike. The floor
+//! writes the same JSON lines to the same fixture server and reads the answers with blocking
+//! pipes and no protocol library: what the pipe and the server cost on their own.
+
+// A benchmark harness: a failed unwrap is a broken measurement and should stop it.
+#![allow(clippy::unwrap_used)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::Instant;
+
+use mcp_smol::proto::{self, Connection, Event};
+use serde_json::{Value, json};
+
+const REPETITIONS: usize = 5;
+const SEQUENTIAL_CALLS: usize = 2000;
+const PIPELINED_CALLS: usize = 4000;
+const IN_FLIGHT: usize = 32;
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    match args.next().as_deref() {
+        Some("--child") => child_mode(args.collect()),
+        _ => run_all(),
+    }
+}
+
+fn run_all() {
+    let bins = Bins::locate();
+    println!("mcp-bench: client vs raw-pipe floor, {REPETITIONS} alternating repetitions, medians (min-max)\n");
+    let mut table = Table::default();
+
+    let (client, floor) = alternate(|| client_sequential(&bins), || floor_sequential(&bins));
+    let (client_median, client_p99): (Vec<f64>, Vec<f64>) = client.into_iter().unzip();
+    let (floor_median, floor_p99): (Vec<f64>, Vec<f64>) = floor.into_iter().unzip();
+    table.row_latency("sequential echo, median latency", &client_median, &floor_median);
+    table.row_latency("sequential echo, p99 latency", &client_p99, &floor_p99);
+
+    let (client, floor) = alternate(|| client_pipelined(&bins), || floor_pipelined(&bins));
+    table.row_rate("pipelined echo (32 in flight), calls/s", &client, &floor);
+
+    for mib in [1usize, 8, 16] {
+        let (client, floor) = alternate(
+            || large_in_child(&bins, "large-client", mib),
+            || large_in_child(&bins, "large-floor", mib),
+        );
+        let (client_time, client_rss): (Vec<f64>, Vec<f64>) = client.into_iter().unzip();
+        let (floor_time, floor_rss): (Vec<f64>, Vec<f64>) = floor.into_iter().unzip();
+        table.row_latency(&format!("blob {mib} MiB, time"), &client_time, &floor_time);
+        table.row_memory(&format!("blob {mib} MiB, peak RSS"), &client_rss, &floor_rss, mib);
+    }
+
+    let (small, serde_small) = alternate_pair(|| core_decoding(false));
+    table.row_rate("core decode, small responses, MB/s", &small, &serde_small);
+    let (large, serde_large) = alternate_pair(|| core_decoding(true));
+    table.row_rate("core decode, one 16 MiB response, MB/s", &large, &serde_large);
+
+    let (client, floor) = alternate(|| cold_cli(&bins), || cold_floor(&bins));
+    table.row_latency("cold `mcp-cli call` (process start to exit)", &client, &floor);
+    table.print();
+}
+
+/// Runs `client` and `floor` alternately, `REPETITIONS` times each.
+fn alternate<T, U>(mut client: impl FnMut() -> T, mut floor: impl FnMut() -> U) -> (Vec<T>, Vec<U>) {
+    let mut clients = Vec::new();
+    let mut floors = Vec::new();
+    for _ in 0..REPETITIONS {
+        clients.push(client());
+        floors.push(floor());
+    }
+    (clients, floors)
+}
+
+fn alternate_pair(mut measure: impl FnMut() -> (f64, f64)) -> (Vec<f64>, Vec<f64>) {
+    (0..REPETITIONS).map(|_| measure()).unzip()
+}
+
+// ----- locating binaries -----
+
+struct Bins {
+    fixture: PathBuf,
+    cli: PathBuf,
+    me: PathBuf,
+}
+
+impl Bins {
+    fn locate() -> Self {
+        let me = std::env::current_exe().unwrap();
+        let dir = me.parent().unwrap().to_owned();
+        let bins = Self {
+            fixture: dir.join("mcp-fixture"),
+            cli: dir.join("mcp-cli"),
+            me,
+        };
+        if !bins.fixture.exists() || !bins.cli.exists() {
+            let profile = if dir.ends_with("release") { vec!["--release"] } else { vec![] };
+            let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+                .args(["build", "-p", "mcp-tests", "-p", "mcp-cli", "--bins"])
+                .args(profile)
+                .status()
+                .unwrap();
+            assert!(status.success(), "building the fixture and mcp-cli failed");
+        }
+        if cfg!(debug_assertions) {
+            println!("warning: debug build; run with --release for meaningful figures\n");
+        }
+        bins
+    }
+}
+
+// ----- the client side -----
+
+fn options() -> mcp_smol::Options {
+    mcp_smol::Options {
+        max_line_len: 32 * 1024 * 1024,
+        ..mcp_smol::Options::default()
+    }
+}
+
+fn fixture_command(bins: &Bins) -> mcp_smol::ServerCommand {
+    mcp_smol::ServerCommand::new(bins.fixture.to_str().unwrap()).arg("good")
+}
+
+/// Median and p99 per-call latency, in seconds.
+fn client_sequential(bins: &Bins) -> (f64, f64) {
+    smol::block_on(async {
+        let client = mcp_smol::connect(&fixture_command(bins), options()).await.unwrap();
+        let mut latencies = Vec::with_capacity(SEQUENTIAL_CALLS);
+        for i in 0..SEQUENTIAL_CALLS {
+            let started = Instant::now();
+            let result = client.call_tool("echo", json!({"text": format!("call {i}")})).await;
+            latencies.push(started.elapsed().as_secs_f64());
+            assert!(!result.unwrap().is_error);
+        }
+        client.close().await;
+        (percentile(&mut latencies, 0.5), percentile(&mut latencies, 0.99))
+    })
+}
+
+/// Calls per second with `IN_FLIGHT` calls outstanding.
+fn client_pipelined(bins: &Bins) -> f64 {
+    smol::block_on(async {
+        let client = mcp_smol::connect(&fixture_command(bins), options()).await.unwrap();
+        let started = Instant::now();
+        let workers: Vec<_> = (0..IN_FLIGHT)
+            .map(|worker| {
+                let client = client.clone();
+                smol::spawn(async move {
+                    for i in 0..PIPELINED_CALLS / IN_FLIGHT {
+                        let text = format!("call {worker}-{i}");
+                        client.call_tool("echo", json!({ "text": text })).await.unwrap();
+                    }
+                })
+            })
+            .collect();
+        for worker in workers {
+            worker.await;
+        }
+        let rate = PIPELINED_CALLS as f64 / started.elapsed().as_secs_f64();
+        client.close().await;
+        rate
+    })
+}
+
+// ----- the raw floor -----
+
+/// The fixture behind blocking pipes, after a hand-written handshake.
+struct RawServer {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    line: String,
+}
+
+impl RawServer {
+    fn start(fixture: &Path) -> Self {
+        let mut child = Command::new(fixture)
+            .arg("good")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut server = Self { child, stdin, stdout, line: String::new() };
+        server.send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"floor","version":"0"}}}"#);
+        server.receive();
+        server.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        server
+    }
+
+    fn send(&mut self, line: &str) {
+        self.stdin.write_all(line.as_bytes()).unwrap();
+        self.stdin.write_all(b"\n").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// Reads one line; the floor trusts the server to answer in order.
+    fn receive(&mut self) -> &str {
+        self.line.clear();
+        self.stdout.read_line(&mut self.line).unwrap();
+        &self.line
+    }
+
+    fn finish(mut self) {
+        drop(self.stdin);
+        self.child.wait().unwrap();
+    }
+}
+
+fn echo_request(id: usize, text: &str) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+           "params": {"name": "echo", "arguments": {"text": text}, "_meta": {"progressToken": id}}})
+    .to_string()
+}
+
+fn floor_sequential(bins: &Bins) -> (f64, f64) {
+    let mut server = RawServer::start(&bins.fixture);
+    let mut latencies = Vec::with_capacity(SEQUENTIAL_CALLS);
+    for i in 0..SEQUENTIAL_CALLS {
+        let request = echo_request(i + 2, &format!("call {i}"));
+        let started = Instant::now();
+        server.send(&request);
+        let answer = server.receive();
+        latencies.push(started.elapsed().as_secs_f64());
+        assert!(answer.contains("\"result\""));
+    }
+    server.finish();
+    (percentile(&mut latencies, 0.5), percentile(&mut latencies, 0.99))
+}
+
+fn floor_pipelined(bins: &Bins) -> f64 {
+    let mut server = RawServer::start(&bins.fixture);
+    let requests: Vec<String> = (0..PIPELINED_CALLS).map(|i| echo_request(i + 2, &format!("call {i}"))).collect();
+    let started = Instant::now();
+    let mut sent = 0;
+    while sent < IN_FLIGHT {
+        server.send(&requests[sent]);
+        sent += 1;
+    }
+    for _ in 0..PIPELINED_CALLS {
+        assert!(server.receive().contains("\"result\""));
+        if sent < PIPELINED_CALLS {
+            server.send(&requests[sent]);
+            sent += 1;
+        }
+    }
+    let rate = PIPELINED_CALLS as f64 / started.elapsed().as_secs_f64();
+    server.finish();
+    rate
+}
+
+// ----- large results, each in a child process so its peak RSS is its own -----
+
+/// (seconds, peak RSS in MiB) of one `blob` call, measured in a fresh process.
+fn large_in_child(bins: &Bins, mode: &str, mib: usize) -> (f64, f64) {
+    let output = Command::new(&bins.me)
+        .args(["--child", mode, &mib.to_string()])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let text = String::from_utf8(output.stdout).unwrap();
+    let mut figures = text.split_whitespace().map(|f| f.parse::<f64>().unwrap());
+    (figures.next().unwrap(), figures.next().unwrap())
+}
+
+fn child_mode(args: Vec<String>) {
+    let bins = Bins {
+        fixture: std::env::current_exe().unwrap().with_file_name("mcp-fixture"),
+        cli: PathBuf::new(),
+        me: PathBuf::new(),
+    };
+    let bytes = args[1].parse::<usize>().unwrap() * 1024 * 1024;
+    let seconds = match args[0].as_str() {
+        "cold-floor" => {
+            let mut server = RawServer::start(&bins.fixture);
+            server.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
+            while server.receive().contains("nextCursor") {
+                server.send(r#"{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"cursor":"c2"}}"#);
+                // The floor does not page through everything: one more page is the same cost.
+                break;
+            }
+            server.send(&echo_request(4, "cold"));
+            let answer = server.receive().to_owned();
+            assert!(answer.contains("cold"));
+            println!("cold");
+            server.finish();
+            return;
+        }
+        "large-client" => smol::block_on(async {
+            let client = mcp_smol::connect(&fixture_command(&bins), options()).await.unwrap();
+            let started = Instant::now();
+            let result = client.call_tool("blob", json!({ "bytes": bytes })).await.unwrap();
+            let elapsed = started.elapsed().as_secs_f64();
+            assert!(matches!(&result.content[0], proto::Content::Text { text } if text.len() == bytes));
+            client.close().await;
+            elapsed
+        }),
+        "large-floor" => {
+            let mut server = RawServer::start(&bins.fixture);
+            let request = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                                 "params": {"name": "blob", "arguments": {"bytes": bytes}}});
+            let started = Instant::now();
+            server.send(&request.to_string());
+            let line_len = server.receive().len();
+            let elapsed = started.elapsed().as_secs_f64();
+            assert!(line_len > bytes);
+            server.finish();
+            elapsed
+        }
+        other => panic!("unknown child mode {other}"),
+    };
+    println!("{seconds} {}", peak_rss_mib());
+}
+
+fn peak_rss_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kib = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .unwrap_or(0.0);
+    kib / 1024.0
+}
+
+// ----- the core alone -----
+
+/// (mcp-proto MB/s, serde_json MB/s) over one recorded stream of responses.
+fn core_decoding(large: bool) -> (f64, f64) {
+    let start = Instant::now();
+    let mut connection = Connection::new(start, proto::Config { max_line_len: 32 * 1024 * 1024, ..Default::default() });
+    let _ = connection.poll_transmit();
+    let init = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"x","version":"1"}}}"#;
+    connection.handle_bytes(start, format!("{init}\n").as_bytes());
+    while connection.poll_event().is_some() {}
+    let (count, text) = if large { (1, "x".repeat(16 * 1024 * 1024)) } else { (20_000, "hello world, a short tool result".to_owned()) };
+    let mut stream = Vec::new();
+    for _ in 0..count {
+        let id = connection.call_tool(start, "echo", json!({})).unwrap();
+        let response = json!({"jsonrpc": "2.0", "id": id.0, "result": {"content": [{"type": "text", "text": text}]}});
+        serde_json::to_writer(&mut stream, &response).unwrap();
+        stream.push(b'\n');
+    }
+    while connection.poll_transmit().is_some() {}
+    let megabytes = stream.len() as f64 / 1e6;
+
+    let started = Instant::now();
+    for chunk in stream.chunks(64 * 1024) {
+        connection.handle_bytes(start, chunk);
+        while let Some(event) = connection.poll_event() {
+            assert!(matches!(event, Event::Response { result: Ok(_), .. }));
+        }
+    }
+    let core = megabytes / started.elapsed().as_secs_f64();
+
+    let started = Instant::now();
+    for line in stream.split(|&b| b == b'\n').filter(|line| !line.is_empty()) {
+        let value: Value = serde_json::from_slice(line).unwrap();
+        std::hint::black_box(value);
+    }
+    let serde = megabytes / started.elapsed().as_secs_f64();
+    (core, serde)
+}
+
+// ----- cold calls: whole processes -----
+
+fn cold_cli(bins: &Bins) -> f64 {
+    let config = std::env::temp_dir().join(format!("mcp-bench-{}.toml", std::process::id()));
+    std::fs::write(&config, format!("[mcp.fixture]\ncommand = {:?}\nargs = [\"good\"]\n", bins.fixture.to_str().unwrap())).unwrap();
+    let started = Instant::now();
+    let output = Command::new(&bins.cli)
+        .arg("--config").arg(&config)
+        .args(["call", "fixture", "echo", "text=cold"])
+        .env("XDG_STATE_HOME", std::env::temp_dir().join("mcp-bench-state"))
+        .output()
+        .unwrap();
+    let elapsed = started.elapsed().as_secs_f64();
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "cold\n", "{}", String::from_utf8_lossy(&output.stderr));
+    elapsed
+}
+
+/// The same exchange as `mcp-cli call` (handshake, tools/list, call, close), as a process.
+fn cold_floor(bins: &Bins) -> f64 {
+    let started = Instant::now();
+    let output = Command::new(&bins.me).args(["--child", "cold-floor", "0"]).output().unwrap();
+    let elapsed = started.elapsed().as_secs_f64();
+    assert!(output.status.success());
+    elapsed
+}
+
+// ----- reporting -----
+
+fn percentile(values: &mut [f64], fraction: f64) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let index = ((values.len() - 1) as f64 * fraction).round() as usize;
+    values[index]
+}
+
+fn median(values: &[f64]) -> f64 {
+    percentile(&mut values.to_vec(), 0.5)
+}
+
+fn spread(values: &[f64]) -> (f64, f64) {
+    let min = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    (min, max)
+}
+
+#[derive(Default)]
+struct Table {
+    rows: Vec<[String; 4]>,
+}
+
+impl Table {
+    fn row_latency(&mut self, name: &str, client: &[f64], floor: &[f64]) {
+        let show = |v: &[f64]| {
+            let (min, max) = spread(v);
+            format!("{} ({}-{})", time(median(v)), time(min), time(max))
+        };
+        let ratio = median(client) / median(floor);
+        self.rows.push([name.to_owned(), show(client), show(floor), format!("{ratio:.2}x time")]);
+    }
+
+    fn row_rate(&mut self, name: &str, client: &[f64], floor: &[f64]) {
+        let show = |v: &[f64]| {
+            let (min, max) = spread(v);
+            format!("{:.0} ({:.0}-{:.0})", median(v), min, max)
+        };
+        let ratio = median(client) / median(floor);
+        self.rows.push([name.to_owned(), show(client), show(floor), format!("{ratio:.2}x rate")]);
+    }
+
+    fn row_memory(&mut self, name: &str, client: &[f64], floor: &[f64], payload_mib: usize) {
+        let show = |v: &[f64]| format!("{:.1} MiB", median(v));
+        let ratio = median(client) / payload_mib as f64;
+        self.rows.push([name.to_owned(), show(client), show(floor), format!("{ratio:.2}x payload")]);
+    }
+
+    fn print(&self) {
+        let header = ["measure", "client", "floor", "client/floor"].map(str::to_owned);
+        let rows: Vec<&[String; 4]> = std::iter::once(&header).chain(&self.rows).collect();
+        let widths: Vec<usize> = (0..4).map(|c| rows.iter().map(|r| r[c].len()).max().unwrap_or(0)).collect();
+        for row in rows {
+            let cells: Vec<String> = (0..4).map(|c| format!("{:w$}", row[c], w = widths[c])).collect();
+            println!("{}", cells.join("  "));
+        }
+    }
+}
+
+fn time(seconds: f64) -> String {
+    match seconds {
+        s if s < 1e-3 => format!("{:.1}us", s * 1e6),
+        s if s < 1.0 => format!("{:.2}ms", s * 1e3),
+        s => format!("{s:.2}s"),
+    }
+}
