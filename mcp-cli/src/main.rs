@@ -1,6 +1,5 @@
-//! The `mcp-cli` binary: a thin shell over [`mcp_cli`].
+//! The `mcp-cli` binary: a thin shell over [`mcp_cli::run`].
 
 fn main() {
-    eprintln!("mcp-cli: not built yet");
-    std::process::exit(2);
+    std::process::exit(mcp_cli::run(std::env::args_os()));
 }

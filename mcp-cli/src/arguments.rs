@@ -1,0 +1,292 @@
+//! Tool arguments from the command line, typed by the tool's `inputSchema` (DESIGN §5.2).
+//!
+//! `KEY=VALUE` takes its type from the schema: a string property keeps the text as is (`012`
+//! stays `"012"`), number, integer and boolean parse strictly, array and object parse as JSON;
+//! without a declared type the value is JSON if it parses, else a string. `KEY:=JSON` is always
+//! raw JSON. `--args` supplies a whole object first; pairs override its keys. Only the top
+//! level of the schema is checked: required properties, declared types, and
+//! `additionalProperties: false`.
+
+use serde_json::{Map, Value};
+
+/// An argument problem, worded for the person at the keyboard.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArgumentError(pub String);
+
+impl std::fmt::Display for ArgumentError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ArgumentError {}
+
+fn error<T>(message: String) -> Result<T, ArgumentError> {
+    Err(ArgumentError(message))
+}
+
+/// Builds the `arguments` object for `tools/call`.
+pub fn build(
+    schema: &Value,
+    base: Option<Value>,
+    pairs: &[String],
+) -> Result<Map<String, Value>, ArgumentError> {
+    let mut arguments = match base {
+        None => Map::new(),
+        Some(Value::Object(object)) => object,
+        Some(other) => return error(format!("--args must be a JSON object, got {other}")),
+    };
+    for pair in pairs {
+        let (key, value) = parse_pair(schema, pair)?;
+        arguments.insert(key, value);
+    }
+    check(schema, &arguments)?;
+    Ok(arguments)
+}
+
+fn parse_pair(schema: &Value, pair: &str) -> Result<(String, Value), ArgumentError> {
+    let Some((key, text)) = pair.split_once('=') else {
+        return error(format!("argument {pair:?} is not KEY=VALUE or KEY:=JSON"));
+    };
+    if let Some(key) = key.strip_suffix(':') {
+        let value = serde_json::from_str(text)
+            .or_else(|e| error(format!("argument {key}: {text:?} is not valid JSON ({e})")))?;
+        return Ok((non_empty(key, pair)?, value));
+    }
+    let key = non_empty(key, pair)?;
+    let types = declared_types(schema, &key);
+    let value = typed_value(&key, text, &types)?;
+    Ok((key, value))
+}
+
+fn non_empty(key: &str, pair: &str) -> Result<String, ArgumentError> {
+    if key.is_empty() {
+        return error(format!("argument {pair:?} has an empty key"));
+    }
+    Ok(key.to_owned())
+}
+
+/// The JSON types a property declares: `"type": "x"` or `"type": ["x", "null"]`.
+fn declared_types(schema: &Value, key: &str) -> Vec<String> {
+    let declared = schema
+        .get("properties")
+        .and_then(|properties| properties.get(key))
+        .and_then(|property| property.get("type"));
+    match declared {
+        Some(Value::String(name)) => vec![name.clone()],
+        Some(Value::Array(names)) => names
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn typed_value(key: &str, text: &str, types: &[String]) -> Result<Value, ArgumentError> {
+    if types.is_empty() {
+        return Ok(serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned())));
+    }
+    if types.iter().any(|t| t == "string") {
+        return Ok(Value::String(text.to_owned()));
+    }
+    types
+        .iter()
+        .find_map(|type_name| parse_as(type_name, text))
+        .ok_or_else(|| {
+            ArgumentError(format!(
+                "argument {key}: {text:?} is not {}",
+                describe_types(types)
+            ))
+        })
+}
+
+/// Parses `text` strictly as one JSON type.
+fn parse_as(type_name: &str, text: &str) -> Option<Value> {
+    let json = || serde_json::from_str::<Value>(text).ok();
+    match type_name {
+        "boolean" => match text {
+            "true" => Some(Value::Bool(true)),
+            "false" => Some(Value::Bool(false)),
+            _ => None,
+        },
+        "null" => (text == "null").then_some(Value::Null),
+        other => json().filter(|value| has_type(value, other)),
+    }
+}
+
+fn has_type(value: &Value, type_name: &str) -> bool {
+    match type_name {
+        "string" => value.is_string(),
+        "number" => value.is_number(),
+        "integer" => is_integer(value),
+        "boolean" => value.is_boolean(),
+        "array" => value.is_array(),
+        "object" => value.is_object(),
+        "null" => value.is_null(),
+        // A type we do not know is not ours to refuse.
+        _ => true,
+    }
+}
+
+fn is_integer(value: &Value) -> bool {
+    match value {
+        Value::Number(number) => {
+            number.is_i64() || number.is_u64() || number.as_f64().is_some_and(|f| f.fract() == 0.0)
+        }
+        _ => false,
+    }
+}
+
+fn describe_types(types: &[String]) -> String {
+    let names: Vec<String> = types.iter().map(|t| article(t)).collect();
+    names.join(" or ")
+}
+
+fn article(type_name: &str) -> String {
+    match type_name {
+        "integer" | "array" | "object" => format!("an {type_name}"),
+        "null" => "null".to_owned(),
+        _ => format!("a {type_name}"),
+    }
+}
+
+/// Checks the assembled object against the top level of the schema.
+fn check(schema: &Value, arguments: &Map<String, Value>) -> Result<(), ArgumentError> {
+    let required = schema.get("required").and_then(Value::as_array);
+    for name in required.into_iter().flatten().filter_map(Value::as_str) {
+        if !arguments.contains_key(name) {
+            let types = declared_types(schema, name);
+            let expected = if types.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", types.join(" | "))
+            };
+            return error(format!("missing required argument {name}{expected}"));
+        }
+    }
+    let closed = schema.get("additionalProperties") == Some(&Value::Bool(false));
+    for (key, value) in arguments {
+        let types = declared_types(schema, key);
+        if !types.is_empty() && !types.iter().any(|t| has_type(value, t)) {
+            return error(format!(
+                "argument {key}: {value} is not {}",
+                describe_types(&types)
+            ));
+        }
+        let known = schema.get("properties").and_then(|p| p.get(key)).is_some();
+        if closed && !known {
+            return error(format!(
+                "unknown argument {key}: the tool does not accept it"
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn schema() -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "s": {"type": "string"},
+                "n": {"type": "number"},
+                "i": {"type": "integer"},
+                "b": {"type": "boolean"},
+                "arr": {"type": "array"},
+                "obj": {"type": "object"},
+                "opt": {"type": ["integer", "null"]},
+                "free": {}
+            },
+            "required": ["s"]
+        })
+    }
+
+    fn build_pairs(pairs: &[&str]) -> Result<Value, ArgumentError> {
+        let pairs: Vec<String> = pairs.iter().map(|p| p.to_string()).collect();
+        build(&schema(), None, &pairs).map(Value::Object)
+    }
+
+    #[test]
+    fn values_follow_the_schema_types() {
+        let args = build_pairs(&[
+            "s=012",
+            "n=1.5",
+            "i=-3",
+            "b=true",
+            "arr=[1,2]",
+            "obj={\"k\":1}",
+            "opt=null",
+            "free=7",
+            "other=text",
+        ])
+        .unwrap();
+        assert_eq!(
+            args,
+            json!({"s": "012", "n": 1.5, "i": -3, "b": true, "arr": [1, 2], "obj": {"k": 1},
+                   "opt": null, "free": 7, "other": "text"})
+        );
+    }
+
+    #[test]
+    fn raw_json_and_base_object() {
+        let pairs = vec!["s:=\"x\"".to_owned(), "n:=2".to_owned()];
+        let args = build(&schema(), Some(json!({"s": "base", "i": 1})), &pairs).unwrap();
+        assert_eq!(Value::Object(args), json!({"s": "x", "n": 2, "i": 1}));
+    }
+
+    #[test]
+    fn wrong_values_are_named() {
+        let cases = [
+            (vec!["s=x", "n=abc"], "argument n: \"abc\" is not a number"),
+            (
+                vec!["s=x", "i=1.5"],
+                "argument i: \"1.5\" is not an integer",
+            ),
+            (vec!["s=x", "b=yes"], "argument b: \"yes\" is not a boolean"),
+            (
+                vec!["s=x", "arr={}"],
+                "argument arr: \"{}\" is not an array",
+            ),
+            (vec!["s:=5"], "argument s: 5 is not a string"),
+            (vec!["n=1"], "missing required argument s (string)"),
+            (
+                vec!["s=x", "nokey"],
+                "argument \"nokey\" is not KEY=VALUE or KEY:=JSON",
+            ),
+            (vec!["s=x", "=1"], "argument \"=1\" has an empty key"),
+            (
+                vec!["s:={"],
+                "argument s: \"{\" is not valid JSON (EOF while parsing an object at line 1 column 1)",
+            ),
+        ];
+        for (pairs, message) in cases {
+            assert_eq!(
+                build_pairs(&pairs),
+                Err(ArgumentError(message.to_owned())),
+                "{pairs:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn closed_schemas_refuse_unknown_keys() {
+        let schema = json!({"properties": {"a": {}}, "additionalProperties": false});
+        let pairs = vec!["b=1".to_owned()];
+        assert_eq!(
+            build(&schema, None, &pairs),
+            Err(ArgumentError(
+                "unknown argument b: the tool does not accept it".into()
+            ))
+        );
+    }
+
+    #[test]
+    fn base_must_be_an_object() {
+        assert!(build(&schema(), Some(json!([1])), &[]).is_err());
+    }
+}

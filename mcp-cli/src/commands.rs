@@ -1,0 +1,465 @@
+//! The four commands: `call`, `tools`, `servers`, `logs`.
+
+use std::io::Read;
+use std::time::Duration;
+
+use mcp_proto::Tool;
+use mcp_smol::{Client, Options};
+use serde_json::{Value, json};
+
+use crate::config::{Entry, Server, ServerSpec, Source};
+use crate::exit::{Exit, Failure};
+use crate::output::{self, Stdout};
+use crate::spinner::Spinner;
+use crate::{arguments, logs, names};
+
+/// What the commands need from the world around them.
+pub(crate) struct Context {
+    pub(crate) servers: Vec<Server>,
+    pub(crate) json: bool,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) log_dir: std::path::PathBuf,
+    pub(crate) out: Stdout,
+}
+
+impl Context {
+    fn entry(&self, name: &str) -> Option<&Entry> {
+        let found = self.servers.iter().find(|server| server.name == name);
+        found.map(|server| &server.entry)
+    }
+
+    fn enabled(&self, name: &str) -> Result<&ServerSpec, Failure> {
+        match self.entry(name) {
+            Some(Entry::Enabled(spec)) => Ok(spec),
+            Some(Entry::Disabled(_)) => Err(Failure::usage(format!(
+                "server {name} is disabled in the config"
+            ))),
+            Some(Entry::Remote { url }) => Err(Failure::usage(format!(
+                "server {name} is remote ({url}); only stdio servers are supported so far"
+            ))),
+            Some(Entry::Invalid { reason }) => Err(Failure::usage(format!(
+                "server {name} has an invalid config: {reason}"
+            ))),
+            None => Err(Failure::usage(format!(
+                "unknown server {name}; known servers: {}",
+                self.servers
+                    .iter()
+                    .map(|server| server.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))),
+        }
+    }
+
+    fn options(&self, spec: &ServerSpec) -> Options {
+        let defaults = Options::default();
+        let sink = logs::LogFile::open(
+            logs::log_path(&self.log_dir, &spec.name),
+            logs::ROTATE_BYTES,
+        );
+        Options {
+            handshake_timeout: spec.handshake_timeout.unwrap_or(defaults.handshake_timeout),
+            request_timeout: (self.timeout.or(spec.call_timeout))
+                .unwrap_or(defaults.request_timeout),
+            client_name: "mcp-cli".to_owned(),
+            client_version: env!("CARGO_PKG_VERSION").to_owned(),
+            // A log that cannot be opened must not stop the call; the tail still reaches errors.
+            stderr_sink: sink.ok().map(|log| Box::new(log) as mcp_smol::StderrSink),
+            ..defaults
+        }
+    }
+}
+
+async fn start(ctx: &Context, spec: &ServerSpec) -> Result<Client, Failure> {
+    let spinner = Spinner::start(format!("starting {}", spec.name));
+    let client = mcp_smol::connect(&spec.command, ctx.options(spec)).await;
+    drop(spinner);
+    client.map_err(|error| Failure::server(&spec.name, &error))
+}
+
+// ----- call -----
+
+pub(crate) async fn call(
+    ctx: &mut Context,
+    target: &str,
+    rest: &[String],
+    args_json: Option<&str>,
+) -> Result<Exit, Failure> {
+    let (server, tool, pairs) = split_target(ctx, target, rest)?;
+    let base = args_json.map(read_args_json).transpose()?;
+    // Syntax errors in the pairs are found before any server starts.
+    arguments::build(&json!({}), None, pairs).map_err(|e| Failure::usage(e.0))?;
+    let spec = ctx.enabled(&server)?.clone();
+    let client = start(ctx, &spec).await?;
+    let result = call_on(ctx, &client, &spec.name, &tool, base, pairs).await;
+    client.close().await;
+    let result = result?;
+    if ctx.json {
+        ctx.out.line(&result.1.to_string());
+    } else if result.0.is_error {
+        for line in output::render_call(&result.0) {
+            eprintln!("{line}");
+        }
+    } else {
+        for line in output::render_call(&result.0) {
+            ctx.out.line(&line);
+        }
+    }
+    Ok(if result.0.is_error {
+        Exit::ToolError
+    } else {
+        Exit::Success
+    })
+}
+
+/// `SERVER TOOL args...`, or `SERVER__TOOL args...` / `SERVER.TOOL args...`.
+fn split_target<'a>(
+    ctx: &Context,
+    target: &str,
+    rest: &'a [String],
+) -> Result<(String, String, &'a [String]), Failure> {
+    if ctx.entry(target).is_none() {
+        let known = |name: &str| ctx.entry(name).is_some();
+        if let Some((server, tool)) = names::split_qualified(target, known) {
+            return Ok((server, tool, rest));
+        }
+    }
+    match rest.split_first() {
+        Some((tool, pairs)) if !tool.contains('=') => Ok((target.to_owned(), tool.clone(), pairs)),
+        _ => Err(Failure::usage(format!(
+            "which tool? use `mcp-cli call {target} TOOL [KEY=VALUE]...` or `{target}__TOOL`"
+        ))),
+    }
+}
+
+fn read_args_json(text: &str) -> Result<Value, Failure> {
+    let text = if text == "-" {
+        let mut input = String::new();
+        std::io::stdin()
+            .read_to_string(&mut input)
+            .map_err(|e| Failure::usage(format!("--args -: cannot read stdin: {e}")))?;
+        input
+    } else {
+        text.to_owned()
+    };
+    serde_json::from_str(&text)
+        .map_err(|e| Failure::usage(format!("--args is not valid JSON: {e}")))
+}
+
+async fn call_on(
+    ctx: &Context,
+    client: &Client,
+    server: &str,
+    tool_name: &str,
+    base: Option<Value>,
+    pairs: &[String],
+) -> Result<(mcp_proto::CallToolResult, Value), Failure> {
+    let tools = client
+        .list_tools()
+        .await
+        .map_err(|e| Failure::server(server, &e))?;
+    let Some(tool) = (tools.iter()).find(|tool| names::tool_matches(server, &tool.name, tool_name))
+    else {
+        let available: Vec<&str> = tools.iter().map(|tool| tool.name.as_str()).collect();
+        return Err(Failure::usage(format!(
+            "server {server} has no tool {tool_name}; it has: {}",
+            available.join(", ")
+        )));
+    };
+    let arguments = arguments::build(&tool.input_schema, base, pairs)
+        .map_err(|e| Failure::usage(format!("{server}__{tool_name}: {}", e.0)))?;
+    let spinner = Spinner::start(format!("calling {server}__{tool_name}"));
+    let notifications = client.notifications().await;
+    let call = client.call_tool_raw(&tool.name, Value::Object(arguments), ctx.timeout);
+    let progress = async {
+        while let Ok(notification) = notifications.recv().await {
+            if let Some(text) = progress_text(&notification) {
+                spinner.set_label(format!("calling {server}__{tool_name}: {text}"));
+            }
+        }
+        // The driver has gone; the call is about to fail and say why.
+        std::future::pending().await
+    };
+    let raw = smol::future::or(call, progress).await;
+    drop(spinner);
+    let raw = raw.map_err(|e| Failure::server(server, &e))?;
+    let result = mcp_proto::CallToolResult::from_value(raw.clone()).map_err(|e| Failure {
+        exit: Exit::Server,
+        message: format!("server {server}: invalid tools/call result: {e}"),
+    })?;
+    Ok((result, raw))
+}
+
+fn progress_text(notification: &mcp_smol::Notification) -> Option<String> {
+    if notification.method != "notifications/progress" {
+        return None;
+    }
+    let params = notification.params.as_ref()?;
+    let progress = params.get("progress")?.as_f64()?;
+    let mut text = match params.get("total").and_then(Value::as_f64) {
+        Some(total) => format!("{progress}/{total}"),
+        None => format!("{progress}"),
+    };
+    if let Some(message) = params.get("message").and_then(Value::as_str) {
+        text = format!("{text} {message}");
+    }
+    Some(text)
+}
+
+// ----- tools -----
+
+pub(crate) async fn tools(ctx: &mut Context, servers: &[String]) -> Result<Exit, Failure> {
+    let names: Vec<String> = if servers.is_empty() {
+        default_servers(ctx)
+    } else {
+        servers.to_vec()
+    };
+    let specs = (names.iter())
+        .map(|name| ctx.enabled(name).cloned())
+        .collect::<Result<Vec<_>, _>>()?;
+    let listings = list_in_parallel(ctx, &specs).await;
+    let mut exit = Exit::Success;
+    let mut all = Vec::new();
+    for (spec, listing) in specs.iter().zip(listings) {
+        match listing {
+            Ok((tools, _)) => all.extend(tools.into_iter().map(|tool| (spec.name.clone(), tool))),
+            Err(failure) => {
+                report(ctx, &failure);
+                exit = failure.exit;
+            }
+        }
+    }
+    if ctx.json {
+        let tools: Vec<Value> = (all.iter())
+            .map(|(server, tool)| {
+                let mut value = serde_json::to_value(tool).unwrap_or(Value::Null);
+                value["server"] = json!(server);
+                value["qualifiedName"] = json!(names::qualified(server, &tool.name));
+                value
+            })
+            .collect();
+        ctx.out.line(&output::pretty(&Value::Array(tools)));
+    } else {
+        for (server, tool) in &all {
+            for line in describe_tool(server, tool) {
+                ctx.out.line(&line);
+            }
+        }
+    }
+    Ok(exit)
+}
+
+/// The enabled servers from config files; the presets only when the files name none, so that
+/// `tools` does not start three npx servers beside a configured set.
+fn default_servers(ctx: &Context) -> Vec<String> {
+    let enabled = |include_presets: bool| -> Vec<String> {
+        (ctx.servers.iter())
+            .filter(|server| matches!(server.entry, Entry::Enabled(_)))
+            .filter(|server| include_presets || server.source != Source::Preset)
+            .map(|server| server.name.clone())
+            .collect()
+    };
+    let configured = enabled(false);
+    if configured.is_empty() {
+        enabled(true)
+    } else {
+        configured
+    }
+}
+
+fn describe_tool(server: &str, tool: &Tool) -> Vec<String> {
+    let name = names::qualified(server, &tool.name);
+    let summary = tool.description.as_deref().and_then(|d| d.lines().next());
+    let mut lines = vec![match summary {
+        Some(summary) if !summary.trim().is_empty() => format!("{name}  {}", summary.trim()),
+        _ => name,
+    }];
+    let schema = &tool.input_schema;
+    let required: Vec<&str> = (schema.get("required").and_then(Value::as_array))
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    if let Some(Value::Object(properties)) = schema.get("properties") {
+        for (parameter, property) in properties {
+            let kind = match property.get("type") {
+                Some(Value::String(kind)) => kind.clone(),
+                Some(Value::Array(kinds)) => {
+                    let kinds: Vec<&str> = kinds.iter().filter_map(Value::as_str).collect();
+                    kinds.join(" | ")
+                }
+                _ => "any".to_owned(),
+            };
+            let flag = if required.contains(&parameter.as_str()) {
+                " (required)"
+            } else {
+                ""
+            };
+            lines.push(format!("    {parameter}: {kind}{flag}"));
+        }
+    }
+    lines
+}
+
+/// Starts each server, lists its tools and closes it, all at once; results in input order.
+async fn list_in_parallel(
+    ctx: &Context,
+    specs: &[ServerSpec],
+) -> Vec<Result<(Vec<Tool>, u32), Failure>> {
+    let tasks: Vec<_> = (specs.iter())
+        .map(|spec| {
+            let options = ctx.options(spec);
+            let spec = spec.clone();
+            smol::spawn(async move {
+                let client = mcp_smol::connect(&spec.command, options)
+                    .await
+                    .map_err(|e| Failure::server(&spec.name, &e))?;
+                let tools = client.list_tools().await;
+                let pid = client.pid();
+                client.close().await;
+                let tools = tools.map_err(|e| Failure::server(&spec.name, &e))?;
+                Ok((tools, pid))
+            })
+        })
+        .collect();
+    let _spinner = Spinner::start(format!("starting {} server(s)", specs.len()));
+    let mut results = Vec::new();
+    for task in tasks {
+        results.push(task.await);
+    }
+    results
+}
+
+// ----- servers -----
+
+pub(crate) async fn servers(ctx: &mut Context) -> Result<Exit, Failure> {
+    let enabled: Vec<ServerSpec> = (ctx.servers.iter())
+        .filter_map(|server| match &server.entry {
+            Entry::Enabled(spec) => Some(spec.clone()),
+            _ => None,
+        })
+        .collect();
+    let mut listings = list_in_parallel(ctx, &enabled).await.into_iter();
+    let mut rows = Vec::new();
+    for server in &ctx.servers {
+        let preset = server.source == Source::Preset;
+        let mut row = json!({ "name": server.name, "preset": preset, "tools": null, "pid": null });
+        match &server.entry {
+            Entry::Enabled(spec) => {
+                row["command"] = json!(spec.command.display());
+                match listings.next() {
+                    Some(Ok((tools, pid))) => {
+                        row["state"] = json!("running");
+                        row["tools"] = json!(tools.len());
+                        row["pid"] = json!(pid);
+                    }
+                    Some(Err(failure)) => {
+                        row["state"] = json!("failed");
+                        row["reason"] = json!(failure.message);
+                    }
+                    None => row["state"] = json!("failed"),
+                }
+            }
+            Entry::Disabled(spec) => {
+                row["state"] = json!("disabled");
+                row["command"] = json!(spec.command.display());
+            }
+            Entry::Remote { url } => {
+                row["state"] = json!("remote-skipped");
+                row["command"] = json!(url);
+            }
+            Entry::Invalid { reason } => {
+                row["state"] = json!("invalid");
+                row["command"] = json!("");
+                row["reason"] = json!(reason);
+            }
+        }
+        rows.push(row);
+    }
+    if ctx.json {
+        ctx.out.line(&output::pretty(&Value::Array(rows)));
+    } else {
+        for line in servers_table(&rows) {
+            ctx.out.line(&line);
+        }
+    }
+    Ok(Exit::Success)
+}
+
+fn servers_table(rows: &[Value]) -> Vec<String> {
+    let cell = |row: &Value, key: &str| match &row[key] {
+        Value::Null => "-".to_owned(),
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    };
+    let mut table = vec![["NAME", "STATE", "TOOLS", "PID", "COMMAND"].map(str::to_owned)];
+    for row in rows {
+        let mut name = cell(row, "name");
+        if row["preset"] == json!(true) {
+            name.push_str(" (preset)");
+        }
+        let state = cell(row, "state");
+        table.push([
+            name,
+            state,
+            cell(row, "tools"),
+            cell(row, "pid"),
+            cell(row, "command"),
+        ]);
+    }
+    let widths: Vec<usize> = (0..4)
+        .map(|column| {
+            table
+                .iter()
+                .map(|r| r[column].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut lines: Vec<String> = (table.iter())
+        .map(|r| {
+            let padded: Vec<String> = (0..4)
+                .map(|c| format!("{:w$}", r[c], w = widths[c]))
+                .collect();
+            format!("{}  {}", padded.join("  "), r[4])
+        })
+        .collect();
+    for row in rows.iter().filter(|row| row.get("reason").is_some()) {
+        lines.push(format!("{}: {}", cell(row, "name"), cell(row, "reason")));
+    }
+    lines
+}
+
+// ----- logs -----
+
+pub(crate) fn show_logs(ctx: &mut Context, server: &str, count: usize) -> Result<Exit, Failure> {
+    let path = logs::log_path(&ctx.log_dir, server);
+    match logs::tail(&path, count) {
+        Ok(lines) => {
+            for line in lines {
+                ctx.out.line(&line);
+            }
+            Ok(Exit::Success)
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Err(Failure::usage(format!(
+            "no log for server {server} yet (looked for {})",
+            path.display()
+        ))),
+        Err(error) => Err(Failure {
+            exit: Exit::Server,
+            message: format!("cannot read {}: {error}", path.display()),
+        }),
+    }
+}
+
+/// Prints a failure on stderr, as one JSON object under `--json`.
+pub(crate) fn report(ctx: &Context, failure: &Failure) {
+    if ctx.json {
+        let error = json!({ "error": {
+            "kind": failure.exit.kind(),
+            "exitCode": failure.exit.code(),
+            "message": failure.message,
+        }});
+        eprintln!("{error}");
+    } else {
+        eprintln!("mcp-cli: {}", failure.message);
+    }
+}

@@ -1,0 +1,640 @@
+//! Config files (DESIGN §5.4): the native TOML, the host formats people already have, variable
+//! expansion, discovery, and the built-in presets.
+//!
+//! Every format is read into one shape, [`Server`]. A file that cannot be read as its format is
+//! an error naming the file, the line and the key; an entry that parses but cannot be used (no
+//! command, an unset variable) is kept as [`Entry::Invalid`] so the other servers still work.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use mcp_smol::ServerCommand;
+use serde::Deserialize;
+
+/// One server the config can start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerSpec {
+    pub name: String,
+    pub command: ServerCommand,
+    /// Budget for spawn plus handshake.
+    pub handshake_timeout: Option<Duration>,
+    /// Per-call timeout, restarted by progress.
+    pub call_timeout: Option<Duration>,
+}
+
+/// What a configured name stands for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Entry {
+    Enabled(ServerSpec),
+    Disabled(ServerSpec),
+    /// A server reached over HTTP: listed, not started, until there is a transport for it.
+    Remote {
+        url: String,
+    },
+    /// An entry that parsed but cannot be used; the reason says why.
+    Invalid {
+        reason: String,
+    },
+}
+
+/// Where an entry came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    File(PathBuf),
+    Preset,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Server {
+    pub name: String,
+    pub entry: Entry,
+    pub source: Source,
+}
+
+/// A config file that exists but cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError(pub String);
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Reads environment variables; injectable so tests need not touch the real environment.
+pub type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+// ----- discovery -----
+
+/// The files to read, in order (later ones win by server name), and whether each must exist.
+pub fn discover(explicit: &[PathBuf], env: Env<'_>, cwd: &Path) -> Vec<(PathBuf, bool)> {
+    if !explicit.is_empty() {
+        return explicit.iter().map(|path| (path.clone(), true)).collect();
+    }
+    if let Some(path) = env("MCP_CLI_CONFIG").filter(|p| !p.is_empty()) {
+        return vec![(PathBuf::from(path), true)];
+    }
+    let config_home = match env("XDG_CONFIG_HOME").filter(|p| !p.is_empty()) {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(env("HOME").unwrap_or_default()).join(".config"),
+    };
+    vec![
+        (config_home.join("mcp-cli/config.toml"), false),
+        (cwd.join(".mcp-cli.toml"), false),
+        (cwd.join(".mcp.json"), false),
+    ]
+}
+
+/// Reads the discovered files and adds the presets; servers come back sorted by name.
+pub fn load(
+    files: &[(PathBuf, bool)],
+    env: Env<'_>,
+    cwd: &Path,
+) -> Result<Vec<Server>, ConfigError> {
+    let mut servers: BTreeMap<String, Server> = BTreeMap::new();
+    for (path, required) in files {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound && !required => continue,
+            Err(error) => {
+                return Err(ConfigError(format!(
+                    "cannot read config {}: {error}",
+                    path.display()
+                )));
+            }
+        };
+        for server in parse_file(path, &text, env)? {
+            servers.insert(server.name.clone(), server);
+        }
+    }
+    for preset in presets(env, cwd) {
+        servers.entry(preset.name.clone()).or_insert(preset);
+    }
+    Ok(servers.into_values().collect())
+}
+
+/// The built-in servers, used for names no file defines. With `MCP_CLI_NPM_PREFIX` set they
+/// run the binaries installed under that npm prefix instead of going through `npx`.
+pub fn presets(env: Env<'_>, cwd: &Path) -> Vec<Server> {
+    let prefix = env("MCP_CLI_NPM_PREFIX").filter(|p| !p.is_empty());
+    let preset = |name: &str, package: &str, extra: Vec<String>| {
+        let command = match &prefix {
+            Some(prefix) => {
+                let bin = Path::new(prefix)
+                    .join("node_modules/.bin")
+                    .join(format!("mcp-server-{name}"));
+                ServerCommand::new(bin.to_string_lossy()).args(extra)
+            }
+            None => ServerCommand::new("npx")
+                .args(["-y".to_owned(), package.to_owned()])
+                .args(extra),
+        };
+        let spec = ServerSpec {
+            name: name.to_owned(),
+            command,
+            handshake_timeout: None,
+            call_timeout: None,
+        };
+        Server {
+            name: name.to_owned(),
+            entry: Entry::Enabled(spec),
+            source: Source::Preset,
+        }
+    };
+    vec![
+        preset(
+            "filesystem",
+            "@modelcontextprotocol/server-filesystem",
+            vec![cwd.to_string_lossy().into_owned()],
+        ),
+        preset(
+            "everything",
+            "@modelcontextprotocol/server-everything",
+            vec![],
+        ),
+        preset("memory", "@modelcontextprotocol/server-memory", vec![]),
+    ]
+}
+
+// ----- one file -----
+
+/// The fields every format maps onto, before variables are expanded.
+#[derive(Debug, Default)]
+struct RawServer {
+    command: Option<String>,
+    args: Vec<String>,
+    env: BTreeMap<String, String>,
+    cwd: Option<String>,
+    enabled: bool,
+    url: Option<String>,
+    handshake_timeout: Option<Duration>,
+    call_timeout: Option<Duration>,
+    /// A reason this entry cannot be used whatever its fields say.
+    unusable: Option<String>,
+}
+
+pub fn parse_file(path: &Path, text: &str, env: Env<'_>) -> Result<Vec<Server>, ConfigError> {
+    let is_json = path
+        .extension()
+        .is_some_and(|ext| ext == "json" || ext == "jsonc")
+        || (path.extension().is_none_or(|ext| ext != "toml") && text.trim_start().starts_with('{'));
+    let raw = if is_json {
+        parse_json(path, text)?
+    } else {
+        parse_toml(path, text)?
+    };
+    let base = path.parent().unwrap_or(Path::new("."));
+    Ok(raw
+        .into_iter()
+        .map(|(name, raw)| Server {
+            entry: finish(&name, raw, env, base),
+            name,
+            source: Source::File(path.to_owned()),
+        })
+        .collect())
+}
+
+fn finish(name: &str, raw: RawServer, env: Env<'_>, base: &Path) -> Entry {
+    if let Some(reason) = raw.unusable {
+        return Entry::Invalid { reason };
+    }
+    if let Some(url) = raw.url {
+        return Entry::Remote { url };
+    }
+    let expanded = (|| -> Result<ServerSpec, String> {
+        let command = raw.command.as_deref().filter(|c| !c.trim().is_empty());
+        let command = expand(command.ok_or("no command given")?, env)?;
+        let mut spec = ServerCommand::new(command);
+        for arg in &raw.args {
+            spec.args.push(expand(arg, env)?);
+        }
+        for (key, value) in &raw.env {
+            spec.env.insert(key.clone(), expand(value, env)?);
+        }
+        if let Some(cwd) = &raw.cwd {
+            spec.cwd = Some(base.join(expand(cwd, env)?));
+        }
+        Ok(ServerSpec {
+            name: name.to_owned(),
+            command: spec,
+            handshake_timeout: raw.handshake_timeout,
+            call_timeout: raw.call_timeout,
+        })
+    })();
+    match expanded {
+        Ok(spec) if raw.enabled => Entry::Enabled(spec),
+        Ok(spec) => Entry::Disabled(spec),
+        Err(reason) => Entry::Invalid { reason },
+    }
+}
+
+/// Expands `${VAR}` and `${VAR:-default}`; `$` not followed by `{` stays as it is.
+pub fn expand(text: &str, env: Env<'_>) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let Some(end) = rest[start..].find('}') else {
+            return Err(format!("unclosed `${{` in {text:?}"));
+        };
+        let inner = &rest[start + 2..start + end];
+        let (variable, default) = match inner.split_once(":-") {
+            Some((variable, default)) => (variable, Some(default)),
+            None => (inner, None),
+        };
+        match (
+            env(variable).filter(|v| default.is_none() || !v.is_empty()),
+            default,
+        ) {
+            (Some(value), _) => out.push_str(&value),
+            (None, Some(default)) => out.push_str(default),
+            (None, None) => {
+                return Err(format!(
+                    "environment variable {variable} is not set (used in {text:?})"
+                ));
+            }
+        }
+        rest = &rest[start + end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+// ----- TOML: native `[mcp.<name>]` and Codex `[mcp_servers.<name>]` -----
+
+#[derive(Deserialize)]
+struct TomlFile {
+    #[serde(default)]
+    mcp: BTreeMap<String, NativeServer>,
+    #[serde(default)]
+    mcp_servers: BTreeMap<String, CodexServer>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NativeServer {
+    command: Option<String>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    cwd: Option<String>,
+    enabled: Option<bool>,
+    url: Option<String>,
+    timeout_sec: Option<f64>,
+    call_timeout_sec: Option<f64>,
+}
+
+#[derive(Deserialize)]
+struct CodexServer {
+    command: Option<String>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    cwd: Option<String>,
+    enabled: Option<bool>,
+    url: Option<String>,
+    startup_timeout_sec: Option<f64>,
+    startup_timeout_ms: Option<f64>,
+    tool_timeout_sec: Option<f64>,
+}
+
+fn parse_toml(path: &Path, text: &str) -> Result<Vec<(String, RawServer)>, ConfigError> {
+    let syntax_error = |error: toml::de::Error| {
+        file_error(
+            path,
+            text,
+            error.span().map(|s| s.start),
+            "",
+            error.message(),
+        )
+    };
+    let deserializer = toml::Deserializer::parse(text).map_err(syntax_error)?;
+    let file: TomlFile = serde_path_to_error::deserialize(deserializer).map_err(|error| {
+        let key = error.path().to_string();
+        let inner = error.into_inner();
+        file_error(
+            path,
+            text,
+            inner.span().map(|s| s.start),
+            &key,
+            inner.message(),
+        )
+    })?;
+    let native = file.mcp.into_iter().map(|(name, s)| {
+        let raw = RawServer {
+            command: s.command,
+            args: s.args,
+            env: s.env,
+            cwd: s.cwd,
+            enabled: s.enabled.unwrap_or(true),
+            url: s.url,
+            handshake_timeout: seconds(s.timeout_sec),
+            call_timeout: seconds(s.call_timeout_sec),
+            unusable: None,
+        };
+        (name, raw)
+    });
+    let codex = file.mcp_servers.into_iter().map(|(name, s)| {
+        let raw = RawServer {
+            command: s.command,
+            args: s.args,
+            env: s.env,
+            cwd: s.cwd,
+            enabled: s.enabled.unwrap_or(true),
+            url: s.url,
+            handshake_timeout: seconds(s.startup_timeout_sec)
+                .or(seconds(s.startup_timeout_ms.map(|ms| ms / 1000.0))),
+            call_timeout: seconds(s.tool_timeout_sec),
+            unusable: None,
+        };
+        (name, raw)
+    });
+    Ok(native.chain(codex).collect())
+}
+
+fn seconds(value: Option<f64>) -> Option<Duration> {
+    value
+        .and_then(|s| Duration::try_from_secs_f64(s).ok())
+        .filter(|d| !d.is_zero())
+}
+
+// ----- JSON: mcpServers, VS Code `servers`, opencode `mcp`, Zed `context_servers` -----
+
+#[derive(Deserialize)]
+struct JsonFile {
+    #[serde(default, rename = "mcpServers")]
+    mcp_servers: BTreeMap<String, HostServer>,
+    #[serde(default)]
+    servers: BTreeMap<String, HostServer>,
+    #[serde(default)]
+    mcp: BTreeMap<String, OpencodeServer>,
+    #[serde(default)]
+    context_servers: BTreeMap<String, ZedServer>,
+}
+
+/// Claude Desktop, Claude Code, Cursor, Gemini CLI (`mcpServers`) and VS Code (`servers`).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct HostServer {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    command: Option<String>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    cwd: Option<String>,
+    #[serde(default)]
+    disabled: bool,
+    url: Option<String>,
+    http_url: Option<String>,
+    server_url: Option<String>,
+    /// Gemini CLI: per-request timeout in milliseconds.
+    timeout: Option<f64>,
+}
+
+/// opencode: `{"type": "local", "command": ["prog", "arg"], "environment": {}}` or remote.
+#[derive(Deserialize)]
+struct OpencodeServer {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    command: Option<CommandLine>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default, alias = "env")]
+    environment: BTreeMap<String, String>,
+    enabled: Option<bool>,
+    url: Option<String>,
+    /// Milliseconds to wait for the server's tools.
+    timeout: Option<f64>,
+}
+
+/// Zed: `{"command": "prog", "args": [], "env": {}}`, or the older `{"command": {"path", "args", "env"}}`.
+#[derive(Deserialize)]
+struct ZedServer {
+    command: Option<CommandLine>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    url: Option<String>,
+    source: Option<String>,
+}
+
+/// A command given as a string, an array (program first), or Zed's `{path, args, env}`.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum CommandLine {
+    Program(String),
+    Words(Vec<String>),
+    Zed {
+        path: String,
+        #[serde(default)]
+        args: Vec<String>,
+        #[serde(default)]
+        env: BTreeMap<String, String>,
+    },
+}
+
+fn parse_json(path: &Path, text: &str) -> Result<Vec<(String, RawServer)>, ConfigError> {
+    let cleaned = strip_json_comments(text);
+    let deserializer = &mut serde_json::Deserializer::from_str(&cleaned);
+    let file: JsonFile = serde_path_to_error::deserialize(deserializer).map_err(|error| {
+        let key = error.path().to_string();
+        let inner = error.into_inner();
+        let offset = offset_of(text, inner.line(), inner.column());
+        let message = inner.to_string();
+        let message = message
+            .split(" at line ")
+            .next()
+            .unwrap_or(&message)
+            .to_owned();
+        file_error(
+            path,
+            text,
+            Some(offset),
+            if key == "." { "" } else { &key },
+            &message,
+        )
+    })?;
+    let mut servers = Vec::new();
+    for (name, s) in file.mcp_servers.into_iter().chain(file.servers) {
+        let remote = s.url.or(s.http_url).or(s.server_url);
+        let is_remote = matches!(s.kind.as_deref(), Some("http" | "sse" | "streamable-http"));
+        let raw = RawServer {
+            command: s.command,
+            args: s.args,
+            env: s.env,
+            cwd: s.cwd,
+            enabled: !s.disabled,
+            url: if is_remote || remote.is_some() {
+                Some(remote.unwrap_or_default())
+            } else {
+                None
+            },
+            handshake_timeout: None,
+            call_timeout: seconds(s.timeout.map(|ms| ms / 1000.0)),
+            unusable: None,
+        };
+        servers.push((name, raw));
+    }
+    for (name, s) in file.mcp {
+        let (command, mut args, env) = split_command(s.command);
+        args.extend(s.args);
+        let raw = RawServer {
+            command,
+            args,
+            env: env.into_iter().chain(s.environment).collect(),
+            enabled: s.enabled.unwrap_or(true),
+            url: if s.kind.as_deref() == Some("remote") {
+                Some(s.url.unwrap_or_default())
+            } else {
+                s.url
+            },
+            handshake_timeout: seconds(s.timeout.map(|ms| ms / 1000.0)),
+            ..RawServer::default()
+        };
+        servers.push((name, raw));
+    }
+    for (name, s) in file.context_servers {
+        let (command, mut args, env) = split_command(s.command);
+        args.extend(s.args);
+        let unusable = match (&command, &s.url, &s.source) {
+            (None, None, Some(source)) => Some(format!(
+                "provided by a Zed {source}; configure it with a command to use it here"
+            )),
+            _ => None,
+        };
+        let raw = RawServer {
+            command,
+            args,
+            env: env.into_iter().chain(s.env).collect(),
+            enabled: true,
+            url: s.url,
+            unusable,
+            ..RawServer::default()
+        };
+        servers.push((name, raw));
+    }
+    Ok(servers)
+}
+
+type Split = (Option<String>, Vec<String>, BTreeMap<String, String>);
+
+fn split_command(command: Option<CommandLine>) -> Split {
+    match command {
+        None => (None, Vec::new(), BTreeMap::new()),
+        Some(CommandLine::Program(program)) => (Some(program), Vec::new(), BTreeMap::new()),
+        Some(CommandLine::Words(words)) => {
+            let mut words = words.into_iter();
+            (words.next(), words.collect(), BTreeMap::new())
+        }
+        Some(CommandLine::Zed { path, args, env }) => (Some(path), args, env),
+    }
+}
+
+/// Blanks out `//` and `/* */` comments and trailing commas (VS Code and Zed allow them),
+/// keeping every newline so error line numbers still match the file. Two linear passes.
+pub fn strip_json_comments(text: &str) -> String {
+    let mut out = text.as_bytes().to_vec();
+    let mut strings = StringTracker::default();
+    let mut i = 0;
+    while i < out.len() {
+        if strings.inside(&out, i) {
+            i += 1;
+            continue;
+        }
+        let end = match &out[i..] {
+            [b'/', b'/', ..] => out[i..]
+                .iter()
+                .position(|&b| b == b'\n')
+                .map_or(out.len(), |e| i + e),
+            [b'/', b'*', ..] => (i + 2..out.len().saturating_sub(1))
+                .find(|&e| &out[e..e + 2] == b"*/")
+                .map_or(out.len(), |e| e + 2),
+            _ => {
+                i += 1;
+                continue;
+            }
+        };
+        for slot in &mut out[i..end] {
+            if *slot != b'\n' {
+                *slot = b' ';
+            }
+        }
+        i = end;
+    }
+    let mut strings = StringTracker::default();
+    for i in 0..out.len() {
+        if !strings.inside(&out, i) && out[i] == b',' {
+            let next = out[i + 1..].iter().find(|b| !b.is_ascii_whitespace());
+            if matches!(next, Some(b'}' | b']')) {
+                out[i] = b' ';
+            }
+        }
+    }
+    // Only ASCII bytes outside strings were replaced, so the text is still UTF-8.
+    String::from_utf8(out).unwrap_or_else(|_| text.to_owned())
+}
+
+/// Follows JSON string boundaries as bytes are visited in order.
+#[derive(Default)]
+struct StringTracker {
+    in_string: bool,
+    escaped: bool,
+}
+
+impl StringTracker {
+    /// Whether byte `i` belongs to a string (its quotes included). Call once per byte, in order.
+    fn inside(&mut self, bytes: &[u8], i: usize) -> bool {
+        let byte = bytes[i];
+        if self.in_string {
+            match (self.escaped, byte) {
+                (true, _) => self.escaped = false,
+                (false, b'\\') => self.escaped = true,
+                (false, b'"') => self.in_string = false,
+                _ => {}
+            }
+            return true;
+        }
+        if byte == b'"' {
+            self.in_string = true;
+            return true;
+        }
+        false
+    }
+}
+
+fn offset_of(text: &str, line: usize, column: usize) -> usize {
+    let line_start: usize = text
+        .split_inclusive('\n')
+        .take(line.saturating_sub(1))
+        .map(str::len)
+        .sum();
+    line_start + column.saturating_sub(1)
+}
+
+fn file_error(
+    path: &Path,
+    text: &str,
+    offset: Option<usize>,
+    key: &str,
+    message: &str,
+) -> ConfigError {
+    let mut error = format!("invalid config {}", path.display());
+    if let Some(offset) = offset {
+        let line = text[..offset.min(text.len())].matches('\n').count() + 1;
+        error.push_str(&format!(" line {line}"));
+    }
+    error.push_str(": ");
+    if !key.is_empty() {
+        error.push_str(&format!("{key}: "));
+    }
+    error.push_str(message.trim());
+    ConfigError(error)
+}

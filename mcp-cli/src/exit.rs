@@ -1,0 +1,76 @@
+//! Exit codes (DESIGN §5.3) and the failure type that carries one.
+
+use std::fmt;
+
+use mcp_smol::Error;
+
+/// The process exit status, by who is at fault.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    Success = 0,
+    /// The tool ran and reported an error (`isError: true`).
+    ToolError = 1,
+    /// Bad flags, unknown server or tool, arguments that do not fit, invalid config.
+    Usage = 2,
+    /// The server cannot start, failed the handshake, crashed or broke the protocol.
+    Server = 3,
+    /// The handshake budget or the call timeout ran out.
+    Timeout = 4,
+}
+
+impl Exit {
+    pub fn code(self) -> i32 {
+        self as i32
+    }
+
+    pub fn kind(self) -> &'static str {
+        match self {
+            Self::Success => "success",
+            Self::ToolError => "tool_error",
+            Self::Usage => "usage",
+            Self::Server => "server",
+            Self::Timeout => "timeout",
+        }
+    }
+}
+
+/// Why a command failed, and the exit status that says so.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    pub exit: Exit,
+    pub message: String,
+}
+
+impl Failure {
+    pub fn usage(message: impl Into<String>) -> Self {
+        Self {
+            exit: Exit::Usage,
+            message: message.into(),
+        }
+    }
+
+    /// A failure of server `name`, classified by its cause.
+    pub fn server(name: &str, error: &Error) -> Self {
+        let exit = match error {
+            _ if error.is_timeout() => Exit::Timeout,
+            // The server judged the arguments invalid: the caller's to fix.
+            Error::Remote(rpc) if rpc.code == INVALID_PARAMS => Exit::Usage,
+            Error::InvalidParams => Exit::Usage,
+            _ => Exit::Server,
+        };
+        Self {
+            exit,
+            message: format!("server {name}: {error}"),
+        }
+    }
+}
+
+const INVALID_PARAMS: i64 = -32602;
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Failure {}

@@ -1,0 +1,142 @@
+//! Tool names as programs see them (DESIGN §5.5): `<server>__<tool>`, safe for model providers.
+//!
+//! Providers accept `^[a-zA-Z0-9_-]{1,64}$`. Other characters become `_`; a longer name keeps
+//! its first 55 characters and ends with `_` and 8 hex digits of a hash of the whole name, so
+//! shortening is deterministic and distinct names stay distinct. A tool whose name already
+//! starts with its server's name and a separator loses that prefix (`git` + `git_status` →
+//! `git__status`, not `git__git_status`); [`tool_matches`] maps such a short form back.
+
+const MAX_LEN: usize = 64;
+const HASH_HEX: usize = 8;
+
+/// The provider-safe `<server>__<tool>` name.
+pub fn qualified(server: &str, tool: &str) -> String {
+    let full = format!("{server}__{}", short_tool(server, tool));
+    let safe: String = full
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if safe.len() <= MAX_LEN {
+        return safe;
+    }
+    let keep = MAX_LEN - HASH_HEX - 1;
+    format!("{}_{:08x}", &safe[..keep], fnv1a(full.as_bytes()))
+}
+
+/// The tool's name without a leading `<server>_`, `<server>-` or `<server>__`.
+fn short_tool<'a>(server: &str, tool: &'a str) -> &'a str {
+    let Some(rest) = tool.strip_prefix(server) else {
+        return tool;
+    };
+    let stripped = ["__", "_", "-"]
+        .iter()
+        .find_map(|sep| rest.strip_prefix(sep));
+    match stripped {
+        Some(short) if !short.is_empty() => short,
+        _ => tool,
+    }
+}
+
+/// Whether `given` (from a command line) names `tool` of `server`, in full or short form.
+pub fn tool_matches(server: &str, tool: &str, given: &str) -> bool {
+    tool == given || short_tool(server, tool) == given
+}
+
+/// Splits `SERVER__TOOL` or `SERVER.TOOL`. Tool names may contain `.` and `__` themselves, so
+/// the split that names a known server wins; failing that, the first `__`, then the first `.`.
+pub fn split_qualified(token: &str, is_server: impl Fn(&str) -> bool) -> Option<(String, String)> {
+    let splits = |separator: &'static str| {
+        token
+            .match_indices(separator)
+            .map(move |(at, _)| (&token[..at], &token[at + separator.len()..]))
+            .filter(|(server, tool)| !server.is_empty() && !tool.is_empty())
+    };
+    let mut candidates = splits("__").chain(splits("."));
+    let first = splits("__").next().or_else(|| splits(".").next());
+    let known = candidates.find(|(server, _)| is_server(server));
+    known
+        .or(first)
+        .map(|(server, tool)| (server.to_owned(), tool.to_owned()))
+}
+
+/// 32-bit FNV-1a: tiny, stable across releases and platforms.
+fn fnv1a(bytes: &[u8]) -> u32 {
+    bytes.iter().fold(0x811c_9dc5, |hash, &byte| {
+        (hash ^ u32::from(byte)).wrapping_mul(0x0100_0193)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_names_join_with_a_double_underscore() {
+        assert_eq!(qualified("fs", "read_file"), "fs__read_file");
+    }
+
+    #[test]
+    fn unsafe_characters_become_underscores() {
+        assert_eq!(
+            qualified("my server", "get.item/v2"),
+            "my_server__get_item_v2"
+        );
+        assert_eq!(qualified("café", "x"), "caf___x");
+    }
+
+    #[test]
+    fn no_double_prefix() {
+        assert_eq!(qualified("git", "git_status"), "git__status");
+        assert_eq!(qualified("git", "git-log"), "git__log");
+        assert_eq!(qualified("git", "git__diff"), "git__diff");
+        assert_eq!(qualified("git", "github_issue"), "git__github_issue");
+        assert_eq!(qualified("git", "git_"), "git__git_");
+        assert!(tool_matches("git", "git_status", "status"));
+        assert!(tool_matches("git", "git_status", "git_status"));
+        assert!(!tool_matches("git", "git_status", "log"));
+    }
+
+    #[test]
+    fn long_names_are_shortened_deterministically() {
+        let tool = "t".repeat(60);
+        let name = qualified("server", &tool);
+        assert_eq!(name.len(), 64);
+        assert_eq!(name, qualified("server", &tool));
+        assert_ne!(name, qualified("server", &"t".repeat(61)));
+        assert!(name.starts_with("server__ttt"));
+        let exactly = "t".repeat(64 - "server__".len());
+        assert_eq!(qualified("server", &exactly).len(), 64);
+        assert_eq!(qualified("server", &exactly), format!("server__{exactly}"));
+    }
+
+    #[test]
+    fn qualified_tokens_split_at_a_known_server() {
+        let known = |name: &str| ["fs", "my__srv", "a.b"].contains(&name);
+        let split = |token| split_qualified(token, known);
+        assert_eq!(
+            split("fs__read_file"),
+            Some(("fs".into(), "read_file".into()))
+        );
+        assert_eq!(
+            split("fs.read.file"),
+            Some(("fs".into(), "read.file".into()))
+        );
+        assert_eq!(
+            split("my__srv__tool"),
+            Some(("my__srv".into(), "tool".into()))
+        );
+        assert_eq!(split("a.b.tool"), Some(("a.b".into(), "tool".into())));
+        assert_eq!(
+            split("unknown__tool"),
+            Some(("unknown".into(), "tool".into()))
+        );
+        assert_eq!(split("plain"), None);
+        assert_eq!(split("__tool"), None);
+    }
+}

@@ -1,0 +1,128 @@
+//! Rendering results for people: text as it is, placeholders for everything else.
+
+use std::io::{self, Write};
+
+use mcp_proto::{CallToolResult, Content};
+use serde_json::Value;
+
+/// Lines that show a tool result: each text item on its own; other items as placeholders; the
+/// structured content as JSON when there is no text at all.
+pub fn render_call(result: &CallToolResult) -> Vec<String> {
+    let mut lines: Vec<String> = result.content.iter().map(render_content).collect();
+    let has_text = (result.content.iter()).any(|item| matches!(item, Content::Text { .. }));
+    if !has_text && let Some(structured) = &result.structured_content {
+        lines.push(pretty(structured));
+    }
+    lines
+}
+
+fn render_content(item: &Content) -> String {
+    match item {
+        Content::Text { text } => text.clone(),
+        Content::Image { data, mime_type } => omitted("image", mime_type, base64_len(data)),
+        Content::Audio { data, mime_type } => omitted("audio", mime_type, base64_len(data)),
+        Content::ResourceLink { uri, name, .. } if name.is_empty() => {
+            format!("[resource link: {uri}]")
+        }
+        Content::ResourceLink { uri, name, .. } => format!("[resource link: {name} <{uri}>]"),
+        Content::Resource {
+            text: Some(text), ..
+        } => text.clone(),
+        Content::Resource {
+            uri,
+            mime_type,
+            blob,
+            ..
+        } => {
+            let mime = mime_type.as_deref().unwrap_or("unknown type");
+            let size = blob.as_deref().map_or(0, base64_len);
+            format!("[resource {uri} omitted: {mime}, {size} bytes]")
+        }
+        Content::Unknown(value) => match value.get("type").and_then(Value::as_str) {
+            Some(kind) => format!("[{kind} content omitted: unknown type]"),
+            None => "[content omitted: no type]".to_owned(),
+        },
+    }
+}
+
+fn omitted(kind: &str, mime_type: &str, size: usize) -> String {
+    format!("[{kind} content omitted: {mime_type}, {size} bytes]")
+}
+
+/// The decoded size of base64 text, without decoding it.
+fn base64_len(data: &str) -> usize {
+    let significant = data
+        .bytes()
+        .filter(|b| !b.is_ascii_whitespace() && *b != b'=');
+    significant.count() * 3 / 4
+}
+
+pub fn pretty(value: &Value) -> String {
+    serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
+}
+
+/// Standard output that treats a closed pipe (`mcp-cli ... | head -1`) as the reader being
+/// done, not as a failure: later writes are dropped silently.
+#[derive(Debug, Default)]
+pub struct Stdout {
+    closed: bool,
+}
+
+impl Stdout {
+    pub fn line(&mut self, text: &str) {
+        if self.closed {
+            return;
+        }
+        let mut out = io::stdout().lock();
+        let written = out
+            .write_all(text.as_bytes())
+            .and_then(|()| out.write_all(b"\n"));
+        if written.and_then(|()| out.flush()).is_err() {
+            self.closed = true;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn renders_every_kind() {
+        let result = CallToolResult::from_value(json!({
+            "content": [
+                {"type": "text", "text": "hello"},
+                {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
+                {"type": "audio", "data": "AAAA", "mimeType": "audio/wav"},
+                {"type": "resource_link", "uri": "file:///x", "name": "x"},
+                {"type": "resource", "resource": {"uri": "file:///y", "text": "inline"}},
+                {"type": "resource", "resource": {"uri": "file:///z", "blob": "AAAA", "mimeType": "application/zip"}},
+                {"type": "hologram"}
+            ],
+            "structuredContent": {"ignored": "because there is text"}
+        }))
+        .unwrap();
+        assert_eq!(
+            render_call(&result),
+            [
+                "hello",
+                "[image content omitted: image/png, 8 bytes]",
+                "[audio content omitted: audio/wav, 3 bytes]",
+                "[resource link: x <file:///x>]",
+                "inline",
+                "[resource file:///z omitted: application/zip, 3 bytes]",
+                "[hologram content omitted: unknown type]",
+            ]
+        );
+    }
+
+    #[test]
+    fn structured_content_shows_when_there_is_no_text() {
+        let result = CallToolResult::from_value(json!({
+            "content": [], "structuredContent": {"answer": 42}
+        }))
+        .unwrap();
+        assert_eq!(render_call(&result), ["{\n  \"answer\": 42\n}"]);
+    }
+}

@@ -1,0 +1,71 @@
+//! A spinner on stderr for work that takes more than a moment, shown only on a terminal.
+
+use std::io::{IsTerminal, Write};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// How long work may take before the spinner appears: quick calls stay silent.
+const DELAY: Duration = Duration::from_millis(300);
+const FRAME: Duration = Duration::from_millis(100);
+const FRAMES: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+
+/// Shows a label with a spinner until dropped. Does nothing when stderr is not a terminal.
+#[derive(Debug)]
+pub(crate) struct Spinner {
+    label: Arc<Mutex<String>>,
+    stop: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Spinner {
+    pub(crate) fn start(label: impl Into<String>) -> Self {
+        let label = Arc::new(Mutex::new(label.into()));
+        if !std::io::stderr().is_terminal() {
+            return Self {
+                label,
+                stop: None,
+                thread: None,
+            };
+        }
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let shown = label.clone();
+        let thread = std::thread::spawn(move || {
+            if stopped.recv_timeout(DELAY).is_ok() {
+                return;
+            }
+            for frame in FRAMES.iter().cycle() {
+                let text = shown.lock().map(|l| l.clone()).unwrap_or_default();
+                eprint!("\r\x1b[2K{frame} {text}");
+                let _ = std::io::stderr().flush();
+                if !matches!(
+                    stopped.recv_timeout(FRAME),
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+                ) {
+                    eprint!("\r\x1b[2K");
+                    return;
+                }
+            }
+        });
+        Self {
+            label,
+            stop: Some(stop),
+            thread: Some(thread),
+        }
+    }
+
+    pub(crate) fn set_label(&self, text: impl Into<String>) {
+        if let Ok(mut label) = self.label.lock() {
+            *label = text.into();
+        }
+    }
+}
+
+impl Drop for Spinner {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
