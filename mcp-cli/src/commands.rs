@@ -352,8 +352,13 @@ pub(crate) async fn servers(ctx: &mut Context) -> Result<Exit, Failure> {
                         row["pid"] = json!(pid);
                     }
                     Some(Err(failure)) => {
+                        let prefix = format!("server {}: ", server.name);
+                        let reason = failure
+                            .message
+                            .strip_prefix(&prefix)
+                            .unwrap_or(&failure.message);
                         row["state"] = json!("failed");
-                        row["reason"] = json!(failure.message);
+                        row["reason"] = json!(reason);
                     }
                     None => row["state"] = json!("failed"),
                 }

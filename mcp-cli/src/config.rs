@@ -116,6 +116,9 @@ pub fn load(
     Ok(servers.into_values().collect())
 }
 
+/// Handshake budget of a preset run through `npx`, which may have to download it first.
+pub const NPX_HANDSHAKE: Duration = Duration::from_secs(120);
+
 /// The built-in servers, used for names no file defines. With `MCP_CLI_NPM_PREFIX` set they
 /// run the binaries installed under that npm prefix instead of going through `npx`.
 pub fn presets(env: Env<'_>, cwd: &Path) -> Vec<Server> {
@@ -132,10 +135,13 @@ pub fn presets(env: Env<'_>, cwd: &Path) -> Vec<Server> {
                 .args(["-y".to_owned(), package.to_owned()])
                 .args(extra),
         };
+        // The first `npx -y` of a package downloads it, which can take far longer than a
+        // handshake should; an installed binary gets the usual budget.
+        let handshake_timeout = prefix.is_none().then_some(NPX_HANDSHAKE);
         let spec = ServerSpec {
             name: name.to_owned(),
             command,
-            handshake_timeout: None,
+            handshake_timeout,
             call_timeout: None,
         };
         Server {
