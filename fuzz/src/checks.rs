@@ -1,0 +1,235 @@
+//! Invariant checks for the sans-IO core, driven by arbitrary bytes. Plain Rust over
+//! `mcp_proto` and `serde_json` only, so the stable replay test can include this file as is.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use mcp_proto::{Config, Connection, Event, LineDecoder, LineError, RequestId};
+use serde_json::{Value, json};
+
+/// A tiny deterministic generator, so one input always makes the same chunking.
+struct Rng(u32);
+
+impl Rng {
+    fn next(&mut self) -> u32 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 17;
+        self.0 ^= self.0 << 5;
+        self.0
+    }
+}
+
+type Lines = Vec<Result<Vec<u8>, LineError>>;
+
+fn drain_lines(decoder: &mut LineDecoder, max: usize, lines: &mut Lines) {
+    while let Some(line) = decoder.next_line() {
+        if let Ok(line) = &line {
+            assert!(line.len() <= max, "line of {} bytes over max {max}", line.len());
+        }
+        lines.push(line.map(|bytes| bytes.to_vec()));
+    }
+}
+
+/// Feeding bytes whole or in any chunks yields the same lines; memory stays bounded.
+pub fn check_line_decoder(data: &[u8]) {
+    let [size, seed, input @ ..] = data else {
+        return;
+    };
+    let max = 1 + usize::from(*size % 64);
+
+    let mut whole = LineDecoder::new(max);
+    let mut expected = Vec::new();
+    whole.push(input);
+    drain_lines(&mut whole, max, &mut expected);
+    let expected_tail = whole.finish().map(|b| b.to_vec());
+
+    let mut rng = Rng(u32::from(*seed) | 1);
+    let mut chunked = LineDecoder::new(max);
+    let mut actual = Vec::new();
+    let mut rest = input;
+    while !rest.is_empty() {
+        let take = (1 + rng.next() as usize % 17).min(rest.len());
+        let (chunk, tail) = rest.split_at(take);
+        chunked.push(chunk);
+        assert!(chunked.buffered() <= max + chunk.len(), "buffer grew past max plus a chunk");
+        drain_lines(&mut chunked, max, &mut actual);
+        rest = tail;
+    }
+    assert_eq!(actual, expected);
+    assert_eq!(chunked.finish().map(|b| b.to_vec()), expected_tail);
+}
+
+/// Every transmit is one JSON object on one `\n`-terminated line.
+fn assert_one_json_line(line: &[u8]) -> Value {
+    assert_eq!(line.last(), Some(&b'\n'), "transmit without its newline");
+    assert_eq!(line.iter().filter(|&&b| b == b'\n').count(), 1, "transmit with inner newline");
+    let value: Value = serde_json::from_slice(line).expect("transmit is JSON");
+    assert!(value.is_object(), "transmit is not an object");
+    value
+}
+
+const INIT_RESULT: &[u8] = br#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"fuzz","version":"1"}}}
+"#;
+
+/// Tracks what a connection emitted and checks it against the lifecycle rules.
+struct Observer {
+    issued: BTreeSet<RequestId>,
+    ended: BTreeSet<RequestId>,
+    closed: bool,
+    ready: usize,
+}
+
+impl Observer {
+    fn new() -> Self {
+        Self {
+            issued: BTreeSet::new(),
+            ended: BTreeSet::new(),
+            closed: false,
+            ready: 0,
+        }
+    }
+
+    fn drain(&mut self, connection: &mut Connection) -> Vec<Value> {
+        let mut written = Vec::new();
+        while let Some(line) = connection.poll_transmit() {
+            assert!(!self.closed, "written after close");
+            written.push(assert_one_json_line(&line));
+        }
+        while let Some(event) = connection.poll_event() {
+            assert!(!self.closed, "event after Closed");
+            match event {
+                Event::Response { id, .. } => {
+                    assert!(self.issued.contains(&id), "response for an id never issued");
+                    assert!(self.ended.insert(id), "request {id} ended twice");
+                }
+                Event::Closed(_) => self.closed = true,
+                Event::Ready(_) => self.ready += 1,
+                _ => {}
+            }
+        }
+        if self.closed {
+            assert_eq!(connection.poll_timeout(), None, "a deadline after close");
+        }
+        written
+    }
+
+    fn issue(&mut self, result: Result<RequestId, mcp_proto::SendError>) {
+        match result {
+            Ok(id) => assert!(self.issued.insert(id), "id {id} reused"),
+            Err(_) => assert!(self.closed, "a command refused on an open connection"),
+        }
+    }
+}
+
+/// A live connection under arbitrary server bytes and client commands.
+pub fn check_connection(data: &[u8]) {
+    let mut now = Instant::now();
+    let config = Config {
+        max_line_len: 256,
+        ..Config::default()
+    };
+    let mut connection = Connection::new(now, config);
+    connection.handle_bytes(now, INIT_RESULT);
+    let mut observer = Observer::new();
+    observer.drain(&mut connection);
+    let mut ops = data;
+    while let [op, arg, rest @ ..] = ops {
+        ops = rest;
+        let arg = usize::from(*arg);
+        let pick = |observer: &Observer| observer.issued.iter().nth(arg % observer.issued.len().max(1)).copied();
+        match op % 9 {
+            0..=2 => {
+                let take = arg.min(ops.len());
+                connection.handle_bytes(now, &ops[..take]);
+                ops = &ops[take..];
+            }
+            3 => observer.issue(connection.call_tool(now, "tool", json!({"n": arg}))),
+            4 => {
+                let timeout = Duration::from_millis(arg as u64 * 10);
+                observer.issue(connection.request_with_timeout(now, "ping", None, timeout));
+            }
+            5 => {
+                if let Some(id) = pick(&observer) {
+                    let was_pending = !observer.ended.contains(&id);
+                    assert_eq!(connection.cancel(now, id), was_pending && !observer.closed);
+                }
+            }
+            6 => {
+                now += Duration::from_millis(arg as u64 * 50);
+                connection.handle_timeout(now);
+                if let Some(deadline) = connection.poll_timeout() {
+                    assert!(deadline > now, "deadline in the past after handle_timeout");
+                }
+            }
+            7 => {
+                if let Some(id) = pick(&observer) {
+                    let answer = match arg % 3 {
+                        0 => json!({"jsonrpc": "2.0", "id": id.0, "result": {"content": []}}),
+                        1 => json!({"jsonrpc": "2.0", "id": id.0.to_string(), "error": {"code": -1, "message": "no"}}),
+                        _ => json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                                    "params": {"progressToken": id.0, "progress": arg}}),
+                    };
+                    connection.handle_bytes(now, format!("{answer}\n").as_bytes());
+                }
+            }
+            _ => match arg % 8 {
+                0 => connection.handle_eof(now),
+                1 => connection.close(),
+                _ => {}
+            },
+        }
+        observer.drain(&mut connection);
+    }
+    connection.handle_eof(now);
+    observer.drain(&mut connection);
+    assert!(observer.closed);
+    assert_eq!(observer.issued, observer.ended, "some request never ended");
+}
+
+/// Arbitrary server output around the `initialize` result: the lifecycle rules of DESIGN §6.
+pub fn check_handshake(data: &[u8]) {
+    let now = Instant::now();
+    let mut connection = Connection::new(now, Config::default());
+    let mut observer = Observer::new();
+    let mut initialized = false;
+    let check_written = |written: Vec<Value>, initialized: &mut bool| {
+        for message in written {
+            let method = message.get("method").and_then(Value::as_str);
+            if method == Some("notifications/initialized") {
+                assert!(!*initialized, "initialized sent twice");
+                *initialized = true;
+                continue;
+            }
+            if *initialized {
+                continue;
+            }
+            let allowed = match method {
+                Some("initialize" | "ping") => message.get("id").is_some(),
+                Some(_) => false,
+                // Only answers to server pings may be written before the handshake ends.
+                None => message.get("result") == Some(&json!({})),
+            };
+            assert!(allowed, "written before notifications/initialized: {message}");
+        }
+    };
+    let written = observer.drain(&mut connection);
+    check_written(written, &mut initialized);
+    let mut ops = data;
+    while let [op, arg, rest @ ..] = ops {
+        ops = rest;
+        match op % 5 {
+            0 | 1 => {
+                let take = usize::from(*arg).min(ops.len());
+                connection.handle_bytes(now, &ops[..take]);
+                ops = &ops[take..];
+            }
+            2 => connection.handle_bytes(now, INIT_RESULT),
+            3 => observer.issue(connection.call_tool(now, "early", json!({}))),
+            _ => observer.issue(connection.request(now, "ping", None)),
+        }
+        let written = observer.drain(&mut connection);
+        check_written(written, &mut initialized);
+        assert!(observer.ready <= 1, "Ready twice");
+        assert_eq!(observer.ready == 1, initialized, "Ready and notifications/initialized disagree");
+    }
+}
