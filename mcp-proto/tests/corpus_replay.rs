@@ -10,14 +10,20 @@ mod checks;
 use std::path::Path;
 
 fn replay(target: &str, check: fn(&[u8])) {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus").join(target);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fuzz/corpus")
+        .join(target);
     let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     let mut count = 0;
     for entry in entries {
         let path = entry.unwrap().path();
         let data = std::fs::read(&path).unwrap();
         let outcome = std::panic::catch_unwind(|| check(&data));
-        assert!(outcome.is_ok(), "corpus file {} fails its check", path.display());
+        assert!(
+            outcome.is_ok(),
+            "corpus file {} fails its check",
+            path.display()
+        );
         count += 1;
     }
     assert!(count > 0, "corpus {} is empty", dir.display());

@@ -1,0 +1,13 @@
+//! The core's suites in virtual time: one test binary, one module per kind of test.
+
+// In tests a failed unwrap is a failed test, which is what we want.
+#![allow(clippy::unwrap_used)]
+
+/// A scripted fake server and helpers that drain the connection.
+mod peer;
+
+/// One behaviour per test: the handshake, requests, server requests, time, malformed input.
+mod scenarios;
+
+/// proptest: chunking invariance, handshake orderings, every request ending exactly once.
+mod properties;

@@ -1,0 +1,326 @@
+//! Property tests: what must hold for every byte split, every handshake ordering and every
+//! interleaving of responses, timeouts, cancels and the end of the stream.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use mcp_proto::{Config, Connection, Event, RequestId};
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+use crate::peer::init_result;
+
+/// One line a server might write.
+#[derive(Debug, Clone)]
+enum Line {
+    Response(u64),
+    ErrorResponse(u64),
+    Notification,
+    Progress(u64),
+    ServerPing(bool),
+    ServerRequest(bool),
+    Stray,
+    Noise,
+    Blank,
+    InvalidUtf8,
+    Overlong,
+    Batch(u64),
+}
+
+fn line_strategy() -> impl Strategy<Value = Line> {
+    prop_oneof![
+        (2u64..8).prop_map(Line::Response),
+        (2u64..8).prop_map(Line::ErrorResponse),
+        Just(Line::Notification),
+        (2u64..8).prop_map(Line::Progress),
+        any::<bool>().prop_map(Line::ServerPing),
+        any::<bool>().prop_map(Line::ServerRequest),
+        Just(Line::Stray),
+        Just(Line::Noise),
+        Just(Line::Blank),
+        Just(Line::InvalidUtf8),
+        Just(Line::Overlong),
+        (2u64..8).prop_map(Line::Batch),
+    ]
+}
+
+fn id_value(n: u64, as_string: bool) -> Value {
+    if as_string {
+        json!(format!("s{n}"))
+    } else {
+        json!(n)
+    }
+}
+
+fn render(line: &Line) -> Vec<u8> {
+    let json_line = |value: Value| format!("{value}\n").into_bytes();
+    match line {
+        Line::Response(id) => json_line(json!({"jsonrpc": "2.0", "id": id, "result": {"ok": id}})),
+        Line::ErrorResponse(id) => {
+            json_line(json!({"jsonrpc": "2.0", "id": id, "error": {"code": -1, "message": "no"}}))
+        }
+        Line::Notification => json_line(
+            json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": 1}}),
+        ),
+        Line::Progress(id) => {
+            json_line(json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                                              "params": {"progressToken": id, "progress": 1}}))
+        }
+        Line::ServerPing(string) => {
+            json_line(json!({"jsonrpc": "2.0", "id": id_value(40, *string), "method": "ping"}))
+        }
+        Line::ServerRequest(string) => json_line(
+            json!({"jsonrpc": "2.0", "id": id_value(41, *string), "method": "roots/list"}),
+        ),
+        Line::Stray => json_line(json!({"jsonrpc": "2.0", "id": 9999, "result": {}})),
+        Line::Noise => b"[INFO] server starting\n".to_vec(),
+        Line::Blank => b"\r\n\n".to_vec(),
+        Line::InvalidUtf8 => b"\xff\xfe\xfd\n".to_vec(),
+        Line::Overlong => {
+            let mut bytes = vec![b'{'; 300];
+            bytes.push(b'\n');
+            bytes
+        }
+        Line::Batch(id) => json_line(json!([
+            {"jsonrpc": "2.0", "method": "notifications/message"},
+            {"jsonrpc": "2.0", "id": id, "result": {}}
+        ])),
+    }
+}
+
+fn init_line(valid: bool) -> Vec<u8> {
+    let result = if valid {
+        init_result("2025-11-25")
+    } else {
+        init_result("1999-01-01")
+    };
+    format!(
+        "{}\r\n",
+        json!({"jsonrpc": "2.0", "id": 1, "result": result})
+    )
+    .into_bytes()
+}
+
+/// A connection with six calls issued (held until the handshake) and its output so far.
+fn connection_with_calls(start: Instant) -> (Connection, Vec<Vec<u8>>) {
+    let config = Config {
+        max_line_len: 128,
+        ..Config::default()
+    };
+    let mut conn = Connection::new(start, config);
+    for i in 0..6 {
+        conn.call_tool(start, "t", json!({"i": i})).unwrap();
+    }
+    let transmits = std::iter::from_fn(|| conn.poll_transmit()).collect();
+    (conn, transmits)
+}
+
+fn drain(conn: &mut Connection, events: &mut Vec<Event>, transmits: &mut Vec<Vec<u8>>) {
+    transmits.extend(std::iter::from_fn(|| conn.poll_transmit()));
+    events.extend(std::iter::from_fn(|| conn.poll_event()));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// (a) Any split of the stream gives the same events and the same transmits.
+    #[test]
+    fn chunking_never_changes_the_outcome(
+        lines in prop::collection::vec(line_strategy(), 0..24),
+        init_at in 0usize..24,
+        mut cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..40),
+        bom in any::<bool>(),
+    ) {
+        let start = Instant::now();
+        let mut stream = if bom { b"\xEF\xBB\xBF".to_vec() } else { Vec::new() };
+        for (i, line) in lines.iter().enumerate() {
+            if i == init_at.min(lines.len()) { stream.extend(init_line(true)); }
+            stream.extend(render(line));
+        }
+        if init_at >= lines.len() { stream.extend(init_line(true)); }
+
+        let (mut whole, mut whole_transmits) = connection_with_calls(start);
+        let mut whole_events = Vec::new();
+        whole.handle_bytes(start, &stream);
+        drain(&mut whole, &mut whole_events, &mut whole_transmits);
+
+        let (mut split, mut split_transmits) = connection_with_calls(start);
+        let mut split_events = Vec::new();
+        let mut offsets: Vec<usize> = cuts.drain(..).map(|cut| cut.index(stream.len() + 1)).collect();
+        offsets.sort_unstable();
+        let mut from = 0;
+        for to in offsets.into_iter().chain([stream.len()]) {
+            split.handle_bytes(start, &stream[from..to]);
+            drain(&mut split, &mut split_events, &mut split_transmits);
+            from = to;
+        }
+        prop_assert_eq!(split_events, whole_events);
+        prop_assert_eq!(split_transmits, whole_transmits);
+    }
+}
+
+/// One step of a handshake scenario.
+#[derive(Debug, Clone)]
+enum Step {
+    Server(Line),
+    ClientCall,
+    ClientPing,
+}
+
+fn step_strategy() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        4 => line_strategy().prop_map(Step::Server),
+        1 => Just(Step::ClientCall),
+        1 => Just(Step::ClientPing),
+    ]
+}
+
+/// How the server answers `initialize`, if at all.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Init {
+    Valid,
+    Unsupported,
+    Error,
+    Never,
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1024))]
+
+    /// (b) Any ordering around the handshake: Ready exactly once iff a valid result arrived, and
+    /// nothing but `initialize`, client pings and answers to server pings before
+    /// `notifications/initialized`.
+    #[test]
+    fn handshake_orderings(
+        steps in prop::collection::vec(step_strategy(), 0..30),
+        at in 0usize..30,
+        init in prop_oneof![Just(Init::Valid), Just(Init::Unsupported), Just(Init::Error), Just(Init::Never)],
+    ) {
+        let start = Instant::now();
+        let mut conn = Connection::new(start, Config::default());
+        let mut events = Vec::new();
+        let mut transmits = Vec::new();
+        let init_bytes = match init {
+            Init::Valid => Some(init_line(true)),
+            Init::Unsupported => Some(init_line(false)),
+            Init::Error => Some(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-1,\"message\":\"no\"}}\n".to_vec()),
+            Init::Never => None,
+        };
+        let at = at.min(steps.len());
+        for (i, step) in steps.iter().map(Some).chain([None]).enumerate() {
+            if i == at && let Some(bytes) = &init_bytes {
+                conn.handle_bytes(start, bytes);
+            }
+            match step {
+                Some(Step::Server(line)) => conn.handle_bytes(start, &render(line)),
+                Some(Step::ClientCall) => { let _ = conn.call_tool(start, "early", json!({})); }
+                Some(Step::ClientPing) => { let _ = conn.request(start, "ping", None); }
+                None => {}
+            }
+            drain(&mut conn, &mut events, &mut transmits);
+        }
+        let ready = events.iter().filter(|e| matches!(e, Event::Ready(_))).count();
+        prop_assert_eq!(ready, usize::from(init == Init::Valid));
+
+        let written: Vec<Value> = transmits.iter().map(|l| serde_json::from_slice(l).unwrap()).collect();
+        let initialized_at = written.iter().position(|m| m["method"] == "notifications/initialized");
+        prop_assert_eq!(initialized_at.is_some(), init == Init::Valid);
+        for message in &written[..initialized_at.unwrap_or(written.len())] {
+            let allowed = match message.get("method").and_then(Value::as_str) {
+                Some("initialize") | Some("ping") => true,
+                Some(_) => false,
+                None => message.get("result") == Some(&json!({})),
+            };
+            prop_assert!(allowed, "written before initialized: {}", message);
+        }
+    }
+}
+
+/// One thing that can happen to pending requests.
+#[derive(Debug, Clone)]
+enum Op {
+    Call(u64),
+    Respond(prop::sample::Index, bool),
+    RespondUnknown,
+    Advance(u64),
+    Cancel(prop::sample::Index),
+    Progress(prop::sample::Index),
+    Eof,
+    Close,
+}
+
+fn op_strategy() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => (100u64..5000).prop_map(Op::Call),
+        4 => (any::<prop::sample::Index>(), any::<bool>()).prop_map(|(i, twice)| Op::Respond(i, twice)),
+        1 => Just(Op::RespondUnknown),
+        3 => (0u64..3000).prop_map(Op::Advance),
+        2 => any::<prop::sample::Index>().prop_map(Op::Cancel),
+        2 => any::<prop::sample::Index>().prop_map(Op::Progress),
+        1 => Just(Op::Eof),
+        1 => Just(Op::Close),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1024))]
+
+    /// (c) Whatever happens, every request ends exactly once and nothing follows `Closed`.
+    #[test]
+    fn every_request_ends_exactly_once(ops in prop::collection::vec(op_strategy(), 0..60)) {
+        let start = Instant::now();
+        let (mut conn, _) = crate::peer::handshake(start);
+        let mut now = start;
+        let mut issued: Vec<RequestId> = Vec::new();
+        let mut ended: BTreeMap<RequestId, usize> = BTreeMap::new();
+        let mut closed = false;
+        let pick = |issued: &[RequestId], index: &prop::sample::Index| {
+            (!issued.is_empty()).then(|| issued[index.index(issued.len())])
+        };
+        for op in ops.iter().chain([&Op::Close]) {
+            match op {
+                Op::Call(ms) => match conn.call_tool_with_timeout(now, "t", json!({}), Duration::from_millis(*ms)) {
+                    Ok(id) => issued.push(id),
+                    Err(_) => prop_assert!(closed),
+                },
+                Op::Respond(index, twice) => if let Some(id) = pick(&issued, index) {
+                    let line = format!("{}\n", json!({"jsonrpc": "2.0", "id": id.0, "result": {}}));
+                    conn.handle_bytes(now, line.as_bytes());
+                    if *twice { conn.handle_bytes(now, line.as_bytes()); }
+                },
+                Op::RespondUnknown => conn.handle_bytes(now, b"{\"jsonrpc\":\"2.0\",\"id\":123456,\"result\":{}}\n"),
+                Op::Advance(ms) => {
+                    now += Duration::from_millis(*ms);
+                    conn.handle_timeout(now);
+                }
+                Op::Cancel(index) => if let Some(id) = pick(&issued, index) {
+                    let pending = !ended.contains_key(&id) && !closed;
+                    prop_assert_eq!(conn.cancel(now, id), pending);
+                },
+                Op::Progress(index) => if let Some(id) = pick(&issued, index) {
+                    let note = json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                                      "params": {"progressToken": id.0, "progress": 1}});
+                    conn.handle_bytes(now, format!("{note}\n").as_bytes());
+                },
+                Op::Eof => conn.handle_eof(now),
+                Op::Close => conn.close(),
+            }
+            while conn.poll_transmit().is_some() {
+                prop_assert!(!closed, "written after Closed");
+            }
+            while let Some(event) = conn.poll_event() {
+                prop_assert!(!closed, "event after Closed: {:?}", event);
+                match event {
+                    Event::Response { id, .. } => *ended.entry(id).or_default() += 1,
+                    Event::Closed(_) => closed = true,
+                    _ => {}
+                }
+            }
+        }
+        prop_assert!(closed);
+        for id in &issued {
+            prop_assert_eq!(ended.get(id).copied(), Some(1), "request {} ended {:?} times", id, ended.get(id));
+        }
+        prop_assert_eq!(ended.len(), issued.len());
+    }
+}

@@ -1,0 +1,924 @@
+//! Scenario tests in virtual time: each drives one behaviour against the scripted server.
+
+use std::time::{Duration, Instant};
+
+use mcp_proto::{
+    CallToolResult, CloseReason, Config, Connection, Content, Event, LATEST_PROTOCOL_VERSION,
+    LineDecoder, LineError, ListToolsResult, RequestError, RequestId, RpcError,
+    SUPPORTED_PROTOCOL_VERSIONS, SendError, ToolPager,
+};
+use serde_json::{Value, json};
+
+use crate::peer::{
+    FakeServer, drain_events, handshake, handshake_with, id_of, init_result, next_response,
+};
+
+// ----- the handshake -----
+
+#[test]
+fn handshake_sends_initialize_then_initialized() {
+    let now = Instant::now();
+    let mut conn = Connection::new(now, Config::default());
+    let mut server = FakeServer::default();
+    let sent = server.absorb(&mut conn);
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0]["method"], "initialize");
+    assert_eq!(
+        sent[0]["params"]["protocolVersion"],
+        LATEST_PROTOCOL_VERSION
+    );
+    assert_eq!(sent[0]["params"]["capabilities"], json!({}));
+    assert_eq!(sent[0]["params"]["clientInfo"]["name"], "mcp-proto");
+    assert!(sent[0]["params"]["clientInfo"]["version"].is_string());
+
+    let init = json!({"jsonrpc": "2.0", "id": sent[0]["id"], "result": init_result("2025-06-18")});
+    server.send(&mut conn, now, init);
+    let Some(Event::Ready(info)) = conn.poll_event() else {
+        panic!("no Ready event");
+    };
+    assert_eq!(info.protocol_version, "2025-06-18");
+    assert_eq!(info.server.name, "fake");
+    assert_eq!(info.server.version, "1.0");
+    assert_eq!(info.capabilities, json!({"tools": {"listChanged": true}}));
+    assert_eq!(info.instructions.as_deref(), Some("be nice"));
+    assert_eq!(conn.server_info(), Some(&info));
+    let sent = server.absorb(&mut conn);
+    assert_eq!(
+        sent,
+        [json!({"jsonrpc": "2.0", "method": "notifications/initialized"})]
+    );
+}
+
+#[test]
+fn every_supported_version_is_accepted() {
+    for version in SUPPORTED_PROTOCOL_VERSIONS {
+        let now = Instant::now();
+        let mut conn = Connection::new(now, Config::default());
+        let server = FakeServer::default();
+        let _ = conn.poll_transmit();
+        server.send(
+            &mut conn,
+            now,
+            json!({"jsonrpc": "2.0", "id": 1, "result": init_result(version)}),
+        );
+        assert!(
+            matches!(conn.poll_event(), Some(Event::Ready(i)) if i.protocol_version == *version)
+        );
+    }
+}
+
+fn closes_with(result: Value) -> CloseReason {
+    let now = Instant::now();
+    let mut conn = Connection::new(now, Config::default());
+    let _ = conn.poll_transmit();
+    let held = conn.call_tool(now, "early", json!({})).unwrap();
+    FakeServer::default().send(&mut conn, now, result);
+    let events = drain_events(&mut conn);
+    assert_eq!(events.len(), 2, "{events:?}");
+    let Event::Response {
+        id,
+        result: Err(RequestError::Closed(reason)),
+    } = &events[0]
+    else {
+        panic!("the held request must fail: {events:?}");
+    };
+    assert_eq!(*id, held);
+    let Event::Closed(closed) = &events[1] else {
+        panic!("Closed must come last: {events:?}");
+    };
+    assert_eq!(reason, closed);
+    assert!(conn.is_closed());
+    assert_eq!(
+        conn.poll_transmit(),
+        None,
+        "nothing but initialize was ever written"
+    );
+    closed.clone()
+}
+
+#[test]
+fn unsupported_version_closes_naming_both() {
+    for offered in ["1999-01-01", "2026-07-28"] {
+        let reason =
+            closes_with(json!({"jsonrpc": "2.0", "id": 1, "result": init_result(offered)}));
+        assert_eq!(
+            reason,
+            CloseReason::UnsupportedVersion {
+                requested: LATEST_PROTOCOL_VERSION.into(),
+                offered: offered.into()
+            }
+        );
+        let text = reason.to_string();
+        assert!(
+            text.contains(offered) && text.contains(LATEST_PROTOCOL_VERSION),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn initialize_error_closes() {
+    let error = json!({"code": -32000, "message": "nope"});
+    let reason = closes_with(json!({"jsonrpc": "2.0", "id": 1, "error": error}));
+    assert_eq!(
+        reason,
+        CloseReason::InitializeFailed(RpcError {
+            code: -32000,
+            message: "nope".into(),
+            data: None
+        })
+    );
+}
+
+#[test]
+fn malformed_initialize_results_close() {
+    let results = [
+        json!("not an object"),
+        json!({"capabilities": {}}),
+        json!({"protocolVersion": 20250618}),
+        json!({"protocolVersion": "2025-06-18", "capabilities": []}),
+        json!({"protocolVersion": "2025-06-18", "serverInfo": "x"}),
+    ];
+    for result in results {
+        let reason = closes_with(json!({"jsonrpc": "2.0", "id": 1, "result": result}));
+        assert!(
+            matches!(reason, CloseReason::InvalidInitializeResult(_)),
+            "{reason:?}"
+        );
+    }
+}
+
+#[test]
+fn handshake_timeout_closes_at_the_deadline() {
+    let start = Instant::now();
+    let mut conn = Connection::new(start, Config::default());
+    let _ = conn.poll_transmit();
+    let deadline = start + Config::default().handshake_timeout;
+    assert_eq!(conn.poll_timeout(), Some(deadline));
+    conn.handle_timeout(deadline - Duration::from_millis(1));
+    assert!(!conn.is_closed(), "early timeouts do nothing");
+    conn.handle_timeout(deadline);
+    assert_eq!(
+        drain_events(&mut conn),
+        [Event::Closed(CloseReason::HandshakeTimedOut {
+            after: Duration::from_secs(10)
+        })]
+    );
+    assert_eq!(conn.poll_timeout(), None);
+    assert_eq!(conn.poll_transmit(), None, "initialize is never cancelled");
+}
+
+#[test]
+fn requests_before_ready_are_held_then_sent_in_order() {
+    let now = Instant::now();
+    let mut conn = Connection::new(now, Config::default());
+    let mut server = FakeServer::default();
+    server.absorb(&mut conn);
+    let first = conn.call_tool(now, "a", json!({})).unwrap();
+    let second = conn.list_tools(now, None).unwrap();
+    let ping = conn.request(now, "ping", None).unwrap();
+    let written = server.absorb(&mut conn);
+    assert_eq!(
+        written.len(),
+        1,
+        "only the ping may go out early: {written:?}"
+    );
+    assert_eq!(written[0]["method"], "ping");
+    assert_eq!(id_of(&written[0]), ping);
+
+    server.send(
+        &mut conn,
+        now,
+        json!({"jsonrpc": "2.0", "id": 1, "result": init_result("2025-11-25")}),
+    );
+    let written = server.absorb(&mut conn);
+    let methods: Vec<&str> = written
+        .iter()
+        .map(|m| m["method"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        methods,
+        ["notifications/initialized", "tools/call", "tools/list"]
+    );
+    assert_eq!(id_of(&written[1]), first);
+    assert_eq!(id_of(&written[2]), second);
+}
+
+// ----- requests and responses -----
+
+#[test]
+fn tools_list_follows_pages() {
+    let now = Instant::now();
+    let (mut conn, mut server) = handshake(now);
+    let mut pager = ToolPager::default();
+    let mut cursor: Option<String> = None;
+    let pages = [
+        json!({"tools": [{"name": "a", "inputSchema": {"type": "object"}}], "nextCursor": "p2"}),
+        json!({"tools": [{"name": "b", "description": "B"}]}),
+    ];
+    for page in pages {
+        let id = conn.list_tools(now, cursor.as_deref()).unwrap();
+        let sent = server.absorb(&mut conn);
+        assert_eq!(sent[0]["method"], "tools/list");
+        match &cursor {
+            Some(cursor) => assert_eq!(sent[0]["params"]["cursor"], json!(cursor)),
+            None => assert!(sent[0].get("params").is_none()),
+        }
+        server.respond(&mut conn, now, id, page);
+        let (answered, result) = next_response(&mut conn);
+        assert_eq!(answered, id);
+        cursor = pager
+            .add_page(ListToolsResult::from_value(result.unwrap()).unwrap())
+            .unwrap();
+    }
+    assert_eq!(cursor, None);
+    let names: Vec<String> = pager
+        .into_tools()
+        .into_iter()
+        .map(|tool| tool.name)
+        .collect();
+    assert_eq!(names, ["a", "b"]);
+}
+
+#[test]
+fn tool_call_success_and_is_error() {
+    let now = Instant::now();
+    let (mut conn, mut server) = handshake(now);
+    let ok = conn.call_tool(now, "echo", json!({"text": "hi"})).unwrap();
+    let failing = conn.call_tool(now, "fail", Value::Null).unwrap();
+    let sent = server.absorb(&mut conn);
+    assert_eq!(sent[0]["params"]["name"], "echo");
+    assert_eq!(sent[0]["params"]["arguments"], json!({"text": "hi"}));
+    assert_eq!(sent[0]["params"]["_meta"]["progressToken"], json!(ok.0));
+    assert_eq!(sent[1]["params"]["arguments"], json!({}));
+    assert_ne!(
+        sent[0]["params"]["_meta"]["progressToken"],
+        sent[1]["params"]["_meta"]["progressToken"]
+    );
+
+    let content = json!([{"type": "text", "text": "hi"}]);
+    server.respond(
+        &mut conn,
+        now,
+        ok,
+        json!({"content": content, "structuredContent": {"n": 1}}),
+    );
+    let (_, result) = next_response(&mut conn);
+    let result = CallToolResult::from_value(result.unwrap()).unwrap();
+    assert_eq!(result.content, [Content::Text { text: "hi".into() }]);
+    assert_eq!(result.structured_content, Some(json!({"n": 1})));
+    assert!(!result.is_error);
+
+    let content = json!([{"type": "text", "text": "broken"}]);
+    server.respond(
+        &mut conn,
+        now,
+        failing,
+        json!({"content": content, "isError": true}),
+    );
+    let (id, result) = next_response(&mut conn);
+    assert_eq!(id, failing);
+    assert!(
+        CallToolResult::from_value(result.unwrap())
+            .unwrap()
+            .is_error
+    );
+}
+
+#[test]
+fn call_arguments_must_be_an_object() {
+    let now = Instant::now();
+    let (mut conn, _) = handshake(now);
+    assert_eq!(
+        conn.call_tool(now, "x", json!([1])),
+        Err(SendError::InvalidParams)
+    );
+    assert_eq!(
+        conn.request(now, "x", Some(json!(5))),
+        Err(SendError::InvalidParams)
+    );
+    assert_eq!(conn.poll_transmit(), None);
+}
+
+#[test]
+fn remote_error_fails_the_request() {
+    let now = Instant::now();
+    let (mut conn, mut server) = handshake(now);
+    let id = conn.call_tool(now, "x", json!({})).unwrap();
+    server.absorb(&mut conn);
+    let error = json!({"code": -32602, "message": "bad", "data": {"why": 1}});
+    server.send(
+        &mut conn,
+        now,
+        json!({"jsonrpc": "2.0", "id": id.0, "error": error}),
+    );
+    let expected = RpcError {
+        code: -32602,
+        message: "bad".into(),
+        data: Some(json!({"why": 1})),
+    };
+    assert_eq!(
+        next_response(&mut conn),
+        (id, Err(RequestError::Remote(expected)))
+    );
+}
+
+#[test]
+fn unreadable_error_object_fails_the_request() {
+    let now = Instant::now();
+    let (mut conn, mut server) = handshake(now);
+    let id = conn.call_tool(now, "x", json!({})).unwrap();
+    server.absorb(&mut conn);
+    server.send(
+        &mut conn,
+        now,
+        json!({"jsonrpc": "2.0", "id": id.0, "error": "boom"}),
+    );
+    assert!(
+        matches!(next_response(&mut conn), (i, Err(RequestError::InvalidResponse(_))) if i == id)
+    );
+}
+
+#[test]
+fn unknown_and_duplicate_responses_are_counted() {
+    let now = Instant::now();
+    let (mut conn, mut server) = handshake(now);
+    let id = conn.call_tool(now, "x", json!({})).unwrap();
+    server.absorb(&mut conn);
+    server.send(
+        &mut conn,
+        now,
+        json!({"jsonrpc": "2.0", "id": 999, "result": {}}),
+    );
+    server.send(
+        &mut conn,
+        now,
+        json!({"jsonrpc": "2.0", "id": "nonsense", "result": {}}),
+    );
+    assert_eq!(drain_events(&mut conn), []);
+    server.respond(&mut conn, now, id, json!({"n": 1}));
+    server.respond(&mut conn, now, id, json!({"n": 2}));
+    assert_eq!(
+        drain_events(&mut conn),
+        [Event::Response {
+            id,
+            result: Ok(json!({"n": 1}))
+        }]
+    );
+    assert_eq!(conn.stats().stray_responses, 3);
+}
+
+#[test]
+fn ids_echoed_as_strings_or_floats_match() {
+    let now = Instant::now();
+    let (mut conn, mut server) = handshake(now);
+    let a = conn.request(now, "a", None).unwrap();
+    let b = conn.request(now, "b", None).unwrap();
+    server.absorb(&mut conn);
+    server.send(
+        &mut conn,
+        now,
+        json!({"jsonrpc": "2.0", "id": a.0.to_string(), "result": 1}),
+    );
+    conn.handle_bytes(
+        now,
+        format!("{{\"jsonrpc\":\"2.0\",\"id\":{}.0,\"result\":2}}\n", b.0).as_bytes(),
+    );
+    assert_eq!(
+        drain_events(&mut conn),
+        [
+            Event::Response {
+                id: a,
+                result: Ok(json!(1))
+            },
+            Event::Response {
+                id: b,
+                result: Ok(json!(2))
+            }
+        ]
+    );
+}
+
+#[test]
+fn out_of_order_responses_reach_their_requests() {
+    let now = Instant::now();
+    let (mut conn, mut server) = handshake(now);
+    let ids: Vec<RequestId> = (0..5)
+        .map(|i| conn.call_tool(now, "t", json!({"i": i})).unwrap())
+        .collect();
+    server.absorb(&mut conn);
+    for (i, id) in ids.iter().enumerate().rev() {
+        server.respond(&mut conn, now, *id, json!({"i": i}));
+    }
+    for (i, id) in ids.iter().enumerate().rev() {
+        assert_eq!(next_response(&mut conn), (*id, Ok(json!({"i": i}))));
+    }
+}
+
+#[test]
+fn response_to_a_held_request_is_stray() {
+    let now = Instant::now();
+    let mut conn = Connection::new(now, Config::default());
+    let _ = conn.poll_transmit();
+    let held = conn.call_tool(now, "x", json!({})).unwrap();
+    FakeServer::default().respond(&mut conn, now, held, json!({}));
+    assert_eq!(drain_events(&mut conn), []);
+    assert_eq!(conn.stats().stray_responses, 1);
+    assert_eq!(conn.pending_requests(), 1);
+}
+
+// ----- server requests and notifications -----
+
+#[test]
+fn server_ping_is_answered_with_its_id() {
+    let now = Instant::now();
+    let (mut conn, mut server) = handshake(now);
+    for id in [json!(7), json!("p-1")] {
+        server.send(
+            &mut conn,
+            now,
+            json!({"jsonrpc": "2.0", "id": id, "method": "ping"}),
+        );
+        let answer = server.absorb(&mut conn);
+        assert_eq!(answer, [json!({"jsonrpc": "2.0", "id": id, "result": {}})]);
+    }
+}
+
+#[test]
+fn other_server_requests_are_refused_with_method_not_found() {
+    let now = Instant::now();
+    let (mut conn, mut server) = handshake(now);
+    let requests = [
+        (json!(1), "sampling/createMessage"),
+        (json!("r-2"), "roots/list"),
+        (json!(3), "elicitation/create"),
+        (json!("x"), "some/unknownMethod"),
+        (json!(1.5), "roots/list"),
+        (json!(-7), "roots/list"),
+    ];
+    for (id, method) in requests {
+        server.send(
+            &mut conn,
+            now,
+            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": {}}),
+        );
+        let answer = server.absorb(&mut conn);
+        assert_eq!(answer.len(), 1);
+        assert_eq!(answer[0]["id"], id, "id echoed exactly");
+        assert_eq!(answer[0]["error"]["code"], -32601);
+        assert!(
+            answer[0]["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains(method)
+        );
+    }
+    assert_eq!(drain_events(&mut conn), []);
+    let id = conn.call_tool(now, "still", json!({})).unwrap();
+    server.absorb(&mut conn);
+    server.respond(&mut conn, now, id, json!({}));
+    assert_eq!(next_response(&mut conn), (id, Ok(json!({}))));
+}
+
+#[test]
+fn refusals_during_the_handshake_wait_for_initialized() {
+    let now = Instant::now();
+    let mut conn = Connection::new(now, Config::default());
+    let mut server = FakeServer::default();
+    server.absorb(&mut conn);
+    server.send(
+        &mut conn,
+        now,
+        json!({"jsonrpc": "2.0", "id": 5, "method": "roots/list"}),
+    );
+    server.send(
+        &mut conn,
+        now,
+        json!({"jsonrpc": "2.0", "id": 6, "method": "ping"}),
+    );
+    let early = server.absorb(&mut conn);
+    assert_eq!(
+        early,
+        [json!({"jsonrpc": "2.0", "id": 6, "result": {}})],
+        "only the pong"
+    );
+    server.send(
+        &mut conn,
+        now,
+        json!({"jsonrpc": "2.0", "id": 1, "result": init_result("2025-11-25")}),
+    );
+    let late = server.absorb(&mut conn);
+    assert_eq!(late[0]["method"], "notifications/initialized");
+    assert_eq!(late[1]["id"], 5);
+    assert_eq!(late[1]["error"]["code"], -32601);
+}
+
+#[test]
+fn request_with_null_id_is_reported_not_answered() {
+    let now = Instant::now();
+    let (mut conn, mut server) = handshake(now);
+    server.send(
+        &mut conn,
+        now,
+        json!({"jsonrpc": "2.0", "id": null, "method": "ping"}),
+    );
+    assert!(matches!(
+        drain_events(&mut conn)[..],
+        [Event::Malformed(LineError::NotJsonRpc { .. })]
+    ));
+    assert_eq!(server.absorb(&mut conn), Vec::<Value>::new());
+}
+
+#[test]
+fn notifications_are_surfaced() {
+    let now = Instant::now();
+    let (mut conn, server) = handshake(now);
+    let notes = [
+        json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}),
+        json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "x"}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3}}),
+        json!({"jsonrpc": "2.0", "method": "vendor/whatever", "params": [1]}),
+    ];
+    for note in &notes {
+        server.send(&mut conn, now, note.clone());
+    }
+    let events = drain_events(&mut conn);
+    let expected: Vec<Event> = (notes.iter())
+        .map(|note| Event::Notification {
+            method: note["method"].as_str().unwrap().into(),
+            params: note.get("params").cloned(),
+        })
+        .collect();
+    assert_eq!(events, expected);
+}
+
+// ----- time -----
+
+#[test]
+fn timeout_fails_the_request_and_cancels_it() {
+    let start = Instant::now();
+    let (mut conn, mut server) = handshake(start);
+    let id = conn.call_tool(start, "slow", json!({})).unwrap();
+    server.absorb(&mut conn);
+    let deadline = start + conn.config().request_timeout;
+    assert_eq!(conn.poll_timeout(), Some(deadline));
+    conn.handle_timeout(deadline);
+    assert_eq!(
+        next_response(&mut conn),
+        (
+            id,
+            Err(RequestError::TimedOut {
+                after: Duration::from_secs(60)
+            })
+        )
+    );
+    let cancelled = server.absorb(&mut conn);
+    assert_eq!(cancelled[0]["method"], "notifications/cancelled");
+    assert_eq!(cancelled[0]["params"]["requestId"], json!(id.0));
+    assert!(
+        cancelled[0]["params"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("timed out")
+    );
+    assert_eq!(conn.poll_timeout(), None);
+    server.respond(&mut conn, deadline, id, json!({}));
+    assert_eq!(drain_events(&mut conn), [], "a late answer is ignored");
+    assert_eq!(conn.stats().stray_responses, 1);
+}
+
+#[test]
+fn per_request_timeouts_order_the_deadlines() {
+    let start = Instant::now();
+    let (mut conn, _) = handshake(start);
+    let slow = conn
+        .request_with_timeout(start, "a", None, Duration::from_secs(5))
+        .unwrap();
+    let fast = conn
+        .request_with_timeout(start, "b", None, Duration::from_secs(1))
+        .unwrap();
+    assert_eq!(conn.poll_timeout(), Some(start + Duration::from_secs(1)));
+    conn.handle_timeout(start + Duration::from_secs(1));
+    assert!(
+        matches!(next_response(&mut conn), (id, Err(RequestError::TimedOut { .. })) if id == fast)
+    );
+    assert_eq!(conn.poll_timeout(), Some(start + Duration::from_secs(5)));
+    conn.handle_timeout(start + Duration::from_secs(5));
+    assert!(
+        matches!(next_response(&mut conn), (id, Err(RequestError::TimedOut { .. })) if id == slow)
+    );
+}
+
+#[test]
+fn progress_pushes_the_deadline_out_up_to_the_maximum() {
+    let start = Instant::now();
+    let config = Config {
+        request_timeout: Duration::from_secs(10),
+        max_request_time: Duration::from_secs(25),
+        ..Config::default()
+    };
+    let (mut conn, mut server) = handshake_with(start, config);
+    let id = conn.call_tool(start, "long", json!({})).unwrap();
+    let token = server.absorb(&mut conn)[0]["params"]["_meta"]["progressToken"].clone();
+    let progress = |progress: u32| {
+        json!({"jsonrpc": "2.0", "method": "notifications/progress",
+               "params": {"progressToken": token, "progress": progress, "total": 10}})
+    };
+    let mut now = start;
+    for step in 1..=3 {
+        now += Duration::from_secs(8);
+        server.send(&mut conn, now, progress(step));
+        assert!(matches!(
+            conn.poll_event(),
+            Some(Event::Notification { .. })
+        ));
+        let expected = (now + Duration::from_secs(10)).min(start + Duration::from_secs(25));
+        assert_eq!(conn.poll_timeout(), Some(expected), "step {step}");
+    }
+    // 24 s in: progress may not carry it past 25 s in total.
+    conn.handle_timeout(start + Duration::from_secs(25));
+    assert!(matches!(next_response(&mut conn), (i, Err(RequestError::TimedOut { .. })) if i == id));
+}
+
+#[test]
+fn progress_with_an_unknown_token_changes_nothing() {
+    let start = Instant::now();
+    let (mut conn, server) = handshake(start);
+    conn.call_tool(start, "x", json!({})).unwrap();
+    let before = conn.poll_timeout();
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                      "params": {"progressToken": "someone-else", "progress": 1}});
+    server.send(&mut conn, start + Duration::from_secs(30), note);
+    assert!(
+        matches!(conn.poll_event(), Some(Event::Notification { method, .. }) if method == "notifications/progress")
+    );
+    assert_eq!(conn.poll_timeout(), before);
+}
+
+#[test]
+fn deadline_never_in_the_past_after_handle_timeout() {
+    let start = Instant::now();
+    let (mut conn, _) = handshake(start);
+    for seconds in [1, 2, 3, 5, 8] {
+        conn.request_with_timeout(start, "x", None, Duration::from_secs(seconds))
+            .unwrap();
+    }
+    while let Some(deadline) = conn.poll_timeout() {
+        let now = deadline + Duration::from_millis(1);
+        conn.handle_timeout(now);
+        assert!(conn.poll_timeout().is_none_or(|next| next > now));
+    }
+    assert_eq!(conn.pending_requests(), 0);
+}
+
+// ----- cancellation and the end -----
+
+#[test]
+fn cancel_fails_the_request_and_tells_the_server() {
+    let now = Instant::now();
+    let (mut conn, mut server) = handshake(now);
+    let id = conn.call_tool(now, "x", json!({})).unwrap();
+    server.absorb(&mut conn);
+    assert!(conn.cancel(now, id));
+    assert_eq!(next_response(&mut conn), (id, Err(RequestError::Cancelled)));
+    let sent = server.absorb(&mut conn);
+    assert_eq!(sent[0]["method"], "notifications/cancelled");
+    assert_eq!(sent[0]["params"]["requestId"], json!(id.0));
+    assert!(!conn.cancel(now, id), "already ended");
+}
+
+#[test]
+fn cancelling_a_held_request_sends_nothing() {
+    let now = Instant::now();
+    let mut conn = Connection::new(now, Config::default());
+    let mut server = FakeServer::default();
+    server.absorb(&mut conn);
+    let id = conn.call_tool(now, "x", json!({})).unwrap();
+    assert!(conn.cancel(now, id));
+    assert_eq!(next_response(&mut conn), (id, Err(RequestError::Cancelled)));
+    server.send(
+        &mut conn,
+        now,
+        json!({"jsonrpc": "2.0", "id": 1, "result": init_result("2025-11-25")}),
+    );
+    let sent = server.absorb(&mut conn);
+    assert_eq!(
+        sent,
+        [json!({"jsonrpc": "2.0", "method": "notifications/initialized"})]
+    );
+}
+
+#[test]
+fn eof_fails_every_pending_request_once_then_closes() {
+    let now = Instant::now();
+    let (mut conn, mut server) = handshake(now);
+    let a = conn.call_tool(now, "a", json!({})).unwrap();
+    let b = conn.call_tool(now, "b", json!({})).unwrap();
+    server.absorb(&mut conn);
+    conn.handle_eof(now);
+    let closed = RequestError::Closed(CloseReason::Eof);
+    assert_eq!(
+        drain_events(&mut conn),
+        [
+            Event::Response {
+                id: a,
+                result: Err(closed.clone())
+            },
+            Event::Response {
+                id: b,
+                result: Err(closed)
+            },
+            Event::Closed(CloseReason::Eof),
+        ]
+    );
+    assert_eq!(
+        conn.request(now, "x", None),
+        Err(SendError::Closed(CloseReason::Eof))
+    );
+    conn.handle_eof(now);
+    conn.handle_bytes(now, b"{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}\n");
+    conn.handle_timeout(now + Duration::from_secs(3600));
+    assert_eq!(drain_events(&mut conn), [], "closing is sticky");
+    assert_eq!(conn.poll_transmit(), None);
+    assert_eq!(conn.poll_timeout(), None);
+}
+
+#[test]
+fn unterminated_last_line_is_read_at_eof() {
+    let now = Instant::now();
+    let (mut conn, mut server) = handshake(now);
+    let id = conn.call_tool(now, "a", json!({})).unwrap();
+    server.absorb(&mut conn);
+    conn.handle_bytes(
+        now,
+        format!("{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{{}}}}", id.0).as_bytes(),
+    );
+    assert_eq!(drain_events(&mut conn), []);
+    conn.handle_eof(now);
+    assert_eq!(
+        drain_events(&mut conn),
+        [
+            Event::Response {
+                id,
+                result: Ok(json!({}))
+            },
+            Event::Closed(CloseReason::Eof)
+        ]
+    );
+}
+
+#[test]
+fn close_fails_pending_and_writes_nothing_more() {
+    let now = Instant::now();
+    let (mut conn, _) = handshake(now);
+    let id = conn.call_tool(now, "a", json!({})).unwrap();
+    let cancelled = conn.call_tool(now, "b", json!({})).unwrap();
+    assert!(conn.cancel(now, cancelled));
+    conn.close();
+    assert_eq!(
+        conn.poll_transmit(),
+        None,
+        "queued lines are dropped on close"
+    );
+    let events = drain_events(&mut conn);
+    assert!(events.contains(&Event::Response {
+        id,
+        result: Err(RequestError::Closed(CloseReason::Local))
+    }));
+    assert_eq!(events.last(), Some(&Event::Closed(CloseReason::Local)));
+    conn.close();
+    assert_eq!(drain_events(&mut conn), []);
+}
+
+// ----- malformed input -----
+
+#[test]
+fn every_malformed_line_kind_is_reported_and_skipped() {
+    let now = Instant::now();
+    let config = Config {
+        max_line_len: 200,
+        ..Config::default()
+    };
+    let (mut conn, mut server) = handshake_with(now, config);
+    let id = conn.call_tool(now, "x", json!({})).unwrap();
+    server.absorb(&mut conn);
+    let mut noise = Vec::new();
+    noise.extend_from_slice(b"Starting server v1.0...\n");
+    noise.extend_from_slice(b"\xff\xfe{\"jsonrpc\"\n");
+    noise.extend_from_slice(b"42\n[]\n{\"jsonrpc\":\"2.0\"}\n");
+    noise.extend_from_slice(&[b'x'; 300]);
+    noise.extend_from_slice(b"\n\n   \r\n");
+    noise.extend_from_slice(
+        format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{{}}}}\r\n",
+            id.0
+        )
+        .as_bytes(),
+    );
+    conn.handle_bytes(now, &noise);
+    let events = drain_events(&mut conn);
+    let kinds: Vec<&str> = (events.iter())
+        .map(|event| match event {
+            Event::Malformed(LineError::NotJson { .. }) => "not-json",
+            Event::Malformed(LineError::NotUtf8) => "not-utf8",
+            Event::Malformed(LineError::NotJsonRpc { .. }) => "not-jsonrpc",
+            Event::Malformed(LineError::TooLong { limit: 200 }) => "too-long",
+            Event::Response { result: Ok(_), .. } => "response",
+            other => panic!("unexpected {other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "not-json",
+            "not-utf8",
+            "not-jsonrpc",
+            "not-jsonrpc",
+            "not-jsonrpc",
+            "too-long",
+            "response"
+        ]
+    );
+    assert_eq!(conn.stats().malformed_lines, 6);
+}
+
+#[test]
+fn bom_at_stream_start_is_skipped() {
+    let now = Instant::now();
+    let mut conn = Connection::new(now, Config::default());
+    let _ = conn.poll_transmit();
+    let init = json!({"jsonrpc": "2.0", "id": 1, "result": init_result("2025-11-25")});
+    conn.handle_bytes(now, b"\xEF\xBB");
+    conn.handle_bytes(
+        now,
+        format!("\u{FEFF}{init}\n").as_bytes().get(2..).unwrap(),
+    );
+    assert!(matches!(conn.poll_event(), Some(Event::Ready(_))));
+}
+
+#[test]
+fn batches_are_handled_element_by_element() {
+    let now = Instant::now();
+    let (mut conn, mut server) = handshake(now);
+    let id = conn.call_tool(now, "x", json!({})).unwrap();
+    server.absorb(&mut conn);
+    let batch = json!([
+        {"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": "hi"}},
+        {"jsonrpc": "2.0", "id": id.0, "result": {}},
+        {"jsonrpc": "2.0", "id": 9, "method": "ping"},
+        "junk"
+    ]);
+    server.send(&mut conn, now, batch);
+    let events = drain_events(&mut conn);
+    assert!(matches!(events[0], Event::Notification { .. }));
+    assert_eq!(
+        events[1],
+        Event::Response {
+            id,
+            result: Ok(json!({}))
+        }
+    );
+    assert!(matches!(
+        events[2],
+        Event::Malformed(LineError::NotJsonRpc { .. })
+    ));
+    assert_eq!(
+        server.absorb(&mut conn),
+        [json!({"jsonrpc": "2.0", "id": 9, "result": {}})]
+    );
+}
+
+#[test]
+fn sixteen_mib_line_in_4_kib_chunks_is_linear_and_bounded() {
+    let now = Instant::now();
+    let config = Config {
+        max_line_len: 17 * 1024 * 1024,
+        ..Config::default()
+    };
+    let (mut conn, mut server) = handshake_with(now, config);
+    let id = conn.call_tool(now, "blob", json!({})).unwrap();
+    server.absorb(&mut conn);
+    let text = "x".repeat(16 * 1024 * 1024);
+    let line = format!(
+        "{}\n",
+        json!({"jsonrpc": "2.0", "id": id.0, "result": {"content": [{"type": "text", "text": text}]}})
+    );
+    for chunk in line.as_bytes().chunks(4096) {
+        conn.handle_bytes(now, chunk);
+    }
+    let (answered, result) = next_response(&mut conn);
+    assert_eq!(answered, id);
+    let result = CallToolResult::from_value(result.unwrap()).unwrap();
+    assert!(matches!(&result.content[0], Content::Text { text } if text.len() == 16 * 1024 * 1024));
+
+    // The decoder alone: buffered bytes never exceed the maximum plus one chunk, even while
+    // an overlong line streams through.
+    let max = 1024 * 1024;
+    let mut decoder = LineDecoder::new(max);
+    let chunk = [b'y'; 4096];
+    for _ in 0..1024 {
+        decoder.push(&chunk);
+        while decoder.next_line().is_some() {}
+        assert!(decoder.buffered() <= max + chunk.len());
+    }
+}
