@@ -24,7 +24,11 @@ type Lines = Vec<Result<Vec<u8>, LineError>>;
 fn drain_lines(decoder: &mut LineDecoder, max: usize, lines: &mut Lines) {
     while let Some(line) = decoder.next_line() {
         if let Ok(line) = &line {
-            assert!(line.len() <= max, "line of {} bytes over max {max}", line.len());
+            assert!(
+                line.len() <= max,
+                "line of {} bytes over max {max}",
+                line.len()
+            );
         }
         lines.push(line.map(|bytes| bytes.to_vec()));
     }
@@ -51,7 +55,10 @@ pub fn check_line_decoder(data: &[u8]) {
         let take = (1 + rng.next() as usize % 17).min(rest.len());
         let (chunk, tail) = rest.split_at(take);
         chunked.push(chunk);
-        assert!(chunked.buffered() <= max + chunk.len(), "buffer grew past max plus a chunk");
+        assert!(
+            chunked.buffered() <= max + chunk.len(),
+            "buffer grew past max plus a chunk"
+        );
         drain_lines(&mut chunked, max, &mut actual);
         rest = tail;
     }
@@ -62,7 +69,11 @@ pub fn check_line_decoder(data: &[u8]) {
 /// Every transmit is one JSON object on one `\n`-terminated line.
 fn assert_one_json_line(line: &[u8]) -> Value {
     assert_eq!(line.last(), Some(&b'\n'), "transmit without its newline");
-    assert_eq!(line.iter().filter(|&&b| b == b'\n').count(), 1, "transmit with inner newline");
+    assert_eq!(
+        line.iter().filter(|&&b| b == b'\n').count(),
+        1,
+        "transmit with inner newline"
+    );
     let value: Value = serde_json::from_slice(line).expect("transmit is JSON");
     assert!(value.is_object(), "transmit is not an object");
     value
@@ -136,7 +147,13 @@ pub fn check_connection(data: &[u8]) {
     while let [op, arg, rest @ ..] = ops {
         ops = rest;
         let arg = usize::from(*arg);
-        let pick = |observer: &Observer| observer.issued.iter().nth(arg % observer.issued.len().max(1)).copied();
+        let pick = |observer: &Observer| {
+            observer
+                .issued
+                .iter()
+                .nth(arg % observer.issued.len().max(1))
+                .copied()
+        };
         match op % 9 {
             0..=2 => {
                 let take = arg.min(ops.len());
@@ -165,7 +182,9 @@ pub fn check_connection(data: &[u8]) {
                 if let Some(id) = pick(&observer) {
                     let answer = match arg % 3 {
                         0 => json!({"jsonrpc": "2.0", "id": id.0, "result": {"content": []}}),
-                        1 => json!({"jsonrpc": "2.0", "id": id.0.to_string(), "error": {"code": -1, "message": "no"}}),
+                        1 => {
+                            json!({"jsonrpc": "2.0", "id": id.0.to_string(), "error": {"code": -1, "message": "no"}})
+                        }
                         _ => json!({"jsonrpc": "2.0", "method": "notifications/progress",
                                     "params": {"progressToken": id.0, "progress": arg}}),
                     };
@@ -209,7 +228,10 @@ pub fn check_handshake(data: &[u8]) {
                 // Only answers to server pings may be written before the handshake ends.
                 None => message.get("result") == Some(&json!({})),
             };
-            assert!(allowed, "written before notifications/initialized: {message}");
+            assert!(
+                allowed,
+                "written before notifications/initialized: {message}"
+            );
         }
     };
     let written = observer.drain(&mut connection);
@@ -230,6 +252,10 @@ pub fn check_handshake(data: &[u8]) {
         let written = observer.drain(&mut connection);
         check_written(written, &mut initialized);
         assert!(observer.ready <= 1, "Ready twice");
-        assert_eq!(observer.ready == 1, initialized, "Ready and notifications/initialized disagree");
+        assert_eq!(
+            observer.ready == 1,
+            initialized,
+            "Ready and notifications/initialized disagree"
+        );
     }
 }
