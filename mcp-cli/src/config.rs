@@ -644,3 +644,303 @@ fn file_error(
     error.push_str(message.trim());
     ConfigError(error)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(key: &str) -> Option<String> {
+        match key {
+            "HOME" => Some("/home/u".into()),
+            "TOKEN" => Some("secret".into()),
+            "EMPTY" => Some(String::new()),
+            _ => None,
+        }
+    }
+
+    fn parse(name: &str, text: &str) -> Result<Vec<Server>, ConfigError> {
+        parse_file(Path::new(&format!("/cfg/{name}")), text, &env)
+    }
+
+    fn entry<'a>(servers: &'a [Server], name: &str) -> &'a Entry {
+        &servers.iter().find(|s| s.name == name).unwrap().entry
+    }
+
+    fn spec<'a>(servers: &'a [Server], name: &str) -> &'a ServerSpec {
+        match entry(servers, name) {
+            Entry::Enabled(spec) | Entry::Disabled(spec) => spec,
+            other => panic!("{name}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn native_toml_maps_every_field() {
+        let text = r#"
+[mcp.fs]
+command = "npx"
+args = ["-y", "@modelcontextprotocol/server-filesystem", "${HOME}/src"]
+env = { KEY = "${TOKEN}", PLAIN = "a$b" }
+cwd = "work"
+timeout_sec = 5
+call_timeout_sec = 90.5
+
+[mcp.off]
+command = "x"
+enabled = false
+"#;
+        let servers = parse("c.toml", text).unwrap();
+        let fs = spec(&servers, "fs");
+        assert_eq!(fs.command.program, "npx");
+        assert_eq!(fs.command.args[2], "/home/u/src");
+        assert_eq!(fs.command.env["KEY"], "secret");
+        assert_eq!(fs.command.env["PLAIN"], "a$b");
+        assert_eq!(fs.command.cwd.as_deref(), Some(Path::new("/cfg/work")));
+        assert_eq!(fs.handshake_timeout, Some(Duration::from_secs(5)));
+        assert_eq!(fs.call_timeout, Some(Duration::from_millis(90_500)));
+        assert!(matches!(entry(&servers, "off"), Entry::Disabled(_)));
+    }
+
+    #[test]
+    fn native_errors_name_file_line_and_key() {
+        let error = parse(
+            "c.toml",
+            "[mcp.fs]\ncommand = \"x\"\nargs = \"not a list\"\n",
+        )
+        .unwrap_err();
+        assert!(
+            error
+                .0
+                .starts_with("invalid config /cfg/c.toml line 3: mcp.fs.args: "),
+            "{error}"
+        );
+        let error = parse("c.toml", "[mcp.fs]\ncomand = \"x\"\n").unwrap_err();
+        assert!(
+            error.0.contains("line 2") && error.0.contains("comand"),
+            "{error}"
+        );
+        let error = parse("c.toml", "[mcp.fs\n").unwrap_err();
+        assert!(error.0.contains("line 1"), "{error}");
+    }
+
+    #[test]
+    fn codex_toml() {
+        let text = r#"
+[mcp_servers.git]
+command = "uvx"
+args = ["mcp-server-git"]
+startup_timeout_ms = 2500
+tool_timeout_sec = 30
+enabled = false
+
+[mcp_servers.remote]
+url = "https://example.invalid/mcp"
+"#;
+        let servers = parse("config.toml", text).unwrap();
+        let git = spec(&servers, "git");
+        assert_eq!(git.handshake_timeout, Some(Duration::from_millis(2500)));
+        assert_eq!(git.call_timeout, Some(Duration::from_secs(30)));
+        assert!(matches!(entry(&servers, "git"), Entry::Disabled(_)));
+        assert_eq!(
+            entry(&servers, "remote"),
+            &Entry::Remote {
+                url: "https://example.invalid/mcp".into()
+            }
+        );
+    }
+
+    #[test]
+    fn claude_cursor_gemini_mcp_servers() {
+        let text = r#"{
+  "mcpServers": {
+    "fs": {"command": "npx", "args": ["-y", "x"], "env": {"A": "${TOKEN}"}, "timeout": 30000},
+    "off": {"command": "x", "disabled": true},
+    "web": {"type": "http", "url": "https://x.invalid/mcp"},
+    "gem": {"httpUrl": "https://y.invalid/mcp"},
+    "broken": {"command": "x", "env": {"B": "${MISSING}"}}
+  },
+  "otherSetting": 1
+}"#;
+        let servers = parse(".mcp.json", text).unwrap();
+        assert_eq!(spec(&servers, "fs").command.env["A"], "secret");
+        assert_eq!(
+            spec(&servers, "fs").call_timeout,
+            Some(Duration::from_secs(30))
+        );
+        assert!(matches!(entry(&servers, "off"), Entry::Disabled(_)));
+        assert!(matches!(entry(&servers, "web"), Entry::Remote { .. }));
+        assert!(matches!(entry(&servers, "gem"), Entry::Remote { .. }));
+        let Entry::Invalid { reason } = entry(&servers, "broken") else {
+            panic!()
+        };
+        assert!(reason.contains("MISSING"), "{reason}");
+    }
+
+    #[test]
+    fn vscode_servers_with_comments_and_trailing_commas() {
+        let text = r#"{
+  // VS Code allows comments
+  "servers": {
+    "a": {"type": "stdio", "command": "node", "args": ["s.js",],},
+    /* and blocks */ "b": {"type": "sse", "url": "http://x/sse"},
+  },
+  "inputs": [{"id": "key", "type": "promptString", "description": "// not a comment"}],
+}"#;
+        let servers = parse("mcp.json", text).unwrap();
+        assert_eq!(spec(&servers, "a").command.args, ["s.js"]);
+        assert!(matches!(entry(&servers, "b"), Entry::Remote { .. }));
+    }
+
+    #[test]
+    fn opencode_mcp() {
+        let text = r#"{"$schema": "https://opencode.ai/config.json", "mcp": {
+            "local": {"type": "local", "command": ["bun", "x", "--flag"], "environment": {"K": "v"}, "enabled": true},
+            "remote": {"type": "remote", "url": "https://x.invalid"},
+            "off": {"type": "local", "command": ["x"], "enabled": false}}}"#;
+        let servers = parse("opencode.json", text).unwrap();
+        let local = spec(&servers, "local");
+        assert_eq!(
+            (local.command.program.as_str(), &local.command.args[..]),
+            ("bun", &["x".to_owned(), "--flag".to_owned()][..])
+        );
+        assert_eq!(local.command.env["K"], "v");
+        assert!(matches!(entry(&servers, "remote"), Entry::Remote { .. }));
+        assert!(matches!(entry(&servers, "off"), Entry::Disabled(_)));
+    }
+
+    #[test]
+    fn zed_context_servers() {
+        let text = r#"{"theme": "One Dark", "context_servers": {
+            "new": {"command": "p", "args": ["1"], "env": {"E": "e"}},
+            "old": {"command": {"path": "q", "args": ["2"], "env": {"F": "f"}}},
+            "ext": {"source": "extension", "settings": {}}}}"#;
+        let servers = parse("settings.json", text).unwrap();
+        assert_eq!(spec(&servers, "new").command.args, ["1"]);
+        assert_eq!(spec(&servers, "old").command.program, "q");
+        assert_eq!(spec(&servers, "old").command.env["F"], "f");
+        assert!(matches!(entry(&servers, "ext"), Entry::Invalid { .. }));
+    }
+
+    #[test]
+    fn json_errors_name_file_line_and_key() {
+        let error = parse(".mcp.json", "{\n\"mcpServers\": {\n\"x\": {\"args\": 5}}}").unwrap_err();
+        assert!(
+            error
+                .0
+                .starts_with("invalid config /cfg/.mcp.json line 3: mcpServers.x.args: "),
+            "{error}"
+        );
+        let error = parse(".mcp.json", "{\n\"mcpServers\": \n").unwrap_err();
+        assert!(
+            error.0.contains("line 3") || error.0.contains("line 2"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn missing_command_is_an_invalid_entry() {
+        let servers = parse("c.toml", "[mcp.x]\nargs = []\n").unwrap();
+        assert_eq!(
+            entry(&servers, "x"),
+            &Entry::Invalid {
+                reason: "no command given".into()
+            }
+        );
+    }
+
+    #[test]
+    fn variable_expansion() {
+        assert_eq!(
+            expand("${TOKEN}-${NOPE:-dflt}-$HOME-$$", &env).unwrap(),
+            "secret-dflt-$HOME-$$"
+        );
+        assert_eq!(expand("${EMPTY:-fallback}", &env).unwrap(), "fallback");
+        assert_eq!(expand("${EMPTY}", &env).unwrap(), "");
+        assert!(expand("${NOPE}", &env).unwrap_err().contains("NOPE"));
+        assert!(expand("${UNCLOSED", &env).is_err());
+    }
+
+    #[test]
+    fn discovery_order() {
+        let cwd = Path::new("/project");
+        let explicit = [PathBuf::from("/a.toml"), PathBuf::from("/b.json")];
+        assert_eq!(
+            discover(&explicit, &env, cwd),
+            [
+                (PathBuf::from("/a.toml"), true),
+                (PathBuf::from("/b.json"), true)
+            ]
+        );
+        let with_var = |key: &str| (key == "MCP_CLI_CONFIG").then(|| "/env.toml".to_owned());
+        assert_eq!(
+            discover(&[], &with_var, cwd),
+            [(PathBuf::from("/env.toml"), true)]
+        );
+        assert_eq!(
+            discover(&[], &env, cwd),
+            [
+                (PathBuf::from("/home/u/.config/mcp-cli/config.toml"), false),
+                (PathBuf::from("/project/.mcp-cli.toml"), false),
+                (PathBuf::from("/project/.mcp.json"), false),
+            ]
+        );
+    }
+
+    #[test]
+    fn later_files_win_and_presets_fill_the_gaps() {
+        let dir = std::env::temp_dir().join(format!("mcp-cli-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let first = dir.join("first.toml");
+        let second = dir.join("second.json");
+        std::fs::write(
+            &first,
+            "[mcp.a]\ncommand = \"one\"\n[mcp.memory]\ncommand = \"mine\"\n",
+        )
+        .unwrap();
+        std::fs::write(&second, r#"{"mcpServers": {"a": {"command": "two"}}}"#).unwrap();
+        let files = [
+            (first, true),
+            (second, true),
+            (dir.join("absent.toml"), false),
+        ];
+        let servers = load(&files, &env, &dir).unwrap();
+        assert_eq!(spec(&servers, "a").command.program, "two");
+        assert_eq!(spec(&servers, "memory").command.program, "mine");
+        let filesystem = servers.iter().find(|s| s.name == "filesystem").unwrap();
+        assert_eq!(filesystem.source, Source::Preset);
+        let Entry::Enabled(spec) = &filesystem.entry else {
+            panic!()
+        };
+        assert_eq!(spec.command.args.last().map(String::as_str), dir.to_str());
+
+        let missing = load(&[(dir.join("absent.toml"), true)], &env, &dir).unwrap_err();
+        assert!(missing.0.contains("absent.toml"), "{missing}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn presets_use_an_installed_prefix_when_given() {
+        let prefix = |key: &str| (key == "MCP_CLI_NPM_PREFIX").then(|| "/opt/npm".to_owned());
+        let presets = presets(&prefix, Path::new("/here"));
+        let Entry::Enabled(spec) = &presets[0].entry else {
+            panic!()
+        };
+        assert_eq!(
+            spec.command.program,
+            "/opt/npm/node_modules/.bin/mcp-server-filesystem"
+        );
+        assert_eq!(spec.command.args, ["/here"]);
+        assert_eq!(spec.handshake_timeout, None);
+    }
+
+    #[test]
+    fn comment_stripping_keeps_strings_and_lines() {
+        let text =
+            "{\"a\": \"x // y /* z */\", // c\n\"b\": [1,2,],\n/* multi\nline */ \"c\": \"\\\",\"}";
+        let stripped = strip_json_comments(text);
+        assert_eq!(stripped.matches('\n').count(), 3);
+        let value: serde_json::Value = serde_json::from_str(&stripped).unwrap();
+        assert_eq!(value["a"], "x // y /* z */");
+        assert_eq!(value["b"], serde_json::json!([1, 2]));
+        assert_eq!(value["c"], "\",");
+    }
+}

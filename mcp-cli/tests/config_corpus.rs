@@ -14,7 +14,11 @@ fn config_corpus() {
         let path = entry.unwrap().path();
         let data = std::fs::read(&path).unwrap();
         let outcome = std::panic::catch_unwind(|| config_check::check_config(&data));
-        assert!(outcome.is_ok(), "corpus file {} fails its check", path.display());
+        assert!(
+            outcome.is_ok(),
+            "corpus file {} fails its check",
+            path.display()
+        );
         count += 1;
     }
     assert!(count > 0, "corpus {} is empty", dir.display());
