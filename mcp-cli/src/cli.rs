@@ -38,7 +38,7 @@ pub(crate) enum Command {
         server: String,
         /// The tool name, then its arguments: KEY=VALUE (typed by the tool's schema) or
         /// KEY:=JSON (raw JSON).
-        #[arg(allow_hyphen_values = true, value_name = "TOOL | ARG")]
+        #[arg(value_name = "TOOL | ARG")]
         rest: Vec<String>,
         /// All arguments as one JSON object, or `-` to read it from stdin; KEY=VALUE pairs
         /// override its keys.

@@ -32,13 +32,19 @@ fn main() {
 
 fn run_all() {
     let bins = Bins::locate();
-    println!("mcp-bench: client vs raw-pipe floor, {REPETITIONS} alternating repetitions, medians (min-max)\n");
+    println!(
+        "mcp-bench: client vs raw-pipe floor, {REPETITIONS} alternating repetitions, medians (min-max)\n"
+    );
     let mut table = Table::default();
 
     let (client, floor) = alternate(|| client_sequential(&bins), || floor_sequential(&bins));
     let (client_median, client_p99): (Vec<f64>, Vec<f64>) = client.into_iter().unzip();
     let (floor_median, floor_p99): (Vec<f64>, Vec<f64>) = floor.into_iter().unzip();
-    table.row_latency("sequential echo, median latency", &client_median, &floor_median);
+    table.row_latency(
+        "sequential echo, median latency",
+        &client_median,
+        &floor_median,
+    );
     table.row_latency("sequential echo, p99 latency", &client_p99, &floor_p99);
 
     let (client, floor) = alternate(|| client_pipelined(&bins), || floor_pipelined(&bins));
@@ -52,21 +58,37 @@ fn run_all() {
         let (client_time, client_rss): (Vec<f64>, Vec<f64>) = client.into_iter().unzip();
         let (floor_time, floor_rss): (Vec<f64>, Vec<f64>) = floor.into_iter().unzip();
         table.row_latency(&format!("blob {mib} MiB, time"), &client_time, &floor_time);
-        table.row_memory(&format!("blob {mib} MiB, peak RSS"), &client_rss, &floor_rss, mib);
+        table.row_memory(
+            &format!("blob {mib} MiB, peak RSS"),
+            &client_rss,
+            &floor_rss,
+            mib,
+        );
     }
 
     let (small, serde_small) = alternate_pair(|| core_decoding(false));
     table.row_rate("core decode, small responses, MB/s", &small, &serde_small);
     let (large, serde_large) = alternate_pair(|| core_decoding(true));
-    table.row_rate("core decode, one 16 MiB response, MB/s", &large, &serde_large);
+    table.row_rate(
+        "core decode, one 16 MiB response, MB/s",
+        &large,
+        &serde_large,
+    );
 
     let (client, floor) = alternate(|| cold_cli(&bins), || cold_floor(&bins));
-    table.row_latency("cold `mcp-cli call` (process start to exit)", &client, &floor);
+    table.row_latency(
+        "cold `mcp-cli call` (process start to exit)",
+        &client,
+        &floor,
+    );
     table.print();
 }
 
 /// Runs `client` and `floor` alternately, `REPETITIONS` times each.
-fn alternate<T, U>(mut client: impl FnMut() -> T, mut floor: impl FnMut() -> U) -> (Vec<T>, Vec<U>) {
+fn alternate<T, U>(
+    mut client: impl FnMut() -> T,
+    mut floor: impl FnMut() -> U,
+) -> (Vec<T>, Vec<U>) {
     let mut clients = Vec::new();
     let mut floors = Vec::new();
     for _ in 0..REPETITIONS {
@@ -98,7 +120,11 @@ impl Bins {
             me,
         };
         if !bins.fixture.exists() || !bins.cli.exists() {
-            let profile = if dir.ends_with("release") { vec!["--release"] } else { vec![] };
+            let profile = if dir.ends_with("release") {
+                vec!["--release"]
+            } else {
+                vec![]
+            };
             let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
                 .args(["build", "-p", "mcp-tests", "-p", "mcp-cli", "--bins"])
                 .args(profile)
@@ -129,23 +155,32 @@ fn fixture_command(bins: &Bins) -> mcp_smol::ServerCommand {
 /// Median and p99 per-call latency, in seconds.
 fn client_sequential(bins: &Bins) -> (f64, f64) {
     smol::block_on(async {
-        let client = mcp_smol::connect(&fixture_command(bins), options()).await.unwrap();
+        let client = mcp_smol::connect(&fixture_command(bins), options())
+            .await
+            .unwrap();
         let mut latencies = Vec::with_capacity(SEQUENTIAL_CALLS);
         for i in 0..SEQUENTIAL_CALLS {
             let started = Instant::now();
-            let result = client.call_tool("echo", json!({"text": format!("call {i}")})).await;
+            let result = client
+                .call_tool("echo", json!({"text": format!("call {i}")}))
+                .await;
             latencies.push(started.elapsed().as_secs_f64());
             assert!(!result.unwrap().is_error);
         }
         client.close().await;
-        (percentile(&mut latencies, 0.5), percentile(&mut latencies, 0.99))
+        (
+            percentile(&mut latencies, 0.5),
+            percentile(&mut latencies, 0.99),
+        )
     })
 }
 
 /// Calls per second with `IN_FLIGHT` calls outstanding.
 fn client_pipelined(bins: &Bins) -> f64 {
     smol::block_on(async {
-        let client = mcp_smol::connect(&fixture_command(bins), options()).await.unwrap();
+        let client = mcp_smol::connect(&fixture_command(bins), options())
+            .await
+            .unwrap();
         let started = Instant::now();
         let workers: Vec<_> = (0..IN_FLIGHT)
             .map(|worker| {
@@ -153,7 +188,10 @@ fn client_pipelined(bins: &Bins) -> f64 {
                 smol::spawn(async move {
                     for i in 0..PIPELINED_CALLS / IN_FLIGHT {
                         let text = format!("call {worker}-{i}");
-                        client.call_tool("echo", json!({ "text": text })).await.unwrap();
+                        client
+                            .call_tool("echo", json!({ "text": text }))
+                            .await
+                            .unwrap();
                     }
                 })
             })
@@ -188,7 +226,12 @@ impl RawServer {
             .unwrap();
         let stdin = child.stdin.take().unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut server = Self { child, stdin, stdout, line: String::new() };
+        let mut server = Self {
+            child,
+            stdin,
+            stdout,
+            line: String::new(),
+        };
         server.send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"floor","version":"0"}}}"#);
         server.receive();
         server.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
@@ -232,12 +275,17 @@ fn floor_sequential(bins: &Bins) -> (f64, f64) {
         assert!(answer.contains("\"result\""));
     }
     server.finish();
-    (percentile(&mut latencies, 0.5), percentile(&mut latencies, 0.99))
+    (
+        percentile(&mut latencies, 0.5),
+        percentile(&mut latencies, 0.99),
+    )
 }
 
 fn floor_pipelined(bins: &Bins) -> f64 {
     let mut server = RawServer::start(&bins.fixture);
-    let requests: Vec<String> = (0..PIPELINED_CALLS).map(|i| echo_request(i + 2, &format!("call {i}"))).collect();
+    let requests: Vec<String> = (0..PIPELINED_CALLS)
+        .map(|i| echo_request(i + 2, &format!("call {i}")))
+        .collect();
     let started = Instant::now();
     let mut sent = 0;
     while sent < IN_FLIGHT {
@@ -264,7 +312,11 @@ fn large_in_child(bins: &Bins, mode: &str, mib: usize) -> (f64, f64) {
         .args(["--child", mode, &mib.to_string()])
         .output()
         .unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let text = String::from_utf8(output.stdout).unwrap();
     let mut figures = text.split_whitespace().map(|f| f.parse::<f64>().unwrap());
     (figures.next().unwrap(), figures.next().unwrap())
@@ -272,33 +324,48 @@ fn large_in_child(bins: &Bins, mode: &str, mib: usize) -> (f64, f64) {
 
 fn child_mode(args: Vec<String>) {
     let bins = Bins {
-        fixture: std::env::current_exe().unwrap().with_file_name("mcp-fixture"),
+        fixture: std::env::current_exe()
+            .unwrap()
+            .with_file_name("mcp-fixture"),
         cli: PathBuf::new(),
         me: PathBuf::new(),
     };
     let bytes = args[1].parse::<usize>().unwrap() * 1024 * 1024;
     let seconds = match args[0].as_str() {
         "cold-floor" => {
+            // The same exchange as `mcp-cli call`: handshake, every tools/list page, the call.
             let mut server = RawServer::start(&bins.fixture);
-            server.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
-            while server.receive().contains("nextCursor") {
-                server.send(r#"{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"cursor":"c2"}}"#);
-                // The floor does not page through everything: one more page is the same cost.
-                break;
+            let mut cursor: Option<String> = None;
+            for id in 2.. {
+                let params = cursor.map(|c| json!({ "cursor": c })).unwrap_or(json!({}));
+                let list =
+                    json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": params});
+                server.send(&list.to_string());
+                let page: Value = serde_json::from_str(server.receive()).unwrap();
+                cursor = page["result"]["nextCursor"].as_str().map(str::to_owned);
+                if cursor.is_none() {
+                    break;
+                }
             }
-            server.send(&echo_request(4, "cold"));
-            let answer = server.receive().to_owned();
-            assert!(answer.contains("cold"));
+            server.send(&echo_request(100, "cold"));
+            assert!(server.receive().contains("cold"));
             println!("cold");
             server.finish();
             return;
         }
         "large-client" => smol::block_on(async {
-            let client = mcp_smol::connect(&fixture_command(&bins), options()).await.unwrap();
+            let client = mcp_smol::connect(&fixture_command(&bins), options())
+                .await
+                .unwrap();
             let started = Instant::now();
-            let result = client.call_tool("blob", json!({ "bytes": bytes })).await.unwrap();
+            let result = client
+                .call_tool("blob", json!({ "bytes": bytes }))
+                .await
+                .unwrap();
             let elapsed = started.elapsed().as_secs_f64();
-            assert!(matches!(&result.content[0], proto::Content::Text { text } if text.len() == bytes));
+            assert!(
+                matches!(&result.content[0], proto::Content::Text { text } if text.len() == bytes)
+            );
             client.close().await;
             elapsed
         }),
@@ -324,7 +391,13 @@ fn peak_rss_mib() -> f64 {
     let kib = status
         .lines()
         .find_map(|line| line.strip_prefix("VmHWM:"))
-        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .and_then(|rest| {
+            rest.trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse::<f64>()
+                .ok()
+        })
         .unwrap_or(0.0);
     kib / 1024.0
 }
@@ -334,12 +407,22 @@ fn peak_rss_mib() -> f64 {
 /// (mcp-proto MB/s, serde_json MB/s) over one recorded stream of responses.
 fn core_decoding(large: bool) -> (f64, f64) {
     let start = Instant::now();
-    let mut connection = Connection::new(start, proto::Config { max_line_len: 32 * 1024 * 1024, ..Default::default() });
+    let mut connection = Connection::new(
+        start,
+        proto::Config {
+            max_line_len: 32 * 1024 * 1024,
+            ..Default::default()
+        },
+    );
     let _ = connection.poll_transmit();
     let init = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"x","version":"1"}}}"#;
     connection.handle_bytes(start, format!("{init}\n").as_bytes());
     while connection.poll_event().is_some() {}
-    let (count, text) = if large { (1, "x".repeat(16 * 1024 * 1024)) } else { (20_000, "hello world, a short tool result".to_owned()) };
+    let (count, text) = if large {
+        (1, "x".repeat(16 * 1024 * 1024))
+    } else {
+        (20_000, "hello world, a short tool result".to_owned())
+    };
     let mut stream = Vec::new();
     for _ in 0..count {
         let id = connection.call_tool(start, "echo", json!({})).unwrap();
@@ -360,7 +443,10 @@ fn core_decoding(large: bool) -> (f64, f64) {
     let core = megabytes / started.elapsed().as_secs_f64();
 
     let started = Instant::now();
-    for line in stream.split(|&b| b == b'\n').filter(|line| !line.is_empty()) {
+    for line in stream
+        .split(|&b| b == b'\n')
+        .filter(|line| !line.is_empty())
+    {
         let value: Value = serde_json::from_slice(line).unwrap();
         std::hint::black_box(value);
     }
@@ -372,23 +458,42 @@ fn core_decoding(large: bool) -> (f64, f64) {
 
 fn cold_cli(bins: &Bins) -> f64 {
     let config = std::env::temp_dir().join(format!("mcp-bench-{}.toml", std::process::id()));
-    std::fs::write(&config, format!("[mcp.fixture]\ncommand = {:?}\nargs = [\"good\"]\n", bins.fixture.to_str().unwrap())).unwrap();
+    std::fs::write(
+        &config,
+        format!(
+            "[mcp.fixture]\ncommand = {:?}\nargs = [\"good\"]\n",
+            bins.fixture.to_str().unwrap()
+        ),
+    )
+    .unwrap();
     let started = Instant::now();
     let output = Command::new(&bins.cli)
-        .arg("--config").arg(&config)
+        .arg("--config")
+        .arg(&config)
         .args(["call", "fixture", "echo", "text=cold"])
-        .env("XDG_STATE_HOME", std::env::temp_dir().join("mcp-bench-state"))
+        .env(
+            "XDG_STATE_HOME",
+            std::env::temp_dir().join("mcp-bench-state"),
+        )
         .output()
         .unwrap();
     let elapsed = started.elapsed().as_secs_f64();
-    assert_eq!(String::from_utf8_lossy(&output.stdout), "cold\n", "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "cold\n",
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     elapsed
 }
 
 /// The same exchange as `mcp-cli call` (handshake, tools/list, call, close), as a process.
 fn cold_floor(bins: &Bins) -> f64 {
     let started = Instant::now();
-    let output = Command::new(&bins.me).args(["--child", "cold-floor", "0"]).output().unwrap();
+    let output = Command::new(&bins.me)
+        .args(["--child", "cold-floor", "0"])
+        .output()
+        .unwrap();
     let elapsed = started.elapsed().as_secs_f64();
     assert!(output.status.success());
     elapsed
@@ -424,7 +529,12 @@ impl Table {
             format!("{} ({}-{})", time(median(v)), time(min), time(max))
         };
         let ratio = median(client) / median(floor);
-        self.rows.push([name.to_owned(), show(client), show(floor), format!("{ratio:.2}x time")]);
+        self.rows.push([
+            name.to_owned(),
+            show(client),
+            show(floor),
+            format!("{ratio:.2}x time"),
+        ]);
     }
 
     fn row_rate(&mut self, name: &str, client: &[f64], floor: &[f64]) {
@@ -433,21 +543,35 @@ impl Table {
             format!("{:.0} ({:.0}-{:.0})", median(v), min, max)
         };
         let ratio = median(client) / median(floor);
-        self.rows.push([name.to_owned(), show(client), show(floor), format!("{ratio:.2}x rate")]);
+        self.rows.push([
+            name.to_owned(),
+            show(client),
+            show(floor),
+            format!("{ratio:.2}x rate"),
+        ]);
     }
 
     fn row_memory(&mut self, name: &str, client: &[f64], floor: &[f64], payload_mib: usize) {
         let show = |v: &[f64]| format!("{:.1} MiB", median(v));
         let ratio = median(client) / payload_mib as f64;
-        self.rows.push([name.to_owned(), show(client), show(floor), format!("{ratio:.2}x payload")]);
+        self.rows.push([
+            name.to_owned(),
+            show(client),
+            show(floor),
+            format!("{ratio:.2}x payload"),
+        ]);
     }
 
     fn print(&self) {
         let header = ["measure", "client", "floor", "client/floor"].map(str::to_owned);
         let rows: Vec<&[String; 4]> = std::iter::once(&header).chain(&self.rows).collect();
-        let widths: Vec<usize> = (0..4).map(|c| rows.iter().map(|r| r[c].len()).max().unwrap_or(0)).collect();
+        let widths: Vec<usize> = (0..4)
+            .map(|c| rows.iter().map(|r| r[c].len()).max().unwrap_or(0))
+            .collect();
         for row in rows {
-            let cells: Vec<String> = (0..4).map(|c| format!("{:w$}", row[c], w = widths[c])).collect();
+            let cells: Vec<String> = (0..4)
+                .map(|c| format!("{:w$}", row[c], w = widths[c]))
+                .collect();
             println!("{}", cells.join("  "));
         }
     }

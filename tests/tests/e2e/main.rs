@@ -14,3 +14,9 @@ mod adapter;
 
 /// The same connection driven under smol, tokio (both flavours) and a plain block_on.
 mod runtimes;
+
+/// The `mcp-cli` binary against fixture servers: exit codes, arguments, config formats, output.
+mod cli;
+
+/// The `mcp-cli` binary against the real reference servers from npm and PyPI.
+mod real_servers;

@@ -61,3 +61,105 @@ pub(crate) fn text(result: &mcp_smol::proto::CallToolResult) -> String {
 pub(crate) fn echo_args(text: &str) -> serde_json::Value {
     serde_json::json!({ "text": text })
 }
+
+/// The `mcp-cli` binary, rebuilt once per test run so it is never stale.
+pub(crate) fn cli_binary() -> std::path::PathBuf {
+    static BUILT: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let status = std::process::Command::new(cargo)
+                .args(["build", "--quiet", "-p", "mcp-cli", "--bin", "mcp-cli"])
+                .status()
+                .expect("run cargo build");
+            assert!(status.success(), "building mcp-cli failed");
+            let me = std::env::current_exe().unwrap();
+            me.parent().unwrap().parent().unwrap().join("mcp-cli")
+        })
+        .clone()
+}
+
+/// What one `mcp-cli` run printed and returned.
+#[derive(Debug)]
+pub(crate) struct Run {
+    pub(crate) code: i32,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
+}
+
+/// A scratch folder for one test: config files, logs, data.
+pub(crate) struct Scratch(pub(crate) std::path::PathBuf);
+
+impl Scratch {
+    pub(crate) fn new(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("mcp-e2e-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Self(dir)
+    }
+
+    pub(crate) fn write(&self, name: &str, text: &str) -> std::path::PathBuf {
+        let path = self.0.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// Runs `mcp-cli` with this folder as its working directory and state home, and presets
+    /// pointed at a prefix that does not exist (so no test reaches for npx by accident).
+    pub(crate) fn cli(&self, args: &[&str]) -> Run {
+        self.cli_with(args, &[], None)
+    }
+
+    pub(crate) fn cli_with(&self, args: &[&str], env: &[(&str, &str)], stdin: Option<&str>) -> Run {
+        use std::io::Write;
+        let mut command = std::process::Command::new(cli_binary());
+        command
+            .args(args)
+            .current_dir(&self.0)
+            .env("XDG_STATE_HOME", self.0.join("state"))
+            .env("XDG_CONFIG_HOME", self.0.join("config-home"))
+            .env("MCP_CLI_NPM_PREFIX", self.0.join("no-npm"))
+            .env_remove("MCP_CLI_CONFIG")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let mut child = command.spawn().unwrap();
+        let mut input = child.stdin.take().unwrap();
+        if let Some(text) = stdin {
+            input.write_all(text.as_bytes()).unwrap();
+        }
+        drop(input);
+        let pid = child.id();
+        // A hung CLI must fail the test, not hang the suite.
+        let (done, finished) = std::sync::mpsc::channel::<()>();
+        std::thread::spawn(move || {
+            let waited = finished.recv_timeout(Duration::from_secs(120));
+            if waited == Err(std::sync::mpsc::RecvTimeoutError::Timeout) {
+                let _ = std::process::Command::new("kill")
+                    .args(["-KILL", &pid.to_string()])
+                    .status();
+            }
+        });
+        let output = child.wait_with_output().unwrap();
+        drop(done);
+        Run {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A native config naming the fixture in `mode` as server `name`.
+pub(crate) fn fixture_block(name: &str, mode: &str) -> String {
+    format!("[mcp.{name}]\ncommand = {FIXTURE:?}\nargs = [{mode:?}]\n")
+}

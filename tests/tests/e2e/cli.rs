@@ -1,0 +1,459 @@
+//! `mcp-cli` as people run it, against the fixture server.
+
+use serde_json::{Value, json};
+
+use crate::support::{FIXTURE, Scratch, fixture_block};
+
+/// A scratch folder whose `.mcp-cli.toml` names the fixture as `fx` (and more, if given).
+fn project(name: &str, extra: &str) -> Scratch {
+    let scratch = Scratch::new(name);
+    scratch.write(
+        ".mcp-cli.toml",
+        &format!("{}{extra}", fixture_block("fx", "good")),
+    );
+    scratch
+}
+
+#[test]
+fn call_prints_text_and_exits_zero() {
+    let dir = project("call", "");
+    let run = dir.cli(&["call", "fx", "echo", "text=hello world"]);
+    assert_eq!(
+        (run.code, run.stdout.as_str()),
+        (0, "hello world\n"),
+        "{}",
+        run.stderr
+    );
+    for token in ["fx__echo", "fx.echo"] {
+        let run = dir.cli(&["call", token, "text=one token"]);
+        assert_eq!(
+            (run.code, run.stdout.as_str()),
+            (0, "one token\n"),
+            "{}",
+            run.stderr
+        );
+    }
+}
+
+#[test]
+fn arguments_are_typed_by_the_schema() {
+    let dir = project("types", "");
+    let run = dir.cli(&[
+        "call",
+        "fx",
+        "types",
+        "s=012",
+        "i=5",
+        "n=1.5",
+        "b=true",
+        "arr=[1,\"a\"]",
+        "obj={\"k\":1}",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let got: Value = serde_json::from_str(run.stdout.trim()).unwrap();
+    assert_eq!(
+        got,
+        json!({"s": "012", "i": 5, "n": 1.5, "b": true, "arr": [1, "a"], "obj": {"k": 1}})
+    );
+
+    let run = dir.cli(&["call", "fx", "types", "s:=\"raw\"", "i:=7", "extra:=[true]"]);
+    let got: Value = serde_json::from_str(run.stdout.trim()).unwrap();
+    assert_eq!(got, json!({"s": "raw", "i": 7, "extra": [true]}));
+
+    let run = dir.cli(&[
+        "call",
+        "fx",
+        "types",
+        "--args",
+        "{\"s\":\"a\",\"i\":1}",
+        "i=2",
+    ]);
+    let got: Value = serde_json::from_str(run.stdout.trim()).unwrap();
+    assert_eq!(got, json!({"s": "a", "i": 2}), "pairs override --args");
+
+    let run = dir.cli_with(
+        &["call", "fx", "types", "--args", "-"],
+        &[],
+        Some("{\"s\":\"in\",\"i\":3}"),
+    );
+    let got: Value = serde_json::from_str(run.stdout.trim()).unwrap();
+    assert_eq!(got, json!({"s": "in", "i": 3}));
+}
+
+#[test]
+fn usage_errors_exit_two_before_anything_is_sent() {
+    let dir = project("usage", "");
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["call", "fx", "types", "i=5"],
+            "missing required argument s (string)",
+        ),
+        (
+            &["call", "fx", "types", "s=x", "i=abc"],
+            "argument i: \"abc\" is not an integer",
+        ),
+        (
+            &["call", "fx", "types", "s=x", "i=1", "b=maybe"],
+            "is not a boolean",
+        ),
+        (
+            &["call", "fx", "types", "s:=5", "i=1"],
+            "argument s: 5 is not a string",
+        ),
+        (&["call", "fx", "nosuchtool"], "has no tool nosuchtool"),
+        (
+            &["call", "nosuchserver", "echo"],
+            "unknown server nosuchserver",
+        ),
+        (
+            &["call", "fx", "echo", "--args", "[1]"],
+            "--args must be a JSON object",
+        ),
+        (
+            &["call", "fx", "echo", "--args", "{oops"],
+            "--args is not valid JSON",
+        ),
+        (&["call", "fx", "echo", "novalue"], "is not KEY=VALUE"),
+        (&["call", "fx"], "which tool?"),
+        (&["--no-such-flag"], "--no-such-flag"),
+        (&["logs"], "SERVER"),
+    ];
+    for (args, expected) in cases {
+        let run = dir.cli(args);
+        assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
+        assert!(run.stderr.contains(expected), "{args:?}: {}", run.stderr);
+        assert_eq!(run.stdout, "", "{args:?}");
+    }
+}
+
+#[test]
+fn tool_errors_exit_one() {
+    let dir = project("tool-error", "");
+    let run = dir.cli(&["call", "fx", "fail", "message=it broke"]);
+    assert_eq!(run.code, 1);
+    assert_eq!(run.stdout, "");
+    assert!(run.stderr.contains("it broke"), "{}", run.stderr);
+}
+
+#[test]
+fn server_failures_exit_three_with_its_last_words() {
+    let dir = project(
+        "server-failure",
+        &fixture_block("dies", "exit-in-handshake"),
+    );
+    let run = dir.cli(&["call", "dies", "echo", "text=x"]);
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    assert!(run.stderr.contains("exit status: 1"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("fatal: config missing"),
+        "{}",
+        run.stderr
+    );
+
+    let dir = project("crash", &fixture_block("crash", "exit-mid-call"));
+    let run = dir.cli(&["call", "crash", "echo", "text=x"]);
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    assert!(run.stderr.contains("crashing now"), "{}", run.stderr);
+
+    let dir = project(
+        "missing",
+        "[mcp.ghost]\ncommand = \"no-such-mcp-server-xyz\"\n",
+    );
+    let run = dir.cli(&["call", "ghost", "echo"]);
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("no-such-mcp-server-xyz: not found on PATH"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn timeouts_exit_four() {
+    let silent = format!("{}timeout_sec = 1\n", fixture_block("mute", "silent"));
+    let dir = project("timeouts", &silent);
+    let run = dir.cli(&["call", "mute", "echo", "text=x"]);
+    assert_eq!(run.code, 4, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("did not answer `initialize` within 1s"),
+        "{}",
+        run.stderr
+    );
+
+    let run = dir.cli(&["--timeout", "0.3", "call", "fx", "sleep", "ms=5000"]);
+    assert_eq!(run.code, 4, "{}", run.stderr);
+    assert!(run.stderr.contains("no response within"), "{}", run.stderr);
+}
+
+#[test]
+fn json_mode_prints_whole_results_and_error_objects() {
+    let dir = project("json", "");
+    let run = dir.cli(&["--json", "call", "fx", "add", "a=1", "b=2"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let result: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(result["structuredContent"], json!({"sum": 3.0}));
+    assert_eq!(result["content"][0]["text"], "3");
+
+    let run = dir.cli(&["--json", "call", "nosuch", "echo"]);
+    assert_eq!(run.code, 2);
+    let error: Value = serde_json::from_str(run.stderr.trim()).unwrap();
+    assert_eq!(error["error"]["kind"], "usage");
+    assert_eq!(error["error"]["exitCode"], 2);
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("nosuch")
+    );
+}
+
+#[test]
+fn non_text_content_prints_placeholders() {
+    let dir = project("rich", "");
+    let run = dir.cli(&["call", "fx", "rich"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "rich",
+            "[image content omitted: image/png, 70 bytes]",
+            "[audio content omitted: audio/wav, 3 bytes]",
+            "[resource link: x.txt <file:///x.txt>]",
+            "hello",
+            "[hologram content omitted: unknown type]",
+        ]
+    );
+    let run = dir.cli(&["call", "fx", "structured"]);
+    let structured: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(structured, json!({"answer": 42}));
+}
+
+#[test]
+fn closed_stdout_pipe_is_not_an_error() {
+    use std::io::Read;
+    let dir = project("pipe", "");
+    let mut child = std::process::Command::new(crate::support::cli_binary())
+        .args(["call", "fx", "blob", "bytes=4000000"])
+        .current_dir(&dir.0)
+        .env("XDG_STATE_HOME", dir.0.join("state"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 10];
+    stdout.read_exact(&mut first).unwrap();
+    drop(stdout);
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(&first, b"xxxxxxxxxx");
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[test]
+fn every_config_format_is_read() {
+    let dir = Scratch::new("formats");
+    let fixture = FIXTURE;
+    let files = [
+        (
+            "claude.json",
+            format!(r#"{{"mcpServers": {{"fx": {{"command": "{fixture}", "args": ["good"]}}}}}}"#),
+        ),
+        (
+            "vscode.json",
+            format!(
+                "{{\n  // VS Code\n  \"servers\": {{\"fx\": {{\"type\": \"stdio\", \"command\": \"{fixture}\", \"args\": [\"good\",],}}}},\n}}"
+            ),
+        ),
+        (
+            "codex.toml",
+            format!("[mcp_servers.fx]\ncommand = \"{fixture}\"\nargs = [\"good\"]\n"),
+        ),
+        (
+            "opencode.json",
+            format!(
+                r#"{{"mcp": {{"fx": {{"type": "local", "command": ["{fixture}", "good"]}}}}}}"#
+            ),
+        ),
+        (
+            "zed.json",
+            format!(
+                r#"{{"context_servers": {{"fx": {{"command": {{"path": "{fixture}", "args": ["good"]}}}}}}}}"#
+            ),
+        ),
+        ("native.toml", fixture_block("fx", "good")),
+    ];
+    for (name, text) in files {
+        let path = dir.write(name, &text);
+        let run = dir.cli(&[
+            "--config",
+            path.to_str().unwrap(),
+            "call",
+            "fx",
+            "echo",
+            "text=ok",
+        ]);
+        assert_eq!(
+            (run.code, run.stdout.as_str()),
+            (0, "ok\n"),
+            "{name}: {}",
+            run.stderr
+        );
+    }
+}
+
+#[test]
+fn variables_expand_and_unset_ones_are_named() {
+    let dir = Scratch::new("vars");
+    let config = dir.write(
+        "c.toml",
+        &format!(
+            "[mcp.fx]\ncommand = \"${{FIXTURE_BIN}}\"\nargs = [\"${{FIXTURE_MODE:-good}}\"]\n\n\
+             [mcp.broken]\ncommand = \"${{UNSET_FOR_SURE}}\"\n"
+        ),
+    );
+    let config = config.to_str().unwrap();
+    let env = [("FIXTURE_BIN", FIXTURE)];
+    let run = dir.cli_with(
+        &["--config", config, "call", "fx", "echo", "text=expanded"],
+        &env,
+        None,
+    );
+    assert_eq!(
+        (run.code, run.stdout.as_str()),
+        (0, "expanded\n"),
+        "{}",
+        run.stderr
+    );
+    let run = dir.cli_with(&["--config", config, "call", "broken", "echo"], &env, None);
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("UNSET_FOR_SURE"), "{}", run.stderr);
+}
+
+#[test]
+fn invalid_configs_name_file_line_and_key() {
+    let dir = Scratch::new("invalid");
+    let bad = dir.write("bad.toml", "[mcp.fx]\ncommand = \"x\"\nargs = 7\n");
+    let run = dir.cli(&["--config", bad.to_str().unwrap(), "servers"]);
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr.contains("bad.toml line 3: mcp.fx.args"),
+        "{}",
+        run.stderr
+    );
+
+    let bad = dir.write(
+        "bad.json",
+        "{\"mcpServers\": {\n  \"fx\": {\"command\": 5}}}",
+    );
+    let run = dir.cli(&["--config", bad.to_str().unwrap(), "servers"]);
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr
+            .contains("bad.json line 2: mcpServers.fx.command"),
+        "{}",
+        run.stderr
+    );
+
+    let run = dir.cli(&["--config", "/no/such/file.toml", "servers"]);
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("/no/such/file.toml"), "{}", run.stderr);
+}
+
+#[test]
+fn servers_lists_every_state() {
+    let extra = format!(
+        "{}{}[mcp.off]\ncommand = \"x\"\nenabled = false\n\n[mcp.web]\nurl = \"https://example.invalid/mcp\"\n\n\
+         [mcp.nocmd]\nargs = []\n",
+        fixture_block("dies", "exit-in-handshake"),
+        fixture_block("slow", "slow-start"),
+    );
+    let dir = project("servers", &extra);
+    let run = dir.cli(&["servers"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let state_of = |name: &str| {
+        let row = run
+            .stdout
+            .lines()
+            .find(|line| line.split_whitespace().next() == Some(name));
+        row.unwrap_or_else(|| panic!("no row for {name}: {}", run.stdout))
+            .split_whitespace()
+            .nth(1)
+            .unwrap()
+            .to_owned()
+    };
+    assert!(run.stdout.starts_with("NAME"), "{}", run.stdout);
+    assert_eq!(state_of("fx"), "running");
+    assert_eq!(state_of("slow"), "running");
+    assert_eq!(state_of("dies"), "failed");
+    assert_eq!(state_of("off"), "disabled");
+    assert_eq!(state_of("web"), "remote-skipped");
+    assert_eq!(state_of("nocmd"), "invalid");
+    assert!(
+        run.stdout.contains("dies: server exited (exit status: 1)"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("(preset)"), "{}", run.stdout);
+
+    let run = dir.cli(&["--json", "servers"]);
+    let rows: Vec<Value> = serde_json::from_str(&run.stdout).unwrap();
+    let fx = rows.iter().find(|row| row["name"] == "fx").unwrap();
+    assert_eq!(fx["state"], "running");
+    assert_eq!(fx["tools"], 11);
+    assert!(fx["pid"].is_u64());
+}
+
+#[test]
+fn tools_lists_qualified_names_with_parameters() {
+    let dir = project("tools", "");
+    let run = dir.cli(&["tools", "fx"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout
+            .contains("fx__echo  Echoes the text back.\n    text: string (required)\n"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        !run.stdout.contains("Second line"),
+        "only the first line of a description"
+    );
+    let run = dir.cli(&["--json", "tools", "fx"]);
+    let tools: Vec<Value> = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(tools.len(), 11);
+    assert_eq!(tools[0]["qualifiedName"], "fx__echo");
+    assert_eq!(tools[0]["inputSchema"]["required"], json!(["text"]));
+}
+
+#[test]
+fn logs_keep_each_servers_stderr_privately() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = project("logs", "");
+    let run = dir.cli(&["call", "fx", "stderr", "lines=5"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let run = dir.cli(&["logs", "fx", "-n", "2"]);
+    assert_eq!(
+        run.stdout, "stderr line 3\nstderr line 4\n",
+        "{}",
+        run.stderr
+    );
+    let log = dir.0.join("state/mcp-cli/logs/fx.log");
+    assert_eq!(
+        std::fs::metadata(log).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let run = dir.cli(&["logs", "never-ran"]);
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr.contains("no log for server never-ran"),
+        "{}",
+        run.stderr
+    );
+}

@@ -1,0 +1,150 @@
+//! The reference servers from npm and PyPI, installed under `target/e2e-servers` on first use
+//! and driven through the `mcp-cli` binary. Results are checked, not just exit codes.
+
+use serde_json::Value;
+
+use crate::support::Scratch;
+
+/// Runs `mcp-cli` with the presets pointed at the locally installed npm servers.
+fn with_npm(
+    dir: &Scratch,
+    args: &[&str],
+    extra_env: &[(&str, &str)],
+) -> Option<crate::support::Run> {
+    let bin = mcp_tests::npm_bin()?;
+    let prefix = bin.parent()?.parent()?.to_str()?.to_owned();
+    let mut env = vec![("MCP_CLI_NPM_PREFIX", prefix.as_str())];
+    env.extend_from_slice(extra_env);
+    Some(dir.cli_with(args, &env, None))
+}
+
+#[test]
+fn filesystem_reads_a_file_the_test_wrote() {
+    let dir = Scratch::new("real-fs");
+    dir.write("note.txt", "written by the test\nsecond line\n");
+    let Some(run) = with_npm(
+        &dir,
+        &["call", "filesystem", "read_text_file", "path=note.txt"],
+        &[],
+    ) else {
+        return;
+    };
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout, "written by the test\nsecond line\n\n");
+}
+
+#[test]
+fn everything_echoes_and_returns_an_image() {
+    let dir = Scratch::new("real-everything");
+    let Some(run) = with_npm(
+        &dir,
+        &["call", "everything", "echo", "message=hi there"],
+        &[],
+    ) else {
+        return;
+    };
+    assert_eq!(
+        (run.code, run.stdout.as_str()),
+        (0, "Echo: hi there\n"),
+        "{}",
+        run.stderr
+    );
+    let run = with_npm(&dir, &["call", "everything__get-tiny-image"], &[]).unwrap();
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout
+            .lines()
+            .any(|line| line.starts_with("[image content omitted: image/png, ")),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn memory_creates_then_reads() {
+    let dir = Scratch::new("real-memory");
+    let store = dir.0.join("memory.jsonl");
+    let env = [("MEMORY_FILE_PATH", store.to_str().unwrap())];
+    let entities = r#"entities:=[{"name":"Ada","entityType":"person","observations":["wrote the first program"]}]"#;
+    let Some(run) = with_npm(&dir, &["call", "memory", "create_entities", entities], &env) else {
+        return;
+    };
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let run = with_npm(&dir, &["--json", "call", "memory", "read_graph"], &env).unwrap();
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let result: Value = serde_json::from_str(&run.stdout).unwrap();
+    let text = result["content"][0]["text"].as_str().unwrap();
+    let graph: Value = serde_json::from_str(text).unwrap();
+    assert_eq!(graph["entities"][0]["name"], "Ada");
+    assert_eq!(
+        graph["entities"][0]["observations"][0],
+        "wrote the first program"
+    );
+}
+
+fn git(dir: &std::path::Path, args: &[&str]) {
+    let status = std::process::Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        status.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+}
+
+#[test]
+fn git_reports_on_a_repository_the_test_made() {
+    let Some(bin) = mcp_tests::python_bin() else {
+        return;
+    };
+    let dir = Scratch::new("real-git");
+    let repo = dir.0.join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    std::fs::write(repo.join("a.txt"), "a\n").unwrap();
+    git(&repo, &["add", "a.txt"]);
+    git(&repo, &["commit", "-q", "-m", "first commit from the test"]);
+    std::fs::write(repo.join("untracked.txt"), "u\n").unwrap();
+    let config = format!(
+        "[mcp.git]\ncommand = {:?}\nargs = [\"--repository\", {:?}]\n",
+        bin.join("mcp-server-git").to_str().unwrap(),
+        repo.to_str().unwrap()
+    );
+    dir.write(".mcp-cli.toml", &config);
+    let repo_arg = format!("repo_path={}", repo.display());
+    let run = dir.cli(&["call", "git", "git_status", &repo_arg]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("untracked.txt"), "{}", run.stdout);
+    let run = dir.cli(&["call", "git", "git_log", &repo_arg]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains("first commit from the test"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn time_tells_the_time_in_utc() {
+    let Some(bin) = mcp_tests::python_bin() else {
+        return;
+    };
+    let dir = Scratch::new("real-time");
+    let config = format!(
+        "[mcp.time]\ncommand = {:?}\n",
+        bin.join("mcp-server-time").to_str().unwrap()
+    );
+    dir.write(".mcp-cli.toml", &config);
+    let run = dir.cli(&["call", "time", "get_current_time", "timezone=UTC"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let answer: Value = serde_json::from_str(run.stdout.trim()).unwrap();
+    assert_eq!(answer["timezone"], "UTC");
+    let year = answer["datetime"].as_str().unwrap()[..4]
+        .parse::<u32>()
+        .unwrap();
+    assert!(year >= 2025, "{answer}");
+}
