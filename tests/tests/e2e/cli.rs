@@ -313,10 +313,8 @@ fn variables_expand_and_unset_ones_are_named() {
     let dir = Scratch::new("vars");
     let config = dir.write(
         "c.toml",
-        &format!(
-            "[mcp.fx]\ncommand = \"${{FIXTURE_BIN}}\"\nargs = [\"${{FIXTURE_MODE:-good}}\"]\n\n\
-             [mcp.broken]\ncommand = \"${{UNSET_FOR_SURE}}\"\n"
-        ),
+        "[mcp.fx]\ncommand = \"${FIXTURE_BIN}\"\nargs = [\"${FIXTURE_MODE:-good}\"]\n\n\
+         [mcp.broken]\ncommand = \"${UNSET_FOR_SURE}\"\n",
     );
     let config = config.to_str().unwrap();
     let env = [("FIXTURE_BIN", FIXTURE)];
