@@ -55,6 +55,9 @@ pub(crate) fn start(
             reason: "stdio pipes missing".to_owned(),
         });
     };
+    // One wait for the exit, polled across loop turns rather than re-registered on each.
+    // (`status` drops stdin, so it comes after the pipes are taken.)
+    let child_status = child.status();
     let config = proto::Config {
         client_name: options.client_name.clone(),
         client_version: options.client_version.clone(),
@@ -97,6 +100,9 @@ pub(crate) fn start(
         ready_waiters: Vec::new(),
         subscribers: Vec::new(),
         exit_status: None,
+        exit_watch: Box::pin(child_status),
+        timer: Timer::never(),
+        timer_armed: None,
     };
     let main = async move {
         let _group_guard = GroupGuard(pid);
@@ -161,6 +167,11 @@ struct Loop {
     ready_waiters: Vec<Reply<ServerInfo>>,
     subscribers: Vec<Sender<Notification>>,
     exit_status: Option<ExitStatus>,
+    exit_watch: Pin<Box<dyn Future<Output = std::io::Result<ExitStatus>> + Send>>,
+    /// One timer, re-armed only when the deadline moves earlier: a later deadline just costs
+    /// one early wake-up, where re-arming on every turn would cost a reactor round trip each.
+    timer: Timer,
+    timer_armed: Option<Instant>,
 }
 
 impl Loop {
@@ -206,25 +217,35 @@ impl Loop {
     }
 
     async fn next_wake(&mut self, buffer: &mut [u8], deadline: Option<Instant>) -> Wake {
+        if let Some(deadline) = deadline
+            && self.timer_armed.is_none_or(|armed| deadline < armed)
+        {
+            self.timer.set_at(deadline);
+            self.timer_armed = Some(deadline);
+        }
         let read = async { Wake::Read(self.stdout.read(buffer).await) };
         let op = async { Wake::Op(self.ops.recv().await.ok()) };
-        let timer = async {
-            match deadline {
-                Some(deadline) => Timer::at(deadline).await,
-                None => Timer::never().await,
-            };
+        let armed = self.timer_armed.is_some();
+        let timer = &mut self.timer;
+        let timer_armed = &mut self.timer_armed;
+        let timeout = async move {
+            if !armed {
+                std::future::pending::<()>().await;
+            }
+            timer.await;
+            *timer_armed = None;
             Wake::Timeout
         };
         let exited = self.exit_status.is_some();
-        let child = &mut self.child;
+        let exit_watch = &mut self.exit_watch;
         let exit = async move {
             if exited {
                 std::future::pending::<()>().await;
             }
-            Wake::Exited(child.status().await)
+            Wake::Exited(exit_watch.await)
         };
         // `race` picks fairly among ready futures, so a flooding server cannot starve timers.
-        read.race(op).race(timer).race(exit).await
+        read.race(op).race(timeout).race(exit).await
     }
 
     fn apply(&mut self, now: Instant, op: Op) {

@@ -37,15 +37,22 @@ fn run_all() {
     );
     let mut table = Table::default();
 
-    let (client, floor) = alternate(|| client_sequential(&bins), || floor_sequential(&bins));
-    let (client_median, client_p99): (Vec<f64>, Vec<f64>) = client.into_iter().unzip();
-    let (floor_median, floor_p99): (Vec<f64>, Vec<f64>) = floor.into_iter().unzip();
-    table.row_latency(
-        "sequential echo, median latency",
-        &client_median,
-        &floor_median,
-    );
-    table.row_latency("sequential echo, p99 latency", &client_p99, &floor_p99);
+    let placements = [
+        ("driver on smol's executor", false),
+        ("driver on the caller's thread", true),
+    ];
+    for (placement, same_thread) in placements {
+        let (client, floor) = alternate(
+            || client_sequential(&bins, same_thread),
+            || floor_sequential(&bins),
+        );
+        let (client_median, client_p99): (Vec<f64>, Vec<f64>) = client.into_iter().unzip();
+        let (floor_median, floor_p99): (Vec<f64>, Vec<f64>) = floor.into_iter().unzip();
+        let name = format!("sequential echo, median latency, {placement}");
+        table.row_latency(&name, &client_median, &floor_median);
+        let name = format!("sequential echo, p99 latency, {placement}");
+        table.row_latency(&name, &client_p99, &floor_p99);
+    }
 
     let (client, floor) = alternate(|| client_pipelined(&bins), || floor_pipelined(&bins));
     table.row_rate("pipelined echo (32 in flight), calls/s", &client, &floor);
@@ -152,12 +159,11 @@ fn fixture_command(bins: &Bins) -> mcp_smol::ServerCommand {
     mcp_smol::ServerCommand::new(bins.fixture.to_str().unwrap()).arg("good")
 }
 
-/// Median and p99 per-call latency, in seconds.
-fn client_sequential(bins: &Bins) -> (f64, f64) {
-    smol::block_on(async {
-        let client = mcp_smol::connect(&fixture_command(bins), options())
-            .await
-            .unwrap();
+/// Median and p99 per-call latency, in seconds. With `same_thread`, the driver is polled by
+/// the same `block_on` as the calls instead of running on smol's executor threads.
+fn client_sequential(bins: &Bins, same_thread: bool) -> (f64, f64) {
+    let calls = |client: mcp_smol::Client| async move {
+        client.wait_ready().await.unwrap();
         let mut latencies = Vec::with_capacity(SEQUENTIAL_CALLS);
         for i in 0..SEQUENTIAL_CALLS {
             let started = Instant::now();
@@ -172,7 +178,14 @@ fn client_sequential(bins: &Bins) -> (f64, f64) {
             percentile(&mut latencies, 0.5),
             percentile(&mut latencies, 0.99),
         )
-    })
+    };
+    let (client, driver) = mcp_smol::start(&fixture_command(bins), options()).unwrap();
+    if same_thread {
+        smol::block_on(smol::future::zip(driver, calls(client))).1
+    } else {
+        smol::spawn(driver).detach();
+        smol::block_on(calls(client))
+    }
 }
 
 /// Calls per second with `IN_FLIGHT` calls outstanding.
