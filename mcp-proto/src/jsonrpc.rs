@@ -35,15 +35,35 @@ pub(crate) enum ResponseError {
 /// A line is usually one message. A JSON array (a JSON-RPC batch, which MCP revision 2025-03-26
 /// allowed and later revisions dropped) yields each element in order, so old servers keep
 /// working; an element that is not a message is reported on its own and the rest still count.
-pub(crate) fn decode(line: &[u8]) -> Vec<Result<Message, LineError>> {
+pub(crate) fn decode(line: &[u8]) -> Messages {
     let value: Value = match serde_json::from_slice(line) {
         Ok(value) => value,
-        Err(error) => return vec![Err(classify_parse_error(line, &error))],
+        Err(error) => return Messages::One(Some(Err(classify_parse_error(line, &error)))),
     };
     match value {
-        Value::Array(items) if items.is_empty() => vec![Err(not_jsonrpc("empty batch"))],
-        Value::Array(items) => items.into_iter().map(classify).collect(),
-        single => vec![classify(single)],
+        Value::Array(items) if items.is_empty() => {
+            Messages::One(Some(Err(not_jsonrpc("empty batch"))))
+        }
+        Value::Array(items) => Messages::Batch(items.into_iter()),
+        single => Messages::One(Some(classify(single))),
+    }
+}
+
+/// The messages of one line, classified as they are taken: no list is built for the usual
+/// single message.
+pub(crate) enum Messages {
+    One(Option<Result<Message, LineError>>),
+    Batch(std::vec::IntoIter<Value>),
+}
+
+impl Iterator for Messages {
+    type Item = Result<Message, LineError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            Self::One(message) => message.take(),
+            Self::Batch(items) => items.next().map(classify),
+        }
     }
 }
 
@@ -185,7 +205,7 @@ mod tests {
     use super::*;
 
     fn one(line: &str) -> Result<Message, LineError> {
-        let mut messages = decode(line.as_bytes());
+        let mut messages: Vec<_> = decode(line.as_bytes()).collect();
         assert_eq!(messages.len(), 1);
         messages.remove(0)
     }
@@ -232,7 +252,10 @@ mod tests {
             one("Starting server..."),
             Err(LineError::NotJson { .. })
         ));
-        assert_eq!(decode(b"\xff\xfe{"), [Err(LineError::NotUtf8)]);
+        assert_eq!(
+            decode(b"\xff\xfe{").collect::<Vec<_>>(),
+            [Err(LineError::NotUtf8)]
+        );
         assert!(matches!(one("42"), Err(LineError::NotJsonRpc { .. })));
         assert!(matches!(one("[]"), Err(LineError::NotJsonRpc { .. })));
         assert!(matches!(
@@ -255,7 +278,7 @@ mod tests {
 
     #[test]
     fn batch_yields_each_element() {
-        let messages = decode(br#"[{"id":1,"result":1},{"method":"n"},7]"#);
+        let messages: Vec<_> = decode(br#"[{"id":1,"result":1},{"method":"n"},7]"#).collect();
         assert_eq!(messages.len(), 3);
         assert!(matches!(messages[0], Ok(Message::Response { .. })));
         assert!(matches!(messages[1], Ok(Message::Notification { .. })));
