@@ -15,6 +15,16 @@ pub(crate) fn init_result(version: &str) -> Value {
     })
 }
 
+/// The whole answer to `initialize` (whose id is always 1).
+pub(crate) fn init_response(version: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "result": init_result(version)})
+}
+
+/// The notification that ends the handshake, as the client writes it.
+pub(crate) fn initialized() -> Value {
+    json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+}
+
 /// The server side of a connection in a test.
 #[derive(Debug, Default)]
 pub(crate) struct FakeServer {
@@ -64,8 +74,7 @@ pub(crate) fn handshake_with(now: Instant, config: Config) -> (Connection, FakeS
     let mut conn = Connection::new(now, config);
     let mut server = FakeServer::default();
     server.absorb(&mut conn);
-    let init = json!({"jsonrpc": "2.0", "id": 1, "result": init_result("2025-11-25")});
-    server.send(&mut conn, now, init);
+    server.send(&mut conn, now, init_response("2025-11-25"));
     assert!(matches!(conn.poll_event(), Some(Event::Ready(_))));
     server.absorb(&mut conn);
     (conn, server)

@@ -10,7 +10,8 @@ use mcp_proto::{
 use serde_json::{Value, json};
 
 use crate::peer::{
-    FakeServer, drain_events, handshake, handshake_with, id_of, init_result, next_response,
+    FakeServer, drain_events, handshake, handshake_with, id_of, init_response, init_result,
+    initialized, next_response,
 };
 
 // ----- the handshake -----
@@ -43,10 +44,7 @@ fn handshake_sends_initialize_then_initialized() {
     assert_eq!(info.instructions.as_deref(), Some("be nice"));
     assert_eq!(conn.server_info(), Some(&info));
     let sent = server.absorb(&mut conn);
-    assert_eq!(
-        sent,
-        [json!({"jsonrpc": "2.0", "method": "notifications/initialized"})]
-    );
+    assert_eq!(sent, [initialized()]);
 }
 
 #[test]
@@ -56,11 +54,7 @@ fn every_supported_version_is_accepted() {
         let mut conn = Connection::new(now, Config::default());
         let server = FakeServer::default();
         let _ = conn.poll_transmit();
-        server.send(
-            &mut conn,
-            now,
-            json!({"jsonrpc": "2.0", "id": 1, "result": init_result(version)}),
-        );
+        server.send(&mut conn, now, init_response(version));
         assert!(
             matches!(conn.poll_event(), Some(Event::Ready(i)) if i.protocol_version == *version)
         );
@@ -99,8 +93,7 @@ fn closes_with(result: Value) -> CloseReason {
 #[test]
 fn unsupported_version_closes_naming_both() {
     for offered in ["1999-01-01", "2026-07-28"] {
-        let reason =
-            closes_with(json!({"jsonrpc": "2.0", "id": 1, "result": init_result(offered)}));
+        let reason = closes_with(init_response(offered));
         assert_eq!(
             reason,
             CloseReason::UnsupportedVersion {
@@ -186,11 +179,7 @@ fn requests_before_ready_are_held_then_sent_in_order() {
     assert_eq!(written[0]["method"], "ping");
     assert_eq!(id_of(&written[0]), ping);
 
-    server.send(
-        &mut conn,
-        now,
-        json!({"jsonrpc": "2.0", "id": 1, "result": init_result("2025-11-25")}),
-    );
+    server.send(&mut conn, now, init_response("2025-11-25"));
     let written = server.absorb(&mut conn);
     let methods: Vec<&str> = written
         .iter()
@@ -502,11 +491,7 @@ fn refusals_during_the_handshake_wait_for_initialized() {
         [json!({"jsonrpc": "2.0", "id": 6, "result": {}})],
         "only the pong"
     );
-    server.send(
-        &mut conn,
-        now,
-        json!({"jsonrpc": "2.0", "id": 1, "result": init_result("2025-11-25")}),
-    );
+    server.send(&mut conn, now, init_response("2025-11-25"));
     let late = server.absorb(&mut conn);
     assert_eq!(late[0]["method"], "notifications/initialized");
     assert_eq!(late[1]["id"], 5);
@@ -696,16 +681,9 @@ fn cancelling_a_held_request_sends_nothing() {
     let id = conn.call_tool(now, "x", json!({})).unwrap();
     assert!(conn.cancel(now, id));
     assert_eq!(next_response(&mut conn), (id, Err(RequestError::Cancelled)));
-    server.send(
-        &mut conn,
-        now,
-        json!({"jsonrpc": "2.0", "id": 1, "result": init_result("2025-11-25")}),
-    );
+    server.send(&mut conn, now, init_response("2025-11-25"));
     let sent = server.absorb(&mut conn);
-    assert_eq!(
-        sent,
-        [json!({"jsonrpc": "2.0", "method": "notifications/initialized"})]
-    );
+    assert_eq!(sent, [initialized()]);
 }
 
 #[test]
@@ -847,7 +825,7 @@ fn bom_at_stream_start_is_skipped() {
     let now = Instant::now();
     let mut conn = Connection::new(now, Config::default());
     let _ = conn.poll_transmit();
-    let init = json!({"jsonrpc": "2.0", "id": 1, "result": init_result("2025-11-25")});
+    let init = init_response("2025-11-25");
     conn.handle_bytes(now, b"\xEF\xBB");
     conn.handle_bytes(
         now,

@@ -35,13 +35,8 @@ fn under_smol() {
     });
 }
 
-#[test]
-fn under_tokio_multi_thread() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+fn under_tokio(mut builder: tokio::runtime::Builder) {
+    let runtime = builder.enable_all().build().unwrap();
     runtime.block_on(async {
         let (client, driver) = start();
         tokio::spawn(driver);
@@ -50,16 +45,15 @@ fn under_tokio_multi_thread() {
 }
 
 #[test]
+fn under_tokio_multi_thread() {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    builder.worker_threads(2);
+    under_tokio(builder);
+}
+
+#[test]
 fn under_tokio_current_thread() {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let (client, driver) = start();
-        tokio::spawn(driver);
-        exercise(client).await;
-    });
+    under_tokio(tokio::runtime::Builder::new_current_thread());
 }
 
 #[test]
