@@ -77,23 +77,32 @@ pub(crate) fn start(
         stderr: tail.clone(),
         done,
     });
-    let (lines, lines_out) = smol::channel::unbounded();
     let (stderr_stop, stderr_stopped) = smol::channel::bounded::<()>(1);
     let (stderr_closed_sender, stderr_closed) = smol::channel::bounded::<()>(1);
 
+    // stderr gets a thread of its own, so it is drained even while nobody polls the driver,
+    // and its reads never cost the driver's turns anything.
     let sink = options.stderr_sink.take();
-    let stderr_task = async move {
+    let drain_stderr = move || {
         let _closed = stderr_closed_sender;
         let drain = process::drain_stderr(stderr, tail, sink);
-        drain.or(async { _ = stderr_stopped.recv().await }).await;
+        smol::block_on(drain.or(async { _ = stderr_stopped.recv().await }));
     };
+    std::thread::Builder::new()
+        .name(format!("mcp-stderr-{pid}"))
+        .spawn(drain_stderr)
+        .map_err(|error| Error::Spawn {
+            program: command.program.clone(),
+            reason: format!("cannot start the stderr reader: {error}"),
+        })?;
     let mut driver = Loop {
         connection,
         child,
         pid,
         stdout,
+        stdin: Some(stdin),
+        outgoing: Vec::new(),
         ops,
-        lines,
         shared: shared.clone(),
         options,
         waiters: BTreeMap::new(),
@@ -111,18 +120,11 @@ pub(crate) fn start(
         drop(stderr_stop);
         drop(done_sender);
     };
-    let pipes = smol::future::zip(write_lines(stdin, lines_out), stderr_task);
-    let future = smol::future::zip(main, pipes);
     let client = Client {
         ops: ops_sender,
         shared,
     };
-    Ok((
-        client,
-        Driver(Box::pin(async move {
-            future.await;
-        })),
-    ))
+    Ok((client, Driver(Box::pin(main))))
 }
 
 /// Kills the whole group if the driver is dropped before it finished: nothing may outlive us.
@@ -134,21 +136,9 @@ impl Drop for GroupGuard {
     }
 }
 
-/// Writes lines to the server's stdin until the channel closes, then closes stdin.
-async fn write_lines(mut stdin: ChildStdin, lines: Receiver<Vec<u8>>) {
-    while let Ok(mut batch) = lines.recv().await {
-        while let Ok(more) = lines.try_recv() {
-            batch.extend_from_slice(&more);
-        }
-        if stdin.write_all(&batch).await.is_err() || stdin.flush().await.is_err() {
-            // The server stopped reading; its exit or EOF will end the connection.
-            break;
-        }
-    }
-}
-
 enum Wake {
     Read(std::io::Result<usize>),
+    Wrote(std::io::Result<usize>),
     Op(Option<Op>),
     Timeout,
     Exited(std::io::Result<ExitStatus>),
@@ -159,8 +149,11 @@ struct Loop {
     child: Child,
     pid: u32,
     stdout: ChildStdout,
+    /// `None` once closed, or once the server stopped reading it.
+    stdin: Option<ChildStdin>,
+    /// Bytes the core produced that the pipe has not taken yet.
+    outgoing: Vec<u8>,
     ops: Receiver<Op>,
-    lines: Sender<Vec<u8>>,
     shared: Arc<Shared>,
     options: Options,
     waiters: BTreeMap<RequestId, Reply<Value>>,
@@ -181,7 +174,14 @@ impl Loop {
         let mut eof_deadline: Option<Instant> = None;
         loop {
             while let Some(line) = self.connection.poll_transmit() {
-                let _ = self.lines.try_send(line);
+                self.outgoing.extend_from_slice(&line);
+            }
+            // Usually the pipe takes it all at once; the rest waits for it to become writable.
+            if !self.outgoing.is_empty() {
+                let written = smol::future::poll_once(self.write_some()).await;
+                if let Some(written) = written {
+                    self.wrote(written);
+                }
             }
             while let Some(event) = self.connection.poll_event() {
                 if let Event::Closed(reason) = event {
@@ -198,6 +198,7 @@ impl Loop {
             match wake {
                 Wake::Read(Ok(0) | Err(_)) => self.connection.handle_eof(now),
                 Wake::Read(Ok(n)) => self.connection.handle_bytes(now, &buffer[..n]),
+                Wake::Wrote(written) => self.wrote(written),
                 Wake::Op(Some(op)) => self.apply(now, op),
                 // Every handle is gone.
                 Wake::Op(None) => self.connection.close(),
@@ -224,6 +225,12 @@ impl Loop {
             self.timer_armed = Some(deadline);
         }
         let read = async { Wake::Read(self.stdout.read(buffer).await) };
+        let write = async {
+            match (&mut self.stdin, self.outgoing.is_empty()) {
+                (Some(stdin), false) => Wake::Wrote(stdin.write(&self.outgoing).await),
+                _ => std::future::pending().await,
+            }
+        };
         let op = async { Wake::Op(self.ops.recv().await.ok()) };
         let armed = self.timer_armed.is_some();
         let timer = &mut self.timer;
@@ -245,7 +252,25 @@ impl Loop {
             Wake::Exited(exit_watch.await)
         };
         // `race` picks fairly among ready futures, so a flooding server cannot starve timers.
-        read.race(op).race(timeout).race(exit).await
+        read.race(write).race(op).race(timeout).race(exit).await
+    }
+
+    async fn write_some(&mut self) -> std::io::Result<usize> {
+        match &mut self.stdin {
+            Some(stdin) => stdin.write(&self.outgoing).await,
+            None => Ok(self.outgoing.len()),
+        }
+    }
+
+    fn wrote(&mut self, written: std::io::Result<usize>) {
+        match written {
+            Ok(n) => _ = self.outgoing.drain(..n),
+            // The server stopped reading; its exit or EOF will end the connection.
+            Err(_) => {
+                self.stdin = None;
+                self.outgoing.clear();
+            }
+        }
     }
 
     fn apply(&mut self, now: Instant, op: Op) {
@@ -357,7 +382,14 @@ impl Loop {
         for (_, waiter) in std::mem::take(&mut self.waiters) {
             let _ = waiter.try_send(Err(error.clone()));
         }
-        self.lines.close();
+        // A last non-blocking try for queued lines (cancellations), then stdin closes.
+        while !self.outgoing.is_empty() && self.stdin.is_some() {
+            match smol::future::poll_once(self.write_some()).await {
+                Some(written) => self.wrote(written),
+                None => break,
+            }
+        }
+        self.stdin = None;
         self.reap().await;
     }
 
