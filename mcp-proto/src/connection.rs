@@ -96,11 +96,20 @@ enum State {
     Closed { reason: CloseReason },
 }
 
+/// How progress notifications find a request.
+#[derive(Debug, PartialEq, Eq)]
+enum ProgressToken {
+    /// The token is the request's own id, as `call_tool` sends it: no lookup table needed.
+    OwnId,
+    /// Any other token, as JSON text.
+    Other(String),
+}
+
 struct Pending {
     started: Instant,
     deadline: Instant,
     timeout: Duration,
-    progress_token: Option<String>,
+    progress_token: Option<ProgressToken>,
     /// The encoded request while it waits for the handshake; `None` once queued for writing.
     held: Option<Vec<u8>>,
 }
@@ -112,7 +121,7 @@ pub struct Connection {
     decoder: LineDecoder,
     next_id: u64,
     pending: BTreeMap<u64, Pending>,
-    /// Progress tokens (as JSON text) of pending requests.
+    /// Progress tokens (as JSON text) of pending requests whose token is not their own id.
     progress_tokens: BTreeMap<String, u64>,
     transmits: VecDeque<Vec<u8>>,
     events: VecDeque<Event>,
@@ -285,11 +294,14 @@ impl Connection {
         }
         let id = self.next_id;
         self.next_id += 1;
-        let progress_token = params
+        let token = params
             .as_ref()
-            .and_then(|params| params.get("_meta")?.get("progressToken"))
-            .map(Value::to_string);
-        if let Some(token) = &progress_token {
+            .and_then(|p| p.get("_meta")?.get("progressToken"));
+        let progress_token = token.map(|token| match token.as_u64() {
+            Some(own) if own == id => ProgressToken::OwnId,
+            _ => ProgressToken::Other(token.to_string()),
+        });
+        if let Some(ProgressToken::Other(token)) = &progress_token {
             self.progress_tokens.insert(token.clone(), id);
         }
         let bytes = jsonrpc::request(id, method, params);
@@ -447,8 +459,12 @@ impl Connection {
         let Some(token) = params.and_then(|params| params.get("progressToken")) else {
             return;
         };
-        let pending_id = self.progress_tokens.get(&token.to_string());
-        let Some(pending) = pending_id.and_then(|id| self.pending.get_mut(id)) else {
+        let own = token.as_u64().filter(|id| {
+            let pending = self.pending.get(id);
+            pending.is_some_and(|p| p.progress_token == Some(ProgressToken::OwnId))
+        });
+        let pending_id = own.or_else(|| self.progress_tokens.get(&token.to_string()).copied());
+        let Some(pending) = pending_id.and_then(|id| self.pending.get_mut(&id)) else {
             return;
         };
         let limit = self.config.max_request_time.max(pending.timeout);
@@ -520,7 +536,7 @@ impl Connection {
 
     fn finish(&mut self, id: u64, result: Result<Value, RequestError>) {
         if let Some(pending) = self.pending.remove(&id) {
-            if let Some(token) = pending.progress_token {
+            if let Some(ProgressToken::Other(token)) = pending.progress_token {
                 self.progress_tokens.remove(&token);
             }
             let id = RequestId(id);

@@ -345,6 +345,13 @@ fn child_mode(args: Vec<String>) {
     };
     let bytes = args[1].parse::<usize>().unwrap() * 1024 * 1024;
     let seconds = match args[0].as_str() {
+        // For profilers: the core's decoding alone, many times over.
+        "core-profile" => {
+            for _ in 0..20 {
+                std::hint::black_box(core_decoding(bytes > 0));
+            }
+            return;
+        }
         "cold-floor" => {
             // The same exchange as `mcp-cli call`: handshake, every tools/list page, the call.
             let mut server = RawServer::start(&bins.fixture);
@@ -436,35 +443,57 @@ fn core_decoding(large: bool) -> (f64, f64) {
     } else {
         (20_000, "hello world, a short tool result".to_owned())
     };
-    let mut stream = Vec::new();
-    for _ in 0..count {
-        let id = connection.call_tool(start, "echo", json!({})).unwrap();
-        let response = json!({"jsonrpc": "2.0", "id": id.0, "result": {"content": [{"type": "text", "text": text}]}});
-        serde_json::to_writer(&mut stream, &response).unwrap();
-        stream.push(b'\n');
-    }
-    while connection.poll_transmit().is_some() {}
-    let megabytes = stream.len() as f64 / 1e6;
-
-    let started = Instant::now();
-    for chunk in stream.chunks(64 * 1024) {
-        connection.handle_bytes(start, chunk);
-        while let Some(event) = connection.poll_event() {
-            assert!(matches!(event, Event::Response { result: Ok(_), .. }));
+    // The stream as batches of 32 responses, each fed after its 32 calls are issued: as many
+    // requests pending as a busy client has, not tens of thousands.
+    const BATCH: usize = 32;
+    let mut batches: Vec<Vec<u8>> = Vec::new();
+    for first in (0..count).step_by(BATCH) {
+        let mut batch = Vec::new();
+        for offset in 0..BATCH.min(count - first) {
+            // Ids are predictable: the handshake took 1, and each batch issues its calls in order.
+            let id = 2 + first + offset;
+            let response = json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": text}]}});
+            serde_json::to_writer(&mut batch, &response).unwrap();
+            batch.push(b'\n');
         }
+        batches.push(batch);
     }
-    let core = megabytes / started.elapsed().as_secs_f64();
+    let megabytes = batches.iter().map(Vec::len).sum::<usize>() as f64 / 1e6;
 
-    let started = Instant::now();
-    for line in stream
-        .split(|&b| b == b'\n')
-        .filter(|line| !line.is_empty())
-    {
-        let value: Value = serde_json::from_slice(line).unwrap();
-        std::hint::black_box(value);
+    // serde_json first, as a warm-up of the allocator for both, then each timed alone.
+    let serde_pass = || {
+        let started = Instant::now();
+        for line in batches
+            .iter()
+            .flat_map(|b| b.split(|&b| b == b'\n'))
+            .filter(|l| !l.is_empty())
+        {
+            let value: Value = serde_json::from_slice(line).unwrap();
+            std::hint::black_box(value);
+        }
+        megabytes / started.elapsed().as_secs_f64()
+    };
+    serde_pass();
+    let serde = serde_pass();
+
+    let mut decoding = std::time::Duration::ZERO;
+    for batch in &batches {
+        let lines = batch.iter().filter(|&&b| b == b'\n').count();
+        for _ in 0..lines {
+            connection.call_tool(start, "echo", json!({})).unwrap();
+        }
+        while connection.poll_transmit().is_some() {}
+        let started = Instant::now();
+        for chunk in batch.chunks(64 * 1024) {
+            connection.handle_bytes(start, chunk);
+            while let Some(event) = connection.poll_event() {
+                assert!(matches!(event, Event::Response { result: Ok(_), .. }));
+            }
+        }
+        decoding += started.elapsed();
     }
-    let serde = megabytes / started.elapsed().as_secs_f64();
-    (core, serde)
+    assert_eq!(connection.pending_requests(), 0);
+    (megabytes / decoding.as_secs_f64(), serde)
 }
 
 // ----- cold calls: whole processes -----
