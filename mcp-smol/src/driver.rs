@@ -45,11 +45,9 @@ pub(crate) fn start(
     command: &process::ServerCommand,
     mut options: Options,
 ) -> Result<(Client, Driver), Error> {
-    let mut child = process::spawn(command)?;
+    let (mut child, stderr) = process::spawn(command)?;
     let pid = child.id();
-    let (Some(stdin), Some(stdout), Some(stderr)) =
-        (child.stdin.take(), child.stdout.take(), child.stderr.take())
-    else {
+    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
         return Err(Error::Spawn {
             program: command.program.clone(),
             reason: "stdio pipes missing".to_owned(),
@@ -77,16 +75,15 @@ pub(crate) fn start(
         stderr: tail.clone(),
         done,
     });
-    let (stderr_stop, stderr_stopped) = smol::channel::bounded::<()>(1);
     let (stderr_closed_sender, stderr_closed) = smol::channel::bounded::<()>(1);
 
-    // stderr gets a thread of its own, so it is drained even while nobody polls the driver,
-    // and its reads never cost the driver's turns anything.
+    // stderr gets a thread of its own with blocking reads, so it is drained even while nobody
+    // polls the driver, and costs the driver's turns nothing. The thread ends at EOF, when the
+    // last process holding the pipe is gone.
     let sink = options.stderr_sink.take();
     let drain_stderr = move || {
         let _closed = stderr_closed_sender;
-        let drain = process::drain_stderr(stderr, tail, sink);
-        smol::block_on(drain.or(async { _ = stderr_stopped.recv().await }));
+        process::drain_stderr(stderr, tail, sink);
     };
     std::thread::Builder::new()
         .name(format!("mcp-stderr-{pid}"))
@@ -117,7 +114,6 @@ pub(crate) fn start(
         let _group_guard = GroupGuard(pid);
         let reason = driver.run().await;
         driver.shut_down(reason, stderr_closed).await;
-        drop(stderr_stop);
         drop(done_sender);
     };
     let client = Client {

@@ -7,8 +7,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use smol::io::AsyncReadExt;
-use smol::process::{Child, ChildStderr, Command, Stdio};
+use std::io::{PipeReader, Read};
+
+use smol::process::{Child, Command, Stdio};
 
 use crate::Error;
 
@@ -62,9 +63,16 @@ impl ServerCommand {
 }
 
 /// Spawns the server with piped stdio as the leader of a new process group, so that the group
-/// id is its pid and everything it starts can be signalled together.
-pub(crate) fn spawn(command: &ServerCommand) -> Result<Child, Error> {
+/// id is its pid and everything it starts can be signalled together. stderr is a plain
+/// blocking pipe, returned apart: its reader thread never touches the async reactor.
+pub(crate) fn spawn(command: &ServerCommand) -> Result<(Child, PipeReader), Error> {
     let program = resolve_program(command)?;
+    let spawn_error = |reason: String| Error::Spawn {
+        program: command.program.clone(),
+        reason,
+    };
+    let (stderr, stderr_writer) =
+        std::io::pipe().map_err(|e| spawn_error(format!("cannot make a stderr pipe: {e}")))?;
     let mut std_command = std::process::Command::new(&program);
     std_command.args(&command.args).envs(&command.env);
     if let Some(cwd) = &command.cwd {
@@ -75,16 +83,18 @@ pub(crate) fn spawn(command: &ServerCommand) -> Result<Child, Error> {
     command_
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stderr(Stdio::from(stderr_writer))
         // A last resort for when the driver is dropped before it could shut down cleanly.
         .kill_on_drop(true);
-    command_.spawn().map_err(|error| Error::Spawn {
-        program: command.program.clone(),
-        reason: match &command.cwd {
+    let child = command_.spawn().map_err(|error| {
+        spawn_error(match &command.cwd {
             Some(cwd) if !cwd.is_dir() => format!("working directory {} not found", cwd.display()),
             _ => error.to_string(),
-        },
-    })
+        })
+    })?;
+    // Our copy of the pipe's write end went with `command_`: EOF comes when the group is gone.
+    drop(command_);
+    Ok((child, stderr))
 }
 
 /// Finds a bare program name on `PATH` ourselves, so "not found" can name what was searched.
@@ -174,24 +184,22 @@ impl StderrTail {
 /// Where a server's stderr is copied, besides the tail kept for errors.
 pub type StderrSink = Box<dyn Write + Send>;
 
-/// Reads stderr until it closes, so the server never blocks on a full pipe.
-pub(crate) async fn drain_stderr(
-    mut stderr: ChildStderr,
+/// Reads stderr until it closes, so the server never blocks on a full pipe. Blocking: run it
+/// on a thread of its own.
+pub(crate) fn drain_stderr(
+    mut stderr: PipeReader,
     tail: Arc<Mutex<StderrTail>>,
     mut sink: Option<StderrSink>,
 ) {
     let mut buffer = vec![0; 16 * 1024];
-    while let Ok(n @ 1..) = stderr.read(&mut buffer).await {
+    while let Ok(n @ 1..) = stderr.read(&mut buffer) {
         let bytes = &buffer[..n];
         if let Ok(mut tail) = tail.lock() {
             tail.push(bytes);
         }
         // A failing log sink must not stop the draining.
         if let Some(writer) = &mut sink
-            && writer
-                .write_all(bytes)
-                .and_then(|()| writer.flush())
-                .is_err()
+            && writer.write_all(bytes).and_then(|()| writer.flush()).is_err()
         {
             sink = None;
         }
