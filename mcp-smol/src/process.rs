@@ -199,7 +199,10 @@ pub(crate) fn drain_stderr(
         }
         // A failing log sink must not stop the draining.
         if let Some(writer) = &mut sink
-            && writer.write_all(bytes).and_then(|()| writer.flush()).is_err()
+            && writer
+                .write_all(bytes)
+                .and_then(|()| writer.flush())
+                .is_err()
         {
             sink = None;
         }

@@ -346,6 +346,10 @@ fn child_mode(args: Vec<String>) {
     let bytes = args[1].parse::<usize>().unwrap() * 1024 * 1024;
     let seconds = match args[0].as_str() {
         // For profilers: the core's decoding alone, many times over.
+        "sequential-profile" => {
+            std::hint::black_box(client_sequential(&bins, true));
+            return;
+        }
         "core-profile" => {
             for _ in 0..20 {
                 std::hint::black_box(core_decoding(bytes > 0));

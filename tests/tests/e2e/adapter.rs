@@ -116,12 +116,12 @@ fn progress_keeps_a_slow_call_alive() {
     smol::block_on(async {
         let client = start(&fixture("good", &[]), quick());
         let notifications = client.notifications().await;
-        // 8 steps of 100 ms outlive a 300 ms timeout only because each step restarts it.
+        // 8 steps of 100 ms outlive a 400 ms timeout only because each step restarts it.
         let result = client
             .call_tool_with_timeout(
                 "progress",
                 json!({"steps": 8, "ms": 100}),
-                Duration::from_millis(300),
+                Duration::from_millis(400),
             )
             .await
             .unwrap();
