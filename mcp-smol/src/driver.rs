@@ -370,8 +370,8 @@ impl Loop {
                 .unwrap_or_default(),
         };
         let _ = self.shared.disconnect.set(disconnect.clone());
-        self.ops.close();
         let error = Error::Disconnected(disconnect);
+        self.refuse_operations(&error);
         for waiter in self.ready_waiters.drain(..) {
             let _ = waiter.try_send(Err(error.clone()));
         }
@@ -387,6 +387,16 @@ impl Loop {
         }
         self.stdin = None;
         self.reap().await;
+    }
+
+    /// Stops taking operations and fails those already queued. A queued operation holds its
+    /// reply sender for as long as any handle keeps the channel alive, so one left in the
+    /// queue would leave its caller waiting forever.
+    fn refuse_operations(&mut self, error: &Error) {
+        self.ops.close();
+        while let Ok(op) = self.ops.try_recv() {
+            op.fail(error.clone());
+        }
     }
 
     /// Grace period, SIGTERM to the group, SIGKILL to the group, reap.
@@ -410,6 +420,15 @@ impl Loop {
                 false
             })
             .await
+    }
+}
+
+impl Drop for Loop {
+    /// Also when the driver future is dropped unfinished: no caller may be left waiting.
+    fn drop(&mut self) {
+        let disconnect = self.shared.disconnect.get().cloned();
+        let disconnect = disconnect.unwrap_or_else(Disconnect::driver_dropped);
+        self.refuse_operations(&Error::Disconnected(disconnect));
     }
 }
 

@@ -129,6 +129,17 @@ pub struct Disconnect {
     pub stderr: Vec<String>,
 }
 
+impl Disconnect {
+    /// What is known when the driver future was dropped before it could record an ending.
+    fn driver_dropped() -> Self {
+        Self {
+            reason: CloseReason::Local,
+            exit_status: None,
+            stderr: Vec::new(),
+        }
+    }
+}
+
 impl fmt::Display for Disconnect {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match (&self.reason, self.exit_status) {
@@ -172,6 +183,19 @@ enum Op {
     WaitReady(Reply<ServerInfo>),
     Subscribe(Sender<Notification>),
     Close,
+}
+
+impl Op {
+    /// Answers an operation the driver can no longer carry out.
+    fn fail(self, error: Error) {
+        match self {
+            Op::Request { reply, .. } | Op::CallTool { reply, .. } => {
+                _ = reply.try_send(Err(error))
+            }
+            Op::WaitReady(reply) => _ = reply.try_send(Err(error)),
+            Op::Subscribe(_) | Op::Close => {}
+        }
+    }
 }
 
 /// State the handles read without asking the driver.
@@ -343,13 +367,9 @@ impl Client {
         {
             return result;
         }
-        // The driver has stopped: it recorded why before it did.
-        Err(Error::Disconnected(self.disconnect().unwrap_or(
-            Disconnect {
-                reason: CloseReason::Local,
-                exit_status: None,
-                stderr: Vec::new(),
-            },
-        )))
+        // The driver has stopped: it recorded why before it did, unless it was dropped.
+        Err(Error::Disconnected(
+            self.disconnect().unwrap_or_else(Disconnect::driver_dropped),
+        ))
     }
 }

@@ -99,6 +99,14 @@ pub fn group_alive(pgid: u32) -> bool {
     !group_members(pgid).is_empty()
 }
 
+/// The state letter of process `pid` (`R`, `S`, `Z` for a zombie, ...), or `None` once it is
+/// gone.
+pub fn process_state(pid: u32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, after_command) = stat.rsplit_once(')')?;
+    after_command.trim_start().chars().next()
+}
+
 /// The pids of every process in group `pgid`, read from `/proc`.
 pub fn group_members(pgid: u32) -> Vec<u32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {

@@ -401,7 +401,8 @@ fn servers_lists_every_state() {
     assert!(run.stdout.contains("(preset)"), "{}", run.stdout);
 
     let run = dir.cli(&["--json", "servers"]);
-    let rows: Vec<Value> = serde_json::from_str(&run.stdout).unwrap();
+    let rows: Vec<Value> =
+        serde_json::from_str(&run.stdout).unwrap_or_else(|error| panic!("{error}: {run:?}"));
     let fx = rows.iter().find(|row| row["name"] == "fx").unwrap();
     assert_eq!(fx["state"], "running");
     assert_eq!(fx["tools"], 11);

@@ -4,6 +4,7 @@
 use mcp_smol::proto::{CloseReason, Content, PageError};
 use mcp_smol::{Client, Error};
 use serde_json::{Value, json};
+use smol::future::FutureExt;
 
 use crate::support::{close_and_check, echo_args, fixture, quick, start, text};
 
@@ -77,6 +78,44 @@ fn exit_during_handshake_reports_status_and_stderr() {
         assert!(message.contains("fatal: config missing"), "{message}");
         close_and_check(&client).await;
         assert_neighbour_works(&neighbour).await;
+    });
+}
+
+#[test]
+fn calls_queued_when_the_server_dies_are_all_answered() {
+    // Calls sent while the driver was busy sit in its queue when the connection ends; each
+    // must still get the disconnect, never wait forever.
+    let command = mcp_smol::ServerCommand::new("sh").args(["-c", "echo gone >&2; exit 7"]);
+    let (client, driver) = mcp_smol::start(&command, quick()).unwrap();
+    let pid = client.pid();
+    let exited = || mcp_tests::process_state(pid).is_none_or(|state| state == 'Z');
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !exited() {
+        assert!(std::time::Instant::now() < deadline, "sh did not exit");
+        std::thread::yield_now();
+    }
+    let mut calls: Vec<_> = (0..2000)
+        .map(|i| Box::pin(client.call_tool("echo", echo_args(&i.to_string()))))
+        .collect();
+    smol::block_on(async {
+        // One poll sends each call into the driver's queue; the driver has not run yet, and
+        // when it does, the server's EOF is ready from its first turn.
+        for call in &mut calls {
+            assert!(smol::future::poll_once(call).await.is_none());
+        }
+        smol::spawn(driver).detach();
+        let answered = async {
+            for call in calls {
+                let disconnect = disconnect(call.await.unwrap_err());
+                assert_eq!(disconnect.exit_status.and_then(|s| s.code()), Some(7));
+            }
+        };
+        let stuck = async {
+            smol::Timer::after(std::time::Duration::from_secs(30)).await;
+            panic!("a queued call was never answered");
+        };
+        answered.or(stuck).await;
+        close_and_check(&client).await;
     });
 }
 
