@@ -1,6 +1,9 @@
 //! JSON-RPC 2.0 messages: classifying what the server sent, encoding what we send.
 
-use serde_json::{Map, Value, json};
+use std::borrow::Cow;
+
+use serde::{Deserialize, Deserializer};
+use serde_json::{Value, json};
 
 use crate::error::RpcError;
 use crate::framing::LineError;
@@ -36,6 +39,15 @@ pub(crate) enum ResponseError {
 /// allowed and later revisions dropped) yields each element in order, so old servers keep
 /// working; an element that is not a message is reported on its own and the rest still count.
 pub(crate) fn decode(line: &[u8]) -> Messages {
+    // The usual line, one message object, is read member by member with no map built for the
+    // envelope. Anything else (a batch, a broken line, a member of an odd type) takes the
+    // general way through a `Value`, which also tells what is wrong with it.
+    let first = line.iter().find(|byte| !byte.is_ascii_whitespace());
+    if first == Some(&b'{')
+        && let Ok(envelope) = serde_json::from_slice::<Envelope<'_>>(line)
+    {
+        return Messages::One(Some(classify_envelope(envelope)));
+    }
     let value: Value = match serde_json::from_slice(line) {
         Ok(value) => value,
         Err(error) => return Messages::One(Some(Err(classify_parse_error(line, &error)))),
@@ -47,6 +59,30 @@ pub(crate) fn decode(line: &[u8]) -> Messages {
         Value::Array(items) => Messages::Batch(items.into_iter()),
         single => Messages::One(Some(classify(single))),
     }
+}
+
+/// The members of a message that classification reads; the rest are skipped unread. A member
+/// that is present holds `Some`, even when its value is `null`.
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(borrow, default, deserialize_with = "present")]
+    jsonrpc: Option<Cow<'a, str>>,
+    #[serde(default, deserialize_with = "present")]
+    id: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    method: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    params: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    result: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    error: Option<Value>,
+}
+
+fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    deserializer: D,
+) -> Result<Option<T>, D::Error> {
+    T::deserialize(deserializer).map(Some)
 }
 
 /// The messages of one line, classified as they are taken: no list is built for the usual
@@ -97,31 +133,45 @@ fn classify(value: Value) -> Result<Message, LineError> {
     let Value::Object(mut object) = value else {
         return Err(not_jsonrpc("not an object"));
     };
+    let jsonrpc = match object.remove("jsonrpc") {
+        None => None,
+        Some(Value::String(version)) => Some(Cow::Owned(version)),
+        Some(_) => return Err(not_jsonrpc("`jsonrpc` is not \"2.0\"")),
+    };
+    let method = match object.remove("method") {
+        None => None,
+        Some(Value::String(method)) => Some(method),
+        Some(_) => return Err(not_jsonrpc("`method` is not a string")),
+    };
+    classify_envelope(Envelope {
+        jsonrpc,
+        id: object.remove("id"),
+        method,
+        params: object.remove("params"),
+        result: object.remove("result"),
+        error: object.remove("error"),
+    })
+}
+
+fn classify_envelope(envelope: Envelope<'_>) -> Result<Message, LineError> {
     // A missing `jsonrpc` member is tolerated: it carries no information we need, and a
     // stricter check would only drop answers from sloppy servers.
-    match object.get("jsonrpc") {
-        None => {}
-        Some(Value::String(version)) if version == "2.0" => {}
-        Some(_) => return Err(not_jsonrpc("`jsonrpc` is not \"2.0\"")),
+    if envelope.jsonrpc.is_some_and(|version| version != "2.0") {
+        return Err(not_jsonrpc("`jsonrpc` is not \"2.0\""));
     }
-    let id = object.remove("id");
-    match object.remove("method") {
-        Some(Value::String(method)) => classify_call(id, method, &mut object),
-        Some(_) => Err(not_jsonrpc("`method` is not a string")),
-        None => classify_response(id, &mut object),
+    match envelope.method {
+        Some(method) => classify_call(envelope.id, method, envelope.params),
+        None => classify_response(envelope.id, envelope.result, envelope.error),
     }
 }
 
 fn classify_call(
     id: Option<Value>,
     method: String,
-    object: &mut Map<String, Value>,
+    params: Option<Value>,
 ) -> Result<Message, LineError> {
     match id {
-        None => Ok(Message::Notification {
-            method,
-            params: object.remove("params"),
-        }),
+        None => Ok(Message::Notification { method, params }),
         Some(id @ (Value::String(_) | Value::Number(_))) => Ok(Message::Request { id, method }),
         // A null id cannot be answered meaningfully (JSON-RPC reserves it for errors about
         // unreadable requests), so such a request is reported instead of refused.
@@ -132,12 +182,13 @@ fn classify_call(
 
 fn classify_response(
     id: Option<Value>,
-    object: &mut Map<String, Value>,
+    result: Option<Value>,
+    error: Option<Value>,
 ) -> Result<Message, LineError> {
     let Some(id) = id else {
         return Err(not_jsonrpc("neither `method` nor `id`"));
     };
-    let result = match (object.remove("result"), object.remove("error")) {
+    let result = match (result, error) {
         (Some(result), None) => Ok(result),
         (None, Some(error)) => Err(decode_error(error)),
         (Some(_), Some(_)) => Err(ResponseError::Invalid(
@@ -274,6 +325,34 @@ mod tests {
             one(r#"{"id":1}"#),
             Err(LineError::NotJsonRpc { .. })
         ));
+    }
+
+    #[test]
+    fn members_read_directly_mean_what_they_mean_in_a_value() {
+        // Each line against the same line read the general way, through a `Value`.
+        let lines = [
+            r#"{"jsonrpc":"2.0","id":1,"result":null}"#,
+            r#"{"jsonrpc":null,"id":1,"result":1}"#,
+            r#"{"jsonrpc":2.0,"id":1,"result":1}"#,
+            r#"{"id":1,"method":null}"#,
+            r#"{"id":1,"method":7}"#,
+            r#"{"id":1,"id":2,"result":1}"#,
+            r#"{"id":1,"result":1,"error":null}"#,
+            r#"{"id":1,"extra":[1,{"x":null}],"result":{"a":"b"}}"#,
+            r#"{"jsonrpc":"2.\u0030","method":"n","params":null}"#,
+            r#" {"method":"ping","id":"p"} "#,
+            r#"{"method":"n","id":null}"#,
+            r#"{"id":2,"result":1} trailing"#,
+        ];
+        for line in lines {
+            let general = serde_json::from_slice(line.as_bytes())
+                .map_err(|error| classify_parse_error(line.as_bytes(), &error))
+                .and_then(classify);
+            assert_eq!(one(line), general, "{line}");
+        }
+        // A top-level array is a batch, never a message read by position.
+        let messages: Vec<_> = decode(br#"["2.0", 1, "ping"]"#).collect();
+        assert!(messages.iter().all(Result::is_err), "{messages:?}");
     }
 
     #[test]

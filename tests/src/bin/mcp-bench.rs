@@ -356,6 +356,14 @@ fn child_mode(args: Vec<String>) {
             }
             return;
         }
+        "core-ratio" => {
+            let (core, serde) = core_decoding(bytes > 0);
+            println!(
+                "core {core:.0} MB/s serde {serde:.0} MB/s ratio {:.2}",
+                serde / core
+            );
+            return;
+        }
         "cold-floor" => {
             // The same exchange as `mcp-cli call`: handshake, every tools/list page, the call.
             let mut server = RawServer::start(&bins.fixture);
@@ -430,18 +438,6 @@ fn peak_rss_mib() -> f64 {
 
 /// (mcp-proto MB/s, serde_json MB/s) over one recorded stream of responses.
 fn core_decoding(large: bool) -> (f64, f64) {
-    let start = Instant::now();
-    let mut connection = Connection::new(
-        start,
-        proto::Config {
-            max_line_len: 32 * 1024 * 1024,
-            ..Default::default()
-        },
-    );
-    let _ = connection.poll_transmit();
-    let init = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"x","version":"1"}}}"#;
-    connection.handle_bytes(start, format!("{init}\n").as_bytes());
-    while connection.poll_event().is_some() {}
     let (count, text) = if large {
         (1, "x".repeat(16 * 1024 * 1024))
     } else {
@@ -464,7 +460,6 @@ fn core_decoding(large: bool) -> (f64, f64) {
     }
     let megabytes = batches.iter().map(Vec::len).sum::<usize>() as f64 / 1e6;
 
-    // serde_json first, as a warm-up of the allocator for both, then each timed alone.
     let serde_pass = || {
         let started = Instant::now();
         for line in batches
@@ -477,11 +472,29 @@ fn core_decoding(large: bool) -> (f64, f64) {
         }
         megabytes / started.elapsed().as_secs_f64()
     };
+    let core_pass = || megabytes / core_decoding_time(&batches).as_secs_f64();
+    // Each once as a warm-up (code, allocator), then each timed.
     serde_pass();
-    let serde = serde_pass();
+    core_pass();
+    (core_pass(), serde_pass())
+}
 
+/// The time a fresh, ready connection spends in `handle_bytes` and `poll_event` on `batches`.
+fn core_decoding_time(batches: &[Vec<u8>]) -> std::time::Duration {
+    let start = Instant::now();
+    let mut connection = Connection::new(
+        start,
+        proto::Config {
+            max_line_len: 32 * 1024 * 1024,
+            ..Default::default()
+        },
+    );
+    let _ = connection.poll_transmit();
+    let init = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"x","version":"1"}}}"#;
+    connection.handle_bytes(start, format!("{init}\n").as_bytes());
+    while connection.poll_event().is_some() {}
     let mut decoding = std::time::Duration::ZERO;
-    for batch in &batches {
+    for batch in batches {
         let lines = batch.iter().filter(|&&b| b == b'\n').count();
         for _ in 0..lines {
             connection.call_tool(start, "echo", json!({})).unwrap();
@@ -497,7 +510,7 @@ fn core_decoding(large: bool) -> (f64, f64) {
         decoding += started.elapsed();
     }
     assert_eq!(connection.pending_requests(), 0);
-    (megabytes / decoding.as_secs_f64(), serde)
+    decoding
 }
 
 // ----- cold calls: whole processes -----
