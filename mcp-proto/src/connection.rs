@@ -80,7 +80,12 @@ pub struct Stats {
     pub stray_responses: u64,
     /// Lines reported as [`Event::Malformed`].
     pub malformed_lines: u64,
+    /// Refusals of server requests dropped because too many piled up during the handshake.
+    pub dropped_replies: u64,
 }
+
+/// At most this many refusals of server requests wait for the handshake to end.
+const MAX_HELD_REPLIES: usize = 64;
 
 enum State {
     /// `initialize` is in flight; only `ping` and `initialize` may cross the wire.
@@ -450,7 +455,14 @@ impl Connection {
         let is_ping = reply.is_ok();
         let bytes = jsonrpc::response(id, reply);
         match &mut self.state {
-            State::Initializing { held_replies, .. } if !is_ping => held_replies.push(bytes),
+            // A server flooding requests before it answers `initialize` must not grow memory.
+            State::Initializing { held_replies, .. } if !is_ping => {
+                if held_replies.len() < MAX_HELD_REPLIES {
+                    held_replies.push(bytes);
+                } else {
+                    self.stats.dropped_replies += 1;
+                }
+            }
             _ => self.transmits.push_back(bytes),
         }
     }
@@ -527,7 +539,10 @@ impl Connection {
     fn abandon(&mut self, id: u64, error: RequestError, reason: &str) {
         let was_sent = self.pending.get(&id).is_some_and(|p| p.held.is_none());
         self.finish(id, Err(error));
-        if was_sent {
+        // Before the handshake ends only pings may cross the wire, so a ping given up on then
+        // goes without a notification (the spec makes it optional).
+        let may_notify = !matches!(self.state, State::Initializing { .. });
+        if was_sent && may_notify {
             let params = json!({ "requestId": id, "reason": reason });
             let cancelled = jsonrpc::notification("notifications/cancelled", Some(params));
             self.transmits.push_back(cancelled);

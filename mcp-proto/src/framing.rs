@@ -35,7 +35,7 @@ impl std::error::Error for LineError {}
 ///
 /// Every byte is looked at once: `scanned` remembers how far the search for `\n` got, so a long
 /// line arriving in small chunks costs linear time. The buffer holds at most `max_line_len` bytes
-/// plus the latest chunk; past that the line is dropped and the rest of it is skipped as it
+/// (and one for a `\r`) plus the latest chunk; past that the line is dropped and the rest of it is skipped as it
 /// arrives.
 #[derive(Debug)]
 pub struct LineDecoder {
@@ -83,7 +83,8 @@ impl LineDecoder {
             let mut line = self.buffer.split_to(self.scanned + offset + 1).freeze();
             self.scanned = 0;
             line.truncate(line.len() - 1);
-            if line.len() > self.max_line_len {
+            // The limit is on the content: a `\r` before the newline does not count.
+            if line.len() - usize::from(line.ends_with(b"\r")) > self.max_line_len {
                 self.at_stream_start = false;
                 return Some(Err(self.too_long()));
             }
@@ -111,7 +112,8 @@ impl LineDecoder {
 
     fn check_overflow(&mut self) -> Option<Result<Bytes, LineError>> {
         self.scanned = self.buffer.len();
-        if self.buffer.len() <= self.max_line_len {
+        // One byte over the limit may still be the `\r` of a line just within it.
+        if self.buffer.len() <= self.max_line_len + 1 {
             return None;
         }
         self.buffer.clear();
@@ -162,6 +164,17 @@ mod tests {
         );
         decoder.push(b"ee\n");
         assert_eq!(lines(&mut decoder), [Ok(b"three".to_vec())]);
+    }
+
+    #[test]
+    fn the_limit_is_on_content_not_on_a_crlf_ending() {
+        let mut decoder = LineDecoder::new(4);
+        decoder.push(b"abcd\r");
+        decoder.push(b"\nabcde\r\n");
+        assert_eq!(
+            lines(&mut decoder),
+            [Ok(b"abcd".to_vec()), Err(LineError::TooLong { limit: 4 })]
+        );
     }
 
     #[test]

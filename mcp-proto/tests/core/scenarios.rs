@@ -499,6 +499,54 @@ fn refusals_during_the_handshake_wait_for_initialized() {
 }
 
 #[test]
+fn refusals_held_during_the_handshake_are_bounded() {
+    let now = Instant::now();
+    let mut conn = Connection::new(now, Config::default());
+    let mut server = FakeServer::default();
+    server.absorb(&mut conn);
+    for id in 0..1000 {
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": "roots/list"});
+        server.send(&mut conn, now, request);
+    }
+    assert!(server.absorb(&mut conn).is_empty());
+    server.send(&mut conn, now, init_response("2025-11-25"));
+    let late = server.absorb(&mut conn);
+    assert_eq!(late[0], initialized());
+    // The first refusals are kept in order; the flood beyond them is dropped and counted.
+    let refused: Vec<&Value> = late[1..].iter().map(|reply| &reply["id"]).collect();
+    assert_eq!(refused.len(), 64);
+    assert_eq!(refused.first(), Some(&&json!(0)));
+    assert_eq!(refused.last(), Some(&&json!(63)));
+    assert_eq!(conn.stats().dropped_replies, 1000 - 64);
+}
+
+#[test]
+fn a_ping_timing_out_during_the_handshake_writes_nothing() {
+    let now = Instant::now();
+    let config = Config {
+        request_timeout: Duration::from_secs(1),
+        ..Config::default()
+    };
+    let mut conn = Connection::new(now, config);
+    let mut server = FakeServer::default();
+    server.absorb(&mut conn);
+    let ping = conn.request(now, "ping", None).unwrap();
+    assert_eq!(server.absorb(&mut conn)[0]["method"], "ping");
+    let later = now + Duration::from_secs(1);
+    conn.handle_timeout(later);
+    assert!(matches!(
+        next_response(&mut conn),
+        (id, Err(RequestError::TimedOut { .. })) if id == ping
+    ));
+    assert!(
+        server.absorb(&mut conn).is_empty(),
+        "no cancellation before initialized"
+    );
+    server.send(&mut conn, later, init_response("2025-11-25"));
+    assert_eq!(server.absorb(&mut conn), [initialized()]);
+}
+
+#[test]
 fn request_with_null_id_is_reported_not_answered() {
     let now = Instant::now();
     let (mut conn, mut server) = handshake(now);
