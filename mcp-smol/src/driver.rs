@@ -1,6 +1,6 @@
 //! The driver: one future that owns the connection, the child and its pipes.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::process::ExitStatus;
@@ -38,6 +38,10 @@ impl std::fmt::Debug for Driver {
     }
 }
 
+/// How many bytes may wait for the server's stdin before we stop reading its stdout: far more
+/// than usual requests, so in practice only a server that has stopped reading meets it.
+const MAX_OUTGOING: usize = 64 * 1024 * 1024;
+
 /// After the server exits, how long its stdout and stderr may take to deliver what it wrote.
 const EXIT_DRAIN: Duration = Duration::from_millis(250);
 
@@ -47,6 +51,8 @@ pub(crate) fn start(
 ) -> Result<(Client, Driver), Error> {
     let (mut child, stderr) = process::spawn(command)?;
     let pid = child.id();
+    // From here on, any way out, an early error included, takes the whole group down.
+    let group_guard = GroupGuard(pid);
     let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
         return Err(Error::Spawn {
             program: command.program.clone(),
@@ -98,7 +104,7 @@ pub(crate) fn start(
         pid,
         stdout,
         stdin: Some(stdin),
-        outgoing: Vec::new(),
+        outgoing: VecDeque::new(),
         ops,
         shared: shared.clone(),
         options,
@@ -106,12 +112,12 @@ pub(crate) fn start(
         ready_waiters: Vec::new(),
         subscribers: Vec::new(),
         exit_status: None,
-        exit_watch: Box::pin(child_status),
+        exit_watch: Some(Box::pin(child_status)),
         timer: Timer::never(),
         timer_armed: None,
     };
     let main = async move {
-        let _group_guard = GroupGuard(pid);
+        let _group_guard = group_guard;
         let reason = driver.run().await;
         driver.shut_down(reason, stderr_closed).await;
         drop(done_sender);
@@ -147,8 +153,9 @@ struct Loop {
     stdout: ChildStdout,
     /// `None` once closed, or once the server stopped reading it.
     stdin: Option<ChildStdin>,
-    /// Bytes the core produced that the pipe has not taken yet.
-    outgoing: Vec<u8>,
+    /// Bytes the core produced that the pipe has not taken yet. A ring, so that taking the
+    /// front after each partial write costs nothing however large the backlog.
+    outgoing: VecDeque<u8>,
     ops: Receiver<Op>,
     shared: Arc<Shared>,
     options: Options,
@@ -156,7 +163,8 @@ struct Loop {
     ready_waiters: Vec<Reply<ServerInfo>>,
     subscribers: Vec<Sender<Notification>>,
     exit_status: Option<ExitStatus>,
-    exit_watch: Pin<Box<dyn Future<Output = std::io::Result<ExitStatus>> + Send>>,
+    /// `None` once it has fired: a finished future must not be polled again.
+    exit_watch: Option<Pin<Box<dyn Future<Output = std::io::Result<ExitStatus>> + Send>>>,
     /// One timer, re-armed only when the deadline moves earlier: a later deadline just costs
     /// one early wake-up, where re-arming on every turn would cost a reactor round trip each.
     timer: Timer,
@@ -170,7 +178,7 @@ impl Loop {
         let mut eof_deadline: Option<Instant> = None;
         loop {
             while let Some(line) = self.connection.poll_transmit() {
-                self.outgoing.extend_from_slice(&line);
+                self.outgoing.extend(&line);
             }
             // Usually the pipe takes it all at once; the rest waits for it to become writable.
             if !self.outgoing.is_empty() {
@@ -204,6 +212,7 @@ impl Loop {
                 }
                 Wake::Timeout => self.connection.handle_timeout(now),
                 Wake::Exited(status) => {
+                    self.exit_watch = None;
                     self.exit_status = status.ok();
                     // Orphans it left in the group must not keep stdout open.
                     process::signal_group(self.pid, Signal::TERM);
@@ -220,10 +229,18 @@ impl Loop {
             self.timer.set_at(deadline);
             self.timer_armed = Some(deadline);
         }
-        let read = async { Wake::Read(self.stdout.read(buffer).await) };
+        // A server that sends requests but never reads our answers must not grow our memory
+        // without bound: while the backlog is this large, its stdout waits.
+        let backlogged = self.outgoing.len() > MAX_OUTGOING;
+        let read = async {
+            if backlogged {
+                std::future::pending::<()>().await;
+            }
+            Wake::Read(self.stdout.read(buffer).await)
+        };
         let write = async {
             match (&mut self.stdin, self.outgoing.is_empty()) {
-                (Some(stdin), false) => Wake::Wrote(stdin.write(&self.outgoing).await),
+                (Some(stdin), false) => Wake::Wrote(stdin.write(self.outgoing.as_slices().0).await),
                 _ => std::future::pending().await,
             }
         };
@@ -239,13 +256,11 @@ impl Loop {
             *timer_armed = None;
             Wake::Timeout
         };
-        let exited = self.exit_status.is_some();
-        let exit_watch = &mut self.exit_watch;
-        let exit = async move {
-            if exited {
-                std::future::pending::<()>().await;
+        let exit = async {
+            match &mut self.exit_watch {
+                Some(exit_watch) => Wake::Exited(exit_watch.await),
+                None => std::future::pending().await,
             }
-            Wake::Exited(exit_watch.await)
         };
         // `race` picks fairly among ready futures, so a flooding server cannot starve timers.
         read.race(write).race(op).race(timeout).race(exit).await
@@ -253,7 +268,7 @@ impl Loop {
 
     async fn write_some(&mut self) -> std::io::Result<usize> {
         match &mut self.stdin {
-            Some(stdin) => stdin.write(&self.outgoing).await,
+            Some(stdin) => stdin.write(self.outgoing.as_slices().0).await,
             None => Ok(self.outgoing.len()),
         }
     }
@@ -303,9 +318,10 @@ impl Loop {
         };
         match sent {
             Ok(id) => _ = self.waiters.insert(id, reply),
-            // `Closed` cannot happen: the loop stops as soon as the connection closes.
-            Err(SendError::InvalidParams | SendError::Closed(_)) => {
-                _ = reply.try_send(Err(Error::InvalidParams));
+            Err(SendError::InvalidParams) => _ = reply.try_send(Err(Error::InvalidParams)),
+            // Not expected: the loop stops as soon as the connection closes.
+            Err(SendError::Closed(reason)) => {
+                _ = reply.try_send(Err(request_error(RequestError::Closed(reason))));
             }
         }
     }

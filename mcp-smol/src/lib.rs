@@ -102,7 +102,7 @@ pub enum Error {
     Cancelled,
     #[error("server sent an invalid response: {0}")]
     InvalidResponse(String),
-    #[error("params must be a JSON object")]
+    #[error("params must be a JSON object or array, and tool arguments an object")]
     InvalidParams,
     #[error(transparent)]
     Paging(#[from] proto::PageError),

@@ -5,11 +5,13 @@ use std::time::{Duration, Instant};
 use mcp_smol::{Error, ServerCommand};
 use serde_json::json;
 
-use crate::support::{assert_group_gone, close_and_check, echo_args, fixture, quick, start, text};
+use crate::support::{
+    assert_group_gone, bounded, close_and_check, echo_args, fixture, quick, start, text,
+};
 
 #[test]
 fn handshake_list_and_call() {
-    smol::block_on(async {
+    bounded(async {
         let client = start(&fixture("good", &["--page-size", "2"]), quick());
         let info = client.wait_ready().await.unwrap();
         assert_eq!(info.server.name, "mcp-fixture");
@@ -38,7 +40,7 @@ fn handshake_list_and_call() {
 
 #[test]
 fn tool_errors_and_protocol_errors_differ() {
-    smol::block_on(async {
+    bounded(async {
         let client = start(&fixture("good", &[]), quick());
         let failed = client
             .call_tool("fail", json!({"message": "nope"}))
@@ -61,7 +63,7 @@ fn tool_errors_and_protocol_errors_differ() {
 
 #[test]
 fn pipelined_calls_are_answered_in_any_order() {
-    smol::block_on(async {
+    bounded(async {
         let client = start(&fixture("good", &[]), quick());
         let tasks: Vec<_> = (0..64)
             .map(|i| {
@@ -86,7 +88,7 @@ fn pipelined_calls_are_answered_in_any_order() {
 fn timed_out_call_is_cancelled_on_the_server() {
     let log = std::env::temp_dir().join(format!("mcp-e2e-cancel-{}.log", std::process::id()));
     let _ = std::fs::remove_file(&log);
-    smol::block_on(async {
+    bounded(async {
         let log_arg = log.to_str().unwrap();
         let client = start(&fixture("good", &["--log-received", log_arg]), quick());
         let error = client
@@ -113,7 +115,7 @@ fn timed_out_call_is_cancelled_on_the_server() {
 
 #[test]
 fn progress_keeps_a_slow_call_alive() {
-    smol::block_on(async {
+    bounded(async {
         let client = start(&fixture("good", &[]), quick());
         let notifications = client.notifications().await;
         // 8 steps of 100 ms outlive a 400 ms timeout only because each step restarts it.
@@ -139,7 +141,7 @@ fn progress_keeps_a_slow_call_alive() {
 
 #[test]
 fn list_changed_is_surfaced() {
-    smol::block_on(async {
+    bounded(async {
         let client = start(&fixture("list-changed", &[]), quick());
         let notifications = client.notifications().await;
         client.call_tool("echo", echo_args("x")).await.unwrap();
@@ -153,7 +155,7 @@ fn list_changed_is_surfaced() {
 
 #[test]
 fn dropping_the_last_handle_shuts_the_server_down() {
-    let pid = smol::block_on(async {
+    let pid = bounded(async {
         let client = start(&fixture("good", &[]), quick());
         client.wait_ready().await.unwrap();
         let pid = client.pid();
@@ -177,7 +179,7 @@ fn spawn_errors_name_the_program() {
 
 #[test]
 fn env_and_cwd_reach_the_server() {
-    smol::block_on(async {
+    bounded(async {
         let dir = std::env::temp_dir();
         let script = format!(
             "test \"$MCP_E2E_VALUE\" = yes && test \"$(pwd)\" = {} && exec {} good",
@@ -200,7 +202,7 @@ fn env_and_cwd_reach_the_server() {
 /// Not a speed assertion: prints how long a 16 MiB result takes, for the closing note.
 #[test]
 fn sixteen_mib_result_arrives_whole() {
-    smol::block_on(async {
+    bounded(async {
         // The envelope makes the line a little longer than the payload.
         let options = mcp_smol::Options {
             max_line_len: 17 * 1024 * 1024,

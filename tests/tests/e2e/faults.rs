@@ -4,9 +4,8 @@
 use mcp_smol::proto::{CloseReason, Content, PageError};
 use mcp_smol::{Client, Error};
 use serde_json::{Value, json};
-use smol::future::FutureExt;
 
-use crate::support::{close_and_check, echo_args, fixture, quick, start, text};
+use crate::support::{bounded, close_and_check, echo_args, fixture, quick, start, text};
 
 /// A healthy server used beside the faulty one, to show it is unaffected.
 async fn healthy_neighbour() -> Client {
@@ -30,7 +29,7 @@ fn disconnect(error: Error) -> mcp_smol::Disconnect {
 
 #[test]
 fn never_answers_initialize() {
-    smol::block_on(async {
+    bounded(async {
         let neighbour = healthy_neighbour().await;
         let client = start(&fixture("silent", &[]), quick());
         let error = client.wait_ready().await.unwrap_err();
@@ -47,7 +46,7 @@ fn never_answers_initialize() {
 
 #[test]
 fn unsupported_versions_are_named() {
-    smol::block_on(async {
+    bounded(async {
         for offered in ["1999-01-01", "2026-07-28"] {
             let client = start(&fixture("bad-version", &["--version", offered]), quick());
             let error = client.wait_ready().await.unwrap_err();
@@ -67,7 +66,7 @@ fn unsupported_versions_are_named() {
 
 #[test]
 fn exit_during_handshake_reports_status_and_stderr() {
-    smol::block_on(async {
+    bounded(async {
         let neighbour = healthy_neighbour().await;
         let client = start(&fixture("exit-in-handshake", &[]), quick());
         let error = client.wait_ready().await.unwrap_err();
@@ -97,31 +96,24 @@ fn calls_queued_when_the_server_dies_are_all_answered() {
     let mut calls: Vec<_> = (0..2000)
         .map(|i| Box::pin(client.call_tool("echo", echo_args(&i.to_string()))))
         .collect();
-    smol::block_on(async {
+    bounded(async {
         // One poll sends each call into the driver's queue; the driver has not run yet, and
         // when it does, the server's EOF is ready from its first turn.
         for call in &mut calls {
             assert!(smol::future::poll_once(call).await.is_none());
         }
         smol::spawn(driver).detach();
-        let answered = async {
-            for call in calls {
-                let disconnect = disconnect(call.await.unwrap_err());
-                assert_eq!(disconnect.exit_status.and_then(|s| s.code()), Some(7));
-            }
-        };
-        let stuck = async {
-            smol::Timer::after(std::time::Duration::from_secs(30)).await;
-            panic!("a queued call was never answered");
-        };
-        answered.or(stuck).await;
+        for call in calls {
+            let disconnect = disconnect(call.await.unwrap_err());
+            assert_eq!(disconnect.exit_status.and_then(|s| s.code()), Some(7));
+        }
         close_and_check(&client).await;
     });
 }
 
 #[test]
 fn exit_mid_call_fails_pending_and_later_calls() {
-    smol::block_on(async {
+    bounded(async {
         let neighbour = healthy_neighbour().await;
         let client = start(&fixture("exit-mid-call", &[]), quick());
         client.wait_ready().await.unwrap();
@@ -146,19 +138,22 @@ fn exit_mid_call_fails_pending_and_later_calls() {
 
 #[test]
 fn closed_stdout_with_a_live_process() {
-    smol::block_on(async {
+    bounded(async {
+        let neighbour = healthy_neighbour().await;
         let client = start(&fixture("close-stdout", &[]), quick());
         client.wait_ready().await.unwrap();
         let error = client.call_tool("echo", echo_args("a")).await.unwrap_err();
         assert!(error.to_string().contains("closed its stdout"), "{error}");
         // The process still runs: close must terminate it.
         close_and_check(&client).await;
+        assert_neighbour_works(&neighbour).await;
     });
 }
 
 #[test]
 fn server_ignoring_sigterm_is_killed() {
-    smol::block_on(async {
+    bounded(async {
+        let neighbour = healthy_neighbour().await;
         let client = start(&fixture("ignore-sigterm", &[]), quick());
         client.wait_ready().await.unwrap();
         let result = client.call_tool("echo", echo_args("x")).await.unwrap();
@@ -172,12 +167,13 @@ fn server_ignoring_sigterm_is_killed() {
         let result = client.call_tool("echo", echo_args("y")).await.unwrap();
         assert_eq!(text(&result), "y");
         close_and_check(&client).await;
+        assert_neighbour_works(&neighbour).await;
     });
 }
 
 #[test]
 fn grandchildren_do_not_survive() {
-    smol::block_on(async {
+    bounded(async {
         let client = start(&fixture("grandchildren", &[]), quick());
         client.wait_ready().await.unwrap();
         assert_eq!(
@@ -195,7 +191,7 @@ fn grandchildren_do_not_survive() {
 
 #[test]
 fn shell_wrapper_like_npx_leaves_nothing() {
-    smol::block_on(async {
+    bounded(async {
         // `sh -c` without exec: the fixture is a grandchild of ours, as under npx.
         let script = format!("{} good; echo done", crate::support::FIXTURE);
         let command = mcp_smol::ServerCommand::new("sh").args(["-c", &script]);
@@ -211,7 +207,8 @@ fn shell_wrapper_like_npx_leaves_nothing() {
 /// Modes whose noise must be skipped while calls keep working.
 #[test]
 fn noisy_servers_keep_working() {
-    smol::block_on(async {
+    bounded(async {
+        let neighbour = healthy_neighbour().await;
         let modes: &[(&str, &[&str])] = &[
             ("noisy-stdout", &[]),
             ("invalid-utf8", &[]),
@@ -236,12 +233,13 @@ fn noisy_servers_keep_working() {
             }
             close_and_check(&client).await;
         }
+        assert_neighbour_works(&neighbour).await;
     });
 }
 
 #[test]
 fn flooded_stderr_is_drained_and_kept() {
-    smol::block_on(async {
+    bounded(async {
         let client = start(&fixture("flood-stderr", &[]), quick());
         for _ in 0..20 {
             client.call_tool("echo", echo_args("x")).await.unwrap();
@@ -254,7 +252,7 @@ fn flooded_stderr_is_drained_and_kept() {
 
 #[test]
 fn partial_line_then_stall_times_out() {
-    smol::block_on(async {
+    bounded(async {
         let options = mcp_smol::Options {
             request_timeout: std::time::Duration::from_millis(500),
             ..quick()
@@ -269,7 +267,7 @@ fn partial_line_then_stall_times_out() {
 
 #[test]
 fn out_of_order_answers_reach_their_callers() {
-    smol::block_on(async {
+    bounded(async {
         let client = start(&fixture("out-of-order", &[]), quick());
         let calls = ["a", "b", "c"].map(|said| {
             let client = client.clone();
@@ -302,7 +300,7 @@ async fn report_of(client: &Client, count: usize) -> Vec<Value> {
 
 #[test]
 fn server_requests_are_refused_with_their_ids() {
-    smol::block_on(async {
+    bounded(async {
         let client = start(&fixture("server-requests", &[]), quick());
         let answers = report_of(&client, 4).await;
         let ids: Vec<&Value> = answers.iter().map(|a| &a["id"]).collect();
@@ -320,7 +318,7 @@ fn server_requests_are_refused_with_their_ids() {
 
 #[test]
 fn pings_from_the_server_are_answered() {
-    smol::block_on(async {
+    bounded(async {
         let client = start(&fixture("ping-client", &[]), quick());
         let answers = report_of(&client, 2).await;
         assert_eq!(
@@ -334,7 +332,7 @@ fn pings_from_the_server_are_answered() {
 
 #[test]
 fn odd_request_ids() {
-    smol::block_on(async {
+    bounded(async {
         let client = start(&fixture("odd-ids", &[]), quick());
         let answers = report_of(&client, 3).await;
         // The null-id request is reported locally and never answered.
@@ -348,7 +346,7 @@ fn odd_request_ids() {
 
 #[test]
 fn rich_and_unknown_content_decodes() {
-    smol::block_on(async {
+    bounded(async {
         let client = start(&fixture("good", &[]), quick());
         let result = client.call_tool("rich", json!({})).await.unwrap();
         let kinds: Vec<&str> = (result.content.iter())
@@ -379,7 +377,7 @@ fn rich_and_unknown_content_decodes() {
 
 #[test]
 fn repeated_cursor_stops_the_listing() {
-    smol::block_on(async {
+    bounded(async {
         let client = start(&fixture("repeat-cursor", &[]), quick());
         let error = client.list_tools().await.unwrap_err();
         assert_eq!(

@@ -24,6 +24,17 @@ pub(crate) fn quick() -> Options {
     }
 }
 
+/// Runs a test body on smol, failing it (rather than hanging the suite) if it outlives 60 s:
+/// every case sets budgets of a few seconds, so only a lost wake-up can take that long.
+pub(crate) fn bounded<T>(body: impl std::future::Future<Output = T>) -> T {
+    use smol::future::FutureExt;
+    let watchdog = async {
+        smol::Timer::after(Duration::from_secs(60)).await;
+        panic!("the test did not finish within 60 s: something waits forever");
+    };
+    smol::block_on(body.or(watchdog))
+}
+
 /// Starts a server with its driver on smol's executor, without waiting for the handshake.
 pub(crate) fn start(command: &ServerCommand, options: Options) -> Client {
     let (client, driver) = mcp_smol::start(command, options).expect("spawn fixture");
