@@ -599,9 +599,9 @@ fn parse_initialize_result(result: Value) -> Result<ServerInfo, CloseReason> {
         });
     }
     // `serverInfo` and `capabilities` are required by the spec, but a server that forgets them
-    // is still usable, so only a wrong type is fatal.
+    // is still usable, so only a wrong type is fatal (`null` counts as missing).
     let server = match result.remove("serverInfo") {
-        None => Implementation {
+        None | Some(Value::Null) => Implementation {
             name: String::new(),
             version: String::new(),
             title: None,
@@ -610,7 +610,7 @@ fn parse_initialize_result(result: Value) -> Result<ServerInfo, CloseReason> {
             .map_err(|error| invalid(&format!("`serverInfo`: {error}")))?,
     };
     let capabilities = match result.remove("capabilities") {
-        None => json!({}),
+        None | Some(Value::Null) => json!({}),
         Some(capabilities @ Value::Object(_)) => capabilities,
         Some(_) => return Err(invalid("`capabilities` is not an object")),
     };

@@ -35,9 +35,17 @@ pub struct ServerInfo {
 #[serde(rename_all = "camelCase")]
 pub struct Tool {
     pub name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "string_or_none",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub title: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "string_or_none",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub description: Option<String>,
     /// JSON Schema of the arguments; `{}` when the server sent none.
     #[serde(default = "empty_object")]
@@ -56,8 +64,11 @@ fn empty_object() -> Value {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListToolsResult {
+    /// The tools that could be read; an entry without a string `name` is left out rather than
+    /// failing the page.
+    #[serde(deserialize_with = "readable_tools")]
     pub tools: Vec<Tool>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "string_or_none")]
     pub next_cursor: Option<String>,
 }
 
@@ -72,11 +83,11 @@ impl ListToolsResult {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CallToolResult {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub content: Vec<Content>,
     #[serde(default)]
     pub structured_content: Option<Value>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub is_error: bool,
 }
 
@@ -84,6 +95,28 @@ impl CallToolResult {
     pub fn from_value(value: Value) -> Result<Self, serde_json::Error> {
         serde_json::from_value(value)
     }
+}
+
+/// Optional text the server may send as anything: only a string counts.
+fn string_or_none<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
+    match Value::deserialize(deserializer)? {
+        Value::String(text) => Ok(Some(text)),
+        _ => Ok(None),
+    }
+}
+
+fn null_as_default<'de, D: Deserializer<'de>, T: Default + Deserialize<'de>>(
+    deserializer: D,
+) -> Result<T, D::Error> {
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
+}
+
+fn readable_tools<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<Tool>, D::Error> {
+    let entries = Vec::<Value>::deserialize(deserializer)?;
+    let tools = entries
+        .into_iter()
+        .filter_map(|entry| serde_json::from_value(entry).ok());
+    Ok(tools.collect())
 }
 
 /// One item of a tool result's `content`.
@@ -316,6 +349,28 @@ mod tests {
                 Content::Unknown(json!("not even an object")),
             ]
         );
+    }
+
+    #[test]
+    fn odd_members_are_data_not_failures() {
+        let result = json!({"content": null, "isError": null, "structuredContent": null});
+        let result = CallToolResult::from_value(result).unwrap();
+        assert_eq!((result.content.len(), result.is_error), (0, false));
+        let page = json!({
+            "tools": [
+                {"name": "ok", "description": 7, "title": null},
+                {"description": "no name"},
+                {"name": 5},
+                "not a tool",
+                {"name": "also.ok", "inputSchema": {"type": "object"}}
+            ],
+            "nextCursor": 12
+        });
+        let page = ListToolsResult::from_value(page).unwrap();
+        let names: Vec<&str> = page.tools.iter().map(|tool| tool.name.as_str()).collect();
+        assert_eq!(names, ["ok", "also.ok"]);
+        assert_eq!(page.tools[0].description, None);
+        assert_eq!(page.next_cursor, None);
     }
 
     #[test]

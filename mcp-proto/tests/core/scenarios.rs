@@ -142,6 +142,27 @@ fn malformed_initialize_results_close() {
 }
 
 #[test]
+fn missing_or_null_server_info_and_capabilities_still_connect() {
+    for result in [
+        json!({"protocolVersion": "2025-06-18"}),
+        json!({"protocolVersion": "2025-06-18", "serverInfo": null, "capabilities": null}),
+    ] {
+        let now = Instant::now();
+        let mut conn = Connection::new(now, Config::default());
+        let _ = conn.poll_transmit();
+        let answer = json!({"jsonrpc": "2.0", "id": 1, "result": result});
+        FakeServer::default().send(&mut conn, now, answer);
+        let Some(Event::Ready(info)) = conn.poll_event() else {
+            panic!("not ready with {result}");
+        };
+        assert_eq!(
+            (info.server.name.as_str(), &info.capabilities),
+            ("", &json!({}))
+        );
+    }
+}
+
+#[test]
 fn handshake_timeout_closes_at_the_deadline() {
     let start = Instant::now();
     let mut conn = Connection::new(start, Config::default());
