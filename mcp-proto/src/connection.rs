@@ -272,7 +272,8 @@ impl Connection {
     // ----- commands -----
 
     /// Sends a request with the default timeout. `params`, if given, must be an object or an
-    /// array. A `params._meta.progressToken`, if present, lets progress extend the deadline.
+    /// array. A `params._meta.progressToken`, if present, lets progress extend the deadline; it
+    /// must not be the token of another pending request ([`SendError::ProgressTokenInUse`]).
     pub fn request(
         &mut self,
         now: Instant,
@@ -298,7 +299,6 @@ impl Connection {
             return Err(SendError::InvalidParams);
         }
         let id = self.next_id;
-        self.next_id += 1;
         let token = params
             .as_ref()
             .and_then(|p| p.get("_meta")?.get("progressToken"));
@@ -306,9 +306,15 @@ impl Connection {
             Some(own) if own == id => ProgressToken::OwnId,
             _ => ProgressToken::Other(token.to_string()),
         });
-        if let Some(ProgressToken::Other(token)) = &progress_token {
-            self.progress_tokens.insert(token.clone(), id);
+        if let Some(ProgressToken::Other(text)) = &progress_token {
+            let owner = token.and_then(Value::as_u64);
+            let owned_by_a_call = owner.is_some_and(|owner| self.owns_its_id_as_token(owner));
+            if owned_by_a_call || self.progress_tokens.contains_key(text) {
+                return Err(SendError::ProgressTokenInUse);
+            }
+            self.progress_tokens.insert(text.clone(), id);
         }
+        self.next_id += 1;
         let bytes = jsonrpc::request(id, method, params);
         // Before the handshake ends, only pings may be written.
         let held = if matches!(self.state, State::Ready { .. }) || method == "ping" {
@@ -471,17 +477,22 @@ impl Connection {
         let Some(token) = params.and_then(|params| params.get("progressToken")) else {
             return;
         };
-        let own = token.as_u64().filter(|id| {
-            let pending = self.pending.get(id);
-            pending.is_some_and(|p| p.progress_token == Some(ProgressToken::OwnId))
-        });
-        let pending_id = own.or_else(|| self.progress_tokens.get(&token.to_string()).copied());
+        // A caller's own token wins over a call's id that happens to equal it.
+        let other = self.progress_tokens.get(&token.to_string()).copied();
+        let own = || token.as_u64().filter(|&id| self.owns_its_id_as_token(id));
+        let pending_id = other.or_else(own);
         let Some(pending) = pending_id.and_then(|id| self.pending.get_mut(&id)) else {
             return;
         };
         let limit = self.config.max_request_time.max(pending.timeout);
         let hard_deadline = deadline_after(pending.started, limit);
         pending.deadline = deadline_after(now, pending.timeout).min(hard_deadline);
+    }
+
+    /// Whether pending request `id` uses its own id as its progress token.
+    fn owns_its_id_as_token(&self, id: u64) -> bool {
+        let pending = self.pending.get(&id);
+        pending.is_some_and(|p| p.progress_token == Some(ProgressToken::OwnId))
     }
 
     fn handle_response(&mut self, now: Instant, id: &Value, result: Result<Value, ResponseError>) {

@@ -128,6 +128,9 @@ pub enum SendError {
     Closed(CloseReason),
     /// JSON-RPC `params` must be an object or an array.
     InvalidParams,
+    /// `params._meta.progressToken` is already the token of a pending request, so progress
+    /// could not be told apart.
+    ProgressTokenInUse,
 }
 
 impl fmt::Display for SendError {
@@ -135,6 +138,9 @@ impl fmt::Display for SendError {
         match self {
             Self::Closed(reason) => write!(f, "connection closed: {reason}"),
             Self::InvalidParams => f.write_str("params must be a JSON object or array"),
+            Self::ProgressTokenInUse => {
+                f.write_str("progressToken is already used by a pending request")
+            }
         }
     }
 }

@@ -319,6 +319,9 @@ impl Loop {
         match sent {
             Ok(id) => _ = self.waiters.insert(id, reply),
             Err(SendError::InvalidParams) => _ = reply.try_send(Err(Error::InvalidParams)),
+            Err(SendError::ProgressTokenInUse) => {
+                _ = reply.try_send(Err(Error::ProgressTokenInUse));
+            }
             // Not expected: the loop stops as soon as the connection closes.
             Err(SendError::Closed(reason)) => {
                 _ = reply.try_send(Err(request_error(RequestError::Closed(reason))));

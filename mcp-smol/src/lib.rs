@@ -104,6 +104,8 @@ pub enum Error {
     InvalidResponse(String),
     #[error("params must be a JSON object or array, and tool arguments an object")]
     InvalidParams,
+    #[error("progressToken is already used by a pending request")]
+    ProgressTokenInUse,
     #[error(transparent)]
     Paging(#[from] proto::PageError),
 }

@@ -710,6 +710,24 @@ fn progress_with_an_unknown_token_changes_nothing() {
 }
 
 #[test]
+fn a_progress_token_in_use_is_refused() {
+    let start = Instant::now();
+    let (mut conn, _server) = handshake(start);
+    let call = conn.call_tool(start, "x", json!({})).unwrap();
+    let with_token = |token: Value| Some(json!({"_meta": {"progressToken": token}}));
+    let first = conn.request(start, "m", with_token(json!("job"))).unwrap();
+    for token in [json!("job"), json!(call.0)] {
+        assert_eq!(
+            conn.request(start, "m", with_token(token)),
+            Err(SendError::ProgressTokenInUse)
+        );
+    }
+    // Once the first request ends, its token is free again.
+    conn.cancel(start, first);
+    assert!(conn.request(start, "m", with_token(json!("job"))).is_ok());
+}
+
+#[test]
 fn deadline_never_in_the_past_after_handle_timeout() {
     let start = Instant::now();
     let (mut conn, _) = handshake(start);
