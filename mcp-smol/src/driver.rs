@@ -112,6 +112,7 @@ pub(crate) fn start(
         ready_waiters: Vec::new(),
         subscribers: Vec::new(),
         exit_status: None,
+        last_skipped: None,
         exit_watch: Some(Box::pin(child_status)),
         timer: Timer::never(),
         timer_armed: None,
@@ -163,6 +164,8 @@ struct Loop {
     ready_waiters: Vec<Reply<ServerInfo>>,
     subscribers: Vec<Sender<Notification>>,
     exit_status: Option<ExitStatus>,
+    /// Why the last skipped stdout line was skipped, for the disconnect report.
+    last_skipped: Option<String>,
     /// `None` once it has fired: a finished future must not be polled again.
     exit_watch: Option<Pin<Box<dyn Future<Output = std::io::Result<ExitStatus>> + Send>>>,
     /// One timer, re-armed only when the deadline moves earlier: a later deadline just costs
@@ -352,7 +355,8 @@ impl Loop {
                     |s| !matches!(s.try_send(notification.clone()), Err(e) if e.is_closed()),
                 );
             }
-            Event::Malformed(_) | Event::Closed(_) => {}
+            Event::Malformed(error) => self.last_skipped = Some(error.to_string()),
+            Event::Closed(_) => {}
         }
     }
 
@@ -387,6 +391,8 @@ impl Loop {
                 .lock()
                 .map(|t| t.lines())
                 .unwrap_or_default(),
+            skipped_lines: self.connection.stats().malformed_lines,
+            last_skipped: self.last_skipped.take(),
         };
         let _ = self.shared.disconnect.set(disconnect.clone());
         let error = Error::Disconnected(disconnect);
@@ -457,10 +463,6 @@ fn request_error(error: RequestError) -> Error {
         RequestError::InvalidResponse(detail) => Error::InvalidResponse(detail),
         RequestError::TimedOut { after } => Error::TimedOut { after },
         RequestError::Cancelled => Error::Cancelled,
-        RequestError::Closed(reason) => Error::Disconnected(Disconnect {
-            reason,
-            exit_status: None,
-            stderr: Vec::new(),
-        }),
+        RequestError::Closed(reason) => Error::Disconnected(Disconnect::bare(reason)),
     }
 }

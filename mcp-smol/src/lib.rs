@@ -129,16 +129,27 @@ pub struct Disconnect {
     pub exit_status: Option<std::process::ExitStatus>,
     /// The last lines of the server's stderr.
     pub stderr: Vec<String>,
+    /// How many stdout lines were skipped as not JSON-RPC (banners, logs, broken lines).
+    pub skipped_lines: u64,
+    /// Why the last of them was skipped.
+    pub last_skipped: Option<String>,
 }
 
 impl Disconnect {
-    /// What is known when the driver future was dropped before it could record an ending.
-    fn driver_dropped() -> Self {
+    /// A disconnect known only by its reason.
+    fn bare(reason: CloseReason) -> Self {
         Self {
-            reason: CloseReason::Local,
+            reason,
             exit_status: None,
             stderr: Vec::new(),
+            skipped_lines: 0,
+            last_skipped: None,
         }
+    }
+
+    /// What is known when the driver future was dropped before it could record an ending.
+    fn driver_dropped() -> Self {
+        Self::bare(CloseReason::Local)
     }
 }
 
@@ -148,6 +159,11 @@ impl fmt::Display for Disconnect {
             (CloseReason::Eof, Some(status)) => write!(f, "server exited ({status})")?,
             (CloseReason::Eof, None) => f.write_str("server closed its stdout")?,
             (reason, _) => write!(f, "{reason}")?,
+        }
+        // Noise on stdout often explains a failed start: a server logging to the wrong stream.
+        if let Some(last) = &self.last_skipped {
+            let count = self.skipped_lines;
+            write!(f, "; {count} stdout line(s) skipped, the last: {last}")?;
         }
         if !self.stderr.is_empty() {
             f.write_str("; last stderr lines:")?;

@@ -112,6 +112,22 @@ fn calls_queued_when_the_server_dies_are_all_answered() {
 }
 
 #[test]
+fn noise_on_stdout_is_named_when_the_server_fails() {
+    bounded(async {
+        let script = "echo 'Listening on stdio...'; echo 'bad config' >&2; exit 2";
+        let command = mcp_smol::ServerCommand::new("sh").args(["-c", script]);
+        let client = start(&command, quick());
+        let error = client.wait_ready().await.unwrap_err();
+        let message = error.to_string();
+        let disconnect = disconnect(error);
+        assert_eq!(disconnect.skipped_lines, 1);
+        assert!(message.contains("Listening on stdio..."), "{message}");
+        assert!(message.contains("bad config"), "{message}");
+        close_and_check(&client).await;
+    });
+}
+
+#[test]
 fn exit_mid_call_fails_pending_and_later_calls() {
     bounded(async {
         let neighbour = healthy_neighbour().await;
