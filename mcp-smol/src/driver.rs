@@ -395,7 +395,7 @@ impl Loop {
             last_skipped: self.last_skipped.take(),
         };
         let _ = self.shared.disconnect.set(disconnect.clone());
-        let error = Error::Disconnected(disconnect);
+        let error = Error::Disconnected(Box::new(disconnect));
         self.refuse_operations(&error);
         for waiter in self.ready_waiters.drain(..) {
             let _ = waiter.try_send(Err(error.clone()));
@@ -453,7 +453,7 @@ impl Drop for Loop {
     fn drop(&mut self) {
         let disconnect = self.shared.disconnect.get().cloned();
         let disconnect = disconnect.unwrap_or_else(Disconnect::driver_dropped);
-        self.refuse_operations(&Error::Disconnected(disconnect));
+        self.refuse_operations(&Error::Disconnected(Box::new(disconnect)));
     }
 }
 
@@ -463,6 +463,6 @@ fn request_error(error: RequestError) -> Error {
         RequestError::InvalidResponse(detail) => Error::InvalidResponse(detail),
         RequestError::TimedOut { after } => Error::TimedOut { after },
         RequestError::Cancelled => Error::Cancelled,
-        RequestError::Closed(reason) => Error::Disconnected(Disconnect::bare(reason)),
+        RequestError::Closed(reason) => Error::Disconnected(Box::new(Disconnect::bare(reason))),
     }
 }

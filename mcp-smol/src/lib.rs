@@ -93,7 +93,7 @@ pub enum Error {
     Spawn { program: String, reason: String },
     /// The connection is over; every call fails with this from then on.
     #[error("{0}")]
-    Disconnected(Disconnect),
+    Disconnected(Box<Disconnect>),
     #[error("server returned an error: {0}")]
     Remote(RpcError),
     #[error("no response within {:.1}s", after.as_secs_f64())]
@@ -386,8 +386,7 @@ impl Client {
             return result;
         }
         // The driver has stopped: it recorded why before it did, unless it was dropped.
-        Err(Error::Disconnected(
-            self.disconnect().unwrap_or_else(Disconnect::driver_dropped),
-        ))
+        let disconnect = self.disconnect().unwrap_or_else(Disconnect::driver_dropped);
+        Err(Error::Disconnected(Box::new(disconnect)))
     }
 }

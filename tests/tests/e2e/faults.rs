@@ -22,7 +22,7 @@ async fn assert_neighbour_works(neighbour: &Client) {
 
 fn disconnect(error: Error) -> mcp_smol::Disconnect {
     match error {
-        Error::Disconnected(disconnect) => disconnect,
+        Error::Disconnected(disconnect) => *disconnect,
         other => panic!("expected a disconnect, got {other:?}"),
     }
 }
