@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use crate::config::{Entry, Server, ServerSpec, Source};
 use crate::exit::{Exit, Failure};
 use crate::output::{self, Stdout};
+use crate::running::Running;
 use crate::spinner::Spinner;
 use crate::{arguments, logs, names};
 
@@ -20,6 +21,8 @@ pub(crate) struct Context {
     pub(crate) timeout: Option<Duration>,
     pub(crate) log_dir: std::path::PathBuf,
     pub(crate) out: Stdout,
+    /// Every server started so far, for a stop signal to take down.
+    pub(crate) running: Running,
 }
 
 impl Context {
@@ -71,10 +74,10 @@ impl Context {
 }
 
 async fn start(ctx: &Context, spec: &ServerSpec) -> Result<Client, Failure> {
-    let spinner = Spinner::start(format!("starting {}", spec.name));
-    let client = mcp_smol::connect(&spec.command, ctx.options(spec)).await;
-    drop(spinner);
-    client.map_err(|error| Failure::server(&spec.name, &error))
+    let _spinner = Spinner::start(format!("starting {}", spec.name));
+    (ctx.running)
+        .connect(&spec.name, &spec.command, ctx.options(spec))
+        .await
 }
 
 // ----- call -----
@@ -86,13 +89,16 @@ pub(crate) async fn call(
     args_json: Option<&str>,
 ) -> Result<Exit, Failure> {
     let (server, tool, pairs) = split_target(ctx, target, rest)?;
-    let base = args_json.map(read_args_json).transpose()?;
+    let base = match args_json {
+        Some(text) => Some(read_args_json(text).await?),
+        None => None,
+    };
     // Syntax errors in the pairs are found before any server starts.
     arguments::build(&json!({}), None, pairs).map_err(|e| Failure::usage(e.0))?;
     let spec = ctx.enabled(&server)?.clone();
     let client = start(ctx, &spec).await?;
     let result = call_on(ctx, &client, &spec.name, &tool, base, pairs).await;
-    client.close().await;
+    ctx.running.close(&client).await;
     let result = result?;
     if ctx.json {
         ctx.out.line(&result.1.to_string());
@@ -132,13 +138,15 @@ fn split_target<'a>(
     }
 }
 
-fn read_args_json(text: &str) -> Result<Value, Failure> {
+async fn read_args_json(text: &str) -> Result<Value, Failure> {
     let text = if text == "-" {
-        let mut input = String::new();
-        std::io::stdin()
-            .read_to_string(&mut input)
-            .map_err(|e| Failure::usage(format!("--args -: cannot read stdin: {e}")))?;
-        input
+        // Off the executor's thread, so that Ctrl-C is still noticed while stdin is awaited.
+        let read = smol::unblock(|| {
+            let mut input = String::new();
+            std::io::stdin().read_to_string(&mut input).map(|_| input)
+        });
+        read.await
+            .map_err(|e| Failure::usage(format!("--args -: cannot read stdin: {e}")))?
     } else {
         text.to_owned()
     };
@@ -308,13 +316,12 @@ async fn list_in_parallel(
         .map(|spec| {
             let options = ctx.options(spec);
             let spec = spec.clone();
+            let running = ctx.running.clone();
             smol::spawn(async move {
-                let client = mcp_smol::connect(&spec.command, options)
-                    .await
-                    .map_err(|e| Failure::server(&spec.name, &e))?;
+                let client = running.connect(&spec.name, &spec.command, options).await?;
                 let tools = client.list_tools().await;
                 let pid = client.pid();
-                client.close().await;
+                running.close(&client).await;
                 let tools = tools.map_err(|e| Failure::server(&spec.name, &e))?;
                 Ok((tools, pid))
             })

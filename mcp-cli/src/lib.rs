@@ -11,14 +11,18 @@ pub mod exit;
 pub mod logs;
 pub mod names;
 pub mod output;
+mod running;
 mod spinner;
 
 use std::ffi::OsString;
 
+use async_signal::{Signal, Signals};
 use clap::Parser;
+use smol::stream::StreamExt;
 
 use crate::commands::Context;
 use crate::exit::{Exit, Failure};
+use crate::running::Running;
 
 /// Runs one command line; returns the process exit code (DESIGN §5.3).
 pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
@@ -41,18 +45,60 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
         timeout: cli.timeout,
         log_dir: logs::log_dir(&env),
         out: output::Stdout::default(),
+        running: Running::default(),
     };
-    let outcome = load_servers(&cli, &env).and_then(|servers| {
+    // Watch before any server starts, so that none can outlive a signal.
+    let signals = match Signals::new([Signal::Int, Signal::Term, Signal::Hup]) {
+        Ok(signals) => signals,
+        // Only when out of file descriptors, where no server could start either.
+        Err(error) => {
+            let failure = Failure {
+                exit: Exit::Server,
+                message: format!("cannot watch for Ctrl-C, SIGTERM and SIGHUP: {error}"),
+            };
+            commands::report(&ctx, &failure);
+            return failure.exit.code();
+        }
+    };
+    let outcome = load_servers(&cli, &env).map(|servers| {
         ctx.servers = servers;
-        smol::block_on(dispatch(&mut ctx, cli.command))
+        smol::block_on(until_signal(&mut ctx, cli.command, signals))
     });
     match outcome {
-        Ok(exit) => exit.code(),
-        Err(failure) => {
+        Ok(Ending::Done(Ok(exit))) => exit.code(),
+        Ok(Ending::Done(Err(failure))) | Err(failure) => {
             commands::report(&ctx, &failure);
             failure.exit.code()
         }
+        // The shells' convention for a process ended by a signal.
+        Ok(Ending::Signal(signal)) => 128 + signal as i32,
     }
+}
+
+enum Ending {
+    Done(Result<Exit, Failure>),
+    Signal(Signal),
+}
+
+/// Runs the command unless SIGINT, SIGTERM or SIGHUP comes first; then the command is dropped
+/// where it stands and every server it started is stopped before we return.
+async fn until_signal(ctx: &mut Context, command: cli::Command, mut signals: Signals) -> Ending {
+    let running = ctx.running.clone();
+    let done = async { Ending::Done(dispatch(ctx, command).await) };
+    let signalled = async {
+        while let Some(signal) = signals.next().await {
+            if let Ok(signal) = signal {
+                return Ending::Signal(signal);
+            }
+        }
+        std::future::pending().await
+    };
+    // The command is dropped as soon as a signal wins, so it prints nothing more.
+    let ending = smol::future::or(done, signalled).await;
+    if matches!(ending, Ending::Signal(_)) {
+        running.stop_all().await;
+    }
+    ending
 }
 
 async fn dispatch(ctx: &mut Context, command: cli::Command) -> Result<Exit, Failure> {

@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use crate::support::{FIXTURE, Scratch, fixture_block};
+use crate::support::{FIXTURE, Scratch, assert_group_gone, fixture_block};
 
 /// A scratch folder whose `.mcp-cli.toml` names the fixture as `fx` (and more, if given).
 fn project(name: &str, extra: &str) -> Scratch {
@@ -455,4 +455,168 @@ fn logs_keep_each_servers_stderr_privately() {
         "{}",
         run.stderr
     );
+}
+
+impl Scratch {
+    /// `mcp-cli args` in this folder's isolated environment (the one `cli` gives it), for tests
+    /// that need the running process rather than only its output.
+    fn command(&self, args: &[&str]) -> std::process::Command {
+        let mut command = std::process::Command::new(crate::support::cli_binary());
+        command
+            .args(args)
+            .current_dir(&self.0)
+            .env("XDG_STATE_HOME", self.0.join("state"))
+            .env("XDG_CONFIG_HOME", self.0.join("config-home"))
+            .env("MCP_CLI_NPM_PREFIX", self.0.join("no-npm"))
+            .env_remove("MCP_CLI_CONFIG")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        command
+    }
+}
+
+/// Polls until `ready` holds; false if it never does, so a test fails instead of hanging.
+fn eventually(mut ready: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !ready() {
+        if std::time::Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    true
+}
+
+/// The pids whose parent is `pid`, from `/proc`.
+fn children_of(pid: u32) -> Vec<u32> {
+    let entries = std::fs::read_dir("/proc").unwrap();
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let child: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+            // Fields after the parenthesised command: state, ppid, ...
+            let (_, after_command) = stat.rsplit_once(')')?;
+            let parent: u32 = after_command.split_whitespace().nth(1)?.parse().ok()?;
+            (parent == pid).then_some(child)
+        })
+        .collect()
+}
+
+/// How mcp-cli ended on a signal, and the server processes it had.
+struct Stopped {
+    code: Option<i32>,
+    stderr: String,
+    /// The servers' process groups; whatever is left in them is killed when this is dropped.
+    groups: Vec<u32>,
+    /// How many processes those groups held when the signal was sent.
+    members: usize,
+}
+
+impl Drop for Stopped {
+    /// A failed test must not leave servers running for the rest of the suite.
+    fn drop(&mut self) {
+        for group in self.groups.iter().filter(|&&g| mcp_tests::group_alive(g)) {
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", "--", &format!("-{group}")])
+                .status();
+        }
+    }
+}
+
+/// Runs `mcp-cli args` against fixtures `(name, mode)` that log what they receive, waits until
+/// each has received a `method` request, then sends `signal` to mcp-cli.
+fn signal_while_running(
+    servers: &[(&str, &str)],
+    args: &[&str],
+    method: &str,
+    signal: &str,
+) -> Stopped {
+    let dir = Scratch::new(&format!("signal-{signal}-{}", servers[0].1));
+    let mut config = String::new();
+    for (name, mode) in servers {
+        let log = dir.0.join(format!("{name}.received"));
+        config.push_str(&format!(
+            "[mcp.{name}]\ncommand = {FIXTURE:?}\nargs = [{mode:?}, \"--log-received\", {log:?}]\n"
+        ));
+    }
+    dir.write(".mcp-cli.toml", &config);
+    let mut cli = dir.command(args).spawn().unwrap();
+    let received = |name: &str| {
+        let log = std::fs::read_to_string(dir.0.join(format!("{name}.received")));
+        log.is_ok_and(|log| log.contains(&format!("\"method\":\"{method}\"")))
+    };
+    for (name, _) in servers {
+        assert!(
+            eventually(|| received(name)),
+            "{name} never received {method}"
+        );
+    }
+    let groups = children_of(cli.id());
+    assert_eq!(groups.len(), servers.len(), "servers: {groups:?}");
+    let members = groups
+        .iter()
+        .map(|&g| mcp_tests::group_members(g).len())
+        .sum();
+    let status = std::process::Command::new("kill")
+        .args([&format!("-{signal}"), &cli.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mut stopped = Stopped {
+        code: None,
+        stderr: String::new(),
+        groups,
+        members,
+    };
+    let exited = eventually(|| cli.try_wait().unwrap().is_some());
+    if !exited {
+        let _ = cli.kill();
+    }
+    let output = cli.wait_with_output().unwrap();
+    stopped.code = output.status.code();
+    stopped.stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "",
+        "{}",
+        stopped.stderr
+    );
+    assert!(exited, "mcp-cli did not exit: {}", stopped.stderr);
+    stopped
+}
+
+#[test]
+fn stop_signals_take_every_server_down() {
+    // A server that ignores SIGTERM and stdin closing, in the middle of a call.
+    let stopped = signal_while_running(
+        &[("stubborn", "ignore-sigterm")],
+        &["call", "stubborn", "sleep", "ms=600000"],
+        "tools/call",
+        "INT",
+    );
+    assert_eq!(stopped.code, Some(130), "{}", stopped.stderr);
+    stopped.groups.iter().copied().for_each(assert_group_gone);
+
+    // A server with children and grandchildren of its own.
+    let stopped = signal_while_running(
+        &[("family", "grandchildren")],
+        &["call", "family", "sleep", "ms=600000"],
+        "tools/call",
+        "TERM",
+    );
+    assert_eq!(stopped.code, Some(143), "{}", stopped.stderr);
+    assert!(stopped.members > 1, "the fixture started no children");
+    stopped.groups.iter().copied().for_each(assert_group_gone);
+
+    // Servers started in parallel by `servers`, still in their handshakes.
+    let stopped = signal_while_running(
+        &[("mute1", "silent"), ("mute2", "silent")],
+        &["servers"],
+        "initialize",
+        "HUP",
+    );
+    assert_eq!(stopped.code, Some(129), "{}", stopped.stderr);
+    stopped.groups.iter().copied().for_each(assert_group_gone);
 }
