@@ -42,6 +42,9 @@ impl std::fmt::Debug for Driver {
 /// than usual requests, so in practice only a server that has stopped reading meets it.
 const MAX_OUTGOING: usize = 64 * 1024 * 1024;
 
+/// How long close waits for a SIGKILLed server to be reaped.
+const KILL_WAIT: Duration = Duration::from_secs(1);
+
 /// After the server exits, how long its stdout and stderr may take to deliver what it wrote.
 const EXIT_DRAIN: Duration = Duration::from_millis(250);
 
@@ -430,7 +433,10 @@ impl Loop {
             process::signal_group(self.pid, Signal::TERM);
             if !self.wait_exit(self.options.term_period).await {
                 process::signal_group(self.pid, Signal::KILL);
-                let _ = self.child.status().await;
+                // SIGKILL cannot be ignored, but a process stuck in the kernel (a dead network
+                // mount) takes it only when it wakes: close must not wait for that. The child
+                // is reaped in the background when it does.
+                self.wait_exit(KILL_WAIT).await;
             }
         }
         // The leader is gone; whatever it started and left behind goes too.
