@@ -634,7 +634,9 @@ fn file_error(
 ) -> ConfigError {
     let mut error = format!("invalid config {}", path.display());
     if let Some(offset) = offset {
-        let line = text[..offset.min(text.len())].matches('\n').count() + 1;
+        // Bytes, not a str slice: a parser's offset may fall inside a multi-byte character.
+        let before = &text.as_bytes()[..offset.min(text.len())];
+        let line = before.iter().filter(|&&byte| byte == b'\n').count() + 1;
         error.push_str(&format!(" line {line}"));
     }
     error.push_str(": ");
