@@ -26,30 +26,44 @@ pub(crate) struct Context {
 }
 
 impl Context {
-    fn entry(&self, name: &str) -> Option<&Entry> {
-        let found = self.servers.iter().find(|server| server.name == name);
-        found.map(|server| &server.entry)
+    /// The servers `name` can stand for: the one named exactly so, else those whose
+    /// provider-safe form (as `tools` prints it: `weird.srv` as `weird_srv`) is `name`.
+    fn named(&self, name: &str) -> Vec<&Server> {
+        if let Some(exact) = self.servers.iter().find(|server| server.name == name) {
+            return vec![exact];
+        }
+        (self.servers.iter())
+            .filter(|server| names::safe(&server.name) == name)
+            .collect()
     }
 
-    fn enabled(&self, name: &str) -> Result<&ServerSpec, Failure> {
-        match self.entry(name) {
-            Some(Entry::Enabled(spec)) => Ok(spec),
-            Some(Entry::Disabled(_)) => Err(Failure::usage(format!(
+    fn enabled(&self, given: &str) -> Result<&ServerSpec, Failure> {
+        let server = match self.named(given).as_slice() {
+            [server] => *server,
+            [] => {
+                return Err(Failure::usage(format!(
+                    "unknown server {given}; known servers: {}",
+                    list(self.servers.iter().map(|server| server.name.as_str()))
+                )));
+            }
+            several => {
+                return Err(Failure::usage(format!(
+                    "server name {given} is ambiguous: it stands for {}; use the exact name",
+                    list(several.iter().map(|server| server.name.as_str()))
+                )));
+            }
+        };
+        let name = &server.name;
+        match &server.entry {
+            Entry::Enabled(spec) => Ok(spec),
+            Entry::Disabled(_) => Err(Failure::usage(format!(
                 "server {name} is disabled in the config"
             ))),
-            Some(Entry::Remote { url }) => Err(Failure::usage(format!(
+            Entry::Remote { url } => Err(Failure::usage(format!(
                 "server {name} is remote ({url}); only stdio servers are supported so far"
             ))),
-            Some(Entry::Invalid { reason }) => Err(Failure::usage(format!(
+            Entry::Invalid { reason } => Err(Failure::usage(format!(
                 "server {name} has an invalid config: {reason}"
-            ))),
-            None => Err(Failure::usage(format!(
-                "unknown server {name}; known servers: {}",
-                self.servers
-                    .iter()
-                    .map(|server| server.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
             ))),
         }
     }
@@ -124,11 +138,11 @@ fn split_target<'a>(
     target: &str,
     rest: &'a [String],
 ) -> Result<(String, String, &'a [String]), Failure> {
-    if ctx.entry(target).is_none() {
-        let known = |name: &str| ctx.entry(name).is_some();
-        if let Some((server, tool)) = names::split_qualified(target, known) {
-            return Ok((server, tool, rest));
-        }
+    let known = |name: &str| !ctx.named(name).is_empty();
+    if !known(target)
+        && let Some((server, tool)) = names::split_qualified(target, known)
+    {
+        return Ok((server, tool, rest));
     }
     match rest.split_first() {
         Some((tool, pairs)) if !tool.contains('=') => Ok((target.to_owned(), tool.clone(), pairs)),
@@ -166,14 +180,7 @@ async fn call_on(
         .list_tools()
         .await
         .map_err(|e| Failure::server(server, &e))?;
-    let Some(tool) = (tools.iter()).find(|tool| names::tool_matches(server, &tool.name, tool_name))
-    else {
-        let available: Vec<&str> = tools.iter().map(|tool| tool.name.as_str()).collect();
-        return Err(Failure::usage(format!(
-            "server {server} has no tool {tool_name}; it has: {}",
-            available.join(", ")
-        )));
-    };
+    let tool = find_tool(server, &tools, tool_name)?;
     let arguments = arguments::build(&tool.input_schema, base, pairs)
         .map_err(|e| Failure::usage(format!("{server}__{tool_name}: {}", e.0)))?;
     let spinner = Spinner::start(format!("calling {server}__{tool_name}"));
@@ -196,6 +203,30 @@ async fn call_on(
         message: format!("server {server}: invalid tools/call result: {e}"),
     })?;
     Ok((result, raw))
+}
+
+/// The tool `given` names: the one named exactly so, else the one whose short or printed
+/// name it is.
+fn find_tool<'a>(server: &str, tools: &'a [Tool], given: &str) -> Result<&'a Tool, Failure> {
+    if let Some(exact) = tools.iter().find(|tool| tool.name == given) {
+        return Ok(exact);
+    }
+    let matching: Vec<&Tool> = (tools.iter())
+        .filter(|tool| names::tool_matches(server, &tool.name, given))
+        .collect();
+    match matching.as_slice() {
+        [tool] => Ok(tool),
+        [] => Err(Failure::usage(format!(
+            "server {server} has no tool {given}; it has: {}",
+            list(tools.iter().map(|tool| tool.name.as_str()))
+        ))),
+        // Distinct names can look alike once made safe (`a.b` and `a/b`).
+        several => Err(Failure::usage(format!(
+            "tool name {given} is ambiguous on server {server}: it stands for {}; \
+             use the exact name",
+            list(several.iter().map(|tool| tool.name.as_str()))
+        ))),
+    }
 }
 
 fn progress_text(notification: &mcp_smol::Notification) -> Option<String> {
@@ -460,6 +491,10 @@ pub(crate) fn show_logs(ctx: &mut Context, server: &str, count: usize) -> Result
             message: format!("cannot read {}: {error}", path.display()),
         }),
     }
+}
+
+fn list<'a>(names: impl Iterator<Item = &'a str>) -> String {
+    names.collect::<Vec<_>>().join(", ")
 }
 
 /// Prints a failure on stderr, as one JSON object under `--json`.

@@ -4,7 +4,8 @@
 //! its first 55 characters and ends with `_` and 8 hex digits of a hash of the whole name, so
 //! shortening is deterministic and distinct names stay distinct. A tool whose name already
 //! starts with its server's name and a separator loses that prefix (`git` + `git_status` →
-//! `git__status`, not `git__git_status`); [`tool_matches`] maps such a short form back.
+//! `git__status`, not `git__git_status`); [`tool_matches`] maps such a short form, and every
+//! name [`qualified`] prints, back to the tool.
 
 const MAX_LEN: usize = 64;
 const HASH_HEX: usize = 8;
@@ -12,21 +13,20 @@ const HASH_HEX: usize = 8;
 /// The provider-safe `<server>__<tool>` name.
 pub fn qualified(server: &str, tool: &str) -> String {
     let full = format!("{server}__{}", short_tool(server, tool));
-    let safe: String = full
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    let safe = safe(&full);
     if safe.len() <= MAX_LEN {
         return safe;
     }
     let keep = MAX_LEN - HASH_HEX - 1;
     format!("{}_{:08x}", &safe[..keep], fnv1a(full.as_bytes()))
+}
+
+/// `name` with every character providers refuse replaced by `_` (not shortened).
+pub fn safe(name: &str) -> String {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+    name.chars()
+        .map(|c| if allowed(c) { c } else { '_' })
+        .collect()
 }
 
 /// The tool's name without a leading `<server>_`, `<server>-` or `<server>__`.
@@ -43,9 +43,12 @@ fn short_tool<'a>(server: &str, tool: &'a str) -> &'a str {
     }
 }
 
-/// Whether `given` (from a command line) names `tool` of `server`, in full or short form.
+/// Whether `given` (from a command line) names `tool` of `server`: its name, its name without
+/// the server prefix, or the tool part of what [`qualified`] prints (safe, maybe shortened).
 pub fn tool_matches(server: &str, tool: &str, given: &str) -> bool {
-    tool == given || short_tool(server, tool) == given
+    tool == given
+        || short_tool(server, tool) == given
+        || qualified(server, tool) == format!("{}__{given}", safe(server))
 }
 
 /// Splits `SERVER__TOOL` or `SERVER.TOOL`. Tool names may contain `.` and `__` themselves, so
@@ -100,6 +103,29 @@ mod tests {
         assert!(tool_matches("git", "git_status", "status"));
         assert!(tool_matches("git", "git_status", "git_status"));
         assert!(!tool_matches("git", "git_status", "log"));
+    }
+
+    #[test]
+    fn every_printed_name_matches_its_tool() {
+        let long = "t".repeat(60);
+        for (server, tool) in [
+            ("fs", "read_file"),
+            ("my server", "get.item/v2"),
+            ("weird.srv", "echo"),
+            ("git", "git_status"),
+            ("git", "git__git_x"),
+            ("server", long.as_str()),
+        ] {
+            let printed = qualified(server, tool);
+            let (_, part) = printed.split_once("__").unwrap();
+            assert!(
+                tool_matches(server, tool, part),
+                "{server} {tool}: {printed}"
+            );
+        }
+        assert!(tool_matches("my server", "get.item/v2", "get.item/v2"));
+        assert!(!tool_matches("my server", "get.item/v2", "get_item_v3"));
+        assert!(!tool_matches("server", &long, &"t".repeat(55)));
     }
 
     #[test]

@@ -432,6 +432,56 @@ fn tools_lists_qualified_names_with_parameters() {
 }
 
 #[test]
+fn call_accepts_the_names_tools_prints() {
+    let dir = Scratch::new("printed-names");
+    dir.write(
+        ".mcp-cli.toml",
+        &format!("[mcp.\"weird.srv\"]\ncommand = {FIXTURE:?}\nargs = [\"good\"]\n"),
+    );
+    let run = dir.cli(&["tools", "weird.srv"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let printed: Vec<&str> = (run.stdout.lines())
+        .filter(|line| !line.starts_with(' '))
+        .filter_map(|line| line.split_whitespace().next())
+        .collect();
+    assert!(printed.contains(&"weird_srv__echo"), "{}", run.stdout);
+    assert_eq!(printed.len(), 11, "{}", run.stdout);
+    for name in printed {
+        // Found if it runs, reports a tool error, or asks for its required arguments.
+        let run = dir.cli(&["call", name]);
+        let found = run.code <= 1 || run.stderr.contains("missing required argument");
+        assert!(found, "call {name}: {}", run.stderr);
+    }
+    for args in [
+        &["call", "weird_srv__echo", "text=one token"][..],
+        &["call", "weird_srv", "echo", "text=one token"],
+        &["call", "weird.srv", "echo", "text=one token"],
+        &["call", "weird.srv__echo", "text=one token"],
+    ] {
+        let run = dir.cli(args);
+        assert_eq!(
+            (run.code, run.stdout.as_str()),
+            (0, "one token\n"),
+            "{args:?}: {}",
+            run.stderr
+        );
+    }
+
+    dir.write(
+        ".mcp-cli.toml",
+        &format!("[mcp.\"a.b\"]\ncommand = {FIXTURE:?}\n[mcp.\"a/b\"]\ncommand = {FIXTURE:?}\n"),
+    );
+    let run = dir.cli(&["call", "a_b__echo", "text=x"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("server name a_b is ambiguous: it stands for a.b, a/b"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
 fn logs_keep_each_servers_stderr_privately() {
     use std::os::unix::fs::PermissionsExt;
     let dir = project("logs", "");
