@@ -377,13 +377,7 @@ impl Loop {
         }
         if self.exit_status.is_some() {
             // Let the stderr reader catch the server's last words before we quote them.
-            let _ = stderr_closed
-                .recv()
-                .or(async {
-                    Timer::after(EXIT_DRAIN).await;
-                    Ok(())
-                })
-                .await;
+            stderr_drained(&stderr_closed).await;
         }
         let disconnect = Disconnect {
             reason,
@@ -415,6 +409,9 @@ impl Loop {
         }
         self.stdin = None;
         self.reap().await;
+        // The group is gone, so stderr ends now: let the sink take the server's last lines
+        // before close returns.
+        stderr_drained(&stderr_closed).await;
     }
 
     /// Stops taking operations and fails those already queued. A queued operation holds its
@@ -461,6 +458,16 @@ impl Drop for Loop {
         let disconnect = disconnect.unwrap_or_else(Disconnect::driver_dropped);
         self.refuse_operations(&Error::Disconnected(Box::new(disconnect)));
     }
+}
+
+/// Waits until the stderr reader has reached EOF, or `EXIT_DRAIN` at most (a process that left
+/// the group may hold the pipe open).
+async fn stderr_drained(stderr_closed: &Receiver<()>) {
+    let timer = async {
+        Timer::after(EXIT_DRAIN).await;
+        Ok(())
+    };
+    let _ = stderr_closed.recv().or(timer).await;
 }
 
 fn request_error(error: RequestError) -> Error {

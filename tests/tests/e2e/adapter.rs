@@ -222,3 +222,41 @@ fn sixteen_mib_result_arrives_whole() {
         close_and_check(&client).await;
     });
 }
+
+/// A stderr sink the test can read back, slow like a log on a busy disk.
+#[derive(Clone, Default)]
+struct SharedSink(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for SharedSink {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        std::thread::sleep(Duration::from_millis(10));
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn the_sink_has_every_stderr_line_once_close_returns() {
+    bounded(async {
+        let sink = SharedSink::default();
+        let options = mcp_smol::Options {
+            stderr_sink: Some(Box::new(sink.clone())),
+            ..quick()
+        };
+        let client = start(&fixture("good", &[]), options);
+        let said = client.call_tool("stderr", json!({"lines": 200})).await;
+        assert!(!said.unwrap().is_error);
+        close_and_check(&client).await;
+        let logged = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
+        for i in 0..200 {
+            assert!(
+                logged.contains(&format!("stderr line {i}\n")),
+                "{i}: {logged}"
+            );
+        }
+    });
+}
