@@ -118,7 +118,7 @@ pub(crate) async fn call(
         ctx.out.line(&result.1.to_string());
     } else if result.0.is_error {
         for line in output::render_call(&result.0) {
-            eprintln!("{line}");
+            output::diagnostic(&line);
         }
     } else {
         for line in output::render_call(&result.0) {
@@ -505,8 +505,8 @@ pub(crate) fn report(ctx: &Context, failure: &Failure) {
             "exitCode": failure.exit.code(),
             "message": failure.message,
         }});
-        eprintln!("{error}");
+        output::diagnostic(&error.to_string());
     } else {
-        eprintln!("mcp-cli: {}", failure.message);
+        output::diagnostic(&format!("mcp-cli: {}", failure.message));
     }
 }

@@ -61,6 +61,13 @@ pub fn pretty(value: &Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
 }
 
+/// Writes one line of diagnostics to stderr. A closed stderr is ignored rather than a panic:
+/// nobody is left to tell, and the exit code still says what happened.
+pub fn diagnostic(text: &str) {
+    // One write per line, so lines from threads do not interleave mid-line.
+    let _ = io::stderr().write_all(format!("{text}\n").as_bytes());
+}
+
 /// Standard output that treats a closed pipe (`mcp-cli ... | head -1`) as the reader being
 /// done, not as a failure: later writes are dropped silently.
 #[derive(Debug, Default)]

@@ -36,13 +36,13 @@ impl Spinner {
             }
             for frame in FRAMES.iter().cycle() {
                 let text = shown.lock().map(|l| l.clone()).unwrap_or_default();
-                eprint!("\r\x1b[2K{frame} {text}");
-                let _ = std::io::stderr().flush();
+                // A terminal that went away is no reason to panic: the spinner just stops showing.
+                let _ = write!(std::io::stderr(), "\r\x1b[2K{frame} {text}");
                 if !matches!(
                     stopped.recv_timeout(FRAME),
                     Err(std::sync::mpsc::RecvTimeoutError::Timeout)
                 ) {
-                    eprint!("\r\x1b[2K");
+                    let _ = write!(std::io::stderr(), "\r\x1b[2K");
                     return;
                 }
             }

@@ -257,6 +257,25 @@ fn closed_stdout_pipe_is_not_an_error() {
 }
 
 #[test]
+fn closed_stderr_pipe_is_not_a_panic() {
+    let dir = project("stderr-closed", "");
+    let message = format!("message={}", "e".repeat(100_000));
+    let cases: &[(&[&str], i32)] = &[
+        (&["call", "fx", "fail", &message], 1),
+        (&["call", "nosuchserver", "echo"], 2),
+        (&["--json", "call", "nosuchserver", "echo"], 2),
+    ];
+    for (args, code) in cases {
+        // A pipe whose reader is gone before mcp-cli starts: every write to stderr fails.
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let run = dir.command(args).stderr(writer).output().unwrap();
+        assert_eq!(run.status.code(), Some(*code), "{:?}", &args[..2]);
+        assert_eq!(run.stdout, b"");
+    }
+}
+
+#[test]
 fn every_config_format_is_read() {
     let dir = Scratch::new("formats");
     let fixture = FIXTURE;
