@@ -111,25 +111,36 @@ pub(crate) async fn call(
     arguments::build(&json!({}), None, pairs).map_err(|e| Failure::usage(e.0))?;
     let spec = ctx.enabled(&server)?.clone();
     let client = start(ctx, &spec).await?;
-    let result = call_on(ctx, &client, &spec.name, &tool, base, pairs).await;
+    // Shown before the server is closed: one that outlives its stdin would otherwise hold the
+    // answer back for the grace and SIGTERM periods.
+    let exit = match call_on(ctx, &client, &spec.name, &tool, base, pairs).await {
+        Ok((result, raw)) => show_result(ctx, &result, &raw),
+        Err(failure) => {
+            report(ctx, &failure);
+            failure.exit
+        }
+    };
     ctx.running.close(&client).await;
-    let result = result?;
+    Ok(exit)
+}
+
+fn show_result(ctx: &mut Context, result: &mcp_proto::CallToolResult, raw: &Value) -> Exit {
     if ctx.json {
-        ctx.out.line(&result.1.to_string());
-    } else if result.0.is_error {
-        for line in output::render_call(&result.0) {
+        ctx.out.line(&raw.to_string());
+    } else if result.is_error {
+        for line in output::render_call(result) {
             output::diagnostic(&line);
         }
     } else {
-        for line in output::render_call(&result.0) {
+        for line in output::render_call(result) {
             ctx.out.line(&line);
         }
     }
-    Ok(if result.0.is_error {
+    if result.is_error {
         Exit::ToolError
     } else {
         Exit::Success
-    })
+    }
 }
 
 /// `SERVER TOOL args...`, or `SERVER__TOOL args...` / `SERVER.TOOL args...`.

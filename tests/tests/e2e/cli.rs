@@ -276,6 +276,31 @@ fn closed_stderr_pipe_is_not_a_panic() {
 }
 
 #[test]
+fn results_are_shown_before_the_server_is_closed() {
+    use std::io::BufRead;
+    let dir = project("shown-first", &fixture_block("stubborn", "ignore-sigterm"));
+    let mut cli = dir
+        .command(&["call", "stubborn", "echo", "text=early"])
+        .spawn()
+        .unwrap();
+    let mut stdout = std::io::BufReader::new(cli.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    assert_eq!(line, "early\n");
+    // The server ignores its stdin closing and SIGTERM, so closing it takes mcp-cli the grace
+    // and SIGTERM periods (4 s) and ends in SIGKILL: it must still be there now.
+    let server = children_of(cli.id());
+    assert_eq!(
+        server.len(),
+        1,
+        "the server was closed before the answer was shown"
+    );
+    assert!(eventually(|| cli.try_wait().unwrap().is_some()));
+    assert_eq!(cli.wait().unwrap().code(), Some(0));
+    assert_group_gone(server[0]);
+}
+
+#[test]
 fn every_config_format_is_read() {
     let dir = Scratch::new("formats");
     let fixture = FIXTURE;
