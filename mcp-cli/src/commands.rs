@@ -116,7 +116,7 @@ pub(crate) async fn call(
     let exit = match call_on(ctx, &client, &spec.name, &tool, base, pairs).await {
         Ok((result, raw)) => show_result(ctx, &result, &raw),
         Err(failure) => {
-            report(ctx, &failure);
+            report(ctx.json, &failure);
             failure.exit
         }
     };
@@ -274,7 +274,7 @@ pub(crate) async fn tools(ctx: &mut Context, servers: &[String]) -> Result<Exit,
         match listing {
             Ok((tools, _)) => all.extend(tools.into_iter().map(|tool| (spec.name.clone(), tool))),
             Err(failure) => {
-                report(ctx, &failure);
+                report(ctx.json, &failure);
                 exit = failure.exit;
             }
         }
@@ -509,8 +509,8 @@ fn list<'a>(names: impl Iterator<Item = &'a str>) -> String {
 }
 
 /// Prints a failure on stderr, as one JSON object under `--json`.
-pub(crate) fn report(ctx: &Context, failure: &Failure) {
-    if ctx.json {
+pub(crate) fn report(json: bool, failure: &Failure) {
+    if json {
         let error = json!({ "error": {
             "kind": failure.exit.kind(),
             "exitCode": failure.exit.code(),

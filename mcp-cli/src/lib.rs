@@ -26,16 +26,23 @@ use crate::running::Running;
 
 /// Runs one command line; returns the process exit code (DESIGN §5.3).
 pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
-    let cli = match cli::Cli::try_parse_from(args) {
+    let args: Vec<OsString> = args.into_iter().collect();
+    let cli = match cli::Cli::try_parse_from(&args) {
         Ok(cli) => cli,
-        Err(error) => {
-            // --help and --version are clap "errors" that print to stdout and succeed.
+        // --help and --version are clap "errors" that print to stdout and succeed.
+        Err(error) if !error.use_stderr() => {
             let _ = error.print();
-            return if error.use_stderr() {
-                Exit::Usage.code()
-            } else {
-                Exit::Success.code()
-            };
+            return Exit::Success.code();
+        }
+        Err(error) if asks_for_json(&args) => {
+            let text = error.render().to_string();
+            let message = text.trim().trim_start_matches("error: ");
+            commands::report(true, &Failure::usage(message));
+            return Exit::Usage.code();
+        }
+        Err(error) => {
+            let _ = error.print();
+            return Exit::Usage.code();
         }
     };
     let env = |key: &str| std::env::var(key).ok();
@@ -56,7 +63,7 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
                 exit: Exit::Server,
                 message: format!("cannot watch for Ctrl-C, SIGTERM and SIGHUP: {error}"),
             };
-            commands::report(&ctx, &failure);
+            commands::report(ctx.json, &failure);
             return failure.exit.code();
         }
     };
@@ -67,12 +74,20 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
     match outcome {
         Ok(Ending::Done(Ok(exit))) => exit.code(),
         Ok(Ending::Done(Err(failure))) | Err(failure) => {
-            commands::report(&ctx, &failure);
+            commands::report(ctx.json, &failure);
             failure.exit.code()
         }
         // The shells' convention for a process ended by a signal.
         Ok(Ending::Signal(signal)) => 128 + signal as i32,
     }
+}
+
+/// Whether `--json` is among the options, for errors found before clap could say so. Words
+/// after `--` are operands, not options.
+fn asks_for_json(args: &[OsString]) -> bool {
+    (args.iter().skip(1))
+        .take_while(|arg| *arg != "--")
+        .any(|arg| arg == "--json")
 }
 
 enum Ending {
@@ -118,4 +133,19 @@ fn load_servers(cli: &cli::Cli, env: config::Env<'_>) -> Result<Vec<config::Serv
     let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
     let files = config::discover(&cli.configs, env, &cwd);
     config::load(&files, env, &cwd).map_err(|error| Failure::usage(error.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_is_asked_for_anywhere_before_a_double_dash() {
+        let asks =
+            |args: &[&str]| asks_for_json(&args.iter().map(OsString::from).collect::<Vec<_>>());
+        assert!(asks(&["mcp-cli", "--json", "--bad"]));
+        assert!(asks(&["mcp-cli", "logs", "--json"]));
+        assert!(!asks(&["mcp-cli", "call", "fx", "--", "--json"]));
+        assert!(!asks(&["mcp-cli", "call", "fx", "text=--json"]));
+    }
 }

@@ -209,6 +209,39 @@ fn json_mode_prints_whole_results_and_error_objects() {
 }
 
 #[test]
+fn json_mode_reports_usage_errors_as_json_but_not_help() {
+    let dir = project("json-usage", "");
+    let cases: &[(&[&str], &str)] = &[
+        (&["--json", "--no-such-flag"], "--no-such-flag"),
+        (&["--json", "call"], "<SERVER>"),
+        (&["logs", "--json"], "<SERVER>"),
+        (
+            &["--json", "--timeout", "soon", "servers"],
+            "\"soon\" is not a number",
+        ),
+    ];
+    for (args, expected) in cases {
+        let run = dir.cli(args);
+        assert_eq!((run.code, run.stdout.as_str()), (2, ""), "{args:?}");
+        let error: Value = serde_json::from_str(&run.stderr)
+            .unwrap_or_else(|e| panic!("{args:?}: {e}: {}", run.stderr));
+        assert_eq!(error["error"]["kind"], "usage", "{args:?}");
+        assert_eq!(error["error"]["exitCode"], 2, "{args:?}");
+        let message = error["error"]["message"].as_str().unwrap();
+        assert!(message.contains(expected), "{args:?}: {message}");
+        assert!(!message.starts_with("error:"), "{message}");
+    }
+    for (args, expected) in [
+        (["--json", "--help"], "Usage: mcp-cli"),
+        (["--json", "--version"], "mcp-cli "),
+    ] {
+        let run = dir.cli(&args);
+        assert_eq!((run.code, run.stderr.as_str()), (0, ""), "{args:?}");
+        assert!(run.stdout.contains(expected), "{args:?}: {}", run.stdout);
+    }
+}
+
+#[test]
 fn non_text_content_prints_placeholders() {
     let dir = project("rich", "");
     let run = dir.cli(&["call", "fx", "rich"]);
