@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use mcp_smol::ServerCommand;
-use serde::Deserialize;
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer};
 
 /// One server the config can start.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -210,6 +211,18 @@ fn finish(name: &str, raw: RawServer, env: Env<'_>, base: &Path) -> Entry {
     if let Some(url) = raw.url {
         return Entry::Remote { url };
     }
+    if !raw.enabled {
+        // Never started, so its variables need not be set: shown as written.
+        let mut command = ServerCommand::new(raw.command.unwrap_or_default()).args(raw.args);
+        command.env = raw.env;
+        command.cwd = raw.cwd.map(|cwd| base.join(cwd));
+        return Entry::Disabled(ServerSpec {
+            name: name.to_owned(),
+            command,
+            handshake_timeout: raw.handshake_timeout,
+            call_timeout: raw.call_timeout,
+        });
+    }
     let expanded = (|| -> Result<ServerSpec, String> {
         let command = raw.command.as_deref().filter(|c| !c.trim().is_empty());
         let command = expand(command.ok_or("no command given")?, env)?;
@@ -231,8 +244,7 @@ fn finish(name: &str, raw: RawServer, env: Env<'_>, base: &Path) -> Entry {
         })
     })();
     match expanded {
-        Ok(spec) if raw.enabled => Entry::Enabled(spec),
-        Ok(spec) => Entry::Disabled(spec),
+        Ok(spec) => Entry::Enabled(spec),
         Err(reason) => Entry::Invalid { reason },
     }
 }
@@ -271,12 +283,11 @@ pub fn expand(text: &str, env: Env<'_>) -> Result<String, String> {
 
 // ----- TOML: native `[mcp.<name>]` and Codex `[mcp_servers.<name>]` -----
 
+/// Missing tables are `None`, not empty, so that a file holding neither is an error.
 #[derive(Deserialize)]
 struct TomlFile {
-    #[serde(default)]
-    mcp: BTreeMap<String, NativeServer>,
-    #[serde(default)]
-    mcp_servers: BTreeMap<String, CodexServer>,
+    mcp: Option<BTreeMap<String, NativeServer>>,
+    mcp_servers: Option<BTreeMap<String, CodexServer>>,
 }
 
 #[derive(Deserialize)]
@@ -290,8 +301,10 @@ struct NativeServer {
     cwd: Option<String>,
     enabled: Option<bool>,
     url: Option<String>,
-    timeout_sec: Option<f64>,
-    call_timeout_sec: Option<f64>,
+    #[serde(default, deserialize_with = "seconds")]
+    timeout_sec: Option<Duration>,
+    #[serde(default, deserialize_with = "seconds")]
+    call_timeout_sec: Option<Duration>,
 }
 
 #[derive(Deserialize)]
@@ -304,9 +317,12 @@ struct CodexServer {
     cwd: Option<String>,
     enabled: Option<bool>,
     url: Option<String>,
-    startup_timeout_sec: Option<f64>,
-    startup_timeout_ms: Option<f64>,
-    tool_timeout_sec: Option<f64>,
+    #[serde(default, deserialize_with = "seconds")]
+    startup_timeout_sec: Option<Duration>,
+    #[serde(default, deserialize_with = "milliseconds")]
+    startup_timeout_ms: Option<Duration>,
+    #[serde(default, deserialize_with = "seconds")]
+    tool_timeout_sec: Option<Duration>,
 }
 
 fn parse_toml(path: &Path, text: &str) -> Result<Vec<(String, RawServer)>, ConfigError> {
@@ -331,7 +347,10 @@ fn parse_toml(path: &Path, text: &str) -> Result<Vec<(String, RawServer)>, Confi
             inner.message(),
         )
     })?;
-    let native = file.mcp.into_iter().map(|(name, s)| {
+    if file.mcp.is_none() && file.mcp_servers.is_none() {
+        return Err(no_servers_key(path, "mcp, mcp_servers"));
+    }
+    let native = file.mcp.into_iter().flatten().map(|(name, s)| {
         let raw = RawServer {
             command: s.command,
             args: s.args,
@@ -339,13 +358,13 @@ fn parse_toml(path: &Path, text: &str) -> Result<Vec<(String, RawServer)>, Confi
             cwd: s.cwd,
             enabled: s.enabled.unwrap_or(true),
             url: s.url,
-            handshake_timeout: seconds(s.timeout_sec),
-            call_timeout: seconds(s.call_timeout_sec),
+            handshake_timeout: s.timeout_sec,
+            call_timeout: s.call_timeout_sec,
             unusable: None,
         };
         (name, raw)
     });
-    let codex = file.mcp_servers.into_iter().map(|(name, s)| {
+    let codex = file.mcp_servers.into_iter().flatten().map(|(name, s)| {
         let raw = RawServer {
             command: s.command,
             args: s.args,
@@ -353,9 +372,8 @@ fn parse_toml(path: &Path, text: &str) -> Result<Vec<(String, RawServer)>, Confi
             cwd: s.cwd,
             enabled: s.enabled.unwrap_or(true),
             url: s.url,
-            handshake_timeout: seconds(s.startup_timeout_sec)
-                .or(seconds(s.startup_timeout_ms.map(|ms| ms / 1000.0))),
-            call_timeout: seconds(s.tool_timeout_sec),
+            handshake_timeout: s.startup_timeout_sec.or(s.startup_timeout_ms),
+            call_timeout: s.tool_timeout_sec,
             unusable: None,
         };
         (name, raw)
@@ -363,24 +381,44 @@ fn parse_toml(path: &Path, text: &str) -> Result<Vec<(String, RawServer)>, Confi
     Ok(native.chain(codex).collect())
 }
 
-fn seconds(value: Option<f64>) -> Option<Duration> {
-    value
-        .and_then(|s| Duration::try_from_secs_f64(s).ok())
-        .filter(|d| !d.is_zero())
+/// A timeout in seconds, which must be positive and finite: anything else makes the file
+/// invalid rather than silently meaning "the default".
+fn seconds<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Duration>, D::Error> {
+    timeout(deserializer, 1.0, "seconds")
+}
+
+/// A timeout in milliseconds (Gemini CLI, opencode, Codex's `_ms` keys); see [`seconds`].
+fn milliseconds<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Duration>, D::Error> {
+    timeout(deserializer, 1000.0, "milliseconds")
+}
+
+fn timeout<'de, D: Deserializer<'de>>(
+    deserializer: D,
+    per_second: f64,
+    unit: &str,
+) -> Result<Option<Duration>, D::Error> {
+    let Some(value) = Option::<f64>::deserialize(deserializer)? else {
+        return Ok(None);
+    };
+    let duration = Duration::try_from_secs_f64(value / per_second).ok();
+    match duration.filter(|d| !d.is_zero()) {
+        Some(duration) => Ok(Some(duration)),
+        None => Err(D::Error::custom(format!(
+            "{value} is not a positive number of {unit}"
+        ))),
+    }
 }
 
 // ----- JSON: mcpServers, VS Code `servers`, opencode `mcp`, Zed `context_servers` -----
 
+/// Missing tables are `None`, not empty, so that a file holding none of them is an error.
 #[derive(Deserialize)]
 struct JsonFile {
-    #[serde(default, rename = "mcpServers")]
-    mcp_servers: BTreeMap<String, HostServer>,
-    #[serde(default)]
-    servers: BTreeMap<String, HostServer>,
-    #[serde(default)]
-    mcp: BTreeMap<String, OpencodeServer>,
-    #[serde(default)]
-    context_servers: BTreeMap<String, ZedServer>,
+    #[serde(rename = "mcpServers")]
+    mcp_servers: Option<BTreeMap<String, HostServer>>,
+    servers: Option<BTreeMap<String, HostServer>>,
+    mcp: Option<BTreeMap<String, OpencodeServer>>,
+    context_servers: Option<BTreeMap<String, ZedServer>>,
 }
 
 /// Claude Desktop, Claude Code, Cursor, Gemini CLI (`mcpServers`) and VS Code (`servers`).
@@ -401,7 +439,8 @@ struct HostServer {
     http_url: Option<String>,
     server_url: Option<String>,
     /// Gemini CLI: per-request timeout in milliseconds.
-    timeout: Option<f64>,
+    #[serde(default, deserialize_with = "milliseconds")]
+    timeout: Option<Duration>,
 }
 
 /// opencode: `{"type": "local", "command": ["prog", "arg"], "environment": {}}` or remote.
@@ -417,7 +456,8 @@ struct OpencodeServer {
     enabled: Option<bool>,
     url: Option<String>,
     /// Milliseconds to wait for the server's tools.
-    timeout: Option<f64>,
+    #[serde(default, deserialize_with = "milliseconds")]
+    timeout: Option<Duration>,
 }
 
 /// Zed: `{"command": "prog", "args": [], "env": {}}`, or the older `{"command": {"path", "args", "env"}}`.
@@ -448,28 +488,36 @@ enum CommandLine {
 }
 
 fn parse_json(path: &Path, text: &str) -> Result<Vec<(String, RawServer)>, ConfigError> {
+    // Comments are blanked out byte for byte, so lines and columns still match `text`.
     let cleaned = strip_json_comments(text);
-    let deserializer = &mut serde_json::Deserializer::from_str(&cleaned);
-    let file: JsonFile = serde_path_to_error::deserialize(deserializer).map_err(|error| {
+    let json_error = |key: &str, error: serde_json::Error| {
+        let offset = offset_of(text, error.line(), error.column());
+        let message = error.to_string();
+        let message = message.split(" at line ").next().unwrap_or(&message);
+        file_error(path, text, Some(offset), key, message)
+    };
+    let mut deserializer = serde_json::Deserializer::from_str(&cleaned);
+    let file: JsonFile = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
         let key = error.path().to_string();
-        let inner = error.into_inner();
-        let offset = offset_of(text, inner.line(), inner.column());
-        let message = inner.to_string();
-        let message = message
-            .split(" at line ")
-            .next()
-            .unwrap_or(&message)
-            .to_owned();
-        file_error(
-            path,
-            text,
-            Some(offset),
-            if key == "." { "" } else { &key },
-            &message,
-        )
+        json_error(if key == "." { "" } else { &key }, error.into_inner())
     })?;
+    // Whatever follows the document (a second object, a stray brace) is an error, not ignored.
+    deserializer.end().map_err(|error| json_error("", error))?;
+    let tables = [
+        file.mcp_servers.is_some(),
+        file.servers.is_some(),
+        file.mcp.is_some(),
+        file.context_servers.is_some(),
+    ];
+    if !tables.contains(&true) {
+        return Err(no_servers_key(
+            path,
+            "mcpServers, servers, mcp, context_servers",
+        ));
+    }
     let mut servers = Vec::new();
-    for (name, s) in file.mcp_servers.into_iter().chain(file.servers) {
+    let hosts = file.mcp_servers.into_iter().chain(file.servers).flatten();
+    for (name, s) in hosts {
         let remote = s.url.or(s.http_url).or(s.server_url);
         let is_remote = matches!(s.kind.as_deref(), Some("http" | "sse" | "streamable-http"));
         let raw = RawServer {
@@ -484,12 +532,12 @@ fn parse_json(path: &Path, text: &str) -> Result<Vec<(String, RawServer)>, Confi
                 None
             },
             handshake_timeout: None,
-            call_timeout: seconds(s.timeout.map(|ms| ms / 1000.0)),
+            call_timeout: s.timeout,
             unusable: None,
         };
         servers.push((name, raw));
     }
-    for (name, s) in file.mcp {
+    for (name, s) in file.mcp.into_iter().flatten() {
         let (command, mut args, env) = split_command(s.command);
         args.extend(s.args);
         let raw = RawServer {
@@ -502,12 +550,12 @@ fn parse_json(path: &Path, text: &str) -> Result<Vec<(String, RawServer)>, Confi
             } else {
                 s.url
             },
-            handshake_timeout: seconds(s.timeout.map(|ms| ms / 1000.0)),
+            handshake_timeout: s.timeout,
             ..RawServer::default()
         };
         servers.push((name, raw));
     }
-    for (name, s) in file.context_servers {
+    for (name, s) in file.context_servers.into_iter().flatten() {
         let (command, mut args, env) = split_command(s.command);
         args.extend(s.args);
         let unusable = match (&command, &s.url, &s.source) {
@@ -614,6 +662,13 @@ impl StringTracker {
         }
         false
     }
+}
+
+fn no_servers_key(path: &Path, keys: &str) -> ConfigError {
+    ConfigError(format!(
+        "invalid config {}: it names no servers: none of the top-level keys {keys} is there",
+        path.display()
+    ))
 }
 
 fn offset_of(text: &str, line: usize, column: usize) -> usize {
@@ -836,6 +891,113 @@ url = "https://example.invalid/mcp"
             error.0.contains("line 3") || error.0.contains("line 2"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn trailing_text_after_a_json_document_is_an_error() {
+        for text in [
+            "{\"mcpServers\": {}}\n}",
+            "{\"mcpServers\": {}}\n{\"servers\": {}}",
+        ] {
+            let error = parse(".mcp.json", text).unwrap_err();
+            assert!(
+                error
+                    .0
+                    .starts_with("invalid config /cfg/.mcp.json line 2: trailing"),
+                "{error}"
+            );
+        }
+        // Comments and blank lines after the document are fine.
+        parse("mcp.json", "{\"servers\": {}}\n// done\n\n").unwrap();
+    }
+
+    #[test]
+    fn a_file_without_any_servers_key_is_an_error() {
+        let error = parse("settings.json", "{\"theme\": \"One Dark\"}").unwrap_err();
+        assert_eq!(
+            error.0,
+            "invalid config /cfg/settings.json: it names no servers: none of the top-level keys \
+             mcpServers, servers, mcp, context_servers is there"
+        );
+        for text in ["", "[server.fx]\ncommand = \"x\"\n"] {
+            let error = parse("c.toml", text).unwrap_err();
+            assert!(
+                error
+                    .0
+                    .starts_with("invalid config /cfg/c.toml: it names no servers")
+                    && error.0.ends_with("keys mcp, mcp_servers is there"),
+                "{error}"
+            );
+        }
+        // An empty table is a choice, not a mistake.
+        assert_eq!(parse("c.toml", "[mcp]\n").unwrap(), []);
+        assert_eq!(parse("c.json", "{\"mcpServers\": {}}").unwrap(), []);
+    }
+
+    #[test]
+    fn timeouts_must_be_positive_and_finite() {
+        for value in ["0", "-1", "nan", "inf", "-inf", "1e-12"] {
+            let text = format!("[mcp.fx]\ncommand = \"x\"\ntimeout_sec = {value}\n");
+            let error = parse("c.toml", &text).unwrap_err();
+            assert!(
+                error
+                    .0
+                    .starts_with("invalid config /cfg/c.toml line 3: mcp.fx.timeout_sec: "),
+                "{value}: {error}"
+            );
+            assert!(
+                error.0.contains("not a positive number of seconds"),
+                "{error}"
+            );
+        }
+        let error = parse(
+            "c.toml",
+            "[mcp_servers.fx]\ncommand = \"x\"\nstartup_timeout_ms = 0\n",
+        )
+        .unwrap_err();
+        assert!(
+            error.0.contains(
+                "line 3: mcp_servers.fx.startup_timeout_ms: 0 is not a positive \
+                 number of milliseconds"
+            ),
+            "{error}"
+        );
+        let error = parse(
+            ".mcp.json",
+            "{\"mcpServers\": {\n\"fx\": {\"command\": \"x\",\n\"timeout\": -5}}}",
+        )
+        .unwrap_err();
+        assert!(
+            error.0.starts_with(
+                "invalid config /cfg/.mcp.json line 3: mcpServers.fx.timeout: -5 is not a \
+                 positive number of milliseconds"
+            ),
+            "{error}"
+        );
+        let error = parse(
+            "opencode.json",
+            "{\"mcp\": {\"fx\": {\"command\": [\"x\"], \"timeout\": 0}}}",
+        )
+        .unwrap_err();
+        assert!(error.0.contains("mcp.fx.timeout: 0 is not"), "{error}");
+    }
+
+    #[test]
+    fn disabled_entries_are_disabled_whatever_their_variables() {
+        let text = "[mcp.off]\ncommand = \"${NOPE}/bin\"\nargs = [\"${ALSO_NOPE}\"]\nenabled = false\n\n\
+                    [mcp.bare]\nenabled = false\n";
+        let servers = parse("c.toml", text).unwrap();
+        let Entry::Disabled(off) = entry(&servers, "off") else {
+            panic!("{:?}", entry(&servers, "off"))
+        };
+        assert_eq!(off.command.display(), "${NOPE}/bin ${ALSO_NOPE}");
+        assert!(matches!(entry(&servers, "bare"), Entry::Disabled(_)));
+        let json = r#"{"mcpServers": {"off": {"command": "x", "env": {"K": "${NOPE}"}, "disabled": true}}}"#;
+        let servers = parse(".mcp.json", json).unwrap();
+        let Entry::Disabled(off) = entry(&servers, "off") else {
+            panic!("{:?}", entry(&servers, "off"))
+        };
+        assert_eq!(off.command.env["K"], "${NOPE}");
     }
 
     #[test]

@@ -436,6 +436,30 @@ fn invalid_configs_name_file_line_and_key() {
         run.stderr
     );
 
+    let cases = [
+        (
+            "zero.toml",
+            "[mcp.fx]\ncommand = \"x\"\ntimeout_sec = 0\n",
+            "zero.toml line 3: mcp.fx.timeout_sec: 0 is not a positive number of seconds",
+        ),
+        (
+            "tail.json",
+            "{\"mcpServers\": {}}\n}\n",
+            "tail.json line 2: trailing characters",
+        ),
+        (
+            "none.json",
+            "{\"theme\": \"dark\"}",
+            "none.json: it names no servers: none of the top-level keys mcpServers, servers, mcp, context_servers",
+        ),
+    ];
+    for (name, text, expected) in cases {
+        let bad = dir.write(name, text);
+        let run = dir.cli(&["--config", bad.to_str().unwrap(), "servers"]);
+        assert_eq!(run.code, 2, "{name}: {}", run.stderr);
+        assert!(run.stderr.contains(expected), "{name}: {}", run.stderr);
+    }
+
     let run = dir.cli(&["--config", "/no/such/file.toml", "servers"]);
     assert_eq!(run.code, 2);
     assert!(run.stderr.contains("/no/such/file.toml"), "{}", run.stderr);
@@ -444,7 +468,8 @@ fn invalid_configs_name_file_line_and_key() {
 #[test]
 fn servers_lists_every_state() {
     let extra = format!(
-        "{}{}[mcp.off]\ncommand = \"x\"\nenabled = false\n\n[mcp.web]\nurl = \"https://example.invalid/mcp\"\n\n\
+        "{}{}[mcp.off]\ncommand = \"x\"\nenabled = false\n\n\
+         [mcp.offvar]\ncommand = \"${{UNSET_FOR_SURE}}\"\nenabled = false\n\n[mcp.web]\nurl = \"https://example.invalid/mcp\"\n\n\
          [mcp.nocmd]\nargs = []\n",
         fixture_block("dies", "exit-in-handshake"),
         fixture_block("slow", "slow-start"),
@@ -468,6 +493,8 @@ fn servers_lists_every_state() {
     assert_eq!(state_of("slow"), "running");
     assert_eq!(state_of("dies"), "failed");
     assert_eq!(state_of("off"), "disabled");
+    assert_eq!(state_of("offvar"), "disabled");
+    assert!(run.stdout.contains("${UNSET_FOR_SURE}"), "{}", run.stdout);
     assert_eq!(state_of("web"), "remote-skipped");
     assert_eq!(state_of("nocmd"), "invalid");
     assert!(
