@@ -6,7 +6,8 @@ use mcp_proto::{CallToolResult, Content};
 use serde_json::Value;
 
 /// Lines that show a tool result: each text item on its own; other items as placeholders; the
-/// structured content as JSON when there is no text at all.
+/// structured content as JSON when there is no text at all. Each is printed with a newline
+/// after it, so a text that already ends in one comes back without it: text prints as it is.
 pub fn render_call(result: &CallToolResult) -> Vec<String> {
     let mut lines: Vec<String> = result.content.iter().map(render_content).collect();
     let has_text = (result.content.iter()).any(|item| matches!(item, Content::Text { .. }));
@@ -18,7 +19,7 @@ pub fn render_call(result: &CallToolResult) -> Vec<String> {
 
 fn render_content(item: &Content) -> String {
     match item {
-        Content::Text { text } => text.clone(),
+        Content::Text { text } => as_line(text),
         Content::Image { data, mime_type } => omitted("image", mime_type, base64_len(data)),
         Content::Audio { data, mime_type } => omitted("audio", mime_type, base64_len(data)),
         Content::ResourceLink { uri, name, .. } if name.is_empty() => {
@@ -27,7 +28,7 @@ fn render_content(item: &Content) -> String {
         Content::ResourceLink { uri, name, .. } => format!("[resource link: {name} <{uri}>]"),
         Content::Resource {
             text: Some(text), ..
-        } => text.clone(),
+        } => as_line(text),
         Content::Resource {
             uri,
             mime_type,
@@ -43,6 +44,11 @@ fn render_content(item: &Content) -> String {
             None => "[content omitted: no type]".to_owned(),
         },
     }
+}
+
+/// `text` without its final newline, which printing it as a line adds back.
+fn as_line(text: &str) -> String {
+    text.strip_suffix('\n').unwrap_or(text).to_owned()
 }
 
 fn omitted(kind: &str, mime_type: &str, size: usize) -> String {
@@ -122,6 +128,21 @@ mod tests {
                 "[hologram content omitted: unknown type]",
             ]
         );
+    }
+
+    #[test]
+    fn text_keeps_its_own_final_newline_and_gets_no_second_one() {
+        let result = CallToolResult::from_value(json!({"content": [
+            {"type": "text", "text": "ends in one\n"},
+            {"type": "text", "text": "none"},
+            {"type": "text", "text": "two\n\n"},
+            {"type": "resource", "resource": {"uri": "file:///y", "text": "inline\n"}},
+        ]}))
+        .unwrap();
+        let printed: String = (render_call(&result).iter())
+            .map(|line| format!("{line}\n"))
+            .collect();
+        assert_eq!(printed, "ends in one\nnone\ntwo\n\ninline\n");
     }
 
     #[test]

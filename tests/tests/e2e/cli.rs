@@ -24,6 +24,9 @@ fn call_prints_text_and_exits_zero() {
         "{}",
         run.stderr
     );
+    // A text that ends in a newline prints as it is, with no second one.
+    let run = dir.cli(&["call", "fx", "echo", "text=two lines\nend\n"]);
+    assert_eq!(run.stdout, "two lines\nend\n", "{}", run.stderr);
     for token in ["fx__echo", "fx.echo"] {
         let run = dir.cli(&["call", token, "text=one token"]);
         assert_eq!(

@@ -30,7 +30,7 @@ fn filesystem_reads_a_file_the_test_wrote() {
         return;
     };
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert_eq!(run.stdout, "written by the test\nsecond line\n\n");
+    assert_eq!(run.stdout, "written by the test\nsecond line\n");
 }
 
 #[test]
