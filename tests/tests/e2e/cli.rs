@@ -14,6 +14,26 @@ fn project(name: &str, extra: &str) -> Scratch {
     scratch
 }
 
+impl Scratch {
+    /// `mcp-cli args` in this folder's isolated environment, for tests that need the running
+    /// process rather than only its output. The same environment as `cli_with` in support.rs:
+    /// keep the two in step.
+    fn command(&self, args: &[&str]) -> std::process::Command {
+        let mut command = std::process::Command::new(crate::support::cli_binary());
+        command
+            .args(args)
+            .current_dir(&self.0)
+            .env("XDG_STATE_HOME", self.0.join("state"))
+            .env("XDG_CONFIG_HOME", self.0.join("config-home"))
+            .env("MCP_CLI_NPM_PREFIX", self.0.join("no-npm"))
+            .env_remove("MCP_CLI_CONFIG")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        command
+    }
+}
+
 #[test]
 fn call_prints_text_and_exits_zero() {
     let dir = project("call", "");
@@ -270,12 +290,8 @@ fn non_text_content_prints_placeholders() {
 fn closed_stdout_pipe_is_not_an_error() {
     use std::io::Read;
     let dir = project("pipe", "");
-    let mut child = std::process::Command::new(crate::support::cli_binary())
-        .args(["call", "fx", "blob", "bytes=4000000"])
-        .current_dir(&dir.0)
-        .env("XDG_STATE_HOME", dir.0.join("state"))
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
+    let mut child = dir
+        .command(&["call", "fx", "blob", "bytes=4000000"])
         .spawn()
         .unwrap();
     let mut stdout = child.stdout.take().unwrap();
@@ -612,25 +628,6 @@ fn logs_keep_each_servers_stderr_privately() {
         "{}",
         run.stderr
     );
-}
-
-impl Scratch {
-    /// `mcp-cli args` in this folder's isolated environment (the one `cli` gives it), for tests
-    /// that need the running process rather than only its output.
-    fn command(&self, args: &[&str]) -> std::process::Command {
-        let mut command = std::process::Command::new(crate::support::cli_binary());
-        command
-            .args(args)
-            .current_dir(&self.0)
-            .env("XDG_STATE_HOME", self.0.join("state"))
-            .env("XDG_CONFIG_HOME", self.0.join("config-home"))
-            .env("MCP_CLI_NPM_PREFIX", self.0.join("no-npm"))
-            .env_remove("MCP_CLI_CONFIG")
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped());
-        command
-    }
 }
 
 /// Polls until `ready` holds; false if it never does, so a test fails instead of hanging.
