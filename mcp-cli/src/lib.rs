@@ -25,6 +25,10 @@ use crate::exit::{Exit, Failure};
 use crate::running::Running;
 
 /// Runs one command line; returns the process exit code (DESIGN §5.3).
+///
+/// It catches SIGINT, SIGTERM and SIGHUP, to stop the servers it started before it returns
+/// 128 + the signal's number. Like any use of `signal-hook-registry`, that leaves those signals
+/// ignored by the process once it has returned: fine for the binary, which exits at once.
 pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
     let args: Vec<OsString> = args.into_iter().collect();
     let cli = match cli::Cli::try_parse_from(&args) {
