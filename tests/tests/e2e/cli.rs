@@ -14,26 +14,6 @@ fn project(name: &str, extra: &str) -> Scratch {
     scratch
 }
 
-impl Scratch {
-    /// `mcp-cli args` in this folder's isolated environment, for tests that need the running
-    /// process rather than only its output. The same environment as `cli_with` in support.rs:
-    /// keep the two in step.
-    fn command(&self, args: &[&str]) -> std::process::Command {
-        let mut command = std::process::Command::new(crate::support::cli_binary());
-        command
-            .args(args)
-            .current_dir(&self.0)
-            .env("XDG_STATE_HOME", self.0.join("state"))
-            .env("XDG_CONFIG_HOME", self.0.join("config-home"))
-            .env("MCP_CLI_NPM_PREFIX", self.0.join("no-npm"))
-            .env_remove("MCP_CLI_CONFIG")
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped());
-        command
-    }
-}
-
 #[test]
 fn call_prints_text_and_exits_zero() {
     let dir = project("call", "");

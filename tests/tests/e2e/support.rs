@@ -121,8 +121,9 @@ impl Scratch {
         self.cli_with(args, &[], None)
     }
 
-    pub(crate) fn cli_with(&self, args: &[&str], env: &[(&str, &str)], stdin: Option<&str>) -> Run {
-        use std::io::Write;
+    /// `mcp-cli args` in this folder's isolated environment, not started yet: for tests that
+    /// need the running process rather than only its output.
+    pub(crate) fn command(&self, args: &[&str]) -> std::process::Command {
         let mut command = std::process::Command::new(cli_binary());
         command
             .args(args)
@@ -131,9 +132,16 @@ impl Scratch {
             .env("XDG_CONFIG_HOME", self.0.join("config-home"))
             .env("MCP_CLI_NPM_PREFIX", self.0.join("no-npm"))
             .env_remove("MCP_CLI_CONFIG")
-            .stdin(std::process::Stdio::piped())
+            .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped());
+        command
+    }
+
+    pub(crate) fn cli_with(&self, args: &[&str], env: &[(&str, &str)], stdin: Option<&str>) -> Run {
+        use std::io::Write;
+        let mut command = self.command(args);
+        command.stdin(std::process::Stdio::piped());
         for (key, value) in env {
             command.env(key, value);
         }
