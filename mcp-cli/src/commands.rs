@@ -359,7 +359,7 @@ async fn list_in_parallel(
             let options = ctx.options(spec);
             let spec = spec.clone();
             let running = ctx.running.clone();
-            smol::spawn(async move {
+            ctx.running.spawn(async move {
                 let client = running.connect(&spec.name, &spec.command, options).await?;
                 let tools = client.list_tools().await;
                 let pid = client.pid();

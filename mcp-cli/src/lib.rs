@@ -73,7 +73,8 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
     };
     let outcome = load_servers(&cli, &env).map(|servers| {
         ctx.servers = servers;
-        smol::block_on(until_signal(&mut ctx, cli.command, signals))
+        let executor = ctx.running.executor();
+        smol::block_on(executor.run(until_signal(&mut ctx, cli.command, signals)))
     });
     match outcome {
         Ok(Ending::Done(Ok(exit))) => exit.code(),

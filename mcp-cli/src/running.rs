@@ -15,9 +15,14 @@ use crate::exit::{Exit, Failure};
 /// enough that Ctrl-C still feels immediate.
 const TERM_WAIT: Duration = Duration::from_millis(300);
 
-/// A cheap, cloneable record of the servers running now.
+/// A cheap, cloneable record of the servers running now, and the executor their drivers run
+/// on: the one [`run`](crate::run) drives on the main thread, so a call crosses no thread on
+/// its way to the server and back.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Running(Arc<Mutex<State>>);
+pub(crate) struct Running {
+    state: Arc<Mutex<State>>,
+    executor: Arc<smol::Executor<'static>>,
+}
 
 #[derive(Debug, Default)]
 struct State {
@@ -29,7 +34,21 @@ struct State {
 impl Running {
     fn state(&self) -> MutexGuard<'_, State> {
         // The state stays consistent whatever panicked while holding the lock.
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The executor to run the command on; drivers and [`spawn`](Self::spawn)ed tasks run
+    /// only while it does.
+    pub(crate) fn executor(&self) -> Arc<smol::Executor<'static>> {
+        self.executor.clone()
+    }
+
+    /// Runs a task beside the command, on the same executor.
+    pub(crate) fn spawn<T: Send + 'static>(
+        &self,
+        task: impl Future<Output = T> + Send + 'static,
+    ) -> smol::Task<T> {
+        self.executor.spawn(task)
     }
 
     /// Spawns a server, records it, and waits for its handshake. Spawning and recording happen
@@ -50,7 +69,7 @@ impl Running {
             }
             let (client, driver) =
                 mcp_smol::start(command, options).map_err(|e| Failure::server(name, &e))?;
-            smol::spawn(driver).detach();
+            self.executor.spawn(driver).detach();
             state.clients.push(client.clone());
             client
         };
