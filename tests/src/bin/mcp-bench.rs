@@ -73,14 +73,16 @@ fn run_all() {
         );
     }
 
-    let (small, serde_small) = alternate_pair(|| core_decoding(false));
-    table.row_rate("core decode, small responses, MB/s", &small, &serde_small);
-    let (large, serde_large) = alternate_pair(|| core_decoding(true));
-    table.row_rate(
-        "core decode, one 16 MiB response, MB/s",
-        &large,
-        &serde_large,
-    );
+    for (label, large) in [("small responses", false), ("one 16 MiB response", true)] {
+        let (batches, messages) = recorded_stream(large);
+        let (core, serde) = alternate_pair(|| core_decoding(&batches));
+        table.row_rate(&format!("core decode, {label}, MB/s"), &core, &serde);
+        let per_megabyte = messages as f64 / megabytes(&batches);
+        let in_messages =
+            |rates: &[f64]| -> Vec<f64> { rates.iter().map(|rate| rate * per_megabyte).collect() };
+        let name = format!("core decode, {label}, messages/s");
+        table.row_rate(&name, &in_messages(&core), &in_messages(&serde));
+    }
 
     let (client, floor) = alternate(|| cold_cli(&bins), || cold_floor(&bins));
     table.row_latency(
@@ -351,13 +353,14 @@ fn child_mode(args: Vec<String>) {
             return;
         }
         "core-profile" => {
+            let (batches, _) = recorded_stream(bytes > 0);
             for _ in 0..20 {
-                std::hint::black_box(core_decoding(bytes > 0));
+                std::hint::black_box(core_decoding(&batches));
             }
             return;
         }
         "core-ratio" => {
-            let (core, serde) = core_decoding(bytes > 0);
+            let (core, serde) = core_decoding(&recorded_stream(bytes > 0).0);
             println!(
                 "core {core:.0} MB/s serde {serde:.0} MB/s ratio {:.2}",
                 serde / core
@@ -436,15 +439,15 @@ fn peak_rss_mib() -> f64 {
 
 // ----- the core alone -----
 
-/// (mcp-proto MB/s, serde_json MB/s) over one recorded stream of responses.
-fn core_decoding(large: bool) -> (f64, f64) {
+/// A recorded stream of `tools/call` responses, as batches of 32 lines, and how many it holds.
+/// Each batch is fed after its 32 calls are issued: as many requests pending as a busy client
+/// has, not tens of thousands.
+fn recorded_stream(large: bool) -> (Vec<Vec<u8>>, usize) {
     let (count, text) = if large {
         (1, "x".repeat(16 * 1024 * 1024))
     } else {
         (20_000, "hello world, a short tool result".to_owned())
     };
-    // The stream as batches of 32 responses, each fed after its 32 calls are issued: as many
-    // requests pending as a busy client has, not tens of thousands.
     const BATCH: usize = 32;
     let mut batches: Vec<Vec<u8>> = Vec::new();
     for first in (0..count).step_by(BATCH) {
@@ -458,8 +461,16 @@ fn core_decoding(large: bool) -> (f64, f64) {
         }
         batches.push(batch);
     }
-    let megabytes = batches.iter().map(Vec::len).sum::<usize>() as f64 / 1e6;
+    (batches, count)
+}
 
+fn megabytes(batches: &[Vec<u8>]) -> f64 {
+    batches.iter().map(Vec::len).sum::<usize>() as f64 / 1e6
+}
+
+/// (mcp-proto MB/s, serde_json MB/s) over one recorded stream of responses.
+fn core_decoding(batches: &[Vec<u8>]) -> (f64, f64) {
+    let megabytes = megabytes(batches);
     let serde_pass = || {
         let started = Instant::now();
         for line in batches
@@ -472,7 +483,7 @@ fn core_decoding(large: bool) -> (f64, f64) {
         }
         megabytes / started.elapsed().as_secs_f64()
     };
-    let core_pass = || megabytes / core_decoding_time(&batches).as_secs_f64();
+    let core_pass = || megabytes / core_decoding_time(batches).as_secs_f64();
     // Each once as a warm-up (code, allocator), then each timed.
     serde_pass();
     core_pass();
