@@ -99,28 +99,49 @@ pub fn group_alive(pgid: u32) -> bool {
     !group_members(pgid).is_empty()
 }
 
-/// The state letter of process `pid` (`R`, `S`, `Z` for a zombie, ...), or `None` once it is
-/// gone.
-pub fn process_state(pid: u32) -> Option<char> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let (_, after_command) = stat.rsplit_once(')')?;
-    after_command.trim_start().chars().next()
+/// What `/proc/PID/stat` says of one process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcessStat {
+    /// `R`, `S`, `Z` for a zombie, ...
+    pub state: char,
+    pub parent: u32,
+    pub group: u32,
 }
 
-/// The pids of every process in group `pgid`, read from `/proc`.
-pub fn group_members(pgid: u32) -> Vec<u32> {
+/// `/proc/PID/stat` of `pid`, or `None` once it is gone.
+pub fn process_stat(pid: u32) -> Option<ProcessStat> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The fields after the parenthesised command: state, ppid, pgrp, ...
+    let (_, after_command) = stat.rsplit_once(')')?;
+    let mut fields = after_command.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let parent = fields.next()?.parse().ok()?;
+    let group = fields.next()?.parse().ok()?;
+    Some(ProcessStat {
+        state,
+        parent,
+        group,
+    })
+}
+
+/// The pids of every process whose stat satisfies `wanted`.
+pub fn processes_where(wanted: impl Fn(&ProcessStat) -> bool) -> Vec<u32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
     entries
         .flatten()
-        .filter_map(|entry| {
-            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
-            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
-            // Fields after the parenthesised command: state, ppid, pgrp, ...
-            let (_, after_command) = stat.rsplit_once(')')?;
-            let pgrp: u32 = after_command.split_whitespace().nth(2)?.parse().ok()?;
-            (pgrp == pgid).then_some(pid)
-        })
+        .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
+        .filter(|&pid| process_stat(pid).is_some_and(|stat| wanted(&stat)))
         .collect()
+}
+
+/// The pids of every process in group `pgid`.
+pub fn group_members(pgid: u32) -> Vec<u32> {
+    processes_where(|stat| stat.group == pgid)
+}
+
+/// The pids whose parent is `pid`.
+pub fn children_of(pid: u32) -> Vec<u32> {
+    processes_where(|stat| stat.parent == pid)
 }

@@ -321,7 +321,7 @@ fn results_are_shown_before_the_server_is_closed() {
     assert_eq!(line, "early\n");
     // The server ignores its stdin closing and SIGTERM, so closing it takes mcp-cli the grace
     // and SIGTERM periods (4 s) and ends in SIGKILL: it must still be there now.
-    let server = children_of(cli.id());
+    let server = mcp_tests::children_of(cli.id());
     assert_eq!(
         server.len(),
         1,
@@ -622,22 +622,6 @@ fn eventually(mut ready: impl FnMut() -> bool) -> bool {
     true
 }
 
-/// The pids whose parent is `pid`, from `/proc`.
-fn children_of(pid: u32) -> Vec<u32> {
-    let entries = std::fs::read_dir("/proc").unwrap();
-    entries
-        .flatten()
-        .filter_map(|entry| {
-            let child: u32 = entry.file_name().to_str()?.parse().ok()?;
-            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
-            // Fields after the parenthesised command: state, ppid, ...
-            let (_, after_command) = stat.rsplit_once(')')?;
-            let parent: u32 = after_command.split_whitespace().nth(1)?.parse().ok()?;
-            (parent == pid).then_some(child)
-        })
-        .collect()
-}
-
 /// How mcp-cli ended on a signal, and the server processes it had.
 struct Stopped {
     code: Option<i32>,
@@ -687,7 +671,7 @@ fn signal_while_running(
             "{name} never received {method}"
         );
     }
-    let groups = children_of(cli.id());
+    let groups = mcp_tests::children_of(cli.id());
     assert_eq!(groups.len(), servers.len(), "servers: {groups:?}");
     let members = groups
         .iter()

@@ -87,7 +87,7 @@ fn calls_queued_when_the_server_dies_are_all_answered() {
     let command = mcp_smol::ServerCommand::new("sh").args(["-c", "echo gone >&2; exit 7"]);
     let (client, driver) = mcp_smol::start(&command, quick()).unwrap();
     let pid = client.pid();
-    let exited = || mcp_tests::process_state(pid).is_none_or(|state| state == 'Z');
+    let exited = || mcp_tests::process_stat(pid).is_none_or(|stat| stat.state == 'Z');
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while !exited() {
         assert!(std::time::Instant::now() < deadline, "sh did not exit");
