@@ -1,6 +1,6 @@
 //! The client connection: every state transition of the protocol lives in this file.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -126,6 +126,9 @@ pub struct Connection {
     decoder: LineDecoder,
     next_id: u64,
     pending: BTreeMap<u64, Pending>,
+    /// Every pending request's deadline, earliest first, so that finding the next one costs
+    /// nothing however many requests are in flight.
+    deadlines: BTreeSet<(Instant, u64)>,
     /// Progress tokens (as JSON text) of pending requests whose token is not their own id.
     progress_tokens: BTreeMap<String, u64>,
     transmits: VecDeque<Vec<u8>>,
@@ -168,6 +171,7 @@ impl Connection {
             },
             next_id: init_id + 1,
             pending: BTreeMap::new(),
+            deadlines: BTreeSet::new(),
             progress_tokens: BTreeMap::new(),
             transmits: VecDeque::new(),
             events: VecDeque::new(),
@@ -256,9 +260,9 @@ impl Connection {
             let after = self.config.handshake_timeout;
             return self.close_with(CloseReason::HandshakeTimedOut { after });
         }
-        let expired: Vec<u64> = (self.pending.iter())
-            .filter(|(_, pending)| pending.deadline <= now)
-            .map(|(&id, _)| id)
+        let expired: Vec<u64> = (self.deadlines.iter())
+            .take_while(|(deadline, _)| *deadline <= now)
+            .map(|&(_, id)| id)
             .collect();
         for id in expired {
             if let Some(pending) = self.pending.get(&id) {
@@ -330,6 +334,7 @@ impl Connection {
             progress_token,
             held,
         };
+        self.deadlines.insert((pending.deadline, id));
         self.pending.insert(id, pending);
         Ok(RequestId(id))
     }
@@ -411,10 +416,10 @@ impl Connection {
     /// The earliest deadline, if any; call [`handle_timeout`](Self::handle_timeout) then.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let requests = self.pending.values().map(|pending| pending.deadline);
+        let requests = self.deadlines.first().map(|&(deadline, _)| deadline);
         match &self.state {
-            State::Initializing { deadline, .. } => requests.chain([*deadline]).min(),
-            State::Ready { .. } => requests.min(),
+            State::Initializing { deadline, .. } => requests.into_iter().chain([*deadline]).min(),
+            State::Ready { .. } => requests,
             State::Closed { .. } => None,
         }
     }
@@ -480,13 +485,17 @@ impl Connection {
         // A caller's own token wins over a call's id that happens to equal it.
         let other = self.progress_tokens.get(&token.to_string()).copied();
         let own = || token.as_u64().filter(|&id| self.owns_its_id_as_token(id));
-        let pending_id = other.or_else(own);
-        let Some(pending) = pending_id.and_then(|id| self.pending.get_mut(&id)) else {
+        let Some(id) = other.or_else(own) else {
+            return;
+        };
+        let Some(pending) = self.pending.get_mut(&id) else {
             return;
         };
         let limit = self.config.max_request_time.max(pending.timeout);
         let hard_deadline = deadline_after(pending.started, limit);
+        self.deadlines.remove(&(pending.deadline, id));
         pending.deadline = deadline_after(now, pending.timeout).min(hard_deadline);
+        self.deadlines.insert((pending.deadline, id));
     }
 
     /// Whether pending request `id` uses its own id as its progress token.
@@ -562,6 +571,7 @@ impl Connection {
 
     fn finish(&mut self, id: u64, result: Result<Value, RequestError>) {
         if let Some(pending) = self.pending.remove(&id) {
+            self.deadlines.remove(&(pending.deadline, id));
             if let Some(ProgressToken::Other(token)) = pending.progress_token {
                 self.progress_tokens.remove(&token);
             }
@@ -576,6 +586,7 @@ impl Connection {
             let id = RequestId(id);
             self.events.push_back(Event::Response { id, result });
         }
+        self.deadlines.clear();
         self.progress_tokens.clear();
         self.transmits.clear();
         self.events.push_back(Event::Closed(reason.clone()));

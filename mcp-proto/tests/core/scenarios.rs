@@ -695,6 +695,36 @@ fn progress_pushes_the_deadline_out_up_to_the_maximum() {
 }
 
 #[test]
+fn progress_on_one_request_leaves_the_others_deadlines_alone() {
+    let start = Instant::now();
+    let (mut conn, mut server) = handshake(start);
+    let secs = Duration::from_secs;
+    let a = conn
+        .call_tool_with_timeout(start, "a", json!({}), secs(10))
+        .unwrap();
+    let b = conn
+        .call_tool_with_timeout(start, "b", json!({}), secs(20))
+        .unwrap();
+    server.absorb(&mut conn);
+    assert_eq!(conn.poll_timeout(), Some(start + secs(10)));
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                      "params": {"progressToken": a.0, "progress": 1}});
+    server.send(&mut conn, start + secs(9), note);
+    drain_events(&mut conn);
+    assert_eq!(conn.poll_timeout(), Some(start + secs(19)), "a moved out");
+    conn.handle_timeout(start + secs(19));
+    assert!(
+        matches!(next_response(&mut conn), (id, Err(RequestError::TimedOut { .. })) if id == a)
+    );
+    assert_eq!(conn.poll_timeout(), Some(start + secs(20)), "b as it was");
+    conn.handle_timeout(start + secs(20));
+    assert!(
+        matches!(next_response(&mut conn), (id, Err(RequestError::TimedOut { .. })) if id == b)
+    );
+    assert_eq!(conn.poll_timeout(), None);
+}
+
+#[test]
 fn progress_with_an_unknown_token_changes_nothing() {
     let start = Instant::now();
     let (mut conn, server) = handshake(start);
