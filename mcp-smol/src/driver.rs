@@ -320,6 +320,7 @@ impl Loop {
                 return;
             }
             Op::Subscribe(subscriber) => return self.subscribers.push(subscriber),
+            Op::Abandoned => return self.cancel_abandoned(now),
             Op::Close => return self.connection.close(),
         };
         match sent {
@@ -332,6 +333,19 @@ impl Loop {
             Err(SendError::Closed(reason)) => {
                 _ = reply.try_send(Err(request_error(RequestError::Closed(reason))));
             }
+        }
+    }
+
+    /// Cancels every request whose caller has stopped waiting (its reply channel is closed),
+    /// which also tells the server with `notifications/cancelled`.
+    fn cancel_abandoned(&mut self, now: Instant) {
+        let abandoned: Vec<RequestId> = (self.waiters.iter())
+            .filter(|(_, reply)| reply.is_closed())
+            .map(|(&id, _)| id)
+            .collect();
+        for id in abandoned {
+            self.waiters.remove(&id);
+            self.connection.cancel(now, id);
         }
     }
 

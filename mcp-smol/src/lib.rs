@@ -200,6 +200,8 @@ enum Op {
     },
     WaitReady(Reply<ServerInfo>),
     Subscribe(Sender<Notification>),
+    /// A caller stopped waiting for an answer: cancel the requests nobody waits for.
+    Abandoned,
     Close,
 }
 
@@ -211,8 +213,18 @@ impl Op {
                 _ = reply.try_send(Err(error))
             }
             Op::WaitReady(reply) => _ = reply.try_send(Err(error)),
-            Op::Subscribe(_) | Op::Close => {}
+            Op::Subscribe(_) | Op::Abandoned | Op::Close => {}
         }
+    }
+}
+
+/// Tells the driver when a caller drops its future before the answer came.
+struct AbandonOnDrop<'a>(&'a Sender<Op>);
+
+impl Drop for AbandonOnDrop<'_> {
+    fn drop(&mut self) {
+        // The channel is unbounded, so this never waits; a stopped driver needs no telling.
+        let _ = self.0.try_send(Op::Abandoned);
     }
 }
 
@@ -380,10 +392,15 @@ impl Client {
 
     async fn ask<T>(&self, op: impl FnOnce(Reply<T>) -> Op) -> Result<T, Error> {
         let (reply, answer) = smol::channel::bounded(1);
-        if self.ops.send(op(reply)).await.is_ok()
-            && let Ok(result) = answer.recv().await
-        {
-            return result;
+        if self.ops.send(op(reply)).await.is_ok() {
+            // A caller that drops this future (a timeout of its own, a select) stops waiting:
+            // the server is told to stop working on it too.
+            let abandoned = AbandonOnDrop(&self.ops);
+            let answered = answer.recv().await;
+            std::mem::forget(abandoned);
+            if let Ok(result) = answered {
+                return result;
+            }
         }
         // The driver has stopped: it recorded why before it did, unless it was dropped.
         let disconnect = self.disconnect().unwrap_or_else(Disconnect::driver_dropped);

@@ -84,6 +84,45 @@ fn pipelined_calls_are_answered_in_any_order() {
     });
 }
 
+/// The `notifications/cancelled` lines the fixture logged having received.
+fn cancellations_received(log: &std::path::Path) -> Vec<serde_json::Value> {
+    let received = std::fs::read_to_string(log).unwrap();
+    (received.lines())
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .filter(|message: &serde_json::Value| message["method"] == "notifications/cancelled")
+        .collect()
+}
+
+#[test]
+fn a_call_whose_caller_stops_waiting_is_cancelled_on_the_server() {
+    use smol::future::FutureExt;
+    let log = std::env::temp_dir().join(format!("mcp-e2e-abandon-{}.log", std::process::id()));
+    let _ = std::fs::remove_file(&log);
+    bounded(async {
+        let log_arg = log.to_str().unwrap();
+        let client = start(&fixture("good", &["--log-received", log_arg]), quick());
+        client.wait_ready().await.unwrap();
+        // The caller's own timeout wins the race, and the call's future is dropped.
+        let call = async { Some(client.call_tool("sleep", json!({"ms": 10_000})).await) };
+        let gave_up = async {
+            smol::Timer::after(Duration::from_millis(200)).await;
+            None
+        };
+        assert!(call.or(gave_up).await.is_none());
+        // The next answer comes after the cancellation was written.
+        let after = client.call_tool("echo", echo_args("after")).await.unwrap();
+        assert_eq!(text(&after), "after");
+        close_and_check(&client).await;
+    });
+    let cancelled = cancellations_received(&log);
+    assert_eq!(cancelled.len(), 1, "{cancelled:?}");
+    assert_eq!(
+        cancelled[0]["params"]["requestId"], 2,
+        "the call after the handshake"
+    );
+    let _ = std::fs::remove_file(&log);
+}
+
 #[test]
 fn timed_out_call_is_cancelled_on_the_server() {
     let log = std::env::temp_dir().join(format!("mcp-e2e-cancel-{}.log", std::process::id()));
@@ -103,12 +142,8 @@ fn timed_out_call_is_cancelled_on_the_server() {
         );
         close_and_check(&client).await;
     });
-    let received = std::fs::read_to_string(&log).unwrap();
-    let cancelled: Vec<serde_json::Value> = (received.lines())
-        .filter_map(|line| serde_json::from_str(line).ok())
-        .filter(|message: &serde_json::Value| message["method"] == "notifications/cancelled")
-        .collect();
-    assert_eq!(cancelled.len(), 1, "{received}");
+    let cancelled = cancellations_received(&log);
+    assert_eq!(cancelled.len(), 1, "{cancelled:?}");
     assert!(cancelled[0]["params"]["requestId"].is_u64());
     let _ = std::fs::remove_file(&log);
 }
