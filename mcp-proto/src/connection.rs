@@ -186,7 +186,7 @@ impl Connection {
                 "version": connection.config.client_version,
             },
         });
-        let initialize = jsonrpc::request(init_id, "initialize", Some(params));
+        let initialize = jsonrpc::request(init_id, "initialize", Some(&params));
         connection.transmits.push_back(initialize);
         connection
     }
@@ -318,8 +318,22 @@ impl Connection {
             }
             self.progress_tokens.insert(text.clone(), id);
         }
+        let bytes = jsonrpc::request(id, method, params.as_ref());
+        Ok(self.start_request(now, method, bytes, progress_token, timeout))
+    }
+
+    /// Queues an encoded request (or holds it until the handshake ends) under the next id,
+    /// which `bytes` must carry, and starts its deadline.
+    fn start_request(
+        &mut self,
+        now: Instant,
+        method: &str,
+        bytes: Vec<u8>,
+        progress_token: Option<ProgressToken>,
+        timeout: Duration,
+    ) -> RequestId {
+        let id = self.next_id;
         self.next_id += 1;
-        let bytes = jsonrpc::request(id, method, params);
         // Before the handshake ends, only pings may be written.
         let held = if matches!(self.state, State::Ready { .. }) || method == "ping" {
             self.transmits.push_back(bytes);
@@ -336,7 +350,7 @@ impl Connection {
         };
         self.deadlines.insert((pending.deadline, id));
         self.pending.insert(id, pending);
-        Ok(RequestId(id))
+        RequestId(id)
     }
 
     /// Requests one page of `tools/list`.
@@ -369,17 +383,25 @@ impl Connection {
         arguments: Value,
         timeout: Duration,
     ) -> Result<RequestId, SendError> {
-        let arguments = match arguments {
-            Value::Null => json!({}),
-            Value::Object(_) => arguments,
+        if let State::Closed { reason } = &self.state {
+            return Err(SendError::Closed(reason.clone()));
+        }
+        let empty = Value::Object(serde_json::Map::new());
+        let arguments = match &arguments {
+            Value::Null => &empty,
+            Value::Object(_) => &arguments,
             _ => return Err(SendError::InvalidParams),
         };
-        let params = json!({
-            "name": name,
-            "arguments": arguments,
-            "_meta": { "progressToken": self.next_id },
-        });
-        self.request_with_timeout(now, "tools/call", Some(params), timeout)
+        // The call's own id is its progress token: unique, and found without a lookup.
+        let id = self.next_id;
+        let params = jsonrpc::CallToolParams {
+            name,
+            arguments,
+            meta: jsonrpc::ProgressMeta { progress_token: id },
+        };
+        let bytes = jsonrpc::request(id, "tools/call", Some(&params));
+        let token = Some(ProgressToken::OwnId);
+        Ok(self.start_request(now, "tools/call", bytes, token, timeout))
     }
 
     /// Gives up on a request: it fails with [`RequestError::Cancelled`] and, if the server has

@@ -92,8 +92,31 @@ pub struct CallToolResult {
 }
 
 impl CallToolResult {
+    /// Decodes a `tools/call` result, moving its parts out of `value` rather than copying them.
     pub fn from_value(value: Value) -> Result<Self, serde_json::Error> {
-        serde_json::from_value(value)
+        let usual = |object: &serde_json::Map<String, Value>| {
+            matches!(
+                object.get("content"),
+                None | Some(Value::Null | Value::Array(_))
+            ) && matches!(
+                object.get("isError"),
+                None | Some(Value::Null | Value::Bool(_))
+            )
+        };
+        let mut object = match value {
+            Value::Object(object) if usual(&object) => object,
+            // Anything else goes through serde, which says what is wrong with it.
+            other => return serde_json::from_value(other),
+        };
+        let content = match object.remove("content") {
+            Some(Value::Array(items)) => items.into_iter().map(Content::from_owned).collect(),
+            _ => Vec::new(),
+        };
+        Ok(Self {
+            content,
+            structured_content: object.remove("structuredContent").filter(|v| !v.is_null()),
+            is_error: object.get("isError") == Some(&Value::Bool(true)),
+        })
     }
 }
 
@@ -190,19 +213,25 @@ impl Content {
     }
 }
 
+impl Content {
+    /// [`from_value`](Self::from_value) for an item we own: a text item's text is moved out,
+    /// so a 16 MiB text is never copied.
+    fn from_owned(value: Value) -> Self {
+        let Value::Object(mut object) = value else {
+            return Content::Unknown(value);
+        };
+        let is_text = object.get("type").and_then(Value::as_str) == Some("text")
+            && object.get("text").is_some_and(Value::is_string);
+        if is_text && let Some(Value::String(text)) = object.remove("text") {
+            return Content::Text { text };
+        }
+        Content::from_value(Value::Object(object))
+    }
+}
+
 impl<'de> Deserialize<'de> for Content {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let value = Value::deserialize(deserializer)?;
-        // Moving the one large field out keeps a 16 MiB text item from being copied.
-        if let Value::Object(mut object) = value {
-            let is_text = object.get("type").and_then(Value::as_str) == Some("text")
-                && object.get("text").is_some_and(Value::is_string);
-            if is_text && let Some(Value::String(text)) = object.remove("text") {
-                return Ok(Content::Text { text });
-            }
-            return Ok(Content::from_value(Value::Object(object)));
-        }
-        Ok(Content::Unknown(value))
+        Ok(Content::from_owned(Value::deserialize(deserializer)?))
     }
 }
 
@@ -349,6 +378,24 @@ mod tests {
                 Content::Unknown(json!("not even an object")),
             ]
         );
+    }
+
+    #[test]
+    fn decoding_by_moving_parts_matches_serde() {
+        let results = [
+            json!({}),
+            json!({"content": [{"type": "text", "text": "a"}, {"type": "image", "data": "AA==",
+                   "mimeType": "image/png"}, {"type": "new"}, 5], "isError": true, "extra": 1}),
+            json!({"content": null, "structuredContent": {"k": [1]}, "isError": false}),
+            json!({"structuredContent": null, "isError": null}),
+        ];
+        for result in results {
+            let serde: CallToolResult = serde_json::from_value(result.clone()).unwrap();
+            assert_eq!(CallToolResult::from_value(result).unwrap(), serde);
+        }
+        for bad in [json!({"content": "x"}), json!({"isError": "yes"}), json!(7)] {
+            assert!(CallToolResult::from_value(bad).is_err());
+        }
     }
 
     #[test]

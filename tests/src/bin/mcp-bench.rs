@@ -17,7 +17,7 @@ use std::time::Instant;
 use mcp_smol::proto::{self, Connection, Event};
 use serde_json::{Value, json};
 
-const REPETITIONS: usize = 5;
+const REPETITIONS: usize = 11;
 const SEQUENTIAL_CALLS: usize = 2000;
 const PIPELINED_CALLS: usize = 4000;
 const IN_FLIGHT: usize = 32;
@@ -349,7 +349,8 @@ fn child_mode(args: Vec<String>) {
     let seconds = match args[0].as_str() {
         // For profilers: the core's decoding alone, many times over.
         "sequential-profile" => {
-            std::hint::black_box(client_sequential(&bins, true));
+            let (median, p99) = client_sequential(&bins, true);
+            println!("median {} p99 {}", time(median), time(p99));
             return;
         }
         "core-profile" => {
