@@ -486,7 +486,7 @@ fn servers_table(rows: &[Value]) -> Vec<String> {
 
 pub(crate) fn show_logs(ctx: &mut Context, server: &str, count: usize) -> Result<Exit, Failure> {
     let path = logs::log_path(&ctx.log_dir, server);
-    match logs::tail(&path, count) {
+    match logs::last_lines(&path, count) {
         Ok(lines) => {
             for line in lines {
                 ctx.out.line(&line);

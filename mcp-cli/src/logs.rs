@@ -57,9 +57,7 @@ impl LogFile {
     }
 
     fn rotate(&mut self) -> io::Result<()> {
-        let mut old = self.path.clone().into_os_string();
-        old.push(".1");
-        fs::rename(&self.path, old)?;
+        fs::rename(&self.path, rotated(&self.path))?;
         self.file = open_private(&self.path)?;
         self.size = 0;
         Ok(())
@@ -86,6 +84,27 @@ impl Write for LogFile {
 
     fn flush(&mut self) -> io::Result<()> {
         self.file.flush()
+    }
+}
+
+/// Where a log goes when it is rotated.
+fn rotated(path: &Path) -> PathBuf {
+    let mut old = path.to_path_buf().into_os_string();
+    old.push(".1");
+    PathBuf::from(old)
+}
+
+/// The last `count` lines of a server's log, reaching into the rotated file when the current
+/// one, just restarted, holds fewer.
+pub fn last_lines(path: &Path, count: usize) -> io::Result<Vec<String>> {
+    let recent = tail(path, count)?;
+    let missing = count - recent.len().min(count);
+    match tail(&rotated(path), missing) {
+        Ok(mut older) if missing > 0 => {
+            older.extend(recent);
+            Ok(older)
+        }
+        _ => Ok(recent),
     }
 }
 
@@ -125,6 +144,20 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("mcp-cli-logs-{name}-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         dir
+    }
+
+    #[test]
+    fn last_lines_reach_into_the_rotated_log() {
+        let dir = temp_dir("last-lines");
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("srv.log");
+        fs::write(dir.join("srv.log.1"), "old 1\nold 2\nold 3\n").unwrap();
+        fs::write(&path, "new 1\n").unwrap();
+        assert_eq!(last_lines(&path, 3).unwrap(), ["old 2", "old 3", "new 1"]);
+        assert_eq!(last_lines(&path, 1).unwrap(), ["new 1"]);
+        fs::remove_file(dir.join("srv.log.1")).unwrap();
+        assert_eq!(last_lines(&path, 3).unwrap(), ["new 1"]);
+        fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
