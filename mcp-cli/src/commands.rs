@@ -446,17 +446,17 @@ fn servers_table(rows: &[Value]) -> Vec<String> {
     };
     let mut table = vec![["NAME", "STATE", "TOOLS", "PID", "COMMAND"].map(str::to_owned)];
     for row in rows {
-        let mut name = cell(row, "name");
+        // Marked after the command, so that every column before it stays one word.
+        let mut command = cell(row, "command");
         if row["preset"] == json!(true) {
-            name.push_str(" (preset)");
+            command.push_str("  (preset)");
         }
-        let state = cell(row, "state");
         table.push([
-            name,
-            state,
+            cell(row, "name"),
+            cell(row, "state"),
             cell(row, "tools"),
             cell(row, "pid"),
-            cell(row, "command"),
+            command,
         ]);
     }
     let widths: Vec<usize> = (0..4)
