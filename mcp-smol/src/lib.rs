@@ -218,13 +218,20 @@ impl Op {
     }
 }
 
-/// Tells the driver when a caller drops its future before the answer came.
-struct AbandonOnDrop<'a>(&'a Sender<Op>);
+/// A caller waiting for its answer. Dropped while still waiting, it closes the answer channel
+/// first and then tells the driver, which cancels every request whose channel is closed.
+struct Waiting<'a, T> {
+    answer: Option<Receiver<Result<T, Error>>>,
+    ops: &'a Sender<Op>,
+}
 
-impl Drop for AbandonOnDrop<'_> {
+impl<T> Drop for Waiting<'_, T> {
     fn drop(&mut self) {
-        // The channel is unbounded, so this never waits; a stopped driver needs no telling.
-        let _ = self.0.try_send(Op::Abandoned);
+        if let Some(answer) = self.answer.take() {
+            drop(answer);
+            // The channel is unbounded, so this never waits; a stopped driver needs no telling.
+            let _ = self.ops.try_send(Op::Abandoned);
+        }
     }
 }
 
@@ -395,9 +402,15 @@ impl Client {
         if self.ops.send(op(reply)).await.is_ok() {
             // A caller that drops this future (a timeout of its own, a select) stops waiting:
             // the server is told to stop working on it too.
-            let abandoned = AbandonOnDrop(&self.ops);
-            let answered = answer.recv().await;
-            std::mem::forget(abandoned);
+            let mut waiting = Waiting {
+                answer: Some(answer),
+                ops: &self.ops,
+            };
+            let answered = match &waiting.answer {
+                Some(answer) => answer.recv().await,
+                None => Err(smol::channel::RecvError),
+            };
+            waiting.answer = None;
             if let Ok(result) = answered {
                 return result;
             }
