@@ -348,6 +348,11 @@ fn parse_toml(path: &Path, text: &str) -> Result<Vec<(String, RawServer)>, Confi
         )
     })?;
     if file.mcp.is_none() && file.mcp_servers.is_none() {
+        // A file with nothing in it yet is a start, not a mistake; other keys only are.
+        let empty = toml::from_str::<toml::Table>(text).is_ok_and(|table| table.is_empty());
+        if empty {
+            return Ok(Vec::new());
+        }
         return Err(no_servers_key(path, "mcp, mcp_servers"));
     }
     let native = file.mcp.into_iter().flatten().map(|(name, s)| {
@@ -510,6 +515,11 @@ fn parse_json(path: &Path, text: &str) -> Result<Vec<(String, RawServer)>, Confi
         file.context_servers.is_some(),
     ];
     if !tables.contains(&true) {
+        let empty = serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&cleaned)
+            .is_ok_and(|object| object.is_empty());
+        if empty {
+            return Ok(Vec::new());
+        }
         return Err(no_servers_key(
             path,
             "mcpServers, servers, mcp, context_servers",
@@ -919,7 +929,7 @@ url = "https://example.invalid/mcp"
             "invalid config /cfg/settings.json: it names no servers: none of the top-level keys \
              mcpServers, servers, mcp, context_servers is there"
         );
-        for text in ["", "[server.fx]\ncommand = \"x\"\n"] {
+        for text in ["title = \"mine\"\n", "[server.fx]\ncommand = \"x\"\n"] {
             let error = parse("c.toml", text).unwrap_err();
             assert!(
                 error
@@ -929,9 +939,13 @@ url = "https://example.invalid/mcp"
                 "{error}"
             );
         }
-        // An empty table is a choice, not a mistake.
+        // An empty table is a choice, and an empty file a start: neither is a mistake.
         assert_eq!(parse("c.toml", "[mcp]\n").unwrap(), []);
         assert_eq!(parse("c.json", "{\"mcpServers\": {}}").unwrap(), []);
+        for text in ["", "# servers go here\n"] {
+            assert_eq!(parse("c.toml", text).unwrap(), []);
+        }
+        assert_eq!(parse("c.json", " {} ").unwrap(), []);
     }
 
     #[test]
