@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use mcp_proto::{Config, Connection, Event, LineDecoder, LineError, RequestId};
+use mcp_proto::{Config, Connection, Event, LineDecoder, LineError, Request, RequestId};
 use serde_json::{Value, json};
 
 /// A tiny deterministic generator, so one input always makes the same chunking.
@@ -161,10 +161,12 @@ pub fn check_connection(data: &[u8]) {
                 connection.handle_bytes(now, &ops[..take]);
                 ops = &ops[take..];
             }
-            3 => observer.issue(connection.call_tool(now, "tool", json!({"n": arg}))),
+            3 => observer
+                .issue(connection.request(now, Request::call_tool("tool", json!({"n": arg})))),
             4 => {
                 let timeout = Duration::from_millis(arg as u64 * 10);
-                observer.issue(connection.request_with_timeout(now, "ping", None, timeout));
+                observer
+                    .issue(connection.request(now, Request::new("ping", None).timeout(timeout)));
             }
             5 => {
                 if let Some(id) = pick(&observer) {
@@ -247,8 +249,8 @@ pub fn check_handshake(data: &[u8]) {
                 ops = &ops[take..];
             }
             2 => connection.handle_bytes(now, INIT_RESULT),
-            3 => observer.issue(connection.call_tool(now, "early", json!({}))),
-            _ => observer.issue(connection.request(now, "ping", None)),
+            3 => observer.issue(connection.request(now, Request::call_tool("early", json!({})))),
+            _ => observer.issue(connection.request(now, Request::new("ping", None))),
         }
         let written = observer.drain(&mut connection);
         check_written(written, &mut initialized);

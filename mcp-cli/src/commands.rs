@@ -75,11 +75,17 @@ impl Context {
             logs::ROTATE_BYTES,
         );
         Options {
-            handshake_timeout: spec.handshake_timeout.unwrap_or(defaults.handshake_timeout),
-            request_timeout: (self.timeout.or(spec.call_timeout))
-                .unwrap_or(defaults.request_timeout),
-            client_name: "mcp-cli".to_owned(),
-            client_version: env!("CARGO_PKG_VERSION").to_owned(),
+            core: mcp_smol::proto::Config {
+                handshake_timeout: (spec.handshake_timeout)
+                    .unwrap_or(defaults.core.handshake_timeout),
+                request_timeout: (self.timeout.or(spec.call_timeout))
+                    .unwrap_or(defaults.core.request_timeout),
+                client_name: "mcp-cli".to_owned(),
+                client_version: env!("CARGO_PKG_VERSION").to_owned(),
+                ..defaults.core
+            },
+            // Long enough to flush a file, short enough that Ctrl-C still feels immediate.
+            term_period: Duration::from_millis(500),
             // A log that cannot be opened must not stop the call; the tail still reaches errors.
             stderr_sink: sink.ok().map(|log| Box::new(log) as mcp_smol::StderrSink),
             ..defaults
@@ -113,7 +119,7 @@ pub(crate) async fn call(
     let client = start(ctx, &spec).await?;
     // Shown before the server is closed: one that outlives its stdin would otherwise hold the
     // answer back for the grace and SIGTERM periods.
-    let exit = match call_on(ctx, &client, &spec.name, &tool, base, pairs).await {
+    let exit = match call_on(&client, &spec.name, &tool, base, pairs).await {
         Ok((result, raw)) => show_result(ctx, &result, &raw),
         Err(failure) => {
             report(ctx.json, &failure);
@@ -180,7 +186,6 @@ async fn read_args_json(text: &str) -> Result<Value, Failure> {
 }
 
 async fn call_on(
-    ctx: &Context,
     client: &Client,
     server: &str,
     tool_name: &str,
@@ -196,10 +201,11 @@ async fn call_on(
         .map_err(|e| Failure::usage(format!("{server}__{tool_name}: {}", e.0)))?;
     let spinner = Spinner::start(format!("calling {server}__{tool_name}"));
     let notifications = client.notifications().await;
-    let call = client.call_tool_raw(&tool.name, Value::Object(arguments), ctx.timeout);
+    let request = mcp_proto::Request::call_tool(&tool.name, Value::Object(arguments));
+    let call = client.request(request.untyped());
     let progress = async {
         while let Ok(notification) = notifications.recv().await {
-            if let Some(text) = progress_text(&notification) {
+            if let Some(text) = notification.progress().map(progress_text) {
                 spinner.set_label(format!("calling {server}__{tool_name}: {text}"));
             }
         }
@@ -240,20 +246,15 @@ fn find_tool<'a>(server: &str, tools: &'a [Tool], given: &str) -> Result<&'a Too
     }
 }
 
-fn progress_text(notification: &mcp_smol::Notification) -> Option<String> {
-    if notification.method != "notifications/progress" {
-        return None;
-    }
-    let params = notification.params.as_ref()?;
-    let progress = params.get("progress")?.as_f64()?;
-    let mut text = match params.get("total").and_then(Value::as_f64) {
-        Some(total) => format!("{progress}/{total}"),
-        None => format!("{progress}"),
+fn progress_text(progress: mcp_proto::Progress) -> String {
+    let mut text = match progress.total {
+        Some(total) => format!("{}/{total}", progress.progress),
+        None => format!("{}", progress.progress),
     };
-    if let Some(message) = params.get("message").and_then(Value::as_str) {
+    if let Some(message) = progress.message {
         text = format!("{text} {message}");
     }
-    Some(text)
+    text
 }
 
 // ----- tools -----

@@ -3,6 +3,7 @@
 use std::fmt;
 
 use mcp_smol::Error;
+use mcp_smol::proto::{RequestError, RpcError, SendError};
 
 /// The process exit status, by who is at fault.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,8 +55,10 @@ impl Failure {
         let exit = match error {
             _ if error.is_timeout() => Exit::Timeout,
             // The server judged the arguments invalid: the caller's to fix.
-            Error::Remote(rpc) if rpc.code == INVALID_PARAMS => Exit::Usage,
-            Error::InvalidParams => Exit::Usage,
+            Error::Request(RequestError::Remote(rpc)) if rpc.code == RpcError::INVALID_PARAMS => {
+                Exit::Usage
+            }
+            Error::Send(SendError::InvalidParams) => Exit::Usage,
             _ => Exit::Server,
         };
         Self {
@@ -64,8 +67,6 @@ impl Failure {
         }
     }
 }
-
-const INVALID_PARAMS: i64 = -32602;
 
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -4,16 +4,10 @@
 //! exited without stopping them, stubborn servers (and whatever they started) would live on.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
 
 use mcp_smol::{Client, Options, ServerCommand};
-use rustix::process::{Pid, Signal};
 
 use crate::exit::{Exit, Failure};
-
-/// How long servers get to exit on SIGTERM before SIGKILL: long enough to flush a file, short
-/// enough that Ctrl-C still feels immediate.
-const TERM_WAIT: Duration = Duration::from_millis(300);
 
 /// A cheap, cloneable record of the servers running now, and the executor their drivers run
 /// on: the one [`run`](crate::run) drives on the main thread, so a call crosses no thread on
@@ -89,41 +83,20 @@ impl Running {
         self.state().clients.retain(|c| c.pid() != client.pid());
     }
 
-    /// Stops every server now: SIGTERM to each process group, and SIGKILL to the groups of those
-    /// still running after [`TERM_WAIT`]. Returns once every server has been reaped and its group
-    /// emptied (mcp-smol's close ends with SIGKILL to the group once the leader is gone).
+    /// Stops every server now and in parallel, through mcp-smol's terminate: SIGTERM to each
+    /// process group at once, SIGKILL after the term period. Returns once every server has
+    /// been reaped and its group emptied.
     pub(crate) async fn stop_all(&self) {
         let clients = {
             let mut state = self.state();
             state.stopping = true;
             std::mem::take(&mut state.clients)
         };
-        signal_groups(&clients, Signal::TERM);
-        let closed = async {
-            for client in &clients {
-                client.close().await;
-            }
-            true
-        };
-        let waited = async {
-            smol::Timer::after(TERM_WAIT).await;
-            false
-        };
-        if !smol::future::or(closed, waited).await {
-            signal_groups(&clients, Signal::KILL);
-            for client in &clients {
-                client.close().await;
-            }
-        }
-    }
-}
-
-fn signal_groups(clients: &[Client], signal: Signal) {
-    for client in clients {
-        let group = i32::try_from(client.pid()).ok().and_then(Pid::from_raw);
-        if let Some(group) = group {
-            // A group that is already empty is what we want, not an error.
-            let _ = rustix::process::kill_process_group(group, signal);
+        let stops: Vec<_> = (clients.into_iter())
+            .map(|client| self.executor.spawn(async move { client.terminate().await }))
+            .collect();
+        for stop in stops {
+            stop.await;
         }
     }
 }

@@ -8,7 +8,8 @@ use serde_json::{Value, json};
 use crate::error::{CloseReason, RequestError, RpcError, SendError};
 use crate::framing::{LineDecoder, LineError};
 use crate::jsonrpc::{self, Message, ResponseError};
-use crate::types::{Implementation, ServerInfo};
+use crate::request::{Params, Request};
+use crate::types::{Implementation, Notification, ServerInfo};
 use crate::{LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
 
 /// Settings fixed for the life of a connection.
@@ -16,6 +17,7 @@ use crate::{LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
 pub struct Config {
     /// Sent as `clientInfo`.
     pub client_name: String,
+    /// Sent as `clientInfo.version`.
     pub client_version: String,
     /// Budget for the `initialize` answer; on expiry the connection closes.
     pub handshake_timeout: Duration,
@@ -59,14 +61,13 @@ pub enum Event {
     Ready(ServerInfo),
     /// A request of ours ended. Every request ends exactly once.
     Response {
+        /// The request, as [`Connection::request`] returned it.
         id: RequestId,
+        /// Its `result` member, or why it failed.
         result: Result<Value, RequestError>,
     },
     /// A notification from the server (progress, logging, list changes, anything else).
-    Notification {
-        method: String,
-        params: Option<Value>,
-    },
+    Notification(Notification),
     /// A line from the server was skipped; the connection goes on.
     Malformed(LineError),
     /// The connection ended; always the last event. Pending requests have already failed.
@@ -191,10 +192,12 @@ impl Connection {
         connection
     }
 
+    /// The settings this connection was made with.
     pub fn config(&self) -> &Config {
         &self.config
     }
 
+    /// Counters of what was skipped or dropped so far.
     pub fn stats(&self) -> Stats {
         self.stats
     }
@@ -207,6 +210,7 @@ impl Connection {
         }
     }
 
+    /// Whether the connection has ended; see [`Event::Closed`].
     pub fn is_closed(&self) -> bool {
         matches!(self.state, State::Closed { .. })
     }
@@ -275,51 +279,78 @@ impl Connection {
 
     // ----- commands -----
 
-    /// Sends a request with the default timeout. `params`, if given, must be an object or an
-    /// array. A `params._meta.progressToken`, if present, lets progress extend the deadline; it
-    /// must not be the token of another pending request ([`SendError::ProgressTokenInUse`]).
-    pub fn request(
+    /// Sends a request: built by a typed helper such as [`Request::call_tool`], or by
+    /// [`Request::new`] for any method, whose `params` must then be an object or an array.
+    /// Its deadline is its own [`Request::timeout`], else [`Config::request_timeout`]. A
+    /// `params._meta.progressToken` lets progress extend the deadline; it must not be the token
+    /// of another pending request ([`SendError::ProgressTokenInUse`]).
+    pub fn request<T>(
         &mut self,
         now: Instant,
-        method: &str,
-        params: Option<Value>,
-    ) -> Result<RequestId, SendError> {
-        let timeout = self.config.request_timeout;
-        self.request_with_timeout(now, method, params, timeout)
-    }
-
-    /// [`request`](Self::request) with a deadline of its own.
-    pub fn request_with_timeout(
-        &mut self,
-        now: Instant,
-        method: &str,
-        params: Option<Value>,
-        timeout: Duration,
+        request: Request<T>,
     ) -> Result<RequestId, SendError> {
         if let State::Closed { reason } = &self.state {
             return Err(SendError::Closed(reason.clone()));
         }
-        if matches!(&params, Some(params) if !params.is_object() && !params.is_array()) {
-            return Err(SendError::InvalidParams);
-        }
+        let timeout = request.timeout.unwrap_or(self.config.request_timeout);
         let id = self.next_id;
-        let token = params
-            .as_ref()
-            .and_then(|p| p.get("_meta")?.get("progressToken"));
-        let progress_token = token.map(|token| match token.as_u64() {
-            Some(own) if own == id => ProgressToken::OwnId,
-            _ => ProgressToken::Other(token.to_string()),
-        });
-        if let Some(ProgressToken::Other(text)) = &progress_token {
-            let owner = token.and_then(Value::as_u64);
-            let owned_by_a_call = owner.is_some_and(|owner| self.owns_its_id_as_token(owner));
-            if owned_by_a_call || self.progress_tokens.contains_key(text) {
-                return Err(SendError::ProgressTokenInUse);
+        let (bytes, progress_token) = match &request.params {
+            Params::CallTool { name, arguments } => {
+                let empty = Value::Object(serde_json::Map::new());
+                let arguments = match arguments {
+                    Value::Null => &empty,
+                    Value::Object(_) => arguments,
+                    _ => return Err(SendError::InvalidParams),
+                };
+                // The call's own id is its progress token: unique, and found without a lookup.
+                let params = jsonrpc::CallToolParams {
+                    name,
+                    arguments,
+                    meta: jsonrpc::ProgressMeta { progress_token: id },
+                };
+                let bytes = jsonrpc::request(id, &request.method, Some(&params));
+                (bytes, Some(ProgressToken::OwnId))
             }
-            self.progress_tokens.insert(text.clone(), id);
+            Params::Value(params) if !params.is_object() && !params.is_array() => {
+                return Err(SendError::InvalidParams);
+            }
+            Params::Value(params) => {
+                let progress_token = self.claim_progress_token(id, params)?;
+                (
+                    jsonrpc::request(id, &request.method, Some(params)),
+                    progress_token,
+                )
+            }
+            Params::None => (jsonrpc::request::<Value>(id, &request.method, None), None),
+        };
+        Ok(self.start_request(now, &request.method, bytes, progress_token, timeout))
+    }
+
+    /// Records the `params._meta.progressToken` of request `id`, if it has one, unless a
+    /// pending request already uses it.
+    fn claim_progress_token(
+        &mut self,
+        id: u64,
+        params: &Value,
+    ) -> Result<Option<ProgressToken>, SendError> {
+        let Some(token) = params
+            .get("_meta")
+            .and_then(|meta| meta.get("progressToken"))
+        else {
+            return Ok(None);
+        };
+        if token.as_u64() == Some(id) {
+            return Ok(Some(ProgressToken::OwnId));
         }
-        let bytes = jsonrpc::request(id, method, params.as_ref());
-        Ok(self.start_request(now, method, bytes, progress_token, timeout))
+        let text = token.to_string();
+        let owned_by_a_call = token
+            .as_u64()
+            .is_some_and(|owner| self.owns_its_id_as_token(owner));
+        if owned_by_a_call || self.progress_tokens.contains_key(&text) {
+            return Err(SendError::ProgressTokenInUse);
+        }
+        self.progress_tokens.insert(text.clone(), id);
+        Ok(Some(ProgressToken::Other(text)))
     }
 
     /// Queues an encoded request (or holds it until the handshake ends) under the next id,
@@ -353,57 +384,6 @@ impl Connection {
         RequestId(id)
     }
 
-    /// Requests one page of `tools/list`.
-    pub fn list_tools(
-        &mut self,
-        now: Instant,
-        cursor: Option<&str>,
-    ) -> Result<RequestId, SendError> {
-        let params = cursor.map(|cursor| json!({ "cursor": cursor }));
-        self.request(now, "tools/list", params)
-    }
-
-    /// Calls a tool with the default timeout. `arguments` must be an object (`null` sends `{}`).
-    pub fn call_tool(
-        &mut self,
-        now: Instant,
-        name: &str,
-        arguments: Value,
-    ) -> Result<RequestId, SendError> {
-        let timeout = self.config.request_timeout;
-        self.call_tool_with_timeout(now, name, arguments, timeout)
-    }
-
-    /// Calls a tool. The request carries a progress token unique to it (its own id), so
-    /// `notifications/progress` from the server keeps it alive.
-    pub fn call_tool_with_timeout(
-        &mut self,
-        now: Instant,
-        name: &str,
-        arguments: Value,
-        timeout: Duration,
-    ) -> Result<RequestId, SendError> {
-        if let State::Closed { reason } = &self.state {
-            return Err(SendError::Closed(reason.clone()));
-        }
-        let empty = Value::Object(serde_json::Map::new());
-        let arguments = match &arguments {
-            Value::Null => &empty,
-            Value::Object(_) => &arguments,
-            _ => return Err(SendError::InvalidParams),
-        };
-        // The call's own id is its progress token: unique, and found without a lookup.
-        let id = self.next_id;
-        let params = jsonrpc::CallToolParams {
-            name,
-            arguments,
-            meta: jsonrpc::ProgressMeta { progress_token: id },
-        };
-        let bytes = jsonrpc::request(id, "tools/call", Some(&params));
-        let token = Some(ProgressToken::OwnId);
-        Ok(self.start_request(now, "tools/call", bytes, token, timeout))
-    }
-
     /// Gives up on a request: it fails with [`RequestError::Cancelled`] and, if the server has
     /// seen it, `notifications/cancelled` is queued. Returns `false` if it had already ended.
     pub fn cancel(&mut self, _now: Instant, id: RequestId) -> bool {
@@ -431,6 +411,7 @@ impl Connection {
     }
 
     #[must_use]
+    /// The next event; drain them after every input or command.
     pub fn poll_event(&mut self) -> Option<Event> {
         self.events.pop_front()
     }
@@ -472,8 +453,8 @@ impl Connection {
                 if method == "notifications/progress" {
                     self.handle_progress(now, params.as_ref());
                 }
-                self.events
-                    .push_back(Event::Notification { method, params });
+                let notification = Notification { method, params };
+                self.events.push_back(Event::Notification(notification));
             }
             Message::Response { id, result } => self.handle_response(now, &id, result),
         }

@@ -9,14 +9,21 @@ use serde_json::{Value, json};
 /// A JSON-RPC error object, as the server sent it or as we send it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RpcError {
+    /// The JSON-RPC error code, such as [`RpcError::METHOD_NOT_FOUND`].
     pub code: i64,
+    /// What the server said went wrong.
     pub message: String,
+    /// Anything else the server attached.
     pub data: Option<Value>,
 }
 
 impl RpcError {
+    /// The method is unknown, or a capability we did not declare.
     pub const METHOD_NOT_FOUND: i64 = -32601;
+    /// The params do not fit the method, such as tool arguments that do not fit the schema.
+    pub const INVALID_PARAMS: i64 = -32602;
 
+    /// The refusal we send for server requests we do not serve.
     pub fn method_not_found(method: &str) -> Self {
         Self {
             code: Self::METHOD_NOT_FOUND,
@@ -54,7 +61,10 @@ pub enum RequestError {
     /// The server answered, but the answer cannot be read.
     InvalidResponse(String),
     /// No answer before the deadline; `notifications/cancelled` was sent if the request was.
-    TimedOut { after: Duration },
+    TimedOut {
+        /// How long the request had run.
+        after: Duration,
+    },
     /// The caller cancelled it.
     Cancelled,
     /// The connection ended first.
@@ -84,11 +94,19 @@ pub enum CloseReason {
     /// The server closed its stdout.
     Eof,
     /// No answer to `initialize` within the handshake budget.
-    HandshakeTimedOut { after: Duration },
+    HandshakeTimedOut {
+        /// The handshake budget.
+        after: Duration,
+    },
     /// The server answered `initialize` with an error.
     InitializeFailed(RpcError),
     /// The server wants a protocol revision we do not implement.
-    UnsupportedVersion { requested: String, offered: String },
+    UnsupportedVersion {
+        /// The revision we asked for.
+        requested: String,
+        /// The revision the server answered with.
+        offered: String,
+    },
     /// The `initialize` result is not a valid result.
     InvalidInitializeResult(String),
 }

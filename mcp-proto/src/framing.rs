@@ -9,13 +9,22 @@ const BOM: &[u8] = b"\xEF\xBB\xBF";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LineError {
     /// A line grew past the configured maximum; it is discarded up to its newline.
-    TooLong { limit: usize },
+    TooLong {
+        /// [`Config::max_line_len`](crate::Config::max_line_len).
+        limit: usize,
+    },
     /// The line is not valid UTF-8.
     NotUtf8,
     /// The line is UTF-8 but not JSON (a banner, a log line, a truncated message).
-    NotJson { detail: String },
+    NotJson {
+        /// The parser's complaint and the start of the line.
+        detail: String,
+    },
     /// The line is JSON but not a JSON-RPC 2.0 message.
-    NotJsonRpc { detail: String },
+    NotJsonRpc {
+        /// What is missing or wrong.
+        detail: String,
+    },
 }
 
 impl std::fmt::Display for LineError {
@@ -49,6 +58,7 @@ pub struct LineDecoder {
 }
 
 impl LineDecoder {
+    /// A decoder that refuses lines longer than `max_line_len` bytes.
     pub fn new(max_line_len: usize) -> Self {
         Self {
             buffer: BytesMut::new(),

@@ -18,7 +18,8 @@
 //!    instant from [`Connection::poll_timeout`].
 //! 6. Feed what woke you: [`Connection::handle_bytes`] (any fragment of the stream),
 //!    [`Connection::handle_eof`] when stdout closes, [`Connection::handle_timeout`] when the
-//!    deadline passed, or a command such as [`Connection::call_tool`]. Go back to step 2.
+//!    deadline passed, or a command such as [`Connection::request`] with a [`Request`]. Go
+//!    back to step 2.
 //!
 //! Commands may be issued before the handshake ends: the requests are held and written right
 //! after `notifications/initialized`, while their deadlines already run.
@@ -59,18 +60,22 @@
 //! # }
 //! ```
 
+#![warn(missing_docs)]
+
 mod connection;
 mod error;
 mod framing;
 mod jsonrpc;
+mod request;
 mod types;
 
 pub use connection::{Config, Connection, Event, RequestId, Stats};
 pub use error::{CloseReason, RequestError, RpcError, SendError};
 pub use framing::{LineDecoder, LineError};
+pub use request::{FromResult, Request};
 pub use types::{
-    CallToolResult, Content, Implementation, ListToolsResult, PageError, Progress, ServerInfo,
-    Tool, ToolPager,
+    CallToolResult, Content, Implementation, ListToolsResult, Notification, PageError, Progress,
+    ServerInfo, Tool, ToolPager,
 };
 
 /// The protocol revision we ask for: the newest we implement.

@@ -9,13 +9,18 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
+use crate::request::Request;
+
 /// `clientInfo` / `serverInfo`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Implementation {
+    /// The program's name.
     pub name: String,
     #[serde(default)]
+    /// Its version; empty when not sent.
     pub version: String,
     #[serde(default)]
+    /// A name for people, if given.
     pub title: Option<String>,
 }
 
@@ -24,9 +29,11 @@ pub struct Implementation {
 pub struct ServerInfo {
     /// The negotiated revision, one of [`SUPPORTED_PROTOCOL_VERSIONS`](crate::SUPPORTED_PROTOCOL_VERSIONS).
     pub protocol_version: String,
+    /// The server's `serverInfo`; empty names when it sent none.
     pub server: Implementation,
     /// The server's `capabilities` object, as sent.
     pub capabilities: Value,
+    /// How to use the server, for the model; if sent.
     pub instructions: Option<String>,
 }
 
@@ -34,25 +41,30 @@ pub struct ServerInfo {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Tool {
+    /// The name to call it by.
     pub name: String,
     #[serde(
         default,
         deserialize_with = "string_or_none",
         skip_serializing_if = "Option::is_none"
     )]
+    /// A name for people, if given.
     pub title: Option<String>,
     #[serde(
         default,
         deserialize_with = "string_or_none",
         skip_serializing_if = "Option::is_none"
     )]
+    /// What it does, for the model.
     pub description: Option<String>,
     /// JSON Schema of the arguments; `{}` when the server sent none.
     #[serde(default = "empty_object")]
     pub input_schema: Value,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// JSON Schema of `structuredContent`, if declared.
     pub output_schema: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Hints such as `readOnlyHint`, as sent.
     pub annotations: Option<Value>,
 }
 
@@ -69,10 +81,12 @@ pub struct ListToolsResult {
     #[serde(deserialize_with = "readable_tools")]
     pub tools: Vec<Tool>,
     #[serde(default, deserialize_with = "string_or_none")]
+    /// The cursor of the next page; `None` on the last.
     pub next_cursor: Option<String>,
 }
 
 impl ListToolsResult {
+    /// Reads a `tools/list` result.
     pub fn from_value(value: Value) -> Result<Self, serde_json::Error> {
         serde_json::from_value(value)
     }
@@ -84,10 +98,13 @@ impl ListToolsResult {
 #[serde(rename_all = "camelCase")]
 pub struct CallToolResult {
     #[serde(default, deserialize_with = "null_as_default")]
+    /// The items, in order; an unknown kind is kept as [`Content::Unknown`].
     pub content: Vec<Content>,
     #[serde(default)]
+    /// Structured output, when the tool declares an output schema.
     pub structured_content: Option<Value>,
     #[serde(default, deserialize_with = "null_as_default")]
+    /// The tool failed; `content` says why.
     pub is_error: bool,
 }
 
@@ -145,27 +162,43 @@ fn readable_tools<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<Tool
 /// One item of a tool result's `content`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Content {
+    /// Plain text.
     Text {
+        /// The text.
         text: String,
     },
+    /// An image.
     Image {
+        /// Base64 of the image.
         data: String,
+        /// Such as `image/png`.
         mime_type: String,
     },
+    /// A sound.
     Audio {
+        /// Base64 of the sound.
         data: String,
+        /// Such as `audio/wav`.
         mime_type: String,
     },
+    /// A pointer to a resource the client may read.
     ResourceLink {
+        /// The resource's URI.
         uri: String,
+        /// Its name; empty when not sent.
         name: String,
+        /// Its MIME type, if given.
         mime_type: Option<String>,
     },
     /// An embedded resource: `text` or base64 `blob` contents.
     Resource {
+        /// The resource's URI.
         uri: String,
+        /// Its MIME type, if given.
         mime_type: Option<String>,
+        /// Text contents.
         text: Option<String>,
+        /// Base64 contents.
         blob: Option<String>,
     },
     /// A type this crate does not know, or a known type missing its required fields: kept whole.
@@ -235,25 +268,55 @@ impl<'de> Deserialize<'de> for Content {
     }
 }
 
+/// A notification from the server: progress, a log message, a list change, anything else.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Notification {
+    /// `notifications/progress`, `notifications/tools/list_changed`, ...
+    pub method: String,
+    /// As sent; `None` when the server sent no `params`.
+    pub params: Option<Value>,
+}
+
+impl Notification {
+    /// `notifications/tools/list_changed`.
+    pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
+    /// `notifications/progress`.
+    pub const PROGRESS: &str = "notifications/progress";
+
+    /// The progress report, if this is a readable `notifications/progress`.
+    pub fn progress(&self) -> Option<Progress> {
+        if self.method != Self::PROGRESS {
+            return None;
+        }
+        Progress::deserialize(self.params.as_ref()?).ok()
+    }
+}
+
 /// `notifications/progress` parameters.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Progress {
+    /// The token of the request this reports on.
     pub progress_token: Value,
+    /// Progress so far; grows with each report.
     pub progress: f64,
     #[serde(default)]
+    /// The total, if known.
     pub total: Option<f64>,
     #[serde(default)]
+    /// What is happening, for people.
     pub message: Option<String>,
 }
 
 /// Follows `tools/list` pages, refusing a server that would make us loop.
 ///
-/// Feed each page to [`add_page`](Self::add_page); it answers with the cursor to request next,
-/// or `None` when the listing is complete.
+/// Send [`next_request`](Self::next_request) and feed its result to
+/// [`add_page`](Self::add_page) until there is no next request; then take the tools.
 #[derive(Debug)]
 pub struct ToolPager {
     tools: Vec<Tool>,
+    /// The cursor of the next page: `Some(None)` for the first, `None` once complete.
+    next: Option<Option<String>>,
     cursors_seen: BTreeSet<String>,
     pages: usize,
     max_pages: usize,
@@ -285,25 +348,35 @@ impl std::fmt::Display for PageError {
 impl std::error::Error for PageError {}
 
 impl ToolPager {
+    /// The page cap of [`ToolPager::default`].
     pub const DEFAULT_MAX_PAGES: usize = 1000;
 
+    /// A listing that gives up after `max_pages` pages.
     pub fn new(max_pages: usize) -> Self {
         Self {
             tools: Vec::new(),
+            next: Some(None),
             cursors_seen: BTreeSet::new(),
             pages: 0,
             max_pages,
         }
     }
 
-    /// Takes one page; returns the cursor of the next one, or `None` when done. An empty
-    /// `nextCursor` counts as none: some servers send `""` on the last page.
-    pub fn add_page(&mut self, page: ListToolsResult) -> Result<Option<String>, PageError> {
+    /// The request for the next page, or `None` once the listing is complete.
+    pub fn next_request(&self) -> Option<Request<ListToolsResult>> {
+        let cursor = self.next.as_ref()?;
+        Some(Request::list_tools(cursor.as_deref()))
+    }
+
+    /// Takes one page. An empty `nextCursor` counts as none: some servers send `""` on the
+    /// last page.
+    pub fn add_page(&mut self, page: ListToolsResult) -> Result<(), PageError> {
         self.pages += 1;
         self.tools.extend(page.tools);
+        self.next = None;
         let cursor = match page.next_cursor {
             Some(cursor) if !cursor.is_empty() => cursor,
-            _ => return Ok(None),
+            _ => return Ok(()),
         };
         if self.pages >= self.max_pages {
             return Err(PageError::TooManyPages(self.max_pages));
@@ -311,9 +384,11 @@ impl ToolPager {
         if !self.cursors_seen.insert(cursor.clone()) {
             return Err(PageError::RepeatedCursor(cursor));
         }
-        Ok(Some(cursor))
+        self.next = Some(Some(cursor));
+        Ok(())
     }
 
+    /// Every tool of the pages taken so far.
     pub fn into_tools(self) -> Vec<Tool> {
         self.tools
     }
@@ -435,33 +510,41 @@ mod tests {
         .unwrap()
     }
 
+    /// The cursor the pager asks for next: `Some(None)` for a first page, `None` when done.
+    fn next_cursor(pager: &ToolPager) -> Option<Option<Value>> {
+        let request = pager.next_request()?;
+        Some(match request.params {
+            crate::request::Params::Value(params) => Some(params["cursor"].clone()),
+            _ => None,
+        })
+    }
+
     #[test]
     fn pager_follows_cursors_and_stops_on_repeats() {
         let mut pager = ToolPager::default();
-        assert_eq!(
-            pager.add_page(page(&["a"], Some("1"))),
-            Ok(Some("1".into()))
-        );
-        assert_eq!(
-            pager.add_page(page(&["b"], Some("2"))),
-            Ok(Some("2".into()))
-        );
-        assert_eq!(pager.add_page(page(&["c"], Some(""))), Ok(None));
+        assert_eq!(next_cursor(&pager), Some(None));
+        assert_eq!(pager.add_page(page(&["a"], Some("1"))), Ok(()));
+        assert_eq!(next_cursor(&pager), Some(Some(json!("1"))));
+        assert_eq!(pager.add_page(page(&["b"], Some("2"))), Ok(()));
+        assert_eq!(next_cursor(&pager), Some(Some(json!("2"))));
+        assert_eq!(pager.add_page(page(&["c"], Some(""))), Ok(()));
+        assert_eq!(next_cursor(&pager), None);
         let names: Vec<_> = pager.into_tools().into_iter().map(|t| t.name).collect();
         assert_eq!(names, ["a", "b", "c"]);
 
         let mut pager = ToolPager::default();
-        assert_eq!(pager.add_page(page(&[], Some("x"))), Ok(Some("x".into())));
+        assert_eq!(pager.add_page(page(&[], Some("x"))), Ok(()));
         assert_eq!(
             pager.add_page(page(&[], Some("x"))),
             Err(PageError::RepeatedCursor("x".into()))
         );
+        assert_eq!(next_cursor(&pager), None);
     }
 
     #[test]
     fn pager_caps_the_number_of_pages() {
         let mut pager = ToolPager::new(2);
-        assert_eq!(pager.add_page(page(&[], Some("1"))), Ok(Some("1".into())));
+        assert_eq!(pager.add_page(page(&[], Some("1"))), Ok(()));
         assert_eq!(
             pager.add_page(page(&[], Some("2"))),
             Err(PageError::TooManyPages(2))

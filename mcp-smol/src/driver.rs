@@ -8,7 +8,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use proto::{CloseReason, Connection, Event, RequestError, RequestId, SendError, ServerInfo};
+use proto::{
+    CloseReason, Connection, Event, Notification, Request, RequestError, RequestId, SendError,
+    ServerInfo,
+};
 use rustix::process::Signal;
 use serde_json::Value;
 use smol::Timer;
@@ -18,7 +21,7 @@ use smol::io::{AsyncReadExt, AsyncWriteExt};
 use smol::process::{Child, ChildStdin, ChildStdout};
 
 use crate::process::{self, StderrTail};
-use crate::{Client, Disconnect, Error, Notification, Op, Options, Reply, Shared};
+use crate::{Disconnect, Error, Options};
 
 /// Runs one server connection to its end; see [`start`](crate::start). Poll it on any
 /// executor. When it completes, the server and its process group are gone.
@@ -38,6 +41,55 @@ impl std::fmt::Debug for Driver {
     }
 }
 
+pub(crate) type Reply<T> = Sender<Result<T, Error>>;
+
+/// What a handle asks of the driver.
+pub(crate) enum Op {
+    Request {
+        request: Request,
+        reply: Reply<Value>,
+    },
+    WaitReady(Reply<ServerInfo>),
+    Subscribe(Sender<Notification>),
+    /// A caller stopped waiting for an answer: cancel the requests nobody waits for.
+    Abandoned,
+    Close,
+}
+
+impl Op {
+    /// Answers an operation the driver can no longer carry out.
+    fn fail(self, error: Error) {
+        match self {
+            Op::Request { reply, .. } => _ = reply.try_send(Err(error)),
+            Op::WaitReady(reply) => _ = reply.try_send(Err(error)),
+            Op::Subscribe(_) | Op::Abandoned | Op::Close => {}
+        }
+    }
+}
+
+/// State the handles read without asking the driver.
+pub(crate) struct Shared {
+    pub(crate) pid: u32,
+    /// Set once, before the driver stops taking operations.
+    pub(crate) disconnect: OnceLock<Disconnect>,
+    stderr: Arc<Mutex<StderrTail>>,
+    /// Closed by the driver when the server has been reaped.
+    pub(crate) done: Receiver<()>,
+    /// Holds a message once the grace period is to be skipped.
+    terminate: Sender<()>,
+}
+
+impl Shared {
+    pub(crate) fn stderr_tail(&self) -> Vec<String> {
+        self.stderr.lock().map(|t| t.lines()).unwrap_or_default()
+    }
+
+    /// Asks for shutdown without the grace period, whenever it comes or if it has begun.
+    pub(crate) fn terminate(&self) {
+        let _ = self.terminate.try_send(());
+    }
+}
+
 /// How many bytes may wait for the server's stdin before we stop reading its stdout: far more
 /// than usual requests, so in practice only a server that has stopped reading meets it.
 const MAX_OUTGOING: usize = 64 * 1024 * 1024;
@@ -48,10 +100,12 @@ const KILL_WAIT: Duration = Duration::from_secs(1);
 /// After the server exits, how long its stdout and stderr may take to deliver what it wrote.
 const EXIT_DRAIN: Duration = Duration::from_millis(250);
 
-pub(crate) fn start(
+/// Spawns the server; returns the handles' side of the channel, their shared state, and the
+/// driver future.
+pub(crate) fn spawn(
     command: &process::ServerCommand,
     mut options: Options,
-) -> Result<(Client, Driver), Error> {
+) -> Result<(Sender<Op>, Arc<Shared>, Driver), Error> {
     let (mut child, stderr) = process::spawn(command)?;
     let pid = child.id();
     // From here on, any way out, an early error included, takes the whole group down.
@@ -65,24 +119,18 @@ pub(crate) fn start(
     // One wait for the exit, polled across loop turns rather than re-registered on each.
     // (`status` drops stdin, so it comes after the pipes are taken.)
     let child_status = child.status();
-    let config = proto::Config {
-        client_name: options.client_name.clone(),
-        client_version: options.client_version.clone(),
-        handshake_timeout: options.handshake_timeout,
-        request_timeout: options.request_timeout,
-        max_request_time: options.max_request_time,
-        max_line_len: options.max_line_len,
-    };
-    let connection = Connection::new(Instant::now(), config);
+    let connection = Connection::new(Instant::now(), options.core.clone());
 
     let (ops_sender, ops) = smol::channel::unbounded();
     let (done_sender, done) = smol::channel::bounded(1);
     let tail = Arc::new(Mutex::new(StderrTail::default()));
+    let (terminate, terminated) = smol::channel::bounded(1);
     let shared = Arc::new(Shared {
         pid,
         disconnect: OnceLock::new(),
         stderr: tail.clone(),
         done,
+        terminate,
     });
     let (stderr_closed_sender, stderr_closed) = smol::channel::bounded::<()>(1);
 
@@ -119,6 +167,7 @@ pub(crate) fn start(
         exit_watch: Some(Box::pin(child_status)),
         timer: Timer::never(),
         timer_armed: None,
+        terminated,
     };
     let main = async move {
         let _group_guard = group_guard;
@@ -126,11 +175,7 @@ pub(crate) fn start(
         driver.shut_down(reason, stderr_closed).await;
         drop(done_sender);
     };
-    let client = Client {
-        ops: ops_sender,
-        shared,
-    };
-    Ok((client, Driver(Box::pin(main))))
+    Ok((ops_sender, shared, Driver(Box::pin(main))))
 }
 
 /// Kills the whole group if the driver is dropped before it finished: nothing may outlive us.
@@ -175,6 +220,8 @@ struct Loop {
     /// one early wake-up, where re-arming on every turn would cost a reactor round trip each.
     timer: Timer,
     timer_armed: Option<Instant>,
+    /// A message here means: skip the grace period.
+    terminated: Receiver<()>,
 }
 
 impl Loop {
@@ -291,48 +338,22 @@ impl Loop {
     }
 
     fn apply(&mut self, now: Instant, op: Op) {
-        let (sent, reply) = match op {
-            Op::Request {
-                method,
-                params,
-                timeout,
-                reply,
-            } => {
-                let timeout = timeout.unwrap_or(self.options.request_timeout);
-                let sent = (self.connection).request_with_timeout(now, &method, params, timeout);
-                (sent, reply)
-            }
-            Op::CallTool {
-                name,
-                arguments,
-                timeout,
-                reply,
-            } => {
-                let timeout = timeout.unwrap_or(self.options.request_timeout);
-                let sent = (self.connection).call_tool_with_timeout(now, &name, arguments, timeout);
-                (sent, reply)
-            }
-            Op::WaitReady(reply) => {
-                match self.connection.server_info() {
-                    Some(info) => _ = reply.try_send(Ok(info.clone())),
-                    None => self.ready_waiters.push(reply),
+        match op {
+            Op::Request { request, reply } => match self.connection.request(now, request) {
+                Ok(id) => _ = self.waiters.insert(id, reply),
+                // Not expected: the loop stops as soon as the connection closes.
+                Err(SendError::Closed(reason)) => {
+                    _ = reply.try_send(Err(Error::from_request(RequestError::Closed(reason))));
                 }
-                return;
-            }
-            Op::Subscribe(subscriber) => return self.subscribers.push(subscriber),
-            Op::Abandoned => return self.cancel_abandoned(now),
-            Op::Close => return self.connection.close(),
-        };
-        match sent {
-            Ok(id) => _ = self.waiters.insert(id, reply),
-            Err(SendError::InvalidParams) => _ = reply.try_send(Err(Error::InvalidParams)),
-            Err(SendError::ProgressTokenInUse) => {
-                _ = reply.try_send(Err(Error::ProgressTokenInUse));
-            }
-            // Not expected: the loop stops as soon as the connection closes.
-            Err(SendError::Closed(reason)) => {
-                _ = reply.try_send(Err(request_error(RequestError::Closed(reason))));
-            }
+                Err(error) => _ = reply.try_send(Err(error.into())),
+            },
+            Op::WaitReady(reply) => match self.connection.server_info() {
+                Some(info) => _ = reply.try_send(Ok(info.clone())),
+                None => self.ready_waiters.push(reply),
+            },
+            Op::Subscribe(subscriber) => self.subscribers.push(subscriber),
+            Op::Abandoned => self.cancel_abandoned(now),
+            Op::Close => self.connection.close(),
         }
     }
 
@@ -363,11 +384,10 @@ impl Loop {
             } => {}
             Event::Response { id, result } => {
                 if let Some(waiter) = self.waiters.remove(&id) {
-                    let _ = waiter.try_send(result.map_err(request_error));
+                    let _ = waiter.try_send(result.map_err(Error::from_request));
                 }
             }
-            Event::Notification { method, params } => {
-                let notification = Notification { method, params };
+            Event::Notification(notification) => {
                 self.subscribers.retain(
                     |s| !matches!(s.try_send(notification.clone()), Err(e) if e.is_closed()),
                 );
@@ -396,12 +416,7 @@ impl Loop {
         let disconnect = Disconnect {
             reason,
             exit_status: self.exit_status,
-            stderr: self
-                .shared
-                .stderr
-                .lock()
-                .map(|t| t.lines())
-                .unwrap_or_default(),
+            stderr: self.shared.stderr_tail(),
             skipped_lines: self.connection.stats().malformed_lines,
             last_skipped: self.last_skipped.take(),
         };
@@ -438,9 +453,9 @@ impl Loop {
         }
     }
 
-    /// Grace period, SIGTERM to the group, SIGKILL to the group, reap.
+    /// Grace period (unless terminated), SIGTERM to the group, SIGKILL to the group, reap.
     async fn reap(&mut self) {
-        if self.exit_status.is_none() && !self.wait_exit(self.options.grace_period).await {
+        if self.exit_status.is_none() && !self.wait_grace().await {
             process::signal_group(self.pid, Signal::TERM);
             if !self.wait_exit(self.options.term_period).await {
                 process::signal_group(self.pid, Signal::KILL);
@@ -452,6 +467,21 @@ impl Loop {
         }
         // The leader is gone; whatever it started and left behind goes too.
         process::signal_group(self.pid, Signal::KILL);
+    }
+
+    /// Waits out the grace period for the exit; `false` if it did not come, or if
+    /// [`Client::terminate`](crate::Client::terminate) cut the wait short.
+    async fn wait_grace(&mut self) -> bool {
+        let terminated = self.terminated.clone();
+        if terminated.try_recv().is_ok() {
+            return false;
+        }
+        let grace = self.options.grace_period;
+        let cut_short = async {
+            let _ = terminated.recv().await;
+            false
+        };
+        self.wait_exit(grace).or(cut_short).await
     }
 
     async fn wait_exit(&mut self, within: Duration) -> bool {
@@ -482,14 +512,4 @@ async fn stderr_drained(stderr_closed: &Receiver<()>) {
         Ok(())
     };
     let _ = stderr_closed.recv().or(timer).await;
-}
-
-fn request_error(error: RequestError) -> Error {
-    match error {
-        RequestError::Remote(error) => Error::Remote(error),
-        RequestError::InvalidResponse(detail) => Error::InvalidResponse(detail),
-        RequestError::TimedOut { after } => Error::TimedOut { after },
-        RequestError::Cancelled => Error::Cancelled,
-        RequestError::Closed(reason) => Error::Disconnected(Box::new(Disconnect::bare(reason))),
-    }
 }

@@ -18,13 +18,16 @@ use crate::Error;
 pub struct ServerCommand {
     /// A path, or a bare name looked up on `PATH` (the configured one if `env` sets it).
     pub program: String,
+    /// Its arguments, passed as they are (no shell).
     pub args: Vec<String>,
     /// Merged over the inherited environment; these values win.
     pub env: BTreeMap<String, String>,
+    /// The working directory; ours when `None`.
     pub cwd: Option<PathBuf>,
 }
 
 impl ServerCommand {
+    /// Runs `program` with no arguments.
     pub fn new(program: impl Into<String>) -> Self {
         Self {
             program: program.into(),
@@ -32,21 +35,25 @@ impl ServerCommand {
         }
     }
 
+    /// Adds one argument.
     pub fn arg(mut self, arg: impl Into<String>) -> Self {
         self.args.push(arg.into());
         self
     }
 
+    /// Adds arguments.
     pub fn args<I: IntoIterator<Item = S>, S: Into<String>>(mut self, args: I) -> Self {
         self.args.extend(args.into_iter().map(Into::into));
         self
     }
 
+    /// Sets an environment variable over the inherited ones.
     pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         self.env.insert(key.into(), value.into());
         self
     }
 
+    /// Sets the working directory.
     pub fn cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
         self.cwd = Some(cwd.into());
         self

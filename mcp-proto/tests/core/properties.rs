@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use mcp_proto::{Config, Connection, Event, RequestId};
+use mcp_proto::{Config, Connection, Event, Request, RequestId};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -110,7 +110,8 @@ fn connection_with_calls(start: Instant) -> (Connection, Vec<Vec<u8>>) {
     };
     let mut conn = Connection::new(start, config);
     for i in 0..6 {
-        conn.call_tool(start, "t", json!({"i": i})).unwrap();
+        conn.request(start, Request::call_tool("t", json!({"i": i})))
+            .unwrap();
     }
     let transmits = std::iter::from_fn(|| conn.poll_transmit()).collect();
     (conn, transmits)
@@ -216,8 +217,8 @@ proptest! {
             }
             match step {
                 Some(Step::Server(line)) => conn.handle_bytes(start, &render(line)),
-                Some(Step::ClientCall) => { let _ = conn.call_tool(start, "early", json!({})); }
-                Some(Step::ClientPing) => { let _ = conn.request(start, "ping", None); }
+                Some(Step::ClientCall) => { let _ = conn.request(start, Request::call_tool("early", json!({}))); }
+                Some(Step::ClientPing) => { let _ = conn.request(start, Request::new("ping", None)); }
                 None => {}
             }
             drain(&mut conn, &mut events, &mut transmits);
@@ -282,7 +283,7 @@ proptest! {
         };
         for op in ops.iter().chain([&Op::Close]) {
             match op {
-                Op::Call(ms) => match conn.call_tool_with_timeout(now, "t", json!({}), Duration::from_millis(*ms)) {
+                Op::Call(ms) => match conn.request(now, Request::call_tool("t", json!({})).timeout(Duration::from_millis(*ms))) {
                     Ok(id) => issued.push(id),
                     Err(_) => prop_assert!(closed),
                 },

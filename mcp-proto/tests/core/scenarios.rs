@@ -4,8 +4,8 @@ use std::time::{Duration, Instant};
 
 use mcp_proto::{
     CallToolResult, CloseReason, Config, Connection, Content, Event, LATEST_PROTOCOL_VERSION,
-    LineDecoder, LineError, ListToolsResult, RequestError, RequestId, RpcError,
-    SUPPORTED_PROTOCOL_VERSIONS, SendError, ToolPager,
+    LineDecoder, LineError, ListToolsResult, Notification, Request, RequestError, RequestId,
+    RpcError, SUPPORTED_PROTOCOL_VERSIONS, SendError, ToolPager,
 };
 use serde_json::{Value, json};
 
@@ -65,7 +65,9 @@ fn closes_with(result: Value) -> CloseReason {
     let now = Instant::now();
     let mut conn = Connection::new(now, Config::default());
     let _ = conn.poll_transmit();
-    let held = conn.call_tool(now, "early", json!({})).unwrap();
+    let held = conn
+        .request(now, Request::call_tool("early", json!({})))
+        .unwrap();
     FakeServer::default().send(&mut conn, now, result);
     let events = drain_events(&mut conn);
     assert_eq!(events.len(), 2, "{events:?}");
@@ -188,9 +190,11 @@ fn requests_before_ready_are_held_then_sent_in_order() {
     let mut conn = Connection::new(now, Config::default());
     let mut server = FakeServer::default();
     server.absorb(&mut conn);
-    let first = conn.call_tool(now, "a", json!({})).unwrap();
-    let second = conn.list_tools(now, None).unwrap();
-    let ping = conn.request(now, "ping", None).unwrap();
+    let first = conn
+        .request(now, Request::call_tool("a", json!({})))
+        .unwrap();
+    let second = conn.request(now, Request::list_tools(None)).unwrap();
+    let ping = conn.request(now, Request::new("ping", None)).unwrap();
     let written = server.absorb(&mut conn);
     assert_eq!(
         written.len(),
@@ -221,27 +225,28 @@ fn tools_list_follows_pages() {
     let now = Instant::now();
     let (mut conn, mut server) = handshake(now);
     let mut pager = ToolPager::default();
-    let mut cursor: Option<String> = None;
     let pages = [
         json!({"tools": [{"name": "a", "inputSchema": {"type": "object"}}], "nextCursor": "p2"}),
         json!({"tools": [{"name": "b", "description": "B"}]}),
     ];
-    for page in pages {
-        let id = conn.list_tools(now, cursor.as_deref()).unwrap();
+    let cursors = [None, Some("p2")];
+    for (page, cursor) in pages.into_iter().zip(cursors) {
+        let request = pager.next_request().expect("another page to ask for");
+        let id = conn.request(now, request).unwrap();
         let sent = server.absorb(&mut conn);
         assert_eq!(sent[0]["method"], "tools/list");
-        match &cursor {
+        match cursor {
             Some(cursor) => assert_eq!(sent[0]["params"]["cursor"], json!(cursor)),
             None => assert!(sent[0].get("params").is_none()),
         }
         server.respond(&mut conn, now, id, page);
         let (answered, result) = next_response(&mut conn);
         assert_eq!(answered, id);
-        cursor = pager
+        pager
             .add_page(ListToolsResult::from_value(result.unwrap()).unwrap())
             .unwrap();
     }
-    assert_eq!(cursor, None);
+    assert!(pager.next_request().is_none());
     let names: Vec<String> = pager
         .into_tools()
         .into_iter()
@@ -254,8 +259,12 @@ fn tools_list_follows_pages() {
 fn tool_call_success_and_is_error() {
     let now = Instant::now();
     let (mut conn, mut server) = handshake(now);
-    let ok = conn.call_tool(now, "echo", json!({"text": "hi"})).unwrap();
-    let failing = conn.call_tool(now, "fail", Value::Null).unwrap();
+    let ok = conn
+        .request(now, Request::call_tool("echo", json!({"text": "hi"})))
+        .unwrap();
+    let failing = conn
+        .request(now, Request::call_tool("fail", Value::Null))
+        .unwrap();
     let sent = server.absorb(&mut conn);
     assert_eq!(sent[0]["params"]["name"], "echo");
     assert_eq!(sent[0]["params"]["arguments"], json!({"text": "hi"}));
@@ -300,11 +309,11 @@ fn call_arguments_must_be_an_object() {
     let now = Instant::now();
     let (mut conn, _) = handshake(now);
     assert_eq!(
-        conn.call_tool(now, "x", json!([1])),
+        conn.request(now, Request::call_tool("x", json!([1]))),
         Err(SendError::InvalidParams)
     );
     assert_eq!(
-        conn.request(now, "x", Some(json!(5))),
+        conn.request(now, Request::new("x", Some(json!(5)))),
         Err(SendError::InvalidParams)
     );
     assert_eq!(conn.poll_transmit(), None);
@@ -314,7 +323,9 @@ fn call_arguments_must_be_an_object() {
 fn remote_error_fails_the_request() {
     let now = Instant::now();
     let (mut conn, mut server) = handshake(now);
-    let id = conn.call_tool(now, "x", json!({})).unwrap();
+    let id = conn
+        .request(now, Request::call_tool("x", json!({})))
+        .unwrap();
     server.absorb(&mut conn);
     let error = json!({"code": -32602, "message": "bad", "data": {"why": 1}});
     server.send(
@@ -337,7 +348,9 @@ fn remote_error_fails_the_request() {
 fn unreadable_error_object_fails_the_request() {
     let now = Instant::now();
     let (mut conn, mut server) = handshake(now);
-    let id = conn.call_tool(now, "x", json!({})).unwrap();
+    let id = conn
+        .request(now, Request::call_tool("x", json!({})))
+        .unwrap();
     server.absorb(&mut conn);
     server.send(
         &mut conn,
@@ -353,7 +366,9 @@ fn unreadable_error_object_fails_the_request() {
 fn unknown_and_duplicate_responses_are_counted() {
     let now = Instant::now();
     let (mut conn, mut server) = handshake(now);
-    let id = conn.call_tool(now, "x", json!({})).unwrap();
+    let id = conn
+        .request(now, Request::call_tool("x", json!({})))
+        .unwrap();
     server.absorb(&mut conn);
     server.send(
         &mut conn,
@@ -382,8 +397,8 @@ fn unknown_and_duplicate_responses_are_counted() {
 fn ids_echoed_as_strings_or_floats_match() {
     let now = Instant::now();
     let (mut conn, mut server) = handshake(now);
-    let a = conn.request(now, "a", None).unwrap();
-    let b = conn.request(now, "b", None).unwrap();
+    let a = conn.request(now, Request::new("a", None)).unwrap();
+    let b = conn.request(now, Request::new("b", None)).unwrap();
     server.absorb(&mut conn);
     server.send(
         &mut conn,
@@ -414,7 +429,10 @@ fn out_of_order_responses_reach_their_requests() {
     let now = Instant::now();
     let (mut conn, mut server) = handshake(now);
     let ids: Vec<RequestId> = (0..5)
-        .map(|i| conn.call_tool(now, "t", json!({"i": i})).unwrap())
+        .map(|i| {
+            conn.request(now, Request::call_tool("t", json!({"i": i})))
+                .unwrap()
+        })
         .collect();
     server.absorb(&mut conn);
     for (i, id) in ids.iter().enumerate().rev() {
@@ -430,7 +448,9 @@ fn response_to_a_held_request_is_stray() {
     let now = Instant::now();
     let mut conn = Connection::new(now, Config::default());
     let _ = conn.poll_transmit();
-    let held = conn.call_tool(now, "x", json!({})).unwrap();
+    let held = conn
+        .request(now, Request::call_tool("x", json!({})))
+        .unwrap();
     FakeServer::default().respond(&mut conn, now, held, json!({}));
     assert_eq!(drain_events(&mut conn), []);
     assert_eq!(conn.stats().stray_responses, 1);
@@ -484,7 +504,9 @@ fn other_server_requests_are_refused_with_method_not_found() {
         );
     }
     assert_eq!(drain_events(&mut conn), []);
-    let id = conn.call_tool(now, "still", json!({})).unwrap();
+    let id = conn
+        .request(now, Request::call_tool("still", json!({})))
+        .unwrap();
     server.absorb(&mut conn);
     server.respond(&mut conn, now, id, json!({}));
     assert_eq!(next_response(&mut conn), (id, Ok(json!({}))));
@@ -551,7 +573,7 @@ fn a_ping_timing_out_during_the_handshake_writes_nothing() {
     let mut conn = Connection::new(now, config);
     let mut server = FakeServer::default();
     server.absorb(&mut conn);
-    let ping = conn.request(now, "ping", None).unwrap();
+    let ping = conn.request(now, Request::new("ping", None)).unwrap();
     assert_eq!(server.absorb(&mut conn)[0]["method"], "ping");
     let later = now + Duration::from_secs(1);
     conn.handle_timeout(later);
@@ -598,9 +620,11 @@ fn notifications_are_surfaced() {
     }
     let events = drain_events(&mut conn);
     let expected: Vec<Event> = (notes.iter())
-        .map(|note| Event::Notification {
-            method: note["method"].as_str().unwrap().into(),
-            params: note.get("params").cloned(),
+        .map(|note| {
+            Event::Notification(Notification {
+                method: note["method"].as_str().unwrap().into(),
+                params: note.get("params").cloned(),
+            })
         })
         .collect();
     assert_eq!(events, expected);
@@ -612,7 +636,9 @@ fn notifications_are_surfaced() {
 fn timeout_fails_the_request_and_cancels_it() {
     let start = Instant::now();
     let (mut conn, mut server) = handshake(start);
-    let id = conn.call_tool(start, "slow", json!({})).unwrap();
+    let id = conn
+        .request(start, Request::call_tool("slow", json!({})))
+        .unwrap();
     server.absorb(&mut conn);
     let deadline = start + conn.config().request_timeout;
     assert_eq!(conn.poll_timeout(), Some(deadline));
@@ -646,10 +672,16 @@ fn per_request_timeouts_order_the_deadlines() {
     let start = Instant::now();
     let (mut conn, _) = handshake(start);
     let slow = conn
-        .request_with_timeout(start, "a", None, Duration::from_secs(5))
+        .request(
+            start,
+            Request::new("a", None).timeout(Duration::from_secs(5)),
+        )
         .unwrap();
     let fast = conn
-        .request_with_timeout(start, "b", None, Duration::from_secs(1))
+        .request(
+            start,
+            Request::new("b", None).timeout(Duration::from_secs(1)),
+        )
         .unwrap();
     assert_eq!(conn.poll_timeout(), Some(start + Duration::from_secs(1)));
     conn.handle_timeout(start + Duration::from_secs(1));
@@ -672,7 +704,9 @@ fn progress_pushes_the_deadline_out_up_to_the_maximum() {
         ..Config::default()
     };
     let (mut conn, mut server) = handshake_with(start, config);
-    let id = conn.call_tool(start, "long", json!({})).unwrap();
+    let id = conn
+        .request(start, Request::call_tool("long", json!({})))
+        .unwrap();
     let token = server.absorb(&mut conn)[0]["params"]["_meta"]["progressToken"].clone();
     let progress = |progress: u32| {
         json!({"jsonrpc": "2.0", "method": "notifications/progress",
@@ -682,10 +716,7 @@ fn progress_pushes_the_deadline_out_up_to_the_maximum() {
     for step in 1..=3 {
         now += Duration::from_secs(8);
         server.send(&mut conn, now, progress(step));
-        assert!(matches!(
-            conn.poll_event(),
-            Some(Event::Notification { .. })
-        ));
+        assert!(matches!(conn.poll_event(), Some(Event::Notification(_))));
         let expected = (now + Duration::from_secs(10)).min(start + Duration::from_secs(25));
         assert_eq!(conn.poll_timeout(), Some(expected), "step {step}");
     }
@@ -700,10 +731,10 @@ fn progress_on_one_request_leaves_the_others_deadlines_alone() {
     let (mut conn, mut server) = handshake(start);
     let secs = Duration::from_secs;
     let a = conn
-        .call_tool_with_timeout(start, "a", json!({}), secs(10))
+        .request(start, Request::call_tool("a", json!({})).timeout(secs(10)))
         .unwrap();
     let b = conn
-        .call_tool_with_timeout(start, "b", json!({}), secs(20))
+        .request(start, Request::call_tool("b", json!({})).timeout(secs(20)))
         .unwrap();
     server.absorb(&mut conn);
     assert_eq!(conn.poll_timeout(), Some(start + secs(10)));
@@ -728,13 +759,14 @@ fn progress_on_one_request_leaves_the_others_deadlines_alone() {
 fn progress_with_an_unknown_token_changes_nothing() {
     let start = Instant::now();
     let (mut conn, server) = handshake(start);
-    conn.call_tool(start, "x", json!({})).unwrap();
+    conn.request(start, Request::call_tool("x", json!({})))
+        .unwrap();
     let before = conn.poll_timeout();
     let note = json!({"jsonrpc": "2.0", "method": "notifications/progress",
                       "params": {"progressToken": "someone-else", "progress": 1}});
     server.send(&mut conn, start + Duration::from_secs(30), note);
     assert!(
-        matches!(conn.poll_event(), Some(Event::Notification { method, .. }) if method == "notifications/progress")
+        matches!(conn.poll_event(), Some(Event::Notification(note)) if note.method == "notifications/progress")
     );
     assert_eq!(conn.poll_timeout(), before);
 }
@@ -743,18 +775,25 @@ fn progress_with_an_unknown_token_changes_nothing() {
 fn a_progress_token_in_use_is_refused() {
     let start = Instant::now();
     let (mut conn, _server) = handshake(start);
-    let call = conn.call_tool(start, "x", json!({})).unwrap();
+    let call = conn
+        .request(start, Request::call_tool("x", json!({})))
+        .unwrap();
     let with_token = |token: Value| Some(json!({"_meta": {"progressToken": token}}));
-    let first = conn.request(start, "m", with_token(json!("job"))).unwrap();
+    let first = conn
+        .request(start, Request::new("m", with_token(json!("job"))))
+        .unwrap();
     for token in [json!("job"), json!(call.0)] {
         assert_eq!(
-            conn.request(start, "m", with_token(token)),
+            conn.request(start, Request::new("m", with_token(token))),
             Err(SendError::ProgressTokenInUse)
         );
     }
     // Once the first request ends, its token is free again.
     conn.cancel(start, first);
-    assert!(conn.request(start, "m", with_token(json!("job"))).is_ok());
+    assert!(
+        conn.request(start, Request::new("m", with_token(json!("job"))))
+            .is_ok()
+    );
 }
 
 #[test]
@@ -762,8 +801,11 @@ fn deadline_never_in_the_past_after_handle_timeout() {
     let start = Instant::now();
     let (mut conn, _) = handshake(start);
     for seconds in [1, 2, 3, 5, 8] {
-        conn.request_with_timeout(start, "x", None, Duration::from_secs(seconds))
-            .unwrap();
+        conn.request(
+            start,
+            Request::new("x", None).timeout(Duration::from_secs(seconds)),
+        )
+        .unwrap();
     }
     while let Some(deadline) = conn.poll_timeout() {
         let now = deadline + Duration::from_millis(1);
@@ -779,7 +821,9 @@ fn deadline_never_in_the_past_after_handle_timeout() {
 fn cancel_fails_the_request_and_tells_the_server() {
     let now = Instant::now();
     let (mut conn, mut server) = handshake(now);
-    let id = conn.call_tool(now, "x", json!({})).unwrap();
+    let id = conn
+        .request(now, Request::call_tool("x", json!({})))
+        .unwrap();
     server.absorb(&mut conn);
     assert!(conn.cancel(now, id));
     assert_eq!(next_response(&mut conn), (id, Err(RequestError::Cancelled)));
@@ -795,7 +839,9 @@ fn cancelling_a_held_request_sends_nothing() {
     let mut conn = Connection::new(now, Config::default());
     let mut server = FakeServer::default();
     server.absorb(&mut conn);
-    let id = conn.call_tool(now, "x", json!({})).unwrap();
+    let id = conn
+        .request(now, Request::call_tool("x", json!({})))
+        .unwrap();
     assert!(conn.cancel(now, id));
     assert_eq!(next_response(&mut conn), (id, Err(RequestError::Cancelled)));
     server.send(&mut conn, now, init_response("2025-11-25"));
@@ -807,8 +853,12 @@ fn cancelling_a_held_request_sends_nothing() {
 fn eof_fails_every_pending_request_once_then_closes() {
     let now = Instant::now();
     let (mut conn, mut server) = handshake(now);
-    let a = conn.call_tool(now, "a", json!({})).unwrap();
-    let b = conn.call_tool(now, "b", json!({})).unwrap();
+    let a = conn
+        .request(now, Request::call_tool("a", json!({})))
+        .unwrap();
+    let b = conn
+        .request(now, Request::call_tool("b", json!({})))
+        .unwrap();
     server.absorb(&mut conn);
     conn.handle_eof(now);
     let closed = RequestError::Closed(CloseReason::Eof);
@@ -827,7 +877,7 @@ fn eof_fails_every_pending_request_once_then_closes() {
         ]
     );
     assert_eq!(
-        conn.request(now, "x", None),
+        conn.request(now, Request::new("x", None)),
         Err(SendError::Closed(CloseReason::Eof))
     );
     conn.handle_eof(now);
@@ -842,7 +892,9 @@ fn eof_fails_every_pending_request_once_then_closes() {
 fn unterminated_last_line_is_read_at_eof() {
     let now = Instant::now();
     let (mut conn, mut server) = handshake(now);
-    let id = conn.call_tool(now, "a", json!({})).unwrap();
+    let id = conn
+        .request(now, Request::call_tool("a", json!({})))
+        .unwrap();
     server.absorb(&mut conn);
     conn.handle_bytes(
         now,
@@ -866,8 +918,12 @@ fn unterminated_last_line_is_read_at_eof() {
 fn close_fails_pending_and_writes_nothing_more() {
     let now = Instant::now();
     let (mut conn, _) = handshake(now);
-    let id = conn.call_tool(now, "a", json!({})).unwrap();
-    let cancelled = conn.call_tool(now, "b", json!({})).unwrap();
+    let id = conn
+        .request(now, Request::call_tool("a", json!({})))
+        .unwrap();
+    let cancelled = conn
+        .request(now, Request::call_tool("b", json!({})))
+        .unwrap();
     assert!(conn.cancel(now, cancelled));
     conn.close();
     assert_eq!(
@@ -895,7 +951,9 @@ fn every_malformed_line_kind_is_reported_and_skipped() {
         ..Config::default()
     };
     let (mut conn, mut server) = handshake_with(now, config);
-    let id = conn.call_tool(now, "x", json!({})).unwrap();
+    let id = conn
+        .request(now, Request::call_tool("x", json!({})))
+        .unwrap();
     server.absorb(&mut conn);
     let mut noise = Vec::new();
     noise.extend_from_slice(b"Starting server v1.0...\n");
@@ -955,7 +1013,9 @@ fn bom_at_stream_start_is_skipped() {
 fn batches_are_handled_element_by_element() {
     let now = Instant::now();
     let (mut conn, mut server) = handshake(now);
-    let id = conn.call_tool(now, "x", json!({})).unwrap();
+    let id = conn
+        .request(now, Request::call_tool("x", json!({})))
+        .unwrap();
     server.absorb(&mut conn);
     let batch = json!([
         {"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": "hi"}},
@@ -965,7 +1025,7 @@ fn batches_are_handled_element_by_element() {
     ]);
     server.send(&mut conn, now, batch);
     let events = drain_events(&mut conn);
-    assert!(matches!(events[0], Event::Notification { .. }));
+    assert!(matches!(events[0], Event::Notification(_)));
     assert_eq!(
         events[1],
         Event::Response {
@@ -991,7 +1051,9 @@ fn sixteen_mib_line_in_4_kib_chunks_is_linear_and_bounded() {
         ..Config::default()
     };
     let (mut conn, mut server) = handshake_with(now, config);
-    let id = conn.call_tool(now, "blob", json!({})).unwrap();
+    let id = conn
+        .request(now, Request::call_tool("blob", json!({})))
+        .unwrap();
     server.absorb(&mut conn);
     let text = "x".repeat(16 * 1024 * 1024);
     let line = format!(

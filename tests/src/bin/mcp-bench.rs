@@ -151,10 +151,9 @@ impl Bins {
 // ----- the client side -----
 
 fn options() -> mcp_smol::Options {
-    mcp_smol::Options {
-        max_line_len: 32 * 1024 * 1024,
-        ..mcp_smol::Options::default()
-    }
+    let mut options = mcp_smol::Options::default();
+    options.core.max_line_len = 32 * 1024 * 1024;
+    options
 }
 
 fn fixture_command(bins: &Bins) -> mcp_smol::ServerCommand {
@@ -509,7 +508,9 @@ fn core_decoding_time(batches: &[Vec<u8>]) -> std::time::Duration {
     for batch in batches {
         let lines = batch.iter().filter(|&&b| b == b'\n').count();
         for _ in 0..lines {
-            connection.call_tool(start, "echo", json!({})).unwrap();
+            connection
+                .request(start, proto::Request::call_tool("echo", json!({})))
+                .unwrap();
         }
         while connection.poll_transmit().is_some() {}
         let started = Instant::now();

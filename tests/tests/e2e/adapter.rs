@@ -2,6 +2,7 @@
 
 use std::time::{Duration, Instant};
 
+use mcp_smol::proto::{Request, RequestError, RpcError};
 use mcp_smol::{Error, ServerCommand};
 use serde_json::json;
 
@@ -53,7 +54,7 @@ fn tool_errors_and_protocol_errors_differ() {
             .await
             .unwrap_err();
         assert!(
-            matches!(&error, Error::Remote(rpc) if rpc.code == -32602),
+            matches!(&error, Error::Request(RequestError::Remote(rpc)) if rpc.code == RpcError::INVALID_PARAMS),
             "{error:?}"
         );
         assert!(error.to_string().contains("no-such-tool"), "{error}");
@@ -131,10 +132,16 @@ fn timed_out_call_is_cancelled_on_the_server() {
         let log_arg = log.to_str().unwrap();
         let client = start(&fixture("good", &["--log-received", log_arg]), quick());
         let error = client
-            .call_tool_with_timeout("sleep", json!({"ms": 10_000}), Duration::from_millis(200))
+            .request(
+                Request::call_tool("sleep", json!({"ms": 10_000}))
+                    .timeout(Duration::from_millis(200)),
+            )
             .await
             .unwrap_err();
-        assert!(matches!(error, Error::TimedOut { .. }), "{error:?}");
+        assert!(
+            matches!(error, Error::Request(RequestError::TimedOut { .. })),
+            "{error:?}"
+        );
         // The connection is still healthy afterwards.
         assert_eq!(
             text(&client.call_tool("echo", echo_args("after")).await.unwrap()),
@@ -155,10 +162,9 @@ fn progress_keeps_a_slow_call_alive() {
         let notifications = client.notifications().await;
         // 8 steps of 100 ms outlive a 400 ms timeout only because each step restarts it.
         let result = client
-            .call_tool_with_timeout(
-                "progress",
-                json!({"steps": 8, "ms": 100}),
-                Duration::from_millis(400),
+            .request(
+                Request::call_tool("progress", json!({"steps": 8, "ms": 100}))
+                    .timeout(Duration::from_millis(400)),
             )
             .await
             .unwrap();
@@ -239,10 +245,8 @@ fn env_and_cwd_reach_the_server() {
 fn sixteen_mib_result_arrives_whole() {
     bounded(async {
         // The envelope makes the line a little longer than the payload.
-        let options = mcp_smol::Options {
-            max_line_len: 17 * 1024 * 1024,
-            ..quick()
-        };
+        let mut options = quick();
+        options.core.max_line_len = 17 * 1024 * 1024;
         let client = start(&fixture("good", &[]), options);
         client.wait_ready().await.unwrap();
         let bytes = 16 * 1024 * 1024;

@@ -1,7 +1,7 @@
 //! The misbehaving servers of DESIGN §7: no panic, no hang past the timeout, nothing left
 //! behind, every pending call resolved with an error naming the cause, neighbours unaffected.
 
-use mcp_smol::proto::{CloseReason, Content, PageError};
+use mcp_smol::proto::{CloseReason, Content, PageError, RequestError};
 use mcp_smol::{Client, Error};
 use serde_json::{Value, json};
 
@@ -236,10 +236,8 @@ fn noisy_servers_keep_working() {
             ("long-line", &["--bytes", "2097152"]),
         ];
         for (mode, extra) in modes {
-            let options = mcp_smol::Options {
-                max_line_len: 1024 * 1024,
-                ..quick()
-            };
+            let mut options = quick();
+            options.core.max_line_len = 1024 * 1024;
             let client = start(&fixture(mode, extra), options);
             for round in 0..3 {
                 let said = format!("{mode} {round}");
@@ -269,14 +267,15 @@ fn flooded_stderr_is_drained_and_kept() {
 #[test]
 fn partial_line_then_stall_times_out() {
     bounded(async {
-        let options = mcp_smol::Options {
-            request_timeout: std::time::Duration::from_millis(500),
-            ..quick()
-        };
+        let mut options = quick();
+        options.core.request_timeout = std::time::Duration::from_millis(500);
         let client = start(&fixture("partial-line-stall", &[]), options);
         client.wait_ready().await.unwrap();
         let error = client.call_tool("echo", echo_args("x")).await.unwrap_err();
-        assert!(matches!(error, Error::TimedOut { .. }), "{error:?}");
+        assert!(
+            matches!(error, Error::Request(RequestError::TimedOut { .. })),
+            "{error:?}"
+        );
         close_and_check(&client).await;
     });
 }

@@ -15,12 +15,16 @@ pub(crate) fn fixture(mode: &str, extra: &[&str]) -> ServerCommand {
 
 /// Short budgets: a misbehaving server costs a test about a second, not a minute.
 pub(crate) fn quick() -> Options {
+    let defaults = Options::default();
     Options {
-        handshake_timeout: Duration::from_secs(3),
-        request_timeout: Duration::from_secs(3),
+        core: mcp_smol::proto::Config {
+            handshake_timeout: Duration::from_secs(3),
+            request_timeout: Duration::from_secs(3),
+            ..defaults.core
+        },
         grace_period: Duration::from_millis(300),
         term_period: Duration::from_millis(300),
-        ..Options::default()
+        ..defaults
     }
 }
 

@@ -1,0 +1,135 @@
+//! Requests as values: a typed helper (or [`Request::new`] for any method) builds one,
+//! [`Connection::request`](crate::Connection::request) sends it, and the result that comes back
+//! reads as the helper's type through [`FromResult`].
+
+use std::marker::PhantomData;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::error::RequestError;
+use crate::types::{CallToolResult, ListToolsResult};
+
+/// One request to send, typed by what its result reads as: `Request<CallToolResult>` from
+/// [`Request::call_tool`], `Request<Value>` (the result as sent) from [`Request::new`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request<T = Value> {
+    pub(crate) method: String,
+    pub(crate) params: Params,
+    pub(crate) timeout: Option<Duration>,
+    result: PhantomData<fn() -> T>,
+}
+
+/// What goes in `params`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Params {
+    None,
+    Value(Value),
+    /// Encoded at send time, when the id (also the progress token) is known.
+    CallTool {
+        name: String,
+        arguments: Value,
+    },
+}
+
+impl Request<Value> {
+    /// Any method, with `params` as given (an object or an array, if any). A
+    /// `params._meta.progressToken` lets progress notifications extend the deadline.
+    pub fn new(method: impl Into<String>, params: Option<Value>) -> Self {
+        let params = params.map_or(Params::None, Params::Value);
+        Self::with(method.into(), params)
+    }
+
+    /// `ping`: the server answers `{}`.
+    pub fn ping() -> Self {
+        Self::new("ping", None)
+    }
+}
+
+impl Request<ListToolsResult> {
+    /// One page of `tools/list`; [`ToolPager`](crate::ToolPager) follows the pages.
+    pub fn list_tools(cursor: Option<&str>) -> Self {
+        let params = match cursor {
+            Some(cursor) => Params::Value(serde_json::json!({ "cursor": cursor })),
+            None => Params::None,
+        };
+        Self::with("tools/list".to_owned(), params)
+    }
+}
+
+impl Request<CallToolResult> {
+    /// `tools/call`. `arguments` must be an object (`null` sends `{}`). The request carries a
+    /// progress token of its own, so `notifications/progress` keeps it alive.
+    pub fn call_tool(name: impl Into<String>, arguments: Value) -> Self {
+        let name = name.into();
+        Self::with(
+            "tools/call".to_owned(),
+            Params::CallTool { name, arguments },
+        )
+    }
+}
+
+impl<T> Request<T> {
+    fn with(method: String, params: Params) -> Self {
+        Self {
+            method,
+            params,
+            timeout: None,
+            result: PhantomData,
+        }
+    }
+
+    /// A deadline of its own instead of [`Config::request_timeout`](crate::Config::request_timeout);
+    /// progress notifications restart it.
+    #[must_use]
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// The JSON-RPC method.
+    pub fn method(&self) -> &str {
+        &self.method
+    }
+
+    /// The same request, its result kept as the server sent it.
+    pub fn untyped(self) -> Request<Value> {
+        Request::<Value> {
+            method: self.method,
+            params: self.params,
+            timeout: self.timeout,
+            result: PhantomData,
+        }
+    }
+}
+
+/// A result type that a request's `result` member reads as.
+pub trait FromResult: Sized {
+    /// Reads the `result` member; the error says what is wrong with it.
+    fn from_result(result: Value) -> Result<Self, String>;
+
+    /// [`from_result`](Self::from_result) as the answer to `method`: a result that cannot be
+    /// read fails the request with [`RequestError::InvalidResponse`].
+    fn answer(method: &str, result: Value) -> Result<Self, RequestError> {
+        Self::from_result(result)
+            .map_err(|error| RequestError::InvalidResponse(format!("{method}: {error}")))
+    }
+}
+
+impl FromResult for Value {
+    fn from_result(result: Value) -> Result<Self, String> {
+        Ok(result)
+    }
+}
+
+impl FromResult for CallToolResult {
+    fn from_result(result: Value) -> Result<Self, String> {
+        Self::from_value(result).map_err(|error| error.to_string())
+    }
+}
+
+impl FromResult for ListToolsResult {
+    fn from_result(result: Value) -> Result<Self, String> {
+        Self::from_value(result).map_err(|error| error.to_string())
+    }
+}

@@ -1,0 +1,158 @@
+//! The handle: cheap clones that send the driver operations and await the answers.
+
+use std::fmt;
+use std::sync::Arc;
+
+use proto::{CallToolResult, FromResult, Notification, Request, ServerInfo, Tool, ToolPager};
+use serde_json::Value;
+use smol::channel::{Receiver, Sender};
+
+use crate::driver::{self, Driver, Op, Reply, Shared};
+use crate::{Disconnect, Error, Options, ServerCommand};
+
+/// Spawns the server and returns a handle and the driver future, which must be polled for
+/// anything to happen. The handshake starts at once; calls made before it ends are held.
+pub fn start(command: &ServerCommand, options: Options) -> Result<(Client, Driver), Error> {
+    let (ops, shared, driver) = driver::spawn(command, options)?;
+    Ok((Client { ops, shared }, driver))
+}
+
+/// Spawns the server, runs its driver on smol's global executor and completes the handshake.
+pub async fn connect(command: &ServerCommand, options: Options) -> Result<Client, Error> {
+    let (client, driver) = start(command, options)?;
+    smol::spawn(driver).detach();
+    match client.wait_ready().await {
+        Ok(_) => Ok(client),
+        Err(error) => {
+            client.close().await;
+            Err(error)
+        }
+    }
+}
+
+/// A cheap, cloneable handle to one server connection.
+#[derive(Clone)]
+pub struct Client {
+    ops: Sender<Op>,
+    shared: Arc<Shared>,
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("pid", &self.shared.pid)
+            .finish()
+    }
+}
+
+impl Client {
+    /// The server's process id (also its process group id).
+    pub fn pid(&self) -> u32 {
+        self.shared.pid
+    }
+
+    /// The last lines the server wrote to stderr.
+    pub fn stderr_tail(&self) -> Vec<String> {
+        self.shared.stderr_tail()
+    }
+
+    /// Waits for the handshake; returns what the server said about itself.
+    pub async fn wait_ready(&self) -> Result<ServerInfo, Error> {
+        self.ask(Op::WaitReady).await
+    }
+
+    /// Sends a request and reads its result as the request's type: `CallToolResult` for
+    /// [`Request::call_tool`], the result as sent for [`Request::new`] or
+    /// [`Request::untyped`]. Every request of this crate goes this way.
+    pub async fn request<T: FromResult>(&self, request: Request<T>) -> Result<T, Error> {
+        let method = request.method().to_owned();
+        let request = request.untyped();
+        let result: Value = self.ask(|reply| Op::Request { request, reply }).await?;
+        Ok(T::answer(&method, result)?)
+    }
+
+    /// Calls a tool with the default timeout. A result with `is_error` is still `Ok`.
+    pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<CallToolResult, Error> {
+        self.request(Request::call_tool(name, arguments)).await
+    }
+
+    /// Lists every tool, following `tools/list` pages (at most
+    /// [`ToolPager::DEFAULT_MAX_PAGES`], and never the same cursor twice).
+    pub async fn list_tools(&self) -> Result<Vec<Tool>, Error> {
+        let mut pager = ToolPager::default();
+        while let Some(request) = pager.next_request() {
+            let page = self.request(request).await?;
+            pager.add_page(page)?;
+        }
+        Ok(pager.into_tools())
+    }
+
+    /// A stream of the server's notifications from now on. It holds the latest 1024; when the
+    /// receiver falls further behind, newer ones are dropped rather than blocking the driver.
+    pub async fn notifications(&self) -> Receiver<Notification> {
+        let (sender, receiver) = smol::channel::bounded(1024);
+        let _ = self.ops.send(Op::Subscribe(sender)).await;
+        receiver
+    }
+
+    /// Closes the connection and waits until the server process has been reaped: stdin
+    /// closed, [`Options::grace_period`], SIGTERM to the group, [`Options::term_period`],
+    /// SIGKILL to the group.
+    pub async fn close(&self) {
+        let _ = self.ops.send(Op::Close).await;
+        let _ = self.shared.done.recv().await;
+    }
+
+    /// Stops the server now: [`close`](Self::close) without the grace period, so SIGTERM
+    /// reaches the group at once and SIGKILL after [`Options::term_period`]. Also cuts short
+    /// a close already waiting out its grace period. For a caller that is itself stopping.
+    pub async fn terminate(&self) {
+        self.shared.terminate();
+        self.close().await;
+    }
+
+    /// How the connection ended, if it has.
+    pub fn disconnect(&self) -> Option<Disconnect> {
+        self.shared.disconnect.get().cloned()
+    }
+
+    async fn ask<T>(&self, op: impl FnOnce(Reply<T>) -> Op) -> Result<T, Error> {
+        let (reply, answer) = smol::channel::bounded(1);
+        if self.ops.send(op(reply)).await.is_ok() {
+            // A caller that drops this future (a timeout of its own, a select) stops waiting:
+            // the server is told to stop working on it too.
+            let mut waiting = Waiting {
+                answer: Some(answer),
+                ops: &self.ops,
+            };
+            let answered = match &waiting.answer {
+                Some(answer) => answer.recv().await,
+                None => Err(smol::channel::RecvError),
+            };
+            waiting.answer = None;
+            if let Ok(result) = answered {
+                return result;
+            }
+        }
+        // The driver has stopped: it recorded why before it did, unless it was dropped.
+        let disconnect = self.disconnect().unwrap_or_else(Disconnect::driver_dropped);
+        Err(Error::Disconnected(Box::new(disconnect)))
+    }
+}
+
+/// A caller waiting for its answer. Dropped while still waiting, it closes the answer channel
+/// first and then tells the driver, which cancels every request whose channel is closed.
+struct Waiting<'a, T> {
+    answer: Option<Receiver<Result<T, Error>>>,
+    ops: &'a Sender<Op>,
+}
+
+impl<T> Drop for Waiting<'_, T> {
+    fn drop(&mut self) {
+        if let Some(answer) = self.answer.take() {
+            drop(answer);
+            // The channel is unbounded, so this never waits; a stopped driver needs no telling.
+            let _ = self.ops.try_send(Op::Abandoned);
+        }
+    }
+}

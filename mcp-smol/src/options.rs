@@ -1,0 +1,44 @@
+//! How to run one server: the core's settings plus what only the adapter decides.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::process::StderrSink;
+
+/// How to run one server.
+pub struct Options {
+    /// Every protocol setting: client name, handshake budget, request timeouts, line limit.
+    pub core: proto::Config,
+    /// How long the server gets to exit after its stdin closes, before SIGTERM.
+    pub grace_period: Duration,
+    /// How long after SIGTERM before SIGKILL.
+    pub term_period: Duration,
+    /// Receives a copy of everything the server writes to stderr.
+    pub stderr_sink: Option<StderrSink>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            core: proto::Config {
+                client_name: "mcp-smol".to_owned(),
+                client_version: env!("CARGO_PKG_VERSION").to_owned(),
+                ..proto::Config::default()
+            },
+            grace_period: Duration::from_secs(2),
+            term_period: Duration::from_secs(2),
+            stderr_sink: None,
+        }
+    }
+}
+
+impl fmt::Debug for Options {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Options")
+            .field("core", &self.core)
+            .field("grace_period", &self.grace_period)
+            .field("term_period", &self.term_period)
+            .field("stderr_sink", &self.stderr_sink.is_some())
+            .finish()
+    }
+}
