@@ -26,6 +26,10 @@ pub(crate) struct Cli {
     #[arg(long, value_name = "SECS", global = true, value_parser = parse_seconds)]
     pub(crate) timeout: Option<std::time::Duration>,
 
+    /// Allow calls that an `ask` rule covers without asking (needed when there is no terminal).
+    #[arg(long, global = true)]
+    pub(crate) yes: bool,
+
     #[command(subcommand)]
     pub(crate) command: Command,
 }

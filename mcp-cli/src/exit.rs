@@ -3,6 +3,8 @@
 use std::fmt;
 
 use mcp_smol::Error;
+
+use crate::hub::{HubError, State};
 use mcp_smol::proto::{RequestError, RpcError, SendError};
 
 /// The process exit status, by who is at fault.
@@ -64,6 +66,32 @@ impl Failure {
         Self {
             exit,
             message: format!("server {name}: {error}"),
+        }
+    }
+}
+
+impl From<HubError> for Failure {
+    /// The caller's mistakes (names, policy) are usage errors; the server's failures are
+    /// classified by their cause.
+    fn from(error: HubError) -> Self {
+        match &error {
+            HubError::Server { server, error } => Self::server(server, error),
+            HubError::Unavailable {
+                state: State::Failed,
+                ..
+            }
+            | HubError::ShuttingDown { .. } => Self {
+                exit: Exit::Server,
+                message: error.to_string(),
+            },
+            HubError::UnknownServer { .. }
+            | HubError::AmbiguousServer { .. }
+            | HubError::Unavailable { .. }
+            | HubError::UnknownTool { .. }
+            | HubError::AmbiguousTool { .. }
+            | HubError::ToolFiltered { .. }
+            | HubError::ToolDenied { .. }
+            | HubError::NotApproved { .. } => Self::usage(error.to_string()),
         }
     }
 }

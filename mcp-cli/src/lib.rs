@@ -1,20 +1,23 @@
-//! The `mcp-cli` library: config, argument typing and commands, driven by `main.rs`.
+//! The `mcp-cli` library: the host layer ([`hub::Hub`], many servers under one config and
+//! one policy), the config reader, and the command line on top of them.
 //!
 //! [`run`] takes the command line and returns the exit code, so tests can drive the whole
-//! program in-process or through the binary.
+//! program in-process or through the binary. Hosts embed [`hub::Hub`] directly.
 
 pub mod arguments;
 mod cli;
 mod commands;
 pub mod config;
 pub mod exit;
+pub mod hub;
 pub mod logs;
 pub mod names;
 pub mod output;
-mod running;
+mod prompt;
 mod spinner;
 
 use std::ffi::OsString;
+use std::sync::Arc;
 
 use async_signal::{Signal, Signals};
 use clap::Parser;
@@ -22,7 +25,7 @@ use smol::stream::StreamExt;
 
 use crate::commands::Context;
 use crate::exit::{Exit, Failure};
-use crate::running::Running;
+use crate::hub::{Hub, Settings};
 
 /// Runs one command line; returns the process exit code (DESIGN §5.3).
 ///
@@ -50,14 +53,9 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
         }
     };
     let env = |key: &str| std::env::var(key).ok();
-    let mut ctx = Context {
-        servers: Vec::new(),
-        json: cli.json,
-        timeout: cli.timeout,
-        log_dir: logs::log_dir(&env),
-        out: output::Stdout::default(),
-        running: Running::default(),
-    };
+    // Drivers run on the main thread's executor, so a call crosses no thread on its way to
+    // the server and back.
+    let executor = Arc::new(smol::Executor::new());
     // Watch before any server starts, so that none can outlive a signal.
     let signals = match Signals::new([Signal::Int, Signal::Term, Signal::Hup]) {
         Ok(signals) => signals,
@@ -67,19 +65,31 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
                 exit: Exit::Server,
                 message: format!("cannot watch for Ctrl-C, SIGTERM and SIGHUP: {error}"),
             };
-            commands::report(ctx.json, &failure);
+            commands::report(cli.json, &failure);
             return failure.exit.code();
         }
     };
-    let outcome = load_servers(&cli, &env).map(|servers| {
-        ctx.servers = servers;
-        let executor = ctx.running.executor();
+    let log_dir = logs::log_dir(&env);
+    let outcome = load_config(&cli, &env).map(|config| {
+        let settings = Settings {
+            log_dir: Some(log_dir.clone()),
+            call_timeout: cli.timeout,
+            executor: Some(executor.clone()),
+            ask: Some(prompt::handler(cli.yes)),
+            ..Settings::default()
+        };
+        let mut ctx = Context {
+            hub: Hub::new(config, settings),
+            json: cli.json,
+            log_dir,
+            out: output::Stdout::default(),
+        };
         smol::block_on(executor.run(until_signal(&mut ctx, cli.command, signals)))
     });
     match outcome {
         Ok(Ending::Done(Ok(exit))) => exit.code(),
         Ok(Ending::Done(Err(failure))) | Err(failure) => {
-            commands::report(ctx.json, &failure);
+            commands::report(cli.json, &failure);
             failure.exit.code()
         }
         // The shells' convention for a process ended by a signal.
@@ -101,10 +111,11 @@ enum Ending {
 }
 
 /// Runs the command unless SIGINT, SIGTERM or SIGHUP comes first; then the command is dropped
-/// where it stands and every server it started is stopped before we return.
+/// where it stands. Either way every server it started is stopped before we return: closed
+/// in the ordinary way after the command, terminated after a signal.
 async fn until_signal(ctx: &mut Context, command: cli::Command, mut signals: Signals) -> Ending {
-    let running = ctx.running.clone();
-    let done = async { Ending::Done(dispatch(ctx, command).await) };
+    let hub = ctx.hub.clone();
+    let done = async { Ending::Done(commands::dispatch(ctx, command).await) };
     let signalled = async {
         while let Some(signal) = signals.next().await {
             if let Ok(signal) = signal {
@@ -115,26 +126,14 @@ async fn until_signal(ctx: &mut Context, command: cli::Command, mut signals: Sig
     };
     // The command is dropped as soon as a signal wins, so it prints nothing more.
     let ending = smol::future::or(done, signalled).await;
-    if matches!(ending, Ending::Signal(_)) {
-        running.stop_all().await;
+    match ending {
+        Ending::Signal(_) => hub.terminate().await,
+        Ending::Done(_) => hub.shutdown().await,
     }
     ending
 }
 
-async fn dispatch(ctx: &mut Context, command: cli::Command) -> Result<Exit, Failure> {
-    match command {
-        cli::Command::Call {
-            server,
-            rest,
-            args_json,
-        } => commands::call(ctx, &server, &rest, args_json.as_deref()).await,
-        cli::Command::Tools { servers } => commands::tools(ctx, &servers).await,
-        cli::Command::Servers => commands::servers(ctx).await,
-        cli::Command::Logs { server, lines } => commands::show_logs(ctx, &server, lines),
-    }
-}
-
-fn load_servers(cli: &cli::Cli, env: config::Env<'_>) -> Result<Vec<config::Server>, Failure> {
+fn load_config(cli: &cli::Cli, env: config::Env<'_>) -> Result<config::Config, Failure> {
     let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
     let files = config::discover(&cli.configs, env, &cwd);
     config::load(&files, env, &cwd).map_err(|error| Failure::usage(error.0))

@@ -1,7 +1,7 @@
 //! A spinner on stderr for work that takes more than a moment, shown only on a terminal.
 
 use std::io::{IsTerminal, Write};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -9,6 +9,27 @@ use std::time::Duration;
 const DELAY: Duration = Duration::from_millis(300);
 const FRAME: Duration = Duration::from_millis(100);
 const FRAMES: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+
+/// Whether spinners are held back while something else (a prompt) owns the terminal line;
+/// the lock also keeps a frame from being drawn in the middle of that.
+static PAUSED: Mutex<bool> = Mutex::new(false);
+
+/// Keeps every spinner off the terminal until dropped, its line cleared: for a prompt.
+#[derive(Debug)]
+pub(crate) struct Paused(());
+
+pub(crate) fn pause() -> Paused {
+    let mut paused = PAUSED.lock().unwrap_or_else(PoisonError::into_inner);
+    *paused = true;
+    let _ = write!(std::io::stderr(), "\r\x1b[2K");
+    Paused(())
+}
+
+impl Drop for Paused {
+    fn drop(&mut self) {
+        *PAUSED.lock().unwrap_or_else(PoisonError::into_inner) = false;
+    }
+}
 
 /// Shows a label with a spinner until dropped. Does nothing when stderr is not a terminal.
 #[derive(Debug)]
@@ -36,8 +57,13 @@ impl Spinner {
             }
             for frame in FRAMES.iter().cycle() {
                 let text = shown.lock().map(|l| l.clone()).unwrap_or_default();
-                // A terminal that went away is no reason to panic: the spinner just stops showing.
-                let _ = write!(std::io::stderr(), "\r\x1b[2K{frame} {text}");
+                let paused = PAUSED.lock().unwrap_or_else(PoisonError::into_inner);
+                if !*paused {
+                    // A terminal that went away is no reason to panic: the spinner just stops
+                    // showing.
+                    let _ = write!(std::io::stderr(), "\r\x1b[2K{frame} {text}");
+                }
+                drop(paused);
                 if !matches!(
                     stopped.recv_timeout(FRAME),
                     Err(std::sync::mpsc::RecvTimeoutError::Timeout)

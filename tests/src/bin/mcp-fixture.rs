@@ -7,7 +7,8 @@
 //! - `silent`: never answers anything, not even `initialize`.
 //! - `bad-version`: answers `initialize` with `--version V` (default `1999-01-01`).
 //! - `exit-in-handshake`: writes to stderr and exits 1 on `initialize`.
-//! - `exit-mid-call`: exits 3 on any `tools/call`, without answering.
+//! - `exit-mid-call`: exits 3 on any `tools/call`, without answering; with `--crash-once FILE`,
+//!   only while FILE does not exist yet (it creates it), so a restarted server works.
 //! - `close-stdout`: closes stdout on the first `tools/call` and keeps running.
 //! - `ignore-sigterm`: ignores SIGTERM and keeps running after stdin closes.
 //! - `grandchildren`: starts `sleep` processes and a `sh` that waits on one.
@@ -27,6 +28,9 @@
 //! - `list-changed`: after the first call, announces a changed list with a tool `extra`.
 //! - `repeat-cursor`: `tools/list` always returns the same `nextCursor`.
 //! - `slow-start`: waits `--delay-ms N` before answering `initialize`.
+//! - `barrier`: answers `initialize` only once `--count N` servers (default 8) have received
+//!   theirs: each leaves a file in `--dir DIR` and waits (at most 20 s) for N files there, so
+//!   servers started one after another never get past it.
 //!
 //! Answers the fixture received for its own requests are returned by the `report` tool as a
 //! JSON array. `--log-received FILE` appends every line the client sends to FILE.
@@ -101,6 +105,20 @@ impl Server {
             calls: Mutex::new(0),
             stdout_closed: Mutex::new(false),
         }
+    }
+
+    fn wait_at_barrier(&self) {
+        let dir = std::path::PathBuf::from(self.options.get("dir").expect("--dir DIR"));
+        let count = self.option("count", 8) as usize;
+        std::fs::write(dir.join(std::process::id().to_string()), b"").unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if std::fs::read_dir(&dir).unwrap().count() >= count {
+                return;
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+        eprintln!("barrier: fewer than {count} servers arrived");
     }
 
     fn option(&self, key: &str, default: u64) -> u64 {
@@ -254,6 +272,10 @@ impl Server {
                 eprintln!("fatal: config missing");
                 std::process::exit(1);
             }
+            ("barrier", "initialize") => {
+                self.wait_at_barrier();
+                self.answer(&id, Ok(self.initialize_result(&params)));
+            }
             ("slow-start", "initialize") => {
                 thread::sleep(Duration::from_millis(self.option("delay-ms", 1000)));
                 self.answer(&id, Ok(self.initialize_result(&params)));
@@ -331,8 +353,16 @@ impl Server {
     fn call(self: &Arc<Self>, id: Value, params: Value) {
         match self.mode.as_str() {
             "exit-mid-call" => {
-                eprintln!("crashing now");
-                std::process::exit(3);
+                let marker = self.options.get("crash-once").map(std::path::Path::new);
+                // With a marker, only the first server to get here crashes.
+                let crashed_before = marker.is_some_and(std::path::Path::exists);
+                if !crashed_before {
+                    if let Some(marker) = marker {
+                        std::fs::write(marker, b"crashed").unwrap();
+                    }
+                    eprintln!("crashing now");
+                    std::process::exit(3);
+                }
             }
             "close-stdout" => {
                 // Swapping /dev/null in closes our only handle on the pipe: the client sees EOF.

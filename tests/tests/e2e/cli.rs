@@ -502,8 +502,9 @@ fn servers_lists_every_state() {
         run.stdout
     );
     assert!(run.stdout.contains("(preset)"), "{}", run.stdout);
-    // Preset rows keep NAME and STATE one word each (no npm here, so they fail to start).
-    assert_eq!(state_of("filesystem"), "failed");
+    // Preset rows keep NAME and STATE one word each; with servers configured, presets are
+    // listed but not started.
+    assert_eq!(state_of("filesystem"), "stopped");
 
     let run = dir.cli(&["--json", "servers"]);
     let rows: Vec<Value> =

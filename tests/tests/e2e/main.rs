@@ -15,8 +15,14 @@ mod adapter;
 /// The same connection driven under smol, tokio (both flavours) and a plain block_on.
 mod runtimes;
 
+/// The host layer (`mcp_cli::hub`) embedded as an agent would.
+mod hub;
+
 /// The `mcp-cli` binary against fixture servers: exit codes, arguments, config formats, output.
 mod cli;
+
+/// Policy through the `mcp-cli` binary: lists, filters, rules, `ask` on a pseudo-terminal.
+mod policy;
 
 /// The `mcp-cli` binary against the real reference servers from npm and PyPI.
 mod real_servers;

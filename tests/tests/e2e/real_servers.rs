@@ -148,3 +148,58 @@ fn time_tells_the_time_in_utc() {
         .unwrap();
     assert!(year >= 2025, "{answer}");
 }
+
+#[test]
+fn everything_catalogue_is_right_after_its_list_change() {
+    // server-everything adds tools once `initialized` arrives and announces it with
+    // `notifications/tools/list_changed`; the hub's catalogue must hold the final list.
+    let Some(bin) = mcp_tests::npm_bin() else {
+        return;
+    };
+    let command = mcp_smol::ServerCommand::new(bin.join("mcp-server-everything").to_string_lossy());
+    let server = mcp_cli::config::Server {
+        name: "everything".into(),
+        entry: mcp_cli::config::Entry::Enabled(mcp_cli::config::ServerSpec::new(
+            "everything",
+            command.clone(),
+        )),
+        source: mcp_cli::config::Source::File("/test/config.toml".into()),
+    };
+    let config = mcp_cli::config::Config {
+        servers: vec![server],
+        ..Default::default()
+    };
+    crate::support::bounded(async {
+        let hub = mcp_cli::hub::Hub::new(config, mcp_cli::hub::Settings::default());
+        let catalogue = hub.catalogue().await;
+        assert!(catalogue.failures.is_empty(), "{:?}", catalogue.failures);
+        let names: Vec<&str> = catalogue.tools.iter().map(|t| t.name.as_str()).collect();
+        assert!(names.contains(&"everything__echo"), "{names:?}");
+        // Registered only once the server is initialized.
+        assert!(
+            names.contains(&"everything__simulate-research-query"),
+            "{names:?}"
+        );
+        // And it is the list a fresh connection sees once settled.
+        let fresh = mcp_smol::connect(&command, mcp_smol::Options::default())
+            .await
+            .unwrap();
+        let mut listed: Vec<String> = fresh
+            .list_tools()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|t| t.name)
+            .collect();
+        fresh.close().await;
+        let mut shown: Vec<String> = catalogue
+            .tools
+            .iter()
+            .map(|t| t.tool.name.clone())
+            .collect();
+        listed.sort();
+        shown.sort();
+        assert_eq!(shown, listed);
+        hub.shutdown().await;
+    });
+}

@@ -1,0 +1,129 @@
+//! `call SERVER TOOL [KEY=VALUE]...`: one tool call, its result on stdout.
+
+use std::io::Read;
+
+use mcp_smol::proto::{CallToolResult, Progress};
+use serde_json::{Value, json};
+
+use crate::commands::{Context, report};
+use crate::exit::{Exit, Failure};
+use crate::spinner::Spinner;
+use crate::{arguments, names, output};
+
+pub(crate) async fn run(
+    ctx: &mut Context,
+    target: &str,
+    rest: &[String],
+    args_json: Option<&str>,
+) -> Result<Exit, Failure> {
+    let (server, tool, pairs) = split_target(ctx, target, rest)?;
+    let base = match args_json {
+        Some(text) => Some(read_args_json(text).await?),
+        None => None,
+    };
+    // Mistakes in the pairs are found before any server starts.
+    arguments::build(&json!({}), None, pairs).map_err(|e| Failure::usage(e.0))?;
+    let server = ctx.hub.resolve(&server)?;
+    ctx.hub.check(&server)?;
+    let tool = {
+        let _spinner = Spinner::start(format!("starting {server}"));
+        ctx.hub.find_tool(&server, &tool).await?
+    };
+    let arguments = arguments::build(&tool.tool.input_schema, base, pairs)
+        .map_err(|e| Failure::usage(format!("{}: {}", tool.name, e.0)))?;
+    let spinner = Spinner::start(format!("calling {}", tool.name));
+    let show_progress = |progress: Progress| {
+        spinner.set_label(format!(
+            "calling {}: {}",
+            tool.name,
+            progress_text(progress)
+        ));
+    };
+    let called = ctx
+        .hub
+        .call(&tool, Value::Object(arguments), &show_progress)
+        .await;
+    drop(spinner);
+    // Shown before the servers are closed: one that outlives its stdin would otherwise hold
+    // the answer back for the grace and SIGTERM periods.
+    let decoded = called.map_err(Failure::from).and_then(|raw| {
+        let result = CallToolResult::from_value(raw.clone()).map_err(|e| Failure {
+            exit: Exit::Server,
+            message: format!("server {server}: invalid tools/call result: {e}"),
+        })?;
+        Ok((result, raw))
+    });
+    Ok(match decoded {
+        Ok((result, raw)) => show(ctx, &result, &raw),
+        Err(failure) => {
+            report(ctx.json, &failure);
+            failure.exit
+        }
+    })
+}
+
+fn show(ctx: &mut Context, result: &CallToolResult, raw: &Value) -> Exit {
+    if ctx.json {
+        ctx.out.line(&raw.to_string());
+    } else if result.is_error {
+        for line in output::render_call(result) {
+            output::diagnostic(&line);
+        }
+    } else {
+        for line in output::render_call(result) {
+            ctx.out.line(&line);
+        }
+    }
+    if result.is_error {
+        Exit::ToolError
+    } else {
+        Exit::Success
+    }
+}
+
+/// `SERVER TOOL args...`, or `SERVER__TOOL args...` / `SERVER.TOOL args...`.
+fn split_target<'a>(
+    ctx: &Context,
+    target: &str,
+    rest: &'a [String],
+) -> Result<(String, String, &'a [String]), Failure> {
+    let known = |name: &str| ctx.hub.resolve(name).is_ok();
+    if !known(target)
+        && let Some((server, tool)) = names::split_qualified(target, known)
+    {
+        return Ok((server, tool, rest));
+    }
+    match rest.split_first() {
+        Some((tool, pairs)) if !tool.contains('=') => Ok((target.to_owned(), tool.clone(), pairs)),
+        _ => Err(Failure::usage(format!(
+            "which tool? use `mcp-cli call {target} TOOL [KEY=VALUE]...` or `{target}__TOOL`"
+        ))),
+    }
+}
+
+async fn read_args_json(text: &str) -> Result<Value, Failure> {
+    let text = if text == "-" {
+        // Off the executor's thread, so that Ctrl-C is still noticed while stdin is awaited.
+        let read = smol::unblock(|| {
+            let mut input = String::new();
+            std::io::stdin().read_to_string(&mut input).map(|_| input)
+        });
+        read.await
+            .map_err(|e| Failure::usage(format!("--args -: cannot read stdin: {e}")))?
+    } else {
+        text.to_owned()
+    };
+    serde_json::from_str(&text)
+        .map_err(|e| Failure::usage(format!("--args is not valid JSON: {e}")))
+}
+
+fn progress_text(progress: Progress) -> String {
+    let mut text = match progress.total {
+        Some(total) => format!("{}/{total}", progress.progress),
+        None => format!("{}", progress.progress),
+    };
+    if let Some(message) = progress.message {
+        text = format!("{text} {message}");
+    }
+    text
+}

@@ -1,0 +1,52 @@
+//! The commands, one module each: thin views over the [`Hub`](crate::hub::Hub).
+//!
+//! A new command is one new module here and one arm in [`dispatch`].
+
+mod call;
+mod logs;
+mod servers;
+mod tools;
+
+use std::path::PathBuf;
+
+use serde_json::json;
+
+use crate::cli::Command;
+use crate::exit::{Exit, Failure};
+use crate::hub::Hub;
+use crate::output::{self, Stdout};
+
+/// What the commands need from the world around them.
+pub(crate) struct Context {
+    pub(crate) hub: Hub,
+    pub(crate) json: bool,
+    pub(crate) log_dir: PathBuf,
+    pub(crate) out: Stdout,
+}
+
+pub(crate) async fn dispatch(ctx: &mut Context, command: Command) -> Result<Exit, Failure> {
+    match command {
+        Command::Call {
+            server,
+            rest,
+            args_json,
+        } => call::run(ctx, &server, &rest, args_json.as_deref()).await,
+        Command::Tools { servers } => tools::run(ctx, &servers).await,
+        Command::Servers => servers::run(ctx).await,
+        Command::Logs { server, lines } => logs::run(ctx, &server, lines),
+    }
+}
+
+/// Prints a failure on stderr, as one JSON object under `--json`.
+pub(crate) fn report(json: bool, failure: &Failure) {
+    if json {
+        let error = json!({ "error": {
+            "kind": failure.exit.kind(),
+            "exitCode": failure.exit.code(),
+            "message": failure.message,
+        }});
+        output::diagnostic(&error.to_string());
+    } else {
+        output::diagnostic(&format!("mcp-cli: {}", failure.message));
+    }
+}

@@ -1,0 +1,66 @@
+//! `servers`: every server with its state, starting those the catalogue stands for in parallel.
+
+use serde_json::Value;
+
+use crate::commands::Context;
+use crate::exit::{Exit, Failure};
+use crate::hub::ServerStatus;
+use crate::output;
+use crate::spinner::Spinner;
+
+pub(crate) async fn run(ctx: &mut Context) -> Result<Exit, Failure> {
+    let wanted = ctx.hub.default_servers();
+    {
+        let _spinner = Spinner::start(format!("starting {} server(s)", wanted.len()));
+        ctx.hub.start(&wanted).await;
+    }
+    let rows = ctx.hub.status();
+    if ctx.json {
+        let rows = serde_json::to_value(&rows).unwrap_or(Value::Null);
+        ctx.out.line(&output::pretty(&rows));
+    } else {
+        for line in table(&rows) {
+            ctx.out.line(&line);
+        }
+    }
+    Ok(Exit::Success)
+}
+
+/// NAME STATE TOOLS PID COMMAND, aligned, then a line per server that has a reason.
+fn table(rows: &[ServerStatus]) -> Vec<String> {
+    let count = |value: Option<usize>| value.map_or_else(|| "-".to_owned(), |n| n.to_string());
+    let mut cells = vec![["NAME", "STATE", "TOOLS", "PID", "COMMAND"].map(str::to_owned)];
+    for row in rows {
+        // Marked after the command, so that every column before it stays one word.
+        let mut command = row.command.clone();
+        if row.preset {
+            command.push_str("  (preset)");
+        }
+        cells.push([
+            row.name.clone(),
+            row.state.to_string(),
+            count(row.tools),
+            count(row.pid.map(|pid| pid as usize)),
+            command,
+        ]);
+    }
+    let width = |column: usize| {
+        let widths = cells.iter().map(|cells| cells[column].chars().count());
+        widths.max().unwrap_or(0)
+    };
+    let widths: Vec<usize> = (0..4).map(width).collect();
+    let mut lines: Vec<String> = (cells.iter())
+        .map(|row| {
+            let padded: Vec<String> = (0..4)
+                .map(|c| format!("{:w$}", row[c], w = widths[c]))
+                .collect();
+            format!("{}  {}", padded.join("  "), row[4])
+        })
+        .collect();
+    for row in rows {
+        if let Some(reason) = &row.reason {
+            lines.push(format!("{}: {reason}", row.name));
+        }
+    }
+    lines
+}

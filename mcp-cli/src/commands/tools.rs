@@ -1,0 +1,87 @@
+//! `tools [SERVER]...`: the tools of the named servers (or the whole catalogue) with their
+//! parameters, policy applied.
+
+use serde_json::{Value, json};
+
+use crate::commands::{Context, report};
+use crate::exit::{Exit, Failure};
+use crate::hub::ToolEntry;
+use crate::output;
+use crate::spinner::Spinner;
+
+pub(crate) async fn run(ctx: &mut Context, given: &[String]) -> Result<Exit, Failure> {
+    let servers = if given.is_empty() {
+        ctx.hub.default_servers()
+    } else {
+        let mut servers = Vec::new();
+        for name in given {
+            let server = ctx.hub.resolve(name)?;
+            ctx.hub.check(&server)?;
+            servers.push(server);
+        }
+        servers
+    };
+    let catalogue = {
+        let _spinner = Spinner::start(format!("starting {} server(s)", servers.len()));
+        ctx.hub.catalogue_of(&servers).await
+    };
+    let mut exit = Exit::Success;
+    for (_, error) in catalogue.failures {
+        let failure = Failure::from(error);
+        report(ctx.json, &failure);
+        exit = failure.exit;
+    }
+    if ctx.json {
+        let tools: Vec<Value> = catalogue.tools.iter().map(as_json).collect();
+        ctx.out.line(&output::pretty(&Value::Array(tools)));
+    } else {
+        for entry in &catalogue.tools {
+            for line in describe(entry) {
+                ctx.out.line(&line);
+            }
+        }
+    }
+    Ok(exit)
+}
+
+fn as_json(entry: &ToolEntry) -> Value {
+    let mut value = serde_json::to_value(&entry.tool).unwrap_or(Value::Null);
+    value["server"] = json!(entry.server);
+    value["qualifiedName"] = json!(entry.name);
+    value
+}
+
+/// The shown name and the first line of the description, then one line per parameter.
+fn describe(entry: &ToolEntry) -> Vec<String> {
+    let tool = &entry.tool;
+    let summary = tool.description.as_deref().and_then(|d| d.lines().next());
+    let mut lines = vec![match summary {
+        Some(summary) if !summary.trim().is_empty() => {
+            format!("{}  {}", entry.name, summary.trim())
+        }
+        _ => entry.name.clone(),
+    }];
+    let schema = &tool.input_schema;
+    let required: Vec<&str> = (schema.get("required").and_then(Value::as_array))
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    if let Some(Value::Object(properties)) = schema.get("properties") {
+        for (parameter, property) in properties {
+            let kind = match property.get("type") {
+                Some(Value::String(kind)) => kind.clone(),
+                Some(Value::Array(kinds)) => {
+                    let kinds: Vec<&str> = kinds.iter().filter_map(Value::as_str).collect();
+                    kinds.join(" | ")
+                }
+                _ => "any".to_owned(),
+            };
+            let flag = if required.contains(&parameter.as_str()) {
+                " (required)"
+            } else {
+                ""
+            };
+            lines.push(format!("    {parameter}: {kind}{flag}"));
+        }
+    }
+    lines
+}

@@ -1,0 +1,56 @@
+//! Which config files to read, and in what order.
+
+use std::path::{Path, PathBuf};
+
+use super::Env;
+
+/// The files to read, in order (later ones win by server name), and whether each must exist.
+pub fn discover(explicit: &[PathBuf], env: Env<'_>, cwd: &Path) -> Vec<(PathBuf, bool)> {
+    if !explicit.is_empty() {
+        return explicit.iter().map(|path| (path.clone(), true)).collect();
+    }
+    if let Some(path) = env("MCP_CLI_CONFIG").filter(|p| !p.is_empty()) {
+        return vec![(PathBuf::from(path), true)];
+    }
+    let config_home = match env("XDG_CONFIG_HOME").filter(|p| !p.is_empty()) {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(env("HOME").unwrap_or_default()).join(".config"),
+    };
+    vec![
+        (config_home.join("mcp-cli/config.toml"), false),
+        (cwd.join(".mcp-cli.toml"), false),
+        (cwd.join(".mcp.json"), false),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::testing::env;
+
+    #[test]
+    fn discovery_order() {
+        let cwd = Path::new("/project");
+        let explicit = [PathBuf::from("/a.toml"), PathBuf::from("/b.json")];
+        assert_eq!(
+            discover(&explicit, &env, cwd),
+            [
+                (PathBuf::from("/a.toml"), true),
+                (PathBuf::from("/b.json"), true)
+            ]
+        );
+        let with_var = |key: &str| (key == "MCP_CLI_CONFIG").then(|| "/env.toml".to_owned());
+        assert_eq!(
+            discover(&[], &with_var, cwd),
+            [(PathBuf::from("/env.toml"), true)]
+        );
+        assert_eq!(
+            discover(&[], &env, cwd),
+            [
+                (PathBuf::from("/home/u/.config/mcp-cli/config.toml"), false),
+                (PathBuf::from("/project/.mcp-cli.toml"), false),
+                (PathBuf::from("/project/.mcp.json"), false),
+            ]
+        );
+    }
+}

@@ -1,0 +1,155 @@
+//! From the fields a format read to a usable [`Entry`]: `${VAR}` expansion and the checks
+//! that make an entry invalid rather than the whole file.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use mcp_smol::ServerCommand;
+
+use super::{Entry, Env, ServerSpec, ToolFilter};
+
+/// The fields every format maps onto, before variables are expanded.
+#[derive(Debug, Default)]
+pub(super) struct RawServer {
+    pub command: Option<String>,
+    pub args: Vec<String>,
+    pub env: BTreeMap<String, String>,
+    pub cwd: Option<String>,
+    pub enabled: bool,
+    pub url: Option<String>,
+    pub handshake_timeout: Option<Duration>,
+    pub call_timeout: Option<Duration>,
+    pub max_message_len: Option<usize>,
+    pub tools: ToolFilter,
+    /// A reason this entry cannot be used whatever its fields say.
+    pub unusable: Option<String>,
+}
+
+/// A format's servers by name, in the order the file gives them.
+pub(super) type RawServers = Vec<(String, RawServer)>;
+
+/// Turns a raw entry into what the name stands for; `base` is the file's folder, which a
+/// relative `cwd` is taken from.
+pub(super) fn finish(name: &str, raw: RawServer, env: Env<'_>, base: &Path) -> Entry {
+    if let Some(reason) = raw.unusable {
+        return Entry::Invalid { reason };
+    }
+    if let Some(url) = raw.url {
+        return Entry::Remote { url };
+    }
+    let (handshake_timeout, call_timeout) = (raw.handshake_timeout, raw.call_timeout);
+    let (max_message_len, tools) = (raw.max_message_len, raw.tools);
+    let spec = move |command| ServerSpec {
+        name: name.to_owned(),
+        command,
+        handshake_timeout,
+        call_timeout,
+        max_message_len,
+        tools,
+    };
+    if !raw.enabled {
+        // Never started, so its variables need not be set: shown as written.
+        let mut command = ServerCommand::new(raw.command.unwrap_or_default()).args(raw.args);
+        command.env = raw.env;
+        command.cwd = raw.cwd.map(|cwd| base.join(cwd));
+        return Entry::Disabled(spec(command));
+    }
+    let expanded = (|| -> Result<ServerCommand, String> {
+        let command = raw.command.as_deref().filter(|c| !c.trim().is_empty());
+        let mut command = ServerCommand::new(expand(command.ok_or("no command given")?, env)?);
+        for arg in &raw.args {
+            command.args.push(expand(arg, env)?);
+        }
+        for (key, value) in &raw.env {
+            command.env.insert(key.clone(), expand(value, env)?);
+        }
+        if let Some(cwd) = &raw.cwd {
+            command.cwd = Some(base.join(expand(cwd, env)?));
+        }
+        Ok(command)
+    })();
+    match expanded {
+        Ok(command) => Entry::Enabled(spec(command)),
+        Err(reason) => Entry::Invalid { reason },
+    }
+}
+
+/// Expands `${VAR}` and `${VAR:-default}`; `$` not followed by `{` stays as it is.
+pub fn expand(text: &str, env: Env<'_>) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let Some(end) = rest[start..].find('}') else {
+            return Err(format!("unclosed `${{` in {text:?}"));
+        };
+        let inner = &rest[start + 2..start + end];
+        let (variable, default) = match inner.split_once(":-") {
+            Some((variable, default)) => (variable, Some(default)),
+            None => (inner, None),
+        };
+        match (
+            env(variable).filter(|v| default.is_none() || !v.is_empty()),
+            default,
+        ) {
+            (Some(value), _) => out.push_str(&value),
+            (None, Some(default)) => out.push_str(default),
+            (None, None) => {
+                return Err(format!(
+                    "environment variable {variable} is not set (used in {text:?})"
+                ));
+            }
+        }
+        rest = &rest[start + end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::testing::{entry, env, parse};
+
+    #[test]
+    fn variable_expansion() {
+        assert_eq!(
+            expand("${TOKEN}-${NOPE:-dflt}-$HOME-$$", &env).unwrap(),
+            "secret-dflt-$HOME-$$"
+        );
+        assert_eq!(expand("${EMPTY:-fallback}", &env).unwrap(), "fallback");
+        assert_eq!(expand("${EMPTY}", &env).unwrap(), "");
+        assert!(expand("${NOPE}", &env).unwrap_err().contains("NOPE"));
+        assert!(expand("${UNCLOSED", &env).is_err());
+    }
+
+    #[test]
+    fn disabled_entries_are_disabled_whatever_their_variables() {
+        let text = "[mcp.off]\ncommand = \"${NOPE}/bin\"\nargs = [\"${ALSO_NOPE}\"]\nenabled = false\n\n\
+                    [mcp.bare]\nenabled = false\n";
+        let servers = parse("c.toml", text).unwrap().servers;
+        let Entry::Disabled(off) = entry(&servers, "off") else {
+            panic!("{:?}", entry(&servers, "off"))
+        };
+        assert_eq!(off.command.display(), "${NOPE}/bin ${ALSO_NOPE}");
+        assert!(matches!(entry(&servers, "bare"), Entry::Disabled(_)));
+        let json = r#"{"mcpServers": {"off": {"command": "x", "env": {"K": "${NOPE}"}, "disabled": true}}}"#;
+        let servers = parse(".mcp.json", json).unwrap().servers;
+        let Entry::Disabled(off) = entry(&servers, "off") else {
+            panic!("{:?}", entry(&servers, "off"))
+        };
+        assert_eq!(off.command.env["K"], "${NOPE}");
+    }
+
+    #[test]
+    fn missing_command_is_an_invalid_entry() {
+        let servers = parse("c.toml", "[mcp.x]\nargs = []\n").unwrap().servers;
+        assert_eq!(
+            entry(&servers, "x"),
+            &Entry::Invalid {
+                reason: "no command given".into()
+            }
+        );
+    }
+}

@@ -1,0 +1,143 @@
+//! The `mcpServers` table (Claude Desktop, Claude Code, Cursor, Gemini CLI) and VS Code's
+//! `servers`, which share one entry shape.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::expand::{RawServer, RawServers};
+use super::policy::{Glob, ToolFilter};
+use super::units::milliseconds;
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct HostServer {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    command: Option<String>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    cwd: Option<String>,
+    #[serde(default)]
+    disabled: bool,
+    url: Option<String>,
+    http_url: Option<String>,
+    server_url: Option<String>,
+    /// Gemini CLI: per-request timeout in milliseconds.
+    #[serde(default, deserialize_with = "milliseconds")]
+    timeout: Option<Duration>,
+    /// Gemini CLI: the tools to offer, and those to hide.
+    include_tools: Option<Vec<Glob>>,
+    #[serde(default)]
+    exclude_tools: Vec<Glob>,
+}
+
+pub(super) fn servers(table: BTreeMap<String, HostServer>) -> RawServers {
+    let raw = |s: HostServer| {
+        let remote = s.url.or(s.http_url).or(s.server_url);
+        let is_remote = matches!(s.kind.as_deref(), Some("http" | "sse" | "streamable-http"));
+        RawServer {
+            command: s.command,
+            args: s.args,
+            env: s.env,
+            cwd: s.cwd,
+            enabled: !s.disabled,
+            url: if is_remote || remote.is_some() {
+                Some(remote.unwrap_or_default())
+            } else {
+                None
+            },
+            call_timeout: s.timeout,
+            tools: ToolFilter {
+                enabled: s.include_tools,
+                disabled: s.exclude_tools,
+            },
+            ..RawServer::default()
+        }
+    };
+    table.into_iter().map(|(name, s)| (name, raw(s))).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::config::Entry;
+    use crate::config::testing::{entry, parse, spec};
+
+    #[test]
+    fn claude_cursor_gemini_mcp_servers() {
+        let text = r#"{
+  "mcpServers": {
+    "fs": {"command": "npx", "args": ["-y", "x"], "env": {"A": "${TOKEN}"}, "timeout": 30000},
+    "off": {"command": "x", "disabled": true},
+    "web": {"type": "http", "url": "https://x.invalid/mcp"},
+    "gem": {"httpUrl": "https://y.invalid/mcp"},
+    "broken": {"command": "x", "env": {"B": "${MISSING}"}}
+  },
+  "otherSetting": 1
+}"#;
+        let servers = parse(".mcp.json", text).unwrap().servers;
+        assert_eq!(spec(&servers, "fs").command.env["A"], "secret");
+        assert_eq!(
+            spec(&servers, "fs").call_timeout,
+            Some(Duration::from_secs(30))
+        );
+        assert!(matches!(entry(&servers, "off"), Entry::Disabled(_)));
+        assert!(matches!(entry(&servers, "web"), Entry::Remote { .. }));
+        assert!(matches!(entry(&servers, "gem"), Entry::Remote { .. }));
+        let Entry::Invalid { reason } = entry(&servers, "broken") else {
+            panic!()
+        };
+        assert!(reason.contains("MISSING"), "{reason}");
+    }
+
+    #[test]
+    fn gemini_include_and_exclude_tools() {
+        let text = r#"{"mcpServers": {
+            "fs": {"command": "x", "includeTools": ["read_file", "list_*"], "excludeTools": ["list_secrets"]},
+            "all": {"command": "y"}}}"#;
+        let servers = parse("settings.json", text).unwrap().servers;
+        let tools = &spec(&servers, "fs").tools;
+        assert_eq!(
+            tools.enabled,
+            Some(vec![
+                Glob::new("read_file").unwrap(),
+                Glob::new("list_*").unwrap()
+            ])
+        );
+        assert_eq!(tools.disabled, [Glob::new("list_secrets").unwrap()]);
+        assert!(tools.allows("list_dir") && !tools.allows("list_secrets"));
+        assert!(!tools.allows("write_file"));
+        assert_eq!(spec(&servers, "all").tools, ToolFilter::default());
+
+        let text = "{\"mcpServers\": {\"fs\": {\"command\": \"x\",\n\"excludeTools\": [\"[a\"]}}}";
+        let error = parse("settings.json", text).unwrap_err();
+        assert!(
+            error.0.starts_with(
+                "invalid config /cfg/settings.json line 2: mcpServers.fs.excludeTools[0]: \
+                 invalid glob \"[a\""
+            ),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn vscode_servers_with_comments_and_trailing_commas() {
+        let text = r#"{
+  // VS Code allows comments
+  "servers": {
+    "a": {"type": "stdio", "command": "node", "args": ["s.js",],},
+    /* and blocks */ "b": {"type": "sse", "url": "http://x/sse"},
+  },
+  "inputs": [{"id": "key", "type": "promptString", "description": "// not a comment"}],
+}"#;
+        let servers = parse("mcp.json", text).unwrap().servers;
+        assert_eq!(spec(&servers, "a").command.args, ["s.js"]);
+        assert!(matches!(entry(&servers, "b"), Entry::Remote { .. }));
+    }
+}

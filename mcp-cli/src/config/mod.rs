@@ -1,0 +1,390 @@
+//! Config files (DESIGN §5.4): the native TOML, the host formats people already have, variable
+//! expansion, discovery, the built-in presets, and the policy over servers and tools.
+//!
+//! Every format is read into one shape, [`Server`]. A file that cannot be read as its format is
+//! an error naming the file, the line and the key; an entry that parses but cannot be used (no
+//! command, an unset variable) is kept as [`Entry::Invalid`] so the other servers still work.
+//!
+//! Each syntax lists the top-level keys it knows in one place (`native.rs` for TOML, `json.rs`
+//! for JSON), and each host's server entries are read in a file of their own, so adding a host
+//! format is one new file and one line in that list (and its key in the error naming them).
+//!
+//! Across files ([`load`]) servers merge by name: a later file's entry replaces an earlier
+//! one's, and the presets fill in names no file defines. Policies are concatenated in file
+//! order instead. The first matching rule wins, so an earlier file's rule beats a later one's,
+//! the user file's beats the project's: the safe way round, as a cloned project cannot allow
+//! what the user denied. Denylists add up; a server must be in the allowlist of every file that has one, so a
+//! project file cannot widen the user's. Every
+//! server a policy names must exist, which is checked once all files and presets are in.
+
+mod codex;
+mod discover;
+mod errors;
+mod expand;
+mod hosts;
+mod json;
+mod jsonc;
+mod native;
+mod opencode;
+mod policy;
+mod presets;
+mod tables;
+#[cfg(test)]
+mod testing;
+mod units;
+mod zed;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use mcp_smol::ServerCommand;
+
+pub use discover::discover;
+pub use expand::expand;
+pub use jsonc::strip_json_comments;
+pub use policy::{Action, Glob, ListEntry, Policy, Rule, ToolFilter};
+pub use presets::{NPX_HANDSHAKE, presets};
+
+use expand::{RawServers, finish};
+
+/// One server the config can start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerSpec {
+    pub name: String,
+    pub command: ServerCommand,
+    /// Budget for spawn plus handshake.
+    pub handshake_timeout: Option<Duration>,
+    /// Per-call timeout, restarted by progress.
+    pub call_timeout: Option<Duration>,
+    /// Longest message accepted from this server, in bytes (`max_message_mb`); `None` = default.
+    pub max_message_len: Option<usize>,
+    /// Which of the server's own tool names may be shown and called.
+    pub tools: ToolFilter,
+}
+
+impl ServerSpec {
+    /// A server run by `command`, every other setting at its default.
+    pub fn new(name: &str, command: ServerCommand) -> ServerSpec {
+        ServerSpec {
+            name: name.to_owned(),
+            command,
+            handshake_timeout: None,
+            call_timeout: None,
+            max_message_len: None,
+            tools: ToolFilter::default(),
+        }
+    }
+}
+
+/// What a configured name stands for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Entry {
+    Enabled(ServerSpec),
+    Disabled(ServerSpec),
+    /// A server reached over HTTP: listed, not started, until there is a transport for it.
+    Remote {
+        url: String,
+    },
+    /// An entry that parsed but cannot be used; the reason says why.
+    Invalid {
+        reason: String,
+    },
+}
+
+/// Where an entry came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    File(PathBuf),
+    Preset,
+    /// Added by the program itself, through [`Config::add`].
+    Code,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Server {
+    pub name: String,
+    pub entry: Entry,
+    pub source: Source,
+}
+
+/// Everything the config says: the servers and the policy over them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Config {
+    pub servers: Vec<Server>,
+    pub policy: Policy,
+}
+
+impl Config {
+    /// Adds a server defined in code, replacing any of the same name.
+    pub fn add(&mut self, name: &str, command: ServerCommand) {
+        self.servers.retain(|server| server.name != name);
+        self.servers.push(Server {
+            name: name.to_owned(),
+            entry: Entry::Enabled(ServerSpec::new(name, command)),
+            source: Source::Code,
+        });
+    }
+}
+
+/// A config file that exists but cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError(pub String);
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Reads environment variables; injectable so tests need not touch the real environment.
+pub type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// Reads the discovered files and adds the presets; servers come back sorted by name, the
+/// policy concatenated in file order. Nothing should start after an error here.
+pub fn load(files: &[(PathBuf, bool)], env: Env<'_>, cwd: &Path) -> Result<Config, ConfigError> {
+    let mut servers: BTreeMap<String, Server> = BTreeMap::new();
+    let mut policy = Policy::default();
+    let mut rule_keys = Vec::new();
+    for (path, required) in files {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound && !required => continue,
+            Err(error) => {
+                return Err(ConfigError(format!(
+                    "cannot read config {}: {error}",
+                    path.display()
+                )));
+            }
+        };
+        let (file, keys) = read_file(path, &text, env)?;
+        for server in file.servers {
+            servers.insert(server.name.clone(), server);
+        }
+        policy.allowlist.extend(file.policy.allowlist);
+        policy.denylist.extend(file.policy.denylist);
+        policy.rules.extend(file.policy.rules);
+        rule_keys.extend(keys);
+    }
+    for preset in presets(env, cwd) {
+        servers.entry(preset.name.clone()).or_insert(preset);
+    }
+    let names: Vec<&str> = servers.keys().map(String::as_str).collect();
+    policy.check_names(&names, &rule_keys)?;
+    Ok(Config {
+        servers: servers.into_values().collect(),
+        policy,
+    })
+}
+
+/// One file's servers and policy, without the presets. Names in the policy are not checked
+/// here, as they may be defined in another file.
+pub fn parse_file(path: &Path, text: &str, env: Env<'_>) -> Result<Config, ConfigError> {
+    read_file(path, text, env).map(|(config, _)| config)
+}
+
+/// One file as its syntax read it, its servers not yet finished.
+#[derive(Default)]
+struct RawFile {
+    servers: RawServers,
+    policy: Policy,
+    /// The key each of `policy.rules` is written under, for errors found once every file is read.
+    rule_keys: Vec<String>,
+}
+
+/// [`parse_file`], plus the key each rule was written under.
+fn read_file(path: &Path, text: &str, env: Env<'_>) -> Result<(Config, Vec<String>), ConfigError> {
+    let is_json = path
+        .extension()
+        .is_some_and(|ext| ext == "json" || ext == "jsonc")
+        || (path.extension().is_none_or(|ext| ext != "toml") && text.trim_start().starts_with('{'));
+    let file = if is_json {
+        json::read(path, text)?
+    } else {
+        native::read(path, text)?
+    };
+    let base = path.parent().unwrap_or(Path::new("."));
+    let servers = (file.servers.into_iter())
+        .map(|(name, raw)| Server {
+            entry: finish(&name, raw, env, base),
+            name,
+            source: Source::File(path.to_owned()),
+        })
+        .collect();
+    let config = Config {
+        servers,
+        policy: file.policy,
+    };
+    Ok((config, file.rule_keys))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::{env, parse, spec};
+    use super::*;
+
+    #[test]
+    fn a_file_without_any_servers_key_is_an_error() {
+        let error = parse("settings.json", "{\"theme\": \"One Dark\"}").unwrap_err();
+        assert_eq!(
+            error.0,
+            "invalid config /cfg/settings.json: it names no servers: none of the top-level keys \
+             mcpServers, servers, mcp, context_servers is there"
+        );
+        for text in ["title = \"mine\"\n", "[server.fx]\ncommand = \"x\"\n"] {
+            let error = parse("c.toml", text).unwrap_err();
+            assert!(
+                error
+                    .0
+                    .starts_with("invalid config /cfg/c.toml: it names no servers")
+                    && error.0.ends_with("keys mcp, mcp_servers is there"),
+                "{error}"
+            );
+        }
+        // An empty table is a choice, and an empty file a start: neither is a mistake.
+        assert_eq!(parse("c.toml", "[mcp]\n").unwrap(), Config::default());
+        assert_eq!(
+            parse("c.json", "{\"mcpServers\": {}}").unwrap(),
+            Config::default()
+        );
+        for text in ["", "# servers go here\n"] {
+            assert_eq!(parse("c.toml", text).unwrap(), Config::default());
+        }
+        assert_eq!(parse("c.json", " {} ").unwrap(), Config::default());
+    }
+
+    #[test]
+    fn servers_can_be_added_in_code() {
+        let mut config = Config::default();
+        config.add("a", ServerCommand::new("one"));
+        config.add("b", ServerCommand::new("two"));
+        config.add("a", ServerCommand::new("three"));
+        let names: Vec<_> = config.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["b", "a"]);
+        assert_eq!(spec(&config.servers, "a").command.program, "three");
+        assert_eq!(
+            spec(&config.servers, "a"),
+            &ServerSpec::new("a", ServerCommand::new("three"))
+        );
+        assert_eq!(config.servers[1].source, Source::Code);
+    }
+
+    /// A fresh folder for one test's files.
+    fn folder(test: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("mcp-cli-config-{}-{test}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn later_files_win_and_presets_fill_the_gaps() {
+        let dir = folder("merge");
+        let first = dir.join("first.toml");
+        let second = dir.join("second.json");
+        std::fs::write(
+            &first,
+            "[mcp.a]\ncommand = \"one\"\n[mcp.memory]\ncommand = \"mine\"\n",
+        )
+        .unwrap();
+        std::fs::write(&second, r#"{"mcpServers": {"a": {"command": "two"}}}"#).unwrap();
+        let files = [
+            (first, true),
+            (second, true),
+            (dir.join("absent.toml"), false),
+        ];
+        let servers = load(&files, &env, &dir).unwrap().servers;
+        assert_eq!(spec(&servers, "a").command.program, "two");
+        assert_eq!(spec(&servers, "memory").command.program, "mine");
+        let filesystem = servers.iter().find(|s| s.name == "filesystem").unwrap();
+        assert_eq!(filesystem.source, Source::Preset);
+        let Entry::Enabled(spec) = &filesystem.entry else {
+            panic!()
+        };
+        assert_eq!(spec.command.args.last().map(String::as_str), dir.to_str());
+
+        let missing = load(&[(dir.join("absent.toml"), true)], &env, &dir).unwrap_err();
+        assert!(missing.0.contains("absent.toml"), "{missing}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn policies_add_up_in_file_order() {
+        let dir = folder("policy");
+        let user = dir.join("config.toml");
+        let project = dir.join(".mcp.json");
+        std::fs::write(
+            &user,
+            "[mcp.gh]\ncommand = \"gh\"\n\n[security]\nmcp_server_denylist = [\"memory\"]\n\n\
+             [[permissions.rules]]\ntool = \"gh__delete_*\"\naction = \"deny\"\n",
+        )
+        .unwrap();
+        std::fs::write(
+            &project,
+            r#"{"permissions": {"allow": ["mcp__gh__*"], "deny": ["mcp__filesystem"]}}"#,
+        )
+        .unwrap();
+        let files = [(user.clone(), true), (project, true)];
+        let policy = load(&files, &env, &dir).unwrap().policy;
+        let tools: Vec<_> = policy.rules.iter().map(|r| r.tool.as_str()).collect();
+        assert_eq!(tools, ["gh__delete_*", "mcp__filesystem__*", "mcp__gh__*"]);
+        // The user's deny beats the project's allow.
+        let rule = policy
+            .rule_for("gh__delete_repo", "gh", "delete_repo")
+            .unwrap();
+        assert_eq!(rule.action, Action::Deny);
+        assert_eq!(rule.origin, format!("{} line 8", user.display()));
+        assert!(policy.server_denied("memory").is_some());
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn policy_names_must_name_servers() {
+        let dir = folder("names");
+        let toml = dir.join("c.toml");
+        let json = dir.join("settings.json");
+        let cases = [
+            (
+                &toml,
+                "[mcp.gh]\ncommand = \"gh\"\n\n[security]\nmcp_server_allowlist = [\n  \"gh\",\n  \"githb\",\n]\n",
+                "line 7: security.mcp_server_allowlist: no server named \"githb\"",
+            ),
+            (
+                &toml,
+                "[security]\n\nmcp_server_denylist = [\"githb\"]\n",
+                "line 3: security.mcp_server_denylist: no server named \"githb\"",
+            ),
+            (
+                &toml,
+                "[[permissions.rules]]\ntool = \"memory__*\"\naction = \"ask\"\n\n\
+                 [[permissions.rules]]\naction = \"deny\"\ntool = \"githb__*\"\n",
+                "line 7: permissions.rules[1].tool: no server named \"githb\"",
+            ),
+            (
+                &json,
+                "{\"permissions\": {\n\"deny\": [\n\"mcp__memory__x\",\n\"mcp__githb__x\"]}}",
+                "line 4: permissions.deny[1]: no server named \"githb\"",
+            ),
+        ];
+        for (path, text, expected) in cases {
+            std::fs::write(path, text).unwrap();
+            let error = load(&[(path.clone(), true)], &env, &dir).unwrap_err();
+            let expected = format!(
+                "invalid config {} {expected} (known: everything, filesystem, ",
+                path.display()
+            );
+            assert!(error.0.starts_with(&expected), "{error}\n{expected}");
+        }
+        // A server of another file, a preset, and a provider-safe name all count.
+        std::fs::write(&toml, "[mcp.\"my.git\"]\ncommand = \"git\"\n").unwrap();
+        std::fs::write(
+            &json,
+            r#"{"permissions": {"ask": ["my_git__*", "mcp__my.git__x", "memory__*", "*"]}}"#,
+        )
+        .unwrap();
+        load(&[(toml, true), (json, true)], &env, &dir).unwrap();
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}

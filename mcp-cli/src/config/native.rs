@@ -1,0 +1,346 @@
+//! TOML files: the native `[mcp.<name>]` servers, and what any TOML file may hold, the
+//! `[security]` server lists and the `[[permissions.rules]]`. Codex's servers are in `codex.rs`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde::de::MapAccess;
+use toml::Spanned;
+
+use super::errors::{file_error, no_servers_key, origin};
+use super::expand::{RawServer, RawServers};
+use super::policy::{Action, Glob, ListEntry, Rule, ToolFilter};
+use super::tables::{Tables, TopLevel, add};
+use super::units::{megabytes, seconds};
+use super::{ConfigError, RawFile, codex};
+
+/// What a TOML file may hold, by top-level key; other keys are the host's and are skipped.
+/// Adding a TOML format: a file like `codex.rs`, a line in `read`, its key in [`SERVER_KEYS`].
+#[derive(Default)]
+struct TomlTables {
+    /// `None` when no server table is there, so that a file holding none is an error.
+    servers: Option<RawServers>,
+    security: Option<Security>,
+    permissions: Option<Permissions>,
+}
+
+/// The server tables, for the error when a file holds none.
+const SERVER_KEYS: &str = "mcp, mcp_servers";
+
+impl Tables for TomlTables {
+    fn read<'de, A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<bool, A::Error> {
+        match key {
+            "mcp" => add(&mut self.servers, servers(map.next_value()?)),
+            "mcp_servers" => add(&mut self.servers, codex::servers(map.next_value()?)),
+            "security" => self.security = Some(map.next_value()?),
+            "permissions" => self.permissions = Some(map.next_value()?),
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NativeServer {
+    command: Option<String>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    cwd: Option<String>,
+    enabled: Option<bool>,
+    url: Option<String>,
+    #[serde(default, deserialize_with = "seconds")]
+    timeout_sec: Option<Duration>,
+    #[serde(default, deserialize_with = "seconds")]
+    call_timeout_sec: Option<Duration>,
+    #[serde(default, deserialize_with = "megabytes")]
+    max_message_mb: Option<usize>,
+    enabled_tools: Option<Vec<Glob>>,
+    #[serde(default)]
+    disabled_tools: Vec<Glob>,
+}
+
+fn servers(table: BTreeMap<String, NativeServer>) -> RawServers {
+    let raw = |s: NativeServer| RawServer {
+        command: s.command,
+        args: s.args,
+        env: s.env,
+        cwd: s.cwd,
+        enabled: s.enabled.unwrap_or(true),
+        url: s.url,
+        handshake_timeout: s.timeout_sec,
+        call_timeout: s.call_timeout_sec,
+        max_message_len: s.max_message_mb,
+        tools: ToolFilter {
+            enabled: s.enabled_tools,
+            disabled: s.disabled_tools,
+        },
+        unusable: None,
+    };
+    table.into_iter().map(|(name, s)| (name, raw(s))).collect()
+}
+
+/// `[security]`: which servers may start at all.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Security {
+    #[serde(default)]
+    mcp_server_allowlist: Vec<Spanned<String>>,
+    #[serde(default)]
+    mcp_server_denylist: Vec<Spanned<String>>,
+}
+
+/// `[permissions]`: only `rules` is ours. Other keys are skipped, not refused, because Codex
+/// keeps its permission profiles in a table of the same name.
+#[derive(Deserialize)]
+struct Permissions {
+    #[serde(default)]
+    rules: Vec<TomlRule>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TomlRule {
+    tool: Spanned<Glob>,
+    action: Action,
+}
+
+pub(super) fn read(path: &Path, text: &str) -> Result<RawFile, ConfigError> {
+    let syntax_error = |error: toml::de::Error| {
+        file_error(
+            path,
+            text,
+            error.span().map(|s| s.start),
+            "",
+            error.message(),
+        )
+    };
+    let deserializer = toml::Deserializer::parse(text).map_err(syntax_error)?;
+    let top: TopLevel<TomlTables> =
+        serde_path_to_error::deserialize(deserializer).map_err(|error| {
+            // `Spanned` reads its value under a private key of its own, which nobody wrote.
+            let key = error.path().to_string();
+            let key = key.replace(".$__serde_spanned_private_value", "");
+            let inner = error.into_inner();
+            file_error(
+                path,
+                text,
+                inner.span().map(|s| s.start),
+                &key,
+                inner.message(),
+            )
+        })?;
+    let TomlTables {
+        servers,
+        security,
+        permissions,
+    } = top.tables;
+    // A file with nothing in it yet is a start, not a mistake; other keys only are.
+    if servers.is_none() && security.is_none() && permissions.is_none() && !top.empty {
+        return Err(no_servers_key(path, SERVER_KEYS));
+    }
+    let mut file = RawFile {
+        servers: servers.unwrap_or_default(),
+        ..RawFile::default()
+    };
+    let entry = |name: Spanned<String>| ListEntry {
+        file: path.to_owned(),
+        origin: origin(path, text, Some(name.span().start)),
+        server: name.into_inner(),
+    };
+    if let Some(security) = security {
+        file.policy.allowlist = security
+            .mcp_server_allowlist
+            .into_iter()
+            .map(entry)
+            .collect();
+        file.policy.denylist = security
+            .mcp_server_denylist
+            .into_iter()
+            .map(entry)
+            .collect();
+    }
+    let rules = permissions.map(|p| p.rules).unwrap_or_default();
+    for (index, rule) in rules.into_iter().enumerate() {
+        file.policy.rules.push(Rule {
+            origin: origin(path, text, Some(rule.tool.span().start)),
+            tool: rule.tool.into_inner(),
+            action: rule.action,
+        });
+        file.rule_keys
+            .push(format!("permissions.rules[{index}].tool"));
+    }
+    Ok(file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Entry;
+    use crate::config::testing::{entry, parse, spec};
+
+    #[test]
+    fn native_toml_maps_every_field() {
+        let text = r#"
+[mcp.fs]
+command = "npx"
+args = ["-y", "@modelcontextprotocol/server-filesystem", "${HOME}/src"]
+env = { KEY = "${TOKEN}", PLAIN = "a$b" }
+cwd = "work"
+timeout_sec = 5
+call_timeout_sec = 90.5
+max_message_mb = 64
+enabled_tools = ["read_*", "list_*"]
+disabled_tools = ["read_secret"]
+
+[mcp.off]
+command = "x"
+enabled = false
+"#;
+        let servers = parse("c.toml", text).unwrap().servers;
+        let fs = spec(&servers, "fs");
+        assert_eq!(fs.command.program, "npx");
+        assert_eq!(fs.command.args[2], "/home/u/src");
+        assert_eq!(fs.command.env["KEY"], "secret");
+        assert_eq!(fs.command.env["PLAIN"], "a$b");
+        assert_eq!(fs.command.cwd.as_deref(), Some(Path::new("/cfg/work")));
+        assert_eq!(fs.handshake_timeout, Some(Duration::from_secs(5)));
+        assert_eq!(fs.call_timeout, Some(Duration::from_millis(90_500)));
+        assert_eq!(fs.max_message_len, Some(64 * 1024 * 1024));
+        assert_eq!(
+            fs.tools,
+            ToolFilter {
+                enabled: Some(vec![
+                    Glob::new("read_*").unwrap(),
+                    Glob::new("list_*").unwrap()
+                ]),
+                disabled: vec![Glob::new("read_secret").unwrap()],
+            }
+        );
+        assert!(matches!(entry(&servers, "off"), Entry::Disabled(_)));
+        let off = spec(&servers, "off");
+        assert_eq!(
+            (off.max_message_len, &off.tools),
+            (None, &ToolFilter::default())
+        );
+    }
+
+    #[test]
+    fn native_errors_name_file_line_and_key() {
+        let error = parse(
+            "c.toml",
+            "[mcp.fs]\ncommand = \"x\"\nargs = \"not a list\"\n",
+        )
+        .unwrap_err();
+        assert!(
+            error
+                .0
+                .starts_with("invalid config /cfg/c.toml line 3: mcp.fs.args: "),
+            "{error}"
+        );
+        let error = parse("c.toml", "[mcp.fs]\ncomand = \"x\"\n").unwrap_err();
+        assert!(
+            error.0.contains("line 2") && error.0.contains("comand"),
+            "{error}"
+        );
+        let error = parse("c.toml", "[mcp.fs\n").unwrap_err();
+        assert!(error.0.contains("line 1"), "{error}");
+        let error = parse(
+            "c.toml",
+            "[mcp.fs]\ncommand = \"x\"\ndisabled_tools = [\"ok\", \"[abc\"]\n",
+        )
+        .unwrap_err();
+        assert_eq!(
+            error.0,
+            "invalid config /cfg/c.toml line 3: mcp.fs.disabled_tools[1]: invalid glob \
+             \"[abc\": unclosed `[`"
+        );
+    }
+
+    const POLICY: &str = r#"
+[security]
+mcp_server_allowlist = ["fs", "git"]
+mcp_server_denylist = [
+  "evil",
+]
+
+[[permissions.rules]]
+tool = "fs__write_*"
+action = "ask"
+
+[[permissions.rules]]
+action = "deny"
+tool = "mcp__git__push"
+"#;
+
+    #[test]
+    fn security_and_rules() {
+        let policy = parse("c.toml", POLICY).unwrap().policy;
+        let lists = |list: &[ListEntry]| {
+            list.iter()
+                .map(|e| format!("{} {}", e.server, e.origin))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            lists(&policy.allowlist),
+            ["fs /cfg/c.toml line 3", "git /cfg/c.toml line 3"]
+        );
+        assert_eq!(lists(&policy.denylist), ["evil /cfg/c.toml line 5"]);
+        let rules: Vec<_> = (policy.rules.iter())
+            .map(|r| (r.tool.as_str(), r.action, r.origin.as_str()))
+            .collect();
+        assert_eq!(
+            rules,
+            [
+                ("fs__write_*", Action::Ask, "/cfg/c.toml line 9"),
+                ("mcp__git__push", Action::Deny, "/cfg/c.toml line 14"),
+            ]
+        );
+        // Policy alone is a file worth having, and Codex's own permission profiles are
+        // left alone.
+        assert_eq!(parse("c.toml", POLICY).unwrap().servers, []);
+        let codex = "[permissions.workspace]\nfilesystem = {}\n[mcp_servers.x]\ncommand = \"x\"\n";
+        assert_eq!(parse("c.toml", codex).unwrap().policy.rules, []);
+    }
+
+    #[test]
+    fn policy_errors_name_file_line_and_key() {
+        let cases = [
+            (
+                "[[permissions.rules]]\ntool = \"[abc\"\naction = \"ask\"\n",
+                "line 2: permissions.rules[0].tool: invalid glob \"[abc\": unclosed `[`",
+            ),
+            (
+                "[[permissions.rules]]\ntool = \"x\"\naction = \"ask\"\n\n\
+                 [[permissions.rules]]\ntool = \"y\"\naction = \"maybe\"\n",
+                "line 7: permissions.rules[1].action: unknown variant `maybe`, expected one \
+                 of `allow`, `deny`, `ask`",
+            ),
+            (
+                "[[permissions.rules]]\ntool = \"x\"\naction = \"ask\"\nwhy = \"no\"\n",
+                "line 4: permissions.rules[0].why: unknown field `why`",
+            ),
+            (
+                "[security]\nmcp_server_allowlist = [\"a\"]\nallowlist = [\"b\"]\n",
+                "line 3: security.allowlist: unknown field `allowlist`",
+            ),
+            (
+                "[security]\nmcp_server_denylist = \"a\"\n",
+                "line 2: security.mcp_server_denylist: invalid type",
+            ),
+        ];
+        for (text, expected) in cases {
+            let error = parse("c.toml", text).unwrap_err();
+            assert!(
+                error
+                    .0
+                    .starts_with(&format!("invalid config /cfg/c.toml {expected}")),
+                "{error}"
+            );
+        }
+    }
+}

@@ -1,0 +1,127 @@
+//! Numbers with a unit, shared by the formats: timeouts and sizes. Each must be positive and
+//! finite; anything else makes the file invalid rather than silently meaning "the default".
+
+use std::time::Duration;
+
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer};
+
+/// A timeout in seconds.
+pub(super) fn seconds<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Duration>, D::Error> {
+    timeout(deserializer, 1.0, "seconds")
+}
+
+/// A timeout in milliseconds (Gemini CLI, opencode, Codex's `_ms` keys).
+pub(super) fn milliseconds<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Duration>, D::Error> {
+    timeout(deserializer, 1000.0, "milliseconds")
+}
+
+fn timeout<'de, D: Deserializer<'de>>(
+    deserializer: D,
+    per_second: f64,
+    unit: &str,
+) -> Result<Option<Duration>, D::Error> {
+    let Some(value) = Option::<f64>::deserialize(deserializer)? else {
+        return Ok(None);
+    };
+    let duration = Duration::try_from_secs_f64(value / per_second).ok();
+    match duration.filter(|d| !d.is_zero()) {
+        Some(duration) => Ok(Some(duration)),
+        None => Err(D::Error::custom(format!(
+            "{value} is not a positive number of {unit}"
+        ))),
+    }
+}
+
+/// A size in megabytes (MiB, as the protocol core counts its limit), as bytes.
+pub(super) fn megabytes<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<usize>, D::Error> {
+    let Some(value) = Option::<f64>::deserialize(deserializer)? else {
+        return Ok(None);
+    };
+    let bytes = value * 1024.0 * 1024.0;
+    // Checked before the cast, which would quietly saturate; NaN fails both comparisons.
+    if bytes >= 1.0 && bytes < usize::MAX as f64 {
+        Ok(Some(bytes as usize))
+    } else {
+        Err(D::Error::custom(format!(
+            "{value} is not a positive number of megabytes"
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::testing::{parse, spec};
+
+    #[test]
+    fn timeouts_must_be_positive_and_finite() {
+        for value in ["0", "-1", "nan", "inf", "-inf", "1e-12"] {
+            let text = format!("[mcp.fx]\ncommand = \"x\"\ntimeout_sec = {value}\n");
+            let error = parse("c.toml", &text).unwrap_err();
+            assert!(
+                error
+                    .0
+                    .starts_with("invalid config /cfg/c.toml line 3: mcp.fx.timeout_sec: "),
+                "{value}: {error}"
+            );
+            assert!(
+                error.0.contains("not a positive number of seconds"),
+                "{error}"
+            );
+        }
+        let error = parse(
+            "c.toml",
+            "[mcp_servers.fx]\ncommand = \"x\"\nstartup_timeout_ms = 0\n",
+        )
+        .unwrap_err();
+        assert!(
+            error.0.contains(
+                "line 3: mcp_servers.fx.startup_timeout_ms: 0 is not a positive \
+                 number of milliseconds"
+            ),
+            "{error}"
+        );
+        let error = parse(
+            ".mcp.json",
+            "{\"mcpServers\": {\n\"fx\": {\"command\": \"x\",\n\"timeout\": -5}}}",
+        )
+        .unwrap_err();
+        assert!(
+            error.0.starts_with(
+                "invalid config /cfg/.mcp.json line 3: mcpServers.fx.timeout: -5 is not a \
+                 positive number of milliseconds"
+            ),
+            "{error}"
+        );
+        let error = parse(
+            "opencode.json",
+            "{\"mcp\": {\"fx\": {\"command\": [\"x\"], \"timeout\": 0}}}",
+        )
+        .unwrap_err();
+        assert!(error.0.contains("mcp.fx.timeout: 0 is not"), "{error}");
+    }
+
+    #[test]
+    fn message_sizes_must_be_positive_and_finite() {
+        for value in ["0", "-1", "nan", "inf", "1e-12", "1e300"] {
+            let text = format!("[mcp.fx]\ncommand = \"x\"\n\nmax_message_mb = {value}\n");
+            let error = parse("c.toml", &text).unwrap_err();
+            assert!(
+                error
+                    .0
+                    .starts_with("invalid config /cfg/c.toml line 4: mcp.fx.max_message_mb: ")
+                    && error.0.ends_with("is not a positive number of megabytes"),
+                "{value}: {error}"
+            );
+        }
+        let text = "[mcp.fx]\ncommand = \"x\"\nmax_message_mb = 0.5\n";
+        let servers = parse("c.toml", text).unwrap().servers;
+        assert_eq!(spec(&servers, "fx").max_message_len, Some(512 * 1024));
+    }
+}

@@ -1,0 +1,220 @@
+//! The catalogue: every running server's tools under `<server>__<tool>` names, policy applied,
+//! each mapped back to its server; and calls through it.
+
+use mcp_smol::proto::{Progress, Request, Tool};
+use serde_json::Value;
+
+use crate::config::{Action, Rule};
+use crate::hub::{Ask, Hub, HubError};
+use crate::names;
+
+/// One tool as the hub offers it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolEntry {
+    /// The server it belongs to.
+    pub server: String,
+    /// Its provider-safe shown name, `<server>__<tool>`.
+    pub name: String,
+    /// The tool as the server describes it (its own name, schema, description).
+    pub tool: Tool,
+    /// The `ask` rule that covers it: calls wait for approval.
+    pub ask: Option<Rule>,
+}
+
+/// The tools of many servers, and the servers that could not be listed.
+#[derive(Debug, Default)]
+pub struct Catalogue {
+    /// Every tool the policy lets through, by server, in each server's order.
+    pub tools: Vec<ToolEntry>,
+    /// Servers that were asked for but could not be listed, with why.
+    pub failures: Vec<(String, HubError)>,
+}
+
+impl Catalogue {
+    /// The entry whose shown name is `name`.
+    pub fn get(&self, name: &str) -> Option<&ToolEntry> {
+        self.tools.iter().find(|entry| entry.name == name)
+    }
+}
+
+/// How the policy treats one tool.
+enum Verdict {
+    Shown(Option<Rule>),
+    Filtered,
+    Denied(Rule),
+}
+
+impl Hub {
+    /// The tools of every server the catalogue stands for ([`default_servers`]), starting
+    /// them in parallel; the wait is about that of the slowest server.
+    ///
+    /// [`default_servers`]: Hub::default_servers
+    pub async fn catalogue(&self) -> Catalogue {
+        self.catalogue_of(&self.default_servers()).await
+    }
+
+    /// The tools of the named servers (configured names), started in parallel.
+    pub async fn catalogue_of(&self, servers: &[String]) -> Catalogue {
+        let mut catalogue = Catalogue::default();
+        for (server, started) in self.start(servers).await {
+            match started.and_then(|()| self.tools(&server)) {
+                Ok(tools) => catalogue.tools.extend(tools),
+                Err(error) => catalogue.failures.push((server, error)),
+            }
+        }
+        catalogue
+    }
+
+    /// The tools of one running server, policy applied; it must have been started.
+    fn tools(&self, server: &str) -> Result<Vec<ToolEntry>, HubError> {
+        let slot = self.inner.slot(server)?;
+        let live = slot.client_tools().ok_or_else(|| HubError::Unavailable {
+            server: server.to_owned(),
+            state: slot.status().state,
+            reason: "not running".to_owned(),
+        })?;
+        let entries = live
+            .iter()
+            .filter_map(|tool| match self.verdict(server, tool) {
+                Verdict::Shown(ask) => Some(self.entry(server, tool, ask)),
+                Verdict::Filtered | Verdict::Denied(_) => None,
+            });
+        Ok(entries.collect())
+    }
+
+    /// Finds a tool by the name a program or a person gives: `SERVER__TOOL` (as the
+    /// catalogue shows it) or `SERVER.TOOL`. Starts the server if it must.
+    pub async fn find(&self, qualified: &str) -> Result<ToolEntry, HubError> {
+        let is_server = |name: &str| self.resolve(name).is_ok();
+        let Some((server, tool)) = names::split_qualified(qualified, is_server) else {
+            return Err(HubError::UnknownServer {
+                given: qualified.to_owned(),
+                known: self.status().into_iter().map(|s| s.name).collect(),
+            });
+        };
+        let server = self.resolve(&server)?;
+        self.find_tool(&server, &tool).await
+    }
+
+    /// Finds one tool of `server` (a configured name) by its own name, its name without the
+    /// server prefix, or the tool part of its shown name. Starts the server if it must. A tool
+    /// the policy leaves out is an error that says which rule or list did.
+    pub async fn find_tool(&self, server: &str, given: &str) -> Result<ToolEntry, HubError> {
+        let slot = self.inner.slot(server)?;
+        let live = slot.ensure_running(&self.inner).await?;
+        let tools = &live.tools;
+        let tool = match tools.iter().find(|tool| tool.name == given) {
+            Some(exact) => exact,
+            None => {
+                let matching: Vec<&Tool> = (tools.iter())
+                    .filter(|tool| names::tool_matches(server, &tool.name, given))
+                    .collect();
+                match matching.as_slice() {
+                    [tool] => *tool,
+                    [] => {
+                        return Err(HubError::UnknownTool {
+                            server: server.to_owned(),
+                            given: given.to_owned(),
+                            known: (tools.iter())
+                                .filter(|t| matches!(self.verdict(server, t), Verdict::Shown(_)))
+                                .map(|t| t.name.clone())
+                                .collect(),
+                        });
+                    }
+                    // Distinct names can look alike once made safe (`a.b` and `a/b`).
+                    several => {
+                        return Err(HubError::AmbiguousTool {
+                            server: server.to_owned(),
+                            given: given.to_owned(),
+                            candidates: several.iter().map(|t| t.name.clone()).collect(),
+                        });
+                    }
+                }
+            }
+        };
+        match self.verdict(server, tool) {
+            Verdict::Shown(ask) => Ok(self.entry(server, tool, ask)),
+            Verdict::Filtered => Err(HubError::ToolFiltered {
+                server: server.to_owned(),
+                tool: tool.name.clone(),
+            }),
+            Verdict::Denied(rule) => Err(HubError::ToolDenied {
+                tool: names::qualified(server, &tool.name),
+                rule,
+            }),
+        }
+    }
+
+    /// Calls a tool found through the catalogue, asking first if an `ask` rule covers it.
+    /// Returns the result object as the server sent it (decode it with
+    /// `CallToolResult::from_value`); a result with `isError` is still `Ok`. `on_progress`
+    /// hears the server's progress notifications while the call runs.
+    pub async fn call(
+        &self,
+        tool: &ToolEntry,
+        arguments: Value,
+        on_progress: &(dyn Fn(Progress) + Sync),
+    ) -> Result<Value, HubError> {
+        if let Some(rule) = &tool.ask {
+            let ask = Ask {
+                tool: tool.name.clone(),
+                arguments: arguments.clone(),
+                rule: rule.clone(),
+            };
+            let approval = match &self.inner.settings.ask {
+                Some(handler) => handler(ask).await,
+                None => Err("nobody to ask".to_owned()),
+            };
+            if let Err(why) = approval {
+                return Err(HubError::NotApproved {
+                    tool: tool.name.clone(),
+                    rule: rule.clone(),
+                    why,
+                });
+            }
+        }
+        let slot = self.inner.slot(&tool.server)?;
+        let live = slot.ensure_running(&self.inner).await?;
+        let notes = live.client.notifications().await;
+        let request = Request::call_tool(&tool.tool.name, arguments).untyped();
+        let call = live.client.request(request);
+        let progress = async {
+            while let Ok(note) = notes.recv().await {
+                if let Some(progress) = note.progress() {
+                    on_progress(progress);
+                }
+            }
+            // The connection ended; the call is about to fail and say why.
+            std::future::pending().await
+        };
+        smol::future::or(call, progress)
+            .await
+            .map_err(|error| HubError::Server {
+                server: tool.server.clone(),
+                error,
+            })
+    }
+
+    fn verdict(&self, server: &str, tool: &Tool) -> Verdict {
+        let slot = self.inner.slot(server);
+        let filter = slot.as_ref().ok().and_then(|slot| slot.spec().ok());
+        if filter.is_some_and(|spec| !spec.tools.allows(&tool.name)) {
+            return Verdict::Filtered;
+        }
+        let shown = names::qualified(server, &tool.name);
+        match self.inner.policy.rule_for(&shown, server, &tool.name) {
+            Some(rule) if rule.action == Action::Deny => Verdict::Denied(rule.clone()),
+            Some(rule) if rule.action == Action::Ask => Verdict::Shown(Some(rule.clone())),
+            _ => Verdict::Shown(None),
+        }
+    }
+
+    fn entry(&self, server: &str, tool: &Tool, ask: Option<Rule>) -> ToolEntry {
+        ToolEntry {
+            server: server.to_owned(),
+            name: names::qualified(server, &tool.name),
+            tool: tool.clone(),
+            ask,
+        }
+    }
+}

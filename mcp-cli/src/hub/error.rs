@@ -1,0 +1,98 @@
+//! Why the hub could not do what was asked, by who is at fault.
+
+use crate::config::Rule;
+use crate::hub::State;
+
+/// Why a hub operation failed. The variant says whose fault it is: the caller's (a name that
+/// does not exist, a tool the policy denies) or the server's.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum HubError {
+    /// No server of that name (nor of that provider-safe name).
+    #[error("unknown server {given}; known servers: {}", known.join(", "))]
+    UnknownServer {
+        /// The name as given.
+        given: String,
+        /// Every configured name.
+        known: Vec<String>,
+    },
+    /// The name stands for more than one server once made provider-safe.
+    #[error("server name {given} is ambiguous: it stands for {}; use the exact name", candidates.join(", "))]
+    AmbiguousServer {
+        /// The name as given.
+        given: String,
+        /// The servers it could mean.
+        candidates: Vec<String>,
+    },
+    /// The server exists but cannot be used: disabled, denied, invalid, remote, or failed
+    /// too often.
+    #[error("server {server} is {state}: {reason}")]
+    Unavailable {
+        /// Its name.
+        server: String,
+        /// Why not, as `servers` lists it.
+        state: State,
+        /// The details.
+        reason: String,
+    },
+    /// The server has no tool of that name.
+    #[error("server {server} has no tool {given}; it has: {}", known.join(", "))]
+    UnknownTool {
+        /// The server.
+        server: String,
+        /// The tool name as given.
+        given: String,
+        /// The names it does offer (policy applied).
+        known: Vec<String>,
+    },
+    /// The name stands for more than one of the server's tools.
+    #[error("tool name {given} is ambiguous on server {server}: it stands for {}; use the exact name", candidates.join(", "))]
+    AmbiguousTool {
+        /// The server.
+        server: String,
+        /// The tool name as given.
+        given: String,
+        /// The tools it could mean.
+        candidates: Vec<String>,
+    },
+    /// The server's `enabled_tools` / `disabled_tools` leave this tool out.
+    #[error("tool {tool} is turned off for server {server} by its enabled_tools / disabled_tools")]
+    ToolFiltered {
+        /// The server.
+        server: String,
+        /// The tool's own name.
+        tool: String,
+    },
+    /// A `deny` rule matches the tool.
+    #[error("tool {tool} is denied by the rule tool = {:?} ({})", rule.tool.as_str(), rule.origin)]
+    ToolDenied {
+        /// The tool's shown name.
+        tool: String,
+        /// The rule that matched.
+        rule: Rule,
+    },
+    /// An `ask` rule matches the tool and the call was not approved.
+    #[error("tool {tool} needs approval (rule tool = {:?}, {}) and was not approved: {why}", rule.tool.as_str(), rule.origin)]
+    NotApproved {
+        /// The tool's shown name.
+        tool: String,
+        /// The rule that matched.
+        rule: Rule,
+        /// Declined, or why nobody could be asked.
+        why: String,
+    },
+    /// The server failed: it cannot start, it crashed, it timed out, it broke the protocol,
+    /// or it refused the request.
+    #[error("server {server}: {error}")]
+    Server {
+        /// The server.
+        server: String,
+        /// What the adapter reported.
+        error: mcp_smol::Error,
+    },
+    /// The hub is shutting down and starts nothing more.
+    #[error("server {server}: not started, the hub is shutting down")]
+    ShuttingDown {
+        /// The server.
+        server: String,
+    },
+}

@@ -1,0 +1,409 @@
+//! The host layer: many servers under one config and one policy, for any program that gives a
+//! language model MCP tools. The command line is a thin view over it.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), mcp_cli::hub::HubError> {
+//! use mcp_cli::config::Config;
+//! use mcp_cli::hub::{Hub, Settings};
+//! use mcp_smol::ServerCommand;
+//!
+//! let mut config = Config::default();
+//! config.add("everything", ServerCommand::new("npx").args(["-y", "@modelcontextprotocol/server-everything"]));
+//! let hub = Hub::new(config, Settings::default()); // nothing starts yet
+//! let catalogue = hub.catalogue().await;            // every server starts, in parallel
+//! for tool in &catalogue.tools {
+//!     println!("{}", tool.name);                    // everything__echo, ...
+//! }
+//! let echo = hub.find("everything__echo").await?;
+//! let result = hub.call(&echo, serde_json::json!({"message": "hi"}), &|_| {}).await?;
+//! hub.shutdown().await;                             // every server stopped, in parallel
+//! # Ok(()) }
+//! ```
+//!
+//! - **Lazy and fail-soft**: nothing starts when the hub is made. A server starts on first use,
+//!   or every one at once when the whole [`catalogue`](Hub::catalogue) is asked for. One that
+//!   cannot start is recorded with its state and reason and never blocks the others.
+//! - **Presets** serve names no file defines: they are listed, but join the catalogue (and
+//!   start) only when no file defines any server, or when they are named.
+//! - **Policy**: a server the allow/deny lists keep out is `denied` and never spawned; a tool
+//!   that `enabled_tools`/`disabled_tools` or a `deny` rule leaves out is never listed and
+//!   cannot be called; a tool an `ask` rule covers is called only once [`Settings::ask`]
+//!   approves.
+//! - **Crash and restart**: a server that dies fails its pending calls with its exit status
+//!   and stderr tail; the next use restarts it, at once the first time and with a growing
+//!   wait after that, at most 3 times a minute; then it stays `failed` until
+//!   [`restart`](Hub::restart).
+//! - **Change**: `notifications/tools/list_changed` refreshes that server's tools and is
+//!   passed on to [`events`](Hub::events) as [`HubEvent::ToolsChanged`].
+//! - **Shutdown**: [`shutdown`](Hub::shutdown) closes every server in parallel through
+//!   mcp-smol; [`terminate`](Hub::terminate) does it without the grace period (for signals).
+
+mod ask;
+mod catalogue;
+mod error;
+mod slot;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::Duration;
+
+use serde::Serialize;
+use smol::channel::{Receiver, Sender};
+
+pub use ask::{Approval, Ask, AskHandler};
+pub use catalogue::{Catalogue, ToolEntry};
+pub use error::HubError;
+
+use crate::config::{Config, Policy, Server, ServerSpec, Source};
+use crate::names;
+use slot::Slot;
+
+/// How the hub runs its servers.
+#[derive(Clone)]
+pub struct Settings {
+    /// Where each server's stderr log goes (`<name>.log`); `None` keeps only the tail.
+    pub log_dir: Option<PathBuf>,
+    /// Replaces every server's own per-call timeout (the CLI's `--timeout`).
+    pub call_timeout: Option<Duration>,
+    /// Sent as `clientInfo.name`.
+    pub client_name: String,
+    /// How long a server gets between SIGTERM and SIGKILL when it is stopped.
+    pub term_period: Duration,
+    /// Runs the servers' drivers and the hub's watchers. The caller must run it; `None` uses
+    /// smol's global executor, which runs itself.
+    pub executor: Option<Arc<smol::Executor<'static>>>,
+    /// Decides on calls that an `ask` rule covers; `None` refuses them.
+    pub ask: Option<AskHandler>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            log_dir: None,
+            call_timeout: None,
+            client_name: "mcp-cli".to_owned(),
+            // Long enough to flush a file, short enough that Ctrl-C still feels immediate.
+            term_period: Duration::from_millis(500),
+            executor: None,
+            ask: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for Settings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Settings")
+            .field("log_dir", &self.log_dir)
+            .field("call_timeout", &self.call_timeout)
+            .field("client_name", &self.client_name)
+            .field("term_period", &self.term_period)
+            .field("executor", &self.executor.is_some())
+            .field("ask", &self.ask.is_some())
+            .finish()
+    }
+}
+
+/// Where a server stands, as `servers` shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum State {
+    /// Not started yet (or stopped by the hub).
+    Stopped,
+    /// Spawned; handshake or first listing under way.
+    Starting,
+    /// Ready to call.
+    Running,
+    /// Could not start, or crashed; the reason says which.
+    Failed,
+    /// Starting again after a failure.
+    Restarting,
+    /// `enabled = false` (or the format's own spelling) in the config.
+    Disabled,
+    /// Kept out by the allow/deny lists.
+    Denied,
+    /// The entry cannot be used as written.
+    Invalid,
+    /// Reached over HTTP, which this version does not do yet.
+    RemoteSkipped,
+}
+
+impl std::fmt::Display for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let text = serde_json::to_value(self).ok();
+        f.write_str(text.as_ref().and_then(|v| v.as_str()).unwrap_or("?"))
+    }
+}
+
+/// One row of the `servers` table: a server's state and what goes with it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ServerStatus {
+    /// The configured name.
+    pub name: String,
+    /// Where it stands.
+    pub state: State,
+    /// A built-in preset rather than a configured server.
+    pub preset: bool,
+    /// The command line (or URL) as configured.
+    pub command: String,
+    /// Its process id while it runs.
+    pub pid: Option<u32>,
+    /// How many tools it offers while it runs (before policy).
+    pub tools: Option<usize>,
+    /// Why it failed, is denied or is invalid.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Its last stderr lines, when it failed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stderr: Vec<String>,
+}
+
+/// What the hub tells its listeners.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HubEvent {
+    /// A server's tools changed (it sent `notifications/tools/list_changed`); the catalogue
+    /// already has the new list.
+    ToolsChanged {
+        /// The server.
+        server: String,
+    },
+    /// A running server ended by itself.
+    Failed {
+        /// The server.
+        server: String,
+        /// Its exit status and last stderr lines.
+        reason: String,
+    },
+}
+
+/// Many servers under one config and one policy. Cheap to clone; every clone is the same hub.
+#[derive(Clone, Debug)]
+pub struct Hub {
+    inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    slots: RwLock<BTreeMap<String, Arc<Slot>>>,
+    policy: Policy,
+    settings: Settings,
+    stopping: AtomicBool,
+    listeners: Mutex<Vec<Sender<HubEvent>>>,
+}
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hub")
+            .field("servers", &self.slots().len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Hub {
+    /// A hub for the servers and policy of `config`. Nothing starts until it is used.
+    pub fn new(config: Config, settings: Settings) -> Self {
+        let Config { servers, policy } = config;
+        let inner = Arc::new(Inner {
+            slots: RwLock::new(BTreeMap::new()),
+            policy,
+            settings,
+            stopping: AtomicBool::new(false),
+            listeners: Mutex::new(Vec::new()),
+        });
+        let hub = Self { inner };
+        for server in servers {
+            hub.add(server);
+        }
+        hub
+    }
+
+    /// Adds a server (or replaces the one of that name, if it is not running).
+    pub fn add(&self, server: Server) {
+        let denied = self.inner.policy.server_denied(&server.name);
+        let slot = Arc::new(Slot::new(server, denied));
+        let mut slots = self
+            .inner
+            .slots
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        slots.insert(slot.name().to_owned(), slot);
+    }
+
+    /// Every server's status, by name; starts nothing.
+    pub fn status(&self) -> Vec<ServerStatus> {
+        self.inner
+            .slots()
+            .iter()
+            .map(|slot| slot.status())
+            .collect()
+    }
+
+    /// The servers the whole catalogue stands for: every configured one that may start
+    /// (not disabled, denied, invalid or remote), and the presets only when no file defines
+    /// any server.
+    pub fn default_servers(&self) -> Vec<String> {
+        let slots = self.inner.slots();
+        let configured = slots
+            .iter()
+            .any(|slot| slot.server.source != Source::Preset);
+        (slots.iter())
+            .filter(|slot| !configured || slot.server.source != Source::Preset)
+            .filter(|slot| slot.spec().is_ok())
+            .map(|slot| slot.name().to_owned())
+            .collect()
+    }
+
+    /// The configured name that `given` stands for: the exact name, else the one whose
+    /// provider-safe form (as tool names show it) is `given`.
+    pub fn resolve(&self, given: &str) -> Result<String, HubError> {
+        let slots = self.inner.slots();
+        if slots.iter().any(|slot| slot.name() == given) {
+            return Ok(given.to_owned());
+        }
+        let matching: Vec<String> = (slots.iter())
+            .filter(|slot| names::safe(slot.name()) == given)
+            .map(|slot| slot.name().to_owned())
+            .collect();
+        match <[String; 1]>::try_from(matching) {
+            Ok([name]) => Ok(name),
+            Err(matching) if matching.is_empty() => Err(HubError::UnknownServer {
+                given: given.to_owned(),
+                known: slots.iter().map(|slot| slot.name().to_owned()).collect(),
+            }),
+            Err(candidates) => Err(HubError::AmbiguousServer {
+                given: given.to_owned(),
+                candidates,
+            }),
+        }
+    }
+
+    /// Whether `server` can be used at all (not disabled, denied, invalid or remote); starts
+    /// nothing.
+    pub fn check(&self, server: &str) -> Result<(), HubError> {
+        self.inner.slot(server)?.spec().map(|_| ())
+    }
+
+    /// Starts `servers` (those not running yet) in parallel, each within its own budget;
+    /// one that fails is recorded and does not stop the others. Returns each one's outcome.
+    pub async fn start(&self, servers: &[String]) -> Vec<(String, Result<(), HubError>)> {
+        let tasks: Vec<_> = (servers.iter())
+            .map(|name| {
+                let inner = self.inner.clone();
+                let name = name.clone();
+                self.inner.spawn(async move {
+                    let started = match inner.slot(&name) {
+                        Ok(slot) => slot.ensure_running(&inner).await.map(|_| ()),
+                        Err(error) => Err(error),
+                    };
+                    (name, started)
+                })
+            })
+            .collect();
+        let mut outcomes = Vec::new();
+        for task in tasks {
+            outcomes.push(task.await);
+        }
+        outcomes
+    }
+
+    /// Starts the server if it must, and forgets earlier failures: after too many restarts
+    /// a server waits for this before it starts again.
+    pub async fn restart(&self, server: &str) -> Result<(), HubError> {
+        let slot = self.inner.slot(server)?;
+        slot.reset();
+        slot.ensure_running(&self.inner).await.map(|_| ())
+    }
+
+    /// Listens to what happens from now on: tool list changes, crashes.
+    pub fn events(&self) -> Receiver<HubEvent> {
+        let (sender, receiver) = smol::channel::bounded(256);
+        (self
+            .inner
+            .listeners
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner))
+        .push(sender);
+        receiver
+    }
+
+    /// Closes every server in parallel (stdin, grace period, SIGTERM, SIGKILL); starts
+    /// nothing afterwards.
+    pub async fn shutdown(&self) {
+        self.stop_all(false).await;
+    }
+
+    /// Stops every server now and in parallel, without the grace period: for a program that
+    /// is itself being stopped.
+    pub async fn terminate(&self) {
+        self.stop_all(true).await;
+    }
+
+    async fn stop_all(&self, now: bool) {
+        // Set before the slots are read: a start either sees it or is seen.
+        self.inner.stopping.store(true, Ordering::SeqCst);
+        let stops: Vec<_> = (self.inner.slots().into_iter())
+            .filter_map(|slot| Some((slot.client()?, slot)))
+            .map(|(client, slot)| {
+                self.inner.spawn(async move {
+                    slot.stopped(client.pid());
+                    if now {
+                        client.terminate().await;
+                    } else {
+                        client.close().await;
+                    }
+                })
+            })
+            .collect();
+        for stop in stops {
+            stop.await;
+        }
+    }
+}
+
+impl Inner {
+    fn slots(&self) -> Vec<Arc<Slot>> {
+        let slots = self.slots.read().unwrap_or_else(PoisonError::into_inner);
+        slots.values().cloned().collect()
+    }
+
+    fn slot(&self, name: &str) -> Result<Arc<Slot>, HubError> {
+        let slots = self.slots.read().unwrap_or_else(PoisonError::into_inner);
+        slots
+            .get(name)
+            .cloned()
+            .ok_or_else(|| HubError::UnknownServer {
+                given: name.to_owned(),
+                known: slots.keys().cloned().collect(),
+            })
+    }
+
+    pub(crate) fn is_stopping(&self) -> bool {
+        self.stopping.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn options(&self, spec: &ServerSpec) -> mcp_smol::Options {
+        slot::options_for(spec, &self.settings)
+    }
+
+    pub(crate) fn spawn<T: Send + 'static>(
+        &self,
+        task: impl Future<Output = T> + Send + 'static,
+    ) -> smol::Task<T> {
+        match &self.settings.executor {
+            Some(executor) => executor.spawn(task),
+            None => smol::spawn(task),
+        }
+    }
+
+    pub(crate) fn emit(&self, event: HubEvent) {
+        let mut listeners = self
+            .listeners
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        // A listener that went away is forgotten; one that fell behind misses this event.
+        listeners.retain(|listener| !listener.is_closed());
+        for listener in listeners.iter() {
+            let _ = listener.try_send(event.clone());
+        }
+    }
+}

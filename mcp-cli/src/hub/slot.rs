@@ -1,0 +1,449 @@
+//! One configured server's life in the hub: started on first use, watched while it runs,
+//! restarted with backoff after a crash, and given up on after too many restarts a minute.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use mcp_smol::proto::{Notification, Tool};
+use mcp_smol::{Client, Options};
+
+use crate::config::{Entry, Server, ServerSpec, Source};
+use crate::hub::{HubError, HubEvent, Inner, ServerStatus, State};
+
+/// At most this many restarts in a minute; after that the server stays `failed` until
+/// [`Hub::restart`](crate::hub::Hub::restart).
+pub(crate) const MAX_RESTARTS: usize = 3;
+
+/// The wait before the Nth restart within a minute: the first is immediate, so a crash costs
+/// an interactive user nothing, and a server that keeps crashing is not spun on.
+const BACKOFF: [Duration; MAX_RESTARTS] = [
+    Duration::ZERO,
+    Duration::from_millis(250),
+    Duration::from_secs(1),
+];
+
+const RESTART_WINDOW: Duration = Duration::from_secs(60);
+
+/// A connection that finished its handshake, with the tools it offers (policy not applied).
+#[derive(Debug, Clone)]
+pub(crate) struct Live {
+    pub(crate) client: Client,
+    pub(crate) tools: Arc<Vec<Tool>>,
+}
+
+enum Phase {
+    Stopped,
+    /// Spawned, handshake or first listing under way; `restart` once it has run before.
+    Starting {
+        client: Option<Client>,
+        restart: bool,
+    },
+    Running(Live),
+    Failed {
+        reason: String,
+        stderr: Vec<String>,
+    },
+}
+
+struct Life {
+    phase: Phase,
+    /// When each restart of the last minute happened.
+    restarts: VecDeque<Instant>,
+    /// Too many restarts: no more until asked explicitly.
+    gave_up: bool,
+    /// The server has been started at least once, so the next start is a restart.
+    started_before: bool,
+}
+
+pub(crate) struct Slot {
+    pub(crate) server: Server,
+    /// Why the policy keeps it from starting, if it does.
+    pub(crate) denied: Option<String>,
+    /// Held while starting or refreshing, so concurrent users wait for one start.
+    start: smol::lock::Mutex<()>,
+    life: Mutex<Life>,
+}
+
+impl Slot {
+    pub(crate) fn new(server: Server, denied: Option<String>) -> Self {
+        Self {
+            server,
+            denied,
+            start: smol::lock::Mutex::new(()),
+            life: Mutex::new(Life {
+                phase: Phase::Stopped,
+                restarts: VecDeque::new(),
+                gave_up: false,
+                started_before: false,
+            }),
+        }
+    }
+
+    fn life(&self) -> MutexGuard<'_, Life> {
+        // The state stays consistent whatever panicked while holding the lock.
+        self.life.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn name(&self) -> &str {
+        &self.server.name
+    }
+
+    /// The spec to start, or why this entry can never start.
+    pub(crate) fn spec(&self) -> Result<&ServerSpec, HubError> {
+        let unavailable = |state: State, reason: String| HubError::Unavailable {
+            server: self.server.name.clone(),
+            state,
+            reason,
+        };
+        if let Some(reason) = &self.denied {
+            return Err(unavailable(State::Denied, reason.clone()));
+        }
+        match &self.server.entry {
+            Entry::Enabled(spec) => Ok(spec),
+            Entry::Disabled(_) => Err(unavailable(
+                State::Disabled,
+                "disabled in the config".to_owned(),
+            )),
+            Entry::Remote { url } => Err(unavailable(
+                State::RemoteSkipped,
+                format!("remote ({url}); only stdio servers are supported so far"),
+            )),
+            Entry::Invalid { reason } => Err(unavailable(State::Invalid, reason.clone())),
+        }
+    }
+
+    /// What `servers` shows: the truth at this moment (a server that has just died is
+    /// `failed`, not `running`).
+    pub(crate) fn status(&self) -> ServerStatus {
+        let server = &self.server;
+        let mut status = ServerStatus {
+            name: server.name.clone(),
+            state: State::Stopped,
+            preset: server.source == Source::Preset,
+            command: match &server.entry {
+                Entry::Enabled(spec) | Entry::Disabled(spec) => spec.command.display(),
+                Entry::Remote { url } => url.clone(),
+                Entry::Invalid { .. } => String::new(),
+            },
+            pid: None,
+            tools: None,
+            reason: None,
+            stderr: Vec::new(),
+        };
+        if let Err(HubError::Unavailable { state, reason, .. }) = self.spec() {
+            status.state = state;
+            status.reason =
+                (state != State::Disabled && state != State::RemoteSkipped).then_some(reason);
+            return status;
+        }
+        let life = self.life();
+        match &life.phase {
+            Phase::Stopped => {}
+            Phase::Starting { client, restart } => {
+                status.state = if *restart {
+                    State::Restarting
+                } else {
+                    State::Starting
+                };
+                status.pid = client.as_ref().map(Client::pid);
+            }
+            Phase::Running(live) => match live.client.disconnect() {
+                None => {
+                    status.state = State::Running;
+                    status.pid = Some(live.client.pid());
+                    status.tools = Some(live.tools.len());
+                }
+                Some(disconnect) => {
+                    status.state = State::Failed;
+                    status.reason = Some(disconnect.to_string());
+                }
+            },
+            Phase::Failed { reason, stderr } => {
+                status.state = State::Failed;
+                status.reason = Some(reason.clone());
+                status.stderr = stderr.clone();
+            }
+        }
+        status
+    }
+
+    /// The running connection, starting (or restarting) the server first if needed.
+    pub(crate) async fn ensure_running(
+        self: &Arc<Self>,
+        hub: &Arc<Inner>,
+    ) -> Result<Live, HubError> {
+        let spec = self.spec()?;
+        let _starting = self.start.lock().await;
+        let backoff = {
+            let mut life = self.life();
+            if let Phase::Running(live) = &life.phase {
+                match live.client.disconnect() {
+                    None => return Ok(live.clone()),
+                    Some(disconnect) => {
+                        life.phase = Phase::Failed {
+                            reason: disconnect.to_string(),
+                            stderr: disconnect.stderr.clone(),
+                        }
+                    }
+                }
+            }
+            self.plan_start(&mut life)?
+        };
+        if !backoff.is_zero() {
+            smol::Timer::after(backoff).await;
+        }
+        let started = self.start(hub, spec).await;
+        let mut life = self.life();
+        match started {
+            Ok(live) => {
+                life.phase = Phase::Running(live.clone());
+                Ok(live)
+            }
+            Err(error) => {
+                let stderr = match &error {
+                    HubError::Server {
+                        error: mcp_smol::Error::Disconnected(disconnect),
+                        ..
+                    } => disconnect.stderr.clone(),
+                    _ => Vec::new(),
+                };
+                let reason = match &error {
+                    HubError::Server { error, .. } => error.to_string(),
+                    other => other.to_string(),
+                };
+                life.phase = Phase::Failed { reason, stderr };
+                Err(error)
+            }
+        }
+    }
+
+    /// Decides whether a start may go ahead now and after what wait; counts restarts.
+    fn plan_start(&self, life: &mut Life) -> Result<Duration, HubError> {
+        let failed = |reason: String| HubError::Unavailable {
+            server: self.server.name.clone(),
+            state: State::Failed,
+            reason,
+        };
+        if life.gave_up {
+            let last = match &life.phase {
+                Phase::Failed { reason, .. } => reason.clone(),
+                _ => String::new(),
+            };
+            return Err(failed(format!(
+                "restarted {MAX_RESTARTS} times within a minute, not again until asked; \
+                 last failure: {last}"
+            )));
+        }
+        let restart = life.started_before;
+        let mut backoff = Duration::ZERO;
+        if restart {
+            let now = Instant::now();
+            while (life.restarts.front()).is_some_and(|at| now.duration_since(*at) > RESTART_WINDOW)
+            {
+                life.restarts.pop_front();
+            }
+            if life.restarts.len() >= MAX_RESTARTS {
+                life.gave_up = true;
+                return self.plan_start(life);
+            }
+            backoff = BACKOFF[life.restarts.len()];
+            life.restarts.push_back(now);
+        }
+        life.started_before = true;
+        life.phase = Phase::Starting {
+            client: None,
+            restart,
+        };
+        Ok(backoff)
+    }
+
+    /// Forgets the restart count: the next use starts the server again even after it gave up.
+    pub(crate) fn reset(&self) {
+        let mut life = self.life();
+        life.gave_up = false;
+        life.restarts.clear();
+    }
+
+    /// Spawns, records (so that a shutdown can find it), handshakes and lists.
+    async fn start(
+        self: &Arc<Self>,
+        hub: &Arc<Inner>,
+        spec: &ServerSpec,
+    ) -> Result<Live, HubError> {
+        let name = &self.server.name;
+        let server_error = |error| HubError::Server {
+            server: name.clone(),
+            error,
+        };
+        let client = {
+            let mut life = self.life();
+            if hub.is_stopping() {
+                return Err(HubError::ShuttingDown {
+                    server: name.clone(),
+                });
+            }
+            let (client, driver) =
+                mcp_smol::start(&spec.command, hub.options(spec)).map_err(server_error)?;
+            hub.spawn(driver).detach();
+            if let Phase::Starting { client: slot, .. } = &mut life.phase {
+                *slot = Some(client.clone());
+            }
+            client
+        };
+        // Subscribed before the handshake ends, so no list change is missed.
+        let notes = client.notifications().await;
+        let listed = async {
+            client.wait_ready().await?;
+            let mut tools = client.list_tools().await?;
+            // A change announced before the listing was answered (server-everything adds
+            // tools once initialized) is already in the channel: list once more to catch it.
+            let changed = std::iter::from_fn(|| notes.try_recv().ok())
+                .any(|note| note.method == Notification::TOOLS_LIST_CHANGED);
+            if changed {
+                tools = client.list_tools().await?;
+            }
+            Ok(tools)
+        };
+        match listed.await {
+            Ok(tools) => {
+                let live = Live {
+                    client: client.clone(),
+                    tools: Arc::new(tools),
+                };
+                let watch = watch(Arc::downgrade(hub), self.clone(), client, notes);
+                hub.spawn(watch).detach();
+                Ok(live)
+            }
+            Err(error) => {
+                client.close().await;
+                Err(server_error(error))
+            }
+        }
+    }
+
+    /// The tools of the running connection, if it is running and alive.
+    pub(crate) fn client_tools(&self) -> Option<Arc<Vec<Tool>>> {
+        match &self.life().phase {
+            Phase::Running(live) if live.client.disconnect().is_none() => Some(live.tools.clone()),
+            _ => None,
+        }
+    }
+
+    /// The connection to stop, if one is running or starting.
+    pub(crate) fn client(&self) -> Option<Client> {
+        match &self.life().phase {
+            Phase::Running(live) => Some(live.client.clone()),
+            Phase::Starting { client, .. } => client.clone(),
+            _ => None,
+        }
+    }
+
+    /// Marks the slot stopped after the hub closed its connection on purpose.
+    pub(crate) fn stopped(&self, pid: u32) {
+        let mut life = self.life();
+        let current = match &life.phase {
+            Phase::Running(live) => Some(live.client.pid()),
+            Phase::Starting { client, .. } => client.as_ref().map(Client::pid),
+            _ => None,
+        };
+        if current == Some(pid) {
+            life.phase = Phase::Stopped;
+        }
+    }
+
+    /// Replaces the tools of the connection `pid`, if it is still the running one.
+    fn set_tools(&self, pid: u32, tools: Vec<Tool>) -> bool {
+        let mut life = self.life();
+        match &mut life.phase {
+            Phase::Running(live) if live.client.pid() == pid => {
+                live.tools = Arc::new(tools);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Records that connection `pid` ended by itself; returns the reason if it was running.
+    fn crashed(&self, pid: u32, client: &Client) -> Option<String> {
+        let mut life = self.life();
+        match &life.phase {
+            Phase::Running(live) if live.client.pid() == pid => {
+                let disconnect = client.disconnect();
+                let reason = disconnect
+                    .as_ref()
+                    .map_or_else(|| "the connection ended".to_owned(), ToString::to_string);
+                let stderr = disconnect.map(|d| d.stderr).unwrap_or_default();
+                life.phase = Phase::Failed {
+                    reason: reason.clone(),
+                    stderr,
+                };
+                Some(reason)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Follows one connection's notifications: a tool list change refreshes the slot's tools, and
+/// the end of the stream (the driver is gone) marks an unexpected end as a crash.
+async fn watch(
+    hub: std::sync::Weak<Inner>,
+    slot: Arc<Slot>,
+    client: Client,
+    notes: smol::channel::Receiver<Notification>,
+) {
+    let pid = client.pid();
+    while let Ok(note) = notes.recv().await {
+        if note.method != Notification::TOOLS_LIST_CHANGED {
+            continue;
+        }
+        let refreshed = {
+            let _refreshing = slot.start.lock().await;
+            match client.list_tools().await {
+                Ok(tools) => slot.set_tools(pid, tools),
+                // A failing listing is the connection failing: the stream ends next.
+                Err(_) => false,
+            }
+        };
+        if refreshed && let Some(hub) = hub.upgrade() {
+            hub.emit(HubEvent::ToolsChanged {
+                server: slot.name().to_owned(),
+            });
+        }
+    }
+    let Some(hub) = hub.upgrade() else { return };
+    if hub.is_stopping() {
+        return;
+    }
+    if let Some(reason) = slot.crashed(pid, &client) {
+        hub.emit(HubEvent::Failed {
+            server: slot.name().to_owned(),
+            reason,
+        });
+    }
+}
+
+/// Options for one server: its timeouts and message limit, the hub's log folder and client name.
+pub(crate) fn options_for(spec: &ServerSpec, settings: &crate::hub::Settings) -> Options {
+    let defaults = Options::default();
+    let sink = (settings.log_dir.as_ref()).and_then(|dir| {
+        let path = crate::logs::log_path(dir, &spec.name);
+        // A log that cannot be opened must not stop the server; the tail still reaches errors.
+        crate::logs::LogFile::open(path, crate::logs::ROTATE_BYTES).ok()
+    });
+    Options {
+        core: mcp_smol::proto::Config {
+            client_name: settings.client_name.clone(),
+            client_version: env!("CARGO_PKG_VERSION").to_owned(),
+            handshake_timeout: (spec.handshake_timeout).unwrap_or(defaults.core.handshake_timeout),
+            request_timeout: (settings.call_timeout.or(spec.call_timeout))
+                .unwrap_or(defaults.core.request_timeout),
+            max_line_len: spec.max_message_len.unwrap_or(defaults.core.max_line_len),
+            ..defaults.core
+        },
+        term_period: settings.term_period,
+        stderr_sink: sink.map(|log| Box::new(log) as mcp_smol::StderrSink),
+        ..defaults
+    }
+}

@@ -1,0 +1,303 @@
+//! The host layer embedded as an agent would: lazy starts, crash and restart, the restart
+//! limit, list changes, parallel starts, policy and shutdown.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_cli::config::{Config, Entry, Policy, Server, ServerSpec, Source};
+use mcp_cli::hub::{Ask, AskHandler, Hub, HubError, HubEvent, Settings, State};
+use mcp_smol::ServerCommand;
+use serde_json::{Value, json};
+
+use crate::support::{FIXTURE, Scratch, assert_group_gone, bounded, fixture};
+
+fn server(name: &str, command: ServerCommand) -> Server {
+    Server {
+        name: name.to_owned(),
+        entry: Entry::Enabled(ServerSpec::new(name, command)),
+        source: Source::File("/test/config.toml".into()),
+    }
+}
+
+fn hub_of(servers: Vec<Server>, policy: Policy, ask: Option<AskHandler>) -> Hub {
+    let settings = Settings {
+        ask,
+        term_period: Duration::from_millis(300),
+        ..Settings::default()
+    };
+    Hub::new(Config { servers, policy }, settings)
+}
+
+fn state_of(hub: &Hub, name: &str) -> (State, Option<String>) {
+    let status = hub.status().into_iter().find(|s| s.name == name).unwrap();
+    (status.state, status.reason)
+}
+
+fn pid_of(hub: &Hub, name: &str) -> u32 {
+    let status = hub.status().into_iter().find(|s| s.name == name).unwrap();
+    status
+        .pid
+        .unwrap_or_else(|| panic!("{name} is not running: {status:?}"))
+}
+
+async fn echo(hub: &Hub, name: &str, text: &str) -> Result<Value, HubError> {
+    let tool = hub.find(&format!("{name}__echo")).await?;
+    hub.call(&tool, json!({ "text": text }), &|_| {}).await
+}
+
+fn text_of(result: &Value) -> &str {
+    result["content"][0]["text"].as_str().unwrap_or_default()
+}
+
+#[test]
+fn nothing_starts_until_used() {
+    let dir = Scratch::new("hub-lazy");
+    let log = dir.0.join("received");
+    let command = fixture("good", &["--log-received", log.to_str().unwrap()]);
+    bounded(async {
+        let hub = hub_of(vec![server("fx", command)], Policy::default(), None);
+        assert_eq!(state_of(&hub, "fx").0, State::Stopped);
+        smol::Timer::after(Duration::from_millis(200)).await;
+        assert!(!log.exists(), "the server was started before it was used");
+        assert_eq!(text_of(&echo(&hub, "fx", "lazy").await.unwrap()), "lazy");
+        let pid = pid_of(&hub, "fx");
+        assert_eq!(state_of(&hub, "fx").0, State::Running);
+        hub.shutdown().await;
+        assert_group_gone(pid);
+        assert_eq!(state_of(&hub, "fx").0, State::Stopped);
+    });
+}
+
+#[test]
+fn a_crash_fails_the_call_and_the_next_use_restarts() {
+    let dir = Scratch::new("hub-crash");
+    let marker = dir.0.join("crashed");
+    let command = fixture("exit-mid-call", &["--crash-once", marker.to_str().unwrap()]);
+    bounded(async {
+        let hub = hub_of(vec![server("fx", command)], Policy::default(), None);
+        let events = hub.events();
+        let first = echo(&hub, "fx", "one").await.unwrap_err();
+        let HubError::Server { error, .. } = &first else {
+            panic!("{first:?}")
+        };
+        let mcp_smol::Error::Disconnected(disconnect) = error else {
+            panic!("{error:?}")
+        };
+        assert_eq!(disconnect.exit_status.and_then(|s| s.code()), Some(3));
+        assert!(first.to_string().contains("crashing now"), "{first}");
+        // The hub notices the crash by itself, before anyone uses the server again.
+        let event = events.recv().await.unwrap();
+        assert!(
+            matches!(&event, HubEvent::Failed { server, reason } if server == "fx" && reason.contains("exit status: 3")),
+            "{event:?}"
+        );
+        let (state, reason) = state_of(&hub, "fx");
+        assert_eq!(state, State::Failed);
+        assert!(reason.unwrap().contains("crashing now"));
+
+        let second = echo(&hub, "fx", "two").await.unwrap();
+        assert_eq!(text_of(&second), "two");
+        assert_eq!(state_of(&hub, "fx").0, State::Running);
+        let pid = pid_of(&hub, "fx");
+        hub.shutdown().await;
+        assert_group_gone(pid);
+    });
+}
+
+#[test]
+fn too_many_restarts_leave_it_failed_until_asked_again() {
+    bounded(async {
+        let hub = hub_of(
+            vec![server("fx", fixture("exit-mid-call", &[]))],
+            Policy::default(),
+            None,
+        );
+        // The first start and three restarts: each call crashes the server.
+        for round in 0..4 {
+            let error = echo(&hub, "fx", "boom").await.unwrap_err();
+            assert!(
+                matches!(&error, HubError::Server { .. }),
+                "round {round}: {error:?}"
+            );
+        }
+        let error = echo(&hub, "fx", "boom").await.unwrap_err();
+        assert!(
+            matches!(&error, HubError::Unavailable { state: State::Failed, reason, .. }
+                if reason.contains("restarted 3 times within a minute") && reason.contains("crashing now")),
+            "{error:?}"
+        );
+        assert_eq!(state_of(&hub, "fx").0, State::Failed);
+        // Asked explicitly, it starts again.
+        hub.restart("fx").await.unwrap();
+        assert_eq!(state_of(&hub, "fx").0, State::Running);
+        let pid = pid_of(&hub, "fx");
+        hub.shutdown().await;
+        assert_group_gone(pid);
+    });
+}
+
+#[test]
+fn list_changed_refreshes_the_catalogue() {
+    bounded(async {
+        let hub = hub_of(
+            vec![server("fx", fixture("list-changed", &[]))],
+            Policy::default(),
+            None,
+        );
+        let events = hub.events();
+        let before = hub.catalogue().await;
+        assert!(before.get("fx__extra").is_none());
+        assert!(before.get("fx__echo").is_some());
+        // The first call makes the fixture announce a new tool.
+        echo(&hub, "fx", "go").await.unwrap();
+        let event = events.recv().await.unwrap();
+        assert_eq!(
+            event,
+            HubEvent::ToolsChanged {
+                server: "fx".into()
+            }
+        );
+        let after = hub.catalogue().await;
+        assert!(after.get("fx__extra").is_some(), "{:?}", after.tools);
+        let pid = pid_of(&hub, "fx");
+        hub.shutdown().await;
+        assert_group_gone(pid);
+    });
+}
+
+#[test]
+fn eight_servers_start_in_parallel() {
+    let dir = Scratch::new("hub-barrier");
+    let barrier = dir.0.join("arrived");
+    std::fs::create_dir_all(&barrier).unwrap();
+    let barrier = barrier.to_str().unwrap();
+    // Each server answers `initialize` only once all eight have received theirs, so started
+    // one after another the first would never get past its handshake.
+    let servers: Vec<Server> = (0..8)
+        .map(|i| {
+            let command = fixture("barrier", &["--dir", barrier, "--count", "8"]);
+            server(&format!("s{i}"), command)
+        })
+        .collect();
+    bounded(async {
+        let hub = hub_of(servers, Policy::default(), None);
+        let catalogue = hub.catalogue().await;
+        assert!(catalogue.failures.is_empty(), "{:?}", catalogue.failures);
+        let pids: Vec<u32> = (0..8).map(|i| pid_of(&hub, &format!("s{i}"))).collect();
+        assert_eq!(catalogue.tools.len(), 8 * 11);
+        hub.shutdown().await;
+        pids.into_iter().for_each(assert_group_gone);
+    });
+}
+
+#[test]
+fn policy_denies_servers_and_tools_and_asks_for_others() {
+    let dir = Scratch::new("hub-policy");
+    let log = dir.0.join("denied-received");
+    let config = format!(
+        "[mcp.fx]\ncommand = {FIXTURE:?}\nargs = [\"good\"]\ndisabled_tools = [\"blob\"]\n\n\
+         [mcp.nope]\ncommand = {FIXTURE:?}\nargs = [\"good\", \"--log-received\", {log:?}]\n\n\
+         [security]\nmcp_server_denylist = [\"nope\"]\n\n\
+         [[permissions.rules]]\ntool = \"fx__fail\"\naction = \"deny\"\n\n\
+         [[permissions.rules]]\ntool = \"mcp__fx__add\"\naction = \"ask\"\n"
+    );
+    let path = dir.write("config.toml", &config);
+    let env = |_: &str| None;
+    let config = mcp_cli::config::load(&[(path, true)], &env, &dir.0).unwrap();
+    let asked = Arc::new(std::sync::Mutex::new(Vec::<Ask>::new()));
+    let record = asked.clone();
+    let handler: AskHandler = Arc::new(move |ask: Ask| {
+        let allow = ask.arguments["a"] == 1;
+        record.lock().unwrap().push(ask);
+        Box::pin(async move {
+            if allow {
+                Ok(())
+            } else {
+                Err("declined".into())
+            }
+        })
+    });
+    bounded(async {
+        let hub = Hub::new(
+            config,
+            Settings {
+                ask: Some(handler),
+                ..Settings::default()
+            },
+        );
+        let catalogue = hub.catalogue().await;
+        let names: Vec<&str> = catalogue.tools.iter().map(|t| t.name.as_str()).collect();
+        assert!(
+            names.contains(&"fx__echo") && names.contains(&"fx__add"),
+            "{names:?}"
+        );
+        assert!(
+            !names.contains(&"fx__blob") && !names.contains(&"fx__fail"),
+            "{names:?}"
+        );
+        assert!(!names.iter().any(|n| n.starts_with("nope__")), "{names:?}");
+        // The denied server is listed as such and was never spawned.
+        let (state, reason) = state_of(&hub, "nope");
+        assert_eq!(state, State::Denied);
+        assert!(reason.unwrap().contains("mcp_server_denylist"));
+        assert!(!log.exists(), "a denied server was spawned");
+        assert!(matches!(
+            hub.find("nope__echo").await,
+            Err(HubError::Unavailable {
+                state: State::Denied,
+                ..
+            })
+        ));
+
+        let denied = hub.find("fx__fail").await.unwrap_err();
+        assert!(
+            matches!(&denied, HubError::ToolDenied { rule, .. } if rule.origin.contains("line")),
+            "{denied:?}"
+        );
+        assert!(denied.to_string().contains("fx__fail"), "{denied}");
+        let filtered = hub.find("fx__blob").await.unwrap_err();
+        assert!(
+            matches!(filtered, HubError::ToolFiltered { .. }),
+            "{filtered:?}"
+        );
+
+        let add = hub.find("fx__add").await.unwrap();
+        assert!(add.ask.is_some());
+        let sum = hub
+            .call(&add, json!({"a": 1, "b": 2}), &|_| {})
+            .await
+            .unwrap();
+        assert_eq!(text_of(&sum), "3");
+        let refused = hub.call(&add, json!({"a": 2, "b": 2}), &|_| {}).await;
+        assert!(
+            matches!(&refused, Err(HubError::NotApproved { why, .. }) if why == "declined"),
+            "{refused:?}"
+        );
+        assert_eq!(asked.lock().unwrap().len(), 2);
+        assert_eq!(asked.lock().unwrap()[0].tool, "fx__add");
+        // A call nobody is asked about is not held up.
+        assert_eq!(text_of(&echo(&hub, "fx", "free").await.unwrap()), "free");
+        let pid = pid_of(&hub, "fx");
+        hub.shutdown().await;
+        assert_group_gone(pid);
+    });
+}
+
+#[test]
+fn ask_without_a_handler_is_refused() {
+    bounded(async {
+        let mut policy = Policy::default();
+        let config = format!(
+            "[mcp.fx]\ncommand = {FIXTURE:?}\nargs = [\"good\"]\n\n\
+             [[permissions.rules]]\ntool = \"fx__*\"\naction = \"ask\"\n"
+        );
+        let env = |_: &str| None;
+        let parsed =
+            mcp_cli::config::parse_file(std::path::Path::new("/t/c.toml"), &config, &env).unwrap();
+        policy.rules = parsed.policy.rules;
+        let hub = hub_of(parsed.servers, policy, None);
+        let error = echo(&hub, "fx", "x").await.unwrap_err();
+        assert!(matches!(error, HubError::NotApproved { .. }), "{error:?}");
+        hub.shutdown().await;
+    });
+}
