@@ -39,11 +39,6 @@ impl Request<Value> {
         let params = params.map_or(Params::None, Params::Value);
         Self::with(method.into(), params)
     }
-
-    /// `ping`: the server answers `{}`.
-    pub fn ping() -> Self {
-        Self::new("ping", None)
-    }
 }
 
 impl Request<ListToolsResult> {
