@@ -65,6 +65,14 @@ pub enum RequestError {
         /// How long the request had run.
         after: Duration,
     },
+    /// The answer was longer than [`Config::max_line_len`](crate::Config::max_line_len); it was
+    /// discarded as it arrived.
+    ResponseTooLarge {
+        /// The answer's length in bytes.
+        size: usize,
+        /// The limit it broke.
+        limit: usize,
+    },
     /// The caller cancelled it.
     Cancelled,
     /// The connection ended first.
@@ -77,6 +85,12 @@ impl fmt::Display for RequestError {
             Self::Remote(error) => write!(f, "server returned an error: {error}"),
             Self::InvalidResponse(detail) => write!(f, "server sent an invalid response: {detail}"),
             Self::TimedOut { after } => write!(f, "no response within {}", seconds(*after)),
+            Self::ResponseTooLarge { size, limit } => write!(
+                f,
+                "the response is {}, over the {} limit on messages from this server",
+                mebibytes(*size),
+                mebibytes(*limit)
+            ),
             Self::Cancelled => f.write_str("request cancelled"),
             Self::Closed(reason) => write!(f, "connection closed: {reason}"),
         }
@@ -164,6 +178,16 @@ impl fmt::Display for SendError {
 }
 
 impl std::error::Error for SendError {}
+
+/// `64 MiB`, `16.2 MiB`, `900 bytes`: sizes as people read them.
+fn mebibytes(bytes: usize) -> String {
+    const MIB: f64 = 1024.0 * 1024.0;
+    if bytes < 1024 * 1024 {
+        return format!("{bytes} bytes");
+    }
+    let text = format!("{:.1}", bytes as f64 / MIB);
+    format!("{} MiB", text.trim_end_matches(".0"))
+}
 
 /// `60s`, `1.5s`: durations as people write them.
 fn seconds(duration: Duration) -> String {

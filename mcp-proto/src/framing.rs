@@ -1,17 +1,28 @@
 //! Splits the server's stdout into lines: newline-delimited, bounded, scanned once.
 
 use bytes::{Bytes, BytesMut};
+use serde_json::Value;
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// How much of the start and of the end of a discarded line is kept to find its `id`: servers
+/// put it near the start (`{"jsonrpc":"2.0","id":7,"result":...`) or last (`...,"id":7}`).
+const EDGE: usize = 256;
 
 /// Why a line could not be used. Only [`LineDecoder`] produces `TooLong`; the rest come from
 /// decoding a complete line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LineError {
-    /// A line grew past the configured maximum; it is discarded up to its newline.
+    /// A line grew past the configured maximum; it was discarded up to its newline, and is
+    /// reported once that newline arrives.
     TooLong {
         /// [`Config::max_line_len`](crate::Config::max_line_len).
         limit: usize,
+        /// The line's length, without its terminator.
+        size: usize,
+        /// The message's top-level `id`, when it could be found at the line's start or end:
+        /// the response that was too large.
+        id: Option<Value>,
     },
     /// The line is not valid UTF-8.
     NotUtf8,
@@ -30,7 +41,12 @@ pub enum LineError {
 impl std::fmt::Display for LineError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Self::TooLong { limit } => write!(f, "line longer than {limit} bytes, discarded"),
+            Self::TooLong { limit, size, .. } => {
+                write!(
+                    f,
+                    "line of {size} bytes is over the limit of {limit}, discarded"
+                )
+            }
             Self::NotUtf8 => f.write_str("line is not valid UTF-8"),
             Self::NotJson { detail } => write!(f, "line is not JSON: {detail}"),
             Self::NotJsonRpc { detail } => write!(f, "line is not a JSON-RPC message: {detail}"),
@@ -44,17 +60,42 @@ impl std::error::Error for LineError {}
 ///
 /// Every byte is looked at once: `scanned` remembers how far the search for `\n` got, so a long
 /// line arriving in small chunks costs linear time. The buffer holds at most `max_line_len` bytes
-/// (and one for a `\r`) plus the latest chunk; past that the line is dropped and the rest of it is skipped as it
-/// arrives.
+/// (and one for a `\r`) plus the latest chunk; past that the line is dropped, the rest of it is
+/// skipped as it arrives (only its length and its last bytes are kept), and it is reported with
+/// its `id` once its newline comes.
 #[derive(Debug)]
 pub struct LineDecoder {
     buffer: BytesMut,
     scanned: usize,
     max_line_len: usize,
-    /// Bytes up to the next `\n` belong to a line already reported as too long.
-    discarding: bool,
+    /// Bytes up to the next `\n` belong to a line too long to keep.
+    discarding: Option<Discarded>,
+    /// A discarded line whose newline has come, to be reported next.
+    finished: Option<LineError>,
     /// No line has been yielded or skipped yet, so a BOM may still lead the stream.
     at_stream_start: bool,
+}
+
+/// What is kept of a line too long to keep.
+#[derive(Debug)]
+struct Discarded {
+    size: usize,
+    /// The first [`EDGE`] bytes.
+    head: Vec<u8>,
+    /// The last [`EDGE`] bytes seen so far.
+    tail: Vec<u8>,
+}
+
+impl Discarded {
+    fn skip(&mut self, bytes: &[u8]) {
+        self.size += bytes.len();
+        let room = EDGE - self.head.len();
+        self.head.extend_from_slice(&bytes[..bytes.len().min(room)]);
+        let keep = bytes.len().min(EDGE);
+        let old = (EDGE - keep).min(self.tail.len());
+        self.tail.drain(..self.tail.len() - old);
+        self.tail.extend_from_slice(&bytes[bytes.len() - keep..]);
+    }
 }
 
 impl LineDecoder {
@@ -64,20 +105,23 @@ impl LineDecoder {
             buffer: BytesMut::new(),
             scanned: 0,
             max_line_len,
-            discarding: false,
+            discarding: None,
+            finished: None,
             at_stream_start: true,
         }
     }
 
     /// Appends a fragment of the stream.
     pub fn push(&mut self, mut bytes: &[u8]) {
-        if self.discarding {
-            match memchr::memchr(b'\n', bytes) {
-                None => return,
-                Some(newline) => {
-                    self.discarding = false;
-                    bytes = &bytes[newline + 1..];
-                }
+        if let Some(discarded) = &mut self.discarding {
+            let Some(newline) = memchr::memchr(b'\n', bytes) else {
+                return discarded.skip(bytes);
+            };
+            discarded.skip(&bytes[..newline]);
+            bytes = &bytes[newline + 1..];
+            if let Some(discarded) = self.discarding.take() {
+                self.finished =
+                    Some(self.too_long(&discarded.head, &discarded.tail, discarded.size));
             }
         }
         self.buffer.extend_from_slice(bytes);
@@ -86,6 +130,9 @@ impl LineDecoder {
     /// The next complete, non-blank line without its terminator, or the error of an
     /// overlong one. `None` means more bytes are needed.
     pub fn next_line(&mut self) -> Option<Result<Bytes, LineError>> {
+        if let Some(error) = self.finished.take() {
+            return Some(Err(error));
+        }
         loop {
             let Some(offset) = memchr::memchr(b'\n', &self.buffer[self.scanned..]) else {
                 return self.check_overflow();
@@ -96,7 +143,9 @@ impl LineDecoder {
             // The limit is on the content: a `\r` before the newline does not count.
             if line.len() - usize::from(line.ends_with(b"\r")) > self.max_line_len {
                 self.at_stream_start = false;
-                return Some(Err(self.too_long()));
+                let edge = line.len().min(EDGE);
+                let error = self.too_long(&line[..edge], &line[line.len() - edge..], line.len());
+                return Some(Err(error));
             }
             if let Some(line) = self.finish_line(line) {
                 return Some(Ok(line));
@@ -108,8 +157,7 @@ impl LineDecoder {
     pub fn finish(&mut self) -> Option<Bytes> {
         let rest = self.buffer.split().freeze();
         self.scanned = 0;
-        if self.discarding {
-            self.discarding = false;
+        if self.discarding.take().is_some() {
             return None;
         }
         self.finish_line(rest)
@@ -126,16 +174,30 @@ impl LineDecoder {
         if self.buffer.len() <= self.max_line_len + 1 {
             return None;
         }
+        let mut discarded = Discarded {
+            size: 0,
+            head: Vec::new(),
+            tail: Vec::new(),
+        };
+        discarded.skip(&self.buffer);
+        self.discarding = Some(discarded);
         self.buffer.clear();
         self.scanned = 0;
-        self.discarding = true;
         self.at_stream_start = false;
-        Some(Err(self.too_long()))
+        None
     }
 
-    fn too_long(&self) -> LineError {
+    /// The report of a discarded line, given its first and last bytes and its length.
+    fn too_long(&self, head: &[u8], tail: &[u8], size: usize) -> LineError {
+        // The limit is on the content: a `\r` before the newline does not count.
+        let (tail, size) = match tail.strip_suffix(b"\r") {
+            Some(tail) => (tail, size - 1),
+            None => (tail, size),
+        };
         LineError::TooLong {
             limit: self.max_line_len,
+            size,
+            id: id_at_start(head).or_else(|| id_at_end(tail)),
         }
     }
 
@@ -154,9 +216,146 @@ impl LineDecoder {
     }
 }
 
+/// The `id` member of the top-level object, if it comes before anything too long to keep:
+/// a walk over the first bytes that follows strings and nesting.
+fn id_at_start(head: &[u8]) -> Option<Value> {
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < head.len() {
+        match head[i] {
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => depth = depth.checked_sub(1)?,
+            b'"' => {
+                let end = string_end(head, i)?;
+                let is_id_key = depth == 1 && &head[i..=end] == b"\"id\"";
+                i = end;
+                if is_id_key {
+                    let rest = trim_start(&head[end + 1..]).strip_prefix(b":")?;
+                    return scalar(trim_start(rest));
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// The `id` member if it is the top-level object's last, as in `...,"id":7}`.
+fn id_at_end(tail: &[u8]) -> Option<Value> {
+    let rest = trim_end(tail).strip_suffix(b"}")?;
+    let rest = trim_end(rest);
+    // The value: a number, or a string without escapes.
+    let start = if rest.last() == Some(&b'"') {
+        rest[..rest.len() - 1].iter().rposition(|&b| b == b'"')?
+    } else {
+        let digits = rest
+            .iter()
+            .rev()
+            .take_while(|b| b.is_ascii_digit() || **b == b'-' || **b == b'.');
+        rest.len() - digits.count()
+    };
+    let value = scalar(&rest[start..])?;
+    let key = trim_end(trim_end(&rest[..start]).strip_suffix(b":")?);
+    key.ends_with(b"\"id\"").then_some(value)
+}
+
+/// Where the string starting at `bytes[start]` (a quote) ends, its closing quote's index.
+fn string_end(bytes: &[u8], start: usize) -> Option<usize> {
+    let mut i = start + 1;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => i += 2,
+            b'"' => return Some(i),
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+/// A number or a string at the start of `bytes`, as JSON.
+fn scalar(bytes: &[u8]) -> Option<Value> {
+    let end = match bytes.first()? {
+        b'"' => string_end(bytes, 0)? + 1,
+        _ => bytes
+            .iter()
+            .position(|b| !(b.is_ascii_digit() || b"-+.eE".contains(b)))
+            .unwrap_or(bytes.len()),
+    };
+    match serde_json::from_slice(&bytes[..end]).ok()? {
+        value @ (Value::Number(_) | Value::String(_)) => Some(value),
+        _ => None,
+    }
+}
+
+fn trim_start(bytes: &[u8]) -> &[u8] {
+    let skip = bytes.iter().take_while(|b| b.is_ascii_whitespace()).count();
+    &bytes[skip..]
+}
+
+fn trim_end(bytes: &[u8]) -> &[u8] {
+    let skip = bytes
+        .iter()
+        .rev()
+        .take_while(|b| b.is_ascii_whitespace())
+        .count();
+    &bytes[..bytes.len() - skip]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn too_long(limit: usize, size: usize, id: Option<Value>) -> LineError {
+        LineError::TooLong { limit, size, id }
+    }
+
+    #[test]
+    fn a_discarded_line_names_its_id_from_its_start_or_its_end() {
+        let big = "x".repeat(5000);
+        let cases = [
+            (
+                format!(r#"{{"jsonrpc":"2.0","id":7,"result":{{"text":"{big}"}}}}"#),
+                Some(serde_json::json!(7)),
+            ),
+            (
+                format!(r#"{{"result":{{"text":"{big}","id":99}},"jsonrpc":"2.0","id":"abc"}}"#),
+                Some(serde_json::json!("abc")),
+            ),
+            (
+                format!(r#"{{ "result" : {{"id": 3, "text":"{big}"}}, "id" : 12 }}"#),
+                Some(serde_json::json!(12)),
+            ),
+            // A nested `id` is not the message's.
+            (
+                format!(r#"{{"result":{{"text":"{big}","x":{{"id":5}}}}}}"#),
+                None,
+            ),
+            (
+                format!(r#"{{"method":"notifications/message","params":{{"data":"{big}"}}}}"#),
+                None,
+            ),
+            (big.clone(), None),
+        ];
+        for (line, id) in cases {
+            for chunk in [7, 4096, line.len() + 1] {
+                let mut decoder = LineDecoder::new(1000);
+                let stream = format!("{line}\nok\n");
+                for piece in stream.as_bytes().chunks(chunk) {
+                    decoder.push(piece);
+                }
+                assert_eq!(
+                    lines(&mut decoder),
+                    [
+                        Err(too_long(1000, line.len(), id.clone())),
+                        Ok(b"ok".to_vec())
+                    ],
+                    "chunks of {chunk}: {}",
+                    &line[..40]
+                );
+            }
+        }
+    }
 
     fn lines(decoder: &mut LineDecoder) -> Vec<Result<Vec<u8>, LineError>> {
         std::iter::from_fn(|| decoder.next_line())
@@ -183,7 +382,7 @@ mod tests {
         decoder.push(b"\nabcde\r\n");
         assert_eq!(
             lines(&mut decoder),
-            [Ok(b"abcd".to_vec()), Err(LineError::TooLong { limit: 4 })]
+            [Ok(b"abcd".to_vec()), Err(too_long(4, 5, None))]
         );
     }
 
@@ -204,12 +403,16 @@ mod tests {
         decoder.push(b"0123456");
         assert_eq!(lines(&mut decoder), []);
         decoder.push(b"789abc");
-        assert_eq!(lines(&mut decoder), [Err(LineError::TooLong { limit: 8 })]);
+        assert_eq!(lines(&mut decoder), []);
         assert_eq!(decoder.buffered(), 0);
         decoder.push(b"still the same line");
         assert_eq!(decoder.buffered(), 0);
-        decoder.push(b" end\nnext\n");
-        assert_eq!(lines(&mut decoder), [Ok(b"next".to_vec())]);
+        decoder.push(b" end\r\nnext\n");
+        // Reported once its newline has come, with its whole length.
+        assert_eq!(
+            lines(&mut decoder),
+            [Err(too_long(8, 36, None)), Ok(b"next".to_vec())]
+        );
     }
 
     #[test]
@@ -218,7 +421,7 @@ mod tests {
         decoder.push(b"12345\n1234\n");
         assert_eq!(
             lines(&mut decoder),
-            [Err(LineError::TooLong { limit: 4 }), Ok(b"1234".to_vec())]
+            [Err(too_long(4, 5, None)), Ok(b"1234".to_vec())]
         );
     }
 

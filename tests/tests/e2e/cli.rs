@@ -173,6 +173,26 @@ fn server_failures_exit_three_with_its_last_words() {
 }
 
 #[test]
+fn a_result_over_the_limit_fails_at_once_naming_the_limit() {
+    let dir = project(
+        "too-large",
+        &format!("{}max_message_mb = 0.01\n", fixture_block("small", "good")),
+    );
+    // A failure that waited for the call timeout would outlive the harness's 120 s.
+    let run = dir.cli(&["--timeout", "600", "call", "small", "blob", "bytes=100000"]);
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("the response is 100")
+            && run.stderr.contains("over the 10485 bytes limit"),
+        "{}",
+        run.stderr
+    );
+    // The connection is fine afterwards: smaller answers still arrive.
+    let run = dir.cli(&["call", "small", "blob", "bytes=1000"]);
+    assert_eq!((run.code, run.stdout.len()), (0, 1001), "{}", run.stderr);
+}
+
+#[test]
 fn timeouts_exit_four() {
     let silent = format!("{}timeout_sec = 1\n", fixture_block("mute", "silent"));
     let dir = project("timeouts", &silent);

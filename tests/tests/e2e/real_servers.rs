@@ -203,3 +203,21 @@ fn everything_catalogue_is_right_after_its_list_change() {
         hub.shutdown().await;
     });
 }
+
+#[test]
+fn an_answer_over_the_limit_with_its_id_last_fails_at_once() {
+    // The TypeScript SDK writes `id` after `result`: the client must find it at the line's end.
+    let Some(bin) = mcp_tests::npm_bin() else {
+        return;
+    };
+    let dir = Scratch::new("real-too-large");
+    let server = bin.join("mcp-server-everything");
+    dir.write(
+        ".mcp-cli.toml",
+        &format!("[mcp.everything]\ncommand = {server:?}\nmax_message_mb = 0.01\n"),
+    );
+    let message = format!("message={}", "m".repeat(20_000));
+    let run = dir.cli(&["--timeout", "600", "call", "everything", "echo", &message]);
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    assert!(run.stderr.contains("over the 10485 bytes limit"), "{}", run.stderr);
+}
