@@ -30,6 +30,12 @@ pub(crate) struct Cli {
     #[arg(long, global = true)]
     pub(crate) yes: bool,
 
+    /// An ad hoc server with no config: COMMAND ARGS in one word, split as a shell would.
+    /// It is the only server; it is named after the program's file name (`npx`,
+    /// `server.py`), and `call TOOL ...` and `tools` then take no SERVER word.
+    #[arg(long, value_name = "COMMAND ARGS")]
+    pub(crate) stdio: Option<String>,
+
     #[command(subcommand)]
     pub(crate) command: Command,
 }
@@ -60,6 +66,63 @@ pub(crate) enum Command {
         #[arg(short = 'n', default_value_t = 50)]
         lines: usize,
     },
+    /// Turn a server on again in the file that defines it (the `disable` key is removed).
+    Enable { server: String },
+    /// Turn a server off in the file that defines it (`enabled = false`, or the file's own
+    /// spelling), keeping the entry.
+    Disable { server: String },
+    /// Add a server to the user file (or --config FILE): `add NAME -- COMMAND [ARGS]...` or
+    /// `add NAME --url URL`.
+    Add {
+        name: String,
+        /// An environment variable for the server (repeatable).
+        #[arg(long = "env", value_name = "K=V")]
+        env: Vec<String>,
+        /// The folder to run the server in.
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<String>,
+        /// A remote server's URL, instead of a command.
+        #[arg(long, value_name = "URL", conflicts_with_all = ["command", "env", "cwd"])]
+        url: Option<String>,
+        /// An HTTP header for a remote server (repeatable).
+        #[arg(long = "header", value_name = "K=V", requires = "url")]
+        headers: Vec<String>,
+        /// Replace an entry of the same name.
+        #[arg(long)]
+        force: bool,
+        /// The program and its arguments, after `--`.
+        #[arg(last = true, value_name = "COMMAND", required_unless_present = "url")]
+        command: Vec<String>,
+    },
+    /// Remove a server's entry from the user file (or --config FILE).
+    Remove { name: String },
+    /// List the servers other hosts on this machine configure, and where; `--write` copies
+    /// them (or the NAMEs given) into the user file (or --config FILE).
+    Import {
+        /// Copy them into the user file rather than only list them.
+        #[arg(long)]
+        write: bool,
+        /// Replace entries of the same name already there (with --write).
+        #[arg(long, requires = "write")]
+        force: bool,
+        /// Only these servers (with --write).
+        #[arg(requires = "write")]
+        names: Vec<String>,
+    },
+}
+
+impl Command {
+    /// The commands that edit or read config files rather than talk to servers.
+    pub(crate) fn edits_config(&self) -> bool {
+        matches!(
+            self,
+            Self::Enable { .. }
+                | Self::Disable { .. }
+                | Self::Add { .. }
+                | Self::Remove { .. }
+                | Self::Import { .. }
+        )
+    }
 }
 
 fn parse_seconds(text: &str) -> Result<std::time::Duration, String> {

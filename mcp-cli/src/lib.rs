@@ -4,6 +4,7 @@
 //! [`run`] takes the command line and returns the exit code, so tests can drive the whole
 //! program in-process or through the binary. Hosts embed [`hub::Hub`] directly.
 
+mod adhoc;
 pub mod arguments;
 mod cli;
 mod commands;
@@ -70,7 +71,7 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
         }
     };
     let log_dir = logs::log_dir(&env);
-    let outcome = load_config(&cli, &env).map(|config| {
+    let outcome = load_config(&cli, &env).map(|(config, adhoc)| {
         let settings = Settings {
             log_dir: Some(log_dir.clone()),
             call_timeout: cli.timeout,
@@ -83,6 +84,8 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
             json: cli.json,
             log_dir,
             out: output::Stdout::default(),
+            configs: cli.configs.clone(),
+            adhoc,
         };
         smol::block_on(executor.run(until_signal(&mut ctx, cli.command, signals)))
     });
@@ -133,10 +136,27 @@ async fn until_signal(ctx: &mut Context, command: cli::Command, mut signals: Sig
     ending
 }
 
-fn load_config(cli: &cli::Cli, env: config::Env<'_>) -> Result<config::Config, Failure> {
+/// The config, and under `--stdio` the ad hoc server's name: then that server is the only
+/// one, while the files' policy still applies to it.
+fn load_config(
+    cli: &cli::Cli,
+    env: config::Env<'_>,
+) -> Result<(config::Config, Option<String>), Failure> {
     let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
     let files = config::discover(&cli.configs, env, &cwd);
-    config::load(&files, env, &cwd).map_err(|error| Failure::usage(error.0))
+    let mut config = config::load(&files, env, &cwd).map_err(|error| Failure::usage(error.0))?;
+    let Some(line) = &cli.stdio else {
+        return Ok((config, None));
+    };
+    if cli.command.edits_config() {
+        return Err(Failure::usage(
+            "--stdio stands for a server with no config, so there is nothing to edit or import",
+        ));
+    }
+    let (name, command) = adhoc::server(line)?;
+    config.servers.clear();
+    config.add(&name, command);
+    Ok((config, Some(name)))
 }
 
 #[cfg(test)]

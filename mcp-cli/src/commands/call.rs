@@ -88,6 +88,12 @@ fn split_target<'a>(
     rest: &'a [String],
 ) -> Result<(String, String, &'a [String]), Failure> {
     let known = |name: &str| ctx.hub.resolve(name).is_ok();
+    // With --stdio there is one server, so the first word is the tool (SERVER__TOOL works too).
+    if let Some(server) = &ctx.adhoc {
+        let qualified = names::split_qualified(target, known).filter(|(s, _)| known(s));
+        let tool = qualified.map_or_else(|| target.to_owned(), |(_, tool)| tool);
+        return Ok((server.clone(), tool, rest));
+    }
     if !known(target)
         && let Some((server, tool)) = names::split_qualified(target, known)
     {

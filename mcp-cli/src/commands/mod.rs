@@ -2,8 +2,12 @@
 //!
 //! A new command is one new module here and one arm in [`dispatch`].
 
+mod add;
 mod call;
+mod enable;
+mod import;
 mod logs;
+mod remove;
 mod servers;
 mod tools;
 
@@ -22,6 +26,10 @@ pub(crate) struct Context {
     pub(crate) json: bool,
     pub(crate) log_dir: PathBuf,
     pub(crate) out: Stdout,
+    /// The `--config` files given, for the commands that edit them.
+    pub(crate) configs: Vec<PathBuf>,
+    /// The ad hoc server's name, under `--stdio`.
+    pub(crate) adhoc: Option<String>,
 }
 
 pub(crate) async fn dispatch(ctx: &mut Context, command: Command) -> Result<Exit, Failure> {
@@ -34,6 +42,34 @@ pub(crate) async fn dispatch(ctx: &mut Context, command: Command) -> Result<Exit
         Command::Tools { servers } => tools::run(ctx, &servers).await,
         Command::Servers => servers::run(ctx).await,
         Command::Logs { server, lines } => logs::run(ctx, &server, lines),
+        Command::Enable { server } => enable::run(ctx, &server, true),
+        Command::Disable { server } => enable::run(ctx, &server, false),
+        Command::Add {
+            name,
+            env,
+            cwd,
+            url,
+            headers,
+            force,
+            command,
+        } => add::run(
+            ctx,
+            &name,
+            add::Given {
+                env,
+                cwd,
+                url,
+                headers,
+                command,
+            },
+            force,
+        ),
+        Command::Remove { name } => remove::run(ctx, &name),
+        Command::Import {
+            write,
+            force,
+            names,
+        } => import::run(ctx, write.then_some(&names[..]), force),
     }
 }
 

@@ -20,6 +20,9 @@ pub(super) struct CodexServer {
     cwd: Option<String>,
     enabled: Option<bool>,
     url: Option<String>,
+    #[serde(default)]
+    http_headers: BTreeMap<String, String>,
+    bearer_token_env_var: Option<String>,
     #[serde(default, deserialize_with = "seconds")]
     startup_timeout_sec: Option<Duration>,
     #[serde(default, deserialize_with = "milliseconds")]
@@ -39,6 +42,8 @@ pub(super) fn servers(table: BTreeMap<String, CodexServer>) -> RawServers {
         cwd: s.cwd,
         enabled: s.enabled.unwrap_or(true),
         url: s.url,
+        headers: s.http_headers,
+        bearer_token_env_var: s.bearer_token_env_var,
         handshake_timeout: s.startup_timeout_sec.or(s.startup_timeout_ms),
         call_timeout: s.tool_timeout_sec,
         tools: ToolFilter {

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::Env;
+use super::{ConfigError, Env};
 
 /// The files to read, in order (later ones win by server name), and whether each must exist.
 pub fn discover(explicit: &[PathBuf], env: Env<'_>, cwd: &Path) -> Vec<(PathBuf, bool)> {
@@ -12,15 +12,40 @@ pub fn discover(explicit: &[PathBuf], env: Env<'_>, cwd: &Path) -> Vec<(PathBuf,
     if let Some(path) = env("MCP_CLI_CONFIG").filter(|p| !p.is_empty()) {
         return vec![(PathBuf::from(path), true)];
     }
-    let config_home = match env("XDG_CONFIG_HOME").filter(|p| !p.is_empty()) {
-        Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(env("HOME").unwrap_or_default()).join(".config"),
-    };
     vec![
-        (config_home.join("mcp-cli/config.toml"), false),
+        (user_file(env), false),
         (cwd.join(".mcp-cli.toml"), false),
         (cwd.join(".mcp.json"), false),
     ]
+}
+
+/// The file `add`, `remove` and `import --write` write to: the one `--config FILE` given, else
+/// `$MCP_CLI_CONFIG`, else the user file.
+pub fn native_file(explicit: &[PathBuf], env: Env<'_>) -> Result<PathBuf, ConfigError> {
+    match explicit {
+        [] => Ok(env("MCP_CLI_CONFIG")
+            .filter(|p| !p.is_empty())
+            .map_or_else(|| user_file(env), PathBuf::from)),
+        [one] => Ok(one.clone()),
+        _ => Err(ConfigError(
+            "several --config files given; name the one to write with a single --config FILE"
+                .into(),
+        )),
+    }
+}
+
+/// The user's own file: `$XDG_CONFIG_HOME/mcp-cli/config.toml`, default
+/// `~/.config/mcp-cli/config.toml`.
+pub fn user_file(env: Env<'_>) -> PathBuf {
+    config_home(env).join("mcp-cli/config.toml")
+}
+
+/// `$XDG_CONFIG_HOME`, default `~/.config`.
+pub(super) fn config_home(env: Env<'_>) -> PathBuf {
+    match env("XDG_CONFIG_HOME").filter(|p| !p.is_empty()) {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(env("HOME").unwrap_or_default()).join(".config"),
+    }
 }
 
 #[cfg(test)]

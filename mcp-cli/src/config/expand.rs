@@ -18,10 +18,16 @@ pub(super) struct RawServer {
     pub cwd: Option<String>,
     pub enabled: bool,
     pub url: Option<String>,
+    /// Remote only; kept for import, unused until there is an HTTP transport.
+    pub headers: BTreeMap<String, String>,
+    /// Remote only (Codex spelling); kept for import, unused until there is an HTTP transport.
+    pub bearer_token_env_var: Option<String>,
     pub handshake_timeout: Option<Duration>,
     pub call_timeout: Option<Duration>,
     pub max_message_len: Option<usize>,
     pub tools: ToolFilter,
+    /// Directories offered as MCP roots, relative to the file's folder.
+    pub roots: Vec<String>,
     /// A reason this entry cannot be used whatever its fields say.
     pub unusable: Option<String>,
 }
@@ -29,17 +35,28 @@ pub(super) struct RawServer {
 /// A format's servers by name, in the order the file gives them.
 pub(super) type RawServers = Vec<(String, RawServer)>;
 
+/// A root as servers want it: absolute, and without `.` or links when the folder exists.
+fn absolute(path: &Path) -> std::path::PathBuf {
+    std::fs::canonicalize(path)
+        .or_else(|_| std::path::absolute(path))
+        .unwrap_or_else(|_| path.to_owned())
+}
+
 /// Turns a raw entry into what the name stands for; `base` is the file's folder, which a
 /// relative `cwd` is taken from.
 pub(super) fn finish(name: &str, raw: RawServer, env: Env<'_>, base: &Path) -> Entry {
-    if let Some(reason) = raw.unusable {
-        return Entry::Invalid { reason };
-    }
-    if let Some(url) = raw.url {
-        return Entry::Remote { url };
+    // A disabled entry is disabled whatever else it says, so that `disable` always shows.
+    if raw.enabled {
+        if let Some(reason) = raw.unusable {
+            return Entry::Invalid { reason };
+        }
+        if let Some(url) = raw.url {
+            return Entry::Remote { url };
+        }
     }
     let (handshake_timeout, call_timeout) = (raw.handshake_timeout, raw.call_timeout);
     let (max_message_len, tools) = (raw.max_message_len, raw.tools);
+    let roots = raw.roots.iter().map(|root| absolute(&base.join(root))).collect();
     let spec = move |command| ServerSpec {
         name: name.to_owned(),
         command,
@@ -47,10 +64,13 @@ pub(super) fn finish(name: &str, raw: RawServer, env: Env<'_>, base: &Path) -> E
         call_timeout,
         max_message_len,
         tools,
+        roots,
     };
     if !raw.enabled {
-        // Never started, so its variables need not be set: shown as written.
-        let mut command = ServerCommand::new(raw.command.unwrap_or_default()).args(raw.args);
+        // Never started, so its variables need not be set: shown as written (a remote
+        // server's URL in place of the program).
+        let program = raw.command.or(raw.url).unwrap_or_default();
+        let mut command = ServerCommand::new(program).args(raw.args);
         command.env = raw.env;
         command.cwd = raw.cwd.map(|cwd| base.join(cwd));
         return Entry::Disabled(spec(command));

@@ -26,6 +26,9 @@ pub(super) struct HostServer {
     url: Option<String>,
     http_url: Option<String>,
     server_url: Option<String>,
+    /// Claude Code, Cursor, VS Code: remote servers' static headers.
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
     /// Gemini CLI: per-request timeout in milliseconds.
     #[serde(default, deserialize_with = "milliseconds")]
     timeout: Option<Duration>,
@@ -50,6 +53,7 @@ pub(super) fn servers(table: BTreeMap<String, HostServer>) -> RawServers {
             } else {
                 None
             },
+            headers: s.headers,
             call_timeout: s.timeout,
             tools: ToolFilter {
                 enabled: s.include_tools,

@@ -11,7 +11,7 @@ use super::errors::{file_error, no_servers_key, offset_of, origin};
 use super::expand::RawServers;
 use super::policy::{Action, Glob, Rule};
 use super::tables::{Tables, TopLevel, add};
-use super::{ConfigError, RawFile, hosts, opencode, strip_json_comments, zed};
+use super::{ConfigError, RawFile, hosts, reeboot, strip_json_comments, zed};
 
 /// What a JSON file may hold, by top-level key; other keys are the host's and are skipped.
 /// Adding a JSON host: a file like `zed.rs`, a line in `read`, its key in [`SERVER_KEYS`].
@@ -29,7 +29,7 @@ impl Tables for JsonTables {
     fn read<'de, A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<bool, A::Error> {
         match key {
             "mcpServers" | "servers" => add(&mut self.servers, hosts::servers(map.next_value()?)),
-            "mcp" => add(&mut self.servers, opencode::servers(map.next_value()?)),
+            "mcp" => add(&mut self.servers, map.next_value::<reeboot::McpTable>()?.0),
             "context_servers" => add(&mut self.servers, zed::servers(map.next_value()?)),
             "permissions" => self.permissions = Some(map.next_value()?),
             _ => return Ok(false),

@@ -19,19 +19,25 @@
 
 mod codex;
 mod discover;
+mod edit;
+mod edit_json;
+mod edit_toml;
 mod errors;
 mod expand;
 mod hosts;
+mod import;
 mod json;
 mod jsonc;
 mod native;
 mod opencode;
 mod policy;
 mod presets;
+mod reeboot;
 mod tables;
 #[cfg(test)]
 mod testing;
 mod units;
+mod write;
 mod zed;
 
 use std::collections::BTreeMap;
@@ -40,11 +46,14 @@ use std::time::Duration;
 
 use mcp_smol::ServerCommand;
 
-pub use discover::discover;
+pub use discover::{discover, native_file, user_file};
+pub use edit::{NewServer, add_server, remove_server, set_enabled};
 pub use expand::expand;
+pub use import::{Found, import};
 pub use jsonc::strip_json_comments;
 pub use policy::{Action, Glob, ListEntry, Policy, Rule, ToolFilter};
 pub use presets::{NPX_HANDSHAKE, presets};
+pub use write::{Original, read_original, write_back};
 
 use expand::{RawServers, finish};
 
@@ -61,6 +70,8 @@ pub struct ServerSpec {
     pub max_message_len: Option<usize>,
     /// Which of the server's own tool names may be shown and called.
     pub tools: ToolFilter,
+    /// Absolute directories offered to the server as MCP roots; none declared when empty.
+    pub roots: Vec<std::path::PathBuf>,
 }
 
 impl ServerSpec {
@@ -73,6 +84,7 @@ impl ServerSpec {
             call_timeout: None,
             max_message_len: None,
             tools: ToolFilter::default(),
+            roots: Vec::new(),
         }
     }
 }
@@ -194,17 +206,25 @@ struct RawFile {
     rule_keys: Vec<String>,
 }
 
+/// Whether the file is read as JSON: by its extension, else by its first character.
+fn is_json(path: &Path, text: &str) -> bool {
+    path.extension()
+        .is_some_and(|ext| ext == "json" || ext == "jsonc")
+        || (path.extension().is_none_or(|ext| ext != "toml") && text.trim_start().starts_with('{'))
+}
+
+/// One file in its syntax, its servers as written (variables not expanded).
+fn read_raw(path: &Path, text: &str) -> Result<RawFile, ConfigError> {
+    if is_json(path, text) {
+        json::read(path, text)
+    } else {
+        native::read(path, text)
+    }
+}
+
 /// [`parse_file`], plus the key each rule was written under.
 fn read_file(path: &Path, text: &str, env: Env<'_>) -> Result<(Config, Vec<String>), ConfigError> {
-    let is_json = path
-        .extension()
-        .is_some_and(|ext| ext == "json" || ext == "jsonc")
-        || (path.extension().is_none_or(|ext| ext != "toml") && text.trim_start().starts_with('{'));
-    let file = if is_json {
-        json::read(path, text)?
-    } else {
-        native::read(path, text)?
-    };
+    let file = read_raw(path, text)?;
     let base = path.parent().unwrap_or(Path::new("."));
     let servers = (file.servers.into_iter())
         .map(|(name, raw)| Server {

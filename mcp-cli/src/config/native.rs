@@ -53,6 +53,9 @@ struct NativeServer {
     cwd: Option<String>,
     enabled: Option<bool>,
     url: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    bearer_token_env_var: Option<String>,
     #[serde(default, deserialize_with = "seconds")]
     timeout_sec: Option<Duration>,
     #[serde(default, deserialize_with = "seconds")]
@@ -62,6 +65,8 @@ struct NativeServer {
     enabled_tools: Option<Vec<Glob>>,
     #[serde(default)]
     disabled_tools: Vec<Glob>,
+    #[serde(default)]
+    roots: Vec<String>,
 }
 
 fn servers(table: BTreeMap<String, NativeServer>) -> RawServers {
@@ -72,6 +77,8 @@ fn servers(table: BTreeMap<String, NativeServer>) -> RawServers {
         cwd: s.cwd,
         enabled: s.enabled.unwrap_or(true),
         url: s.url,
+        headers: s.headers,
+        bearer_token_env_var: s.bearer_token_env_var,
         handshake_timeout: s.timeout_sec,
         call_timeout: s.call_timeout_sec,
         max_message_len: s.max_message_mb,
@@ -79,6 +86,7 @@ fn servers(table: BTreeMap<String, NativeServer>) -> RawServers {
             enabled: s.enabled_tools,
             disabled: s.disabled_tools,
         },
+        roots: s.roots,
         unusable: None,
     };
     table.into_iter().map(|(name, s)| (name, raw(s))).collect()

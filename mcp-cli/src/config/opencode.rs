@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::expand::{RawServer, RawServers};
+use super::expand::RawServer;
 use super::json::{CommandLine, split_command};
 use super::units::milliseconds;
 
@@ -26,25 +26,22 @@ pub(super) struct OpencodeServer {
     timeout: Option<Duration>,
 }
 
-pub(super) fn servers(table: BTreeMap<String, OpencodeServer>) -> RawServers {
-    let raw = |s: OpencodeServer| {
-        let (command, mut args, env) = split_command(s.command);
-        args.extend(s.args);
-        RawServer {
-            command,
-            args,
-            env: env.into_iter().chain(s.environment).collect(),
-            enabled: s.enabled.unwrap_or(true),
-            url: if s.kind.as_deref() == Some("remote") {
-                Some(s.url.unwrap_or_default())
-            } else {
-                s.url
-            },
-            handshake_timeout: s.timeout,
-            ..RawServer::default()
-        }
-    };
-    table.into_iter().map(|(name, s)| (name, raw(s))).collect()
+pub(super) fn raw(s: OpencodeServer) -> RawServer {
+    let (command, mut args, env) = split_command(s.command);
+    args.extend(s.args);
+    RawServer {
+        command,
+        args,
+        env: env.into_iter().chain(s.environment).collect(),
+        enabled: s.enabled.unwrap_or(true),
+        url: if s.kind.as_deref() == Some("remote") {
+            Some(s.url.unwrap_or_default())
+        } else {
+            s.url
+        },
+        handshake_timeout: s.timeout,
+        ..RawServer::default()
+    }
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ pub(super) struct ZedServer {
     env: BTreeMap<String, String>,
     url: Option<String>,
     source: Option<String>,
+    enabled: Option<bool>,
 }
 
 pub(super) fn servers(table: BTreeMap<String, ZedServer>) -> RawServers {
@@ -33,7 +34,7 @@ pub(super) fn servers(table: BTreeMap<String, ZedServer>) -> RawServers {
             command,
             args,
             env: env.into_iter().chain(s.env).collect(),
-            enabled: true,
+            enabled: s.enabled.unwrap_or(true),
             url: s.url,
             unusable,
             ..RawServer::default()

@@ -21,6 +21,9 @@ mod hub;
 /// The `mcp-cli` binary against fixture servers: exit codes, arguments, config formats, output.
 mod cli;
 
+/// Config management through the `mcp-cli` binary: enable, disable, add, remove, import, --stdio.
+mod config_edit;
+
 /// Policy through the `mcp-cli` binary: lists, filters, rules, `ask` on a pseudo-terminal.
 mod policy;
 

@@ -1,0 +1,145 @@
+//! `import [--write [NAME]...]`: the servers other hosts on this machine configure, with the
+//! file each is in; `--write` copies them into the user file (or `--config FILE`). Other
+//! hosts' files are only read.
+
+use std::collections::BTreeSet;
+
+use serde_json::{Value, json};
+
+use crate::commands::Context;
+use crate::config::{self, Found};
+use crate::exit::{Exit, Failure};
+use crate::output;
+
+pub(crate) fn run(
+    ctx: &mut Context,
+    write: Option<&[String]>,
+    force: bool,
+) -> Result<Exit, Failure> {
+    let env = |key: &str| std::env::var(key).ok();
+    let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
+    let (found, errors) = config::import(&env, &cwd);
+    // A host's broken file is that host's business: said, and the others still listed.
+    for error in &errors {
+        output::diagnostic(&format!("mcp-cli: skipped: {error}"));
+    }
+    match write {
+        None => list(ctx, &found),
+        Some(names) => copy(ctx, found, names, force)?,
+    }
+    Ok(Exit::Success)
+}
+
+fn command_line(found: &Found) -> String {
+    let server = &found.server;
+    match (&server.url, &server.command) {
+        (Some(url), _) => url.clone(),
+        (None, command) => {
+            let words = command.iter().chain(&server.args);
+            words.cloned().collect::<Vec<_>>().join(" ")
+        }
+    }
+}
+
+fn list(ctx: &mut Context, found: &[Found]) {
+    if ctx.json {
+        let rows: Vec<Value> = (found.iter())
+            .map(|f| {
+                json!({
+                    "name": f.name, "host": f.host, "file": f.file,
+                    "command": f.server.command, "args": f.server.args, "url": f.server.url,
+                    "enabled": !f.server.disabled, "unusable": f.unusable,
+                })
+            })
+            .collect();
+        ctx.out.line(&output::pretty(&Value::Array(rows)));
+        return;
+    }
+    let mut cells = vec![["NAME", "HOST", "FILE"].map(str::to_owned)];
+    let mut commands = vec!["COMMAND".to_owned()];
+    for f in found {
+        cells.push([f.name.clone(), f.host.clone(), f.file.display().to_string()]);
+        let mut command = command_line(f);
+        if f.server.disabled {
+            command.push_str("  (disabled)");
+        }
+        if let Some(reason) = &f.unusable {
+            command.push_str(&format!("  (unusable: {reason})"));
+        }
+        commands.push(command);
+    }
+    let width = |c: usize| cells.iter().map(|row| row[c].chars().count()).max();
+    let widths: Vec<usize> = (0..3).map(|c| width(c).unwrap_or(0)).collect();
+    for (row, command) in cells.iter().zip(&commands) {
+        let padded: Vec<String> = (0..3)
+            .map(|c| format!("{:w$}", row[c], w = widths[c]))
+            .collect();
+        ctx.out.line(&format!("{}  {command}", padded.join("  ")));
+    }
+}
+
+/// Copies the servers found (those named, if any) into the native file, in one write.
+fn copy(
+    ctx: &mut Context,
+    found: Vec<Found>,
+    names: &[String],
+    force: bool,
+) -> Result<(), Failure> {
+    let unknown: Vec<&str> = (names.iter())
+        .filter(|name| !found.iter().any(|f| &f.name == *name))
+        .map(String::as_str)
+        .collect();
+    if !unknown.is_empty() {
+        return Err(Failure::usage(format!(
+            "no other host configures {}; `mcp-cli import` lists what there is",
+            unknown.join(", ")
+        )));
+    }
+    let env = |key: &str| std::env::var(key).ok();
+    let usage = |error: config::ConfigError| Failure::usage(error.0);
+    let path = config::native_file(&ctx.configs, &env).map_err(usage)?;
+    let original = config::read_original(&path).map_err(usage)?;
+    let mut text = original.text.clone().unwrap_or_default();
+    let existing: BTreeSet<String> = (config::parse_file(&path, &text, &env).map_err(usage)?)
+        .servers
+        .into_iter()
+        .map(|server| server.name)
+        .collect();
+    let mut taken = BTreeSet::new();
+    let mut copied = Vec::new();
+    for f in found {
+        if !names.is_empty() && !names.contains(&f.name) {
+            continue;
+        }
+        let from = f.file.display();
+        let skip = if let Some(reason) = &f.unusable {
+            Some(format!("it cannot be used here: {reason}"))
+        } else if taken.contains(&f.name) {
+            Some("a server of that name was imported from another host first".to_owned())
+        } else if existing.contains(&f.name) && !force {
+            Some(format!(
+                "{} already has it (--force replaces it)",
+                path.display()
+            ))
+        } else {
+            None
+        };
+        if let Some(why) = skip {
+            output::diagnostic(&format!("mcp-cli: skipped {} from {from}: {why}", f.name));
+            continue;
+        }
+        text = config::add_server(&path, &text, &f.name, &f.server, force).map_err(usage)?;
+        copied.push(format!("imported {} from {from}", f.name));
+        taken.insert(f.name);
+    }
+    if copied.is_empty() {
+        ctx.out.line("nothing to import");
+        return Ok(());
+    }
+    config::write_back(&original, &text).map_err(usage)?;
+    for line in copied {
+        ctx.out.line(&line);
+    }
+    ctx.out.line(&format!("wrote {}", path.display()));
+    Ok(())
+}

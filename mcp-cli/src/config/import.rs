@@ -1,0 +1,171 @@
+//! The servers other hosts configure on this machine (DESIGN §13), from their standard places.
+//! Only read here: another host's file is never written.
+
+use std::path::{Path, PathBuf};
+
+use super::discover::config_home;
+use super::expand::RawServer;
+use super::{ConfigError, Env, NewServer, read_raw, strip_json_comments};
+
+/// One server another host configures.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Found {
+    pub name: String,
+    /// The host, with the project for Claude Code's per-project servers.
+    pub host: String,
+    pub file: PathBuf,
+    /// The entry as written, in native terms.
+    pub server: NewServer,
+    /// Why it cannot be used here whatever it says (a Zed extension's server).
+    pub unusable: Option<String>,
+}
+
+/// Each host's files, in the order they are looked at (and win on a name found twice).
+fn places(env: Env<'_>, cwd: &Path) -> Vec<(&'static str, PathBuf)> {
+    let home = PathBuf::from(env("HOME").unwrap_or_default());
+    let config = config_home(env);
+    let codex = env("CODEX_HOME")
+        .filter(|dir| !dir.is_empty())
+        .map_or_else(|| home.join(".codex"), PathBuf::from);
+    vec![
+        (
+            "Claude Desktop",
+            config.join("Claude/claude_desktop_config.json"),
+        ),
+        ("Claude Code", home.join(".claude.json")),
+        ("Cursor", home.join(".cursor/mcp.json")),
+        ("Cursor", cwd.join(".cursor/mcp.json")),
+        ("VS Code", config.join("Code/User/mcp.json")),
+        ("VS Code", config.join("Code/User/settings.json")),
+        ("VS Code", cwd.join(".vscode/mcp.json")),
+        ("Windsurf", home.join(".codeium/windsurf/mcp_config.json")),
+        ("Gemini CLI", home.join(".gemini/settings.json")),
+        ("Gemini CLI", cwd.join(".gemini/settings.json")),
+        ("Codex", codex.join("config.toml")),
+        ("opencode", config.join("opencode/opencode.json")),
+        ("opencode", config.join("opencode/opencode.jsonc")),
+        ("opencode", cwd.join("opencode.json")),
+        ("Zed", config.join("zed/settings.json")),
+        ("packetcode", home.join(".packetcode/config.toml")),
+        ("pi", home.join(".pi/agent/settings.json")),
+        ("reeboot", home.join(".reeboot/config.json")),
+        ("dispatch", cwd.join(".dispatch/mcp.json")),
+    ]
+}
+
+/// Every server the other hosts configure, and an error for each of their files that exists
+/// but cannot be read (the others are still listed).
+pub fn import(env: Env<'_>, cwd: &Path) -> (Vec<Found>, Vec<ConfigError>) {
+    let mut found = Vec::new();
+    let mut errors = Vec::new();
+    for (host, path) in places(env, cwd) {
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let mut documents = vec![(host.to_owned(), text.clone())];
+        if host == "Claude Code" {
+            documents.extend(claude_projects(&text));
+        }
+        for (host, text) in documents {
+            match read_raw(&path, &text) {
+                Ok(file) => found.extend(file.servers.into_iter().map(|(name, raw)| Found {
+                    name,
+                    host: host.clone(),
+                    file: path.clone(),
+                    unusable: raw.unusable.clone(),
+                    server: native(raw),
+                })),
+                // A host's settings without servers in them are nothing to import.
+                Err(error) if error.0.contains("it names no servers") => {}
+                Err(error) => errors.push(error),
+            }
+        }
+    }
+    (found, errors)
+}
+
+/// Claude Code's per-project servers in `~/.claude.json`, each as a document of its own.
+fn claude_projects(text: &str) -> Vec<(String, String)> {
+    let Ok(value) = serde_json::from_str::<serde_json::Value>(&strip_json_comments(text)) else {
+        return Vec::new();
+    };
+    let Some(projects) = value.get("projects").and_then(|p| p.as_object()) else {
+        return Vec::new();
+    };
+    (projects.iter())
+        .filter_map(|(project, settings)| {
+            let servers = settings.get("mcpServers")?.as_object()?;
+            let document = serde_json::json!({ "mcpServers": servers }).to_string();
+            Some((format!("Claude Code project {project}"), document))
+        })
+        .collect()
+}
+
+fn native(raw: RawServer) -> NewServer {
+    let globs = |globs: Vec<super::Glob>| globs.iter().map(|g| g.as_str().to_owned()).collect();
+    NewServer {
+        command: raw.command,
+        args: raw.args,
+        env: raw.env,
+        cwd: raw.cwd,
+        url: raw.url,
+        headers: raw.headers,
+        bearer_token_env_var: raw.bearer_token_env_var,
+        timeout_sec: raw.handshake_timeout.map(|d| d.as_secs_f64()),
+        call_timeout_sec: raw.call_timeout.map(|d| d.as_secs_f64()),
+        enabled_tools: raw.tools.enabled.map(globs),
+        disabled_tools: globs(raw.tools.disabled),
+        disabled: !raw.enabled,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts_files_are_found_in_their_places() {
+        let home = std::env::temp_dir().join(format!("mcp-cli-import-{}", std::process::id()));
+        let cwd = home.join("project");
+        let write = |path: &str, text: &str| {
+            let path = home.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        };
+        write(
+            ".claude.json",
+            r#"{"numStartups": 3, "projects": {"/p": {"mcpServers": {"proj": {"command": "p"}}}}}"#,
+        );
+        write(
+            ".codex/config.toml",
+            "[mcp_servers.git]\ncommand = \"uvx\"\nargs = [\"mcp-server-git\"]\nenabled = false\n",
+        );
+        write(
+            ".cursor/mcp.json",
+            "{\"mcpServers\": {\"bad\": {\"args\": 5}}}",
+        );
+        write(
+            "project/.dispatch/mcp.json",
+            r#"{"mcpServers": {"web": {"url": "https://x.invalid", "headers": {"A": "${T}"}}}}"#,
+        );
+        let home_text = home.to_str().unwrap().to_owned();
+        let env = |key: &str| (key == "HOME").then(|| home_text.clone());
+        let (found, errors) = import(&env, &cwd);
+        let names: Vec<_> = (found.iter())
+            .map(|f| (f.name.as_str(), f.host.as_str()))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("proj", "Claude Code project /p"),
+                ("git", "Codex"),
+                ("web", "dispatch")
+            ]
+        );
+        assert!(found[1].server.disabled);
+        assert_eq!(found[2].server.headers["A"], "${T}");
+        assert_eq!(errors.len(), 1);
+        assert!(errors[0].0.contains(".cursor/mcp.json"), "{}", errors[0]);
+        std::fs::remove_dir_all(home).unwrap();
+    }
+}
