@@ -28,6 +28,48 @@ pub struct Config {
     pub max_request_time: Duration,
     /// Longest line accepted from the server, in bytes, without its newline.
     pub max_line_len: usize,
+    /// What we offer the server; by default nothing, so every server request but `ping` is
+    /// refused.
+    pub capabilities: ClientCapabilities,
+    /// How long a declared server request ([`Event::ServerRequest`]) waits for
+    /// [`Connection::respond`] before it is refused.
+    pub server_request_timeout: Duration,
+}
+
+/// Client capabilities the caller declares in `initialize`. Each one declared turns the
+/// matching server request into an [`Event::ServerRequest`] for the caller to answer.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ClientCapabilities {
+    /// `roots/list`: the caller names the directories the server may work in.
+    pub roots: bool,
+    /// `elicitation/create`: the caller asks a person to fill in a form.
+    pub elicitation: bool,
+    /// `sampling/createMessage`: the caller runs a language model for the server.
+    pub sampling: bool,
+}
+
+impl ClientCapabilities {
+    fn to_json(self) -> Value {
+        let declared = [
+            ("roots", self.roots),
+            ("elicitation", self.elicitation),
+            ("sampling", self.sampling),
+        ];
+        let capabilities = (declared.into_iter())
+            .filter(|(_, on)| *on)
+            .map(|(name, _)| (name.to_owned(), json!({})));
+        Value::Object(capabilities.collect())
+    }
+
+    /// Whether a server request of this method is the caller's to answer.
+    fn covers(self, method: &str) -> bool {
+        match method {
+            "roots/list" => self.roots,
+            "elicitation/create" => self.elicitation,
+            "sampling/createMessage" => self.sampling,
+            _ => false,
+        }
+    }
 }
 
 impl Default for Config {
@@ -39,6 +81,9 @@ impl Default for Config {
             request_timeout: Duration::from_secs(60),
             max_request_time: Duration::from_secs(600),
             max_line_len: 16 * 1024 * 1024,
+            capabilities: ClientCapabilities::default(),
+            // Long enough for a person to fill in a form.
+            server_request_timeout: Duration::from_secs(300),
         }
     }
 }
@@ -52,6 +97,22 @@ impl std::fmt::Display for RequestId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         self.0.fmt(f)
     }
+}
+
+/// Identifies one server request that waits for [`Connection::respond`]. Our own counter:
+/// the server's id, whatever its type, is echoed by the connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ServerRequestId(pub u64);
+
+/// A request from the server that a declared capability makes the caller's to answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerRequest {
+    /// What to pass to [`Connection::respond`].
+    pub id: ServerRequestId,
+    /// `roots/list`, `elicitation/create` or `sampling/createMessage`.
+    pub method: String,
+    /// As sent; `None` when the server sent no `params`.
+    pub params: Option<Value>,
 }
 
 /// What happened, drained with [`Connection::poll_event`].
@@ -68,6 +129,9 @@ pub enum Event {
     },
     /// A notification from the server (progress, logging, list changes, anything else).
     Notification(Notification),
+    /// The server asks something a declared capability covers; answer it with
+    /// [`Connection::respond`] before [`Config::server_request_timeout`], or it is refused.
+    ServerRequest(ServerRequest),
     /// A line from the server was skipped; the connection goes on.
     Malformed(LineError),
     /// The connection ended; always the last event. Pending requests have already failed.
@@ -87,6 +151,17 @@ pub struct Stats {
 
 /// At most this many refusals of server requests wait for the handshake to end.
 const MAX_HELD_REPLIES: usize = 64;
+
+/// At most this many server requests wait for the caller's answer; more are refused at once.
+const MAX_OPEN_SERVER_REQUESTS: usize = 64;
+
+/// A server request waiting for the caller's answer.
+struct OpenServerRequest {
+    /// The server's id, echoed exactly.
+    id: Value,
+    method: String,
+    deadline: Instant,
+}
 
 enum State {
     /// `initialize` is in flight; only `ping` and `initialize` may cross the wire.
@@ -132,6 +207,9 @@ pub struct Connection {
     deadlines: BTreeSet<(Instant, u64)>,
     /// Progress tokens (as JSON text) of pending requests whose token is not their own id.
     progress_tokens: BTreeMap<String, u64>,
+    /// Server requests the caller has yet to answer, by our own id for them.
+    server_requests: BTreeMap<u64, OpenServerRequest>,
+    next_server_request: u64,
     transmits: VecDeque<Vec<u8>>,
     events: VecDeque<Event>,
     stats: Stats,
@@ -174,6 +252,8 @@ impl Connection {
             pending: BTreeMap::new(),
             deadlines: BTreeSet::new(),
             progress_tokens: BTreeMap::new(),
+            server_requests: BTreeMap::new(),
+            next_server_request: 1,
             transmits: VecDeque::new(),
             events: VecDeque::new(),
             stats: Stats::default(),
@@ -181,7 +261,7 @@ impl Connection {
         };
         let params = json!({
             "protocolVersion": LATEST_PROTOCOL_VERSION,
-            "capabilities": {},
+            "capabilities": connection.config.capabilities.to_json(),
             "clientInfo": {
                 "name": connection.config.client_name,
                 "version": connection.config.client_version,
@@ -273,6 +353,17 @@ impl Connection {
                 let after = now.saturating_duration_since(pending.started);
                 let reason = format!("timed out after {:.1}s", after.as_secs_f64());
                 self.abandon(id, RequestError::TimedOut { after }, &reason);
+            }
+        }
+        let unanswered: Vec<u64> = (self.server_requests.iter())
+            .filter(|(_, open)| open.deadline <= now)
+            .map(|(&key, _)| key)
+            .collect();
+        for key in unanswered {
+            if let Some(open) = self.server_requests.remove(&key) {
+                let refusal = Err(RpcError::method_not_found(&open.method));
+                self.transmits
+                    .push_back(jsonrpc::response(open.id, refusal));
             }
         }
     }
@@ -384,6 +475,22 @@ impl Connection {
         RequestId(id)
     }
 
+    /// Answers an [`Event::ServerRequest`] with a result or an error. Returns `false` if it
+    /// had already been answered, or refused when its deadline passed, or the connection has
+    /// closed: then nothing is sent.
+    pub fn respond(
+        &mut self,
+        _now: Instant,
+        id: ServerRequestId,
+        result: Result<Value, RpcError>,
+    ) -> bool {
+        let Some(open) = self.server_requests.remove(&id.0) else {
+            return false;
+        };
+        self.transmits.push_back(jsonrpc::response(open.id, result));
+        true
+    }
+
     /// Gives up on a request: it fails with [`RequestError::Cancelled`] and, if the server has
     /// seen it, `notifications/cancelled` is queued. Returns `false` if it had already ended.
     pub fn cancel(&mut self, _now: Instant, id: RequestId) -> bool {
@@ -422,7 +529,10 @@ impl Connection {
         let requests = self.deadlines.first().map(|&(deadline, _)| deadline);
         match &self.state {
             State::Initializing { deadline, .. } => requests.into_iter().chain([*deadline]).min(),
-            State::Ready { .. } => requests,
+            State::Ready { .. } => {
+                let answers = self.server_requests.values().map(|open| open.deadline);
+                requests.into_iter().chain(answers).min()
+            }
             State::Closed { .. } => None,
         }
     }
@@ -448,7 +558,9 @@ impl Connection {
 
     fn handle_message(&mut self, now: Instant, message: Message) {
         match message {
-            Message::Request { id, method } => self.handle_server_request(id, &method),
+            Message::Request { id, method, params } => {
+                self.handle_server_request(now, id, method, params);
+            }
             Message::Notification { method, params } => {
                 if method == "notifications/progress" {
                     self.handle_progress(now, params.as_ref());
@@ -460,11 +572,36 @@ impl Connection {
         }
     }
 
-    fn handle_server_request(&mut self, id: Value, method: &str) {
-        let reply = match method {
+    fn handle_server_request(
+        &mut self,
+        now: Instant,
+        id: Value,
+        method: String,
+        params: Option<Value>,
+    ) {
+        // Only once ready: before that, nothing but answers to pings may cross the wire, and
+        // a server may not ask anything else yet anyway.
+        let is_ready = matches!(self.state, State::Ready { .. });
+        let has_room = self.server_requests.len() < MAX_OPEN_SERVER_REQUESTS;
+        if is_ready && has_room && self.config.capabilities.covers(&method) {
+            let key = self.next_server_request;
+            self.next_server_request += 1;
+            let deadline = deadline_after(now, self.config.server_request_timeout);
+            let open = OpenServerRequest {
+                id,
+                method: method.clone(),
+                deadline,
+            };
+            self.server_requests.insert(key, open);
+            let id = ServerRequestId(key);
+            let request = ServerRequest { id, method, params };
+            self.events.push_back(Event::ServerRequest(request));
+            return;
+        }
+        let reply = match method.as_str() {
             "ping" => Ok(json!({})),
-            // We declare no client capabilities, so every other request is refused.
-            _ => Err(RpcError::method_not_found(method)),
+            // Every request that no declared capability covers is refused.
+            _ => Err(RpcError::method_not_found(&method)),
         };
         let is_ping = reply.is_ok();
         let bytes = jsonrpc::response(id, reply);
@@ -591,6 +728,7 @@ impl Connection {
         }
         self.deadlines.clear();
         self.progress_tokens.clear();
+        self.server_requests.clear();
         self.transmits.clear();
         self.events.push_back(Event::Closed(reason.clone()));
         self.state = State::Closed { reason };

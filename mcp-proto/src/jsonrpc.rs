@@ -12,7 +12,11 @@ use crate::framing::LineError;
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Message {
     /// Has `method` and a usable `id`: the server wants an answer.
-    Request { id: Value, method: String },
+    Request {
+        id: Value,
+        method: String,
+        params: Option<Value>,
+    },
     /// Has `method` and no `id`.
     Notification {
         method: String,
@@ -172,7 +176,9 @@ fn classify_call(
 ) -> Result<Message, LineError> {
     match id {
         None => Ok(Message::Notification { method, params }),
-        Some(id @ (Value::String(_) | Value::Number(_))) => Ok(Message::Request { id, method }),
+        Some(id @ (Value::String(_) | Value::Number(_))) => {
+            Ok(Message::Request { id, method, params })
+        }
         // A null id cannot be answered meaningfully (JSON-RPC reserves it for errors about
         // unreadable requests), so such a request is reported instead of refused.
         Some(Value::Null) => Err(not_jsonrpc("request with a null `id`")),
@@ -292,7 +298,8 @@ mod tests {
             one(r#"{"jsonrpc":"2.0","id":"a","method":"ping"}"#),
             Ok(Message::Request {
                 id: json!("a"),
-                method: "ping".into()
+                method: "ping".into(),
+                params: None
             })
         );
         assert_eq!(

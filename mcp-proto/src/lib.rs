@@ -11,8 +11,9 @@
 //! 2. Write every line from [`Connection::poll_transmit`] to the server's stdin, in order.
 //! 3. Handle every [`Event`] from [`Connection::poll_event`]: [`Event::Ready`] once the
 //!    handshake is done, [`Event::Response`] when a request ends (each ends exactly once),
-//!    [`Event::Notification`], [`Event::Malformed`] for skipped lines, and [`Event::Closed`]
-//!    last of all.
+//!    [`Event::Notification`], [`Event::ServerRequest`] (only for the capabilities you
+//!    declared; answer each with [`Connection::respond`]), [`Event::Malformed`] for skipped
+//!    lines, and [`Event::Closed`] last of all.
 //! 4. If [`Connection::is_closed`], stop: close the server's stdin and reap the process.
 //! 5. Wait for the first of: bytes on the server's stdout, a command from your program, or the
 //!    instant from [`Connection::poll_timeout`].
@@ -32,8 +33,10 @@
 //!   input is scanned once, so a huge line in small chunks costs linear time.
 //! - Closing is sticky: after [`Event::Closed`], inputs are ignored and commands return
 //!   [`SendError::Closed`] with the same reason.
-//! - Server requests other than `ping` are refused with error -32601 (we declare no client
-//!   capabilities); the connection stays healthy.
+//! - Server requests other than `ping` are refused with error -32601 unless the caller declared
+//!   the matching capability in [`Config::capabilities`]: then they arrive as
+//!   [`Event::ServerRequest`], answered with [`Connection::respond`] or refused when
+//!   [`Config::server_request_timeout`] passes first. The connection stays healthy either way.
 //!
 //! # Example
 //!
@@ -67,15 +70,24 @@ mod error;
 mod framing;
 mod jsonrpc;
 mod request;
+mod surface;
 mod types;
 
-pub use connection::{Config, Connection, Event, RequestId, Stats};
+pub use connection::{
+    ClientCapabilities, Config, Connection, Event, RequestId, ServerRequest, ServerRequestId, Stats,
+};
 pub use error::{CloseReason, RequestError, RpcError, SendError};
 pub use framing::{LineDecoder, LineError};
 pub use request::{FromResult, Request};
+pub use surface::{
+    CompleteResult, CompletionRef, DEFAULT_MAX_PAGES, GetPromptResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, Listing, Page, PageError, Pager, Prompt,
+    PromptArgument, PromptMessage, ReadResourceResult, Resource, ResourceContents,
+    ResourceTemplate, decode_base64,
+};
 pub use types::{
-    CallToolResult, Content, Implementation, ListToolsResult, Notification, PageError, Progress,
-    ServerInfo, Tool, ToolPager,
+    CallToolResult, Content, Implementation, ListToolsResult, LogMessage, Notification, Progress,
+    ServerInfo, Tool,
 };
 
 /// The protocol revision we ask for: the newest we implement.

@@ -42,7 +42,7 @@ impl Request<Value> {
 }
 
 impl Request<ListToolsResult> {
-    /// One page of `tools/list`; [`ToolPager`](crate::ToolPager) follows the pages.
+    /// One page of `tools/list`; [`Pager`](crate::Pager) follows the pages.
     pub fn list_tools(cursor: Option<&str>) -> Self {
         let params = match cursor {
             Some(cursor) => Params::Value(serde_json::json!({ "cursor": cursor })),
@@ -65,7 +65,7 @@ impl Request<CallToolResult> {
 }
 
 impl<T> Request<T> {
-    fn with(method: String, params: Params) -> Self {
+    pub(crate) fn with(method: String, params: Params) -> Self {
         Self {
             method,
             params,
@@ -125,6 +125,6 @@ impl FromResult for CallToolResult {
 
 impl FromResult for ListToolsResult {
     fn from_result(result: Value) -> Result<Self, String> {
-        Self::from_value(result).map_err(|error| error.to_string())
+        Self::from_value(result)
     }
 }

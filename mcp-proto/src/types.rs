@@ -4,12 +4,8 @@
 //! item of an unknown (or malformed) kind is kept as [`Content::Unknown`] instead of failing the
 //! whole result.
 
-use std::collections::BTreeSet;
-
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
-
-use crate::request::Request;
 
 /// `clientInfo` / `serverInfo`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -73,22 +69,30 @@ fn empty_object() -> Value {
 }
 
 /// The result of one `tools/list` request.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListToolsResult {
-    /// The tools that could be read; an entry without a string `name` is left out rather than
-    /// failing the page.
-    #[serde(deserialize_with = "readable_tools")]
+    /// The tools that could be read.
     pub tools: Vec<Tool>,
-    #[serde(default, deserialize_with = "string_or_none")]
     /// The cursor of the next page; `None` on the last.
     pub next_cursor: Option<String>,
+    /// How many entries were left out because they could not be read (no string `name`, or
+    /// not an object).
+    pub skipped: usize,
 }
 
 impl ListToolsResult {
-    /// Reads a `tools/list` result.
-    pub fn from_value(value: Value) -> Result<Self, serde_json::Error> {
-        serde_json::from_value(value)
+    /// Reads a `tools/list` result; only a missing or non-array `tools` fails it.
+    pub fn from_value(value: Value) -> Result<Self, String> {
+        let Value::Object(mut object) = value else {
+            return Err("not an object".to_owned());
+        };
+        let (tools, skipped) = crate::surface::entries(&mut object, "tools")?;
+        let next_cursor = crate::surface::next_cursor(&mut object);
+        Ok(Self {
+            tools,
+            next_cursor,
+            skipped,
+        })
     }
 }
 
@@ -149,14 +153,6 @@ fn null_as_default<'de, D: Deserializer<'de>, T: Default + Deserialize<'de>>(
     deserializer: D,
 ) -> Result<T, D::Error> {
     Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
-}
-
-fn readable_tools<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<Tool>, D::Error> {
-    let entries = Vec::<Value>::deserialize(deserializer)?;
-    let tools = entries
-        .into_iter()
-        .filter_map(|entry| serde_json::from_value(entry).ok());
-    Ok(tools.collect())
 }
 
 /// One item of a tool result's `content`.
@@ -282,6 +278,31 @@ impl Notification {
     pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
     /// `notifications/progress`.
     pub const PROGRESS: &str = "notifications/progress";
+    /// `notifications/resources/list_changed`.
+    pub const RESOURCES_LIST_CHANGED: &str = "notifications/resources/list_changed";
+    /// `notifications/prompts/list_changed`.
+    pub const PROMPTS_LIST_CHANGED: &str = "notifications/prompts/list_changed";
+    /// `notifications/resources/updated`.
+    pub const RESOURCE_UPDATED: &str = "notifications/resources/updated";
+    /// `notifications/message`: a log message.
+    pub const MESSAGE: &str = "notifications/message";
+
+    /// The URI of a subscribed resource that changed, if this is a readable
+    /// `notifications/resources/updated`.
+    pub fn resource_updated(&self) -> Option<&str> {
+        if self.method != Self::RESOURCE_UPDATED {
+            return None;
+        }
+        self.params.as_ref()?.get("uri")?.as_str()
+    }
+
+    /// The log message, if this is a readable `notifications/message`.
+    pub fn log_message(&self) -> Option<LogMessage> {
+        if self.method != Self::MESSAGE {
+            return None;
+        }
+        LogMessage::deserialize(self.params.as_ref()?).ok()
+    }
 
     /// The progress report, if this is a readable `notifications/progress`.
     pub fn progress(&self) -> Option<Progress> {
@@ -290,6 +311,19 @@ impl Notification {
         }
         Progress::deserialize(self.params.as_ref()?).ok()
     }
+}
+
+/// `notifications/message` parameters: one log message from the server.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct LogMessage {
+    /// `debug` up to `emergency`.
+    pub level: String,
+    #[serde(default, deserialize_with = "string_or_none")]
+    /// Which part of the server it comes from, if said.
+    pub logger: Option<String>,
+    /// The message: any JSON, usually a string.
+    #[serde(default)]
+    pub data: Value,
 }
 
 /// `notifications/progress` parameters.
@@ -306,98 +340,6 @@ pub struct Progress {
     #[serde(default)]
     /// What is happening, for people.
     pub message: Option<String>,
-}
-
-/// Follows `tools/list` pages, refusing a server that would make us loop.
-///
-/// Send [`next_request`](Self::next_request) and feed its result to
-/// [`add_page`](Self::add_page) until there is no next request; then take the tools.
-#[derive(Debug)]
-pub struct ToolPager {
-    tools: Vec<Tool>,
-    /// The cursor of the next page: `Some(None)` for the first, `None` once complete.
-    next: Option<Option<String>>,
-    cursors_seen: BTreeSet<String>,
-    pages: usize,
-    max_pages: usize,
-}
-
-/// Why a `tools/list` listing was abandoned.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PageError {
-    /// The server sent a `nextCursor` it had already sent.
-    RepeatedCursor(String),
-    /// More pages than the cap.
-    TooManyPages(usize),
-}
-
-impl std::fmt::Display for PageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::RepeatedCursor(cursor) => {
-                write!(
-                    f,
-                    "tools/list repeated the cursor {cursor:?}; stopped to avoid a loop"
-                )
-            }
-            Self::TooManyPages(cap) => write!(f, "tools/list has more than {cap} pages"),
-        }
-    }
-}
-
-impl std::error::Error for PageError {}
-
-impl ToolPager {
-    /// The page cap of [`ToolPager::default`].
-    pub const DEFAULT_MAX_PAGES: usize = 1000;
-
-    /// A listing that gives up after `max_pages` pages.
-    pub fn new(max_pages: usize) -> Self {
-        Self {
-            tools: Vec::new(),
-            next: Some(None),
-            cursors_seen: BTreeSet::new(),
-            pages: 0,
-            max_pages,
-        }
-    }
-
-    /// The request for the next page, or `None` once the listing is complete.
-    pub fn next_request(&self) -> Option<Request<ListToolsResult>> {
-        let cursor = self.next.as_ref()?;
-        Some(Request::list_tools(cursor.as_deref()))
-    }
-
-    /// Takes one page. An empty `nextCursor` counts as none: some servers send `""` on the
-    /// last page.
-    pub fn add_page(&mut self, page: ListToolsResult) -> Result<(), PageError> {
-        self.pages += 1;
-        self.tools.extend(page.tools);
-        self.next = None;
-        let cursor = match page.next_cursor {
-            Some(cursor) if !cursor.is_empty() => cursor,
-            _ => return Ok(()),
-        };
-        if self.pages >= self.max_pages {
-            return Err(PageError::TooManyPages(self.max_pages));
-        }
-        if !self.cursors_seen.insert(cursor.clone()) {
-            return Err(PageError::RepeatedCursor(cursor));
-        }
-        self.next = Some(Some(cursor));
-        Ok(())
-    }
-
-    /// Every tool of the pages taken so far.
-    pub fn into_tools(self) -> Vec<Tool> {
-        self.tools
-    }
-}
-
-impl Default for ToolPager {
-    fn default() -> Self {
-        Self::new(Self::DEFAULT_MAX_PAGES)
-    }
 }
 
 #[cfg(test)]
@@ -502,6 +444,9 @@ mod tests {
         assert_eq!(page.next_cursor, None);
     }
 
+    type ToolPager = crate::surface::Pager<ListToolsResult>;
+    use crate::surface::PageError;
+
     fn page(names: &[&str], cursor: Option<&str>) -> ListToolsResult {
         ListToolsResult::from_value(json!({
             "tools": names.iter().map(|name| json!({"name": name})).collect::<Vec<_>>(),
@@ -529,7 +474,7 @@ mod tests {
         assert_eq!(next_cursor(&pager), Some(Some(json!("2"))));
         assert_eq!(pager.add_page(page(&["c"], Some(""))), Ok(()));
         assert_eq!(next_cursor(&pager), None);
-        let names: Vec<_> = pager.into_tools().into_iter().map(|t| t.name).collect();
+        let names: Vec<_> = pager.finish().items.into_iter().map(|t| t.name).collect();
         assert_eq!(names, ["a", "b", "c"]);
 
         let mut pager = ToolPager::default();

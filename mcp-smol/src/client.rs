@@ -3,7 +3,10 @@
 use std::fmt;
 use std::sync::Arc;
 
-use proto::{CallToolResult, FromResult, Notification, Request, ServerInfo, Tool, ToolPager};
+use proto::{
+    CallToolResult, FromResult, ListToolsResult, Listing, Notification, Page, Pager, Request,
+    RpcError, ServerInfo, ServerRequest, ServerRequestId, Tool,
+};
 use serde_json::Value;
 use smol::channel::{Receiver, Sender};
 
@@ -76,15 +79,21 @@ impl Client {
         self.request(Request::call_tool(name, arguments)).await
     }
 
-    /// Lists every tool, following `tools/list` pages (at most
-    /// [`ToolPager::DEFAULT_MAX_PAGES`], and never the same cursor twice).
+    /// Lists every tool, following `tools/list` pages; see [`list_all`](Self::list_all).
     pub async fn list_tools(&self) -> Result<Vec<Tool>, Error> {
-        let mut pager = ToolPager::default();
+        Ok(self.list_all::<ListToolsResult>().await?.items)
+    }
+
+    /// Follows every page of a listing: `list_all::<ListResourcesResult>()` for resources,
+    /// and so on for any [`Page`] type. At most [`proto::DEFAULT_MAX_PAGES`] pages, and never
+    /// the same cursor twice; entries the server sent unreadably are counted in `skipped`.
+    pub async fn list_all<P: Page>(&self) -> Result<Listing<P::Item>, Error> {
+        let mut pager = Pager::<P>::default();
         while let Some(request) = pager.next_request() {
             let page = self.request(request).await?;
             pager.add_page(page)?;
         }
-        Ok(pager.into_tools())
+        Ok(pager.finish())
     }
 
     /// A stream of the server's notifications from now on. It holds the latest 1024; when the
@@ -93,6 +102,23 @@ impl Client {
         let (sender, receiver) = smol::channel::bounded(1024);
         let _ = self.ops.send(Op::Subscribe(sender)).await;
         receiver
+    }
+
+    /// The server's requests for the capabilities declared in
+    /// [`Options::core`](crate::Options)'s `capabilities`, from now on; answer each with
+    /// [`respond`](Self::respond). With no receiver listening (or all of them 16 behind), a
+    /// request is refused at once; one left unanswered is refused at the core's
+    /// `server_request_timeout`.
+    pub async fn server_requests(&self) -> Receiver<ServerRequest> {
+        let (sender, receiver) = smol::channel::bounded(16);
+        let _ = self.ops.send(Op::Answer(sender)).await;
+        receiver
+    }
+
+    /// Answers a request from [`server_requests`](Self::server_requests). An answer that
+    /// comes too late (after the refusal) or after the connection ended is dropped.
+    pub async fn respond(&self, id: ServerRequestId, result: Result<Value, RpcError>) {
+        let _ = self.ops.send(Op::Respond { id, result }).await;
     }
 
     /// Closes the connection and waits until the server process has been reaped: stdin

@@ -9,8 +9,8 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use proto::{
-    CloseReason, Connection, Event, Notification, Request, RequestError, RequestId, SendError,
-    ServerInfo,
+    CloseReason, Connection, Event, Notification, Request, RequestError, RequestId, RpcError,
+    SendError, ServerInfo, ServerRequest, ServerRequestId,
 };
 use rustix::process::Signal;
 use serde_json::Value;
@@ -51,6 +51,12 @@ pub(crate) enum Op {
     },
     WaitReady(Reply<ServerInfo>),
     Subscribe(Sender<Notification>),
+    /// From now on, server requests of declared capabilities go here to be answered.
+    Answer(Sender<ServerRequest>),
+    Respond {
+        id: ServerRequestId,
+        result: Result<Value, RpcError>,
+    },
     /// A caller stopped waiting for an answer: cancel the requests nobody waits for.
     Abandoned,
     Close,
@@ -62,7 +68,7 @@ impl Op {
         match self {
             Op::Request { reply, .. } => _ = reply.try_send(Err(error)),
             Op::WaitReady(reply) => _ = reply.try_send(Err(error)),
-            Op::Subscribe(_) | Op::Abandoned | Op::Close => {}
+            Op::Subscribe(_) | Op::Answer(_) | Op::Respond { .. } | Op::Abandoned | Op::Close => {}
         }
     }
 }
@@ -162,6 +168,7 @@ pub(crate) fn spawn(
         waiters: BTreeMap::new(),
         ready_waiters: Vec::new(),
         subscribers: Vec::new(),
+        answerers: Vec::new(),
         exit_status: None,
         last_skipped: None,
         exit_watch: Some(Box::pin(child_status)),
@@ -211,6 +218,7 @@ struct Loop {
     waiters: BTreeMap<RequestId, Reply<Value>>,
     ready_waiters: Vec<Reply<ServerInfo>>,
     subscribers: Vec<Sender<Notification>>,
+    answerers: Vec<Sender<ServerRequest>>,
     exit_status: Option<ExitStatus>,
     /// Why the last skipped stdout line was skipped, for the disconnect report.
     last_skipped: Option<String>,
@@ -352,6 +360,8 @@ impl Loop {
                 None => self.ready_waiters.push(reply),
             },
             Op::Subscribe(subscriber) => self.subscribers.push(subscriber),
+            Op::Answer(answerer) => self.answerers.push(answerer),
+            Op::Respond { id, result } => _ = self.connection.respond(now, id, result),
             Op::Abandoned => self.cancel_abandoned(now),
             Op::Close => self.connection.close(),
         }
@@ -392,9 +402,24 @@ impl Loop {
                     |s| !matches!(s.try_send(notification.clone()), Err(e) if e.is_closed()),
                 );
             }
+            Event::ServerRequest(request) => self.pass_on(request),
             Event::Malformed(error) => self.last_skipped = Some(error.to_string()),
             Event::Closed(_) => {}
         }
+    }
+
+    /// Hands a server request to the first answerer still listening; with none, or none with
+    /// room, it is refused at once rather than left to its deadline.
+    fn pass_on(&mut self, mut request: ServerRequest) {
+        self.answerers.retain(|answerer| !answerer.is_closed());
+        for answerer in &self.answerers {
+            match answerer.try_send(request) {
+                Ok(()) => return,
+                Err(error) => request = error.into_inner(),
+            }
+        }
+        let refusal = Err(RpcError::method_not_found(&request.method));
+        self.connection.respond(Instant::now(), request.id, refusal);
     }
 
     /// Fails whatever is still waiting, then makes sure the server and its group are gone.

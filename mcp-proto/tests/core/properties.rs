@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use mcp_proto::{Config, Connection, Event, Request, RequestId};
+use mcp_proto::{ClientCapabilities, Config, Connection, Event, Request, RequestId};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -19,6 +19,8 @@ enum Line {
     Progress(u64),
     ServerPing(bool),
     ServerRequest(bool),
+    /// A request a declared capability covers: roots, elicitation or sampling.
+    Ask(u8, bool),
     Stray,
     Noise,
     Blank,
@@ -35,6 +37,7 @@ fn line_strategy() -> impl Strategy<Value = Line> {
         (2u64..8).prop_map(Line::Progress),
         any::<bool>().prop_map(Line::ServerPing),
         any::<bool>().prop_map(Line::ServerRequest),
+        (0u8..3, any::<bool>()).prop_map(|(kind, string)| Line::Ask(kind, string)),
         Just(Line::Stray),
         Just(Line::Noise),
         Just(Line::Blank),
@@ -72,6 +75,15 @@ fn render(line: &Line) -> Vec<u8> {
         Line::ServerRequest(string) => json_line(
             json!({"jsonrpc": "2.0", "id": id_value(41, *string), "method": "roots/list"}),
         ),
+        Line::Ask(kind, string) => {
+            let method = ["roots/list", "elicitation/create", "sampling/createMessage"];
+            let id = id_value(50 + u64::from(*kind), *string);
+            let params = json!({"message": "?", "requestedSchema": {"type": "object"}});
+            json_line(
+                json!({"jsonrpc": "2.0", "id": id, "method": method[usize::from(*kind) % 3],
+                             "params": params}),
+            )
+        }
         Line::Stray => json_line(json!({"jsonrpc": "2.0", "id": 9999, "result": {}})),
         Line::Noise => b"[INFO] server starting\n".to_vec(),
         Line::Blank => b"\r\n\n".to_vec(),
@@ -169,6 +181,8 @@ enum Step {
     Server(Line),
     ClientCall,
     ClientPing,
+    /// Answers every server request seen so far.
+    ClientAnswer,
 }
 
 fn step_strategy() -> impl Strategy<Value = Step> {
@@ -176,6 +190,7 @@ fn step_strategy() -> impl Strategy<Value = Step> {
         4 => line_strategy().prop_map(Step::Server),
         1 => Just(Step::ClientCall),
         1 => Just(Step::ClientPing),
+        1 => Just(Step::ClientAnswer),
     ]
 }
 
@@ -193,15 +208,18 @@ proptest! {
 
     /// (b) Any ordering around the handshake: Ready exactly once iff a valid result arrived, and
     /// nothing but `initialize`, client pings and answers to server pings before
-    /// `notifications/initialized`.
+    /// `notifications/initialized`. With client capabilities declared, the requests they
+    /// cover reach the caller only once ready, and none is left unanswered after its deadline.
     #[test]
     fn handshake_orderings(
         steps in prop::collection::vec(step_strategy(), 0..30),
         at in 0usize..30,
         init in prop_oneof![Just(Init::Valid), Just(Init::Unsupported), Just(Init::Error), Just(Init::Never)],
+        declare in any::<bool>(),
     ) {
         let start = Instant::now();
-        let mut conn = Connection::new(start, Config::default());
+        let capabilities = ClientCapabilities { roots: declare, elicitation: declare, sampling: declare };
+        let mut conn = Connection::new(start, Config { capabilities, ..Config::default() });
         let mut events = Vec::new();
         let mut transmits = Vec::new();
         let init_bytes = match init {
@@ -219,12 +237,29 @@ proptest! {
                 Some(Step::Server(line)) => conn.handle_bytes(start, &render(line)),
                 Some(Step::ClientCall) => { let _ = conn.request(start, Request::call_tool("early", json!({}))); }
                 Some(Step::ClientPing) => { let _ = conn.request(start, Request::new("ping", None)); }
+                Some(Step::ClientAnswer) => {
+                    for event in &events {
+                        if let Event::ServerRequest(request) = event {
+                            conn.respond(start, request.id, Ok(json!({"answered": true})));
+                        }
+                    }
+                }
                 None => {}
             }
             drain(&mut conn, &mut events, &mut transmits);
         }
         let ready = events.iter().filter(|e| matches!(e, Event::Ready(_))).count();
         prop_assert_eq!(ready, usize::from(init == Init::Valid));
+        let ready_at = events.iter().position(|e| matches!(e, Event::Ready(_)));
+        for (i, event) in events.iter().enumerate() {
+            if matches!(event, Event::ServerRequest(_)) {
+                prop_assert!(declare && ready_at.is_some_and(|r| r < i), "asked before ready");
+            }
+        }
+        // Whatever nobody answered is refused at its deadline: nothing stays open.
+        conn.handle_timeout(start + Duration::from_secs(3600));
+        drain(&mut conn, &mut events, &mut transmits);
+        prop_assert_eq!(conn.poll_timeout(), None);
 
         let written: Vec<Value> = transmits.iter().map(|l| serde_json::from_slice(l).unwrap()).collect();
         let initialized_at = written.iter().position(|m| m["method"] == "notifications/initialized");

@@ -4,8 +4,8 @@ use std::time::{Duration, Instant};
 
 use mcp_proto::{
     CallToolResult, CloseReason, Config, Connection, Content, Event, LATEST_PROTOCOL_VERSION,
-    LineDecoder, LineError, ListToolsResult, Notification, Request, RequestError, RequestId,
-    RpcError, SUPPORTED_PROTOCOL_VERSIONS, SendError, ToolPager,
+    LineDecoder, LineError, ListToolsResult, Notification, Pager, Request, RequestError, RequestId,
+    RpcError, SUPPORTED_PROTOCOL_VERSIONS, SendError,
 };
 use serde_json::{Value, json};
 
@@ -224,7 +224,7 @@ fn requests_before_ready_are_held_then_sent_in_order() {
 fn tools_list_follows_pages() {
     let now = Instant::now();
     let (mut conn, mut server) = handshake(now);
-    let mut pager = ToolPager::default();
+    let mut pager = Pager::<ListToolsResult>::default();
     let pages = [
         json!({"tools": [{"name": "a", "inputSchema": {"type": "object"}}], "nextCursor": "p2"}),
         json!({"tools": [{"name": "b", "description": "B"}]}),
@@ -248,7 +248,8 @@ fn tools_list_follows_pages() {
     }
     assert!(pager.next_request().is_none());
     let names: Vec<String> = pager
-        .into_tools()
+        .finish()
+        .items
         .into_iter()
         .map(|tool| tool.name)
         .collect();
@@ -1078,4 +1079,190 @@ fn sixteen_mib_line_in_4_kib_chunks_is_linear_and_bounded() {
         while decoder.next_line().is_some() {}
         assert!(decoder.buffered() <= max + chunk.len());
     }
+}
+
+// ----- declared client capabilities -----
+
+fn declaring(roots: bool, elicitation: bool, sampling: bool) -> Config {
+    Config {
+        capabilities: mcp_proto::ClientCapabilities {
+            roots,
+            elicitation,
+            sampling,
+        },
+        server_request_timeout: Duration::from_secs(30),
+        ..Config::default()
+    }
+}
+
+/// The next event, which must be a server request.
+fn next_server_request(conn: &mut Connection) -> mcp_proto::ServerRequest {
+    match conn.poll_event() {
+        Some(Event::ServerRequest(request)) => request,
+        other => panic!("expected a server request, got {other:?}"),
+    }
+}
+
+#[test]
+fn declared_capabilities_are_sent_in_initialize() {
+    let now = Instant::now();
+    let mut conn = Connection::new(now, declaring(true, true, false));
+    let initialize = FakeServer::default().absorb(&mut conn);
+    assert_eq!(
+        initialize[0]["params"]["capabilities"],
+        json!({"roots": {}, "elicitation": {}})
+    );
+    let mut conn = Connection::new(now, Config::default());
+    let initialize = FakeServer::default().absorb(&mut conn);
+    assert_eq!(initialize[0]["params"]["capabilities"], json!({}));
+}
+
+#[test]
+fn a_declared_server_request_is_answered_by_the_caller() {
+    let now = Instant::now();
+    let (mut conn, mut server) = handshake_with(now, declaring(true, true, true));
+    let params = json!({"message": "Name?", "requestedSchema": {"type": "object"}});
+    server.send(
+        &mut conn,
+        now,
+        json!({"jsonrpc": "2.0", "id": "e-1", "method": "elicitation/create", "params": params}),
+    );
+    assert!(
+        server.absorb(&mut conn).is_empty(),
+        "nothing until answered"
+    );
+    let request = next_server_request(&mut conn);
+    assert_eq!(request.method, "elicitation/create");
+    assert_eq!(request.params, Some(params));
+    let answer = json!({"action": "accept", "content": {"name": "Ada"}});
+    assert!(conn.respond(now, request.id, Ok(answer.clone())));
+    assert_eq!(
+        server.absorb(&mut conn),
+        [json!({"jsonrpc": "2.0", "id": "e-1", "result": answer})]
+    );
+    assert!(
+        !conn.respond(now, request.id, Ok(json!({}))),
+        "answered once"
+    );
+    assert!(server.absorb(&mut conn).is_empty());
+
+    server.send(
+        &mut conn,
+        now,
+        json!({"jsonrpc": "2.0", "id": 9, "method": "roots/list"}),
+    );
+    let request = next_server_request(&mut conn);
+    assert_eq!(
+        (request.method.as_str(), &request.params),
+        ("roots/list", &None)
+    );
+    let refusal = RpcError {
+        code: -32000,
+        message: "no".into(),
+        data: None,
+    };
+    assert!(conn.respond(now, request.id, Err(refusal)));
+    let answer = server.absorb(&mut conn);
+    assert_eq!(answer[0]["id"], 9);
+    assert_eq!(answer[0]["error"], json!({"code": -32000, "message": "no"}));
+}
+
+#[test]
+fn an_unanswered_server_request_is_refused_at_its_deadline() {
+    let mut now = Instant::now();
+    let (mut conn, mut server) = handshake_with(now, declaring(true, false, false));
+    server.send(
+        &mut conn,
+        now,
+        json!({"jsonrpc": "2.0", "id": 4, "method": "roots/list"}),
+    );
+    let request = next_server_request(&mut conn);
+    assert_eq!(conn.poll_timeout(), Some(now + Duration::from_secs(30)));
+    now += Duration::from_secs(29);
+    conn.handle_timeout(now);
+    assert!(server.absorb(&mut conn).is_empty());
+    now += Duration::from_secs(1);
+    conn.handle_timeout(now);
+    let refusal = server.absorb(&mut conn);
+    assert_eq!(refusal[0]["id"], 4);
+    assert_eq!(refusal[0]["error"]["code"], -32601);
+    assert_eq!(conn.poll_timeout(), None);
+    assert!(!conn.respond(now, request.id, Ok(json!({"roots": []}))));
+    assert!(
+        server.absorb(&mut conn).is_empty(),
+        "too late: nothing more is sent"
+    );
+    assert_eq!(drain_events(&mut conn), []);
+}
+
+#[test]
+fn undeclared_server_requests_are_still_refused() {
+    let now = Instant::now();
+    let (mut conn, mut server) = handshake_with(now, declaring(true, false, false));
+    for method in [
+        "elicitation/create",
+        "sampling/createMessage",
+        "other/method",
+    ] {
+        server.send(
+            &mut conn,
+            now,
+            json!({"jsonrpc": "2.0", "id": method, "method": method}),
+        );
+        let answer = server.absorb(&mut conn);
+        assert_eq!(answer[0]["id"], method);
+        assert_eq!(answer[0]["error"]["code"], -32601);
+    }
+    assert_eq!(drain_events(&mut conn), []);
+}
+
+#[test]
+fn server_requests_before_the_handshake_ends_are_refused_and_held() {
+    let now = Instant::now();
+    let mut conn = Connection::new(now, declaring(true, true, true));
+    let mut server = FakeServer::default();
+    server.absorb(&mut conn);
+    server.send(
+        &mut conn,
+        now,
+        json!({"jsonrpc": "2.0", "id": 5, "method": "roots/list"}),
+    );
+    assert!(server.absorb(&mut conn).is_empty());
+    server.send(&mut conn, now, init_response("2025-11-25"));
+    let late = server.absorb(&mut conn);
+    assert_eq!(late[0], initialized());
+    assert_eq!(
+        (late[1]["id"].clone(), late[1]["error"]["code"].clone()),
+        (json!(5), json!(-32601))
+    );
+    assert!(matches!(conn.poll_event(), Some(Event::Ready(_))));
+    assert_eq!(drain_events(&mut conn), []);
+}
+
+#[test]
+fn unanswered_server_requests_are_bounded_and_closing_forgets_them() {
+    let now = Instant::now();
+    let (mut conn, mut server) = handshake_with(now, declaring(true, false, false));
+    for id in 0..100 {
+        server.send(
+            &mut conn,
+            now,
+            json!({"jsonrpc": "2.0", "id": id, "method": "roots/list"}),
+        );
+    }
+    let open: Vec<_> = drain_events(&mut conn);
+    assert_eq!(open.len(), 64);
+    let refused = server.absorb(&mut conn);
+    assert_eq!(refused.len(), 36, "the rest refused at once");
+    assert!(
+        refused
+            .iter()
+            .all(|answer| answer["error"]["code"] == -32601)
+    );
+    let Event::ServerRequest(first) = &open[0] else {
+        panic!("expected a server request, got {:?}", open[0]);
+    };
+    conn.close();
+    assert!(!conn.respond(now, first.id, Ok(json!({"roots": []}))));
+    assert!(server.absorb(&mut conn).is_empty());
 }
