@@ -4,10 +4,14 @@
 //! stays `"012"`), number, integer and boolean parse strictly, array and object parse as JSON;
 //! without a declared type the value is JSON if it parses, else a string. `KEY:=JSON` is always
 //! raw JSON. `--args` supplies a whole object first; pairs override its keys. Only the top
-//! level of the schema is checked: required properties, declared types, and
-//! `additionalProperties: false`.
+//! level of the schema is checked: required properties, declared types (also as a nullable
+//! `anyOf`/`oneOf`), `enum` values, and names the schema does not declare (refused when it
+//! says `additionalProperties: false`, or when a required one is missing too, which usually
+//! means a misspelling), with the nearest declared name suggested.
 
 use serde_json::{Map, Value};
+
+use crate::names;
 
 /// An argument problem, worded for the person at the keyboard.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,21 +70,45 @@ fn non_empty(key: &str, pair: &str) -> Result<String, ArgumentError> {
     Ok(key.to_owned())
 }
 
-/// The JSON types a property declares: `"type": "x"` or `"type": ["x", "null"]`.
+/// The JSON types a property declares: `"type": "x"`, `"type": ["x", "null"]`, or one per
+/// branch of an `anyOf` / `oneOf` (as generators write a nullable parameter).
 fn declared_types(schema: &Value, key: &str) -> Vec<String> {
-    let declared = schema
+    schema
         .get("properties")
         .and_then(|properties| properties.get(key))
-        .and_then(|property| property.get("type"));
-    match declared {
-        Some(Value::String(name)) => vec![name.clone()],
-        Some(Value::Array(names)) => names
-            .iter()
-            .filter_map(Value::as_str)
-            .map(str::to_owned)
-            .collect(),
-        _ => Vec::new(),
+        .map(property_types)
+        .unwrap_or_default()
+}
+
+/// The types one property schema declares; see [`declared_types`].
+pub fn property_types(property: &Value) -> Vec<String> {
+    match property.get("type") {
+        Some(Value::String(name)) => return vec![name.clone()],
+        Some(Value::Array(names)) => {
+            return names
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect();
+        }
+        _ => {}
     }
+    let branches =
+        (property.get("anyOf").or_else(|| property.get("oneOf"))).and_then(Value::as_array);
+    let mut types: Vec<String> = Vec::new();
+    for branch in branches.into_iter().flatten() {
+        let branch_types = property_types(branch);
+        // A branch without a type accepts anything, and so does the whole.
+        if branch_types.is_empty() {
+            return Vec::new();
+        }
+        for name in branch_types {
+            if !types.contains(&name) {
+                types.push(name);
+            }
+        }
+    }
+    types
 }
 
 fn typed_value(key: &str, text: &str, types: &[String]) -> Result<Value, ArgumentError> {
@@ -94,10 +122,14 @@ fn typed_value(key: &str, text: &str, types: &[String]) -> Result<Value, Argumen
         .iter()
         .find_map(|type_name| parse_as(type_name, text))
         .ok_or_else(|| {
-            ArgumentError(format!(
-                "argument {key}: {text:?} is not {}",
-                describe_types(types)
-            ))
+            let mut message = format!("argument {key}: {text:?} is not {}", describe_types(types));
+            // `paths=a.txt` for an array: show how to write one.
+            let is_json = serde_json::from_str::<Value>(text).is_ok();
+            if types.iter().any(|t| t == "array") && !is_json {
+                let example = Value::Array(vec![Value::String(text.to_owned())]);
+                message.push_str(&format!("; write an array as {key}:='{example}'"));
+            }
+            ArgumentError(message)
         })
 }
 
@@ -153,19 +185,47 @@ fn article(type_name: &str) -> String {
 
 /// Checks the assembled object against the top level of the schema.
 fn check(schema: &Value, arguments: &Map<String, Value>) -> Result<(), ArgumentError> {
-    let required = schema.get("required").and_then(Value::as_array);
-    for name in required.into_iter().flatten().filter_map(Value::as_str) {
-        if !arguments.contains_key(name) {
-            let types = declared_types(schema, name);
-            let expected = if types.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", types.join(" | "))
-            };
-            return error(format!("missing required argument {name}{expected}"));
-        }
-    }
+    let properties = schema.get("properties").and_then(Value::as_object);
+    let declared: Vec<&str> = properties
+        .into_iter()
+        .flatten()
+        .map(|(name, _)| name.as_str())
+        .collect();
+    let required: Vec<&str> = (schema.get("required").and_then(Value::as_array))
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    let missing = required.iter().find(|name| !arguments.contains_key(**name));
     let closed = schema.get("additionalProperties") == Some(&Value::Bool(false));
+    let unknown = arguments
+        .keys()
+        .find(|key| !declared.contains(&key.as_str()));
+    // An undeclared name beside a missing required one is most likely a misspelling of it.
+    if let Some(key) = unknown
+        && (closed || missing.is_some())
+        && properties.is_some()
+    {
+        let mut message = format!("unknown argument {key}");
+        let candidates = declared
+            .iter()
+            .copied()
+            .filter(|name| !arguments.contains_key(*name));
+        if let Some(nearest) = names::nearest(key, candidates) {
+            message.push_str(&format!("; did you mean {nearest}?"));
+        }
+        message.push_str(&format!(" (the tool takes: {})", declared.join(", ")));
+        return error(message);
+    }
+    if let Some(name) = missing {
+        let types = declared_types(schema, name);
+        let expected = if types.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", types.join(" | "))
+        };
+        return error(format!("missing required argument {name}{expected}"));
+    }
     for (key, value) in arguments {
         let types = declared_types(schema, key);
         if !types.is_empty() && !types.iter().any(|t| has_type(value, t)) {
@@ -174,10 +234,16 @@ fn check(schema: &Value, arguments: &Map<String, Value>) -> Result<(), ArgumentE
                 describe_types(&types)
             ));
         }
-        let known = schema.get("properties").and_then(|p| p.get(key)).is_some();
-        if closed && !known {
+        let choices = (properties.and_then(|p| p.get(key)))
+            .and_then(|property| property.get("enum"))
+            .and_then(Value::as_array);
+        if let Some(choices) = choices
+            && !choices.contains(value)
+        {
+            let listed: Vec<String> = choices.iter().map(Value::to_string).collect();
             return error(format!(
-                "unknown argument {key}: the tool does not accept it"
+                "argument {key}: {value} is not one of {}",
+                listed.join(", ")
             ));
         }
     }
@@ -280,7 +346,56 @@ mod tests {
         assert_eq!(
             build(&schema, None, &pairs),
             Err(ArgumentError(
-                "unknown argument b: the tool does not accept it".into()
+                "unknown argument b (the tool takes: a)".into()
+            ))
+        );
+    }
+
+    #[test]
+    fn a_misspelt_name_is_named_with_the_nearest_declared_one() {
+        let schema = json!({"properties": {"message": {"type": "string"}, "count": {}},
+                            "required": ["message"]});
+        let pairs = vec!["msg=hi".to_owned()];
+        assert_eq!(
+            build(&schema, None, &pairs),
+            Err(ArgumentError(
+                "unknown argument msg; did you mean message? (the tool takes: count, message)"
+                    .into()
+            ))
+        );
+        // An open schema with everything required given lets extra names through.
+        let pairs = vec!["message=hi".to_owned(), "extra=1".to_owned()];
+        assert!(build(&schema, None, &pairs).is_ok());
+    }
+
+    #[test]
+    fn enums_and_nullable_any_of() {
+        let schema = json!({"properties": {
+            "mode": {"type": "string", "enum": ["fast", "slow"]},
+            "maybe": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+            "paths": {"type": "array"}
+        }});
+        let build_one = |pair: &str| build(&schema, None, &[pair.to_owned()]).map(Value::Object);
+        assert_eq!(build_one("mode=fast"), Ok(json!({"mode": "fast"})));
+        assert_eq!(
+            build_one("mode=medium"),
+            Err(ArgumentError(
+                "argument mode: \"medium\" is not one of \"fast\", \"slow\"".into()
+            ))
+        );
+        assert_eq!(build_one("maybe=3"), Ok(json!({"maybe": 3})));
+        assert_eq!(build_one("maybe=null"), Ok(json!({"maybe": null})));
+        assert_eq!(
+            build_one("maybe=x"),
+            Err(ArgumentError(
+                "argument maybe: \"x\" is not an integer or null".into()
+            ))
+        );
+        assert_eq!(
+            build_one("paths=a.txt"),
+            Err(ArgumentError(
+                "argument paths: \"a.txt\" is not an array; write an array as paths:='[\"a.txt\"]'"
+                    .into()
             ))
         );
     }

@@ -5,7 +5,7 @@ use std::fmt;
 use mcp_smol::Error;
 
 use crate::hub::{HubError, State};
-use mcp_smol::proto::{RequestError, RpcError, SendError};
+use mcp_smol::proto::{CloseReason, RequestError, RpcError, SendError};
 
 /// The process exit status, by who is at fault.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,13 +60,21 @@ impl Failure {
             Error::Request(RequestError::Remote(rpc)) if rpc.code == RpcError::INVALID_PARAMS => {
                 Exit::Usage
             }
+            // MCP's "resource not found": a URI the caller got wrong.
+            Error::Request(RequestError::Remote(rpc)) if rpc.code == -32002 => Exit::Usage,
             Error::Send(SendError::InvalidParams) => Exit::Usage,
             _ => Exit::Server,
         };
-        Self {
-            exit,
-            message: format!("server {name}: {error}"),
+        let mut message = format!("server {name}: {error}");
+        if let Error::Disconnected(disconnect) = error
+            && let CloseReason::HandshakeTimedOut { .. } = disconnect.reason
+        {
+            message.push_str(
+                "\n(if it needs longer to start, a first download for instance, raise timeout_sec \
+                 in its config entry, or set MCP_TIMEOUT in milliseconds)",
+            );
         }
+        Self { exit, message }
     }
 }
 
@@ -88,6 +96,7 @@ impl From<HubError> for Failure {
             | HubError::AmbiguousServer { .. }
             | HubError::Unavailable { .. }
             | HubError::UnknownTool { .. }
+            | HubError::UnknownPrompt { .. }
             | HubError::AmbiguousTool { .. }
             | HubError::ToolFiltered { .. }
             | HubError::ToolDenied { .. }

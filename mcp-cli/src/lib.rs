@@ -9,6 +9,7 @@ pub mod arguments;
 mod cli;
 mod commands;
 pub mod config;
+mod elicit;
 pub mod exit;
 pub mod hub;
 pub mod logs;
@@ -19,6 +20,7 @@ mod spinner;
 
 use std::ffi::OsString;
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_signal::{Signal, Signals};
 use clap::Parser;
@@ -75,8 +77,13 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
         let settings = Settings {
             log_dir: Some(log_dir.clone()),
             call_timeout: cli.timeout,
+            handshake_timeout: mcp_timeout(&env),
+            // A one-shot command should not wait out a server that ignores its stdin closing:
+            // well-behaved servers exit on it within milliseconds.
+            grace_period: Duration::from_millis(300),
             executor: Some(executor.clone()),
             ask: Some(prompt::handler(cli.yes)),
+            elicit: Some(elicit::handler()),
             ..Settings::default()
         };
         let mut ctx = Context {
@@ -134,6 +141,14 @@ async fn until_signal(ctx: &mut Context, command: cli::Command, mut signals: Sig
         Ending::Done(_) => hub.shutdown().await,
     }
     ending
+}
+
+/// `MCP_TIMEOUT`: the handshake budget in milliseconds, as other hosts read it.
+fn mcp_timeout(env: config::Env<'_>) -> Option<Duration> {
+    let millis: f64 = env("MCP_TIMEOUT")?.trim().parse().ok()?;
+    Duration::try_from_secs_f64(millis / 1000.0)
+        .ok()
+        .filter(|budget| !budget.is_zero())
 }
 
 /// The config, and under `--stdio` the ad hoc server's name: then that server is the only

@@ -4,6 +4,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// Past this size the log is renamed to `<name>.log.1` (replacing an older one) and restarted.
 pub const ROTATE_BYTES: u64 = 4 * 1024 * 1024;
@@ -85,6 +86,105 @@ impl Write for LogFile {
     fn flush(&mut self) -> io::Result<()> {
         self.file.flush()
     }
+}
+
+/// One run of a server in its log: a marker line with the time, the command and the pid
+/// comes before anything the run writes, so runs can be told apart.
+#[derive(Debug, Clone)]
+pub struct RunLog {
+    state: Arc<Mutex<RunState>>,
+}
+
+#[derive(Debug)]
+struct RunState {
+    file: LogFile,
+    command: String,
+    pid: Option<u32>,
+    marked: bool,
+}
+
+impl RunLog {
+    /// Opens the log for a run of `command`; the marker waits for [`started`](Self::started)
+    /// or the first line of stderr, whichever comes first.
+    pub fn open(path: PathBuf, command: &str) -> io::Result<Self> {
+        let state = RunState {
+            file: LogFile::open(path, ROTATE_BYTES)?,
+            command: command.to_owned(),
+            pid: None,
+            marked: false,
+        };
+        Ok(Self {
+            state: Arc::new(Mutex::new(state)),
+        })
+    }
+
+    /// The run's process has started as `pid`: writes the marker if nothing came first.
+    pub fn started(&self, pid: u32) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.pid = Some(pid);
+        let _ = state.mark();
+    }
+}
+
+impl RunState {
+    fn mark(&mut self) -> io::Result<()> {
+        if std::mem::replace(&mut self.marked, true) {
+            return Ok(());
+        }
+        let pid = self
+            .pid
+            .map_or_else(|| "?".to_owned(), |pid| pid.to_string());
+        let line = format!(
+            "--- {} started: {} (pid {pid}) ---\n",
+            utc_now(),
+            self.command
+        );
+        self.file.write_all(line.as_bytes())
+    }
+}
+
+impl Write for RunLog {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.mark()?;
+        state.file.write(bytes)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.file.flush()
+    }
+}
+
+/// `2026-11-23 12:00:00 UTC`, from the system clock, without a date crate.
+fn utc_now() -> String {
+    let seconds = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs());
+    let (days, time) = (seconds / 86_400, seconds % 86_400);
+    let (year, month, day) = civil_from_days(days as i64);
+    let (hour, minute, second) = (time / 3600, time / 60 % 60, time % 60);
+    format!("{year:04}-{month:02}-{day:02} {hour:02}:{minute:02}:{second:02} UTC")
+}
+
+/// The proleptic Gregorian date of a count of days since 1970-01-01 (Howard Hinnant's
+/// well-known algorithm).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z.rem_euclid(146_097);
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let shifted_month = (5 * day_of_year + 2) / 153;
+    let day = (day_of_year - (153 * shifted_month + 2) / 5 + 1) as u32;
+    let month = if shifted_month < 10 {
+        shifted_month + 3
+    } else {
+        shifted_month - 9
+    } as u32;
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    (year, month, day)
 }
 
 /// Where a log goes when it is rotated.
@@ -189,6 +289,41 @@ mod tests {
         fs::write(&path, "a\nb").unwrap();
         assert_eq!(tail(&path, 5).unwrap(), ["a", "b"]);
         fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn each_run_starts_with_a_marker_line() {
+        let dir = temp_dir("marker");
+        let path = log_path(&dir, "srv");
+        let run = RunLog::open(path.clone(), "srv --flag").unwrap();
+        run.started(4242);
+        run.clone().write_all(b"hello\n").unwrap();
+        let mut second = RunLog::open(path.clone(), "srv --flag").unwrap();
+        second.write_all(b"before the pid was known\n").unwrap();
+        second.started(4343);
+        let text = fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 4, "{text}");
+        assert!(
+            lines[0].starts_with("--- 20")
+                && lines[0].ends_with(" UTC started: srv --flag (pid 4242) ---"),
+            "{text}"
+        );
+        assert_eq!(lines[1], "hello");
+        assert!(
+            lines[2].ends_with("started: srv --flag (pid ?) ---"),
+            "{text}"
+        );
+        assert_eq!(lines[3], "before the pid was known");
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn dates_are_civil() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
+        assert_eq!(civil_from_days(20_416), (2025, 11, 24));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
     }
 
     #[test]

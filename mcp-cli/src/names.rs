@@ -68,6 +68,56 @@ pub fn split_qualified(token: &str, is_server: impl Fn(&str) -> bool) -> Option<
         .map(|(server, tool)| (server.to_owned(), tool.to_owned()))
 }
 
+/// The candidate `given` most likely meant: the closest by edit distance if it is close
+/// enough to be a typo (a third of its length, 1 to 3 edits), else the shortest one that
+/// holds its letters in order, as an abbreviation does (`msg` for `message`).
+pub fn nearest<'a>(given: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let candidates: Vec<&str> = candidates.into_iter().collect();
+    let allowed = (given.chars().count() / 3).clamp(1, 3);
+    // One or two letters are too few to call anything a typo of them.
+    let typo = (candidates.iter())
+        .filter(|_| given.chars().count() >= 3)
+        .map(|candidate| (edit_distance(given, candidate), *candidate))
+        .filter(|(distance, _)| *distance <= allowed)
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, candidate)| candidate);
+    let abbreviation = || {
+        (candidates.iter().copied())
+            .filter(|candidate| given.len() >= 2 && is_subsequence(given, candidate))
+            .min_by_key(|candidate| candidate.len())
+    };
+    typo.or_else(abbreviation)
+}
+
+fn is_subsequence(short: &str, long: &str) -> bool {
+    let mut long = long.chars();
+    short.chars().all(|c| long.any(|l| l == c))
+}
+
+/// Edit distance over characters, a swap of two neighbours counting as one edit (`ecoh` is
+/// one edit from `echo`): the optimal string alignment distance.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let mut rows = vec![vec![0; b.len() + 1]; a.len() + 1];
+    for (i, row) in rows.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    rows[0] = (0..=b.len()).collect();
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (rows[i - 1][j] + 1)
+                .min(rows[i][j - 1] + 1)
+                .min(rows[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(rows[i - 2][j - 2] + 1);
+            }
+            rows[i][j] = best;
+        }
+    }
+    rows[a.len()][b.len()]
+}
+
 /// 32-bit FNV-1a: tiny, stable across releases and platforms.
 fn fnv1a(bytes: &[u8]) -> u32 {
     bytes.iter().fold(0x811c_9dc5, |hash, &byte| {
@@ -139,6 +189,20 @@ mod tests {
         let exactly = "t".repeat(64 - "server__".len());
         assert_eq!(qualified("server", &exactly).len(), 64);
         assert_eq!(qualified("server", &exactly), format!("server__{exactly}"));
+    }
+
+    #[test]
+    fn nearest_names_forgive_typos_only() {
+        let names = ["message", "messages", "text", "filesystem"];
+        assert_eq!(nearest("msg", names), Some("message"));
+        assert_eq!(nearest("mesage", names), Some("message"));
+        assert_eq!(nearest("txt", names), Some("text"));
+        assert_eq!(nearest("filesytem", names), Some("filesystem"));
+        assert_eq!(nearest("zzz", names), None);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("", "ab"), 2);
+        assert_eq!(edit_distance("ecoh", "echo"), 1);
+        assert_eq!(nearest("ecoh", ["echo", "blob"]), Some("echo"));
     }
 
     #[test]

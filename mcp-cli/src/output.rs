@@ -1,6 +1,8 @@
 //! Rendering results for people: text as it is, placeholders for everything else.
 
-use std::io::{self, Write};
+use std::borrow::Cow;
+use std::io::{self, IsTerminal, Write};
+use std::sync::OnceLock;
 
 use mcp_proto::{CallToolResult, Content};
 use serde_json::Value;
@@ -17,7 +19,8 @@ pub fn render_call(result: &CallToolResult) -> Vec<String> {
     lines
 }
 
-fn render_content(item: &Content) -> String {
+/// One content item as a line: its text, or a placeholder.
+pub fn render_content(item: &Content) -> String {
     match item {
         Content::Text { text } => as_line(text),
         Content::Image { data, mime_type } => omitted("image", mime_type, base64_len(data)),
@@ -70,15 +73,53 @@ pub fn pretty(value: &Value) -> String {
 /// Writes one line of diagnostics to stderr. A closed stderr is ignored rather than a panic:
 /// nobody is left to tell, and the exit code still says what happened.
 pub fn diagnostic(text: &str) {
+    static TERMINAL: OnceLock<bool> = OnceLock::new();
+    let terminal = *TERMINAL.get_or_init(|| io::stderr().is_terminal());
+    let text = if terminal {
+        escape_controls(text)
+    } else {
+        Cow::Borrowed(text)
+    };
     // One write per line, so lines from threads do not interleave mid-line.
     let _ = io::stderr().write_all(format!("{text}\n").as_bytes());
 }
 
+/// Text from a server as a terminal may show it: control characters other than newline and
+/// tab (escape sequences that could set the window title, clear the screen or hide text)
+/// are written out as `\x1b`, `\u{9b}`, ... Output to a pipe or a file is left exact.
+pub fn escape_controls(text: &str) -> Cow<'_, str> {
+    let unsafe_char = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !text.chars().any(unsafe_char) {
+        return Cow::Borrowed(text);
+    }
+    let mut escaped = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            c if !unsafe_char(c) => escaped.push(c),
+            c if (c as u32) < 0x80 => escaped.push_str(&format!("\\x{:02x}", c as u32)),
+            c => escaped.push_str(&format!("\\u{{{:x}}}", c as u32)),
+        }
+    }
+    Cow::Owned(escaped)
+}
+
 /// Standard output that treats a closed pipe (`mcp-cli ... | head -1`) as the reader being
 /// done, not as a failure: later writes are dropped silently.
-#[derive(Debug, Default)]
+///
+/// On a terminal, control characters are escaped (see [`escape_controls`]).
+#[derive(Debug)]
 pub struct Stdout {
     closed: bool,
+    terminal: bool,
+}
+
+impl Default for Stdout {
+    fn default() -> Self {
+        Self {
+            closed: false,
+            terminal: io::stdout().is_terminal(),
+        }
+    }
 }
 
 impl Stdout {
@@ -86,6 +127,11 @@ impl Stdout {
         if self.closed {
             return;
         }
+        let text = if self.terminal {
+            escape_controls(text)
+        } else {
+            Cow::Borrowed(text)
+        };
         let mut out = io::stdout().lock();
         let written = out
             .write_all(text.as_bytes())
@@ -143,6 +189,15 @@ mod tests {
             .map(|line| format!("{line}\n"))
             .collect();
         assert_eq!(printed, "ends in one\nnone\ntwo\n\ninline\n");
+    }
+
+    #[test]
+    fn control_characters_are_escaped_for_terminals_only() {
+        assert_eq!(escape_controls("plain\ttext\nline"), "plain\ttext\nline");
+        assert_eq!(
+            escape_controls("\x1b]0;pwned\x07\x1b[2Jhi\u{9b}31m\r"),
+            "\\x1b]0;pwned\\x07\\x1b[2Jhi\\u{9b}31m\\x0d"
+        );
     }
 
     #[test]

@@ -57,6 +57,8 @@ impl Spinner {
             }
             for frame in FRAMES.iter().cycle() {
                 let text = shown.lock().map(|l| l.clone()).unwrap_or_default();
+                // Labels carry servers' progress messages: no escape sequence of theirs runs.
+                let text = crate::output::escape_controls(&text);
                 let paused = PAUSED.lock().unwrap_or_else(PoisonError::into_inner);
                 if !*paused {
                     // A terminal that went away is no reason to panic: the spinner just stops

@@ -41,9 +41,18 @@ impl RpcError {
     }
 }
 
+impl RpcError {
+    /// The server's message without the `MCP error <code>: ` the TypeScript SDK puts in front
+    /// of it, since the code is shown anyway.
+    pub fn text(&self) -> &str {
+        let prefix = format!("MCP error {}: ", self.code);
+        self.message.strip_prefix(&prefix).unwrap_or(&self.message)
+    }
+}
+
 impl fmt::Display for RpcError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} (code {})", self.message, self.code)?;
+        write!(f, "{} (code {})", self.text(), self.code)?;
         if let Some(data) = &self.data {
             write!(f, ": {data}")?;
         }

@@ -424,6 +424,11 @@ impl Loop {
 
     /// Fails whatever is still waiting, then makes sure the server and its group are gone.
     async fn shut_down(mut self, reason: CloseReason, stderr_closed: Receiver<()>) {
+        // A server that never answered `initialize` is not waited on for a graceful exit: the
+        // caller has already waited the whole handshake budget.
+        if matches!(reason, CloseReason::HandshakeTimedOut { .. }) {
+            self.shared.terminate();
+        }
         let server_ended = matches!(reason, CloseReason::Eof);
         if server_ended && self.exit_status.is_none() {
             let status = async { self.child.status().await.ok() };

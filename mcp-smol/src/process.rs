@@ -59,14 +59,24 @@ impl ServerCommand {
         self
     }
 
-    /// The command line as a person would type it, for tables and messages.
+    /// The command line as a person would type it in a shell, for tables and messages: words
+    /// that need it are quoted.
     pub fn display(&self) -> String {
-        std::iter::once(&self.program)
+        let words: Vec<String> = std::iter::once(&self.program)
             .chain(&self.args)
-            .map(String::as_str)
-            .collect::<Vec<_>>()
-            .join(" ")
+            .map(|word| shell_quoted(word))
+            .collect();
+        words.join(" ")
     }
+}
+
+/// `word` as a POSIX shell reads it back: as it is when that is safe, else in single quotes.
+fn shell_quoted(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        return word.to_owned();
+    }
+    format!("'{}'", word.replace('\'', r"'\''"))
 }
 
 /// Spawns the server with piped stdio as the leader of a new process group, so that the group
@@ -238,6 +248,22 @@ mod tests {
         tail.push(&[b'x'; 10_000]);
         tail.push(b"\n");
         assert_eq!(tail.lines()[0].len(), StderrTail::LINE_BYTES);
+    }
+
+    #[test]
+    fn commands_display_as_a_shell_reads_them() {
+        let command = ServerCommand::new("/opt/my server/run").args([
+            "-y",
+            "@scope/pkg@1.2",
+            "it's",
+            "",
+            "a$b",
+            "--x=1",
+        ]);
+        assert_eq!(
+            command.display(),
+            r"'/opt/my server/run' -y @scope/pkg@1.2 'it'\''s' '' 'a$b' --x=1"
+        );
     }
 
     #[test]

@@ -2,11 +2,12 @@
 
 use std::io::Read;
 
-use mcp_smol::proto::{CallToolResult, Progress};
+use mcp_smol::proto::{CallToolResult, Progress, RequestError, RpcError};
 use serde_json::{Value, json};
 
 use crate::commands::{Context, report};
 use crate::exit::{Exit, Failure};
+use crate::hub::{HubError, ToolEntry};
 use crate::spinner::Spinner;
 use crate::{arguments, names, output};
 
@@ -46,13 +47,15 @@ pub(crate) async fn run(
     drop(spinner);
     // Shown before the servers are closed: one that outlives its stdin would otherwise hold
     // the answer back for the grace and SIGTERM periods.
-    let decoded = called.map_err(Failure::from).and_then(|raw| {
-        let result = CallToolResult::from_value(raw.clone()).map_err(|e| Failure {
-            exit: Exit::Server,
-            message: format!("server {server}: invalid tools/call result: {e}"),
-        })?;
-        Ok((result, raw))
-    });
+    let decoded = called
+        .map_err(|error| failure(&tool, error))
+        .and_then(|raw| {
+            let result = CallToolResult::from_value(raw.clone()).map_err(|e| Failure {
+                exit: Exit::Server,
+                message: format!("server {server}: invalid tools/call result: {e}"),
+            })?;
+            Ok((result, raw))
+        });
     Ok(match decoded {
         Ok((result, raw)) => show(ctx, &result, &raw),
         Err(failure) => {
@@ -119,8 +122,51 @@ async fn read_args_json(text: &str) -> Result<Value, Failure> {
     } else {
         text.to_owned()
     };
+    if text.trim().is_empty() {
+        let source = if text.is_empty() {
+            "stdin was empty"
+        } else {
+            "stdin held only blanks"
+        };
+        return Err(Failure::usage(format!(
+            "--args -: {source}; pipe a JSON object in, such as {{\"key\": \"value\"}}"
+        )));
+    }
     serde_json::from_str(&text)
         .map_err(|e| Failure::usage(format!("--args is not valid JSON: {e}")))
+}
+
+/// A failed call, worded for the tool. A JSON-RPC error answering `tools/call` is the tool
+/// failing (older servers report failures so): exit 1 with the server's words, unless it
+/// refuses the arguments (-32602), which is the caller's to fix.
+fn failure(tool: &ToolEntry, error: HubError) -> Failure {
+    let HubError::Server { error: cause, .. } = &error else {
+        return Failure::from(error);
+    };
+    match cause {
+        mcp_smol::Error::Request(RequestError::Remote(rpc))
+            if rpc.code == RpcError::INVALID_PARAMS =>
+        {
+            Failure::usage(format!(
+                "{}: the server refused the arguments: {}",
+                tool.name,
+                rpc.text()
+            ))
+        }
+        mcp_smol::Error::Request(RequestError::Remote(rpc)) => Failure {
+            exit: Exit::ToolError,
+            message: format!("{} failed: {}", tool.name, rpc.text()),
+        },
+        mcp_smol::Error::Request(timeout @ RequestError::TimedOut { .. }) => Failure {
+            exit: Exit::Timeout,
+            message: format!(
+                "{}: {timeout}; allow it longer with --timeout SECS, or call_timeout_sec in the \
+                 server's config entry",
+                tool.name
+            ),
+        },
+        _ => Failure::from(error),
+    }
 }
 
 fn progress_text(progress: Progress) -> String {

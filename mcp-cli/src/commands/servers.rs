@@ -4,7 +4,7 @@ use serde_json::Value;
 
 use crate::commands::Context;
 use crate::exit::{Exit, Failure};
-use crate::hub::ServerStatus;
+use crate::hub::{ServerStatus, State};
 use crate::output;
 use crate::spinner::Spinner;
 
@@ -15,6 +15,8 @@ pub(crate) async fn run(ctx: &mut Context) -> Result<Exit, Failure> {
         ctx.hub.start(&wanted).await;
     }
     let rows = ctx.hub.status();
+    // A health check for scripts: a server that should run and does not makes it fail.
+    let failed = rows.iter().any(|row| row.state == State::Failed);
     if ctx.json {
         let rows = serde_json::to_value(&rows).unwrap_or(Value::Null);
         ctx.out.line(&output::pretty(&rows));
@@ -23,7 +25,7 @@ pub(crate) async fn run(ctx: &mut Context) -> Result<Exit, Failure> {
             ctx.out.line(&line);
         }
     }
-    Ok(Exit::Success)
+    Ok(if failed { Exit::Server } else { Exit::Success })
 }
 
 /// NAME STATE TOOLS PID COMMAND, aligned, then a line per server that has a reason.

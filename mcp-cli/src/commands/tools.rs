@@ -6,8 +6,8 @@ use serde_json::{Value, json};
 use crate::commands::{Context, report};
 use crate::exit::{Exit, Failure};
 use crate::hub::ToolEntry;
-use crate::output;
 use crate::spinner::Spinner;
+use crate::{arguments, output};
 
 pub(crate) async fn run(ctx: &mut Context, given: &[String]) -> Result<Exit, Failure> {
     let servers = if given.is_empty() {
@@ -67,20 +67,25 @@ fn describe(entry: &ToolEntry) -> Vec<String> {
         .unwrap_or_default();
     if let Some(Value::Object(properties)) = schema.get("properties") {
         for (parameter, property) in properties {
-            let kind = match property.get("type") {
-                Some(Value::String(kind)) => kind.clone(),
-                Some(Value::Array(kinds)) => {
-                    let kinds: Vec<&str> = kinds.iter().filter_map(Value::as_str).collect();
-                    kinds.join(" | ")
-                }
-                _ => "any".to_owned(),
+            let kinds = arguments::property_types(property);
+            let mut line = match kinds.as_slice() {
+                [] => format!("    {parameter}: any"),
+                kinds => format!("    {parameter}: {}", kinds.join(" | ")),
             };
-            let flag = if required.contains(&parameter.as_str()) {
-                " (required)"
-            } else {
-                ""
-            };
-            lines.push(format!("    {parameter}: {kind}{flag}"));
+            if required.contains(&parameter.as_str()) {
+                line.push_str(" (required)");
+            }
+            if let Some(choices) = property.get("enum").and_then(Value::as_array) {
+                let choices: Vec<String> = choices.iter().map(Value::to_string).collect();
+                line.push_str(&format!(", one of {}", choices.join(", ")));
+            }
+            let description = property.get("description").and_then(Value::as_str);
+            if let Some(first) = description.and_then(|d| d.lines().next()).map(str::trim)
+                && !first.is_empty()
+            {
+                line.push_str(&format!("  {first}"));
+            }
+            lines.push(line);
         }
     }
     lines

@@ -8,7 +8,7 @@ use crate::hub::State;
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum HubError {
     /// No server of that name (nor of that provider-safe name).
-    #[error("unknown server {given}; known servers: {}", known.join(", "))]
+    #[error("unknown server {given}{}; known servers: {}", did_you_mean(given, known), known.join(", "))]
     UnknownServer {
         /// The name as given.
         given: String,
@@ -35,7 +35,7 @@ pub enum HubError {
         reason: String,
     },
     /// The server has no tool of that name.
-    #[error("server {server} has no tool {given}; it has: {}", known.join(", "))]
+    #[error("server {server} has no tool {given}{}; it has: {}", did_you_mean(given, known), known.join(", "))]
     UnknownTool {
         /// The server.
         server: String,
@@ -53,6 +53,16 @@ pub enum HubError {
         given: String,
         /// The tools it could mean.
         candidates: Vec<String>,
+    },
+    /// The server has no prompt of that name.
+    #[error("server {server} has no prompt {given}; it has: {}", known.join(", "))]
+    UnknownPrompt {
+        /// The server.
+        server: String,
+        /// The prompt name as given.
+        given: String,
+        /// The names it does offer.
+        known: Vec<String>,
     },
     /// The server's `enabled_tools` / `disabled_tools` leave this tool out.
     #[error("tool {tool} is turned off for server {server} by its enabled_tools / disabled_tools")]
@@ -95,4 +105,12 @@ pub enum HubError {
         /// The server.
         server: String,
     },
+}
+
+/// `; did you mean NAME?` when one of `known` is the likely meaning of `given`.
+fn did_you_mean(given: &str, known: &[String]) -> String {
+    match crate::names::nearest(given, known.iter().map(String::as_str)) {
+        Some(nearest) => format!("; did you mean {nearest}?"),
+        None => String::new(),
+    }
 }

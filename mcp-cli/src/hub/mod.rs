@@ -34,14 +34,23 @@
 //!   wait after that, at most 3 times a minute; then it stays `failed` until
 //!   [`restart`](Hub::restart).
 //! - **Change**: `notifications/tools/list_changed` refreshes that server's tools and is
-//!   passed on to [`events`](Hub::events) as [`HubEvent::ToolsChanged`].
+//!   passed on to [`events`](Hub::events) as [`HubEvent::ToolsChanged`]; the resources and
+//!   prompts ones likewise refresh those lists.
+//! - **Resources and prompts** of every running server are in the catalogue beside its tools
+//!   (prompts under `<server>__<prompt>` names); [`request`](Hub::request) reads, gets,
+//!   completes and subscribes through the one request path.
+//! - **Client capabilities**: a server whose config names `roots` is offered them as
+//!   `file://` URIs; with [`Settings::elicit`] the hub fills in servers' forms.
 //! - **Shutdown**: [`shutdown`](Hub::shutdown) closes every server in parallel through
 //!   mcp-smol; [`terminate`](Hub::terminate) does it without the grace period (for signals).
 
+mod answer;
 mod ask;
 mod catalogue;
 mod error;
+mod options;
 mod slot;
+mod surface;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -52,11 +61,14 @@ use std::time::Duration;
 use serde::Serialize;
 use smol::channel::{Receiver, Sender};
 
+pub use answer::{ElicitAnswer, ElicitHandler, Elicitation};
 pub use ask::{Approval, Ask, AskHandler};
 pub use catalogue::{Catalogue, ToolEntry};
 pub use error::HubError;
+pub use surface::{PromptEntry, ResourceEntry, Skipped, TemplateEntry};
 
 use crate::config::{Config, Policy, Server, ServerSpec, Source};
+use crate::logs::RunLog;
 use crate::names;
 use slot::Slot;
 
@@ -69,13 +81,21 @@ pub struct Settings {
     pub call_timeout: Option<Duration>,
     /// Sent as `clientInfo.name`.
     pub client_name: String,
+    /// How long a server gets to exit after its stdin closes, before SIGTERM.
+    pub grace_period: Duration,
     /// How long a server gets between SIGTERM and SIGKILL when it is stopped.
     pub term_period: Duration,
+    /// The handshake budget of servers whose entry sets none (hosts' `MCP_TIMEOUT`); else
+    /// 10 s, or 120 s for launchers that install on first use (`npx`, `uvx`, ...).
+    pub handshake_timeout: Option<Duration>,
     /// Runs the servers' drivers and the hub's watchers. The caller must run it; `None` uses
     /// smol's global executor, which runs itself.
     pub executor: Option<Arc<smol::Executor<'static>>>,
     /// Decides on calls that an `ask` rule covers; `None` refuses them.
     pub ask: Option<AskHandler>,
+    /// Fills in forms servers ask for; with it, every server is told the hub can
+    /// (`elicitation` capability). `None` declares nothing and servers do not ask.
+    pub elicit: Option<ElicitHandler>,
 }
 
 impl Default for Settings {
@@ -84,10 +104,13 @@ impl Default for Settings {
             log_dir: None,
             call_timeout: None,
             client_name: "mcp-cli".to_owned(),
+            grace_period: Duration::from_secs(2),
             // Long enough to flush a file, short enough that Ctrl-C still feels immediate.
             term_period: Duration::from_millis(500),
+            handshake_timeout: None,
             executor: None,
             ask: None,
+            elicit: None,
         }
     }
 }
@@ -98,9 +121,12 @@ impl std::fmt::Debug for Settings {
             .field("log_dir", &self.log_dir)
             .field("call_timeout", &self.call_timeout)
             .field("client_name", &self.client_name)
+            .field("grace_period", &self.grace_period)
             .field("term_period", &self.term_period)
+            .field("handshake_timeout", &self.handshake_timeout)
             .field("executor", &self.executor.is_some())
             .field("ask", &self.ask.is_some())
+            .field("elicit", &self.elicit.is_some())
             .finish()
     }
 }
@@ -167,6 +193,25 @@ pub enum HubEvent {
     ToolsChanged {
         /// The server.
         server: String,
+    },
+    /// A server's resources or resource templates changed
+    /// (`notifications/resources/list_changed`); the catalogue already has the new list.
+    ResourcesChanged {
+        /// The server.
+        server: String,
+    },
+    /// A server's prompts changed (`notifications/prompts/list_changed`).
+    PromptsChanged {
+        /// The server.
+        server: String,
+    },
+    /// A resource subscribed to with `Request::subscribe` changed
+    /// (`notifications/resources/updated`).
+    ResourceUpdated {
+        /// The server.
+        server: String,
+        /// The resource.
+        uri: String,
     },
     /// A running server ended by itself.
     Failed {
@@ -381,8 +426,8 @@ impl Inner {
         self.stopping.load(Ordering::SeqCst)
     }
 
-    pub(crate) fn options(&self, spec: &ServerSpec) -> mcp_smol::Options {
-        slot::options_for(spec, &self.settings)
+    pub(crate) fn options(&self, spec: &ServerSpec) -> (mcp_smol::Options, Option<RunLog>) {
+        options::for_server(spec, &self.settings)
     }
 
     pub(crate) fn spawn<T: Send + 'static>(

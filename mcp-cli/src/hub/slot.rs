@@ -5,11 +5,12 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
+use mcp_smol::Client;
 use mcp_smol::proto::{Notification, Tool};
-use mcp_smol::{Client, Options};
 
 use crate::config::{Entry, Server, ServerSpec, Source};
-use crate::hub::{HubError, HubEvent, Inner, ServerStatus, State};
+use crate::hub::surface::Surface;
+use crate::hub::{HubError, HubEvent, Inner, ServerStatus, State, answer};
 
 /// At most this many restarts in a minute; after that the server stays `failed` until
 /// [`Hub::restart`](crate::hub::Hub::restart).
@@ -25,11 +26,13 @@ const BACKOFF: [Duration; MAX_RESTARTS] = [
 
 const RESTART_WINDOW: Duration = Duration::from_secs(60);
 
-/// A connection that finished its handshake, with the tools it offers (policy not applied).
+/// A connection that finished its handshake, with the tools (policy not applied), resources
+/// and prompts it offers.
 #[derive(Debug, Clone)]
 pub(crate) struct Live {
     pub(crate) client: Client,
     pub(crate) tools: Arc<Vec<Tool>>,
+    pub(crate) surface: Arc<Surface>,
 }
 
 enum Phase {
@@ -283,18 +286,30 @@ impl Slot {
                     server: name.clone(),
                 });
             }
-            let (client, driver) =
-                mcp_smol::start(&spec.command, hub.options(spec)).map_err(server_error)?;
+            let (options, log) = hub.options(spec);
+            let (client, driver) = mcp_smol::start(&spec.command, options).map_err(server_error)?;
+            if let Some(log) = log {
+                log.started(client.pid());
+            }
             hub.spawn(driver).detach();
             if let Phase::Starting { client: slot, .. } = &mut life.phase {
                 *slot = Some(client.clone());
             }
             client
         };
-        // Subscribed before the handshake ends, so no list change is missed.
+        // Subscribed before the handshake ends, so no list change and no question is missed.
         let notes = client.notifications().await;
+        let requests = client.server_requests().await;
+        let answering = answer::serve(
+            name.clone(),
+            client.clone(),
+            requests,
+            spec.roots.clone(),
+            hub.settings.elicit.clone(),
+        );
+        hub.spawn(answering).detach();
         let listed = async {
-            client.wait_ready().await?;
+            let info = client.wait_ready().await?;
             let mut tools = client.list_tools().await?;
             // A change announced before the listing was answered (server-everything adds
             // tools once initialized) is already in the channel: list once more to catch it.
@@ -303,13 +318,15 @@ impl Slot {
             if changed {
                 tools = client.list_tools().await?;
             }
-            Ok(tools)
+            let surface = Surface::list(&client, &info).await?;
+            Ok((tools, surface))
         };
         match listed.await {
-            Ok(tools) => {
+            Ok((tools, surface)) => {
                 let live = Live {
                     client: client.clone(),
                     tools: Arc::new(tools),
+                    surface: Arc::new(surface),
                 };
                 let watch = watch(Arc::downgrade(hub), self.clone(), client, notes);
                 hub.spawn(watch).detach();
@@ -349,6 +366,29 @@ impl Slot {
         };
         if current == Some(pid) {
             life.phase = Phase::Stopped;
+        }
+    }
+
+    /// The resources and prompts of the running connection, if it is running and alive.
+    pub(crate) fn client_surface(&self) -> Option<Arc<Surface>> {
+        match &self.life().phase {
+            Phase::Running(live) if live.client.disconnect().is_none() => {
+                Some(live.surface.clone())
+            }
+            _ => None,
+        }
+    }
+
+    /// Replaces the resources and prompts of the connection `pid`, if it is still the running
+    /// one.
+    fn set_surface(&self, pid: u32, surface: Surface) -> bool {
+        let mut life = self.life();
+        match &mut life.phase {
+            Phase::Running(live) if live.client.pid() == pid => {
+                live.surface = Arc::new(surface);
+                true
+            }
+            _ => false,
         }
     }
 
@@ -394,7 +434,42 @@ async fn watch(
     notes: smol::channel::Receiver<Notification>,
 ) {
     let pid = client.pid();
+    let server = || slot.name().to_owned();
     while let Ok(note) = notes.recv().await {
+        if let Some(uri) = note.resource_updated() {
+            if let Some(hub) = hub.upgrade() {
+                let uri = uri.to_owned();
+                hub.emit(HubEvent::ResourceUpdated {
+                    server: server(),
+                    uri,
+                });
+            }
+            continue;
+        }
+        let surface_changed = match note.method.as_str() {
+            Notification::RESOURCES_LIST_CHANGED => {
+                Some(HubEvent::ResourcesChanged { server: server() })
+            }
+            Notification::PROMPTS_LIST_CHANGED => {
+                Some(HubEvent::PromptsChanged { server: server() })
+            }
+            _ => None,
+        };
+        if let Some(event) = surface_changed {
+            let refreshed = {
+                let _refreshing = slot.start.lock().await;
+                let info = client.wait_ready().await;
+                let surface = match &info {
+                    Ok(info) => Surface::list(&client, info).await.ok(),
+                    Err(_) => None,
+                };
+                surface.is_some_and(|surface| slot.set_surface(pid, surface))
+            };
+            if refreshed && let Some(hub) = hub.upgrade() {
+                hub.emit(event);
+            }
+            continue;
+        }
         if note.method != Notification::TOOLS_LIST_CHANGED {
             continue;
         }
@@ -421,29 +496,5 @@ async fn watch(
             server: slot.name().to_owned(),
             reason,
         });
-    }
-}
-
-/// Options for one server: its timeouts and message limit, the hub's log folder and client name.
-pub(crate) fn options_for(spec: &ServerSpec, settings: &crate::hub::Settings) -> Options {
-    let defaults = Options::default();
-    let sink = (settings.log_dir.as_ref()).and_then(|dir| {
-        let path = crate::logs::log_path(dir, &spec.name);
-        // A log that cannot be opened must not stop the server; the tail still reaches errors.
-        crate::logs::LogFile::open(path, crate::logs::ROTATE_BYTES).ok()
-    });
-    Options {
-        core: mcp_smol::proto::Config {
-            client_name: settings.client_name.clone(),
-            client_version: env!("CARGO_PKG_VERSION").to_owned(),
-            handshake_timeout: (spec.handshake_timeout).unwrap_or(defaults.core.handshake_timeout),
-            request_timeout: (settings.call_timeout.or(spec.call_timeout))
-                .unwrap_or(defaults.core.request_timeout),
-            max_line_len: spec.max_message_len.unwrap_or(defaults.core.max_line_len),
-            ..defaults.core
-        },
-        term_period: settings.term_period,
-        stderr_sink: sink.map(|log| Box::new(log) as mcp_smol::StderrSink),
-        ..defaults
     }
 }

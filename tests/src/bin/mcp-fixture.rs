@@ -28,6 +28,12 @@
 //! - `list-changed`: after the first call, announces a changed list with a tool `extra`.
 //! - `repeat-cursor`: `tools/list` always returns the same `nextCursor`.
 //! - `slow-start`: waits `--delay-ms N` before answering `initialize`.
+//! - `resources`: also resources (paginated, `--page-size N` as for tools; a text one and a
+//!   binary one), a resource template, and prompts `greet` (argument `name` required) and
+//!   `plain`.
+//! - `repeat-resource-cursor`: `resources`, but `resources/list` always returns the same
+//!   `nextCursor`.
+//! - `malformed-resources`: `resources`, with unreadable entries among those listed.
 //! - `barrier`: answers `initialize` only once `--count N` servers (default 8) have received
 //!   theirs: each leaves a file in `--dir DIR` and waits (at most 20 s) for N files there, so
 //!   servers started one after another never get past it.
@@ -284,6 +290,14 @@ impl Server {
             (_, "ping") => self.answer(&id, Ok(json!({}))),
             (_, "tools/list") => self.answer(&id, Ok(self.tools_page(&params))),
             (_, "tools/call") => self.call(id, params),
+            (mode, method) if resources::served(mode) && method.starts_with("resources/") => self
+                .answer(
+                    &id,
+                    resources::answer(mode, method, &params, self.option("page-size", 2)),
+                ),
+            (mode, method) if resources::served(mode) && method.starts_with("prompts/") => {
+                self.answer(&id, resources::answer(mode, method, &params, 0))
+            }
             _ => self.answer(&id, Err((-32601, format!("Method not found: {method}")))),
         }
     }
@@ -301,9 +315,14 @@ impl Server {
             _ if SUPPORTED.contains(&requested) => requested,
             _ => "2025-11-25",
         };
+        let mut capabilities = json!({"tools": {"listChanged": true}});
+        if resources::served(&self.mode) {
+            capabilities["resources"] = json!({"listChanged": true});
+            capabilities["prompts"] = json!({});
+        }
         json!({
             "protocolVersion": version,
-            "capabilities": {"tools": {"listChanged": true}},
+            "capabilities": capabilities,
             "serverInfo": {"name": "mcp-fixture", "version": "1.0.0"},
             "instructions": "fixture server",
         })
@@ -316,13 +335,15 @@ impl Server {
             json!({"name": "blob", "description": "Returns a text of that many bytes.", "inputSchema": object(json!({"bytes": {"type": "integer"}}), &["bytes"])}),
             json!({"name": "sleep", "description": "Waits, then answers.", "inputSchema": object(json!({"ms": {"type": "integer"}}), &["ms"])}),
             json!({"name": "progress", "description": "Reports progress while it works.", "inputSchema": object(json!({"steps": {"type": "integer"}, "ms": {"type": "integer"}}), &[])}),
-            json!({"name": "fail", "description": "Reports a tool error.", "inputSchema": object(json!({"message": {"type": "string"}}), &[])}),
+            json!({"name": "fail", "description": "Reports a tool error (with rpc, as a JSON-RPC error).", "inputSchema": object(json!({"message": {"type": "string"}, "rpc": {"type": "boolean"}}), &[])}),
             json!({"name": "add", "description": "Adds two numbers.", "inputSchema": object(json!({"a": {"type": "number"}, "b": {"type": "number"}}), &["a", "b"])}),
             json!({"name": "rich", "description": "Returns every kind of content.", "inputSchema": object(json!({}), &[])}),
             json!({"name": "structured", "description": "Returns structured content only.", "inputSchema": object(json!({}), &[])}),
             json!({"name": "types", "description": "Returns the arguments it got.", "inputSchema": object(json!({
                 "s": {"type": "string"}, "n": {"type": "number"}, "i": {"type": "integer"},
-                "b": {"type": "boolean"}, "arr": {"type": "array"}, "obj": {"type": "object"}
+                "b": {"type": "boolean"}, "arr": {"type": "array"}, "obj": {"type": "object"},
+                "mode": {"type": "string", "enum": ["fast", "slow"], "description": "How to go."},
+                "maybe": {"anyOf": [{"type": "integer"}, {"type": "null"}], "description": "A count, or null."}
             }), &["s", "i"])}),
             json!({"name": "stderr", "description": "Writes lines to stderr.", "inputSchema": object(json!({"lines": {"type": "integer"}}), &[])}),
             json!({"name": "report", "description": "Answers the fixture received.", "inputSchema": object(json!({}), &[])}),
@@ -484,6 +505,10 @@ impl Server {
                     .get("message")
                     .and_then(Value::as_str)
                     .unwrap_or("failed");
+                // As older servers do, and as the TypeScript SDK words it.
+                if arguments.get("rpc") == Some(&json!(true)) {
+                    return Some(Err((-32603, format!("MCP error -32603: {message}"))));
+                }
                 json!({"content": [{"type": "text", "text": message}], "isError": true})
             }
             "add" => match (number("a"), number("b")) {
@@ -591,5 +616,127 @@ fn response(id: &Value, result: Result<Value, (i64, String)>) -> Value {
         Err((code, message)) => {
             json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
         }
+    }
+}
+
+/// The `resources` modes: what they list, read and get.
+mod resources {
+    use serde_json::{Value, json};
+
+    /// The binary resource's bytes: every byte value, so any mangling shows.
+    pub(crate) fn blob() -> Vec<u8> {
+        (0..=255u8).rev().collect()
+    }
+
+    pub(crate) const TEXT: &str = "hello from the fixture\n";
+
+    /// Whether `mode` serves resources and prompts.
+    pub(crate) fn served(mode: &str) -> bool {
+        matches!(
+            mode,
+            "resources" | "repeat-resource-cursor" | "malformed-resources"
+        )
+    }
+
+    pub(crate) fn answer(
+        mode: &str,
+        method: &str,
+        params: &Value,
+        page_size: u64,
+    ) -> Result<Value, (i64, String)> {
+        let uri = params.get("uri").and_then(Value::as_str).unwrap_or("");
+        match method {
+            "resources/list" => Ok(list(mode, params, page_size)),
+            "resources/templates/list" => Ok(json!({"resourceTemplates": [
+                {"uriTemplate": "fx://items/{id}", "name": "item", "mimeType": "text/plain"}
+            ]})),
+            "resources/read" => match uri {
+                "fx://text/hello" => Ok(json!({"contents": [
+                    {"uri": uri, "mimeType": "text/plain", "text": TEXT}
+                ]})),
+                "fx://blob/bytes" => Ok(json!({"contents": [
+                    {"uri": uri, "mimeType": "application/octet-stream", "blob": base64(&blob())}
+                ]})),
+                _ => match uri.strip_prefix("fx://items/") {
+                    Some(item) => Ok(json!({"contents": [
+                        {"uri": uri, "mimeType": "text/plain", "text": format!("item {item}")}
+                    ]})),
+                    None => Err((-32002, format!("Resource not found: {uri}"))),
+                },
+            },
+            "prompts/list" => Ok(json!({"prompts": [
+                {"name": "greet", "description": "Greets someone.", "arguments": [
+                    {"name": "name", "description": "Who to greet", "required": true},
+                    {"name": "greeting", "description": "The word to use"}
+                ]},
+                {"name": "plain", "description": "No arguments."}
+            ]})),
+            "prompts/get" => {
+                let arguments = params.get("arguments").cloned().unwrap_or(json!({}));
+                let text = |key: &str| arguments.get(key).and_then(Value::as_str);
+                match params.get("name").and_then(Value::as_str) {
+                    Some("greet") => match text("name") {
+                        Some(name) => {
+                            let greeting = text("greeting").unwrap_or("Hello");
+                            Ok(json!({"description": "A greeting", "messages": [
+                                {"role": "user", "content": {"type": "text", "text": format!("{greeting}, {name}!")}}
+                            ]}))
+                        }
+                        None => Err((-32602, "Missing required argument: name".to_owned())),
+                    },
+                    Some("plain") => Ok(json!({"messages": [
+                        {"role": "user", "content": {"type": "text", "text": "Plain."}},
+                        {"role": "assistant", "content": {"type": "image", "data": "AAAA", "mimeType": "image/png"}}
+                    ]})),
+                    other => Err((-32602, format!("Unknown prompt: {other:?}"))),
+                }
+            }
+            _ => Err((-32601, format!("Method not found: {method}"))),
+        }
+    }
+
+    fn list(mode: &str, params: &Value, page_size: u64) -> Value {
+        let mut resources = vec![
+            json!({"uri": "fx://text/hello", "name": "hello", "mimeType": "text/plain", "size": TEXT.len()}),
+            json!({"uri": "fx://blob/bytes", "name": "bytes", "mimeType": "application/octet-stream"}),
+            json!({"uri": "fx://text/third", "name": "third", "title": "The third"}),
+        ];
+        if mode == "malformed-resources" {
+            resources.insert(1, json!({"name": "no uri"}));
+            resources.push(json!(42));
+        }
+        if mode == "repeat-resource-cursor" {
+            return json!({"resources": resources[..1], "nextCursor": "again"});
+        }
+        let size = page_size.max(1) as usize;
+        let start: usize = (params.get("cursor").and_then(Value::as_str))
+            .and_then(|c| c.strip_prefix('r')?.parse().ok())
+            .unwrap_or(0);
+        let end = (start + size).min(resources.len());
+        let mut page = json!({"resources": resources.get(start..end).unwrap_or(&[])});
+        if end < resources.len() {
+            page["nextCursor"] = json!(format!("r{end}"));
+        }
+        page
+    }
+
+    fn base64(bytes: &[u8]) -> String {
+        const ALPHABET: &[u8; 64] =
+            b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let mut text = String::new();
+        for chunk in bytes.chunks(3) {
+            let n = chunk
+                .iter()
+                .enumerate()
+                .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
+            for i in 0..4 {
+                if i <= chunk.len() {
+                    text.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+                } else {
+                    text.push('=');
+                }
+            }
+        }
+        text
     }
 }

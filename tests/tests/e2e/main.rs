@@ -27,5 +27,8 @@ mod config_edit;
 /// Policy through the `mcp-cli` binary: lists, filters, rules, `ask` on a pseudo-terminal.
 mod policy;
 
+/// The command line as a newcomer meets it: mistakes, messages, logs, terminal safety.
+mod newcomer;
+
 /// The `mcp-cli` binary against the real reference servers from npm and PyPI.
 mod real_servers;

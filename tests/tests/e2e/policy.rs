@@ -2,9 +2,6 @@
 //! rules in native TOML and Claude Code's JSON, `ask` on a real pseudo-terminal, and policy
 //! mistakes reported before anything starts.
 
-use std::io::{Read, Write};
-use std::time::{Duration, Instant};
-
 use crate::support::{FIXTURE, Run, Scratch, fixture_block};
 
 fn state_of(run: &Run, name: &str) -> String {
@@ -198,54 +195,14 @@ fn ask_without_a_terminal_is_refused_unless_yes() {
     );
 }
 
-/// Runs `mcp-cli call fx add a=1 b=2` with stdin and stderr on a new pseudo-terminal,
-/// answers the prompt with `answer`, and returns the exit code, stdout and what the
-/// terminal showed.
+/// `mcp-cli call fx add a=1 b=2` with stdin and stderr on a terminal, answering the prompt.
 fn call_on_a_terminal(dir: &Scratch, answer: &str) -> (i32, String, String) {
-    use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
-    let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).unwrap();
-    grantpt(&master).unwrap();
-    unlockpt(&master).unwrap();
-    let name = ptsname(&master, Vec::new()).unwrap();
-    let slave = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(name.to_str().unwrap())
-        .unwrap();
-    let mut command = dir.command(&["call", "fx", "add", "a=1", "b=2"]);
-    command
-        .stdin(slave.try_clone().unwrap())
-        .stderr(slave.try_clone().unwrap());
-    let child = command.spawn().unwrap();
-    drop(slave);
-    let mut master = std::fs::File::from(master);
-    let mut reader = master.try_clone().unwrap();
-    let (shown_sender, shown) = std::sync::mpsc::channel::<Vec<u8>>();
-    std::thread::spawn(move || {
-        let mut buffer = [0; 4096];
-        // Ends with an error (EIO) once every holder of the terminal is gone.
-        while let Ok(n @ 1..) = reader.read(&mut buffer) {
-            if shown_sender.send(buffer[..n].to_vec()).is_err() {
-                break;
-            }
-        }
-    });
-    let mut screen = String::new();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !screen.contains("[y/N]") {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match shown.recv_timeout(left) {
-            Ok(bytes) => screen.push_str(&String::from_utf8_lossy(&bytes)),
-            Err(_) => panic!("no prompt on the terminal: {screen:?}"),
-        }
-    }
-    master.write_all(answer.as_bytes()).unwrap();
-    let output = child.wait_with_output().unwrap();
-    while let Ok(bytes) = shown.recv_timeout(Duration::from_millis(200)) {
-        screen.push_str(&String::from_utf8_lossy(&bytes));
-    }
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    (output.status.code().unwrap_or(-1), stdout, screen)
+    let run = dir.on_terminal(
+        &["call", "fx", "add", "a=1", "b=2"],
+        false,
+        Some(("[y/N]", answer)),
+    );
+    (run.code, run.stdout, run.screen)
 }
 
 #[test]

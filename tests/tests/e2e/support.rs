@@ -176,6 +176,88 @@ impl Scratch {
     }
 }
 
+/// What a run on a pseudo-terminal printed and returned.
+#[derive(Debug)]
+pub(crate) struct TerminalRun {
+    pub(crate) code: i32,
+    /// stdout, when it was a pipe rather than the terminal.
+    pub(crate) stdout: String,
+    /// Everything the terminal showed.
+    pub(crate) screen: String,
+}
+
+impl Scratch {
+    /// Runs `mcp-cli args` with stdin and stderr (and stdout too, if `stdout_on_terminal`) on a
+    /// new pseudo-terminal, as a person at a terminal would; types `reply.1` once the screen
+    /// shows `reply.0`.
+    pub(crate) fn on_terminal(
+        &self,
+        args: &[&str],
+        stdout_on_terminal: bool,
+        reply: Option<(&str, &str)>,
+    ) -> TerminalRun {
+        use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
+        use std::io::{Read, Write};
+        let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).unwrap();
+        grantpt(&master).unwrap();
+        unlockpt(&master).unwrap();
+        let name = ptsname(&master, Vec::new()).unwrap();
+        let terminal = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(name.to_str().unwrap())
+            .unwrap();
+        let mut command = self.command(args);
+        command
+            .stdin(terminal.try_clone().unwrap())
+            .stderr(terminal.try_clone().unwrap());
+        if stdout_on_terminal {
+            command.stdout(terminal.try_clone().unwrap());
+        }
+        let child = command.spawn().unwrap();
+        // The command holds copies of the terminal too: all must go for the end to show.
+        drop(command);
+        drop(terminal);
+        let mut master = std::fs::File::from(master);
+        let mut reader = master.try_clone().unwrap();
+        let (shown_sender, shown) = std::sync::mpsc::channel::<Vec<u8>>();
+        std::thread::spawn(move || {
+            let mut buffer = [0; 4096];
+            // Ends with an error (EIO) once every holder of the terminal is gone.
+            while let Ok(n @ 1..) = reader.read(&mut buffer) {
+                if shown_sender.send(buffer[..n].to_vec()).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut screen = String::new();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let read_until = |screen: &mut String, wanted: Option<&str>| {
+            while wanted.is_none_or(|wanted| !screen.contains(wanted)) {
+                let left = deadline.saturating_duration_since(Instant::now());
+                match shown.recv_timeout(left) {
+                    Ok(bytes) => screen.push_str(&String::from_utf8_lossy(&bytes)),
+                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) if wanted.is_none() => {
+                        return;
+                    }
+                    Err(error) => panic!("{error}: waiting for {wanted:?} on {screen:?}"),
+                }
+            }
+        };
+        if let Some((prompt, answer)) = reply {
+            read_until(&mut screen, Some(prompt));
+            master.write_all(answer.as_bytes()).unwrap();
+        }
+        let output = child.wait_with_output().unwrap();
+        read_until(&mut screen, None);
+        TerminalRun {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            screen,
+        }
+    }
+}
+
 impl Drop for Scratch {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);

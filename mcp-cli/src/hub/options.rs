@@ -1,0 +1,90 @@
+//! How the hub runs one server: its timeouts and limits, its log, and what it is offered.
+
+use std::path::Path;
+use std::time::Duration;
+
+use mcp_smol::{Options, ServerCommand};
+
+use crate::config::ServerSpec;
+use crate::hub::Settings;
+use crate::logs::{self, RunLog};
+
+/// The handshake budget of a launcher that may download the server on its first run: a fresh
+/// `npx -y` or `uvx` install easily outlasts the usual 10 s.
+pub(crate) const INSTALLING_HANDSHAKE: Duration = Duration::from_secs(120);
+
+/// Programs that fetch and install what they run the first time.
+const INSTALLING_LAUNCHERS: &[&str] = &["npx", "uvx", "pipx", "bunx", "pnpx", "docker"];
+
+/// Options for one server, and its log (whose marker line wants the pid once it is known).
+pub(crate) fn for_server(spec: &ServerSpec, settings: &Settings) -> (Options, Option<RunLog>) {
+    let defaults = Options::default();
+    let log = (settings.log_dir.as_ref()).and_then(|dir| {
+        let path = logs::log_path(dir, &spec.name);
+        // A log that cannot be opened must not stop the server; the tail still reaches errors.
+        RunLog::open(path, &spec.command.display()).ok()
+    });
+    let handshake_timeout = (spec.handshake_timeout.or(settings.handshake_timeout))
+        .or_else(|| installs_on_first_use(&spec.command).then_some(INSTALLING_HANDSHAKE))
+        .unwrap_or(defaults.core.handshake_timeout);
+    let options = Options {
+        core: mcp_smol::proto::Config {
+            client_name: settings.client_name.clone(),
+            client_version: env!("CARGO_PKG_VERSION").to_owned(),
+            handshake_timeout,
+            request_timeout: (settings.call_timeout.or(spec.call_timeout))
+                .unwrap_or(defaults.core.request_timeout),
+            max_line_len: spec.max_message_len.unwrap_or(defaults.core.max_line_len),
+            capabilities: mcp_smol::proto::ClientCapabilities {
+                roots: !spec.roots.is_empty(),
+                elicitation: settings.elicit.is_some(),
+                sampling: false,
+            },
+            ..defaults.core
+        },
+        grace_period: settings.grace_period,
+        term_period: settings.term_period,
+        stderr_sink: log.clone().map(|log| Box::new(log) as mcp_smol::StderrSink),
+    };
+    (options, log)
+}
+
+/// Whether the command runs through a launcher that installs on first use (`npx -y pkg`,
+/// `uvx pkg`, `pipx run pkg`, `docker run image`), by the program's file name.
+fn installs_on_first_use(command: &ServerCommand) -> bool {
+    let program = Path::new(&command.program).file_name();
+    let program = program.and_then(|name| name.to_str()).unwrap_or_default();
+    INSTALLING_LAUNCHERS.contains(&program)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn budget(program: &str, configured: Option<Duration>, from_env: Option<Duration>) -> Duration {
+        let mut spec = ServerSpec::new("s", ServerCommand::new(program));
+        spec.handshake_timeout = configured;
+        let settings = Settings {
+            handshake_timeout: from_env,
+            ..Settings::default()
+        };
+        for_server(&spec, &settings).0.core.handshake_timeout
+    }
+
+    #[test]
+    fn launchers_that_install_get_a_longer_handshake() {
+        let ten = Duration::from_secs(10);
+        assert_eq!(budget("npx", None, None), INSTALLING_HANDSHAKE);
+        assert_eq!(
+            budget("/usr/local/bin/uvx", None, None),
+            INSTALLING_HANDSHAKE
+        );
+        assert_eq!(budget("node", None, None), ten);
+        // MCP_TIMEOUT (through the settings) and the entry's own key win, the entry first.
+        assert_eq!(
+            budget("npx", None, Some(Duration::from_secs(5))),
+            Duration::from_secs(5)
+        );
+        assert_eq!(budget("npx", Some(ten), Some(Duration::from_secs(5))), ten);
+    }
+}

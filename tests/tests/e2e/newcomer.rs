@@ -1,0 +1,182 @@
+//! The command line as a newcomer meets it: argument mistakes, messages that say what to do,
+//! exit codes that agree with them, logs that tell runs apart, terminal safety.
+
+use crate::support::{FIXTURE, Scratch, fixture_block};
+
+fn project(name: &str, extra: &str) -> Scratch {
+    let dir = Scratch::new(name);
+    dir.write(
+        ".mcp-cli.toml",
+        &format!("{}{extra}", fixture_block("fx", "good")),
+    );
+    dir
+}
+
+#[test]
+fn argument_mistakes_name_the_fix() {
+    let dir = project("newcomer-args", "");
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["call", "fx", "echo", "txt=hi"],
+            "unknown argument txt; did you mean text? (the tool takes: text)",
+        ),
+        (
+            &["call", "fx", "types", "s=x", "i=1", "mode=medium"],
+            "argument mode: \"medium\" is not one of \"fast\", \"slow\"",
+        ),
+        (
+            &["call", "fx", "types", "s=x", "i=1", "arr=a.txt"],
+            "write an array as arr:='[\"a.txt\"]'",
+        ),
+        (
+            &["call", "fx", "types", "s=x", "i=1", "maybe=some"],
+            "argument maybe: \"some\" is not an integer or null",
+        ),
+        (
+            &["call", "fxx", "echo", "text=x"],
+            "unknown server fxx; did you mean fx?",
+        ),
+        (
+            &["call", "fx", "ecoh", "text=x"],
+            "has no tool ecoh; did you mean echo?",
+        ),
+    ];
+    for (args, expected) in cases {
+        let run = dir.cli(args);
+        assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
+        assert!(run.stderr.contains(expected), "{args:?}: {}", run.stderr);
+    }
+    let run = dir.cli(&[
+        "call",
+        "fx",
+        "types",
+        "s=x",
+        "i=1",
+        "mode=slow",
+        "maybe=null",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("\"mode\":\"slow\"") && run.stdout.contains("\"maybe\":null"));
+    let run = dir.cli(&["tools", "fx"]);
+    assert!(
+        run.stdout
+            .contains("    mode: string, one of \"fast\", \"slow\"  How to go.\n")
+            && run
+                .stdout
+                .contains("    maybe: integer | null  A count, or null.\n"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn messages_say_what_to_change() {
+    let dir = project("newcomer-messages", "");
+    let run = dir.cli(&["--timeout", "0.5", "call", "fx", "sleep", "ms=5000"]);
+    assert_eq!(run.code, 4, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("fx__sleep: no response within 0.5s; allow it longer with --timeout")
+            && run.stderr.contains("call_timeout_sec"),
+        "{}",
+        run.stderr
+    );
+    let run = dir.cli_with(&["call", "fx", "echo", "--args", "-"], &[], Some(""));
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("--args -: stdin was empty"),
+        "{}",
+        run.stderr
+    );
+
+    let slow = Scratch::new("newcomer-handshake");
+    slow.write(
+        ".mcp-cli.toml",
+        &format!("{}timeout_sec = 0.5\n", fixture_block("mute", "silent")),
+    );
+    let run = slow.cli(&["call", "mute", "echo", "text=x"]);
+    assert_eq!(run.code, 4, "{}", run.stderr);
+    assert!(run.stderr.contains("raise timeout_sec"), "{}", run.stderr);
+}
+
+#[test]
+fn a_json_rpc_error_from_a_call_is_a_failed_tool() {
+    let dir = project("newcomer-rpc-error", "");
+    let run = dir.cli(&["call", "fx", "fail", "rpc:=true", "message=fetch failed"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    // The SDK's own "MCP error -32603: " is not repeated in front of the message.
+    assert_eq!(
+        run.stderr, "mcp-cli: fx__fail failed: fetch failed\n",
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn servers_is_a_health_check_and_quotes_commands() {
+    let dir = Scratch::new("newcomer-servers");
+    dir.write(
+        ".mcp-cli.toml",
+        &format!(
+            "{}[mcp.spaced]\ncommand = {FIXTURE:?}\nargs = [\"good\", \"--log-received\", \"a file\"]\n",
+            fixture_block("fx", "good")
+        ),
+    );
+    let run = dir.cli(&["servers"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains("good --log-received 'a file'"),
+        "{}",
+        run.stdout
+    );
+    let mut config = std::fs::read_to_string(dir.0.join(".mcp-cli.toml")).unwrap();
+    config.push_str(&fixture_block("dies", "exit-in-handshake"));
+    dir.write(".mcp-cli.toml", &config);
+    let run = dir.cli(&["servers"]);
+    assert_eq!(
+        run.code, 3,
+        "a failed server fails the check: {}",
+        run.stdout
+    );
+}
+
+#[test]
+fn each_run_is_marked_in_the_log() {
+    let dir = project("newcomer-logs", "");
+    for text in ["first", "second"] {
+        let run = dir.cli(&["call", "fx", "stderr", "lines:=1"]);
+        assert_eq!(run.code, 0, "{text}: {}", run.stderr);
+    }
+    let run = dir.cli(&["logs", "fx"]);
+    let markers: Vec<&str> = (run.stdout.lines())
+        .filter(|line| line.starts_with("--- ") && line.contains(" UTC started: "))
+        .collect();
+    assert_eq!(markers.len(), 2, "{}", run.stdout);
+    assert!(
+        markers.iter().all(|m| m.contains("good (pid ")),
+        "{markers:?}"
+    );
+    assert_ne!(markers[0], markers[1]);
+}
+
+#[test]
+fn server_text_cannot_drive_the_terminal() {
+    let dir = project("newcomer-terminal", "");
+    let hostile = "text=\u{1b}]0;pwned\u{7}\u{1b}[2Jgone";
+    let run = dir.on_terminal(&["call", "fx", "echo", hostile], true, None);
+    assert_eq!(run.code, 0, "{}", run.screen);
+    // (The spinner's own line clearing may show; the server's sequences may not.)
+    assert!(
+        !run.screen.contains("\u{1b}]0;") && !run.screen.contains("\u{1b}[2J"),
+        "{:?}",
+        run.screen
+    );
+    assert!(
+        run.screen.contains("\\x1b]0;pwned\\x07\\x1b[2Jgone"),
+        "{:?}",
+        run.screen
+    );
+    // A pipe gets the data exact.
+    let run = dir.cli(&["call", "fx", "echo", hostile]);
+    assert_eq!(run.stdout, "\u{1b}]0;pwned\u{7}\u{1b}[2Jgone\n");
+}
