@@ -80,7 +80,7 @@ impl Default for Config {
             handshake_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(60),
             max_request_time: Duration::from_secs(600),
-            max_line_len: 16 * 1024 * 1024,
+            max_line_len: 64 * 1024 * 1024,
             capabilities: ClientCapabilities::default(),
             // Long enough for a person to fill in a form.
             server_request_timeout: Duration::from_secs(300),
@@ -316,7 +316,7 @@ impl Connection {
         while let Some(line) = self.decoder.next_line() {
             match line {
                 Ok(line) => self.handle_line(now, &line),
-                Err(error) => self.report_malformed(error),
+                Err(error) => self.handle_too_long(error),
             }
             if self.is_closed() {
                 return;
@@ -549,6 +549,25 @@ impl Connection {
                 return;
             }
         }
+    }
+
+    /// A line too long to keep fails, at once, the request it answers, if it names one.
+    fn handle_too_long(&mut self, error: LineError) {
+        if let LineError::TooLong {
+            limit,
+            size,
+            id: Some(id),
+        } = &error
+            && let Some(id) = our_id(id)
+            && self.pending.get(&id).is_some_and(|p| p.held.is_none())
+        {
+            let error = RequestError::ResponseTooLarge {
+                size: *size,
+                limit: *limit,
+            };
+            self.finish(id, Err(error));
+        }
+        self.report_malformed(error);
     }
 
     fn report_malformed(&mut self, error: LineError) {

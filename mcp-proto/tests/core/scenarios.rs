@@ -976,7 +976,11 @@ fn every_malformed_line_kind_is_reported_and_skipped() {
             Event::Malformed(LineError::NotJson { .. }) => "not-json",
             Event::Malformed(LineError::NotUtf8) => "not-utf8",
             Event::Malformed(LineError::NotJsonRpc { .. }) => "not-jsonrpc",
-            Event::Malformed(LineError::TooLong { limit: 200 }) => "too-long",
+            Event::Malformed(LineError::TooLong {
+                limit: 200,
+                size: 300,
+                id: None,
+            }) => "too-long",
             Event::Response { result: Ok(_), .. } => "response",
             other => panic!("unexpected {other:?}"),
         })
@@ -994,6 +998,70 @@ fn every_malformed_line_kind_is_reported_and_skipped() {
         ]
     );
     assert_eq!(conn.stats().malformed_lines, 6);
+}
+
+#[test]
+fn a_response_over_the_limit_fails_its_request_at_once() {
+    let now = Instant::now();
+    let config = Config {
+        max_line_len: 1000,
+        ..Config::default()
+    };
+    let (mut conn, mut server) = handshake_with(now, config);
+    let first = conn
+        .request(now, Request::call_tool("big", json!({})))
+        .unwrap();
+    let second = conn
+        .request(now, Request::call_tool("big", json!({})))
+        .unwrap();
+    let other = conn
+        .request(now, Request::call_tool("small", json!({})))
+        .unwrap();
+    server.absorb(&mut conn);
+    let text = "x".repeat(5000);
+    // One server puts the id first, another last (as the TypeScript SDK does).
+    let head = format!(
+        r#"{{"jsonrpc":"2.0","id":{},"result":{{"content":[{{"type":"text","text":"{text}"}}]}}}}"#,
+        first.0
+    );
+    let tail = format!(
+        r#"{{"result":{{"content":[{{"type":"text","text":"{text}"}}]}},"jsonrpc":"2.0","id":{}}}"#,
+        second.0
+    );
+    for line in [&head, &tail] {
+        for chunk in line.as_bytes().chunks(700) {
+            conn.handle_bytes(now, chunk);
+        }
+        conn.handle_bytes(now, b"\n");
+    }
+    let events = drain_events(&mut conn);
+    let failures: Vec<(RequestId, RequestError)> = (events.iter())
+        .filter_map(|event| match event {
+            Event::Response {
+                id,
+                result: Err(error),
+            } => Some((*id, error.clone())),
+            _ => None,
+        })
+        .collect();
+    let too_large = |size: usize| RequestError::ResponseTooLarge { size, limit: 1000 };
+    assert_eq!(
+        failures,
+        [
+            (first, too_large(head.len())),
+            (second, too_large(tail.len()))
+        ],
+        "at once, in virtual time that did not move"
+    );
+    assert!(
+        failures[0]
+            .1
+            .to_string()
+            .contains("over the 1000 bytes limit")
+    );
+    assert_eq!(conn.pending_requests(), 1);
+    server.respond(&mut conn, now, other, json!({"content": []}));
+    assert!(matches!(next_response(&mut conn), (id, Ok(_)) if id == other));
 }
 
 #[test]
