@@ -66,6 +66,27 @@ pub(crate) enum Command {
         #[arg(short = 'n', default_value_t = 50)]
         lines: usize,
     },
+    /// List the resources and resource templates of the named servers (all enabled ones if
+    /// none): URI, name, MIME type.
+    Resources { servers: Vec<String> },
+    /// Read one resource: text is printed, binary contents written to FILE (or omitted).
+    Read {
+        server: String,
+        uri: String,
+        /// Write the contents, text or binary, to this file instead.
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+    /// List the prompts of the named servers (all enabled ones if none), with arguments.
+    Prompts { servers: Vec<String> },
+    /// Get one prompt's messages: `prompt SERVER NAME [KEY=VALUE]...`.
+    Prompt {
+        server: String,
+        name: String,
+        /// The prompt's arguments: KEY=VALUE (or KEY:=JSON, sent as its text).
+        #[arg(value_name = "KEY=VALUE")]
+        arguments: Vec<String>,
+    },
     /// Turn a server on again in the file that defines it (the `disable` key is removed).
     Enable { server: String },
     /// Turn a server off in the file that defines it (`enabled = false`, or the file's own

@@ -7,7 +7,11 @@ mod call;
 mod enable;
 mod import;
 mod logs;
+mod prompt;
+mod prompts;
+mod read;
 mod remove;
+mod resources;
 mod servers;
 mod tools;
 
@@ -42,6 +46,18 @@ pub(crate) async fn dispatch(ctx: &mut Context, command: Command) -> Result<Exit
         Command::Tools { servers } => tools::run(ctx, &servers).await,
         Command::Servers => servers::run(ctx).await,
         Command::Logs { server, lines } => logs::run(ctx, &server, lines),
+        Command::Resources { servers } => resources::run(ctx, &servers).await,
+        Command::Read {
+            server,
+            uri,
+            output,
+        } => read::run(ctx, &server, &uri, output.as_deref()).await,
+        Command::Prompts { servers } => prompts::run(ctx, &servers).await,
+        Command::Prompt {
+            server,
+            name,
+            arguments,
+        } => prompt::run(ctx, &server, &name, &arguments).await,
         Command::Enable { server } => enable::run(ctx, &server, true),
         Command::Disable { server } => enable::run(ctx, &server, false),
         Command::Add {

@@ -1,10 +1,12 @@
 //! The catalogue: every running server's tools under `<server>__<tool>` names, policy applied,
-//! each mapped back to its server; and calls through it.
+//! each mapped back to its server, beside its resources, resource templates and prompts; and
+//! calls through it.
 
 use mcp_smol::proto::{Progress, Request, Tool};
 use serde_json::Value;
 
 use crate::config::{Action, Rule};
+use crate::hub::surface::{self, PromptEntry, ResourceEntry, Skipped, TemplateEntry};
 use crate::hub::{Ask, Hub, HubError};
 use crate::names;
 
@@ -21,11 +23,19 @@ pub struct ToolEntry {
     pub ask: Option<Rule>,
 }
 
-/// The tools of many servers, and the servers that could not be listed.
+/// The tools, resources and prompts of many servers, and the servers that could not be listed.
 #[derive(Debug, Default)]
 pub struct Catalogue {
     /// Every tool the policy lets through, by server, in each server's order.
     pub tools: Vec<ToolEntry>,
+    /// Every resource, by server, in each server's order.
+    pub resources: Vec<ResourceEntry>,
+    /// Every resource template, by server.
+    pub templates: Vec<TemplateEntry>,
+    /// Every prompt, by server.
+    pub prompts: Vec<PromptEntry>,
+    /// Entries servers sent unreadably, left out of the lists above.
+    pub skipped: Vec<Skipped>,
     /// Servers that were asked for but could not be listed, with why.
     pub failures: Vec<(String, HubError)>,
 }
@@ -59,7 +69,18 @@ impl Hub {
         for (server, started) in self.start(servers).await {
             match started.and_then(|()| self.tools(&server)) {
                 Ok(tools) => catalogue.tools.extend(tools),
-                Err(error) => catalogue.failures.push((server, error)),
+                Err(error) => {
+                    catalogue.failures.push((server, error));
+                    continue;
+                }
+            }
+            let live = self.inner.slot(&server).ok();
+            if let Some(listed) = live.and_then(|slot| slot.client_surface()) {
+                let (resources, templates, prompts, skipped) = surface::entries(&server, &listed);
+                catalogue.resources.extend(resources);
+                catalogue.templates.extend(templates);
+                catalogue.prompts.extend(prompts);
+                catalogue.skipped.extend(skipped);
             }
         }
         catalogue

@@ -32,3 +32,7 @@ mod newcomer;
 
 /// The `mcp-cli` binary against the real reference servers from npm and PyPI.
 mod real_servers;
+
+/// Resources, prompts, completion, subscriptions, roots and elicitation, against the fixture
+/// and the real server-everything.
+mod resources;

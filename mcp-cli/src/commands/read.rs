@@ -1,0 +1,114 @@
+//! `read SERVER URI [-o FILE]`: a resource's contents. Text is printed; binary contents are
+//! written to FILE, or shown as a placeholder. With `-o`, every item goes to FILE, so any
+//! resource can be saved as it is.
+
+use std::path::Path;
+
+use mcp_smol::proto::{FromResult, ReadResourceResult, Request, ResourceContents};
+
+use crate::commands::{Context, report};
+use crate::exit::{Exit, Failure};
+use crate::spinner::Spinner;
+
+pub(crate) async fn run(
+    ctx: &mut Context,
+    server: &str,
+    uri: &str,
+    file: Option<&Path>,
+) -> Result<Exit, Failure> {
+    let server = ctx.hub.resolve(server)?;
+    ctx.hub.check(&server)?;
+    let read = {
+        let _spinner = Spinner::start(format!("reading {uri}"));
+        let request = Request::read_resource(uri).untyped();
+        ctx.hub.request(&server, request).await
+    };
+    let decoded = read.map_err(Failure::from).and_then(|raw| {
+        let result = ReadResourceResult::from_result(raw.clone()).map_err(|e| Failure {
+            exit: Exit::Server,
+            message: format!("server {server}: invalid resources/read result: {e}"),
+        })?;
+        Ok((result, raw))
+    });
+    let (result, raw) = match decoded {
+        Ok(decoded) => decoded,
+        Err(failure) => {
+            report(ctx.json, &failure);
+            return Ok(failure.exit);
+        }
+    };
+    if result.skipped > 0 {
+        crate::output::diagnostic(&format!(
+            "mcp-cli: server {server}: left out {} unreadable content item(s)",
+            result.skipped
+        ));
+    }
+    if let Some(file) = file {
+        let bytes = contents_bytes(&server, &result.contents)?;
+        std::fs::write(file, bytes)
+            .map_err(|e| Failure::usage(format!("cannot write {}: {e}", file.display())))?;
+    } else if ctx.json {
+        ctx.out.line(&raw.to_string());
+    } else {
+        for item in &result.contents {
+            ctx.out.line(&render(item));
+        }
+    }
+    Ok(Exit::Success)
+}
+
+/// One item as printed: its text, or a placeholder for binary contents.
+fn render(item: &ResourceContents) -> String {
+    if let Some(text) = &item.text {
+        return text.strip_suffix('\n').unwrap_or(text).to_owned();
+    }
+    let mime = item.mime_type.as_deref().unwrap_or("unknown type");
+    match item.blob_bytes() {
+        Some(Ok(bytes)) => format!("[blob omitted: {mime}, {} bytes; use -o FILE]", bytes.len()),
+        Some(Err(error)) => format!("[blob omitted: {mime}, unreadable: {error}]"),
+        None => format!("[{} omitted: no text or blob]", item.uri),
+    }
+}
+
+/// Every item's bytes, in order: text as UTF-8, blobs decoded.
+fn contents_bytes(server: &str, contents: &[ResourceContents]) -> Result<Vec<u8>, Failure> {
+    let mut bytes = Vec::new();
+    for item in contents {
+        if let Some(text) = &item.text {
+            bytes.extend_from_slice(text.as_bytes());
+        } else if let Some(blob) = item.blob_bytes() {
+            bytes.extend(blob.map_err(|error| Failure {
+                exit: Exit::Server,
+                message: format!("server {server}: blob of {}: {error}", item.uri),
+            })?);
+        }
+    }
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn blobs_show_as_placeholders_and_text_as_it_is() {
+        let result = ReadResourceResult::from_result(json!({"contents": [
+            {"uri": "a", "text": "line\n"},
+            {"uri": "b", "mimeType": "image/png", "blob": "AAECAw=="},
+            {"uri": "c", "blob": "!"},
+        ]}))
+        .unwrap();
+        let shown: Vec<String> = result.contents.iter().map(render).collect();
+        assert_eq!(
+            shown,
+            [
+                "line",
+                "[blob omitted: image/png, 4 bytes; use -o FILE]",
+                "[blob omitted: unknown type, unreadable: invalid base64 at byte 0]",
+            ]
+        );
+        let bytes = contents_bytes("s", &result.contents[..2]).unwrap();
+        assert_eq!(bytes, b"line\n\x00\x01\x02\x03");
+    }
+}

@@ -1,0 +1,270 @@
+//! Servers' forms (`elicitation/create`) on the command line: each field of the requested
+//! schema asked on the terminal, its default shown and its answer checked; declined at once
+//! when there is no terminal to ask on.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::sync::Arc;
+
+use serde_json::{Map, Number, Value};
+
+use crate::hub::{ElicitAnswer, ElicitHandler, Elicitation};
+use crate::spinner;
+
+/// Asks on the terminal; declines without one.
+pub(crate) fn handler() -> ElicitHandler {
+    Arc::new(|elicitation: Elicitation| {
+        Box::pin(async move {
+            if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
+                return ElicitAnswer::Decline;
+            }
+            // Off the executor's thread, so that Ctrl-C is still noticed while we wait.
+            smol::unblock(move || {
+                let _paused = spinner::pause();
+                let mut input = std::io::stdin().lock();
+                form(&elicitation, &mut input, &mut std::io::stderr())
+            })
+            .await
+        })
+    })
+}
+
+/// Asks for each field in turn. End of input cancels; answering `n` to the first question
+/// declines.
+pub(crate) fn form(
+    elicitation: &Elicitation,
+    input: &mut impl BufRead,
+    out: &mut impl Write,
+) -> ElicitAnswer {
+    let mut say = |text: &str| {
+        let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+    };
+    say(&format!(
+        "mcp-cli: server {} asks: {}\nFill in the form? [Y/n] ",
+        elicitation.server, elicitation.message
+    ));
+    let Some(answer) = read_line(input) else {
+        return ElicitAnswer::Cancel;
+    };
+    if matches!(answer.to_lowercase().as_str(), "n" | "no") {
+        return ElicitAnswer::Decline;
+    }
+    let schema = &elicitation.schema;
+    let required: Vec<&str> = (schema.get("required").and_then(Value::as_array))
+        .map(|names| names.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let empty = Map::new();
+    let fields = (schema.get("properties").and_then(Value::as_object)).unwrap_or(&empty);
+    let mut content = Map::new();
+    for (key, field) in fields {
+        let is_required = required.contains(&key.as_str());
+        say(&question(key, field, is_required));
+        loop {
+            let Some(line) = read_line(input) else {
+                return ElicitAnswer::Cancel;
+            };
+            let value = if line.is_empty() {
+                match field.get("default") {
+                    Some(default) => Ok(Some(default.clone())),
+                    None if is_required => Err("an answer is required".to_owned()),
+                    None => Ok(None),
+                }
+            } else {
+                parse(field, &line).map(Some)
+            };
+            match value {
+                Ok(value) => {
+                    if let Some(value) = value {
+                        content.insert(key.clone(), value);
+                    }
+                    break;
+                }
+                Err(why) => say(&format!("  {why}; again: ")),
+            }
+        }
+    }
+    ElicitAnswer::Accept(content)
+}
+
+fn read_line(input: &mut impl BufRead) -> Option<String> {
+    let mut line = String::new();
+    match input.read_line(&mut line) {
+        Ok(0) | Err(_) => None,
+        Ok(_) => Some(line.trim().to_owned()),
+    }
+}
+
+/// `  Title (type, required) [default]: description\n  > `
+fn question(key: &str, field: &Value, required: bool) -> String {
+    let text = |name: &str| field.get(name).and_then(Value::as_str);
+    let mut line = format!("  {}", text("title").unwrap_or(key));
+    let mut notes = vec![kind(field)];
+    if let Some(choices) = choices(field) {
+        notes = vec![format!("one of {}", choices.join(", "))];
+    }
+    if field.get("type").and_then(Value::as_str) == Some("array") {
+        notes.push("comma-separated".to_owned());
+    }
+    if required {
+        notes.push("required".to_owned());
+    }
+    line.push_str(&format!(" ({})", notes.join(", ")));
+    if let Some(default) = field.get("default") {
+        let shown = match default {
+            Value::String(text) => text.clone(),
+            Value::Array(items) => (items.iter())
+                .map(|item| {
+                    item.as_str()
+                        .map_or_else(|| item.to_string(), str::to_owned)
+                })
+                .collect::<Vec<_>>()
+                .join(","),
+            other => other.to_string(),
+        };
+        line.push_str(&format!(" [{shown}]"));
+    }
+    if let Some(description) = text("description") {
+        line.push_str(&format!(": {description}"));
+    }
+    line.push_str("\n  > ");
+    line
+}
+
+fn kind(field: &Value) -> String {
+    let kind = field
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("string");
+    match field.get("format").and_then(Value::as_str) {
+        Some(format) => format!("{kind}, {format}"),
+        None => kind.to_owned(),
+    }
+}
+
+/// The values a field (or an array field's items) may take, if it is an enum.
+fn choices(field: &Value) -> Option<Vec<String>> {
+    let field = match field.get("type").and_then(Value::as_str) {
+        Some("array") => field.get("items")?,
+        _ => field,
+    };
+    if let Some(values) = field.get("enum").and_then(Value::as_array) {
+        return Some(
+            values
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect(),
+        );
+    }
+    let options = (field.get("oneOf").or_else(|| field.get("anyOf")))?.as_array()?;
+    let consts = options
+        .iter()
+        .filter_map(|option| option.get("const")?.as_str());
+    Some(consts.map(str::to_owned).collect())
+}
+
+/// Reads one answer as the field's type: numbers and booleans strictly, enums only from their
+/// choices, arrays as comma-separated items.
+fn parse(field: &Value, text: &str) -> Result<Value, String> {
+    let number = |key: &str| field.get(key).and_then(Value::as_f64);
+    let in_range = |value: f64| {
+        let low = number("minimum").is_none_or(|minimum| value >= minimum);
+        let high = number("maximum").is_none_or(|maximum| value <= maximum);
+        match (low && high, number("minimum"), number("maximum")) {
+            (true, _, _) => Ok(()),
+            (false, minimum, maximum) => Err(format!(
+                "not between {} and {}",
+                minimum.map_or("-∞".to_owned(), |n| n.to_string()),
+                maximum.map_or("∞".to_owned(), |n| n.to_string())
+            )),
+        }
+    };
+    let choose = |text: &str| match choices(field) {
+        Some(choices) if !choices.iter().any(|choice| choice == text) => {
+            Err(format!("{text:?} is not one of {}", choices.join(", ")))
+        }
+        _ => Ok(Value::String(text.to_owned())),
+    };
+    match field.get("type").and_then(Value::as_str) {
+        Some("boolean") => match text.to_lowercase().as_str() {
+            "y" | "yes" | "true" => Ok(Value::Bool(true)),
+            "n" | "no" | "false" => Ok(Value::Bool(false)),
+            _ => Err(format!("{text:?} is not yes or no")),
+        },
+        Some("integer") => {
+            let value: i64 = text
+                .parse()
+                .map_err(|_| format!("{text:?} is not an integer"))?;
+            in_range(value as f64)?;
+            Ok(Value::from(value))
+        }
+        Some("number") => {
+            let value: f64 = text
+                .parse()
+                .map_err(|_| format!("{text:?} is not a number"))?;
+            in_range(value)?;
+            Number::from_f64(value)
+                .map(Value::Number)
+                .ok_or_else(|| format!("{text:?} is not a finite number"))
+        }
+        Some("array") => {
+            let items = text
+                .split(',')
+                .map(str::trim)
+                .filter(|item| !item.is_empty());
+            Ok(Value::Array(items.map(choose).collect::<Result<_, _>>()?))
+        }
+        _ => choose(text),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ask(schema: Value, typed: &str) -> (ElicitAnswer, String) {
+        let elicitation = Elicitation {
+            server: "fx".into(),
+            message: "Who are you?".into(),
+            schema,
+        };
+        let mut out = Vec::new();
+        let answer = form(&elicitation, &mut typed.as_bytes(), &mut out);
+        (answer, String::from_utf8(out).unwrap())
+    }
+
+    #[test]
+    fn fields_are_typed_checked_and_defaulted() {
+        let schema = json!({"type": "object", "required": ["name"], "properties": {
+            "name": {"type": "string", "title": "Name"},
+            "age": {"type": "integer", "minimum": 1, "maximum": 150, "default": 30},
+            "ok": {"type": "boolean"},
+            "pet": {"type": "string", "enum": ["cat", "dog"], "default": "cat"},
+            "tags": {"type": "array", "items": {"anyOf": [{"const": "a"}, {"const": "b"}]}},
+            "note": {"type": "string"}
+        }});
+        // Fields come in name order: age, name, note, ok, pet, tags.
+        let typed = "y\n200\n\n\nAda\n\nyes\nfish\ndog\na, b\n";
+        let (answer, shown) = ask(schema, typed);
+        let expected = json!({"age": 30, "name": "Ada", "ok": true, "pet": "dog",
+                              "tags": ["a", "b"]});
+        assert_eq!(
+            answer,
+            ElicitAnswer::Accept(expected.as_object().unwrap().clone())
+        );
+        assert!(shown.contains("mcp-cli: server fx asks: Who are you?"));
+        assert!(shown.contains("  age (integer) [30]\n  > "), "{shown}");
+        assert!(shown.contains("not between 1 and 150; again: "));
+        assert!(shown.contains("Name (string, required)"));
+        assert!(shown.contains("an answer is required; again: "));
+        assert!(shown.contains("\"fish\" is not one of cat, dog"));
+    }
+
+    #[test]
+    fn no_declines_and_end_of_input_cancels() {
+        let schema = json!({"properties": {"name": {"type": "string"}}});
+        assert_eq!(ask(schema.clone(), "n\n").0, ElicitAnswer::Decline);
+        assert_eq!(ask(schema.clone(), "").0, ElicitAnswer::Cancel);
+        assert_eq!(ask(schema, "\n").0, ElicitAnswer::Cancel);
+    }
+}

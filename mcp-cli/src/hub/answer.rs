@@ -1,0 +1,116 @@
+//! Answering what servers ask of the hub: `roots/list` from the server's configured roots,
+//! `elicitation/create` through the [`ElicitHandler`] in the settings. Anything else, and
+//! anything asked of a hub that declared nothing, is refused by the core.
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::Arc;
+
+use mcp_smol::Client;
+use mcp_smol::proto::{RpcError, ServerRequest};
+use serde_json::{Map, Value, json};
+
+/// A form a server wants filled in (`elicitation/create`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Elicitation {
+    /// The server asking.
+    pub server: String,
+    /// What it says to the person.
+    pub message: String,
+    /// The requested schema: an object whose `properties` are flat fields (string, number,
+    /// integer, boolean, enums), some `required`, some with a `default`.
+    pub schema: Value,
+}
+
+/// The person's answer to an [`Elicitation`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum ElicitAnswer {
+    /// Submitted, with these field values.
+    Accept(Map<String, Value>),
+    /// Said no.
+    Decline,
+    /// Dismissed without choosing.
+    Cancel,
+}
+
+/// Fills in servers' forms: a form on the terminal in the CLI. With one in the settings, the
+/// hub declares the `elicitation` capability; without, it does not, and servers do not ask.
+pub type ElicitHandler =
+    Arc<dyn Fn(Elicitation) -> Pin<Box<dyn Future<Output = ElicitAnswer> + Send>> + Send + Sync>;
+
+/// Answers one server's requests until its connection ends.
+pub(crate) async fn serve(
+    server: String,
+    client: Client,
+    requests: smol::channel::Receiver<ServerRequest>,
+    roots: Vec<PathBuf>,
+    elicit: Option<ElicitHandler>,
+) {
+    while let Ok(request) = requests.recv().await {
+        let result = match (request.method.as_str(), &elicit) {
+            ("roots/list", _) => Ok(roots_result(&roots)),
+            ("elicitation/create", Some(handler)) => {
+                let params = request.params.clone().unwrap_or(Value::Null);
+                let text = |key: &str| params.get(key).and_then(Value::as_str);
+                let elicitation = Elicitation {
+                    server: server.clone(),
+                    message: text("message").unwrap_or_default().to_owned(),
+                    schema: params.get("requestedSchema").cloned().unwrap_or(json!({})),
+                };
+                Ok(match handler(elicitation).await {
+                    ElicitAnswer::Accept(content) => {
+                        json!({"action": "accept", "content": content})
+                    }
+                    ElicitAnswer::Decline => json!({"action": "decline"}),
+                    ElicitAnswer::Cancel => json!({"action": "cancel"}),
+                })
+            }
+            (method, _) => Err(RpcError::method_not_found(method)),
+        };
+        client.respond(request.id, result).await;
+    }
+}
+
+/// `{"roots": [{"uri": "file:///...", "name": "..."}]}` for absolute paths.
+fn roots_result(roots: &[PathBuf]) -> Value {
+    let roots: Vec<Value> = (roots.iter())
+        .map(|path| {
+            let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+            json!({"uri": file_uri(path), "name": name.unwrap_or_else(|| "/".to_owned())})
+        })
+        .collect();
+    json!({ "roots": roots })
+}
+
+/// A `file://` URI for an absolute path, with the bytes URIs cannot hold percent-encoded.
+pub(crate) fn file_uri(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut uri = "file://".to_owned();
+    for &byte in path.as_os_str().as_bytes() {
+        let plain = byte.is_ascii_alphanumeric() || b"/-._~!$&'()*+,;=:@".contains(&byte);
+        if plain {
+            uri.push(byte as char);
+        } else {
+            uri.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    uri
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roots_are_file_uris_named_by_their_last_part() {
+        let roots = [PathBuf::from("/home/a b/project"), PathBuf::from("/")];
+        assert_eq!(
+            roots_result(&roots),
+            json!({"roots": [
+                {"uri": "file:///home/a%20b/project", "name": "project"},
+                {"uri": "file:///", "name": "/"}
+            ]})
+        );
+    }
+}

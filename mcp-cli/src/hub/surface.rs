@@ -1,0 +1,180 @@
+//! Resources, resource templates and prompts in the hub: listed when a server starts (if it
+//! declares them), refreshed on its `list_changed` notifications, and reached through one
+//! request path, [`Hub::request`].
+
+use std::sync::Arc;
+
+use mcp_smol::Client;
+use mcp_smol::proto::{
+    FromResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, Listing,
+    Prompt, Request, Resource, ResourceTemplate, ServerInfo,
+};
+
+use crate::hub::{Hub, HubError};
+use crate::names;
+
+/// What a server offers besides tools, as last listed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Surface {
+    pub(crate) resources: Vec<Resource>,
+    pub(crate) templates: Vec<ResourceTemplate>,
+    pub(crate) prompts: Vec<Prompt>,
+    /// `(list, count)` of entries the server sent unreadably, for the caller to report.
+    pub(crate) skipped: Vec<(&'static str, usize)>,
+}
+
+impl Surface {
+    /// Lists what the server's capabilities say it has; a server that declares neither
+    /// resources nor prompts is asked nothing.
+    pub(crate) async fn list(client: &Client, info: &ServerInfo) -> Result<Self, mcp_smol::Error> {
+        let declares = |name: &str| info.capabilities.get(name).is_some_and(|c| !c.is_null());
+        let mut surface = Surface {
+            resources: Vec::new(),
+            templates: Vec::new(),
+            prompts: Vec::new(),
+            skipped: Vec::new(),
+        };
+        if declares("resources") {
+            let resources = client.list_all::<ListResourcesResult>().await?;
+            surface.resources = surface.note("resource", resources);
+            // Templates are optional even for a server with resources: a refusal means none.
+            let templates = client.list_all::<ListResourceTemplatesResult>().await;
+            surface.templates = match templates {
+                Ok(templates) => surface.note("resource template", templates),
+                Err(mcp_smol::Error::Request(_)) => Vec::new(),
+                Err(error) => return Err(error),
+            };
+        }
+        if declares("prompts") {
+            let prompts = client.list_all::<ListPromptsResult>().await?;
+            surface.prompts = surface.note("prompt", prompts);
+        }
+        Ok(surface)
+    }
+
+    fn note<T>(&mut self, list: &'static str, listing: Listing<T>) -> Vec<T> {
+        if listing.skipped > 0 {
+            self.skipped.push((list, listing.skipped));
+        }
+        listing.items
+    }
+}
+
+/// One resource as the hub offers it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceEntry {
+    /// The server it belongs to.
+    pub server: String,
+    /// The resource as the server describes it; its URI is read through that server.
+    pub resource: Resource,
+}
+
+/// One resource template as the hub offers it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TemplateEntry {
+    /// The server it belongs to.
+    pub server: String,
+    /// The template as the server describes it.
+    pub template: ResourceTemplate,
+}
+
+/// One prompt as the hub offers it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PromptEntry {
+    /// The server it belongs to.
+    pub server: String,
+    /// Its provider-safe shown name, `<server>__<prompt>`.
+    pub name: String,
+    /// The prompt as the server describes it (its own name, arguments).
+    pub prompt: Prompt,
+}
+
+/// Entries a server sent that could not be read and were left out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    /// The server.
+    pub server: String,
+    /// `resource`, `resource template` or `prompt`.
+    pub list: &'static str,
+    /// How many.
+    pub count: usize,
+}
+
+impl Hub {
+    /// Sends one request to `server` (a configured name), starting it if it must, and reads
+    /// the result as the request's type: `Request::read_resource`, `Request::get_prompt`,
+    /// `Request::complete`, `Request::subscribe`, `Request::set_logging_level`, ...
+    pub async fn request<T: FromResult>(
+        &self,
+        server: &str,
+        request: Request<T>,
+    ) -> Result<T, HubError> {
+        let slot = self.inner.slot(server)?;
+        let live = slot.ensure_running(&self.inner).await?;
+        (live.client.request(request).await).map_err(|error| HubError::Server {
+            server: server.to_owned(),
+            error,
+        })
+    }
+
+    /// Finds one prompt of `server` (a configured name) by its own name or the prompt part of
+    /// its shown name. Starts the server if it must.
+    pub async fn find_prompt(&self, server: &str, given: &str) -> Result<PromptEntry, HubError> {
+        let slot = self.inner.slot(server)?;
+        let live = slot.ensure_running(&self.inner).await?;
+        let prompts = &live.surface.prompts;
+        let found = (prompts.iter().find(|prompt| prompt.name == given))
+            .or_else(|| (prompts.iter()).find(|p| names::tool_matches(server, &p.name, given)));
+        match found {
+            Some(prompt) => Ok(prompt_entry(server, prompt)),
+            None => Err(HubError::UnknownPrompt {
+                server: server.to_owned(),
+                given: given.to_owned(),
+                known: prompts.iter().map(|prompt| prompt.name.clone()).collect(),
+            }),
+        }
+    }
+}
+
+pub(crate) fn prompt_entry(server: &str, prompt: &Prompt) -> PromptEntry {
+    PromptEntry {
+        server: server.to_owned(),
+        name: names::qualified(server, &prompt.name),
+        prompt: prompt.clone(),
+    }
+}
+
+/// The entries of one server's surface, for the catalogue.
+pub(crate) fn entries(
+    server: &str,
+    surface: &Arc<Surface>,
+) -> (
+    Vec<ResourceEntry>,
+    Vec<TemplateEntry>,
+    Vec<PromptEntry>,
+    Vec<Skipped>,
+) {
+    let resources = (surface.resources.iter())
+        .map(|resource| ResourceEntry {
+            server: server.to_owned(),
+            resource: resource.clone(),
+        })
+        .collect();
+    let templates = (surface.templates.iter())
+        .map(|template| TemplateEntry {
+            server: server.to_owned(),
+            template: template.clone(),
+        })
+        .collect();
+    let prompts = (surface.prompts.iter())
+        .map(|prompt| prompt_entry(server, prompt))
+        .collect();
+    let skipped = (surface.skipped.iter())
+        .map(|&(list, count)| Skipped {
+            server: server.to_owned(),
+            list,
+            count,
+        })
+        .collect();
+    (resources, templates, prompts, skipped)
+}

@@ -1,0 +1,375 @@
+//! Resources, prompts, completion, subscriptions and client capabilities: through the
+//! `mcp-cli` binary against the fixture and the real server-everything, and through mcp-smol.
+
+use std::time::Duration;
+
+use mcp_smol::proto::{ClientCapabilities, CompletionRef, Request, decode_base64};
+use mcp_smol::{Options, ServerCommand};
+use serde_json::{Value, json};
+
+use crate::support::{FIXTURE, Scratch, bounded, fixture_block};
+
+/// A project whose config names the fixture's resource modes: `fx` (pages of one entry),
+/// `bad` (unreadable entries) and `loop` (a repeating cursor); `fx` logs what it receives.
+fn resource_project(name: &str) -> (Scratch, std::path::PathBuf) {
+    let dir = Scratch::new(name);
+    let log = dir.0.join("received.log");
+    let config = format!(
+        "[mcp.fx]\ncommand = {FIXTURE:?}\nargs = [\"resources\", \"--page-size\", \"1\", \"--log-received\", {:?}]\n\n{}\n{}",
+        log.to_str().unwrap(),
+        fixture_block("bad", "malformed-resources"),
+        fixture_block("loop", "repeat-resource-cursor"),
+    );
+    dir.write(".mcp-cli.toml", &config);
+    (dir, log)
+}
+
+#[test]
+fn resources_of_every_page_are_listed_and_unreadable_entries_reported() {
+    let (dir, _) = resource_project("res-list");
+    let run = dir.cli(&["resources", "fx"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.stdout,
+        "fx  fx://text/hello  hello            text/plain\n\
+         fx  fx://blob/bytes  bytes            application/octet-stream\n\
+         fx  fx://text/third  third\n\
+         fx  fx://items/{id}  item (template)  text/plain\n"
+    );
+    let run = dir.cli(&["resources", "bad"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout.lines().count(), 4, "{}", run.stdout);
+    assert!(
+        run.stderr
+            .contains("server bad: left out 2 unreadable resource entries"),
+        "{}",
+        run.stderr
+    );
+    let run = dir.cli(&["--json", "resources", "fx"]);
+    let listing: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(
+        listing["resources"][0]["size"], 23,
+        "unknown fields are kept"
+    );
+    assert_eq!(listing["resources"][1]["server"], "fx");
+    assert_eq!(
+        listing["resourceTemplates"][0]["uriTemplate"],
+        "fx://items/{id}"
+    );
+}
+
+#[test]
+fn a_repeating_resource_cursor_is_a_server_failure() {
+    let (dir, _) = resource_project("res-loop");
+    let run = dir.cli(&["resources", "loop"]);
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("repeated the cursor \"again\""),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn read_prints_text_and_writes_binary_exactly() {
+    let (dir, _) = resource_project("res-read");
+    let run = dir.cli(&["read", "fx", "fx://text/hello"]);
+    assert_eq!(
+        (run.code, run.stdout.as_str()),
+        (0, "hello from the fixture\n")
+    );
+    let run = dir.cli(&["read", "fx", "fx://blob/bytes"]);
+    assert_eq!(
+        (run.code, run.stdout.as_str()),
+        (
+            0,
+            "[blob omitted: application/octet-stream, 256 bytes; use -o FILE]\n"
+        )
+    );
+    let run = dir.cli(&["read", "fx", "fx://blob/bytes", "-o", "bytes.bin"]);
+    assert_eq!((run.code, run.stdout.as_str()), (0, ""), "{}", run.stderr);
+    let written = std::fs::read(dir.0.join("bytes.bin")).unwrap();
+    assert_eq!(written, (0..=255u8).rev().collect::<Vec<u8>>());
+    let run = dir.cli(&["read", "fx", "fx://missing"]);
+    assert_eq!(
+        run.code, 2,
+        "a URI the server does not know: {}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("Resource not found"), "{}", run.stderr);
+}
+
+#[test]
+fn prompts_are_listed_and_a_missing_argument_is_caught_before_sending() {
+    let (dir, log) = resource_project("res-prompt");
+    let run = dir.cli(&["prompts", "fx"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.stdout,
+        "fx__greet  Greets someone.\n    name (required)  Who to greet\n    greeting  The word to use\n\
+         fx__plain  No arguments.\n"
+    );
+    let run = dir.cli(&["prompt", "fx", "greet", "greeting=Hi"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("missing required argument name"),
+        "{}",
+        run.stderr
+    );
+    let received = std::fs::read_to_string(&log).unwrap();
+    assert!(received.contains("prompts/list") && !received.contains("prompts/get"));
+    let run = dir.cli(&["prompt", "fx", "greet", "name=Ada", "greeting=Hi"]);
+    assert_eq!(
+        (run.code, run.stdout.as_str()),
+        (0, "user: Hi, Ada!\n"),
+        "{}",
+        run.stderr
+    );
+    let run = dir.cli(&["--json", "prompt", "fx", "plain"]);
+    let result: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(result["messages"][1]["content"]["type"], "image");
+}
+
+// ----- the real server-everything -----
+
+/// `mcp-cli args` with the presets pointed at the installed npm servers; `None` when npm is
+/// missing outside CI (as the other real-server tests do).
+fn everything(dir: &Scratch, args: &[&str]) -> Option<crate::support::Run> {
+    let bin = mcp_tests::npm_bin()?;
+    let prefix = bin.parent()?.parent()?.to_str()?.to_owned();
+    Some(dir.cli_with(args, &[("MCP_CLI_NPM_PREFIX", prefix.as_str())], None))
+}
+
+fn everything_dist() -> std::path::PathBuf {
+    mcp_tests::servers_dir().join("npm/node_modules/@modelcontextprotocol/server-everything/dist")
+}
+
+#[test]
+fn everything_lists_and_reads_its_resources() {
+    let dir = Scratch::new("res-everything");
+    let Some(run) = everything(&dir, &["--json", "resources", "everything"]) else {
+        return;
+    };
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let listing: Value = serde_json::from_str(&run.stdout).unwrap();
+    let uris: Vec<&str> = (listing["resources"].as_array().unwrap().iter())
+        .filter_map(|resource| resource["uri"].as_str())
+        .collect();
+    let mut docs: Vec<String> = std::fs::read_dir(everything_dist().join("docs"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .collect();
+    docs.sort();
+    let expected: Vec<String> = (docs.iter())
+        .map(|name| format!("demo://resource/static/document/{name}"))
+        .collect();
+    assert_eq!(uris, expected, "every static document, from every page");
+    let templates: Vec<&str> = (listing["resourceTemplates"].as_array().unwrap().iter())
+        .filter_map(|template| template["uriTemplate"].as_str())
+        .collect();
+    assert_eq!(
+        templates,
+        [
+            "demo://resource/dynamic/text/{resourceId}",
+            "demo://resource/dynamic/blob/{resourceId}"
+        ]
+    );
+
+    // A text resource, byte for byte as the file on disk.
+    let uri = "demo://resource/static/document/features.md";
+    let run = everything(&dir, &["read", "everything", uri, "-o", "features.md"]).unwrap();
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let on_disk = std::fs::read(everything_dist().join("docs/features.md")).unwrap();
+    assert_eq!(std::fs::read(dir.0.join("features.md")).unwrap(), on_disk);
+
+    // A blob resource: its base64 decodes to the text the server built, and -o writes
+    // exactly those bytes.
+    let uri = "demo://resource/dynamic/blob/7";
+    let run = everything(&dir, &["--json", "read", "everything", uri]).unwrap();
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let result: Value = serde_json::from_str(&run.stdout).unwrap();
+    let blob = decode_base64(result["contents"][0]["blob"].as_str().unwrap()).unwrap();
+    let blob = String::from_utf8(blob).unwrap();
+    assert!(
+        blob.starts_with("Resource 7: This is a base64 blob created at "),
+        "{blob}"
+    );
+    let run = everything(&dir, &["read", "everything", uri]).unwrap();
+    assert!(
+        run.stdout.starts_with("[blob omitted: text/plain, ")
+            && run.stdout.ends_with(" bytes; use -o FILE]\n"),
+        "{}",
+        run.stdout
+    );
+    let run = everything(&dir, &["read", "everything", uri, "-o", "blob.bin"]).unwrap();
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let written = String::from_utf8(std::fs::read(dir.0.join("blob.bin")).unwrap()).unwrap();
+    assert!(
+        written.starts_with("Resource 7: This is a base64 blob created at "),
+        "{written}"
+    );
+}
+
+#[test]
+fn everything_gets_a_prompt_with_arguments() {
+    let dir = Scratch::new("res-everything-prompt");
+    let Some(run) = everything(&dir, &["prompts", "everything"]) else {
+        return;
+    };
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains(
+            "everything__args-prompt  A prompt with two arguments, one required and one optional\n    city (required)  Name of the city\n    state\n"
+        ),
+        "{}",
+        run.stdout
+    );
+    let args = [
+        "prompt",
+        "everything",
+        "args-prompt",
+        "city=Paris",
+        "state=Texas",
+    ];
+    let run = everything(&dir, &args).unwrap();
+    assert_eq!(
+        (run.code, run.stdout.as_str()),
+        (0, "user: What's weather in Paris, Texas?\n"),
+        "{}",
+        run.stderr
+    );
+    let run = everything(
+        &dir,
+        &["prompt", "everything", "args-prompt", "state=Texas"],
+    )
+    .unwrap();
+    assert_eq!(run.code, 2, "{}", run.stderr);
+}
+
+/// server-everything run by mcp-smol directly, with the given capabilities declared.
+fn everything_client(capabilities: ClientCapabilities) -> Option<mcp_smol::Client> {
+    let bin = mcp_tests::npm_bin()?;
+    let command = ServerCommand::new(bin.join("mcp-server-everything").to_str()?);
+    let mut options = Options::default();
+    options.core.capabilities = capabilities;
+    options.core.handshake_timeout = Duration::from_secs(60);
+    Some(crate::support::start(&command, options))
+}
+
+#[test]
+fn everything_completes_an_argument_and_reports_a_subscribed_update() {
+    let Some(client) = everything_client(ClientCapabilities::default()) else {
+        return;
+    };
+    bounded(async {
+        client.wait_ready().await.unwrap();
+        let department = CompletionRef::Prompt("completable-prompt".into());
+        let completed = (client.request(Request::complete(&department, "department", "S", None)))
+            .await
+            .unwrap();
+        assert_eq!(completed.values, ["Sales", "Support"]);
+        let context = json!({"department": "Engineering"}).as_object().cloned();
+        let names = Request::complete(&department, "name", "", context);
+        assert_eq!(
+            client.request(names).await.unwrap().values,
+            ["Alice", "Bob", "Charlie"]
+        );
+
+        client
+            .request(Request::set_logging_level("debug"))
+            .await
+            .unwrap();
+        let notes = client.notifications().await;
+        let uri = "demo://resource/static/document/features.md";
+        client.request(Request::subscribe(uri)).await.unwrap();
+        let toggled = client
+            .call_tool("toggle-subscriber-updates", json!({}))
+            .await
+            .unwrap();
+        assert!(!toggled.is_error);
+        loop {
+            let note = notes.recv().await.unwrap();
+            if note.resource_updated() == Some(uri) {
+                break;
+            }
+        }
+        client.request(Request::unsubscribe(uri)).await.unwrap();
+        client.close().await;
+    });
+}
+
+#[test]
+fn everything_asks_for_roots_only_when_they_are_declared() {
+    let Some(client) = everything_client(ClientCapabilities {
+        roots: true,
+        ..ClientCapabilities::default()
+    }) else {
+        return;
+    };
+    bounded(async {
+        let requests = client.server_requests().await;
+        client.wait_ready().await.unwrap();
+        // server-everything asks for the roots of a client that offers them.
+        let asked = requests.recv().await.unwrap();
+        assert_eq!(asked.method, "roots/list");
+        let roots = json!({"roots": [{"uri": "file:///tmp/project", "name": "project"}]});
+        client.respond(asked.id, Ok(roots)).await;
+        let tools = client.list_tools().await.unwrap();
+        assert!(tools.iter().any(|tool| tool.name == "get-roots-list"));
+        assert!(
+            !tools
+                .iter()
+                .any(|tool| tool.name == "trigger-elicitation-request")
+        );
+        client.close().await;
+    });
+}
+
+#[test]
+fn everything_elicitation_is_answered_on_a_terminal() {
+    let dir = Scratch::new("res-elicit");
+    let Some(bin) = mcp_tests::npm_bin() else {
+        return;
+    };
+    let server = bin.join("mcp-server-everything");
+    let config = format!(
+        "[mcp.everything]\ncommand = {:?}\ntimeout_sec = 60\n",
+        server.to_str().unwrap()
+    );
+    dir.write(".mcp-cli.toml", &config);
+    // The form's fields come in name order; only `name` is required: the rest keep their
+    // defaults or stay empty.
+    let answers = "y\n\n\n\n\n\n\n\nAda Lovelace\n\n\n\n\n\n";
+    let run = dir.on_terminal(
+        &["call", "everything", "trigger-elicitation-request"],
+        false,
+        Some(("Fill in the form? [Y/n]", answers)),
+    );
+    assert_eq!(run.code, 0, "{}", run.screen);
+    assert!(
+        run.screen
+            .contains("Please provide inputs for the following fields:"),
+        "{}",
+        run.screen
+    );
+    assert!(
+        run.screen.contains("[It was a dark and stormy night.]"),
+        "defaults shown: {}",
+        run.screen
+    );
+    assert!(
+        run.stdout.contains("- Name: Ada Lovelace"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("- Favorite Integer: 42"),
+        "{}",
+        run.stdout
+    );
+
+    // Without a terminal the form is declined.
+    let run = dir.cli(&["call", "everything", "trigger-elicitation-request"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("User declined"), "{}", run.stdout);
+}
