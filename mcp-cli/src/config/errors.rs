@@ -27,8 +27,24 @@ pub(super) fn file_error(
     if !key.is_empty() {
         error.push_str(&format!("{key}: "));
     }
-    error.push_str(message.trim());
+    error.push_str(&with_suggestion(message.trim()));
     ConfigError(error)
+}
+
+/// serde's "unknown field `comand`, expected one of `command`, ..." as a person wants it:
+/// the key that is wrong and the one it most likely meant.
+fn with_suggestion(message: &str) -> String {
+    let Some(rest) = message.strip_prefix("unknown field `") else {
+        return message.to_owned();
+    };
+    let Some((key, expected)) = rest.split_once('`') else {
+        return message.to_owned();
+    };
+    let known: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
+    match crate::names::nearest(key, known) {
+        Some(nearest) => format!("unknown key `{key}`; did you mean `{nearest}`?"),
+        None => format!("unknown key `{key}`{expected}"),
+    }
 }
 
 pub(super) fn no_servers_key(path: &Path, keys: &str) -> ConfigError {

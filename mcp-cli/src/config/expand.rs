@@ -56,7 +56,11 @@ pub(super) fn finish(name: &str, raw: RawServer, env: Env<'_>, base: &Path) -> E
     }
     let (handshake_timeout, call_timeout) = (raw.handshake_timeout, raw.call_timeout);
     let (max_message_len, tools) = (raw.max_message_len, raw.tools);
-    let roots = raw.roots.iter().map(|root| absolute(&base.join(root))).collect();
+    let roots = raw
+        .roots
+        .iter()
+        .map(|root| absolute(&base.join(root)))
+        .collect();
     let spec = move |command| ServerSpec {
         name: name.to_owned(),
         command,
@@ -75,6 +79,8 @@ pub(super) fn finish(name: &str, raw: RawServer, env: Env<'_>, base: &Path) -> E
         command.cwd = raw.cwd.map(|cwd| base.join(cwd));
         return Entry::Disabled(spec(command));
     }
+    let vars = with_vscode_variables(env, base);
+    let env: Env<'_> = &vars;
     let expanded = (|| -> Result<ServerCommand, String> {
         let command = raw.command.as_deref().filter(|c| !c.trim().is_empty());
         let mut command = ServerCommand::new(expand(command.ok_or("no command given")?, env)?);
@@ -115,11 +121,7 @@ pub fn expand(text: &str, env: Env<'_>) -> Result<String, String> {
         ) {
             (Some(value), _) => out.push_str(&value),
             (None, Some(default)) => out.push_str(default),
-            (None, None) => {
-                return Err(format!(
-                    "environment variable {variable} is not set (used in {text:?})"
-                ));
-            }
+            (None, None) => return Err(unset(variable, text)),
         }
         rest = &rest[start + end + 1..];
     }
@@ -127,10 +129,64 @@ pub fn expand(text: &str, env: Env<'_>) -> Result<String, String> {
     Ok(out)
 }
 
+/// Why `${variable}` cannot be expanded: an environment variable that is not set, or one of
+/// the variables only VS Code fills in (`${input:ID}` prompts, `${config:...}`, ...).
+fn unset(variable: &str, text: &str) -> String {
+    match variable.split_once(':') {
+        Some(("input", id)) => format!(
+            "${{input:{id}}} is a VS Code prompt input, which only VS Code asks for when it starts \
+             the server; put the value in the entry, or use ${{env:NAME}} (used in {text:?})"
+        ),
+        Some(_) => format!(
+            "${{{variable}}} is a variable only VS Code can fill in; put the value in the entry \
+             (used in {text:?})"
+        ),
+        None => format!("environment variable {variable} is not set (used in {text:?})"),
+    }
+}
+
+/// The environment plus VS Code's own variables: `${workspaceFolder}` (the folder that holds
+/// `.vscode/`, or the file's own folder), `${userHome}` and `${env:NAME}`.
+fn with_vscode_variables<'a>(env: Env<'a>, base: &'a Path) -> impl Fn(&str) -> Option<String> + 'a {
+    move |name: &str| match name {
+        "workspaceFolder" => {
+            let workspace = match base.file_name() {
+                Some(folder) if folder == ".vscode" => base.parent().unwrap_or(base),
+                _ => base,
+            };
+            Some(workspace.to_string_lossy().into_owned())
+        }
+        "userHome" => env("HOME"),
+        _ => match name.strip_prefix("env:") {
+            Some(variable) => env(variable),
+            None => env(name),
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::config::testing::{entry, env, parse};
+
+    #[test]
+    fn vscode_variables_expand_and_prompt_inputs_are_named() {
+        let base = Path::new("/work/project/.vscode");
+        let vars = with_vscode_variables(&env, base);
+        assert_eq!(
+            expand("${workspaceFolder}/x:${userHome}:${env:TOKEN}", &vars).unwrap(),
+            "/work/project/x:/home/u:secret"
+        );
+        let error = expand("--key=${input:tok}", &vars).unwrap_err();
+        assert!(
+            error.starts_with("${input:tok} is a VS Code prompt input"),
+            "{error}"
+        );
+        let error = expand("${config:editor.fontSize}", &vars).unwrap_err();
+        assert!(error.contains("only VS Code can fill in"), "{error}");
+        let vars = with_vscode_variables(&env, Path::new("/elsewhere"));
+        assert_eq!(expand("${workspaceFolder}", &vars).unwrap(), "/elsewhere");
+    }
 
     #[test]
     fn variable_expansion() {
@@ -152,7 +208,7 @@ mod tests {
         let Entry::Disabled(off) = entry(&servers, "off") else {
             panic!("{:?}", entry(&servers, "off"))
         };
-        assert_eq!(off.command.display(), "${NOPE}/bin ${ALSO_NOPE}");
+        assert_eq!(off.command.display(), "'${NOPE}/bin' '${ALSO_NOPE}'");
         assert!(matches!(entry(&servers, "bare"), Entry::Disabled(_)));
         let json = r#"{"mcpServers": {"off": {"command": "x", "env": {"K": "${NOPE}"}, "disabled": true}}}"#;
         let servers = parse(".mcp.json", json).unwrap().servers;
@@ -168,7 +224,7 @@ mod tests {
         assert_eq!(
             entry(&servers, "x"),
             &Entry::Invalid {
-                reason: "no command given".into()
+                reason: "no command given (in /cfg/c.toml)".into()
             }
         );
     }

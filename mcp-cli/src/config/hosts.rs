@@ -5,13 +5,16 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::Deserialize;
+use serde::de::IgnoredAny;
 
 use super::expand::{RawServer, RawServers};
 use super::policy::{Glob, ToolFilter};
 use super::units::milliseconds;
 
+/// Strict like the native format, so that a misspelt key is an error rather than silently
+/// ignored; the keys other hosts define and this reader does not use are listed at the end.
 #[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(super) struct HostServer {
     #[serde(rename = "type")]
     kind: Option<String>,
@@ -36,6 +39,53 @@ pub(super) struct HostServer {
     include_tools: Option<Vec<Glob>>,
     #[serde(default)]
     exclude_tools: Vec<Glob>,
+    // Known to other hosts, not used here: Cursor and VS Code `envFile`; Gemini CLI `trust`,
+    // `description`, `oauth`, `authProviderType`, `targetAudience`, `targetServiceAccount`,
+    // `tcp`, `cwd`-less `httpUrl` peers; VS Code `dev`, `gallery`, `version`; Cline and Roo
+    // `autoApprove`, `alwaysAllow`, `disabledTools`, `transportType`, `networkTimeout`,
+    // `watchPaths`; and the odd `name`, `id`, `enabled`, `metadata` some tools write.
+    #[serde(default, rename = "envFile")]
+    _env_file: IgnoredAny,
+    #[serde(default, rename = "trust")]
+    _trust: IgnoredAny,
+    #[serde(default, rename = "description")]
+    _description: IgnoredAny,
+    #[serde(default, rename = "oauth")]
+    _oauth: IgnoredAny,
+    #[serde(default, rename = "authProviderType")]
+    _auth_provider_type: IgnoredAny,
+    #[serde(default, rename = "targetAudience")]
+    _target_audience: IgnoredAny,
+    #[serde(default, rename = "targetServiceAccount")]
+    _target_service_account: IgnoredAny,
+    #[serde(default, rename = "tcp")]
+    _tcp: IgnoredAny,
+    #[serde(default, rename = "dev")]
+    _dev: IgnoredAny,
+    #[serde(default, rename = "gallery")]
+    _gallery: IgnoredAny,
+    #[serde(default, rename = "version")]
+    _version: IgnoredAny,
+    #[serde(default, rename = "autoApprove")]
+    _auto_approve: IgnoredAny,
+    #[serde(default, rename = "alwaysAllow")]
+    _always_allow: IgnoredAny,
+    #[serde(default, rename = "disabledTools")]
+    _disabled_tools: IgnoredAny,
+    #[serde(default, rename = "transportType")]
+    _transport_type: IgnoredAny,
+    #[serde(default, rename = "networkTimeout")]
+    _network_timeout: IgnoredAny,
+    #[serde(default, rename = "watchPaths")]
+    _watch_paths: IgnoredAny,
+    #[serde(default, rename = "name")]
+    _name: IgnoredAny,
+    #[serde(default, rename = "id")]
+    _id: IgnoredAny,
+    #[serde(default, rename = "enabled")]
+    _enabled: IgnoredAny,
+    #[serde(default, rename = "metadata")]
+    _metadata: IgnoredAny,
 }
 
 pub(super) fn servers(table: BTreeMap<String, HostServer>) -> RawServers {
@@ -72,6 +122,39 @@ mod tests {
     use super::*;
     use crate::config::Entry;
     use crate::config::testing::{entry, parse, spec};
+
+    #[test]
+    fn a_byte_order_mark_is_not_content() {
+        for (name, text) in [
+            (
+                ".mcp.json",
+                "\u{feff}{\"mcpServers\": {\"a\": {\"command\": \"x\"}}}",
+            ),
+            ("c.toml", "\u{feff}[mcp.a]\ncommand = \"x\"\n"),
+        ] {
+            assert_eq!(
+                spec(&parse(name, text).unwrap().servers, "a")
+                    .command
+                    .program,
+                "x"
+            );
+        }
+    }
+
+    #[test]
+    fn a_misspelt_key_is_an_error_with_the_likely_one() {
+        let text = "{\"mcpServers\": {\n  \"fs\": {\n    \"comand\": \"npx\"}}}";
+        let error = parse(".mcp.json", text).unwrap_err();
+        assert_eq!(
+            error.0,
+            "invalid config /cfg/.mcp.json line 3: mcpServers.fs.comand: unknown key `comand`; \
+             did you mean `command`?"
+        );
+        // Keys other hosts use are not mistakes.
+        let text = r#"{"mcpServers": {"fs": {"command": "x", "trust": true, "envFile": ".env",
+            "autoApprove": ["a"], "description": "d", "dev": {"watch": "*.ts"}}}}"#;
+        assert!(parse(".mcp.json", text).is_ok());
+    }
 
     #[test]
     fn claude_cursor_gemini_mcp_servers() {

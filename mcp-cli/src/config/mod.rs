@@ -215,6 +215,8 @@ fn is_json(path: &Path, text: &str) -> bool {
 
 /// One file in its syntax, its servers as written (variables not expanded).
 fn read_raw(path: &Path, text: &str) -> Result<RawFile, ConfigError> {
+    // Editors on some systems start files with a byte order mark; it is not content.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     if is_json(path, text) {
         json::read(path, text)
     } else {
@@ -228,7 +230,13 @@ fn read_file(path: &Path, text: &str, env: Env<'_>) -> Result<(Config, Vec<Strin
     let base = path.parent().unwrap_or(Path::new("."));
     let servers = (file.servers.into_iter())
         .map(|(name, raw)| Server {
-            entry: finish(&name, raw, env, base),
+            // An unusable entry says which file to fix.
+            entry: match finish(&name, raw, env, base) {
+                Entry::Invalid { reason } => Entry::Invalid {
+                    reason: format!("{reason} (in {})", path.display()),
+                },
+                entry => entry,
+            },
             name,
             source: Source::File(path.to_owned()),
         })

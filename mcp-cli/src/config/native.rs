@@ -330,11 +330,12 @@ tool = "mcp__git__push"
             ),
             (
                 "[[permissions.rules]]\ntool = \"x\"\naction = \"ask\"\nwhy = \"no\"\n",
-                "line 4: permissions.rules[0].why: unknown field `why`",
+                "line 4: permissions.rules[0].why: unknown key `why`, expected `tool` or `action`",
             ),
             (
                 "[security]\nmcp_server_allowlist = [\"a\"]\nallowlist = [\"b\"]\n",
-                "line 3: security.allowlist: unknown field `allowlist`",
+                "line 3: security.allowlist: unknown key `allowlist`; did you mean \
+                 `mcp_server_allowlist`?",
             ),
             (
                 "[security]\nmcp_server_denylist = \"a\"\n",

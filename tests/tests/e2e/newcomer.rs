@@ -180,3 +180,51 @@ fn server_text_cannot_drive_the_terminal() {
     let run = dir.cli(&["call", "fx", "echo", hostile]);
     assert_eq!(run.stdout, "\u{1b}]0;pwned\u{7}\u{1b}[2Jgone\n");
 }
+
+#[test]
+fn json_configs_are_strict_and_speak_vscode() {
+    let dir = Scratch::new("newcomer-json");
+    let typo = dir.write(
+        "typo.json",
+        &format!("{{\"mcpServers\": {{\n  \"fx\": {{\n    \"comand\": {FIXTURE:?}}}}}}}"),
+    );
+    let run = dir.cli(&["--config", typo.to_str().unwrap(), "servers"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains(
+            "typo.json line 3: mcpServers.fx.comand: unknown key `comand`; did you mean `command`?"
+        ),
+        "{}",
+        run.stderr
+    );
+    // VS Code's own variables, from a workspace's .vscode/mcp.json, and a BOM before it all.
+    std::fs::create_dir_all(dir.0.join(".vscode")).unwrap();
+    let vscode = dir.write(
+        ".vscode/mcp.json",
+        &format!(
+            "\u{feff}{{\"servers\": {{\"fx\": {{\"command\": {FIXTURE:?}, \"args\": [\"good\", \"--log-received\", \"${{workspaceFolder}}/got\"]}},\n\
+             \"asks\": {{\"command\": {FIXTURE:?}, \"args\": [\"--key=${{input:api-key}}\"]}}}}}}"
+        ),
+    );
+    let vscode = vscode.to_str().unwrap();
+    let run = dir.cli(&["--config", vscode, "call", "fx", "echo", "text=hi"]);
+    assert_eq!(
+        (run.code, run.stdout.as_str()),
+        (0, "hi\n"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        dir.0.join("got").exists(),
+        "${{workspaceFolder}} is the folder holding .vscode"
+    );
+    let run = dir.cli(&["--config", vscode, "call", "asks", "echo", "text=hi"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("${input:api-key} is a VS Code prompt input")
+            && run.stderr.contains("mcp.json"),
+        "{}",
+        run.stderr
+    );
+}

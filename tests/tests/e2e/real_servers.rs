@@ -219,5 +219,9 @@ fn an_answer_over_the_limit_with_its_id_last_fails_at_once() {
     let message = format!("message={}", "m".repeat(20_000));
     let run = dir.cli(&["--timeout", "600", "call", "everything", "echo", &message]);
     assert_eq!(run.code, 3, "{}", run.stderr);
-    assert!(run.stderr.contains("over the 10485 bytes limit"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("over the 10485 bytes limit"),
+        "{}",
+        run.stderr
+    );
 }
