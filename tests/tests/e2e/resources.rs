@@ -373,3 +373,55 @@ fn everything_elicitation_is_answered_on_a_terminal() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(run.stdout.contains("User declined"), "{}", run.stdout);
 }
+
+#[test]
+fn filesystem_confines_itself_to_the_roots_in_its_config() {
+    use mcp_cli::hub::{Hub, Settings};
+    use mcp_smol::proto::CallToolResult;
+    let dir = Scratch::new("res-roots");
+    let Some(bin) = mcp_tests::npm_bin() else {
+        return;
+    };
+    std::fs::create_dir_all(dir.0.join("inside")).unwrap();
+    dir.write("inside/note.txt", "inside the root\n");
+    dir.write("outside.txt", "outside the root\n");
+    // Started with no directory of its own: the server works only in the roots it is offered.
+    let server = bin.join("mcp-server-filesystem");
+    let text = format!(
+        "[mcp.fs]\ncommand = {:?}\nroots = [\"inside\"]\ntimeout_sec = 60\n",
+        server.to_str().unwrap()
+    );
+    let path = dir.write("mcp.toml", &text);
+    let env = |_: &str| None;
+    let config = mcp_cli::config::parse_file(&path, &text, &env).unwrap();
+    let hub = Hub::new(config, Settings::default());
+    let inside = std::fs::canonicalize(dir.0.join("inside")).unwrap();
+    bounded(async {
+        let call = |tool: &'static str, arguments: Value| {
+            let hub = hub.clone();
+            async move {
+                let tool = hub.find_tool("fs", tool).await.unwrap();
+                let raw = hub.call(&tool, arguments, &|_| {}).await.unwrap();
+                let result = CallToolResult::from_value(raw).unwrap();
+                (result.is_error, crate::support::text(&result))
+            }
+        };
+        // The server takes the roots in after `initialized`, on its own time: wait until it
+        // says which directories it allows, then check that it keeps to them.
+        loop {
+            let (_, allowed) = call("list_allowed_directories", json!({})).await;
+            if allowed.contains(inside.to_str().unwrap()) {
+                break;
+            }
+            smol::Timer::after(Duration::from_millis(50)).await;
+        }
+        let note = inside.join("note.txt");
+        let read = call("read_text_file", json!({"path": note})).await;
+        assert_eq!(read, (false, "inside the root\n".to_owned()));
+        let outside = std::fs::canonicalize(dir.0.join("outside.txt")).unwrap();
+        let (failed, message) = call("read_text_file", json!({"path": outside})).await;
+        assert!(failed, "read outside the root: {message}");
+        assert!(message.contains("Access denied"), "{message}");
+        hub.shutdown().await;
+    });
+}
