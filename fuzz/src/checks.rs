@@ -4,7 +4,11 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use mcp_proto::{Config, Connection, Event, LineDecoder, LineError, Request, RequestId};
+use mcp_proto::{
+    ClientCapabilities, CompleteResult, Config, Connection, Event, FromResult, GetPromptResult,
+    LineDecoder, LineError, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, ReadResourceResult, Request, RequestId, ServerRequestId,
+};
 use serde_json::{Value, json};
 
 /// A tiny deterministic generator, so one input always makes the same chunking.
@@ -89,6 +93,9 @@ struct Observer {
     ended: BTreeSet<RequestId>,
     closed: bool,
     ready: usize,
+    /// Server requests surfaced for us to answer, and those answered.
+    asked: Vec<ServerRequestId>,
+    answered: BTreeSet<ServerRequestId>,
 }
 
 impl Observer {
@@ -98,6 +105,8 @@ impl Observer {
             ended: BTreeSet::new(),
             closed: false,
             ready: 0,
+            asked: Vec::new(),
+            answered: BTreeSet::new(),
         }
     }
 
@@ -116,6 +125,14 @@ impl Observer {
                 }
                 Event::Closed(_) => self.closed = true,
                 Event::Ready(_) => self.ready += 1,
+                Event::ServerRequest(request) => {
+                    assert!(self.ready > 0, "a server request before ready");
+                    assert!(
+                        !self.asked.contains(&request.id),
+                        "a server request id reused"
+                    );
+                    self.asked.push(request.id);
+                }
                 _ => {}
             }
         }
@@ -138,6 +155,12 @@ pub fn check_connection(data: &[u8]) {
     let mut now = Instant::now();
     let config = Config {
         max_line_len: 256,
+        capabilities: ClientCapabilities {
+            roots: true,
+            elicitation: true,
+            sampling: true,
+        },
+        server_request_timeout: Duration::from_millis(500),
         ..Config::default()
     };
     let mut connection = Connection::new(now, config);
@@ -197,6 +220,34 @@ pub fn check_connection(data: &[u8]) {
             _ => match arg % 8 {
                 0 => connection.handle_eof(now),
                 1 => connection.close(),
+                // The server asks something a declared capability (or none) covers.
+                2 => {
+                    let methods = ["roots/list", "elicitation/create", "sampling/createMessage"];
+                    let method = methods.get(arg / 8 % 4).copied().unwrap_or("other/method");
+                    let id = if arg % 16 < 8 {
+                        json!(arg)
+                    } else {
+                        json!(format!("s{arg}"))
+                    };
+                    let ask = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": {}});
+                    connection.handle_bytes(now, format!("{ask}\n").as_bytes());
+                }
+                // We answer one of them: once at most, never after close.
+                3 if !observer.asked.is_empty() => {
+                    let id = observer.asked[arg % observer.asked.len()];
+                    let sent = connection.respond(now, id, Ok(json!({"roots": []})));
+                    let first = observer.answered.insert(id);
+                    assert!(
+                        !sent || (first && !observer.closed),
+                        "answered twice or late"
+                    );
+                }
+                // Whatever follows, up to a newline, read by every typed result decoder.
+                4 => {
+                    let end = ops.iter().position(|&b| b == b'\n').unwrap_or(ops.len());
+                    check_decoders(&ops[..end]);
+                    ops = &ops[end..];
+                }
                 _ => {}
             },
         }
@@ -206,6 +257,38 @@ pub fn check_connection(data: &[u8]) {
     observer.drain(&mut connection);
     assert!(observer.closed);
     assert_eq!(observer.issued, observer.ended, "some request never ended");
+}
+
+/// Every typed result decoder on arbitrary JSON: an error or a value, never a panic; and the
+/// counts add up.
+pub fn check_decoders(data: &[u8]) {
+    if let Ok(text) = std::str::from_utf8(data) {
+        let _ = mcp_proto::decode_base64(text);
+    }
+    let Ok(value) = serde_json::from_slice::<Value>(data) else {
+        return;
+    };
+    let listed = |key: &str| value.get(key).and_then(Value::as_array).map(Vec::len);
+    if let Ok(page) = ListResourcesResult::from_result(value.clone()) {
+        assert_eq!(
+            Some(page.resources.len() + page.skipped),
+            listed("resources")
+        );
+    }
+    if let Ok(page) = ListToolsResult::from_result(value.clone()) {
+        assert_eq!(Some(page.tools.len() + page.skipped), listed("tools"));
+    }
+    if let Ok(page) = ListPromptsResult::from_result(value.clone()) {
+        assert_eq!(Some(page.prompts.len() + page.skipped), listed("prompts"));
+    }
+    let _ = ListResourceTemplatesResult::from_result(value.clone());
+    if let Ok(read) = ReadResourceResult::from_result(value.clone()) {
+        for item in &read.contents {
+            let _ = item.blob_bytes();
+        }
+    }
+    let _ = GetPromptResult::from_result(value.clone());
+    let _ = CompleteResult::from_result(value);
 }
 
 /// Arbitrary server output around the `initialize` result: the lifecycle rules of DESIGN §6.
