@@ -99,6 +99,7 @@ impl From<HubError> for Failure {
             | HubError::UnknownPrompt { .. }
             | HubError::AmbiguousTool { .. }
             | HubError::ToolFiltered { .. }
+            | HubError::NeedsTasks { .. }
             | HubError::ToolDenied { .. }
             | HubError::NotApproved { .. } => Self::usage(error.to_string()),
         }

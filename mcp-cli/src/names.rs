@@ -21,6 +21,31 @@ pub fn qualified(server: &str, tool: &str) -> String {
     format!("{}_{:08x}", &safe[..keep], fnv1a(full.as_bytes()))
 }
 
+/// [`qualified`] for every tool of one server, in order, made distinct: tools whose names
+/// collide once made safe (`get.weather` and `get_weather`) each get a stable hash suffix,
+/// as long names do.
+pub fn shown_names(server: &str, tools: &[&str]) -> Vec<String> {
+    let plain: Vec<String> = tools.iter().map(|tool| qualified(server, tool)).collect();
+    let mut seen = std::collections::HashMap::new();
+    for name in &plain {
+        *seen.entry(name.as_str()).or_insert(0) += 1;
+    }
+    (tools.iter().zip(&plain))
+        .map(|(tool, name)| match seen[name.as_str()] {
+            1 => name.clone(),
+            _ => hashed(server, tool),
+        })
+        .collect()
+}
+
+/// The safe `<server>__<tool>`, cut to leave room, and a hash of the tool's full name.
+fn hashed(server: &str, tool: &str) -> String {
+    let full = format!("{server}__{}", short_tool(server, tool));
+    let safe = safe(&full);
+    let keep = safe.len().min(MAX_LEN - HASH_HEX - 1);
+    format!("{}_{:08x}", &safe[..keep], fnv1a(full.as_bytes()))
+}
+
 /// `name` with every character providers refuse replaced by `_` (not shortened).
 pub fn safe(name: &str) -> String {
     let allowed = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
@@ -189,6 +214,21 @@ mod tests {
         let exactly = "t".repeat(64 - "server__".len());
         assert_eq!(qualified("server", &exactly).len(), 64);
         assert_eq!(qualified("server", &exactly), format!("server__{exactly}"));
+    }
+
+    #[test]
+    fn colliding_names_get_distinct_hashes() {
+        let shown = shown_names("w", &["get.weather", "get_weather", "other"]);
+        assert_eq!(shown[2], "w__other");
+        assert_ne!(shown[0], shown[1]);
+        assert!(
+            shown[0].starts_with("w__get_weather_")
+                && shown[0].len() == "w__get_weather_".len() + 8
+        );
+        assert_eq!(
+            shown,
+            shown_names("w", &["get.weather", "get_weather", "other"])
+        );
     }
 
     #[test]

@@ -62,6 +62,22 @@ pub struct Tool {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     /// Hints such as `readOnlyHint`, as sent.
     pub annotations: Option<Value>,
+    /// How it runs (2025-11-25): `{"taskSupport": "forbidden" | "optional" | "required"}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execution: Option<Value>,
+    /// Every other member, as sent (`_meta`, `icons`, what later revisions add), so that the
+    /// tool serialises back whole.
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, Value>,
+}
+
+impl Tool {
+    /// Whether it can only run as a task (`execution.taskSupport: "required"`), which this
+    /// client does not do yet.
+    pub fn requires_tasks(&self) -> bool {
+        let support = self.execution.as_ref().and_then(|e| e.get("taskSupport"));
+        support.and_then(Value::as_str) == Some("required")
+    }
 }
 
 fn empty_object() -> Value {
@@ -435,6 +451,23 @@ mod tests {
         assert_eq!(names, ["ok", "also.ok"]);
         assert_eq!(page.tools[0].description, None);
         assert_eq!(page.next_cursor, None);
+    }
+
+    #[test]
+    fn tools_keep_every_member_and_say_when_they_need_tasks() {
+        let sent = json!({
+            "name": "research", "inputSchema": {"type": "object"},
+            "execution": {"taskSupport": "required"},
+            "icons": [{"src": "https://x.invalid/i.png"}], "_meta": {"k": 1}
+        });
+        let page = ListToolsResult::from_value(json!({"tools": [sent.clone()]})).unwrap();
+        let tool = &page.tools[0];
+        assert!(tool.requires_tasks());
+        assert_eq!(serde_json::to_value(tool).unwrap(), sent);
+        let plain = ListToolsResult::from_value(json!({"tools": [{"name": "t",
+            "execution": {"taskSupport": "optional"}}]}))
+        .unwrap();
+        assert!(!plain.tools[0].requires_tasks());
     }
 
     #[test]

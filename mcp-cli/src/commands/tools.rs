@@ -55,12 +55,16 @@ fn as_json(entry: &ToolEntry) -> Value {
 fn describe(entry: &ToolEntry) -> Vec<String> {
     let tool = &entry.tool;
     let summary = tool.description.as_deref().and_then(|d| d.lines().next());
-    let mut lines = vec![match summary {
+    let mut first = match summary {
         Some(summary) if !summary.trim().is_empty() => {
             format!("{}  {}", entry.name, summary.trim())
         }
         _ => entry.name.clone(),
-    }];
+    };
+    if tool.requires_tasks() {
+        first.push_str("  [runs only as a task: not supported yet]");
+    }
+    let mut lines = vec![first];
     let schema = &tool.input_schema;
     let required: Vec<&str> = (schema.get("required").and_then(Value::as_array))
         .map(|r| r.iter().filter_map(Value::as_str).collect())

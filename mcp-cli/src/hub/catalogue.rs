@@ -94,12 +94,13 @@ impl Hub {
             state: slot.status().state,
             reason: "not running".to_owned(),
         })?;
-        let entries = live
-            .iter()
-            .filter_map(|tool| match self.verdict(server, tool) {
-                Verdict::Shown(ask) => Some(self.entry(server, tool, ask)),
+        let shown = shown_names(server, &live);
+        let entries = (live.iter().zip(shown)).filter_map(|(tool, shown)| {
+            match self.verdict(server, tool, &shown) {
+                Verdict::Shown(ask) => Some(entry(server, tool, shown, ask)),
                 Verdict::Filtered | Verdict::Denied(_) => None,
-            });
+            }
+        });
         Ok(entries.collect())
     }
 
@@ -124,21 +125,29 @@ impl Hub {
         let slot = self.inner.slot(server)?;
         let live = slot.ensure_running(&self.inner).await?;
         let tools = &live.tools;
-        let tool = match tools.iter().find(|tool| tool.name == given) {
+        let shown = shown_names(server, tools);
+        // As the catalogue shows it (`SERVER__` left out), which may carry a hash.
+        let shown_given = format!("{}__{given}", names::safe(server));
+        let index = match tools.iter().position(|tool| tool.name == given) {
             Some(exact) => exact,
             None => {
-                let matching: Vec<&Tool> = (tools.iter())
-                    .filter(|tool| names::tool_matches(server, &tool.name, given))
+                let matching: Vec<usize> = (0..tools.len())
+                    .filter(|&i| {
+                        shown[i] == shown_given
+                            || names::tool_matches(server, &tools[i].name, given)
+                    })
                     .collect();
                 match matching.as_slice() {
-                    [tool] => *tool,
+                    [index] => *index,
                     [] => {
                         return Err(HubError::UnknownTool {
                             server: server.to_owned(),
                             given: given.to_owned(),
-                            known: (tools.iter())
-                                .filter(|t| matches!(self.verdict(server, t), Verdict::Shown(_)))
-                                .map(|t| t.name.clone())
+                            known: (tools.iter().zip(&shown))
+                                .filter(|(t, s)| {
+                                    matches!(self.verdict(server, t, s), Verdict::Shown(_))
+                                })
+                                .map(|(t, _)| t.name.clone())
                                 .collect(),
                         });
                     }
@@ -147,22 +156,21 @@ impl Hub {
                         return Err(HubError::AmbiguousTool {
                             server: server.to_owned(),
                             given: given.to_owned(),
-                            candidates: several.iter().map(|t| t.name.clone()).collect(),
+                            candidates: several.iter().map(|&i| tools[i].name.clone()).collect(),
                         });
                     }
                 }
             }
         };
-        match self.verdict(server, tool) {
-            Verdict::Shown(ask) => Ok(self.entry(server, tool, ask)),
+        let (tool, shown) = (&tools[index], shown[index].clone());
+        match self.verdict(server, tool, &shown) {
+            Verdict::Shown(_) if tool.requires_tasks() => Err(HubError::NeedsTasks { tool: shown }),
+            Verdict::Shown(ask) => Ok(entry(server, tool, shown, ask)),
             Verdict::Filtered => Err(HubError::ToolFiltered {
                 server: server.to_owned(),
                 tool: tool.name.clone(),
             }),
-            Verdict::Denied(rule) => Err(HubError::ToolDenied {
-                tool: names::qualified(server, &tool.name),
-                rule,
-            }),
+            Verdict::Denied(rule) => Err(HubError::ToolDenied { tool: shown, rule }),
         }
     }
 
@@ -216,26 +224,32 @@ impl Hub {
             })
     }
 
-    fn verdict(&self, server: &str, tool: &Tool) -> Verdict {
+    fn verdict(&self, server: &str, tool: &Tool, shown: &str) -> Verdict {
         let slot = self.inner.slot(server);
         let filter = slot.as_ref().ok().and_then(|slot| slot.spec().ok());
         if filter.is_some_and(|spec| !spec.tools.allows(&tool.name)) {
             return Verdict::Filtered;
         }
-        let shown = names::qualified(server, &tool.name);
-        match self.inner.policy.rule_for(&shown, server, &tool.name) {
+        match self.inner.policy.rule_for(shown, server, &tool.name) {
             Some(rule) if rule.action == Action::Deny => Verdict::Denied(rule.clone()),
             Some(rule) if rule.action == Action::Ask => Verdict::Shown(Some(rule.clone())),
             _ => Verdict::Shown(None),
         }
     }
+}
 
-    fn entry(&self, server: &str, tool: &Tool, ask: Option<Rule>) -> ToolEntry {
-        ToolEntry {
-            server: server.to_owned(),
-            name: names::qualified(server, &tool.name),
-            tool: tool.clone(),
-            ask,
-        }
+/// The shown name of each of a server's tools, in order: distinct even where two tools'
+/// provider-safe names would collide.
+fn shown_names(server: &str, tools: &[Tool]) -> Vec<String> {
+    let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_str()).collect();
+    names::shown_names(server, &names)
+}
+
+fn entry(server: &str, tool: &Tool, name: String, ask: Option<Rule>) -> ToolEntry {
+    ToolEntry {
+        server: server.to_owned(),
+        name,
+        tool: tool.clone(),
+        ask,
     }
 }

@@ -72,6 +72,13 @@ pub enum HubError {
         /// The tool's own name.
         tool: String,
     },
+    /// The tool runs only as a task (`execution.taskSupport: "required"`), which is not
+    /// supported yet.
+    #[error("tool {tool} runs only as a task, which this client does not support yet")]
+    NeedsTasks {
+        /// The tool's shown name.
+        tool: String,
+    },
     /// A `deny` rule matches the tool.
     #[error("tool {tool} is denied by the rule tool = {:?} ({})", rule.tool.as_str(), rule.origin)]
     ToolDenied {

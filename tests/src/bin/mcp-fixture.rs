@@ -27,6 +27,8 @@
 //! - `odd-ids`: requests with ids null, "abc", 1.5 and -7.
 //! - `list-changed`: after the first call, announces a changed list with a tool `extra`.
 //! - `repeat-cursor`: `tools/list` always returns the same `nextCursor`.
+//! - `odd-tools`: adds `get.weather` and `get_weather` (alike once made safe) and `research`
+//!   (runs only as a task; carries `icons` and `_meta`).
 //! - `slow-start`: waits `--delay-ms N` before answering `initialize`.
 //! - `resources`: also resources (paginated, `--page-size N` as for tools; a text one and a
 //!   binary one), a resource template, and prompts `greet` (argument `name` required) and
@@ -348,6 +350,15 @@ impl Server {
             json!({"name": "stderr", "description": "Writes lines to stderr.", "inputSchema": object(json!({"lines": {"type": "integer"}}), &[])}),
             json!({"name": "report", "description": "Answers the fixture received.", "inputSchema": object(json!({}), &[])}),
         ];
+        if self.mode == "odd-tools" {
+            tools.extend([
+                json!({"name": "get.weather", "inputSchema": object(json!({}), &[])}),
+                json!({"name": "get_weather", "inputSchema": object(json!({}), &[])}),
+                json!({"name": "research", "inputSchema": object(json!({}), &[]),
+                       "execution": {"taskSupport": "required"},
+                       "icons": [{"src": "data:image/png;base64,AA=="}], "_meta": {"kept": true}}),
+            ]);
+        }
         if self.mode == "list-changed" && *self.calls.lock().unwrap() > 0 {
             tools.push(json!({"name": "extra", "inputSchema": object(json!({}), &[])}));
         }
@@ -538,6 +549,9 @@ impl Server {
             }
             "report" => text(Value::Array(self.answers.lock().unwrap().clone()).to_string()),
             "extra" if self.mode == "list-changed" => text("extra".to_owned()),
+            "get.weather" | "get_weather" | "research" if self.mode == "odd-tools" => {
+                text(format!("this is {name}"))
+            }
             _ => return Some(Err((-32602, format!("Unknown tool: {name}")))),
         };
         Some(Ok(result))

@@ -228,3 +228,43 @@ fn json_configs_are_strict_and_speak_vscode() {
         run.stderr
     );
 }
+
+#[test]
+fn tools_keep_what_servers_send_and_alike_names_stay_apart() {
+    let dir = Scratch::new("newcomer-odd-tools");
+    dir.write(".mcp-cli.toml", &fixture_block("fx", "odd-tools"));
+    let run = dir.cli(&["tools", "fx"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let weather: Vec<&str> = (run.stdout.lines())
+        .filter(|line| line.starts_with("fx__get_weather"))
+        .collect();
+    assert_eq!(weather.len(), 2, "{}", run.stdout);
+    assert_ne!(weather[0], weather[1]);
+    assert!(
+        run.stdout.contains("fx__research  [runs only as a task"),
+        "{}",
+        run.stdout
+    );
+    // Each distinct name reaches its own tool.
+    let mut reached = Vec::new();
+    for name in &weather {
+        let run = dir.cli(&["call", name]);
+        assert_eq!(run.code, 0, "{name}: {}", run.stderr);
+        reached.push(run.stdout);
+    }
+    reached.sort();
+    assert_eq!(reached, ["this is get.weather\n", "this is get_weather\n"]);
+    // A task-only tool is refused before anything is sent.
+    let run = dir.cli(&["call", "fx", "research"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("runs only as a task"), "{}", run.stderr);
+    // --json keeps every member the server sent.
+    let run = dir.cli(&["--json", "tools", "fx"]);
+    let tools: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let research = (tools.as_array().unwrap().iter())
+        .find(|tool| tool["name"] == "research")
+        .unwrap();
+    assert_eq!(research["_meta"]["kept"], true);
+    assert_eq!(research["icons"][0]["src"], "data:image/png;base64,AA==");
+    assert_eq!(research["execution"]["taskSupport"], "required");
+}
