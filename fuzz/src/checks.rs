@@ -291,7 +291,8 @@ pub fn check_decoders(data: &[u8]) {
     let _ = CompleteResult::from_result(value);
 }
 
-/// Arbitrary server output around the `initialize` result: the lifecycle rules of DESIGN §6.
+/// Arbitrary server output around the `initialize` result: nothing but `ping` crosses before
+/// the answer, and the connection is ready at most once.
 pub fn check_handshake(data: &[u8]) {
     let now = Instant::now();
     let mut connection = Connection::new(now, Config::default());

@@ -1,4 +1,4 @@
-//! The ad hoc server of `--stdio "COMMAND ARGS"` (DESIGN §5.1): a server with no config.
+//! The ad hoc server of `--stdio "COMMAND ARGS"`: a server with no config.
 
 use std::path::Path;
 

@@ -1,4 +1,4 @@
-//! Tool arguments from the command line, typed by the tool's `inputSchema` (DESIGN §5.2).
+//! Tool arguments from the command line, typed by the tool's `inputSchema`.
 //!
 //! `KEY=VALUE` takes its type from the schema: a string property keeps the text as is (`012`
 //! stays `"012"`), number, integer and boolean parse strictly, array and object parse as JSON;
@@ -80,7 +80,8 @@ fn declared_types(schema: &Value, key: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// The types one property schema declares; see [`declared_types`].
+/// The types one property schema declares: `"type": "x"`, `"type": ["x", "null"]`, or one per
+/// branch of an `anyOf` / `oneOf`.
 pub fn property_types(property: &Value) -> Vec<String> {
     match property.get("type") {
         Some(Value::String(name)) => return vec![name.clone()],

@@ -1,4 +1,4 @@
-//! The command line, as clap sees it (DESIGN §5.1).
+//! The command line, as clap sees it.
 
 use std::path::PathBuf;
 

@@ -1,4 +1,4 @@
-//! Exit codes (DESIGN §5.3) and the failure type that carries one.
+//! Exit codes and the failure type that carries one.
 
 use std::fmt;
 

@@ -30,7 +30,7 @@ use crate::commands::Context;
 use crate::exit::{Exit, Failure};
 use crate::hub::{Hub, Settings};
 
-/// Runs one command line; returns the process exit code (DESIGN §5.3).
+/// Runs one command line; returns the process exit code (see [`exit::Exit`]).
 ///
 /// It catches SIGINT, SIGTERM and SIGHUP, to stop the servers it started before it returns
 /// 128 + the signal's number. Like any use of `signal-hook-registry`, that leaves those signals

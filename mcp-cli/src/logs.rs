@@ -1,4 +1,4 @@
-//! Per-server stderr logs (DESIGN §5.5): appended, private (0600), rotated past a size cap.
+//! Per-server stderr logs: appended, private (0600), rotated past a size cap.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};

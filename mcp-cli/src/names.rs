@@ -1,4 +1,4 @@
-//! Tool names as programs see them (DESIGN §5.5): `<server>__<tool>`, safe for model providers.
+//! Tool names as programs see them: `<server>__<tool>`, safe for model providers.
 //!
 //! Providers accept `^[a-zA-Z0-9_-]{1,64}$`. Other characters become `_`; a longer name keeps
 //! its first 55 characters and ends with `_` and 8 hex digits of a hash of the whole name, so

@@ -1,4 +1,4 @@
-//! Runs an MCP server as a child process and drives an [`mcp_proto`] connection over its stdio.
+//! Runs an MCP server as a child process and drives an [`mcp_proto`](proto) connection over its stdio.
 //!
 //! [`start`] spawns the server and returns a [`Client`] handle and a [`Driver`] future. The
 //! driver owns the connection, the child and its pipes; run it on any executor (smol, tokio, a

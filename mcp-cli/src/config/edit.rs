@@ -1,4 +1,4 @@
-//! Writing servers back into config files (DESIGN §13): enable and disable in the file that
+//! Writing servers back into config files: enable and disable in the file that
 //! defines a server, in that file's own format; native entries added and removed.
 //!
 //! Each edit is confined to one entry (`edit_toml.rs`, `edit_json.rs`) and then checked by

@@ -1,4 +1,4 @@
-//! The servers other hosts configure on this machine (DESIGN §13), from their standard places.
+//! The servers other hosts configure on this machine, from their standard places.
 //! Only read here: another host's file is never written.
 
 use std::path::{Path, PathBuf};

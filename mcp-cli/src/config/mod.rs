@@ -1,4 +1,4 @@
-//! Config files (DESIGN §5.4): the native TOML, the host formats people already have, variable
+//! Config files: the native TOML, the host formats people already have, variable
 //! expansion, discovery, the built-in presets, and the policy over servers and tools.
 //!
 //! Every format is read into one shape, [`Server`]. A file that cannot be read as its format is

@@ -1,5 +1,5 @@
 //! What may start and what may be called: tool-name globs, per-server tool filters, the
-//! server allow- and denylists, and the rules (DESIGN §5.4).
+//! server allow- and denylists, and the rules.
 
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer};

@@ -14,7 +14,7 @@ use super::expand::{RawServer, RawServers};
 use super::hosts::{self, HostServer};
 use super::opencode;
 
-/// Unknown keys (`permissions`, the sandbox of DESIGN §12, for now) are skipped.
+/// Unknown keys (`permissions`, a per-server sandbox, for now) are skipped.
 #[derive(Deserialize)]
 struct ReebootServer {
     name: String,

@@ -1,5 +1,5 @@
 //! `mcp-fixture MODE [--option value]...`: an MCP server over stdio that behaves well (mode
-//! `good`) or misbehaves in one of the ways DESIGN §7 lists, for the end-to-end suites.
+//! `good`) or misbehaves in one of the ways a client must survive, for the end-to-end suites.
 //!
 //! Modes (each otherwise behaves like `good`):
 //! - `good`: tools `echo`, `blob`, `sleep`, `progress`, `fail`, `add`, `rich`, `structured`,

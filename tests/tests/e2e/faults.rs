@@ -1,4 +1,4 @@
-//! The misbehaving servers of DESIGN §7: no panic, no hang past the timeout, nothing left
+//! The misbehaving servers a client must survive: no panic, no hang past the timeout, nothing left
 //! behind, every pending call resolved with an error naming the cause, neighbours unaffected.
 
 use mcp_smol::proto::{CloseReason, Content, PageError, RequestError};

@@ -6,7 +6,7 @@
 /// Shared set-up: fixture commands, short timeouts, process checks.
 mod support;
 
-/// Every misbehaving fixture mode of DESIGN §7, driven through mcp-smol.
+/// Every misbehaving fixture mode, driven through mcp-smol.
 mod faults;
 
 /// The adapter's normal work: calls, pipelining, progress, cancellation, shutdown.
