@@ -129,6 +129,21 @@ pub struct CallToolResult {
 }
 
 impl CallToolResult {
+    /// The text items, each followed by a newline unless it ends in one: what a person
+    /// reading the result sees first. Other items are left out.
+    pub fn text(&self) -> String {
+        let mut text = String::new();
+        for item in &self.content {
+            if let Content::Text { text: item } = item {
+                text.push_str(item);
+                if !item.ends_with('\n') {
+                    text.push('\n');
+                }
+            }
+        }
+        text
+    }
+
     /// Decodes a `tools/call` result, moving its parts out of `value` rather than copying them.
     pub fn from_value(value: Value) -> Result<Self, serde_json::Error> {
         let usual = |object: &serde_json::Map<String, Value>| {
@@ -411,6 +426,17 @@ mod tests {
                 Content::Unknown(json!("not even an object")),
             ]
         );
+    }
+
+    #[test]
+    fn text_joins_the_text_items() {
+        let result = CallToolResult::from_value(json!({"content": [
+            {"type": "text", "text": "one"},
+            {"type": "image", "data": "AA==", "mimeType": "image/png"},
+            {"type": "text", "text": "two\n"}
+        ]}))
+        .unwrap();
+        assert_eq!(result.text(), "one\ntwo\n");
     }
 
     #[test]

@@ -49,3 +49,6 @@ pub use options::Options;
 pub use process::{ServerCommand, StderrSink};
 pub use proto;
 pub use proto::Notification;
+/// The JSON values requests and results are made of, so an embedder needs no dependency of
+/// its own for them.
+pub use serde_json;

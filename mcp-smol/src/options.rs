@@ -6,6 +6,11 @@ use std::time::Duration;
 use crate::process::StderrSink;
 
 /// How to run one server.
+///
+/// The defaults: client name `mcp-smol`, a handshake budget of 10 s (spawn plus
+/// `initialize`), 60 s per request (restarted by progress, 600 s at most), messages up to
+/// 64 MiB, no client capabilities declared; then 2 s for the server to exit once its stdin
+/// closes, and 2 s between SIGTERM and SIGKILL.
 pub struct Options {
     /// Every protocol setting: client name, handshake budget, request timeouts, line limit.
     pub core: proto::Config,
