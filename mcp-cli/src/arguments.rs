@@ -215,7 +215,7 @@ fn check(schema: &Value, arguments: &Map<String, Value>) -> Result<(), ArgumentE
         if let Some(nearest) = names::nearest(key, candidates) {
             message.push_str(&format!("; did you mean {nearest}?"));
         }
-        message.push_str(&format!(" (the tool takes: {})", declared.join(", ")));
+        message.push_str(&format!(" (it takes: {})", declared.join(", ")));
         return error(message);
     }
     if let Some(name) = missing {
@@ -346,9 +346,7 @@ mod tests {
         let pairs = vec!["b=1".to_owned()];
         assert_eq!(
             build(&schema, None, &pairs),
-            Err(ArgumentError(
-                "unknown argument b (the tool takes: a)".into()
-            ))
+            Err(ArgumentError("unknown argument b (it takes: a)".into()))
         );
     }
 
@@ -360,8 +358,7 @@ mod tests {
         assert_eq!(
             build(&schema, None, &pairs),
             Err(ArgumentError(
-                "unknown argument msg; did you mean message? (the tool takes: count, message)"
-                    .into()
+                "unknown argument msg; did you mean message? (it takes: count, message)".into()
             ))
         );
         // An open schema with everything required given lets extra names through.

@@ -42,6 +42,15 @@ pub(crate) struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
+    /// Print a completion script: `source <(mcp-cli completions bash)`; server names complete
+    /// from the config in bash and fish.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+    /// The configured server names, one a line, starting nothing (for completion scripts).
+    #[command(name = "__servers", hide = true)]
+    ServerNames,
     /// Call one tool: `call SERVER TOOL [KEY=VALUE | KEY:=JSON]...` or `call SERVER__TOOL ...`.
     Call {
         /// The server name, or SERVER__TOOL / SERVER.TOOL in one token.

@@ -4,6 +4,7 @@
 
 mod add;
 mod call;
+mod completions;
 mod enable;
 mod import;
 mod logs;
@@ -44,6 +45,8 @@ pub(crate) async fn dispatch(ctx: &mut Context, command: Command) -> Result<Exit
             args_json,
         } => call::run(ctx, &server, &rest, args_json.as_deref()).await,
         Command::Tools { servers } => tools::run(ctx, &servers).await,
+        Command::Completions { shell } => completions::run(ctx, shell),
+        Command::ServerNames => completions::server_names(ctx),
         Command::Servers => servers::run(ctx).await,
         Command::Logs { server, lines } => logs::run(ctx, &server, lines),
         Command::Resources { servers } => resources::run(ctx, &servers).await,

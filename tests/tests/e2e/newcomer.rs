@@ -18,7 +18,7 @@ fn argument_mistakes_name_the_fix() {
     let cases: &[(&[&str], &str)] = &[
         (
             &["call", "fx", "echo", "txt=hi"],
-            "unknown argument txt; did you mean text? (the tool takes: text)",
+            "unknown argument txt; did you mean text? (it takes: text)",
         ),
         (
             &["call", "fx", "types", "s=x", "i=1", "mode=medium"],
@@ -267,4 +267,59 @@ fn tools_keep_what_servers_send_and_alike_names_stay_apart() {
     assert_eq!(research["_meta"]["kept"], true);
     assert_eq!(research["icons"][0]["src"], "data:image/png;base64,AA==");
     assert_eq!(research["execution"]["taskSupport"], "required");
+}
+
+#[test]
+fn completions_offer_the_configured_servers() {
+    let dir = project("newcomer-completions", &fixture_block("other", "good"));
+    let run = dir.cli(&["__servers"]);
+    assert_eq!(
+        run.stdout, "everything\nfilesystem\nfx\nmemory\nother\n",
+        "{}",
+        run.stderr
+    );
+    let script = dir.cli(&["completions", "bash"]);
+    assert_eq!(script.code, 0, "{}", script.stderr);
+    dir.write("completion.bash", &script.stdout);
+    // Bash asks the script for the words after `mcp-cli --json call o`, as it does on Tab.
+    let bin = crate::support::cli_binary();
+    let complete = |line: &str| {
+        let words: Vec<&str> = line.split(' ').collect();
+        let program = format!(
+            "source completion.bash; COMP_WORDS=({}); COMP_CWORD={}; _mcp_cli_servers; echo \"${{COMPREPLY[*]}}\"",
+            words.join(" "),
+            words.len() - 1
+        );
+        let path = format!(
+            "{}:{}",
+            bin.parent().unwrap().display(),
+            std::env::var("PATH").unwrap()
+        );
+        // The same isolated environment as the CLI runs get.
+        let isolated = dir.command(&[]);
+        let env = isolated
+            .get_envs()
+            .filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned())));
+        let output = std::process::Command::new("bash")
+            .args(["-c", &program])
+            .current_dir(&dir.0)
+            .envs(env)
+            .env("PATH", path)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&output.stdout).trim().to_owned()
+    };
+    assert_eq!(complete("mcp-cli --json call o"), "other");
+    assert_eq!(
+        complete("mcp-cli --config .mcp-cli.toml tools f"),
+        "filesystem fx"
+    );
+    // Past the server word, clap's own completion takes over again.
+    assert!(!complete("mcp-cli call fx ").contains("other"));
+    let fish = dir.cli(&["completions", "fish"]);
+    assert!(
+        fish.stdout.contains("(mcp-cli __servers 2>/dev/null)"),
+        "{}",
+        fish.stdout
+    );
 }
