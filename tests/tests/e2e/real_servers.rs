@@ -225,3 +225,68 @@ fn an_answer_over_the_limit_with_its_id_last_fails_at_once() {
         run.stderr
     );
 }
+
+#[test]
+fn the_readme_examples_run_as_written() {
+    let Some(bin) = mcp_tests::npm_bin() else {
+        return;
+    };
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+    let section = &readme[readme.find("## The command line").unwrap()..];
+    let block = section
+        .split("```sh\n")
+        .nth(1)
+        .unwrap()
+        .split("```")
+        .next()
+        .unwrap();
+    let dir = Scratch::new("readme");
+    dir.write("README.md", &readme);
+    std::fs::create_dir_all(dir.0.join("home")).unwrap();
+    let cli = crate::support::cli_binary();
+    let path = format!(
+        "{}:{}",
+        cli.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let prefix = bin.parent().unwrap().parent().unwrap();
+    // npx's downloads are kept across runs, beside the installed servers.
+    let npm_cache = mcp_tests::servers_dir().join("npm-cache");
+    let isolated = dir.command(&[]);
+    let env: Vec<_> = (isolated.get_envs())
+        .filter_map(|(key, value)| Some((key.to_owned(), value?.to_owned())))
+        .collect();
+    let mut ran = 0;
+    for line in block.lines().filter(|line| !line.trim().is_empty()) {
+        // The comment after the command: at least two spaces, then `#`.
+        let command = line.split("  # ").next().unwrap().trim_end();
+        let output = std::process::Command::new("bash")
+            .args(["-c", command])
+            .current_dir(&dir.0)
+            .envs(env.iter().cloned())
+            .env("PATH", &path)
+            .env("HOME", dir.0.join("home"))
+            .env("MCP_CLI_NPM_PREFIX", prefix)
+            .env("npm_config_cache", &npm_cache)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success(),
+            "{command}\n{stdout}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        ran += 1;
+        match ran {
+            1 => assert!(stdout.starts_with("# mcp-client\n"), "{command}: {stdout}"),
+            2 => assert_eq!(stdout, "Echo: hi\n", "{command}"),
+            _ => {}
+        }
+    }
+    assert!(ran >= 15, "only {ran} examples found");
+    assert!(dir.0.join("blob.bin").exists());
+    let user_file = std::fs::read_to_string(dir.0.join("config-home/mcp-cli/config.toml")).unwrap();
+    assert!(user_file.contains("[mcp.notes]"), "{user_file}");
+}
