@@ -346,3 +346,111 @@ pub fn check_handshake(data: &[u8]) {
         );
     }
 }
+
+/// What a server connection has emitted so far, checked as it comes.
+#[derive(Default)]
+struct ServerObserver {
+    open: Vec<mcp_proto::HostRequestId>,
+    seen: BTreeSet<mcp_proto::HostRequestId>,
+    issued: BTreeSet<RequestId>,
+    ended: BTreeSet<RequestId>,
+    ready: bool,
+    closed: bool,
+}
+
+impl ServerObserver {
+    fn drain(&mut self, connection: &mut mcp_proto::ServerConnection) {
+        use mcp_proto::ServerEvent;
+        while let Some(line) = connection.poll_transmit() {
+            assert_one_json_line(&line);
+        }
+        while let Some(event) = connection.poll_event() {
+            assert!(!self.closed, "event after Closed");
+            match event {
+                ServerEvent::Ready(_) => {
+                    assert!(!self.ready, "ready twice");
+                    self.ready = true;
+                }
+                ServerEvent::Request(request) => {
+                    assert!(self.ready, "a request surfaced before ready");
+                    assert!(self.seen.insert(request.id), "a host request id reused");
+                    self.open.push(request.id);
+                }
+                ServerEvent::Cancelled { id, .. } => self.open.retain(|open| *open != id),
+                ServerEvent::Response { id, .. } => {
+                    assert!(self.issued.contains(&id), "response for an id never issued");
+                    assert!(self.ended.insert(id), "request {id} ended twice");
+                }
+                ServerEvent::Closed(_) => self.closed = true,
+                ServerEvent::Notification(_) | ServerEvent::Malformed(_) => {}
+            }
+        }
+        assert!(
+            connection.open_requests() <= 4,
+            "open requests past the cap"
+        );
+    }
+}
+
+/// The server role under arbitrary host bytes: the first byte seeds the chunking and the
+/// caller's choices (answer, report progress, ask the host, cancel, time out). Every transmit
+/// is one JSON line; no request is surfaced before ready nor twice; each of our requests ends
+/// exactly once; nothing happens after close.
+pub fn check_server(data: &[u8]) {
+    use mcp_proto::{ServerConfig, ServerConnection};
+    let [seed, input @ ..] = data else {
+        return;
+    };
+    let mut rng = Rng(u32::from(*seed) | 1);
+    let mut now = Instant::now();
+    let config = ServerConfig {
+        max_line_len: 4096,
+        max_open_requests: 4,
+        request_timeout: Duration::from_secs(1),
+        ..ServerConfig::default()
+    };
+    let mut connection = ServerConnection::new(now, config);
+    let mut seen = ServerObserver::default();
+    let mut rest = input;
+    while !rest.is_empty() {
+        let take = (1 + rng.next() as usize % 64).min(rest.len());
+        let (chunk, tail) = rest.split_at(take);
+        connection.handle_bytes(now, chunk);
+        seen.drain(&mut connection);
+        match rng.next() % 6 {
+            0 if !seen.open.is_empty() => {
+                let id = seen.open.remove(0);
+                assert!(connection.respond(now, id, Ok(json!({}))));
+            }
+            1 => {
+                if let Some(&id) = seen.open.first() {
+                    let _ = connection.progress(id, 1.0, None, Some("working"));
+                }
+            }
+            2 => {
+                if let Ok(id) = connection.request(now, "elicitation/create", Some(json!({}))) {
+                    seen.issued.insert(id);
+                }
+            }
+            3 => {
+                if let Some(&id) = seen.issued.iter().next_back() {
+                    connection.cancel(now, id);
+                }
+            }
+            4 => {
+                now += Duration::from_millis(400);
+                connection.handle_timeout(now);
+            }
+            _ => {
+                let _ = connection.notify("notifications/tools/list_changed", None);
+            }
+        }
+        seen.drain(&mut connection);
+        rest = tail;
+    }
+    connection.handle_eof(now);
+    seen.drain(&mut connection);
+    assert!(connection.is_closed() && seen.closed);
+    assert_eq!(seen.issued, seen.ended, "a request of ours never ended");
+    assert_eq!(connection.poll_timeout(), None, "a deadline after close");
+}

@@ -116,6 +116,8 @@ pub enum CloseReason {
     Local,
     /// The server closed its stdout.
     Eof,
+    /// Server role: the host closed its end of the stream.
+    ClientEof,
     /// No answer to `initialize` within the handshake budget.
     HandshakeTimedOut {
         /// The handshake budget.
@@ -139,6 +141,7 @@ impl fmt::Display for CloseReason {
         match self {
             Self::Local => f.write_str("closed by the client"),
             Self::Eof => f.write_str("the server closed its output"),
+            Self::ClientEof => f.write_str("the client closed its output"),
             Self::HandshakeTimedOut { after } => {
                 write!(
                     f,
@@ -172,6 +175,8 @@ pub enum SendError {
     /// `params._meta.progressToken` is already the token of a pending request, so progress
     /// could not be told apart.
     ProgressTokenInUse,
+    /// Server role: requests to the host wait for `notifications/initialized`.
+    NotReady,
 }
 
 impl fmt::Display for SendError {
@@ -182,6 +187,7 @@ impl fmt::Display for SendError {
             Self::ProgressTokenInUse => {
                 f.write_str("progressToken is already used by a pending request")
             }
+            Self::NotReady => f.write_str("the client has not finished the handshake yet"),
         }
     }
 }

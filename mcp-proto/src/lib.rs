@@ -38,6 +38,16 @@
 //!   [`Event::ServerRequest`], answered with [`Connection::respond`] or refused when
 //!   [`Config::server_request_timeout`] passes first. The connection stays healthy either way.
 //!
+//! # The server role
+//!
+//! [`ServerConnection`] is the peer of [`Connection`], for a program that stands as an MCP
+//! server before a host (a gateway). It runs the same loop with [`ServerEvent`]s: it answers
+//! `initialize` itself, refuses every request but `ping` until `notifications/initialized`,
+//! and hands the host's requests over as [`ServerEvent::Request`], to be answered with
+//! [`ServerConnection::respond`]; [`ServerEvent::Cancelled`] says the host gave one up. Bad
+//! lines are answered with JSON-RPC errors (-32700, -32600) and skipped, and at most
+//! [`ServerConfig::max_open_requests`] requests are open at once.
+//!
 //! # Example
 //!
 //! ```
@@ -70,6 +80,7 @@ mod error;
 mod framing;
 mod jsonrpc;
 mod request;
+mod server;
 mod surface;
 mod types;
 
@@ -79,6 +90,9 @@ pub use connection::{
 pub use error::{CloseReason, RequestError, RpcError, SendError};
 pub use framing::{LineDecoder, LineError};
 pub use request::{FromResult, Request};
+pub use server::{
+    ClientInfo, HostRequest, HostRequestId, ServerConfig, ServerConnection, ServerEvent,
+};
 pub use surface::{
     CompleteResult, CompletionRef, DEFAULT_MAX_PAGES, GetPromptResult, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, Listing, Page, PageError, Pager, Prompt,

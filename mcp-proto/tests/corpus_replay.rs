@@ -43,3 +43,8 @@ fn connection_corpus() {
 fn handshake_corpus() {
     replay("handshake", checks::check_handshake);
 }
+
+#[test]
+fn server_corpus() {
+    replay("server", checks::check_server);
+}

@@ -11,3 +11,6 @@ mod scenarios;
 
 /// proptest: chunking invariance, handshake orderings, every request ending exactly once.
 mod properties;
+
+/// The server role: its handshake, host requests, progress, cancellation, limits, bad input.
+mod server;
