@@ -234,6 +234,9 @@ pub(crate) struct Inner {
     settings: Settings,
     stopping: AtomicBool,
     listeners: Mutex<Vec<Sender<HubEvent>>>,
+    /// Never sent on: dropped with the hub, which ends every watcher waiting on `gone`.
+    _alive: Sender<()>,
+    gone: Receiver<()>,
 }
 
 impl std::fmt::Debug for Inner {
@@ -248,12 +251,15 @@ impl Hub {
     /// A hub for the servers and policy of `config`. Nothing starts until it is used.
     pub fn new(config: Config, settings: Settings) -> Self {
         let Config { servers, policy } = config;
+        let (alive, gone) = smol::channel::bounded(1);
         let inner = Arc::new(Inner {
             slots: RwLock::new(BTreeMap::new()),
             policy,
             settings,
             stopping: AtomicBool::new(false),
             listeners: Mutex::new(Vec::new()),
+            _alive: alive,
+            gone,
         });
         let hub = Self { inner };
         for server in servers {
@@ -271,7 +277,15 @@ impl Hub {
             .slots
             .write()
             .unwrap_or_else(PoisonError::into_inner);
-        slots.insert(slot.name().to_owned(), slot);
+        // A server replaced while it runs is closed, not left behind.
+        if let Some(old) = slots.insert(slot.name().to_owned(), slot)
+            && let Some(client) = old.client()
+        {
+            old.stopped(client.pid());
+            self.inner
+                .spawn(async move { client.close().await })
+                .detach();
+        }
     }
 
     /// Every server's status, by name; starts nothing.
@@ -438,6 +452,17 @@ impl Inner {
             Some(executor) => executor.spawn(task),
             None => smol::spawn(task),
         }
+    }
+
+    /// Runs a task that follows one connection (its notifications, its requests) until the
+    /// connection ends or the hub is dropped: such a task holds a handle, and a hub dropped
+    /// without [`Hub::shutdown`] must still let its servers close.
+    pub(crate) fn spawn_watcher(&self, task: impl Future<Output = ()> + Send + 'static) {
+        let gone = self.gone.clone();
+        let until_gone = async move {
+            let _ = gone.recv().await;
+        };
+        self.spawn(smol::future::or(task, until_gone)).detach();
     }
 
     pub(crate) fn emit(&self, event: HubEvent) {

@@ -307,7 +307,7 @@ impl Slot {
             spec.roots.clone(),
             hub.settings.elicit.clone(),
         );
-        hub.spawn(answering).detach();
+        hub.spawn_watcher(answering);
         let listed = async {
             let info = client.wait_ready().await?;
             let mut tools = client.list_tools().await?;
@@ -329,7 +329,7 @@ impl Slot {
                     surface: Arc::new(surface),
                 };
                 let watch = watch(Arc::downgrade(hub), self.clone(), client, notes);
-                hub.spawn(watch).detach();
+                hub.spawn_watcher(watch);
                 Ok(live)
             }
             Err(error) => {
