@@ -139,6 +139,9 @@ pub(crate) enum Command {
         #[arg(requires = "write")]
         names: Vec<String>,
     },
+    /// Accept a server's current tool definitions after they changed (tools whose definition
+    /// changed since first seen are withheld until then); shows what changed first.
+    Trust { server: String },
 }
 
 impl Command {

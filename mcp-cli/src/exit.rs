@@ -101,6 +101,7 @@ impl From<HubError> for Failure {
             | HubError::ToolFiltered { .. }
             | HubError::NeedsTasks { .. }
             | HubError::ToolDenied { .. }
+            | HubError::ToolWithheld { .. }
             | HubError::NotApproved { .. } => Self::usage(error.to_string()),
         }
     }

@@ -84,6 +84,7 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
             executor: Some(executor.clone()),
             ask: Some(prompt::handler(cli.yes)),
             elicit: Some(elicit::handler()),
+            pin_dir: Some(log_dir.with_file_name("pins")),
             ..Settings::default()
         };
         let mut ctx = Context {

@@ -15,6 +15,7 @@ mod remove;
 mod resources;
 mod servers;
 mod tools;
+mod trust;
 
 use std::path::PathBuf;
 
@@ -89,6 +90,7 @@ pub(crate) async fn dispatch(ctx: &mut Context, command: Command) -> Result<Exit
             force,
             names,
         } => import::run(ctx, write.then_some(&names[..]), force),
+        Command::Trust { server } => trust::run(ctx, &server).await,
     }
 }
 

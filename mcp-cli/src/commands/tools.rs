@@ -26,6 +26,10 @@ pub(crate) async fn run(ctx: &mut Context, given: &[String]) -> Result<Exit, Fai
         ctx.hub.catalogue_of(&servers).await
     };
     let mut exit = Exit::Success;
+    // Listed as warnings: the other tools are fine to use.
+    for error in catalogue.withheld {
+        report(ctx.json, &Failure::from(error));
+    }
     for (_, error) in catalogue.failures {
         let failure = Failure::from(error);
         report(ctx.json, &failure);

@@ -28,6 +28,8 @@ pub(super) struct RawServer {
     pub tools: ToolFilter,
     /// Directories offered as MCP roots, relative to the file's folder.
     pub roots: Vec<String>,
+    /// `pin_tools`; `None` is the default, on.
+    pub pin_tools: Option<bool>,
     /// A reason this entry cannot be used whatever its fields say.
     pub unusable: Option<String>,
 }
@@ -56,6 +58,7 @@ pub(super) fn finish(name: &str, raw: RawServer, env: Env<'_>, base: &Path) -> E
     }
     let (handshake_timeout, call_timeout) = (raw.handshake_timeout, raw.call_timeout);
     let (max_message_len, tools) = (raw.max_message_len, raw.tools);
+    let pin_tools = raw.pin_tools.unwrap_or(true);
     let roots = raw
         .roots
         .iter()
@@ -69,6 +72,7 @@ pub(super) fn finish(name: &str, raw: RawServer, env: Env<'_>, base: &Path) -> E
         max_message_len,
         tools,
         roots,
+        pin_tools,
     };
     if !raw.enabled {
         // Never started, so its variables need not be set: shown as written (a remote

@@ -72,6 +72,8 @@ pub struct ServerSpec {
     pub tools: ToolFilter,
     /// Absolute directories offered to the server as MCP roots; none declared when empty.
     pub roots: Vec<std::path::PathBuf>,
+    /// Whether its tool definitions are pinned (`pin_tools`, default true).
+    pub pin_tools: bool,
 }
 
 impl ServerSpec {
@@ -85,6 +87,7 @@ impl ServerSpec {
             max_message_len: None,
             tools: ToolFilter::default(),
             roots: Vec::new(),
+            pin_tools: true,
         }
     }
 }

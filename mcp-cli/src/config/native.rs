@@ -67,6 +67,7 @@ struct NativeServer {
     disabled_tools: Vec<Glob>,
     #[serde(default)]
     roots: Vec<String>,
+    pin_tools: Option<bool>,
 }
 
 fn servers(table: BTreeMap<String, NativeServer>) -> RawServers {
@@ -87,6 +88,7 @@ fn servers(table: BTreeMap<String, NativeServer>) -> RawServers {
             disabled: s.disabled_tools,
         },
         roots: s.roots,
+        pin_tools: s.pin_tools,
         unusable: None,
     };
     table.into_iter().map(|(name, s)| (name, raw(s))).collect()

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::config::{Action, Rule};
 use crate::hub::surface::{self, PromptEntry, ResourceEntry, Skipped, TemplateEntry};
-use crate::hub::{Ask, Hub, HubError};
+use crate::hub::{ApproveChanges, Ask, Hub, HubError, PinChange};
 use crate::names;
 
 /// One tool as the hub offers it.
@@ -38,6 +38,9 @@ pub struct Catalogue {
     pub skipped: Vec<Skipped>,
     /// Servers that were asked for but could not be listed, with why.
     pub failures: Vec<(String, HubError)>,
+    /// Tools left out because their definition changed since it was pinned
+    /// ([`HubError::ToolWithheld`]).
+    pub withheld: Vec<HubError>,
 }
 
 impl Catalogue {
@@ -52,6 +55,7 @@ enum Verdict {
     Shown(Option<Rule>),
     Filtered,
     Denied(Rule),
+    Withheld(PinChange),
 }
 
 impl Hub {
@@ -68,7 +72,10 @@ impl Hub {
         let mut catalogue = Catalogue::default();
         for (server, started) in self.start(servers).await {
             match started.and_then(|()| self.tools(&server)) {
-                Ok(tools) => catalogue.tools.extend(tools),
+                Ok((tools, withheld)) => {
+                    catalogue.tools.extend(tools);
+                    catalogue.withheld.extend(withheld);
+                }
                 Err(error) => {
                     catalogue.failures.push((server, error));
                     continue;
@@ -86,22 +93,64 @@ impl Hub {
         catalogue
     }
 
-    /// The tools of one running server, policy applied; it must have been started.
-    fn tools(&self, server: &str) -> Result<Vec<ToolEntry>, HubError> {
+    /// The tools of one running server, policy applied, and those withheld; it must have been
+    /// started.
+    fn tools(&self, server: &str) -> Result<(Vec<ToolEntry>, Vec<HubError>), HubError> {
         let slot = self.inner.slot(server)?;
         let live = slot.client_tools().ok_or_else(|| HubError::Unavailable {
             server: server.to_owned(),
             state: slot.status().state,
             reason: "not running".to_owned(),
         })?;
+        self.observe_pins(server, &live);
         let shown = shown_names(server, &live);
-        let entries = (live.iter().zip(shown)).filter_map(|(tool, shown)| {
+        let (mut entries, mut withheld) = (Vec::new(), Vec::new());
+        for (tool, shown) in live.iter().zip(shown) {
             match self.verdict(server, tool, &shown) {
-                Verdict::Shown(ask) => Some(entry(server, tool, shown, ask)),
-                Verdict::Filtered | Verdict::Denied(_) => None,
+                Verdict::Shown(ask) => entries.push(entry(server, tool, shown, ask)),
+                Verdict::Withheld(change) => withheld.push(withheld_error(server, tool, change)),
+                Verdict::Filtered | Verdict::Denied(_) => {}
             }
-        });
-        Ok(entries.collect())
+        }
+        Ok((entries, withheld))
+    }
+
+    /// Pins the tools of `server` not pinned yet, unless its config turns pinning off.
+    fn observe_pins(&self, server: &str, tools: &[Tool]) {
+        let slot = self.inner.slot(server);
+        if slot
+            .as_ref()
+            .ok()
+            .and_then(|slot| slot.spec().ok())
+            .is_some_and(|spec| spec.pin_tools)
+        {
+            self.inner.pins.observe(server, tools);
+        }
+    }
+
+    /// Accepts the current definitions of `server`'s tools as its pins (`mcp-cli trust`),
+    /// starting it if it must, once `approve` has seen the tools whose definition changed.
+    /// Returns those tools, with how.
+    pub async fn trust(
+        &self,
+        server: &str,
+        approve: ApproveChanges<'_>,
+    ) -> Result<Vec<(String, PinChange)>, HubError> {
+        let slot = self.inner.slot(server)?;
+        let live = slot.ensure_running(&self.inner).await?;
+        let unpinnable = |reason: String| HubError::Unavailable {
+            server: server.to_owned(),
+            state: slot.status().state,
+            reason,
+        };
+        if self.inner.settings.pin_dir.is_none() {
+            return Err(unpinnable(
+                "this hub pins no tools (no pin folder)".to_owned(),
+            ));
+        }
+        (self.inner.pins)
+            .accept(server, &live.tools, approve)
+            .map_err(unpinnable)
     }
 
     /// Finds a tool by the name a program or a person gives: `SERVER__TOOL` (as the
@@ -125,6 +174,7 @@ impl Hub {
         let slot = self.inner.slot(server)?;
         let live = slot.ensure_running(&self.inner).await?;
         let tools = &live.tools;
+        self.observe_pins(server, tools);
         let shown = shown_names(server, tools);
         // As the catalogue shows it (`SERVER__` left out), which may carry a hash.
         let shown_given = format!("{}__{given}", names::safe(server));
@@ -171,6 +221,7 @@ impl Hub {
                 tool: tool.name.clone(),
             }),
             Verdict::Denied(rule) => Err(HubError::ToolDenied { tool: shown, rule }),
+            Verdict::Withheld(change) => Err(withheld_error(server, tool, change)),
         }
     }
 
@@ -230,6 +281,11 @@ impl Hub {
         if filter.is_some_and(|spec| !spec.tools.allows(&tool.name)) {
             return Verdict::Filtered;
         }
+        if filter.is_some_and(|spec| spec.pin_tools)
+            && let Some(change) = self.inner.pins.check(server, tool)
+        {
+            return Verdict::Withheld(change);
+        }
         match self.inner.policy.rule_for(shown, server, &tool.name) {
             Some(rule) if rule.action == Action::Deny => Verdict::Denied(rule.clone()),
             Some(rule) if rule.action == Action::Ask => Verdict::Shown(Some(rule.clone())),
@@ -243,6 +299,14 @@ impl Hub {
 fn shown_names(server: &str, tools: &[Tool]) -> Vec<String> {
     let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_str()).collect();
     names::shown_names(server, &names)
+}
+
+fn withheld_error(server: &str, tool: &Tool, change: PinChange) -> HubError {
+    HubError::ToolWithheld {
+        server: server.to_owned(),
+        tool: tool.name.clone(),
+        change,
+    }
 }
 
 fn entry(server: &str, tool: &Tool, name: String, ask: Option<Rule>) -> ToolEntry {

@@ -1,7 +1,7 @@
 //! Why the hub could not do what was asked, by who is at fault.
 
 use crate::config::Rule;
-use crate::hub::State;
+use crate::hub::{PinChange, State};
 
 /// Why a hub operation failed. The variant says whose fault it is: the caller's (a name that
 /// does not exist, a tool the policy denies) or the server's.
@@ -86,6 +86,19 @@ pub enum HubError {
         tool: String,
         /// The rule that matched.
         rule: Rule,
+    },
+    /// The tool's definition changed since it was pinned (a "rug pull", or an update to
+    /// review): it is neither listed nor called until the new definition is trusted.
+    #[error(
+        "tool {tool} of server {server} is withheld: its definition {change}\n  review it, then accept it with `mcp-cli trust {server}`"
+    )]
+    ToolWithheld {
+        /// The server.
+        server: String,
+        /// The tool's own name.
+        tool: String,
+        /// What changed.
+        change: PinChange,
     },
     /// An `ask` rule matches the tool and the call was not approved.
     #[error("tool {tool} needs approval (rule tool = {:?}, {}) and was not approved: {why}", rule.tool.as_str(), rule.origin)]

@@ -49,6 +49,7 @@ mod ask;
 mod catalogue;
 mod error;
 mod options;
+mod pins;
 mod slot;
 mod surface;
 
@@ -65,6 +66,7 @@ pub use answer::{ElicitAnswer, ElicitHandler, Elicitation};
 pub use ask::{Approval, Ask, AskHandler};
 pub use catalogue::{Catalogue, ToolEntry};
 pub use error::HubError;
+pub use pins::{ApproveChanges, PinChange};
 pub use surface::{PromptEntry, ResourceEntry, Skipped, TemplateEntry};
 
 use crate::config::{Config, Policy, Server, ServerSpec, Source};
@@ -96,6 +98,9 @@ pub struct Settings {
     /// Fills in forms servers ask for; with it, every server is told the hub can
     /// (`elicitation` capability). `None` declares nothing and servers do not ask.
     pub elicit: Option<ElicitHandler>,
+    /// Where tool definitions are pinned (`<server>.json`): a pinned tool whose definition
+    /// changes is withheld until [`Hub::trust`]. `None` pins nothing.
+    pub pin_dir: Option<PathBuf>,
 }
 
 impl Default for Settings {
@@ -111,6 +116,7 @@ impl Default for Settings {
             executor: None,
             ask: None,
             elicit: None,
+            pin_dir: None,
         }
     }
 }
@@ -127,6 +133,7 @@ impl std::fmt::Debug for Settings {
             .field("executor", &self.executor.is_some())
             .field("ask", &self.ask.is_some())
             .field("elicit", &self.elicit.is_some())
+            .field("pin_dir", &self.pin_dir)
             .finish()
     }
 }
@@ -231,6 +238,7 @@ pub struct Hub {
 pub(crate) struct Inner {
     slots: RwLock<BTreeMap<String, Arc<Slot>>>,
     policy: Policy,
+    pins: pins::Pins,
     settings: Settings,
     stopping: AtomicBool,
     listeners: Mutex<Vec<Sender<HubEvent>>>,
@@ -255,6 +263,7 @@ impl Hub {
         let inner = Arc::new(Inner {
             slots: RwLock::new(BTreeMap::new()),
             policy,
+            pins: pins::Pins::new(settings.pin_dir.clone()),
             settings,
             stopping: AtomicBool::new(false),
             listeners: Mutex::new(Vec::new()),

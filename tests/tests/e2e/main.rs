@@ -36,3 +36,6 @@ mod real_servers;
 /// Resources, prompts, completion, subscriptions, roots and elicitation, against the fixture
 /// and the real server-everything.
 mod resources;
+
+/// Trust and sandbox: tool pinning and `trust`, and `permissions` (network, Landlock).
+mod trust;

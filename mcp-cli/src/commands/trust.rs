@@ -1,0 +1,49 @@
+//! `trust SERVER`: accepts the server's current tool definitions as its pins, after showing
+//! what changed since they were pinned (and, on a terminal, asking first).
+
+use std::io::{BufRead, IsTerminal, Write};
+
+use serde_json::json;
+
+use crate::commands::Context;
+use crate::exit::{Exit, Failure};
+use crate::hub::PinChange;
+use crate::output;
+
+pub(crate) async fn run(ctx: &mut Context, given: &str) -> Result<Exit, Failure> {
+    let server = ctx.hub.resolve(given)?;
+    ctx.hub.check(&server)?;
+    let json = ctx.json;
+    let approve = |changes: &[(String, PinChange)]| {
+        if !json {
+            for (tool, change) in changes {
+                output::diagnostic(&format!("{server}: tool {tool} {change}"));
+            }
+        }
+        // Running the command is the decision; a person at a terminal gets to read first.
+        let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+        changes.is_empty() || !terminal || ask("Accept these definitions?")
+    };
+    let changes = ctx.hub.trust(&server, &approve).await?;
+    if json {
+        let changed: Vec<_> = (changes.iter())
+            .map(|(tool, change)| json!({"tool": tool, "fields": change.fields, "diff": change.diff}))
+            .collect();
+        let value = json!({"server": server, "changed": changed});
+        ctx.out.line(&output::pretty(&value));
+    } else {
+        output::diagnostic(&format!(
+            "{server}: {} changed tool definition(s) accepted; its current tools are pinned",
+            changes.len()
+        ));
+    }
+    Ok(Exit::Success)
+}
+
+fn ask(question: &str) -> bool {
+    let mut stderr = std::io::stderr();
+    let _ = write!(stderr, "{question} [y/N] ").and_then(|()| stderr.flush());
+    let mut answer = String::new();
+    let read = std::io::stdin().lock().read_line(&mut answer);
+    read.is_ok() && matches!(answer.trim().to_lowercase().as_str(), "y" | "yes")
+}
