@@ -28,6 +28,9 @@
 //! # Ok(()) }
 //! ```
 //!
+//! The other role, too: [`serve`] drives a [`proto::ServerConnection`] over any byte stream
+//! (our own stdin and stdout, a Unix socket), for a program that stands as an MCP server.
+//!
 //! Process hygiene: the server leads its own process group. Closing (or dropping the last
 //! handle) closes its stdin, waits [`Options::grace_period`], sends SIGTERM to the group, waits
 //! [`Options::term_period`], sends SIGKILL to the group and reaps it, so wrappers such as `npx`
@@ -41,6 +44,7 @@ mod driver;
 mod error;
 mod options;
 mod process;
+mod serve;
 
 pub use client::{Client, connect, start};
 pub use driver::Driver;
@@ -52,3 +56,4 @@ pub use proto::Notification;
 /// The JSON values requests and results are made of, so an embedder needs no dependency of
 /// its own for them.
 pub use serde_json;
+pub use serve::{ServeDriver, Server, serve};
