@@ -96,6 +96,15 @@ pub(crate) enum Command {
         #[arg(value_name = "KEY=VALUE")]
         arguments: Vec<String>,
     },
+    /// Serve the configured servers (or the ones named) as one MCP server on stdin and
+    /// stdout, for hosts such as Claude Desktop or Cursor: tools as SERVER__TOOL, policy
+    /// applied, config edits applied live.
+    Serve {
+        /// Offer one tool, `mcp` (action list | call), instead of every tool.
+        #[arg(long)]
+        proxy: bool,
+        servers: Vec<String>,
+    },
     /// Turn a server on again in the file that defines it (the `disable` key is removed).
     Enable { server: String },
     /// Turn a server off in the file that defines it (`enabled = false`, or the file's own

@@ -11,6 +11,7 @@ mod commands;
 pub mod config;
 mod elicit;
 pub mod exit;
+mod gateway;
 pub mod hub;
 pub mod logs;
 pub mod names;

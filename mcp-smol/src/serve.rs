@@ -212,7 +212,13 @@ where
             match wake {
                 Wake::Read(Ok(0) | Err(_)) => self.connection.handle_eof(now),
                 Wake::Read(Ok(n)) => self.connection.handle_bytes(now, &buffer[..n]),
-                Wake::Wrote(Ok(n)) => _ = self.outgoing.drain(..n),
+                Wake::Wrote(Ok(n)) => {
+                    self.outgoing.drain(..n);
+                    if self.outgoing.is_empty() {
+                        // Buffered writers (our stdout) pass the lines on now.
+                        let _ = smol::future::poll_once(self.writer.flush()).await;
+                    }
+                }
                 // The host stopped reading: nothing more can reach it.
                 Wake::Wrote(Err(_)) => {
                     writable = false;
@@ -243,16 +249,13 @@ where
 
     async fn next_wake(&mut self, buffer: &mut [u8]) -> Wake {
         let read = async { Wake::Read(self.reader.read(buffer).await) };
+        // One write call only: the future must complete the moment the writer has taken the
+        // bytes, or a race lost later would leave them queued to be written again.
         let write = async {
             if self.outgoing.is_empty() {
                 return std::future::pending().await;
             }
-            let written = self.writer.write(self.outgoing.as_slices().0).await;
-            let flushed = match written {
-                Ok(n) => self.writer.flush().await.map(|()| n),
-                Err(error) => Err(error),
-            };
-            Wake::Wrote(flushed)
+            Wake::Wrote(self.writer.write(self.outgoing.as_slices().0).await)
         };
         let op = async { Wake::Op(self.ops.recv().await.ok()) };
         let timer = async {
@@ -305,8 +308,8 @@ mod tests {
     use super::*;
     use serde_json::json;
     use smol::io::{AsyncBufReadExt, BufReader};
-    use smol::stream::StreamExt;
     use smol::net::unix::UnixStream;
+    use smol::stream::StreamExt;
 
     #[test]
     fn serves_a_host_over_a_unix_socket() {

@@ -14,6 +14,7 @@ mod read;
 mod remove;
 mod resources;
 mod servers;
+mod serve;
 mod tools;
 mod trust;
 
@@ -62,6 +63,7 @@ pub(crate) async fn dispatch(ctx: &mut Context, command: Command) -> Result<Exit
             name,
             arguments,
         } => prompt::run(ctx, &server, &name, &arguments).await,
+        Command::Serve { proxy, servers } => serve::run(ctx, proxy, &servers).await,
         Command::Enable { server } => enable::run(ctx, &server, true),
         Command::Disable { server } => enable::run(ctx, &server, false),
         Command::Add {

@@ -50,6 +50,7 @@ mod catalogue;
 mod error;
 mod options;
 mod pins;
+mod reload;
 mod slot;
 mod surface;
 

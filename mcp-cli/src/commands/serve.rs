@@ -1,0 +1,65 @@
+//! `serve [--proxy] [SERVER]...`: one MCP server on stdin and stdout standing for the
+//! configured servers (or the ones named), through a hub of its own whose `ask` rules ask the
+//! host. The config files are watched and edits applied while it runs.
+
+use std::sync::Arc;
+
+use crate::commands::Context;
+use crate::config;
+use crate::exit::{Exit, Failure};
+use crate::gateway::{Gateway, HostLink, Mode, Watch};
+use crate::hub::{Hub, Settings};
+
+pub(crate) async fn run(ctx: &mut Context, proxy: bool, named: &[String]) -> Result<Exit, Failure> {
+    if ctx.adhoc.is_some() {
+        return Err(Failure::usage(
+            "serve stands for configured servers; --stdio is not supported with it",
+        ));
+    }
+    let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
+    let env = |key: &str| std::env::var(key).ok();
+    let files = config::discover(&ctx.configs, &env, &cwd);
+    let load = {
+        let (files, cwd) = (files.clone(), cwd.clone());
+        move || config::load(&files, &|key: &str| std::env::var(key).ok(), &cwd)
+    };
+    let config = load().map_err(|error| Failure::usage(error.0))?;
+    let link = HostLink::default();
+    let settings = Settings {
+        log_dir: Some(ctx.log_dir.clone()),
+        handshake_timeout: crate::mcp_timeout(&env),
+        ask: Some(link.ask_handler()),
+        ..Settings::default()
+    };
+    let hub = Hub::new(config, settings);
+    // Mistyped names are found before the host connects.
+    for name in named {
+        hub.resolve(name)?;
+    }
+    let _stop = StopOnDrop(hub.clone());
+    let watch = Watch::new(
+        files.into_iter().map(|(path, _)| path).collect(),
+        Box::new(load),
+    );
+    let gateway = Arc::new(Gateway {
+        hub: hub.clone(),
+        named: named.to_vec(),
+        mode: if proxy { Mode::Proxy } else { Mode::Tools },
+        link,
+    });
+    let stdin = smol::Unblock::new(std::io::stdin());
+    let stdout = smol::Unblock::new(std::io::stdout());
+    gateway.serve(stdin, stdout, Some(watch)).await;
+    hub.shutdown().await;
+    Ok(Exit::Success)
+}
+
+/// Stops the hub's servers when `serve` is dropped unfinished (a signal): they run on smol's
+/// global executor, which this wait does not block.
+struct StopOnDrop(Hub);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        smol::block_on(self.0.terminate());
+    }
+}

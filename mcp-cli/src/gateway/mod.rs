@@ -1,0 +1,393 @@
+//! The gateway: one MCP server, on any byte stream, standing for many servers through the
+//! [`Hub`]. Tools, resources and prompts under the hub's names; calls routed; progress and
+//! cancellation passed on; list changes forwarded; a backend's failure is a tool error.
+//!
+//! Each host request runs as a task of its own, so a slow call never holds up the others; a
+//! host's `notifications/cancelled` drops that task, which cancels the backend's request.
+
+mod proxy;
+mod watch;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use mcp_smol::proto::{ClientInfo, HostRequestId, Request, RpcError, ServerConfig, ServerEvent};
+use mcp_smol::{ServeDriver, Server};
+use serde_json::{Map, Value, json};
+use smol::channel::Receiver;
+use smol::future::FutureExt;
+
+use crate::hub::{Ask, AskHandler, Hub, HubError, HubEvent, ToolEntry};
+
+pub(crate) use watch::Watch;
+
+/// How the gateway presents the servers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Every tool of every server, under `<server>__<tool>`.
+    Tools,
+    /// One tool, `mcp`, that lists and calls the others.
+    Proxy,
+}
+
+/// The host as the ask handler reaches it: set once the host has finished its handshake.
+#[derive(Clone, Default)]
+pub(crate) struct HostLink(Arc<Mutex<Option<(Server, ClientInfo)>>>);
+
+impl HostLink {
+    fn set(&self, server: Server, client: ClientInfo) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some((server, client));
+    }
+
+    fn get(&self) -> Option<(Server, ClientInfo)> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Decides `ask` rules by asking the host for a yes through elicitation, when it declared
+    /// that it can; otherwise the call is refused with the reason.
+    pub(crate) fn ask_handler(&self) -> AskHandler {
+        let link = self.clone();
+        Arc::new(move |ask: Ask| {
+            let link = link.clone();
+            Box::pin(async move {
+                let Some((server, client)) = link.get() else {
+                    return Err("the host has not finished its handshake".to_owned());
+                };
+                if !client.declares("elicitation") {
+                    return Err(
+                        "the host cannot be asked: it did not declare the elicitation \
+                                capability; change the rule to allow, or use a host that can"
+                            .to_owned(),
+                    );
+                }
+                let message = format!(
+                    "Allow {} with arguments {}? (rule tool = {:?}, {})",
+                    ask.tool,
+                    ask.arguments,
+                    ask.rule.tool.as_str(),
+                    ask.rule.origin
+                );
+                let params = json!({
+                    "message": message,
+                    "requestedSchema": {"type": "object", "properties": {}},
+                });
+                match server.request("elicitation/create", Some(params)).await {
+                    Ok(answer) if answer["action"] == "accept" => Ok(()),
+                    Ok(answer) => Err(format!("the host answered {}", answer["action"])),
+                    Err(error) => Err(format!("asking the host failed: {error}")),
+                }
+            })
+        })
+    }
+}
+
+/// What the gateway stands for.
+pub(crate) struct Gateway {
+    pub(crate) hub: Hub,
+    /// The servers named on the command line; every default one when empty.
+    pub(crate) named: Vec<String>,
+    pub(crate) mode: Mode,
+    pub(crate) link: HostLink,
+}
+
+/// The capabilities the gateway declares: every list may change.
+fn server_config() -> ServerConfig {
+    ServerConfig {
+        name: "mcp-cli".to_owned(),
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        capabilities: json!({
+            "tools": {"listChanged": true},
+            "resources": {"listChanged": true},
+            "prompts": {"listChanged": true},
+        }),
+        ..ServerConfig::default()
+    }
+}
+
+impl Gateway {
+    /// Serves one host over `reader` and `writer` until it hangs up; the hub's servers are
+    /// left running (the caller stops them). `watch` applies config edits as they happen.
+    pub(crate) async fn serve<R, W>(self: Arc<Self>, reader: R, writer: W, mut watch: Option<Watch>)
+    where
+        R: smol::io::AsyncRead + Unpin + Send + 'static,
+        W: smol::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        let (server, events, driver): (Server, Receiver<ServerEvent>, ServeDriver) =
+            mcp_smol::serve(reader, writer, server_config());
+        let driver = smol::spawn(driver);
+        let changes = self.hub.events();
+        let mut running: BTreeMap<HostRequestId, smol::Task<()>> = BTreeMap::new();
+        loop {
+            enum Wake {
+                Host(Option<ServerEvent>),
+                Hub(Option<HubEvent>),
+                ConfigChanged,
+            }
+            let host = async { Wake::Host(events.recv().await.ok()) };
+            let hub = async { Wake::Hub(changes.recv().await.ok()) };
+            let edited = async {
+                match &mut watch {
+                    Some(watch) => {
+                        watch.changed().await;
+                        Wake::ConfigChanged
+                    }
+                    None => std::future::pending().await,
+                }
+            };
+            match host.or(hub).or(edited).await {
+                Wake::Host(Some(ServerEvent::Ready(client))) => {
+                    self.link.set(server.clone(), client)
+                }
+                Wake::Host(Some(ServerEvent::Request(request))) => {
+                    running.retain(|_, task| !task.is_finished());
+                    let gateway = self.clone();
+                    let server = server.clone();
+                    let id = request.id;
+                    let task = smol::spawn(async move {
+                        let method = request.method.as_str();
+                        let result = gateway.handle(&server, id, method, request.params).await;
+                        server.respond(id, result);
+                    });
+                    running.insert(id, task);
+                }
+                // Dropping the task drops the backend call, which cancels it there too.
+                Wake::Host(Some(ServerEvent::Cancelled { id, .. })) => _ = running.remove(&id),
+                Wake::Host(Some(ServerEvent::Closed(_)) | None) => break,
+                Wake::Host(Some(_)) => {}
+                Wake::Hub(Some(event)) => {
+                    let method = match event {
+                        HubEvent::ToolsChanged { .. } => "notifications/tools/list_changed",
+                        HubEvent::ResourcesChanged { .. } => "notifications/resources/list_changed",
+                        HubEvent::PromptsChanged { .. } => "notifications/prompts/list_changed",
+                        _ => continue,
+                    };
+                    server.notify(method, None);
+                }
+                Wake::Hub(None) => {}
+                Wake::ConfigChanged => {
+                    if let Some(watch) = &watch
+                        && watch.apply(&self.hub)
+                    {
+                        for list in ["tools", "resources", "prompts"] {
+                            server.notify(&format!("notifications/{list}/list_changed"), None);
+                        }
+                    }
+                }
+            }
+        }
+        drop(running);
+        driver.await;
+    }
+
+    /// The configured names this gateway stands for.
+    fn servers(&self) -> Vec<String> {
+        if self.named.is_empty() {
+            return self.hub.default_servers();
+        }
+        (self.named.iter())
+            .filter_map(|name| self.hub.resolve(name).ok())
+            .collect()
+    }
+
+    async fn handle(
+        &self,
+        server: &Server,
+        id: HostRequestId,
+        method: &str,
+        params: Option<Value>,
+    ) -> Result<Value, RpcError> {
+        let params = params.unwrap_or(Value::Null);
+        match (method, self.mode) {
+            ("tools/list", Mode::Tools) => Ok(self.list_tools().await),
+            ("tools/list", Mode::Proxy) => Ok(json!({ "tools": [proxy::tool()] })),
+            ("tools/call", mode) => {
+                let name = params
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let arguments = params.get("arguments").cloned().unwrap_or(json!({}));
+                match mode {
+                    Mode::Tools => {
+                        let entry = self.find(name).await?;
+                        Ok(self.call(server, id, &entry, arguments).await)
+                    }
+                    Mode::Proxy if name == proxy::NAME => {
+                        Ok(proxy::run(self, server, id, arguments).await)
+                    }
+                    Mode::Proxy => Err(invalid_params(format!(
+                        "unknown tool {name}; in proxy mode the only tool is {}",
+                        proxy::NAME
+                    ))),
+                }
+            }
+            ("resources/list", _) => {
+                let catalogue = self.hub.catalogue_of(&self.servers()).await;
+                let resources: Vec<Value> = (catalogue.resources.iter())
+                    .map(|entry| serde_json::to_value(&entry.resource).unwrap_or_default())
+                    .collect();
+                Ok(json!({ "resources": resources }))
+            }
+            ("resources/templates/list", _) => {
+                let catalogue = self.hub.catalogue_of(&self.servers()).await;
+                let templates: Vec<Value> = (catalogue.templates.iter())
+                    .map(|entry| serde_json::to_value(&entry.template).unwrap_or_default())
+                    .collect();
+                Ok(json!({ "resourceTemplates": templates }))
+            }
+            ("resources/read", _) => self.read(params).await,
+            ("prompts/list", _) => {
+                let catalogue = self.hub.catalogue_of(&self.servers()).await;
+                let prompts: Vec<Value> = (catalogue.prompts.iter())
+                    .map(|entry| {
+                        let mut prompt = serde_json::to_value(&entry.prompt).unwrap_or_default();
+                        prompt["name"] = json!(entry.name);
+                        prompt
+                    })
+                    .collect();
+                Ok(json!({ "prompts": prompts }))
+            }
+            ("prompts/get", _) => {
+                let name = params
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let catalogue = self.hub.catalogue_of(&self.servers()).await;
+                let Some(entry) = catalogue.prompts.iter().find(|p| p.name == name) else {
+                    return Err(invalid_params(format!("unknown prompt {name}")));
+                };
+                let arguments = match params.get("arguments") {
+                    Some(Value::Object(arguments)) => arguments.clone(),
+                    _ => Map::new(),
+                };
+                let request = Request::get_prompt(&entry.prompt.name, arguments).untyped();
+                self.hub
+                    .request(&entry.server, request)
+                    .await
+                    .map_err(backend_error)
+            }
+            ("logging/setLevel", _) => Ok(json!({})),
+            _ => Err(RpcError::method_not_found(method)),
+        }
+    }
+
+    async fn list_tools(&self) -> Value {
+        let catalogue = self.hub.catalogue_of(&self.servers()).await;
+        for (server, error) in &catalogue.failures {
+            crate::output::diagnostic(&format!("mcp-cli serve: {server} left out: {error}"));
+        }
+        let tools: Vec<Value> = (catalogue.tools.iter())
+            .map(|entry| {
+                let mut tool = serde_json::to_value(&entry.tool).unwrap_or_default();
+                tool["name"] = json!(entry.name);
+                tool
+            })
+            .collect();
+        json!({ "tools": tools })
+    }
+
+    /// The tool a host names, if it is one of the served servers' and the policy lets it be
+    /// called; an unknown name is the host's mistake (-32602), as the spec says.
+    async fn find(&self, name: &str) -> Result<ToolEntry, RpcError> {
+        let entry = self.hub.find(name).await.map_err(|error| match error {
+            HubError::Server { .. } | HubError::Unavailable { .. } => {
+                // The server is known but down: still a tool call the host may retry.
+                invalid_params(format!("{name}: {error}"))
+            }
+            other => invalid_params(other.to_string()),
+        })?;
+        if !self.servers().contains(&entry.server) {
+            return Err(invalid_params(format!(
+                "unknown tool {name}: server {} is not served here",
+                entry.server
+            )));
+        }
+        Ok(entry)
+    }
+
+    /// Calls through the hub with progress passed on; every failure but the backend's own
+    /// JSON-RPC error is a tool result with `isError`, so the model sees why.
+    async fn call(
+        &self,
+        server: &Server,
+        id: HostRequestId,
+        entry: &ToolEntry,
+        arguments: Value,
+    ) -> Value {
+        let report = |progress: mcp_smol::proto::Progress| {
+            server.progress(id, progress.progress, progress.total, progress.message);
+        };
+        match self.hub.call(entry, arguments, &report).await {
+            Ok(result) => result,
+            Err(HubError::Server {
+                error: mcp_smol::Error::Request(mcp_smol::proto::RequestError::Remote(rpc)),
+                ..
+            }) => tool_error(&format!("{} failed: {}", entry.name, rpc.text())),
+            Err(error) => tool_error(&error.to_string()),
+        }
+    }
+
+    async fn read(&self, params: Value) -> Result<Value, RpcError> {
+        let uri = params
+            .get("uri")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let catalogue = self.hub.catalogue_of(&self.servers()).await;
+        let listed = catalogue.resources.iter().find(|e| e.resource.uri == uri);
+        let server = match listed {
+            Some(entry) => entry.server.clone(),
+            // A URI from a template: the first server whose template scheme matches.
+            None => {
+                let scheme = uri.split(':').next().unwrap_or_default();
+                let templated = (catalogue.templates.iter())
+                    .find(|e| e.template.uri_template.split(':').next() == Some(scheme));
+                match templated {
+                    Some(entry) => entry.server.clone(),
+                    None => {
+                        return Err(RpcError {
+                            code: -32002,
+                            message: format!("resource not found: {uri}"),
+                            data: None,
+                        });
+                    }
+                }
+            }
+        };
+        let request = Request::read_resource(uri).untyped();
+        self.hub
+            .request(&server, request)
+            .await
+            .map_err(backend_error)
+    }
+}
+
+fn invalid_params(message: String) -> RpcError {
+    RpcError {
+        code: RpcError::INVALID_PARAMS,
+        message,
+        data: None,
+    }
+}
+
+/// A backend's JSON-RPC error passes through as it is; any other failure is an internal error
+/// that names the server and the cause.
+fn backend_error(error: HubError) -> RpcError {
+    match error {
+        HubError::Server {
+            error: mcp_smol::Error::Request(mcp_smol::proto::RequestError::Remote(rpc)),
+            ..
+        } => rpc,
+        other => RpcError {
+            code: -32603,
+            message: other.to_string(),
+            data: None,
+        },
+    }
+}
+
+/// A tool result that reports a failure to the model.
+pub(crate) fn tool_error(text: &str) -> Value {
+    json!({"content": [{"type": "text", "text": text}], "isError": true})
+}

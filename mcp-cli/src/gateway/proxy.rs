@@ -1,0 +1,97 @@
+//! `serve --proxy`: one tool, `mcp`, instead of every tool of every server, so that a model's
+//! context holds one short definition however many servers there are.
+
+use mcp_smol::Server;
+use mcp_smol::proto::HostRequestId;
+use serde_json::{Value, json};
+
+use crate::gateway::{Gateway, tool_error};
+
+/// The one tool's name.
+pub(crate) const NAME: &str = "mcp";
+
+/// The one tool's definition.
+pub(crate) fn tool() -> Value {
+    json!({
+        "name": NAME,
+        "description": "Use the tools of other MCP servers. action \"list\" with a server \
+                        returns that server's tools and their input schemas (without a server, \
+                        the servers); action \"call\" calls one tool of one server with input.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "action": {"type": "string", "enum": ["list", "call"]},
+                "server": {"type": "string", "description": "A server name."},
+                "tool": {"type": "string", "description": "The tool's own name (for call)."},
+                "input": {"type": "object", "description": "The tool's arguments (for call)."},
+            },
+            "required": ["action"],
+        },
+    })
+}
+
+/// Runs one `mcp` call; every outcome is a tool result, a mistake one with `isError`.
+pub(crate) async fn run(
+    gateway: &Gateway,
+    server: &Server,
+    id: HostRequestId,
+    input: Value,
+) -> Value {
+    let text = |key: &str| input.get(key).and_then(Value::as_str).map(str::to_owned);
+    let served = gateway.servers();
+    let backend = match text("server") {
+        None => None,
+        Some(given) => match gateway.hub.resolve(&given) {
+            Ok(name) if served.contains(&name) => Some(name),
+            _ => {
+                let known = served.join(", ");
+                return tool_error(&format!("unknown server {given}; servers: {known}"));
+            }
+        },
+    };
+    match (text("action").as_deref(), backend) {
+        (Some("list"), None) => {
+            let listed: Vec<Value> = (gateway.hub.status().into_iter())
+                .filter(|status| served.contains(&status.name))
+                .map(|status| json!({"server": status.name, "state": status.state}))
+                .collect();
+            text_result(&json!({ "servers": listed }))
+        }
+        (Some("list"), Some(backend)) => {
+            let catalogue = gateway
+                .hub
+                .catalogue_of(std::slice::from_ref(&backend))
+                .await;
+            if let Some((_, error)) = catalogue.failures.first() {
+                return tool_error(&error.to_string());
+            }
+            let tools: Vec<Value> = (catalogue.tools.iter())
+                .map(|entry| {
+                    json!({
+                        "name": entry.tool.name,
+                        "description": entry.tool.description,
+                        "inputSchema": entry.tool.input_schema,
+                    })
+                })
+                .collect();
+            text_result(&json!({ "server": backend, "tools": tools }))
+        }
+        (Some("call"), Some(backend)) => {
+            let Some(tool) = text("tool") else {
+                return tool_error("call needs a tool");
+            };
+            let entry = match gateway.hub.find_tool(&backend, &tool).await {
+                Ok(entry) => entry,
+                Err(error) => return tool_error(&error.to_string()),
+            };
+            let arguments = input.get("input").cloned().unwrap_or(json!({}));
+            gateway.call(server, id, &entry, arguments).await
+        }
+        (Some("call"), None) => tool_error("call needs a server"),
+        _ => tool_error("action must be \"list\" or \"call\""),
+    }
+}
+
+fn text_result(value: &Value) -> Value {
+    json!({"content": [{"type": "text", "text": value.to_string()}], "structuredContent": value})
+}
