@@ -44,6 +44,7 @@ mod driver;
 mod error;
 mod options;
 mod process;
+mod sandbox;
 mod serve;
 
 pub use client::{Client, connect, start};
@@ -51,6 +52,7 @@ pub use driver::Driver;
 pub use error::{Disconnect, Error};
 pub use options::Options;
 pub use process::{ServerCommand, StderrSink};
+pub use sandbox::Sandbox;
 pub use proto;
 pub use proto::Notification;
 /// The JSON values requests and results are made of, so an embedder needs no dependency of

@@ -12,6 +12,7 @@ use std::io::{PipeReader, Read};
 use smol::process::{Child, Command, Stdio};
 
 use crate::Error;
+use crate::sandbox::{self, Sandbox, TempDir};
 
 /// How to start a server.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -24,6 +25,8 @@ pub struct ServerCommand {
     pub env: BTreeMap<String, String>,
     /// The working directory; ours when `None`.
     pub cwd: Option<PathBuf>,
+    /// Confines the server and everything it starts (Linux); `None` confines nothing.
+    pub sandbox: Option<Sandbox>,
 }
 
 impl ServerCommand {
@@ -82,11 +85,15 @@ fn shell_quoted(word: &str) -> String {
 /// Spawns the server with piped stdio as the leader of a new process group, so that the group
 /// id is its pid and everything it starts can be signalled together. stderr is a plain
 /// blocking pipe, returned apart: its reader thread never touches the async reactor.
-pub(crate) fn spawn(command: &ServerCommand) -> Result<(Child, PipeReader), Error> {
+pub(crate) fn spawn(command: &ServerCommand) -> Result<(Child, Stderr), Error> {
     let program = resolve_program(command)?;
     let spawn_error = |reason: String| Error::Spawn {
         program: command.program.clone(),
         reason,
+    };
+    let mut prepared = match &command.sandbox {
+        Some(wanted) => Some(sandbox::prepare(wanted, &program).map_err(spawn_error)?),
+        None => None,
     };
     let (stderr, stderr_writer) =
         std::io::pipe().map_err(|e| spawn_error(format!("cannot make a stderr pipe: {e}")))?;
@@ -96,6 +103,12 @@ pub(crate) fn spawn(command: &ServerCommand) -> Result<(Child, PipeReader), Erro
         std_command.current_dir(cwd);
     }
     std::os::unix::process::CommandExt::process_group(&mut std_command, 0);
+    if let Some(prepared) = &mut prepared {
+        if let Some(temporary) = &prepared.temporary {
+            std_command.env("TMPDIR", &temporary.0);
+        }
+        sandbox::enter_in_child(&mut std_command, prepared);
+    }
     let mut command_ = Command::from(std_command);
     command_
         .stdin(Stdio::piped())
@@ -106,12 +119,28 @@ pub(crate) fn spawn(command: &ServerCommand) -> Result<(Child, PipeReader), Erro
     let child = command_.spawn().map_err(|error| {
         spawn_error(match &command.cwd {
             Some(cwd) if !cwd.is_dir() => format!("working directory {} not found", cwd.display()),
+            _ if command.sandbox.is_some() => format!("{error} (while entering its sandbox)"),
             _ => error.to_string(),
         })
     })?;
     // Our copy of the pipe's write end went with `command_`: EOF comes when the group is gone.
     drop(command_);
-    Ok((child, stderr))
+    let temporary = prepared.and_then(|prepared| prepared.temporary);
+    Ok((
+        child,
+        Stderr {
+            pipe: stderr,
+            _temporary: temporary,
+        },
+    ))
+}
+
+/// The server's stderr, and what lives as long as its process group: the sandbox's
+/// temporary folder (stderr closes when the last process of the group is gone).
+#[derive(Debug)]
+pub(crate) struct Stderr {
+    pipe: PipeReader,
+    _temporary: Option<TempDir>,
 }
 
 /// Finds a bare program name on `PATH` ourselves, so "not found" can name what was searched.
@@ -204,12 +233,12 @@ pub type StderrSink = Box<dyn Write + Send>;
 /// Reads stderr until it closes, so the server never blocks on a full pipe. Blocking: run it
 /// on a thread of its own.
 pub(crate) fn drain_stderr(
-    mut stderr: PipeReader,
+    mut stderr: Stderr,
     tail: Arc<Mutex<StderrTail>>,
     mut sink: Option<StderrSink>,
 ) {
     let mut buffer = vec![0; 16 * 1024];
-    while let Ok(n @ 1..) = stderr.read(&mut buffer) {
+    while let Ok(n @ 1..) = stderr.pipe.read(&mut buffer) {
         let bytes = &buffer[..n];
         if let Ok(mut tail) = tail.lock() {
             tail.push(bytes);

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use mcp_smol::ServerCommand;
+use mcp_smol::{Sandbox, ServerCommand};
 
 use super::{Entry, Env, ServerSpec, ToolFilter};
 
@@ -30,8 +30,50 @@ pub(super) struct RawServer {
     pub roots: Vec<String>,
     /// `pin_tools`; `None` is the default, on.
     pub pin_tools: Option<bool>,
+    /// The per-server sandbox (`permissions`, reeboot's spelling too).
+    pub permissions: Option<Permissions>,
     /// A reason this entry cannot be used whatever its fields say.
     pub unusable: Option<String>,
+}
+
+/// `permissions = { network = false, filesystem = [paths] }`: what the server may reach.
+#[derive(Debug, Default, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Permissions {
+    /// `false` isolates the server from the network.
+    pub network: Option<bool>,
+    /// Paths it may read and write (relative to the file), or `false` for none.
+    pub filesystem: Option<Filesystem>,
+}
+
+/// `filesystem = [paths]`, or `false` (nothing writable but a private temporary folder), or
+/// `true` (not confined).
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(untagged, expecting = "a list of paths, or true / false")]
+pub(super) enum Filesystem {
+    Paths(Vec<String>),
+    Switch(bool),
+}
+
+impl Permissions {
+    /// The sandbox these permissions ask for; `None` when they confine nothing.
+    fn sandbox(&self, base: &Path, env: Env<'_>) -> Result<Option<Sandbox>, String> {
+        let filesystem = match &self.filesystem {
+            Some(Filesystem::Paths(paths)) => Some(
+                (paths.iter())
+                    .map(|path| Ok(absolute(&base.join(expand(path, env)?))))
+                    .collect::<Result<Vec<_>, String>>()?,
+            ),
+            Some(Filesystem::Switch(false)) => Some(Vec::new()),
+            Some(Filesystem::Switch(true)) | None => None,
+        };
+        let isolate_network = self.network == Some(false);
+        let confined = isolate_network || filesystem.is_some();
+        Ok(confined.then_some(Sandbox {
+            isolate_network,
+            filesystem,
+        }))
+    }
 }
 
 /// A format's servers by name, in the order the file gives them.
@@ -96,6 +138,9 @@ pub(super) fn finish(name: &str, raw: RawServer, env: Env<'_>, base: &Path) -> E
         }
         if let Some(cwd) = &raw.cwd {
             command.cwd = Some(base.join(expand(cwd, env)?));
+        }
+        if let Some(permissions) = &raw.permissions {
+            command.sandbox = permissions.sandbox(base, env)?;
         }
         Ok(command)
     })();

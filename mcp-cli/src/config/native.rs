@@ -10,7 +10,7 @@ use serde::de::MapAccess;
 use toml::Spanned;
 
 use super::errors::{file_error, no_servers_key, origin};
-use super::expand::{RawServer, RawServers};
+use super::expand::{Permissions as ServerPermissions, RawServer, RawServers};
 use super::policy::{Action, Glob, ListEntry, Rule, ToolFilter};
 use super::tables::{Tables, TopLevel, add};
 use super::units::{megabytes, seconds};
@@ -68,6 +68,7 @@ struct NativeServer {
     #[serde(default)]
     roots: Vec<String>,
     pin_tools: Option<bool>,
+    permissions: Option<ServerPermissions>,
 }
 
 fn servers(table: BTreeMap<String, NativeServer>) -> RawServers {
@@ -89,6 +90,7 @@ fn servers(table: BTreeMap<String, NativeServer>) -> RawServers {
         },
         roots: s.roots,
         pin_tools: s.pin_tools,
+        permissions: s.permissions,
         unusable: None,
     };
     table.into_iter().map(|(name, s)| (name, raw(s))).collect()

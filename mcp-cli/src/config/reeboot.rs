@@ -10,11 +10,11 @@ use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
 use serde::de::{MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
-use super::expand::{RawServer, RawServers};
+use super::expand::{Permissions, RawServer, RawServers};
 use super::hosts::{self, HostServer};
 use super::opencode;
 
-/// Unknown keys (`permissions`, a per-server sandbox, for now) are skipped.
+/// Unknown keys are skipped; `permissions` is the per-server sandbox, as in native files.
 #[derive(Deserialize)]
 struct ReebootServer {
     name: String,
@@ -26,6 +26,7 @@ struct ReebootServer {
     cwd: Option<String>,
     enabled: Option<bool>,
     url: Option<String>,
+    permissions: Option<Permissions>,
 }
 
 /// What the `mcp` key holds, as servers.
@@ -71,6 +72,7 @@ fn reeboot(s: ReebootServer) -> (String, RawServer) {
         cwd: s.cwd,
         enabled: s.enabled.unwrap_or(true),
         url: s.url,
+        permissions: s.permissions,
         ..RawServer::default()
     };
     (s.name, raw)

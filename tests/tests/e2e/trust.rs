@@ -92,3 +92,180 @@ fn new_tools_are_pinned_and_pinning_can_be_turned_off() {
         "{pins}"
     );
 }
+
+/// A config with `command` and `args` as `fx`, confined by `permissions` (a TOML inline table,
+/// or nothing).
+fn sandboxed(scratch: &Scratch, command: &str, args: &[&str], permissions: &str) -> String {
+    let permissions = match permissions {
+        "" => String::new(),
+        given => format!("permissions = {given}\n"),
+    };
+    let config = format!("[mcp.fx]\ncommand = {command:?}\nargs = {args:?}\n{permissions}");
+    scratch.write("config.toml", &config).display().to_string()
+}
+
+/// The fixture's `good` mode behind `sh -c`, which stays as the group's leader and runs the
+/// fixture as its child: the sandbox must hold for what the server starts.
+fn behind_a_wrapper() -> (&'static str, Vec<String>) {
+    (
+        "sh",
+        vec!["-c".to_owned(), format!("{FIXTURE:?} good; exit 0")],
+    )
+}
+
+#[test]
+fn network_false_cuts_the_server_off_from_loopback() {
+    let scratch = Scratch::new("sandbox-net");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = format!("address={}", listener.local_addr().unwrap());
+    for permissions in ["", "{ network = true }"] {
+        let config = sandboxed(&scratch, FIXTURE, &["good"], permissions);
+        let run = scratch.cli(&["--config", &config, "call", "fx", "connect", &address]);
+        assert_eq!(
+            (run.code, run.stdout.trim()),
+            (0, "connected"),
+            "{permissions}: {run:?}"
+        );
+    }
+    let (sh, args) = behind_a_wrapper();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    for (command, args) in [(FIXTURE, vec!["good"]), (sh, args)] {
+        let config = sandboxed(&scratch, command, &args, "{ network = false }");
+        let run = scratch.cli(&["--config", &config, "call", "fx", "connect", &address]);
+        assert_eq!(run.code, 1, "{command}: {run:?}");
+        // Loopback is up in the server's namespace, but the test's port is not there.
+        assert!(
+            run.stderr.contains("Connection refused"),
+            "{command}: {run:?}"
+        );
+    }
+}
+
+#[test]
+fn landlock_allows_the_listed_paths_and_denies_the_rest() {
+    let scratch = Scratch::new("sandbox-fs");
+    let inside = scratch.0.join("inside");
+    std::fs::create_dir_all(&inside).unwrap();
+    scratch.write("inside/note.txt", "inside");
+    scratch.write("outside.txt", "outside");
+    let path = |name: &str| format!("path={}", scratch.0.join(name).display());
+    let (sh, wrapper_args) = behind_a_wrapper();
+    let wrapper_args: Vec<&str> = wrapper_args.iter().map(String::as_str).collect();
+    // Only the configured program's folder is readable besides the system's: what a wrapper
+    // runs from elsewhere must be listed.
+    let fixture_dir = std::path::Path::new(FIXTURE)
+        .parent()
+        .unwrap()
+        .display()
+        .to_string();
+    let wrapped = format!("{{ filesystem = [\"inside\", {fixture_dir:?}] }}");
+    let cases = [
+        (FIXTURE, vec!["good"], "{ filesystem = [\"inside\"] }"),
+        (sh, wrapper_args, wrapped.as_str()),
+    ];
+    for (command, args, permissions) in cases {
+        let config = sandboxed(&scratch, command, &args, permissions);
+        let call = |tool: &str, args: &[&str]| {
+            let mut all = vec!["--config", &config, "call", "fx", tool];
+            all.extend(args);
+            scratch.cli(&all)
+        };
+        let read = call("read_path", &[&path("inside/note.txt")]);
+        assert_eq!(
+            (read.code, read.stdout.trim()),
+            (0, "inside"),
+            "{command}: {read:?}"
+        );
+        let write = call("write_path", &[&path("inside/new.txt"), "text=new"]);
+        assert_eq!(
+            (write.code, write.stdout.trim()),
+            (0, "written"),
+            "{command}: {write:?}"
+        );
+
+        let read = call("read_path", &[&path("outside.txt")]);
+        assert_eq!(read.code, 1, "{command}: {read:?}");
+        assert!(
+            read.stderr.contains("Permission denied"),
+            "{command}: {read:?}"
+        );
+        let write = call("write_path", &[&path("written-outside.txt"), "text=x"]);
+        assert_eq!(write.code, 1, "{command}: {write:?}");
+        assert!(
+            write.stderr.contains("Permission denied"),
+            "{command}: {write:?}"
+        );
+        assert!(!scratch.0.join("written-outside.txt").exists());
+    }
+
+    // `filesystem = false`: nothing writable but its private temporary folder.
+    let config = sandboxed(&scratch, FIXTURE, &["good"], "{ filesystem = false }");
+    let run = scratch.cli(&[
+        "--config",
+        &config,
+        "call",
+        "fx",
+        "read_path",
+        &path("inside/note.txt"),
+    ]);
+    assert_eq!(run.code, 1, "{run:?}");
+}
+
+#[test]
+fn a_sandbox_the_kernel_cannot_give_is_a_failed_start_never_an_unconfined_one() {
+    let scratch = Scratch::new("sandbox-missing");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = format!("address={}", listener.local_addr().unwrap());
+    let cases = [
+        ("landlock", "{ filesystem = [\".\"] }", "needs Landlock"),
+        (
+            "userns",
+            "{ network = false }",
+            "refuses unprivileged user namespaces",
+        ),
+    ];
+    for (missing, permissions, message) in cases {
+        let config = sandboxed(&scratch, FIXTURE, &["good"], permissions);
+        let args = ["--config", &config, "call", "fx", "connect", &address];
+        let run = scratch.cli_with(&args, &[("MCP_SMOL_SANDBOX_MISSING", missing)], None);
+        assert_eq!(run.code, 3, "{missing}: {run:?}");
+        assert!(run.stderr.contains(message), "{missing}: {run:?}");
+        assert!(!run.stdout.contains("connected"), "{missing}: {run:?}");
+    }
+}
+
+#[test]
+fn the_real_filesystem_server_works_inside_its_root_and_is_refused_outside() {
+    let Some(bin) = mcp_tests::npm_bin() else {
+        return;
+    };
+    let scratch = Scratch::new("sandbox-real-fs");
+    let root = scratch.0.join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    scratch.write("root/note.txt", "inside the root");
+    scratch.write("secret.txt", "outside the root");
+    let program = bin.join("mcp-server-filesystem").display().to_string();
+    let root_text = root.display().to_string();
+    // Confined to its root; its own allowed directory is the scratch folder, wider than
+    // that, so the refusal below comes from Landlock and not from the server's own check.
+    let wide = scratch.0.display().to_string();
+    let config = sandboxed(
+        &scratch,
+        &program,
+        &[&wide],
+        &format!("{{ network = false, filesystem = [{root_text:?}] }}"),
+    );
+    let read = |path: &str| {
+        let path = format!("path={}", scratch.0.join(path).display());
+        scratch.cli(&["--config", &config, "call", "fx", "read_text_file", &path])
+    };
+    let inside = read("root/note.txt");
+    assert_eq!(
+        (inside.code, inside.stdout.trim()),
+        (0, "inside the root"),
+        "{inside:?}"
+    );
+    let outside = read("secret.txt");
+    assert_ne!(outside.code, 0, "{outside:?}");
+    assert!(!outside.stdout.contains("outside the root"), "{outside:?}");
+}
