@@ -10,10 +10,13 @@ pub const NPM_PACKAGES: &[&str] = &[
     "@modelcontextprotocol/server-filesystem",
     "@modelcontextprotocol/server-everything",
     "@modelcontextprotocol/server-memory",
+    // The official TypeScript SDK, whose client drives the gateway in the suites.
+    "@modelcontextprotocol/sdk",
 ];
 
 /// The PyPI reference servers, installed into one virtual environment.
-pub const PYPI_PACKAGES: &[&str] = &["mcp-server-git", "mcp-server-time"];
+/// `mcp` is the official Python SDK, whose client drives the gateway in the suites.
+pub const PYPI_PACKAGES: &[&str] = &["mcp-server-git", "mcp-server-time", "mcp"];
 
 /// `target/e2e-servers`, where real servers are installed (never globally).
 pub fn servers_dir() -> PathBuf {

@@ -291,6 +291,16 @@ impl Gateway {
     /// The tool a host names, if it is one of the served servers' and the policy lets it be
     /// called; an unknown name is the host's mistake (-32602), as the spec says.
     async fn find(&self, name: &str) -> Result<ToolEntry, RpcError> {
+        // Checked before the lookup, which would start the server.
+        let is_server = |given: &str| self.hub.resolve(given).is_ok();
+        if let Some((server, _)) = crate::names::split_qualified(name, is_server)
+            && let Ok(server) = self.hub.resolve(&server)
+            && !self.servers().contains(&server)
+        {
+            return Err(invalid_params(format!(
+                "unknown tool {name}: server {server} is not served here"
+            )));
+        }
         let entry = self.hub.find(name).await.map_err(|error| match error {
             HubError::Server { .. } | HubError::Unavailable { .. } => {
                 // The server is known but down: still a tool call the host may retry.
@@ -298,12 +308,6 @@ impl Gateway {
             }
             other => invalid_params(other.to_string()),
         })?;
-        if !self.servers().contains(&entry.server) {
-            return Err(invalid_params(format!(
-                "unknown tool {name}: server {} is not served here",
-                entry.server
-            )));
-        }
         Ok(entry)
     }
 

@@ -39,3 +39,6 @@ mod resources;
 
 /// Trust and sandbox: tool pinning and `trust`, and `permissions` (network, Landlock).
 mod trust;
+
+/// `mcp-cli serve` driven by the official TypeScript and Python SDK clients, and by raw lines.
+mod gateway;

@@ -1,0 +1,368 @@
+//! `mcp-cli serve` driven by clients nobody here wrote (the official TypeScript and Python SDK
+//! clients), and by raw lines from this test for input no SDK would send.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+
+use crate::support::{FIXTURE, Scratch, assert_group_gone, cli_binary};
+
+/// A config with the fixture as `fx`, a fixture that crashes on its first call as `crashy`,
+/// and, when given, server-everything as `everything`.
+fn config(scratch: &Scratch, everything: Option<&Path>) -> PathBuf {
+    let log = scratch.0.join("received.log");
+    let crashed = scratch.0.join("crashed-once");
+    let mut text = format!(
+        "[mcp.fx]\ncommand = {FIXTURE:?}\nargs = [\"good\", \"--log-received\", {log:?}]\n\n\
+         [mcp.crashy]\ncommand = {FIXTURE:?}\nargs = [\"exit-mid-call\", \"--crash-once\", {crashed:?}]\n"
+    );
+    if let Some(bin) = everything {
+        let program = bin.join("mcp-server-everything");
+        text.push_str(&format!("\n[mcp.everything]\ncommand = {program:?}\n"));
+    }
+    scratch.write("gateway.toml", &text)
+}
+
+/// The environment the SDK clients pass on to `mcp-cli serve`.
+fn serve_env(scratch: &Scratch) -> Vec<(&'static str, String)> {
+    let dir = |name: &str| scratch.0.join(name).display().to_string();
+    vec![
+        ("MCP_CLI", cli_binary().display().to_string()),
+        ("XDG_STATE_HOME", dir("state")),
+        ("XDG_CONFIG_HOME", dir("config-home")),
+        ("MCP_CLI_NPM_PREFIX", dir("no-npm")),
+    ]
+}
+
+/// Runs a client script; returns each JSON line it printed.
+fn run_script(scratch: &Scratch, program: &Path, script: &Path, args: &[&str]) -> Vec<Value> {
+    let output = Command::new(program)
+        .arg(script)
+        .args(args)
+        .current_dir(&scratch.0)
+        .envs(serve_env(scratch))
+        .env_remove("MCP_CLI_CONFIG")
+        .output()
+        .expect("run the client script");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "{} failed:\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        script.display()
+    );
+    stdout
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect()
+}
+
+/// The line the script printed for `step`.
+fn step<'a>(lines: &'a [Value], name: &str) -> &'a Value {
+    (lines.iter().find(|line| line["step"] == name))
+        .unwrap_or_else(|| panic!("no step {name} in {lines:#?}"))
+}
+
+const TS_CLIENT: &str = r#"
+import { appendFileSync } from "node:fs";
+const [sdk, config, extra] = process.argv.slice(2);
+const { Client } = await import(`${sdk}/dist/esm/client/index.js`);
+const { StdioClientTransport } = await import(`${sdk}/dist/esm/client/stdio.js`);
+const { ToolListChangedNotificationSchema } = await import(`${sdk}/dist/esm/types.js`);
+const print = (step, value) => console.log(JSON.stringify({ step, ...value }));
+
+const transport = new StdioClientTransport({
+  command: process.env.MCP_CLI,
+  args: ["--config", config, "serve"],
+  env: process.env,
+  stderr: "inherit",
+});
+const client = new Client({ name: "ts-e2e", version: "1" });
+let changed = null;
+const listChanged = new Promise((resolve) => { changed = resolve; });
+client.setNotificationHandler(ToolListChangedNotificationSchema, () => changed());
+await client.connect(transport);
+
+const names = (await client.listTools()).tools.map((tool) => tool.name);
+print("list", { names });
+const text = (result) => result.content.map((item) => item.text).join("");
+print("fx", { text: text(await client.callTool({ name: "fx__echo", arguments: { text: "hi fx" } })) });
+print("everything", { text: text(await client.callTool({ name: "everything__echo", arguments: { message: "hi everything" } })) });
+
+const reports = [];
+const slow = await client.callTool({ name: "fx__progress", arguments: { steps: 3, ms: 20 } }, undefined,
+  { onprogress: (progress) => reports.push(progress.progress) });
+print("progress", { text: text(slow), reports });
+
+const abort = new AbortController();
+const cancelled = client.callTool({ name: "fx__sleep", arguments: { ms: 20000 } }, undefined,
+  { signal: abort.signal }).then(() => "finished", (error) => `aborted: ${error.message}`);
+// The call is on its way once the gateway has had a round trip after it.
+await client.ping();
+abort.abort("changed my mind");
+print("cancel", { outcome: await cancelled });
+print("after-cancel", { text: text(await client.callTool({ name: "fx__echo", arguments: { text: "still here" } })) });
+
+const crash = await client.callTool({ name: "crashy__echo", arguments: { text: "boom" } });
+print("crash", { isError: crash.isError === true, text: text(crash) });
+const again = await client.callTool({ name: "crashy__echo", arguments: { text: "back" } });
+print("restarted", { isError: again.isError === true, text: text(again) });
+
+appendFileSync(config, extra);
+const timeout = new Promise((_, reject) => setTimeout(() => reject(new Error("no list_changed within 20 s")), 20000));
+await Promise.race([listChanged, timeout]);
+const after = (await client.listTools()).tools.map((tool) => tool.name);
+print("list-changed", { names: after });
+await client.close();
+"#;
+
+const PY_CLIENT: &str = r#"
+import asyncio, json, os, sys
+from mcp import Client, StdioServerParameters
+
+def show(step, **value):
+    print(json.dumps({"step": step, **value}), flush=True)
+
+def text(result):
+    return "".join(getattr(item, "text", "") for item in result.content)
+
+async def main(config, proxy):
+    args = ["--config", config, "serve"] + (["--proxy"] if proxy else [])
+    server = StdioServerParameters(command=os.environ["MCP_CLI"], args=args, env=dict(os.environ))
+    async with Client(server) as client:
+        tools = (await client.list_tools()).tools
+        show("list", names=[tool.name for tool in tools])
+        if proxy:
+            listed = await client.call_tool("mcp", {"action": "list", "server": "fx"})
+            show("proxy-list", tools=[tool["name"] for tool in json.loads(text(listed))["tools"]])
+            called = await client.call_tool("mcp", {"action": "call", "server": "fx", "tool": "echo", "input": {"text": "via proxy"}})
+            show("proxy-call", text=text(called), isError=bool(called.is_error))
+            wrong = await client.call_tool("mcp", {"action": "call", "server": "nope", "tool": "echo"})
+            show("proxy-wrong", text=text(wrong), isError=bool(wrong.is_error))
+            return
+        reports = []
+        async def progress(value, total, message):
+            reports.append(value)
+        slow = await client.call_tool("fx__progress", {"steps": 3, "ms": 20}, progress_callback=progress)
+        show("progress", text=text(slow), reports=reports)
+        echo = await client.call_tool("fx__echo", {"text": "hi from python"})
+        show("fx", text=text(echo))
+
+asyncio.run(main(sys.argv[1], sys.argv[2] == "proxy"))
+"#;
+
+#[test]
+fn typescript_sdk_client_through_the_gateway() {
+    let Some(npm_bin) = mcp_tests::npm_bin() else {
+        return;
+    };
+    let scratch = Scratch::new("gateway-ts");
+    let config = config(&scratch, Some(&npm_bin));
+    let script = scratch.write("client.mjs", TS_CLIENT);
+    let sdk = npm_bin.join("../@modelcontextprotocol/sdk");
+    let extra = format!("\n[mcp.later]\ncommand = {FIXTURE:?}\nargs = [\"good\"]\n");
+    let lines = run_script(
+        &scratch,
+        Path::new("node"),
+        &script,
+        &[
+            &sdk.display().to_string(),
+            &config.display().to_string(),
+            &extra,
+        ],
+    );
+
+    let names = step(&lines, "list")["names"].as_array().unwrap().clone();
+    for name in ["fx__echo", "crashy__echo", "everything__echo"] {
+        assert!(
+            names.contains(&json!(name)),
+            "{name} missing from {names:?}"
+        );
+    }
+    assert!(
+        !names
+            .iter()
+            .any(|n| n.as_str().unwrap().starts_with("later__"))
+    );
+    assert_eq!(step(&lines, "fx")["text"], "hi fx");
+    assert!(
+        (step(&lines, "everything")["text"].as_str().unwrap()).contains("hi everything"),
+        "{lines:#?}"
+    );
+    let progress = step(&lines, "progress");
+    assert_eq!(progress["text"], "done 3 steps");
+    assert!(
+        !progress["reports"].as_array().unwrap().is_empty(),
+        "{progress}"
+    );
+    assert!(
+        (step(&lines, "cancel")["outcome"].as_str().unwrap()).starts_with("aborted"),
+        "{lines:#?}"
+    );
+    assert_eq!(step(&lines, "after-cancel")["text"], "still here");
+    let crash = step(&lines, "crash");
+    assert_eq!(crash["isError"], true);
+    assert!(
+        crash["text"].as_str().unwrap().contains("crashy"),
+        "{crash}"
+    );
+    assert_eq!(step(&lines, "restarted")["isError"], false);
+    assert_eq!(step(&lines, "restarted")["text"], "back");
+    let after = step(&lines, "list-changed")["names"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert!(after.contains(&json!("later__echo")), "{after:?}");
+
+    // The backend was told: the host's cancellation reached it as notifications/cancelled.
+    let received = std::fs::read_to_string(scratch.0.join("received.log")).unwrap();
+    assert!(
+        received.contains("notifications/cancelled"),
+        "the fixture never received a cancellation:\n{received}"
+    );
+}
+
+#[test]
+fn python_sdk_client_through_the_gateway_and_the_proxy() {
+    let Some(python_bin) = mcp_tests::python_bin() else {
+        return;
+    };
+    let scratch = Scratch::new("gateway-py");
+    let config = config(&scratch, None);
+    let config = config.display().to_string();
+    let script = scratch.write("client.py", PY_CLIENT);
+    let python = python_bin.join("python");
+
+    let lines = run_script(&scratch, &python, &script, &[&config, "tools"]);
+    let names = step(&lines, "list")["names"].as_array().unwrap().clone();
+    assert!(names.contains(&json!("fx__echo")), "{names:?}");
+    assert_eq!(step(&lines, "fx")["text"], "hi from python");
+    let progress = step(&lines, "progress");
+    assert_eq!(progress["text"], "done 3 steps");
+    assert!(
+        !progress["reports"].as_array().unwrap().is_empty(),
+        "{progress}"
+    );
+
+    let lines = run_script(&scratch, &python, &script, &[&config, "proxy"]);
+    assert_eq!(step(&lines, "list")["names"], json!(["mcp"]));
+    let listed = step(&lines, "proxy-list")["tools"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert!(listed.contains(&json!("echo")), "{listed:?}");
+    assert_eq!(step(&lines, "proxy-call")["text"], "via proxy");
+    assert_eq!(step(&lines, "proxy-call")["isError"], false);
+    let wrong = step(&lines, "proxy-wrong");
+    assert_eq!(wrong["isError"], true);
+    assert!(
+        wrong["text"]
+            .as_str()
+            .unwrap()
+            .contains("unknown server nope"),
+        "{wrong}"
+    );
+}
+
+/// Raw lines from the host: each gets the right JSON-RPC error, no backend goes down, and
+/// closing stdin stops every backend.
+#[test]
+fn bad_input_from_the_host_gets_errors_and_harms_no_backend() {
+    let scratch = Scratch::new("gateway-raw");
+    let config = config(&scratch, None);
+    let mut serve = scratch
+        .command(&["--config", &config.display().to_string(), "serve", "fx"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut host = RawHost {
+        stdin: Some(serve.stdin.take().unwrap()),
+        stdout: BufReader::new(serve.stdout.take().unwrap()),
+    };
+    let mut exchange = |line: &str| host.exchange(line);
+    let code = |answer: &Value| answer["error"]["code"].as_i64();
+
+    let early = exchange(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
+    assert_eq!(
+        (early["id"].clone(), code(&early)),
+        (json!(1), Some(-32600))
+    );
+    let init = exchange(
+        r#"{"jsonrpc":"2.0","id":"i","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#,
+    );
+    assert_eq!(init["result"]["protocolVersion"], "2025-06-18");
+    // A notification gets no answer: the ping after it does.
+    let pong = exchange(
+        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n{\"jsonrpc\":\"2.0\",\"id\":\"p\",\"method\":\"ping\"}",
+    );
+    assert_eq!(pong["id"], "p");
+
+    let broken = exchange("{this is not json");
+    assert_eq!(
+        (broken["id"].clone(), code(&broken)),
+        (Value::Null, Some(-32700))
+    );
+    let not_rpc = exchange("[]");
+    assert_eq!(code(&not_rpc), Some(-32600));
+    let unknown = exchange(r#"{"jsonrpc":"2.0","id":2,"method":"sampling/whatever"}"#);
+    assert_eq!(
+        (unknown["id"].clone(), code(&unknown)),
+        (json!(2), Some(-32601))
+    );
+    let no_tool = exchange(
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"fx__nope","arguments":{}}}"#,
+    );
+    assert_eq!(
+        (no_tool["id"].clone(), code(&no_tool)),
+        (json!(3), Some(-32602))
+    );
+    let not_served = exchange(
+        r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"crashy__echo","arguments":{}}}"#,
+    );
+    assert_eq!(code(&not_served), Some(-32602));
+
+    // 4 MiB of arguments: passed on and answered, the backend none the worse.
+    let huge = "x".repeat(4 * 1024 * 1024);
+    let call = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+        "params": {"name": "fx__echo", "arguments": {"text": huge}}});
+    let echoed = exchange(&call.to_string());
+    assert_eq!(
+        echoed["result"]["content"][0]["text"]
+            .as_str()
+            .map(str::len),
+        Some(huge.len())
+    );
+    let fine = exchange(
+        r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"fx__echo","arguments":{"text":"ok"}}}"#,
+    );
+    assert_eq!(fine["result"]["content"][0]["text"], "ok");
+
+    // The backend is our child and leads its own group; closing stdin stops it.
+    let backends = mcp_tests::children_of(serve.id());
+    assert_eq!(backends.len(), 1, "one backend expected: {backends:?}");
+    drop(host);
+    let status = serve.wait().unwrap();
+    assert!(status.success(), "serve ended with {status}");
+    for backend in backends {
+        assert_group_gone(backend);
+    }
+}
+
+/// A host that writes raw lines to `serve` and reads its answers.
+struct RawHost {
+    stdin: Option<std::process::ChildStdin>,
+    stdout: BufReader<std::process::ChildStdout>,
+}
+
+impl RawHost {
+    /// Writes `line` and reads the next line `serve` writes.
+    fn exchange(&mut self, line: &str) -> Value {
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(format!("{line}\n").as_bytes()).unwrap();
+        let mut answer = String::new();
+        self.stdout.read_line(&mut answer).unwrap();
+        serde_json::from_str(&answer).unwrap_or_else(|_| panic!("not JSON: {answer:?}"))
+    }
+}
