@@ -269,3 +269,48 @@ fn the_real_filesystem_server_works_inside_its_root_and_is_refused_outside() {
     assert_ne!(outside.code, 0, "{outside:?}");
     assert!(!outside.stdout.contains("outside the root"), "{outside:?}");
 }
+
+#[test]
+fn the_sandbox_holds_for_a_server_started_through_npx() {
+    // npx runs node, which runs the server: a wrapper with a grandchild, as users write it.
+    let Some(bin) = mcp_tests::npm_bin() else {
+        return;
+    };
+    let prefix = bin
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .display()
+        .to_string();
+    let scratch = Scratch::new("sandbox-npx");
+    std::fs::create_dir_all(scratch.0.join("root")).unwrap();
+    std::fs::create_dir_all(scratch.0.join("npm-cache")).unwrap();
+    scratch.write("root/note.txt", "inside the root");
+    scratch.write("secret.txt", "outside the root");
+    let wide = scratch.0.display().to_string();
+    let root = scratch.0.join("root").display().to_string();
+    let cache = scratch.0.join("npm-cache").display().to_string();
+    // npx finds the installed package from its prefix (no download: the network is cut) and
+    // keeps its logs in a cache folder the sandbox lets it write.
+    let config = format!(
+        "[mcp.fx]\ncommand = \"npx\"\nargs = [\"--no-install\", \"mcp-server-filesystem\", \"{wide}\"]\n\
+         cwd = {prefix:?}\nenv = {{ npm_config_cache = {cache:?} }}\n\
+         permissions = {{ network = false, filesystem = [\"{root}\", {prefix:?}, {cache:?}] }}\n"
+    );
+    let config = scratch.write("config.toml", &config).display().to_string();
+    let read = |path: &str| {
+        let path = format!("path={}", scratch.0.join(path).display());
+        scratch.cli(&["--config", &config, "call", "fx", "read_text_file", &path])
+    };
+    let inside = read("root/note.txt");
+    assert_eq!(
+        (inside.code, inside.stdout.trim()),
+        (0, "inside the root"),
+        "{inside:?}"
+    );
+    let outside = read("secret.txt");
+    assert_ne!(outside.code, 0, "{outside:?}");
+    assert!(!outside.stdout.contains("outside the root"), "{outside:?}");
+    assert!(outside.stderr.contains("permission denied"), "{outside:?}");
+}
