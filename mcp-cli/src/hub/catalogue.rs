@@ -267,12 +267,18 @@ impl Hub {
             // The connection ended; the call is about to fail and say why.
             std::future::pending().await
         };
-        smol::future::or(call, progress)
-            .await
-            .map_err(|error| HubError::Server {
-                server: tool.server.clone(),
-                error,
-            })
+        let result = smol::future::or(call, progress).await;
+        // Progress the server sent just before its answer is already in the channel: it was
+        // dispatched first, so it is passed on before the result is.
+        while let Ok(note) = notes.try_recv() {
+            if let Some(progress) = note.progress() {
+                on_progress(progress);
+            }
+        }
+        result.map_err(|error| HubError::Server {
+            server: tool.server.clone(),
+            error,
+        })
     }
 
     fn verdict(&self, server: &str, tool: &Tool, shown: &str) -> Verdict {

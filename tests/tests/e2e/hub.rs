@@ -325,3 +325,28 @@ fn a_hub_dropped_without_shutdown_still_lets_its_servers_go() {
         assert_group_gone(pid);
     });
 }
+
+#[test]
+fn every_progress_report_reaches_the_caller() {
+    bounded(async {
+        let hub = hub_of(
+            vec![server("fx", fixture("good", &[]))],
+            Policy::default(),
+            None,
+        );
+        let tool = hub.find("fx__progress").await.unwrap();
+        // Reports sent right before the answer must not be lost to it.
+        for _ in 0..20 {
+            let seen = std::sync::atomic::AtomicUsize::new(0);
+            let count = |_| {
+                seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            };
+            let result = hub.call(&tool, json!({"steps": 3, "ms": 0}), &count).await;
+            assert_eq!(text_of(&result.unwrap()), "done 3 steps");
+            assert_eq!(seen.load(std::sync::atomic::Ordering::SeqCst), 3);
+        }
+        let pid = pid_of(&hub, "fx");
+        hub.shutdown().await;
+        assert_group_gone(pid);
+    });
+}
