@@ -52,9 +52,9 @@ pub use driver::Driver;
 pub use error::{Disconnect, Error};
 pub use options::Options;
 pub use process::{ServerCommand, StderrSink};
-pub use sandbox::Sandbox;
 pub use proto;
 pub use proto::Notification;
+pub use sandbox::Sandbox;
 /// The JSON values requests and results are made of, so an embedder needs no dependency of
 /// its own for them.
 pub use serde_json;

@@ -13,8 +13,8 @@ mod prompts;
 mod read;
 mod remove;
 mod resources;
-mod servers;
 mod serve;
+mod servers;
 mod tools;
 mod trust;
 

@@ -99,7 +99,11 @@ fn messages_say_what_to_change() {
     assert!(run.stderr.contains("raise timeout_sec"), "{}", run.stderr);
     // Other hosts' MCP_TIMEOUT (milliseconds) sets the budget of entries that set none.
     slow.write(".mcp-cli.toml", &fixture_block("mute", "silent"));
-    let run = slow.cli_with(&["call", "mute", "echo", "text=x"], &[("MCP_TIMEOUT", "700")], None);
+    let run = slow.cli_with(
+        &["call", "mute", "echo", "text=x"],
+        &[("MCP_TIMEOUT", "700")],
+        None,
+    );
     assert_eq!(run.code, 4, "{}", run.stderr);
     assert!(run.stderr.contains("within 0.7s"), "{}", run.stderr);
 }
