@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use crate::support::{FIXTURE, Scratch, assert_group_gone, fixture_block};
+use crate::support::{FIXTURE, FIXTURE_TOOLS, Scratch, assert_group_gone, fixture_block};
 
 /// A scratch folder whose `.mcp-cli.toml` names the fixture as `fx` (and more, if given).
 fn project(name: &str, extra: &str) -> Scratch {
@@ -532,7 +532,7 @@ fn servers_lists_every_state() {
         serde_json::from_str(&run.stdout).unwrap_or_else(|error| panic!("{error}: {run:?}"));
     let fx = rows.iter().find(|row| row["name"] == "fx").unwrap();
     assert_eq!(fx["state"], "running");
-    assert_eq!(fx["tools"], 11);
+    assert_eq!(fx["tools"], FIXTURE_TOOLS);
     assert!(fx["pid"].is_u64());
 }
 
@@ -553,7 +553,7 @@ fn tools_lists_qualified_names_with_parameters() {
     );
     let run = dir.cli(&["--json", "tools", "fx"]);
     let tools: Vec<Value> = serde_json::from_str(&run.stdout).unwrap();
-    assert_eq!(tools.len(), 11);
+    assert_eq!(tools.len(), FIXTURE_TOOLS);
     assert_eq!(tools[0]["qualifiedName"], "fx__echo");
     assert_eq!(tools[0]["inputSchema"]["required"], json!(["text"]));
 }
@@ -572,7 +572,7 @@ fn call_accepts_the_names_tools_prints() {
         .filter_map(|line| line.split_whitespace().next())
         .collect();
     assert!(printed.contains(&"weird_srv__echo"), "{}", run.stdout);
-    assert_eq!(printed.len(), 11, "{}", run.stdout);
+    assert_eq!(printed.len(), FIXTURE_TOOLS, "{}", run.stdout);
     for name in printed {
         // Found if it runs, reports a tool error, or asks for its required arguments.
         let run = dir.cli(&["call", name]);

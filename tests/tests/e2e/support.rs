@@ -6,6 +6,9 @@ use mcp_smol::{Client, Options, ServerCommand};
 
 pub(crate) const FIXTURE: &str = env!("CARGO_BIN_EXE_mcp-fixture");
 
+/// How many tools the fixture offers in its `good` mode (see its module doc).
+pub(crate) const FIXTURE_TOOLS: usize = 14;
+
 /// The fixture server in `mode`, with extra arguments.
 pub(crate) fn fixture(mode: &str, extra: &[&str]) -> ServerCommand {
     ServerCommand::new(FIXTURE)
