@@ -5,7 +5,7 @@ use std::io::Read;
 use mcp_smol::proto::{CallToolResult, Progress, RequestError, RpcError};
 use serde_json::{Value, json};
 
-use crate::commands::{Context, report};
+use crate::commands::{Context, report, with_raw};
 use crate::exit::{Exit, Failure};
 use crate::hub::{HubError, ToolEntry};
 use crate::spinner::Spinner;
@@ -49,13 +49,7 @@ pub(crate) async fn run(
     // the answer back for the grace and SIGTERM periods.
     let decoded = called
         .map_err(|error| failure(&tool, error))
-        .and_then(|raw| {
-            let result = CallToolResult::from_value(raw.clone()).map_err(|e| Failure {
-                exit: Exit::Server,
-                message: format!("server {server}: invalid tools/call result: {e}"),
-            })?;
-            Ok((result, raw))
-        });
+        .and_then(|raw| with_raw::<CallToolResult>(&server, "tools/call", raw));
     Ok(match decoded {
         Ok((result, raw)) => show(ctx, &result, &raw),
         Err(failure) => {

@@ -20,7 +20,8 @@ mod trust;
 
 use std::path::PathBuf;
 
-use serde_json::json;
+use mcp_smol::proto::FromResult;
+use serde_json::{Value, json};
 
 use crate::cli::Command;
 use crate::exit::{Exit, Failure};
@@ -93,6 +94,21 @@ pub(crate) async fn dispatch(ctx: &mut Context, command: Command) -> Result<Exit
             names,
         } => import::run(ctx, write.then_some(&names[..]), force),
         Command::Trust { server } => trust::run(ctx, &server).await,
+    }
+}
+
+/// A server's answer read as `T`, beside the answer as sent (which `--json` prints whole).
+pub(crate) fn with_raw<T: FromResult>(
+    server: &str,
+    method: &str,
+    raw: Value,
+) -> Result<(T, Value), Failure> {
+    match T::from_result(raw.clone()) {
+        Ok(result) => Ok((result, raw)),
+        Err(error) => Err(Failure {
+            exit: Exit::Server,
+            message: format!("server {server}: invalid {method} result: {error}"),
+        }),
     }
 }
 

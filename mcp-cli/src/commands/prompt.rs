@@ -1,10 +1,10 @@
 //! `prompt SERVER NAME [KEY=VALUE]...`: one prompt's messages, its arguments checked against
 //! what the prompt declares before anything is sent.
 
-use mcp_smol::proto::{FromResult, GetPromptResult, Prompt, Request};
+use mcp_smol::proto::{GetPromptResult, Prompt, Request};
 use serde_json::{Value, json};
 
-use crate::commands::{Context, report};
+use crate::commands::{Context, report, with_raw};
 use crate::exit::{Exit, Failure};
 use crate::spinner::Spinner;
 use crate::{arguments, output};
@@ -37,13 +37,9 @@ pub(crate) async fn run(
         let request = Request::get_prompt(&prompt.prompt.name, arguments).untyped();
         ctx.hub.request(&server, request).await
     };
-    let decoded = got.map_err(Failure::from).and_then(|raw| {
-        let result = GetPromptResult::from_result(raw.clone()).map_err(|e| Failure {
-            exit: Exit::Server,
-            message: format!("server {server}: invalid prompts/get result: {e}"),
-        })?;
-        Ok((result, raw))
-    });
+    let decoded = got
+        .map_err(Failure::from)
+        .and_then(|raw| with_raw::<GetPromptResult>(&server, "prompts/get", raw));
     let (result, raw) = match decoded {
         Ok(decoded) => decoded,
         Err(failure) => {

@@ -4,9 +4,9 @@
 
 use std::path::Path;
 
-use mcp_smol::proto::{FromResult, ReadResourceResult, Request, ResourceContents};
+use mcp_smol::proto::{ReadResourceResult, Request, ResourceContents};
 
-use crate::commands::{Context, report};
+use crate::commands::{Context, report, with_raw};
 use crate::exit::{Exit, Failure};
 use crate::spinner::Spinner;
 
@@ -23,13 +23,9 @@ pub(crate) async fn run(
         let request = Request::read_resource(uri).untyped();
         ctx.hub.request(&server, request).await
     };
-    let decoded = read.map_err(Failure::from).and_then(|raw| {
-        let result = ReadResourceResult::from_result(raw.clone()).map_err(|e| Failure {
-            exit: Exit::Server,
-            message: format!("server {server}: invalid resources/read result: {e}"),
-        })?;
-        Ok((result, raw))
-    });
+    let decoded = read
+        .map_err(Failure::from)
+        .and_then(|raw| with_raw::<ReadResourceResult>(&server, "resources/read", raw));
     let (result, raw) = match decoded {
         Ok(decoded) => decoded,
         Err(failure) => {
@@ -89,6 +85,7 @@ fn contents_bytes(server: &str, contents: &[ResourceContents]) -> Result<Vec<u8>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mcp_smol::proto::FromResult;
     use serde_json::json;
 
     #[test]

@@ -57,17 +57,7 @@ pub(crate) async fn listed(
     ctx: &mut Context,
     given: &[String],
 ) -> Result<(Catalogue, Exit), Failure> {
-    let servers = if given.is_empty() {
-        ctx.hub.default_servers()
-    } else {
-        let mut servers = Vec::new();
-        for name in given {
-            let server = ctx.hub.resolve(name)?;
-            ctx.hub.check(&server)?;
-            servers.push(server);
-        }
-        servers
-    };
+    let servers = ctx.hub.named_or_default(given)?;
     let mut catalogue = {
         let _spinner = Spinner::start(format!("starting {} server(s)", servers.len()));
         ctx.hub.catalogue_of(&servers).await

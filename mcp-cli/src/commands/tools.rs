@@ -10,17 +10,7 @@ use crate::spinner::Spinner;
 use crate::{arguments, output};
 
 pub(crate) async fn run(ctx: &mut Context, given: &[String]) -> Result<Exit, Failure> {
-    let servers = if given.is_empty() {
-        ctx.hub.default_servers()
-    } else {
-        let mut servers = Vec::new();
-        for name in given {
-            let server = ctx.hub.resolve(name)?;
-            ctx.hub.check(&server)?;
-            servers.push(server);
-        }
-        servers
-    };
+    let servers = ctx.hub.named_or_default(given)?;
     let catalogue = {
         let _spinner = Spinner::start(format!("starting {} server(s)", servers.len()));
         ctx.hub.catalogue_of(&servers).await

@@ -346,6 +346,21 @@ impl Hub {
         }
     }
 
+    /// The servers a command names: each given name resolved and checked usable, or the
+    /// [`default_servers`](Self::default_servers) when none is given.
+    pub fn named_or_default(&self, given: &[String]) -> Result<Vec<String>, HubError> {
+        if given.is_empty() {
+            return Ok(self.default_servers());
+        }
+        (given.iter())
+            .map(|name| {
+                let server = self.resolve(name)?;
+                self.check(&server)?;
+                Ok(server)
+            })
+            .collect()
+    }
+
     /// Whether `server` can be used at all (not disabled, denied, invalid or remote); starts
     /// nothing.
     pub fn check(&self, server: &str) -> Result<(), HubError> {

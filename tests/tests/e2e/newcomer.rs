@@ -75,8 +75,8 @@ fn messages_say_what_to_change() {
     let run = dir.cli(&["--timeout", "0.5", "call", "fx", "sleep", "ms=5000"]);
     assert_eq!(run.code, 4, "{}", run.stderr);
     assert!(
-        run.stderr
-            .contains("fx__sleep: no response within 0.5s; allow it longer with --timeout")
+        run.stderr.contains("fx__sleep: no response within 0.5")
+            && run.stderr.contains("; allow it longer with --timeout")
             && run.stderr.contains("call_timeout_sec"),
         "{}",
         run.stderr
