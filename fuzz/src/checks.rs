@@ -428,7 +428,9 @@ pub fn check_server(data: &[u8]) {
                 }
             }
             2 => {
-                if let Ok(id) = connection.request(now, "elicitation/create", Some(json!({}))) {
+                if let Ok(id) =
+                    connection.request(now, Request::new("elicitation/create", Some(json!({}))))
+                {
                     seen.issued.insert(id);
                 }
             }

@@ -15,6 +15,7 @@ use crate::connection::{RequestId, Stats};
 use crate::error::{CloseReason, RequestError, RpcError, SendError};
 use crate::framing::{LineDecoder, LineError};
 use crate::jsonrpc::{self, Message, ResponseError};
+use crate::request::{Params, Request};
 use crate::types::{Implementation, Notification};
 use crate::{LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
 
@@ -348,32 +349,34 @@ impl ServerConnection {
         allowed
     }
 
-    /// Sends the host a request (`elicitation/create`, `roots/list`, ...); `params` must be an
-    /// object or an array. Only once ready ([`SendError::NotReady`] before). It ends with a
-    /// [`ServerEvent::Response`], failed with a timeout after
-    /// [`ServerConfig::request_timeout`].
-    pub fn request(
+    /// Sends the host a request, built like the client role's: [`Request::elicit`], or
+    /// [`Request::new`] for any method (`roots/list`, ...), whose `params` must be an object or
+    /// an array. Only once ready ([`SendError::NotReady`] before). It ends with a
+    /// [`ServerEvent::Response`], failed with a timeout after its own
+    /// [`Request::timeout`], else [`ServerConfig::request_timeout`].
+    pub fn request<T>(
         &mut self,
         now: Instant,
-        method: &str,
-        params: Option<Value>,
+        request: Request<T>,
     ) -> Result<RequestId, SendError> {
         match &self.state {
             State::Closed { reason } => return Err(SendError::Closed(reason.clone())),
             State::Ready { .. } => {}
             _ => return Err(SendError::NotReady),
         }
-        if params
-            .as_ref()
-            .is_some_and(|p| !p.is_object() && !p.is_array())
-        {
-            return Err(SendError::InvalidParams);
-        }
+        let params = match &request.params {
+            Params::None => None,
+            Params::Value(params) if params.is_object() || params.is_array() => Some(params),
+            // A tool call is the host's to make, not ours.
+            Params::Value(_) | Params::CallTool { .. } => return Err(SendError::InvalidParams),
+        };
+        let method = request.method.as_str();
+        let timeout = request.timeout.unwrap_or(self.config.request_timeout);
         let id = self.next_id;
         self.next_id += 1;
         self.transmits
-            .push_back(jsonrpc::request(id, method, params.as_ref()));
-        let timeout = self.config.request_timeout.min(LONGEST_TIMEOUT);
+            .push_back(jsonrpc::request(id, method, params));
+        let timeout = timeout.min(LONGEST_TIMEOUT);
         let deadline = now.checked_add(timeout).unwrap_or(now);
         self.deadlines.insert((deadline, id));
         let pending = Pending {

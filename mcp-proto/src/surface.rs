@@ -262,6 +262,44 @@ pub enum CompletionRef {
     ResourceTemplate(String),
 }
 
+/// A host's answer to `elicitation/create` (a server asking, through its host, a person).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ElicitResult {
+    /// `accept`, `decline` or `cancel`.
+    pub action: String,
+    /// The form's values, when accepted.
+    pub content: Option<Map<String, Value>>,
+}
+
+impl ElicitResult {
+    /// Whether the person said yes.
+    pub fn accepted(&self) -> bool {
+        self.action == "accept"
+    }
+}
+
+impl FromResult for ElicitResult {
+    fn from_result(result: Value) -> Result<Self, String> {
+        let action = result.get("action").and_then(Value::as_str);
+        let action = action.ok_or("`action` is missing or not a string")?;
+        let content = result.get("content").and_then(Value::as_object).cloned();
+        Ok(Self {
+            action: action.to_owned(),
+            content,
+        })
+    }
+}
+
+impl Request<ElicitResult> {
+    /// `elicitation/create`, which the server role sends its host: `message` for the person,
+    /// and the flat object schema of the form (`{"type": "object", "properties": {}}` for a
+    /// plain yes or no).
+    pub fn elicit(message: impl Into<String>, requested_schema: Value) -> Self {
+        let params = json!({ "message": message.into(), "requestedSchema": requested_schema });
+        Self::with("elicitation/create".to_owned(), Params::Value(params))
+    }
+}
+
 impl Request<ListResourcesResult> {
     /// One page of `resources/list`; [`Pager`] follows the pages.
     pub fn list_resources(cursor: Option<&str>) -> Self {
@@ -716,6 +754,24 @@ pub fn decode_base64(text: &str) -> Result<Vec<u8>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_elicitation_asks_with_a_form_and_reads_the_answer() {
+        let request = Request::elicit("Allow it?", json!({"type": "object", "properties": {}}));
+        assert_eq!(request.method(), "elicitation/create");
+        assert_eq!(
+            request.params,
+            Params::Value(json!({"message": "Allow it?",
+                "requestedSchema": {"type": "object", "properties": {}}}))
+        );
+        let yes = ElicitResult::from_result(json!({"action": "accept", "content": {"a": 1}}));
+        let yes = yes.unwrap();
+        assert!(yes.accepted());
+        assert_eq!(yes.content.unwrap()["a"], 1);
+        let no = ElicitResult::from_result(json!({"action": "decline"})).unwrap();
+        assert!(!no.accepted() && no.content.is_none());
+        assert!(ElicitResult::from_result(json!({"content": {}})).is_err());
+    }
 
     #[test]
     fn unknown_members_are_kept_and_bad_entries_counted() {

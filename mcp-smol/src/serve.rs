@@ -9,7 +9,8 @@ use std::task::{Context, Poll};
 use std::time::Instant;
 
 use proto::{
-    HostRequestId, RequestError, RequestId, RpcError, ServerConfig, ServerConnection, ServerEvent,
+    FromResult, HostRequestId, Request, RequestError, RequestId, RpcError, ServerConfig,
+    ServerConnection, ServerEvent,
 };
 use serde_json::Value;
 use smol::Timer;
@@ -60,8 +61,7 @@ enum Op {
         params: Option<Value>,
     },
     Request {
-        method: String,
-        params: Option<Value>,
+        request: Request,
         reply: Sender<Result<Value, Error>>,
     },
     Close,
@@ -142,20 +142,21 @@ impl Server {
         let _ = self.ops.try_send(Op::Notify { method, params });
     }
 
-    /// Sends the host a request (`elicitation/create`, ...) and waits for its result.
-    pub async fn request(&self, method: &str, params: Option<Value>) -> Result<Value, Error> {
+    /// Sends the host a request ([`Request::elicit`](proto::Request::elicit), or any
+    /// [`Request::new`](proto::Request::new)) and reads its result as the request's type.
+    pub async fn request<T: FromResult>(&self, request: Request<T>) -> Result<T, Error> {
         let (reply, answer) = smol::channel::bounded(1);
-        let method = method.to_owned();
+        let method = request.method().to_owned();
         let op = Op::Request {
-            method,
-            params,
+            request: request.untyped(),
             reply,
         };
         let closed = || Error::from_request(RequestError::Closed(proto::CloseReason::Local));
         if self.ops.send(op).await.is_err() {
             return Err(closed());
         }
-        answer.recv().await.unwrap_or_else(|_| Err(closed()))
+        let result = answer.recv().await.unwrap_or_else(|_| Err(closed()))?;
+        Ok(T::answer(&method, result)?)
     }
 
     /// Ends the connection: queued lines are written, then the writer is closed.
@@ -275,11 +276,7 @@ where
                 message,
             } => _ = (self.connection).progress(id, progress, total, message.as_deref()),
             Op::Notify { method, params } => _ = self.connection.notify(&method, params),
-            Op::Request {
-                method,
-                params,
-                reply,
-            } => match self.connection.request(now, &method, params) {
+            Op::Request { request, reply } => match self.connection.request(now, request) {
                 Ok(id) => _ = self.waiters.insert(id, reply),
                 Err(error) => _ = reply.try_send(Err(error.into())),
             },

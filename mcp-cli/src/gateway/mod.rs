@@ -70,13 +70,11 @@ impl HostLink {
                     ask.rule.tool.as_str(),
                     ask.rule.origin
                 );
-                let params = json!({
-                    "message": message,
-                    "requestedSchema": {"type": "object", "properties": {}},
-                });
-                match server.request("elicitation/create", Some(params)).await {
-                    Ok(answer) if answer["action"] == "accept" => Ok(()),
-                    Ok(answer) => Err(format!("the host answered {}", answer["action"])),
+                // A plain yes or no: a form without fields.
+                let form = json!({"type": "object", "properties": {}});
+                match server.request(Request::elicit(message, form)).await {
+                    Ok(answer) if answer.accepted() => Ok(()),
+                    Ok(answer) => Err(format!("the host answered {}", answer.action)),
                     Err(error) => Err(format!("asking the host failed: {error}")),
                 }
             })

@@ -5,8 +5,8 @@
 use std::time::{Duration, Instant};
 
 use mcp_proto::{
-    CloseReason, HostRequest, RequestError, RpcError, SendError, ServerConfig, ServerConnection,
-    ServerEvent,
+    CloseReason, HostRequest, Request, RequestError, RpcError, SendError, ServerConfig,
+    ServerConnection, ServerEvent,
 };
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -337,14 +337,17 @@ fn requests_to_the_host_end_once_answered_timed_out_or_closed() {
     };
     let mut before = ServerConnection::new(now, config.clone());
     assert_eq!(
-        before.request(now, "elicitation/create", None),
+        before.request(now, Request::new("elicitation/create", None)),
         Err(SendError::NotReady)
     );
     assert!(!before.notify("notifications/tools/list_changed", None));
 
     let mut conn = ready(now, config);
     let asked = conn
-        .request(now, "elicitation/create", Some(json!({"message": "ok?"})))
+        .request(
+            now,
+            Request::new("elicitation/create", Some(json!({"message": "ok?"}))),
+        )
         .unwrap();
     let out = written(&mut conn);
     assert_eq!(out[0]["method"], "elicitation/create");
@@ -370,7 +373,7 @@ fn requests_to_the_host_end_once_answered_timed_out_or_closed() {
     assert_eq!(conn.stats().stray_responses, 1);
 
     let slow = conn
-        .request(now, "elicitation/create", Some(json!({})))
+        .request(now, Request::new("elicitation/create", Some(json!({}))))
         .unwrap();
     written(&mut conn);
     assert_eq!(conn.poll_timeout(), Some(now + Duration::from_secs(5)));
@@ -382,7 +385,7 @@ fn requests_to_the_host_end_once_answered_timed_out_or_closed() {
     );
     assert_eq!(written(&mut conn)[0]["method"], "notifications/cancelled");
 
-    let orphan = conn.request(now, "roots/list", None).unwrap();
+    let orphan = conn.request(now, Request::new("roots/list", None)).unwrap();
     conn.handle_eof(now);
     assert_eq!(
         events(&mut conn),
@@ -418,7 +421,7 @@ fn closing_is_sticky() {
     assert!(!conn.respond(now, call.id, Ok(json!({}))));
     assert!(written(&mut conn).is_empty());
     assert_eq!(
-        conn.request(now, "roots/list", None),
+        conn.request(now, Request::new("roots/list", None)),
         Err(SendError::Closed(CloseReason::ClientEof))
     );
 }
