@@ -94,9 +94,9 @@ pub use server::{
     ClientInfo, HostRequest, HostRequestId, ServerConfig, ServerConnection, ServerEvent,
 };
 pub use surface::{
-    CompleteResult, CompletionRef, DEFAULT_MAX_PAGES, ElicitResult, GetPromptResult, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, Listing, Page, PageError, Pager, Prompt,
-    PromptArgument, PromptMessage, ReadResourceResult, Resource, ResourceContents,
+    CompleteResult, CompletionRef, DEFAULT_MAX_PAGES, ElicitResult, GetPromptResult,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, Listing, Page, PageError,
+    Pager, Prompt, PromptArgument, PromptMessage, ReadResourceResult, Resource, ResourceContents,
     ResourceTemplate, decode_base64,
 };
 pub use types::{
