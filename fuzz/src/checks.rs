@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use mcp_proto::{
     ClientCapabilities, CompleteResult, Config, Connection, Event, FromResult, GetPromptResult,
     LineDecoder, LineError, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, ReadResourceResult, Request, RequestId, ServerRequestId,
+    ListToolsResult, ReadResourceResult, Request, RequestId, ServerRequestId, SseDecoder,
 };
 use serde_json::{Value, json};
 
@@ -69,6 +69,42 @@ pub fn check_line_decoder(data: &[u8]) {
     }
     assert_eq!(actual, expected);
     assert_eq!(chunked.finish().map(|b| b.to_vec()), expected_tail);
+}
+
+/// An event stream fed whole or in any chunks yields the same events and the same last id;
+/// no event's data is over the limit.
+pub fn check_sse(data: &[u8]) {
+    let [size, seed, input @ ..] = data else {
+        return;
+    };
+    let limit = 1 + usize::from(*size % 128);
+    let drain = |decoder: &mut SseDecoder| {
+        let events: Vec<_> = std::iter::from_fn(|| decoder.next_event()).collect();
+        for event in events.iter().flatten() {
+            assert!(
+                event.data.len() <= limit,
+                "event data over the limit {limit}"
+            );
+        }
+        events
+    };
+    let mut whole = SseDecoder::new(limit);
+    whole.push(input);
+    let expected = drain(&mut whole);
+    let mut rng = Rng(u32::from(*seed) | 1);
+    let mut chunked = SseDecoder::new(limit);
+    let mut actual = Vec::new();
+    let mut rest = input;
+    while !rest.is_empty() {
+        let take = (1 + rng.next() as usize % 17).min(rest.len());
+        let (chunk, tail) = rest.split_at(take);
+        chunked.push(chunk);
+        actual.extend(drain(&mut chunked));
+        rest = tail;
+    }
+    assert_eq!(actual, expected);
+    assert_eq!(chunked.last_event_id(), whole.last_event_id());
+    assert_eq!(chunked.retry(), whole.retry());
 }
 
 /// Every transmit is one JSON object on one `\n`-terminated line.

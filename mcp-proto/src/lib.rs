@@ -81,6 +81,7 @@ mod framing;
 mod jsonrpc;
 mod request;
 mod server;
+mod sse;
 mod surface;
 mod types;
 
@@ -93,6 +94,7 @@ pub use request::{FromResult, Request};
 pub use server::{
     ClientInfo, HostRequest, HostRequestId, ServerConfig, ServerConnection, ServerEvent,
 };
+pub use sse::{SseDecoder, SseEvent, SseTooLong};
 pub use surface::{
     CompleteResult, CompletionRef, DEFAULT_MAX_PAGES, ElicitResult, GetPromptResult,
     ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, Listing, Page, PageError,

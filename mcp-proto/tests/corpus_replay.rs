@@ -48,3 +48,8 @@ fn handshake_corpus() {
 fn server_corpus() {
     replay("server", checks::check_server);
 }
+
+#[test]
+fn sse_corpus() {
+    replay("sse", checks::check_sse);
+}

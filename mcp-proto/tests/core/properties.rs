@@ -363,3 +363,64 @@ proptest! {
         prop_assert_eq!(ended.len(), issued.len());
     }
 }
+
+/// Pieces an event stream is made of, including the awkward ones: every line end, a BOM,
+/// comments, NULs and long lines.
+fn sse_piece() -> impl Strategy<Value = &'static str> {
+    prop::sample::select(vec![
+        "data: a",
+        "data:b",
+        "data",
+        "event: e",
+        "id: 7",
+        "id: x\0y",
+        "retry: 15",
+        "retry: x",
+        ": note",
+        "\n",
+        "\r",
+        "\r\n",
+        "\u{feff}",
+        "é",
+        "data: 0123456789012345678901234567890",
+    ])
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// An event stream gives the same events, last id and retry however it is split.
+    #[test]
+    fn sse_chunking_never_changes_the_events(
+        pieces in prop::collection::vec(sse_piece(), 0..40),
+        cuts in prop::collection::vec(1usize..9, 1..40),
+        limit in 4usize..40,
+    ) {
+        let stream: Vec<u8> = pieces.concat().into_bytes();
+        let decode = |chunks: &mut dyn Iterator<Item = &[u8]>| {
+            let mut decoder = mcp_proto::SseDecoder::new(limit);
+            let mut events = Vec::new();
+            for chunk in chunks {
+                decoder.push(chunk);
+                events.extend(std::iter::from_fn(|| decoder.next_event()));
+            }
+            (events, decoder.last_event_id().map(str::to_owned), decoder.retry())
+        };
+        let whole = decode(&mut std::iter::once(&stream[..]));
+        let mut rest = &stream[..];
+        let mut pieces = Vec::new();
+        for cut in cuts.iter().cycle().take(stream.len()) {
+            if rest.is_empty() {
+                break;
+            }
+            let (piece, tail) = rest.split_at((*cut).min(rest.len()));
+            pieces.push(piece);
+            rest = tail;
+        }
+        let chunked = decode(&mut pieces.into_iter());
+        prop_assert_eq!(&chunked, &whole);
+        for event in whole.0.iter().flatten() {
+            prop_assert!(event.data.len() <= limit);
+        }
+    }
+}
