@@ -59,14 +59,16 @@ pub fn set_enabled(
     on: bool,
 ) -> Result<Option<String>, ConfigError> {
     let before = parse_file(path, text, &no_env)?;
-    let edited = if is_json(path, text) {
-        edit_json::set_enabled(text, name, on)
+    let (bom, body) = split_bom(text);
+    let edited = if is_json(path, body) {
+        edit_json::set_enabled(body, name, on)
     } else {
-        edit_toml::set_enabled(text, name, on)
+        edit_toml::set_enabled(body, name, on)
     };
     let Some(after) = edited.map_err(|refusal| refused(path, name, refusal))? else {
         return Ok(None);
     };
+    let after = format!("{bom}{after}");
     let expect = if on { Expect::On } else { Expect::Off };
     check(path, &before, &after, name, expect)?;
     Ok(Some(after))
@@ -82,7 +84,9 @@ pub fn add_server(
     force: bool,
 ) -> Result<String, ConfigError> {
     let before = native(path, text)?;
-    let after = edit_toml::add(text, name, server, force).map_err(|r| refused(path, name, r))?;
+    let (bom, body) = split_bom(text);
+    let after = edit_toml::add(body, name, server, force).map_err(|r| refused(path, name, r))?;
+    let after = format!("{bom}{after}");
     check(path, &before, &after, name, Expect::Present)?;
     Ok(after)
 }
@@ -90,9 +94,19 @@ pub fn add_server(
 /// `text` without server `name`'s TOML entry.
 pub fn remove_server(path: &Path, text: &str, name: &str) -> Result<String, ConfigError> {
     let before = native(path, text)?;
-    let after = edit_toml::remove(text, name).map_err(|r| refused(path, name, r))?;
+    let (bom, body) = split_bom(text);
+    let after = edit_toml::remove(body, name).map_err(|r| refused(path, name, r))?;
+    let after = format!("{bom}{after}");
     check(path, &before, &after, name, Expect::Absent)?;
     Ok(after)
+}
+
+/// A leading byte order mark, kept as it is, and the text the editors work on.
+fn split_bom(text: &str) -> (&str, &str) {
+    match text.strip_prefix('\u{feff}') {
+        Some(body) => ("\u{feff}", body),
+        None => ("", text),
+    }
 }
 
 /// Variables are left unset when checking: the same entries read the same either way.
@@ -213,7 +227,11 @@ mod tests {
                 "{\"mcp\": {\"servers\": [\n  {\"name\": \"fx\", \"command\": \"x\", \"args\": []}\n]}}\n",
             ),
         ];
-        for (name, text) in files {
+        // Each also with a byte order mark in front, which stays where it is.
+        let with_bom = files.map(|(name, text)| (name, format!("\u{feff}{text}")));
+        let files = files.map(|(name, text)| (name, text.to_owned()));
+        for (name, text) in files.iter().chain(&with_bom) {
+            let (name, text) = (*name, text.as_str());
             let path = Path::new("/cfg").join(name);
             let off = set_enabled(&path, text, "fx", false).unwrap().unwrap();
             let servers = parse_file(&path, &off, &no_env).unwrap().servers;
