@@ -9,6 +9,7 @@ use proto::{
 };
 use serde_json::Value;
 use smol::channel::{Receiver, Sender};
+use smol::io::{AsyncRead, AsyncWrite};
 
 use crate::driver::{self, Driver, Op, Reply, Shared};
 use crate::{Disconnect, Error, Options, ServerCommand};
@@ -23,6 +24,35 @@ pub fn start(command: &ServerCommand, options: Options) -> Result<(Client, Drive
 /// Spawns the server, runs its driver on smol's global executor and completes the handshake.
 pub async fn connect(command: &ServerCommand, options: Options) -> Result<Client, Error> {
     let (client, driver) = start(command, options)?;
+    smol::spawn(driver).detach();
+    match client.wait_ready().await {
+        Ok(_) => Ok(client),
+        Err(error) => {
+            client.close().await;
+            Err(error)
+        }
+    }
+}
+
+/// Starts a connection over a stream someone else opened (a Unix socket's halves): returns a
+/// handle and the driver future, as [`start`] does. There is no process: [`Client::pid`] is 0,
+/// closing shuts the write half down, and the stream's owner ends whatever is behind it.
+pub fn start_stream<R, W>(reader: R, writer: W, options: Options) -> (Client, Driver)
+where
+    R: AsyncRead + Send + Unpin + 'static,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    let (ops, shared, driver) = driver::over_stream(Box::new(reader), Box::new(writer), options);
+    (Client { ops, shared }, driver)
+}
+
+/// [`start_stream`], with the driver on smol's global executor and the handshake completed.
+pub async fn connect_stream<R, W>(reader: R, writer: W, options: Options) -> Result<Client, Error>
+where
+    R: AsyncRead + Send + Unpin + 'static,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    let (client, driver) = start_stream(reader, writer, options);
     smol::spawn(driver).detach();
     match client.wait_ready().await {
         Ok(_) => Ok(client),
@@ -49,7 +79,7 @@ impl fmt::Debug for Client {
 }
 
 impl Client {
-    /// The server's process id (also its process group id).
+    /// The server's process id (also its process group id); 0 over a stream.
     pub fn pid(&self) -> u32 {
         self.shared.pid
     }

@@ -1,4 +1,5 @@
-//! The driver: one future that owns the connection, the child and its pipes.
+//! The driver: one future that owns the connection and its byte stream: a spawned child's
+//! pipes (the child too), or any stream someone else opened (a Unix socket).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
@@ -17,8 +18,8 @@ use serde_json::Value;
 use smol::Timer;
 use smol::channel::{Receiver, Sender};
 use smol::future::FutureExt;
-use smol::io::{AsyncReadExt, AsyncWriteExt};
-use smol::process::{Child, ChildStdin, ChildStdout};
+use smol::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use smol::process::Child;
 
 use crate::process::{self, StderrTail};
 use crate::{Disconnect, Error, Options};
@@ -73,8 +74,14 @@ impl Op {
     }
 }
 
+/// What the server writes: a child's stdout, or a stream's read half.
+pub(crate) type Reader = Box<dyn AsyncRead + Send + Unpin>;
+/// What the server reads: a child's stdin, or a stream's write half.
+pub(crate) type Writer = Box<dyn AsyncWrite + Send + Unpin>;
+
 /// State the handles read without asking the driver.
 pub(crate) struct Shared {
+    /// The child's pid; 0 over a stream, where there is no process of ours.
     pub(crate) pid: u32,
     /// Set once, before the driver stops taking operations.
     pub(crate) disconnect: OnceLock<Disconnect>,
@@ -122,9 +129,7 @@ pub(crate) fn spawn(
             reason: "stdio pipes missing".to_owned(),
         });
     };
-    // One wait for the exit, polled across loop turns rather than re-registered on each.
-    // (`status` drops stdin, so it comes after the pipes are taken.)
-    let child_status = child.status();
+    // (`status`, called when the loop is built, drops stdin: the pipes are taken first.)
     let connection = Connection::new(Instant::now(), options.core.clone());
 
     let (ops_sender, ops) = smol::channel::unbounded();
@@ -155,34 +160,105 @@ pub(crate) fn spawn(
             program: command.program.clone(),
             reason: format!("cannot start the stderr reader: {error}"),
         })?;
-    let mut driver = Loop {
+    let process = Process { child, pid };
+    let wiring = Wiring {
         connection,
-        child,
-        pid,
-        stdout,
-        stdin: Some(stdin),
-        outgoing: VecDeque::new(),
         ops,
         shared: shared.clone(),
-        options,
-        waiters: BTreeMap::new(),
-        ready_waiters: Vec::new(),
-        subscribers: Vec::new(),
-        answerers: Vec::new(),
-        exit_status: None,
-        last_skipped: None,
-        exit_watch: Some(Box::pin(child_status)),
-        timer: Timer::never(),
-        timer_armed: None,
+        done_sender,
         terminated,
+        stderr_closed,
     };
+    let driver = wiring.build(Box::new(stdout), Box::new(stdin), Some(process), options);
     let main = async move {
         let _group_guard = group_guard;
-        let reason = driver.run().await;
-        driver.shut_down(reason, stderr_closed).await;
-        drop(done_sender);
+        driver.await;
     };
     Ok((ops_sender, shared, Driver(Box::pin(main))))
+}
+
+/// Drives a connection over a stream someone else opened; there is no process to watch or
+/// stop, and closing shuts the stream's write side so the server sees EOF.
+pub(crate) fn over_stream(
+    reader: Reader,
+    writer: Writer,
+    options: Options,
+) -> (Sender<Op>, Arc<Shared>, Driver) {
+    let connection = Connection::new(Instant::now(), options.core.clone());
+    let (ops_sender, ops) = smol::channel::unbounded();
+    let (done_sender, done) = smol::channel::bounded(1);
+    let (terminate, terminated) = smol::channel::bounded(1);
+    let shared = Arc::new(Shared {
+        pid: 0,
+        disconnect: OnceLock::new(),
+        stderr: Arc::default(),
+        done,
+        terminate,
+    });
+    // No stderr to read: its "closed" signal is closed from the start.
+    let (_, stderr_closed) = smol::channel::bounded::<()>(1);
+    let wiring = Wiring {
+        connection,
+        ops,
+        shared: shared.clone(),
+        done_sender,
+        terminated,
+        stderr_closed,
+    };
+    let driver = wiring.build(reader, writer, None, options);
+    (ops_sender, shared, Driver(Box::pin(driver)))
+}
+
+/// What both kinds of driver are made of, besides the stream.
+struct Wiring {
+    connection: Connection,
+    ops: Receiver<Op>,
+    shared: Arc<Shared>,
+    done_sender: Sender<()>,
+    terminated: Receiver<()>,
+    stderr_closed: Receiver<()>,
+}
+
+impl Wiring {
+    fn build(
+        self,
+        stdout: Reader,
+        stdin: Writer,
+        mut process: Option<Process>,
+        options: Options,
+    ) -> impl Future<Output = ()> + Send + 'static {
+        // One wait for the exit, polled across loop turns rather than re-registered on each.
+        let exit_watch = process.as_mut().map(|process| {
+            let status = process.child.status();
+            Box::pin(status) as Pin<Box<dyn Future<Output = std::io::Result<ExitStatus>> + Send>>
+        });
+        let mut driver = Loop {
+            connection: self.connection,
+            process,
+            stdout,
+            stdin: Some(stdin),
+            outgoing: VecDeque::new(),
+            ops: self.ops,
+            shared: self.shared,
+            options,
+            waiters: BTreeMap::new(),
+            ready_waiters: Vec::new(),
+            subscribers: Vec::new(),
+            answerers: Vec::new(),
+            exit_status: None,
+            last_skipped: None,
+            exit_watch,
+            timer: Timer::never(),
+            timer_armed: None,
+            terminated: self.terminated,
+        };
+        let (done_sender, stderr_closed) = (self.done_sender, self.stderr_closed);
+        async move {
+            let reason = driver.run().await;
+            driver.shut_down(reason, stderr_closed).await;
+            drop(done_sender);
+        }
+    }
 }
 
 /// Kills the whole group if the driver is dropped before it finished: nothing may outlive us.
@@ -202,13 +278,19 @@ enum Wake {
     Exited(std::io::Result<ExitStatus>),
 }
 
-struct Loop {
-    connection: Connection,
+/// The child a driver spawned, which it must see gone before it ends.
+struct Process {
     child: Child,
     pid: u32,
-    stdout: ChildStdout,
+}
+
+struct Loop {
+    connection: Connection,
+    /// `None` over a stream.
+    process: Option<Process>,
+    stdout: Reader,
     /// `None` once closed, or once the server stopped reading it.
-    stdin: Option<ChildStdin>,
+    stdin: Option<Writer>,
     /// Bytes the core produced that the pipe has not taken yet. A ring, so that taking the
     /// front after each partial write costs nothing however large the backlog.
     outgoing: VecDeque<u8>,
@@ -276,7 +358,9 @@ impl Loop {
                     self.exit_watch = None;
                     self.exit_status = status.ok();
                     // Orphans it left in the group must not keep stdout open.
-                    process::signal_group(self.pid, Signal::TERM);
+                    if let Some(process) = &self.process {
+                        process::signal_group(process.pid, Signal::TERM);
+                    }
                     eof_deadline = Some(now + EXIT_DRAIN);
                 }
             }
@@ -430,8 +514,11 @@ impl Loop {
             self.shared.terminate();
         }
         let server_ended = matches!(reason, CloseReason::Eof);
-        if server_ended && self.exit_status.is_none() {
-            let status = async { self.child.status().await.ok() };
+        if server_ended
+            && self.exit_status.is_none()
+            && let Some(process) = &mut self.process
+        {
+            let status = async { process.child.status().await.ok() };
             self.exit_status = status
                 .or(async {
                     Timer::after(EXIT_DRAIN).await;
@@ -466,6 +553,13 @@ impl Loop {
                 None => break,
             }
         }
+        // Dropping a stream's write half leaves the socket open while its read half lives:
+        // the server sees EOF only from a shutdown.
+        if self.process.is_none()
+            && let Some(stdin) = &mut self.stdin
+        {
+            let _ = smol::future::poll_once(stdin.close()).await;
+        }
         self.stdin = None;
         self.reap().await;
         // The group is gone, so stderr ends now: let the sink take the server's last lines
@@ -485,10 +579,13 @@ impl Loop {
 
     /// Grace period (unless terminated), SIGTERM to the group, SIGKILL to the group, reap.
     async fn reap(&mut self) {
+        let Some(pid) = self.process.as_ref().map(|process| process.pid) else {
+            return;
+        };
         if self.exit_status.is_none() && !self.wait_grace().await {
-            process::signal_group(self.pid, Signal::TERM);
+            process::signal_group(pid, Signal::TERM);
             if !self.wait_exit(self.options.term_period).await {
-                process::signal_group(self.pid, Signal::KILL);
+                process::signal_group(pid, Signal::KILL);
                 // SIGKILL cannot be ignored, but a process stuck in the kernel (a dead network
                 // mount) takes it only when it wakes: close must not wait for that. The child
                 // is reaped in the background when it does.
@@ -496,7 +593,7 @@ impl Loop {
             }
         }
         // The leader is gone; whatever it started and left behind goes too.
-        process::signal_group(self.pid, Signal::KILL);
+        process::signal_group(pid, Signal::KILL);
     }
 
     /// Waits out the grace period for the exit; `false` if it did not come, or if
@@ -515,7 +612,10 @@ impl Loop {
     }
 
     async fn wait_exit(&mut self, within: Duration) -> bool {
-        let exited = async { self.child.status().await.is_ok() };
+        let Some(process) = &mut self.process else {
+            return true;
+        };
+        let exited = async { process.child.status().await.is_ok() };
         exited
             .or(async {
                 Timer::after(within).await;

@@ -28,6 +28,9 @@
 //! # Ok(()) }
 //! ```
 //!
+//! [`start_stream`] and [`connect_stream`] run the same client over a stream someone else
+//! opened (a Unix socket) instead of a child's pipes.
+//!
 //! The other role, too: [`serve`] drives a [`proto::ServerConnection`] over any byte stream
 //! (our own stdin and stdout, a Unix socket), for a program that stands as an MCP server.
 //!
@@ -47,7 +50,7 @@ mod process;
 mod sandbox;
 mod serve;
 
-pub use client::{Client, connect, start};
+pub use client::{Client, connect, connect_stream, start, start_stream};
 pub use driver::Driver;
 pub use error::{Disconnect, Error};
 pub use options::Options;
