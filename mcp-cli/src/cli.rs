@@ -105,6 +105,13 @@ pub(crate) enum Command {
         proxy: bool,
         servers: Vec<String>,
     },
+    /// The warm daemon: `start` serves the configured servers in the background, and while
+    /// it runs call, tools, servers, resources, read, prompts and prompt use it (servers stay
+    /// started); `status` shows it, `stop` ends it. Set MCP_CLI_NO_DAEMON=1 not to use it.
+    Daemon {
+        #[command(subcommand)]
+        action: DaemonAction,
+    },
     /// Turn a server on again in the file that defines it (the `disable` key is removed).
     Enable { server: String },
     /// Turn a server off in the file that defines it (`enabled = false`, or the file's own
@@ -151,6 +158,26 @@ pub(crate) enum Command {
     /// Accept a server's current tool definitions after they changed (tools whose definition
     /// changed since first seen are withheld until then); shows what changed first.
     Trust { server: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum DaemonAction {
+    /// Start the daemon for the config files read here (nothing if it already runs).
+    Start {
+        /// Exit after this many seconds without connections or calls, stopping the servers.
+        #[arg(long, value_name = "SECS", default_value_t = 900)]
+        idle: u64,
+    },
+    /// Stop it, with its servers, and wait until it is gone.
+    Stop,
+    /// Its socket, pid, config files, idle time and servers.
+    Status,
+    /// Be the daemon, in the foreground (what `start` runs).
+    #[command(hide = true)]
+    Run {
+        #[arg(long, value_name = "SECS", default_value_t = 900)]
+        idle: u64,
+    },
 }
 
 impl Command {

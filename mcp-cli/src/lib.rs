@@ -9,6 +9,7 @@ pub mod arguments;
 mod cli;
 mod commands;
 pub mod config;
+mod daemon;
 mod elicit;
 pub mod exit;
 mod gateway;
@@ -61,7 +62,7 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
     // the server and back.
     let executor = Arc::new(smol::Executor::new());
     // Watch before any server starts, so that none can outlive a signal.
-    let signals = match Signals::new([Signal::Int, Signal::Term, Signal::Hup]) {
+    let mut signals = match Signals::new([Signal::Int, Signal::Term, Signal::Hup]) {
         Ok(signals) => signals,
         // Only when out of file descriptors, where no server could start either.
         Err(error) => {
@@ -73,6 +74,19 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
             return failure.exit.code();
         }
     };
+    // While a daemon serves these config files, it runs the command with its warm servers.
+    let warm = async {
+        let warm = daemon::run_warm(&cli, &args, &env);
+        smol::future::or(async { warm.await.map(Ending::Warm) }, async {
+            Some(Ending::Signal(next_signal(&mut signals).await))
+        })
+        .await
+    };
+    match smol::block_on(warm) {
+        Some(Ending::Warm(code)) => return code,
+        Some(Ending::Signal(signal)) => return 128 + signal as i32,
+        _ => {}
+    }
     let log_dir = logs::log_dir(&env);
     let outcome = load_config(&cli, &env).map(|(config, adhoc)| {
         let settings = Settings {
@@ -104,6 +118,7 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
             commands::report(cli.json, &failure);
             failure.exit.code()
         }
+        Ok(Ending::Warm(code)) => code,
         // The shells' convention for a process ended by a signal.
         Ok(Ending::Signal(signal)) => 128 + signal as i32,
     }
@@ -119,7 +134,19 @@ fn asks_for_json(args: &[OsString]) -> bool {
 
 enum Ending {
     Done(Result<Exit, Failure>),
+    /// The daemon ran it; its exit code.
+    Warm(i32),
     Signal(Signal),
+}
+
+/// The next of the signals we watch for.
+async fn next_signal(signals: &mut Signals) -> Signal {
+    while let Some(signal) = signals.next().await {
+        if let Ok(signal) = signal {
+            return signal;
+        }
+    }
+    std::future::pending().await
 }
 
 /// Runs the command unless SIGINT, SIGTERM or SIGHUP comes first; then the command is dropped
@@ -128,19 +155,12 @@ enum Ending {
 async fn until_signal(ctx: &mut Context, command: cli::Command, mut signals: Signals) -> Ending {
     let hub = ctx.hub.clone();
     let done = async { Ending::Done(commands::dispatch(ctx, command).await) };
-    let signalled = async {
-        while let Some(signal) = signals.next().await {
-            if let Ok(signal) = signal {
-                return Ending::Signal(signal);
-            }
-        }
-        std::future::pending().await
-    };
+    let signalled = async { Ending::Signal(next_signal(&mut signals).await) };
     // The command is dropped as soon as a signal wins, so it prints nothing more.
     let ending = smol::future::or(done, signalled).await;
     match ending {
         Ending::Signal(_) => hub.terminate().await,
-        Ending::Done(_) => hub.shutdown().await,
+        Ending::Done(_) | Ending::Warm(_) => hub.shutdown().await,
     }
     ending
 }

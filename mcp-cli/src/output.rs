@@ -103,14 +103,25 @@ pub fn escape_controls(text: &str) -> Cow<'_, str> {
     Cow::Owned(escaped)
 }
 
-/// Standard output that treats a closed pipe (`mcp-cli ... | head -1`) as the reader being
-/// done, not as a failure: later writes are dropped silently.
+/// What a command prints: standard output that treats a closed pipe (`mcp-cli ... | head -1`)
+/// as the reader being done, not as a failure (later writes are dropped silently), and its
+/// diagnostics on stderr.
 ///
-/// On a terminal, control characters are escaped (see [`escape_controls`]).
+/// On a terminal, control characters are escaped (see [`escape_controls`]). A capturing one
+/// (in the daemon) keeps both, in order, for the command line that asked to replay.
 #[derive(Debug)]
 pub struct Stdout {
     closed: bool,
     terminal: bool,
+    captured: Option<Vec<Line>>,
+}
+
+/// One line a command printed, as the daemon sends it back.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Line {
+    /// A diagnostic rather than output.
+    pub stderr: bool,
+    pub text: String,
 }
 
 impl Default for Stdout {
@@ -118,12 +129,59 @@ impl Default for Stdout {
         Self {
             closed: false,
             terminal: io::stdout().is_terminal(),
+            captured: None,
         }
     }
 }
 
 impl Stdout {
+    /// Keeps what is printed instead; see [`take_captured`](Self::take_captured).
+    pub fn capturing() -> Self {
+        Self {
+            closed: false,
+            terminal: false,
+            captured: Some(Vec::new()),
+        }
+    }
+
+    /// What was printed since the last take, in order; empty unless capturing.
+    pub fn take_captured(&mut self) -> Vec<Line> {
+        self.captured
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    /// Prints captured lines as the command would have printed them here.
+    pub fn replay(&mut self, lines: &[Line]) {
+        for line in lines {
+            if line.stderr {
+                self.diagnostic(&line.text);
+            } else {
+                self.line(&line.text);
+            }
+        }
+    }
+
+    /// One line of diagnostics; see [`diagnostic`].
+    pub fn diagnostic(&mut self, text: &str) {
+        match &mut self.captured {
+            Some(captured) => captured.push(Line {
+                stderr: true,
+                text: text.to_owned(),
+            }),
+            None => diagnostic(text),
+        }
+    }
+
     pub fn line(&mut self, text: &str) {
+        if let Some(captured) = &mut self.captured {
+            captured.push(Line {
+                stderr: false,
+                text: text.to_owned(),
+            });
+            return;
+        }
         if self.closed {
             return;
         }

@@ -5,7 +5,7 @@ use std::io::Read;
 use mcp_smol::proto::{CallToolResult, Progress, RequestError, RpcError};
 use serde_json::{Value, json};
 
-use crate::commands::{Context, report, with_raw};
+use crate::commands::{Context, with_raw};
 use crate::exit::{Exit, Failure};
 use crate::hub::{HubError, ToolEntry};
 use crate::spinner::Spinner;
@@ -53,7 +53,7 @@ pub(crate) async fn run(
     Ok(match decoded {
         Ok((result, raw)) => show(ctx, &result, &raw),
         Err(failure) => {
-            report(ctx.json, &failure);
+            ctx.report(&failure);
             failure.exit
         }
     })
@@ -64,7 +64,7 @@ fn show(ctx: &mut Context, result: &CallToolResult, raw: &Value) -> Exit {
         ctx.out.line(&raw.to_string());
     } else if result.is_error {
         for line in output::render_call(result) {
-            output::diagnostic(&line);
+            ctx.out.diagnostic(&line);
         }
     } else {
         for line in output::render_call(result) {

@@ -5,6 +5,7 @@
 mod add;
 mod call;
 mod completions;
+mod daemon;
 mod enable;
 mod import;
 mod logs;
@@ -14,7 +15,7 @@ mod read;
 mod remove;
 mod resources;
 mod serve;
-mod servers;
+pub(crate) mod servers;
 mod tools;
 mod trust;
 
@@ -42,28 +43,16 @@ pub(crate) struct Context {
 
 pub(crate) async fn dispatch(ctx: &mut Context, command: Command) -> Result<Exit, Failure> {
     match command {
-        Command::Call {
-            server,
-            rest,
-            args_json,
-        } => call::run(ctx, &server, &rest, args_json.as_deref()).await,
-        Command::Tools { servers } => tools::run(ctx, &servers).await,
+        Command::Call { .. }
+        | Command::Tools { .. }
+        | Command::Servers
+        | Command::Resources { .. }
+        | Command::Read { .. }
+        | Command::Prompts { .. }
+        | Command::Prompt { .. } => dispatch_warm(ctx, command).await,
         Command::Completions { shell } => completions::run(ctx, shell),
         Command::ServerNames => completions::server_names(ctx),
-        Command::Servers => servers::run(ctx).await,
         Command::Logs { server, lines } => logs::run(ctx, &server, lines),
-        Command::Resources { servers } => resources::run(ctx, &servers).await,
-        Command::Read {
-            server,
-            uri,
-            output,
-        } => read::run(ctx, &server, &uri, output.as_deref()).await,
-        Command::Prompts { servers } => prompts::run(ctx, &servers).await,
-        Command::Prompt {
-            server,
-            name,
-            arguments,
-        } => prompt::run(ctx, &server, &name, &arguments).await,
         Command::Serve { proxy, servers } => serve::run(ctx, proxy, &servers).await,
         Command::Enable { server } => enable::run(ctx, &server, true),
         Command::Disable { server } => enable::run(ctx, &server, false),
@@ -94,6 +83,36 @@ pub(crate) async fn dispatch(ctx: &mut Context, command: Command) -> Result<Exit
             names,
         } => import::run(ctx, write.then_some(&names[..]), force),
         Command::Trust { server } => trust::run(ctx, &server).await,
+        Command::Daemon { action } => daemon::run(ctx, action).await,
+    }
+}
+
+/// The commands a daemon may run for a caller: those that only talk to servers. Their future
+/// is `Send`, so the daemon runs each as a task of its own.
+pub(crate) async fn dispatch_warm(ctx: &mut Context, command: Command) -> Result<Exit, Failure> {
+    match command {
+        Command::Call {
+            server,
+            rest,
+            args_json,
+        } => call::run(ctx, &server, &rest, args_json.as_deref()).await,
+        Command::Tools { servers } => tools::run(ctx, &servers).await,
+        Command::Servers => servers::run(ctx).await,
+        Command::Resources { servers } => resources::run(ctx, &servers).await,
+        Command::Read {
+            server,
+            uri,
+            output,
+        } => read::run(ctx, &server, &uri, output.as_deref()).await,
+        Command::Prompts { servers } => prompts::run(ctx, &servers).await,
+        Command::Prompt {
+            server,
+            name,
+            arguments,
+        } => prompt::run(ctx, &server, &name, &arguments).await,
+        _ => Err(Failure::usage(
+            "the daemon runs only commands that talk to servers",
+        )),
     }
 }
 
@@ -114,14 +133,27 @@ pub(crate) fn with_raw<T: FromResult>(
 
 /// Prints a failure on stderr, as one JSON object under `--json`.
 pub(crate) fn report(json: bool, failure: &Failure) {
+    output::diagnostic(&failure_text(json, failure));
+}
+
+/// A failure as [`report`] prints it.
+pub(crate) fn failure_text(json: bool, failure: &Failure) -> String {
     if json {
         let error = json!({ "error": {
             "kind": failure.exit.kind(),
             "exitCode": failure.exit.code(),
             "message": failure.message,
         }});
-        output::diagnostic(&error.to_string());
+        error.to_string()
     } else {
-        output::diagnostic(&format!("mcp-cli: {}", failure.message));
+        format!("mcp-cli: {}", failure.message)
+    }
+}
+
+impl Context {
+    /// Reports a failure through this command's output, as [`report`] does.
+    pub(crate) fn report(&mut self, failure: &Failure) {
+        let text = failure_text(self.json, failure);
+        self.out.diagnostic(&text);
     }
 }

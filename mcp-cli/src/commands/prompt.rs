@@ -4,7 +4,7 @@
 use mcp_smol::proto::{GetPromptResult, Prompt, Request};
 use serde_json::{Value, json};
 
-use crate::commands::{Context, report, with_raw};
+use crate::commands::{Context, with_raw};
 use crate::exit::{Exit, Failure};
 use crate::spinner::Spinner;
 use crate::{arguments, output};
@@ -43,12 +43,12 @@ pub(crate) async fn run(
     let (result, raw) = match decoded {
         Ok(decoded) => decoded,
         Err(failure) => {
-            report(ctx.json, &failure);
+            ctx.report(&failure);
             return Ok(failure.exit);
         }
     };
     if result.skipped > 0 {
-        output::diagnostic(&format!(
+        ctx.out.diagnostic(&format!(
             "mcp-cli: server {server}: left out {} unreadable message(s)",
             result.skipped
         ));

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use mcp_smol::proto::{ReadResourceResult, Request, ResourceContents};
 
-use crate::commands::{Context, report, with_raw};
+use crate::commands::{Context, with_raw};
 use crate::exit::{Exit, Failure};
 use crate::spinner::Spinner;
 
@@ -29,12 +29,12 @@ pub(crate) async fn run(
     let (result, raw) = match decoded {
         Ok(decoded) => decoded,
         Err(failure) => {
-            report(ctx.json, &failure);
+            ctx.report(&failure);
             return Ok(failure.exit);
         }
     };
     if result.skipped > 0 {
-        crate::output::diagnostic(&format!(
+        ctx.out.diagnostic(&format!(
             "mcp-cli: server {server}: left out {} unreadable content item(s)",
             result.skipped
         ));

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::commands::{Context, report};
+use crate::commands::Context;
 use crate::exit::{Exit, Failure};
 use crate::hub::{Catalogue, Skipped};
 use crate::output;
@@ -65,7 +65,7 @@ pub(crate) async fn listed(
     let mut exit = Exit::Success;
     for (_, error) in std::mem::take(&mut catalogue.failures) {
         let failure = Failure::from(error);
-        report(ctx.json, &failure);
+        ctx.report(&failure);
         exit = failure.exit;
     }
     for Skipped {
@@ -74,7 +74,7 @@ pub(crate) async fn listed(
         count,
     } in &catalogue.skipped
     {
-        output::diagnostic(&format!(
+        ctx.out.diagnostic(&format!(
             "mcp-cli: server {server}: left out {count} unreadable {list} entr{}",
             if *count == 1 { "y" } else { "ies" }
         ));

@@ -46,6 +46,7 @@ pub(crate) async fn run(ctx: &mut Context, proxy: bool, named: &[String]) -> Res
         named: named.to_vec(),
         mode: if proxy { Mode::Proxy } else { Mode::Tools },
         link,
+        daemon: None,
     });
     let stdin = smol::Unblock::new(std::io::stdin());
     let stdout = smol::Unblock::new(std::io::stdout());

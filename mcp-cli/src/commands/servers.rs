@@ -29,7 +29,7 @@ pub(crate) async fn run(ctx: &mut Context) -> Result<Exit, Failure> {
 }
 
 /// NAME STATE TOOLS PID COMMAND, aligned, then a line per server that has a reason.
-fn table(rows: &[ServerStatus]) -> Vec<String> {
+pub(crate) fn table(rows: &[ServerStatus]) -> Vec<String> {
     let count = |value: Option<usize>| value.map_or_else(|| "-".to_owned(), |n| n.to_string());
     let mut cells = vec![["NAME", "STATE", "TOOLS", "PID", "COMMAND"].map(str::to_owned)];
     for row in rows {

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::commands::{Context, report};
+use crate::commands::Context;
 use crate::exit::{Exit, Failure};
 use crate::hub::ToolEntry;
 use crate::spinner::Spinner;
@@ -18,11 +18,11 @@ pub(crate) async fn run(ctx: &mut Context, given: &[String]) -> Result<Exit, Fai
     let mut exit = Exit::Success;
     // Listed as warnings: the other tools are fine to use.
     for error in catalogue.withheld {
-        report(ctx.json, &Failure::from(error));
+        ctx.report(&Failure::from(error));
     }
     for (_, error) in catalogue.failures {
         let failure = Failure::from(error);
-        report(ctx.json, &failure);
+        ctx.report(&failure);
         exit = failure.exit;
     }
     if ctx.json {

@@ -89,6 +89,8 @@ pub(crate) struct Gateway {
     pub(crate) named: Vec<String>,
     pub(crate) mode: Mode,
     pub(crate) link: HostLink,
+    /// Set on the daemon's socket, whose private methods (`mcp-cli/...`) it answers.
+    pub(crate) daemon: Option<Arc<crate::daemon::Daemon>>,
 }
 
 /// The capabilities the gateway declares: every list may change.
@@ -197,6 +199,14 @@ impl Gateway {
         method: &str,
         params: Option<Value>,
     ) -> Result<Value, RpcError> {
+        if let Some(daemon) = &self.daemon {
+            daemon.touch();
+            if method.starts_with("mcp-cli/")
+                && let Some(answer) = daemon.handle(method, params.clone()).await
+            {
+                return answer;
+            }
+        }
         let params = params.unwrap_or(Value::Null);
         match (method, self.mode) {
             ("tools/list", Mode::Tools) => Ok(self.list_tools().await),

@@ -1,0 +1,363 @@
+//! The daemon itself: one hub, served by the gateway to every connection on the socket, with
+//! the private methods that let a command line run as if it were cold; it exits when stopped
+//! or idle, stopping its servers and removing its socket.
+
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant, SystemTime};
+
+use clap::Parser;
+use mcp_smol::proto::RpcError;
+use serde_json::{Value, json};
+use smol::channel::{Receiver, Sender};
+use smol::future::FutureExt;
+
+use super::Place;
+use crate::cli::{Cli, Command};
+use crate::commands::{self, Context};
+use crate::config::{self, Config, Policy};
+use crate::exit::{Exit, Failure};
+use crate::gateway::{Gateway, HostLink, Mode};
+use crate::hub::{Hub, Settings};
+use crate::output::Stdout;
+
+/// What the connections share.
+pub(crate) struct Daemon {
+    place: Place,
+    /// The config files as discovered, to read them again.
+    files: Vec<(PathBuf, bool)>,
+    hub: Hub,
+    log_dir: PathBuf,
+    idle: Duration,
+    started: Instant,
+    activity: Mutex<Activity>,
+    stop: Sender<()>,
+    /// The policy the hub was made with: the hub keeps it, so runs under another go cold.
+    policy: Policy,
+    /// The config as last read, to notice edits before a run.
+    seen: Mutex<Seen>,
+}
+
+struct Activity {
+    open: usize,
+    last: Instant,
+}
+
+struct Seen {
+    stamps: Vec<Option<SystemTime>>,
+    /// Why runs cannot be served warm under the config as it now reads, if so.
+    cold: Option<String>,
+}
+
+/// Runs the daemon for `configs` until it is stopped or idle for `idle`. Prints `ready` on
+/// stdout once the socket takes connections (what `daemon start` waits for).
+pub(crate) async fn run(
+    configs: &[PathBuf],
+    log_dir: PathBuf,
+    idle: Duration,
+) -> Result<Exit, Failure> {
+    let env = |key: &str| std::env::var(key).ok();
+    // Out of the shell's session: its hangup and its Ctrl-C are not ours. Fails only for a
+    // group leader, which `daemon start` does not make us.
+    let _ = rustix::process::setsid();
+    let place = Place::discover(configs, &env);
+    place.check_dir(true).map_err(Failure::usage)?;
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(&place.lock)
+        .map_err(|e| Failure::usage(format!("cannot open {}: {e}", place.lock.display())))?;
+    let operation = rustix::fs::FlockOperation::NonBlockingLockExclusive;
+    if rustix::fs::flock(&lock, operation).is_err() {
+        return Err(Failure::usage(format!(
+            "a daemon for these config files is already running: {}",
+            place.socket.display()
+        )));
+    }
+    // Under the lock nobody else serves it: a socket left there is stale.
+    let _ = std::fs::remove_file(&place.socket);
+    let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
+    let files: Vec<(PathBuf, bool)> = config::discover(configs, &env, &cwd);
+    let config = config::load(&files, &env, &cwd).map_err(|error| Failure::usage(error.0))?;
+    let listener = smol::net::unix::UnixListener::bind(&place.socket)
+        .map_err(|e| Failure::usage(format!("cannot listen on {}: {e}", place.socket.display())))?;
+    let _remove = RemoveOnDrop(place.socket.clone());
+    let settings = Settings {
+        log_dir: Some(log_dir.clone()),
+        handshake_timeout: crate::mcp_timeout(&env),
+        pin_dir: Some(log_dir.with_file_name("pins")),
+        // `ask` rules are never met here: runs under them go cold.
+        ..Settings::default()
+    };
+    let policy = config.policy.clone();
+    let cold = has_ask_rules(&config).then(ask_reason);
+    let hub = Hub::new(config, settings);
+    let _stop = StopOnDrop(hub.clone());
+    let (stop, stopped) = smol::channel::bounded(1);
+    let daemon = Arc::new(Daemon {
+        seen: Mutex::new(Seen {
+            stamps: stamps(&place.files),
+            cold,
+        }),
+        place,
+        files,
+        hub: hub.clone(),
+        log_dir,
+        idle,
+        started: Instant::now(),
+        activity: Mutex::new(Activity {
+            open: 0,
+            last: Instant::now(),
+        }),
+        stop,
+        policy,
+    });
+    let mut stdout = std::io::stdout();
+    let _ = writeln!(stdout, "ready").and_then(|()| stdout.flush());
+    // Nobody reads our stdout any more: later writes must not fail, so it goes to /dev/null.
+    if let Ok(null) = std::fs::File::options().write(true).open("/dev/null") {
+        let _ = rustix::stdio::dup2_stdout(null);
+    }
+    eprintln!(
+        "mcp-cli daemon {}: serving {} on {}",
+        std::process::id(),
+        daemon.files_text(),
+        daemon.place.socket.display()
+    );
+    daemon.accept(listener, stopped).await;
+    hub.shutdown().await;
+    Ok(Exit::Success)
+}
+
+impl Daemon {
+    /// Takes connections until stopped or idle.
+    async fn accept(
+        self: &Arc<Self>,
+        listener: smol::net::unix::UnixListener,
+        stopped: Receiver<()>,
+    ) {
+        loop {
+            enum Wake {
+                Connection(std::io::Result<smol::net::unix::UnixStream>),
+                Stop,
+                Tick,
+            }
+            let deadline = self.idle_deadline();
+            let accepted = async { Wake::Connection(listener.accept().await.map(|(s, _)| s)) };
+            let stop = async {
+                let _ = stopped.recv().await;
+                Wake::Stop
+            };
+            let tick = async {
+                smol::Timer::at(deadline).await;
+                Wake::Tick
+            };
+            match accepted.or(stop).or(tick).await {
+                Wake::Connection(Ok(stream)) => self.serve(stream),
+                Wake::Connection(Err(error)) => eprintln!("mcp-cli daemon: accept: {error}"),
+                Wake::Stop => return eprintln!("mcp-cli daemon: stopped"),
+                Wake::Tick if Instant::now() >= self.idle_deadline() => {
+                    return eprintln!("mcp-cli daemon: idle for {:?}, exiting", self.idle);
+                }
+                Wake::Tick => {}
+            }
+        }
+    }
+
+    /// When the daemon may exit for idleness: `idle` after the last activity, and never while
+    /// a connection is open (it is looked at again then).
+    fn idle_deadline(&self) -> Instant {
+        let activity = self.activity();
+        match activity.open {
+            0 => activity.last + self.idle,
+            _ => Instant::now() + self.idle,
+        }
+    }
+
+    fn activity(&self) -> std::sync::MutexGuard<'_, Activity> {
+        self.activity.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Notes a request: the idle time starts again.
+    pub(crate) fn touch(&self) {
+        self.activity().last = Instant::now();
+    }
+
+    /// One host session: the gateway over the connection, for our own user only.
+    fn serve(self: &Arc<Self>, stream: smol::net::unix::UnixStream) {
+        if !super::same_user(&stream) {
+            eprintln!("mcp-cli daemon: refused a connection from another user");
+            return;
+        }
+        let daemon = self.clone();
+        smol::spawn(async move {
+            daemon.activity().open += 1;
+            let gateway = Arc::new(Gateway {
+                hub: daemon.hub.clone(),
+                named: Vec::new(),
+                mode: Mode::Tools,
+                link: HostLink::default(),
+                daemon: Some(daemon.clone()),
+            });
+            gateway.serve(stream.clone(), stream, None).await;
+            let mut activity = daemon.activity();
+            activity.open -= 1;
+            activity.last = Instant::now();
+        })
+        .detach();
+    }
+
+    /// The private methods; `None` for any other.
+    pub(crate) async fn handle(
+        &self,
+        method: &str,
+        params: Option<Value>,
+    ) -> Option<Result<Value, RpcError>> {
+        let answer = match method {
+            "mcp-cli/run" => self.run_command(params.unwrap_or_default()).await,
+            "mcp-cli/status" => Ok(self.status()),
+            "mcp-cli/stop" => {
+                let _ = self.stop.try_send(());
+                Ok(json!({}))
+            }
+            _ => return None,
+        };
+        self.touch();
+        Some(answer)
+    }
+
+    /// Runs a command line against the warm hub, capturing what it prints. Answers
+    /// `{"cold": why}` when it could not print what a cold run would.
+    async fn run_command(&self, params: Value) -> Result<Value, RpcError> {
+        let invalid = |message: &str| RpcError {
+            code: RpcError::INVALID_PARAMS,
+            message: message.to_owned(),
+            data: None,
+        };
+        let args: Vec<String> = serde_json::from_value(params["args"].clone())
+            .map_err(|_| invalid("args must be a list of strings"))?;
+        let cwd = PathBuf::from(params["cwd"].as_str().unwrap_or("/"));
+        let cli = Cli::try_parse_from(&args).map_err(|e| invalid(&e.to_string()))?;
+        if let Some(why) = self.refresh() {
+            return Ok(json!({ "cold": why }));
+        }
+        let mut command = cli.command;
+        // A relative output file is the caller's, not ours.
+        if let Command::Read {
+            output: Some(file), ..
+        } = &mut command
+        {
+            *file = cwd.join(&*file);
+        }
+        let mut ctx = Context {
+            hub: self.hub.clone(),
+            json: cli.json,
+            log_dir: self.log_dir.clone(),
+            out: Stdout::capturing(),
+            configs: cli.configs,
+            adhoc: None,
+        };
+        let exit = match commands::dispatch_warm(&mut ctx, command).await {
+            Ok(exit) => exit,
+            Err(failure) => {
+                ctx.report(&failure);
+                failure.exit
+            }
+        };
+        Ok(json!({ "exit": exit.code(), "lines": ctx.out.take_captured() }))
+    }
+
+    /// Applies config edits made since the last look; returns why runs must go cold, if
+    /// they must (a config that no longer reads, a policy the hub cannot take on).
+    fn refresh(&self) -> Option<String> {
+        let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = stamps(&self.place.files);
+        if now != seen.stamps {
+            seen.stamps = now;
+            let env = |key: &str| std::env::var(key).ok();
+            let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
+            seen.cold = match config::load(&self.files, &env, &cwd) {
+                Err(error) => Some(format!("the config does not read: {}", error.0)),
+                Ok(config) if config.policy != self.policy => {
+                    Some("the policy changed since the daemon started".to_owned())
+                }
+                Ok(config) => {
+                    let cold = has_ask_rules(&config).then(ask_reason);
+                    self.hub.apply(config);
+                    cold
+                }
+            };
+        }
+        seen.cold.clone()
+    }
+
+    fn status(&self) -> Value {
+        let (open, idle) = {
+            let activity = self.activity();
+            (activity.open, activity.last.elapsed())
+        };
+        json!({
+            "pid": std::process::id(),
+            "socket": self.place.socket,
+            "configs": self.place.files,
+            "uptimeSeconds": self.started.elapsed().as_secs(),
+            "idleSeconds": idle.as_secs(),
+            "idleExitSeconds": self.idle.as_secs(),
+            // This one, asking for the status, among them.
+            "connections": open,
+            "servers": self.hub.status(),
+            // As `servers` prints it, for `daemon status`.
+            "table": commands::servers::table(&self.hub.status()),
+        })
+    }
+
+    fn files_text(&self) -> String {
+        let files: Vec<String> = (self.place.files.iter())
+            .map(|file| file.display().to_string())
+            .collect();
+        match files.is_empty() {
+            true => "no config files".to_owned(),
+            false => files.join(", "),
+        }
+    }
+}
+
+fn has_ask_rules(config: &Config) -> bool {
+    (config.policy.rules.iter()).any(|rule| rule.action == config::Action::Ask)
+}
+
+fn ask_reason() -> String {
+    "ask rules are answered on the caller's terminal".to_owned()
+}
+
+/// Each file's modification time, `None` when it is missing.
+fn stamps(files: &[PathBuf]) -> Vec<Option<SystemTime>> {
+    (files.iter())
+        .map(|file| {
+            std::fs::metadata(file)
+                .and_then(|meta| meta.modified())
+                .ok()
+        })
+        .collect()
+}
+
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Stops the hub's servers when the daemon is dropped unfinished (a signal).
+struct StopOnDrop(Hub);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        smol::block_on(self.0.terminate());
+    }
+}

@@ -1,0 +1,188 @@
+//! The warm daemon: the gateway in the background on a per-user Unix socket, keyed by the
+//! config files it serves, and the command line's side of using it.
+//!
+//! The socket lives in `$XDG_RUNTIME_DIR/mcp-cli/` (else `/tmp/mcp-cli-<uid>/`), a folder that
+//! must be ours and mode 0700; its name is a hash of the config files' paths, so each project
+//! gets its own daemon. Besides plain MCP, a connection there may use three private methods:
+//! `mcp-cli/run` runs a command line against the daemon's hub and returns what it printed and
+//! its exit code, so a warm run prints exactly what a cold one would; `mcp-cli/status`;
+//! `mcp-cli/stop`.
+
+mod host;
+
+use std::ffi::OsString;
+use std::os::fd::AsFd;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use mcp_smol::proto::Request;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::cli::{Cli, Command};
+use crate::config;
+use crate::exit::{Exit, Failure};
+use crate::output::{Line, Stdout};
+
+pub(crate) use host::{Daemon, run};
+
+/// Turns the automatic use of a running daemon off when set to anything but `0` or empty.
+pub(crate) const NO_DAEMON: &str = "MCP_CLI_NO_DAEMON";
+
+/// Where the daemon for one set of config files lives.
+#[derive(Debug, Clone)]
+pub(crate) struct Place {
+    pub(crate) dir: PathBuf,
+    pub(crate) socket: PathBuf,
+    /// Held locked for the daemon's life: a second one for the same files finds it taken.
+    pub(crate) lock: PathBuf,
+    /// The short hash of the config files' paths that names the socket.
+    pub(crate) key: String,
+    pub(crate) files: Vec<PathBuf>,
+}
+
+impl Place {
+    /// The place of the daemon for the config files `mcp-cli` would read here.
+    pub(crate) fn discover(configs: &[PathBuf], env: config::Env<'_>) -> Self {
+        let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
+        let files: Vec<PathBuf> = (config::discover(configs, env, &cwd).into_iter())
+            .map(|(path, _)| path)
+            .collect();
+        let mut hash = Sha256::new();
+        for file in &files {
+            hash.update(file.as_os_str().as_encoded_bytes());
+            hash.update([0]);
+        }
+        let key: String = (hash.finalize().iter().take(6))
+            .map(|byte| format!("{byte:02x}"))
+            .collect();
+        let dir = match env("XDG_RUNTIME_DIR").filter(|dir| !dir.is_empty()) {
+            Some(dir) => PathBuf::from(dir).join("mcp-cli"),
+            None => PathBuf::from(format!("/tmp/mcp-cli-{}", rustix::process::getuid())),
+        };
+        Self {
+            socket: dir.join(format!("{key}.sock")),
+            lock: dir.join(format!("{key}.lock")),
+            dir,
+            key,
+            files,
+        }
+    }
+
+    /// Checks that the folder is ours and closed to others (creating it first if asked):
+    /// anyone who could write there could stand a socket of theirs in for ours.
+    pub(crate) fn check_dir(&self, create: bool) -> Result<(), String> {
+        if create {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(&self.dir)
+                .map_err(|e| format!("cannot create {}: {e}", self.dir.display()))?;
+        }
+        let meta = std::fs::symlink_metadata(&self.dir)
+            .map_err(|e| format!("cannot use {}: {e}", self.dir.display()))?;
+        let uid = rustix::process::getuid().as_raw();
+        if !meta.is_dir() || meta.uid() != uid || meta.mode() & 0o777 != 0o700 {
+            return Err(format!(
+                "refusing to use {}: it must be a folder of user {uid} with mode 0700",
+                self.dir.display()
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Whether the other end of a Unix socket runs as our own user.
+pub(crate) fn same_user(socket: impl AsFd) -> bool {
+    let ours = rustix::process::getuid();
+    rustix::net::sockopt::socket_peercred(socket).is_ok_and(|cred| cred.uid == ours)
+}
+
+/// Connects to the daemon at `place` as an MCP client, if one runs there and is ours.
+pub(crate) async fn connect(place: &Place) -> Option<mcp_smol::Client> {
+    place.check_dir(false).ok()?;
+    let stream = smol::net::unix::UnixStream::connect(&place.socket)
+        .await
+        .ok()?;
+    if !same_user(&stream) {
+        return None;
+    }
+    let options = mcp_smol::Options::default();
+    mcp_smol::connect_stream(stream.clone(), stream, options)
+        .await
+        .ok()
+}
+
+/// The commands a daemon runs for us: those that only talk to servers.
+fn runs_warm(cli: &Cli) -> bool {
+    let warm_command = match &cli.command {
+        // Arguments from our stdin are ours to read.
+        Command::Call { args_json, .. } => args_json.as_deref() != Some("-"),
+        Command::Tools { .. }
+        | Command::Servers
+        | Command::Resources { .. }
+        | Command::Read { .. }
+        | Command::Prompts { .. }
+        | Command::Prompt { .. } => true,
+        _ => false,
+    };
+    // `--timeout` would have to replace every server's own in the daemon's shared hub.
+    warm_command && cli.stdio.is_none() && cli.timeout.is_none()
+}
+
+/// Runs the command through the daemon for these config files, when one runs and may: the
+/// same lines printed and the exit code returned. `None`: run it here.
+pub(crate) async fn run_warm(cli: &Cli, args: &[OsString], env: config::Env<'_>) -> Option<i32> {
+    let off = env(NO_DAEMON).is_some_and(|value| !value.is_empty() && value != "0");
+    if off || !runs_warm(cli) {
+        return None;
+    }
+    let args: Vec<&str> = (args.iter().map(|arg| arg.to_str())).collect::<Option<_>>()?;
+    let cwd = std::env::current_dir().ok()?;
+    let place = Place::discover(&cli.configs, env);
+    if !place.socket.exists() {
+        return None;
+    }
+    let client = connect(&place).await?;
+    let params = json!({ "args": args, "cwd": cwd });
+    // The daemon's hub keeps each server's own timeout; this one only guards a lost daemon.
+    let request =
+        Request::new("mcp-cli/run", Some(params)).timeout(Duration::from_secs(7 * 24 * 3600));
+    let answer = client.request(request).await;
+    client.close().await;
+    let answer = match answer {
+        Ok(answer) => answer,
+        Err(error) => {
+            let failure = Failure {
+                exit: Exit::Server,
+                message: format!("the daemon at {} failed: {error}", place.socket.display()),
+            };
+            crate::commands::report(cli.json, &failure);
+            return Some(failure.exit.code());
+        }
+    };
+    // The daemon cannot answer this one as a cold run would: run it here.
+    if answer.get("cold").is_some() {
+        return None;
+    }
+    let lines: Vec<Line> = serde_json::from_value(answer["lines"].clone()).unwrap_or_default();
+    Stdout::default().replay(&lines);
+    let code = answer["exit"]
+        .as_i64()
+        .unwrap_or(Exit::Server.code().into());
+    Some(i32::try_from(code).unwrap_or(Exit::Server.code()))
+}
+
+/// Asks the daemon at `place` something of its own (`mcp-cli/status`, `mcp-cli/stop`).
+pub(crate) async fn ask(client: &mcp_smol::Client, method: &str) -> Result<Value, Failure> {
+    (client.request(Request::new(method, None)).await).map_err(|error| Failure {
+        exit: Exit::Server,
+        message: format!("the daemon failed: {error}"),
+    })
+}
+
+/// Where the daemon's own stderr goes: beside the servers' logs folder.
+pub(crate) fn log_file(log_dir: &Path, place: &Place) -> PathBuf {
+    log_dir.with_file_name(format!("daemon-{}.log", place.key))
+}
