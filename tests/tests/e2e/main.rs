@@ -42,3 +42,6 @@ mod trust;
 
 /// `mcp-cli serve` driven by the official TypeScript and Python SDK clients, and by raw lines.
 mod gateway;
+
+/// `mcp-cli daemon`: warm runs against cold ones, peer uid, stop, idle exit, stale sockets.
+mod daemon;

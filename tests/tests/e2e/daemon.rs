@@ -1,0 +1,301 @@
+//! `mcp-cli daemon`: warm runs print what cold runs print, servers stay warm, other users are
+//! refused, and stop, idle exit, a stale socket and a second start behave.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use crate::support::{FIXTURE, Run, Scratch};
+
+/// A scratch folder with its own runtime and state folders, and a daemon stopped on drop
+/// (when the test fails, too).
+struct Daemon {
+    scratch: Scratch,
+}
+
+impl Daemon {
+    /// The fixture (`fx`, with resources and prompts, calls time out after 1 s) and a server
+    /// that fails its handshake (`broken`).
+    fn new(name: &str) -> Self {
+        let scratch = Scratch::new(&format!("daemon-{name}"));
+        let config = format!(
+            "[mcp.fx]\ncommand = {FIXTURE:?}\nargs = [\"resources\"]\ncall_timeout_sec = 1\n\n\
+             [mcp.broken]\ncommand = {FIXTURE:?}\nargs = [\"exit-in-handshake\"]\n"
+        );
+        scratch.write(".mcp-cli.toml", &config);
+        Self { scratch }
+    }
+
+    fn runtime(&self) -> PathBuf {
+        self.scratch.0.join("run")
+    }
+
+    /// `mcp-cli args`, using the daemon when one runs.
+    fn cli(&self, args: &[&str]) -> Run {
+        let runtime = self.runtime();
+        let runtime = runtime.to_str().unwrap();
+        self.scratch
+            .cli_with(args, &[("XDG_RUNTIME_DIR", runtime)], None)
+    }
+
+    /// `mcp-cli args` run cold, beside the daemon.
+    fn cold(&self, args: &[&str]) -> Run {
+        let runtime = self.runtime();
+        let env = [
+            ("XDG_RUNTIME_DIR", runtime.to_str().unwrap()),
+            ("MCP_CLI_NO_DAEMON", "1"),
+        ];
+        self.scratch.cli_with(args, &env, None)
+    }
+
+    fn start(&self, extra: &[&str]) -> u32 {
+        let mut args = vec!["daemon", "start"];
+        args.extend(extra);
+        let run = self.cli(&args);
+        assert_eq!(run.code, 0, "{run:?}");
+        self.status()["pid"].as_u64().unwrap() as u32
+    }
+
+    fn status(&self) -> serde_json::Value {
+        let run = self.cli(&["--json", "daemon", "status"]);
+        assert_eq!(run.code, 0, "{run:?}");
+        serde_json::from_str(&run.stdout).unwrap()
+    }
+
+    fn socket(&self) -> PathBuf {
+        let dir = self.runtime().join("mcp-cli");
+        let mut sockets = std::fs::read_dir(&dir).unwrap().flatten().map(|e| e.path());
+        sockets
+            .find(|path| path.extension().is_some_and(|ext| ext == "sock"))
+            .unwrap()
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.cli(&["daemon", "stop"]);
+    }
+}
+
+/// Whether a process is gone (or only a zombie nobody reaped yet).
+fn gone(pid: u32) -> bool {
+    mcp_tests::process_stat(pid).is_none_or(|stat| stat.state == 'Z')
+}
+
+/// Waits for a process to go, up to a generous deadline (it exits on its own).
+fn wait_gone(pid: u32) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !gone(pid) {
+        assert!(Instant::now() < deadline, "process {pid} is still running");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Process ids differ between a cold and a warm run; everything else must not.
+/// (Every run of three digits or more stands for one: tool counts and exit statuses are less.)
+fn without_pids(text: &str) -> String {
+    let mut out = String::new();
+    let mut digits = String::new();
+    for c in text.chars().chain(['\n']) {
+        if c.is_ascii_digit() {
+            digits.push(c);
+            continue;
+        }
+        out.push_str(if digits.len() >= 3 { "PID" } else { &digits });
+        digits.clear();
+        out.push(c);
+    }
+    out.pop();
+    out
+}
+
+#[test]
+fn warm_runs_print_what_cold_runs_print() {
+    let daemon = Daemon::new("same");
+    daemon.start(&[]);
+    let cases: &[(&[&str], i32)] = &[
+        (&["call", "fx", "echo", "text=hi"], 0),
+        (&["--json", "call", "fx", "add", "a=1", "b=2"], 0),
+        (&["call", "fx", "fail"], 1),
+        (&["call", "fx", "nope"], 2),
+        (&["call", "fx", "echo", "nottext=1"], 2),
+        (&["call", "broken", "echo"], 3),
+        (&["call", "fx", "sleep", "ms=5000"], 4),
+        (&["tools", "fx"], 0),
+        (&["tools"], 3),
+        (&["servers"], 3),
+        (&["--json", "servers"], 3),
+        (&["resources", "fx"], 0),
+        (&["read", "fx", "fixture://nowhere"], 2),
+        (&["prompts", "fx"], 0),
+        (&["prompt", "fx", "greet", "name=Ada"], 0),
+        (&["prompt", "fx", "greet"], 2),
+    ];
+    for &(args, code) in cases {
+        let cold = daemon.cold(args);
+        let warm = daemon.cli(args);
+        assert_eq!(warm.code, code, "{args:?}: {warm:?}");
+        assert_eq!(warm.code, cold.code, "{args:?}");
+        assert_eq!(
+            without_pids(&warm.stdout),
+            without_pids(&cold.stdout),
+            "{args:?}"
+        );
+        assert_eq!(
+            without_pids(&warm.stderr),
+            without_pids(&cold.stderr),
+            "{args:?}"
+        );
+    }
+    // The resources fixture's first resource, read by URI, as a cold run reads it.
+    let listed = daemon.cold(&["--json", "resources", "fx"]);
+    let listed: serde_json::Value = serde_json::from_str(&listed.stdout).unwrap();
+    let uri = listed["resources"][0]["uri"].as_str().unwrap().to_owned();
+    let cold = daemon.cold(&["read", "fx", &uri]);
+    let warm = daemon.cli(&["read", "fx", &uri]);
+    assert_eq!((warm.code, &warm.stdout), (0, &cold.stdout));
+}
+
+#[test]
+fn a_server_stays_warm_between_calls() {
+    let daemon = Daemon::new("warm");
+    daemon.start(&[]);
+    assert_eq!(daemon.cli(&["call", "fx", "echo", "text=1"]).code, 0);
+    let pid = |daemon: &Daemon| {
+        let servers = &daemon.status()["servers"];
+        let fx = servers
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == "fx");
+        fx.unwrap()["pid"].as_u64().unwrap()
+    };
+    let first = pid(&daemon);
+    assert_eq!(daemon.cli(&["call", "fx", "echo", "text=2"]).stdout, "2\n");
+    assert_eq!(pid(&daemon), first);
+}
+
+#[test]
+fn another_user_cannot_connect() {
+    let daemon = Daemon::new("uid");
+    daemon.start(&[]);
+    let socket = daemon.socket();
+    // Reachable for the other user, so that only the daemon's own check stands in the way.
+    let mode = |path: &PathBuf, mode: u32| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    };
+    mode(&socket.parent().unwrap().to_path_buf(), 0o711);
+    mode(&daemon.runtime(), 0o711);
+    mode(&socket, 0o777);
+    // Sends `initialize` and prints whatever comes back before the connection ends (a reset
+    // when our line was left unread).
+    let script = "import socket,sys\n\
+        s=socket.socket(socket.AF_UNIX)\ns.connect(sys.argv[1])\n\
+        s.sendall(b'{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}\\n')\n\
+        try:\n  print(s.makefile().readline().strip() or 'closed')\n\
+        except ConnectionResetError:\n  print('closed')\n";
+    let connect = |as_other: bool| {
+        let mut command = if as_other {
+            let mut c = std::process::Command::new("setpriv");
+            c.args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "/usr/bin/python3",
+            ]);
+            c
+        } else {
+            std::process::Command::new("/usr/bin/python3")
+        };
+        let output = command
+            .args(["-c", script, socket.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            output.status.success(),
+            "the connecting script failed: {stderr}"
+        );
+        String::from_utf8_lossy(&output.stdout).trim().to_owned()
+    };
+    assert!(
+        connect(false).contains("\"result\""),
+        "our own user is served"
+    );
+    assert_eq!(connect(true), "closed", "another user is refused");
+    mode(&socket.parent().unwrap().to_path_buf(), 0o700);
+}
+
+#[test]
+fn stop_leaves_no_process_behind() {
+    let daemon = Daemon::new("stop");
+    let pid = daemon.start(&[]);
+    assert_eq!(daemon.cli(&["servers"]).code, 3);
+    let servers = daemon.status()["servers"].clone();
+    let fx = servers
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "fx");
+    let server = fx.unwrap()["pid"].as_u64().unwrap() as u32;
+    let run = daemon.cli(&["daemon", "stop"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(gone(pid), "the daemon is gone once stop returns");
+    assert!(
+        !mcp_tests::group_alive(server),
+        "the server's group is gone"
+    );
+    assert!(!daemon.socket_exists());
+    // Later commands run cold, as before.
+    assert_eq!(
+        daemon.cli(&["call", "fx", "echo", "text=cold"]).stdout,
+        "cold\n"
+    );
+}
+
+impl Daemon {
+    fn socket_exists(&self) -> bool {
+        let dir = self.runtime().join("mcp-cli");
+        (std::fs::read_dir(dir).unwrap().flatten())
+            .any(|e| e.path().extension().is_some_and(|ext| ext == "sock"))
+    }
+}
+
+#[test]
+fn an_idle_daemon_exits_and_stops_its_servers() {
+    let daemon = Daemon::new("idle");
+    let pid = daemon.start(&["--idle", "1"]);
+    assert_eq!(daemon.cli(&["call", "fx", "echo", "text=1"]).code, 0);
+    let servers = daemon.status()["servers"].clone();
+    let fx = servers
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "fx");
+    let server = fx.unwrap()["pid"].as_u64().unwrap() as u32;
+    wait_gone(pid);
+    assert!(
+        !mcp_tests::group_alive(server),
+        "the server's group is gone"
+    );
+    assert!(!daemon.socket_exists());
+}
+
+#[test]
+fn a_stale_socket_is_replaced_and_a_second_start_is_refused_politely() {
+    let daemon = Daemon::new("stale");
+    let pid = daemon.start(&[]);
+    let socket = daemon.socket();
+    // A socket with nobody behind it, as a crash leaves it.
+    let _ = daemon.cli(&["daemon", "stop"]);
+    wait_gone(pid);
+    drop(std::os::unix::net::UnixListener::bind(&socket).unwrap());
+    assert!(socket.exists());
+    assert_eq!(daemon.cli(&["call", "fx", "echo", "text=cold"]).code, 0);
+    let second = daemon.start(&[]);
+    assert_ne!(second, pid);
+    let again = daemon.cli(&["daemon", "start"]);
+    assert_eq!(again.code, 0);
+    assert!(again.stdout.contains("already running"), "{again:?}");
+    assert!(again.stdout.contains(&second.to_string()), "{again:?}");
+}
