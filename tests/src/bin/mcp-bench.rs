@@ -90,6 +90,10 @@ fn run_all() {
         &client,
         &floor,
     );
+
+    for target in WarmTarget::available(&bins) {
+        target.measure(&bins, &mut table);
+    }
     table.print();
 }
 
@@ -568,6 +572,134 @@ fn cold_floor(bins: &Bins) -> f64 {
     let elapsed = started.elapsed().as_secs_f64();
     assert!(output.status.success());
     elapsed
+}
+
+// ----- warm calls: through the daemon -----
+
+/// A server measured cold, warm through the daemon, and in-process.
+struct WarmTarget {
+    label: &'static str,
+    command: mcp_smol::ServerCommand,
+    /// The echo tool's string argument.
+    argument: &'static str,
+    /// What the echo tool answers `hi` with.
+    echoed: &'static str,
+}
+
+impl WarmTarget {
+    /// The fixture, and server-everything when the end-to-end suite has installed it.
+    fn available(bins: &Bins) -> Vec<Self> {
+        let mut targets = vec![Self {
+            label: "fixture",
+            command: mcp_smol::ServerCommand::new(bins.fixture.to_string_lossy()).arg("good"),
+            argument: "text",
+            echoed: "hi",
+        }];
+        let everything = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../target/e2e-servers/npm/node_modules/.bin/mcp-server-everything");
+        if everything.exists() {
+            targets.push(Self {
+                label: "server-everything",
+                command: mcp_smol::ServerCommand::new(everything.to_string_lossy()),
+                argument: "message",
+                echoed: "Echo: hi",
+            });
+        }
+        targets
+    }
+
+    /// Rows: a warm `mcp-cli call` against a cold one, and a call over the daemon's socket
+    /// against one on an in-process connection.
+    fn measure(&self, bins: &Bins, table: &mut Table) {
+        let dir = std::env::temp_dir().join(format!("mcp-bench-warm-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let config = dir.join("config.toml");
+        let command = &self.command;
+        std::fs::write(
+            &config,
+            format!(
+                "[mcp.s]\ncommand = {:?}\nargs = {:?}\n",
+                command.program, command.args
+            ),
+        )
+        .unwrap();
+        let cli = |args: &[&str], cold: bool| {
+            let mut run = Command::new(&bins.cli);
+            run.arg("--config").arg(&config).args(args);
+            run.env("XDG_RUNTIME_DIR", dir.join("run"))
+                .env("XDG_STATE_HOME", dir.join("state"));
+            if cold {
+                run.env("MCP_CLI_NO_DAEMON", "1");
+            }
+            run
+        };
+        let argument = format!("{}=hi", self.argument);
+        let call = |cold: bool| {
+            let started = Instant::now();
+            let output = cli(&["call", "s", "echo", &argument], cold)
+                .output()
+                .unwrap();
+            let elapsed = started.elapsed().as_secs_f64();
+            let printed = String::from_utf8_lossy(&output.stdout);
+            assert_eq!(printed.trim_end(), self.echoed, "{output:?}");
+            elapsed
+        };
+        let started = cli(&["daemon", "start"], true).output().unwrap();
+        assert!(started.status.success(), "{started:?}");
+        let status = cli(&["--json", "daemon", "status"], true).output().unwrap();
+        let status: Value = serde_json::from_slice(&status.stdout).unwrap();
+        let socket = PathBuf::from(status["socket"].as_str().unwrap());
+        call(false); // the daemon starts the server on first use
+        let (warm, cold) = alternate(|| call(false), || call(true));
+        table.row_latency(
+            &format!("daemon, {}: warm `mcp-cli call` / a cold one", self.label),
+            &warm,
+            &cold,
+        );
+        let arguments = json!({ self.argument: "hi" });
+        let (socket_calls, in_process) = smol::block_on(async {
+            let stream = smol::net::unix::UnixStream::connect(&socket).await.unwrap();
+            let options = mcp_smol::Options::default();
+            let warm = mcp_smol::connect_stream(stream.clone(), stream, options)
+                .await
+                .unwrap();
+            let direct = mcp_smol::connect(command, mcp_smol::Options::default())
+                .await
+                .unwrap();
+            let latency = |client: mcp_smol::Client, tool: &'static str| {
+                let arguments = arguments.clone();
+                async move {
+                    let mut times = Vec::new();
+                    for _ in 0..200 {
+                        let started = Instant::now();
+                        client.call_tool(tool, arguments.clone()).await.unwrap();
+                        times.push(started.elapsed().as_secs_f64());
+                    }
+                    median(&times)
+                }
+            };
+            let mut through_socket = Vec::new();
+            let mut direct_times = Vec::new();
+            for _ in 0..REPETITIONS {
+                through_socket.push(latency(warm.clone(), "s__echo").await);
+                direct_times.push(latency(direct.clone(), "echo").await);
+            }
+            warm.close().await;
+            direct.close().await;
+            (through_socket, direct_times)
+        });
+        table.row_latency(
+            &format!(
+                "daemon, {}: a call over its socket / in-process",
+                self.label
+            ),
+            &socket_calls,
+            &in_process,
+        );
+        let _ = cli(&["daemon", "stop"], true).output();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
 
 // ----- reporting -----
