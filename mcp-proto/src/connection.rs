@@ -386,21 +386,43 @@ impl Connection {
         let timeout = request.timeout.unwrap_or(self.config.request_timeout);
         let id = self.next_id;
         let (bytes, progress_token) = match &request.params {
-            Params::CallTool { name, arguments } => {
+            Params::CallTool {
+                name,
+                arguments,
+                progress_token,
+            } => {
                 let empty = Value::Object(serde_json::Map::new());
                 let arguments = match arguments {
                     Value::Null => &empty,
                     Value::Object(_) => arguments,
                     _ => return Err(SendError::InvalidParams),
                 };
-                // The call's own id is its progress token: unique, and found without a lookup.
-                let params = jsonrpc::CallToolParams {
-                    name,
-                    arguments,
-                    meta: jsonrpc::ProgressMeta { progress_token: id },
-                };
-                let bytes = jsonrpc::request(id, &request.method, Some(&params));
-                (bytes, Some(ProgressToken::OwnId))
+                match progress_token {
+                    // The call's own id is its progress token: unique, found without a lookup.
+                    None => {
+                        let meta = jsonrpc::ProgressMeta { progress_token: id };
+                        let params = jsonrpc::CallToolParams {
+                            name,
+                            arguments,
+                            meta,
+                        };
+                        let bytes = jsonrpc::request(id, &request.method, Some(&params));
+                        (bytes, Some(ProgressToken::OwnId))
+                    }
+                    Some(token) => {
+                        let claimed = self.claim_token(id, token)?;
+                        let meta = jsonrpc::ProgressMeta {
+                            progress_token: token,
+                        };
+                        let params = jsonrpc::CallToolParams {
+                            name,
+                            arguments,
+                            meta,
+                        };
+                        let bytes = jsonrpc::request(id, &request.method, Some(&params));
+                        (bytes, claimed)
+                    }
+                }
             }
             Params::Value(params) if !params.is_object() && !params.is_array() => {
                 return Err(SendError::InvalidParams);
@@ -424,12 +446,17 @@ impl Connection {
         id: u64,
         params: &Value,
     ) -> Result<Option<ProgressToken>, SendError> {
-        let Some(token) = params
+        match params
             .get("_meta")
             .and_then(|meta| meta.get("progressToken"))
-        else {
-            return Ok(None);
-        };
+        {
+            Some(token) => self.claim_token(id, token),
+            None => Ok(None),
+        }
+    }
+
+    /// Records `token` as request `id`'s progress token, unless a pending request uses it.
+    fn claim_token(&mut self, id: u64, token: &Value) -> Result<Option<ProgressToken>, SendError> {
         if token.as_u64() == Some(id) {
             return Ok(Some(ProgressToken::OwnId));
         }

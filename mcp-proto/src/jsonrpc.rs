@@ -243,17 +243,18 @@ pub(crate) fn request<P: Serialize>(id: u64, method: &str, params: Option<&P>) -
 
 /// The params of `tools/call`, with the progress token that lets progress extend its deadline.
 #[derive(Serialize)]
-pub(crate) struct CallToolParams<'a> {
+pub(crate) struct CallToolParams<'a, T> {
     pub(crate) name: &'a str,
     pub(crate) arguments: &'a Value,
     #[serde(rename = "_meta")]
-    pub(crate) meta: ProgressMeta,
+    pub(crate) meta: ProgressMeta<T>,
 }
 
+/// `_meta.progressToken`: the call's own id, or a token the caller chose.
 #[derive(Serialize)]
-pub(crate) struct ProgressMeta {
+pub(crate) struct ProgressMeta<T> {
     #[serde(rename = "progressToken")]
-    pub(crate) progress_token: u64,
+    pub(crate) progress_token: T,
 }
 
 /// A notification we send.

@@ -25,10 +25,11 @@ pub struct Request<T = Value> {
 pub(crate) enum Params {
     None,
     Value(Value),
-    /// Encoded at send time, when the id (also the progress token) is known.
+    /// Encoded at send time, when the id (the progress token, unless one is given) is known.
     CallTool {
         name: String,
         arguments: Value,
+        progress_token: Option<Value>,
     },
 }
 
@@ -59,8 +60,23 @@ impl Request<CallToolResult> {
         let name = name.into();
         Self::with(
             "tools/call".to_owned(),
-            Params::CallTool { name, arguments },
+            Params::CallTool {
+                name,
+                arguments,
+                progress_token: None,
+            },
         )
+    }
+
+    /// The call with a progress token the caller chose instead of its own id: for a caller
+    /// that routes progress to whoever made the call, such as a gateway passing its host's
+    /// calls on. It must not be the token of another pending request.
+    #[must_use]
+    pub fn progress_token(mut self, token: Value) -> Self {
+        if let Params::CallTool { progress_token, .. } = &mut self.params {
+            *progress_token = Some(token);
+        }
+        self
     }
 }
 

@@ -2,7 +2,7 @@
 //! each mapped back to its server, beside its resources, resource templates and prompts; and
 //! calls through it.
 
-use mcp_smol::proto::{Progress, Request, Tool};
+use mcp_smol::proto::{Notification, Progress, Request, Tool};
 use serde_json::Value;
 
 use crate::config::{Action, Rule};
@@ -256,11 +256,15 @@ impl Hub {
         let slot = self.inner.slot(&tool.server)?;
         let live = slot.ensure_running(&self.inner).await?;
         let notes = live.client.notifications().await;
-        let request = Request::call_tool(&tool.tool.name, arguments).untyped();
-        let call = live.client.request(request);
+        // A token of the hub's own, so that calls running side by side on one server (a
+        // gateway's hosts) each hear only their own progress.
+        let token = Value::String(format!("mcp-cli-{}", self.inner.next_progress_token()));
+        let request = Request::call_tool(&tool.tool.name, arguments).progress_token(token.clone());
+        let call = live.client.request(request.untyped());
+        let ours = |note: Notification| note.progress().filter(|p| p.progress_token == token);
         let progress = async {
             while let Ok(note) = notes.recv().await {
-                if let Some(progress) = note.progress() {
+                if let Some(progress) = ours(note) {
                     on_progress(progress);
                 }
             }
@@ -271,7 +275,7 @@ impl Hub {
         // Progress the server sent just before its answer is already in the channel: it was
         // dispatched first, so it is passed on before the result is.
         while let Ok(note) = notes.try_recv() {
-            if let Some(progress) = note.progress() {
+            if let Some(progress) = ours(note) {
                 on_progress(progress);
             }
         }

@@ -246,6 +246,8 @@ pub(crate) struct Inner {
     /// Never sent on: dropped with the hub, which ends every watcher waiting on `gone`.
     _alive: Sender<()>,
     gone: Receiver<()>,
+    /// Counts the progress tokens of the hub's calls.
+    progress_tokens: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for Inner {
@@ -270,6 +272,7 @@ impl Hub {
             listeners: Mutex::new(Vec::new()),
             _alive: alive,
             gone,
+            progress_tokens: std::sync::atomic::AtomicU64::new(0),
         });
         let hub = Self { inner };
         for server in servers {
@@ -488,6 +491,11 @@ impl Inner {
             let _ = gone.recv().await;
         };
         self.spawn(smol::future::or(task, until_gone)).detach();
+    }
+
+    /// A number for the next call's progress token, never used twice by this hub.
+    pub(crate) fn next_progress_token(&self) -> u64 {
+        self.progress_tokens.fetch_add(1, Ordering::Relaxed)
     }
 
     pub(crate) fn emit(&self, event: HubEvent) {

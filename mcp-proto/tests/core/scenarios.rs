@@ -773,6 +773,43 @@ fn progress_with_an_unknown_token_changes_nothing() {
 }
 
 #[test]
+fn a_call_can_carry_a_progress_token_of_the_callers() {
+    let start = Instant::now();
+    let config = Config {
+        request_timeout: Duration::from_secs(10),
+        ..Config::default()
+    };
+    let (mut conn, mut server) = handshake_with(start, config);
+    let a = Request::call_tool("slow", json!({})).progress_token(json!("host-a"));
+    let a = conn.request(start, a).unwrap();
+    let b = Request::call_tool("slow", json!({})).progress_token(json!(7));
+    let b = conn.request(start, b).unwrap();
+    let sent = server.absorb(&mut conn);
+    assert_eq!(sent[0]["params"]["_meta"]["progressToken"], "host-a");
+    assert_eq!(sent[1]["params"]["_meta"]["progressToken"], 7);
+    // The same token again is refused while its call runs.
+    let again = Request::call_tool("x", json!({})).progress_token(json!("host-a"));
+    assert_eq!(
+        conn.request(start, again),
+        Err(SendError::ProgressTokenInUse)
+    );
+    // Progress for "host-a" keeps call a alive; call b times out.
+    let later = start + Duration::from_secs(8);
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                      "params": {"progressToken": "host-a", "progress": 1}});
+    server.send(&mut conn, later, note);
+    let _ = drain_events(&mut conn);
+    conn.handle_timeout(start + Duration::from_secs(11));
+    assert!(matches!(
+        next_response(&mut conn),
+        (id, Err(RequestError::TimedOut { .. })) if id == b
+    ));
+    assert_eq!(conn.pending_requests(), 1);
+    server.respond(&mut conn, later, a, json!({"content": []}));
+    assert!(matches!(next_response(&mut conn), (id, Ok(_)) if id == a));
+}
+
+#[test]
 fn a_progress_token_in_use_is_refused() {
     let start = Instant::now();
     let (mut conn, _server) = handshake(start);

@@ -350,3 +350,29 @@ fn every_progress_report_reaches_the_caller() {
         assert_group_gone(pid);
     });
 }
+
+#[test]
+fn calls_side_by_side_each_hear_their_own_progress() {
+    bounded(async {
+        let hub = hub_of(
+            vec![server("fx", fixture("good", &[]))],
+            Policy::default(),
+            None,
+        );
+        let tool = hub.find("fx__progress").await.unwrap();
+        use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+        let (three, five) = (AtomicUsize::new(0), AtomicUsize::new(0));
+        let on_three = |_| _ = three.fetch_add(1, SeqCst);
+        let on_five = |_| _ = five.fetch_add(1, SeqCst);
+        let a = hub.call(&tool, json!({"steps": 3, "ms": 20}), &on_three);
+        let b = hub.call(&tool, json!({"steps": 5, "ms": 20}), &on_five);
+        let (a, b) = futures_lite::future::zip(a, b).await;
+        assert_eq!(text_of(&a.unwrap()), "done 3 steps");
+        assert_eq!(text_of(&b.unwrap()), "done 5 steps");
+        assert_eq!(three.load(SeqCst), 3);
+        assert_eq!(five.load(SeqCst), 5);
+        let pid = pid_of(&hub, "fx");
+        hub.shutdown().await;
+        assert_group_gone(pid);
+    });
+}
