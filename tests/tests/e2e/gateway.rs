@@ -357,6 +357,12 @@ struct RawHost {
 }
 
 impl RawHost {
+    /// Writes `line`, expecting no answer (a notification).
+    fn send(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(format!("{line}\n").as_bytes()).unwrap();
+    }
+
     /// Writes `line` and reads the next line `serve` writes.
     fn exchange(&mut self, line: &str) -> Value {
         let stdin = self.stdin.as_mut().unwrap();
@@ -365,4 +371,70 @@ impl RawHost {
         self.stdout.read_line(&mut answer).unwrap();
         serde_json::from_str(&answer).unwrap_or_else(|_| panic!("not JSON: {answer:?}"))
     }
+}
+
+/// An `ask` rule through the gateway: an elicitation to a host that declared it can answer
+/// one (accepted: the call goes through; declined: a tool error), a tool error that says why
+/// to a host that did not.
+#[test]
+fn ask_rules_become_an_elicitation_or_a_tool_error_that_says_why() {
+    let scratch = Scratch::new("gateway-ask");
+    let config = scratch.write(
+        "ask.toml",
+        &format!(
+            "[mcp.fx]\ncommand = {FIXTURE:?}\nargs = [\"good\"]\n\n\
+             [[permissions.rules]]\ntool = \"fx__add\"\naction = \"ask\"\n"
+        ),
+    );
+    let session = |capabilities: &str| {
+        let mut serve = scratch
+            .command(&["--config", &config.display().to_string(), "serve"])
+            .stdin(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut host = RawHost {
+            stdin: Some(serve.stdin.take().unwrap()),
+            stdout: BufReader::new(serve.stdout.take().unwrap()),
+        };
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": serde_json::from_str::<Value>(capabilities).unwrap(),
+            "clientInfo": {"name": "raw", "version": "0"}}});
+        host.exchange(&init.to_string());
+        host.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        (serve, host)
+    };
+    let add = |id: u64| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+               "params": {"name": "fx__add", "arguments": {"a": 1, "b": 2}}})
+        .to_string()
+    };
+
+    let (mut serve, mut host) = session("{}");
+    let refused = host.exchange(&add(2));
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    let why = refused["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(why.contains("elicitation"), "{why}");
+    drop(host);
+    assert!(serve.wait().unwrap().success());
+
+    let (mut serve, mut host) = session(r#"{"elicitation": {}}"#);
+    for (id, action, expected) in [(3, "accept", Some("3")), (4, "decline", None)] {
+        let asked = host.exchange(&add(id));
+        assert_eq!(asked["method"], "elicitation/create", "{asked}");
+        assert!(
+            asked["params"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("fx__add")
+        );
+        let answer = json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": action}});
+        let result = host.exchange(&answer.to_string());
+        assert_eq!(result["id"], id, "{result}");
+        match expected {
+            Some(sum) => assert_eq!(result["result"]["content"][0]["text"], sum, "{result}"),
+            None => assert_eq!(result["result"]["isError"], true, "{result}"),
+        }
+    }
+    drop(host);
+    assert!(serve.wait().unwrap().success());
 }
