@@ -109,6 +109,7 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
             out: output::Stdout::default(),
             configs: cli.configs.clone(),
             adhoc,
+            call_timeout: cli.timeout,
         };
         smol::block_on(executor.run(until_signal(&mut ctx, cli.command, signals)))
     });

@@ -39,6 +39,8 @@ pub(crate) struct Context {
     pub(crate) configs: Vec<PathBuf>,
     /// The ad hoc server's name, under `--stdio`.
     pub(crate) adhoc: Option<String>,
+    /// `--timeout`, for the commands that build a hub of their own (`serve`).
+    pub(crate) call_timeout: Option<std::time::Duration>,
 }
 
 pub(crate) async fn dispatch(ctx: &mut Context, command: Command) -> Result<Exit, Failure> {

@@ -28,6 +28,7 @@ pub(crate) async fn run(ctx: &mut Context, proxy: bool, named: &[String]) -> Res
     let settings = Settings {
         log_dir: Some(ctx.log_dir.clone()),
         handshake_timeout: crate::mcp_timeout(&env),
+        call_timeout: ctx.call_timeout,
         ask: Some(link.ask_handler()),
         ..Settings::default()
     };

@@ -260,6 +260,8 @@ impl Daemon {
             out: Stdout::capturing(),
             configs: cli.configs,
             adhoc: None,
+            // A run with --timeout is cold: the warm hub keeps each server's own.
+            call_timeout: None,
         };
         let exit = match commands::dispatch_warm(&mut ctx, command).await {
             Ok(exit) => exit,

@@ -438,3 +438,37 @@ fn ask_rules_become_an_elicitation_or_a_tool_error_that_says_why() {
     drop(host);
     assert!(serve.wait().unwrap().success());
 }
+
+/// `--timeout` reaches the servers `serve` stands for: a call past it is a tool error that
+/// says so, and the gateway goes on.
+#[test]
+fn serve_honours_the_call_timeout() {
+    let scratch = Scratch::new("gateway-timeout");
+    let config = config(&scratch, None);
+    let config = config.display().to_string();
+    let mut serve = scratch
+        .command(&["--config", &config, "--timeout", "0.5", "serve", "fx"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut host = RawHost {
+        stdin: Some(serve.stdin.take().unwrap()),
+        stdout: BufReader::new(serve.stdout.take().unwrap()),
+    };
+    host.exchange(
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#,
+    );
+    host.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    let slow = host.exchange(
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"fx__sleep","arguments":{"ms":600000}}}"#,
+    );
+    assert_eq!(slow["result"]["isError"], true, "{slow}");
+    let said = slow["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(said.contains("no response within 0.5"), "{said}");
+    let fine = host.exchange(
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"fx__echo","arguments":{"text":"still here"}}}"#,
+    );
+    assert_eq!(fine["result"]["content"][0]["text"], "still here");
+    drop(host);
+    assert!(serve.wait().unwrap().success());
+}
