@@ -40,6 +40,13 @@ fn pid_of(hub: &Hub, name: &str) -> u32 {
         .unwrap_or_else(|| panic!("{name} is not running: {status:?}"))
 }
 
+/// Stops the hub and checks that the server's process group went with it.
+async fn shut_down(hub: &Hub, name: &str) {
+    let pid = pid_of(hub, name);
+    hub.shutdown().await;
+    assert_group_gone(pid);
+}
+
 async fn echo(hub: &Hub, name: &str, text: &str) -> Result<Value, HubError> {
     let tool = hub.find(&format!("{name}__echo")).await?;
     hub.call(&tool, json!({ "text": text }), &|_| {}).await
@@ -98,9 +105,7 @@ fn a_crash_fails_the_call_and_the_next_use_restarts() {
         let second = echo(&hub, "fx", "two").await.unwrap();
         assert_eq!(text_of(&second), "two");
         assert_eq!(state_of(&hub, "fx").0, State::Running);
-        let pid = pid_of(&hub, "fx");
-        hub.shutdown().await;
-        assert_group_gone(pid);
+        shut_down(&hub, "fx").await;
     });
 }
 
@@ -130,9 +135,7 @@ fn too_many_restarts_leave_it_failed_until_asked_again() {
         // Asked explicitly, it starts again.
         hub.restart("fx").await.unwrap();
         assert_eq!(state_of(&hub, "fx").0, State::Running);
-        let pid = pid_of(&hub, "fx");
-        hub.shutdown().await;
-        assert_group_gone(pid);
+        shut_down(&hub, "fx").await;
     });
 }
 
@@ -159,9 +162,7 @@ fn list_changed_refreshes_the_catalogue() {
         );
         let after = hub.catalogue().await;
         assert!(after.get("fx__extra").is_some(), "{:?}", after.tools);
-        let pid = pid_of(&hub, "fx");
-        hub.shutdown().await;
-        assert_group_gone(pid);
+        shut_down(&hub, "fx").await;
     });
 }
 
@@ -281,9 +282,7 @@ fn policy_denies_servers_and_tools_and_asks_for_others() {
         assert_eq!(asked.lock().unwrap()[0].tool, "fx__add");
         // A call nobody is asked about is not held up.
         assert_eq!(text_of(&echo(&hub, "fx", "free").await.unwrap()), "free");
-        let pid = pid_of(&hub, "fx");
-        hub.shutdown().await;
-        assert_group_gone(pid);
+        shut_down(&hub, "fx").await;
     });
 }
 
@@ -345,9 +344,7 @@ fn every_progress_report_reaches_the_caller() {
             assert_eq!(text_of(&result.unwrap()), "done 3 steps");
             assert_eq!(seen.load(std::sync::atomic::Ordering::SeqCst), 3);
         }
-        let pid = pid_of(&hub, "fx");
-        hub.shutdown().await;
-        assert_group_gone(pid);
+        shut_down(&hub, "fx").await;
     });
 }
 
@@ -371,8 +368,6 @@ fn calls_side_by_side_each_hear_their_own_progress() {
         assert_eq!(text_of(&b.unwrap()), "done 5 steps");
         assert_eq!(three.load(SeqCst), 3);
         assert_eq!(five.load(SeqCst), 5);
-        let pid = pid_of(&hub, "fx");
-        hub.shutdown().await;
-        assert_group_gone(pid);
+        shut_down(&hub, "fx").await;
     });
 }
