@@ -240,15 +240,13 @@ fn deadline_after(now: Instant, timeout: Duration) -> Instant {
 impl Connection {
     /// Starts a connection: the `initialize` request is queued at once.
     pub fn new(now: Instant, config: Config) -> Self {
-        let init_id = 1;
         let mut connection = Self {
             decoder: LineDecoder::new(config.max_line_len),
-            state: State::Initializing {
-                id: init_id,
-                deadline: deadline_after(now, config.handshake_timeout),
-                held_replies: Vec::new(),
+            // Replaced at once by `begin_handshake`.
+            state: State::Closed {
+                reason: CloseReason::Local,
             },
-            next_id: init_id + 1,
+            next_id: 1,
             pending: BTreeMap::new(),
             deadlines: BTreeSet::new(),
             progress_tokens: BTreeMap::new(),
@@ -259,17 +257,29 @@ impl Connection {
             stats: Stats::default(),
             config,
         };
+        connection.begin_handshake(now);
+        connection
+    }
+
+    /// Queues `initialize` under the next id and waits for its answer.
+    fn begin_handshake(&mut self, now: Instant) {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.state = State::Initializing {
+            id,
+            deadline: deadline_after(now, self.config.handshake_timeout),
+            held_replies: Vec::new(),
+        };
         let params = json!({
             "protocolVersion": LATEST_PROTOCOL_VERSION,
-            "capabilities": connection.config.capabilities.to_json(),
+            "capabilities": self.config.capabilities.to_json(),
             "clientInfo": {
-                "name": connection.config.client_name,
-                "version": connection.config.client_version,
+                "name": self.config.client_name,
+                "version": self.config.client_version,
             },
         });
-        let initialize = jsonrpc::request(init_id, "initialize", Some(&params));
-        connection.transmits.push_back(initialize);
-        connection
+        let initialize = jsonrpc::request(id, "initialize", Some(&params));
+        self.transmits.push_back(initialize);
     }
 
     /// The settings this connection was made with.
@@ -322,6 +332,21 @@ impl Connection {
                 return;
             }
         }
+    }
+
+    /// Feeds one whole message (or batch) that came without line framing: an HTTP response
+    /// body, or the `data` of one Server-Sent Event. It may contain newlines. One longer than
+    /// [`Config::max_line_len`] is refused as an oversized line would be: the request it
+    /// answers, if its `id` can be seen, fails with [`RequestError::ResponseTooLarge`].
+    pub fn handle_message(&mut self, now: Instant, message: &[u8]) {
+        if self.is_closed() {
+            return;
+        }
+        if message.len() > self.config.max_line_len {
+            let error = crate::framing::too_long(self.config.max_line_len, message);
+            return self.handle_too_long(error);
+        }
+        self.handle_line(now, message);
     }
 
     /// The server's stdout reached end of file. An unterminated last line is still read.
@@ -528,6 +553,41 @@ impl Connection {
         true
     }
 
+    /// Ends one pending request with `error`, for a failure the transport saw rather than the
+    /// server said (an HTTP exchange that failed, an answer over the size limit). No
+    /// cancellation is sent: the server either never got it or has already answered. Returns
+    /// `false` if the request had already ended.
+    pub fn fail_request(&mut self, _now: Instant, id: RequestId, error: RequestError) -> bool {
+        if !self.pending.contains_key(&id.0) {
+            return false;
+        }
+        self.finish(id.0, Err(error));
+        true
+    }
+
+    /// Ends the connection for a reason only the transport knows, usually
+    /// [`CloseReason::Transport`]: every pending request fails with it, as with any close.
+    pub fn fail(&mut self, reason: CloseReason) {
+        if !self.is_closed() {
+            self.close_with(reason);
+        }
+    }
+
+    /// Starts a new session on the same connection, for a server that forgot the old one (an
+    /// HTTP `404` on a request carrying its session id): `initialize` is queued again, and
+    /// [`Event::Ready`] comes again when it is answered. Pending requests stay pending;
+    /// requests issued meanwhile are held until then, as during the first handshake. The
+    /// caller re-sends the messages the server refused once the new session is ready. Does
+    /// nothing once closed.
+    pub fn restart_session(&mut self, now: Instant) {
+        if self.is_closed() {
+            return;
+        }
+        // Answers to the old session's server requests have nowhere to go.
+        self.server_requests.clear();
+        self.begin_handshake(now);
+    }
+
     /// Ends the connection: every pending request fails with [`CloseReason::Local`]. The
     /// caller then closes the server's stdin.
     pub fn close(&mut self) {
@@ -569,7 +629,7 @@ impl Connection {
     fn handle_line(&mut self, now: Instant, line: &[u8]) {
         for message in jsonrpc::decode(line) {
             match message {
-                Ok(message) => self.handle_message(now, message),
+                Ok(message) => self.handle_decoded(now, message),
                 Err(error) => self.report_malformed(error),
             }
             if self.is_closed() {
@@ -602,7 +662,7 @@ impl Connection {
         self.events.push_back(Event::Malformed(error));
     }
 
-    fn handle_message(&mut self, now: Instant, message: Message) {
+    fn handle_decoded(&mut self, now: Instant, message: Message) {
         match message {
             Message::Request { id, method, params } => {
                 self.handle_server_request(now, id, method, params);
@@ -779,6 +839,30 @@ impl Connection {
         self.events.push_back(Event::Closed(reason.clone()));
         self.state = State::Closed { reason };
     }
+}
+
+/// For a message from [`Connection::poll_transmit`]: the id of the request it carries, if it is
+/// one of ours, so a transport that sends each message on its own (an HTTP POST) knows which
+/// request an answer or a failure belongs to. `None` for notifications and for answers to the
+/// server's requests.
+///
+/// ```
+/// use std::time::Instant;
+/// let mut connection = mcp_proto::Connection::new(Instant::now(), Default::default());
+/// let initialize = connection.poll_transmit().unwrap();
+/// assert_eq!(mcp_proto::outgoing_request_id(&initialize), Some(mcp_proto::RequestId(1)));
+/// ```
+pub fn outgoing_request_id(message: &[u8]) -> Option<RequestId> {
+    // Our requests are encoded with `id` right after `jsonrpc`, then `method`, so the prefix
+    // tells; an answer to the server has `result` or `error` after its id instead.
+    let rest = message.strip_prefix(br#"{"jsonrpc":"2.0","id":"#)?;
+    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    let after = &rest[digits..];
+    if digits == 0 || !after.starts_with(br#","method":"#) {
+        return None;
+    }
+    let id = std::str::from_utf8(&rest[..digits]).ok()?.parse().ok()?;
+    Some(RequestId(id))
 }
 
 /// Our ids are integers; servers sometimes echo them as strings or floats of the same value.

@@ -84,6 +84,9 @@ pub enum RequestError {
     },
     /// The caller cancelled it.
     Cancelled,
+    /// The transport could not deliver the request or its answer (an HTTP exchange that
+    /// failed); the text names where and why.
+    Transport(String),
     /// The connection ended first.
     Closed(CloseReason),
 }
@@ -101,6 +104,7 @@ impl fmt::Display for RequestError {
                 mebibytes(*limit)
             ),
             Self::Cancelled => f.write_str("request cancelled"),
+            Self::Transport(detail) => f.write_str(detail),
             Self::Closed(reason) => write!(f, "connection closed: {reason}"),
         }
     }
@@ -134,6 +138,9 @@ pub enum CloseReason {
     },
     /// The `initialize` result is not a valid result.
     InvalidInitializeResult(String),
+    /// The transport failed for good (a refused connection, a TLS failure, an HTTP endpoint
+    /// that is not an MCP server); the text names where and why.
+    Transport(String),
 }
 
 impl fmt::Display for CloseReason {
@@ -159,6 +166,7 @@ impl fmt::Display for CloseReason {
             Self::InvalidInitializeResult(detail) => {
                 write!(f, "invalid `initialize` result: {detail}")
             }
+            Self::Transport(detail) => f.write_str(detail),
         }
     }
 }

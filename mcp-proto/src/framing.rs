@@ -216,6 +216,17 @@ impl LineDecoder {
     }
 }
 
+/// The report of a whole message (not a line) over `limit`, with its `id` if it shows.
+pub(crate) fn too_long(limit: usize, message: &[u8]) -> LineError {
+    let head = &message[..message.len().min(EDGE)];
+    let tail = &message[message.len().saturating_sub(EDGE)..];
+    LineError::TooLong {
+        limit,
+        size: message.len(),
+        id: id_at_start(head).or_else(|| id_at_end(tail)),
+    }
+}
+
 /// The `id` member of the top-level object, if it comes before anything too long to keep:
 /// a walk over the first bytes that follows strings and nesting.
 fn id_at_start(head: &[u8]) -> Option<Value> {

@@ -86,7 +86,8 @@ mod surface;
 mod types;
 
 pub use connection::{
-    ClientCapabilities, Config, Connection, Event, RequestId, ServerRequest, ServerRequestId, Stats,
+    ClientCapabilities, Config, Connection, Event, RequestId, ServerRequest, ServerRequestId,
+    Stats, outgoing_request_id,
 };
 pub use error::{CloseReason, RequestError, RpcError, SendError};
 pub use framing::{LineDecoder, LineError};

@@ -9,6 +9,9 @@ mod peer;
 /// One behaviour per test: the handshake, requests, server requests, time, malformed input.
 mod scenarios;
 
+/// Message-level inputs for HTTP: whole bodies, transport failures, restarted sessions.
+mod messages;
+
 /// proptest: chunking invariance, handshake orderings, every request ending exactly once.
 mod properties;
 
