@@ -79,6 +79,11 @@ impl fmt::Debug for Client {
 }
 
 impl Client {
+    /// A handle on a driver built elsewhere in the crate (the HTTP transports).
+    pub(crate) fn from_parts(ops: Sender<Op>, shared: Arc<Shared>) -> Self {
+        Self { ops, shared }
+    }
+
     /// The server's process id (also its process group id); 0 over a stream.
     pub fn pid(&self) -> u32 {
         self.shared.pid

@@ -26,7 +26,7 @@ use crate::{Disconnect, Error, Options};
 
 /// Runs one server connection to its end; see [`start`](crate::start). Poll it on any
 /// executor. When it completes, the server and its process group are gone.
-pub struct Driver(Pin<Box<dyn Future<Output = ()> + Send>>);
+pub struct Driver(pub(crate) Pin<Box<dyn Future<Output = ()> + Send>>);
 
 impl Future for Driver {
     type Output = ();
@@ -65,7 +65,7 @@ pub(crate) enum Op {
 
 impl Op {
     /// Answers an operation the driver can no longer carry out.
-    fn fail(self, error: Error) {
+    pub(crate) fn fail(self, error: Error) {
         match self {
             Op::Request { reply, .. } => _ = reply.try_send(Err(error)),
             Op::WaitReady(reply) => _ = reply.try_send(Err(error)),
@@ -93,6 +93,19 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// For a driver with no process and no stderr (HTTP): pid 0, and terminate has nothing
+    /// to cut short.
+    pub(crate) fn without_process(done: Receiver<()>) -> Self {
+        let (terminate, _) = smol::channel::bounded(1);
+        Self {
+            pid: 0,
+            disconnect: OnceLock::new(),
+            stderr: Arc::default(),
+            done,
+            terminate,
+        }
+    }
+
     pub(crate) fn stderr_tail(&self) -> Vec<String> {
         self.stderr.lock().map(|t| t.lines()).unwrap_or_default()
     }

@@ -36,6 +36,33 @@ pub enum Error {
     /// The connection is over; every call fails with this from then on.
     #[error("{0}")]
     Disconnected(Box<Disconnect>),
+    /// An HTTP server refused us (401, or 403 for lack of scope) and the authorizer, if there
+    /// was one, could not fix it.
+    #[error("{url} needs authorization (HTTP {status}){}", challenge_suffix(www_authenticate))]
+    Unauthorized {
+        /// The endpoint that refused.
+        url: String,
+        /// 401 or 403.
+        status: u16,
+        /// The `WWW-Authenticate` header as sent.
+        www_authenticate: Option<String>,
+    },
+    /// An HTTP exchange outside a connection failed ([`fetch`](crate::fetch)), or an HTTP
+    /// server could not be reached at all (DNS, refused, TLS).
+    #[error("{url}: {detail}")]
+    Http {
+        /// Where we tried to go.
+        url: String,
+        /// What went wrong, as a sentence.
+        detail: String,
+    },
+}
+
+fn challenge_suffix(www_authenticate: &Option<String>) -> String {
+    match www_authenticate {
+        Some(challenge) => format!("; it asks for: {challenge}"),
+        None => String::new(),
+    }
 }
 
 impl Error {

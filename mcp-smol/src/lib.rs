@@ -31,6 +31,11 @@
 //! [`start_stream`] and [`connect_stream`] run the same client over a stream someone else
 //! opened (a Unix socket) instead of a child's pipes.
 //!
+//! [`start_http`] and [`connect_http`] run it against a remote server over HTTP: Streamable
+//! HTTP, or the older HTTP+SSE transport, over TLS with the system's roots; an
+//! [`Authorizer`] supplied by the host answers 401s. [`fetch`] is one plain exchange with the
+//! same TLS setup, for the host's OAuth work.
+//!
 //! The other role, too: [`serve`] drives a [`proto::ServerConnection`] over any byte stream
 //! (our own stdin and stdout, a Unix socket), for a program that stands as an MCP server.
 //!
@@ -45,6 +50,7 @@
 mod client;
 mod driver;
 mod error;
+mod http;
 mod options;
 mod process;
 mod sandbox;
@@ -53,6 +59,10 @@ mod serve;
 pub use client::{Client, connect, connect_stream, start, start_stream};
 pub use driver::Driver;
 pub use error::{Disconnect, Error};
+pub use http::{
+    Authorizer, BoxFuture, Challenge, FetchRequest, FetchResponse, HttpServer, HttpTransport, connect_http,
+    fetch, start_http,
+};
 pub use options::Options;
 pub use process::{ServerCommand, StderrSink};
 pub use proto;

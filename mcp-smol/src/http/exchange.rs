@@ -1,0 +1,337 @@
+//! One HTTP/1.1 exchange with hyper over a fresh TCP or TLS connection: request out, response
+//! head back, body read as it arrives within a size limit. Redirects are followed here too.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use futures_rustls::TlsConnector;
+use futures_rustls::rustls::pki_types::ServerName;
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Bytes, Incoming};
+use hyper::header::{CONTENT_LENGTH, CONTENT_TYPE, HOST, LOCATION};
+use hyper::{HeaderMap, Method, StatusCode};
+use smol::Timer;
+use smol::future::FutureExt;
+use smol::io::{AsyncRead, AsyncWrite};
+use smol::net::TcpStream;
+use smol_hyper::rt::FuturesIo;
+use url::Url;
+
+use super::tls;
+
+/// How many redirects one exchange follows before calling it a loop.
+pub(crate) const MAX_REDIRECTS: usize = 5;
+
+/// How much of an error answer's body is quoted.
+const SNIPPET_LEN: usize = 200;
+
+/// How long an error answer's body may take to arrive for quoting.
+const SNIPPET_WAIT: Duration = Duration::from_secs(2);
+
+trait Stream: AsyncRead + AsyncWrite + Send + Unpin {}
+impl<T: AsyncRead + AsyncWrite + Send + Unpin> Stream for T {}
+
+type ConnectionTask = Pin<Box<dyn Future<Output = hyper::Result<()>> + Send>>;
+
+/// What to send.
+#[derive(Debug, Clone)]
+pub(crate) struct Outgoing {
+    pub(crate) method: Method,
+    pub(crate) url: Url,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) body: Bytes,
+}
+
+/// A response whose head has arrived; the body is read with [`chunk`](Self::chunk).
+pub(crate) struct Response {
+    pub(crate) status: StatusCode,
+    pub(crate) headers: HeaderMap,
+    /// The URL that answered, after redirects.
+    pub(crate) url: Url,
+    body: Incoming,
+    /// hyper's connection future, which must be polled for the body to move; `None` once
+    /// it has finished.
+    connection: Option<ConnectionTask>,
+}
+
+impl std::fmt::Debug for Response {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Response")
+            .field("status", &self.status)
+            .field("url", &self.url.as_str())
+            .finish()
+    }
+}
+
+/// Why a body could not be read whole.
+#[derive(Debug)]
+pub(crate) enum BodyError {
+    /// Over the limit: `size` is the announced length, or what had arrived when it broke it.
+    TooLarge {
+        size: usize,
+    },
+    Failed(String),
+}
+
+impl Response {
+    /// A header's value as text, if present and readable.
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|value| value.to_str().ok())
+    }
+
+    /// The media type without parameters, lower-cased: `application/json`.
+    pub(crate) fn media_type(&self) -> Option<String> {
+        let value = self.header(CONTENT_TYPE.as_str())?;
+        let essence = value.split(';').next().unwrap_or_default();
+        Some(essence.trim().to_ascii_lowercase())
+    }
+
+    /// The status as `HTTP 500 Internal Server Error`.
+    pub(crate) fn status_line(&self) -> String {
+        let reason = self.status.canonical_reason().unwrap_or_default();
+        format!("HTTP {} {reason}", self.status.as_u16())
+            .trim_end()
+            .to_owned()
+    }
+
+    /// The next piece of the body; `None` at its end.
+    pub(crate) async fn chunk(&mut self) -> Result<Option<Bytes>, String> {
+        loop {
+            let frame = self.body.frame().or(drive(&mut self.connection)).await;
+            match frame {
+                None => return Ok(None),
+                Some(Err(error)) => return Err(describe_hyper(&error)),
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data() {
+                        return Ok(Some(data));
+                    }
+                }
+            }
+        }
+    }
+
+    /// The whole body, refused as soon as it is known to be over `limit` bytes.
+    pub(crate) async fn read_body(&mut self, limit: usize) -> Result<Vec<u8>, BodyError> {
+        let announced = self
+            .header(CONTENT_LENGTH.as_str())
+            .and_then(|length| length.trim().parse::<usize>().ok());
+        if let Some(size) = announced
+            && size > limit
+        {
+            return Err(BodyError::TooLarge { size });
+        }
+        let mut body = Vec::with_capacity(announced.unwrap_or(0));
+        while let Some(chunk) = self.chunk().await.map_err(BodyError::Failed)? {
+            if body.len() + chunk.len() > limit {
+                return Err(BodyError::TooLarge {
+                    size: body.len() + chunk.len(),
+                });
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body)
+    }
+
+    /// The start of the body, quoted on one line, for an error message; empty if none came.
+    pub(crate) async fn snippet(&mut self) -> String {
+        let mut start = Vec::new();
+        let read = async {
+            while start.len() < SNIPPET_LEN {
+                match self.chunk().await {
+                    Ok(Some(chunk)) => start.extend_from_slice(&chunk),
+                    _ => break,
+                }
+            }
+        };
+        read.or(async {
+            Timer::after(SNIPPET_WAIT).await;
+        })
+        .await;
+        quote(&start)
+    }
+
+    /// Why this answer is not what was asked for: status, media type and the start of the body.
+    pub(crate) async fn describe(&mut self) -> String {
+        let mut detail = self.status_line();
+        if self.status.is_success() {
+            let media = self
+                .media_type()
+                .unwrap_or_else(|| "no content type".to_owned());
+            detail = format!("{detail} with {media}, not JSON or an event stream");
+        }
+        let snippet = self.snippet().await;
+        if !snippet.is_empty() {
+            detail = format!("{detail}: {snippet}");
+        }
+        detail
+    }
+}
+
+/// Up to [`SNIPPET_LEN`] bytes as text with control characters escaped.
+pub(crate) fn quote(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(SNIPPET_LEN)]);
+    let mut quoted: String = text
+        .chars()
+        .flat_map(|c| {
+            let escaped: Vec<char> = if c.is_control() {
+                c.escape_default().collect()
+            } else {
+                vec![c]
+            };
+            escaped
+        })
+        .collect();
+    if bytes.len() > SNIPPET_LEN {
+        quoted.push('…');
+    }
+    quoted.trim().to_owned()
+}
+
+/// Polls hyper's connection future forever (it must run for the exchange to move), dropping
+/// it once it has finished.
+async fn drive<T>(connection: &mut Option<ConnectionTask>) -> T {
+    if let Some(task) = connection.as_mut() {
+        let _ = task.await;
+    }
+    *connection = None;
+    std::future::pending().await
+}
+
+/// Sends one request on a new connection and waits for the response head. Errors are
+/// sentences without the method and URL, which the caller puts in front.
+pub(crate) async fn send(
+    request: &Outgoing,
+    connect_timeout: Duration,
+) -> Result<Response, String> {
+    let url = &request.url;
+    let host = url.host_str().ok_or("the URL has no host")?;
+    let port = url
+        .port_or_known_default()
+        .ok_or("the URL has no port and its scheme none by default")?;
+    let tls = match url.scheme() {
+        "http" => None,
+        "https" => Some(tls::client_config()?),
+        other => {
+            return Err(format!(
+                "unsupported URL scheme {other}: (use http or https)"
+            ));
+        }
+    };
+    let timed_out = |what: &str| format!("{what} timed out after {connect_timeout:?}");
+    let address = host.trim_start_matches('[').trim_end_matches(']');
+    let tcp = TcpStream::connect((address, port))
+        .or(async {
+            Timer::after(connect_timeout).await;
+            Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                timed_out("connecting"),
+            ))
+        })
+        .await
+        .map_err(|error| format!("cannot connect to {host}:{port}: {error}"))?;
+    let _ = tcp.set_nodelay(true);
+    let stream: Box<dyn Stream> = match tls {
+        None => Box::new(tcp),
+        Some(config) => {
+            let name = ServerName::try_from(address.to_owned())
+                .map_err(|error| format!("TLS: bad server name {address}: {error}"))?;
+            let handshake = TlsConnector::from(config).connect(name, tcp);
+            let stream = handshake
+                .or(async {
+                    Timer::after(connect_timeout).await;
+                    Err(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        timed_out("the TLS handshake"),
+                    ))
+                })
+                .await
+                .map_err(|error| tls::describe(&error))?;
+            Box::new(stream)
+        }
+    };
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(FuturesIo::new(stream))
+        .await
+        .map_err(|error| describe_hyper(&error))?;
+    let mut connection: Option<ConnectionTask> = Some(Box::pin(connection));
+
+    let mut builder = hyper::Request::builder()
+        .method(request.method.clone())
+        .uri(&url[url::Position::BeforePath..url::Position::AfterQuery])
+        .header(
+            HOST,
+            &url[url::Position::BeforeHost..url::Position::BeforePath],
+        );
+    for (name, value) in &request.headers {
+        builder = builder.header(name.as_str(), value.as_str());
+    }
+    let outgoing = builder
+        .body(Full::new(request.body.clone()))
+        .map_err(|error| format!("cannot build the request: {error}"))?;
+    let response = sender
+        .send_request(outgoing)
+        .or(drive(&mut connection))
+        .await
+        .map_err(|error| describe_hyper(&error))?;
+    let (head, body) = response.into_parts();
+    Ok(Response {
+        status: head.status,
+        headers: head.headers,
+        url: url.clone(),
+        body,
+        connection,
+    })
+}
+
+/// [`send`], following redirects as a browser would: 307 and 308 repeat the request at the
+/// new place; 303, and 301 or 302 after a POST, turn it into a GET without a body. An
+/// `Authorization` header is not carried to another origin.
+pub(crate) async fn send_following(
+    request: &Outgoing,
+    connect_timeout: Duration,
+) -> Result<Response, String> {
+    let mut request = request.clone();
+    for _ in 0..=MAX_REDIRECTS {
+        let response = send(&request, connect_timeout).await?;
+        let status = response.status.as_u16();
+        let location = response.header(LOCATION.as_str());
+        let (true, Some(location)) = (matches!(status, 301 | 302 | 303 | 307 | 308), location)
+        else {
+            return Ok(response);
+        };
+        let next = (request.url.join(location)).map_err(|error| {
+            format!("HTTP {status} to an unreadable location {location:?}: {error}")
+        })?;
+        if (status == 303 && request.method != Method::HEAD)
+            || (matches!(status, 301 | 302) && request.method == Method::POST)
+        {
+            request.method = Method::GET;
+            request.body = Bytes::new();
+            request
+                .headers
+                .retain(|(name, _)| !name.eq_ignore_ascii_case("content-type"));
+        }
+        if next.origin() != request.url.origin() {
+            request
+                .headers
+                .retain(|(name, _)| !name.eq_ignore_ascii_case("authorization"));
+        }
+        request.url = next;
+    }
+    Err(format!(
+        "redirect loop: more than {MAX_REDIRECTS} redirects, the last to {}",
+        request.url
+    ))
+}
+
+/// hyper's error with its causes, TLS ones in plain words.
+fn describe_hyper(error: &hyper::Error) -> String {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(error);
+    while let Some(inner) = cause {
+        if let Some(io) = inner.downcast_ref::<std::io::Error>() {
+            return format!("{error}: {}", tls::describe(io));
+        }
+        cause = inner.source();
+    }
+    error.to_string()
+}

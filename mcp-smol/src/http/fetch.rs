@@ -1,0 +1,95 @@
+//! One plain HTTP(S) exchange for the host's OAuth work: metadata, registration, tokens.
+
+use std::time::Duration;
+
+use hyper::Method;
+use hyper::body::Bytes;
+use smol::Timer;
+use smol::future::FutureExt;
+use url::Url;
+
+use super::exchange::{self, BodyError, Outgoing};
+use crate::Error;
+
+/// The most of a body [`fetch`] reads.
+const FETCH_LIMIT: usize = 1024 * 1024;
+
+/// One request for [`fetch`].
+#[derive(Clone, Debug)]
+pub struct FetchRequest {
+    /// `GET`, `POST`...
+    pub method: String,
+    /// An `http://` or `https://` URL.
+    pub url: String,
+    /// Sent as they are.
+    pub headers: Vec<(String, String)>,
+    /// Empty for none.
+    pub body: Vec<u8>,
+    /// For the whole exchange: connecting, sending, and reading the answer.
+    pub timeout: Duration,
+}
+
+/// What came back from [`fetch`].
+#[derive(Clone, Debug)]
+pub struct FetchResponse {
+    /// The HTTP status code.
+    pub status: u16,
+    /// Every header as sent (values that are not text are left out).
+    pub headers: Vec<(String, String)>,
+    /// The whole body, at most 1 MiB.
+    pub body: Vec<u8>,
+}
+
+impl FetchResponse {
+    /// The first header of that name, compared case-insensitively.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        (self.headers.iter())
+            .find(|(key, _)| key.eq_ignore_ascii_case(name))
+            .map(|(_, value)| value.as_str())
+    }
+}
+
+/// One HTTP(S) exchange with the TLS setup of the HTTP transport, for OAuth metadata,
+/// registration and token requests. Redirects are not followed (the caller sees the 3xx and
+/// its `Location`); bodies over 1 MiB are refused. Any failure is [`Error::Http`].
+pub async fn fetch(request: FetchRequest) -> Result<FetchResponse, Error> {
+    let failed = |detail: String| Error::Http {
+        url: request.url.clone(),
+        detail,
+    };
+    let url = Url::parse(&request.url).map_err(|error| failed(format!("not a URL: {error}")))?;
+    let method = Method::from_bytes(request.method.as_bytes())
+        .map_err(|error| failed(format!("bad method {:?}: {error}", request.method)))?;
+    let outgoing = Outgoing {
+        method,
+        url,
+        headers: request.headers.clone(),
+        body: Bytes::from(request.body.clone()),
+    };
+    let timeout = request.timeout;
+    let exchange = async {
+        let mut response = exchange::send(&outgoing, timeout).await?;
+        let body = match response.read_body(FETCH_LIMIT).await {
+            Ok(body) => body,
+            Err(BodyError::TooLarge { size }) => {
+                return Err(format!(
+                    "the answer is over {FETCH_LIMIT} bytes ({size} at least)"
+                ));
+            }
+            Err(BodyError::Failed(detail)) => return Err(detail),
+        };
+        let headers = (response.headers.iter())
+            .filter_map(|(name, value)| Some((name.to_string(), value.to_str().ok()?.to_owned())))
+            .collect();
+        Ok(FetchResponse {
+            status: response.status.as_u16(),
+            headers,
+            body,
+        })
+    };
+    let out_of_time = async {
+        Timer::after(timeout).await;
+        Err(format!("no answer within {timeout:?}"))
+    };
+    exchange.or(out_of_time).await.map_err(failed)
+}

@@ -1,0 +1,107 @@
+//! Remote servers over HTTP: the Streamable HTTP transport (2025-03-26 onwards) and the older
+//! HTTP+SSE transport (2024-11-05), with hyper for HTTP/1.1 and rustls for TLS.
+//!
+//! [`start_http`] returns the same [`Client`] and [`Driver`] as [`start`](crate::start); the
+//! driver owns the connection and every HTTP exchange in flight, and runs on any executor.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::{Client, Driver, Error, Options};
+
+#[allow(dead_code)] // Until the driver that uses it lands.
+mod exchange;
+mod fetch;
+mod streamable;
+mod tls;
+
+pub use fetch::{FetchRequest, FetchResponse, fetch};
+
+/// A remote server: where it is and how to speak to it.
+#[derive(Clone, Debug)]
+pub struct HttpServer {
+    /// The MCP endpoint (Streamable HTTP) or the event stream (HTTP+SSE): `http://` or
+    /// `https://`.
+    pub url: String,
+    /// Static headers sent on every request.
+    pub headers: Vec<(String, String)>,
+    /// Which transport to speak.
+    pub transport: HttpTransport,
+    /// Supplies `Authorization` and answers 401 and 403; `None` sends none.
+    pub authorizer: Option<Arc<dyn Authorizer>>,
+}
+
+impl HttpServer {
+    /// A server at `url`, with the transport chosen by the specification's fallback rule.
+    pub fn new(url: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            headers: Vec::new(),
+            transport: HttpTransport::Auto,
+            authorizer: None,
+        }
+    }
+}
+
+/// Which HTTP transport to speak.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HttpTransport {
+    /// Streamable HTTP, falling back to HTTP+SSE when the `initialize` POST is answered with
+    /// 400, 404 or 405, as the specification's backwards compatibility section says.
+    #[default]
+    Auto,
+    /// Streamable HTTP only.
+    Streamable,
+    /// The 2024-11-05 HTTP+SSE transport only: `url` is the event stream.
+    Sse,
+}
+
+/// A boxed future, as [`Authorizer`]'s methods return them.
+pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
+
+/// Supplies the `Authorization` header and reacts to 401 and 403. Implemented by the host
+/// (OAuth); the adapter never stores tokens.
+pub trait Authorizer: Send + Sync + fmt::Debug {
+    /// The `Authorization` value for the next request (e.g. `Bearer abc`), refreshing first
+    /// if it knows the token has expired; `None` sends none.
+    fn authorization(&self) -> BoxFuture<'_, Result<Option<String>, String>>;
+
+    /// The server answered 401, or 403 with `insufficient_scope`. Return `Ok(true)` when a
+    /// new authorization was obtained and the request should be sent once more; `Ok(false)`
+    /// to give up (the request or the connection then fails with [`Error::Unauthorized`]).
+    fn challenged<'a>(&'a self, challenge: &'a Challenge) -> BoxFuture<'a, Result<bool, String>>;
+}
+
+/// A refusal for the [`Authorizer`] to answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Challenge {
+    /// The MCP endpoint that refused.
+    pub url: String,
+    /// 401 or 403.
+    pub status: u16,
+    /// The `WWW-Authenticate` header as sent.
+    pub www_authenticate: Option<String>,
+}
+
+/// Starts a connection to a remote server: returns a handle and the driver future, as
+/// [`start`](crate::start) does. Nothing is sent until the driver is polled; calls made before
+/// the handshake ends are held. [`Client::pid`] is 0.
+pub fn start_http(server: HttpServer, options: Options) -> (Client, Driver) {
+    let (ops, shared, driver) = streamable::start(server, options);
+    (Client::from_parts(ops, shared), driver)
+}
+
+/// [`start_http`], with the driver on smol's global executor and the handshake completed.
+/// A server that needs authorization nobody could give fails with [`Error::Unauthorized`];
+/// one that cannot be reached at all (DNS, refused, TLS) with [`Error::Http`].
+pub async fn connect_http(server: HttpServer, options: Options) -> Result<Client, Error> {
+    let (client, driver) = start_http(server, options);
+    smol::spawn(driver).detach();
+    match client.wait_ready().await {
+        Ok(_) => Ok(client),
+        Err(error) => {
+            client.close().await;
+            Err(error)
+        }
+    }
+}
