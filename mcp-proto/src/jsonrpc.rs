@@ -2,6 +2,7 @@
 
 use std::borrow::Cow;
 
+use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Value, json};
 
@@ -42,58 +43,27 @@ pub(crate) enum ResponseError {
 /// A line is usually one message. A JSON array (a JSON-RPC batch, which MCP revision 2025-03-26
 /// allowed and later revisions dropped) yields each element in order, so old servers keep
 /// working; an element that is not a message is reported on its own and the rest still count.
+///
+/// There is one way through: the line is parsed once, each object's members are read as they
+/// come (no map is built for the envelope), and `params`, `result` and `error` become values.
+/// A well-formed line that is not a message is classified, not rejected by the parser, so the
+/// whole line is still checked to be JSON first: a broken line is reported as broken.
 pub(crate) fn decode(line: &[u8]) -> Messages {
-    // The usual line, one message object, is read member by member with no map built for the
-    // envelope. Anything else (a batch, a broken line, a member of an odd type) takes the
-    // general way through a `Value`, which also tells what is wrong with it.
-    let first = line.iter().find(|byte| !byte.is_ascii_whitespace());
-    if first == Some(&b'{')
-        && let Ok(envelope) = serde_json::from_slice::<Envelope<'_>>(line)
-    {
-        return Messages::One(Some(classify_envelope(envelope)));
-    }
-    let value: Value = match serde_json::from_slice(line) {
-        Ok(value) => value,
-        Err(error) => return Messages::One(Some(Err(classify_parse_error(line, &error)))),
-    };
-    match value {
-        Value::Array(items) if items.is_empty() => {
-            Messages::One(Some(Err(not_jsonrpc("empty batch"))))
-        }
-        Value::Array(items) => Messages::Batch(items.into_iter()),
-        single => Messages::One(Some(classify(single))),
+    let mut parser = serde_json::Deserializer::from_slice(line);
+    let decoded = parser
+        .deserialize_any(LineVisitor { top_level: true })
+        .and_then(|decoded| parser.end().map(|()| decoded));
+    match decoded {
+        Ok(Decoded::One(message)) => Messages::One(Some(message)),
+        Ok(Decoded::Batch(messages)) => Messages::Batch(messages.into_iter()),
+        Err(error) => Messages::One(Some(Err(classify_parse_error(line, &error)))),
     }
 }
 
-/// The members of a message that classification reads; the rest are skipped unread. A member
-/// that is present holds `Some`, even when its value is `null`.
-#[derive(Deserialize)]
-struct Envelope<'a> {
-    #[serde(borrow, default, deserialize_with = "present")]
-    jsonrpc: Option<Cow<'a, str>>,
-    #[serde(default, deserialize_with = "present")]
-    id: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
-    method: Option<String>,
-    #[serde(default, deserialize_with = "present")]
-    params: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
-    result: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
-    error: Option<Value>,
-}
-
-fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
-    deserializer: D,
-) -> Result<Option<T>, D::Error> {
-    T::deserialize(deserializer).map(Some)
-}
-
-/// The messages of one line, classified as they are taken: no list is built for the usual
-/// single message.
+/// The messages of one line: no list is built for the usual single message.
 pub(crate) enum Messages {
     One(Option<Result<Message, LineError>>),
-    Batch(std::vec::IntoIter<Value>),
+    Batch(std::vec::IntoIter<Result<Message, LineError>>),
 }
 
 impl Iterator for Messages {
@@ -102,9 +72,224 @@ impl Iterator for Messages {
     fn next(&mut self) -> Option<Self::Item> {
         match self {
             Self::One(message) => message.take(),
-            Self::Batch(items) => items.next().map(classify),
+            Self::Batch(messages) => messages.next(),
         }
     }
+}
+
+enum Decoded {
+    One(Result<Message, LineError>),
+    Batch(Vec<Result<Message, LineError>>),
+}
+
+/// Reads a message, or at the top level a batch of them. Whatever is not an object becomes a
+/// classification error, never a parse error, so parsing goes on to the end of the line.
+struct LineVisitor {
+    top_level: bool,
+}
+
+impl LineVisitor {
+    fn not_an_object<E>(self) -> Result<Decoded, E> {
+        Ok(Decoded::One(Err(not_jsonrpc("not an object"))))
+    }
+}
+
+impl<'de> Visitor<'de> for LineVisitor {
+    type Value = Decoded;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("a JSON-RPC message")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Decoded, A::Error> {
+        read_message(map).map(Decoded::One)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Decoded, A::Error> {
+        if !self.top_level {
+            // A batch inside a batch is not a message.
+            IgnoredAny.visit_seq(seq)?;
+            return self.not_an_object();
+        }
+        let mut messages = Vec::new();
+        while let Some(Element(message)) = seq.next_element()? {
+            messages.push(message);
+        }
+        if messages.is_empty() {
+            return Ok(Decoded::One(Err(not_jsonrpc("empty batch"))));
+        }
+        Ok(Decoded::Batch(messages))
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Decoded, E> {
+        self.not_an_object()
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Decoded, E> {
+        self.not_an_object()
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Decoded, E> {
+        self.not_an_object()
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Decoded, E> {
+        self.not_an_object()
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Decoded, E> {
+        self.not_an_object()
+    }
+
+    fn visit_unit<E>(self) -> Result<Decoded, E> {
+        self.not_an_object()
+    }
+}
+
+/// One element of a batch.
+struct Element(Result<Message, LineError>);
+
+impl<'de> Deserialize<'de> for Element {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        match deserializer.deserialize_any(LineVisitor { top_level: false })? {
+            Decoded::One(message) => Ok(Self(message)),
+            // Unreachable: only the top level reads batches.
+            Decoded::Batch(_) => Ok(Self(Err(not_jsonrpc("not an object")))),
+        }
+    }
+}
+
+/// The members classification reads; the rest are skipped unparsed into values.
+enum Member {
+    Jsonrpc,
+    Id,
+    Method,
+    Params,
+    Result,
+    Error,
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Member {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct MemberVisitor;
+        impl Visitor<'_> for MemberVisitor {
+            type Value = Member;
+
+            fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                formatter.write_str("a member name")
+            }
+
+            fn visit_str<E>(self, name: &str) -> Result<Member, E> {
+                Ok(match name {
+                    "jsonrpc" => Member::Jsonrpc,
+                    "id" => Member::Id,
+                    "method" => Member::Method,
+                    "params" => Member::Params,
+                    "result" => Member::Result,
+                    "error" => Member::Error,
+                    _ => Member::Other,
+                })
+            }
+        }
+        deserializer.deserialize_identifier(MemberVisitor)
+    }
+}
+
+/// A member that should be a string: its text, borrowed from the line when it has no escapes,
+/// or `None` when it is something else.
+struct Text<'de>(Option<Cow<'de, str>>);
+
+impl<'de> Deserialize<'de> for Text<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(TextVisitor)
+    }
+}
+
+struct TextVisitor;
+
+impl<'de> Visitor<'de> for TextVisitor {
+    type Value = Text<'de>;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("any JSON value")
+    }
+
+    fn visit_borrowed_str<E>(self, text: &'de str) -> Result<Text<'de>, E> {
+        Ok(Text(Some(Cow::Borrowed(text))))
+    }
+
+    fn visit_str<E>(self, text: &str) -> Result<Text<'de>, E> {
+        Ok(Text(Some(Cow::Owned(text.to_owned()))))
+    }
+
+    fn visit_string<E>(self, text: String) -> Result<Text<'de>, E> {
+        Ok(Text(Some(Cow::Owned(text))))
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Text<'de>, E> {
+        Ok(Text(None))
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Text<'de>, E> {
+        Ok(Text(None))
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Text<'de>, E> {
+        Ok(Text(None))
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Text<'de>, E> {
+        Ok(Text(None))
+    }
+
+    fn visit_unit<E>(self) -> Result<Text<'de>, E> {
+        Ok(Text(None))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Text<'de>, A::Error> {
+        IgnoredAny.visit_seq(seq).map(|_| Text(None))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Text<'de>, A::Error> {
+        IgnoredAny.visit_map(map).map(|_| Text(None))
+    }
+}
+
+/// Reads an object's members as they come and classifies it. A member given twice counts
+/// with its last value, as in any JSON object read into a map.
+fn read_message<'de, A: MapAccess<'de>>(
+    mut map: A,
+) -> Result<Result<Message, LineError>, A::Error> {
+    let mut jsonrpc = None;
+    let mut id = None;
+    let mut method = None;
+    let mut params = None;
+    let mut result = None;
+    let mut error = None;
+    while let Some(member) = map.next_key()? {
+        match member {
+            Member::Jsonrpc => jsonrpc = Some(map.next_value::<Text<'de>>()?.0),
+            Member::Id => id = Some(map.next_value()?),
+            Member::Method => method = Some(map.next_value::<Text<'de>>()?.0),
+            Member::Params => params = Some(map.next_value()?),
+            Member::Result => result = Some(map.next_value()?),
+            Member::Error => error = Some(map.next_value()?),
+            Member::Other => {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+    }
+    // A missing `jsonrpc` member is tolerated: it carries no information we need, and a
+    // stricter check would only drop answers from sloppy servers.
+    if jsonrpc.is_some_and(|version| version.as_deref() != Some("2.0")) {
+        return Ok(Err(not_jsonrpc("`jsonrpc` is not \"2.0\"")));
+    }
+    Ok(match method {
+        None => classify_response(id, result, error),
+        Some(Some(method)) => classify_call(id, method.into_owned(), params),
+        Some(None) => Err(not_jsonrpc("`method` is not a string")),
+    })
 }
 
 fn classify_parse_error(line: &[u8], error: &serde_json::Error) -> LineError {
@@ -130,42 +315,6 @@ fn preview(line: &[u8]) -> String {
 fn not_jsonrpc(detail: &str) -> LineError {
     LineError::NotJsonRpc {
         detail: detail.to_owned(),
-    }
-}
-
-fn classify(value: Value) -> Result<Message, LineError> {
-    let Value::Object(mut object) = value else {
-        return Err(not_jsonrpc("not an object"));
-    };
-    let jsonrpc = match object.remove("jsonrpc") {
-        None => None,
-        Some(Value::String(version)) => Some(Cow::Owned(version)),
-        Some(_) => return Err(not_jsonrpc("`jsonrpc` is not \"2.0\"")),
-    };
-    let method = match object.remove("method") {
-        None => None,
-        Some(Value::String(method)) => Some(method),
-        Some(_) => return Err(not_jsonrpc("`method` is not a string")),
-    };
-    classify_envelope(Envelope {
-        jsonrpc,
-        id: object.remove("id"),
-        method,
-        params: object.remove("params"),
-        result: object.remove("result"),
-        error: object.remove("error"),
-    })
-}
-
-fn classify_envelope(envelope: Envelope<'_>) -> Result<Message, LineError> {
-    // A missing `jsonrpc` member is tolerated: it carries no information we need, and a
-    // stricter check would only drop answers from sloppy servers.
-    if envelope.jsonrpc.is_some_and(|version| version != "2.0") {
-        return Err(not_jsonrpc("`jsonrpc` is not \"2.0\""));
-    }
-    match envelope.method {
-        Some(method) => classify_call(envelope.id, method, envelope.params),
-        None => classify_response(envelope.id, envelope.result, envelope.error),
     }
 }
 
@@ -360,28 +509,76 @@ mod tests {
         ));
     }
 
+    /// What a line that is not a message is reported as.
+    fn rejection(line: &str) -> String {
+        match one(line) {
+            Err(LineError::NotJsonRpc { detail }) => detail,
+            Err(LineError::NotJson { .. }) => "not JSON".to_owned(),
+            other => panic!("{line} was accepted: {other:?}"),
+        }
+    }
+
     #[test]
-    fn members_read_directly_mean_what_they_mean_in_a_value() {
-        // Each line against the same line read the general way, through a `Value`.
-        let lines = [
-            r#"{"jsonrpc":"2.0","id":1,"result":null}"#,
-            r#"{"jsonrpc":null,"id":1,"result":1}"#,
-            r#"{"jsonrpc":2.0,"id":1,"result":1}"#,
-            r#"{"id":1,"method":null}"#,
-            r#"{"id":1,"method":7}"#,
-            r#"{"id":1,"id":2,"result":1}"#,
-            r#"{"id":1,"result":1,"error":null}"#,
-            r#"{"id":1,"extra":[1,{"x":null}],"result":{"a":"b"}}"#,
-            r#"{"jsonrpc":"2.\u0030","method":"n","params":null}"#,
-            r#" {"method":"ping","id":"p"} "#,
-            r#"{"method":"n","id":null}"#,
-            r#"{"id":2,"result":1} trailing"#,
+    fn members_mean_what_they_would_mean_in_a_map() {
+        let response = |id, result| Ok(Message::Response { id, result });
+        assert_eq!(
+            one(r#"{"jsonrpc":"2.0","id":1,"result":null}"#),
+            response(json!(1), Ok(Value::Null))
+        );
+        // A member given twice counts with its last value.
+        assert_eq!(
+            one(r#"{"id":1,"id":2,"result":1}"#),
+            response(json!(2), Ok(json!(1)))
+        );
+        assert_eq!(
+            one(r#"{"id":1,"extra":[1,{"x":null}],"result":{"a":"b"}}"#),
+            response(json!(1), Ok(json!({"a": "b"})))
+        );
+        assert_eq!(
+            one(r#"{"id":1,"result":1,"error":null}"#),
+            response(
+                json!(1),
+                Err(ResponseError::Invalid(
+                    "response has both `result` and `error`".into()
+                ))
+            )
+        );
+        assert_eq!(
+            one(r#"{"jsonrpc":"2.\u0030","method":"n","params":null}"#),
+            Ok(Message::Notification {
+                method: "n".into(),
+                params: Some(Value::Null)
+            })
+        );
+        assert_eq!(
+            one(r#" {"method":"ping","id":"p"} "#),
+            Ok(Message::Request {
+                id: json!("p"),
+                method: "ping".into(),
+                params: None
+            })
+        );
+        let not_version = "`jsonrpc` is not \"2.0\"";
+        let not_string = "`method` is not a string";
+        let rejected = [
+            (r#"{"jsonrpc":null,"id":1,"result":1}"#, not_version),
+            (r#"{"jsonrpc":2.0,"id":1,"result":1}"#, not_version),
+            (r#"{"jsonrpc":["2.0"],"method":7}"#, not_version),
+            (r#"{"id":1,"method":null}"#, not_string),
+            (r#"{"id":1,"method":7}"#, not_string),
+            (r#"{"id":1,"method":{"name":"x"}}"#, not_string),
+            (r#"{"method":"n","id":null}"#, "request with a null `id`"),
+            (
+                r#"{"method":"n","id":[1]}"#,
+                "`id` is neither a string nor a number",
+            ),
+            (r#"{"result":1}"#, "neither `method` nor `id`"),
+            (r#"[[{"id":1,"result":1}]]"#, "not an object"),
+            (r#"{"id":2,"result":1} trailing"#, "not JSON"),
+            (r#"{"id":2,"result":1,"x":[}"#, "not JSON"),
         ];
-        for line in lines {
-            let general = serde_json::from_slice(line.as_bytes())
-                .map_err(|error| classify_parse_error(line.as_bytes(), &error))
-                .and_then(classify);
-            assert_eq!(one(line), general, "{line}");
+        for (line, reason) in rejected {
+            assert_eq!(rejection(line), reason, "{line}");
         }
         // A top-level array is a batch, never a message read by position.
         let messages: Vec<_> = decode(br#"["2.0", 1, "ping"]"#).collect();

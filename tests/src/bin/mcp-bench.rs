@@ -1,7 +1,8 @@
 //! `mcp-bench`: measures the client against a raw-pipe floor in the same run and prints ratios.
 //!
 //! Run it with `cargo run --release -p mcp-tests --bin mcp-bench` (it builds the fixture and
-//! `mcp-cli` itself if they are missing). Every figure is a median over several repetitions,
+//! `mcp-cli` itself if they are missing); name sections (`decode daemon`) to run only those.
+//! Every figure is a median over several repetitions,
 //! with the client and the floor alternating so that machine noise hits both alike. The floor
 //! writes the same JSON lines to the same fixture server and reads the answers with blocking
 //! pipes and no protocol library: what the pipe and the server cost on their own.
@@ -26,11 +27,27 @@ fn main() {
     let mut args = std::env::args().skip(1);
     match args.next().as_deref() {
         Some("--child") => child_mode(args.collect()),
-        _ => run_all(),
+        Some("--help" | "-h") => println!("{USAGE}"),
+        first => {
+            let sections: Vec<String> = first.map(str::to_owned).into_iter().chain(args).collect();
+            if let Some(unknown) = sections.iter().find(|s| !SECTIONS.contains(&s.as_str())) {
+                eprintln!("mcp-bench: unknown section {unknown:?}\n{USAGE}");
+                std::process::exit(2);
+            }
+            run_all(&sections);
+        }
     }
 }
 
-fn run_all() {
+const SECTIONS: [&str; 6] = ["echo", "pipelined", "blob", "decode", "cold", "daemon"];
+
+const USAGE: &str = "usage: mcp-bench [SECTION...]\n\
+    Runs the named sections (all of them when none is named): \
+    echo, pipelined, blob, decode, cold, daemon.";
+
+fn run_all(sections: &[String]) {
+    // Only the sections asked for run: a change to the decoder need not wait for the daemon rows.
+    let wants = |section: &str| sections.is_empty() || sections.iter().any(|s| s == section);
     let bins = Bins::locate();
     println!(
         "mcp-bench: client vs raw-pipe floor, {REPETITIONS} alternating repetitions, medians (min-max)\n"
@@ -42,6 +59,9 @@ fn run_all() {
         ("driver on the caller's thread", true),
     ];
     for (placement, same_thread) in placements {
+        if !wants("echo") {
+            break;
+        }
         let (client, floor) = alternate(
             || client_sequential(&bins, same_thread),
             || floor_sequential(&bins),
@@ -54,10 +74,15 @@ fn run_all() {
         table.row_latency(&name, &client_p99, &floor_p99);
     }
 
-    let (client, floor) = alternate(|| client_pipelined(&bins), || floor_pipelined(&bins));
-    table.row_rate("pipelined echo (32 in flight), calls/s", &client, &floor);
+    if wants("pipelined") {
+        let (client, floor) = alternate(|| client_pipelined(&bins), || floor_pipelined(&bins));
+        table.row_rate("pipelined echo (32 in flight), calls/s", &client, &floor);
+    }
 
     for mib in [1usize, 8, 16] {
+        if !wants("blob") {
+            break;
+        }
         let (client, floor) = alternate(
             || large_in_child(&bins, "large-client", mib),
             || large_in_child(&bins, "large-floor", mib),
@@ -74,6 +99,9 @@ fn run_all() {
     }
 
     for (label, large) in [("small responses", false), ("one 16 MiB response", true)] {
+        if !wants("decode") {
+            break;
+        }
         let (batches, messages) = recorded_stream(large);
         let (core, serde) = alternate_pair(|| core_decoding(&batches));
         table.row_rate(&format!("core decode, {label}, MB/s"), &core, &serde);
@@ -84,15 +112,19 @@ fn run_all() {
         table.row_rate(&name, &in_messages(&core), &in_messages(&serde));
     }
 
-    let (client, floor) = alternate(|| cold_cli(&bins), || cold_floor(&bins));
-    table.row_latency(
-        "cold `mcp-cli call` (process start to exit)",
-        &client,
-        &floor,
-    );
+    if wants("cold") {
+        let (client, floor) = alternate(|| cold_cli(&bins), || cold_floor(&bins));
+        table.row_latency(
+            "cold `mcp-cli call` (process start to exit)",
+            &client,
+            &floor,
+        );
+    }
 
-    for target in WarmTarget::available(&bins) {
-        target.measure(&bins, &mut table);
+    if wants("daemon") {
+        for target in WarmTarget::available(&bins) {
+            target.measure(&bins, &mut table);
+        }
     }
     table.print();
 }
