@@ -1,0 +1,492 @@
+//! OAuth 2.1 for remote servers, as the MCP authorization spec (2025-11-25) describes it.
+//!
+//! [`OAuth`] is the [`mcp_smol::Authorizer`] of one remote server: it supplies the stored
+//! token, refreshes it when it expires, and on a `401` (or a `403` asking for more scope) runs
+//! discovery, client registration and the authorization code grant with PKCE, if its
+//! [`Login`] mode allows a login at all. Tokens live in `$XDG_STATE_HOME/mcp-cli/auth/`.
+//!
+//! The steps, one module each: [`discovery`] (challenge, resource and server metadata),
+//! [`register`] (who we are to the server), [`flow`] (PKCE, the authorization URL, the code
+//! exchange, refresh), [`loopback`] and [`browser`] (the person's side), [`store`] (disk).
+
+mod browser;
+mod discovery;
+mod flow;
+mod http;
+mod loopback;
+mod register;
+mod store;
+mod urls;
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use mcp_smol::{Authorizer, BoxFuture, Challenge};
+
+use self::discovery::{Bearer, Discovered};
+use self::flow::Attempt;
+use self::http::{Fetch, Http, Request, printable};
+use self::store::{Record, Secret};
+
+pub use self::store::auth_dir;
+
+/// Whether, and how, a login may start when a server asks for one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Login {
+    /// Never: without a usable token the server stays unauthorized (listed `needs-auth`).
+    /// Refreshing a stored token still happens.
+    #[default]
+    Never,
+    /// Open the browser (and print the URL), then wait on the loopback redirect for up to
+    /// [`Settings::login_timeout`].
+    Browser,
+    /// Unattended (`--auth-follow`, `MCP_CLI_AUTH_FOLLOW=1`): GET the authorization URL
+    /// ourselves and take the code from its redirect. Only for servers that approve at once
+    /// (test and conformance servers); a login page is an error.
+    Follow,
+}
+
+/// What one server's OAuth needs to know beyond its URL.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// A client id registered by hand (`oauth_client_id`).
+    pub client_id: Option<String>,
+    /// Its secret, if it has one (read from the variable `oauth_client_secret_env` names).
+    pub client_secret: Option<String>,
+    /// An https URL serving our client ID metadata document (`oauth_client_metadata_url`),
+    /// used when the server accepts those.
+    pub client_metadata_url: Option<String>,
+    /// Scopes to ask for when the server's challenge names none (`oauth_scopes`).
+    pub scopes: Vec<String>,
+    pub login: Login,
+    /// Where tokens are kept: [`auth_dir`].
+    pub dir: PathBuf,
+    /// Budget of each HTTP exchange with the servers.
+    pub timeout: Duration,
+    /// How long a browser login may take.
+    pub login_timeout: Duration,
+    /// `$BROWSER`, the opener to try first.
+    pub browser: Option<String>,
+}
+
+impl Settings {
+    /// Defaults, with what the environment says: `MCP_CLI_AUTH_FOLLOW=1` for [`Login::Follow`],
+    /// `MCP_CLI_OAUTH_CLIENT_ID`, `MCP_CLI_OAUTH_CLIENT_SECRET` and
+    /// `MCP_CLI_OAUTH_CLIENT_METADATA_URL` for a server configured with none (ad hoc `--http`).
+    pub fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Self {
+        let var = |key: &str| env(key).filter(|value| !value.is_empty());
+        Self {
+            client_id: var("MCP_CLI_OAUTH_CLIENT_ID"),
+            client_secret: var("MCP_CLI_OAUTH_CLIENT_SECRET"),
+            client_metadata_url: var("MCP_CLI_OAUTH_CLIENT_METADATA_URL"),
+            scopes: Vec::new(),
+            login: if follow_requested(env) {
+                Login::Follow
+            } else {
+                Login::Never
+            },
+            dir: auth_dir(env),
+            timeout: Duration::from_secs(30),
+            login_timeout: Duration::from_secs(300),
+            browser: var("BROWSER"),
+        }
+    }
+
+    fn identity(&self) -> register::Identity {
+        register::Identity {
+            client_id: self.client_id.clone(),
+            client_secret: self.client_secret.clone(),
+            metadata_url: self.client_metadata_url.clone(),
+        }
+    }
+}
+
+/// Whether `MCP_CLI_AUTH_FOLLOW` asks for unattended logins.
+pub fn follow_requested(env: &dyn Fn(&str) -> Option<String>) -> bool {
+    env("MCP_CLI_AUTH_FOLLOW").is_some_and(|v| matches!(v.trim(), "1" | "true" | "yes"))
+}
+
+/// Whether server `name` at `url` has a stored token (or a refresh token) to try.
+pub fn has_token(dir: &Path, name: &str, url: &str) -> bool {
+    store::load(dir, name).is_some_and(|r| r.server_url == url && r.tokens.is_some())
+}
+
+/// Forgets server `name`'s tokens and client registration; whether there were any.
+pub fn reset(dir: &Path, name: &str) -> io::Result<bool> {
+    store::remove(dir, name)
+}
+
+/// Logs in to server `name` at `url` now, whatever is stored (`mcp-cli auth`): asks the
+/// server without a token to learn its challenge, then runs the whole flow and saves.
+/// `settings.login` must be [`Login::Browser`] or [`Login::Follow`].
+pub async fn login(name: &str, url: &str, settings: Settings) -> Result<(), String> {
+    let oauth = OAuth::new(name, url, settings);
+    let probe = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"mcp-cli","version":"0"}}}"#;
+    let request = Request::post(url, "application/json", probe.into())
+        .header("Accept", "application/json, text/event-stream".into());
+    let response = oauth.http.send(request).await?;
+    let bearer = match response.status {
+        401 | 403 => response.header("www-authenticate").and_then(Bearer::parse),
+        status if (200..300).contains(&status) => {
+            return Err(format!(
+                "{url} answered without asking for authorization: {name} needs no login"
+            ));
+        }
+        _ => None,
+    };
+    let mut state = oauth.state.lock().await;
+    let scopes = bearer.as_ref().map(Bearer::scopes).unwrap_or_default();
+    oauth.log_in(&mut state, bearer.as_ref(), scopes).await
+}
+
+/// The [`Authorizer`] of one remote server.
+#[derive(Debug)]
+pub struct OAuth {
+    name: String,
+    url: String,
+    settings: Settings,
+    http: Box<dyn Http>,
+    state: smol::lock::Mutex<State>,
+    /// Bumped on every new token, so a challenge that raced a login can tell it is stale.
+    generation: AtomicU64,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    record: Option<Record>,
+    /// When logins started, for the retry limit.
+    logins: Vec<Instant>,
+    /// The generation a refresh produced, so a token just refreshed is not refreshed again
+    /// when the server still refuses it.
+    refreshed: Option<u64>,
+    /// The scopes of the last step-up, so the same demand is not chased twice.
+    last_step_up: Option<Vec<String>>,
+}
+
+/// At most this many logins in [`LOGIN_WINDOW`]: a server that refuses every token must not
+/// send us round the loop forever.
+const MAX_LOGINS: usize = 3;
+const LOGIN_WINDOW: Duration = Duration::from_secs(600);
+/// A token this close to expiry is refreshed before use.
+const EXPIRY_MARGIN_SECS: u64 = 60;
+
+impl OAuth {
+    /// The authorizer of server `name` at `url` (the URL as configured: tokens stored for
+    /// another URL are not used).
+    pub fn new(name: &str, url: &str, settings: Settings) -> Arc<Self> {
+        let http = Box::new(Fetch {
+            timeout: settings.timeout,
+        });
+        Self::with_http(name, url, settings, http)
+    }
+
+    fn with_http(name: &str, url: &str, settings: Settings, http: Box<dyn Http>) -> Arc<Self> {
+        let mut record = store::load(&settings.dir, name).filter(|r| r.server_url == url);
+        // A configured client's secret is never written down; it comes from the config.
+        if let Some(client) = record.as_mut().and_then(|r| r.client.as_mut())
+            && client.source == "configured"
+        {
+            client.client_secret = settings.client_secret.clone().map(Secret);
+        }
+        Arc::new(Self {
+            name: name.to_owned(),
+            url: url.to_owned(),
+            settings,
+            http,
+            state: smol::lock::Mutex::new(State {
+                record,
+                ..State::default()
+            }),
+            generation: AtomicU64::new(0),
+        })
+    }
+
+    /// A new token from the refresh token, saved; `Err` says why not.
+    async fn refresh(&self, state: &mut State) -> Result<(), String> {
+        let Some(record) = &state.record else {
+            return Err("not logged in".into());
+        };
+        let (Some(client), Some(tokens)) = (&record.client, &record.tokens) else {
+            return Err("not logged in".into());
+        };
+        let outcome = flow::refresh(
+            &*self.http,
+            &record.token_endpoint,
+            client,
+            &record.resource,
+            tokens,
+        )
+        .await;
+        let mut record = record.clone();
+        match outcome {
+            Ok(tokens) => {
+                record.tokens = Some(tokens);
+                self.save(state, record)?;
+                state.refreshed = Some(self.generation.load(Ordering::SeqCst));
+                Ok(())
+            }
+            Err(error) => {
+                // The refresh token is spent or revoked: only a new login helps now.
+                record.tokens = None;
+                let _ = self.save(state, record);
+                Err(error)
+            }
+        }
+    }
+
+    fn save(&self, state: &mut State, record: Record) -> Result<(), String> {
+        let saved = store::save(&self.settings.dir, &self.name, &record);
+        state.record = Some(record);
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        saved.map_err(|error| {
+            format!(
+                "cannot save the login for {} in {}: {error}",
+                self.name,
+                self.settings.dir.display()
+            )
+        })
+    }
+
+    /// Discovery, registration, the grant and the exchange; the new token saved.
+    async fn log_in(
+        &self,
+        state: &mut State,
+        bearer: Option<&Bearer>,
+        wanted: Vec<String>,
+    ) -> Result<(), String> {
+        let now = Instant::now();
+        state
+            .logins
+            .retain(|at| now.duration_since(*at) < LOGIN_WINDOW);
+        if state.logins.len() >= MAX_LOGINS {
+            return Err(format!(
+                "{} still refuses after {MAX_LOGINS} logins; giving up",
+                self.url
+            ));
+        }
+        state.logins.push(now);
+        let found = discovery::discover(&*self.http, &self.url, bearer).await?;
+        flow::check_pkce(&found.server)?;
+        // What was stored for this issuer still counts (its registration, its scopes);
+        // after a move to another authorization server none of it does.
+        let previous = (state.record.clone()).filter(|r| r.issuer == found.server.issuer);
+        let old_scopes = (previous.as_ref())
+            .and_then(|r| r.tokens.as_ref())
+            .map(|t| t.scopes.clone())
+            .unwrap_or_default();
+        let scopes = self.choose_scopes(&found, wanted, old_scopes);
+        let stored_client = (previous.as_ref())
+            .and_then(|r| r.client.clone())
+            .filter(|c| c.source == "dynamic");
+        let loopback = self.bind_loopback(stored_client.as_ref()).await?;
+        let attempt = Attempt {
+            pkce: flow::Pkce::new()?,
+            state: flow::random_token()?,
+            redirect_uri: loopback.redirect_uri(),
+            scopes,
+            resource: found.resource.clone(),
+        };
+        let identity = self.settings.identity();
+        let client = register::client(
+            &*self.http,
+            &found.server,
+            &identity,
+            stored_client,
+            &attempt.redirect_uri,
+        )
+        .await?;
+        let url = flow::authorize_url(&found.server, &client, &attempt);
+        let code = match self.settings.login {
+            Login::Follow => flow::follow(&*self.http, &url, &attempt, &found.server).await?,
+            Login::Browser => {
+                self.browser_login(&loopback, &url, &attempt, &found)
+                    .await?
+            }
+            Login::Never => return Err(self.needs_login()),
+        };
+        let token_endpoint = &found.server.token_endpoint;
+        let tokens = flow::exchange(&*self.http, token_endpoint, &client, &attempt, &code).await?;
+        let mut kept = client.clone();
+        if kept.source == "configured" {
+            kept.client_secret = None;
+        }
+        let record = Record {
+            server_url: self.url.clone(),
+            issuer: found.server.issuer.clone(),
+            token_endpoint: token_endpoint.clone(),
+            resource: found.resource,
+            client: Some(kept),
+            tokens: Some(tokens),
+        };
+        self.save(state, record)?;
+        // Keep the configured secret in memory for refreshes.
+        if let Some(stored) = state.record.as_mut().and_then(|r| r.client.as_mut()) {
+            stored.client_secret = client.client_secret;
+        }
+        Ok(())
+    }
+
+    /// The scopes to ask for: the challenge's, else the configured ones, else the resource's
+    /// `scopes_supported`; with what was granted before (a step-up adds, never swaps), and
+    /// `offline_access` when the server offers it (so a refresh token comes back).
+    fn choose_scopes(
+        &self,
+        found: &Discovered,
+        wanted: Vec<String>,
+        old: Vec<String>,
+    ) -> Vec<String> {
+        let base = if !wanted.is_empty() {
+            wanted
+        } else if !self.settings.scopes.is_empty() {
+            self.settings.scopes.clone()
+        } else {
+            found.scopes_supported.clone().unwrap_or_default()
+        };
+        let mut scopes = old;
+        for scope in base {
+            if !scopes.contains(&scope) {
+                scopes.push(scope);
+            }
+        }
+        let offered = found.server.scopes_supported.as_deref().unwrap_or_default();
+        let offline = "offline_access".to_owned();
+        if offered.contains(&offline) && !scopes.contains(&offline) {
+            scopes.push(offline);
+        }
+        scopes
+    }
+
+    /// The loopback listener, on the port a stored registration names when it is free.
+    async fn bind_loopback(
+        &self,
+        stored: Option<&store::Client>,
+    ) -> Result<loopback::Loopback, String> {
+        let port = (stored.and_then(|c| c.redirect_uri.as_deref()))
+            .and_then(|uri| urls::Url::parse(uri).ok())
+            .and_then(|uri| uri.authority.rsplit_once(':').map(|(_, p)| p.to_owned()))
+            .and_then(|port| port.parse().ok());
+        if let Some(port) = port
+            && let Ok(listener) = loopback::Loopback::bind(port).await
+        {
+            return Ok(listener);
+        }
+        (loopback::Loopback::bind(0).await)
+            .map_err(|error| format!("cannot listen on 127.0.0.1 for the login redirect: {error}"))
+    }
+
+    async fn browser_login(
+        &self,
+        loopback: &loopback::Loopback,
+        url: &str,
+        attempt: &Attempt,
+        found: &Discovered,
+    ) -> Result<String, String> {
+        let opened = browser::open(url, self.settings.browser.clone()).await;
+        let minutes = self.settings.login_timeout.as_secs().div_ceil(60);
+        eprintln!(
+            "{} {}: log in at this URL:\n  {url}\nWaiting up to {minutes} minutes for the \
+             browser to come back (Ctrl-C cancels).",
+            if opened {
+                "Opened a browser for"
+            } else {
+                "No browser opened for"
+            },
+            self.name
+        );
+        let wait = loopback.wait(|redirect| flow::read_redirect(redirect, attempt, &found.server));
+        let timeout = async {
+            smol::Timer::after(self.settings.login_timeout).await;
+            Err(format!(
+                "the login for {} was not finished within {minutes} minutes",
+                self.name
+            ))
+        };
+        smol::future::or(wait, timeout).await
+    }
+
+    fn needs_login(&self) -> String {
+        format!(
+            "{} needs a login: run `mcp-cli auth {}`",
+            self.name, self.name
+        )
+    }
+
+    async fn challenge(&self, challenge: &Challenge) -> Result<bool, String> {
+        let seen = self.generation.load(Ordering::SeqCst);
+        let bearer = challenge
+            .www_authenticate
+            .as_deref()
+            .and_then(Bearer::parse);
+        let mut state = self.state.lock().await;
+        if self.generation.load(Ordering::SeqCst) != seen {
+            // Another request's challenge brought a new token while we waited: try it.
+            return Ok(true);
+        }
+        let asked = bearer.as_ref().map(Bearer::scopes).unwrap_or_default();
+        let granted = (state.record.as_ref())
+            .and_then(|r| r.tokens.as_ref())
+            .map(|t| t.scopes.clone());
+        if challenge.status == 403 {
+            let insufficient = bearer.as_ref().is_some_and(|b| {
+                b.error.as_deref() == Some("insufficient_scope") || b.scope.is_some()
+            });
+            // A plain 403 is a refusal no login changes; the same demand twice is a loop.
+            if !insufficient || state.last_step_up.as_ref() == Some(&asked) {
+                return Ok(false);
+            }
+            state.last_step_up = Some(asked.clone());
+        } else if granted.is_some()
+            && state.refreshed != Some(seen)
+            && self.refresh(&mut state).await.is_ok()
+        {
+            return Ok(true);
+        }
+        if self.settings.login == Login::Never {
+            return Ok(false);
+        }
+        self.log_in(&mut state, bearer.as_ref(), asked).await?;
+        Ok(true)
+    }
+}
+
+impl Authorizer for OAuth {
+    fn authorization(&self) -> BoxFuture<'_, Result<Option<String>, String>> {
+        Box::pin(async move {
+            let mut state = self.state.lock().await;
+            let Some(tokens) = state.record.as_ref().and_then(|r| r.tokens.clone()) else {
+                return Ok(None);
+            };
+            if tokens.expires_within(EXPIRY_MARGIN_SECS) {
+                if tokens.refresh_token.is_some() && self.refresh(&mut state).await.is_ok() {
+                    let fresh = state.record.as_ref().and_then(|r| r.tokens.as_ref());
+                    return Ok(fresh.map(|t| format!("Bearer {}", t.access_token.0)));
+                }
+                if tokens.expires_within(0) {
+                    // Sending it would only earn a 401; without one the challenge says
+                    // what the server wants.
+                    return Ok(None);
+                }
+            }
+            Ok(Some(format!("Bearer {}", tokens.access_token.0)))
+        })
+    }
+
+    fn challenged<'a>(&'a self, challenge: &'a Challenge) -> BoxFuture<'a, Result<bool, String>> {
+        Box::pin(async move {
+            self.challenge(challenge).await.map_err(|error| {
+                format!(
+                    "authorizing {} ({}): {}",
+                    self.name,
+                    self.url,
+                    printable(&error)
+                )
+            })
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

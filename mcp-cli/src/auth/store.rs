@@ -1,0 +1,186 @@
+//! Tokens and client registrations on disk: one JSON file per server under
+//! `$XDG_STATE_HOME/mcp-cli/auth/`, mode 0600, replaced atomically (temp file + rename).
+
+use std::fmt;
+use std::fs::{self, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+/// `$XDG_STATE_HOME/mcp-cli/auth`, default `~/.local/state/mcp-cli/auth`.
+pub fn auth_dir(env: &dyn Fn(&str) -> Option<String>) -> PathBuf {
+    crate::logs::log_dir(env).with_file_name("auth")
+}
+
+/// The file for server `name` in `dir`.
+pub(crate) fn path(dir: &Path, name: &str) -> PathBuf {
+    // The log file's name rules keep the name inside the folder.
+    crate::logs::log_path(dir, name).with_extension("json")
+}
+
+/// A string never shown by `Debug` (tokens, secrets).
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub(crate) struct Secret(pub(crate) String);
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<secret>")
+    }
+}
+
+/// How we are known to the authorization server.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Client {
+    pub(crate) client_id: String,
+    pub(crate) client_secret: Option<Secret>,
+    /// `none`, `client_secret_basic` or `client_secret_post`.
+    pub(crate) auth_method: String,
+    /// The redirect URI registered with a dynamic registration (its port is reused).
+    pub(crate) redirect_uri: Option<String>,
+    /// `configured`, `metadata-document` or `dynamic`; only `dynamic` ones are stored.
+    pub(crate) source: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Tokens {
+    pub(crate) access_token: Secret,
+    pub(crate) refresh_token: Option<Secret>,
+    /// Seconds since the Unix epoch.
+    pub(crate) expires_at: Option<u64>,
+    /// The scopes asked for (what a step-up adds to).
+    #[serde(default)]
+    pub(crate) scopes: Vec<String>,
+}
+
+impl Tokens {
+    /// Whether the access token has expired or will within `margin` seconds.
+    pub(crate) fn expires_within(&self, margin: u64) -> bool {
+        self.expires_at.is_some_and(|at| now_secs() + margin >= at)
+    }
+}
+
+pub(crate) fn now_secs() -> u64 {
+    (SystemTime::now().duration_since(UNIX_EPOCH)).map_or(0, |d| d.as_secs())
+}
+
+/// Everything kept for one server.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Record {
+    /// The MCP server these are for; a record for another URL is ignored.
+    pub(crate) server_url: String,
+    pub(crate) issuer: String,
+    pub(crate) token_endpoint: String,
+    pub(crate) resource: String,
+    pub(crate) client: Option<Client>,
+    pub(crate) tokens: Option<Tokens>,
+}
+
+/// The record for `name`, if there is a readable one. A damaged file is treated as absent
+/// (the next login rewrites it).
+pub(crate) fn load(dir: &Path, name: &str) -> Option<Record> {
+    let text = fs::read(path(dir, name)).ok()?;
+    serde_json::from_slice(&text).ok()
+}
+
+/// Writes the record: to a private temp file first, renamed over the old one, so a crash
+/// never leaves half a file and the token is never readable by others, not even briefly.
+pub(crate) fn save(dir: &Path, name: &str, record: &Record) -> io::Result<()> {
+    fs::create_dir_all(dir)?;
+    // The folder holds credentials: keep others out of it too.
+    fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
+    let target = path(dir, name);
+    let temp = target.with_extension(format!("json.{}.tmp", std::process::id()));
+    let result = (|| {
+        let mut file = (OpenOptions::new())
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&temp)?;
+        let text = serde_json::to_vec_pretty(record).map_err(io::Error::other)?;
+        file.write_all(&text)?;
+        file.sync_all()?;
+        fs::rename(&temp, &target)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&temp);
+    }
+    result
+}
+
+/// Deletes the record; whether there was one.
+pub(crate) fn remove(dir: &Path, name: &str) -> io::Result<bool> {
+    match fs::remove_file(path(dir, name)) {
+        Ok(()) => Ok(true),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(error) => Err(error),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record() -> Record {
+        Record {
+            server_url: "https://h/mcp".into(),
+            issuer: "https://as".into(),
+            token_endpoint: "https://as/token".into(),
+            resource: "https://h/mcp".into(),
+            client: Some(Client {
+                client_id: "id".into(),
+                client_secret: Some(Secret("s3cret".into())),
+                auth_method: "client_secret_basic".into(),
+                redirect_uri: None,
+                source: "dynamic".into(),
+            }),
+            tokens: Some(Tokens {
+                access_token: Secret("tok".into()),
+                refresh_token: None,
+                expires_at: Some(now_secs() + 30),
+                scopes: vec!["a".into()],
+            }),
+        }
+    }
+
+    #[test]
+    fn round_trips_privately_and_removes() {
+        let dir = std::env::temp_dir().join(format!("mcp-cli-auth-store-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        save(&dir, "../evil name", &record()).expect("save");
+        let file = path(&dir, "../evil name");
+        assert_eq!(file.parent(), Some(dir.as_path()));
+        let mode = fs::metadata(&file).expect("file").permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        assert_eq!(load(&dir, "../evil name"), Some(record()));
+        assert_eq!(
+            fs::read_dir(&dir).expect("dir").count(),
+            1,
+            "no temp file left"
+        );
+        assert!(remove(&dir, "../evil name").expect("remove"));
+        assert!(!remove(&dir, "../evil name").expect("gone"));
+        fs::write(&file, "{not json").expect("write");
+        assert_eq!(load(&dir, "../evil name"), None);
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn debug_never_shows_secrets() {
+        let text = format!("{:?}", record());
+        assert!(
+            !text.contains("tok\"") && !text.contains("s3cret"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn expiry_has_a_margin() {
+        let tokens = record().tokens.expect("tokens");
+        assert!(tokens.expires_within(60));
+        assert!(!tokens.expires_within(0));
+    }
+}

@@ -1,0 +1,1 @@
+//! The whole flow against canned servers: login, use, refresh, step-up, limits.
