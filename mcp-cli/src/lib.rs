@@ -6,6 +6,7 @@
 
 mod adhoc;
 pub mod arguments;
+pub mod auth;
 mod cli;
 mod commands;
 pub mod config;
