@@ -1,1 +1,258 @@
 //! The whole flow against canned servers: login, use, refresh, step-up, limits.
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::json;
+
+use super::http::Response;
+use super::http::canned::{Canned, json as answer};
+use super::*;
+
+const RS: &str = "http://rs/mcp";
+
+/// What the fake authorization server saw and hands out.
+#[derive(Default)]
+struct Seen {
+    challenge: String,
+    authorizations: Vec<urls::Url>,
+    token_forms: Vec<Vec<(String, String)>>,
+    issued: u32,
+}
+
+fn server(seen: Arc<Mutex<Seen>>, expires_in: u64) -> Canned {
+    let (at_authorize, at_token) = (seen.clone(), seen);
+    Canned::default()
+        .json(
+            "http://rs/.well-known/oauth-protected-resource/mcp",
+            json!({"resource": RS, "authorization_servers": ["http://as"], "scopes_supported": ["read", "write"]}),
+        )
+        .json(
+            "http://as/.well-known/oauth-authorization-server",
+            json!({
+                "issuer": "http://as",
+                "authorization_endpoint": "http://as/authorize",
+                "token_endpoint": "http://as/token",
+                "registration_endpoint": "http://as/register",
+                "code_challenge_methods_supported": ["S256"],
+            }),
+        )
+        .on("POST", "http://as/register", |_| answer(201, json!({"client_id": "dyn"})))
+        .on("GET", "http://as/authorize", move |request| {
+            let url = urls::Url::parse(&request.url).expect("authorize URL");
+            let mut seen = at_authorize.lock().expect("seen");
+            seen.challenge = url.param("code_challenge").unwrap_or_default();
+            let redirect = format!(
+                "{}?code=the-code&state={}",
+                url.param("redirect_uri").unwrap_or_default(),
+                urls::encode(&url.param("state").unwrap_or_default())
+            );
+            seen.authorizations.push(url);
+            Response { status: 302, headers: vec![("Location".into(), redirect)], body: vec![] }
+        })
+        .on("POST", "http://as/token", move |request| {
+            let form = urls::parse_form(std::str::from_utf8(&request.body).unwrap_or_default());
+            let mut seen = at_token.lock().expect("seen");
+            let value = |key: &str| form.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone());
+            if let Some(verifier) = value("code_verifier") {
+                assert_eq!(flow::Pkce::from_verifier(verifier).challenge, seen.challenge);
+            }
+            seen.issued += 1;
+            seen.token_forms.push(form.clone());
+            answer(200, json!({
+                "access_token": format!("token-{}", seen.issued),
+                "token_type": "Bearer",
+                "expires_in": expires_in,
+                "refresh_token": format!("refresh-{}", seen.issued),
+            }))
+        })
+}
+
+fn settings(dir: &Path, login: Login) -> Settings {
+    Settings {
+        login,
+        dir: dir.to_owned(),
+        ..Settings::from_env(&|_| None)
+    }
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("mcp-cli-oauth-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+fn challenge(status: u16, header: &str) -> Challenge {
+    Challenge {
+        url: RS.into(),
+        status,
+        www_authenticate: Some(header.into()),
+    }
+}
+
+#[test]
+fn a_401_logs_in_and_the_token_is_used_and_kept() {
+    let dir = temp_dir("login");
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let oauth = OAuth::with_http(
+        "fx",
+        RS,
+        settings(&dir, Login::Follow),
+        Box::new(server(seen.clone(), 3600)),
+    );
+    smol::block_on(async {
+        assert_eq!(oauth.authorization().await, Ok(None));
+        let header =
+            r#"Bearer resource_metadata="http://rs/.well-known/oauth-protected-resource/mcp""#;
+        assert_eq!(oauth.challenged(&challenge(401, header)).await, Ok(true));
+        assert_eq!(
+            oauth.authorization().await,
+            Ok(Some("Bearer token-1".into()))
+        );
+    });
+    let seen = seen.lock().expect("seen");
+    let asked = &seen.authorizations[0];
+    // No scope in the challenge: the resource's scopes_supported.
+    assert_eq!(asked.param("scope").as_deref(), Some("read write"));
+    assert_eq!(asked.param("resource").as_deref(), Some(RS));
+    assert_eq!(asked.param("client_id").as_deref(), Some("dyn"));
+    assert!(has_token(&dir, "fx", RS));
+    assert!(!has_token(&dir, "fx", "http://rs/other"));
+    let mode = std::fs::metadata(store::path(&dir, "fx"))
+        .expect("saved")
+        .permissions();
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777,
+        0o600
+    );
+    let text = std::fs::read_to_string(store::path(&dir, "fx")).expect("saved");
+    assert!(text.contains("\"client_id\": \"dyn\""), "{text}");
+
+    // A new process uses the stored token without asking anyone.
+    let quiet = Canned::default();
+    let again = OAuth::with_http("fx", RS, settings(&dir, Login::Never), Box::new(quiet));
+    assert_eq!(
+        smol::block_on(again.authorization()),
+        Ok(Some("Bearer token-1".into()))
+    );
+    assert!(reset(&dir, "fx").expect("reset"));
+    assert!(!has_token(&dir, "fx", RS));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn never_mode_does_not_log_in_and_expired_tokens_refresh() {
+    let dir = temp_dir("refresh");
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let never = OAuth::with_http(
+        "fx",
+        RS,
+        settings(&dir, Login::Never),
+        Box::new(server(seen.clone(), 10)),
+    );
+    assert_eq!(
+        smol::block_on(never.challenged(&challenge(401, "Bearer"))),
+        Ok(false)
+    );
+    assert!(seen.lock().expect("seen").authorizations.is_empty());
+
+    // A token within a minute of expiry is refreshed before use.
+    let follow = OAuth::with_http(
+        "fx",
+        RS,
+        settings(&dir, Login::Follow),
+        Box::new(server(seen.clone(), 10)),
+    );
+    smol::block_on(async {
+        assert_eq!(follow.challenged(&challenge(401, "Bearer")).await, Ok(true));
+        assert_eq!(
+            follow.authorization().await,
+            Ok(Some("Bearer token-2".into()))
+        );
+    });
+    let seen = seen.lock().expect("seen");
+    let last = seen.token_forms.last().expect("refresh");
+    assert!(last.contains(&("grant_type".into(), "refresh_token".into())));
+    assert!(last.contains(&("refresh_token".into(), "refresh-1".into())));
+    assert!(last.contains(&("resource".into(), RS.into())));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_403_steps_up_with_the_union_of_scopes_once() {
+    let dir = temp_dir("stepup");
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let oauth = OAuth::with_http(
+        "fx",
+        RS,
+        settings(&dir, Login::Follow),
+        Box::new(server(seen.clone(), 3600)),
+    );
+    smol::block_on(async {
+        assert_eq!(
+            oauth
+                .challenged(&challenge(401, r#"Bearer scope="read""#))
+                .await,
+            Ok(true)
+        );
+        let more = challenge(403, r#"Bearer error="insufficient_scope", scope="write""#);
+        assert_eq!(oauth.challenged(&more).await, Ok(true));
+        // The same demand again: another login would not help.
+        assert_eq!(oauth.challenged(&more).await, Ok(false));
+        // A 403 that is not about scope is not ours to fix.
+        assert_eq!(oauth.challenged(&challenge(403, "Bearer")).await, Ok(false));
+    });
+    let seen = seen.lock().expect("seen");
+    let scopes: Vec<_> = seen
+        .authorizations
+        .iter()
+        .map(|u| u.param("scope"))
+        .collect();
+    assert_eq!(scopes, [Some("read".into()), Some("read write".into())]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn logins_are_limited() {
+    let dir = temp_dir("limit");
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let oauth = OAuth::with_http(
+        "fx",
+        RS,
+        settings(&dir, Login::Follow),
+        Box::new(server(seen.clone(), 3600)),
+    );
+    let outcomes: Vec<_> = (0..4)
+        .map(|n| {
+            // A server that keeps asking for a new scope each time.
+            let header = format!(r#"Bearer error="insufficient_scope", scope="s{n}""#);
+            smol::block_on(oauth.challenged(&challenge(403, &header)))
+        })
+        .collect();
+    assert_eq!(outcomes[..3], [Ok(true), Ok(true), Ok(true)]);
+    let error = outcomes[3].clone().expect_err("limit");
+    assert!(error.contains("still refuses after 3 logins"), "{error}");
+    assert_eq!(seen.lock().expect("seen").authorizations.len(), 3);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn errors_name_the_server_and_the_step() {
+    let dir = temp_dir("errors");
+    let oauth = OAuth::with_http(
+        "fx",
+        RS,
+        settings(&dir, Login::Follow),
+        Box::new(Canned::default().on(
+            "GET",
+            "http://rs/.well-known/oauth-protected-resource/mcp",
+            |_| answer(200, json!({"resource": RS, "authorization_servers": []})),
+        )),
+    );
+    let error = smol::block_on(oauth.challenged(&challenge(401, "Bearer"))).expect_err("no AS");
+    assert_eq!(
+        error,
+        "authorizing fx (http://rs/mcp): the protected-resource metadata at \
+         http://rs/.well-known/oauth-protected-resource/mcp names no authorization server"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
