@@ -9,10 +9,10 @@ use std::sync::Arc;
 
 use crate::{Client, Driver, Error, Options};
 
-#[allow(dead_code)] // Until the driver that uses it lands.
 mod exchange;
 mod fetch;
 mod streamable;
+mod tasks;
 mod tls;
 
 pub use fetch::{FetchRequest, FetchResponse, fetch};

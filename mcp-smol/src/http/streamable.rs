@@ -1,32 +1,640 @@
-//! The HTTP driver: one future that owns the connection and every exchange in flight.
+//! The HTTP driver: one future that owns the connection and runs every exchange in flight on
+//! an executor of its own, so it works under any executor and nothing outlives it. It speaks
+//! Streamable HTTP, or the 2024-11-05 HTTP+SSE transport when told to or when the server
+//! turns out to speak only that.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use proto::CloseReason;
-use smol::channel::Sender;
+use proto::{
+    CloseReason, Connection, Event, Notification, RequestError, RequestId, RpcError, SendError,
+    ServerInfo, ServerRequest, outgoing_request_id,
+};
+use serde_json::Value;
+use smol::channel::{Receiver, Sender};
+use smol::future::FutureExt;
+use smol::{Executor, Task, Timer};
+use url::Url;
 
-use super::HttpServer;
-use crate::driver::{Driver, Op, Shared};
+use super::tasks::{self, DEFAULT_RETRY, Endpoint, Inbound, Listen, Post};
+use super::{HttpServer, HttpTransport};
+use crate::driver::{Driver, Op, Reply, Shared};
 use crate::{Disconnect, Error, Options};
 
+/// How many reports from exchanges may wait for the driver before they wait to send more.
+const INBOX: usize = 64;
+
+/// How many times one answer's event stream is resumed before the request fails.
+const MAX_RESUMES: u32 = 5;
+
 /// Builds the handles' side and the driver future.
-pub(super) fn start(server: HttpServer, _options: Options) -> (Sender<Op>, Arc<Shared>, Driver) {
-    let (ops_sender, ops) = smol::channel::unbounded::<Op>();
+pub(super) fn start(server: HttpServer, options: Options) -> (Sender<Op>, Arc<Shared>, Driver) {
+    let (ops_sender, ops) = smol::channel::unbounded();
     let (done_sender, done) = smol::channel::bounded(1);
     let shared = Arc::new(Shared::without_process(done));
-    let reason = CloseReason::Transport(format!(
-        "{}: the HTTP transport is not built yet",
-        server.url
-    ));
-    let state = shared.clone();
-    let driver = async move {
-        let disconnect = Disconnect::bare(reason);
-        let _ = state.disconnect.set(disconnect.clone());
-        ops.close();
-        while let Ok(op) = ops.try_recv() {
-            op.fail(Error::Disconnected(Box::new(disconnect.clone())));
+    let mut connection = Connection::new(Instant::now(), options.core.clone());
+    let mut fatal = None;
+    let url = match Url::parse(&server.url) {
+        Ok(url) => url,
+        Err(error) => {
+            let detail = format!("not a URL: {error}");
+            let reason = format!("{}: {detail}", server.url);
+            connection.fail(CloseReason::Transport(reason));
+            let url = server.url.clone();
+            fatal = Some(Error::Http { url, detail });
+            Url::parse("http://invalid.invalid/").expect("a valid URL")
         }
+    };
+    let endpoint = Arc::new(Endpoint {
+        url,
+        headers: server.headers.clone(),
+        authorizer: server.authorizer.clone(),
+        connect_timeout: options.core.handshake_timeout,
+        limit: options.core.max_line_len,
+    });
+    let (inbox_sender, inbox) = smol::channel::bounded(INBOX);
+    let executor = Arc::new(Executor::new());
+    let legacy = server.transport == HttpTransport::Sse;
+    let mut driver = Loop {
+        connection,
+        ops,
+        shared: shared.clone(),
+        options,
+        endpoint,
+        executor: executor.clone(),
+        inbox,
+        inbox_sender,
+        tasks: BTreeMap::new(),
+        next_task: 0,
+        by_request: BTreeMap::new(),
+        resumes: BTreeMap::new(),
+        session: None,
+        may_fall_back: server.transport == HttpTransport::Auto,
+        fell_back: None,
+        legacy: legacy.then(Legacy::default),
+        restarting: false,
+        resend: Vec::new(),
+        initialize: None,
+        listen_from: None,
+        listener: None,
+        fatal,
+        waiters: BTreeMap::new(),
+        ready_waiters: Vec::new(),
+        subscribers: Vec::new(),
+        answerers: Vec::new(),
+    };
+    let main = async move {
+        if legacy {
+            driver.open_legacy_stream();
+        }
+        let reason = executor.run(driver.run()).await;
+        driver.shut_down(reason).await;
+        // Whatever exchange was still in flight goes with the executor, sockets included.
+        drop(driver);
+        drop(executor);
         drop(done_sender);
     };
-    (ops_sender, shared, Driver(Box::pin(driver)))
+    (ops_sender, shared, Driver(Box::pin(main)))
+}
+
+/// HTTP+SSE state: where to POST, once the stream has said.
+#[derive(Default)]
+struct Legacy {
+    endpoint: Option<Url>,
+    /// Messages waiting for the endpoint.
+    queued: Vec<Vec<u8>>,
+}
+
+enum Wake {
+    Op(Option<Op>),
+    Inbound(Inbound),
+    Timeout,
+}
+
+struct Loop {
+    connection: Connection,
+    ops: Receiver<Op>,
+    shared: Arc<Shared>,
+    options: Options,
+    endpoint: Arc<Endpoint>,
+    executor: Arc<Executor<'static>>,
+    inbox: Receiver<Inbound>,
+    inbox_sender: Sender<Inbound>,
+    /// Every exchange in flight; dropping one cancels it and closes its socket.
+    tasks: BTreeMap<u64, Task<()>>,
+    next_task: u64,
+    /// The exchange carrying each request's answer.
+    by_request: BTreeMap<RequestId, u64>,
+    /// How often each request's answer stream has been resumed.
+    resumes: BTreeMap<RequestId, u32>,
+    session: Option<String>,
+    /// `HttpTransport::Auto` before the first answer to `initialize`.
+    may_fall_back: bool,
+    /// Why the Streamable HTTP `initialize` was refused, once we fell back to HTTP+SSE.
+    fell_back: Option<String>,
+    /// `Some` when speaking HTTP+SSE.
+    legacy: Option<Legacy>,
+    /// A new session is being set up after a 404.
+    restarting: bool,
+    /// Requests the server refused for an unknown session, to send again in the new one.
+    resend: Vec<Vec<u8>>,
+    /// The `initialize` in flight: its request id and exchange.
+    initialize: Option<(RequestId, u64)>,
+    /// Where the server's own stream resumes from, when the `initialize` answer was a stream
+    /// that gave an event id (and how long to wait first).
+    listen_from: Option<(Option<String>, Duration)>,
+    /// The GET stream for the server's own messages.
+    listener: Option<u64>,
+    /// What `wait_ready` reports when the connection could not start, if not the disconnect.
+    fatal: Option<Error>,
+    waiters: BTreeMap<RequestId, Reply<Value>>,
+    ready_waiters: Vec<Reply<ServerInfo>>,
+    subscribers: Vec<Sender<Notification>>,
+    answerers: Vec<Sender<ServerRequest>>,
+}
+
+impl Loop {
+    /// Feeds the connection until it closes; returns why.
+    async fn run(&mut self) -> CloseReason {
+        loop {
+            let mut busy = true;
+            while busy {
+                busy = false;
+                while let Some(message) = self.connection.poll_transmit() {
+                    self.transmit(message);
+                    busy = true;
+                }
+                while let Some(event) = self.connection.poll_event() {
+                    if let Event::Closed(reason) = event {
+                        return reason;
+                    }
+                    self.dispatch(event);
+                    busy = true;
+                }
+            }
+            let deadline = self.connection.poll_timeout();
+            let wake = self.next_wake(deadline).await;
+            let now = Instant::now();
+            match wake {
+                Wake::Op(Some(op)) => self.apply(now, op),
+                // Every handle is gone.
+                Wake::Op(None) => self.connection.close(),
+                Wake::Inbound(inbound) => self.receive(now, inbound),
+                Wake::Timeout => self.connection.handle_timeout(now),
+            }
+        }
+    }
+
+    async fn next_wake(&mut self, deadline: Option<Instant>) -> Wake {
+        let op = async { Wake::Op(self.ops.recv().await.ok()) };
+        let inbound = async {
+            match self.inbox.recv().await {
+                Ok(inbound) => Wake::Inbound(inbound),
+                // Never: the loop holds a sender.
+                Err(_) => std::future::pending().await,
+            }
+        };
+        let timeout = async {
+            match deadline {
+                Some(deadline) => {
+                    Timer::at(deadline).await;
+                    Wake::Timeout
+                }
+                None => std::future::pending().await,
+            }
+        };
+        op.race(inbound).race(timeout).await
+    }
+
+    /// Starts an exchange on the driver's executor.
+    fn spawn<F>(&mut self, exchange: impl FnOnce(u64, Sender<Inbound>) -> F) -> u64
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
+        let key = self.next_task;
+        self.next_task += 1;
+        let inbox = self.inbox_sender.clone();
+        let work = exchange(key, inbox.clone());
+        let task = self.executor.spawn(async move {
+            work.await;
+            let _ = inbox.send(Inbound::Done(key)).await;
+        });
+        self.tasks.insert(key, task);
+        key
+    }
+
+    /// Our headers for a message to the Streamable HTTP endpoint, after the static ones.
+    fn headers(&self) -> Vec<(String, String)> {
+        let mut headers = self.endpoint.headers.clone();
+        if let Some(session) = &self.session {
+            headers.push(("Mcp-Session-Id".to_owned(), session.clone()));
+        }
+        if let Some(info) = self.connection.server_info() {
+            let version = info.protocol_version.clone();
+            headers.push(("MCP-Protocol-Version".to_owned(), version));
+        }
+        headers
+    }
+
+    /// Sends one message from the core: one POST, or held until HTTP+SSE knows where.
+    fn transmit(&mut self, mut message: Vec<u8>) {
+        if message.last() == Some(&b'\n') {
+            message.pop();
+        }
+        match &mut self.legacy {
+            Some(Legacy {
+                endpoint: Some(url),
+                ..
+            }) => {
+                let url = url.clone();
+                self.post(url, message, true);
+            }
+            Some(legacy) => legacy.queued.push(message),
+            None => {
+                let url = self.endpoint.url.clone();
+                self.post(url, message, false);
+            }
+        }
+    }
+
+    fn post(&mut self, url: Url, body: Vec<u8>, legacy: bool) {
+        let id = outgoing_request_id(&body);
+        let initialize = id.is_some() && is_initialize(&body);
+        let mut headers = if legacy {
+            self.endpoint.headers.clone()
+        } else {
+            self.headers()
+        };
+        headers.push(("Content-Type".to_owned(), "application/json".to_owned()));
+        headers.push((
+            "Accept".to_owned(),
+            "application/json, text/event-stream".to_owned(),
+        ));
+        let post = Post {
+            url,
+            body,
+            headers,
+            id,
+            initialize,
+            session: if legacy { None } else { self.session.clone() },
+            may_fall_back: initialize && self.may_fall_back,
+            legacy,
+        };
+        let endpoint = self.endpoint.clone();
+        // A notification nobody answers must not hold a socket for ever.
+        let limit = (id.is_none()).then_some(self.options.core.request_timeout);
+        let key = self.spawn(|_, inbox| async move {
+            let exchange = tasks::post(endpoint, post, inbox);
+            match limit {
+                Some(limit) => {
+                    exchange
+                        .or(async {
+                            Timer::after(limit).await;
+                        })
+                        .await
+                }
+                None => exchange.await,
+            }
+        });
+        if let Some(id) = id {
+            if initialize {
+                self.initialize = Some((id, key));
+            } else if !legacy {
+                self.by_request.insert(id, key);
+            }
+        }
+    }
+
+    fn open_legacy_stream(&mut self) {
+        let listen = Listen {
+            url: self.endpoint.url.clone(),
+            headers: self.endpoint.headers.clone(),
+            last_event_id: None,
+            delay: Duration::ZERO,
+        };
+        let endpoint = self.endpoint.clone();
+        self.listener = Some(self.spawn(|_, inbox| tasks::legacy_stream(endpoint, listen, inbox)));
+    }
+
+    /// Opens the GET stream for the server's own messages, once the session is ready and the
+    /// `initialize` exchange is over (a stream that answered it resumes here).
+    fn open_listener(&mut self) {
+        if self.legacy.is_some()
+            || self.connection.server_info().is_none()
+            || self.initialize.is_some()
+        {
+            return;
+        }
+        if let Some(old) = self.listener.take() {
+            self.tasks.remove(&old);
+        }
+        let (last_event_id, delay) = self.listen_from.take().unwrap_or((None, Duration::ZERO));
+        let listen = Listen {
+            url: self.endpoint.url.clone(),
+            headers: self.headers(),
+            last_event_id,
+            delay,
+        };
+        let endpoint = self.endpoint.clone();
+        self.listener = Some(self.spawn(|_, inbox| tasks::listen(endpoint, listen, inbox)));
+    }
+
+    /// What an exchange reported.
+    fn receive(&mut self, now: Instant, inbound: Inbound) {
+        match inbound {
+            Inbound::Session(session) => self.session = Some(session),
+            Inbound::Message(message) => {
+                // The server answered as a Streamable HTTP server: no falling back now.
+                self.may_fall_back = false;
+                self.connection.handle_message(now, &message);
+            }
+            Inbound::Failed { id, error } => _ = self.connection.fail_request(now, id, error),
+            Inbound::Fatal { error, reason } => {
+                if self.connection.server_info().is_none() || self.restarting {
+                    self.fatal = self.fatal.take().or(error);
+                    self.connection.fail(CloseReason::Transport(reason));
+                }
+            }
+            Inbound::Unauthorized {
+                id,
+                initialize,
+                error,
+            } => {
+                if initialize {
+                    let reason = error.to_string();
+                    self.fatal = Some(error);
+                    self.connection.fail(CloseReason::Transport(reason));
+                } else if let Some(id) = id {
+                    // The caller hears `Unauthorized` itself, so the host can offer a login.
+                    if let Some(waiter) = self.waiters.remove(&id) {
+                        let _ = waiter.try_send(Err(error.clone()));
+                    }
+                    let reason = RequestError::Transport(error.to_string());
+                    self.connection.fail_request(now, id, reason);
+                }
+            }
+            Inbound::SessionExpired { message, session } => {
+                let is_request = outgoing_request_id(&message).is_some();
+                if self.session.as_deref() == Some(session.as_str()) {
+                    self.session = None;
+                    self.restarting = true;
+                    if let Some(old) = self.listener.take() {
+                        self.tasks.remove(&old);
+                    }
+                    self.connection.restart_session(now);
+                }
+                if is_request {
+                    if self.restarting {
+                        self.resend.push(message);
+                    } else {
+                        let url = self.endpoint.url.clone();
+                        self.post(url, message, false);
+                    }
+                }
+            }
+            Inbound::Fallback { message, why } => {
+                if self.may_fall_back && self.legacy.is_none() {
+                    self.may_fall_back = false;
+                    self.fell_back = Some(why);
+                    self.initialize = None;
+                    self.legacy = Some(Legacy {
+                        endpoint: None,
+                        queued: vec![message],
+                    });
+                    self.open_legacy_stream();
+                }
+            }
+            Inbound::StreamEnded {
+                id,
+                last_event_id,
+                retry,
+                why,
+            } => self.stream_ended(now, id, last_event_id, retry, why),
+            Inbound::Endpoint(url) => {
+                if let Some(legacy) = &mut self.legacy {
+                    legacy.endpoint = Some(url.clone());
+                    for message in std::mem::take(&mut legacy.queued) {
+                        self.post(url.clone(), message, true);
+                    }
+                }
+            }
+            Inbound::LegacyEnded(detail) => {
+                let reason = match self.fell_back.take() {
+                    Some(why) => format!("{why}; and as an HTTP+SSE server: {detail}"),
+                    None => detail,
+                };
+                self.connection.fail(CloseReason::Transport(reason));
+            }
+            Inbound::Done(key) => {
+                self.tasks.remove(&key);
+                if self.initialize.is_some_and(|(_, task)| task == key) {
+                    self.initialize = None;
+                    self.open_listener();
+                }
+            }
+        }
+    }
+
+    /// An event stream that was to carry request `id`'s answer ended. Resume it with
+    /// `Last-Event-ID` after the server's `retry` if the answer has not come, or fail the
+    /// request at once if the stream gave nothing to resume from.
+    fn stream_ended(
+        &mut self,
+        now: Instant,
+        id: RequestId,
+        last_event_id: Option<String>,
+        retry: Option<Duration>,
+        why: String,
+    ) {
+        let delay = retry.unwrap_or(DEFAULT_RETRY);
+        if self.initialize.is_some_and(|(init, _)| init == id) {
+            if self.connection.server_info().is_some() {
+                // Answered: the server's own stream takes over where this one stopped.
+                if last_event_id.is_some() {
+                    self.listen_from = Some((last_event_id, delay));
+                }
+            } else {
+                let reason = format!("{why} before the answer to initialize");
+                self.connection.fail(CloseReason::Transport(reason));
+            }
+            return;
+        }
+        if !self.by_request.contains_key(&id) {
+            return;
+        }
+        let attempts = self.resumes.entry(id).or_default();
+        *attempts += 1;
+        let error = match last_event_id {
+            None => Some(format!(
+                "{why} before the answer, with no event id to resume from"
+            )),
+            Some(_) if *attempts > MAX_RESUMES => Some(format!(
+                "{why} before the answer, {MAX_RESUMES} times; giving up"
+            )),
+            Some(_) => None,
+        };
+        if let Some(error) = error {
+            self.connection
+                .fail_request(now, id, RequestError::Transport(error));
+            return;
+        }
+        let listen = Listen {
+            url: self.endpoint.url.clone(),
+            headers: self.headers(),
+            last_event_id,
+            delay,
+        };
+        let endpoint = self.endpoint.clone();
+        let key = self.spawn(|_, inbox| tasks::resume(endpoint, listen, id, inbox));
+        if let Some(old) = self.by_request.insert(id, key) {
+            self.tasks.remove(&old);
+        }
+    }
+
+    fn apply(&mut self, now: Instant, op: Op) {
+        match op {
+            Op::Request { request, reply } => match self.connection.request(now, request) {
+                Ok(id) => _ = self.waiters.insert(id, reply),
+                Err(SendError::Closed(reason)) => {
+                    _ = reply.try_send(Err(Error::from_request(RequestError::Closed(reason))));
+                }
+                Err(error) => _ = reply.try_send(Err(error.into())),
+            },
+            Op::WaitReady(reply) => match self.connection.server_info() {
+                Some(info) if !self.restarting => _ = reply.try_send(Ok(info.clone())),
+                _ => self.ready_waiters.push(reply),
+            },
+            Op::Subscribe(subscriber) => self.subscribers.push(subscriber),
+            Op::Answer(answerer) => self.answerers.push(answerer),
+            Op::Respond { id, result } => _ = self.connection.respond(now, id, result),
+            Op::Abandoned => self.cancel_abandoned(now),
+            Op::Close => self.connection.close(),
+        }
+    }
+
+    /// Cancels every request whose caller has stopped waiting, which also tells the server.
+    fn cancel_abandoned(&mut self, now: Instant) {
+        let abandoned: Vec<RequestId> = (self.waiters.iter())
+            .filter(|(_, reply)| reply.is_closed())
+            .map(|(&id, _)| id)
+            .collect();
+        for id in abandoned {
+            self.waiters.remove(&id);
+            self.connection.cancel(now, id);
+        }
+    }
+
+    fn dispatch(&mut self, event: Event) {
+        match event {
+            Event::Ready(info) => {
+                self.restarting = false;
+                self.may_fall_back = false;
+                for waiter in self.ready_waiters.drain(..) {
+                    let _ = waiter.try_send(Ok(info.clone()));
+                }
+                for message in std::mem::take(&mut self.resend) {
+                    let url = self.endpoint.url.clone();
+                    self.post(url, message, false);
+                }
+                self.open_listener();
+            }
+            Event::Response {
+                result: Err(RequestError::Closed(_)),
+                ..
+            } => {}
+            Event::Response { id, result } => {
+                // Its exchange has done its job: dropping it closes the stream.
+                if let Some(key) = self.by_request.remove(&id) {
+                    self.tasks.remove(&key);
+                }
+                self.resumes.remove(&id);
+                if let Some(waiter) = self.waiters.remove(&id) {
+                    let _ = waiter.try_send(result.map_err(Error::from_request));
+                }
+            }
+            Event::Notification(notification) => {
+                self.subscribers.retain(
+                    |s| !matches!(s.try_send(notification.clone()), Err(e) if e.is_closed()),
+                );
+            }
+            Event::ServerRequest(request) => self.pass_on(request),
+            Event::Malformed(_) | Event::Closed(_) => {}
+        }
+    }
+
+    /// Hands a server request to the first answerer still listening; with none, or none with
+    /// room, it is refused at once rather than left to its deadline.
+    fn pass_on(&mut self, mut request: ServerRequest) {
+        self.answerers.retain(|answerer| !answerer.is_closed());
+        for answerer in &self.answerers {
+            match answerer.try_send(request) {
+                Ok(()) => return,
+                Err(error) => request = error.into_inner(),
+            }
+        }
+        let refusal = Err(RpcError::method_not_found(&request.method));
+        self.connection.respond(Instant::now(), request.id, refusal);
+    }
+
+    /// Fails whatever is still waiting, stops every exchange, and ends the session with a
+    /// `DELETE` (bounded by the grace period).
+    async fn shut_down(&mut self, reason: CloseReason) {
+        let disconnect = Disconnect::bare(reason);
+        let _ = self.shared.disconnect.set(disconnect.clone());
+        let error = Error::Disconnected(Box::new(disconnect));
+        self.refuse_operations(&error);
+        let first = self.fatal.take().unwrap_or_else(|| error.clone());
+        for waiter in self.ready_waiters.drain(..) {
+            let _ = waiter.try_send(Err(first.clone()));
+        }
+        for (_, waiter) in std::mem::take(&mut self.waiters) {
+            let _ = waiter.try_send(Err(error.clone()));
+        }
+        self.tasks.clear();
+        if self.legacy.is_none()
+            && let Some(session) = self.session.take()
+        {
+            let mut headers = self.endpoint.headers.clone();
+            headers.push(("Mcp-Session-Id".to_owned(), session));
+            if let Some(info) = self.connection.server_info() {
+                let version = info.protocol_version.clone();
+                headers.push(("MCP-Protocol-Version".to_owned(), version));
+            }
+            let delete = tasks::delete_session(&self.endpoint, headers);
+            let grace = self.options.grace_period;
+            delete
+                .or(async {
+                    Timer::after(grace).await;
+                })
+                .await;
+        }
+    }
+
+    /// Stops taking operations and fails those already queued.
+    fn refuse_operations(&mut self, error: &Error) {
+        self.ops.close();
+        while let Ok(op) = self.ops.try_recv() {
+            op.fail(error.clone());
+        }
+    }
+}
+
+impl Drop for Loop {
+    /// Also when the driver future is dropped unfinished: no caller may be left waiting.
+    fn drop(&mut self) {
+        let disconnect = self.shared.disconnect.get().cloned();
+        let disconnect = disconnect.unwrap_or_else(Disconnect::driver_dropped);
+        self.refuse_operations(&Error::Disconnected(Box::new(disconnect)));
+    }
+}
+
+/// Whether a request from the core is `initialize` (its encoding puts the method right
+/// after the id).
+fn is_initialize(message: &[u8]) -> bool {
+    let needle = br#","method":"initialize""#;
+    message
+        .windows(needle.len())
+        .take(40)
+        .any(|window| window == needle)
 }

@@ -1,0 +1,417 @@
+//! `mcp-http-fixture MODE [--cert PEM --key PEM] [--log FILE]`: a small Streamable HTTP MCP
+//! server on 127.0.0.1 (a free port, printed as `PORT <n>` on stdout) that behaves well or
+//! misbehaves on demand, for the end-to-end suites. Plain std sockets, one thread per
+//! connection, one exchange per connection; with `--cert` and `--key`, HTTPS.
+//!
+//! Modes:
+//! - `good`: tools `echo` (`message`) and `big` (`bytes`: a text of that many bytes), answered
+//!   as JSON; `Mcp-Session-Id` from `initialize`; 202 for notifications; 405 for GET; DELETE
+//!   ends the session.
+//! - `sse`: `good`, but `tools/call` is answered as an event stream: a progress notification
+//!   (when the call has a progress token), then the answer.
+//! - `session-404`: `good`, but the server forgets the session after answering `tools/list`
+//!   once, so the next request with it gets 404.
+//! - `html`: every POST is answered `200` with an HTML page.
+//! - `wrong-type`: every POST is answered `200` with `text/plain`.
+//! - `redirect-loop`: every request is answered `307` to another path of the same server.
+//! - `fail-call`: `good`, but `tools/call` is answered `500` with a short body.
+//! - `truncated`: `good`, but `tools/call` is answered by an event stream that sends a
+//!   progress notification and ends before the answer, with no event id.
+//! - `resume`: `good`, but `tools/call` is answered by an event stream with `retry: 50` and
+//!   event id `e1` that ends before the answer; a GET with `Last-Event-ID: e1` gets the answer.
+//! - `unauthorized`: every request is answered `401` with a `WWW-Authenticate` challenge.
+//!
+//! `--log FILE` appends one line per request: `METHOD PATH rpc=<method> session=<id>
+//! last-event-id=<id>` (`-` for none).
+//!
+//! `mcp-http-fixture probe URL [--transport auto|streamable|sse]`: the client side, in a
+//! process of its own so a test can set `SSL_CERT_FILE` for it: connects with
+//! `mcp_smol::connect_http`, lists the tools, prints `TOOLS <names>` and exits 0, or prints
+//! `ERROR <message>` and exits 3.
+
+// A poisoned lock here means the fixture itself crashed; panicking further is the right answer.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::HashSet;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use serde_json::{Value, json};
+
+struct State {
+    mode: String,
+    sessions: Mutex<HashSet<String>>,
+    next: AtomicU64,
+    log: Option<Mutex<std::fs::File>>,
+}
+
+/// One request as read off the socket.
+struct Request {
+    method: String,
+    path: String,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Request {
+    fn header(&self, name: &str) -> Option<&str> {
+        (self.headers.iter())
+            .find(|(key, _)| key.eq_ignore_ascii_case(name))
+            .map(|(_, value)| value.as_str())
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let option = |name: &str| {
+        (args.iter().position(|arg| arg == name)).and_then(|i| args.get(i + 1).cloned())
+    };
+    let mode = args.first().cloned().unwrap_or_else(|| "good".to_owned());
+    if mode == "probe" {
+        let url = args.get(1).cloned().unwrap_or_default();
+        std::process::exit(probe(url, option("--transport")));
+    }
+    let tls = match (option("--cert"), option("--key")) {
+        (Some(cert), Some(key)) => Some(tls_config(&cert, &key)),
+        _ => None,
+    };
+    let log = option("--log").map(|path| {
+        let file = (std::fs::OpenOptions::new().create(true).append(true))
+            .open(path)
+            .unwrap();
+        Mutex::new(file)
+    });
+    let state = Arc::new(State {
+        mode,
+        sessions: Mutex::new(HashSet::new()),
+        next: AtomicU64::new(1),
+        log,
+    });
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    println!("PORT {}", listener.local_addr().unwrap().port());
+    std::io::stdout().flush().unwrap();
+    for stream in listener.incoming() {
+        let Ok(stream) = stream else { continue };
+        let state = state.clone();
+        let tls = tls.clone();
+        thread::spawn(move || {
+            let _ = match tls {
+                Some(config) => {
+                    let Ok(connection) = rustls::ServerConnection::new(config) else {
+                        return;
+                    };
+                    let mut stream = rustls::StreamOwned::new(connection, stream);
+                    let served = serve(&state, &mut stream);
+                    // A clean TLS end, so a body that runs to the end of the connection
+                    // is whole.
+                    stream.conn.send_close_notify();
+                    served.and_then(|()| stream.flush())
+                }
+                None => serve(&state, &mut { stream }),
+            };
+        });
+    }
+}
+
+fn tls_config(cert: &str, key: &str) -> Arc<rustls::ServerConfig> {
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let key = PrivateKeyDer::from_pem_file(key).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .unwrap();
+    Arc::new(config)
+}
+
+fn read_request(stream: &mut impl Read) -> Option<Request> {
+    let mut reader = BufReader::new(stream);
+    let mut line = String::new();
+    reader.read_line(&mut line).ok()?;
+    let mut parts = line.split_whitespace();
+    let method = parts.next()?.to_owned();
+    let path = parts.next()?.to_owned();
+    let mut headers = Vec::new();
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line).ok()?;
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        let (name, value) = line.split_once(':')?;
+        headers.push((name.trim().to_owned(), value.trim().to_owned()));
+    }
+    let length = (headers.iter())
+        .find(|(name, _)| name.eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, value)| value.parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).ok()?;
+    Some(Request {
+        method,
+        path,
+        headers,
+        body,
+    })
+}
+
+/// What to send back.
+enum Reply {
+    Full {
+        status: &'static str,
+        headers: Vec<(String, String)>,
+        body: Vec<u8>,
+    },
+    /// An event stream of these events, then the end of the connection.
+    Events {
+        headers: Vec<(String, String)>,
+        events: Vec<String>,
+    },
+}
+
+fn full(status: &'static str, content_type: &str, body: impl Into<Vec<u8>>) -> Reply {
+    Reply::Full {
+        status,
+        headers: vec![("Content-Type".to_owned(), content_type.to_owned())],
+        body: body.into(),
+    }
+}
+
+fn json_reply(value: &Value) -> Reply {
+    full("200 OK", "application/json", value.to_string())
+}
+
+fn serve(state: &State, stream: &mut (impl Read + Write)) -> std::io::Result<()> {
+    let Some(request) = read_request(stream) else {
+        return Ok(());
+    };
+    let reply = answer(state, &request);
+    let (status, headers, body, events) = match reply {
+        Reply::Full {
+            status,
+            headers,
+            body,
+        } => (status, headers, body, None),
+        Reply::Events { headers, events } => ("200 OK", headers, Vec::new(), Some(events)),
+    };
+    let mut head = format!("HTTP/1.1 {status}\r\nConnection: close\r\n");
+    for (name, value) in &headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    match &events {
+        None => head.push_str(&format!("Content-Length: {}\r\n\r\n", body.len())),
+        Some(_) => head.push_str("Content-Type: text/event-stream\r\n\r\n"),
+    }
+    stream.write_all(head.as_bytes())?;
+    stream.write_all(&body)?;
+    for event in events.unwrap_or_default() {
+        stream.write_all(event.as_bytes())?;
+        stream.flush()?;
+    }
+    stream.flush()
+}
+
+fn answer(state: &State, request: &Request) -> Reply {
+    let message: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+    let rpc = message["method"].as_str().unwrap_or("-").to_owned();
+    let session = request.header("mcp-session-id").map(str::to_owned);
+    if let Some(log) = &state.log {
+        let line = format!(
+            "{} {} rpc={rpc} session={} last-event-id={}\n",
+            request.method,
+            request.path,
+            session.as_deref().unwrap_or("-"),
+            request.header("last-event-id").unwrap_or("-"),
+        );
+        log.lock().unwrap().write_all(line.as_bytes()).unwrap();
+    }
+    let mode = state.mode.as_str();
+    match mode {
+        "html" if request.method == "POST" => {
+            let page = "<!DOCTYPE html>\n<html><head><title>Sign in</title></head><body>Please sign in</body></html>";
+            return full("200 OK", "text/html; charset=utf-8", page);
+        }
+        "wrong-type" if request.method == "POST" => {
+            return full("200 OK", "text/plain", "hello from a plain web server");
+        }
+        "redirect-loop" => {
+            let n: u64 = (request.path.trim_start_matches("/loop-").parse()).unwrap_or(0);
+            return Reply::Full {
+                status: "307 Temporary Redirect",
+                headers: vec![("Location".to_owned(), format!("/loop-{}", n + 1))],
+                body: Vec::new(),
+            };
+        }
+        "unauthorized" => {
+            let challenge = r#"Bearer resource_metadata="http://127.0.0.1/.well-known/oauth-protected-resource""#;
+            return Reply::Full {
+                status: "401 Unauthorized",
+                headers: vec![("WWW-Authenticate".to_owned(), challenge.to_owned())],
+                body: b"unauthorized".to_vec(),
+            };
+        }
+        _ => {}
+    }
+    match request.method.as_str() {
+        "DELETE" => {
+            if let Some(session) = &session {
+                state.sessions.lock().unwrap().remove(session);
+            }
+            return full("200 OK", "text/plain", "");
+        }
+        "GET" if mode == "resume" && request.header("last-event-id") == Some("e1") => {
+            // The answer the interrupted stream owed: the call's id is always the latest one.
+            let id = state.next.load(Ordering::SeqCst);
+            let answer = call_answer(
+                &json!({"id": id, "params": {"name": "echo", "arguments": {"message": "resumed"}}}),
+            );
+            let events = vec![format!("id: e2\ndata: {answer}\n\n")];
+            return Reply::Events {
+                headers: Vec::new(),
+                events,
+            };
+        }
+        "GET" => return full("405 Method Not Allowed", "text/plain", ""),
+        _ => {}
+    }
+    if rpc == "initialize" {
+        let session = format!("s{}", state.next.fetch_add(1, Ordering::SeqCst));
+        state.sessions.lock().unwrap().insert(session.clone());
+        let version = message["params"]["protocolVersion"].clone();
+        let result = json!({"jsonrpc": "2.0", "id": message["id"], "result": {
+            "protocolVersion": version,
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "mcp-http-fixture", "version": "1"},
+        }});
+        let Reply::Full {
+            mut headers,
+            status,
+            body,
+        } = json_reply(&result)
+        else {
+            unreachable!()
+        };
+        headers.push(("Mcp-Session-Id".to_owned(), session));
+        return Reply::Full {
+            status,
+            headers,
+            body,
+        };
+    }
+    let known = session
+        .as_ref()
+        .is_some_and(|session| state.sessions.lock().unwrap().contains(session));
+    if !known {
+        return full(
+            "404 Not Found",
+            "application/json",
+            r#"{"jsonrpc":"2.0","error":{"code":-32001,"message":"Session not found"},"id":null}"#,
+        );
+    }
+    if message.get("id").is_none() {
+        return full("202 Accepted", "text/plain", "");
+    }
+    if let Some(id) = message["id"].as_u64() {
+        state.next.fetch_max(id, Ordering::SeqCst);
+    }
+    match (rpc.as_str(), mode) {
+        ("tools/list", _) => {
+            if mode == "session-404"
+                && let Some(session) = &session
+            {
+                state.sessions.lock().unwrap().remove(session);
+            }
+            let tools = json!([
+                {"name": "echo", "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}}},
+                {"name": "big", "inputSchema": {"type": "object", "properties": {"bytes": {"type": "integer"}}}},
+            ]);
+            json_reply(&json!({"jsonrpc": "2.0", "id": message["id"], "result": {"tools": tools}}))
+        }
+        ("tools/call", "fail-call") => full(
+            "500 Internal Server Error",
+            "text/plain",
+            "boom: the tool crashed\n\tat line 1",
+        ),
+        ("tools/call", "truncated") => Reply::Events {
+            headers: Vec::new(),
+            events: vec![progress(&message)],
+        },
+        ("tools/call", "resume") => Reply::Events {
+            headers: Vec::new(),
+            events: vec![
+                "retry: 50\nid: e1\ndata: \n\n".to_owned(),
+                progress(&message),
+            ],
+        },
+        ("tools/call", "sse") => Reply::Events {
+            headers: Vec::new(),
+            events: vec![
+                progress(&message),
+                format!("data: {}\n\n", call_answer(&message)),
+            ],
+        },
+        ("tools/call", _) => json_reply(&call_answer(&message)),
+        _ => json_reply(&json!({"jsonrpc": "2.0", "id": message["id"], "result": {}})),
+    }
+}
+
+fn progress(message: &Value) -> String {
+    let token = &message["params"]["_meta"]["progressToken"];
+    let token = if token.is_null() {
+        json!("none")
+    } else {
+        token.clone()
+    };
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/progress",
+        "params": {"progressToken": token, "progress": 1, "total": 2}});
+    format!("data: {note}\n\n")
+}
+
+fn call_answer(message: &Value) -> Value {
+    let arguments = &message["params"]["arguments"];
+    let text = match message["params"]["name"].as_str() {
+        Some("big") => "x".repeat(arguments["bytes"].as_u64().unwrap_or(1024) as usize),
+        _ => arguments["message"].as_str().unwrap_or_default().to_owned(),
+    };
+    json!({"jsonrpc": "2.0", "id": message["id"], "result": {"content": [{"type": "text", "text": text}]}})
+}
+
+fn probe(url: String, transport: Option<String>) -> i32 {
+    let transport = match transport.as_deref() {
+        Some("sse") => mcp_smol::HttpTransport::Sse,
+        Some("streamable") => mcp_smol::HttpTransport::Streamable,
+        _ => mcp_smol::HttpTransport::Auto,
+    };
+    let server = mcp_smol::HttpServer {
+        transport,
+        ..mcp_smol::HttpServer::new(url)
+    };
+    let outcome = smol::block_on(async {
+        let client = mcp_smol::connect_http(server, mcp_smol::Options::default()).await?;
+        let tools = client.list_tools().await;
+        client.close().await;
+        tools
+    });
+    match outcome {
+        Ok(tools) => {
+            let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_str()).collect();
+            println!("TOOLS {}", names.join(" "));
+            0
+        }
+        Err(error) => {
+            println!("ERROR {error}");
+            3
+        }
+    }
+}
