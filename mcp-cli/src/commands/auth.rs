@@ -1,0 +1,60 @@
+//! `auth SERVER [--reset]`: log in to a remote server now (browser, or unattended with
+//! `--auth-follow` / `MCP_CLI_AUTH_FOLLOW=1`), or forget its tokens and registration.
+
+use serde_json::json;
+
+use crate::auth::{self, Login, Settings};
+use crate::commands::Context;
+use crate::exit::{Exit, Failure};
+use crate::output;
+
+/// Runs `auth` for server `name` at `url`. `settings` come from the server's config entry and
+/// the environment; unless they ask for [`Login::Follow`], the login goes through the browser.
+pub(crate) async fn run(
+    ctx: &mut Context,
+    name: &str,
+    url: &str,
+    mut settings: Settings,
+    reset: bool,
+) -> Result<Exit, Failure> {
+    if reset {
+        let removed = auth::reset(&settings.dir, name).map_err(|error| Failure {
+            exit: Exit::Server,
+            message: format!(
+                "cannot delete the stored login for {name} in {}: {error}",
+                settings.dir.display()
+            ),
+        })?;
+        if ctx.json {
+            ctx.out
+                .line(&json!({"server": name, "reset": true, "had_login": removed}).to_string());
+        } else if removed {
+            ctx.out.line(&format!("forgot the login for {name}"));
+        } else {
+            ctx.out.line(&format!("{name} had no stored login"));
+        }
+        return Ok(Exit::Success);
+    }
+    if settings.login != Login::Follow {
+        settings.login = Login::Browser;
+    }
+    let dir = settings.dir.clone();
+    auth::login(name, url, settings)
+        .await
+        .map_err(|error| Failure {
+            exit: Exit::Server,
+            message: format!(
+                "cannot log in to {name}: {}",
+                output::escape_controls(&error)
+            ),
+        })?;
+    if ctx.json {
+        ctx.out
+            .line(&json!({"server": name, "logged_in": true}).to_string());
+    } else {
+        let path = dir.display();
+        ctx.out
+            .line(&format!("logged in to {name}; the token is kept in {path}"));
+    }
+    Ok(Exit::Success)
+}
