@@ -45,3 +45,9 @@ mod gateway;
 
 /// `mcp-cli daemon`: warm runs against cold ones, peer uid, stop, idle exit, stale sockets.
 mod daemon;
+
+/// Remote servers over HTTP: server-everything's HTTP modes, HTTPS, and misbehaving servers.
+mod http;
+
+/// OAuth for remote servers: `mcp_cli::auth` against `mcp-oauth-fixture` over real HTTP.
+mod oauth;

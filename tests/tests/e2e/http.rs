@@ -1,0 +1,550 @@
+//! The HTTP transports through `mcp_smol::connect_http`: the real server-everything in its
+//! Streamable HTTP and SSE modes, and `mcp-http-fixture` for HTTPS and for every way an HTTP
+//! server can misbehave. Each failure must be a clear error naming its cause, and close must
+//! leave no socket open.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use mcp_smol::proto::{CloseReason, Request, RequestError};
+use mcp_smol::{
+    Authorizer, BoxFuture, Challenge, Client, Error, HttpServer, HttpTransport, Options,
+    connect_http,
+};
+use serde_json::json;
+
+use crate::support::{Scratch, bounded, text};
+
+const HTTP_FIXTURE: &str = env!("CARGO_BIN_EXE_mcp-http-fixture");
+
+/// Long budgets: a failure must come from the cause, at once, not from a timeout.
+fn patient() -> Options {
+    let defaults = Options::default();
+    Options {
+        core: mcp_smol::proto::Config {
+            handshake_timeout: Duration::from_secs(60),
+            request_timeout: Duration::from_secs(60),
+            ..defaults.core
+        },
+        grace_period: Duration::from_secs(2),
+        ..defaults
+    }
+}
+
+/// A server process that is killed when the test ends, however it ends.
+struct Server {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `mcp-http-fixture MODE` with extra arguments; waits for its port.
+fn fixture(mode: &str, extra: &[&str]) -> Server {
+    let mut child = Command::new(HTTP_FIXTURE)
+        .arg(mode)
+        .args(extra)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port = line.trim().strip_prefix("PORT ").unwrap().parse().unwrap();
+    Server { child, port }
+}
+
+/// server-everything in `mode` (`streamableHttp` or `sse`) on a free port; `None` without Node.
+fn everything(mode: &str) -> Option<Server> {
+    let bin = mcp_tests::npm_bin()?;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new(bin.join("mcp-server-everything"))
+        .arg(mode)
+        .env("PORT", port.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let server = Server { child, port };
+    // Node takes a moment to listen; bounded, and a refused connect is the only wait.
+    let started = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "server-everything {mode} did not listen on {port} within 30 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Some(server)
+}
+
+fn server(url: String) -> HttpServer {
+    HttpServer::new(url)
+}
+
+/// Our sockets still connected (or half-closed) to `port`, from /proc/net/tcp{,6}.
+fn sockets_to(port: u16) -> usize {
+    let mut count = 0;
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let Ok(text) = std::fs::read_to_string(table) else {
+            continue;
+        };
+        for line in text.lines().skip(1) {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let (Some(remote), Some(state)) = (fields.get(2), fields.get(3)) else {
+                continue;
+            };
+            let remote_port = remote.rsplit(':').next().unwrap_or_default();
+            // 01 established, 08 close-wait: a socket someone still holds.
+            if u16::from_str_radix(remote_port, 16) == Ok(port) && matches!(*state, "01" | "08") {
+                count += 1;
+            }
+        }
+    }
+    count
+}
+
+/// Closes the client and checks no socket of ours to the server is left.
+async fn close_and_check(client: &Client, port: u16) {
+    client.close().await;
+    assert_eq!(
+        sockets_to(port),
+        0,
+        "a socket to port {port} outlived close"
+    );
+}
+
+fn transport_reason(error: &Error) -> String {
+    match error {
+        Error::Disconnected(disconnect) => match &disconnect.reason {
+            CloseReason::Transport(reason) => reason.clone(),
+            other => panic!("not a transport failure: {other:?}"),
+        },
+        Error::Http { url, detail } => format!("{url}: {detail}"),
+        other => panic!("not a transport failure: {other:?}"),
+    }
+}
+
+#[test]
+fn everything_over_streamable_http() {
+    let Some(everything) = everything("streamableHttp") else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{}/mcp", everything.port);
+    bounded(async {
+        let client = connect_http(server(url), patient()).await.unwrap();
+        assert_eq!(client.pid(), 0);
+        let tools = client.list_tools().await.unwrap();
+        assert!(tools.iter().any(|tool| tool.name == "echo"), "{tools:?}");
+        let echoed = client
+            .call_tool("echo", json!({"message": "over http"}))
+            .await
+            .unwrap();
+        assert!(text(&echoed).contains("over http"), "{}", text(&echoed));
+
+        // Progress arrives on the call's own event stream, before its answer.
+        let notifications = client.notifications().await;
+        let call = Request::call_tool(
+            "trigger-long-running-operation",
+            json!({"duration": 0.4, "steps": 4}),
+        );
+        let result = client.request(call).await.unwrap();
+        assert!(text(&result).contains("Steps: 4"), "{}", text(&result));
+        let mut progress = 0;
+        while let Ok(notification) = notifications.try_recv() {
+            if notification.method == "notifications/progress" {
+                progress += 1;
+            }
+        }
+        assert_eq!(progress, 4);
+        close_and_check(&client, everything.port).await;
+    });
+}
+
+#[test]
+fn everything_over_legacy_sse_explicitly_and_by_fallback() {
+    let Some(everything) = everything("sse") else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{}/sse", everything.port);
+    bounded(async {
+        for transport in [HttpTransport::Sse, HttpTransport::Auto] {
+            let server = HttpServer {
+                transport,
+                ..server(url.clone())
+            };
+            let client = connect_http(server, patient()).await.unwrap();
+            let tools = client.list_tools().await.unwrap();
+            assert!(tools.iter().any(|tool| tool.name == "echo"), "{tools:?}");
+            let echoed = client
+                .call_tool("echo", json!({"message": "over sse"}))
+                .await
+                .unwrap();
+            assert!(text(&echoed).contains("over sse"), "{}", text(&echoed));
+            close_and_check(&client, everything.port).await;
+        }
+    });
+}
+
+#[test]
+fn a_16_mib_result_and_one_over_the_limit() {
+    let fixture = fixture("good", &[]);
+    let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
+    bounded(async {
+        let client = connect_http(server(url.clone()), patient()).await.unwrap();
+        let bytes = 16 * 1024 * 1024;
+        let result = client
+            .call_tool("big", json!({"bytes": bytes}))
+            .await
+            .unwrap();
+        assert_eq!(text(&result).len(), bytes);
+        close_and_check(&client, fixture.port).await;
+
+        let mut small = patient();
+        small.core.max_line_len = 1024 * 1024;
+        let client = connect_http(server(url), small).await.unwrap();
+        let error = client
+            .call_tool("big", json!({"bytes": 2 * 1024 * 1024}))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(error, Error::Request(RequestError::ResponseTooLarge { limit, .. }) if limit == 1024 * 1024),
+            "{error:?}"
+        );
+        // The connection goes on.
+        assert_eq!(client.list_tools().await.unwrap().len(), 2);
+        close_and_check(&client, fixture.port).await;
+    });
+}
+
+#[test]
+fn answers_as_event_streams_carry_progress_first() {
+    let fixture = fixture("sse", &[]);
+    let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
+    bounded(async {
+        let client = connect_http(server(url), patient()).await.unwrap();
+        let notifications = client.notifications().await;
+        let result = client
+            .call_tool("echo", json!({"message": "streamed"}))
+            .await
+            .unwrap();
+        assert_eq!(text(&result), "streamed");
+        let note = notifications.try_recv().unwrap();
+        assert_eq!(note.method, "notifications/progress");
+        close_and_check(&client, fixture.port).await;
+    });
+}
+
+#[test]
+fn close_ends_the_session_with_delete() {
+    let scratch = Scratch::new("http-delete");
+    let log = scratch.0.join("requests.log");
+    let fixture = fixture("good", &["--log", log.to_str().unwrap()]);
+    let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
+    bounded(async {
+        let client = connect_http(server(url), patient()).await.unwrap();
+        client.list_tools().await.unwrap();
+        close_and_check(&client, fixture.port).await;
+    });
+    let requests = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = requests.lines().collect();
+    assert!(
+        lines[0].starts_with("POST /mcp rpc=initialize session=-"),
+        "{requests}"
+    );
+    assert!(
+        lines[1].starts_with("POST /mcp rpc=notifications/initialized session=s1"),
+        "{requests}"
+    );
+    assert!(
+        lines
+            .last()
+            .unwrap()
+            .starts_with("DELETE /mcp rpc=- session=s1"),
+        "{requests}"
+    );
+}
+
+#[test]
+fn a_forgotten_session_is_started_again_and_the_request_resent() {
+    let scratch = Scratch::new("http-404");
+    let log = scratch.0.join("requests.log");
+    let fixture = fixture("session-404", &["--log", log.to_str().unwrap()]);
+    let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
+    bounded(async {
+        let client = connect_http(server(url), patient()).await.unwrap();
+        client.list_tools().await.unwrap();
+        // The server has forgotten session s1: this call gets 404, then goes to a new one.
+        let result = client
+            .call_tool("echo", json!({"message": "again"}))
+            .await
+            .unwrap();
+        assert_eq!(text(&result), "again");
+        close_and_check(&client, fixture.port).await;
+    });
+    let requests = std::fs::read_to_string(&log).unwrap();
+    let initializes = requests.matches("rpc=initialize").count();
+    assert_eq!(initializes, 2, "{requests}");
+    assert!(requests.contains("rpc=tools/call session=s"), "{requests}");
+}
+
+#[test]
+fn an_html_page_fails_the_connection_naming_it() {
+    let fixture = fixture("html", &[]);
+    let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
+    bounded(async {
+        let error = connect_http(server(url.clone()), patient())
+            .await
+            .unwrap_err();
+        let reason = transport_reason(&error);
+        assert!(
+            reason.starts_with(&format!("POST {url}: HTTP 200 OK with text/html")),
+            "{reason}"
+        );
+        assert!(reason.contains("<!DOCTYPE html>"), "{reason}");
+        assert_eq!(sockets_to(fixture.port), 0);
+    });
+}
+
+#[test]
+fn a_wrong_content_type_fails_the_connection_naming_it() {
+    let fixture = fixture("wrong-type", &[]);
+    let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
+    bounded(async {
+        let error = connect_http(server(url), patient()).await.unwrap_err();
+        let reason = transport_reason(&error);
+        assert!(
+            reason.contains("text/plain, not JSON or an event stream"),
+            "{reason}"
+        );
+        assert!(reason.contains("hello from a plain web server"), "{reason}");
+    });
+}
+
+#[test]
+fn a_redirect_loop_is_cut_short() {
+    let fixture = fixture("redirect-loop", &[]);
+    let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
+    bounded(async {
+        let error = connect_http(server(url), patient()).await.unwrap_err();
+        assert!(matches!(error, Error::Http { .. }), "{error:?}");
+        assert!(error.to_string().contains("redirect loop"), "{error}");
+        assert_eq!(sockets_to(fixture.port), 0);
+    });
+}
+
+#[test]
+fn a_500_fails_that_call_and_the_connection_goes_on() {
+    let fixture = fixture("fail-call", &[]);
+    let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
+    bounded(async {
+        let client = connect_http(server(url.clone()), patient()).await.unwrap();
+        let error = client
+            .call_tool("echo", json!({"message": "x"}))
+            .await
+            .unwrap_err();
+        let Error::Request(RequestError::Transport(detail)) = &error else {
+            panic!("{error:?}");
+        };
+        assert_eq!(
+            detail,
+            &format!(
+                "POST {url}: HTTP 500 Internal Server Error: boom: the tool crashed\\n\\tat line 1"
+            )
+        );
+        assert_eq!(client.list_tools().await.unwrap().len(), 2);
+        close_and_check(&client, fixture.port).await;
+    });
+}
+
+#[test]
+fn a_stream_cut_before_the_answer_fails_the_call_at_once() {
+    let fixture = fixture("truncated", &[]);
+    let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
+    bounded(async {
+        let client = connect_http(server(url), patient()).await.unwrap();
+        let error = client
+            .call_tool("echo", json!({"message": "x"}))
+            .await
+            .unwrap_err();
+        let Error::Request(RequestError::Transport(detail)) = &error else {
+            panic!("{error:?}");
+        };
+        assert!(
+            detail.contains("the event stream ended before the answer, with no event id"),
+            "{detail}"
+        );
+        close_and_check(&client, fixture.port).await;
+    });
+}
+
+#[test]
+fn a_stream_cut_with_an_event_id_resumes_with_last_event_id() {
+    let scratch = Scratch::new("http-resume");
+    let log = scratch.0.join("requests.log");
+    let fixture = fixture("resume", &["--log", log.to_str().unwrap()]);
+    let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
+    bounded(async {
+        let client = connect_http(server(url), patient()).await.unwrap();
+        let result = client
+            .call_tool("echo", json!({"message": "x"}))
+            .await
+            .unwrap();
+        assert_eq!(text(&result), "resumed");
+        close_and_check(&client, fixture.port).await;
+    });
+    let requests = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        requests.contains("GET /mcp rpc=- session=s1 last-event-id=e1"),
+        "{requests}"
+    );
+}
+
+#[test]
+fn unauthorized_without_an_authorizer() {
+    let fixture = fixture("unauthorized", &[]);
+    let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
+    bounded(async {
+        let error = connect_http(server(url.clone()), patient())
+            .await
+            .unwrap_err();
+        let Error::Unauthorized {
+            url: refused,
+            status,
+            www_authenticate,
+        } = &error
+        else {
+            panic!("{error:?}");
+        };
+        assert_eq!((refused.as_str(), *status), (url.as_str(), 401));
+        assert!(
+            www_authenticate
+                .as_deref()
+                .unwrap()
+                .starts_with("Bearer resource_metadata=")
+        );
+        assert!(
+            error.to_string().contains("needs authorization (HTTP 401)"),
+            "{error}"
+        );
+    });
+}
+
+/// Offers a token and, when challenged, says it got a new one.
+#[derive(Debug, Default)]
+struct Eager {
+    challenges: AtomicUsize,
+}
+
+impl Authorizer for Eager {
+    fn authorization(&self) -> BoxFuture<'_, Result<Option<String>, String>> {
+        Box::pin(async { Ok(Some("Bearer stale".to_owned())) })
+    }
+
+    fn challenged<'a>(&'a self, challenge: &'a Challenge) -> BoxFuture<'a, Result<bool, String>> {
+        assert_eq!(challenge.status, 401);
+        self.challenges.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async { Ok(true) })
+    }
+}
+
+#[test]
+fn an_authorizer_gets_one_more_try_then_unauthorized() {
+    let fixture = fixture("unauthorized", &[]);
+    let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
+    bounded(async {
+        let authorizer = Arc::new(Eager::default());
+        let server = HttpServer {
+            authorizer: Some(authorizer.clone()),
+            ..server(url)
+        };
+        let error = connect_http(server, patient()).await.unwrap_err();
+        assert!(
+            matches!(error, Error::Unauthorized { status: 401, .. }),
+            "{error:?}"
+        );
+        assert_eq!(authorizer.challenges.load(Ordering::SeqCst), 1);
+    });
+}
+
+#[test]
+fn a_refused_connection_is_an_http_error() {
+    // A port that was free a moment ago: nothing listens there.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    bounded(async {
+        let url = format!("http://127.0.0.1:{port}/mcp");
+        let error = connect_http(server(url), patient()).await.unwrap_err();
+        let Error::Http { detail, .. } = &error else {
+            panic!("{error:?}");
+        };
+        assert!(detail.contains("cannot connect to 127.0.0.1"), "{detail}");
+    });
+}
+
+/// A certificate authority and a server certificate for 127.0.0.1 and localhost, as PEM files.
+fn certificates(scratch: &Scratch) -> (String, String, String) {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let issuer = rcgen::Issuer::new(ca_params, &ca_key);
+    let key = KeyPair::generate().unwrap();
+    let params =
+        CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()]).unwrap();
+    let cert = params.signed_by(&key, &issuer).unwrap();
+    let ca_file = scratch.write("ca.pem", &ca.pem());
+    let cert_file = scratch.write("server.pem", &cert.pem());
+    let key_file = scratch.write("server.key", &key.serialize_pem());
+    let path = |p: std::path::PathBuf| p.to_str().unwrap().to_owned();
+    (path(ca_file), path(cert_file), path(key_file))
+}
+
+/// `mcp-http-fixture probe URL` with these environment changes: (exit code, stdout).
+fn probe(url: &str, env: &[(&str, &str)]) -> (i32, String) {
+    let mut command = Command::new(HTTP_FIXTURE);
+    command.args(["probe", url]);
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    command.env_remove("SSL_CERT_DIR");
+    let output = command.output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    (output.status.code().unwrap_or(-1), stdout)
+}
+
+#[test]
+fn https_with_a_trusted_authority_and_without() {
+    let scratch = Scratch::new("http-tls");
+    let (ca, cert, key) = certificates(&scratch);
+    let fixture = fixture("good", &["--cert", &cert, "--key", &key]);
+    let url = format!("https://127.0.0.1:{}/mcp", fixture.port);
+
+    let (code, stdout) = probe(&url, &[("SSL_CERT_FILE", &ca)]);
+    assert_eq!((code, stdout.trim()), (0, "TOOLS echo big"));
+
+    // The system's roots do not include the test's authority.
+    let (code, stdout) = probe(&url, &[]);
+    assert_eq!(code, 3, "{stdout}");
+    assert!(
+        stdout.contains("TLS: certificate not trusted (issued by an unknown authority)"),
+        "{stdout}"
+    );
+}
