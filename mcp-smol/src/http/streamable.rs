@@ -78,6 +78,7 @@ pub(super) fn start(server: HttpServer, options: Options) -> (Sender<Op>, Arc<Sh
         initialize: None,
         listen_from: None,
         listener: None,
+        gate: None,
         fatal,
         waiters: BTreeMap::new(),
         ready_waiters: Vec::new(),
@@ -146,6 +147,9 @@ struct Loop {
     listen_from: Option<(Option<String>, Duration)>,
     /// The GET stream for the server's own messages.
     listener: Option<u64>,
+    /// The exchange carrying `notifications/initialized`: nothing else is sent until it is
+    /// over, since servers (the Python SDK's) refuse requests that overtake it.
+    gate: Option<u64>,
     /// What `wait_ready` reports when the connection could not start, if not the disconnect.
     fatal: Option<Error>,
     waiters: BTreeMap<RequestId, Reply<Value>>,
@@ -161,7 +165,9 @@ impl Loop {
             let mut busy = true;
             while busy {
                 busy = false;
-                while let Some(message) = self.connection.poll_transmit() {
+                while self.gate.is_none()
+                    && let Some(message) = self.connection.poll_transmit()
+                {
                     self.transmit(message);
                     busy = true;
                 }
@@ -284,6 +290,7 @@ impl Loop {
         let endpoint = self.endpoint.clone();
         // A notification nobody answers must not hold a socket for ever.
         let limit = (id.is_none()).then_some(self.options.core.request_timeout);
+        let initialized = id.is_none() && is_initialized_notice(&post.body);
         let key = self.spawn(|_, inbox| async move {
             let exchange = tasks::post(endpoint, post, inbox);
             match limit {
@@ -297,6 +304,9 @@ impl Loop {
                 None => exchange.await,
             }
         });
+        if initialized {
+            self.gate = Some(key);
+        }
         if let Some(id) = id {
             if initialize {
                 self.initialize = Some((id, key));
@@ -428,6 +438,9 @@ impl Loop {
             }
             Inbound::Done(key) => {
                 self.tasks.remove(&key);
+                if self.gate == Some(key) {
+                    self.gate = None;
+                }
                 if self.initialize.is_some_and(|(_, task)| task == key) {
                     self.initialize = None;
                     self.open_listener();
@@ -627,6 +640,12 @@ impl Drop for Loop {
         let disconnect = disconnect.unwrap_or_else(Disconnect::driver_dropped);
         self.refuse_operations(&Error::Disconnected(Box::new(disconnect)));
     }
+}
+
+/// Whether a message from the core is `notifications/initialized`.
+fn is_initialized_notice(message: &[u8]) -> bool {
+    let needle = br#""method":"notifications/initialized""#;
+    message.len() < 200 && message.windows(needle.len()).any(|window| window == needle)
 }
 
 /// Whether a request from the core is `initialize` (its encoding puts the method right

@@ -20,6 +20,11 @@
 //! - `resume`: `good`, but `tools/call` is answered by an event stream with `retry: 50` and
 //!   event id `e1` that ends before the answer; a GET with `Last-Event-ID: e1` gets the answer.
 //! - `unauthorized`: every request is answered `401` with a `WWW-Authenticate` challenge.
+//! - `token`: `good` for requests with `Authorization: Bearer good`, `401` for the rest; a
+//!   call of the tool `secret` is answered `403` with `insufficient_scope`.
+//! - `push`: `good`, but a GET gets an event stream with `notifications/tools/list_changed`,
+//!   sent once a `tools/list` has been answered.
+//! - `not-found`: every request is answered `404` with an HTML body.
 //!
 //! `--log FILE` appends one line per request: `METHOD PATH rpc=<method> session=<id>
 //! last-event-id=<id>` (`-` for none).
@@ -35,7 +40,7 @@
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 
@@ -48,6 +53,8 @@ struct State {
     sessions: Mutex<HashSet<String>>,
     next: AtomicU64,
     log: Option<Mutex<std::fs::File>>,
+    /// A `tools/list` has been answered (mode `push` waits for it).
+    listed: AtomicBool,
 }
 
 /// One request as read off the socket.
@@ -91,6 +98,7 @@ fn main() {
         sessions: Mutex::new(HashSet::new()),
         next: AtomicU64::new(1),
         log,
+        listed: AtomicBool::new(false),
     });
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     println!("PORT {}", listener.local_addr().unwrap().port());
@@ -253,6 +261,23 @@ fn answer(state: &State, request: &Request) -> Reply {
                 body: Vec::new(),
             };
         }
+        "not-found" => return full("404 Not Found", "text/html", "<pre>Cannot find it</pre>"),
+        "token" if request.header("authorization") != Some("Bearer good") => {
+            let challenge = r#"Bearer error="invalid_token""#;
+            return Reply::Full {
+                status: "401 Unauthorized",
+                headers: vec![("WWW-Authenticate".to_owned(), challenge.to_owned())],
+                body: Vec::new(),
+            };
+        }
+        "token" if message["params"]["name"] == "secret" => {
+            let challenge = r#"Bearer error="insufficient_scope", scope="secret""#;
+            return Reply::Full {
+                status: "403 Forbidden",
+                headers: vec![("WWW-Authenticate".to_owned(), challenge.to_owned())],
+                body: Vec::new(),
+            };
+        }
         "unauthorized" => {
             let challenge = r#"Bearer resource_metadata="http://127.0.0.1/.well-known/oauth-protected-resource""#;
             return Reply::Full {
@@ -277,6 +302,19 @@ fn answer(state: &State, request: &Request) -> Reply {
                 &json!({"id": id, "params": {"name": "echo", "arguments": {"message": "resumed"}}}),
             );
             let events = vec![format!("id: e2\ndata: {answer}\n\n")];
+            return Reply::Events {
+                headers: Vec::new(),
+                events,
+            };
+        }
+        "GET" if mode == "push" => {
+            // Only once the client can be listening: after it has listed the tools.
+            let waited = std::time::Instant::now();
+            while !state.listed.load(Ordering::SeqCst) && waited.elapsed().as_secs() < 10 {
+                thread::sleep(std::time::Duration::from_millis(10));
+            }
+            let note = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
+            let events = vec![format!("retry: 60000\ndata: {note}\n\n")];
             return Reply::Events {
                 headers: Vec::new(),
                 events,
@@ -327,6 +365,7 @@ fn answer(state: &State, request: &Request) -> Reply {
     }
     match (rpc.as_str(), mode) {
         ("tools/list", _) => {
+            state.listed.store(true, Ordering::SeqCst);
             if mode == "session-404"
                 && let Some(session) = &session
             {

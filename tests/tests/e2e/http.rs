@@ -261,21 +261,18 @@ fn close_ends_the_session_with_delete() {
     });
     let requests = std::fs::read_to_string(&log).unwrap();
     let lines: Vec<&str> = requests.lines().collect();
-    assert!(
-        lines[0].starts_with("POST /mcp rpc=initialize session=-"),
+    let at = |start: &str| {
+        let found = lines.iter().position(|line| line.starts_with(start));
+        found.unwrap_or_else(|| panic!("no {start:?} in\n{requests}"))
+    };
+    // `initialized` is over before anything else goes out; DELETE comes after the work.
+    assert_eq!(at("POST /mcp rpc=initialize session=-"), 0, "{requests}");
+    assert_eq!(
+        at("POST /mcp rpc=notifications/initialized session=s1"),
+        1,
         "{requests}"
     );
-    assert!(
-        lines[1].starts_with("POST /mcp rpc=notifications/initialized session=s1"),
-        "{requests}"
-    );
-    assert!(
-        lines
-            .last()
-            .unwrap()
-            .starts_with("DELETE /mcp rpc=- session=s1"),
-        "{requests}"
-    );
+    assert!(at("POST /mcp rpc=tools/list session=s1") < at("DELETE /mcp rpc=- session=s1"));
 }
 
 #[test]
@@ -547,4 +544,98 @@ fn https_with_a_trusted_authority_and_without() {
         stdout.contains("TLS: certificate not trusted (issued by an unknown authority)"),
         "{stdout}"
     );
+}
+
+/// Holds a token that is refused until a challenge swaps it for a good one; gives up on
+/// scope step-ups.
+#[derive(Debug)]
+struct Swapping {
+    token: std::sync::Mutex<String>,
+}
+
+impl Authorizer for Swapping {
+    fn authorization(&self) -> BoxFuture<'_, Result<Option<String>, String>> {
+        let token = self.token.lock().unwrap().clone();
+        Box::pin(async move { Ok(Some(token)) })
+    }
+
+    fn challenged<'a>(&'a self, challenge: &'a Challenge) -> BoxFuture<'a, Result<bool, String>> {
+        let fixed = challenge.status == 401;
+        if fixed {
+            *self.token.lock().unwrap() = "Bearer good".to_owned();
+        }
+        Box::pin(async move { Ok(fixed) })
+    }
+}
+
+#[test]
+fn an_authorizer_fixes_a_401_and_a_refused_step_up_fails_only_that_call() {
+    let fixture = fixture("token", &[]);
+    let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
+    bounded(async {
+        let authorizer = Arc::new(Swapping {
+            token: std::sync::Mutex::new("Bearer stale".to_owned()),
+        });
+        let server = HttpServer {
+            authorizer: Some(authorizer),
+            ..server(url.clone())
+        };
+        let client = connect_http(server, patient()).await.unwrap();
+        assert_eq!(client.list_tools().await.unwrap().len(), 2);
+        let error = client.call_tool("secret", json!({})).await.unwrap_err();
+        let Error::Unauthorized {
+            status,
+            www_authenticate,
+            ..
+        } = &error
+        else {
+            panic!("{error:?}");
+        };
+        assert_eq!(*status, 403);
+        assert!(
+            www_authenticate
+                .as_deref()
+                .unwrap()
+                .contains("insufficient_scope")
+        );
+        let echoed = client
+            .call_tool("echo", json!({"message": "still here"}))
+            .await
+            .unwrap();
+        assert_eq!(text(&echoed), "still here");
+        close_and_check(&client, fixture.port).await;
+    });
+}
+
+#[test]
+fn server_messages_arrive_on_the_get_stream() {
+    let fixture = fixture("push", &[]);
+    let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
+    bounded(async {
+        let client = connect_http(server(url), patient()).await.unwrap();
+        let notifications = client.notifications().await;
+        client.list_tools().await.unwrap();
+        let note = notifications.recv().await.unwrap();
+        assert_eq!(note.method, "notifications/tools/list_changed");
+        close_and_check(&client, fixture.port).await;
+    });
+}
+
+#[test]
+fn no_mcp_server_at_all_names_both_attempts() {
+    let fixture = fixture("not-found", &[]);
+    let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
+    bounded(async {
+        let error = connect_http(server(url.clone()), patient())
+            .await
+            .unwrap_err();
+        let reason = transport_reason(&error);
+        assert_eq!(
+            reason,
+            format!(
+                "POST {url}: HTTP 404 Not Found: <pre>Cannot find it</pre>; and as an HTTP+SSE \
+                 server: GET {url} (HTTP+SSE): HTTP 404 Not Found: <pre>Cannot find it</pre>"
+            )
+        );
+    });
 }
