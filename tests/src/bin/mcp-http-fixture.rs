@@ -24,6 +24,7 @@
 //!   call of the tool `secret` is answered `403` with `insufficient_scope`.
 //! - `push`: `good`, but a GET gets an event stream with `notifications/tools/list_changed`,
 //!   sent once a `tools/list` has been answered.
+//! - `moved`: `good` at `/moved/mcp`; `/mcp` answers `308` to there.
 //! - `not-found`: every request is answered `404` with an HTML body.
 //!
 //! `--log FILE` appends one line per request: `METHOD PATH rpc=<method> session=<id>
@@ -258,6 +259,13 @@ fn answer(state: &State, request: &Request) -> Reply {
             return Reply::Full {
                 status: "307 Temporary Redirect",
                 headers: vec![("Location".to_owned(), format!("/loop-{}", n + 1))],
+                body: Vec::new(),
+            };
+        }
+        "moved" if request.path == "/mcp" => {
+            return Reply::Full {
+                status: "308 Permanent Redirect",
+                headers: vec![("Location".to_owned(), "/moved/mcp".to_owned())],
                 body: Vec::new(),
             };
         }

@@ -639,3 +639,25 @@ fn no_mcp_server_at_all_names_both_attempts() {
         );
     });
 }
+
+#[test]
+fn a_moved_endpoint_is_followed() {
+    let scratch = Scratch::new("http-moved");
+    let log = scratch.0.join("requests.log");
+    let fixture = fixture("moved", &["--log", log.to_str().unwrap()]);
+    let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
+    bounded(async {
+        let client = connect_http(server(url), patient()).await.unwrap();
+        let echoed = client
+            .call_tool("echo", json!({"message": "moved"}))
+            .await
+            .unwrap();
+        assert_eq!(text(&echoed), "moved");
+        close_and_check(&client, fixture.port).await;
+    });
+    let requests = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        requests.contains("POST /moved/mcp rpc=tools/call session=s1"),
+        "{requests}"
+    );
+}
