@@ -193,7 +193,9 @@ pub(crate) async fn exchange(
         ("code_verifier", attempt.pkce.verifier.as_str()),
         ("resource", attempt.resource.as_str()),
     ];
-    let tokens = token_request(http, token_endpoint, client, &params, "the code exchange").await?;
+    let tokens = token_request(http, token_endpoint, client, &params, "the code exchange")
+        .await
+        .map_err(String::from)?;
     to_tokens(tokens, attempt.scopes.clone(), None)
 }
 
@@ -204,9 +206,9 @@ pub(crate) async fn refresh(
     client: &Client,
     resource: &str,
     previous: &Tokens,
-) -> Result<Tokens, String> {
+) -> Result<Tokens, TokenError> {
     let Some(Secret(refresh_token)) = &previous.refresh_token else {
-        return Err("there is no refresh token".into());
+        return Err(TokenError::Refused("there is no refresh token".into()));
     };
     let params = [
         ("grant_type", "refresh_token"),
@@ -219,6 +221,24 @@ pub(crate) async fn refresh(
         previous.scopes.clone(),
         previous.refresh_token.clone(),
     )
+    .map_err(TokenError::Refused)
+}
+
+/// Why the token endpoint gave no token.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum TokenError {
+    /// No answer at all (network, TLS, timeout): the grant may still be good.
+    Unreachable(String),
+    /// The server answered, and not with a token: the grant is no good.
+    Refused(String),
+}
+
+impl From<TokenError> for String {
+    fn from(error: TokenError) -> String {
+        match error {
+            TokenError::Unreachable(text) | TokenError::Refused(text) => text,
+        }
+    }
 }
 
 async fn token_request(
@@ -227,7 +247,7 @@ async fn token_request(
     client: &Client,
     params: &[(&str, &str)],
     what: &str,
-) -> Result<TokenResponse, String> {
+) -> Result<TokenResponse, TokenError> {
     let mut params = params.to_vec();
     let secret = client.client_secret.as_ref().map(|s| s.0.as_str());
     let mut basic = None;
@@ -255,21 +275,22 @@ async fn token_request(
     if let Some(basic) = basic {
         request = request.header("Authorization", basic);
     }
-    let response = http.send(request).await?;
+    let response = http.send(request).await.map_err(TokenError::Unreachable)?;
     if !response.is_success() {
-        return Err(format!(
+        return Err(TokenError::Refused(format!(
             "{what} at {endpoint} failed: {}",
             response.describe()
-        ));
+        )));
     }
-    let tokens: TokenResponse = response.json("token response", endpoint)?;
+    let tokens: TokenResponse =
+        (response.json("token response", endpoint)).map_err(TokenError::Refused)?;
     if let Some(kind) = &tokens.token_type
         && !kind.eq_ignore_ascii_case("bearer")
     {
-        return Err(format!(
+        return Err(TokenError::Refused(format!(
             "{what} at {endpoint} gave a `{}` token; only Bearer tokens are supported",
             printable(kind)
-        ));
+        )));
     }
     Ok(tokens)
 }
@@ -541,7 +562,9 @@ mod tests {
         .expect_err("refused");
         assert_eq!(
             error,
-            "the token refresh at http://as/token failed: HTTP 400: invalid_grant"
+            TokenError::Refused(
+                "the token refresh at http://as/token failed: HTTP 400: invalid_grant".into()
+            )
         );
     }
 }

@@ -204,13 +204,15 @@ impl OAuth {
         })
     }
 
-    /// A new token from the refresh token, saved; `Err` says why not.
-    async fn refresh(&self, state: &mut State) -> Result<(), String> {
+    /// A new token from the refresh token, saved. When the server refuses, the tokens are
+    /// forgotten (only a new login helps); when it cannot be reached, they are kept.
+    async fn refresh(&self, state: &mut State) -> Result<(), flow::TokenError> {
+        let refused = |text: &str| flow::TokenError::Refused(text.to_owned());
         let Some(record) = &state.record else {
-            return Err("not logged in".into());
+            return Err(refused("not logged in"));
         };
         let (Some(client), Some(tokens)) = (&record.client, &record.tokens) else {
-            return Err("not logged in".into());
+            return Err(refused("not logged in"));
         };
         let outcome = flow::refresh(
             &*self.http,
@@ -224,16 +226,17 @@ impl OAuth {
         match outcome {
             Ok(tokens) => {
                 record.tokens = Some(tokens);
-                self.save(state, record)?;
+                self.save(state, record)
+                    .map_err(flow::TokenError::Unreachable)?;
                 state.refreshed = Some(self.generation.load(Ordering::SeqCst));
                 Ok(())
             }
-            Err(error) => {
-                // The refresh token is spent or revoked: only a new login helps now.
+            Err(flow::TokenError::Refused(error)) => {
                 record.tokens = None;
                 let _ = self.save(state, record);
-                Err(error)
+                Err(flow::TokenError::Refused(error))
             }
+            Err(error) => Err(error),
         }
     }
 
@@ -459,16 +462,24 @@ impl Authorizer for OAuth {
             let Some(tokens) = state.record.as_ref().and_then(|r| r.tokens.clone()) else {
                 return Ok(None);
             };
-            if tokens.expires_within(EXPIRY_MARGIN_SECS) {
-                if tokens.refresh_token.is_some() && self.refresh(&mut state).await.is_ok() {
-                    let fresh = state.record.as_ref().and_then(|r| r.tokens.as_ref());
-                    return Ok(fresh.map(|t| format!("Bearer {}", t.access_token.0)));
+            if tokens.expires_within(EXPIRY_MARGIN_SECS) && tokens.refresh_token.is_some() {
+                match self.refresh(&mut state).await {
+                    Ok(()) => {
+                        let fresh = state.record.as_ref().and_then(|r| r.tokens.as_ref());
+                        return Ok(fresh.map(|t| format!("Bearer {}", t.access_token.0)));
+                    }
+                    // Refused: the tokens are gone, the server's challenge will say more.
+                    Err(flow::TokenError::Refused(_)) => return Ok(None),
+                    Err(flow::TokenError::Unreachable(error)) if tokens.expires_within(0) => {
+                        return Err(format!("refreshing the token of {}: {error}", self.name));
+                    }
+                    // Not yet expired: use it while the token endpoint is away.
+                    Err(flow::TokenError::Unreachable(_)) => {}
                 }
-                if tokens.expires_within(0) {
-                    // Sending it would only earn a 401; without one the challenge says
-                    // what the server wants.
-                    return Ok(None);
-                }
+            } else if tokens.expires_within(0) {
+                // Sending it would only earn a 401; without one the challenge says what the
+                // server wants.
+                return Ok(None);
             }
             Ok(Some(format!("Bearer {}", tokens.access_token.0)))
         })

@@ -84,6 +84,7 @@ async fn register(
 ) -> Result<Client, String> {
     let body = json!({
         "client_name": "mcp-cli",
+        "application_type": "native",
         "redirect_uris": [redirect_uri],
         "grant_types": ["authorization_code", "refresh_token"],
         "response_types": ["code"],

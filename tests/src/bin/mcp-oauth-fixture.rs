@@ -1,0 +1,556 @@
+//! `mcp-oauth-fixture MODE [--log FILE]`: an OAuth 2.1 authorization server and the MCP
+//! server it protects, in one process on 127.0.0.1 (a free port, printed as `PORT <n>`), for
+//! the end-to-end suites. The MCP endpoint is `/mcp` (Streamable HTTP, JSON answers); the
+//! authorization endpoint approves at once and redirects, as the conformance suite's does.
+//! Plain std sockets, one thread per connection, one exchange per connection.
+//!
+//! It checks what a client must get right: PKCE S256 (the verifier must match), `state`
+//! carried through, `resource` equal to the protected resource, the registered redirect URI,
+//! tokens only for the MCP endpoint's scopes. Modes:
+//! - `good`: dynamic registration, tokens for an hour with a refresh token.
+//! - `expiring`: tokens live 2 seconds (inside any refresh margin): each use refreshes.
+//! - `no-refresh`: like `expiring`, but refresh grants are refused (`invalid_grant`).
+//! - `step-up`: `tools/call` needs scope `write` on top of `read`: a `403` with
+//!   `error="insufficient_scope"` until the token has both.
+//! - `no-registration`: the server metadata offers no registration endpoint.
+//! - `plain-pkce`: the server metadata lists only the `plain` PKCE method.
+//!
+//! `--log FILE` appends one line per OAuth step or MCP request, e.g. `authorize scope=read`,
+//! `token grant=refresh_token`, `register`, `mcp rpc=tools/list auth=bearer`.
+//!
+//! `mcp-oauth-fixture browse URL`: a stand-in for a browser (for `$BROWSER`): GETs `URL`,
+//! follows redirects, exits 0 once a page answers 2xx.
+
+// A poisoned lock here means the fixture itself crashed; panicking further is the right answer.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+struct Grant {
+    challenge: String,
+    redirect_uri: String,
+    scopes: Vec<String>,
+}
+
+struct Token {
+    scopes: Vec<String>,
+    expires: Instant,
+}
+
+struct State {
+    mode: String,
+    base: String,
+    clients: Mutex<HashMap<String, Vec<String>>>,
+    codes: Mutex<HashMap<String, Grant>>,
+    tokens: Mutex<HashMap<String, Token>>,
+    refresh: Mutex<HashMap<String, Vec<String>>>,
+    next: AtomicU64,
+    log: Option<Mutex<std::fs::File>>,
+}
+
+impl State {
+    fn log(&self, line: String) {
+        if let Some(file) = &self.log {
+            writeln!(file.lock().unwrap(), "{line}").unwrap();
+        }
+    }
+
+    fn fresh(&self, what: &str) -> String {
+        format!("{what}-{}", self.next.fetch_add(1, Ordering::SeqCst))
+    }
+
+    fn lifetime(&self) -> u64 {
+        if matches!(self.mode.as_str(), "expiring" | "no-refresh") {
+            2
+        } else {
+            3600
+        }
+    }
+
+    /// A new access token (and refresh token) for `scopes`, as the token endpoint's answer.
+    fn issue(&self, scopes: Vec<String>) -> Value {
+        let access = self.fresh("access");
+        let refresh = self.fresh("refresh");
+        let lifetime = self.lifetime();
+        let answer = json!({
+            "access_token": access,
+            "token_type": "Bearer",
+            "expires_in": lifetime,
+            "refresh_token": refresh,
+            "scope": scopes.join(" "),
+        });
+        let expires = Instant::now() + Duration::from_secs(lifetime);
+        self.refresh.lock().unwrap().insert(refresh, scopes.clone());
+        self.tokens
+            .lock()
+            .unwrap()
+            .insert(access, Token { scopes, expires });
+        answer
+    }
+}
+
+struct Request {
+    method: String,
+    target: String,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Request {
+    fn header(&self, name: &str) -> Option<&str> {
+        (self.headers.iter())
+            .find(|(key, _)| key.eq_ignore_ascii_case(name))
+            .map(|(_, value)| value.as_str())
+    }
+
+    fn path(&self) -> &str {
+        self.target.split('?').next().unwrap_or_default()
+    }
+
+    fn query(&self) -> HashMap<String, String> {
+        form(
+            self.target
+                .split_once('?')
+                .map(|(_, q)| q)
+                .unwrap_or_default(),
+        )
+    }
+}
+
+struct Reply {
+    status: &'static str,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+fn reply(status: &'static str, body: &Value) -> Reply {
+    Reply {
+        status,
+        headers: vec![("Content-Type".into(), "application/json".into())],
+        body: body.to_string().into_bytes(),
+    }
+}
+
+fn oauth_error(status: &'static str, error: &str, description: &str) -> Reply {
+    reply(
+        status,
+        &json!({"error": error, "error_description": description}),
+    )
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mode = args.first().cloned().unwrap_or_else(|| "good".to_owned());
+    if mode == "browse" {
+        std::process::exit(browse(args.get(1).cloned().unwrap_or_default()));
+    }
+    let log = (args.iter().position(|a| a == "--log"))
+        .and_then(|i| args.get(i + 1))
+        .map(|path| {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path);
+            Mutex::new(file.unwrap())
+        });
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let state = Arc::new(State {
+        mode,
+        base: format!("http://127.0.0.1:{port}"),
+        clients: Mutex::default(),
+        codes: Mutex::default(),
+        tokens: Mutex::default(),
+        refresh: Mutex::default(),
+        next: AtomicU64::new(1),
+        log,
+    });
+    println!("PORT {port}");
+    std::io::stdout().flush().unwrap();
+    for stream in listener.incoming() {
+        let Ok(mut stream) = stream else { continue };
+        let state = state.clone();
+        thread::spawn(move || {
+            if let Some(request) = read_request(&mut stream) {
+                let answer = route(&state, &request);
+                let _ = write_reply(&mut stream, answer);
+            }
+        });
+    }
+}
+
+fn read_request(stream: &mut impl Read) -> Option<Request> {
+    let mut reader = BufReader::new(stream);
+    let mut line = String::new();
+    reader.read_line(&mut line).ok()?;
+    let mut parts = line.split_whitespace();
+    let method = parts.next()?.to_owned();
+    let target = parts.next()?.to_owned();
+    let mut headers = Vec::new();
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line).ok()?;
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        let (name, value) = line.split_once(':')?;
+        headers.push((name.trim().to_owned(), value.trim().to_owned()));
+    }
+    let length = (headers.iter())
+        .find(|(name, _)| name.eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, value)| value.parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).ok()?;
+    Some(Request {
+        method,
+        target,
+        headers,
+        body,
+    })
+}
+
+fn write_reply(stream: &mut TcpStream, reply: Reply) -> std::io::Result<()> {
+    let mut head = format!("HTTP/1.1 {}\r\nConnection: close\r\n", reply.status);
+    for (name, value) in &reply.headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str(&format!("Content-Length: {}\r\n\r\n", reply.body.len()));
+    stream.write_all(head.as_bytes())?;
+    stream.write_all(&reply.body)?;
+    stream.flush()
+}
+
+fn route(state: &State, request: &Request) -> Reply {
+    let base = &state.base;
+    match (request.method.as_str(), request.path()) {
+        ("GET", "/.well-known/oauth-protected-resource/mcp") => {
+            state.log("metadata resource".into());
+            reply(
+                "200 OK",
+                &json!({
+                    "resource": format!("{base}/mcp"),
+                    "authorization_servers": [base],
+                    "scopes_supported": ["read", "write"],
+                }),
+            )
+        }
+        ("GET", "/.well-known/oauth-authorization-server") => {
+            state.log("metadata server".into());
+            let mut metadata = json!({
+                "issuer": base,
+                "authorization_endpoint": format!("{base}/authorize"),
+                "token_endpoint": format!("{base}/token"),
+                "registration_endpoint": format!("{base}/register"),
+                "response_types_supported": ["code"],
+                "grant_types_supported": ["authorization_code", "refresh_token"],
+                "code_challenge_methods_supported": ["S256"],
+                "token_endpoint_auth_methods_supported": ["none"],
+            });
+            match state.mode.as_str() {
+                "no-registration" => {
+                    metadata
+                        .as_object_mut()
+                        .unwrap()
+                        .remove("registration_endpoint");
+                }
+                "plain-pkce" => metadata["code_challenge_methods_supported"] = json!(["plain"]),
+                _ => {}
+            }
+            reply("200 OK", &metadata)
+        }
+        ("POST", "/register") => register(state, request),
+        ("GET", "/authorize") => authorize(state, request),
+        ("POST", "/token") => token(state, request),
+        ("POST", "/mcp") => mcp(state, request),
+        ("GET", "/mcp") => Reply {
+            status: "405 Method Not Allowed",
+            headers: vec![],
+            body: vec![],
+        },
+        _ => reply("404 Not Found", &json!({"error": "not_found"})),
+    }
+}
+
+fn register(state: &State, request: &Request) -> Reply {
+    let body: Value = serde_json::from_slice(&request.body).unwrap_or_default();
+    let uris: Vec<String> = (body["redirect_uris"].as_array().into_iter().flatten())
+        .filter_map(|uri| uri.as_str().map(str::to_owned))
+        .collect();
+    if uris.is_empty() {
+        return oauth_error(
+            "400 Bad Request",
+            "invalid_redirect_uri",
+            "no redirect_uris",
+        );
+    }
+    let id = state.fresh("client");
+    state.log(format!("register {id}"));
+    state
+        .clients
+        .lock()
+        .unwrap()
+        .insert(id.clone(), uris.clone());
+    reply(
+        "201 Created",
+        &json!({"client_id": id, "redirect_uris": uris}),
+    )
+}
+
+fn authorize(state: &State, request: &Request) -> Reply {
+    let query = request.query();
+    let get = |key: &str| query.get(key).cloned().unwrap_or_default();
+    let scope = get("scope");
+    state.log(format!(
+        "authorize client={} scope={scope} resource={}",
+        get("client_id"),
+        get("resource")
+    ));
+    let known = state
+        .clients
+        .lock()
+        .unwrap()
+        .get(&get("client_id"))
+        .cloned();
+    let Some(uris) = known else {
+        return oauth_error("400 Bad Request", "invalid_client", "unknown client_id");
+    };
+    let redirect = get("redirect_uri");
+    if !uris.contains(&redirect) {
+        return oauth_error(
+            "400 Bad Request",
+            "invalid_request",
+            "unregistered redirect_uri",
+        );
+    }
+    let mut params = format!("state={}", encode(&get("state")));
+    if get("code_challenge_method") != "S256" || get("code_challenge").is_empty() {
+        params.push_str("&error=invalid_request&error_description=PKCE%20S256%20required");
+    } else if get("resource") != format!("{}/mcp", state.base) {
+        params.push_str("&error=invalid_target");
+    } else {
+        let code = state.fresh("code");
+        let grant = Grant {
+            challenge: get("code_challenge"),
+            redirect_uri: redirect.clone(),
+            scopes: scope.split_whitespace().map(str::to_owned).collect(),
+        };
+        state.codes.lock().unwrap().insert(code.clone(), grant);
+        params.push_str(&format!("&code={code}"));
+    }
+    Reply {
+        status: "302 Found",
+        headers: vec![("Location".into(), format!("{redirect}?{params}"))],
+        body: vec![],
+    }
+}
+
+fn token(state: &State, request: &Request) -> Reply {
+    let body = form(std::str::from_utf8(&request.body).unwrap_or_default());
+    let get = |key: &str| body.get(key).cloned().unwrap_or_default();
+    let grant = get("grant_type");
+    state.log(format!("token grant={grant} resource={}", get("resource")));
+    match grant.as_str() {
+        "authorization_code" => {
+            let Some(grant) = state.codes.lock().unwrap().remove(&get("code")) else {
+                return oauth_error("400 Bad Request", "invalid_grant", "unknown code");
+            };
+            let verifier = get("code_verifier");
+            let computed = base64url(&Sha256::digest(verifier.as_bytes()));
+            if computed != grant.challenge {
+                return oauth_error("400 Bad Request", "invalid_grant", "PKCE verifier mismatch");
+            }
+            if get("redirect_uri") != grant.redirect_uri {
+                return oauth_error("400 Bad Request", "invalid_grant", "redirect_uri mismatch");
+            }
+            reply("200 OK", &state.issue(grant.scopes))
+        }
+        "refresh_token" if state.mode == "no-refresh" => {
+            oauth_error("400 Bad Request", "invalid_grant", "refresh token revoked")
+        }
+        "refresh_token" => {
+            let Some(scopes) = state.refresh.lock().unwrap().remove(&get("refresh_token")) else {
+                return oauth_error("400 Bad Request", "invalid_grant", "unknown refresh token");
+            };
+            reply("200 OK", &state.issue(scopes))
+        }
+        _ => oauth_error("400 Bad Request", "unsupported_grant_type", &grant),
+    }
+}
+
+fn mcp(state: &State, request: &Request) -> Reply {
+    let message: Value = serde_json::from_slice(&request.body).unwrap_or_default();
+    let method = message["method"].as_str().unwrap_or("-").to_owned();
+    let metadata = format!("{}/.well-known/oauth-protected-resource/mcp", state.base);
+    let bearer = (request.header("authorization"))
+        .and_then(|value| value.strip_prefix("Bearer "))
+        .map(str::to_owned);
+    let scopes = (bearer.as_ref()).and_then(|token| {
+        let tokens = state.tokens.lock().unwrap();
+        let token = tokens.get(token)?;
+        (token.expires > Instant::now()).then(|| token.scopes.clone())
+    });
+    let shown = match (&bearer, &scopes) {
+        (None, _) => "none",
+        (Some(_), None) => "invalid",
+        (Some(_), Some(_)) => "bearer",
+    };
+    state.log(format!("mcp rpc={method} auth={shown}"));
+    let Some(scopes) = scopes else {
+        let challenge = format!(r#"Bearer resource_metadata="{metadata}", scope="read""#);
+        return Reply {
+            status: "401 Unauthorized",
+            headers: vec![("WWW-Authenticate".into(), challenge)],
+            body: b"{\"error\":\"invalid_token\"}".to_vec(),
+        };
+    };
+    if state.mode == "step-up" && method == "tools/call" && !scopes.iter().any(|s| s == "write") {
+        let challenge = format!(
+            r#"Bearer error="insufficient_scope", scope="read write", resource_metadata="{metadata}""#
+        );
+        return Reply {
+            status: "403 Forbidden",
+            headers: vec![("WWW-Authenticate".into(), challenge)],
+            body: vec![],
+        };
+    }
+    let Some(id) = message.get("id").cloned() else {
+        return Reply {
+            status: "202 Accepted",
+            headers: vec![],
+            body: vec![],
+        };
+    };
+    let result = match method.as_str() {
+        "initialize" => json!({
+            "protocolVersion": message["params"]["protocolVersion"].as_str().unwrap_or("2025-06-18"),
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "mcp-oauth-fixture", "version": "0"},
+        }),
+        "tools/list" => json!({"tools": [{
+            "name": "whoami",
+            "description": "The scopes of the caller's token",
+            "inputSchema": {"type": "object"},
+        }]}),
+        "tools/call" => {
+            json!({"content": [{"type": "text", "text": format!("scopes: {}", scopes.join(" "))}]})
+        }
+        "ping" => json!({}),
+        _ => {
+            let error = json!({"code": -32601, "message": format!("no method {method}")});
+            return reply(
+                "200 OK",
+                &json!({"jsonrpc": "2.0", "id": id, "error": error}),
+            );
+        }
+    };
+    reply(
+        "200 OK",
+        &json!({"jsonrpc": "2.0", "id": id, "result": result}),
+    )
+}
+
+/// `browse URL`: follows redirects like a browser that is already logged in.
+fn browse(mut url: String) -> i32 {
+    for _ in 0..10 {
+        let Some(rest) = url.strip_prefix("http://") else {
+            eprintln!("browse: only http URLs: {url}");
+            return 2;
+        };
+        let (authority, target) = match rest.find('/') {
+            Some(i) => (&rest[..i], &rest[i..]),
+            None => (rest, "/"),
+        };
+        let Ok(mut stream) = TcpStream::connect(authority) else {
+            eprintln!("browse: cannot connect to {authority}");
+            return 2;
+        };
+        let request =
+            format!("GET {target} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n");
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut answer = String::new();
+        let _ = stream.read_to_string(&mut answer);
+        let status = answer
+            .split_whitespace()
+            .nth(1)
+            .unwrap_or_default()
+            .to_owned();
+        let location = (answer.lines())
+            .take_while(|line| !line.is_empty())
+            .find_map(|line| {
+                let (name, value) = line.split_once(':')?;
+                name.eq_ignore_ascii_case("location")
+                    .then(|| value.trim().to_owned())
+            });
+        match (status.chars().next(), location) {
+            (Some('3'), Some(next)) => url = next,
+            (Some('2'), _) => return 0,
+            _ => {
+                eprintln!("browse: {url} answered {status}");
+                return 1;
+            }
+        }
+    }
+    1
+}
+
+fn form(text: &str) -> HashMap<String, String> {
+    (text.split('&'))
+        .filter_map(|pair| pair.split_once('='))
+        .map(|(key, value)| (decode(key), decode(value)))
+        .collect()
+}
+
+fn decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < bytes.len() => {
+                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("");
+                out.push(u8::from_str_radix(hex, 16).unwrap_or(b'?'));
+                i += 2;
+            }
+            byte => out.push(byte),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn encode(text: &str) -> String {
+    (text.bytes())
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                char::from(b).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+fn base64url(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = (u32::from(chunk[0]) << 16)
+            | (u32::from(*chunk.get(1).unwrap_or(&0)) << 8)
+            | u32::from(*chunk.get(2).unwrap_or(&0));
+        for i in 0..=chunk.len() {
+            out.push(char::from(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize]));
+        }
+    }
+    out
+}

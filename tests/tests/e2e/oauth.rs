@@ -1,0 +1,250 @@
+//! OAuth through the real HTTP transport: `mcp_cli::auth::OAuth` as the authorizer of
+//! `mcp_smol::connect_http`, against `mcp-oauth-fixture` (an authorization server and the MCP
+//! server it protects). Logins unattended (`Login::Follow`) and through a stand-in browser.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_cli::auth::{self, Login, OAuth, Settings};
+use mcp_smol::{Authorizer, Client, Error, HttpServer, Options, connect_http};
+use serde_json::json;
+
+use crate::support::{Scratch, bounded, text};
+
+const OAUTH_FIXTURE: &str = env!("CARGO_BIN_EXE_mcp-oauth-fixture");
+
+/// The fixture, killed when the test ends however it ends.
+struct Fixture {
+    child: Child,
+    url: String,
+    log: std::path::PathBuf,
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Fixture {
+    fn start(mode: &str, scratch: &Scratch) -> Self {
+        let log = scratch.0.join("fixture.log");
+        let mut child = Command::new(OAUTH_FIXTURE)
+            .arg(mode)
+            .arg("--log")
+            .arg(&log)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port: u16 = line.trim().strip_prefix("PORT ").unwrap().parse().unwrap();
+        Self {
+            child,
+            url: format!("http://127.0.0.1:{port}/mcp"),
+            log,
+        }
+    }
+
+    /// The fixture's log lines that start with `prefix`.
+    fn seen(&self, prefix: &str) -> Vec<String> {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        (text.lines())
+            .filter(|line| line.starts_with(prefix))
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+fn settings(dir: &Path, login: Login) -> Settings {
+    Settings {
+        login,
+        dir: dir.join("auth"),
+        timeout: Duration::from_secs(10),
+        login_timeout: Duration::from_secs(30),
+        browser: None,
+        ..Settings::from_env(&|_| None)
+    }
+}
+
+fn options() -> Options {
+    let defaults = Options::default();
+    Options {
+        core: mcp_smol::proto::Config {
+            handshake_timeout: Duration::from_secs(30),
+            request_timeout: Duration::from_secs(30),
+            ..defaults.core
+        },
+        ..defaults
+    }
+}
+
+async fn connect(fixture: &Fixture, oauth: Arc<OAuth>) -> Result<Client, Error> {
+    let mut server = HttpServer::new(fixture.url.clone());
+    server.authorizer = Some(oauth as Arc<dyn Authorizer>);
+    connect_http(server, options()).await
+}
+
+async fn whoami(client: &Client) -> String {
+    let result = client.call_tool("whoami", json!({})).await.unwrap();
+    text(&result)
+}
+
+#[test]
+fn an_unattended_login_is_used_and_kept_for_the_next_run() {
+    let scratch = Scratch::new("oauth-follow");
+    let fixture = Fixture::start("good", &scratch);
+    bounded(async {
+        let oauth = OAuth::new("fx", &fixture.url, settings(&scratch.0, Login::Follow));
+        let client = connect(&fixture, oauth).await.unwrap();
+        let tools = client.list_tools().await.unwrap();
+        assert_eq!(tools[0].name, "whoami");
+        // The challenge asked for `read`: that is what was asked for and granted.
+        assert_eq!(whoami(&client).await, "scopes: read");
+        client.close().await;
+    });
+    let authorize = fixture.seen("authorize");
+    assert_eq!(authorize.len(), 1, "{authorize:?}");
+    assert!(
+        authorize[0].contains(&format!("resource={}", fixture.url)),
+        "{authorize:?}"
+    );
+    assert_eq!(fixture.seen("register").len(), 1);
+    assert!(auth::has_token(&scratch.0.join("auth"), "fx", &fixture.url));
+    let file = scratch.0.join("auth/fx.json");
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&file).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o600);
+
+    // The next run logs in with nobody's help: the stored token is enough.
+    bounded(async {
+        let oauth = OAuth::new("fx", &fixture.url, settings(&scratch.0, Login::Never));
+        let client = connect(&fixture, oauth).await.unwrap();
+        assert_eq!(whoami(&client).await, "scopes: read");
+        client.close().await;
+    });
+    assert_eq!(fixture.seen("authorize").len(), 1);
+}
+
+#[test]
+fn without_a_token_and_without_a_login_the_server_is_unauthorized() {
+    let scratch = Scratch::new("oauth-never");
+    let fixture = Fixture::start("good", &scratch);
+    let error = bounded(async {
+        let oauth = OAuth::new("fx", &fixture.url, settings(&scratch.0, Login::Never));
+        connect(&fixture, oauth).await.map(|_| ()).unwrap_err()
+    });
+    assert!(
+        matches!(error, Error::Unauthorized { status: 401, .. }),
+        "{error:?}"
+    );
+    assert!(fixture.seen("authorize").is_empty());
+}
+
+#[test]
+fn expired_tokens_are_refreshed_before_use() {
+    let scratch = Scratch::new("oauth-refresh");
+    let fixture = Fixture::start("expiring", &scratch);
+    bounded(async {
+        let oauth = OAuth::new("fx", &fixture.url, settings(&scratch.0, Login::Follow));
+        let client = connect(&fixture, oauth).await.unwrap();
+        assert_eq!(whoami(&client).await, "scopes: read");
+        client.close().await;
+    });
+    // Each token lives 2 s, inside the refresh margin: every request after the login
+    // refreshed first, and nobody logged in twice.
+    assert!(!fixture.seen("token grant=refresh_token").is_empty());
+    assert_eq!(fixture.seen("authorize").len(), 1);
+    assert!(
+        fixture
+            .seen("mcp rpc=")
+            .iter()
+            .all(|l| !l.ends_with("auth=invalid"))
+    );
+}
+
+#[test]
+fn a_refused_refresh_means_a_new_login() {
+    let scratch = Scratch::new("oauth-revoked");
+    let fixture = Fixture::start("no-refresh", &scratch);
+    bounded(async {
+        let oauth = OAuth::new("fx", &fixture.url, settings(&scratch.0, Login::Follow));
+        let client = connect(&fixture, oauth).await.unwrap();
+        assert_eq!(whoami(&client).await, "scopes: read");
+        client.close().await;
+    });
+    assert!(fixture.seen("authorize").len() >= 2);
+    // Without a login allowed, the spent token leaves the server unauthorized.
+    let error = bounded(async {
+        let oauth = OAuth::new("fx", &fixture.url, settings(&scratch.0, Login::Never));
+        connect(&fixture, oauth).await.map(|_| ()).unwrap_err()
+    });
+    assert!(matches!(error, Error::Unauthorized { .. }), "{error:?}");
+}
+
+#[test]
+fn insufficient_scope_steps_up_to_the_union() {
+    let scratch = Scratch::new("oauth-step-up");
+    let fixture = Fixture::start("step-up", &scratch);
+    bounded(async {
+        let oauth = OAuth::new("fx", &fixture.url, settings(&scratch.0, Login::Follow));
+        let client = connect(&fixture, oauth).await.unwrap();
+        assert_eq!(whoami(&client).await, "scopes: read write");
+        client.close().await;
+    });
+    let scopes: Vec<String> = (fixture.seen("authorize").iter())
+        .map(|line| {
+            line.split(" scope=")
+                .nth(1)
+                .unwrap()
+                .split(" resource=")
+                .next()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(scopes, ["read", "read write"]);
+    // The same registration served both logins.
+    assert_eq!(fixture.seen("register").len(), 1);
+}
+
+#[test]
+fn failures_say_which_step_and_what_to_do() {
+    let scratch = Scratch::new("oauth-failures");
+    for (mode, expected) in [
+        ("no-registration", "offers no dynamic client registration"),
+        ("plain-pkce", "does not support PKCE with S256"),
+    ] {
+        let fixture = Fixture::start(mode, &scratch);
+        let error = bounded(async {
+            let oauth = OAuth::new("fx", &fixture.url, settings(&scratch.0, Login::Follow));
+            connect(&fixture, oauth).await.map(|_| ()).unwrap_err()
+        });
+        let message = error.to_string();
+        assert!(message.contains(expected), "{mode}: {message}");
+        assert!(message.contains("authorizing fx"), "{mode}: {message}");
+        assert!(fixture.seen("authorize").is_empty(), "{mode}");
+    }
+}
+
+#[test]
+fn auth_login_goes_through_the_browser_and_reset_forgets() {
+    let scratch = Scratch::new("oauth-browser");
+    let fixture = Fixture::start("good", &scratch);
+    let mut settings = settings(&scratch.0, Login::Browser);
+    // The stand-in browser follows the authorization server's redirect to our loopback.
+    settings.browser = Some(format!("{OAUTH_FIXTURE} browse"));
+    let dir = settings.dir.clone();
+    bounded(auth::login("fx", &fixture.url, settings)).unwrap();
+    assert!(auth::has_token(&dir, "fx", &fixture.url));
+    assert_eq!(fixture.seen("authorize").len(), 1);
+    assert!(auth::reset(&dir, "fx").unwrap());
+    assert!(!auth::has_token(&dir, "fx", &fixture.url));
+    assert!(!auth::reset(&dir, "fx").unwrap());
+}
