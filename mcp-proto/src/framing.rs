@@ -124,6 +124,12 @@ impl LineDecoder {
                     Some(self.too_long(&discarded.head, &discarded.tail, discarded.size));
             }
         }
+        if self.buffer.is_empty() {
+            // Start the next line at the front of the allocation once the last line handed out
+            // has been dropped; otherwise a long line lands after the old one and is moved
+            // back to the front when it outgrows what is left, a second copy of every byte.
+            let _ = self.buffer.try_reclaim(self.buffer.capacity() + 1);
+        }
         self.buffer.extend_from_slice(bytes);
     }
 
