@@ -284,6 +284,22 @@ pub fn check_connection(data: &[u8]) {
                     check_decoders(&ops[..end]);
                     ops = &ops[end..];
                 }
+                // What follows, up to a newline, as one whole message (an HTTP body).
+                5 => {
+                    let end = ops.iter().position(|&b| b == b'\n').unwrap_or(ops.len());
+                    connection.handle_message(now, &ops[..end]);
+                    ops = &ops[end..];
+                }
+                // The transport fails one request: once at most, never after close.
+                6 => {
+                    if let Some(id) = pick(&observer) {
+                        let was_pending = !observer.ended.contains(&id) && !observer.closed;
+                        let error = mcp_proto::RequestError::Transport("HTTP 500".to_owned());
+                        assert_eq!(connection.fail_request(now, id, error), was_pending);
+                    }
+                }
+                // The server forgot the session.
+                7 => connection.restart_session(now),
                 _ => {}
             },
         }
