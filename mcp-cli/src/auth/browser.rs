@@ -4,8 +4,7 @@ use std::process::{Command, Stdio};
 
 /// Tries to open `url`; whether some opener accepted it. Never fatal: the caller prints the
 /// URL either way and keeps waiting.
-pub(crate) async fn open(url: &str, browser_env: Option<String>) -> bool {
-    let url = url.to_owned();
+pub(crate) async fn open(url: String, browser_env: Option<String>) -> bool {
     smol::unblock(move || {
         candidates(browser_env)
             .into_iter()

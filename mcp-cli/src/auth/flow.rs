@@ -314,6 +314,7 @@ fn to_tokens(
         expires_at: response
             .expires_in
             .map(|secs| now_secs().saturating_add(secs)),
+        issued_at: Some(now_secs()),
         scopes,
     })
 }
@@ -535,6 +536,7 @@ mod tests {
             access_token: Secret("old".into()),
             refresh_token: Some(Secret("rt".into())),
             expires_at: Some(0),
+            issued_at: None,
             scopes: vec!["s".into()],
         };
         let new = smol::block_on(refresh(

@@ -170,8 +170,6 @@ struct State {
 /// send us round the loop forever.
 const MAX_LOGINS: usize = 3;
 const LOGIN_WINDOW: Duration = Duration::from_secs(600);
-/// A token this close to expiry is refreshed before use.
-const EXPIRY_MARGIN_SECS: u64 = 60;
 
 impl OAuth {
     /// The authorizer of server `name` at `url` (the URL as configured: tokens stored for
@@ -387,18 +385,21 @@ impl OAuth {
         attempt: &Attempt,
         found: &Discovered,
     ) -> Result<String, String> {
-        let opened = browser::open(url, self.settings.browser.clone()).await;
         let minutes = self.settings.login_timeout.as_secs().div_ceil(60);
         eprintln!(
-            "{} {}: log in at this URL:\n  {url}\nWaiting up to {minutes} minutes for the \
-             browser to come back (Ctrl-C cancels).",
-            if opened {
-                "Opened a browser for"
-            } else {
-                "No browser opened for"
-            },
+            "To log in to {}, open this URL in a browser (opening one now):\n  {url}\n\
+             Waiting up to {minutes} minutes for the browser to come back (Ctrl-C cancels).",
             self.name
         );
+        // The opener runs beside the wait: a text-mode browser in `$BROWSER` only exits once
+        // it is done, which needs our loopback answering it.
+        let opener = smol::spawn(browser::open(url.to_owned(), self.settings.browser.clone()));
+        let notice = async {
+            if !opener.await {
+                eprintln!("No browser could be opened: open the URL above yourself.");
+            }
+            std::future::pending().await
+        };
         let wait = loopback.wait(|redirect| flow::read_redirect(redirect, attempt, &found.server));
         let timeout = async {
             smol::Timer::after(self.settings.login_timeout).await;
@@ -407,7 +408,7 @@ impl OAuth {
                 self.name
             ))
         };
-        smol::future::or(wait, timeout).await
+        smol::future::or(wait, smol::future::or(timeout, notice)).await
     }
 
     fn needs_login(&self) -> String {
@@ -462,7 +463,7 @@ impl Authorizer for OAuth {
             let Some(tokens) = state.record.as_ref().and_then(|r| r.tokens.clone()) else {
                 return Ok(None);
             };
-            if tokens.expires_within(EXPIRY_MARGIN_SECS) && tokens.refresh_token.is_some() {
+            if tokens.needs_refresh() && tokens.refresh_token.is_some() {
                 match self.refresh(&mut state).await {
                     Ok(()) => {
                         let fresh = state.record.as_ref().and_then(|r| r.tokens.as_ref());

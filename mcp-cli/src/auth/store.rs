@@ -51,15 +51,33 @@ pub(crate) struct Tokens {
     pub(crate) refresh_token: Option<Secret>,
     /// Seconds since the Unix epoch.
     pub(crate) expires_at: Option<u64>,
+    /// When it was issued (seconds since the Unix epoch), to tell short-lived tokens.
+    #[serde(default)]
+    pub(crate) issued_at: Option<u64>,
     /// The scopes asked for (what a step-up adds to).
     #[serde(default)]
     pub(crate) scopes: Vec<String>,
 }
 
+/// A token this close to expiry (in seconds) is refreshed before use.
+const REFRESH_MARGIN: u64 = 60;
+
 impl Tokens {
     /// Whether the access token has expired or will within `margin` seconds.
     pub(crate) fn expires_within(&self, margin: u64) -> bool {
         self.expires_at.is_some_and(|at| now_secs() + margin >= at)
+    }
+
+    /// Whether to refresh before use: within a minute of expiry, or within half its life for
+    /// tokens that live less than two minutes (else each would be refreshed at once).
+    pub(crate) fn needs_refresh(&self) -> bool {
+        let Some(at) = self.expires_at else {
+            return false;
+        };
+        let life = self
+            .issued_at
+            .map_or(u64::MAX, |issued| at.saturating_sub(issued));
+        self.expires_within(REFRESH_MARGIN.min(life / 2))
     }
 }
 
@@ -141,6 +159,7 @@ mod tests {
                 access_token: Secret("tok".into()),
                 refresh_token: None,
                 expires_at: Some(now_secs() + 30),
+                issued_at: None,
                 scopes: vec!["a".into()],
             }),
         }
@@ -179,8 +198,15 @@ mod tests {
 
     #[test]
     fn expiry_has_a_margin() {
-        let tokens = record().tokens.expect("tokens");
+        let mut tokens = record().tokens.expect("tokens");
         assert!(tokens.expires_within(60));
         assert!(!tokens.expires_within(0));
+        assert!(tokens.needs_refresh());
+        // A token that lives 40 s is fresh for its first 20.
+        tokens.issued_at = Some(now_secs().saturating_sub(10));
+        tokens.expires_at = Some(now_secs() + 30);
+        assert!(!tokens.needs_refresh());
+        tokens.expires_at = None;
+        assert!(!tokens.needs_refresh());
     }
 }

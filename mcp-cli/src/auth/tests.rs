@@ -160,10 +160,21 @@ fn never_mode_does_not_log_in_and_expired_tokens_refresh() {
         "fx",
         RS,
         settings(&dir, Login::Follow),
-        Box::new(server(seen.clone(), 10)),
+        Box::new(server(seen.clone(), 3600)),
     );
     smol::block_on(async {
         assert_eq!(follow.challenged(&challenge(401, "Bearer")).await, Ok(true));
+        assert_eq!(
+            follow.authorization().await,
+            Ok(Some("Bearer token-1".into()))
+        );
+        let mut state = follow.state.lock().await;
+        let tokens = state.record.as_mut().and_then(|r| r.tokens.as_mut());
+        let tokens = tokens.expect("tokens");
+        // An hour-long token, 30 s before it expires.
+        tokens.expires_at = Some(store::now_secs() + 30);
+        tokens.issued_at = Some(store::now_secs() - 3570);
+        drop(state);
         assert_eq!(
             follow.authorization().await,
             Ok(Some("Bearer token-2".into()))

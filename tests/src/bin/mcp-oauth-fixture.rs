@@ -8,8 +8,7 @@
 //! carried through, `resource` equal to the protected resource, the registered redirect URI,
 //! tokens only for the MCP endpoint's scopes. Modes:
 //! - `good`: dynamic registration, tokens for an hour with a refresh token.
-//! - `expiring`: tokens live 2 seconds (inside any refresh margin): each use refreshes.
-//! - `no-refresh`: like `expiring`, but refresh grants are refused (`invalid_grant`).
+//! - `no-refresh`: refresh grants are refused (`invalid_grant`), as for a revoked login.
 //! - `step-up`: `tools/call` needs scope `write` on top of `read`: a `403` with
 //!   `error="insufficient_scope"` until the token has both.
 //! - `no-registration`: the server metadata offers no registration endpoint.
@@ -68,19 +67,11 @@ impl State {
         format!("{what}-{}", self.next.fetch_add(1, Ordering::SeqCst))
     }
 
-    fn lifetime(&self) -> u64 {
-        if matches!(self.mode.as_str(), "expiring" | "no-refresh") {
-            2
-        } else {
-            3600
-        }
-    }
-
     /// A new access token (and refresh token) for `scopes`, as the token endpoint's answer.
     fn issue(&self, scopes: Vec<String>) -> Value {
         let access = self.fresh("access");
         let refresh = self.fresh("refresh");
-        let lifetime = self.lifetime();
+        let lifetime = 3600;
         let answer = json!({
             "access_token": access,
             "token_type": "Bearer",
