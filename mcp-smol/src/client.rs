@@ -96,7 +96,12 @@ impl Client {
 
     /// Waits for the handshake; returns what the server said about itself.
     pub async fn wait_ready(&self) -> Result<ServerInfo, Error> {
-        self.ask(Op::WaitReady).await
+        match self.ask(Op::WaitReady).await {
+            Err(Error::Disconnected(_)) if let Some(failure) = self.shared.failure.get() => {
+                Err(failure.clone())
+            }
+            result => result,
+        }
     }
 
     /// Sends a request and reads its result as the request's type: `CallToolResult` for

@@ -85,6 +85,10 @@ pub(crate) struct Shared {
     pub(crate) pid: u32,
     /// Set once, before the driver stops taking operations.
     pub(crate) disconnect: OnceLock<Disconnect>,
+    /// Why the connection could not start, when that says more than the disconnect (an HTTP
+    /// server that needs authorization, or that could not be reached): what `wait_ready`
+    /// reports, even to a caller that asks after the end.
+    pub(crate) failure: OnceLock<Error>,
     stderr: Arc<Mutex<StderrTail>>,
     /// Closed by the driver when the server has been reaped.
     pub(crate) done: Receiver<()>,
@@ -100,6 +104,7 @@ impl Shared {
         Self {
             pid: 0,
             disconnect: OnceLock::new(),
+            failure: OnceLock::new(),
             stderr: Arc::default(),
             done,
             terminate,
@@ -152,6 +157,7 @@ pub(crate) fn spawn(
     let shared = Arc::new(Shared {
         pid,
         disconnect: OnceLock::new(),
+        failure: OnceLock::new(),
         stderr: tail.clone(),
         done,
         terminate,
@@ -204,6 +210,7 @@ pub(crate) fn over_stream(
     let shared = Arc::new(Shared {
         pid: 0,
         disconnect: OnceLock::new(),
+        failure: OnceLock::new(),
         stderr: Arc::default(),
         done,
         terminate,

@@ -38,7 +38,10 @@ pub enum Error {
     Disconnected(Box<Disconnect>),
     /// An HTTP server refused us (401, or 403 for lack of scope) and the authorizer, if there
     /// was one, could not fix it.
-    #[error("{url} needs authorization (HTTP {status}){}", challenge_suffix(www_authenticate))]
+    #[error(
+        "{url} needs authorization (HTTP {status}){}",
+        challenge_suffix(www_authenticate)
+    )]
     Unauthorized {
         /// The endpoint that refused.
         url: String,

@@ -60,8 +60,8 @@ pub use client::{Client, connect, connect_stream, start, start_stream};
 pub use driver::Driver;
 pub use error::{Disconnect, Error};
 pub use http::{
-    Authorizer, BoxFuture, Challenge, FetchRequest, FetchResponse, HttpServer, HttpTransport, connect_http,
-    fetch, start_http,
+    Authorizer, BoxFuture, Challenge, FetchRequest, FetchResponse, HttpServer, HttpTransport,
+    connect_http, fetch, start_http,
 };
 pub use options::Options;
 pub use process::{ServerCommand, StderrSink};

@@ -327,17 +327,17 @@ impl Loop {
         self.listener = Some(self.spawn(|_, inbox| tasks::legacy_stream(endpoint, listen, inbox)));
     }
 
-    /// Opens the GET stream for the server's own messages, once the session is ready and the
-    /// `initialize` exchange is over (a stream that answered it resumes here).
+    /// Opens the GET stream for the server's own messages, once the session is ready, the
+    /// `initialize` exchange is over (a stream that answered it resumes here) and so is
+    /// `notifications/initialized`.
     fn open_listener(&mut self) {
         if self.legacy.is_some()
+            || self.listener.is_some()
+            || self.gate.is_some()
             || self.connection.server_info().is_none()
             || self.initialize.is_some()
         {
             return;
-        }
-        if let Some(old) = self.listener.take() {
-            self.tasks.remove(&old);
         }
         let (last_event_id, delay) = self.listen_from.take().unwrap_or((None, Duration::ZERO));
         let listen = Listen {
@@ -440,6 +440,7 @@ impl Loop {
                 self.tasks.remove(&key);
                 if self.gate == Some(key) {
                     self.gate = None;
+                    self.open_listener();
                 }
                 if self.initialize.is_some_and(|(_, task)| task == key) {
                     self.initialize = None;
@@ -596,8 +597,12 @@ impl Loop {
         let disconnect = Disconnect::bare(reason);
         let _ = self.shared.disconnect.set(disconnect.clone());
         let error = Error::Disconnected(Box::new(disconnect));
+        if let Some(fatal) = self.fatal.take() {
+            let _ = self.shared.failure.set(fatal);
+        }
+        let first = self.shared.failure.get().cloned();
+        let first = first.unwrap_or_else(|| error.clone());
         self.refuse_operations(&error);
-        let first = self.fatal.take().unwrap_or_else(|| error.clone());
         for waiter in self.ready_waiters.drain(..) {
             let _ = waiter.try_send(Err(first.clone()));
         }
