@@ -161,8 +161,10 @@ pub(crate) async fn discover(
     let Some((metadata_url, metadata)) = metadata else {
         // A server of the 2025-03-26 spec: no resource metadata, its origin is the
         // authorization server, with default endpoints if it has no metadata either.
+        // Nobody named this issuer: we guessed it from the server's URL, so the document's
+        // own `issuer` is not checked against the guess.
         let issuer = Url::parse(&server.origin())?;
-        let server_metadata = match server_metadata(http, &issuer).await? {
+        let server_metadata = match server_metadata(http, &issuer, false).await? {
             Some(found) => found,
             None => default_endpoints(&issuer),
         };
@@ -197,13 +199,15 @@ pub(crate) async fn discover(
     let issuer_url = Url::parse(issuer).map_err(|error| {
         format!("the protected-resource metadata at {metadata_url} names a bad authorization server: {error}")
     })?;
-    let server_metadata = server_metadata(http, &issuer_url).await?.ok_or_else(|| {
-        format!(
-            "the authorization server {} publishes no metadata (tried {})",
-            printable(issuer),
-            server_metadata_urls(&issuer_url).join(", ")
-        )
-    })?;
+    let server_metadata = server_metadata(http, &issuer_url, true)
+        .await?
+        .ok_or_else(|| {
+            format!(
+                "the authorization server {} publishes no metadata (tried {})",
+                printable(issuer),
+                server_metadata_urls(&issuer_url).join(", ")
+            )
+        })?;
     Ok(Discovered {
         resource,
         scopes_supported: metadata.scopes_supported,
@@ -258,9 +262,13 @@ fn server_metadata_urls(issuer: &Url) -> Vec<String> {
     }
 }
 
-/// The first metadata document that answers, checked to be the issuer's own (RFC 8414 §3.3:
-/// a document naming another issuer is a mix-up attack, never used).
-async fn server_metadata(http: &dyn Http, issuer: &Url) -> Result<Option<ServerMetadata>, String> {
+/// The first metadata document that answers; with `check`, checked to be the issuer's own
+/// (RFC 8414 §3.3: a document naming another issuer is a mix-up attack, never used).
+async fn server_metadata(
+    http: &dyn Http,
+    issuer: &Url,
+    check: bool,
+) -> Result<Option<ServerMetadata>, String> {
     for url in server_metadata_urls(issuer) {
         let response = http.send(Request::get(&url)).await?;
         if !response.is_success() {
@@ -268,7 +276,7 @@ async fn server_metadata(http: &dyn Http, issuer: &Url) -> Result<Option<ServerM
         }
         let metadata: ServerMetadata = response.json("authorization server metadata", &url)?;
         let expected = issuer.to_string();
-        if metadata.issuer.trim_end_matches('/') != expected.trim_end_matches('/') {
+        if check && metadata.issuer.trim_end_matches('/') != expected.trim_end_matches('/') {
             return Err(format!(
                 "the authorization server metadata at {url} names issuer {}, not {expected}; \
                  refusing to use it",
@@ -425,10 +433,10 @@ mod tests {
 
         let http = Canned::default().json(
             "http://rs/.well-known/oauth-authorization-server",
-            as_metadata("http://rs"),
+            as_metadata("http://rs/oauth"),
         );
         let found = smol::block_on(discover(&http, "http://rs/mcp", None)).expect("metadata");
-        assert_eq!(found.server.issuer, "http://rs");
+        assert_eq!(found.server.issuer, "http://rs/oauth");
     }
 
     #[test]
