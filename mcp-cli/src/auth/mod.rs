@@ -50,7 +50,7 @@ pub enum Login {
 }
 
 /// What one server's OAuth needs to know beyond its URL.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Settings {
     /// A client id registered by hand (`oauth_client_id`).
     pub client_id: Option<String>,
@@ -70,6 +70,26 @@ pub struct Settings {
     pub login_timeout: Duration,
     /// `$BROWSER`, the opener to try first.
     pub browser: Option<String>,
+}
+
+impl std::fmt::Debug for Settings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the secret itself: Debug output ends up in logs.
+        f.debug_struct("Settings")
+            .field("client_id", &self.client_id)
+            .field(
+                "client_secret",
+                &self.client_secret.as_ref().map(|_| "<secret>"),
+            )
+            .field("client_metadata_url", &self.client_metadata_url)
+            .field("scopes", &self.scopes)
+            .field("login", &self.login)
+            .field("dir", &self.dir)
+            .field("timeout", &self.timeout)
+            .field("login_timeout", &self.login_timeout)
+            .field("browser", &self.browser)
+            .finish()
+    }
 }
 
 impl Settings {

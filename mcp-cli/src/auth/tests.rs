@@ -267,3 +267,15 @@ fn errors_name_the_server_and_the_step() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn debug_output_shows_no_secret() {
+    let mut settings = settings(Path::new("/nowhere"), Login::Never);
+    settings.client_secret = Some("hunter2".into());
+    let oauth = OAuth::with_http("fx", RS, settings, Box::new(Canned::default()));
+    let text = format!("{oauth:?}");
+    assert!(
+        text.contains("<secret>") && !text.contains("hunter2"),
+        "{text}"
+    );
+}
