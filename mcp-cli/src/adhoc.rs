@@ -1,10 +1,46 @@
-//! The ad hoc server of `--stdio "COMMAND ARGS"`: a server with no config.
+//! The ad hoc servers of `--stdio "COMMAND ARGS"` and `--http URL`: a server with no config.
 
 use std::path::Path;
 
 use mcp_smol::ServerCommand;
 
+use crate::config::Remote;
 use crate::exit::Failure;
+
+/// The server `--http URL` stands for, with the `--header 'Name: value'`s given, and its name:
+/// the URL's host (`127.0.0.1`, `example.com`).
+pub(crate) fn remote(url: &str, headers: &[String]) -> Result<(String, Remote), Failure> {
+    let rest = (url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://")))
+    .ok_or_else(|| Failure::usage(format!("--http {url:?}: not an http:// or https:// URL")))?;
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host_port = authority.rsplit('@').next().unwrap_or_default();
+    let host = match host_port.strip_prefix('[') {
+        Some(bracketed) => bracketed.split(']').next().unwrap_or_default(),
+        None => host_port.split(':').next().unwrap_or_default(),
+    };
+    if host.is_empty() {
+        return Err(Failure::usage(format!(
+            "--http {url:?}: the URL names no host"
+        )));
+    }
+    let mut remote = Remote::new(url);
+    for header in headers {
+        let (name, value) = header.split_once(':').ok_or_else(|| {
+            Failure::usage(format!("--header {header:?}: write it as 'Name: value'"))
+        })?;
+        let (name, value) = (name.trim(), value.trim());
+        let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+        if name.is_empty() || !name.chars().all(token) || value.contains(['\r', '\n']) {
+            return Err(Failure::usage(format!(
+                "--header {header:?}: not a valid HTTP header"
+            )));
+        }
+        remote.headers.push((name.to_owned(), value.to_owned()));
+    }
+    Ok((host.to_owned(), remote))
+}
 
 /// The server `--stdio` stands for, split as a POSIX shell would (quotes and backslashes
 /// honoured, no expansion), and its name: the program's file name.
@@ -34,5 +70,28 @@ mod tests {
         assert_eq!(command.args, ["--root", "a b", "c d", "e f"]);
         assert!(server("  ").is_err());
         assert!(server("x \"unclosed").is_err());
+    }
+
+    #[test]
+    fn http_servers_are_named_by_their_host() {
+        let headers = ["X-Api-Key: k1".to_owned(), "Accept-Language:en".to_owned()];
+        let (name, remote) = remote("https://api.example.com:8443/mcp?x=1", &headers).unwrap();
+        assert_eq!(name, "api.example.com");
+        assert_eq!(remote.url, "https://api.example.com:8443/mcp?x=1");
+        let pairs =
+            [("X-Api-Key", "k1"), ("Accept-Language", "en")].map(|(n, v)| (n.into(), v.into()));
+        assert_eq!(remote.headers, pairs);
+        assert_eq!(
+            super::remote("http://[::1]:3000/mcp", &[]).unwrap().0,
+            "::1"
+        );
+        assert_eq!(
+            super::remote("http://u@127.0.0.1/", &[]).unwrap().0,
+            "127.0.0.1"
+        );
+        assert!(super::remote("ftp://x/", &[]).is_err());
+        assert!(super::remote("http:///mcp", &[]).is_err());
+        assert!(super::remote("http://x/", &["no colon".to_owned()]).is_err());
+        assert!(super::remote("http://x/", &["Bad Name: v".to_owned()]).is_err());
     }
 }

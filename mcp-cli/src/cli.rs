@@ -26,15 +26,32 @@ pub(crate) struct Cli {
     #[arg(long, value_name = "SECS", global = true, value_parser = parse_seconds)]
     pub(crate) timeout: Option<std::time::Duration>,
 
-    /// Allow calls that an `ask` rule covers without asking (needed when there is no terminal).
+    /// Allow calls that an `ask` rule covers without asking, and answer servers' forms with
+    /// their defaults (needed when there is no terminal).
     #[arg(long, global = true)]
     pub(crate) yes: bool,
 
     /// An ad hoc server with no config: COMMAND ARGS in one word, split as a shell would.
     /// It is the only server; it is named after the program's file name (`npx`,
     /// `server.py`), and `call TOOL ...` and `tools` then take no SERVER word.
-    #[arg(long, value_name = "COMMAND ARGS")]
+    #[arg(long, value_name = "COMMAND ARGS", conflicts_with = "http")]
     pub(crate) stdio: Option<String>,
+
+    /// An ad hoc remote server with no config: its MCP endpoint (http:// or https://). It
+    /// is the only server, named after the URL's host; `call TOOL ...` and `tools` then take
+    /// no SERVER word.
+    #[arg(long, value_name = "URL")]
+    pub(crate) http: Option<String>,
+
+    /// A header for the --http server, `Name: value` (repeatable).
+    #[arg(long = "header", value_name = "NAME: VALUE", requires = "http")]
+    pub(crate) headers: Vec<String>,
+
+    /// Log in to remote servers unattended when they ask: fetch the authorization URL
+    /// ourselves and take the code from its redirect, with no browser. Only for servers that
+    /// approve at once (test servers, the conformance suite). Same as MCP_CLI_AUTH_FOLLOW=1.
+    #[arg(long, global = true)]
+    pub(crate) auth_follow: bool,
 
     #[command(subcommand)]
     pub(crate) command: Command,
@@ -154,6 +171,15 @@ pub(crate) enum Command {
         /// Only these servers (with --write).
         #[arg(requires = "write")]
         names: Vec<String>,
+    },
+    /// Log in to a remote server with OAuth (through the browser, or unattended with
+    /// --auth-follow) and keep its token; `--reset` forgets the token and registration.
+    /// Under --http the SERVER word may be left out.
+    Auth {
+        server: Option<String>,
+        /// Forget the stored token and client registration instead.
+        #[arg(long)]
+        reset: bool,
     },
     /// Accept a server's current tool definitions after they changed (tools whose definition
     /// changed since first seen are withheld until then); shows what changed first.

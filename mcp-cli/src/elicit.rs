@@ -1,6 +1,6 @@
 //! Servers' forms (`elicitation/create`) on the command line: each field of the requested
-//! schema asked on the terminal, its default shown and its answer checked; declined at once
-//! when there is no terminal to ask on.
+//! schema asked on the terminal, its default shown and its answer checked. Without a terminal
+//! a form is declined at once, unless `--yes` lets its defaults answer it.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::sync::Arc;
@@ -10,12 +10,16 @@ use serde_json::{Map, Number, Value};
 use crate::hub::{ElicitAnswer, ElicitHandler, Elicitation};
 use crate::spinner;
 
-/// Asks on the terminal; declines without one.
-pub(crate) fn handler() -> ElicitHandler {
-    Arc::new(|elicitation: Elicitation| {
+/// Asks on the terminal. Without one, `yes` (`--yes`) accepts a form every required field
+/// of which has a default, with every default filled in; otherwise it is declined.
+pub(crate) fn handler(yes: bool) -> ElicitHandler {
+    Arc::new(move |elicitation: Elicitation| {
         Box::pin(async move {
             if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
-                return ElicitAnswer::Decline;
+                return match yes {
+                    true => defaults(&elicitation.schema),
+                    false => ElicitAnswer::Decline,
+                };
             }
             // Off the executor's thread, so that Ctrl-C is still noticed while we wait.
             smol::unblock(move || {
@@ -80,6 +84,27 @@ pub(crate) fn form(
                 }
                 Err(why) => say(&format!("  {why}; again: ")),
             }
+        }
+    }
+    ElicitAnswer::Accept(content)
+}
+
+/// The answer of someone who presses Enter at every question: each default taken; declined
+/// when a required field has none.
+fn defaults(schema: &Value) -> ElicitAnswer {
+    let required: Vec<&str> = (schema.get("required").and_then(Value::as_array))
+        .map(|names| names.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let empty = Map::new();
+    let fields = (schema.get("properties").and_then(Value::as_object)).unwrap_or(&empty);
+    let mut content = Map::new();
+    for (key, field) in fields {
+        match field.get("default") {
+            Some(default) => {
+                content.insert(key.clone(), default.clone());
+            }
+            None if required.contains(&key.as_str()) => return ElicitAnswer::Decline,
+            None => {}
         }
     }
     ElicitAnswer::Accept(content)
@@ -266,5 +291,23 @@ mod tests {
         assert_eq!(ask(schema.clone(), "n\n").0, ElicitAnswer::Decline);
         assert_eq!(ask(schema.clone(), "").0, ElicitAnswer::Cancel);
         assert_eq!(ask(schema, "\n").0, ElicitAnswer::Cancel);
+    }
+
+    #[test]
+    fn unattended_answers_take_every_default() {
+        let schema = serde_json::json!({"type": "object", "properties": {
+            "name": {"type": "string", "default": "John Doe"},
+            "age": {"type": "integer", "default": 30},
+            "note": {"type": "string"}}, "required": []});
+        let ElicitAnswer::Accept(content) = defaults(&schema) else {
+            panic!("declined")
+        };
+        assert_eq!(
+            Value::Object(content),
+            serde_json::json!({"name": "John Doe", "age": 30})
+        );
+        let required = serde_json::json!({"properties": {"note": {"type": "string"}},
+            "required": ["note"]});
+        assert_eq!(defaults(&required), ElicitAnswer::Decline);
     }
 }

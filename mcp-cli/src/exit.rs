@@ -66,6 +66,9 @@ impl Failure {
             _ => Exit::Server,
         };
         let mut message = format!("server {name}: {error}");
+        if let Error::Unauthorized { .. } = error {
+            message.push_str(&format!("; run `mcp-cli auth {name}` to log in"));
+        }
         if let Error::Disconnected(disconnect) = error
             && let CloseReason::HandshakeTimedOut { .. } = disconnect.reason
         {

@@ -89,6 +89,7 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
         _ => {}
     }
     let log_dir = logs::log_dir(&env);
+    let login = login_mode(&cli);
     let outcome = load_config(&cli, &env).map(|(config, adhoc)| {
         let settings = Settings {
             log_dir: Some(log_dir.clone()),
@@ -99,8 +100,9 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
             grace_period: Duration::from_millis(300),
             executor: Some(executor.clone()),
             ask: Some(prompt::handler(cli.yes)),
-            elicit: Some(elicit::handler()),
+            elicit: Some(elicit::handler(cli.yes)),
             pin_dir: Some(log_dir.with_file_name("pins")),
+            login,
             ..Settings::default()
         };
         let mut ctx = Context {
@@ -175,8 +177,23 @@ fn mcp_timeout(env: config::Env<'_>) -> Option<Duration> {
         .filter(|budget| !budget.is_zero())
 }
 
-/// The config, and under `--stdio` the ad hoc server's name: then that server is the only
-/// one, while the files' policy still applies to it.
+/// Whether a remote server that asks for a login may start one: unattended with
+/// `--auth-follow`; through the browser for the ad hoc `--http` server on a terminal; else
+/// never (a configured server is then listed `needs-auth`, to log in with `mcp-cli auth`).
+fn login_mode(cli: &cli::Cli) -> auth::Login {
+    use std::io::IsTerminal;
+    let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    if cli.auth_follow {
+        auth::Login::Follow
+    } else if cli.http.is_some() && terminal {
+        auth::Login::Browser
+    } else {
+        auth::Login::Never
+    }
+}
+
+/// The config, and under `--stdio` or `--http` the ad hoc server's name: then that server is
+/// the only one, while the files' policy still applies to it.
 fn load_config(
     cli: &cli::Cli,
     env: config::Env<'_>,
@@ -184,17 +201,29 @@ fn load_config(
     let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
     let files = config::discover(&cli.configs, env, &cwd);
     let mut config = config::load(&files, env, &cwd).map_err(|error| Failure::usage(error.0))?;
-    let Some(line) = &cli.stdio else {
+    if cli.stdio.is_none() && cli.http.is_none() {
         return Ok((config, None));
-    };
+    }
     if cli.command.edits_config() {
         return Err(Failure::usage(
-            "--stdio stands for a server with no config, so there is nothing to edit or import",
+            "--stdio and --http stand for a server with no config, so there is nothing to edit \
+             or import",
         ));
     }
-    let (name, command) = adhoc::server(line)?;
     config.servers.clear();
-    config.add(&name, command);
+    let name = match (&cli.stdio, &cli.http) {
+        (Some(line), _) => {
+            let (name, command) = adhoc::server(line)?;
+            config.add(&name, command);
+            name
+        }
+        (None, Some(url)) => {
+            let (name, remote) = adhoc::remote(url, &cli.headers)?;
+            config.add_remote(&name, remote);
+            name
+        }
+        (None, None) => unreachable!("checked above"),
+    };
     Ok((config, Some(name)))
 }
 

@@ -3,6 +3,7 @@
 //! A new command is one new module here and one arm in [`dispatch`].
 
 mod add;
+mod auth;
 mod call;
 mod completions;
 mod daemon;
@@ -85,6 +86,7 @@ pub(crate) async fn dispatch(ctx: &mut Context, command: Command) -> Result<Exit
             names,
         } => import::run(ctx, write.then_some(&names[..]), force),
         Command::Trust { server } => trust::run(ctx, &server).await,
+        Command::Auth { server, reset } => run_auth(ctx, server.as_deref(), reset).await,
         Command::Daemon { action } => daemon::run(ctx, action).await,
     }
 }
@@ -116,6 +118,25 @@ pub(crate) async fn dispatch_warm(ctx: &mut Context, command: Command) -> Result
             "the daemon runs only commands that talk to servers",
         )),
     }
+}
+
+/// `auth [SERVER] [--reset]`: the server's URL and OAuth settings from its config entry (or
+/// `--http`), then the auth module's login or reset.
+async fn run_auth(ctx: &mut Context, server: Option<&str>, reset: bool) -> Result<Exit, Failure> {
+    let given = match (server, &ctx.adhoc) {
+        (Some(given), _) => given.to_owned(),
+        (None, Some(adhoc)) => adhoc.clone(),
+        (None, None) => return Err(Failure::usage("auth needs the name of a remote server")),
+    };
+    let (name, remote) = ctx.hub.remote(&given)?;
+    let Some(remote) = remote else {
+        return Err(Failure::usage(format!(
+            "{name} is not a remote server (it has a command, not a url): it needs no login"
+        )));
+    };
+    let login = ctx.hub.login();
+    let settings = crate::hub::auth_settings(&remote, login);
+    auth::run(ctx, &name, &remote.url, settings, reset).await
 }
 
 /// A server's answer read as `T`, beside the answer as sent (which `--json` prints whole).

@@ -59,7 +59,7 @@ pub(super) fn servers(table: BTreeMap<String, CodexServer>) -> RawServers {
 mod tests {
     use std::time::Duration;
 
-    use crate::config::testing::{entry, parse, spec};
+    use crate::config::testing::{entry, parse, remote, spec};
     use crate::config::{Entry, Glob};
 
     #[test]
@@ -88,10 +88,8 @@ disabled_tools = ["read_secret", "read_other"]
         assert_eq!(git.call_timeout, Some(Duration::from_secs(30)));
         assert!(matches!(entry(&servers, "git"), Entry::Disabled(_)));
         assert_eq!(
-            entry(&servers, "remote"),
-            &Entry::Remote {
-                url: "https://example.invalid/mcp".into()
-            }
+            remote(&servers, "remote").url,
+            "https://example.invalid/mcp"
         );
         let tools = &spec(&servers, "fs").tools;
         assert_eq!(tools.enabled, Some(vec![Glob::new("read_*").unwrap()]));

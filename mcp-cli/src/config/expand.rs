@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use mcp_smol::{Sandbox, ServerCommand};
+use mcp_smol::{HttpTransport, Sandbox, ServerCommand};
 
-use super::{Entry, Env, ServerSpec, ToolFilter};
+use super::{Entry, Env, Remote, ServerSpec, ToolFilter};
 
 /// The fields every format maps onto, before variables are expanded.
 #[derive(Debug, Default)]
@@ -18,10 +18,17 @@ pub(super) struct RawServer {
     pub cwd: Option<String>,
     pub enabled: bool,
     pub url: Option<String>,
-    /// Remote only; kept for import, unused until there is an HTTP transport.
+    /// Remote only: sent on every request.
     pub headers: BTreeMap<String, String>,
-    /// Remote only (Codex spelling); kept for import, unused until there is an HTTP transport.
+    /// Remote only (Codex spelling): `Authorization: Bearer $VAR`.
     pub bearer_token_env_var: Option<String>,
+    /// Remote only: VS Code's `type: "sse"` asks for the older HTTP+SSE transport.
+    pub transport: HttpTransport,
+    /// Remote only: the OAuth client, when it is registered by hand or by a metadata URL.
+    pub oauth_client_id: Option<String>,
+    pub oauth_client_secret_env: Option<String>,
+    pub oauth_client_metadata_url: Option<String>,
+    pub oauth_scopes: Vec<String>,
     pub handshake_timeout: Option<Duration>,
     pub call_timeout: Option<Duration>,
     pub max_message_len: Option<usize>,
@@ -94,10 +101,9 @@ pub(super) fn finish(name: &str, raw: RawServer, env: Env<'_>, base: &Path) -> E
         if let Some(reason) = raw.unusable {
             return Entry::Invalid { reason };
         }
-        if let Some(url) = raw.url {
-            return Entry::Remote { url };
-        }
     }
+    let remote =
+        (raw.enabled && raw.url.is_some()).then(|| remote(&raw, &with_vscode_variables(env, base)));
     let (handshake_timeout, call_timeout) = (raw.handshake_timeout, raw.call_timeout);
     let (max_message_len, tools) = (raw.max_message_len, raw.tools);
     let pin_tools = raw.pin_tools.unwrap_or(true);
@@ -115,7 +121,18 @@ pub(super) fn finish(name: &str, raw: RawServer, env: Env<'_>, base: &Path) -> E
         tools,
         roots,
         pin_tools,
+        remote: None,
     };
+    if let Some(remote) = remote {
+        return match remote {
+            Ok(remote) => Entry::Enabled(ServerSpec {
+                command: ServerCommand::new(&remote.url),
+                remote: Some(remote),
+                ..spec(ServerCommand::new(""))
+            }),
+            Err(reason) => Entry::Invalid { reason },
+        };
+    }
     if !raw.enabled {
         // Never started, so its variables need not be set: shown as written (a remote
         // server's URL in place of the program).
@@ -148,6 +165,71 @@ pub(super) fn finish(name: &str, raw: RawServer, env: Env<'_>, base: &Path) -> E
         Ok(command) => Entry::Enabled(spec(command)),
         Err(reason) => Entry::Invalid { reason },
     }
+}
+
+/// A remote entry's URL, headers and OAuth client, variables expanded and checked.
+fn remote(raw: &RawServer, env: Env<'_>) -> Result<Remote, String> {
+    if raw.command.is_some() {
+        return Err(
+            "both `url` and `command` given: a server is either remote or a program".into(),
+        );
+    }
+    let url = expand(raw.url.as_deref().unwrap_or_default(), env)?;
+    let scheme = url
+        .split_once("://")
+        .map(|(scheme, _)| scheme.to_ascii_lowercase());
+    if !matches!(scheme.as_deref(), Some("http" | "https")) {
+        return Err(format!("url {url:?} is not an http:// or https:// URL"));
+    }
+    let mut remote = Remote::new(&url);
+    remote.transport = raw.transport;
+    for (name, value) in &raw.headers {
+        let value = expand(value, env)?;
+        check_header(name, &value)?;
+        remote.headers.push((name.clone(), value));
+    }
+    if let Some(variable) = &raw.bearer_token_env_var {
+        let token = env(variable)
+            .filter(|token| !token.is_empty())
+            .ok_or_else(|| {
+                format!(
+                    "environment variable {variable} is not set (named by bearer_token_env_var)"
+                )
+            })?;
+        let value = format!("Bearer {token}");
+        check_header("Authorization", &value)?;
+        remote.headers.push(("Authorization".to_owned(), value));
+    }
+    remote.oauth_client_id = (raw.oauth_client_id.as_deref())
+        .map(|id| expand(id, env))
+        .transpose()?;
+    if let Some(variable) = &raw.oauth_client_secret_env {
+        let secret = env(variable)
+            .filter(|secret| !secret.is_empty())
+            .ok_or_else(|| {
+                format!(
+                    "environment variable {variable} is not set (named by oauth_client_secret_env)"
+                )
+            })?;
+        remote.oauth_client_secret = Some(secret);
+    }
+    remote.oauth_client_metadata_url = raw.oauth_client_metadata_url.clone();
+    remote.oauth_scopes = raw.oauth_scopes.clone();
+    Ok(remote)
+}
+
+/// A header the HTTP layer can send as is: a token for a name, no line breaks in the value.
+fn check_header(name: &str, value: &str) -> Result<(), String> {
+    let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+    if name.is_empty() || !name.chars().all(token) {
+        return Err(format!(
+            "header name {name:?} is not a valid HTTP header name"
+        ));
+    }
+    if value.chars().any(|c| c == '\r' || c == '\n' || c == '\0') {
+        return Err(format!("the value of header {name} holds a line break"));
+    }
+    Ok(())
 }
 
 /// Expands `${VAR}` and `${VAR:-default}`; `$` not followed by `{` stays as it is.

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use mcp_smol::HttpTransport;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 
@@ -104,6 +105,10 @@ pub(super) fn servers(table: BTreeMap<String, HostServer>) -> RawServers {
                 None
             },
             headers: s.headers,
+            transport: match s.kind.as_deref() {
+                Some("sse") => HttpTransport::Sse,
+                _ => HttpTransport::Auto,
+            },
             call_timeout: s.timeout,
             tools: ToolFilter {
                 enabled: s.include_tools,
@@ -121,7 +126,7 @@ mod tests {
 
     use super::*;
     use crate::config::Entry;
-    use crate::config::testing::{entry, parse, spec};
+    use crate::config::testing::{entry, parse, remote, spec};
 
     #[test]
     fn a_byte_order_mark_is_not_content() {
@@ -175,8 +180,9 @@ mod tests {
             Some(Duration::from_secs(30))
         );
         assert!(matches!(entry(&servers, "off"), Entry::Disabled(_)));
-        assert!(matches!(entry(&servers, "web"), Entry::Remote { .. }));
-        assert!(matches!(entry(&servers, "gem"), Entry::Remote { .. }));
+        assert_eq!(remote(&servers, "web").url, "https://x.invalid/mcp");
+        assert_eq!(remote(&servers, "web").transport, HttpTransport::Auto);
+        assert_eq!(remote(&servers, "gem").url, "https://y.invalid/mcp");
         let Entry::Invalid { reason } = entry(&servers, "broken") else {
             panic!()
         };
@@ -225,6 +231,6 @@ mod tests {
 }"#;
         let servers = parse("mcp.json", text).unwrap().servers;
         assert_eq!(spec(&servers, "a").command.args, ["s.js"]);
-        assert!(matches!(entry(&servers, "b"), Entry::Remote { .. }));
+        assert_eq!(remote(&servers, "b").transport, HttpTransport::Sse);
     }
 }

@@ -74,6 +74,63 @@ pub struct ServerSpec {
     pub roots: Vec<std::path::PathBuf>,
     /// Whether its tool definitions are pinned (`pin_tools`, default true).
     pub pin_tools: bool,
+    /// Set for a server reached over HTTP (an entry with a `url`); `command` then holds the
+    /// URL, for display only.
+    pub remote: Option<Remote>,
+}
+
+/// How to reach a remote server: its URL and headers with `${VAR}` expanded, and what its
+/// OAuth login needs beyond that.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Remote {
+    pub url: String,
+    /// Static headers, `bearer_token_env_var`'s `Authorization` among them.
+    pub headers: Vec<(String, String)>,
+    pub transport: mcp_smol::HttpTransport,
+    /// `oauth_client_id`: a client registered by hand.
+    pub oauth_client_id: Option<String>,
+    /// The secret read from the variable `oauth_client_secret_env` names.
+    pub oauth_client_secret: Option<String>,
+    /// `oauth_client_metadata_url`: an https URL serving our client ID metadata document.
+    pub oauth_client_metadata_url: Option<String>,
+    /// `oauth_scopes`: asked for when the server's challenge names none.
+    pub oauth_scopes: Vec<String>,
+}
+
+impl Remote {
+    /// A server at `url` with nothing else configured.
+    pub fn new(url: &str) -> Self {
+        Self {
+            url: url.to_owned(),
+            headers: Vec::new(),
+            transport: mcp_smol::HttpTransport::Auto,
+            oauth_client_id: None,
+            oauth_client_secret: None,
+            oauth_client_metadata_url: None,
+            oauth_scopes: Vec::new(),
+        }
+    }
+
+    /// Whether the config supplies its own `Authorization` header (then OAuth stays out).
+    pub fn has_authorization(&self) -> bool {
+        (self.headers.iter()).any(|(name, _)| name.eq_ignore_ascii_case("authorization"))
+    }
+}
+
+/// Header values and the client secret are credentials: never printed, even in debug output.
+impl std::fmt::Debug for Remote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.headers.iter().map(|(name, _)| name.as_str()).collect();
+        f.debug_struct("Remote")
+            .field("url", &self.url)
+            .field("header_names", &names)
+            .field("transport", &self.transport)
+            .field("oauth_client_id", &self.oauth_client_id)
+            .field("oauth_client_secret", &self.oauth_client_secret.is_some())
+            .field("oauth_client_metadata_url", &self.oauth_client_metadata_url)
+            .field("oauth_scopes", &self.oauth_scopes)
+            .finish()
+    }
 }
 
 impl ServerSpec {
@@ -88,6 +145,15 @@ impl ServerSpec {
             tools: ToolFilter::default(),
             roots: Vec::new(),
             pin_tools: true,
+            remote: None,
+        }
+    }
+
+    /// A remote server at `remote.url`, every other setting at its default.
+    pub fn remote(name: &str, remote: Remote) -> ServerSpec {
+        ServerSpec {
+            remote: Some(remote.clone()),
+            ..ServerSpec::new(name, ServerCommand::new(remote.url))
         }
     }
 }
@@ -97,10 +163,6 @@ impl ServerSpec {
 pub enum Entry {
     Enabled(ServerSpec),
     Disabled(ServerSpec),
-    /// A server reached over HTTP: listed, not started, until there is a transport for it.
-    Remote {
-        url: String,
-    },
     /// An entry that parsed but cannot be used; the reason says why.
     Invalid {
         reason: String,
@@ -133,10 +195,20 @@ pub struct Config {
 impl Config {
     /// Adds a server defined in code, replacing any of the same name.
     pub fn add(&mut self, name: &str, command: ServerCommand) {
+        self.add_spec(ServerSpec::new(name, command));
+    }
+
+    /// Adds a remote server defined in code, replacing any of the same name.
+    pub fn add_remote(&mut self, name: &str, remote: Remote) {
+        self.add_spec(ServerSpec::remote(name, remote));
+    }
+
+    fn add_spec(&mut self, spec: ServerSpec) {
+        let name = spec.name.clone();
         self.servers.retain(|server| server.name != name);
         self.servers.push(Server {
-            name: name.to_owned(),
-            entry: Entry::Enabled(ServerSpec::new(name, command)),
+            name,
+            entry: Entry::Enabled(spec),
             source: Source::Code,
         });
     }

@@ -56,6 +56,11 @@ struct NativeServer {
     #[serde(default)]
     headers: BTreeMap<String, String>,
     bearer_token_env_var: Option<String>,
+    oauth_client_id: Option<String>,
+    oauth_client_secret_env: Option<String>,
+    oauth_client_metadata_url: Option<String>,
+    #[serde(default)]
+    oauth_scopes: Vec<String>,
     #[serde(default, deserialize_with = "seconds")]
     timeout_sec: Option<Duration>,
     #[serde(default, deserialize_with = "seconds")]
@@ -81,6 +86,11 @@ fn servers(table: BTreeMap<String, NativeServer>) -> RawServers {
         url: s.url,
         headers: s.headers,
         bearer_token_env_var: s.bearer_token_env_var,
+        transport: mcp_smol::HttpTransport::Auto,
+        oauth_client_id: s.oauth_client_id,
+        oauth_client_secret_env: s.oauth_client_secret_env,
+        oauth_client_metadata_url: s.oauth_client_metadata_url,
+        oauth_scopes: s.oauth_scopes,
         handshake_timeout: s.timeout_sec,
         call_timeout: s.call_timeout_sec,
         max_message_len: s.max_message_mb,

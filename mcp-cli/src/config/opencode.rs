@@ -47,7 +47,7 @@ pub(super) fn raw(s: OpencodeServer) -> RawServer {
 #[cfg(test)]
 mod tests {
     use crate::config::Entry;
-    use crate::config::testing::{entry, parse, spec};
+    use crate::config::testing::{entry, parse, remote, spec};
 
     #[test]
     fn opencode_mcp() {
@@ -62,7 +62,7 @@ mod tests {
             ("bun", &["x".to_owned(), "--flag".to_owned()][..])
         );
         assert_eq!(local.command.env["K"], "v");
-        assert!(matches!(entry(&servers, "remote"), Entry::Remote { .. }));
+        assert_eq!(remote(&servers, "remote").url, "https://x.invalid");
         assert!(matches!(entry(&servers, "off"), Entry::Disabled(_)));
     }
 }

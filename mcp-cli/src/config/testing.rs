@@ -28,3 +28,14 @@ pub(super) fn spec<'a>(servers: &'a [Server], name: &str) -> &'a ServerSpec {
         other => panic!("{name}: {other:?}"),
     }
 }
+
+/// The remote settings of an enabled remote entry.
+pub(super) fn remote<'a>(servers: &'a [Server], name: &str) -> &'a super::Remote {
+    match entry(servers, name) {
+        Entry::Enabled(ServerSpec {
+            remote: Some(remote),
+            ..
+        }) => remote,
+        other => panic!("{name}: {other:?}"),
+    }
+}

@@ -74,6 +74,7 @@ use crate::config::{Config, Policy, Server, ServerSpec, Source};
 use crate::logs::RunLog;
 use crate::names;
 use slot::Slot;
+pub(crate) use slot::auth_settings;
 
 /// How the hub runs its servers.
 #[derive(Clone)]
@@ -102,6 +103,9 @@ pub struct Settings {
     /// Where tool definitions are pinned (`<server>.json`): a pinned tool whose definition
     /// changes is withheld until [`Hub::trust`]. `None` pins nothing.
     pub pin_dir: Option<PathBuf>,
+    /// Whether a remote server asking for authorization may start a login (the unattended
+    /// switch `MCP_CLI_AUTH_FOLLOW=1` allows one whatever this says).
+    pub login: crate::auth::Login,
 }
 
 impl Default for Settings {
@@ -118,6 +122,7 @@ impl Default for Settings {
             ask: None,
             elicit: None,
             pin_dir: None,
+            login: crate::auth::Login::Never,
         }
     }
 }
@@ -135,6 +140,7 @@ impl std::fmt::Debug for Settings {
             .field("ask", &self.ask.is_some())
             .field("elicit", &self.elicit.is_some())
             .field("pin_dir", &self.pin_dir)
+            .field("login", &self.login)
             .finish()
     }
 }
@@ -159,8 +165,8 @@ pub enum State {
     Denied,
     /// The entry cannot be used as written.
     Invalid,
-    /// Reached over HTTP, which this version does not do yet.
-    RemoteSkipped,
+    /// A remote server that refused us for want of a login (`mcp-cli auth NAME`).
+    NeedsAuth,
 }
 
 impl std::fmt::Display for State {
@@ -292,9 +298,8 @@ impl Hub {
             .unwrap_or_else(PoisonError::into_inner);
         // A server replaced while it runs is closed, not left behind.
         if let Some(old) = slots.insert(slot.name().to_owned(), slot)
-            && let Some(client) = old.client()
+            && let Some(client) = old.stop()
         {
-            old.stopped(client.pid());
             self.inner
                 .spawn(async move { client.close().await })
                 .detach();
@@ -347,6 +352,30 @@ impl Hub {
                 candidates,
             }),
         }
+    }
+
+    /// Whether remote servers that ask for a login may start one ([`Settings::login`]).
+    pub fn login(&self) -> crate::auth::Login {
+        self.inner.settings.login
+    }
+
+    /// Server `given`'s name and remote settings, for `mcp-cli auth`; `None` for a server
+    /// that is not remote.
+    pub fn remote(&self, given: &str) -> Result<(String, Option<crate::config::Remote>), HubError> {
+        let name = self.resolve(given)?;
+        let slot = self.inner.slot(&name)?;
+        let remote = match &slot.server.entry {
+            crate::config::Entry::Enabled(spec) | crate::config::Entry::Disabled(spec) => {
+                spec.remote.clone()
+            }
+            crate::config::Entry::Invalid { .. } => {
+                return Err(slot.spec().err().unwrap_or(HubError::UnknownServer {
+                    given: given.to_owned(),
+                    known: Vec::new(),
+                }));
+            }
+        };
+        Ok((name, remote))
     }
 
     /// The servers a command names: each given name resolved and checked usable, or the
@@ -429,10 +458,9 @@ impl Hub {
         // Set before the slots are read: a start either sees it or is seen.
         self.inner.stopping.store(true, Ordering::SeqCst);
         let stops: Vec<_> = (self.inner.slots().into_iter())
-            .filter_map(|slot| Some((slot.client()?, slot)))
-            .map(|(client, slot)| {
+            .filter_map(|slot| slot.stop())
+            .map(|client| {
                 self.inner.spawn(async move {
-                    slot.stopped(client.pid());
                     if now {
                         client.terminate().await;
                     } else {

@@ -19,7 +19,9 @@ const INSTALLING_LAUNCHERS: &[&str] = &["npx", "uvx", "pipx", "bunx", "pnpx", "d
 /// Options for one server, and its log (whose marker line wants the pid once it is known).
 pub(crate) fn for_server(spec: &ServerSpec, settings: &Settings) -> (Options, Option<RunLog>) {
     let defaults = Options::default();
-    let log = (settings.log_dir.as_ref()).and_then(|dir| {
+    // A remote server has no stderr to keep.
+    let log_dir = settings.log_dir.as_ref().filter(|_| spec.remote.is_none());
+    let log = log_dir.and_then(|dir| {
         let path = logs::log_path(dir, &spec.name);
         // A log that cannot be opened must not stop the server; the tail still reaches errors.
         RunLog::open(path, &spec.command.display()).ok()

@@ -36,9 +36,8 @@ impl Hub {
     pub fn remove(&self, name: &str) {
         let mut slots = (self.inner.slots.write()).unwrap_or_else(PoisonError::into_inner);
         if let Some(old) = slots.remove(name)
-            && let Some(client) = old.client()
+            && let Some(client) = old.stop()
         {
-            old.stopped(client.pid());
             self.inner
                 .spawn(async move { client.close().await })
                 .detach();

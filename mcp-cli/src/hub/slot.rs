@@ -2,13 +2,15 @@
 //! restarted with backoff after a crash, and given up on after too many restarts a minute.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use mcp_smol::Client;
 use mcp_smol::proto::{Notification, Tool};
+use mcp_smol::{Client, HttpServer};
 
-use crate::config::{Entry, Server, ServerSpec, Source};
+use crate::auth;
+use crate::config::{Entry, Remote, Server, ServerSpec, Source};
 use crate::hub::surface::Surface;
 use crate::hub::{HubError, HubEvent, Inner, ServerStatus, State, answer};
 
@@ -26,11 +28,17 @@ const BACKOFF: [Duration; MAX_RESTARTS] = [
 
 const RESTART_WINDOW: Duration = Duration::from_secs(60);
 
+/// Numbers connections, so that news of an old one (which may share pid 0 with the new one
+/// over HTTP) never lands on its successor.
+static CONNECTIONS: AtomicU64 = AtomicU64::new(1);
+
 /// A connection that finished its handshake, with the tools (policy not applied), resources
 /// and prompts it offers.
 #[derive(Debug, Clone)]
 pub(crate) struct Live {
     pub(crate) client: Client,
+    /// This connection's number, from [`CONNECTIONS`].
+    conn: u64,
     pub(crate) tools: Arc<Vec<Tool>>,
     pub(crate) surface: Arc<Surface>,
 }
@@ -46,6 +54,8 @@ enum Phase {
     Failed {
         reason: String,
         stderr: Vec<String>,
+        /// A remote server refused us for want of a login.
+        needs_auth: bool,
     },
 }
 
@@ -108,10 +118,6 @@ impl Slot {
                 State::Disabled,
                 "disabled in the config".to_owned(),
             )),
-            Entry::Remote { url } => Err(unavailable(
-                State::RemoteSkipped,
-                format!("remote ({url}); only stdio servers are supported so far"),
-            )),
             Entry::Invalid { reason } => Err(unavailable(State::Invalid, reason.clone())),
         }
     }
@@ -126,7 +132,6 @@ impl Slot {
             preset: server.source == Source::Preset,
             command: match &server.entry {
                 Entry::Enabled(spec) | Entry::Disabled(spec) => spec.command.display(),
-                Entry::Remote { url } => url.clone(),
                 Entry::Invalid { .. } => String::new(),
             },
             pid: None,
@@ -136,8 +141,7 @@ impl Slot {
         };
         if let Err(HubError::Unavailable { state, reason, .. }) = self.spec() {
             status.state = state;
-            status.reason =
-                (state != State::Disabled && state != State::RemoteSkipped).then_some(reason);
+            status.reason = (state != State::Disabled).then_some(reason);
             return status;
         }
         let life = self.life();
@@ -149,12 +153,12 @@ impl Slot {
                 } else {
                     State::Starting
                 };
-                status.pid = client.as_ref().map(Client::pid);
+                status.pid = client.as_ref().map(Client::pid).filter(|pid| *pid != 0);
             }
             Phase::Running(live) => match live.client.disconnect() {
                 None => {
                     status.state = State::Running;
-                    status.pid = Some(live.client.pid());
+                    status.pid = Some(live.client.pid()).filter(|pid| *pid != 0);
                     status.tools = Some(live.tools.len());
                 }
                 Some(disconnect) => {
@@ -162,8 +166,16 @@ impl Slot {
                     status.reason = Some(disconnect.to_string());
                 }
             },
-            Phase::Failed { reason, stderr } => {
-                status.state = State::Failed;
+            Phase::Failed {
+                reason,
+                stderr,
+                needs_auth,
+            } => {
+                status.state = if *needs_auth {
+                    State::NeedsAuth
+                } else {
+                    State::Failed
+                };
                 status.reason = Some(reason.clone());
                 status.stderr = stderr.clone();
             }
@@ -187,6 +199,7 @@ impl Slot {
                         life.phase = Phase::Failed {
                             reason: disconnect.to_string(),
                             stderr: disconnect.stderr.clone(),
+                            needs_auth: false,
                         }
                     }
                 }
@@ -211,11 +224,25 @@ impl Slot {
                     } => disconnect.stderr.clone(),
                     _ => Vec::new(),
                 };
-                let reason = match &error {
+                let needs_auth = matches!(
+                    error,
+                    HubError::Server {
+                        error: mcp_smol::Error::Unauthorized { .. },
+                        ..
+                    }
+                );
+                let mut reason = match &error {
                     HubError::Server { error, .. } => error.to_string(),
                     other => other.to_string(),
                 };
-                life.phase = Phase::Failed { reason, stderr };
+                if needs_auth {
+                    reason = format!("{reason}; run `mcp-cli auth {}`", self.server.name);
+                }
+                life.phase = Phase::Failed {
+                    reason,
+                    stderr,
+                    needs_auth,
+                };
                 Err(error)
             }
         }
@@ -279,6 +306,7 @@ impl Slot {
             server: name.clone(),
             error,
         };
+        let conn = CONNECTIONS.fetch_add(1, Ordering::Relaxed);
         let client = {
             let mut life = self.life();
             if hub.is_stopping() {
@@ -287,7 +315,13 @@ impl Slot {
                 });
             }
             let (options, log) = hub.options(spec);
-            let (client, driver) = mcp_smol::start(&spec.command, options).map_err(server_error)?;
+            let (client, driver) = match &spec.remote {
+                None => mcp_smol::start(&spec.command, options).map_err(server_error)?,
+                Some(remote) => {
+                    let server = http_server(name, remote, hub.settings.login);
+                    mcp_smol::start_http(server, options)
+                }
+            };
             if let Some(log) = log {
                 log.started(client.pid());
             }
@@ -310,6 +344,12 @@ impl Slot {
         hub.spawn_watcher(answering);
         let listed = async {
             let info = client.wait_ready().await?;
+            // A server that declares no tools is not asked for them (the spec's rule; some
+            // answer such a request with nonsense).
+            if !info.capabilities.get("tools").is_some_and(|c| !c.is_null()) {
+                let surface = Surface::list(&client, &info).await?;
+                return Ok((Vec::new(), surface));
+            }
             let mut tools = client.list_tools().await?;
             // A change announced before the listing was answered (server-everything adds
             // tools once initialized) is already in the channel: list once more to catch it.
@@ -325,10 +365,11 @@ impl Slot {
             Ok((tools, surface)) => {
                 let live = Live {
                     client: client.clone(),
+                    conn,
                     tools: Arc::new(tools),
                     surface: Arc::new(surface),
                 };
-                let watch = watch(Arc::downgrade(hub), self.clone(), client, notes);
+                let watch = watch(Arc::downgrade(hub), self.clone(), client, conn, notes);
                 hub.spawn_watcher(watch);
                 Ok(live)
             }
@@ -347,26 +388,19 @@ impl Slot {
         }
     }
 
-    /// The connection to stop, if one is running or starting.
-    pub(crate) fn client(&self) -> Option<Client> {
-        match &self.life().phase {
+    /// Marks the slot stopped, as the hub is about to close its connection on purpose;
+    /// returns that connection, if one was running or starting.
+    pub(crate) fn stop(&self) -> Option<Client> {
+        let mut life = self.life();
+        let client = match &life.phase {
             Phase::Running(live) => Some(live.client.clone()),
             Phase::Starting { client, .. } => client.clone(),
             _ => None,
-        }
-    }
-
-    /// Marks the slot stopped after the hub closed its connection on purpose.
-    pub(crate) fn stopped(&self, pid: u32) {
-        let mut life = self.life();
-        let current = match &life.phase {
-            Phase::Running(live) => Some(live.client.pid()),
-            Phase::Starting { client, .. } => client.as_ref().map(Client::pid),
-            _ => None,
         };
-        if current == Some(pid) {
+        if client.is_some() {
             life.phase = Phase::Stopped;
         }
+        client
     }
 
     /// The resources and prompts of the running connection, if it is running and alive.
@@ -379,12 +413,12 @@ impl Slot {
         }
     }
 
-    /// Replaces the resources and prompts of the connection `pid`, if it is still the running
+    /// Replaces the resources and prompts of connection `conn`, if it is still the running
     /// one.
-    fn set_surface(&self, pid: u32, surface: Surface) -> bool {
+    fn set_surface(&self, conn: u64, surface: Surface) -> bool {
         let mut life = self.life();
         match &mut life.phase {
-            Phase::Running(live) if live.client.pid() == pid => {
+            Phase::Running(live) if live.conn == conn => {
                 live.surface = Arc::new(surface);
                 true
             }
@@ -392,11 +426,11 @@ impl Slot {
         }
     }
 
-    /// Replaces the tools of the connection `pid`, if it is still the running one.
-    fn set_tools(&self, pid: u32, tools: Vec<Tool>) -> bool {
+    /// Replaces the tools of connection `conn`, if it is still the running one.
+    fn set_tools(&self, conn: u64, tools: Vec<Tool>) -> bool {
         let mut life = self.life();
         match &mut life.phase {
-            Phase::Running(live) if live.client.pid() == pid => {
+            Phase::Running(live) if live.conn == conn => {
                 live.tools = Arc::new(tools);
                 true
             }
@@ -404,11 +438,11 @@ impl Slot {
         }
     }
 
-    /// Records that connection `pid` ended by itself; returns the reason if it was running.
-    fn crashed(&self, pid: u32, client: &Client) -> Option<String> {
+    /// Records that connection `conn` ended by itself; returns the reason if it was running.
+    fn crashed(&self, conn: u64, client: &Client) -> Option<String> {
         let mut life = self.life();
         match &life.phase {
-            Phase::Running(live) if live.client.pid() == pid => {
+            Phase::Running(live) if live.conn == conn => {
                 let disconnect = client.disconnect();
                 let reason = disconnect
                     .as_ref()
@@ -417,6 +451,7 @@ impl Slot {
                 life.phase = Phase::Failed {
                     reason: reason.clone(),
                     stderr,
+                    needs_auth: false,
                 };
                 Some(reason)
             }
@@ -431,9 +466,9 @@ async fn watch(
     hub: std::sync::Weak<Inner>,
     slot: Arc<Slot>,
     client: Client,
+    conn: u64,
     notes: smol::channel::Receiver<Notification>,
 ) {
-    let pid = client.pid();
     let server = || slot.name().to_owned();
     while let Ok(note) = notes.recv().await {
         if let Some(uri) = note.resource_updated() {
@@ -463,7 +498,7 @@ async fn watch(
                     Ok(info) => Surface::list(&client, info).await.ok(),
                     Err(_) => None,
                 };
-                surface.is_some_and(|surface| slot.set_surface(pid, surface))
+                surface.is_some_and(|surface| slot.set_surface(conn, surface))
             };
             if refreshed && let Some(hub) = hub.upgrade() {
                 hub.emit(event);
@@ -476,7 +511,7 @@ async fn watch(
         let refreshed = {
             let _refreshing = slot.start.lock().await;
             match client.list_tools().await {
-                Ok(tools) => slot.set_tools(pid, tools),
+                Ok(tools) => slot.set_tools(conn, tools),
                 // A failing listing is the connection failing: the stream ends next.
                 Err(_) => false,
             }
@@ -491,10 +526,45 @@ async fn watch(
     if hub.is_stopping() {
         return;
     }
-    if let Some(reason) = slot.crashed(pid, &client) {
+    if let Some(reason) = slot.crashed(conn, &client) {
         hub.emit(HubEvent::Failed {
             server: slot.name().to_owned(),
             reason,
         });
     }
+}
+
+/// What the HTTP adapter needs for remote server `name`: the configured headers, and OAuth
+/// unless the config supplies its own `Authorization`.
+fn http_server(name: &str, remote: &Remote, login: auth::Login) -> HttpServer {
+    let authorizer = (!remote.has_authorization()).then(|| {
+        let settings = auth_settings(remote, login);
+        auth::OAuth::new(name, &remote.url, settings) as Arc<dyn mcp_smol::Authorizer>
+    });
+    HttpServer {
+        url: remote.url.clone(),
+        headers: remote.headers.clone(),
+        transport: remote.transport,
+        authorizer,
+    }
+}
+
+/// A remote server's OAuth settings: the environment's (`MCP_CLI_AUTH_FOLLOW`, the
+/// `MCP_CLI_OAUTH_*` client), then the config entry's own client and scopes over them.
+pub(crate) fn auth_settings(remote: &Remote, login: auth::Login) -> auth::Settings {
+    let mut settings = auth::Settings::from_env(&|key| std::env::var(key).ok());
+    if settings.login != auth::Login::Follow {
+        settings.login = login;
+    }
+    if remote.oauth_client_id.is_some() {
+        settings.client_id = remote.oauth_client_id.clone();
+        settings.client_secret = remote.oauth_client_secret.clone();
+    }
+    if remote.oauth_client_metadata_url.is_some() {
+        settings.client_metadata_url = remote.oauth_client_metadata_url.clone();
+    }
+    if !remote.oauth_scopes.is_empty() {
+        settings.scopes = remote.oauth_scopes.clone();
+    }
+    settings
 }
