@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crate::commands::Context;
 use crate::config;
 use crate::exit::{Exit, Failure};
-use crate::gateway::{Gateway, HostLink, Mode, Watch};
+use crate::gateway::{Gateway, HostLink, Mode, TerminateOnDrop, Watch};
 use crate::hub::{Hub, Settings};
 
 pub(crate) async fn run(ctx: &mut Context, proxy: bool, named: &[String]) -> Result<Exit, Failure> {
@@ -25,11 +25,15 @@ pub(crate) async fn run(ctx: &mut Context, proxy: bool, named: &[String]) -> Res
     };
     let config = load().map_err(|error| Failure::usage(error.0))?;
     let link = HostLink::default();
+    // The servers' drivers, the gateway and its calls run on an executor of our own, run by
+    // this future on the command's thread: a message crosses no thread on its way through.
+    let executor = Arc::new(smol::Executor::new());
     let settings = Settings {
         log_dir: Some(ctx.log_dir.clone()),
         handshake_timeout: crate::mcp_timeout(&env),
         call_timeout: ctx.call_timeout,
         ask: Some(link.ask_handler()),
+        executor: Some(executor.clone()),
         ..Settings::default()
     };
     let hub = Hub::new(config, settings);
@@ -37,7 +41,7 @@ pub(crate) async fn run(ctx: &mut Context, proxy: bool, named: &[String]) -> Res
     for name in named {
         hub.resolve(name)?;
     }
-    let _stop = StopOnDrop(hub.clone());
+    let mut terminate = TerminateOnDrop::new(&hub, &executor);
     let watch = Watch::new(
         files.into_iter().map(|(path, _)| path).collect(),
         Box::new(load),
@@ -48,20 +52,15 @@ pub(crate) async fn run(ctx: &mut Context, proxy: bool, named: &[String]) -> Res
         mode: if proxy { Mode::Proxy } else { Mode::Tools },
         link,
         daemon: None,
+        executor: executor.clone(),
     });
     let stdin = smol::Unblock::new(std::io::stdin());
     let stdout = smol::Unblock::new(std::io::stdout());
-    gateway.serve(stdin, stdout, Some(watch)).await;
-    hub.shutdown().await;
+    let served = async {
+        gateway.serve(stdin, stdout, Some(watch)).await;
+        hub.shutdown().await;
+    };
+    executor.run(served).await;
+    terminate.disarm();
     Ok(Exit::Success)
-}
-
-/// Stops the hub's servers when `serve` is dropped unfinished (a signal): they run on smol's
-/// global executor, which this wait does not block.
-struct StopOnDrop(Hub);
-
-impl Drop for StopOnDrop {
-    fn drop(&mut self) {
-        smol::block_on(self.0.terminate());
-    }
 }

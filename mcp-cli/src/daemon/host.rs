@@ -19,7 +19,7 @@ use crate::cli::{Cli, Command};
 use crate::commands::{self, Context};
 use crate::config::{self, Config, Policy};
 use crate::exit::{Exit, Failure};
-use crate::gateway::{Gateway, HostLink, Mode};
+use crate::gateway::{Gateway, HostLink, Mode, TerminateOnDrop};
 use crate::hub::{Hub, Settings};
 use crate::output::Stdout;
 
@@ -29,6 +29,8 @@ pub(crate) struct Daemon {
     /// The config files as discovered, to read them again.
     files: Vec<(PathBuf, bool)>,
     hub: Hub,
+    /// Runs the hub's servers and every connection.
+    executor: Arc<smol::Executor<'static>>,
     log_dir: PathBuf,
     idle: Duration,
     started: Instant,
@@ -86,17 +88,21 @@ pub(crate) async fn run(
     let listener = smol::net::unix::UnixListener::bind(&place.socket)
         .map_err(|e| Failure::usage(format!("cannot listen on {}: {e}", place.socket.display())))?;
     let _remove = RemoveOnDrop(place.socket.clone());
+    // The servers' drivers and every connection run on an executor of our own, run by this
+    // future on the command's thread: a call crosses no thread on its way to a server.
+    let executor = Arc::new(smol::Executor::new());
     let settings = Settings {
         log_dir: Some(log_dir.clone()),
         handshake_timeout: crate::mcp_timeout(&env),
         pin_dir: Some(log_dir.with_file_name("pins")),
+        executor: Some(executor.clone()),
         // `ask` rules are never met here: runs under them go cold.
         ..Settings::default()
     };
     let policy = config.policy.clone();
     let cold = has_ask_rules(&config).then(ask_reason);
     let hub = Hub::new(config, settings);
-    let _stop = StopOnDrop(hub.clone());
+    let mut terminate = TerminateOnDrop::new(&hub, &executor);
     let (stop, stopped) = smol::channel::bounded(1);
     let daemon = Arc::new(Daemon {
         seen: Mutex::new(Seen {
@@ -106,6 +112,7 @@ pub(crate) async fn run(
         place,
         files,
         hub: hub.clone(),
+        executor: executor.clone(),
         log_dir,
         idle,
         started: Instant::now(),
@@ -128,8 +135,12 @@ pub(crate) async fn run(
         daemon.files_text(),
         daemon.place.socket.display()
     );
-    daemon.accept(listener, stopped).await;
-    hub.shutdown().await;
+    let served = async {
+        daemon.accept(listener, stopped).await;
+        hub.shutdown().await;
+    };
+    executor.run(served).await;
+    terminate.disarm();
     Ok(Exit::Success)
 }
 
@@ -194,21 +205,23 @@ impl Daemon {
             return;
         }
         let daemon = self.clone();
-        smol::spawn(async move {
-            daemon.activity().open += 1;
-            let gateway = Arc::new(Gateway {
-                hub: daemon.hub.clone(),
-                named: Vec::new(),
-                mode: Mode::Tools,
-                link: HostLink::default(),
-                daemon: Some(daemon.clone()),
-            });
-            gateway.serve(stream.clone(), stream, None).await;
-            let mut activity = daemon.activity();
-            activity.open -= 1;
-            activity.last = Instant::now();
-        })
-        .detach();
+        self.executor
+            .spawn(async move {
+                daemon.activity().open += 1;
+                let gateway = Arc::new(Gateway {
+                    hub: daemon.hub.clone(),
+                    named: Vec::new(),
+                    mode: Mode::Tools,
+                    link: HostLink::default(),
+                    daemon: Some(daemon.clone()),
+                    executor: daemon.executor.clone(),
+                });
+                gateway.serve(stream.clone(), stream, None).await;
+                let mut activity = daemon.activity();
+                activity.open -= 1;
+                activity.last = Instant::now();
+            })
+            .detach();
     }
 
     /// The private methods; `None` for any other.
@@ -352,14 +365,5 @@ struct RemoveOnDrop(PathBuf);
 impl Drop for RemoveOnDrop {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.0);
-    }
-}
-
-/// Stops the hub's servers when the daemon is dropped unfinished (a signal).
-struct StopOnDrop(Hub);
-
-impl Drop for StopOnDrop {
-    fn drop(&mut self) {
-        smol::block_on(self.0.terminate());
     }
 }

@@ -91,6 +91,31 @@ pub(crate) struct Gateway {
     pub(crate) link: HostLink,
     /// Set on the daemon's socket, whose private methods (`mcp-cli/...`) it answers.
     pub(crate) daemon: Option<Arc<crate::daemon::Daemon>>,
+    /// Runs the gateway's tasks: the hub's executor, so that a call stays on one thread.
+    pub(crate) executor: Arc<smol::Executor<'static>>,
+}
+
+/// Terminates a hub's servers when the command that runs their executor is dropped unfinished
+/// (on a signal): nobody else runs that executor, so the drop runs it until they are gone.
+pub(crate) struct TerminateOnDrop(Option<(Hub, Arc<smol::Executor<'static>>)>);
+
+impl TerminateOnDrop {
+    pub(crate) fn new(hub: &Hub, executor: &Arc<smol::Executor<'static>>) -> Self {
+        Self(Some((hub.clone(), executor.clone())))
+    }
+
+    /// The hub has been shut down the ordinary way.
+    pub(crate) fn disarm(&mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for TerminateOnDrop {
+    fn drop(&mut self) {
+        if let Some((hub, executor)) = self.0.take() {
+            smol::block_on(executor.run(hub.terminate()));
+        }
+    }
 }
 
 /// The capabilities the gateway declares: every list may change.
@@ -117,7 +142,7 @@ impl Gateway {
     {
         let (server, events, driver): (Server, Receiver<ServerEvent>, ServeDriver) =
             mcp_smol::serve(reader, writer, server_config());
-        let driver = smol::spawn(driver);
+        let driver = self.executor.spawn(driver);
         let changes = self.hub.events();
         let mut running: BTreeMap<HostRequestId, smol::Task<()>> = BTreeMap::new();
         loop {
@@ -146,7 +171,7 @@ impl Gateway {
                     let gateway = self.clone();
                     let server = server.clone();
                     let id = request.id;
-                    let task = smol::spawn(async move {
+                    let task = self.executor.spawn(async move {
                         let method = request.method.as_str();
                         let result = gateway.handle(&server, id, method, request.params).await;
                         server.respond(id, result);

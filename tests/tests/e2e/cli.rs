@@ -515,7 +515,8 @@ fn servers_lists_every_state() {
     assert_eq!(state_of("off"), "disabled");
     assert_eq!(state_of("offvar"), "disabled");
     assert!(run.stdout.contains("${UNSET_FOR_SURE}"), "{}", run.stdout);
-    assert_eq!(state_of("web"), "remote-skipped");
+    // Remote now: example.invalid never resolves.
+    assert_eq!(state_of("web"), "failed");
     assert_eq!(state_of("nocmd"), "invalid");
     assert!(
         run.stdout.contains("dies: server exited (exit status: 1)"),
@@ -761,4 +762,54 @@ fn stop_signals_take_every_server_down() {
     );
     assert_eq!(stopped.code, Some(129), "{}", stopped.stderr);
     stopped.groups.iter().copied().for_each(assert_group_gone);
+}
+
+#[test]
+fn a_signal_to_serve_takes_its_servers_down() {
+    // `serve` runs its servers on an executor of its own, which nobody runs once the command
+    // is dropped: the servers must be terminated all the same.
+    let dir = Scratch::new("signal-serve");
+    let log = dir.0.join("stubborn.received");
+    dir.write(
+        ".mcp-cli.toml",
+        &format!(
+            "[mcp.stubborn]\ncommand = {FIXTURE:?}\nargs = [\"ignore-sigterm\", \"--log-received\", {log:?}]\n"
+        ),
+    );
+    let mut serve = dir
+        .command(&["serve"])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut host = serve.stdin.take().unwrap();
+    let messages = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "stubborn__sleep", "arguments": {"ms": 600000}}}),
+    ];
+    for message in messages {
+        std::io::Write::write_all(&mut host, format!("{message}\n").as_bytes()).unwrap();
+    }
+    let called =
+        || std::fs::read_to_string(&log).is_ok_and(|log| log.contains("\"method\":\"tools/call\""));
+    assert!(eventually(called), "the server never received the call");
+    let groups = mcp_tests::children_of(serve.id());
+    assert_eq!(groups.len(), 1, "servers: {groups:?}");
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &serve.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let exited = eventually(|| serve.try_wait().unwrap().is_some());
+    if !exited {
+        let _ = serve.kill();
+    }
+    let output = serve.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(exited, "serve did not exit: {stderr}");
+    assert_eq!(output.status.code(), Some(143), "{stderr}");
+    groups.iter().copied().for_each(assert_group_gone);
 }
