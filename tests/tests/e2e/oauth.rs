@@ -277,3 +277,89 @@ fn auth_login_goes_through_the_browser_and_reset_forgets() {
     assert!(!auth::has_token(&dir, "fx", &fixture.url));
     assert!(!auth::reset(&dir, "fx").unwrap());
 }
+
+/// A project config naming the fixture as server `fx`.
+fn configure(scratch: &Scratch, fixture: &Fixture) {
+    scratch.write(
+        ".mcp-cli.toml",
+        &format!("[mcp.fx]\nurl = \"{}\"\n", fixture.url),
+    );
+}
+
+#[test]
+fn the_cli_lists_needs_auth_until_auth_logs_in_and_after_reset() {
+    let scratch = Scratch::new("oauth-cli");
+    let fixture = Fixture::start("good", &scratch);
+    configure(&scratch, &fixture);
+    let servers = scratch.cli(&["servers"]);
+    assert!(servers.stdout.contains("needs-auth"), "{servers:?}");
+    let call = scratch.cli(&["call", "fx", "whoami"]);
+    assert_eq!(call.code, 3, "{call:?}");
+    assert!(call.stderr.contains("run `mcp-cli auth fx`"), "{call:?}");
+    assert!(
+        fixture.seen("authorize").is_empty(),
+        "a configured server never logs in by itself"
+    );
+
+    let login = scratch.cli(&["--auth-follow", "auth", "fx"]);
+    assert_eq!(login.code, 0, "{login:?}");
+    assert!(login.stdout.starts_with("logged in to fx"), "{login:?}");
+    let call = scratch.cli(&["call", "fx", "whoami"]);
+    assert_eq!(
+        (call.code, call.stdout.as_str()),
+        (0, "scopes: read\n"),
+        "{call:?}"
+    );
+    // Tokens never reach the output.
+    for run in [&login, &call] {
+        assert!(
+            !run.stdout.contains("access-") && !run.stderr.contains("access-"),
+            "{run:?}"
+        );
+    }
+
+    let reset = scratch.cli(&["auth", "fx", "--reset"]);
+    assert_eq!(
+        (reset.code, reset.stdout.as_str()),
+        (0, "forgot the login for fx\n")
+    );
+    let call = scratch.cli(&["call", "fx", "whoami"]);
+    assert_eq!(call.code, 3, "{call:?}");
+}
+
+#[test]
+fn the_cli_logs_in_through_the_browser_it_is_given() {
+    let scratch = Scratch::new("oauth-cli-browser");
+    let fixture = Fixture::start("good", &scratch);
+    configure(&scratch, &fixture);
+    let browser = format!("{OAUTH_FIXTURE} browse");
+    let login = scratch.cli_with(&["auth", "fx"], &[("BROWSER", &browser)], None);
+    assert_eq!(login.code, 0, "{login:?}");
+    // The URL is printed whether or not a browser opens.
+    assert!(
+        login.stderr.contains("/authorize?response_type=code"),
+        "{login:?}"
+    );
+    assert_eq!(fixture.seen("authorize").len(), 1);
+    assert_eq!(
+        scratch.cli(&["call", "fx", "whoami"]).stdout,
+        "scopes: read\n"
+    );
+}
+
+#[test]
+fn the_cli_logs_in_unattended_to_an_ad_hoc_server() {
+    let scratch = Scratch::new("oauth-cli-adhoc");
+    let fixture = Fixture::start("step-up", &scratch);
+    let run = scratch.cli(&["--auth-follow", "--http", &fixture.url, "call", "whoami"]);
+    assert_eq!(
+        (run.code, run.stdout.as_str()),
+        (0, "scopes: read write\n"),
+        "{run:?}"
+    );
+    // Without the switch and without a terminal, nothing logs in.
+    let fresh = Scratch::new("oauth-cli-adhoc-fresh");
+    let run = fresh.cli(&["--http", &fixture.url, "call", "whoami"]);
+    assert_eq!(run.code, 3, "{run:?}");
+    assert_eq!(fixture.seen("authorize").len(), 2);
+}
