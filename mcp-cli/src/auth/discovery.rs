@@ -217,7 +217,7 @@ pub(crate) async fn discover(
 
 /// The protected-resource metadata and where it was found: the challenge's URL if it gave
 /// one, else the path-suffixed well-known URI, then the root one. `None` when none answers.
-async fn resource_metadata(
+pub(crate) async fn resource_metadata(
     http: &dyn Http,
     server: &Url,
     header_url: Option<&str>,

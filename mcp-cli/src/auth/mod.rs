@@ -143,23 +143,40 @@ pub fn reset(dir: &Path, name: &str) -> io::Result<bool> {
 /// server without a token to learn its challenge, then runs the whole flow and saves.
 /// `settings.login` must be [`Login::Browser`] or [`Login::Follow`].
 pub async fn login(name: &str, url: &str, settings: Settings) -> Result<(), String> {
-    let oauth = OAuth::new(name, url, settings);
-    let probe = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"mcp-cli","version":"0"}}}"#;
-    let request = Request::post(url, "application/json", probe.into())
-        .header("Accept", "application/json, text/event-stream".into());
-    let response = oauth.http.send(request).await?;
-    let bearer = match response.status {
-        401 | 403 => response.header("www-authenticate").and_then(Bearer::parse),
-        status if (200..300).contains(&status) => {
-            return Err(format!(
-                "{url} answered without asking for authorization: {name} needs no login"
-            ));
-        }
-        _ => None,
-    };
-    let mut state = oauth.state.lock().await;
-    let scopes = bearer.as_ref().map(Bearer::scopes).unwrap_or_default();
-    oauth.log_in(&mut state, bearer.as_ref(), scopes).await
+    OAuth::new(name, url, settings).login_now().await
+}
+
+impl OAuth {
+    /// [`login`] for this server.
+    async fn login_now(&self) -> Result<(), String> {
+        let (oauth, url, name) = (self, self.url.as_str(), self.name.as_str());
+        let probe = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"mcp-cli","version":"0"}}}"#;
+        let request = Request::post(url, "application/json", probe.into())
+            .header("Accept", "application/json, text/event-stream".into());
+        let response = oauth.http.send(request).await?;
+        let bearer = match response.status {
+            401 | 403 => response.header("www-authenticate").and_then(Bearer::parse),
+            // Some servers let `initialize` through and guard only their tools: published
+            // protected-resource metadata says they still take logins.
+            status if (200..300).contains(&status) => {
+                let server = urls::Url::parse(url)?;
+                if discovery::resource_metadata(&*oauth.http, &server, None)
+                    .await?
+                    .is_none()
+                {
+                    return Err(format!(
+                        "{url} answered without asking for authorization and publishes no \
+                     protected-resource metadata: {name} needs no login"
+                    ));
+                }
+                None
+            }
+            _ => None,
+        };
+        let mut state = oauth.state.lock().await;
+        let scopes = bearer.as_ref().map(Bearer::scopes).unwrap_or_default();
+        oauth.log_in(&mut state, bearer.as_ref(), scopes).await
+    }
 }
 
 /// The [`Authorizer`] of one remote server.

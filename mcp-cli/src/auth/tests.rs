@@ -279,3 +279,30 @@ fn debug_output_shows_no_secret() {
         "{text}"
     );
 }
+
+#[test]
+fn login_now_probes_the_server_for_its_challenge() {
+    let dir = temp_dir("probe");
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let guarded = server(seen.clone(), 3600).on("POST", RS, |_| Response {
+        status: 401,
+        headers: vec![("WWW-Authenticate".into(), r#"Bearer scope="write""#.into())],
+        body: vec![],
+    });
+    let oauth = OAuth::with_http("fx", RS, settings(&dir, Login::Follow), Box::new(guarded));
+    smol::block_on(oauth.login_now()).expect("login");
+    // A server that lets initialize through but publishes resource metadata: its scopes.
+    let open = server(seen.clone(), 3600).on("POST", RS, |_| answer(200, json!({})));
+    let oauth = OAuth::with_http("fx", RS, settings(&dir, Login::Follow), Box::new(open));
+    smol::block_on(oauth.login_now()).expect("login");
+    let scopes: Vec<_> = (seen.lock().expect("seen").authorizations.iter())
+        .map(|u| u.param("scope"))
+        .collect();
+    assert_eq!(scopes, [Some("write".into()), Some("write read".into())]);
+    // One that publishes nothing needs no login.
+    let plain = Canned::default().on("POST", RS, |_| answer(200, json!({})));
+    let oauth = OAuth::with_http("fx", RS, settings(&dir, Login::Follow), Box::new(plain));
+    let error = smol::block_on(oauth.login_now()).expect_err("no login");
+    assert!(error.ends_with("fx needs no login"), "{error}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
