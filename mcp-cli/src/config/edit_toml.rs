@@ -136,9 +136,7 @@ pub(super) fn add(
         // A replaced entry keeps its place and the comments above it.
         Some(old) => {
             *entry.decor_mut() = old.decor().clone();
-            if let Some(position) = old.position() {
-                entry.set_position(position);
-            }
+            entry.set_position(old.position());
         }
         None if blank_line_before => entry.decor_mut().set_prefix("\n"),
         None => {}
