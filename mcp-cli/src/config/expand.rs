@@ -97,10 +97,10 @@ fn absolute(path: &Path) -> std::path::PathBuf {
 /// relative `cwd` is taken from.
 pub(super) fn finish(name: &str, raw: RawServer, env: Env<'_>, base: &Path) -> Entry {
     // A disabled entry is disabled whatever else it says, so that `disable` always shows.
-    if raw.enabled {
-        if let Some(reason) = raw.unusable {
-            return Entry::Invalid { reason };
-        }
+    if raw.enabled
+        && let Some(reason) = raw.unusable
+    {
+        return Entry::Invalid { reason };
     }
     let remote =
         (raw.enabled && raw.url.is_some()).then(|| remote(&raw, &with_vscode_variables(env, base)));

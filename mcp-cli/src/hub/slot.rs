@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use mcp_smol::proto::{Notification, Tool};
+use mcp_smol::serde_json::Value;
 use mcp_smol::{Client, HttpServer};
 
 use crate::auth;
@@ -346,7 +347,7 @@ impl Slot {
             let info = client.wait_ready().await?;
             // A server that declares no tools is not asked for them (the spec's rule; some
             // answer such a request with nonsense).
-            if !info.capabilities.get("tools").is_some_and(|c| !c.is_null()) {
+            if info.capabilities.get("tools").is_none_or(Value::is_null) {
                 let surface = Surface::list(&client, &info).await?;
                 return Ok((Vec::new(), surface));
             }

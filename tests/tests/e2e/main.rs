@@ -51,3 +51,9 @@ mod http;
 
 /// OAuth for remote servers: `mcp_cli::auth` against `mcp-oauth-fixture` over real HTTP.
 mod oauth;
+
+/// The official conformance suite's client scenarios with `mcp-cli --http` as the client.
+mod conformance;
+
+/// Remote servers through the `mcp-cli` binary: config `url`, `--http`, headers, `needs-auth`.
+mod remote;
