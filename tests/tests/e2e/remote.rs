@@ -1,1 +1,227 @@
-//! Remote servers through the `mcp-cli` binary: a config `url`, ad hoc `--http`, headers with `${VAR}`, a server that needs a login, exit codes.
+//! Remote servers through the `mcp-cli` binary: a config `url` to the real server-everything
+//! over Streamable HTTP, ad hoc `--http`, headers with `${VAR}` reaching the server, a server
+//! that needs a login listed `needs-auth`, and the exit codes of HTTP failures.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::support::{Run, Scratch};
+
+const HTTP_FIXTURE: &str = env!("CARGO_BIN_EXE_mcp-http-fixture");
+
+/// A server process killed when the test ends, however it ends.
+struct Server {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Server {
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.port)
+    }
+}
+
+/// `mcp-http-fixture MODE`, once it has said its port.
+fn fixture(mode: &str) -> Server {
+    let mut child = Command::new(HTTP_FIXTURE)
+        .arg(mode)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port = line.trim().strip_prefix("PORT ").unwrap().parse().unwrap();
+    Server { child, port }
+}
+
+/// The real server-everything over Streamable HTTP on a free port; `None` without Node.
+fn everything() -> Option<Server> {
+    let bin = mcp_tests::npm_bin()?;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new(bin.join("mcp-server-everything"))
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let server = Server { child, port };
+    // Node takes a moment to listen: a refused connection is the only thing waited out.
+    let started = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "server-everything did not listen on {port} within 30 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Some(server)
+}
+
+/// The row of `name` in a `servers` table, split into words.
+fn row(run: &Run, name: &str) -> Vec<String> {
+    let line = (run.stdout.lines())
+        .find(|line| line.split_whitespace().next() == Some(name))
+        .unwrap_or_else(|| panic!("no row for {name}:\n{}\n{}", run.stdout, run.stderr));
+    line.split_whitespace().map(str::to_owned).collect()
+}
+
+#[test]
+fn a_configured_url_is_listed_called_and_shown() {
+    let Some(everything) = everything() else {
+        return;
+    };
+    let dir = Scratch::new("remote-config");
+    let url = everything.url();
+    let config = dir.write("remote.toml", &format!("[mcp.ev]\nurl = \"{url}\"\n"));
+    let config = config.to_str().unwrap();
+
+    let run = dir.cli(&["--config", config, "tools", "ev"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("echo"), "{}", run.stdout);
+
+    let run = dir.cli(&[
+        "--config",
+        config,
+        "call",
+        "ev",
+        "echo",
+        "message=over http",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("over http"), "{}", run.stdout);
+
+    let run = dir.cli(&["--config", config, "servers"]);
+    // NAME STATE TOOLS PID COMMAND: no process of ours, so no pid; the URL as the command.
+    let ev = row(&run, "ev");
+    assert_eq!(ev[1], "running", "{}", run.stdout);
+    assert!(ev[2].parse::<usize>().unwrap() > 0, "{}", run.stdout);
+    assert_eq!(ev[3..], ["-".to_owned(), url], "{}", run.stdout);
+
+    let run = dir.cli(&["--config", config, "--json", "servers"]);
+    let rows: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let ev = rows.as_array().unwrap().iter().find(|r| r["name"] == "ev");
+    assert_eq!(ev.unwrap()["state"], "running", "{}", run.stdout);
+}
+
+#[test]
+fn ad_hoc_http_calls_a_tool_without_any_config() {
+    let Some(everything) = everything() else {
+        return;
+    };
+    let dir = Scratch::new("remote-adhoc");
+    let run = dir.cli(&["--http", &everything.url(), "call", "echo", "message=hi"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout.trim(), "Echo: hi");
+    let run = dir.cli(&["--http", &everything.url(), "tools"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("echo"), "{}", run.stdout);
+}
+
+#[test]
+fn configured_headers_reach_the_server_with_their_variables_expanded() {
+    // The fixture's `token` mode serves only requests carrying `Authorization: Bearer good`.
+    let server = fixture("token");
+    let url = server.url();
+    let dir = Scratch::new("remote-headers");
+    let config = dir.write(
+        "remote.toml",
+        &format!(
+            "[mcp.byheader]\nurl = \"{url}\"\nheaders = {{ Authorization = \"Bearer ${{REMOTE_TOKEN}}\" }}\n\n\
+             [mcp.byvar]\nurl = \"{url}\"\nbearer_token_env_var = \"REMOTE_TOKEN\"\n"
+        ),
+    );
+    let config = config.to_str().unwrap();
+    for name in ["byheader", "byvar"] {
+        let args = ["--config", config, "call", name, "echo", "message=let in"];
+        let run = dir.cli_with(&args, &[("REMOTE_TOKEN", "good")], None);
+        assert_eq!(run.code, 0, "{name}: {}", run.stderr);
+        assert!(run.stdout.contains("let in"), "{name}: {}", run.stdout);
+        // The wrong token is refused: the header really is what the server judged.
+        let run = dir.cli_with(&args, &[("REMOTE_TOKEN", "bad")], None);
+        assert_eq!(run.code, 3, "{name}: {}", run.stderr);
+    }
+    // Unset, the variable makes the entry invalid, naming it: a usage error before any request.
+    let run = dir.cli(&["--config", config, "call", "byheader", "echo", "message=x"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("REMOTE_TOKEN"), "{}", run.stderr);
+
+    let header = "Authorization: Bearer good";
+    let run = dir.cli(&[
+        "--http",
+        &url,
+        "--header",
+        header,
+        "call",
+        "echo",
+        "message=x",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+}
+
+#[test]
+fn a_server_refusing_us_is_listed_needs_auth_with_the_command_to_run() {
+    let server = fixture("unauthorized");
+    let dir = Scratch::new("remote-needs-auth");
+    let config = dir.write(
+        "remote.toml",
+        &format!("[mcp.locked]\nurl = \"{}\"\n", server.url()),
+    );
+    let config = config.to_str().unwrap();
+
+    let run = dir.cli(&["--config", config, "servers"]);
+    assert_eq!(row(&run, "locked")[1], "needs-auth", "{}", run.stdout);
+    assert!(
+        run.stdout.contains("run `mcp-cli auth locked`"),
+        "{}",
+        run.stdout
+    );
+
+    let run = dir.cli(&["--config", config, "call", "locked", "echo", "message=x"]);
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("needs authorization (HTTP 401)"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("mcp-cli auth locked"), "{}", run.stderr);
+}
+
+#[test]
+fn http_failures_exit_3_with_the_cause() {
+    let dir = Scratch::new("remote-failures");
+    // Nothing listens on port 1.
+    let run = dir.cli(&["--http", "http://127.0.0.1:1/mcp", "tools"]);
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    assert!(run.stderr.contains("127.0.0.1:1"), "{}", run.stderr);
+
+    let html = fixture("html");
+    let run = dir.cli(&["--http", &html.url(), "tools"]);
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    assert!(run.stderr.to_lowercase().contains("html"), "{}", run.stderr);
+
+    let failing = fixture("fail-call");
+    let run = dir.cli(&["--http", &failing.url(), "call", "echo", "message=x"]);
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    assert!(run.stderr.contains("500"), "{}", run.stderr);
+
+    // A malformed URL or header is the caller's mistake.
+    let run = dir.cli(&["--http", "ftp://example.invalid/", "tools"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    let run = dir.cli(&["--http", &failing.url(), "--header", "no colon", "tools"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+}
