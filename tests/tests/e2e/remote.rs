@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use crate::support::{Run, Scratch};
 
 const HTTP_FIXTURE: &str = env!("CARGO_BIN_EXE_mcp-http-fixture");
+const OAUTH_FIXTURE: &str = env!("CARGO_BIN_EXE_mcp-oauth-fixture");
 
 /// A server process killed when the test ends, however it ends.
 struct Server {
@@ -31,7 +32,12 @@ impl Server {
 
 /// `mcp-http-fixture MODE`, once it has said its port.
 fn fixture(mode: &str) -> Server {
-    let mut child = Command::new(HTTP_FIXTURE)
+    spawn(HTTP_FIXTURE, mode)
+}
+
+/// A fixture binary in `mode`, once it has said its port.
+fn spawn(binary: &str, mode: &str) -> Server {
+    let mut child = Command::new(binary)
         .arg(mode)
         .stdout(Stdio::piped())
         .spawn()
@@ -224,4 +230,51 @@ fn http_failures_exit_3_with_the_cause() {
     assert_eq!(run.code, 2, "{}", run.stderr);
     let run = dir.cli(&["--http", &failing.url(), "--header", "no colon", "tools"]);
     assert_eq!(run.code, 2, "{}", run.stderr);
+}
+
+#[test]
+fn auth_logs_in_keeps_the_token_and_reset_forgets_it() {
+    // An authorization server that approves at once, and the MCP server it protects.
+    let server = spawn(OAUTH_FIXTURE, "good");
+    let url = server.url();
+    let dir = Scratch::new("remote-auth");
+    let config = dir.write("remote.toml", &format!("[mcp.fx]\nurl = \"{url}\"\n"));
+    let config = config.to_str().unwrap();
+    let whoami = ["--config", config, "call", "fx", "whoami"];
+
+    // No terminal and no unattended switch: nothing logs in by itself.
+    let run = dir.cli(&["--config", config, "servers"]);
+    assert_eq!(row(&run, "fx")[1], "needs-auth", "{}", run.stdout);
+
+    let run = dir.cli(&["--config", config, "--auth-follow", "auth", "fx"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.starts_with("logged in to fx"), "{}", run.stdout);
+
+    // The stored token serves later runs, which never log in themselves.
+    let run = dir.cli(&whoami);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("scopes: read"), "{}", run.stdout);
+    let run = dir.cli(&["--config", config, "servers"]);
+    assert_eq!(row(&run, "fx")[1], "running", "{}", run.stdout);
+
+    let run = dir.cli(&["--config", config, "auth", "fx", "--reset"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout.trim(), "forgot the login for fx");
+    let run = dir.cli(&whoami);
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    assert!(run.stderr.contains("mcp-cli auth fx"), "{}", run.stderr);
+
+    // Ad hoc, the same switch logs in on the way to the call.
+    let run = dir.cli_with(
+        &["--http", &url, "call", "whoami"],
+        &[("MCP_CLI_AUTH_FOLLOW", "1")],
+        None,
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("scopes: read"), "{}", run.stdout);
+
+    // A server with a command needs no login.
+    let run = dir.cli(&["--stdio", "true", "auth"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("not a remote server"), "{}", run.stderr);
 }
