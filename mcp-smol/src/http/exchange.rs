@@ -3,12 +3,14 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use futures_rustls::TlsConnector;
 use futures_rustls::rustls::pki_types::ServerName;
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Bytes, Incoming};
+use hyper::client::conn::http1::SendRequest;
 use hyper::header::{CONTENT_LENGTH, CONTENT_TYPE, HOST, LOCATION};
 use hyper::{HeaderMap, Method, StatusCode};
 use smol::Timer;
@@ -53,6 +55,81 @@ pub(crate) struct Response {
     /// hyper's connection future, which must be polled for the body to move; `None` once
     /// it has finished.
     connection: Option<ConnectionTask>,
+    /// Where the connection goes once the body has been read to its end.
+    reuse: Option<Reuse>,
+}
+
+struct Reuse {
+    pool: Arc<Pool>,
+    origin: String,
+    sender: SendRequest<Full<Bytes>>,
+}
+
+/// Kept-alive connections of one HTTP connection's exchanges, so that a call does not pay
+/// for a TCP and TLS handshake each time. Idle ones are not polled: one the server closed
+/// meanwhile is found out when it is taken.
+#[derive(Default)]
+pub(crate) struct Pool {
+    idle: Mutex<Vec<Idle>>,
+}
+
+impl std::fmt::Debug for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let idle = self.idle.lock().map(|idle| idle.len()).unwrap_or_default();
+        f.debug_struct("Pool").field("idle", &idle).finish()
+    }
+}
+
+struct Idle {
+    origin: String,
+    sender: SendRequest<Full<Bytes>>,
+    connection: ConnectionTask,
+    since: Instant,
+}
+
+/// How long a connection may sit idle before it is not used again: under the 5 s after
+/// which Node's HTTP servers close idle connections, so reuse rarely races their close.
+const IDLE_LIMIT: Duration = Duration::from_secs(4);
+
+/// How many idle connections are kept.
+const MAX_IDLE: usize = 8;
+
+impl Pool {
+    async fn take(&self, origin: &str) -> Option<(SendRequest<Full<Bytes>>, ConnectionTask)> {
+        loop {
+            let mut entry = {
+                let mut idle = self.idle.lock().ok()?;
+                let found = idle.iter().rposition(|entry| entry.origin == origin)?;
+                idle.swap_remove(found)
+            };
+            if entry.since.elapsed() > IDLE_LIMIT || entry.sender.is_closed() {
+                continue;
+            }
+            // A connection the server closed while idle has finished by now.
+            if smol::future::poll_once(&mut entry.connection)
+                .await
+                .is_some()
+            {
+                continue;
+            }
+            return Some((entry.sender, entry.connection));
+        }
+    }
+
+    fn put(&self, origin: String, sender: SendRequest<Full<Bytes>>, connection: ConnectionTask) {
+        if let Ok(mut idle) = self.idle.lock() {
+            idle.retain(|entry| entry.since.elapsed() <= IDLE_LIMIT);
+            if idle.len() < MAX_IDLE {
+                let since = Instant::now();
+                idle.push(Idle {
+                    origin,
+                    sender,
+                    connection,
+                    since,
+                });
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for Response {
@@ -100,7 +177,10 @@ impl Response {
         loop {
             let frame = self.body.frame().or(drive(&mut self.connection)).await;
             match frame {
-                None => return Ok(None),
+                None => {
+                    self.release();
+                    return Ok(None);
+                }
                 Some(Err(error)) => return Err(describe_hyper(&error)),
                 Some(Ok(frame)) => {
                     if let Ok(data) = frame.into_data() {
@@ -108,6 +188,13 @@ impl Response {
                     }
                 }
             }
+        }
+    }
+
+    /// Hands the connection back to the pool: the body has been read to its end.
+    fn release(&mut self) {
+        if let (Some(reuse), Some(connection)) = (self.reuse.take(), self.connection.take()) {
+            reuse.pool.put(reuse.origin, reuse.sender, connection);
         }
     }
 
@@ -198,13 +285,40 @@ async fn drive<T>(connection: &mut Option<ConnectionTask>) -> T {
     std::future::pending().await
 }
 
-/// Sends one request on a new connection and waits for the response head. Errors are
-/// sentences without the method and URL, which the caller puts in front.
+/// Sends one request and waits for the response head: on a kept-alive connection of `pool`
+/// to the same origin if there is one, else on a new connection. Errors are sentences
+/// without the method and URL, which the caller puts in front.
 pub(crate) async fn send(
     request: &Outgoing,
     connect_timeout: Duration,
+    pool: Option<&Arc<Pool>>,
 ) -> Result<Response, String> {
-    let url = &request.url;
+    let origin = request.url.origin().ascii_serialization();
+    if let Some(pool) = pool
+        && let Some((sender, connection)) = pool.take(&origin).await
+    {
+        // A kept-alive connection the server closed as we reused it has no answer for us:
+        // the request goes once more, on a new connection.
+        if let Ok(response) = exchange_on(sender, connection, request, Some((pool, &origin))).await
+        {
+            return Ok(response);
+        }
+    }
+    let (sender, connection) = connect(&request.url, connect_timeout).await?;
+    exchange_on(
+        sender,
+        connection,
+        request,
+        pool.map(|pool| (pool, origin.as_str())),
+    )
+    .await
+}
+
+/// Opens a connection (TCP, then TLS for https) and runs hyper's handshake on it.
+async fn connect(
+    url: &Url,
+    connect_timeout: Duration,
+) -> Result<(SendRequest<Full<Bytes>>, ConnectionTask), String> {
     let host = url.host_str().ok_or("the URL has no host")?;
     let port = url
         .port_or_known_default()
@@ -250,11 +364,22 @@ pub(crate) async fn send(
             Box::new(stream)
         }
     };
-    let (mut sender, connection) = hyper::client::conn::http1::handshake(FuturesIo::new(stream))
+    let (sender, connection) = hyper::client::conn::http1::handshake(FuturesIo::new(stream))
         .await
         .map_err(|error| describe_hyper(&error))?;
-    let mut connection: Option<ConnectionTask> = Some(Box::pin(connection));
+    Ok((sender, Box::pin(connection)))
+}
 
+/// Sends `request` on one connection and waits for the response head; with a pool, the
+/// connection goes back to it once the body has been read to its end.
+async fn exchange_on(
+    mut sender: SendRequest<Full<Bytes>>,
+    connection: ConnectionTask,
+    request: &Outgoing,
+    pool: Option<(&Arc<Pool>, &str)>,
+) -> Result<Response, String> {
+    let url = &request.url;
+    let mut connection = Some(connection);
     let mut builder = hyper::Request::builder()
         .method(request.method.clone())
         .uri(&url[url::Position::BeforePath..url::Position::AfterQuery])
@@ -268,18 +393,27 @@ pub(crate) async fn send(
     let outgoing = builder
         .body(Full::new(request.body.clone()))
         .map_err(|error| format!("cannot build the request: {error}"))?;
-    let response = sender
-        .send_request(outgoing)
+    let send = async {
+        sender.ready().await?;
+        sender.send_request(outgoing).await
+    };
+    let response = send
         .or(drive(&mut connection))
         .await
         .map_err(|error| describe_hyper(&error))?;
     let (head, body) = response.into_parts();
+    let reuse = pool.map(|(pool, origin)| Reuse {
+        pool: pool.clone(),
+        origin: origin.to_owned(),
+        sender,
+    });
     Ok(Response {
         status: head.status,
         headers: head.headers,
         url: url.clone(),
         body,
         connection,
+        reuse,
     })
 }
 
@@ -289,10 +423,11 @@ pub(crate) async fn send(
 pub(crate) async fn send_following(
     request: &Outgoing,
     connect_timeout: Duration,
+    pool: Option<&Arc<Pool>>,
 ) -> Result<Response, String> {
     let mut request = request.clone();
     for _ in 0..=MAX_REDIRECTS {
-        let response = send(&request, connect_timeout).await?;
+        let response = send(&request, connect_timeout, pool).await?;
         let status = response.status.as_u16();
         let location = response.header(LOCATION.as_str());
         let (true, Some(location)) = (matches!(status, 301 | 302 | 303 | 307 | 308), location)

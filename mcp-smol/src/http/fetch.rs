@@ -68,7 +68,7 @@ pub async fn fetch(request: FetchRequest) -> Result<FetchResponse, Error> {
     };
     let timeout = request.timeout;
     let exchange = async {
-        let mut response = exchange::send(&outgoing, timeout).await?;
+        let mut response = exchange::send(&outgoing, timeout, None).await?;
         let body = match response.read_body(FETCH_LIMIT).await {
             Ok(body) => body,
             Err(BodyError::TooLarge { size }) => {

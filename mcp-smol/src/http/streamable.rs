@@ -52,6 +52,7 @@ pub(super) fn start(server: HttpServer, options: Options) -> (Sender<Op>, Arc<Sh
         authorizer: server.authorizer.clone(),
         connect_timeout: options.core.handshake_timeout,
         limit: options.core.max_line_len,
+        pool: Arc::default(),
     });
     let (inbox_sender, inbox) = smol::channel::bounded(INBOX);
     let executor = Arc::new(Executor::new());

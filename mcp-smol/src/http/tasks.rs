@@ -10,7 +10,7 @@ use proto::{RequestError, RequestId, SseDecoder};
 use smol::channel::Sender;
 use url::Url;
 
-use super::exchange::{self, BodyError, Outgoing, Response};
+use super::exchange::{self, BodyError, Outgoing, Pool, Response};
 use super::{Authorizer, Challenge};
 use crate::Error;
 
@@ -63,6 +63,8 @@ pub(super) struct Endpoint {
     pub(super) connect_timeout: Duration,
     /// The most one message (body or event) may take.
     pub(super) limit: usize,
+    /// Kept-alive connections to the server.
+    pub(super) pool: Arc<Pool>,
 }
 
 /// Why an exchange got no usable answer.
@@ -93,9 +95,10 @@ impl Endpoint {
                     }
                 }
             }
-            let response = exchange::send_following(&attempt, self.connect_timeout)
-                .await
-                .map_err(Refusal::Unreachable)?;
+            let response =
+                exchange::send_following(&attempt, self.connect_timeout, Some(&self.pool))
+                    .await
+                    .map_err(Refusal::Unreachable)?;
             let status = response.status.as_u16();
             if status != 401 && status != 403 {
                 return Ok(response);

@@ -658,3 +658,4 @@ fn a_moved_endpoint_is_followed() {
         "{requests}"
     );
 }
+
