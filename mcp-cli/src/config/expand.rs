@@ -298,7 +298,9 @@ fn with_vscode_variables<'a>(env: Env<'a>, base: &'a Path) -> impl Fn(&str) -> O
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::testing::{entry, env, parse};
+    use crate::config::testing::{entry, env, parse, remote};
+
+    use self::entry as entry_of;
 
     #[test]
     fn vscode_variables_expand_and_prompt_inputs_are_named() {
@@ -347,6 +349,56 @@ mod tests {
             panic!("{:?}", entry(&servers, "off"))
         };
         assert_eq!(off.command.env["K"], "${NOPE}");
+    }
+
+    #[test]
+    fn remote_entries_expand_url_and_headers_and_check_them() {
+        let text = "[mcp.web]\nurl = \"https://${HOME_HOST:-example.com}/mcp\"\n\
+                    headers = { X-Key = \"k-${TOKEN}\" }\nbearer_token_env_var = \"TOKEN\"\n\
+                    oauth_client_id = \"me\"\noauth_client_secret_env = \"TOKEN\"\n\
+                    oauth_scopes = [\"read\"]\ncall_timeout_sec = 5\n";
+        let servers = parse("c.toml", text).unwrap().servers;
+        let remote = remote(&servers, "web");
+        assert_eq!(remote.url, "https://example.com/mcp");
+        let headers = [("X-Key", "k-secret"), ("Authorization", "Bearer secret")]
+            .map(|(name, value)| (name.to_owned(), value.to_owned()));
+        assert_eq!(remote.headers, headers);
+        assert!(remote.has_authorization());
+        assert_eq!(remote.oauth_client_id.as_deref(), Some("me"));
+        assert_eq!(remote.oauth_client_secret.as_deref(), Some("secret"));
+        assert_eq!(remote.oauth_scopes, ["read"]);
+        // Credentials stay out of debug output.
+        let shown = format!("{remote:?}");
+        assert!(
+            !shown.contains("k-secret") && !shown.contains("Bearer"),
+            "{shown}"
+        );
+        let spec = crate::config::testing::spec(&servers, "web");
+        assert_eq!(spec.call_timeout, Some(std::time::Duration::from_secs(5)));
+        assert_eq!(spec.command.display(), "https://example.com/mcp");
+
+        let invalid = |entry: &str| {
+            let servers = parse("c.toml", &format!("[mcp.x]\n{entry}\n"))
+                .unwrap()
+                .servers;
+            match entry_of(&servers, "x") {
+                Entry::Invalid { reason } => reason.clone(),
+                other => panic!("{entry}: {other:?}"),
+            }
+        };
+        assert!(invalid("url = \"ftp://x/\"").contains("not an http:// or https:// URL"));
+        assert!(invalid("url = \"${NOPE}/mcp\"").contains("NOPE is not set"));
+        assert!(
+            invalid("url = \"http://x\"\ncommand = \"y\"").contains("both `url` and `command`")
+        );
+        assert!(
+            invalid("url = \"http://x\"\nheaders = { \"A B\" = \"v\" }").contains("header name")
+        );
+        let reason = invalid("url = \"http://x\"\nbearer_token_env_var = \"NOPE\"");
+        assert!(
+            reason.contains("NOPE is not set (named by bearer_token_env_var)"),
+            "{reason}"
+        );
     }
 
     #[test]
