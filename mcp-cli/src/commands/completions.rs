@@ -45,7 +45,7 @@ _mcp_cli_servers() {{
     for ((i = 1; i < COMP_CWORD; i++)); do
         word=${{COMP_WORDS[i]}}
         case "$word" in
-            --config|--timeout|--stdio) ((i++)) ;;
+            --config|--timeout|--stdio|--http|--header) ((i++)) ;;
             -*) ;;
             *) if [[ -z $command ]]; then command=$word; else ((position++)); fi ;;
         esac

@@ -16,7 +16,7 @@ use crate::output;
 pub(crate) async fn run(ctx: &mut Context, action: DaemonAction) -> Result<Exit, Failure> {
     if ctx.adhoc.is_some() {
         return Err(Failure::usage(
-            "the daemon serves configured servers; --stdio is not supported with it",
+            "the daemon serves configured servers; --stdio and --http are not supported with it",
         ));
     }
     let env = |key: &str| std::env::var(key).ok();

@@ -13,7 +13,7 @@ use crate::hub::{Hub, Settings};
 pub(crate) async fn run(ctx: &mut Context, proxy: bool, named: &[String]) -> Result<Exit, Failure> {
     if ctx.adhoc.is_some() {
         return Err(Failure::usage(
-            "serve stands for configured servers; --stdio is not supported with it",
+            "serve stands for configured servers; --stdio and --http are not supported with it",
         ));
     }
     let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());

@@ -16,7 +16,7 @@ pub(crate) async fn run(ctx: &mut Context) -> Result<Exit, Failure> {
     }
     let rows = ctx.hub.status();
     // A health check for scripts: a server that should run and does not makes it fail.
-    let failed = rows.iter().any(|row| row.state == State::Failed);
+    let failed = (rows.iter()).any(|row| matches!(row.state, State::Failed | State::NeedsAuth));
     if ctx.json {
         let rows = serde_json::to_value(&rows).unwrap_or(Value::Null);
         ctx.out.line(&output::pretty(&rows));
