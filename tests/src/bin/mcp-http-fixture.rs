@@ -24,6 +24,7 @@
 //!   call of the tool `secret` is answered `403` with `insufficient_scope`.
 //! - `push`: `good`, but a GET gets an event stream with `notifications/tools/list_changed`,
 //!   sent once a `tools/list` has been answered.
+//! - `hang`: `good`, but `tools/call` gets an event stream that never sends anything.
 //! - `moved`: `good` at `/moved/mcp`; `/mcp` answers `308` to there.
 //! - `not-found`: every request is answered `404` with an HTML body.
 //!
@@ -187,6 +188,8 @@ enum Reply {
         headers: Vec<(String, String)>,
         events: Vec<String>,
     },
+    /// An event stream that never sends anything, held until the client goes away.
+    Hang,
 }
 
 fn full(status: &'static str, content_type: &str, body: impl Into<Vec<u8>>) -> Reply {
@@ -213,6 +216,14 @@ fn serve(state: &State, stream: &mut (impl Read + Write)) -> std::io::Result<()>
             body,
         } => (status, headers, body, None),
         Reply::Events { headers, events } => ("200 OK", headers, Vec::new(), Some(events)),
+        Reply::Hang => {
+            stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n")?;
+            stream.flush()?;
+            // Until the client closes its end: then the read sees the end of the stream.
+            let mut rest = Vec::new();
+            let _ = stream.read_to_end(&mut rest);
+            return Ok(());
+        }
     };
     let mut head = format!("HTTP/1.1 {status}\r\nConnection: close\r\n");
     for (name, value) in &headers {
@@ -390,6 +401,7 @@ fn answer(state: &State, request: &Request) -> Reply {
             "text/plain",
             "boom: the tool crashed\n\tat line 1",
         ),
+        ("tools/call", "hang") => Reply::Hang,
         ("tools/call", "truncated") => Reply::Events {
             headers: Vec::new(),
             events: vec![progress(&message)],

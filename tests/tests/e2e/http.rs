@@ -659,3 +659,49 @@ fn a_moved_endpoint_is_followed() {
     );
 }
 
+#[test]
+fn close_during_a_call_fails_it_and_leaves_no_socket() {
+    let scratch = Scratch::new("http-hang");
+    let log = scratch.0.join("requests.log");
+    let fixture = fixture("hang", &["--log", log.to_str().unwrap()]);
+    let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
+    bounded(async {
+        let client = connect_http(server(url), patient()).await.unwrap();
+        let call = {
+            let client = client.clone();
+            smol::spawn(async move { client.call_tool("echo", json!({"message": "x"})).await })
+        };
+        // The call is in flight once the server has logged it.
+        while !std::fs::read_to_string(&log)
+            .unwrap()
+            .contains("rpc=tools/call")
+        {
+            smol::Timer::after(Duration::from_millis(10)).await;
+        }
+        client.close().await;
+        let error = call.await.unwrap_err();
+        assert!(matches!(error, Error::Disconnected(_)), "{error:?}");
+        assert_eq!(sockets_to(fixture.port), 0);
+    });
+}
+
+#[test]
+fn the_driver_runs_under_tokio() {
+    let fixture = fixture("good", &[]);
+    let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let (client, driver) = mcp_smol::start_http(server(url), patient());
+        tokio::spawn(driver);
+        client.wait_ready().await.unwrap();
+        let echoed = client
+            .call_tool("echo", json!({"message": "tokio"}))
+            .await
+            .unwrap();
+        assert_eq!(text(&echoed), "tokio");
+        close_and_check(&client, fixture.port).await;
+    });
+}
