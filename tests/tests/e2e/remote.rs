@@ -208,7 +208,7 @@ fn a_server_refusing_us_is_listed_needs_auth_with_the_command_to_run() {
 }
 
 #[test]
-fn http_failures_exit_3_with_the_cause() {
+fn http_failures_exit_3_with_the_cause_and_timeouts_4() {
     let dir = Scratch::new("remote-failures");
     // Nothing listens on port 1.
     let run = dir.cli(&["--http", "http://127.0.0.1:1/mcp", "tools"]);
@@ -224,6 +224,18 @@ fn http_failures_exit_3_with_the_cause() {
     let run = dir.cli(&["--http", &failing.url(), "call", "echo", "message=x"]);
     assert_eq!(run.code, 3, "{}", run.stderr);
     assert!(run.stderr.contains("500"), "{}", run.stderr);
+
+    // A server that takes the connection and never answers runs out the handshake budget.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", silent.local_addr().unwrap());
+    let run = dir.cli_with(&["--http", &url, "tools"], &[("MCP_TIMEOUT", "1000")], None);
+    assert_eq!(run.code, 4, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("did not answer `initialize`"),
+        "{}",
+        run.stderr
+    );
+    drop(silent);
 
     // A malformed URL or header is the caller's mistake.
     let run = dir.cli(&["--http", "ftp://example.invalid/", "tools"]);
