@@ -128,7 +128,12 @@ fn runs_warm(cli: &Cli) -> bool {
         _ => false,
     };
     // `--timeout` would have to replace every server's own in the daemon's shared hub.
-    warm_command && cli.stdio.is_none() && cli.http.is_none() && cli.timeout.is_none()
+    // `--auth-follow` may log in, which the daemon's servers never do.
+    warm_command
+        && cli.stdio.is_none()
+        && cli.http.is_none()
+        && cli.timeout.is_none()
+        && !cli.auth_follow
 }
 
 /// Runs the command through the daemon for these config files, when one runs and may: the
