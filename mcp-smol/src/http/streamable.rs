@@ -215,14 +215,14 @@ impl Loop {
     }
 
     /// Starts an exchange on the driver's executor.
-    fn spawn<F>(&mut self, exchange: impl FnOnce(u64, Sender<Inbound>) -> F) -> u64
+    fn spawn<F>(&mut self, exchange: impl FnOnce(Sender<Inbound>) -> F) -> u64
     where
         F: std::future::Future<Output = ()> + Send + 'static,
     {
         let key = self.next_task;
         self.next_task += 1;
         let inbox = self.inbox_sender.clone();
-        let work = exchange(key, inbox.clone());
+        let work = exchange(inbox.clone());
         let task = self.executor.spawn(async move {
             work.await;
             let _ = inbox.send(Inbound::Done(key)).await;
@@ -292,7 +292,7 @@ impl Loop {
         // A notification nobody answers must not hold a socket for ever.
         let limit = (id.is_none()).then_some(self.options.core.request_timeout);
         let initialized = id.is_none() && is_initialized_notice(&post.body);
-        let key = self.spawn(|_, inbox| async move {
+        let key = self.spawn(|inbox| async move {
             let exchange = tasks::post(endpoint, post, inbox);
             match limit {
                 Some(limit) => {
@@ -325,7 +325,7 @@ impl Loop {
             delay: Duration::ZERO,
         };
         let endpoint = self.endpoint.clone();
-        self.listener = Some(self.spawn(|_, inbox| tasks::legacy_stream(endpoint, listen, inbox)));
+        self.listener = Some(self.spawn(|inbox| tasks::legacy_stream(endpoint, listen, inbox)));
     }
 
     /// Opens the GET stream for the server's own messages, once the session is ready, the
@@ -348,7 +348,7 @@ impl Loop {
             delay,
         };
         let endpoint = self.endpoint.clone();
-        self.listener = Some(self.spawn(|_, inbox| tasks::listen(endpoint, listen, inbox)));
+        self.listener = Some(self.spawn(|inbox| tasks::listen(endpoint, listen, inbox)));
     }
 
     /// What an exchange reported.
@@ -361,6 +361,15 @@ impl Loop {
                 self.connection.handle_message(now, &message);
             }
             Inbound::Failed { id, error } => _ = self.connection.fail_request(now, id, error),
+            Inbound::BodyDone { id, why } => {
+                let handshaking = self.connection.server_info().is_none() || self.restarting;
+                if self.initialize.is_some_and(|(init, _)| init == id) && handshaking {
+                    self.connection.fail(CloseReason::Transport(why));
+                } else if self.by_request.contains_key(&id) {
+                    let error = RequestError::Transport(why);
+                    self.connection.fail_request(now, id, error);
+                }
+            }
             Inbound::Fatal { error, reason } => {
                 if self.connection.server_info().is_none() || self.restarting {
                     self.fatal = self.fatal.take().or(error);
@@ -501,7 +510,7 @@ impl Loop {
             delay,
         };
         let endpoint = self.endpoint.clone();
-        let key = self.spawn(|_, inbox| tasks::resume(endpoint, listen, id, inbox));
+        let key = self.spawn(|inbox| tasks::resume(endpoint, listen, id, inbox));
         if let Some(old) = self.by_request.insert(id, key) {
             self.tasks.remove(&old);
         }

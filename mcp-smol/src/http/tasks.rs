@@ -21,6 +21,9 @@ pub(super) enum Inbound {
     Session(String),
     /// One JSON-RPC message: a body, or an event's data.
     Message(Vec<u8>),
+    /// A JSON body answering request `id` has been passed on; if the request is still
+    /// pending, the body did not answer it and `why` says so.
+    BodyDone { id: RequestId, why: String },
     /// One request failed in transit.
     Failed { id: RequestId, error: RequestError },
     /// The exchange carrying `initialize` failed: the connection cannot start.
@@ -235,7 +238,18 @@ pub(super) async fn post(endpoint: Arc<Endpoint>, post: Post, inbox: Sender<Inbo
     match media.as_deref() {
         Some("application/json") => match response.read_body(endpoint.limit).await {
             Ok(body) if body.iter().all(u8::is_ascii_whitespace) && post.id.is_none() => {}
-            Ok(body) => _ = inbox.send(Inbound::Message(body)).await,
+            Ok(body) => {
+                let quoted = exchange::quote(&body);
+                let _ = inbox.send(Inbound::Message(body)).await;
+                if let Some(id) = post.id {
+                    let why = format!(
+                        "POST {}: {} with a JSON body that does not answer the request: {quoted}",
+                        post.url,
+                        response.status_line()
+                    );
+                    let _ = inbox.send(Inbound::BodyDone { id, why }).await;
+                }
+            }
             Err(BodyError::TooLarge { size }) => {
                 let limit = endpoint.limit;
                 report(too_large(&post, size, limit)).await;

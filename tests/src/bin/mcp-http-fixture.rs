@@ -24,6 +24,7 @@
 //!   call of the tool `secret` is answered `403` with `insufficient_scope`.
 //! - `push`: `good`, but a GET gets an event stream with `notifications/tools/list_changed`,
 //!   sent once a `tools/list` has been answered.
+//! - `not-jsonrpc`: `good`, but `tools/call` is answered with JSON that is not JSON-RPC.
 //! - `hang`: `good`, but `tools/call` gets an event stream that never sends anything.
 //! - `moved`: `good` at `/moved/mcp`; `/mcp` answers `308` to there.
 //! - `not-found`: every request is answered `404` with an HTML body.
@@ -402,6 +403,7 @@ fn answer(state: &State, request: &Request) -> Reply {
             "boom: the tool crashed\n\tat line 1",
         ),
         ("tools/call", "hang") => Reply::Hang,
+        ("tools/call", "not-jsonrpc") => full("200 OK", "application/json", r#"{"status":"ok"}"#),
         ("tools/call", "truncated") => Reply::Events {
             headers: Vec::new(),
             events: vec![progress(&message)],

@@ -705,3 +705,27 @@ fn the_driver_runs_under_tokio() {
         close_and_check(&client, fixture.port).await;
     });
 }
+
+#[test]
+fn a_json_body_that_answers_nothing_fails_the_call_at_once() {
+    let fixture = fixture("not-jsonrpc", &[]);
+    let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
+    bounded(async {
+        let client = connect_http(server(url.clone()), patient()).await.unwrap();
+        let error = client
+            .call_tool("echo", json!({"message": "x"}))
+            .await
+            .unwrap_err();
+        let Error::Request(RequestError::Transport(detail)) = &error else {
+            panic!("{error:?}");
+        };
+        assert_eq!(
+            detail,
+            &format!(
+                "POST {url}: HTTP 200 OK with a JSON body that does not answer the request: \
+                 {{\"status\":\"ok\"}}"
+            )
+        );
+        close_and_check(&client, fixture.port).await;
+    });
+}
