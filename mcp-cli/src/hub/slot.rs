@@ -132,6 +132,10 @@ impl Slot {
             state: State::Stopped,
             preset: server.source == Source::Preset,
             command: match &server.entry {
+                Entry::Enabled(ServerSpec {
+                    remote: Some(remote),
+                    ..
+                }) => remote.url.clone(),
                 Entry::Enabled(spec) | Entry::Disabled(spec) => spec.command.display(),
                 Entry::Invalid { .. } => String::new(),
             },
