@@ -2,7 +2,31 @@
 //! HTTP+SSE transport (2024-11-05), with hyper for HTTP/1.1 and rustls for TLS.
 //!
 //! [`start_http`] returns the same [`Client`] and [`Driver`] as [`start`](crate::start); the
-//! driver owns the connection and every HTTP exchange in flight, and runs on any executor.
+//! driver owns the connection and every HTTP exchange in flight (on an executor of its own,
+//! so it runs under any executor), and when it ends no socket is left open.
+//!
+//! How it behaves:
+//! - Each message is one POST; POSTs run side by side, except that nothing overtakes
+//!   `notifications/initialized`. An answer is a JSON body or an event stream whose events
+//!   (progress, server requests, then the answer) are handled as they arrive. Connections
+//!   are kept alive and reused.
+//! - [`Options::core`](crate::Options)'s `max_line_len` bounds each body and each event: a
+//!   larger answer fails its request at once with `ResponseTooLarge`. The core's deadlines
+//!   apply as over stdio; its `handshake_timeout` also bounds connecting (TCP and TLS).
+//! - A failed exchange (a 4xx or 5xx, an HTML page, another content type, a body that
+//!   answers nothing, a stream cut with nothing to resume from) fails its request with
+//!   `RequestError::Transport`, a sentence naming the method, URL, status and the start of
+//!   the body; on `initialize` it ends the connection with `CloseReason::Transport`, or
+//!   [`Error::Http`] when no HTTP answer came at all (DNS, refused, TLS, redirect loop).
+//! - An event stream cut before its answer is resumed with `Last-Event-ID` after the
+//!   server's `retry` (1 s without one), at most 5 times. A GET stream carries the server's
+//!   own messages where the server offers one. A 404 on the session starts a new one and
+//!   sends the refused request again. Closing sends `DELETE` for the session, waiting at
+//!   most [`Options::grace_period`](crate::Options) for it.
+//! - Redirects (301, 302, 303, 307, 308) are followed up to 5 hops; `Authorization` is not
+//!   carried to another origin.
+//! - 401 (or 403 with `insufficient_scope`) is put to the [`Authorizer`], and the request
+//!   sent once more if it says so; otherwise the caller gets [`Error::Unauthorized`].
 
 use std::fmt;
 use std::sync::Arc;
