@@ -191,8 +191,14 @@ impl Response {
         }
     }
 
-    /// Hands the connection back to the pool: the body has been read to its end.
+    /// Hands the connection back to the pool, the body having been read to its end, unless
+    /// the server said it closes it.
     fn release(&mut self) {
+        let closing =
+            (self.header("connection")).is_some_and(|value| value.eq_ignore_ascii_case("close"));
+        if closing {
+            return;
+        }
         if let (Some(reuse), Some(connection)) = (self.reuse.take(), self.connection.take()) {
             reuse.pool.put(reuse.origin, reuse.sender, connection);
         }

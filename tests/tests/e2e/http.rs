@@ -729,3 +729,43 @@ fn a_json_body_that_answers_nothing_fails_the_call_at_once() {
         close_and_check(&client, fixture.port).await;
     });
 }
+
+#[test]
+fn fetch_is_one_exchange_that_follows_no_redirect() {
+    let good = fixture("good", &[]);
+    let looping = fixture("redirect-loop", &[]);
+    bounded(async {
+        let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+        let request = mcp_smol::FetchRequest {
+            method: "POST".to_owned(),
+            url: format!("http://127.0.0.1:{}/mcp", good.port),
+            headers: vec![("Content-Type".to_owned(), "application/json".to_owned())],
+            body: initialize.to_string().into_bytes(),
+            timeout: Duration::from_secs(60),
+        };
+        let response = mcp_smol::fetch(request.clone()).await.unwrap();
+        assert_eq!(response.status, 200);
+        assert_eq!(response.header("MCP-SESSION-ID"), Some("s1"));
+        let body: serde_json::Value = serde_json::from_slice(&response.body).unwrap();
+        assert_eq!(body["result"]["serverInfo"]["name"], "mcp-http-fixture");
+
+        let moved = mcp_smol::FetchRequest {
+            url: format!("http://127.0.0.1:{}/mcp", looping.port),
+            ..request.clone()
+        };
+        let response = mcp_smol::fetch(moved).await.unwrap();
+        assert_eq!(response.status, 307);
+        assert_eq!(response.header("location"), Some("/loop-1"));
+
+        let refused = mcp_smol::FetchRequest {
+            url: "http://127.0.0.1:1/token".to_owned(),
+            ..request
+        };
+        let error = mcp_smol::fetch(refused).await.unwrap_err();
+        assert!(
+            matches!(&error, Error::Http { url, .. } if url == "http://127.0.0.1:1/token"),
+            "{error:?}"
+        );
+    });
+}
