@@ -234,7 +234,10 @@ fn add_and_remove_native_entries() {
     let run = dir.cli(&["servers"]);
     // Invalid while TOKEN is unset; with it set, example.invalid never resolves.
     let web = state_of(&run, "web");
-    assert!(matches!(web.as_deref(), Some("invalid" | "failed")), "{web:?}");
+    assert!(
+        matches!(web.as_deref(), Some("invalid" | "failed")),
+        "{web:?}"
+    );
     assert_eq!(state_of(&run, "fx").as_deref(), Some("running"));
 
     let run = dir.cli(&["remove", "fx"]);
