@@ -155,6 +155,22 @@ fn everything_over_streamable_http() {
             .unwrap();
         assert!(text(&echoed).contains("over http"), "{}", text(&echoed));
 
+        // Calls side by side, each on a POST of its own, each with its own answer.
+        let calls: Vec<_> = (0..20)
+            .map(|n| {
+                let client = client.clone();
+                smol::spawn(async move {
+                    let message = format!("call {n}");
+                    let result = client.call_tool("echo", json!({"message": message}));
+                    (message, result.await.unwrap())
+                })
+            })
+            .collect();
+        for call in calls {
+            let (message, result) = call.await;
+            assert!(text(&result).ends_with(&message), "{}", text(&result));
+        }
+
         // Progress arrives on the call's own event stream, before its answer.
         let notifications = client.notifications().await;
         let call = Request::call_tool(
