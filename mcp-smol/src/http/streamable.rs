@@ -3,7 +3,7 @@
 //! Streamable HTTP, or the 2024-11-05 HTTP+SSE transport when told to or when the server
 //! turns out to speak only that.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -76,6 +76,7 @@ pub(super) fn start(server: HttpServer, options: Options) -> (Sender<Op>, Arc<Sh
         legacy: legacy.then(Legacy::default),
         restarting: false,
         resend: Vec::new(),
+        resent: BTreeSet::new(),
         initialize: None,
         listen_from: None,
         listener: None,
@@ -141,6 +142,8 @@ struct Loop {
     restarting: bool,
     /// Requests the server refused for an unknown session, to send again in the new one.
     resend: Vec<Vec<u8>>,
+    /// Requests already sent again after a 404: a second 404 fails them.
+    resent: BTreeSet<RequestId>,
     /// The `initialize` in flight: its request id and exchange.
     initialize: Option<(RequestId, u64)>,
     /// Where the server's own stream resumes from, when the `initialize` answer was a stream
@@ -395,7 +398,20 @@ impl Loop {
                 }
             }
             Inbound::SessionExpired { message, session } => {
-                let is_request = outgoing_request_id(&message).is_some();
+                let id = outgoing_request_id(&message);
+                // Sent again in a new session and refused again: the 404 is not about the
+                // session, and another restart would only loop.
+                if let Some(id) = id
+                    && !self.resent.insert(id)
+                {
+                    let why = format!(
+                        "POST {}: HTTP 404 Not Found, in a new session too",
+                        self.endpoint.url
+                    );
+                    self.connection
+                        .fail_request(now, id, RequestError::Transport(why));
+                    return;
+                }
                 if self.session.as_deref() == Some(session.as_str()) {
                     self.session = None;
                     self.restarting = true;
@@ -404,7 +420,7 @@ impl Loop {
                     }
                     self.connection.restart_session(now);
                 }
-                if is_request {
+                if id.is_some() {
                     if self.restarting {
                         self.resend.push(message);
                     } else {
@@ -573,6 +589,7 @@ impl Loop {
                     self.tasks.remove(&key);
                 }
                 self.resumes.remove(&id);
+                self.resent.remove(&id);
                 if let Some(waiter) = self.waiters.remove(&id) {
                     let _ = waiter.try_send(result.map_err(Error::from_request));
                 }

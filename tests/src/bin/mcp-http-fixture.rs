@@ -25,6 +25,7 @@
 //! - `push`: `good`, but a GET gets an event stream with `notifications/tools/list_changed`,
 //!   sent once a `tools/list` has been answered.
 //! - `not-jsonrpc`: `good`, but `tools/call` is answered with JSON that is not JSON-RPC.
+//! - `call-404`: `good`, but `tools/call` is always answered `404`.
 //! - `hang`: `good`, but `tools/call` gets an event stream that never sends anything.
 //! - `moved`: `good` at `/moved/mcp`; `/mcp` answers `308` to there.
 //! - `not-found`: every request is answered `404` with an HTML body.
@@ -403,6 +404,7 @@ fn answer(state: &State, request: &Request) -> Reply {
             "boom: the tool crashed\n\tat line 1",
         ),
         ("tools/call", "hang") => Reply::Hang,
+        ("tools/call", "call-404") => full("404 Not Found", "text/plain", "no such thing"),
         ("tools/call", "not-jsonrpc") => full("200 OK", "application/json", r#"{"status":"ok"}"#),
         ("tools/call", "truncated") => Reply::Events {
             headers: Vec::new(),

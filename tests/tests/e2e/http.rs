@@ -785,3 +785,31 @@ fn fetch_is_one_exchange_that_follows_no_redirect() {
         );
     });
 }
+
+#[test]
+fn a_404_in_the_new_session_too_fails_the_call_without_looping() {
+    let scratch = Scratch::new("http-404-again");
+    let log = scratch.0.join("requests.log");
+    let fixture = fixture("call-404", &["--log", log.to_str().unwrap()]);
+    let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
+    bounded(async {
+        let client = connect_http(server(url.clone()), patient()).await.unwrap();
+        let error = client
+            .call_tool("echo", json!({"message": "x"}))
+            .await
+            .unwrap_err();
+        let Error::Request(RequestError::Transport(detail)) = &error else {
+            panic!("{error:?}");
+        };
+        assert_eq!(
+            detail,
+            &format!("POST {url}: HTTP 404 Not Found, in a new session too")
+        );
+        // The new session works.
+        assert_eq!(client.list_tools().await.unwrap().len(), 2);
+        close_and_check(&client, fixture.port).await;
+    });
+    let requests = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(requests.matches("rpc=initialize").count(), 2, "{requests}");
+    assert_eq!(requests.matches("rpc=tools/call").count(), 2, "{requests}");
+}
