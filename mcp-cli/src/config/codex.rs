@@ -22,6 +22,9 @@ pub(super) struct CodexServer {
     url: Option<String>,
     #[serde(default)]
     http_headers: BTreeMap<String, String>,
+    /// Header name to the environment variable holding its value.
+    #[serde(default)]
+    env_http_headers: BTreeMap<String, String>,
     bearer_token_env_var: Option<String>,
     #[serde(default, deserialize_with = "seconds")]
     startup_timeout_sec: Option<Duration>,
@@ -35,14 +38,20 @@ pub(super) struct CodexServer {
 }
 
 pub(super) fn servers(table: BTreeMap<String, CodexServer>) -> RawServers {
-    let raw = |s: CodexServer| RawServer {
+    let raw = |mut s: CodexServer| RawServer {
+        headers: {
+            // The same as writing `${VAR}` as the value, which expands (or names the variable).
+            let from_env = (s.env_http_headers.iter())
+                .map(|(name, variable)| (name.clone(), format!("${{{variable}}}")));
+            s.http_headers.extend(from_env);
+            s.http_headers
+        },
         command: s.command,
         args: s.args,
         env: s.env,
         cwd: s.cwd,
         enabled: s.enabled.unwrap_or(true),
         url: s.url,
-        headers: s.http_headers,
         bearer_token_env_var: s.bearer_token_env_var,
         handshake_timeout: s.startup_timeout_sec.or(s.startup_timeout_ms),
         call_timeout: s.tool_timeout_sec,
@@ -76,6 +85,8 @@ enabled = false
 
 [mcp_servers.remote]
 url = "https://example.invalid/mcp"
+http_headers = { X-Team = "core" }
+env_http_headers = { X-Key = "TOKEN" }
 
 [mcp_servers.fs]
 command = "fs"
@@ -87,9 +98,12 @@ disabled_tools = ["read_secret", "read_other"]
         assert_eq!(git.handshake_timeout, Some(Duration::from_millis(2500)));
         assert_eq!(git.call_timeout, Some(Duration::from_secs(30)));
         assert!(matches!(entry(&servers, "git"), Entry::Disabled(_)));
+        let web = remote(&servers, "remote");
+        assert_eq!(web.url, "https://example.invalid/mcp");
+        let headers = [("X-Key", "secret"), ("X-Team", "core")];
         assert_eq!(
-            remote(&servers, "remote").url,
-            "https://example.invalid/mcp"
+            web.headers,
+            headers.map(|(n, v)| (n.to_owned(), v.to_owned()))
         );
         let tools = &spec(&servers, "fs").tools;
         assert_eq!(tools.enabled, Some(vec![Glob::new("read_*").unwrap()]));
