@@ -5,6 +5,13 @@ use crate::exit::{Exit, Failure};
 use crate::logs;
 
 pub(crate) fn run(ctx: &mut Context, server: &str, count: usize) -> Result<Exit, Failure> {
+    if let Ok((name, Some(remote))) = ctx.hub.remote(server) {
+        return Err(Failure::usage(format!(
+            "{name} is a remote server ({}): there is no process and so no stderr log; \
+             `mcp-cli servers` shows why it failed",
+            remote.url
+        )));
+    }
     let path = logs::log_path(&ctx.log_dir, server);
     match logs::last_lines(&path, count) {
         Ok(lines) => {
