@@ -113,6 +113,7 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
             configs: cli.configs.clone(),
             adhoc,
             call_timeout: cli.timeout,
+            executor: executor.clone(),
         };
         smol::block_on(executor.run(until_signal(&mut ctx, cli.command, signals)))
     });
@@ -157,11 +158,12 @@ async fn next_signal(signals: &mut Signals) -> Signal {
 /// where it stands. Either way every server it started is stopped before we return: closed
 /// in the ordinary way after the command, terminated after a signal.
 async fn until_signal(ctx: &mut Context, command: cli::Command, mut signals: Signals) -> Ending {
-    let hub = ctx.hub.clone();
     let done = async { Ending::Done(commands::dispatch(ctx, command).await) };
     let signalled = async { Ending::Signal(next_signal(&mut signals).await) };
     // The command is dropped as soon as a signal wins, so it prints nothing more.
     let ending = smol::future::or(done, signalled).await;
+    // Read afterwards: `serve` and the daemon put a hub of their own in the context.
+    let hub = ctx.hub.clone();
     match ending {
         Ending::Signal(_) => hub.terminate().await,
         Ending::Done(_) | Ending::Warm(_) => hub.shutdown().await,

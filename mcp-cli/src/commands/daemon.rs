@@ -22,9 +22,7 @@ pub(crate) async fn run(ctx: &mut Context, action: DaemonAction) -> Result<Exit,
     let env = |key: &str| std::env::var(key).ok();
     let place = Place::discover(&ctx.configs, &env);
     match action {
-        DaemonAction::Run { idle } => {
-            daemon::run(&ctx.configs, ctx.log_dir.clone(), Duration::from_secs(idle)).await
-        }
+        DaemonAction::Run { idle } => daemon::run(ctx, Duration::from_secs(idle)).await,
         DaemonAction::Start { idle } => start(ctx, &place, idle).await,
         DaemonAction::Stop => stop(ctx, &place).await,
         DaemonAction::Status => status(ctx, &place).await,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crate::commands::Context;
 use crate::config;
 use crate::exit::{Exit, Failure};
-use crate::gateway::{Gateway, HostLink, Mode, TerminateOnDrop, Watch};
+use crate::gateway::{Gateway, HostLink, Mode, Watch};
 use crate::hub::{Hub, Settings};
 
 pub(crate) async fn run(ctx: &mut Context, proxy: bool, named: &[String]) -> Result<Exit, Failure> {
@@ -25,15 +25,14 @@ pub(crate) async fn run(ctx: &mut Context, proxy: bool, named: &[String]) -> Res
     };
     let config = load().map_err(|error| Failure::usage(error.0))?;
     let link = HostLink::default();
-    // The servers' drivers, the gateway and its calls run on an executor of our own, run by
-    // this future on the command's thread: a message crosses no thread on its way through.
-    let executor = Arc::new(smol::Executor::new());
     let settings = Settings {
         log_dir: Some(ctx.log_dir.clone()),
         handshake_timeout: crate::mcp_timeout(&env),
         call_timeout: ctx.call_timeout,
         ask: Some(link.ask_handler()),
-        executor: Some(executor.clone()),
+        // The command's own executor, on its thread: a message crosses no thread on its way
+        // through the gateway to a server and back.
+        executor: Some(ctx.executor.clone()),
         ..Settings::default()
     };
     let hub = Hub::new(config, settings);
@@ -41,7 +40,8 @@ pub(crate) async fn run(ctx: &mut Context, proxy: bool, named: &[String]) -> Res
     for name in named {
         hub.resolve(name)?;
     }
-    let mut terminate = TerminateOnDrop::new(&hub, &executor);
+    // The command's hub from now on, which a signal terminates.
+    ctx.hub = hub.clone();
     let watch = Watch::new(
         files.into_iter().map(|(path, _)| path).collect(),
         Box::new(load),
@@ -52,15 +52,11 @@ pub(crate) async fn run(ctx: &mut Context, proxy: bool, named: &[String]) -> Res
         mode: if proxy { Mode::Proxy } else { Mode::Tools },
         link,
         daemon: None,
-        executor: executor.clone(),
+        executor: ctx.executor.clone(),
     });
     let stdin = smol::Unblock::new(std::io::stdin());
     let stdout = smol::Unblock::new(std::io::stdout());
-    let served = async {
-        gateway.serve(stdin, stdout, Some(watch)).await;
-        hub.shutdown().await;
-    };
-    executor.run(served).await;
-    terminate.disarm();
+    gateway.serve(stdin, stdout, Some(watch)).await;
+    hub.shutdown().await;
     Ok(Exit::Success)
 }

@@ -19,7 +19,7 @@ use crate::cli::{Cli, Command};
 use crate::commands::{self, Context};
 use crate::config::{self, Config, Policy};
 use crate::exit::{Exit, Failure};
-use crate::gateway::{Gateway, HostLink, Mode, TerminateOnDrop};
+use crate::gateway::{Gateway, HostLink, Mode};
 use crate::hub::{Hub, Settings};
 use crate::output::Stdout;
 
@@ -55,11 +55,8 @@ struct Seen {
 
 /// Runs the daemon for `configs` until it is stopped or idle for `idle`. Prints `ready` on
 /// stdout once the socket takes connections (what `daemon start` waits for).
-pub(crate) async fn run(
-    configs: &[PathBuf],
-    log_dir: PathBuf,
-    idle: Duration,
-) -> Result<Exit, Failure> {
+pub(crate) async fn run(ctx: &mut Context, idle: Duration) -> Result<Exit, Failure> {
+    let (configs, log_dir) = (&ctx.configs, ctx.log_dir.clone());
     let env = |key: &str| std::env::var(key).ok();
     // Out of the shell's session: its hangup and its Ctrl-C are not ours. Fails only for a
     // group leader, which `daemon start` does not make us.
@@ -88,9 +85,9 @@ pub(crate) async fn run(
     let listener = smol::net::unix::UnixListener::bind(&place.socket)
         .map_err(|e| Failure::usage(format!("cannot listen on {}: {e}", place.socket.display())))?;
     let _remove = RemoveOnDrop(place.socket.clone());
-    // The servers' drivers and every connection run on an executor of our own, run by this
-    // future on the command's thread: a call crosses no thread on its way to a server.
-    let executor = Arc::new(smol::Executor::new());
+    // The command's own executor runs the servers' drivers and every connection, on its
+    // thread: a call crosses no thread on its way to a server.
+    let executor = ctx.executor.clone();
     let settings = Settings {
         log_dir: Some(log_dir.clone()),
         handshake_timeout: crate::mcp_timeout(&env),
@@ -102,7 +99,8 @@ pub(crate) async fn run(
     let policy = config.policy.clone();
     let cold = has_ask_rules(&config).then(ask_reason);
     let hub = Hub::new(config, settings);
-    let mut terminate = TerminateOnDrop::new(&hub, &executor);
+    // The command's hub from now on, which a signal terminates.
+    ctx.hub = hub.clone();
     let (stop, stopped) = smol::channel::bounded(1);
     let daemon = Arc::new(Daemon {
         seen: Mutex::new(Seen {
@@ -135,12 +133,8 @@ pub(crate) async fn run(
         daemon.files_text(),
         daemon.place.socket.display()
     );
-    let served = async {
-        daemon.accept(listener, stopped).await;
-        hub.shutdown().await;
-    };
-    executor.run(served).await;
-    terminate.disarm();
+    daemon.accept(listener, stopped).await;
+    hub.shutdown().await;
     Ok(Exit::Success)
 }
 
@@ -275,6 +269,7 @@ impl Daemon {
             adhoc: None,
             // A run with --timeout is cold: the warm hub keeps each server's own.
             call_timeout: None,
+            executor: self.executor.clone(),
         };
         let exit = match commands::dispatch_warm(&mut ctx, command).await {
             Ok(exit) => exit,

@@ -95,29 +95,6 @@ pub(crate) struct Gateway {
     pub(crate) executor: Arc<smol::Executor<'static>>,
 }
 
-/// Terminates a hub's servers when the command that runs their executor is dropped unfinished
-/// (on a signal): nobody else runs that executor, so the drop runs it until they are gone.
-pub(crate) struct TerminateOnDrop(Option<(Hub, Arc<smol::Executor<'static>>)>);
-
-impl TerminateOnDrop {
-    pub(crate) fn new(hub: &Hub, executor: &Arc<smol::Executor<'static>>) -> Self {
-        Self(Some((hub.clone(), executor.clone())))
-    }
-
-    /// The hub has been shut down the ordinary way.
-    pub(crate) fn disarm(&mut self) {
-        self.0 = None;
-    }
-}
-
-impl Drop for TerminateOnDrop {
-    fn drop(&mut self) {
-        if let Some((hub, executor)) = self.0.take() {
-            smol::block_on(executor.run(hub.terminate()));
-        }
-    }
-}
-
 /// The capabilities the gateway declares: every list may change.
 fn server_config() -> ServerConfig {
     ServerConfig {
