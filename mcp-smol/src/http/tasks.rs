@@ -449,6 +449,7 @@ pub(super) async fn listen(endpoint: Arc<Endpoint>, mut listen: Listen, inbox: S
         if response.status.is_success()
             && response.media_type().as_deref() == Some("text/event-stream")
         {
+            let opened = std::time::Instant::now();
             let mut decoder = SseDecoder::new(endpoint.limit);
             let end = relay_events(&mut response, &mut decoder, &inbox).await;
             if inbox.is_closed() || matches!(end, StreamEnd::TooLarge { .. }) {
@@ -460,8 +461,12 @@ pub(super) async fn listen(endpoint: Arc<Endpoint>, mut listen: Listen, inbox: S
             if let Some(retry) = decoder.retry() {
                 listen.delay = retry;
             }
-            failures = 0;
-            continue;
+            // A stream that ends as soon as it opens counts as a failure, so a server that
+            // does that is not asked again every second for ever.
+            if opened.elapsed() >= SHORT_STREAM {
+                failures = 0;
+                continue;
+            }
         }
         failures += 1;
         if failures >= LISTEN_FAILURES {
@@ -469,6 +474,9 @@ pub(super) async fn listen(endpoint: Arc<Endpoint>, mut listen: Listen, inbox: S
         }
     }
 }
+
+/// A server stream shorter than this does not reset the count of failures.
+const SHORT_STREAM: Duration = Duration::from_secs(1);
 
 /// How long to wait before reconnecting when the server gave no `retry`.
 pub(super) const DEFAULT_RETRY: Duration = Duration::from_secs(1);
