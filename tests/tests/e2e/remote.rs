@@ -205,6 +205,11 @@ fn a_server_refusing_us_is_listed_needs_auth_with_the_command_to_run() {
         run.stderr
     );
     assert!(run.stderr.contains("mcp-cli auth locked"), "{}", run.stderr);
+
+    // No process, so no stderr log to show.
+    let run = dir.cli(&["--config", config, "logs", "locked"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("is a remote server"), "{}", run.stderr);
 }
 
 #[test]
