@@ -476,3 +476,17 @@ fn describe_hyper(error: &hyper::Error) -> String {
     }
     error.to_string()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::quote;
+
+    #[test]
+    fn quotes_are_one_line_and_bounded() {
+        assert_eq!(quote(b"boom\n\tat line 1\r\n"), "boom\\n\\tat line 1\\r\\n");
+        assert_eq!(quote(b"\x1b[31mred\x1b[0m"), "\\u{1b}[31mred\\u{1b}[0m");
+        let long = quote(&[b'x'; 500]);
+        assert_eq!(long, format!("{}…", "x".repeat(200)));
+        assert_eq!(quote(b"\xff\xfe ok"), "\u{fffd}\u{fffd} ok");
+    }
+}

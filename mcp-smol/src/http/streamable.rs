@@ -689,3 +689,25 @@ fn is_initialize(message: &[u8]) -> bool {
         .take(40)
         .any(|window| window == needle)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_core_s_handshake_messages_are_recognised() {
+        let now = Instant::now();
+        let mut connection = Connection::new(now, proto::Config::default());
+        let initialize = connection.poll_transmit().unwrap_or_default();
+        assert!(is_initialize(&initialize));
+        assert!(!is_initialized_notice(&initialize));
+        let answer = br#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}"#;
+        connection.handle_message(now, answer);
+        let initialized = connection.poll_transmit().unwrap_or_default();
+        assert!(is_initialized_notice(&initialized), "{initialized:?}");
+        assert!(!is_initialize(&initialized));
+        // A request whose arguments mention the method is not the handshake.
+        let call = br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x","arguments":{"a":",\"method\":\"initialize\""}}}"#;
+        assert!(!is_initialize(call));
+    }
+}
