@@ -13,6 +13,10 @@ use crate::logs::{self, RunLog};
 /// `npx -y` or `uvx` install easily outlasts the usual 10 s.
 pub(crate) const INSTALLING_HANDSHAKE: Duration = Duration::from_secs(120);
 
+/// The handshake budget of a remote server that may log in through the browser on the way:
+/// the auth module's five minutes for the login, and some for the handshake itself.
+pub(crate) const BROWSER_LOGIN_HANDSHAKE: Duration = Duration::from_secs(330);
+
 /// Programs that fetch and install what they run the first time.
 const INSTALLING_LAUNCHERS: &[&str] = &["npx", "uvx", "pipx", "bunx", "pnpx", "docker"];
 
@@ -26,9 +30,13 @@ pub(crate) fn for_server(spec: &ServerSpec, settings: &Settings) -> (Options, Op
         // A log that cannot be opened must not stop the server; the tail still reaches errors.
         RunLog::open(path, &spec.command.display()).ok()
     });
-    let handshake_timeout = (spec.handshake_timeout.or(settings.handshake_timeout))
+    let mut handshake_timeout = (spec.handshake_timeout.or(settings.handshake_timeout))
         .or_else(|| installs_on_first_use(&spec.command).then_some(INSTALLING_HANDSHAKE))
         .unwrap_or(defaults.core.handshake_timeout);
+    // A login in the browser happens inside the handshake: the person gets the time it takes.
+    if spec.remote.is_some() && settings.login == crate::auth::Login::Browser {
+        handshake_timeout = handshake_timeout.max(BROWSER_LOGIN_HANDSHAKE);
+    }
     let options = Options {
         core: mcp_smol::proto::Config {
             client_name: settings.client_name.clone(),
@@ -88,5 +96,22 @@ mod tests {
             Duration::from_secs(5)
         );
         assert_eq!(budget("npx", Some(ten), Some(Duration::from_secs(5))), ten);
+    }
+
+    #[test]
+    fn a_browser_login_fits_in_a_remote_handshake() {
+        let spec = ServerSpec::remote("r", crate::config::Remote::new("https://x.invalid/mcp"));
+        let mut settings = Settings::default();
+        let ten = Duration::from_secs(10);
+        assert_eq!(for_server(&spec, &settings).0.core.handshake_timeout, ten);
+        settings.login = crate::auth::Login::Browser;
+        let budget = for_server(&spec, &settings).0.core.handshake_timeout;
+        assert_eq!(budget, BROWSER_LOGIN_HANDSHAKE);
+        // A program logs in to nothing.
+        let program = ServerSpec::new("p", ServerCommand::new("node"));
+        assert_eq!(
+            for_server(&program, &settings).0.core.handshake_timeout,
+            ten
+        );
     }
 }
