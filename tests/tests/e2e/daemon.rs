@@ -1,5 +1,5 @@
 //! `mcp-cli daemon`: warm runs print what cold runs print, servers stay warm, other users are
-//! refused, and stop, idle exit, a stale socket and a second start behave.
+//! refused, and stop, SIGTERM, idle exit, a stale socket and a second start behave.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -250,6 +250,32 @@ fn stop_leaves_no_process_behind() {
         daemon.cli(&["call", "fx", "echo", "text=cold"]).stdout,
         "cold\n"
     );
+}
+
+#[test]
+fn sigterm_takes_the_daemon_and_its_servers_down() {
+    // A server that ignores its stdin closing and SIGTERM: only the daemon's termination
+    // (SIGKILL to its group) takes it down.
+    let daemon = Daemon::new("sigterm");
+    let config = format!("[mcp.stubborn]\ncommand = {FIXTURE:?}\nargs = [\"ignore-sigterm\"]\n");
+    daemon.scratch.write(".mcp-cli.toml", &config);
+    let pid = daemon.start(&[]);
+    let run = daemon.cli(&["call", "stubborn", "echo", "text=warm"]);
+    assert_eq!(run.stdout, "warm\n", "{run:?}");
+    let servers = daemon.status()["servers"].clone();
+    let stubborn = (servers.as_array().unwrap().iter()).find(|s| s["name"] == "stubborn");
+    let server = stubborn.unwrap()["pid"].as_u64().unwrap() as u32;
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    wait_gone(pid);
+    assert!(
+        !mcp_tests::group_alive(server),
+        "the server's group is gone"
+    );
+    assert!(!daemon.socket_exists());
 }
 
 impl Daemon {
