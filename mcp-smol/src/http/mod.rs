@@ -19,7 +19,7 @@
 //!   the body; on `initialize` it ends the connection with `CloseReason::Transport`, or
 //!   [`Error::Http`] when no HTTP answer came at all (DNS, refused, TLS, redirect loop).
 //! - An event stream cut before its answer is resumed with `Last-Event-ID` after the
-//!   server's `retry` (1 s without one), at most 5 times. A GET stream carries the server's
+//!   server's `retry` (1 s without one), at most 5 times in a row without a new event. A GET stream carries the server's
 //!   own messages where the server offers one. A 404 on the session starts a new one and
 //!   sends the refused request again. Closing sends `DELETE` for the session, waiting at
 //!   most [`Options::grace_period`](crate::Options) for it.

@@ -25,7 +25,8 @@ use crate::{Disconnect, Error, Options};
 /// How many reports from exchanges may wait for the driver before they wait to send more.
 const INBOX: usize = 64;
 
-/// How many times one answer's event stream is resumed before the request fails.
+/// How many times in a row one answer's event stream is resumed from the same event before
+/// the request fails.
 const MAX_RESUMES: u32 = 5;
 
 /// Builds the handles' side and the driver future.
@@ -129,8 +130,9 @@ struct Loop {
     next_task: u64,
     /// The exchange carrying each request's answer.
     by_request: BTreeMap<RequestId, u64>,
-    /// How often each request's answer stream has been resumed.
-    resumes: BTreeMap<RequestId, u32>,
+    /// How often each request's answer stream has been resumed in a row from the same event,
+    /// and that event's id.
+    resumes: BTreeMap<RequestId, (u32, Option<String>)>,
     session: Option<String>,
     /// `HttpTransport::Auto` before the first answer to `initialize`.
     may_fall_back: bool,
@@ -503,14 +505,20 @@ impl Loop {
         if !self.by_request.contains_key(&id) {
             return;
         }
-        let attempts = self.resumes.entry(id).or_default();
+        // Only streams that brought nothing new count: a server may end a long call's stream
+        // on purpose, again and again, each time a little further on.
+        let (attempts, seen) = self.resumes.entry(id).or_default();
+        if *seen != last_event_id {
+            *attempts = 0;
+            seen.clone_from(&last_event_id);
+        }
         *attempts += 1;
         let error = match last_event_id {
             None => Some(format!(
                 "{why} before the answer, with no event id to resume from"
             )),
             Some(_) if *attempts > MAX_RESUMES => Some(format!(
-                "{why} before the answer, {MAX_RESUMES} times; giving up"
+                "{why} before the answer, {MAX_RESUMES} times without a new event; giving up"
             )),
             Some(_) => None,
         };

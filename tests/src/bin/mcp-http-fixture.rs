@@ -19,6 +19,7 @@
 //!   progress notification and ends before the answer, with no event id.
 //! - `resume`: `good`, but `tools/call` is answered by an event stream with `retry: 50` and
 //!   event id `e1` that ends before the answer; a GET with `Last-Event-ID: e1` gets the answer.
+//! - `resume-loop`: `resume`, but every resuming GET gets a stream that ends with nothing new.
 //! - `unauthorized`: every request is answered `401` with a `WWW-Authenticate` challenge.
 //! - `token`: `good` for requests with `Authorization: Bearer good`, `401` for the rest; a
 //!   call of the tool `secret` is answered `403` with `insufficient_scope`.
@@ -328,6 +329,13 @@ fn answer(state: &State, request: &Request) -> Reply {
                 events,
             };
         }
+        "GET" if mode == "resume-loop" && request.header("last-event-id").is_some() => {
+            let events = vec!["retry: 20\n\n".to_owned()];
+            return Reply::Events {
+                headers: Vec::new(),
+                events,
+            };
+        }
         "GET" if mode == "push" => {
             // Only once the client can be listening: after it has listed the tools.
             let waited = std::time::Instant::now();
@@ -409,6 +417,10 @@ fn answer(state: &State, request: &Request) -> Reply {
         ("tools/call", "truncated") => Reply::Events {
             headers: Vec::new(),
             events: vec![progress(&message)],
+        },
+        ("tools/call", "resume-loop") => Reply::Events {
+            headers: Vec::new(),
+            events: vec!["retry: 20\nid: e1\ndata: \n\n".to_owned()],
         },
         ("tools/call", "resume") => Reply::Events {
             headers: Vec::new(),

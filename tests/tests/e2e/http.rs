@@ -813,3 +813,35 @@ fn a_404_in_the_new_session_too_fails_the_call_without_looping() {
     assert_eq!(requests.matches("rpc=initialize").count(), 2, "{requests}");
     assert_eq!(requests.matches("rpc=tools/call").count(), 2, "{requests}");
 }
+
+#[test]
+fn resuming_a_stream_that_brings_nothing_new_gives_up() {
+    let scratch = Scratch::new("http-resume-loop");
+    let log = scratch.0.join("requests.log");
+    let fixture = fixture("resume-loop", &["--log", log.to_str().unwrap()]);
+    let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
+    bounded(async {
+        let client = connect_http(server(url.clone()), patient()).await.unwrap();
+        let error = client
+            .call_tool("echo", json!({"message": "x"}))
+            .await
+            .unwrap_err();
+        let Error::Request(RequestError::Transport(detail)) = &error else {
+            panic!("{error:?}");
+        };
+        assert_eq!(
+            detail,
+            &format!(
+                "GET {url}: the event stream ended before the answer, 5 times without a new \
+                 event; giving up"
+            )
+        );
+        close_and_check(&client, fixture.port).await;
+    });
+    let requests = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(
+        requests.matches("last-event-id=e1").count(),
+        5,
+        "{requests}"
+    );
+}
