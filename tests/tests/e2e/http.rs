@@ -63,8 +63,9 @@ fn fixture(mode: &str, extra: &[&str]) -> Server {
     Server { child, port }
 }
 
-/// server-everything in `mode` (`streamableHttp` or `sse`) on a free port; `None` without Node.
-fn everything(mode: &str) -> Option<Server> {
+/// server-everything in `mode` (`streamableHttp` or `sse`) on a free port, its stdout (its
+/// log) going to `log`; `None` without Node.
+fn everything_logged(mode: &str, log: Stdio) -> Option<Server> {
     let bin = mcp_tests::npm_bin()?;
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -74,7 +75,7 @@ fn everything(mode: &str) -> Option<Server> {
     let child = Command::new(bin.join("mcp-server-everything"))
         .arg(mode)
         .env("PORT", port.to_string())
-        .stdout(Stdio::null())
+        .stdout(log)
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
@@ -89,6 +90,10 @@ fn everything(mode: &str) -> Option<Server> {
         std::thread::sleep(Duration::from_millis(50));
     }
     Some(server)
+}
+
+fn everything(mode: &str) -> Option<Server> {
+    everything_logged(mode, Stdio::null())
 }
 
 fn server(url: String) -> HttpServer {
@@ -140,7 +145,10 @@ fn transport_reason(error: &Error) -> String {
 
 #[test]
 fn everything_over_streamable_http() {
-    let Some(everything) = everything("streamableHttp") else {
+    let scratch = Scratch::new("http-everything");
+    let log = scratch.0.join("stdout.log");
+    let stdout = Stdio::from(std::fs::File::create(&log).unwrap());
+    let Some(everything) = everything_logged("streamableHttp", stdout) else {
         return;
     };
     let url = format!("http://127.0.0.1:{}/mcp", everything.port);
@@ -188,6 +196,12 @@ fn everything_over_streamable_http() {
         assert_eq!(progress, 4);
         close_and_check(&client, everything.port).await;
     });
+    // Close ended the session with DELETE (the server logs each one it gets).
+    let said = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        said.contains("Received session termination request for session "),
+        "{said}"
+    );
 }
 
 #[test]
