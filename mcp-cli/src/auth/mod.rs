@@ -5,9 +5,9 @@
 //! discovery, client registration and the authorization code grant with PKCE, if its
 //! [`Login`] mode allows a login at all. Tokens live in `$XDG_STATE_HOME/mcp-cli/auth/`.
 //!
-//! The steps, one module each: [`discovery`] (challenge, resource and server metadata),
-//! [`register`] (who we are to the server), [`flow`] (PKCE, the authorization URL, the code
-//! exchange, refresh), [`loopback`] and [`browser`] (the person's side), [`store`] (disk).
+//! The steps, one module each: `discovery` (challenge, resource and server metadata),
+//! `register` (who we are to the server), `flow` (PKCE, the authorization URL, the code
+//! exchange, refresh), `loopback` and `browser` (the person's side), `store` (disk).
 
 mod browser;
 mod discovery;
