@@ -180,6 +180,9 @@ fn failure(post: &Post, detail: String, unreachable: bool) -> Option<Inbound> {
     })
 }
 
+/// The most of an HTTP+SSE POST's own answer (an acknowledgement) that is read.
+const LEGACY_ACK_LIMIT: usize = 64 * 1024;
+
 /// POSTs one message and relays what comes back.
 pub(super) async fn post(endpoint: Arc<Endpoint>, post: Post, inbox: Sender<Inbound>) {
     let report = |message: Option<Inbound>| {
@@ -227,6 +230,9 @@ pub(super) async fn post(endpoint: Arc<Endpoint>, post: Post, inbox: Sender<Inbo
         return report(failure(&post, detail, false)).await;
     }
     if post.legacy {
+        // The answer comes on the event stream; reading this one's short body to its end
+        // lets the connection be reused.
+        let _ = response.read_body(LEGACY_ACK_LIMIT).await;
         return;
     }
     if post.initialize
