@@ -29,6 +29,8 @@
 //! - `call-404`: `good`, but `tools/call` is always answered `404`.
 //! - `hang`: `good`, but `tools/call` gets an event stream that never sends anything.
 //! - `moved`: `good` at `/moved/mcp`; `/mcp` answers `308` to there.
+//! - `legacy-foreign`: an HTTP+SSE server whose event stream names a message endpoint on
+//!   another origin; POSTs get `405`.
 //! - `not-found`: every request is answered `404` with an HTML body.
 //!
 //! `--log FILE` appends one line per request: `METHOD PATH rpc=<method> session=<id>
@@ -283,6 +285,14 @@ fn answer(state: &State, request: &Request) -> Reply {
                 body: Vec::new(),
             };
         }
+        "legacy-foreign" if request.method == "GET" => {
+            let events = vec!["event: endpoint\ndata: http://198.51.100.7/messages\n\n".to_owned()];
+            return Reply::Events {
+                headers: Vec::new(),
+                events,
+            };
+        }
+        "legacy-foreign" => return full("405 Method Not Allowed", "text/plain", ""),
         "not-found" => return full("404 Not Found", "text/html", "<pre>Cannot find it</pre>"),
         "token" if request.header("authorization") != Some("Bearer good") => {
             let challenge = r#"Bearer error="invalid_token""#;

@@ -859,3 +859,17 @@ fn resuming_a_stream_that_brings_nothing_new_gives_up() {
         "{requests}"
     );
 }
+
+#[test]
+fn an_http_sse_endpoint_on_another_origin_is_refused() {
+    let fixture = fixture("legacy-foreign", &[]);
+    let url = format!("http://127.0.0.1:{}/sse", fixture.port);
+    bounded(async {
+        let error = connect_http(server(url.clone()), patient())
+            .await
+            .unwrap_err();
+        let reason = transport_reason(&error);
+        assert!(reason.starts_with(&format!("POST {url}: HTTP 405 Method Not Allowed; and as an HTTP+SSE server: GET {url} (HTTP+SSE): the endpoint http://198.51.100.7/messages is on another origin; refused")), "{reason}");
+        assert_eq!(sockets_to(fixture.port), 0);
+    });
+}
