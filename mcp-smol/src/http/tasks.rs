@@ -80,9 +80,10 @@ pub(super) enum Refusal {
 
 impl Endpoint {
     /// Sends with the authorizer's header, follows redirects, and gives a 401 (or a 403 for
-    /// scope) one more try if the authorizer says it has fixed it.
+    /// scope) one more try if the authorizer says it has fixed it: once per status, so a
+    /// request that needs a login and then more scope still goes through.
     pub(super) async fn send(&self, request: Outgoing) -> Result<Response, Refusal> {
-        let mut retried = false;
+        let mut retried: Vec<u16> = Vec::new();
         loop {
             let mut attempt = request.clone();
             if let Some(authorizer) = &self.authorizer {
@@ -115,13 +116,13 @@ impl Endpoint {
             let may_fix = status == 401
                 || (challenge.www_authenticate.as_deref())
                     .is_some_and(|value| value.contains("insufficient_scope"));
-            if !retried
+            if !retried.contains(&status)
                 && may_fix
                 && let Some(authorizer) = &self.authorizer
             {
                 match authorizer.challenged(&challenge).await {
                     Ok(true) => {
-                        retried = true;
+                        retried.push(status);
                         continue;
                     }
                     Ok(false) => {}

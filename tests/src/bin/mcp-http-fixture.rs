@@ -21,8 +21,9 @@
 //!   event id `e1` that ends before the answer; a GET with `Last-Event-ID: e1` gets the answer.
 //! - `resume-loop`: `resume`, but every resuming GET gets a stream that ends with nothing new.
 //! - `unauthorized`: every request is answered `401` with a `WWW-Authenticate` challenge.
-//! - `token`: `good` for requests with `Authorization: Bearer good`, `401` for the rest; a
-//!   call of the tool `secret` is answered `403` with `insufficient_scope`.
+//! - `token`: `good` for requests with `Authorization: Bearer good` or `Bearer wide`, `401`
+//!   for the rest; a call of the tool `secret` without `Bearer wide` is answered `403` with
+//!   `insufficient_scope`.
 //! - `push`: `good`, but a GET gets an event stream with `notifications/tools/list_changed`,
 //!   sent once a `tools/list` has been answered.
 //! - `not-jsonrpc`: `good`, but `tools/call` is answered with JSON that is not JSON-RPC.
@@ -294,7 +295,12 @@ fn answer(state: &State, request: &Request) -> Reply {
         }
         "legacy-foreign" => return full("405 Method Not Allowed", "text/plain", ""),
         "not-found" => return full("404 Not Found", "text/html", "<pre>Cannot find it</pre>"),
-        "token" if request.header("authorization") != Some("Bearer good") => {
+        "token"
+            if !matches!(
+                request.header("authorization"),
+                Some("Bearer good" | "Bearer wide")
+            ) =>
+        {
             let challenge = r#"Bearer error="invalid_token""#;
             return Reply::Full {
                 status: "401 Unauthorized",
@@ -302,7 +308,10 @@ fn answer(state: &State, request: &Request) -> Reply {
                 body: Vec::new(),
             };
         }
-        "token" if message["params"]["name"] == "secret" => {
+        "token"
+            if message["params"]["name"] == "secret"
+                && request.header("authorization") != Some("Bearer wide") =>
+        {
             let challenge = r#"Bearer error="insufficient_scope", scope="secret""#;
             return Reply::Full {
                 status: "403 Forbidden",

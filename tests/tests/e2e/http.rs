@@ -634,6 +634,53 @@ fn an_authorizer_fixes_a_401_and_a_refused_step_up_fails_only_that_call() {
     });
 }
 
+/// Logs in on a 401 and widens its scope on a 403, as OAuth does; `expire` makes the token
+/// stale, as time would.
+#[derive(Debug)]
+struct Laddered {
+    token: std::sync::Mutex<&'static str>,
+}
+
+impl Authorizer for Laddered {
+    fn authorization(&self) -> BoxFuture<'_, Result<Option<String>, String>> {
+        let token = *self.token.lock().unwrap();
+        Box::pin(async move { Ok(Some(format!("Bearer {token}"))) })
+    }
+
+    fn challenged<'a>(&'a self, challenge: &'a Challenge) -> BoxFuture<'a, Result<bool, String>> {
+        *self.token.lock().unwrap() = if challenge.status == 401 {
+            "good"
+        } else {
+            "wide"
+        };
+        Box::pin(async { Ok(true) })
+    }
+}
+
+#[test]
+fn one_request_may_need_a_login_and_then_more_scope() {
+    let fixture = fixture("token", &[]);
+    let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
+    bounded(async {
+        let authorizer = Arc::new(Laddered {
+            token: std::sync::Mutex::new("good"),
+        });
+        let server = HttpServer {
+            authorizer: Some(authorizer.clone()),
+            ..server(url.clone())
+        };
+        let client = connect_http(server, patient()).await.unwrap();
+        *authorizer.token.lock().unwrap() = "stale";
+        let result = (client
+            .call_tool("secret", json!({"message": "opened"}))
+            .await)
+            .expect("401, login, 403, more scope, answer");
+        assert_eq!(text(&result), "opened");
+        assert_eq!(*authorizer.token.lock().unwrap(), "wide");
+        close_and_check(&client, fixture.port).await;
+    });
+}
+
 #[test]
 fn server_messages_arrive_on_the_get_stream() {
     let fixture = fixture("push", &[]);
