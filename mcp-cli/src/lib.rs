@@ -119,7 +119,15 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
     });
     match outcome {
         Ok(Ending::Done(Ok(exit))) => exit.code(),
-        Ok(Ending::Done(Err(failure))) | Err(failure) => {
+        Ok(Ending::Done(Err(mut failure))) | Err(mut failure) => {
+            if let Some(url) = &cli.http
+                && let Ok((name, _)) = adhoc::remote(url, &cli.headers)
+            {
+                // The ad hoc server has no config entry for `auth NAME` to find.
+                let configured = format!("`mcp-cli auth {name}`");
+                let ad_hoc = format!("`mcp-cli --http {url} auth`");
+                failure.message = failure.message.replace(&configured, &ad_hoc);
+            }
             commands::report(cli.json, &failure);
             failure.exit.code()
         }

@@ -361,5 +361,7 @@ fn the_cli_logs_in_unattended_to_an_ad_hoc_server() {
     let fresh = Scratch::new("oauth-cli-adhoc-fresh");
     let run = fresh.cli(&["--http", &fixture.url, "call", "whoami"]);
     assert_eq!(run.code, 3, "{run:?}");
+    let hint = format!("run `mcp-cli --http {} auth`", fixture.url);
+    assert!(run.stderr.contains(&hint), "{run:?}");
     assert_eq!(fixture.seen("authorize").len(), 2);
 }
