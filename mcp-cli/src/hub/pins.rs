@@ -75,11 +75,28 @@ impl Pin {
     }
 }
 
-/// Every server's pins, read from disk when the server's tools are listed.
+/// Every server's pins, read from disk when the server's tools are listed and the file has
+/// changed since (another process may have run `trust`).
 #[derive(Debug, Default)]
 pub(crate) struct Pins {
     dir: Option<PathBuf>,
-    by_server: Mutex<BTreeMap<String, Result<PinFile, String>>>,
+    by_server: Mutex<BTreeMap<String, Observed>>,
+}
+
+/// A server's pins as last read, and the file's stamp then.
+#[derive(Debug)]
+struct Observed {
+    stamp: Option<Stamp>,
+    read: Result<PinFile, String>,
+}
+
+/// Modification time and length: what tells, without reading it, that a pin file changed.
+/// Looking it up costs one `stat` where reading and parsing cost a third of a warm call.
+type Stamp = (std::time::SystemTime, u64);
+
+fn stamp(path: &Path) -> Option<Stamp> {
+    let metadata = std::fs::metadata(path).ok()?;
+    Some((metadata.modified().ok()?, metadata.len()))
 }
 
 impl Pins {
@@ -91,10 +108,21 @@ impl Pins {
         }
     }
 
-    /// Reads `server`'s pins afresh and pins the tools not pinned yet.
+    /// Reads `server`'s pins afresh, unless the file is as last read, and pins the tools not
+    /// pinned yet.
     pub(crate) fn observe(&self, server: &str, tools: &[Tool]) {
         let Some(dir) = &self.dir else { return };
         let path = log_path(dir, server).with_extension("json");
+        let before = stamp(&path);
+        let unchanged = |observed: &Observed| {
+            before.is_some()
+                && observed.stamp == before
+                && (observed.read.as_ref())
+                    .is_ok_and(|file| tools.iter().all(|t| file.tools.contains_key(&t.name)))
+        };
+        if self.lock().get(server).is_some_and(unchanged) {
+            return;
+        }
         let read = read_pins(&path).and_then(|(original, mut file)| {
             let mut added = false;
             for tool in tools {
@@ -108,20 +136,24 @@ impl Pins {
             }
             Ok(file)
         });
+        let observed = Observed {
+            stamp: stamp(&path),
+            read,
+        };
+        self.lock().insert(server.to_owned(), observed);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Observed>> {
         self.by_server
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(server.to_owned(), read);
     }
 
     /// How `tool` differs from its pin, if it does (or if the pins cannot be read).
     pub(crate) fn check(&self, server: &str, tool: &Tool) -> Option<PinChange> {
         self.dir.as_ref()?;
-        let by_server = self
-            .by_server
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        match by_server.get(server)? {
+        let by_server = self.lock();
+        match &by_server.get(server)?.read {
             Ok(file) => changed(file.tools.get(&tool.name)?, tool),
             Err(why) => Some(PinChange {
                 fields: vec![format!("pins unreadable ({why})")],
@@ -162,10 +194,11 @@ impl Pins {
             tools: tools.iter().map(|t| (t.name.clone(), Pin::of(t))).collect(),
         };
         write_pins(&path, &original, &new)?;
-        self.by_server
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(server.to_owned(), Ok(new));
+        let observed = Observed {
+            stamp: stamp(&path),
+            read: Ok(new),
+        };
+        self.lock().insert(server.to_owned(), observed);
         Ok(changes)
     }
 }
@@ -339,6 +372,28 @@ mod tests {
         let pins = Pins::new(Some(dir.clone()));
         pins.observe("s", &[tool("two")]);
         assert!(pins.check("s", &tool("two")).unwrap().fields[0].contains("unreadable"));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_long_lived_hub_sees_pins_another_process_wrote() {
+        let dir = std::env::temp_dir().join(format!("mcp-cli-pins-live-{}", std::process::id()));
+        let pins = Pins::new(Some(dir.clone()));
+        pins.observe("s", &[tool("one")]);
+        pins.observe("s", &[tool("two")]);
+        assert!(pins.check("s", &tool("two")).is_some(), "withheld");
+
+        // `mcp-cli trust s` in another process accepts the new definition.
+        Pins::new(Some(dir.clone()))
+            .accept("s", &[tool("two")], &|_| true)
+            .unwrap();
+        pins.observe("s", &[tool("two")]);
+        assert_eq!(pins.check("s", &tool("two")), None);
+
+        // And a file broken behind its back is seen too.
+        std::fs::write(dir.join("s.json"), "{").unwrap();
+        pins.observe("s", &[tool("two")]);
+        assert!(pins.check("s", &tool("two")).is_some());
         std::fs::remove_dir_all(dir).unwrap();
     }
 }
