@@ -12,7 +12,7 @@ use super::urls::{self, Url};
 /// Random bytes from the operating system, base64url: PKCE verifiers and `state`.
 pub(crate) fn random_token() -> Result<String, String> {
     let mut bytes = [0u8; 32];
-    getrandom::fill(&mut bytes)
+    getrandom::getrandom(&mut bytes)
         .map_err(|error| format!("cannot get random bytes for the login: {error}"))?;
     Ok(urls::base64url(&bytes))
 }
