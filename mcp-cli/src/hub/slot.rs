@@ -355,16 +355,20 @@ impl Slot {
                 let surface = Surface::list(&client, &info).await?;
                 return Ok((Vec::new(), surface));
             }
-            let mut tools = client.list_tools().await?;
-            // A change announced before the listing was answered (server-everything adds
-            // tools once initialized) is already in the channel: list once more to catch it.
-            let changed = std::iter::from_fn(|| notes.try_recv().ok())
-                .any(|note| note.method == Notification::TOOLS_LIST_CHANGED);
-            if changed {
-                tools = client.list_tools().await?;
-            }
-            let surface = Surface::list(&client, &info).await?;
-            Ok((tools, surface))
+            let tools = async {
+                let mut tools = client.list_tools().await?;
+                // A change announced before the listing was answered (server-everything adds
+                // tools once initialized) is already in the channel: list once more to catch it.
+                let changed = std::iter::from_fn(|| notes.try_recv().ok())
+                    .any(|note| note.method == Notification::TOOLS_LIST_CHANGED);
+                if changed {
+                    tools = client.list_tools().await?;
+                }
+                Ok::<_, mcp_smol::Error>(tools)
+            };
+            // Side by side: the listings' round trips overlap instead of adding up.
+            let (tools, surface) = smol::future::zip(tools, Surface::list(&client, &info)).await;
+            Ok((tools?, surface?))
         };
         match listed.await {
             Ok((tools, surface)) => {
