@@ -325,3 +325,61 @@ impl Drop for Background {
         self.0.finish();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use smol::channel::{Receiver, Sender, unbounded};
+
+    /// A stand-in driver: answers each number sent to it with its double.
+    fn doubler() -> (Sender<u32>, Receiver<u32>, Driver) {
+        let (ask, asked) = unbounded::<u32>();
+        let (answer, answers) = unbounded();
+        let driver = async move {
+            while let Ok(n) = asked.recv().await {
+                let _ = answer.send(n * 2).await;
+            }
+        };
+        (ask, answers, Driver(Box::pin(driver)))
+    }
+
+    #[test]
+    fn a_lone_caller_drives_without_the_background_task() {
+        let (ask, answers, driver) = doubler();
+        let (pilot, _background) = Pilot::share(driver);
+        let answer = smol::block_on(pilot.fly(async {
+            ask.send(21).await.unwrap();
+            answers.recv().await.unwrap()
+        }));
+        assert_eq!(answer, 42);
+    }
+
+    #[test]
+    fn a_caller_kept_aside_unpolled_does_not_hold_up_another() {
+        let (ask, answers, driver) = doubler();
+        let (pilot, background) = Pilot::share(driver);
+        smol::block_on(async {
+            // Polled once, so it has taken the controls, then never again.
+            let mut aside = Box::pin(pilot.fly(std::future::pending::<()>()));
+            assert!(smol::future::poll_once(&mut aside).await.is_none());
+            let second = pilot.fly(async {
+                ask.send(5).await.unwrap();
+                answers.recv().await.unwrap()
+            });
+            // The background task runs beside it; it never ends while the driver has work.
+            let background = async {
+                background.await;
+                0
+            };
+            assert_eq!(smol::future::or(second, background).await, 10);
+        });
+    }
+
+    #[test]
+    fn dropping_the_background_task_drops_the_driver() {
+        let (ask, _answers, driver) = doubler();
+        let (_pilot, background) = Pilot::share(driver);
+        drop(background);
+        assert!(ask.is_closed());
+    }
+}
