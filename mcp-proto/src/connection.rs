@@ -375,7 +375,9 @@ impl Connection {
             .collect();
         for id in expired {
             if let Some(pending) = self.pending.get(&id) {
-                let after = now.saturating_duration_since(pending.started);
+                // Up to its deadline, not to `now`: a timer that fires late on a busy
+                // machine must not turn "within 1s" into "within 1.004s".
+                let after = pending.deadline.saturating_duration_since(pending.started);
                 let reason = format!("timed out after {:.1}s", after.as_secs_f64());
                 self.abandon(id, RequestError::TimedOut { after }, &reason);
             }

@@ -1371,3 +1371,18 @@ fn unanswered_server_requests_are_bounded_and_closing_forgets_them() {
     assert!(!conn.respond(now, first.id, Ok(json!({"roots": []}))));
     assert!(server.absorb(&mut conn).is_empty());
 }
+
+#[test]
+fn a_late_timer_still_reports_the_timeout_itself() {
+    let start = Instant::now();
+    let (mut conn, mut server) = handshake(start);
+    let call = Request::call_tool("slow", json!({})).timeout(Duration::from_secs(1));
+    let id = conn.request(start, call).unwrap();
+    server.absorb(&mut conn);
+    // A busy machine wakes the caller a few milliseconds after the deadline.
+    conn.handle_timeout(start + Duration::from_millis(1004));
+    let (answered, result) = next_response(&mut conn);
+    assert_eq!(answered, id);
+    let error = result.unwrap_err();
+    assert_eq!(error.to_string(), "no response within 1s");
+}
