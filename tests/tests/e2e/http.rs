@@ -143,6 +143,18 @@ fn transport_reason(error: &Error) -> String {
     }
 }
 
+/// Calls `echo` and expects the transport to fail it; returns the failure's text.
+async fn echo_fails_in_transport(client: &mcp_smol::Client) -> String {
+    let error = client
+        .call_tool("echo", json!({"message": "x"}))
+        .await
+        .unwrap_err();
+    let Error::Request(RequestError::Transport(detail)) = error else {
+        panic!("{error:?}");
+    };
+    detail
+}
+
 #[test]
 fn everything_over_streamable_http() {
     let scratch = Scratch::new("http-everything");
@@ -379,15 +391,9 @@ fn a_500_fails_that_call_and_the_connection_goes_on() {
     let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
     bounded(async {
         let client = connect_http(server(url.clone()), patient()).await.unwrap();
-        let error = client
-            .call_tool("echo", json!({"message": "x"}))
-            .await
-            .unwrap_err();
-        let Error::Request(RequestError::Transport(detail)) = &error else {
-            panic!("{error:?}");
-        };
+        let detail = echo_fails_in_transport(&client).await;
         assert_eq!(
-            detail,
+            &detail,
             &format!(
                 "POST {url}: HTTP 500 Internal Server Error: boom: the tool crashed\\n\\tat line 1"
             )
@@ -403,13 +409,7 @@ fn a_stream_cut_before_the_answer_fails_the_call_at_once() {
     let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
     bounded(async {
         let client = connect_http(server(url), patient()).await.unwrap();
-        let error = client
-            .call_tool("echo", json!({"message": "x"}))
-            .await
-            .unwrap_err();
-        let Error::Request(RequestError::Transport(detail)) = &error else {
-            panic!("{error:?}");
-        };
+        let detail = echo_fails_in_transport(&client).await;
         assert!(
             detail.contains("the event stream ended before the answer, with no event id"),
             "{detail}"
@@ -789,15 +789,9 @@ fn a_json_body_that_answers_nothing_fails_the_call_at_once() {
     let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
     bounded(async {
         let client = connect_http(server(url.clone()), patient()).await.unwrap();
-        let error = client
-            .call_tool("echo", json!({"message": "x"}))
-            .await
-            .unwrap_err();
-        let Error::Request(RequestError::Transport(detail)) = &error else {
-            panic!("{error:?}");
-        };
+        let detail = echo_fails_in_transport(&client).await;
         assert_eq!(
-            detail,
+            &detail,
             &format!(
                 "POST {url}: HTTP 200 OK with a JSON body that does not answer the request: \
                  {{\"status\":\"ok\"}}"
@@ -855,15 +849,9 @@ fn a_404_in_the_new_session_too_fails_the_call_without_looping() {
     let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
     bounded(async {
         let client = connect_http(server(url.clone()), patient()).await.unwrap();
-        let error = client
-            .call_tool("echo", json!({"message": "x"}))
-            .await
-            .unwrap_err();
-        let Error::Request(RequestError::Transport(detail)) = &error else {
-            panic!("{error:?}");
-        };
+        let detail = echo_fails_in_transport(&client).await;
         assert_eq!(
-            detail,
+            &detail,
             &format!("POST {url}: HTTP 404 Not Found, in a new session too")
         );
         // The new session works.
@@ -883,15 +871,9 @@ fn resuming_a_stream_that_brings_nothing_new_gives_up() {
     let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
     bounded(async {
         let client = connect_http(server(url.clone()), patient()).await.unwrap();
-        let error = client
-            .call_tool("echo", json!({"message": "x"}))
-            .await
-            .unwrap_err();
-        let Error::Request(RequestError::Transport(detail)) = &error else {
-            panic!("{error:?}");
-        };
+        let detail = echo_fails_in_transport(&client).await;
         assert_eq!(
-            detail,
+            &detail,
             &format!(
                 "GET {url}: the event stream ended before the answer, 5 times without a new \
                  event; giving up"
