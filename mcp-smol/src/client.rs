@@ -15,10 +15,8 @@ use smol::io::{AsyncRead, AsyncWrite};
 use crate::driver::{self, Driver, Op, Pilot, Reply, Shared};
 use crate::{Disconnect, Error, Options, ServerCommand};
 
-/// Spawns the server and returns a handle and the driver future, which must be polled: a
-/// caller waiting alone for its answer drives the connection itself, on its own thread, but
-/// between calls (notifications, timeouts, close) and while several callers wait, only the
-/// driver does. The handshake starts at once; calls made before it ends are held.
+/// Spawns the server and returns a handle and the driver future, which must be polled for
+/// anything to happen. The handshake starts at once; calls made before it ends are held.
 pub fn start(command: &ServerCommand, options: Options) -> Result<(Client, Driver), Error> {
     let (ops, shared, driver) = driver::spawn(command, options)?;
     let (pilot, driver) = Pilot::share(driver);
