@@ -125,15 +125,14 @@ impl Pilot {
         .await
     }
 
-    /// Polls the driver unless someone else is polling it, in which case they poll again;
-    /// `false` then.
-    fn drive(&self) -> bool {
+    /// Polls the driver unless someone else is polling it, in which case they poll again.
+    fn drive(&self) {
         loop {
             self.again.store(true, Ordering::SeqCst);
             let mut slot = match self.driver.try_lock() {
                 Ok(slot) => slot,
                 Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
-                Err(TryLockError::WouldBlock) => return false,
+                Err(TryLockError::WouldBlock) => return,
             };
             while self.again.swap(false, Ordering::SeqCst) {
                 self.router.lock().woken = false;
@@ -150,7 +149,7 @@ impl Pilot {
             drop(slot);
             // A poller may have come between the last check and the unlock.
             if !self.again.load(Ordering::SeqCst) {
-                return true;
+                return;
             }
         }
     }
@@ -261,10 +260,7 @@ impl<F: Future> Future for Flight<'_, F> {
                 return Poll::Pending;
             };
             match self.pilot.pilot_woken(ticket, cx.waker()) {
-                // Whoever is polling it instead will poll again and see what woke it; this
-                // caller hears of it through the driver's waker or its own answer.
-                Some(true) if !self.pilot.drive() => return Poll::Pending,
-                Some(true) => {}
+                Some(true) => self.pilot.drive(),
                 Some(false) => return Poll::Pending,
                 None => {
                     self.ticket = None;
@@ -305,7 +301,7 @@ impl Future for Background {
                 return Poll::Pending;
             }
         }
-        let _ = pilot.drive();
+        pilot.drive();
         if pilot.router.lock().finished {
             Poll::Ready(())
         } else {

@@ -66,18 +66,12 @@ fn run_all(sections: &[String]) {
             || client_sequential(&bins, same_thread),
             || floor_sequential(&bins),
         );
-        let column = |runs: &[Sequential], pick: fn(&Sequential) -> f64| -> Vec<f64> {
-            runs.iter().map(pick).collect()
-        };
+        let (client_median, client_p99): (Vec<f64>, Vec<f64>) = client.into_iter().unzip();
+        let (floor_median, floor_p99): (Vec<f64>, Vec<f64>) = floor.into_iter().unzip();
         let name = format!("sequential echo, median latency, {placement}");
-        let median = |run: &Sequential| run.median;
-        table.row_latency(&name, &column(&client, median), &column(&floor, median));
+        table.row_latency(&name, &client_median, &floor_median);
         let name = format!("sequential echo, p99 latency, {placement}");
-        let p99 = |run: &Sequential| run.p99;
-        table.row_latency(&name, &column(&client, p99), &column(&floor, p99));
-        let name = format!("sequential echo, CPU per call, {placement}");
-        let cpu = |run: &Sequential| run.cpu_per_call;
-        table.row_latency(&name, &column(&client, cpu), &column(&floor, cpu));
+        table.row_latency(&name, &client_p99, &floor_p99);
     }
 
     if wants("pipelined") {
@@ -202,41 +196,11 @@ fn fixture_command(bins: &Bins) -> mcp_smol::ServerCommand {
     mcp_smol::ServerCommand::new(bins.fixture.to_str().unwrap()).arg("good")
 }
 
-/// Sequential calls, in seconds.
-struct Sequential {
-    median: f64,
-    p99: f64,
-    /// The CPU time of the whole process (every thread) over the calls, per call.
-    cpu_per_call: f64,
-}
-
-impl Sequential {
-    fn new(latencies: &mut [f64], cpu: f64) -> Self {
-        Self {
-            median: percentile(latencies, 0.5),
-            p99: percentile(latencies, 0.99),
-            cpu_per_call: cpu / latencies.len() as f64,
-        }
-    }
-}
-
-/// The CPU time this process's threads have used so far, in seconds (nanosecond counts from
-/// the scheduler; the clock-tick figures of /proc/self/stat are too coarse for 20 ms).
-fn process_cpu() -> f64 {
-    let tasks = std::fs::read_dir("/proc/self/task").unwrap();
-    let nanoseconds: u64 = tasks
-        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok())
-        .filter_map(|stat| stat.split_whitespace().next()?.parse::<u64>().ok())
-        .sum();
-    nanoseconds as f64 / 1e9
-}
-
-/// Per-call latency and CPU: through [`mcp_smol::connect`] (the driver on smol's executor),
-/// or with `same_thread` polled by the same `block_on` as the calls.
-fn client_sequential(bins: &Bins, same_thread: bool) -> Sequential {
+/// Median and p99 per-call latency, in seconds: through [`mcp_smol::connect`] (the driver on
+/// smol's executor), or with `same_thread` polled by the same `block_on` as the calls.
+fn client_sequential(bins: &Bins, same_thread: bool) -> (f64, f64) {
     let calls = |client: mcp_smol::Client| async move {
         client.wait_ready().await.unwrap();
-        let cpu = process_cpu();
         let mut latencies = Vec::with_capacity(SEQUENTIAL_CALLS);
         for i in 0..SEQUENTIAL_CALLS {
             let started = Instant::now();
@@ -246,9 +210,11 @@ fn client_sequential(bins: &Bins, same_thread: bool) -> Sequential {
             latencies.push(started.elapsed().as_secs_f64());
             assert!(!result.unwrap().is_error);
         }
-        let cpu = process_cpu() - cpu;
         client.close().await;
-        Sequential::new(&mut latencies, cpu)
+        (
+            percentile(&mut latencies, 0.5),
+            percentile(&mut latencies, 0.99),
+        )
     };
     if same_thread {
         let (client, driver) = mcp_smol::start(&fixture_command(bins), options()).unwrap();
@@ -349,9 +315,8 @@ fn echo_request(id: usize, text: &str) -> String {
     .to_string()
 }
 
-fn floor_sequential(bins: &Bins) -> Sequential {
+fn floor_sequential(bins: &Bins) -> (f64, f64) {
     let mut server = RawServer::start(&bins.fixture);
-    let cpu = process_cpu();
     let mut latencies = Vec::with_capacity(SEQUENTIAL_CALLS);
     for i in 0..SEQUENTIAL_CALLS {
         let request = echo_request(i + 2, &format!("call {i}"));
@@ -361,9 +326,11 @@ fn floor_sequential(bins: &Bins) -> Sequential {
         latencies.push(started.elapsed().as_secs_f64());
         assert!(answer.contains("\"result\""));
     }
-    let cpu = process_cpu() - cpu;
     server.finish();
-    Sequential::new(&mut latencies, cpu)
+    (
+        percentile(&mut latencies, 0.5),
+        percentile(&mut latencies, 0.99),
+    )
 }
 
 fn floor_pipelined(bins: &Bins) -> f64 {
@@ -420,9 +387,8 @@ fn child_mode(args: Vec<String>) {
         // For profilers: the core's decoding alone, many times over.
         // The sequential echo alone: the caller's-thread path, or `connect`'s.
         "sequential-profile" | "sequential-default-profile" => {
-            let run = client_sequential(&bins, args[0] == "sequential-profile");
-            let (median, p99, cpu) = (time(run.median), time(run.p99), time(run.cpu_per_call));
-            println!("median {median} p99 {p99} cpu per call {cpu}");
+            let (median, p99) = client_sequential(&bins, args[0] == "sequential-profile");
+            println!("median {} p99 {}", time(median), time(p99));
             return;
         }
         "core-profile" => {
