@@ -1,7 +1,6 @@
 //! The handle: cheap clones that send the driver operations and await the answers.
 
 use std::fmt;
-use std::future::Future;
 use std::sync::Arc;
 
 use proto::{
@@ -12,16 +11,14 @@ use serde_json::Value;
 use smol::channel::{Receiver, Sender};
 use smol::io::{AsyncRead, AsyncWrite};
 
-use crate::driver::{self, Driver, Op, Pilot, Reply, Shared};
+use crate::driver::{self, Driver, Op, Reply, Shared};
 use crate::{Disconnect, Error, Options, ServerCommand};
 
 /// Spawns the server and returns a handle and the driver future, which must be polled for
 /// anything to happen. The handshake starts at once; calls made before it ends are held.
 pub fn start(command: &ServerCommand, options: Options) -> Result<(Client, Driver), Error> {
     let (ops, shared, driver) = driver::spawn(command, options)?;
-    let (pilot, driver) = Pilot::share(driver);
-    let pilot = Some(pilot);
-    Ok((Client { ops, shared, pilot }, driver))
+    Ok((Client { ops, shared }, driver))
 }
 
 /// Spawns the server, runs its driver on smol's global executor and completes the handshake.
@@ -46,9 +43,7 @@ where
     W: AsyncWrite + Send + Unpin + 'static,
 {
     let (ops, shared, driver) = driver::over_stream(Box::new(reader), Box::new(writer), options);
-    let (pilot, driver) = Pilot::share(driver);
-    let pilot = Some(pilot);
-    (Client { ops, shared, pilot }, driver)
+    (Client { ops, shared }, driver)
 }
 
 /// [`start_stream`], with the driver on smol's global executor and the handshake completed.
@@ -73,9 +68,6 @@ where
 pub struct Client {
     ops: Sender<Op>,
     shared: Arc<Shared>,
-    /// Lets a waiting caller drive the connection on its own thread; `None` for a driver
-    /// that only runs where it was spawned (HTTP).
-    pilot: Option<Arc<Pilot>>,
 }
 
 impl fmt::Debug for Client {
@@ -89,11 +81,7 @@ impl fmt::Debug for Client {
 impl Client {
     /// A handle on a driver built elsewhere in the crate (the HTTP transports).
     pub(crate) fn from_parts(ops: Sender<Op>, shared: Arc<Shared>) -> Self {
-        Self {
-            ops,
-            shared,
-            pilot: None,
-        }
+        Self { ops, shared }
     }
 
     /// The server's process id (also its process group id); 0 over a stream.
@@ -177,11 +165,8 @@ impl Client {
     /// closed, [`Options::grace_period`], SIGTERM to the group, [`Options::term_period`],
     /// SIGKILL to the group.
     pub async fn close(&self) {
-        let closed = async {
-            let _ = self.ops.send(Op::Close).await;
-            let _ = self.shared.done.recv().await;
-        };
-        self.drive_while(closed).await;
+        let _ = self.ops.send(Op::Close).await;
+        let _ = self.shared.done.recv().await;
     }
 
     /// Stops the server now: [`close`](Self::close) without the grace period, so SIGTERM
@@ -197,25 +182,9 @@ impl Client {
         self.shared.disconnect.get().cloned()
     }
 
-    /// Waits for `future`, driving the connection meanwhile if no other caller does: the
-    /// answer is then read on this thread, with no hop through the driver's.
-    async fn drive_while<F: Future>(&self, future: F) -> F::Output {
-        match &self.pilot {
-            Some(pilot) => pilot.fly(future).await,
-            None => future.await,
-        }
-    }
-
     async fn ask<T>(&self, op: impl FnOnce(Reply<T>) -> Op) -> Result<T, Error> {
-        let asked = async {
-            let (reply, answer) = smol::channel::bounded(1);
-            self.answer(op(reply), answer).await
-        };
-        self.drive_while(asked).await
-    }
-
-    async fn answer<T>(&self, op: Op, answer: Receiver<Result<T, Error>>) -> Result<T, Error> {
-        if self.ops.send(op).await.is_ok() {
+        let (reply, answer) = smol::channel::bounded(1);
+        if self.ops.send(op(reply)).await.is_ok() {
             // A caller that drops this future (a timeout of its own, a select) stops waiting:
             // the server is told to stop working on it too.
             let mut waiting = Waiting {

@@ -24,9 +24,6 @@ use smol::process::Child;
 use crate::process::{self, StderrTail};
 use crate::{Disconnect, Error, Options};
 
-mod pilot;
-pub(crate) use pilot::Pilot;
-
 /// Runs one server connection to its end; see [`start`](crate::start). Poll it on any
 /// executor. When it completes, the server and its process group are gone.
 pub struct Driver(pub(crate) Pin<Box<dyn Future<Output = ()> + Send>>);

@@ -55,7 +55,7 @@ fn run_all(sections: &[String]) {
     let mut table = Table::default();
 
     let placements = [
-        ("`connect` (driver on smol's executor)", false),
+        ("driver on smol's executor", false),
         ("driver on the caller's thread", true),
     ];
     for (placement, same_thread) in placements {
@@ -196,8 +196,8 @@ fn fixture_command(bins: &Bins) -> mcp_smol::ServerCommand {
     mcp_smol::ServerCommand::new(bins.fixture.to_str().unwrap()).arg("good")
 }
 
-/// Median and p99 per-call latency, in seconds: through [`mcp_smol::connect`] (the driver on
-/// smol's executor), or with `same_thread` polled by the same `block_on` as the calls.
+/// Median and p99 per-call latency, in seconds. With `same_thread`, the driver is polled by
+/// the same `block_on` as the calls instead of running on smol's executor threads.
 fn client_sequential(bins: &Bins, same_thread: bool) -> (f64, f64) {
     let calls = |client: mcp_smol::Client| async move {
         client.wait_ready().await.unwrap();
@@ -216,14 +216,12 @@ fn client_sequential(bins: &Bins, same_thread: bool) -> (f64, f64) {
             percentile(&mut latencies, 0.99),
         )
     };
+    let (client, driver) = mcp_smol::start(&fixture_command(bins), options()).unwrap();
     if same_thread {
-        let (client, driver) = mcp_smol::start(&fixture_command(bins), options()).unwrap();
         smol::block_on(smol::future::zip(driver, calls(client))).1
     } else {
-        smol::block_on(async {
-            let client = mcp_smol::connect(&fixture_command(bins), options()).await;
-            calls(client.unwrap()).await
-        })
+        smol::spawn(driver).detach();
+        smol::block_on(calls(client))
     }
 }
 
@@ -385,9 +383,8 @@ fn child_mode(args: Vec<String>) {
     let bytes = args[1].parse::<usize>().unwrap() * 1024 * 1024;
     let seconds = match args[0].as_str() {
         // For profilers: the core's decoding alone, many times over.
-        // The sequential echo alone: the caller's-thread path, or `connect`'s.
-        "sequential-profile" | "sequential-default-profile" => {
-            let (median, p99) = client_sequential(&bins, args[0] == "sequential-profile");
+        "sequential-profile" => {
+            let (median, p99) = client_sequential(&bins, true);
             println!("median {} p99 {}", time(median), time(p99));
             return;
         }
