@@ -55,7 +55,7 @@ fn run_all(sections: &[String]) {
     let mut table = Table::default();
 
     let placements = [
-        ("driver on smol's executor", false),
+        ("`connect` (driver on smol's executor)", false),
         ("driver on the caller's thread", true),
     ];
     for (placement, same_thread) in placements {
@@ -66,12 +66,18 @@ fn run_all(sections: &[String]) {
             || client_sequential(&bins, same_thread),
             || floor_sequential(&bins),
         );
-        let (client_median, client_p99): (Vec<f64>, Vec<f64>) = client.into_iter().unzip();
-        let (floor_median, floor_p99): (Vec<f64>, Vec<f64>) = floor.into_iter().unzip();
+        let column = |runs: &[Sequential], pick: fn(&Sequential) -> f64| -> Vec<f64> {
+            runs.iter().map(pick).collect()
+        };
         let name = format!("sequential echo, median latency, {placement}");
-        table.row_latency(&name, &client_median, &floor_median);
+        let median = |run: &Sequential| run.median;
+        table.row_latency(&name, &column(&client, median), &column(&floor, median));
         let name = format!("sequential echo, p99 latency, {placement}");
-        table.row_latency(&name, &client_p99, &floor_p99);
+        let p99 = |run: &Sequential| run.p99;
+        table.row_latency(&name, &column(&client, p99), &column(&floor, p99));
+        let name = format!("sequential echo, CPU per call, {placement}");
+        let cpu = |run: &Sequential| run.cpu_per_call;
+        table.row_latency(&name, &column(&client, cpu), &column(&floor, cpu));
     }
 
     if wants("pipelined") {
@@ -196,11 +202,41 @@ fn fixture_command(bins: &Bins) -> mcp_smol::ServerCommand {
     mcp_smol::ServerCommand::new(bins.fixture.to_str().unwrap()).arg("good")
 }
 
-/// Median and p99 per-call latency, in seconds. With `same_thread`, the driver is polled by
-/// the same `block_on` as the calls instead of running on smol's executor threads.
-fn client_sequential(bins: &Bins, same_thread: bool) -> (f64, f64) {
+/// Sequential calls, in seconds.
+struct Sequential {
+    median: f64,
+    p99: f64,
+    /// The CPU time of the whole process (every thread) over the calls, per call.
+    cpu_per_call: f64,
+}
+
+impl Sequential {
+    fn new(latencies: &mut [f64], cpu: f64) -> Self {
+        Self {
+            median: percentile(latencies, 0.5),
+            p99: percentile(latencies, 0.99),
+            cpu_per_call: cpu / latencies.len() as f64,
+        }
+    }
+}
+
+/// The CPU time this process's threads have used so far, in seconds (nanosecond counts from
+/// the scheduler; the clock-tick figures of /proc/self/stat are too coarse for 20 ms).
+fn process_cpu() -> f64 {
+    let tasks = std::fs::read_dir("/proc/self/task").unwrap();
+    let nanoseconds: u64 = tasks
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok())
+        .filter_map(|stat| stat.split_whitespace().next()?.parse::<u64>().ok())
+        .sum();
+    nanoseconds as f64 / 1e9
+}
+
+/// Per-call latency and CPU: through [`mcp_smol::connect`] (the driver on smol's executor),
+/// or with `same_thread` polled by the same `block_on` as the calls.
+fn client_sequential(bins: &Bins, same_thread: bool) -> Sequential {
     let calls = |client: mcp_smol::Client| async move {
         client.wait_ready().await.unwrap();
+        let cpu = process_cpu();
         let mut latencies = Vec::with_capacity(SEQUENTIAL_CALLS);
         for i in 0..SEQUENTIAL_CALLS {
             let started = Instant::now();
@@ -210,18 +246,18 @@ fn client_sequential(bins: &Bins, same_thread: bool) -> (f64, f64) {
             latencies.push(started.elapsed().as_secs_f64());
             assert!(!result.unwrap().is_error);
         }
+        let cpu = process_cpu() - cpu;
         client.close().await;
-        (
-            percentile(&mut latencies, 0.5),
-            percentile(&mut latencies, 0.99),
-        )
+        Sequential::new(&mut latencies, cpu)
     };
-    let (client, driver) = mcp_smol::start(&fixture_command(bins), options()).unwrap();
     if same_thread {
+        let (client, driver) = mcp_smol::start(&fixture_command(bins), options()).unwrap();
         smol::block_on(smol::future::zip(driver, calls(client))).1
     } else {
-        smol::spawn(driver).detach();
-        smol::block_on(calls(client))
+        smol::block_on(async {
+            let client = mcp_smol::connect(&fixture_command(bins), options()).await;
+            calls(client.unwrap()).await
+        })
     }
 }
 
@@ -313,8 +349,9 @@ fn echo_request(id: usize, text: &str) -> String {
     .to_string()
 }
 
-fn floor_sequential(bins: &Bins) -> (f64, f64) {
+fn floor_sequential(bins: &Bins) -> Sequential {
     let mut server = RawServer::start(&bins.fixture);
+    let cpu = process_cpu();
     let mut latencies = Vec::with_capacity(SEQUENTIAL_CALLS);
     for i in 0..SEQUENTIAL_CALLS {
         let request = echo_request(i + 2, &format!("call {i}"));
@@ -324,11 +361,9 @@ fn floor_sequential(bins: &Bins) -> (f64, f64) {
         latencies.push(started.elapsed().as_secs_f64());
         assert!(answer.contains("\"result\""));
     }
+    let cpu = process_cpu() - cpu;
     server.finish();
-    (
-        percentile(&mut latencies, 0.5),
-        percentile(&mut latencies, 0.99),
-    )
+    Sequential::new(&mut latencies, cpu)
 }
 
 fn floor_pipelined(bins: &Bins) -> f64 {
@@ -383,9 +418,11 @@ fn child_mode(args: Vec<String>) {
     let bytes = args[1].parse::<usize>().unwrap() * 1024 * 1024;
     let seconds = match args[0].as_str() {
         // For profilers: the core's decoding alone, many times over.
-        "sequential-profile" => {
-            let (median, p99) = client_sequential(&bins, true);
-            println!("median {} p99 {}", time(median), time(p99));
+        // The sequential echo alone: the caller's-thread path, or `connect`'s.
+        "sequential-profile" | "sequential-default-profile" => {
+            let run = client_sequential(&bins, args[0] == "sequential-profile");
+            let (median, p99, cpu) = (time(run.median), time(run.p99), time(run.cpu_per_call));
+            println!("median {median} p99 {p99} cpu per call {cpu}");
             return;
         }
         "core-profile" => {
