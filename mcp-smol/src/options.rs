@@ -1,6 +1,7 @@
 //! How to run one server: the core's settings plus what only the adapter decides.
 
 use std::fmt;
+use std::ops::{Deref, DerefMut};
 use std::time::Duration;
 
 use crate::process::StderrSink;
@@ -34,6 +35,22 @@ impl Default for Options {
             term_period: Duration::from_secs(2),
             stderr_sink: None,
         }
+    }
+}
+
+/// The core's settings read and written through the options themselves:
+/// `options.request_timeout` is `options.core.request_timeout`.
+impl Deref for Options {
+    type Target = proto::Config;
+
+    fn deref(&self) -> &proto::Config {
+        &self.core
+    }
+}
+
+impl DerefMut for Options {
+    fn deref_mut(&mut self) -> &mut proto::Config {
+        &mut self.core
     }
 }
 
