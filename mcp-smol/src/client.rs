@@ -1,7 +1,9 @@
 //! The handle: cheap clones that send the driver operations and await the answers.
 
 use std::fmt;
+use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use proto::{
     CallToolResult, FromResult, ListToolsResult, Listing, Notification, Page, Pager, Request,
@@ -11,14 +13,18 @@ use serde_json::Value;
 use smol::channel::{Receiver, Sender};
 use smol::io::{AsyncRead, AsyncWrite};
 
-use crate::driver::{self, Driver, Op, Reply, Shared};
+use crate::driver::{self, Driver, Op, Pilot, Reply, Shared};
 use crate::{Disconnect, Error, Options, ServerCommand};
 
-/// Spawns the server and returns a handle and the driver future, which must be polled for
-/// anything to happen. The handshake starts at once; calls made before it ends are held.
+/// Spawns the server and returns a handle and the driver future, which must be polled: a
+/// caller waiting alone for its answer drives the connection itself, on its own thread, but
+/// between calls (notifications, timeouts, close) and while several callers wait, only the
+/// driver does. The handshake starts at once; calls made before it ends are held.
 pub fn start(command: &ServerCommand, options: Options) -> Result<(Client, Driver), Error> {
     let (ops, shared, driver) = driver::spawn(command, options)?;
-    Ok((Client { ops, shared }, driver))
+    let (pilot, driver) = Pilot::share(driver);
+    let pilot = Some(pilot);
+    Ok((Client { ops, shared, pilot }, driver))
 }
 
 /// Spawns the server, runs its driver on smol's global executor and completes the handshake.
@@ -43,7 +49,9 @@ where
     W: AsyncWrite + Send + Unpin + 'static,
 {
     let (ops, shared, driver) = driver::over_stream(Box::new(reader), Box::new(writer), options);
-    (Client { ops, shared }, driver)
+    let (pilot, driver) = Pilot::share(driver);
+    let pilot = Some(pilot);
+    (Client { ops, shared, pilot }, driver)
 }
 
 /// [`start_stream`], with the driver on smol's global executor and the handshake completed.
@@ -68,6 +76,9 @@ where
 pub struct Client {
     ops: Sender<Op>,
     shared: Arc<Shared>,
+    /// Lets a waiting caller drive the connection on its own thread; `None` for a driver
+    /// that only runs where it was spawned (HTTP).
+    pilot: Option<Arc<Pilot>>,
 }
 
 impl fmt::Debug for Client {
@@ -81,7 +92,11 @@ impl fmt::Debug for Client {
 impl Client {
     /// A handle on a driver built elsewhere in the crate (the HTTP transports).
     pub(crate) fn from_parts(ops: Sender<Op>, shared: Arc<Shared>) -> Self {
-        Self { ops, shared }
+        Self {
+            ops,
+            shared,
+            pilot: None,
+        }
     }
 
     /// The server's process id (also its process group id); 0 over a stream.
@@ -117,6 +132,19 @@ impl Client {
     /// Calls a tool with the default timeout. A result with `is_error` is still `Ok`.
     pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<CallToolResult, Error> {
         self.request(Request::call_tool(name, arguments)).await
+    }
+
+    /// Calls a tool with a timeout of its own instead of the default one (progress
+    /// notifications restart it, as they do the default). A result with `is_error` is still
+    /// `Ok`.
+    pub async fn call_tool_with_timeout(
+        &self,
+        name: &str,
+        arguments: Value,
+        timeout: Duration,
+    ) -> Result<CallToolResult, Error> {
+        self.request(Request::call_tool(name, arguments).timeout(timeout))
+            .await
     }
 
     /// Lists every tool, following `tools/list` pages; see [`list_all`](Self::list_all).
@@ -165,8 +193,11 @@ impl Client {
     /// closed, [`Options::grace_period`], SIGTERM to the group, [`Options::term_period`],
     /// SIGKILL to the group.
     pub async fn close(&self) {
-        let _ = self.ops.send(Op::Close).await;
-        let _ = self.shared.done.recv().await;
+        let closed = async {
+            let _ = self.ops.send(Op::Close).await;
+            let _ = self.shared.done.recv().await;
+        };
+        self.drive_while(closed).await;
     }
 
     /// Stops the server now: [`close`](Self::close) without the grace period, so SIGTERM
@@ -182,9 +213,25 @@ impl Client {
         self.shared.disconnect.get().cloned()
     }
 
+    /// Waits for `future`, driving the connection meanwhile if no other caller does: the
+    /// answer is then read on this thread, with no hop through the driver's.
+    async fn drive_while<F: Future>(&self, future: F) -> F::Output {
+        match &self.pilot {
+            Some(pilot) => pilot.fly(future).await,
+            None => future.await,
+        }
+    }
+
     async fn ask<T>(&self, op: impl FnOnce(Reply<T>) -> Op) -> Result<T, Error> {
-        let (reply, answer) = smol::channel::bounded(1);
-        if self.ops.send(op(reply)).await.is_ok() {
+        let asked = async {
+            let (reply, answer) = smol::channel::bounded(1);
+            self.answer(op(reply), answer).await
+        };
+        self.drive_while(asked).await
+    }
+
+    async fn answer<T>(&self, op: Op, answer: Receiver<Result<T, Error>>) -> Result<T, Error> {
+        if self.ops.send(op).await.is_ok() {
             // A caller that drops this future (a timeout of its own, a select) stops waiting:
             // the server is told to stop working on it too.
             let mut waiting = Waiting {

@@ -5,8 +5,9 @@ use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::process::ExitStatus;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use proto::{
@@ -23,6 +24,9 @@ use smol::process::Child;
 
 use crate::process::{self, StderrTail};
 use crate::{Disconnect, Error, Options};
+
+mod pilot;
+pub(crate) use pilot::Pilot;
 
 /// Runs one server connection to its end; see [`start`](crate::start). Poll it on any
 /// executor. When it completes, the server and its process group are gone.
@@ -249,7 +253,7 @@ impl Wiring {
     ) -> impl Future<Output = ()> + Send + 'static {
         // One wait for the exit, polled across loop turns rather than re-registered on each.
         let exit_watch = process.as_mut().map(|process| {
-            let status = process.child.status();
+            let status = Gated::new(Box::pin(process.child.status()));
             Box::pin(status) as Pin<Box<dyn Future<Output = std::io::Result<ExitStatus>> + Send>>
         });
         let mut driver = Loop {
@@ -277,6 +281,67 @@ impl Wiring {
             let reason = driver.run().await;
             driver.shut_down(reason, stderr_closed).await;
             drop(done_sender);
+        }
+    }
+}
+
+/// Polls its future only once that future has asked to be woken. `race` polls every branch
+/// on every turn of the loop, and each poll of the exit watch is a `wait4` system call.
+struct Gated<F> {
+    future: F,
+    gate: Arc<Gate>,
+    /// The gate as a waker, made once.
+    waker: Waker,
+}
+
+struct Gate {
+    open: AtomicBool,
+    /// Whoever polled the gated future last.
+    outer: Mutex<Option<Waker>>,
+}
+
+impl<F> Gated<F> {
+    fn new(future: F) -> Self {
+        let gate = Arc::new(Gate {
+            open: AtomicBool::new(true),
+            outer: Mutex::new(None),
+        });
+        let waker = Waker::from(gate.clone());
+        Self {
+            future,
+            gate,
+            waker,
+        }
+    }
+}
+
+impl<F: Future + Unpin> Future for Gated<F> {
+    type Output = F::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        if let Ok(mut outer) = self.gate.outer.lock()
+            && !outer.as_ref().is_some_and(|w| w.will_wake(cx.waker()))
+        {
+            *outer = Some(cx.waker().clone());
+        }
+        if !self.gate.open.swap(false, Ordering::SeqCst) {
+            return Poll::Pending;
+        }
+        let this = &mut *self;
+        Pin::new(&mut this.future).poll(&mut Context::from_waker(&this.waker))
+    }
+}
+
+impl std::task::Wake for Gate {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.open.store(true, Ordering::SeqCst);
+        let outer = self.outer.lock().ok().and_then(|outer| outer.clone());
+        if let Some(waker) = outer {
+            waker.wake();
         }
     }
 }

@@ -297,3 +297,63 @@ fn the_sink_has_every_stderr_line_once_close_returns() {
         }
     });
 }
+
+/// What every embedder of the CLI's shape does: the driver spawned on an executor that the
+/// calling thread itself runs, several requests awaited at once from one task, then one at a
+/// time, then a close; over and over. A caller waiting alone drives the connection itself and
+/// hands over to the spawned driver as soon as another waits: every answer must arrive, and
+/// none may wait for a wake-up that went elsewhere (the watchdog fails a lost one).
+#[test]
+fn callers_of_one_task_on_the_driver_s_own_thread_are_all_answered() {
+    let executor = smol::Executor::new();
+    bounded(executor.run(async {
+        for connection in 0..8 {
+            let (client, driver) =
+                mcp_smol::start(&fixture("good", &["--page-size", "2"]), quick()).unwrap();
+            executor.spawn(driver).detach();
+            for round in 0..25 {
+                let tag = format!("{connection}-{round}");
+                let (first, (second, tools)) = smol::future::zip(
+                    client.call_tool("echo", echo_args(&format!("a{tag}"))),
+                    smol::future::zip(
+                        client.call_tool("echo", echo_args(&format!("b{tag}"))),
+                        client.list_tools(),
+                    ),
+                )
+                .await;
+                assert_eq!(text(&first.unwrap()), format!("a{tag}"));
+                assert_eq!(text(&second.unwrap()), format!("b{tag}"));
+                assert!(tools.unwrap().len() > 5);
+                let alone = client.call_tool("echo", echo_args(&tag)).await.unwrap();
+                assert_eq!(text(&alone), tag);
+            }
+            close_and_check(&client).await;
+        }
+    }));
+}
+
+/// Callers on several threads at once, the driver on smol's global executor: whoever polls
+/// the connection, each caller gets its own answer.
+#[test]
+fn callers_on_several_threads_are_all_answered() {
+    let client = bounded(async {
+        let client = start(&fixture("good", &[]), quick());
+        client.wait_ready().await.unwrap();
+        client
+    });
+    std::thread::scope(|scope| {
+        for thread in 0..4 {
+            let client = &client;
+            scope.spawn(move || {
+                bounded(async {
+                    for call in 0..300 {
+                        let tag = format!("{thread}-{call}");
+                        let answer = client.call_tool("echo", echo_args(&tag)).await.unwrap();
+                        assert_eq!(text(&answer), tag);
+                    }
+                })
+            });
+        }
+    });
+    bounded(close_and_check(&client));
+}

@@ -1,0 +1,385 @@
+//! Sharing the driver between its background task and the callers waiting on it.
+//!
+//! A call answered through a background task crosses threads twice (the task's executor
+//! wakes, then wakes the caller). So while a caller waits alone for its answer it drives the
+//! connection itself, on its own thread: it is the *pilot*. The background task drives
+//! whenever no caller does: between calls (notifications, timeouts, close), and as soon as a
+//! second caller waits, so that a caller kept aside unpolled cannot hold up another one.
+//! While a lone pilot is kept aside, the notifications that arrive meanwhile wait for it to be
+//! polled again or dropped.
+//!
+//! The driver future is always polled with one waker, the [`Router`]'s, so whatever it waits
+//! on stays registered whoever polls it next; the router passes each wake-up to the pilot if
+//! there is one, else to the background task. Whoever holds the slot's lock polls, one at a
+//! time; the lock is held for one poll, never across an await.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
+use std::task::{Context, Poll, Wake, Waker};
+
+use super::Driver;
+
+type Inner = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// The driver future, shared by the background task and the pilot.
+pub(crate) struct Pilot {
+    /// `None` once the driver has finished, or its background handle was dropped.
+    driver: Mutex<Option<Inner>>,
+    /// Set when the driver must be polled again; a poller that finds the lock taken sets it,
+    /// so that the holder polls once more instead of the wake-up being lost.
+    again: AtomicBool,
+    router: Arc<Router>,
+    /// The router as a waker, made once.
+    waker: Waker,
+}
+
+/// Where the driver's wake-ups go.
+struct Router {
+    route: Mutex<Route>,
+}
+
+struct Route {
+    background: Option<Waker>,
+    /// The caller driving, by its ticket.
+    pilot: Option<(u64, Waker)>,
+    /// The driver was woken and nobody has polled it since.
+    woken: bool,
+    /// How many callers are waiting.
+    callers: usize,
+    next_ticket: u64,
+    finished: bool,
+}
+
+impl Default for Router {
+    fn default() -> Self {
+        let route = Route {
+            background: None,
+            pilot: None,
+            // A driver not yet polled has nothing registered to wake it: it must be polled
+            // once to start.
+            woken: true,
+            callers: 0,
+            next_ticket: 0,
+            finished: false,
+        };
+        Self {
+            route: Mutex::new(route),
+        }
+    }
+}
+
+impl Wake for Router {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        let waker = {
+            let mut route = self.lock();
+            route.woken = true;
+            match &route.pilot {
+                Some((_, pilot)) => Some(pilot.clone()),
+                None => route.background.clone(),
+            }
+        };
+        // Outside the lock: a waker may run code of its own.
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+}
+
+impl Router {
+    fn lock(&self) -> MutexGuard<'_, Route> {
+        self.route
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl Pilot {
+    /// Shares `driver`: returns the handle callers drive through, and the background future
+    /// that drives whenever no caller does.
+    pub(crate) fn share(driver: Driver) -> (Arc<Pilot>, Driver) {
+        let router = Arc::new(Router::default());
+        let pilot = Arc::new(Pilot {
+            driver: Mutex::new(Some(driver.0)),
+            again: AtomicBool::new(false),
+            waker: Waker::from(router.clone()),
+            router,
+        });
+        let background = Background(pilot.clone());
+        (pilot, Driver(Box::pin(background)))
+    }
+
+    /// Waits for `future` while driving the connection, if no other caller is driving it.
+    pub(crate) async fn fly<F: Future>(&self, future: F) -> F::Output {
+        Flight {
+            pilot: self,
+            boarded: false,
+            ticket: None,
+            future: std::pin::pin!(future),
+        }
+        .await
+    }
+
+    /// Polls the driver unless someone else is polling it, in which case they poll again;
+    /// `false` then.
+    fn drive(&self) -> bool {
+        loop {
+            self.again.store(true, Ordering::SeqCst);
+            let mut slot = match self.driver.try_lock() {
+                Ok(slot) => slot,
+                Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+                Err(TryLockError::WouldBlock) => return false,
+            };
+            while self.again.swap(false, Ordering::SeqCst) {
+                self.router.lock().woken = false;
+                let Some(driver) = slot.as_mut() else { break };
+                if driver
+                    .as_mut()
+                    .poll(&mut Context::from_waker(&self.waker))
+                    .is_ready()
+                {
+                    *slot = None;
+                    self.finish();
+                }
+            }
+            drop(slot);
+            // A poller may have come between the last check and the unlock.
+            if !self.again.load(Ordering::SeqCst) {
+                return true;
+            }
+        }
+    }
+
+    /// The driver has ended (or is dropped): the background task may return.
+    fn finish(&self) {
+        let background = {
+            let mut route = self.router.lock();
+            route.finished = true;
+            route.background.take()
+        };
+        if let Some(waker) = background {
+            waker.wake();
+        }
+    }
+
+    /// A caller starts waiting: it takes the controls if it is the only one; returns its
+    /// ticket if so. With two or more waiting the background task drives, so that a caller
+    /// whose task stops polling it (a future kept aside in a `select`) cannot hold up the
+    /// others.
+    fn board(&self, waker: &Waker) -> Option<u64> {
+        let mut route = self.router.lock();
+        route.callers += 1;
+        if route.callers == 1 && route.pilot.is_none() && !route.finished {
+            let ticket = route.next_ticket;
+            route.next_ticket += 1;
+            route.pilot = Some((ticket, waker.clone()));
+            return Some(ticket);
+        }
+        let background = route.revoke();
+        drop(route);
+        wake(background);
+        None
+    }
+
+    /// Whether the pilot holding `ticket` should poll the driver now (`None` once it is no
+    /// longer the pilot); also keeps its waker current.
+    fn pilot_woken(&self, ticket: u64, waker: &Waker) -> Option<bool> {
+        let mut route = self.router.lock();
+        let Some((held, current)) = &mut route.pilot else {
+            return None;
+        };
+        if *held != ticket {
+            return None;
+        }
+        if !current.will_wake(waker) {
+            *current = waker.clone();
+        }
+        Some(route.woken)
+    }
+
+    /// A caller stops waiting; a pilot gives up the controls.
+    fn land(&self, ticket: Option<u64>) {
+        let mut route = self.router.lock();
+        route.callers = route.callers.saturating_sub(1);
+        let background = match route.pilot {
+            Some((held, _)) if Some(held) == ticket => route.revoke(),
+            _ => None,
+        };
+        drop(route);
+        wake(background);
+    }
+}
+
+impl Route {
+    /// Hands the controls back to the background task; returns its waker if a wake-up
+    /// is waiting for it.
+    fn revoke(&mut self) -> Option<Waker> {
+        self.pilot.take()?;
+        if self.woken {
+            self.background.clone()
+        } else {
+            None
+        }
+    }
+}
+
+fn wake(waker: Option<Waker>) {
+    if let Some(waker) = waker {
+        waker.wake();
+    }
+}
+
+/// A caller's wait, driving while it is the pilot.
+struct Flight<'a, F: Future> {
+    pilot: &'a Pilot,
+    /// Whether it has boarded (counts among the callers), and its ticket if it drives.
+    boarded: bool,
+    ticket: Option<u64>,
+    future: Pin<&'a mut F>,
+}
+
+impl<F: Future> Future for Flight<'_, F> {
+    type Output = F::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        if !self.boarded {
+            self.boarded = true;
+            self.ticket = self.pilot.board(cx.waker());
+        }
+        loop {
+            if let Poll::Ready(output) = self.future.as_mut().poll(cx) {
+                self.boarded = false;
+                self.pilot.land(self.ticket.take());
+                return Poll::Ready(output);
+            }
+            let Some(ticket) = self.ticket else {
+                return Poll::Pending;
+            };
+            match self.pilot.pilot_woken(ticket, cx.waker()) {
+                // Whoever is polling it instead will poll again and see what woke it; this
+                // caller hears of it through the driver's waker or its own answer.
+                Some(true) if !self.pilot.drive() => return Poll::Pending,
+                Some(true) => {}
+                Some(false) => return Poll::Pending,
+                None => {
+                    self.ticket = None;
+                    return Poll::Pending;
+                }
+            }
+        }
+    }
+}
+
+impl<F: Future> Drop for Flight<'_, F> {
+    fn drop(&mut self) {
+        if self.boarded {
+            self.pilot.land(self.ticket.take());
+        }
+    }
+}
+
+/// The background task: drives whenever no caller does, and owns the driver: dropping it
+/// unfinished drops the driver (which takes the server's process group down).
+struct Background(Arc<Pilot>);
+
+impl Future for Background {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let pilot = &self.0;
+        {
+            let mut route = pilot.router.lock();
+            if route.finished {
+                return Poll::Ready(());
+            }
+            let registered = route.background.as_ref();
+            if !registered.is_some_and(|waker| waker.will_wake(cx.waker())) {
+                route.background = Some(cx.waker().clone());
+            }
+            if route.pilot.is_some() {
+                return Poll::Pending;
+            }
+        }
+        let _ = pilot.drive();
+        if pilot.router.lock().finished {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        let driver = match self.0.driver.lock() {
+            Ok(mut slot) => slot.take(),
+            Err(poisoned) => poisoned.into_inner().take(),
+        };
+        // Dropped outside the lock: the driver's own drop answers every caller.
+        drop(driver);
+        self.0.finish();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use smol::channel::{Receiver, Sender, unbounded};
+
+    /// A stand-in driver: answers each number sent to it with its double.
+    fn doubler() -> (Sender<u32>, Receiver<u32>, Driver) {
+        let (ask, asked) = unbounded::<u32>();
+        let (answer, answers) = unbounded();
+        let driver = async move {
+            while let Ok(n) = asked.recv().await {
+                let _ = answer.send(n * 2).await;
+            }
+        };
+        (ask, answers, Driver(Box::pin(driver)))
+    }
+
+    #[test]
+    fn a_lone_caller_drives_without_the_background_task() {
+        let (ask, answers, driver) = doubler();
+        let (pilot, _background) = Pilot::share(driver);
+        let answer = smol::block_on(pilot.fly(async {
+            ask.send(21).await.unwrap();
+            answers.recv().await.unwrap()
+        }));
+        assert_eq!(answer, 42);
+    }
+
+    #[test]
+    fn a_caller_kept_aside_unpolled_does_not_hold_up_another() {
+        let (ask, answers, driver) = doubler();
+        let (pilot, background) = Pilot::share(driver);
+        smol::block_on(async {
+            // Polled once, so it has taken the controls, then never again.
+            let mut aside = Box::pin(pilot.fly(std::future::pending::<()>()));
+            assert!(smol::future::poll_once(&mut aside).await.is_none());
+            let second = pilot.fly(async {
+                ask.send(5).await.unwrap();
+                answers.recv().await.unwrap()
+            });
+            // The background task runs beside it; it never ends while the driver has work.
+            let background = async {
+                background.await;
+                0
+            };
+            assert_eq!(smol::future::or(second, background).await, 10);
+        });
+    }
+
+    #[test]
+    fn dropping_the_background_task_drops_the_driver() {
+        let (ask, _answers, driver) = doubler();
+        let (_pilot, background) = Pilot::share(driver);
+        drop(background);
+        assert!(ask.is_closed());
+    }
+}
