@@ -1,6 +1,7 @@
 //! The client connection: every state transition of the protocol lives in this file.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -195,13 +196,40 @@ struct Pending {
     held: Option<Vec<u8>>,
 }
 
+/// Pending requests by id. Looked up and removed once per response, so a hash map: a B-tree
+/// costs several times as much on that path. Where order shows (failing every request on
+/// close, releasing held requests), the ids are sorted first.
+type PendingMap = HashMap<u64, Pending, BuildHasherDefault<IdHasher>>;
+
+/// Hashes request ids with one multiplication instead of SipHash: the map only ever holds ids
+/// we handed out ourselves, counting up, so a peer has no say in how they collide.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.write_u64(self.0 ^ u64::from(byte));
+        }
+    }
+
+    fn write_u64(&mut self, id: u64) {
+        // Fibonacci hashing: the table uses the top bits too, which a plain id leaves zero.
+        self.0 = id.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
 /// One MCP client connection, as a state machine. See the crate docs for the run loop.
 pub struct Connection {
     config: Config,
     state: State,
     decoder: LineDecoder,
     next_id: u64,
-    pending: BTreeMap<u64, Pending>,
+    pending: PendingMap,
     /// Every pending request's deadline, earliest first, so that finding the next one costs
     /// nothing however many requests are in flight.
     deadlines: BTreeSet<(Instant, u64)>,
@@ -247,7 +275,7 @@ impl Connection {
                 reason: CloseReason::Local,
             },
             next_id: 1,
-            pending: BTreeMap::new(),
+            pending: PendingMap::default(),
             deadlines: BTreeSet::new(),
             progress_tokens: BTreeMap::new(),
             server_requests: BTreeMap::new(),
@@ -798,8 +826,12 @@ impl Connection {
         if let State::Initializing { held_replies, .. } = previous {
             self.transmits.extend(held_replies);
         }
-        let held = self.pending.values_mut().filter_map(|p| p.held.take());
-        self.transmits.extend(held);
+        let mut held: Vec<(u64, Vec<u8>)> = (self.pending.iter_mut())
+            .filter_map(|(&id, p)| Some((id, p.held.take()?)))
+            .collect();
+        held.sort_unstable_by_key(|&(id, _)| id);
+        self.transmits
+            .extend(held.into_iter().map(|(_, bytes)| bytes));
         self.events.push_back(Event::Ready(server));
     }
 
@@ -829,7 +861,9 @@ impl Connection {
     }
 
     fn close_with(&mut self, reason: CloseReason) {
-        for id in std::mem::take(&mut self.pending).into_keys() {
+        let mut ids: Vec<u64> = self.pending.drain().map(|(id, _)| id).collect();
+        ids.sort_unstable();
+        for id in ids {
             let result = Err(RequestError::Closed(reason.clone()));
             let id = RequestId(id);
             self.events.push_back(Event::Response { id, result });
@@ -919,4 +953,41 @@ fn parse_initialize_result(result: Value) -> Result<ServerInfo, CloseReason> {
         capabilities,
         instructions,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The pending map is unordered; what leaves the connection must still follow the ids.
+    #[test]
+    fn held_requests_and_close_failures_follow_request_order() {
+        let now = Instant::now();
+        let mut connection = Connection::new(now, Config::default());
+        while connection.poll_transmit().is_some() {}
+        let ids: Vec<RequestId> = (0..200)
+            .map(|_| connection.request(now, Request::list_tools(None)))
+            .collect::<Result<_, _>>()
+            .unwrap_or_default();
+        assert_eq!(ids.len(), 200);
+        let init = br#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25"}}
+"#;
+        connection.handle_bytes(now, init);
+        let written: Vec<Option<RequestId>> = std::iter::from_fn(|| connection.poll_transmit())
+            .skip(1) // notifications/initialized
+            .map(|bytes| outgoing_request_id(&bytes))
+            .collect();
+        let expected: Vec<Option<RequestId>> = ids.iter().copied().map(Some).collect();
+        assert_eq!(written, expected);
+
+        while connection.poll_event().is_some() {}
+        connection.close();
+        let failed: Vec<RequestId> = std::iter::from_fn(|| connection.poll_event())
+            .filter_map(|event| match event {
+                Event::Response { id, .. } => Some(id),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(failed, ids);
+    }
 }
