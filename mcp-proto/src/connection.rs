@@ -1,6 +1,7 @@
 //! The client connection: every state transition of the protocol lives in this file.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::time::{Duration, Instant};
 
@@ -223,6 +224,63 @@ impl Hasher for IdHasher {
     }
 }
 
+/// Every pending request's deadline, earliest first, so that finding the next one costs
+/// nothing however many requests are in flight. A heap rather than a sorted set: a request
+/// that ends leaves its entry behind (no search, no allocation), and entries left behind are
+/// dropped once they reach the top, or all at once when they outnumber the pending requests.
+/// After every change the top is a pending request's current deadline.
+#[derive(Default)]
+struct Deadlines {
+    heap: BinaryHeap<Reverse<(Instant, u64)>>,
+}
+
+impl Deadlines {
+    fn push(&mut self, deadline: Instant, id: u64) {
+        self.heap.push(Reverse((deadline, id)));
+    }
+
+    fn first(&self) -> Option<Instant> {
+        self.heap.peek().map(|Reverse((deadline, _))| *deadline)
+    }
+
+    /// Drops entries of requests that have ended or moved their deadline since.
+    fn prune(&mut self, pending: &PendingMap) {
+        while let Some(&Reverse(entry)) = self.heap.peek()
+            && !is_current(pending, entry)
+        {
+            self.heap.pop();
+        }
+        if self.heap.len() > 2 * pending.len() + 64 {
+            self.heap
+                .retain(|&Reverse(entry)| is_current(pending, entry));
+        }
+    }
+
+    /// Takes the requests whose deadline is at or before `now`, earliest first.
+    fn expired(&mut self, now: Instant, pending: &PendingMap) -> Vec<u64> {
+        let mut expired = Vec::new();
+        while let Some(&Reverse((deadline, id))) = self.heap.peek() {
+            if is_current(pending, (deadline, id)) {
+                if deadline > now {
+                    break;
+                }
+                expired.push(id);
+            }
+            self.heap.pop();
+        }
+        expired
+    }
+
+    fn clear(&mut self) {
+        self.heap.clear();
+    }
+}
+
+/// Whether `(deadline, id)` is a pending request's current deadline.
+fn is_current(pending: &PendingMap, (deadline, id): (Instant, u64)) -> bool {
+    pending.get(&id).is_some_and(|p| p.deadline == deadline)
+}
+
 /// One MCP client connection, as a state machine. See the crate docs for the run loop.
 pub struct Connection {
     config: Config,
@@ -230,9 +288,7 @@ pub struct Connection {
     decoder: LineDecoder,
     next_id: u64,
     pending: PendingMap,
-    /// Every pending request's deadline, earliest first, so that finding the next one costs
-    /// nothing however many requests are in flight.
-    deadlines: BTreeSet<(Instant, u64)>,
+    deadlines: Deadlines,
     /// Progress tokens (as JSON text) of pending requests whose token is not their own id.
     progress_tokens: BTreeMap<String, u64>,
     /// Server requests the caller has yet to answer, by our own id for them.
@@ -276,7 +332,7 @@ impl Connection {
             },
             next_id: 1,
             pending: PendingMap::default(),
-            deadlines: BTreeSet::new(),
+            deadlines: Deadlines::default(),
             progress_tokens: BTreeMap::new(),
             server_requests: BTreeMap::new(),
             next_server_request: 1,
@@ -397,10 +453,7 @@ impl Connection {
             let after = self.config.handshake_timeout;
             return self.close_with(CloseReason::HandshakeTimedOut { after });
         }
-        let expired: Vec<u64> = (self.deadlines.iter())
-            .take_while(|(deadline, _)| *deadline <= now)
-            .map(|&(_, id)| id)
-            .collect();
+        let expired = self.deadlines.expired(now, &self.pending);
         for id in expired {
             if let Some(pending) = self.pending.get(&id) {
                 // Up to its deadline, not to `now`: a timer that fires late on a busy
@@ -552,7 +605,7 @@ impl Connection {
             progress_token,
             held,
         };
-        self.deadlines.insert((pending.deadline, id));
+        self.deadlines.push(pending.deadline, id);
         self.pending.insert(id, pending);
         RequestId(id)
     }
@@ -643,7 +696,7 @@ impl Connection {
     /// The earliest deadline, if any; call [`handle_timeout`](Self::handle_timeout) then.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let requests = self.deadlines.first().map(|&(deadline, _)| deadline);
+        let requests = self.deadlines.first();
         match &self.state {
             State::Initializing { deadline, .. } => requests.into_iter().chain([*deadline]).min(),
             State::Ready { .. } => {
@@ -769,9 +822,12 @@ impl Connection {
         };
         let limit = self.config.max_request_time.max(pending.timeout);
         let hard_deadline = deadline_after(pending.started, limit);
-        self.deadlines.remove(&(pending.deadline, id));
-        pending.deadline = deadline_after(now, pending.timeout).min(hard_deadline);
-        self.deadlines.insert((pending.deadline, id));
+        let deadline = deadline_after(now, pending.timeout).min(hard_deadline);
+        if deadline != pending.deadline {
+            pending.deadline = deadline;
+            self.deadlines.push(deadline, id);
+            self.deadlines.prune(&self.pending);
+        }
     }
 
     /// Whether pending request `id` uses its own id as its progress token.
@@ -851,7 +907,7 @@ impl Connection {
 
     fn finish(&mut self, id: u64, result: Result<Value, RequestError>) {
         if let Some(pending) = self.pending.remove(&id) {
-            self.deadlines.remove(&(pending.deadline, id));
+            self.deadlines.prune(&self.pending);
             if let Some(ProgressToken::Other(token)) = pending.progress_token {
                 self.progress_tokens.remove(&token);
             }
@@ -989,5 +1045,32 @@ mod tests {
             })
             .collect();
         assert_eq!(failed, ids);
+    }
+
+    /// Requests answered while an earlier deadline stays pending leave entries behind it;
+    /// they must not pile up, nor show in `poll_timeout`.
+    #[test]
+    fn deadlines_of_ended_requests_do_not_pile_up() {
+        let now = Instant::now();
+        let mut connection = Connection::new(now, Config::default());
+        let init = br#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25"}}
+"#;
+        connection.handle_bytes(now, init);
+        let request = |timeout| Request::list_tools(None).timeout(Duration::from_secs(timeout));
+        let first = connection.request(now, request(1)).map(|id| id.0);
+        let first = first.unwrap_or_default();
+        for round in 0..1000u32 {
+            let later = request(100 + u64::from(round % 7));
+            let id = connection.request(now, later).map(|id| id.0);
+            let id = id.unwrap_or_default();
+            let answer = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{}}}}\n");
+            connection.handle_bytes(now, answer.as_bytes());
+            assert!(connection.deadlines.heap.len() <= 2 + 64, "round {round}");
+            let earliest = now + Duration::from_secs(1);
+            assert_eq!(connection.poll_timeout(), Some(earliest));
+        }
+        assert!(connection.fail_request(now, RequestId(first), RequestError::Cancelled));
+        assert_eq!(connection.poll_timeout(), None);
+        assert!(connection.deadlines.heap.is_empty());
     }
 }
