@@ -5,9 +5,8 @@ use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::process::ExitStatus;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use proto::{
@@ -20,9 +19,9 @@ use smol::Timer;
 use smol::channel::{Receiver, Sender};
 use smol::future::FutureExt;
 use smol::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use smol::process::Child;
 
-use crate::process::{self, StderrTail};
+use crate::pipe::PipeInput;
+use crate::process::{self, StderrReader, StderrTail};
 use crate::{Disconnect, Error, Options};
 
 mod pilot;
@@ -78,7 +77,7 @@ impl Op {
     }
 }
 
-/// What the server writes: a child's stdout, or a stream's read half.
+/// What the server writes: a stream's read half (a child's stdout is an [`Incoming::Pipe`]).
 pub(crate) type Reader = Box<dyn AsyncRead + Send + Unpin>;
 /// What the server reads: a child's stdin, or a stream's write half.
 pub(crate) type Writer = Box<dyn AsyncWrite + Send + Unpin>;
@@ -141,17 +140,10 @@ pub(crate) fn spawn(
     command: &process::ServerCommand,
     mut options: Options,
 ) -> Result<(Sender<Op>, Arc<Shared>, Driver), Error> {
-    let (mut child, stderr) = process::spawn(command)?;
-    let pid = child.id();
+    let spawned = process::spawn(command)?;
+    let pid = spawned.child.id();
     // From here on, any way out, an early error included, takes the whole group down.
     let group_guard = GroupGuard(pid);
-    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-        return Err(Error::Spawn {
-            program: command.program.clone(),
-            reason: "stdio pipes missing".to_owned(),
-        });
-    };
-    // (`status`, called when the loop is built, drops stdin: the pipes are taken first.)
     let connection = Connection::new(Instant::now(), options.core.clone());
 
     let (ops_sender, ops) = smol::channel::unbounded();
@@ -166,33 +158,33 @@ pub(crate) fn spawn(
         done,
         terminate,
     });
-    let (stderr_closed_sender, stderr_closed) = smol::channel::bounded::<()>(1);
-
-    // stderr gets a thread of its own with blocking reads, so it is drained even while nobody
-    // polls the driver, and costs the driver's turns nothing. The thread ends at EOF, when the
-    // last process holding the pipe is gone.
-    let sink = options.stderr_sink.take();
-    let drain_stderr = move || {
-        let _closed = stderr_closed_sender;
-        process::drain_stderr(stderr, tail, sink);
+    let registration_error = |error: std::io::Error| Error::Spawn {
+        program: command.program.clone(),
+        reason: format!("cannot watch its pipes: {error}"),
     };
-    std::thread::Builder::new()
-        .name(format!("mcp-stderr-{pid}"))
-        .spawn(drain_stderr)
-        .map_err(|error| Error::Spawn {
-            program: command.program.clone(),
-            reason: format!("cannot start the stderr reader: {error}"),
-        })?;
-    let process = Process { child, pid };
+    let stderr = StderrReader::new(spawned.stderr, tail, options.stderr_sink.take())
+        .map_err(registration_error)?;
+    let stdout = PipeInput::new(spawned.stdout).map_err(registration_error)?;
+    let stdin = smol::Async::new(spawned.stdin).map_err(registration_error)?;
+    let process = Process {
+        child: spawned.child,
+        pid,
+        stderr,
+        exited: false,
+    };
     let wiring = Wiring {
         connection,
         ops,
         shared: shared.clone(),
         done_sender,
         terminated,
-        stderr_closed,
     };
-    let driver = wiring.build(Box::new(stdout), Box::new(stdin), Some(process), options);
+    let driver = wiring.build(
+        Incoming::Pipe(stdout),
+        Box::new(stdin),
+        Some(process),
+        options,
+    );
     let main = async move {
         let _group_guard = group_guard;
         driver.await;
@@ -219,17 +211,14 @@ pub(crate) fn over_stream(
         done,
         terminate,
     });
-    // No stderr to read: its "closed" signal is closed from the start.
-    let (_, stderr_closed) = smol::channel::bounded::<()>(1);
     let wiring = Wiring {
         connection,
         ops,
         shared: shared.clone(),
         done_sender,
         terminated,
-        stderr_closed,
     };
-    let driver = wiring.build(reader, writer, None, options);
+    let driver = wiring.build(Incoming::Stream(reader), writer, None, options);
     (ops_sender, shared, Driver(Box::pin(driver)))
 }
 
@@ -240,22 +229,16 @@ struct Wiring {
     shared: Arc<Shared>,
     done_sender: Sender<()>,
     terminated: Receiver<()>,
-    stderr_closed: Receiver<()>,
 }
 
 impl Wiring {
     fn build(
         self,
-        stdout: Reader,
+        stdout: Incoming,
         stdin: Writer,
-        mut process: Option<Process>,
+        process: Option<Process>,
         options: Options,
     ) -> impl Future<Output = ()> + Send + 'static {
-        // One wait for the exit, polled across loop turns rather than re-registered on each.
-        let exit_watch = process.as_mut().map(|process| {
-            let status = Gated::new(Box::pin(process.child.status()));
-            Box::pin(status) as Pin<Box<dyn Future<Output = std::io::Result<ExitStatus>> + Send>>
-        });
         let mut driver = Loop {
             connection: self.connection,
             process,
@@ -271,77 +254,15 @@ impl Wiring {
             answerers: Vec::new(),
             exit_status: None,
             last_skipped: None,
-            exit_watch,
             timer: Timer::never(),
             timer_armed: None,
             terminated: self.terminated,
         };
-        let (done_sender, stderr_closed) = (self.done_sender, self.stderr_closed);
+        let done_sender = self.done_sender;
         async move {
             let reason = driver.run().await;
-            driver.shut_down(reason, stderr_closed).await;
+            driver.shut_down(reason).await;
             drop(done_sender);
-        }
-    }
-}
-
-/// Polls its future only once that future has asked to be woken. `race` polls every branch
-/// on every turn of the loop, and each poll of the exit watch is a `wait4` system call.
-struct Gated<F> {
-    future: F,
-    gate: Arc<Gate>,
-    /// The gate as a waker, made once.
-    waker: Waker,
-}
-
-struct Gate {
-    open: AtomicBool,
-    /// Whoever polled the gated future last.
-    outer: Mutex<Option<Waker>>,
-}
-
-impl<F> Gated<F> {
-    fn new(future: F) -> Self {
-        let gate = Arc::new(Gate {
-            open: AtomicBool::new(true),
-            outer: Mutex::new(None),
-        });
-        let waker = Waker::from(gate.clone());
-        Self {
-            future,
-            gate,
-            waker,
-        }
-    }
-}
-
-impl<F: Future + Unpin> Future for Gated<F> {
-    type Output = F::Output;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        if let Ok(mut outer) = self.gate.outer.lock()
-            && !outer.as_ref().is_some_and(|w| w.will_wake(cx.waker()))
-        {
-            *outer = Some(cx.waker().clone());
-        }
-        if !self.gate.open.swap(false, Ordering::SeqCst) {
-            return Poll::Pending;
-        }
-        let this = &mut *self;
-        Pin::new(&mut this.future).poll(&mut Context::from_waker(&this.waker))
-    }
-}
-
-impl std::task::Wake for Gate {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.open.store(true, Ordering::SeqCst);
-        let outer = self.outer.lock().ok().and_then(|outer| outer.clone());
-        if let Some(waker) = outer {
-            waker.wake();
         }
     }
 }
@@ -361,19 +282,40 @@ enum Wake {
     Op(Option<Op>),
     Timeout,
     Exited(std::io::Result<ExitStatus>),
+    /// A piece of stderr was passed on.
+    Stderr,
+}
+
+/// What the server writes: a child's stdout, read once the reactor says it holds something,
+/// or a stream's read half.
+pub(crate) enum Incoming {
+    Pipe(PipeInput),
+    Stream(Reader),
+}
+
+impl Incoming {
+    async fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Incoming::Pipe(pipe) => pipe.read(buffer).await,
+            Incoming::Stream(stream) => stream.read(buffer).await,
+        }
+    }
 }
 
 /// The child a driver spawned, which it must see gone before it ends.
 struct Process {
-    child: Child,
+    child: process::Child,
     pid: u32,
+    stderr: StderrReader,
+    /// Its exit has been seen (or could not be waited for): the loop stops watching.
+    exited: bool,
 }
 
 struct Loop {
     connection: Connection,
     /// `None` over a stream.
     process: Option<Process>,
-    stdout: Reader,
+    stdout: Incoming,
     /// `None` once closed, or once the server stopped reading it.
     stdin: Option<Writer>,
     /// Bytes the core produced that the pipe has not taken yet. A ring, so that taking the
@@ -389,8 +331,6 @@ struct Loop {
     exit_status: Option<ExitStatus>,
     /// Why the last skipped stdout line was skipped, for the disconnect report.
     last_skipped: Option<String>,
-    /// `None` once it has fired: a finished future must not be polled again.
-    exit_watch: Option<Pin<Box<dyn Future<Output = std::io::Result<ExitStatus>> + Send>>>,
     /// One timer, re-armed only when the deadline moves earlier: a later deadline just costs
     /// one early wake-up, where re-arming on every turn would cost a reactor round trip each.
     timer: Timer,
@@ -440,14 +380,15 @@ impl Loop {
                 }
                 Wake::Timeout => self.connection.handle_timeout(now),
                 Wake::Exited(status) => {
-                    self.exit_watch = None;
                     self.exit_status = status.ok();
                     // Orphans it left in the group must not keep stdout open.
-                    if let Some(process) = &self.process {
+                    if let Some(process) = &mut self.process {
+                        process.exited = true;
                         process::signal_group(process.pid, Signal::TERM);
                     }
                     eof_deadline = Some(now + EXIT_DRAIN);
                 }
+                Wake::Stderr => {}
             }
         }
     }
@@ -486,14 +427,34 @@ impl Loop {
             *timer_armed = None;
             Wake::Timeout
         };
+        let (exit, stderr) = match &mut self.process {
+            Some(Process {
+                child,
+                stderr,
+                exited,
+                ..
+            }) => (Some(child).filter(|_| !*exited), Some(stderr)),
+            None => (None, None),
+        };
         let exit = async {
-            match &mut self.exit_watch {
-                Some(exit_watch) => Wake::Exited(exit_watch.await),
+            match exit {
+                Some(child) => Wake::Exited(child.exit().await),
+                None => std::future::pending().await,
+            }
+        };
+        let stderr = async {
+            match stderr {
+                Some(stderr) => {
+                    stderr.pump().await;
+                    Wake::Stderr
+                }
                 None => std::future::pending().await,
             }
         };
         // `race` picks fairly among ready futures, so a flooding server cannot starve timers.
-        read.race(write).race(op).race(timeout).race(exit).await
+        (read.race(write).race(op).race(timeout))
+            .race(exit.race(stderr))
+            .await
     }
 
     async fn write_some(&mut self) -> std::io::Result<usize> {
@@ -592,7 +553,7 @@ impl Loop {
     }
 
     /// Fails whatever is still waiting, then makes sure the server and its group are gone.
-    async fn shut_down(mut self, reason: CloseReason, stderr_closed: Receiver<()>) {
+    async fn shut_down(mut self, reason: CloseReason) {
         // A server that never answered `initialize` is not waited on for a graceful exit: the
         // caller has already waited the whole handshake budget.
         if matches!(reason, CloseReason::HandshakeTimedOut { .. }) {
@@ -603,17 +564,16 @@ impl Loop {
             && self.exit_status.is_none()
             && let Some(process) = &mut self.process
         {
-            let status = async { process.child.status().await.ok() };
-            self.exit_status = status
-                .or(async {
-                    Timer::after(EXIT_DRAIN).await;
-                    None
-                })
-                .await;
+            let status = async { process.child.exit().await.ok() };
+            let status = status.or(async {
+                Timer::after(EXIT_DRAIN).await;
+                None
+            });
+            self.exit_status = process.stderr.beside(status).await;
         }
         if self.exit_status.is_some() {
-            // Let the stderr reader catch the server's last words before we quote them.
-            stderr_drained(&stderr_closed).await;
+            // Catch the server's last words before we quote them.
+            self.stderr_drained().await;
         }
         let disconnect = Disconnect {
             reason,
@@ -649,7 +609,18 @@ impl Loop {
         self.reap().await;
         // The group is gone, so stderr ends now: let the sink take the server's last lines
         // before close returns.
-        stderr_drained(&stderr_closed).await;
+        self.stderr_drained().await;
+    }
+
+    /// Reads stderr until EOF, or `EXIT_DRAIN` at most (a process that left the group may
+    /// hold the pipe open).
+    async fn stderr_drained(&mut self) {
+        if let Some(process) = &mut self.process {
+            let timer = async {
+                Timer::after(EXIT_DRAIN).await;
+            };
+            process.stderr.drain().or(timer).await;
+        }
     }
 
     /// Stops taking operations and fails those already queued. A queued operation holds its
@@ -700,13 +671,13 @@ impl Loop {
         let Some(process) = &mut self.process else {
             return true;
         };
-        let exited = async { process.child.status().await.is_ok() };
-        exited
-            .or(async {
-                Timer::after(within).await;
-                false
-            })
-            .await
+        let exited = async { process.child.exit().await.is_ok() };
+        let exited = exited.or(async {
+            Timer::after(within).await;
+            false
+        });
+        // A server that says a lot on its way out must not block on a full stderr pipe.
+        process.stderr.beside(exited).await
     }
 }
 
@@ -717,14 +688,4 @@ impl Drop for Loop {
         let disconnect = disconnect.unwrap_or_else(Disconnect::driver_dropped);
         self.refuse_operations(&Error::Disconnected(Box::new(disconnect)));
     }
-}
-
-/// Waits until the stderr reader has reached EOF, or `EXIT_DRAIN` at most (a process that left
-/// the group may hold the pipe open).
-async fn stderr_drained(stderr_closed: &Receiver<()>) {
-    let timer = async {
-        Timer::after(EXIT_DRAIN).await;
-        Ok(())
-    };
-    let _ = stderr_closed.recv().or(timer).await;
 }

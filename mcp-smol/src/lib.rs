@@ -52,6 +52,7 @@ mod driver;
 mod error;
 mod http;
 mod options;
+mod pipe;
 mod process;
 mod sandbox;
 mod serve;

@@ -1,17 +1,22 @@
-//! The server process: finding and spawning it in its own group, signalling that group, and
-//! draining its stderr.
+//! The server process: finding and spawning it in its own group, watching for its exit,
+//! signalling that group, and reading its stderr.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::ffi::OsString;
-use std::io::Write;
+use std::future::Future;
+use std::io::{self, PipeReader, PipeWriter, Write};
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, ready};
+use std::time::Duration;
 
-use std::io::{PipeReader, Read};
-
-use smol::process::{Child, Command, Stdio};
+use smol::{Async, Timer};
 
 use crate::Error;
+use crate::pipe::PipeInput;
 use crate::sandbox::{self, Sandbox, TempDir};
 
 /// How to start a server.
@@ -82,10 +87,17 @@ fn shell_quoted(word: &str) -> String {
     format!("'{}'", word.replace('\'', r"'\''"))
 }
 
+/// A server just started: its process, and our ends of its stdio pipes.
+pub(crate) struct Spawned {
+    pub(crate) child: Child,
+    pub(crate) stdin: PipeWriter,
+    pub(crate) stdout: PipeReader,
+    pub(crate) stderr: Stderr,
+}
+
 /// Spawns the server with piped stdio as the leader of a new process group, so that the group
-/// id is its pid and everything it starts can be signalled together. stderr is a plain
-/// blocking pipe, returned apart: its reader thread never touches the async reactor.
-pub(crate) fn spawn(command: &ServerCommand) -> Result<(Child, Stderr), Error> {
+/// id is its pid and everything it starts can be signalled together.
+pub(crate) fn spawn(command: &ServerCommand) -> Result<Spawned, Error> {
     let program = resolve_program(command)?;
     let spawn_error = |reason: String| Error::Spawn {
         program: command.program.clone(),
@@ -109,34 +121,123 @@ pub(crate) fn spawn(command: &ServerCommand) -> Result<(Child, Stderr), Error> {
         }
         sandbox::enter_in_child(&mut std_command, prepared);
     }
-    let mut command_ = Command::from(std_command);
-    command_
+    std_command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::from(stderr_writer))
-        // A last resort for when the driver is dropped before it could shut down cleanly.
-        .kill_on_drop(true);
-    let child = command_.spawn().map_err(|error| {
+        .stderr(Stdio::from(stderr_writer));
+    let mut child = std_command.spawn().map_err(|error| {
         spawn_error(match &command.cwd {
             Some(cwd) if !cwd.is_dir() => format!("working directory {} not found", cwd.display()),
             _ if command.sandbox.is_some() => format!("{error} (while entering its sandbox)"),
             _ => error.to_string(),
         })
     })?;
-    // Our copy of the pipe's write end went with `command_`: EOF comes when the group is gone.
-    drop(command_);
+    // Our copy of the pipe's write end went with the command: EOF comes when the group is gone.
+    drop(std_command);
+    let (stdin, stdout) = (child.stdin.take(), child.stdout.take());
+    let child = Child::watch(child);
+    let (Some(stdin), Some(stdout)) = (stdin, stdout) else {
+        return Err(spawn_error("stdio pipes missing".to_owned()));
+    };
     let temporary = prepared.and_then(|prepared| prepared.temporary);
-    Ok((
+    Ok(Spawned {
         child,
-        Stderr {
+        stdin: PipeWriter::from(OwnedFd::from(stdin)),
+        stdout: PipeReader::from(OwnedFd::from(stdout)),
+        stderr: Stderr {
             pipe: stderr,
             _temporary: temporary,
         },
-    ))
+    })
+}
+
+/// How often a process is checked for its exit where the kernel offers no pidfd.
+const EXIT_POLL: Duration = Duration::from_millis(50);
+
+/// The server's process. Its exit is watched through a pidfd on the reactor, so no thread
+/// waits for it and a poll costs no system call until it has exited. Dropped while it still
+/// runs, it is killed and reaped on a thread of its own, leaving no zombie behind.
+#[derive(Debug)]
+pub(crate) struct Child {
+    process: std::process::Child,
+    /// Readable once the process has exited; `None` where the kernel has no pidfds, and then
+    /// `poll` paces the checks.
+    pidfd: Option<Async<OwnedFd>>,
+    poll: Option<Timer>,
+    /// Whether something may have changed since the last `try_wait`.
+    check: bool,
+    status: Option<ExitStatus>,
+}
+
+impl Child {
+    fn watch(process: std::process::Child) -> Self {
+        let pid = rustix::process::Pid::from_child(&process);
+        let pidfd = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty())
+            .ok()
+            .and_then(|pidfd| Async::new(pidfd).ok());
+        Self {
+            process,
+            pidfd,
+            poll: None,
+            check: true,
+            status: None,
+        }
+    }
+
+    pub(crate) fn id(&self) -> u32 {
+        self.process.id()
+    }
+
+    /// Waits for the process to exit and reaps it; at once if it already has.
+    pub(crate) async fn exit(&mut self) -> io::Result<ExitStatus> {
+        std::future::poll_fn(|cx| self.poll_exit(cx)).await
+    }
+
+    fn poll_exit(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<ExitStatus>> {
+        loop {
+            if let Some(status) = self.status {
+                return Poll::Ready(Ok(status));
+            }
+            if self.check {
+                self.check = false;
+                self.status = self.process.try_wait()?;
+                continue;
+            }
+            match &self.pidfd {
+                Some(pidfd) => ready!(pidfd.poll_readable(cx))?,
+                None => {
+                    let timer = self.poll.get_or_insert_with(|| Timer::after(EXIT_POLL));
+                    ready!(Pin::new(timer).poll(cx));
+                    self.poll = None;
+                }
+            }
+            self.check = true;
+        }
+    }
+}
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        if self.status.is_some() {
+            return;
+        }
+        let _ = self.process.kill();
+        if !matches!(self.process.try_wait(), Ok(Some(_))) {
+            // SIGKILL is not instant (a process stuck in the kernel takes it when it wakes):
+            // the wait must not hold up whoever dropped us.
+            let pid = rustix::process::Pid::from_child(&self.process);
+            let reap = move || {
+                let _ = rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::empty());
+            };
+            let _ = std::thread::Builder::new()
+                .name("mcp-reaper".to_owned())
+                .spawn(reap);
+        }
+    }
 }
 
 /// The server's stderr, and what lives as long as its process group: the sandbox's
-/// temporary folder (stderr closes when the last process of the group is gone).
+/// temporary folder.
 #[derive(Debug)]
 pub(crate) struct Stderr {
     pipe: PipeReader,
@@ -230,28 +331,81 @@ impl StderrTail {
 /// Where a server's stderr is copied, besides the tail kept for errors.
 pub type StderrSink = Box<dyn Write + Send>;
 
-/// Reads stderr until it closes, so the server never blocks on a full pipe. Blocking: run it
-/// on a thread of its own.
-pub(crate) fn drain_stderr(
-    mut stderr: Stderr,
+/// The server's stderr, read on the reactor beside its stdout: each piece goes to the tail
+/// kept for error messages and to the sink. The driver reads it on every turn and while it
+/// waits for the server to exit, so the server never blocks on a full pipe while it runs.
+pub(crate) struct StderrReader {
+    /// `None` once at EOF: the last process holding the pipe is gone.
+    pipe: Option<PipeInput>,
     tail: Arc<Mutex<StderrTail>>,
-    mut sink: Option<StderrSink>,
-) {
-    let mut buffer = vec![0; 16 * 1024];
-    while let Ok(n @ 1..) = stderr.pipe.read(&mut buffer) {
-        let bytes = &buffer[..n];
-        if let Ok(mut tail) = tail.lock() {
+    sink: Option<StderrSink>,
+    buffer: Box<[u8]>,
+    _temporary: Option<TempDir>,
+}
+
+impl StderrReader {
+    pub(crate) fn new(
+        stderr: Stderr,
+        tail: Arc<Mutex<StderrTail>>,
+        sink: Option<StderrSink>,
+    ) -> io::Result<Self> {
+        Ok(Self {
+            pipe: Some(PipeInput::new(stderr.pipe)?),
+            tail,
+            sink,
+            buffer: vec![0; 16 * 1024].into_boxed_slice(),
+            _temporary: stderr._temporary,
+        })
+    }
+
+    /// Whether EOF has come.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.pipe.is_none()
+    }
+
+    /// Reads and passes on one piece; never finishes once the pipe is closed.
+    pub(crate) async fn pump(&mut self) {
+        let Some(pipe) = &mut self.pipe else {
+            return std::future::pending().await;
+        };
+        let n = match pipe.read(&mut self.buffer).await {
+            Ok(n @ 1..) => n,
+            Ok(0) | Err(_) => {
+                self.pipe = None;
+                return;
+            }
+        };
+        let bytes = &self.buffer[..n];
+        if let Ok(mut tail) = self.tail.lock() {
             tail.push(bytes);
         }
-        // A failing log sink must not stop the draining.
-        if let Some(writer) = &mut sink
+        // A failing log sink must not stop the reading.
+        if let Some(writer) = &mut self.sink
             && writer
                 .write_all(bytes)
                 .and_then(|()| writer.flush())
                 .is_err()
         {
-            sink = None;
+            self.sink = None;
         }
+    }
+
+    /// Reads until EOF.
+    pub(crate) async fn drain(&mut self) {
+        while !self.is_closed() {
+            self.pump().await;
+        }
+    }
+
+    /// Reads for as long as `future` runs, and returns its output.
+    pub(crate) async fn beside<T>(&mut self, future: impl Future<Output = T>) -> T {
+        use smol::future::FutureExt;
+        let reading = async {
+            loop {
+                self.pump().await;
+            }
+        };
+        future.or(reading).await
     }
 }
 

@@ -516,6 +516,9 @@ impl Server {
                 let ms = integer("ms", 10);
                 for step in 1..=steps {
                     thread::sleep(Duration::from_millis(ms));
+                    if self.cancelled.lock().unwrap().contains(&id.to_string()) {
+                        return None;
+                    }
                     if let Some(token) = &token {
                         self.send(&json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": token, "progress": step, "total": steps}}));
                     }

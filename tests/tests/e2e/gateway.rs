@@ -97,10 +97,14 @@ const slow = await client.callTool({ name: "fx__progress", arguments: { steps: 3
 print("progress", { text: text(slow), reports });
 
 const abort = new AbortController();
-const cancelled = client.callTool({ name: "fx__sleep", arguments: { ms: 20000 } }, undefined,
-  { signal: abort.signal }).then(() => "finished", (error) => `aborted: ${error.message}`);
-// The call is on its way once the gateway has had a round trip after it.
-await client.ping();
+let reached;
+const underway = new Promise((resolve) => { reached = resolve; });
+const cancelled = client.callTool({ name: "fx__progress", arguments: { steps: 1000, ms: 20 } }, undefined,
+  { signal: abort.signal, onprogress: () => reached() })
+  .then(() => "finished", (error) => `aborted: ${error.message}`);
+// The call has reached the backend once its first progress report comes back (a ping's round
+// trip proves nothing: the gateway answers pings while the call's task may not have run yet).
+await underway;
 abort.abort("changed my mind");
 print("cancel", { outcome: await cancelled });
 print("after-cancel", { text: text(await client.callTool({ name: "fx__echo", arguments: { text: "still here" } })) });
