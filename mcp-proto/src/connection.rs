@@ -406,16 +406,19 @@ impl Connection {
         if self.is_closed() {
             return;
         }
-        self.decoder.push(bytes);
-        while let Some(line) = self.decoder.next_line() {
+        // Taken out while its lines are read in place, and put back whatever happens.
+        let mut decoder = std::mem::replace(&mut self.decoder, LineDecoder::new(0));
+        decoder.push(bytes);
+        while let Some(line) = decoder.next_line_in_place() {
             match line {
-                Ok(line) => self.handle_line(now, &line),
+                Ok(line) => self.handle_line(now, line),
                 Err(error) => self.handle_too_long(error),
             }
             if self.is_closed() {
-                return;
+                break;
             }
         }
+        self.decoder = decoder;
     }
 
     /// Feeds one whole message (or batch) that came without line framing: an HTTP response

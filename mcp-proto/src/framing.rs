@@ -1,6 +1,8 @@
 //! Splits the server's stdout into lines: newline-delimited, bounded, scanned once.
 
-use bytes::{Bytes, BytesMut};
+use std::ops::Range;
+
+use bytes::{Buf, Bytes, BytesMut};
 use serde_json::Value;
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
@@ -67,6 +69,9 @@ impl std::error::Error for LineError {}
 pub struct LineDecoder {
     buffer: BytesMut,
     scanned: usize,
+    /// Bytes at the front of `buffer` that belong to the line last handed out; dropped at the
+    /// next call.
+    consumed: usize,
     max_line_len: usize,
     /// Bytes up to the next `\n` belong to a line too long to keep.
     discarding: Option<Discarded>,
@@ -104,6 +109,7 @@ impl LineDecoder {
         Self {
             buffer: BytesMut::new(),
             scanned: 0,
+            consumed: 0,
             max_line_len,
             discarding: None,
             finished: None,
@@ -113,6 +119,7 @@ impl LineDecoder {
 
     /// Appends a fragment of the stream.
     pub fn push(&mut self, mut bytes: &[u8]) {
+        self.release();
         if let Some(discarded) = &mut self.discarding {
             let Some(newline) = memchr::memchr(b'\n', bytes) else {
                 return discarded.skip(bytes);
@@ -136,6 +143,32 @@ impl LineDecoder {
     /// The next complete, non-blank line without its terminator, or the error of an
     /// overlong one. `None` means more bytes are needed.
     pub fn next_line(&mut self) -> Option<Result<Bytes, LineError>> {
+        let range = match self.next_range()? {
+            Ok(range) => range,
+            Err(error) => return Some(Err(error)),
+        };
+        let mut line = self
+            .buffer
+            .split_to(std::mem::take(&mut self.consumed))
+            .freeze();
+        line.truncate(range.end);
+        line.advance(range.start);
+        Some(Ok(line))
+    }
+
+    /// [`next_line`](Self::next_line), borrowed from the buffer until the next call: no
+    /// reference count is taken and dropped for each line.
+    pub(crate) fn next_line_in_place(&mut self) -> Option<Result<&[u8], LineError>> {
+        match self.next_range()? {
+            Ok(range) => Some(Ok(&self.buffer[range])),
+            Err(error) => Some(Err(error)),
+        }
+    }
+
+    /// Finds the next line: where its content lies in the buffer, the whole line with its
+    /// terminator being the first `consumed` bytes.
+    fn next_range(&mut self) -> Option<Result<Range<usize>, LineError>> {
+        self.release();
         if let Some(error) = self.finished.take() {
             return Some(Err(error));
         }
@@ -143,38 +176,51 @@ impl LineDecoder {
             let Some(offset) = memchr::memchr(b'\n', &self.buffer[self.scanned..]) else {
                 return self.check_overflow();
             };
-            let mut line = self.buffer.split_to(self.scanned + offset + 1).freeze();
+            let end = self.scanned + offset;
             self.scanned = 0;
-            line.truncate(line.len() - 1);
+            self.consumed = end + 1;
             // The limit is on the content: a `\r` before the newline does not count.
+            let line = &self.buffer[..end];
             if line.len() - usize::from(line.ends_with(b"\r")) > self.max_line_len {
-                self.at_stream_start = false;
                 let edge = line.len().min(EDGE);
                 let error = self.too_long(&line[..edge], &line[line.len() - edge..], line.len());
+                self.at_stream_start = false;
                 return Some(Err(error));
             }
-            if let Some(line) = self.finish_line(line) {
-                return Some(Ok(line));
+            if let Some(range) = content(&self.buffer[..end], &mut self.at_stream_start) {
+                return Some(Ok(range));
             }
+            self.release();
         }
+    }
+
+    /// Drops the line last handed out.
+    fn release(&mut self) {
+        self.buffer.advance(std::mem::take(&mut self.consumed));
     }
 
     /// Takes whatever unterminated bytes remain once the stream has ended.
     pub fn finish(&mut self) -> Option<Bytes> {
-        let rest = self.buffer.split().freeze();
+        self.release();
+        let mut rest = self.buffer.split().freeze();
         self.scanned = 0;
         if self.discarding.take().is_some() {
             return None;
         }
-        self.finish_line(rest)
+        let range = content(&rest, &mut self.at_stream_start)?;
+        rest.truncate(range.end);
+        rest.advance(range.start);
+        Some(rest)
     }
 
     /// Bytes held for the current partial line.
     pub fn buffered(&self) -> usize {
-        self.buffer.len()
+        self.buffer.len() - self.consumed
     }
 
-    fn check_overflow(&mut self) -> Option<Result<Bytes, LineError>> {
+    /// With no newline in sight: starts discarding the line if it is already too long.
+    /// Returns `None`, for the caller to return: more bytes are needed.
+    fn check_overflow<T>(&mut self) -> Option<T> {
         self.scanned = self.buffer.len();
         // One byte over the limit may still be the `\r` of a line just within it.
         if self.buffer.len() <= self.max_line_len + 1 {
@@ -206,20 +252,23 @@ impl LineDecoder {
             id: id_at_start(head).or_else(|| id_at_end(tail)),
         }
     }
+}
 
-    /// Strips a leading BOM (first line only) and a trailing `\r`; drops blank lines.
-    fn finish_line(&mut self, mut line: Bytes) -> Option<Bytes> {
-        if std::mem::take(&mut self.at_stream_start) && line.starts_with(BOM) {
-            line = line.slice(BOM.len()..);
-        }
-        if line.last() == Some(&b'\r') {
-            line.truncate(line.len() - 1);
-        }
-        if line.iter().all(u8::is_ascii_whitespace) {
-            return None;
-        }
-        Some(line)
+/// Where a line's content lies once a leading BOM (first line only) and a trailing `\r` are
+/// stripped; `None` for a blank line.
+fn content(line: &[u8], at_stream_start: &mut bool) -> Option<Range<usize>> {
+    let mut start = 0;
+    if std::mem::take(at_stream_start) && line.starts_with(BOM) {
+        start = BOM.len();
     }
+    let mut end = line.len();
+    if end > start && line[end - 1] == b'\r' {
+        end -= 1;
+    }
+    if line[start..end].iter().all(u8::is_ascii_whitespace) {
+        return None;
+    }
+    Some(start..end)
 }
 
 /// The report of a whole message (not a line) over `limit`, with its `id` if it shows.
@@ -465,5 +514,40 @@ mod tests {
             decoder.next_line().map(|l| l.map(|l| l.len())),
             Some(Ok(819_200))
         );
+    }
+
+    proptest::proptest! {
+        /// Lines read in place are the lines `next_line` hands out, however the stream is cut.
+        #[test]
+        fn lines_in_place_match_shared_lines(
+            stream in proptest::collection::vec(
+                proptest::sample::select(b"ab \r\n{}\xEF\xBB\xBF".to_vec()),
+                0..200,
+            ),
+            cuts in proptest::collection::vec(1usize..40, 1..20),
+            limit in 0usize..12,
+        ) {
+            let mut shared = LineDecoder::new(limit);
+            let mut in_place = LineDecoder::new(limit);
+            let (mut from_shared, mut from_in_place) = (Vec::new(), Vec::new());
+            let mut rest = stream.as_slice();
+            for cut in cuts.iter().cycle() {
+                if rest.is_empty() {
+                    break;
+                }
+                let (chunk, after) = rest.split_at((*cut).min(rest.len()));
+                rest = after;
+                shared.push(chunk);
+                in_place.push(chunk);
+                from_shared.extend(lines(&mut shared));
+                while let Some(line) = in_place.next_line_in_place() {
+                    from_in_place.push(line.map(<[u8]>::to_vec));
+                }
+                proptest::prop_assert_eq!(shared.buffered(), in_place.buffered());
+            }
+            proptest::prop_assert_eq!(from_shared, from_in_place);
+            let tail = |line: Option<Bytes>| line.map(|line| line.to_vec());
+            proptest::prop_assert_eq!(tail(shared.finish()), tail(in_place.finish()));
+        }
     }
 }
