@@ -13,7 +13,7 @@ pub(crate) async fn run(ctx: &mut Context, given: &[String]) -> Result<Exit, Fai
     let servers = ctx.hub.named_or_default(given)?;
     let catalogue = {
         let _spinner = Spinner::start(format!("starting {} server(s)", servers.len()));
-        ctx.hub.catalogue_of(&servers).await
+        ctx.hub.tools_of(&servers).await
     };
     let mut exit = Exit::Success;
     // Listed as warnings: the other tools are fine to use.

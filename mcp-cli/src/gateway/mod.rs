@@ -284,7 +284,7 @@ impl Gateway {
     }
 
     async fn list_tools(&self) -> Value {
-        let catalogue = self.hub.catalogue_of(&self.servers()).await;
+        let catalogue = self.hub.tools_of(&self.servers()).await;
         for (server, error) in &catalogue.failures {
             crate::output::diagnostic(&format!("mcp-cli serve: {server} left out: {error}"));
         }

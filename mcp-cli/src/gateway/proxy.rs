@@ -58,10 +58,7 @@ pub(crate) async fn run(
             text_result(&json!({ "servers": listed }))
         }
         (Some("list"), Some(backend)) => {
-            let catalogue = gateway
-                .hub
-                .catalogue_of(std::slice::from_ref(&backend))
-                .await;
+            let catalogue = gateway.hub.tools_of(std::slice::from_ref(&backend)).await;
             if let Some((_, error)) = catalogue.failures.first() {
                 return tool_error(&error.to_string());
             }

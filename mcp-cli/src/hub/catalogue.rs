@@ -59,18 +59,33 @@ enum Verdict {
 }
 
 impl Hub {
-    /// The tools of every server the catalogue stands for ([`default_servers`]), starting
-    /// them in parallel; the wait is about that of the slowest server.
+    /// The tools, resources and prompts of every server the catalogue stands for
+    /// ([`default_servers`]), starting them in parallel; the wait is about that of the slowest
+    /// server.
     ///
     /// [`default_servers`]: Hub::default_servers
     pub async fn catalogue(&self) -> Catalogue {
         self.catalogue_of(&self.default_servers()).await
     }
 
-    /// The tools of the named servers (configured names), started in parallel.
+    /// The tools, resources and prompts of the named servers (configured names), started and
+    /// listed in parallel. A server whose tools are listed but whose resources or prompts
+    /// cannot be is in both [`tools`](Catalogue::tools) and
+    /// [`failures`](Catalogue::failures).
     pub async fn catalogue_of(&self, servers: &[String]) -> Catalogue {
+        self.listing(servers, true).await
+    }
+
+    /// The tools of the named servers, as [`catalogue_of`](Self::catalogue_of) lists them,
+    /// without their resources and prompts: those are not asked for, so the wait is that of
+    /// the tools alone.
+    pub async fn tools_of(&self, servers: &[String]) -> Catalogue {
+        self.listing(servers, false).await
+    }
+
+    async fn listing(&self, servers: &[String], surface: bool) -> Catalogue {
         let mut catalogue = Catalogue::default();
-        for (server, started) in self.start(servers).await {
+        for (server, started, listed) in self.start_listing(servers, surface).await {
             match started.and_then(|()| self.tools(&server)) {
                 Ok((tools, withheld)) => {
                     catalogue.tools.extend(tools);
@@ -81,13 +96,17 @@ impl Hub {
                     continue;
                 }
             }
-            let live = self.inner.slot(&server).ok();
-            if let Some(listed) = live.and_then(|slot| slot.client_surface()) {
-                let (resources, templates, prompts, skipped) = surface::entries(&server, &listed);
-                catalogue.resources.extend(resources);
-                catalogue.templates.extend(templates);
-                catalogue.prompts.extend(prompts);
-                catalogue.skipped.extend(skipped);
+            match listed {
+                Some(Ok(listed)) => {
+                    let (resources, templates, prompts, skipped) =
+                        surface::entries(&server, &listed);
+                    catalogue.resources.extend(resources);
+                    catalogue.templates.extend(templates);
+                    catalogue.prompts.extend(prompts);
+                    catalogue.skipped.extend(skipped);
+                }
+                Some(Err(error)) => catalogue.failures.push((server, error)),
+                None => {}
             }
         }
         catalogue

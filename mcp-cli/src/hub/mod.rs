@@ -37,8 +37,10 @@
 //!   passed on to [`events`](Hub::events) as [`HubEvent::ToolsChanged`]; the resources and
 //!   prompts ones likewise refresh those lists.
 //! - **Resources and prompts** of every running server are in the catalogue beside its tools
-//!   (prompts under `<server>__<prompt>` names); [`request`](Hub::request) reads, gets,
-//!   completes and subscribes through the one request path.
+//!   (prompts under `<server>__<prompt>` names), listed the first time something asks for
+//!   them: [`tools_of`](Hub::tools_of), [`find_tool`](Hub::find_tool) and calls never wait
+//!   for them. [`request`](Hub::request) reads, gets, completes and subscribes through the
+//!   one request path.
 //! - **Client capabilities**: a server whose config names `roots` is offered them as
 //!   `file://` URIs; with [`Settings::elicit`] the hub fills in servers' forms.
 //! - **Shutdown**: [`shutdown`](Hub::shutdown) closes every server in parallel through
@@ -402,16 +404,33 @@ impl Hub {
     /// Starts `servers` (those not running yet) in parallel, each within its own budget;
     /// one that fails is recorded and does not stop the others. Returns each one's outcome.
     pub async fn start(&self, servers: &[String]) -> Vec<(String, Result<(), HubError>)> {
+        let started = self.start_listing(servers, false).await;
+        (started.into_iter())
+            .map(|(name, started, _)| (name, started))
+            .collect()
+    }
+
+    /// Starts `servers` as [`start`](Self::start) does and, with `surface`, lists the
+    /// resources and prompts of each one that started, in the same parallel tasks.
+    async fn start_listing(&self, servers: &[String], surface: bool) -> Vec<Listed> {
         let tasks: Vec<_> = (servers.iter())
             .map(|name| {
                 let inner = self.inner.clone();
                 let name = name.clone();
                 self.inner.spawn(async move {
-                    let started = match inner.slot(&name) {
-                        Ok(slot) => slot.ensure_running(&inner).await.map(|_| ()),
-                        Err(error) => Err(error),
+                    let slot = match inner.slot(&name) {
+                        Ok(slot) => slot,
+                        Err(error) => return (name, Err(error), None),
                     };
-                    (name, started)
+                    if let Err(error) = slot.ensure_running(&inner).await {
+                        return (name, Err(error), None);
+                    }
+                    let listed = if surface {
+                        Some(slot.surface(&inner).await)
+                    } else {
+                        None
+                    };
+                    (name, Ok(()), listed)
                 })
             })
             .collect();
@@ -474,6 +493,13 @@ impl Hub {
         }
     }
 }
+
+/// One server's start, and its resources and prompts when they were asked for.
+type Listed = (
+    String,
+    Result<(), HubError>,
+    Option<Result<Arc<surface::Surface>, HubError>>,
+);
 
 impl Inner {
     fn slots(&self) -> Vec<Arc<Slot>> {

@@ -33,15 +33,17 @@ const RESTART_WINDOW: Duration = Duration::from_secs(60);
 /// over HTTP) never lands on its successor.
 static CONNECTIONS: AtomicU64 = AtomicU64::new(1);
 
-/// A connection that finished its handshake, with the tools (policy not applied), resources
-/// and prompts it offers.
+/// A connection that finished its handshake, with the tools it offers (policy not applied)
+/// and, once something needed them, its resources and prompts.
 #[derive(Debug, Clone)]
 pub(crate) struct Live {
     pub(crate) client: Client,
     /// This connection's number, from [`CONNECTIONS`].
     conn: u64,
     pub(crate) tools: Arc<Vec<Tool>>,
-    pub(crate) surface: Arc<Surface>,
+    /// Listed on first need ([`Slot::surface`]): a command that only calls tools does not
+    /// wait for lists it never shows.
+    surface: Option<Arc<Surface>>,
 }
 
 enum Phase {
@@ -293,6 +295,39 @@ impl Slot {
         Ok(backoff)
     }
 
+    /// The resources and prompts of the running connection (starting the server if it must),
+    /// listed the first time they are asked for; later list changes refresh them.
+    pub(crate) async fn surface(
+        self: &Arc<Self>,
+        hub: &Arc<Inner>,
+    ) -> Result<Arc<Surface>, HubError> {
+        let live = self.ensure_running(hub).await?;
+        if let Some(surface) = live.surface {
+            return Ok(surface);
+        }
+        // Held like a start, so that a list change's refresh and a second asker wait for this
+        // listing instead of sending their own beside it.
+        let _listing = self.start.lock().await;
+        if let Some(surface) = self.listed_surface(live.conn) {
+            return Ok(surface);
+        }
+        let listed = async {
+            let info = live.client.wait_ready().await?;
+            Surface::list(&live.client, &info).await
+        };
+        match listed.await {
+            Ok(surface) => {
+                let surface = Arc::new(surface);
+                self.set_surface(live.conn, surface.clone());
+                Ok(surface)
+            }
+            Err(error) => Err(HubError::Server {
+                server: self.server.name.clone(),
+                error,
+            }),
+        }
+    }
+
     /// Forgets the restart count: the next use starts the server again even after it gave up.
     pub(crate) fn reset(&self) {
         let mut life = self.life();
@@ -300,7 +335,7 @@ impl Slot {
         life.restarts.clear();
     }
 
-    /// Spawns, records (so that a shutdown can find it), handshakes and lists.
+    /// Spawns, records (so that a shutdown can find it), handshakes and lists the tools.
     async fn start(
         self: &Arc<Self>,
         hub: &Arc<Inner>,
@@ -352,31 +387,25 @@ impl Slot {
             // A server that declares no tools is not asked for them (the spec's rule; some
             // answer such a request with nonsense).
             if info.capabilities.get("tools").is_none_or(Value::is_null) {
-                let surface = Surface::list(&client, &info).await?;
-                return Ok((Vec::new(), surface));
+                return Ok(Vec::new());
             }
-            let tools = async {
-                let mut tools = client.list_tools().await?;
-                // A change announced before the listing was answered (server-everything adds
-                // tools once initialized) is already in the channel: list once more to catch it.
-                let changed = std::iter::from_fn(|| notes.try_recv().ok())
-                    .any(|note| note.method == Notification::TOOLS_LIST_CHANGED);
-                if changed {
-                    tools = client.list_tools().await?;
-                }
-                Ok::<_, mcp_smol::Error>(tools)
-            };
-            // Side by side: the listings' round trips overlap instead of adding up.
-            let (tools, surface) = smol::future::zip(tools, Surface::list(&client, &info)).await;
-            Ok((tools?, surface?))
+            let mut tools = client.list_tools().await?;
+            // A change announced before the listing was answered (server-everything adds
+            // tools once initialized) is already in the channel: list once more to catch it.
+            let changed = std::iter::from_fn(|| notes.try_recv().ok())
+                .any(|note| note.method == Notification::TOOLS_LIST_CHANGED);
+            if changed {
+                tools = client.list_tools().await?;
+            }
+            Ok::<_, mcp_smol::Error>(tools)
         };
         match listed.await {
-            Ok((tools, surface)) => {
+            Ok(tools) => {
                 let live = Live {
                     client: client.clone(),
                     conn,
                     tools: Arc::new(tools),
-                    surface: Arc::new(surface),
+                    surface: None,
                 };
                 let watch = watch(Arc::downgrade(hub), self.clone(), client, conn, notes);
                 hub.spawn_watcher(watch);
@@ -412,23 +441,27 @@ impl Slot {
         client
     }
 
-    /// The resources and prompts of the running connection, if it is running and alive.
-    pub(crate) fn client_surface(&self) -> Option<Arc<Surface>> {
+    /// The resources and prompts of connection `conn`, if it is still the running one and
+    /// they have been listed.
+    fn listed_surface(&self, conn: u64) -> Option<Arc<Surface>> {
         match &self.life().phase {
-            Phase::Running(live) if live.client.disconnect().is_none() => {
-                Some(live.surface.clone())
-            }
+            Phase::Running(live) if live.conn == conn => live.surface.clone(),
             _ => None,
         }
     }
 
+    /// Whether connection `conn` is the running one.
+    fn runs(&self, conn: u64) -> bool {
+        matches!(&self.life().phase, Phase::Running(live) if live.conn == conn)
+    }
+
     /// Replaces the resources and prompts of connection `conn`, if it is still the running
     /// one.
-    fn set_surface(&self, conn: u64, surface: Surface) -> bool {
+    fn set_surface(&self, conn: u64, surface: Arc<Surface>) -> bool {
         let mut life = self.life();
         match &mut life.phase {
             Phase::Running(live) if live.conn == conn => {
-                live.surface = Arc::new(surface);
+                live.surface = Some(surface);
                 true
             }
             _ => false,
@@ -502,12 +535,17 @@ async fn watch(
         if let Some(event) = surface_changed {
             let refreshed = {
                 let _refreshing = slot.start.lock().await;
-                let info = client.wait_ready().await;
-                let surface = match &info {
-                    Ok(info) => Surface::list(&client, info).await.ok(),
-                    Err(_) => None,
-                };
-                surface.is_some_and(|surface| slot.set_surface(conn, surface))
+                if slot.listed_surface(conn).is_some() {
+                    let info = client.wait_ready().await;
+                    let surface = match &info {
+                        Ok(info) => Surface::list(&client, info).await.ok(),
+                        Err(_) => None,
+                    };
+                    surface.is_some_and(|surface| slot.set_surface(conn, Arc::new(surface)))
+                } else {
+                    // Never listed: the first to ask lists the new ones.
+                    slot.runs(conn)
+                }
             };
             if refreshed && let Some(hub) = hub.upgrade() {
                 hub.emit(event);

@@ -1,6 +1,6 @@
-//! Resources, resource templates and prompts in the hub: listed when a server starts (if it
-//! declares them), refreshed on its `list_changed` notifications, and reached through one
-//! request path, [`Hub::request`].
+//! Resources, resource templates and prompts in the hub: listed the first time something
+//! needs them (if the server declares them), refreshed on its `list_changed` notifications,
+//! and reached through one request path, [`Hub::request`].
 
 use std::sync::Arc;
 
@@ -24,29 +24,43 @@ pub(crate) struct Surface {
 }
 
 impl Surface {
-    /// Lists what the server's capabilities say it has; a server that declares neither
-    /// resources nor prompts is asked nothing.
+    /// Lists what the server's capabilities say it has, resources and prompts side by side
+    /// (their round trips overlap); a server that declares neither is asked nothing.
     pub(crate) async fn list(client: &Client, info: &ServerInfo) -> Result<Self, mcp_smol::Error> {
         let declares = |name: &str| info.capabilities.get(name).is_some_and(|c| !c.is_null());
+        let resources = async {
+            if !declares("resources") {
+                return Ok(None);
+            }
+            let resources = client.list_all::<ListResourcesResult>().await?;
+            // Templates are optional even for a server with resources: a refusal means none.
+            let templates = match client.list_all::<ListResourceTemplatesResult>().await {
+                Ok(templates) => Some(templates),
+                Err(mcp_smol::Error::Request(_)) => None,
+                Err(error) => return Err(error),
+            };
+            Ok(Some((resources, templates)))
+        };
+        let prompts = async {
+            if !declares("prompts") {
+                return Ok(None);
+            }
+            client.list_all::<ListPromptsResult>().await.map(Some)
+        };
+        let (resources, prompts) = smol::future::zip(resources, prompts).await;
         let mut surface = Surface {
             resources: Vec::new(),
             templates: Vec::new(),
             prompts: Vec::new(),
             skipped: Vec::new(),
         };
-        if declares("resources") {
-            let resources = client.list_all::<ListResourcesResult>().await?;
+        if let Some((resources, templates)) = resources? {
             surface.resources = surface.note("resource", resources);
-            // Templates are optional even for a server with resources: a refusal means none.
-            let templates = client.list_all::<ListResourceTemplatesResult>().await;
-            surface.templates = match templates {
-                Ok(templates) => surface.note("resource template", templates),
-                Err(mcp_smol::Error::Request(_)) => Vec::new(),
-                Err(error) => return Err(error),
-            };
+            if let Some(templates) = templates {
+                surface.templates = surface.note("resource template", templates);
+            }
         }
-        if declares("prompts") {
-            let prompts = client.list_all::<ListPromptsResult>().await?;
+        if let Some(prompts) = prompts? {
             surface.prompts = surface.note("prompt", prompts);
         }
         Ok(surface)
@@ -121,8 +135,8 @@ impl Hub {
     /// its shown name. Starts the server if it must.
     pub async fn find_prompt(&self, server: &str, given: &str) -> Result<PromptEntry, HubError> {
         let slot = self.inner.slot(server)?;
-        let live = slot.ensure_running(&self.inner).await?;
-        let prompts = &live.surface.prompts;
+        let surface = slot.surface(&self.inner).await?;
+        let prompts = &surface.prompts;
         let found = (prompts.iter().find(|prompt| prompt.name == given))
             .or_else(|| (prompts.iter()).find(|p| names::tool_matches(server, &p.name, given)));
         match found {

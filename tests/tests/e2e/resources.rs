@@ -71,6 +71,32 @@ fn a_repeating_resource_cursor_is_a_server_failure() {
 }
 
 #[test]
+fn resources_and_prompts_are_listed_only_for_the_commands_that_show_them() {
+    let (dir, log) = resource_project("res-lazy");
+    let received = || std::fs::read_to_string(&log).unwrap_or_default();
+    let surface = ["resources/list", "resources/templates/list", "prompts/list"];
+    for args in [
+        &["call", "fx", "echo", "text=hi"][..],
+        &["tools", "fx"],
+        &["servers"],
+    ] {
+        let run = dir.cli(args);
+        assert_eq!(run.code, 0, "{args:?}: {}", run.stderr);
+    }
+    let before = received();
+    assert!(before.contains("tools/call"), "{before}");
+    for method in surface {
+        assert!(!before.contains(method), "{method} was sent:\n{before}");
+    }
+    let run = dir.cli(&["resources", "fx"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let after = received();
+    for method in surface {
+        assert!(after.contains(method), "{method} was not sent:\n{after}");
+    }
+}
+
+#[test]
 fn read_prints_text_and_writes_binary_exactly() {
     let (dir, _) = resource_project("res-read");
     let run = dir.cli(&["read", "fx", "fx://text/hello"]);
