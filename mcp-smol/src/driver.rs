@@ -371,7 +371,14 @@ impl Loop {
                 Wake::Read(Ok(0) | Err(_)) => self.connection.handle_eof(now),
                 Wake::Read(Ok(n)) => self.connection.handle_bytes(now, &buffer[..n]),
                 Wake::Wrote(written) => self.wrote(written),
-                Wake::Op(Some(op)) => self.apply(now, op),
+                Wake::Op(Some(op)) => {
+                    self.apply(now, op);
+                    // Whatever else is queued goes out in the same write: with many calls in
+                    // flight, one write (one wake-up of the server) carries them all.
+                    while let Ok(op) = self.ops.try_recv() {
+                        self.apply(now, op);
+                    }
+                }
                 // Every handle is gone.
                 Wake::Op(None) => self.connection.close(),
                 Wake::Timeout if eof_deadline.is_some_and(|d| d <= now) => {

@@ -1,12 +1,14 @@
 //! Sharing the driver between its background task and the callers waiting on it.
 //!
 //! A call answered through a background task crosses threads twice (the task's executor
-//! wakes, then wakes the caller). So while a caller waits alone for its answer it drives the
-//! connection itself, on its own thread: it is the *pilot*. The background task drives
-//! whenever no caller does: between calls (notifications, timeouts, close), and as soon as a
-//! second caller waits, so that a caller kept aside unpolled cannot hold up another one.
-//! While a lone pilot is kept aside, the notifications that arrive meanwhile wait for it to be
-//! polled again or dropped.
+//! wakes, then wakes the caller). So while one task's callers are the only ones waiting, they
+//! drive the connection themselves, on that task's thread: the task is the *pilot*, and
+//! whichever of its waits is polled drives (many calls in flight from one task need no other
+//! thread either). The background task drives whenever no caller does: between calls
+//! (notifications, timeouts, close), and as soon as a caller of another task waits, so that a
+//! task that stops polling its waits cannot hold up another one. While a pilot's waits are
+//! all kept aside, the notifications that arrive meanwhile wait for one to be polled again or
+//! dropped.
 //!
 //! The driver future is always polled with one waker, the [`Router`]'s, so whatever it waits
 //! on stays registered whoever polls it next; the router passes each wake-up to the pilot if
@@ -42,14 +44,22 @@ struct Router {
 
 struct Route {
     background: Option<Waker>,
-    /// The caller driving, by its ticket.
-    pilot: Option<(u64, Waker)>,
+    /// The task driving.
+    pilot: Option<Controls>,
     /// The driver was woken and nobody has polled it since.
     woken: bool,
     /// How many callers are waiting.
     callers: usize,
     next_ticket: u64,
     finished: bool,
+}
+
+/// Who holds the controls: one task's waits, all under one ticket.
+struct Controls {
+    ticket: u64,
+    waker: Waker,
+    /// How many of that task's waits are boarded.
+    flights: usize,
 }
 
 impl Default for Router {
@@ -80,7 +90,7 @@ impl Wake for Router {
             let mut route = self.lock();
             route.woken = true;
             match &route.pilot {
-                Some((_, pilot)) => Some(pilot.clone()),
+                Some(pilot) => Some(pilot.waker.clone()),
                 None => route.background.clone(),
             }
         };
@@ -167,18 +177,32 @@ impl Pilot {
         }
     }
 
-    /// A caller starts waiting: it takes the controls if it is the only one; returns its
-    /// ticket if so. With two or more waiting the background task drives, so that a caller
-    /// whose task stops polling it (a future kept aside in a `select`) cannot hold up the
-    /// others.
+    /// A caller starts waiting: it takes the controls if it is the only one, or shares them
+    /// if every caller waiting is of the same task; returns the ticket if so. Once callers of
+    /// two tasks wait the background task drives, so that a task that stops polling its waits
+    /// (a future kept aside in a `select`) cannot hold up another.
     fn board(&self, waker: &Waker) -> Option<u64> {
         let mut route = self.router.lock();
         route.callers += 1;
-        if route.callers == 1 && route.pilot.is_none() && !route.finished {
-            let ticket = route.next_ticket;
-            route.next_ticket += 1;
-            route.pilot = Some((ticket, waker.clone()));
-            return Some(ticket);
+        let callers = route.callers;
+        if !route.finished {
+            match &mut route.pilot {
+                None if callers == 1 => {
+                    let ticket = route.next_ticket;
+                    route.next_ticket += 1;
+                    route.pilot = Some(Controls {
+                        ticket,
+                        waker: waker.clone(),
+                        flights: 1,
+                    });
+                    return Some(ticket);
+                }
+                Some(pilot) if pilot.flights + 1 == callers && pilot.waker.will_wake(waker) => {
+                    pilot.flights += 1;
+                    return Some(pilot.ticket);
+                }
+                _ => {}
+            }
         }
         let background = route.revoke();
         drop(route);
@@ -190,24 +214,31 @@ impl Pilot {
     /// longer the pilot); also keeps its waker current.
     fn pilot_woken(&self, ticket: u64, waker: &Waker) -> Option<bool> {
         let mut route = self.router.lock();
-        let Some((held, current)) = &mut route.pilot else {
+        let Some(pilot) = &mut route.pilot else {
             return None;
         };
-        if *held != ticket {
+        if pilot.ticket != ticket {
             return None;
         }
-        if !current.will_wake(waker) {
-            *current = waker.clone();
+        if !pilot.waker.will_wake(waker) {
+            pilot.waker = waker.clone();
         }
         Some(route.woken)
     }
 
-    /// A caller stops waiting; a pilot gives up the controls.
+    /// A caller stops waiting; the pilot's last one gives up the controls.
     fn land(&self, ticket: Option<u64>) {
         let mut route = self.router.lock();
         route.callers = route.callers.saturating_sub(1);
-        let background = match route.pilot {
-            Some((held, _)) if Some(held) == ticket => route.revoke(),
+        let background = match &mut route.pilot {
+            Some(pilot) if Some(pilot.ticket) == ticket => {
+                pilot.flights = pilot.flights.saturating_sub(1);
+                if pilot.flights == 0 {
+                    route.revoke()
+                } else {
+                    None
+                }
+            }
             _ => None,
         };
         drop(route);
@@ -354,14 +385,46 @@ mod tests {
         assert_eq!(answer, 42);
     }
 
+    /// A stand-in driver that answers each number, sent with its own reply channel, with its
+    /// double.
+    fn replier() -> (Sender<(u32, Sender<u32>)>, Driver) {
+        let (ask, asked) = unbounded::<(u32, Sender<u32>)>();
+        let driver = async move {
+            while let Ok((n, reply)) = asked.recv().await {
+                let _ = reply.send(n * 2).await;
+            }
+        };
+        (ask, Driver(Box::pin(driver)))
+    }
+
     #[test]
-    fn a_caller_kept_aside_unpolled_does_not_hold_up_another() {
+    fn waits_of_one_task_drive_together_without_the_background_task() {
+        let (ask, driver) = replier();
+        let (pilot, _background) = Pilot::share(driver);
+        let call = |n: u32| {
+            let ask = ask.clone();
+            pilot.fly(async move {
+                let (reply, answer) = unbounded();
+                ask.send((n, reply)).await.unwrap();
+                answer.recv().await.unwrap()
+            })
+        };
+        let answers = smol::block_on(smol::future::zip(
+            call(1),
+            smol::future::zip(call(2), call(3)),
+        ));
+        assert_eq!(answers, (2, (4, 6)));
+    }
+
+    #[test]
+    fn a_task_keeping_its_wait_aside_does_not_hold_up_another() {
         let (ask, answers, driver) = doubler();
         let (pilot, background) = Pilot::share(driver);
+        // Polled once by another task, so it has taken the controls, then never again.
+        let mut aside = Box::pin(pilot.fly(std::future::pending::<()>()));
+        let mut elsewhere = Context::from_waker(Waker::noop());
+        assert!(aside.as_mut().poll(&mut elsewhere).is_pending());
         smol::block_on(async {
-            // Polled once, so it has taken the controls, then never again.
-            let mut aside = Box::pin(pilot.fly(std::future::pending::<()>()));
-            assert!(smol::future::poll_once(&mut aside).await.is_none());
             let second = pilot.fly(async {
                 ask.send(5).await.unwrap();
                 answers.recv().await.unwrap()
