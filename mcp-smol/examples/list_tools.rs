@@ -8,7 +8,7 @@ fn main() {
         std::process::exit(2);
     };
     let command = mcp_smol::ServerCommand::new(program).args(args);
-    let outcome = smol::block_on(async {
+    let outcome = async_io::block_on(async {
         let client = mcp_smol::connect(&command, mcp_smol::Options::default()).await?;
         let info = client.wait_ready().await?;
         println!(

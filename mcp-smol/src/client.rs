@@ -5,16 +5,16 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use async_channel::{Receiver, Sender};
+use futures_lite::io::{AsyncRead, AsyncWrite};
 use proto::{
     CallToolResult, FromResult, ListToolsResult, Listing, Notification, Page, Pager, Request,
     RpcError, ServerInfo, ServerRequest, ServerRequestId, Tool,
 };
 use serde_json::Value;
-use smol::channel::{Receiver, Sender};
-use smol::io::{AsyncRead, AsyncWrite};
 
 use crate::driver::{self, Driver, Op, Pilot, Reply, Shared};
-use crate::{Disconnect, Error, Options, ServerCommand};
+use crate::{Disconnect, Error, Options, ServerCommand, background};
 
 /// Spawns the server and returns a handle and the driver future, which must be polled: a
 /// caller waiting alone for its answer drives the connection itself, on its own thread, but
@@ -27,10 +27,22 @@ pub fn start(command: &ServerCommand, options: Options) -> Result<(Client, Drive
     Ok((Client { ops, shared, pilot }, driver))
 }
 
-/// Spawns the server, runs its driver on smol's global executor and completes the handshake.
+/// Spawns the server and completes the handshake; the driver runs on this crate's background
+/// thread whenever no caller is driving it.
 pub async fn connect(command: &ServerCommand, options: Options) -> Result<Client, Error> {
     let (client, driver) = start(command, options)?;
-    smol::spawn(driver).detach();
+    connected(client, driver).await
+}
+
+/// Hands `driver` to this crate's background thread and waits for the handshake; a
+/// connection that fails it is closed before the error returns.
+pub(crate) async fn connected(client: Client, driver: Driver) -> Result<Client, Error> {
+    if let Err(error) = background::spawn(driver) {
+        return Err(Error::Spawn {
+            program: "the connection".to_owned(),
+            reason: format!("no thread for its driver: {error}"),
+        });
+    }
     match client.wait_ready().await {
         Ok(_) => Ok(client),
         Err(error) => {
@@ -54,21 +66,15 @@ where
     (Client { ops, shared, pilot }, driver)
 }
 
-/// [`start_stream`], with the driver on smol's global executor and the handshake completed.
+/// [`start_stream`], with the handshake completed and the driver on this crate's background
+/// thread, as [`connect`] does.
 pub async fn connect_stream<R, W>(reader: R, writer: W, options: Options) -> Result<Client, Error>
 where
     R: AsyncRead + Send + Unpin + 'static,
     W: AsyncWrite + Send + Unpin + 'static,
 {
     let (client, driver) = start_stream(reader, writer, options);
-    smol::spawn(driver).detach();
-    match client.wait_ready().await {
-        Ok(_) => Ok(client),
-        Err(error) => {
-            client.close().await;
-            Err(error)
-        }
-    }
+    connected(client, driver).await
 }
 
 /// A cheap, cloneable handle to one server connection.
@@ -167,7 +173,7 @@ impl Client {
     /// A stream of the server's notifications from now on. It holds the latest 1024; when the
     /// receiver falls further behind, newer ones are dropped rather than blocking the driver.
     pub async fn notifications(&self) -> Receiver<Notification> {
-        let (sender, receiver) = smol::channel::bounded(1024);
+        let (sender, receiver) = async_channel::bounded(1024);
         let _ = self.ops.send(Op::Subscribe(sender)).await;
         receiver
     }
@@ -178,7 +184,7 @@ impl Client {
     /// request is refused at once; one left unanswered is refused at the core's
     /// `server_request_timeout`.
     pub async fn server_requests(&self) -> Receiver<ServerRequest> {
-        let (sender, receiver) = smol::channel::bounded(16);
+        let (sender, receiver) = async_channel::bounded(16);
         let _ = self.ops.send(Op::Answer(sender)).await;
         receiver
     }
@@ -224,7 +230,7 @@ impl Client {
 
     async fn ask<T>(&self, op: impl FnOnce(Reply<T>) -> Op) -> Result<T, Error> {
         let asked = async {
-            let (reply, answer) = smol::channel::bounded(1);
+            let (reply, answer) = async_channel::bounded(1);
             self.answer(op(reply), answer).await
         };
         self.drive_while(asked).await
@@ -240,7 +246,7 @@ impl Client {
             };
             let answered = match &waiting.answer {
                 Some(answer) => answer.recv().await,
-                None => Err(smol::channel::RecvError),
+                None => Err(async_channel::RecvError),
             };
             waiting.answer = None;
             if let Ok(result) = answered {

@@ -9,16 +9,16 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use async_channel::{Receiver, Sender};
+use async_io::Timer;
+use futures_lite::future::FutureExt;
+use futures_lite::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use proto::{
     CloseReason, Connection, Event, Notification, Request, RequestError, RequestId, RpcError,
     SendError, ServerInfo, ServerRequest, ServerRequestId,
 };
 use rustix::process::Signal;
 use serde_json::Value;
-use smol::Timer;
-use smol::channel::{Receiver, Sender};
-use smol::future::FutureExt;
-use smol::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::pipe::PipeInput;
 use crate::process::{self, StderrReader, StderrTail};
@@ -103,7 +103,7 @@ impl Shared {
     /// For a driver with no process and no stderr (HTTP): pid 0, and terminate has nothing
     /// to cut short.
     pub(crate) fn without_process(done: Receiver<()>) -> Self {
-        let (terminate, _) = smol::channel::bounded(1);
+        let (terminate, _) = async_channel::bounded(1);
         Self {
             pid: 0,
             disconnect: OnceLock::new(),
@@ -146,10 +146,10 @@ pub(crate) fn spawn(
     let group_guard = GroupGuard(pid);
     let connection = Connection::new(Instant::now(), options.core.clone());
 
-    let (ops_sender, ops) = smol::channel::unbounded();
-    let (done_sender, done) = smol::channel::bounded(1);
+    let (ops_sender, ops) = async_channel::unbounded();
+    let (done_sender, done) = async_channel::bounded(1);
     let tail = Arc::new(Mutex::new(StderrTail::default()));
-    let (terminate, terminated) = smol::channel::bounded(1);
+    let (terminate, terminated) = async_channel::bounded(1);
     let shared = Arc::new(Shared {
         pid,
         disconnect: OnceLock::new(),
@@ -165,7 +165,7 @@ pub(crate) fn spawn(
     let stderr = StderrReader::new(spawned.stderr, tail, options.stderr_sink.take())
         .map_err(registration_error)?;
     let stdout = PipeInput::new(spawned.stdout).map_err(registration_error)?;
-    let stdin = smol::Async::new(spawned.stdin).map_err(registration_error)?;
+    let stdin = async_io::Async::new(spawned.stdin).map_err(registration_error)?;
     let process = Process {
         child: spawned.child,
         pid,
@@ -200,9 +200,9 @@ pub(crate) fn over_stream(
     options: Options,
 ) -> (Sender<Op>, Arc<Shared>, Driver) {
     let connection = Connection::new(Instant::now(), options.core.clone());
-    let (ops_sender, ops) = smol::channel::unbounded();
-    let (done_sender, done) = smol::channel::bounded(1);
-    let (terminate, terminated) = smol::channel::bounded(1);
+    let (ops_sender, ops) = async_channel::unbounded();
+    let (done_sender, done) = async_channel::bounded(1);
+    let (terminate, terminated) = async_channel::bounded(1);
     let shared = Arc::new(Shared {
         pid: 0,
         disconnect: OnceLock::new(),
@@ -350,7 +350,7 @@ impl Loop {
             }
             // Usually the pipe takes it all at once; the rest waits for it to become writable.
             if !self.outgoing.is_empty() {
-                let written = smol::future::poll_once(self.write_some()).await;
+                let written = futures_lite::future::poll_once(self.write_some()).await;
                 if let Some(written) = written {
                     self.wrote(written);
                 }
@@ -600,7 +600,7 @@ impl Loop {
         }
         // A last non-blocking try for queued lines (cancellations), then stdin closes.
         while !self.outgoing.is_empty() && self.stdin.is_some() {
-            match smol::future::poll_once(self.write_some()).await {
+            match futures_lite::future::poll_once(self.write_some()).await {
                 Some(written) => self.wrote(written),
                 None => break,
             }
@@ -610,7 +610,7 @@ impl Loop {
         if self.process.is_none()
             && let Some(stdin) = &mut self.stdin
         {
-            let _ = smol::future::poll_once(stdin.close()).await;
+            let _ = futures_lite::future::poll_once(stdin.close()).await;
         }
         self.stdin = None;
         self.reap().await;

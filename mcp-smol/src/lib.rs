@@ -2,11 +2,12 @@
 //!
 //! [`start`] spawns the server and returns a [`Client`] handle and a [`Driver`] future. The
 //! driver owns the connection, the child and its pipes; run it on any executor (smol, tokio, a
-//! plain `block_on`). Handles are cheap clones that send it operations and await the answers.
-//! [`connect`] does both and runs the driver on smol's global executor.
+//! plain `block_on`). Handles are cheap clones that send it operations and await the answers;
+//! a caller waiting alone drives the connection itself, on its own thread. [`connect`] does
+//! both and runs the driver, when no caller does, on a background thread of this crate's.
 //!
 //! ```no_run
-//! # smol::block_on(async {
+//! # async_io::block_on(async {
 //! let command = mcp_smol::ServerCommand::new("npx")
 //!     .args(["-y", "@modelcontextprotocol/server-everything"]);
 //! let client = mcp_smol::connect(&command, mcp_smol::Options::default()).await?;
@@ -47,6 +48,7 @@
 
 #![warn(missing_docs)]
 
+mod background;
 mod client;
 mod driver;
 mod error;

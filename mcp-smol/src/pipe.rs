@@ -9,7 +9,7 @@ use std::future::poll_fn;
 use std::io::{self, ErrorKind, PipeReader, Read};
 use std::task::{Context, Poll, ready};
 
-use smol::Async;
+use async_io::Async;
 
 /// One pipe's read end, non-blocking, registered with the reactor.
 #[derive(Debug)]
@@ -66,7 +66,7 @@ mod tests {
         writer.write_all(b"early").unwrap();
         let mut input = PipeInput::new(reader).unwrap();
         let mut buffer = [0; 64];
-        smol::block_on(async {
+        async_io::block_on(async {
             let n = input.read(&mut buffer).await.unwrap();
             assert_eq!(&buffer[..n], b"early");
             // Drained: the next read waits for the reactor, which must still see new data.
@@ -74,7 +74,7 @@ mod tests {
                 writer.write_all(b"late").unwrap();
                 writer
             };
-            let (n, writer) = smol::future::zip(input.read(&mut buffer), late).await;
+            let (n, writer) = futures_lite::future::zip(input.read(&mut buffer), late).await;
             assert_eq!(&buffer[..n.unwrap()], b"late");
             drop(writer);
             assert_eq!(input.read(&mut buffer).await.unwrap(), 0);
@@ -88,7 +88,7 @@ mod tests {
         drop(writer);
         let mut input = PipeInput::new(reader).unwrap();
         let mut buffer = [0; 60];
-        smol::block_on(async {
+        async_io::block_on(async {
             assert_eq!(input.read(&mut buffer).await.unwrap(), 60);
             assert_eq!(input.read(&mut buffer).await.unwrap(), 40);
             assert_eq!(input.read(&mut buffer).await.unwrap(), 0);

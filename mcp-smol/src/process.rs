@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
-use smol::{Async, Timer};
+use async_io::{Async, Timer};
 
 use crate::Error;
 use crate::pipe::PipeInput;
@@ -399,7 +399,7 @@ impl StderrReader {
 
     /// Reads for as long as `future` runs, and returns its output.
     pub(crate) async fn beside<T>(&mut self, future: impl Future<Output = T>) -> T {
-        use smol::future::FutureExt;
+        use futures_lite::future::FutureExt;
         let reading = async {
             loop {
                 self.pump().await;

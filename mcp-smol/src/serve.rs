@@ -8,15 +8,15 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
+use async_channel::{Receiver, Sender};
+use async_io::Timer;
+use futures_lite::future::FutureExt;
+use futures_lite::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use proto::{
     FromResult, HostRequestId, Request, RequestError, RequestId, RpcError, ServerConfig,
     ServerConnection, ServerEvent,
 };
 use serde_json::Value;
-use smol::Timer;
-use smol::channel::{Receiver, Sender};
-use smol::future::FutureExt;
-use smol::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::Error;
 
@@ -90,8 +90,8 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let (ops_sender, ops) = smol::channel::unbounded();
-    let (events_sender, events) = smol::channel::unbounded();
+    let (ops_sender, ops) = async_channel::unbounded();
+    let (events_sender, events) = async_channel::unbounded();
     let mut driver = Loop {
         connection: ServerConnection::new(Instant::now(), config),
         reader,
@@ -145,7 +145,7 @@ impl Server {
     /// Sends the host a request ([`Request::elicit`](proto::Request::elicit), or any
     /// [`Request::new`](proto::Request::new)) and reads its result as the request's type.
     pub async fn request<T: FromResult>(&self, request: Request<T>) -> Result<T, Error> {
-        let (reply, answer) = smol::channel::bounded(1);
+        let (reply, answer) = async_channel::bounded(1);
         let method = request.method().to_owned();
         let op = Op::Request {
             request: request.untyped(),
@@ -217,7 +217,7 @@ where
                     self.outgoing.drain(..n);
                     if self.outgoing.is_empty() {
                         // Buffered writers (our stdout) pass the lines on now.
-                        let _ = smol::future::poll_once(self.writer.flush()).await;
+                        let _ = futures_lite::future::poll_once(self.writer.flush()).await;
                     }
                 }
                 // The host stopped reading: nothing more can reach it.
@@ -303,17 +303,18 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+    use async_net::unix::UnixStream;
+    use futures_lite::io::{AsyncBufReadExt, BufReader};
+    use futures_lite::stream::StreamExt;
     use serde_json::json;
-    use smol::io::{AsyncBufReadExt, BufReader};
-    use smol::net::unix::UnixStream;
-    use smol::stream::StreamExt;
 
     #[test]
     fn serves_a_host_over_a_unix_socket() {
-        smol::block_on(async {
+        let executor = async_executor::Executor::new();
+        async_io::block_on(executor.run(async {
             let (ours, host) = UnixStream::pair().unwrap();
             let (server, events, driver) = serve(ours.clone(), ours, ServerConfig::default());
-            let driver = smol::spawn(driver);
+            let driver = executor.spawn(driver);
             let mut host_lines = BufReader::new(host.clone()).lines();
             let mut host_writer = host.clone();
             let script = [
@@ -355,6 +356,6 @@ mod tests {
             ));
             driver.await;
             assert!(host_lines.next().await.is_none());
-        });
+        }));
     }
 }

@@ -360,7 +360,7 @@ impl Drop for Background {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use smol::channel::{Receiver, Sender, unbounded};
+    use async_channel::{Receiver, Sender, unbounded};
 
     /// A stand-in driver: answers each number sent to it with its double.
     fn doubler() -> (Sender<u32>, Receiver<u32>, Driver) {
@@ -378,7 +378,7 @@ mod tests {
     fn a_lone_caller_drives_without_the_background_task() {
         let (ask, answers, driver) = doubler();
         let (pilot, _background) = Pilot::share(driver);
-        let answer = smol::block_on(pilot.fly(async {
+        let answer = async_io::block_on(pilot.fly(async {
             ask.send(21).await.unwrap();
             answers.recv().await.unwrap()
         }));
@@ -409,9 +409,9 @@ mod tests {
                 answer.recv().await.unwrap()
             })
         };
-        let answers = smol::block_on(smol::future::zip(
+        let answers = async_io::block_on(futures_lite::future::zip(
             call(1),
-            smol::future::zip(call(2), call(3)),
+            futures_lite::future::zip(call(2), call(3)),
         ));
         assert_eq!(answers, (2, (4, 6)));
     }
@@ -424,7 +424,7 @@ mod tests {
         let mut aside = Box::pin(pilot.fly(std::future::pending::<()>()));
         let mut elsewhere = Context::from_waker(Waker::noop());
         assert!(aside.as_mut().poll(&mut elsewhere).is_pending());
-        smol::block_on(async {
+        async_io::block_on(async {
             let second = pilot.fly(async {
                 ask.send(5).await.unwrap();
                 answers.recv().await.unwrap()
@@ -434,7 +434,7 @@ mod tests {
                 background.await;
                 0
             };
-            assert_eq!(smol::future::or(second, background).await, 10);
+            assert_eq!(futures_lite::future::or(second, background).await, 10);
         });
     }
 

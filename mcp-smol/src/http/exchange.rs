@@ -6,6 +6,10 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use async_io::Timer;
+use async_net::TcpStream;
+use futures_lite::future::FutureExt;
+use futures_lite::io::{AsyncRead, AsyncWrite};
 use futures_rustls::TlsConnector;
 use futures_rustls::rustls::pki_types::ServerName;
 use http_body_util::{BodyExt, Full};
@@ -13,10 +17,6 @@ use hyper::body::{Bytes, Incoming};
 use hyper::client::conn::http1::SendRequest;
 use hyper::header::{CONTENT_LENGTH, CONTENT_TYPE, HOST, LOCATION};
 use hyper::{HeaderMap, Method, StatusCode};
-use smol::Timer;
-use smol::future::FutureExt;
-use smol::io::{AsyncRead, AsyncWrite};
-use smol::net::TcpStream;
 use smol_hyper::rt::FuturesIo;
 use url::Url;
 
@@ -106,7 +106,7 @@ impl Pool {
                 continue;
             }
             // A connection the server closed while idle has finished by now.
-            if smol::future::poll_once(&mut entry.connection)
+            if futures_lite::future::poll_once(&mut entry.connection)
                 .await
                 .is_some()
             {

@@ -2,10 +2,10 @@
 
 use std::time::Duration;
 
+use async_io::Timer;
+use futures_lite::future::FutureExt;
 use hyper::Method;
 use hyper::body::Bytes;
-use smol::Timer;
-use smol::future::FutureExt;
 use url::Url;
 
 use super::exchange::{self, BodyError, Outgoing};

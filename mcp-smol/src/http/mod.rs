@@ -115,17 +115,11 @@ pub fn start_http(server: HttpServer, options: Options) -> (Client, Driver) {
     (Client::from_parts(ops, shared), driver)
 }
 
-/// [`start_http`], with the driver on smol's global executor and the handshake completed.
+/// [`start_http`], with the handshake completed and the driver on this crate's background
+/// thread, as [`connect`](crate::connect) does.
 /// A server that needs authorization nobody could give fails with [`Error::Unauthorized`];
 /// one that cannot be reached at all (DNS, refused, TLS) with [`Error::Http`].
 pub async fn connect_http(server: HttpServer, options: Options) -> Result<Client, Error> {
     let (client, driver) = start_http(server, options);
-    smol::spawn(driver).detach();
-    match client.wait_ready().await {
-        Ok(_) => Ok(client),
-        Err(error) => {
-            client.close().await;
-            Err(error)
-        }
-    }
+    crate::client::connected(client, driver).await
 }

@@ -7,14 +7,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use async_channel::{Receiver, Sender};
+use async_executor::{Executor, Task};
+use async_io::Timer;
+use futures_lite::future::FutureExt;
 use proto::{
     CloseReason, Connection, Event, Notification, RequestError, RequestId, RpcError, SendError,
     ServerInfo, ServerRequest, outgoing_request_id,
 };
 use serde_json::Value;
-use smol::channel::{Receiver, Sender};
-use smol::future::FutureExt;
-use smol::{Executor, Task, Timer};
 use url::Url;
 
 use super::tasks::{self, DEFAULT_RETRY, Endpoint, Inbound, Listen, Post};
@@ -31,8 +32,8 @@ const MAX_RESUMES: u32 = 5;
 
 /// Builds the handles' side and the driver future.
 pub(super) fn start(server: HttpServer, options: Options) -> (Sender<Op>, Arc<Shared>, Driver) {
-    let (ops_sender, ops) = smol::channel::unbounded();
-    let (done_sender, done) = smol::channel::bounded(1);
+    let (ops_sender, ops) = async_channel::unbounded();
+    let (done_sender, done) = async_channel::bounded(1);
     let shared = Arc::new(Shared::without_process(done));
     let mut connection = Connection::new(Instant::now(), options.core.clone());
     let mut fatal = None;
@@ -55,7 +56,7 @@ pub(super) fn start(server: HttpServer, options: Options) -> (Sender<Op>, Arc<Sh
         limit: options.core.max_line_len,
         pool: Arc::default(),
     });
-    let (inbox_sender, inbox) = smol::channel::bounded(INBOX);
+    let (inbox_sender, inbox) = async_channel::bounded(INBOX);
     let executor = Arc::new(Executor::new());
     let legacy = server.transport == HttpTransport::Sse;
     let mut driver = Loop {

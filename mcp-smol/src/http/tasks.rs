@@ -4,10 +4,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use async_channel::Sender;
 use hyper::Method;
 use hyper::body::Bytes;
 use proto::{RequestError, RequestId, SseDecoder};
-use smol::channel::Sender;
 use url::Url;
 
 use super::exchange::{self, BodyError, Outgoing, Pool, Response};
@@ -392,7 +392,7 @@ pub(super) async fn resume(
     id: RequestId,
     inbox: Sender<Inbound>,
 ) {
-    smol::Timer::after(listen.delay).await;
+    async_io::Timer::after(listen.delay).await;
     let url = listen.url.clone();
     let failed = |detail: String| Inbound::Failed {
         id,
@@ -445,7 +445,7 @@ const LISTEN_FAILURES: u32 = 3;
 pub(super) async fn listen(endpoint: Arc<Endpoint>, mut listen: Listen, inbox: Sender<Inbound>) {
     let mut failures = 0;
     loop {
-        smol::Timer::after(listen.delay).await;
+        async_io::Timer::after(listen.delay).await;
         listen.delay = DEFAULT_RETRY;
         let Ok(mut response) = endpoint.send(listen.request()).await else {
             return;

@@ -1,0 +1,28 @@
+//! Where [`connect`](crate::connect) runs drivers when the caller brings no executor: one
+//! thread of this crate's, started on first use and shared by every connection.
+//!
+//! With the pilot (a waiting caller drives its connection itself) this thread runs a driver
+//! only between calls and while callers of several tasks wait, so one is plenty.
+
+use std::future::Future;
+use std::sync::OnceLock;
+
+use async_executor::Executor;
+
+static EXECUTOR: Executor<'static> = Executor::new();
+
+/// Runs `driver` on the shared thread until it completes.
+pub(crate) fn spawn(driver: impl Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
+    static STARTED: OnceLock<Result<(), String>> = OnceLock::new();
+    let started = STARTED.get_or_init(|| {
+        let run = || async_io::block_on(EXECUTOR.run(std::future::pending::<()>()));
+        let thread = std::thread::Builder::new().name("mcp-smol".to_owned());
+        thread
+            .spawn(run)
+            .map(drop)
+            .map_err(|error| error.to_string())
+    });
+    started.clone().map_err(std::io::Error::other)?;
+    EXECUTOR.spawn(driver).detach();
+    Ok(())
+}
