@@ -68,10 +68,13 @@ impl std::error::Error for LineError {}
 #[derive(Debug)]
 pub struct LineDecoder {
     buffer: BytesMut,
+    /// Bytes of `buffer` before this have been handed out, or skipped as blank lines; they
+    /// are dropped once no line borrowed from the buffer can be alive.
+    start: usize,
+    /// How far past `start` the search for `\n` has got.
     scanned: usize,
-    /// Bytes at the front of `buffer` that belong to the line last handed out; dropped at the
-    /// next call.
-    consumed: usize,
+    /// The buffer no longer starts at the front of its allocation.
+    moved: bool,
     max_line_len: usize,
     /// Bytes up to the next `\n` belong to a line too long to keep.
     discarding: Option<Discarded>,
@@ -108,8 +111,9 @@ impl LineDecoder {
     pub fn new(max_line_len: usize) -> Self {
         Self {
             buffer: BytesMut::new(),
+            start: 0,
             scanned: 0,
-            consumed: 0,
+            moved: false,
             max_line_len,
             discarding: None,
             finished: None,
@@ -131,7 +135,7 @@ impl LineDecoder {
                     Some(self.too_long(&discarded.head, &discarded.tail, discarded.size));
             }
         }
-        if self.buffer.is_empty() {
+        if self.buffer.is_empty() && std::mem::take(&mut self.moved) {
             // Start the next line at the front of the allocation once the last line handed out
             // has been dropped; otherwise a long line lands after the old one and is moved
             // back to the front when it outgrows what is left, a second copy of every byte.
@@ -149,8 +153,9 @@ impl LineDecoder {
         };
         let mut line = self
             .buffer
-            .split_to(std::mem::take(&mut self.consumed))
+            .split_to(std::mem::take(&mut self.start))
             .freeze();
+        self.moved = true;
         line.truncate(range.end);
         line.advance(range.start);
         Some(Ok(line))
@@ -165,44 +170,51 @@ impl LineDecoder {
         }
     }
 
-    /// Finds the next line: where its content lies in the buffer, the whole line with its
-    /// terminator being the first `consumed` bytes.
+    /// Finds the next line: where its content lies in the buffer. The whole line, with its
+    /// terminator, ends at the new `start`.
     fn next_range(&mut self) -> Option<Result<Range<usize>, LineError>> {
-        self.release();
         if let Some(error) = self.finished.take() {
             return Some(Err(error));
         }
         loop {
-            let Some(offset) = memchr::memchr(b'\n', &self.buffer[self.scanned..]) else {
+            let from = self.start + self.scanned;
+            let Some(offset) = memchr::memchr(b'\n', &self.buffer[from..]) else {
                 return self.check_overflow();
             };
-            let end = self.scanned + offset;
+            let (begin, end) = (self.start, from + offset);
             self.scanned = 0;
-            self.consumed = end + 1;
+            self.start = end + 1;
             // The limit is on the content: a `\r` before the newline does not count.
-            let line = &self.buffer[..end];
+            let line = &self.buffer[begin..end];
             if line.len() - usize::from(line.ends_with(b"\r")) > self.max_line_len {
                 let edge = line.len().min(EDGE);
                 let error = self.too_long(&line[..edge], &line[line.len() - edge..], line.len());
                 self.at_stream_start = false;
                 return Some(Err(error));
             }
-            if let Some(range) = content(&self.buffer[..end], &mut self.at_stream_start) {
-                return Some(Ok(range));
+            if let Some(range) = content(line, &mut self.at_stream_start) {
+                return Some(Ok(begin + range.start..begin + range.end));
             }
-            self.release();
         }
     }
 
-    /// Drops the line last handed out.
+    /// Drops the bytes before `start`. When every byte has been handed out the buffer is just
+    /// emptied, which keeps it at the front of its allocation.
     fn release(&mut self) {
-        self.buffer.advance(std::mem::take(&mut self.consumed));
+        let start = std::mem::take(&mut self.start);
+        if start == self.buffer.len() {
+            self.buffer.clear();
+        } else if start > 0 {
+            self.buffer.advance(start);
+            self.moved = true;
+        }
     }
 
     /// Takes whatever unterminated bytes remain once the stream has ended.
     pub fn finish(&mut self) -> Option<Bytes> {
         self.release();
         let mut rest = self.buffer.split().freeze();
+        self.moved = true;
         self.scanned = 0;
         if self.discarding.take().is_some() {
             return None;
@@ -215,12 +227,13 @@ impl LineDecoder {
 
     /// Bytes held for the current partial line.
     pub fn buffered(&self) -> usize {
-        self.buffer.len() - self.consumed
+        self.buffer.len() - self.start
     }
 
     /// With no newline in sight: starts discarding the line if it is already too long.
     /// Returns `None`, for the caller to return: more bytes are needed.
     fn check_overflow<T>(&mut self) -> Option<T> {
+        self.release();
         self.scanned = self.buffer.len();
         // One byte over the limit may still be the `\r` of a line just within it.
         if self.buffer.len() <= self.max_line_len + 1 {
