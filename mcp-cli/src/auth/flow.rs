@@ -2,7 +2,6 @@
 //! the code exchange and refresh at the token endpoint.
 
 use serde::Deserialize;
-use sha2::{Digest, Sha256};
 
 use super::discovery::ServerMetadata;
 use super::http::{Http, Request, printable};
@@ -30,7 +29,8 @@ impl Pkce {
     }
 
     pub(crate) fn from_verifier(verifier: String) -> Self {
-        let challenge = urls::base64url(&Sha256::digest(verifier.as_bytes()));
+        let hash = ring::digest::digest(&ring::digest::SHA256, verifier.as_bytes());
+        let challenge = urls::base64url(hash.as_ref());
         Self {
             verifier,
             challenge,

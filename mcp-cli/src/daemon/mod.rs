@@ -18,7 +18,6 @@ use std::time::Duration;
 
 use mcp_smol::proto::Request;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 use crate::cli::{Cli, Command};
 use crate::config;
@@ -49,12 +48,12 @@ impl Place {
         let files: Vec<PathBuf> = (config::discover(configs, env, &cwd).into_iter())
             .map(|(path, _)| path)
             .collect();
-        let mut hash = Sha256::new();
+        let mut hash = ring::digest::Context::new(&ring::digest::SHA256);
         for file in &files {
             hash.update(file.as_os_str().as_encoded_bytes());
-            hash.update([0]);
+            hash.update(&[0]);
         }
-        let key: String = (hash.finalize().iter().take(6))
+        let key: String = (hash.finish().as_ref().iter().take(6))
             .map(|byte| format!("{byte:02x}"))
             .collect();
         let dir = match env("XDG_RUNTIME_DIR").filter(|dir| !dir.is_empty()) {

@@ -17,7 +17,6 @@ use std::sync::{Mutex, PoisonError};
 use mcp_smol::proto::Tool;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
-use sha2::{Digest, Sha256};
 
 use crate::config::{read_original, write_back};
 use crate::logs::log_path;
@@ -252,8 +251,11 @@ fn canonical(value: &Value) -> Value {
 }
 
 fn digest(definition: &Value) -> String {
-    let hash = Sha256::digest(definition.to_string().as_bytes());
-    hash.iter().map(|byte| format!("{byte:02x}")).collect()
+    let hash = ring::digest::digest(&ring::digest::SHA256, definition.to_string().as_bytes());
+    hash.as_ref()
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
 }
 
 /// How `tool` differs from `pin`, or `None` when it does not.
