@@ -26,7 +26,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_signal::{Signal, Signals};
-use clap::Parser;
 use smol::stream::StreamExt;
 
 use crate::commands::Context;
@@ -40,7 +39,7 @@ use crate::hub::{Hub, Settings};
 /// ignored by the process once it has returned: fine for the binary, which exits at once.
 pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
     let args: Vec<OsString> = args.into_iter().collect();
-    let cli = match cli::Cli::try_parse_from(&args) {
+    let cli = match cli::Cli::parse_args(&args) {
         Ok(cli) => cli,
         // --help and --version are clap "errors" that print to stdout and succeed.
         Err(error) if !error.use_stderr() => {
