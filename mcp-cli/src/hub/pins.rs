@@ -64,6 +64,31 @@ struct Pin {
     definition: Value,
 }
 
+/// A pin file as read for checking: each tool's digest. The definitions are skipped, not
+/// built: they are needed only to show a change, and building them was most of what reading
+/// the pins cost a cold call.
+#[derive(Debug, Default, Deserialize)]
+struct Digests {
+    tools: BTreeMap<String, Digest>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Digest {
+    sha256: String,
+}
+
+impl From<&PinFile> for Digests {
+    fn from(file: &PinFile) -> Self {
+        let tools = (file.tools.iter())
+            .map(|(name, pin)| {
+                let sha256 = pin.sha256.clone();
+                (name.clone(), Digest { sha256 })
+            })
+            .collect();
+        Digests { tools }
+    }
+}
+
 impl Pin {
     fn of(tool: &Tool) -> Pin {
         let definition = definition(tool);
@@ -86,7 +111,7 @@ pub(crate) struct Pins {
 #[derive(Debug)]
 struct Observed {
     stamp: Option<Stamp>,
-    read: Result<PinFile, String>,
+    read: Result<Digests, String>,
 }
 
 /// Modification time and length: what tells, without reading it, that a pin file changed.
@@ -122,18 +147,19 @@ impl Pins {
         if self.lock().get(server).is_some_and(unchanged) {
             return;
         }
-        let read = read_pins(&path).and_then(|(original, mut file)| {
-            let mut added = false;
+        let read = read_digests(&path).and_then(|digests| {
+            if tools.iter().all(|t| digests.tools.contains_key(&t.name)) {
+                return Ok(digests);
+            }
+            // New tools to pin: the whole file is read, added to and written back.
+            let (original, mut file) = read_pins(&path)?;
             for tool in tools {
                 if !file.tools.contains_key(&tool.name) {
                     file.tools.insert(tool.name.clone(), Pin::of(tool));
-                    added = true;
                 }
             }
-            if added {
-                write_pins(&path, &original, &file)?;
-            }
-            Ok(file)
+            write_pins(&path, &original, &file)?;
+            Ok(Digests::from(&file))
         });
         let observed = Observed {
             stamp: stamp(&path),
@@ -150,14 +176,23 @@ impl Pins {
 
     /// How `tool` differs from its pin, if it does (or if the pins cannot be read).
     pub(crate) fn check(&self, server: &str, tool: &Tool) -> Option<PinChange> {
-        self.dir.as_ref()?;
-        let by_server = self.lock();
-        match &by_server.get(server)?.read {
-            Ok(file) => changed(file.tools.get(&tool.name)?, tool),
-            Err(why) => Some(PinChange {
-                fields: vec![format!("pins unreadable ({why})")],
-                diff: Vec::new(),
-            }),
+        let dir = self.dir.as_ref()?;
+        let unreadable = |why: &str| PinChange {
+            fields: vec![format!("pins unreadable ({why})")],
+            diff: Vec::new(),
+        };
+        let pinned = match &self.lock().get(server)?.read {
+            Ok(digests) => digests.tools.get(&tool.name)?.sha256.clone(),
+            Err(why) => return Some(unreadable(why)),
+        };
+        if Pin::of(tool).sha256 == pinned {
+            return None;
+        }
+        // Changed: the pinned definition, read only now, shows how.
+        let path = log_path(dir, server).with_extension("json");
+        match read_pins(&path) {
+            Ok((_, file)) => changed(file.tools.get(&tool.name)?, tool),
+            Err(why) => Some(unreadable(&why)),
         }
     }
 
@@ -195,7 +230,7 @@ impl Pins {
         write_pins(&path, &original, &new)?;
         let observed = Observed {
             stamp: stamp(&path),
-            read: Ok(new),
+            read: Ok(Digests::from(&new)),
         };
         self.lock().insert(server.to_owned(), observed);
         Ok(changes)
@@ -210,6 +245,15 @@ fn read_pins(path: &Path) -> Result<(crate::config::Original, PinFile), String> 
         None => PinFile::default(),
     };
     Ok((original, file))
+}
+
+fn read_digests(path: &Path) -> Result<Digests, String> {
+    let original = read_original(path).map_err(|error| error.0)?;
+    match &original.text {
+        Some(text) => serde_json::from_str(text)
+            .map_err(|error| format!("{} is not a pin file: {error}", path.display())),
+        None => Ok(Digests::default()),
+    }
 }
 
 fn write_pins(
