@@ -173,7 +173,7 @@ impl Client {
     /// A stream of the server's notifications from now on. It holds the latest 1024; when the
     /// receiver falls further behind, newer ones are dropped rather than blocking the driver.
     pub async fn notifications(&self) -> Receiver<Notification> {
-        let (sender, receiver) = async_channel::bounded(1024);
+        let (sender, receiver) = async_channel::unbounded();
         let _ = self.ops.send(Op::Subscribe(sender)).await;
         receiver
     }

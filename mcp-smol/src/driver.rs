@@ -267,6 +267,22 @@ impl Wiring {
     }
 }
 
+/// How many notifications a subscriber may fall behind before newer ones are dropped for it.
+const NOTIFICATION_BACKLOG: usize = 1024;
+
+/// Passes `notification` to every subscriber still listening, except one that has fallen
+/// [`NOTIFICATION_BACKLOG`] behind: a slow reader must not block the driver, nor grow our
+/// memory without bound. (Unbounded channels with this check, where bounded ones would
+/// allocate the whole backlog for each subscriber up front.)
+pub(crate) fn notify(subscribers: &mut Vec<Sender<Notification>>, notification: &Notification) {
+    subscribers.retain(|subscriber| {
+        if subscriber.len() >= NOTIFICATION_BACKLOG {
+            return !subscriber.is_closed();
+        }
+        subscriber.try_send(notification.clone()).is_ok()
+    });
+}
+
 /// Kills the whole group if the driver is dropped before it finished: nothing may outlive us.
 struct GroupGuard(u32);
 
@@ -534,11 +550,7 @@ impl Loop {
                     let _ = waiter.try_send(result.map_err(Error::from_request));
                 }
             }
-            Event::Notification(notification) => {
-                self.subscribers.retain(
-                    |s| !matches!(s.try_send(notification.clone()), Err(e) if e.is_closed()),
-                );
-            }
+            Event::Notification(notification) => notify(&mut self.subscribers, &notification),
             Event::ServerRequest(request) => self.pass_on(request),
             Event::Malformed(error) => self.last_skipped = Some(error.to_string()),
             Event::Closed(_) => {}

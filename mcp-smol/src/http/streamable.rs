@@ -20,7 +20,7 @@ use url::Url;
 
 use super::tasks::{self, DEFAULT_RETRY, Endpoint, Inbound, Listen, Post};
 use super::{HttpServer, HttpTransport};
-use crate::driver::{Driver, Op, Reply, Shared};
+use crate::driver::{Driver, Op, Reply, Shared, notify};
 use crate::{Disconnect, Error, Options};
 
 /// How many reports from exchanges may wait for the driver before they wait to send more.
@@ -603,11 +603,7 @@ impl Loop {
                     let _ = waiter.try_send(result.map_err(Error::from_request));
                 }
             }
-            Event::Notification(notification) => {
-                self.subscribers.retain(
-                    |s| !matches!(s.try_send(notification.clone()), Err(e) if e.is_closed()),
-                );
-            }
+            Event::Notification(notification) => notify(&mut self.subscribers, &notification),
             Event::ServerRequest(request) => self.pass_on(request),
             Event::Malformed(_) | Event::Closed(_) => {}
         }

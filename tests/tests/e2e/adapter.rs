@@ -195,6 +195,23 @@ fn list_changed_is_surfaced() {
 }
 
 #[test]
+fn a_subscriber_that_never_reads_keeps_the_latest_1024_and_holds_nothing_up() {
+    bounded(async {
+        let client = start(&fixture("flood-notifications", &[]), quick());
+        let unread = client.notifications().await;
+        // Each call brings 11,000 notifications; none of them is read.
+        for round in 0..2 {
+            let answer = client
+                .call_tool("echo", echo_args(&round.to_string()))
+                .await;
+            assert_eq!(text(&answer.unwrap()), round.to_string());
+        }
+        assert_eq!(unread.len(), 1024);
+        close_and_check(&client).await;
+    });
+}
+
+#[test]
 fn dropping_the_last_handle_shuts_the_server_down() {
     let pid = bounded(async {
         let client = start(&fixture("good", &[]), quick());
