@@ -170,8 +170,9 @@ impl Client {
         Ok(pager.finish())
     }
 
-    /// A stream of the server's notifications from now on. It holds the latest 1024; when the
-    /// receiver falls further behind, newer ones are dropped rather than blocking the driver.
+    /// A stream of the server's notifications from now on. It holds up to 1024 unread; while
+    /// the receiver is that far behind, further ones are dropped rather than blocking the
+    /// driver.
     pub async fn notifications(&self) -> Receiver<Notification> {
         let (sender, receiver) = async_channel::unbounded();
         let _ = self.ops.send(Op::Subscribe(sender)).await;

@@ -195,7 +195,7 @@ fn list_changed_is_surfaced() {
 }
 
 #[test]
-fn a_subscriber_that_never_reads_keeps_the_latest_1024_and_holds_nothing_up() {
+fn a_subscriber_that_never_reads_holds_1024_and_holds_nothing_up() {
     bounded(async {
         let client = start(&fixture("flood-notifications", &[]), quick());
         let unread = client.notifications().await;
