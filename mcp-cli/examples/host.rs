@@ -26,7 +26,7 @@ fn main() {
         ..Settings::default()
     };
     let hub = Hub::new(config, settings);
-    let code = smol::block_on(async {
+    let code = async_io::block_on(async {
         let code = host(&hub, &args).await;
         hub.shutdown().await;
         code

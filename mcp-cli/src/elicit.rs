@@ -22,7 +22,7 @@ pub(crate) fn handler(yes: bool) -> ElicitHandler {
                 };
             }
             // Off the executor's thread, so that Ctrl-C is still noticed while we wait.
-            smol::unblock(move || {
+            blocking::unblock(move || {
                 let _paused = spinner::pause();
                 let mut input = std::io::stdin().lock();
                 form(&elicitation, &mut input, &mut std::io::stderr())

@@ -26,7 +26,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_signal::{Signal, Signals};
-use smol::stream::StreamExt;
+use futures_lite::stream::StreamExt;
 
 use crate::commands::Context;
 use crate::exit::{Exit, Failure};
@@ -60,7 +60,7 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
     let env = |key: &str| std::env::var(key).ok();
     // Drivers run on the main thread's executor, so a call crosses no thread on its way to
     // the server and back.
-    let executor = Arc::new(smol::Executor::new());
+    let executor = Arc::new(async_executor::Executor::new());
     // Watch before any server starts, so that none can outlive a signal.
     let mut signals = match Signals::new([Signal::Int, Signal::Term, Signal::Hup]) {
         Ok(signals) => signals,
@@ -77,12 +77,12 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
     // While a daemon serves these config files, it runs the command with its warm servers.
     let warm = async {
         let warm = daemon::run_warm(&cli, &args, &env);
-        smol::future::or(async { warm.await.map(Ending::Warm) }, async {
+        futures_lite::future::or(async { warm.await.map(Ending::Warm) }, async {
             Some(Ending::Signal(next_signal(&mut signals).await))
         })
         .await
     };
-    match smol::block_on(warm) {
+    match async_io::block_on(warm) {
         Some(Ending::Warm(code)) => return code,
         Some(Ending::Signal(signal)) => return 128 + signal as i32,
         _ => {}
@@ -114,7 +114,7 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
             call_timeout: cli.timeout,
             executor: executor.clone(),
         };
-        smol::block_on(executor.run(until_signal(&mut ctx, cli.command, signals)))
+        async_io::block_on(executor.run(until_signal(&mut ctx, cli.command, signals)))
     });
     match outcome {
         Ok(Ending::Done(Ok(exit))) => exit.code(),
@@ -168,7 +168,7 @@ async fn until_signal(ctx: &mut Context, command: cli::Command, mut signals: Sig
     let done = async { Ending::Done(commands::dispatch(ctx, command).await) };
     let signalled = async { Ending::Signal(next_signal(&mut signals).await) };
     // The command is dropped as soon as a signal wins, so it prints nothing more.
-    let ending = smol::future::or(done, signalled).await;
+    let ending = futures_lite::future::or(done, signalled).await;
     // Read afterwards: `serve` and the daemon put a hub of their own in the context.
     let hub = ctx.hub.clone();
     match ending {

@@ -18,7 +18,7 @@ pub(crate) fn handler(yes: bool) -> AskHandler {
                 return Err("there is no terminal to ask on; pass --yes to allow it".to_owned());
             }
             // Off the executor's thread, so that Ctrl-C is still noticed while we wait.
-            smol::unblock(move || ask_on_terminal(&ask)).await
+            blocking::unblock(move || ask_on_terminal(&ask)).await
         })
     })
 }

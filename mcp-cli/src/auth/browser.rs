@@ -5,7 +5,7 @@ use std::process::{Command, Stdio};
 /// Tries to open `url`; whether some opener accepted it. Never fatal: the caller prints the
 /// URL either way and keeps waiting.
 pub(crate) async fn open(url: String, browser_env: Option<String>) -> bool {
-    smol::unblock(move || {
+    blocking::unblock(move || {
         candidates(browser_env)
             .into_iter()
             .any(|argv| run(&argv, &url))

@@ -359,7 +359,7 @@ mod tests {
                 "http://as/tenant/.well-known/openid-configuration",
                 as_metadata("http://as/tenant"),
             );
-        let found = smol::block_on(discover(&http, "http://rs/mcp", None)).expect("discovered");
+        let found = async_io::block_on(discover(&http, "http://rs/mcp", None)).expect("discovered");
         assert_eq!(found.resource, "http://rs");
         assert_eq!(found.server.token_endpoint, "http://as/tenant/token");
         assert_eq!(
@@ -386,7 +386,8 @@ mod tests {
             resource_metadata: Some("http://rs/custom".into()),
             ..Bearer::default()
         };
-        let found = smol::block_on(discover(&http, "http://rs/mcp", Some(&bearer))).expect("ok");
+        let found =
+            async_io::block_on(discover(&http, "http://rs/mcp", Some(&bearer))).expect("ok");
         assert_eq!(found.resource, "http://rs/mcp");
         assert_eq!(found.scopes_supported, Some(vec!["x".to_owned()]));
         assert_eq!(http.urls()[0], "GET http://rs/custom");
@@ -398,7 +399,8 @@ mod tests {
             "http://rs/.well-known/oauth-protected-resource/mcp",
             json!({"resource": "http://elsewhere/mcp", "authorization_servers": ["http://as"]}),
         );
-        let error = smol::block_on(discover(&http, "http://rs/mcp", None)).expect_err("mismatch");
+        let error =
+            async_io::block_on(discover(&http, "http://rs/mcp", None)).expect_err("mismatch");
         assert!(
             error.contains("is for http://elsewhere/mcp, not for http://rs/mcp"),
             "{error}"
@@ -413,7 +415,7 @@ mod tests {
                 "http://as/.well-known/oauth-authorization-server",
                 as_metadata("https://evil"),
             );
-        let error = smol::block_on(discover(&http, "http://rs/mcp", None)).expect_err("mix-up");
+        let error = async_io::block_on(discover(&http, "http://rs/mcp", None)).expect_err("mix-up");
         assert!(
             error.contains("names issuer https://evil, not http://as"),
             "{error}"
@@ -423,7 +425,7 @@ mod tests {
     #[test]
     fn falls_back_to_the_origin_as_2025_03_26_servers_need() {
         let http = Canned::default();
-        let found = smol::block_on(discover(&http, "http://rs/mcp", None)).expect("defaults");
+        let found = async_io::block_on(discover(&http, "http://rs/mcp", None)).expect("defaults");
         assert_eq!(found.server.authorization_endpoint, "http://rs/authorize");
         assert_eq!(
             found.server.registration_endpoint.as_deref(),
@@ -435,7 +437,7 @@ mod tests {
             "http://rs/.well-known/oauth-authorization-server",
             as_metadata("http://rs/oauth"),
         );
-        let found = smol::block_on(discover(&http, "http://rs/mcp", None)).expect("metadata");
+        let found = async_io::block_on(discover(&http, "http://rs/mcp", None)).expect("metadata");
         assert_eq!(found.server.issuer, "http://rs/oauth");
     }
 
@@ -450,7 +452,7 @@ mod tests {
                 body: b"<html>".to_vec(),
             },
         );
-        let error = smol::block_on(discover(&http, "http://rs/mcp", None)).expect_err("html");
+        let error = async_io::block_on(discover(&http, "http://rs/mcp", None)).expect_err("html");
         assert!(
             error.starts_with("the protected-resource metadata at http://rs/.well-known/oauth-protected-resource/mcp is not valid"),
             "{error}"

@@ -446,7 +446,7 @@ mod tests {
             });
         let url = authorize_url(&server(), &client("none", None), &attempt());
         assert_eq!(
-            smol::block_on(follow(&http, &url, &attempt(), &server())),
+            async_io::block_on(follow(&http, &url, &attempt(), &server())),
             Ok("xyz".into())
         );
 
@@ -455,7 +455,8 @@ mod tests {
             headers: vec![],
             body: b"<html>log in".to_vec(),
         });
-        let error = smol::block_on(follow(&form, &url, &attempt(), &server())).expect_err("page");
+        let error =
+            async_io::block_on(follow(&form, &url, &attempt(), &server())).expect_err("page");
         assert!(
             error.contains("answered HTTP 200 instead of redirecting"),
             "{error}"
@@ -482,7 +483,7 @@ mod tests {
             assert!(form.contains(&("resource".into(), "http://rs/mcp".into())));
             assert!(!request.headers.iter().any(|(k, _)| k == "Authorization"));
         });
-        let tokens = smol::block_on(exchange(
+        let tokens = async_io::block_on(exchange(
             &http,
             "http://as/token",
             &client("none", None),
@@ -504,7 +505,7 @@ mod tests {
             assert_eq!(auth.as_deref(), Some("Basic aWQlM0ExOnMlMjB4"));
             assert!(!form_of(request).iter().any(|(k, _)| k == "client_secret"));
         });
-        smol::block_on(exchange(
+        async_io::block_on(exchange(
             &http,
             "http://as/token",
             &client("client_secret_basic", Some("s x")),
@@ -516,7 +517,7 @@ mod tests {
         let http = token_endpoint(|request| {
             assert!(form_of(request).contains(&("client_secret".into(), "s x".into())));
         });
-        smol::block_on(exchange(
+        async_io::block_on(exchange(
             &http,
             "http://as/token",
             &client("client_secret_post", Some("s x")),
@@ -539,7 +540,7 @@ mod tests {
             issued_at: None,
             scopes: vec!["s".into()],
         };
-        let new = smol::block_on(refresh(
+        let new = async_io::block_on(refresh(
             &http,
             "http://as/token",
             &client("none", None),
@@ -554,7 +555,7 @@ mod tests {
         let refused = Canned::default().on("POST", "http://as/token", |_| {
             answer(400, json!({"error": "invalid_grant"}))
         });
-        let error = smol::block_on(refresh(
+        let error = async_io::block_on(refresh(
             &refused,
             "http://as/token",
             &client("none", None),

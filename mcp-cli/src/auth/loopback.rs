@@ -7,8 +7,8 @@
 use std::io;
 use std::time::Duration;
 
-use smol::io::{AsyncReadExt, AsyncWriteExt};
-use smol::net::{TcpListener, TcpStream};
+use async_net::{TcpListener, TcpStream};
+use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::urls::Url;
 
@@ -43,8 +43,8 @@ impl Loopback {
         loop {
             let (mut stream, _) = (self.listener.accept().await)
                 .map_err(|error| format!("the login callback listener failed: {error}"))?;
-            let target = smol::future::or(read_target(&mut stream), async {
-                smol::Timer::after(REQUEST_TIMEOUT).await;
+            let target = futures_lite::future::or(read_target(&mut stream), async {
+                async_io::Timer::after(REQUEST_TIMEOUT).await;
                 None
             })
             .await;
@@ -135,26 +135,24 @@ mod tests {
 
     #[test]
     fn waits_for_the_callback_and_answers_the_browser() {
-        smol::block_on(async {
+        async_io::block_on(async {
             let loopback = Loopback::bind(0).await.expect("bind");
             let port = loopback.port;
             assert_eq!(
                 loopback.redirect_uri(),
                 format!("http://127.0.0.1:{port}/callback")
             );
-            let browser = smol::spawn(async move {
+            let browser = async move {
                 let favicon = get(port, "/favicon.ico").await;
                 let callback = get(port, "/callback?code=c&state=<s>").await;
                 (favicon, callback)
+            };
+            let wait = loopback.wait(|url| match url.param("state").as_deref() {
+                Some("ok") => Ok(()),
+                other => Err(format!("state {other:?}")),
             });
-            let outcome = loopback
-                .wait(|url| match url.param("state").as_deref() {
-                    Some("ok") => Ok(()),
-                    other => Err(format!("state {other:?}")),
-                })
-                .await;
+            let (outcome, (favicon, callback)) = futures_lite::future::zip(wait, browser).await;
             assert_eq!(outcome, Err("state Some(\"<s>\")".into()));
-            let (favicon, callback) = browser.await;
             assert!(favicon.starts_with("HTTP/1.1 404"), "{favicon}");
             assert!(callback.starts_with("HTTP/1.1 400"), "{callback}");
             assert!(

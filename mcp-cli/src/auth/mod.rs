@@ -186,7 +186,7 @@ pub struct OAuth {
     url: String,
     settings: Settings,
     http: Box<dyn Http>,
-    state: smol::lock::Mutex<State>,
+    state: async_lock::Mutex<State>,
     /// Bumped on every new token, so a challenge that raced a login can tell it is stale.
     generation: AtomicU64,
 }
@@ -231,7 +231,7 @@ impl OAuth {
             url: url.to_owned(),
             settings,
             http,
-            state: smol::lock::Mutex::new(State {
+            state: async_lock::Mutex::new(State {
                 record,
                 ..State::default()
             }),
@@ -430,7 +430,7 @@ impl OAuth {
         );
         // The opener runs beside the wait: a text-mode browser in `$BROWSER` only exits once
         // it is done, which needs our loopback answering it.
-        let opener = smol::spawn(browser::open(url.to_owned(), self.settings.browser.clone()));
+        let opener = browser::open(url.to_owned(), self.settings.browser.clone());
         let notice = async {
             if !opener.await {
                 eprintln!("No browser could be opened: open the URL above yourself.");
@@ -439,13 +439,13 @@ impl OAuth {
         };
         let wait = loopback.wait(|redirect| flow::read_redirect(redirect, attempt, &found.server));
         let timeout = async {
-            smol::Timer::after(self.settings.login_timeout).await;
+            async_io::Timer::after(self.settings.login_timeout).await;
             Err(format!(
                 "the login for {} was not finished within {minutes} minutes",
                 self.name
             ))
         };
-        smol::future::or(wait, smol::future::or(timeout, notice)).await
+        futures_lite::future::or(wait, futures_lite::future::or(timeout, notice)).await
     }
 
     fn needs_login(&self) -> String {

@@ -167,7 +167,7 @@ mod tests {
             "token_endpoint_auth_methods_supported": ["client_secret_post"],
             "client_id_metadata_document_supported": true,
         }));
-        let client = smol::block_on(client(
+        let client = async_io::block_on(client(
             &Canned::default(),
             &server,
             &identity,
@@ -188,8 +188,9 @@ mod tests {
         let with = server(
             json!({"client_id_metadata_document_supported": true, "registration_endpoint": "http://as/register"}),
         );
-        let client = smol::block_on(client(&Canned::default(), &with, &identity, None, REDIRECT))
-            .expect("client");
+        let client =
+            async_io::block_on(client(&Canned::default(), &with, &identity, None, REDIRECT))
+                .expect("client");
         assert_eq!(
             (client.client_id.as_str(), client.auth_method.as_str()),
             ("https://me/client.json", "none")
@@ -204,12 +205,13 @@ mod tests {
             answer(201, json!({"client_id": "new", "client_secret": "sec", "token_endpoint_auth_method": "client_secret_basic"}))
         });
         let server = server(json!({"registration_endpoint": "http://as/register"}));
-        let fresh = smol::block_on(client(&http, &server, &Identity::default(), None, REDIRECT))
-            .expect("registered");
+        let fresh =
+            async_io::block_on(client(&http, &server, &Identity::default(), None, REDIRECT))
+                .expect("registered");
         assert_eq!(fresh.client_id, "new");
         assert_eq!(fresh.auth_method, "client_secret_basic");
         assert_eq!(fresh.client_secret, Some(Secret("sec".into())));
-        let again = smol::block_on(client(
+        let again = async_io::block_on(client(
             &http,
             &server,
             &Identity::default(),
@@ -223,7 +225,7 @@ mod tests {
 
     #[test]
     fn no_way_to_register_says_what_to_configure() {
-        let error = smol::block_on(client(
+        let error = async_io::block_on(client(
             &Canned::default(),
             &server(json!({})),
             &Identity::default(),
@@ -238,7 +240,7 @@ mod tests {
                 json!({"error": "invalid_redirect_uri", "error_description": "no"}),
             )
         });
-        let error = smol::block_on(client(
+        let error = async_io::block_on(client(
             &http,
             &server(json!({"registration_endpoint": "http://as/register"})),
             &Identity::default(),

@@ -99,7 +99,7 @@ fn a_401_logs_in_and_the_token_is_used_and_kept() {
         settings(&dir, Login::Follow),
         Box::new(server(seen.clone(), 3600)),
     );
-    smol::block_on(async {
+    async_io::block_on(async {
         assert_eq!(oauth.authorization().await, Ok(None));
         let header =
             r#"Bearer resource_metadata="http://rs/.well-known/oauth-protected-resource/mcp""#;
@@ -131,7 +131,7 @@ fn a_401_logs_in_and_the_token_is_used_and_kept() {
     let quiet = Canned::default();
     let again = OAuth::with_http("fx", RS, settings(&dir, Login::Never), Box::new(quiet));
     assert_eq!(
-        smol::block_on(again.authorization()),
+        async_io::block_on(again.authorization()),
         Ok(Some("Bearer token-1".into()))
     );
     assert!(reset(&dir, "fx").expect("reset"));
@@ -150,7 +150,7 @@ fn never_mode_does_not_log_in_and_expired_tokens_refresh() {
         Box::new(server(seen.clone(), 10)),
     );
     assert_eq!(
-        smol::block_on(never.challenged(&challenge(401, "Bearer"))),
+        async_io::block_on(never.challenged(&challenge(401, "Bearer"))),
         Ok(false)
     );
     assert!(seen.lock().expect("seen").authorizations.is_empty());
@@ -162,7 +162,7 @@ fn never_mode_does_not_log_in_and_expired_tokens_refresh() {
         settings(&dir, Login::Follow),
         Box::new(server(seen.clone(), 3600)),
     );
-    smol::block_on(async {
+    async_io::block_on(async {
         assert_eq!(follow.challenged(&challenge(401, "Bearer")).await, Ok(true));
         assert_eq!(
             follow.authorization().await,
@@ -198,7 +198,7 @@ fn a_403_steps_up_with_the_union_of_scopes_once() {
         settings(&dir, Login::Follow),
         Box::new(server(seen.clone(), 3600)),
     );
-    smol::block_on(async {
+    async_io::block_on(async {
         assert_eq!(
             oauth
                 .challenged(&challenge(401, r#"Bearer scope="read""#))
@@ -236,7 +236,7 @@ fn logins_are_limited() {
         .map(|n| {
             // A server that keeps asking for a new scope each time.
             let header = format!(r#"Bearer error="insufficient_scope", scope="s{n}""#);
-            smol::block_on(oauth.challenged(&challenge(403, &header)))
+            async_io::block_on(oauth.challenged(&challenge(403, &header)))
         })
         .collect();
     assert_eq!(outcomes[..3], [Ok(true), Ok(true), Ok(true)]);
@@ -259,7 +259,7 @@ fn errors_name_the_server_and_the_step() {
             |_| answer(200, json!({"resource": RS, "authorization_servers": []})),
         )),
     );
-    let error = smol::block_on(oauth.challenged(&challenge(401, "Bearer"))).expect_err("no AS");
+    let error = async_io::block_on(oauth.challenged(&challenge(401, "Bearer"))).expect_err("no AS");
     assert_eq!(
         error,
         "authorizing fx (http://rs/mcp): the protected-resource metadata at \
@@ -290,11 +290,11 @@ fn login_now_probes_the_server_for_its_challenge() {
         body: vec![],
     });
     let oauth = OAuth::with_http("fx", RS, settings(&dir, Login::Follow), Box::new(guarded));
-    smol::block_on(oauth.login_now()).expect("login");
+    async_io::block_on(oauth.login_now()).expect("login");
     // A server that lets initialize through but publishes resource metadata: its scopes.
     let open = server(seen.clone(), 3600).on("POST", RS, |_| answer(200, json!({})));
     let oauth = OAuth::with_http("fx", RS, settings(&dir, Login::Follow), Box::new(open));
-    smol::block_on(oauth.login_now()).expect("login");
+    async_io::block_on(oauth.login_now()).expect("login");
     let scopes: Vec<_> = (seen.lock().expect("seen").authorizations.iter())
         .map(|u| u.param("scope"))
         .collect();
@@ -302,7 +302,7 @@ fn login_now_probes_the_server_for_its_challenge() {
     // One that publishes nothing needs no login.
     let plain = Canned::default().on("POST", RS, |_| answer(200, json!({})));
     let oauth = OAuth::with_http("fx", RS, settings(&dir, Login::Follow), Box::new(plain));
-    let error = smol::block_on(oauth.login_now()).expect_err("no login");
+    let error = async_io::block_on(oauth.login_now()).expect_err("no login");
     assert!(error.ends_with("fx needs no login"), "{error}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -107,7 +107,7 @@ fn split_target<'a>(
 async fn read_args_json(text: &str) -> Result<Value, Failure> {
     let text = if text == "-" {
         // Off the executor's thread, so that Ctrl-C is still noticed while stdin is awaited.
-        let read = smol::unblock(|| {
+        let read = blocking::unblock(|| {
             let mut input = String::new();
             std::io::stdin().read_to_string(&mut input).map(|_| input)
         });

@@ -69,7 +69,7 @@ async fn start(ctx: &mut Context, place: &Place, idle: u64) -> Result<Exit, Fail
         .stderr(log_file);
     let mut child = command.spawn().map_err(cannot)?;
     // It says `ready` once its socket takes connections; EOF first means it gave up.
-    let ready = smol::unblock(move || {
+    let ready = blocking::unblock(move || {
         let stdout = child.stdout.take()?;
         let mut line = String::new();
         BufReader::new(stdout).read_line(&mut line).ok()?;

@@ -44,7 +44,7 @@ pub(crate) struct Context {
     pub(crate) call_timeout: Option<std::time::Duration>,
     /// Runs the hub's servers, on the command's thread. A command that builds a hub of its own
     /// gives it this executor and puts it in [`hub`](Self::hub), so that a signal stops it.
-    pub(crate) executor: std::sync::Arc<smol::Executor<'static>>,
+    pub(crate) executor: std::sync::Arc<async_executor::Executor<'static>>,
 }
 
 pub(crate) async fn dispatch(ctx: &mut Context, command: Command) -> Result<Exit, Failure> {

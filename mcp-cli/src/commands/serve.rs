@@ -54,8 +54,8 @@ pub(crate) async fn run(ctx: &mut Context, proxy: bool, named: &[String]) -> Res
         daemon: None,
         executor: ctx.executor.clone(),
     });
-    let stdin = smol::Unblock::new(std::io::stdin());
-    let stdout = smol::Unblock::new(std::io::stdout());
+    let stdin = blocking::Unblock::new(std::io::stdin());
+    let stdout = blocking::Unblock::new(std::io::stdout());
     gateway.serve(stdin, stdout, Some(watch)).await;
     hub.shutdown().await;
     Ok(Exit::Success)

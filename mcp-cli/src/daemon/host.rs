@@ -8,11 +8,11 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
+use async_channel::{Receiver, Sender};
 use clap::Parser;
+use futures_lite::future::FutureExt;
 use mcp_smol::proto::RpcError;
 use serde_json::{Value, json};
-use smol::channel::{Receiver, Sender};
-use smol::future::FutureExt;
 
 use super::Place;
 use crate::cli::{Cli, Command};
@@ -30,7 +30,7 @@ pub(crate) struct Daemon {
     files: Vec<(PathBuf, bool)>,
     hub: Hub,
     /// Runs the hub's servers and every connection.
-    executor: Arc<smol::Executor<'static>>,
+    executor: Arc<async_executor::Executor<'static>>,
     log_dir: PathBuf,
     idle: Duration,
     started: Instant,
@@ -82,7 +82,7 @@ pub(crate) async fn run(ctx: &mut Context, idle: Duration) -> Result<Exit, Failu
     let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
     let files: Vec<(PathBuf, bool)> = config::discover(configs, &env, &cwd);
     let config = config::load(&files, &env, &cwd).map_err(|error| Failure::usage(error.0))?;
-    let listener = smol::net::unix::UnixListener::bind(&place.socket)
+    let listener = async_net::unix::UnixListener::bind(&place.socket)
         .map_err(|e| Failure::usage(format!("cannot listen on {}: {e}", place.socket.display())))?;
     let _remove = RemoveOnDrop(place.socket.clone());
     // The command's own executor runs the servers' drivers and every connection, on its
@@ -101,7 +101,7 @@ pub(crate) async fn run(ctx: &mut Context, idle: Duration) -> Result<Exit, Failu
     let hub = Hub::new(config, settings);
     // The command's hub from now on, which a signal terminates.
     ctx.hub = hub.clone();
-    let (stop, stopped) = smol::channel::bounded(1);
+    let (stop, stopped) = async_channel::bounded(1);
     let daemon = Arc::new(Daemon {
         seen: Mutex::new(Seen {
             stamps: stamps(&place.files),
@@ -142,12 +142,12 @@ impl Daemon {
     /// Takes connections until stopped or idle.
     async fn accept(
         self: &Arc<Self>,
-        listener: smol::net::unix::UnixListener,
+        listener: async_net::unix::UnixListener,
         stopped: Receiver<()>,
     ) {
         loop {
             enum Wake {
-                Connection(std::io::Result<smol::net::unix::UnixStream>),
+                Connection(std::io::Result<async_net::unix::UnixStream>),
                 Stop,
                 Tick,
             }
@@ -158,7 +158,7 @@ impl Daemon {
                 Wake::Stop
             };
             let tick = async {
-                smol::Timer::at(deadline).await;
+                async_io::Timer::at(deadline).await;
                 Wake::Tick
             };
             match accepted.or(stop).or(tick).await {
@@ -193,7 +193,7 @@ impl Daemon {
     }
 
     /// One host session: the gateway over the connection, for our own user only.
-    fn serve(self: &Arc<Self>, stream: smol::net::unix::UnixStream) {
+    fn serve(self: &Arc<Self>, stream: async_net::unix::UnixStream) {
         if !super::same_user(&stream) {
             eprintln!("mcp-cli daemon: refused a connection from another user");
             return;

@@ -101,7 +101,7 @@ pub(crate) fn same_user(socket: impl AsFd) -> bool {
 /// Connects to the daemon at `place` as an MCP client, if one runs there and is ours.
 pub(crate) async fn connect(place: &Place) -> Option<mcp_smol::Client> {
     place.check_dir(false).ok()?;
-    let stream = smol::net::unix::UnixStream::connect(&place.socket)
+    let stream = async_net::unix::UnixStream::connect(&place.socket)
         .await
         .ok()?;
     if !same_user(&stream) {

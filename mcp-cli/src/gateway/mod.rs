@@ -11,11 +11,11 @@ mod watch;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use async_channel::Receiver;
+use futures_lite::future::FutureExt;
 use mcp_smol::proto::{ClientInfo, HostRequestId, Request, RpcError, ServerConfig, ServerEvent};
 use mcp_smol::{ServeDriver, Server};
 use serde_json::{Map, Value, json};
-use smol::channel::Receiver;
-use smol::future::FutureExt;
 
 use crate::hub::{Ask, AskHandler, Hub, HubError, HubEvent, ToolEntry};
 
@@ -92,7 +92,7 @@ pub(crate) struct Gateway {
     /// Set on the daemon's socket, whose private methods (`mcp-cli/...`) it answers.
     pub(crate) daemon: Option<Arc<crate::daemon::Daemon>>,
     /// Runs the gateway's tasks: the hub's executor, so that a call stays on one thread.
-    pub(crate) executor: Arc<smol::Executor<'static>>,
+    pub(crate) executor: Arc<async_executor::Executor<'static>>,
 }
 
 /// The capabilities the gateway declares: every list may change.
@@ -114,14 +114,14 @@ impl Gateway {
     /// left running (the caller stops them). `watch` applies config edits as they happen.
     pub(crate) async fn serve<R, W>(self: Arc<Self>, reader: R, writer: W, mut watch: Option<Watch>)
     where
-        R: smol::io::AsyncRead + Unpin + Send + 'static,
-        W: smol::io::AsyncWrite + Unpin + Send + 'static,
+        R: futures_lite::io::AsyncRead + Unpin + Send + 'static,
+        W: futures_lite::io::AsyncWrite + Unpin + Send + 'static,
     {
         let (server, events, driver): (Server, Receiver<ServerEvent>, ServeDriver) =
             mcp_smol::serve(reader, writer, server_config());
         let driver = self.executor.spawn(driver);
         let changes = self.hub.events();
-        let mut running: BTreeMap<HostRequestId, smol::Task<()>> = BTreeMap::new();
+        let mut running: BTreeMap<HostRequestId, async_executor::Task<()>> = BTreeMap::new();
         loop {
             enum Wake {
                 Host(Option<ServerEvent>),

@@ -30,7 +30,7 @@ impl Watch {
     /// Returns once a file has changed since the last look.
     pub(crate) async fn changed(&mut self) {
         loop {
-            smol::Timer::after(POLL).await;
+            async_io::Timer::after(POLL).await;
             let now = stamps(&self.files);
             if now != self.seen {
                 self.seen = now;

@@ -43,7 +43,7 @@ pub type ElicitHandler =
 pub(crate) async fn serve(
     server: String,
     client: Client,
-    requests: smol::channel::Receiver<ServerRequest>,
+    requests: async_channel::Receiver<ServerRequest>,
     roots: Vec<PathBuf>,
     elicit: Option<ElicitHandler>,
 ) {

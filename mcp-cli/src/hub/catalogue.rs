@@ -290,7 +290,7 @@ impl Hub {
             // The connection ended; the call is about to fail and say why.
             std::future::pending().await
         };
-        let result = smol::future::or(call, progress).await;
+        let result = futures_lite::future::or(call, progress).await;
         // Progress the server sent just before its answer is already in the channel: it was
         // dispatched first, so it is passed on before the result is.
         while let Ok(note) = notes.try_recv() {

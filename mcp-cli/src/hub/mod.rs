@@ -62,8 +62,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
+use async_channel::{Receiver, Sender};
+use async_executor::Executor;
 use serde::Serialize;
-use smol::channel::{Receiver, Sender};
 
 pub use answer::{ElicitAnswer, ElicitHandler, Elicitation};
 pub use ask::{Approval, Ask, AskHandler};
@@ -94,9 +95,9 @@ pub struct Settings {
     /// The handshake budget of servers whose entry sets none (hosts' `MCP_TIMEOUT`); else
     /// 10 s, or 120 s for launchers that install on first use (`npx`, `uvx`, ...).
     pub handshake_timeout: Option<Duration>,
-    /// Runs the servers' drivers and the hub's watchers. The caller must run it; `None` uses
-    /// smol's global executor, which runs itself.
-    pub executor: Option<Arc<smol::Executor<'static>>>,
+    /// Runs the servers' drivers and the hub's watchers. The caller must run it; `None` gives
+    /// the hub an executor of its own, on a thread of its own.
+    pub executor: Option<Arc<Executor<'static>>>,
     /// Decides on calls that an `ask` rule covers; `None` refuses them.
     pub ask: Option<AskHandler>,
     /// Fills in forms servers ask for; with it, every server is told the hub can
@@ -254,6 +255,11 @@ pub(crate) struct Inner {
     /// Never sent on: dropped with the hub, which ends every watcher waiting on `gone`.
     _alive: Sender<()>,
     gone: Receiver<()>,
+    /// Where the hub's tasks run: the host's executor, or the hub's own.
+    executor: Arc<Executor<'static>>,
+    /// Why the hub's own executor has no thread, if it could not get one: then no server
+    /// starts, rather than one whose driver nobody would run.
+    pub(crate) no_thread: Option<String>,
     /// Counts the progress tokens of the hub's calls.
     progress_tokens: std::sync::atomic::AtomicU64,
 }
@@ -266,11 +272,34 @@ impl std::fmt::Debug for Inner {
     }
 }
 
+/// An executor for a hub whose host brings none, run on a thread of its own until the hub is
+/// dropped and every task on it (a server still closing) has finished.
+fn own_executor(gone: Receiver<()>) -> (Arc<Executor<'static>>, Option<String>) {
+    let executor = Arc::new(Executor::new());
+    let running = executor.clone();
+    let run = move || {
+        let until_done = async {
+            let _ = gone.recv().await;
+            while !running.is_empty() {
+                async_io::Timer::after(Duration::from_millis(20)).await;
+            }
+        };
+        async_io::block_on(running.run(until_done));
+    };
+    let thread = std::thread::Builder::new().name("mcp-cli-hub".to_owned());
+    let started = thread.spawn(run);
+    (executor, started.err().map(|error| error.to_string()))
+}
+
 impl Hub {
     /// A hub for the servers and policy of `config`. Nothing starts until it is used.
     pub fn new(config: Config, settings: Settings) -> Self {
         let Config { servers, policy } = config;
-        let (alive, gone) = smol::channel::bounded(1);
+        let (alive, gone) = async_channel::bounded(1);
+        let (executor, no_thread) = match &settings.executor {
+            Some(executor) => (executor.clone(), None),
+            None => own_executor(gone.clone()),
+        };
         let inner = Arc::new(Inner {
             slots: RwLock::new(BTreeMap::new()),
             policy,
@@ -280,6 +309,8 @@ impl Hub {
             listeners: Mutex::new(Vec::new()),
             _alive: alive,
             gone,
+            executor,
+            no_thread,
             progress_tokens: std::sync::atomic::AtomicU64::new(0),
         });
         let hub = Self { inner };
@@ -451,7 +482,7 @@ impl Hub {
 
     /// Listens to what happens from now on: tool list changes, crashes.
     pub fn events(&self) -> Receiver<HubEvent> {
-        let (sender, receiver) = smol::channel::bounded(256);
+        let (sender, receiver) = async_channel::bounded(256);
         (self
             .inner
             .listeners
@@ -529,11 +560,8 @@ impl Inner {
     pub(crate) fn spawn<T: Send + 'static>(
         &self,
         task: impl Future<Output = T> + Send + 'static,
-    ) -> smol::Task<T> {
-        match &self.settings.executor {
-            Some(executor) => executor.spawn(task),
-            None => smol::spawn(task),
-        }
+    ) -> async_executor::Task<T> {
+        self.executor.spawn(task)
     }
 
     /// Runs a task that follows one connection (its notifications, its requests) until the
@@ -544,7 +572,8 @@ impl Inner {
         let until_gone = async move {
             let _ = gone.recv().await;
         };
-        self.spawn(smol::future::or(task, until_gone)).detach();
+        self.spawn(futures_lite::future::or(task, until_gone))
+            .detach();
     }
 
     /// A number for the next call's progress token, never used twice by this hub.

@@ -77,7 +77,7 @@ pub(crate) struct Slot {
     /// Why the policy keeps it from starting, if it does.
     pub(crate) denied: Option<String>,
     /// Held while starting or refreshing, so concurrent users wait for one start.
-    start: smol::lock::Mutex<()>,
+    start: async_lock::Mutex<()>,
     life: Mutex<Life>,
 }
 
@@ -86,7 +86,7 @@ impl Slot {
         Self {
             server,
             denied,
-            start: smol::lock::Mutex::new(()),
+            start: async_lock::Mutex::new(()),
             life: Mutex::new(Life {
                 phase: Phase::Stopped,
                 restarts: VecDeque::new(),
@@ -214,7 +214,7 @@ impl Slot {
             self.plan_start(&mut life)?
         };
         if !backoff.is_zero() {
-            smol::Timer::after(backoff).await;
+            async_io::Timer::after(backoff).await;
         }
         let started = self.start(hub, spec).await;
         let mut life = self.life();
@@ -353,6 +353,12 @@ impl Slot {
                 return Err(HubError::ShuttingDown {
                     server: name.clone(),
                 });
+            }
+            if let Some(reason) = &hub.no_thread {
+                return Err(server_error(mcp_smol::Error::Spawn {
+                    program: spec.command.program.clone(),
+                    reason: format!("the hub has no thread to run its driver on: {reason}"),
+                }));
             }
             let (options, log) = hub.options(spec);
             let (client, driver) = match &spec.remote {
@@ -509,7 +515,7 @@ async fn watch(
     slot: Arc<Slot>,
     client: Client,
     conn: u64,
-    notes: smol::channel::Receiver<Notification>,
+    notes: async_channel::Receiver<Notification>,
 ) {
     let server = || slot.name().to_owned();
     while let Ok(note) = notes.recv().await {

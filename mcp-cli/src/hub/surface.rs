@@ -47,7 +47,7 @@ impl Surface {
             }
             client.list_all::<ListPromptsResult>().await.map(Some)
         };
-        let (resources, prompts) = smol::future::zip(resources, prompts).await;
+        let (resources, prompts) = futures_lite::future::zip(resources, prompts).await;
         let mut surface = Surface {
             resources: Vec::new(),
             templates: Vec::new(),
