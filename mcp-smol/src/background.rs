@@ -15,7 +15,11 @@ static EXECUTOR: Executor<'static> = Executor::new();
 pub(crate) fn spawn(driver: impl Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
     static STARTED: OnceLock<Result<(), String>> = OnceLock::new();
     let started = STARTED.get_or_init(|| {
-        let run = || async_io::block_on(EXECUTOR.run(std::future::pending::<()>()));
+        // A plain block_on, which parks without touching the reactor: async-io's would sit
+        // in the reactor while idle, so that the event a pilot waits for would wake this
+        // thread first and reach the pilot's only through it, two context switches more.
+        // The reactor is driven by the pilot's thread, or by async-io's own when none does.
+        let run = || futures_lite::future::block_on(EXECUTOR.run(std::future::pending::<()>()));
         let thread = std::thread::Builder::new().name("mcp-smol".to_owned());
         thread
             .spawn(run)
