@@ -55,7 +55,7 @@ fn run_all(sections: &[String]) {
     let mut table = Table::default();
 
     let placements = [
-        ("`connect` (driver on smol's executor)", false),
+        ("`connect` (a waiting caller drives)", false),
         ("driver on the caller's thread", true),
     ];
     for (placement, same_thread) in placements {
@@ -236,7 +236,8 @@ fn process_cpu() -> f64 {
     nanoseconds as f64 / 1e9
 }
 
-/// Per-call latency and CPU: through [`mcp_smol::connect`] (the driver on smol's executor),
+/// Per-call latency and CPU: through [`mcp_smol::connect`] (a waiting caller drives; the driver
+/// otherwise runs on mcp-smol's background thread),
 /// or with `same_thread` polled by the same `block_on` as the calls.
 fn client_sequential(bins: &Bins, same_thread: bool) -> Sequential {
     let calls = |client: mcp_smol::Client| async move {
