@@ -4,7 +4,8 @@
 //! wakes, then wakes the caller). So while one task's callers are the only ones waiting, they
 //! drive the connection themselves, on that task's thread: the task is the *pilot*, and
 //! whichever of its waits is polled drives (many calls in flight from one task need no other
-//! thread either). The background task drives whenever no caller does: between calls
+//! thread either; a wait that joins others leaves its request queued until the task polls
+//! them again, so that they leave in one write). The background task drives whenever no caller does: between calls
 //! (notifications, timeouts, close), and as soon as a caller of another task waits, so that a
 //! task that stops polling its waits cannot hold up another one. While a pilot's waits are
 //! all kept aside, the notifications that arrive meanwhile wait for one to be polled again or
@@ -181,7 +182,7 @@ impl Pilot {
     /// if every caller waiting is of the same task; returns the ticket if so. Once callers of
     /// two tasks wait the background task drives, so that a task that stops polling its waits
     /// (a future kept aside in a `select`) cannot hold up another.
-    fn board(&self, waker: &Waker) -> Option<u64> {
+    fn board(&self, waker: &Waker) -> Option<Boarding> {
         let mut route = self.router.lock();
         route.callers += 1;
         let callers = route.callers;
@@ -195,11 +196,14 @@ impl Pilot {
                         waker: waker.clone(),
                         flights: 1,
                     });
-                    return Some(ticket);
+                    let shared = false;
+                    return Some(Boarding { ticket, shared });
                 }
                 Some(pilot) if pilot.flights + 1 == callers && pilot.waker.will_wake(waker) => {
                     pilot.flights += 1;
-                    return Some(pilot.ticket);
+                    let ticket = pilot.ticket;
+                    let shared = true;
+                    return Some(Boarding { ticket, shared });
                 }
                 _ => {}
             }
@@ -265,6 +269,12 @@ fn wake(waker: Option<Waker>) {
     }
 }
 
+/// A wait that has taken the controls, alone or with other waits of its task.
+struct Boarding {
+    ticket: u64,
+    shared: bool,
+}
+
 /// A caller's wait, driving while it is the pilot.
 struct Flight<'a, F: Future> {
     pilot: &'a Pilot,
@@ -278,9 +288,15 @@ impl<F: Future> Future for Flight<'_, F> {
     type Output = F::Output;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        // A wait that joins others of its task leaves its request queued for now: the task is
+        // woken by it and polls its waits again, and the first to drive writes every request
+        // its waits queued meanwhile at once (32 calls in flight, one write).
+        let mut queue_only = false;
         if !self.boarded {
             self.boarded = true;
-            self.ticket = self.pilot.board(cx.waker());
+            let boarding = self.pilot.board(cx.waker());
+            queue_only = boarding.as_ref().is_some_and(|boarding| boarding.shared);
+            self.ticket = boarding.map(|boarding| boarding.ticket);
         }
         loop {
             if let Poll::Ready(output) = self.future.as_mut().poll(cx) {
@@ -292,6 +308,7 @@ impl<F: Future> Future for Flight<'_, F> {
                 return Poll::Pending;
             };
             match self.pilot.pilot_woken(ticket, cx.waker()) {
+                Some(true) if queue_only => return Poll::Pending,
                 // Whoever is polling it instead will poll again and see what woke it; this
                 // caller hears of it through the driver's waker or its own answer.
                 Some(true) if !self.pilot.drive() => return Poll::Pending,
@@ -414,6 +431,47 @@ mod tests {
             futures_lite::future::zip(call(2), call(3)),
         ));
         assert_eq!(answers, (2, (4, 6)));
+    }
+
+    #[test]
+    fn waits_joining_others_of_their_task_leave_their_requests_to_go_together() {
+        let (ask, asked) = unbounded::<(u32, Sender<u32>)>();
+        let (sizes, batches) = unbounded::<usize>();
+        // Answers once it has three requests, noting how many it found each time it woke.
+        let driver = async move {
+            let mut pending = Vec::new();
+            while pending.len() < 3 {
+                let Ok(first) = asked.recv().await else {
+                    return;
+                };
+                let before = pending.len();
+                pending.push(first);
+                while let Ok(more) = asked.try_recv() {
+                    pending.push(more);
+                }
+                let _ = sizes.try_send(pending.len() - before);
+            }
+            for (n, reply) in pending {
+                let _ = reply.send(n * 2).await;
+            }
+        };
+        let (pilot, _background) = Pilot::share(Driver(Box::pin(driver)));
+        let call = |n: u32| {
+            let ask = ask.clone();
+            pilot.fly(async move {
+                let (reply, answer) = unbounded();
+                ask.send((n, reply)).await.unwrap();
+                answer.recv().await.unwrap()
+            })
+        };
+        let answers = async_io::block_on(futures_lite::future::zip(
+            call(1),
+            futures_lite::future::zip(call(2), call(3)),
+        ));
+        assert_eq!(answers, (2, (4, 6)));
+        // The first, alone, went at once; the two that joined it went together.
+        let seen: Vec<usize> = std::iter::from_fn(|| batches.try_recv().ok()).collect();
+        assert_eq!(seen, [1, 2]);
     }
 
     #[test]
