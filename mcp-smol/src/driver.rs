@@ -1,7 +1,7 @@
 //! The driver: one future that owns the connection and its byte stream: a spawned child's
 //! pipes (the child too), or any stream someone else opened (a Unix socket).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::process::ExitStatus;
@@ -14,8 +14,8 @@ use async_io::Timer;
 use futures_lite::future::FutureExt;
 use futures_lite::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use proto::{
-    CloseReason, Connection, Event, Notification, Request, RequestError, RequestId, RpcError,
-    SendError, ServerInfo, ServerRequest, ServerRequestId,
+    CloseReason, Connection, Event, Notification, Request, RequestError, RpcError, ServerInfo,
+    ServerRequest, ServerRequestId,
 };
 use rustix::process::Signal;
 use serde_json::Value;
@@ -24,7 +24,9 @@ use crate::pipe::PipeInput;
 use crate::process::{self, StderrReader, StderrTail};
 use crate::{Disconnect, Error, Options};
 
+mod callers;
 mod pilot;
+pub(crate) use callers::Callers;
 pub(crate) use pilot::Pilot;
 
 /// Runs one server connection to its end; see [`start`](crate::start). Poll it on any
@@ -248,10 +250,7 @@ impl Wiring {
             ops: self.ops,
             shared: self.shared,
             options,
-            waiters: BTreeMap::new(),
-            ready_waiters: Vec::new(),
-            subscribers: Vec::new(),
-            answerers: Vec::new(),
+            callers: Callers::default(),
             exit_status: None,
             last_skipped: None,
             timer: Timer::never(),
@@ -265,22 +264,6 @@ impl Wiring {
             drop(done_sender);
         }
     }
-}
-
-/// How many notifications a subscriber may fall behind before newer ones are dropped for it.
-const NOTIFICATION_BACKLOG: usize = 1024;
-
-/// Passes `notification` to every subscriber still listening, except one that has fallen
-/// [`NOTIFICATION_BACKLOG`] behind: a slow reader must not block the driver, nor grow our
-/// memory without bound. (Unbounded channels with this check, where bounded ones would
-/// allocate the whole backlog for each subscriber up front.)
-pub(crate) fn notify(subscribers: &mut Vec<Sender<Notification>>, notification: &Notification) {
-    subscribers.retain(|subscriber| {
-        if subscriber.len() >= NOTIFICATION_BACKLOG {
-            return !subscriber.is_closed();
-        }
-        subscriber.try_send(notification.clone()).is_ok()
-    });
 }
 
 /// Kills the whole group if the driver is dropped before it finished: nothing may outlive us.
@@ -340,10 +323,7 @@ struct Loop {
     ops: Receiver<Op>,
     shared: Arc<Shared>,
     options: Options,
-    waiters: BTreeMap<RequestId, Reply<Value>>,
-    ready_waiters: Vec<Reply<ServerInfo>>,
-    subscribers: Vec<Sender<Notification>>,
-    answerers: Vec<Sender<ServerRequest>>,
+    callers: Callers,
     exit_status: Option<ExitStatus>,
     /// Why the last skipped stdout line was skipped, for the disconnect report.
     last_skipped: Option<String>,
@@ -499,76 +479,25 @@ impl Loop {
     }
 
     fn apply(&mut self, now: Instant, op: Op) {
-        match op {
-            Op::Request { request, reply } => match self.connection.request(now, request) {
-                Ok(id) => _ = self.waiters.insert(id, reply),
-                // Not expected: the loop stops as soon as the connection closes.
-                Err(SendError::Closed(reason)) => {
-                    _ = reply.try_send(Err(Error::from_request(RequestError::Closed(reason))));
-                }
-                Err(error) => _ = reply.try_send(Err(error.into())),
-            },
-            Op::WaitReady(reply) => match self.connection.server_info() {
-                Some(info) => _ = reply.try_send(Ok(info.clone())),
-                None => self.ready_waiters.push(reply),
-            },
-            Op::Subscribe(subscriber) => self.subscribers.push(subscriber),
-            Op::Answer(answerer) => self.answerers.push(answerer),
-            Op::Respond { id, result } => _ = self.connection.respond(now, id, result),
-            Op::Abandoned => self.cancel_abandoned(now),
-            Op::Close => self.connection.close(),
-        }
-    }
-
-    /// Cancels every request whose caller has stopped waiting (its reply channel is closed),
-    /// which also tells the server with `notifications/cancelled`.
-    fn cancel_abandoned(&mut self, now: Instant) {
-        let abandoned: Vec<RequestId> = (self.waiters.iter())
-            .filter(|(_, reply)| reply.is_closed())
-            .map(|(&id, _)| id)
-            .collect();
-        for id in abandoned {
-            self.waiters.remove(&id);
-            self.connection.cancel(now, id);
-        }
+        self.callers.apply(&mut self.connection, now, op, true);
     }
 
     fn dispatch(&mut self, event: Event) {
         match event {
-            Event::Ready(info) => {
-                for waiter in self.ready_waiters.drain(..) {
-                    let _ = waiter.try_send(Ok(info.clone()));
-                }
-            }
+            Event::Ready(info) => self.callers.ready(&info),
             // Failures caused by the close are answered once we know how the server ended.
             Event::Response {
                 result: Err(RequestError::Closed(_)),
                 ..
             } => {}
             Event::Response { id, result } => {
-                if let Some(waiter) = self.waiters.remove(&id) {
-                    let _ = waiter.try_send(result.map_err(Error::from_request));
-                }
+                self.callers.answer(id, result.map_err(Error::from_request));
             }
-            Event::Notification(notification) => notify(&mut self.subscribers, &notification),
-            Event::ServerRequest(request) => self.pass_on(request),
+            Event::Notification(notification) => self.callers.notify(&notification),
+            Event::ServerRequest(request) => self.callers.pass_on(&mut self.connection, request),
             Event::Malformed(error) => self.last_skipped = Some(error.to_string()),
             Event::Closed(_) => {}
         }
-    }
-
-    /// Hands a server request to the first answerer still listening; with none, or none with
-    /// room, it is refused at once rather than left to its deadline.
-    fn pass_on(&mut self, mut request: ServerRequest) {
-        self.answerers.retain(|answerer| !answerer.is_closed());
-        for answerer in &self.answerers {
-            match answerer.try_send(request) {
-                Ok(()) => return,
-                Err(error) => request = error.into_inner(),
-            }
-        }
-        let refusal = Err(RpcError::method_not_found(&request.method));
-        self.connection.respond(Instant::now(), request.id, refusal);
     }
 
     /// Fails whatever is still waiting, then makes sure the server and its group are gone.
@@ -604,12 +533,7 @@ impl Loop {
         let _ = self.shared.disconnect.set(disconnect.clone());
         let error = Error::Disconnected(Box::new(disconnect));
         self.refuse_operations(&error);
-        for waiter in self.ready_waiters.drain(..) {
-            let _ = waiter.try_send(Err(error.clone()));
-        }
-        for (_, waiter) in std::mem::take(&mut self.waiters) {
-            let _ = waiter.try_send(Err(error.clone()));
-        }
+        self.callers.fail_all(&error, &error);
         // A last non-blocking try for queued lines (cancellations), then stdin closes.
         while !self.outgoing.is_empty() && self.stdin.is_some() {
             match futures_lite::future::poll_once(self.write_some()).await {

@@ -11,16 +11,12 @@ use async_channel::{Receiver, Sender};
 use async_executor::{Executor, Task};
 use async_io::Timer;
 use futures_lite::future::FutureExt;
-use proto::{
-    CloseReason, Connection, Event, Notification, RequestError, RequestId, RpcError, SendError,
-    ServerInfo, ServerRequest, outgoing_request_id,
-};
-use serde_json::Value;
+use proto::{CloseReason, Connection, Event, RequestError, RequestId, outgoing_request_id};
 use url::Url;
 
 use super::tasks::{self, DEFAULT_RETRY, Endpoint, Inbound, Listen, Post};
 use super::{HttpServer, HttpTransport};
-use crate::driver::{Driver, Op, Reply, Shared, notify};
+use crate::driver::{Callers, Driver, Op, Shared};
 use crate::{Disconnect, Error, Options};
 
 /// How many reports from exchanges may wait for the driver before they wait to send more.
@@ -84,10 +80,7 @@ pub(super) fn start(server: HttpServer, options: Options) -> (Sender<Op>, Arc<Sh
         listener: None,
         gate: None,
         fatal,
-        waiters: BTreeMap::new(),
-        ready_waiters: Vec::new(),
-        subscribers: Vec::new(),
-        answerers: Vec::new(),
+        callers: Callers::default(),
     };
     let main = async move {
         if legacy {
@@ -159,10 +152,7 @@ struct Loop {
     gate: Option<u64>,
     /// What `wait_ready` reports when the connection could not start, if not the disconnect.
     fatal: Option<Error>,
-    waiters: BTreeMap<RequestId, Reply<Value>>,
-    ready_waiters: Vec<Reply<ServerInfo>>,
-    subscribers: Vec<Sender<Notification>>,
-    answerers: Vec<Sender<ServerRequest>>,
+    callers: Callers,
 }
 
 impl Loop {
@@ -393,9 +383,7 @@ impl Loop {
                     self.connection.fail(CloseReason::Transport(reason));
                 } else if let Some(id) = id {
                     // The caller hears `Unauthorized` itself, so the host can offer a login.
-                    if let Some(waiter) = self.waiters.remove(&id) {
-                        let _ = waiter.try_send(Err(error.clone()));
-                    }
+                    self.callers.answer(id, Err(error.clone()));
                     let reason = RequestError::Transport(error.to_string());
                     self.connection.fail_request(now, id, reason);
                 }
@@ -542,36 +530,8 @@ impl Loop {
     }
 
     fn apply(&mut self, now: Instant, op: Op) {
-        match op {
-            Op::Request { request, reply } => match self.connection.request(now, request) {
-                Ok(id) => _ = self.waiters.insert(id, reply),
-                Err(SendError::Closed(reason)) => {
-                    _ = reply.try_send(Err(Error::from_request(RequestError::Closed(reason))));
-                }
-                Err(error) => _ = reply.try_send(Err(error.into())),
-            },
-            Op::WaitReady(reply) => match self.connection.server_info() {
-                Some(info) if !self.restarting => _ = reply.try_send(Ok(info.clone())),
-                _ => self.ready_waiters.push(reply),
-            },
-            Op::Subscribe(subscriber) => self.subscribers.push(subscriber),
-            Op::Answer(answerer) => self.answerers.push(answerer),
-            Op::Respond { id, result } => _ = self.connection.respond(now, id, result),
-            Op::Abandoned => self.cancel_abandoned(now),
-            Op::Close => self.connection.close(),
-        }
-    }
-
-    /// Cancels every request whose caller has stopped waiting, which also tells the server.
-    fn cancel_abandoned(&mut self, now: Instant) {
-        let abandoned: Vec<RequestId> = (self.waiters.iter())
-            .filter(|(_, reply)| reply.is_closed())
-            .map(|(&id, _)| id)
-            .collect();
-        for id in abandoned {
-            self.waiters.remove(&id);
-            self.connection.cancel(now, id);
-        }
+        let ready = !self.restarting;
+        self.callers.apply(&mut self.connection, now, op, ready);
     }
 
     fn dispatch(&mut self, event: Event) {
@@ -579,9 +539,7 @@ impl Loop {
             Event::Ready(info) => {
                 self.restarting = false;
                 self.may_fall_back = false;
-                for waiter in self.ready_waiters.drain(..) {
-                    let _ = waiter.try_send(Ok(info.clone()));
-                }
+                self.callers.ready(&info);
                 for message in std::mem::take(&mut self.resend) {
                     let url = self.endpoint.url.clone();
                     self.post(url, message, false);
@@ -599,28 +557,12 @@ impl Loop {
                 }
                 self.resumes.remove(&id);
                 self.resent.remove(&id);
-                if let Some(waiter) = self.waiters.remove(&id) {
-                    let _ = waiter.try_send(result.map_err(Error::from_request));
-                }
+                self.callers.answer(id, result.map_err(Error::from_request));
             }
-            Event::Notification(notification) => notify(&mut self.subscribers, &notification),
-            Event::ServerRequest(request) => self.pass_on(request),
+            Event::Notification(notification) => self.callers.notify(&notification),
+            Event::ServerRequest(request) => self.callers.pass_on(&mut self.connection, request),
             Event::Malformed(_) | Event::Closed(_) => {}
         }
-    }
-
-    /// Hands a server request to the first answerer still listening; with none, or none with
-    /// room, it is refused at once rather than left to its deadline.
-    fn pass_on(&mut self, mut request: ServerRequest) {
-        self.answerers.retain(|answerer| !answerer.is_closed());
-        for answerer in &self.answerers {
-            match answerer.try_send(request) {
-                Ok(()) => return,
-                Err(error) => request = error.into_inner(),
-            }
-        }
-        let refusal = Err(RpcError::method_not_found(&request.method));
-        self.connection.respond(Instant::now(), request.id, refusal);
     }
 
     /// Fails whatever is still waiting, stops every exchange, and ends the session with a
@@ -635,12 +577,7 @@ impl Loop {
         let first = self.shared.failure.get().cloned();
         let first = first.unwrap_or_else(|| error.clone());
         self.refuse_operations(&error);
-        for waiter in self.ready_waiters.drain(..) {
-            let _ = waiter.try_send(Err(first.clone()));
-        }
-        for (_, waiter) in std::mem::take(&mut self.waiters) {
-            let _ = waiter.try_send(Err(error.clone()));
-        }
+        self.callers.fail_all(&first, &error);
         self.tasks.clear();
         if self.legacy.is_none()
             && let Some(session) = self.session.take()

@@ -1,0 +1,119 @@
+//! Who a driver answers: callers waiting for a response or for the handshake, listeners of
+//! the server's notifications, answerers of its requests. Both drivers (a child's stdio,
+//! HTTP) keep them alike, here; what differs between them is how bytes move.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use async_channel::Sender;
+use proto::{
+    Connection, Notification, RequestError, RequestId, RpcError, SendError, ServerInfo,
+    ServerRequest,
+};
+use serde_json::Value;
+
+use super::{Op, Reply};
+use crate::Error;
+
+/// How many notifications a listener may fall behind before further ones are dropped for it.
+const NOTIFICATION_BACKLOG: usize = 1024;
+
+#[derive(Default)]
+pub(crate) struct Callers {
+    waiters: BTreeMap<RequestId, Reply<Value>>,
+    ready_waiters: Vec<Reply<ServerInfo>>,
+    listeners: Vec<Sender<Notification>>,
+    answerers: Vec<Sender<ServerRequest>>,
+}
+
+impl Callers {
+    /// Carries out what a handle asked. `ready`: whether a `wait_ready` is answered now (the
+    /// handshake is done and no new one is under way), or waits for the next.
+    pub(crate) fn apply(&mut self, connection: &mut Connection, now: Instant, op: Op, ready: bool) {
+        match op {
+            Op::Request { request, reply } => match connection.request(now, request) {
+                Ok(id) => _ = self.waiters.insert(id, reply),
+                // Not expected: a driver stops taking operations once the connection closes.
+                Err(SendError::Closed(reason)) => {
+                    _ = reply.try_send(Err(Error::from_request(RequestError::Closed(reason))));
+                }
+                Err(error) => _ = reply.try_send(Err(error.into())),
+            },
+            Op::WaitReady(reply) => match connection.server_info().filter(|_| ready) {
+                Some(info) => _ = reply.try_send(Ok(info.clone())),
+                None => self.ready_waiters.push(reply),
+            },
+            Op::Subscribe(listener) => self.listeners.push(listener),
+            Op::Answer(answerer) => self.answerers.push(answerer),
+            Op::Respond { id, result } => _ = connection.respond(now, id, result),
+            Op::Abandoned => self.cancel_abandoned(connection, now),
+            Op::Close => connection.close(),
+        }
+    }
+
+    /// Cancels every request whose caller has stopped waiting (its reply channel is closed),
+    /// which also tells the server with `notifications/cancelled`.
+    fn cancel_abandoned(&mut self, connection: &mut Connection, now: Instant) {
+        let abandoned: Vec<RequestId> = (self.waiters.iter())
+            .filter(|(_, reply)| reply.is_closed())
+            .map(|(&id, _)| id)
+            .collect();
+        for id in abandoned {
+            self.waiters.remove(&id);
+            connection.cancel(now, id);
+        }
+    }
+
+    /// The handshake is done: every `wait_ready` hears what the server said.
+    pub(crate) fn ready(&mut self, info: &ServerInfo) {
+        for waiter in self.ready_waiters.drain(..) {
+            let _ = waiter.try_send(Ok(info.clone()));
+        }
+    }
+
+    /// Answers the caller of request `id`, if it still waits.
+    pub(crate) fn answer(&mut self, id: RequestId, result: Result<Value, Error>) {
+        if let Some(waiter) = self.waiters.remove(&id) {
+            let _ = waiter.try_send(result);
+        }
+    }
+
+    /// Passes `notification` to every listener still listening, except one that has fallen
+    /// [`NOTIFICATION_BACKLOG`] behind: a slow reader must not block the driver, nor grow our
+    /// memory without bound. (Unbounded channels with this check, where bounded ones would
+    /// allocate the whole backlog for each listener up front.)
+    pub(crate) fn notify(&mut self, notification: &Notification) {
+        self.listeners.retain(|listener| {
+            if listener.len() >= NOTIFICATION_BACKLOG {
+                return !listener.is_closed();
+            }
+            listener.try_send(notification.clone()).is_ok()
+        });
+    }
+
+    /// Hands a server request to the first answerer still listening; with none, or none with
+    /// room, it is refused at once rather than left to its deadline.
+    pub(crate) fn pass_on(&mut self, connection: &mut Connection, mut request: ServerRequest) {
+        self.answerers.retain(|answerer| !answerer.is_closed());
+        for answerer in &self.answerers {
+            match answerer.try_send(request) {
+                Ok(()) => return,
+                Err(error) => request = error.into_inner(),
+            }
+        }
+        let refusal = Err(RpcError::method_not_found(&request.method));
+        connection.respond(Instant::now(), request.id, refusal);
+    }
+
+    /// The connection has ended: every caller still waiting hears `error`, and a
+    /// `wait_ready` hears `unstarted` (why the connection could not start, where that says
+    /// more).
+    pub(crate) fn fail_all(&mut self, unstarted: &Error, error: &Error) {
+        for waiter in self.ready_waiters.drain(..) {
+            let _ = waiter.try_send(Err(unstarted.clone()));
+        }
+        for (_, waiter) in std::mem::take(&mut self.waiters) {
+            let _ = waiter.try_send(Err(error.clone()));
+        }
+    }
+}
