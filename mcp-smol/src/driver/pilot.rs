@@ -414,10 +414,8 @@ mod tests {
         (ask, Driver(Box::pin(driver)))
     }
 
-    #[test]
-    fn waits_of_one_task_drive_together_without_the_background_task() {
-        let (ask, driver) = replier();
-        let (pilot, _background) = Pilot::share(driver);
+    /// Asks 1, 2 and 3 of a [`replier`]-like driver at once, from one task.
+    fn three_calls_at_once(pilot: &Pilot, ask: &Sender<(u32, Sender<u32>)>) -> (u32, (u32, u32)) {
         let call = |n: u32| {
             let ask = ask.clone();
             pilot.fly(async move {
@@ -426,11 +424,17 @@ mod tests {
                 answer.recv().await.unwrap()
             })
         };
-        let answers = async_io::block_on(futures_lite::future::zip(
+        async_io::block_on(futures_lite::future::zip(
             call(1),
             futures_lite::future::zip(call(2), call(3)),
-        ));
-        assert_eq!(answers, (2, (4, 6)));
+        ))
+    }
+
+    #[test]
+    fn waits_of_one_task_drive_together_without_the_background_task() {
+        let (ask, driver) = replier();
+        let (pilot, _background) = Pilot::share(driver);
+        assert_eq!(three_calls_at_once(&pilot, &ask), (2, (4, 6)));
     }
 
     #[test]
@@ -456,19 +460,7 @@ mod tests {
             }
         };
         let (pilot, _background) = Pilot::share(Driver(Box::pin(driver)));
-        let call = |n: u32| {
-            let ask = ask.clone();
-            pilot.fly(async move {
-                let (reply, answer) = unbounded();
-                ask.send((n, reply)).await.unwrap();
-                answer.recv().await.unwrap()
-            })
-        };
-        let answers = async_io::block_on(futures_lite::future::zip(
-            call(1),
-            futures_lite::future::zip(call(2), call(3)),
-        ));
-        assert_eq!(answers, (2, (4, 6)));
+        assert_eq!(three_calls_at_once(&pilot, &ask), (2, (4, 6)));
         // The first, alone, went at once; the two that joined it went together.
         let seen: Vec<usize> = std::iter::from_fn(|| batches.try_recv().ok()).collect();
         assert_eq!(seen, [1, 2]);
