@@ -413,6 +413,57 @@ impl StderrReader {
 mod tests {
     use super::*;
 
+    /// A child that exits with `code` once `release` is written to (so that the wait starts
+    /// before the exit), watched through a pidfd or, as where the kernel has none, by timer.
+    fn exit_seen(code: i32, with_pidfd: bool) -> Option<i32> {
+        let mut process = std::process::Command::new("sh")
+            .args(["-c", &format!("read line; exit {code}")])
+            .stdin(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut release = process.stdin.take().unwrap();
+        let mut child = Child::watch(process);
+        if !with_pidfd {
+            child.pidfd = None;
+        }
+        async_io::block_on(async {
+            let exit = child.exit();
+            let release = async {
+                release.write_all(b"go\n").unwrap();
+                futures_lite::future::pending::<std::io::Result<ExitStatus>>().await
+            };
+            futures_lite::future::or(exit, release)
+                .await
+                .unwrap()
+                .code()
+        })
+    }
+
+    #[test]
+    fn exits_are_seen_through_the_pidfd_and_without_one() {
+        assert_eq!(exit_seen(3, true), Some(3));
+        assert_eq!(exit_seen(4, false), Some(4));
+    }
+
+    #[test]
+    fn a_child_dropped_while_running_is_killed_and_reaped() {
+        let process = std::process::Command::new("sleep")
+            .arg("600")
+            .spawn()
+            .unwrap();
+        let pid = process.id();
+        drop(Child::watch(process));
+        // Reaped, not left a zombie: its /proc entry goes (within seconds at the very most).
+        let gone = (0..500).any(|_| {
+            let exists = Path::new(&format!("/proc/{pid}")).exists();
+            if exists {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            !exists
+        });
+        assert!(gone, "process {pid} still there");
+    }
+
     #[test]
     fn tail_keeps_the_last_lines_and_bounds_each() {
         let mut tail = StderrTail::default();
