@@ -1,8 +1,6 @@
 //! The client connection: every state transition of the protocol lives in this file.
 
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -10,6 +8,7 @@ use serde_json::{Value, json};
 use crate::error::{CloseReason, RequestError, RpcError, SendError};
 use crate::framing::{LineDecoder, LineError};
 use crate::jsonrpc::{self, Message, ResponseError};
+use crate::pending::{Deadlines, Pending, PendingMap, ProgressToken};
 use crate::request::{Params, Request};
 use crate::types::{Implementation, Notification, ServerInfo};
 use crate::{LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
@@ -177,108 +176,6 @@ enum State {
     Ready { server: ServerInfo },
     /// Terminal: inputs are ignored and every pending request has already failed.
     Closed { reason: CloseReason },
-}
-
-/// How progress notifications find a request.
-#[derive(Debug, PartialEq, Eq)]
-enum ProgressToken {
-    /// The token is the request's own id, as `call_tool` sends it: no lookup table needed.
-    OwnId,
-    /// Any other token, as JSON text.
-    Other(String),
-}
-
-struct Pending {
-    started: Instant,
-    deadline: Instant,
-    timeout: Duration,
-    progress_token: Option<ProgressToken>,
-    /// The encoded request while it waits for the handshake; `None` once queued for writing.
-    held: Option<Vec<u8>>,
-}
-
-/// Pending requests by id. Looked up and removed once per response, so a hash map: a B-tree
-/// costs several times as much on that path. Where order shows (failing every request on
-/// close, releasing held requests), the ids are sorted first.
-type PendingMap = HashMap<u64, Pending, BuildHasherDefault<IdHasher>>;
-
-/// Hashes request ids with one multiplication instead of SipHash: the map only ever holds ids
-/// we handed out ourselves, counting up, so a peer has no say in how they collide.
-#[derive(Default)]
-struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for &byte in bytes {
-            self.write_u64(self.0 ^ u64::from(byte));
-        }
-    }
-
-    fn write_u64(&mut self, id: u64) {
-        // Fibonacci hashing: the table uses the top bits too, which a plain id leaves zero.
-        self.0 = id.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-/// Every pending request's deadline, earliest first, so that finding the next one costs
-/// nothing however many requests are in flight. A heap rather than a sorted set: a request
-/// that ends leaves its entry behind (no search, no allocation), and entries left behind are
-/// dropped once they reach the top, or all at once when they outnumber the pending requests.
-/// After every change the top is a pending request's current deadline.
-#[derive(Default)]
-struct Deadlines {
-    heap: BinaryHeap<Reverse<(Instant, u64)>>,
-}
-
-impl Deadlines {
-    fn push(&mut self, deadline: Instant, id: u64) {
-        self.heap.push(Reverse((deadline, id)));
-    }
-
-    fn first(&self) -> Option<Instant> {
-        self.heap.peek().map(|Reverse((deadline, _))| *deadline)
-    }
-
-    /// Drops entries of requests that have ended or moved their deadline since.
-    fn prune(&mut self, pending: &PendingMap) {
-        while let Some(&Reverse(entry)) = self.heap.peek()
-            && !is_current(pending, entry)
-        {
-            self.heap.pop();
-        }
-        if self.heap.len() > 2 * pending.len() + 64 {
-            self.heap
-                .retain(|&Reverse(entry)| is_current(pending, entry));
-        }
-    }
-
-    /// Takes the requests whose deadline is at or before `now`, earliest first.
-    fn expired(&mut self, now: Instant, pending: &PendingMap) -> Vec<u64> {
-        let mut expired = Vec::new();
-        while let Some(&Reverse((deadline, id))) = self.heap.peek() {
-            if is_current(pending, (deadline, id)) {
-                if deadline > now {
-                    break;
-                }
-                expired.push(id);
-            }
-            self.heap.pop();
-        }
-        expired
-    }
-
-    fn clear(&mut self) {
-        self.heap.clear();
-    }
-}
-
-/// Whether `(deadline, id)` is a pending request's current deadline.
-fn is_current(pending: &PendingMap, (deadline, id): (Instant, u64)) -> bool {
-    pending.get(&id).is_some_and(|p| p.deadline == deadline)
 }
 
 /// One MCP client connection, as a state machine. See the crate docs for the run loop.
@@ -1068,12 +965,12 @@ mod tests {
             let id = id.unwrap_or_default();
             let answer = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{}}}}\n");
             connection.handle_bytes(now, answer.as_bytes());
-            assert!(connection.deadlines.heap.len() <= 2 + 64, "round {round}");
+            assert!(connection.deadlines.len() <= 2 + 64, "round {round}");
             let earliest = now + Duration::from_secs(1);
             assert_eq!(connection.poll_timeout(), Some(earliest));
         }
         assert!(connection.fail_request(now, RequestId(first), RequestError::Cancelled));
         assert_eq!(connection.poll_timeout(), None);
-        assert!(connection.deadlines.heap.is_empty());
+        assert_eq!(connection.deadlines.len(), 0);
     }
 }

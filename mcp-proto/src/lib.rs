@@ -79,6 +79,7 @@ mod connection;
 mod error;
 mod framing;
 mod jsonrpc;
+mod pending;
 mod request;
 mod server;
 mod sse;
