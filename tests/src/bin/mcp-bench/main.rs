@@ -1,0 +1,782 @@
+//! `mcp-bench`: measures the client against a raw-pipe floor in the same run and prints ratios.
+//!
+//! Run it with `cargo run --release -p mcp-tests --bin mcp-bench` (it builds the fixture and
+//! `mcp-cli` itself if they are missing); name sections (`decode daemon`) to run only those.
+//! Every figure is a median over several repetitions,
+//! with the client and the floor alternating so that machine noise hits both alike. The floor
+//! writes the same JSON lines to the same fixture server and reads the answers with blocking
+//! pipes and no protocol library: what the pipe and the server cost on their own.
+
+// A benchmark harness: a failed unwrap is a broken measurement and should stop it.
+#![allow(clippy::unwrap_used)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::Instant;
+
+use mcp_smol::proto;
+use serde_json::{Value, json};
+
+mod decode;
+
+use decode::{CoreDecoder, Feed, core_decoding, megabytes, recorded_stream};
+
+const REPETITIONS: usize = 11;
+const SEQUENTIAL_CALLS: usize = 2000;
+const PIPELINED_CALLS: usize = 4000;
+const IN_FLIGHT: usize = 32;
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    match args.next().as_deref() {
+        Some("--child") => child_mode(args.collect()),
+        Some("--help" | "-h") => println!("{USAGE}"),
+        first => {
+            let sections: Vec<String> = first.map(str::to_owned).into_iter().chain(args).collect();
+            if let Some(unknown) = sections.iter().find(|s| !SECTIONS.contains(&s.as_str())) {
+                eprintln!("mcp-bench: unknown section {unknown:?}\n{USAGE}");
+                std::process::exit(2);
+            }
+            run_all(&sections);
+        }
+    }
+}
+
+const SECTIONS: [&str; 6] = ["echo", "pipelined", "blob", "decode", "cold", "daemon"];
+
+const USAGE: &str = "usage: mcp-bench [SECTION...]\n\
+    Runs the named sections (all of them when none is named): \
+    echo, pipelined, blob, decode, cold, daemon.";
+
+fn run_all(sections: &[String]) {
+    // Only the sections asked for run: a change to the decoder need not wait for the daemon rows.
+    let wants = |section: &str| sections.is_empty() || sections.iter().any(|s| s == section);
+    let bins = Bins::locate();
+    println!(
+        "mcp-bench: client vs raw-pipe floor, {REPETITIONS} alternating repetitions, medians (min-max)\n"
+    );
+    let mut table = Table::default();
+
+    let placements = [
+        ("`connect` (a waiting caller drives)", false),
+        ("driver on the caller's thread", true),
+    ];
+    for (placement, same_thread) in placements {
+        if !wants("echo") {
+            break;
+        }
+        let (client, floor) = alternate(
+            || client_sequential(&bins, same_thread),
+            || floor_sequential(&bins),
+        );
+        let column = |runs: &[Sequential], pick: fn(&Sequential) -> f64| -> Vec<f64> {
+            runs.iter().map(pick).collect()
+        };
+        let name = format!("sequential echo, median latency, {placement}");
+        let median = |run: &Sequential| run.median;
+        table.row_latency(&name, &column(&client, median), &column(&floor, median));
+        let name = format!("sequential echo, p99 latency, {placement}");
+        let p99 = |run: &Sequential| run.p99;
+        table.row_latency(&name, &column(&client, p99), &column(&floor, p99));
+        let name = format!("sequential echo, CPU per call, {placement}");
+        let cpu = |run: &Sequential| run.cpu_per_call;
+        table.row_latency(&name, &column(&client, cpu), &column(&floor, cpu));
+    }
+
+    if wants("pipelined") {
+        let (client, floor) = alternate(|| client_pipelined(&bins), || floor_pipelined(&bins));
+        table.row_rate("pipelined echo (32 in flight), calls/s", &client, &floor);
+    }
+
+    for mib in [1usize, 8, 16] {
+        if !wants("blob") {
+            break;
+        }
+        let (client, floor) = alternate(
+            || large_in_child(&bins, "large-client", mib),
+            || large_in_child(&bins, "large-floor", mib),
+        );
+        let (client_time, client_rss): (Vec<f64>, Vec<f64>) = client.into_iter().unzip();
+        let (floor_time, floor_rss): (Vec<f64>, Vec<f64>) = floor.into_iter().unzip();
+        table.row_latency(&format!("blob {mib} MiB, time"), &client_time, &floor_time);
+        table.row_memory(
+            &format!("blob {mib} MiB, peak RSS"),
+            &client_rss,
+            &floor_rss,
+            mib,
+        );
+    }
+
+    let streams = [
+        ("small responses, 32 per read", false, Feed::Reads),
+        ("small responses, one per read", false, Feed::Lines),
+        ("one 16 MiB response", true, Feed::Reads),
+    ];
+    for (label, large, feed) in streams {
+        if !wants("decode") {
+            break;
+        }
+        let (mut batches, messages) = recorded_stream(large);
+        let mut core = CoreDecoder::new();
+        let (core, serde) = alternate_pair(|| core_decoding(&mut core, &mut batches, feed));
+        table.row_rate(&format!("core decode, {label}, MB/s"), &core, &serde);
+        let per_megabyte = messages as f64 / megabytes(&batches);
+        let in_messages =
+            |rates: &[f64]| -> Vec<f64> { rates.iter().map(|rate| rate * per_megabyte).collect() };
+        let name = format!("core decode, {label}, messages/s");
+        table.row_rate(&name, &in_messages(&core), &in_messages(&serde));
+    }
+
+    if wants("cold") {
+        let (client, floor) = alternate(|| cold_cli(&bins), || cold_floor(&bins));
+        table.row_latency(
+            "cold `mcp-cli call` (process start to exit)",
+            &client,
+            &floor,
+        );
+    }
+
+    if wants("daemon") {
+        for target in WarmTarget::available(&bins) {
+            target.measure(&bins, &mut table);
+        }
+    }
+    table.print();
+}
+
+/// Runs `client` and `floor` alternately, `REPETITIONS` times each.
+fn alternate<T, U>(
+    mut client: impl FnMut() -> T,
+    mut floor: impl FnMut() -> U,
+) -> (Vec<T>, Vec<U>) {
+    let mut clients = Vec::new();
+    let mut floors = Vec::new();
+    for _ in 0..REPETITIONS {
+        clients.push(client());
+        floors.push(floor());
+    }
+    (clients, floors)
+}
+
+fn alternate_pair(mut measure: impl FnMut() -> (f64, f64)) -> (Vec<f64>, Vec<f64>) {
+    (0..REPETITIONS).map(|_| measure()).unzip()
+}
+
+// ----- locating binaries -----
+
+struct Bins {
+    fixture: PathBuf,
+    cli: PathBuf,
+    me: PathBuf,
+}
+
+impl Bins {
+    fn locate() -> Self {
+        let me = std::env::current_exe().unwrap();
+        let dir = me.parent().unwrap().to_owned();
+        let bins = Self {
+            fixture: dir.join("mcp-fixture"),
+            cli: dir.join("mcp-cli"),
+            me,
+        };
+        if !bins.fixture.exists() || !bins.cli.exists() {
+            let profile = if dir.ends_with("release") {
+                vec!["--release"]
+            } else {
+                vec![]
+            };
+            let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+                .args(["build", "-p", "mcp-tests", "-p", "mcp-cli", "--bins"])
+                .args(profile)
+                .status()
+                .unwrap();
+            assert!(status.success(), "building the fixture and mcp-cli failed");
+        }
+        if cfg!(debug_assertions) {
+            println!("warning: debug build; run with --release for meaningful figures\n");
+        }
+        bins
+    }
+}
+
+// ----- the client side -----
+
+fn options() -> mcp_smol::Options {
+    // The default limit (64 MiB) takes the 16 MiB results.
+    mcp_smol::Options::default()
+}
+
+fn fixture_command(bins: &Bins) -> mcp_smol::ServerCommand {
+    mcp_smol::ServerCommand::new(bins.fixture.to_str().unwrap()).arg("good")
+}
+
+/// Sequential calls, in seconds.
+struct Sequential {
+    median: f64,
+    p99: f64,
+    /// The CPU time of the whole process (every thread) over the calls, per call.
+    cpu_per_call: f64,
+}
+
+impl Sequential {
+    fn new(latencies: &mut [f64], cpu: f64) -> Self {
+        Self {
+            median: percentile(latencies, 0.5),
+            p99: percentile(latencies, 0.99),
+            cpu_per_call: cpu / latencies.len() as f64,
+        }
+    }
+}
+
+/// The CPU time this process's threads have used so far, in seconds (nanosecond counts from
+/// the scheduler; the clock-tick figures of /proc/self/stat are too coarse for 20 ms).
+fn process_cpu() -> f64 {
+    let tasks = std::fs::read_dir("/proc/self/task").unwrap();
+    let nanoseconds: u64 = tasks
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok())
+        .filter_map(|stat| stat.split_whitespace().next()?.parse::<u64>().ok())
+        .sum();
+    nanoseconds as f64 / 1e9
+}
+
+/// Per-call latency and CPU: through [`mcp_smol::connect`] (a waiting caller drives; the driver
+/// otherwise runs on mcp-smol's background thread),
+/// or with `same_thread` polled by the same `block_on` as the calls.
+fn client_sequential(bins: &Bins, same_thread: bool) -> Sequential {
+    let calls = |client: mcp_smol::Client| async move {
+        client.wait_ready().await.unwrap();
+        let cpu = process_cpu();
+        let mut latencies = Vec::with_capacity(SEQUENTIAL_CALLS);
+        for i in 0..SEQUENTIAL_CALLS {
+            let started = Instant::now();
+            let result = client
+                .call_tool("echo", json!({"text": format!("call {i}")}))
+                .await;
+            latencies.push(started.elapsed().as_secs_f64());
+            assert!(!result.unwrap().is_error);
+        }
+        let cpu = process_cpu() - cpu;
+        client.close().await;
+        Sequential::new(&mut latencies, cpu)
+    };
+    if same_thread {
+        let (client, driver) = mcp_smol::start(&fixture_command(bins), options()).unwrap();
+        smol::block_on(smol::future::zip(driver, calls(client))).1
+    } else {
+        smol::block_on(async {
+            let client = mcp_smol::connect(&fixture_command(bins), options()).await;
+            calls(client.unwrap()).await
+        })
+    }
+}
+
+/// Calls per second with `IN_FLIGHT` calls outstanding.
+fn client_pipelined(bins: &Bins) -> f64 {
+    smol::block_on(async {
+        let client = mcp_smol::connect(&fixture_command(bins), options())
+            .await
+            .unwrap();
+        let started = Instant::now();
+        let workers: Vec<_> = (0..IN_FLIGHT)
+            .map(|worker| {
+                let client = client.clone();
+                smol::spawn(async move {
+                    for i in 0..PIPELINED_CALLS / IN_FLIGHT {
+                        let text = format!("call {worker}-{i}");
+                        client
+                            .call_tool("echo", json!({ "text": text }))
+                            .await
+                            .unwrap();
+                    }
+                })
+            })
+            .collect();
+        for worker in workers {
+            worker.await;
+        }
+        let rate = PIPELINED_CALLS as f64 / started.elapsed().as_secs_f64();
+        client.close().await;
+        rate
+    })
+}
+
+// ----- the raw floor -----
+
+/// The fixture behind blocking pipes, after a hand-written handshake.
+struct RawServer {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    line: String,
+}
+
+impl RawServer {
+    fn start(fixture: &Path) -> Self {
+        let mut child = Command::new(fixture)
+            .arg("good")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut server = Self {
+            child,
+            stdin,
+            stdout,
+            line: String::new(),
+        };
+        server.send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"floor","version":"0"}}}"#);
+        server.receive();
+        server.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        server
+    }
+
+    fn send(&mut self, line: &str) {
+        self.stdin.write_all(line.as_bytes()).unwrap();
+        self.stdin.write_all(b"\n").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// Reads one line; the floor trusts the server to answer in order.
+    fn receive(&mut self) -> &str {
+        self.line.clear();
+        self.stdout.read_line(&mut self.line).unwrap();
+        &self.line
+    }
+
+    fn finish(mut self) {
+        drop(self.stdin);
+        self.child.wait().unwrap();
+    }
+}
+
+fn echo_request(id: usize, text: &str) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+           "params": {"name": "echo", "arguments": {"text": text}, "_meta": {"progressToken": id}}})
+    .to_string()
+}
+
+fn floor_sequential(bins: &Bins) -> Sequential {
+    let mut server = RawServer::start(&bins.fixture);
+    let cpu = process_cpu();
+    let mut latencies = Vec::with_capacity(SEQUENTIAL_CALLS);
+    for i in 0..SEQUENTIAL_CALLS {
+        let request = echo_request(i + 2, &format!("call {i}"));
+        let started = Instant::now();
+        server.send(&request);
+        let answer = server.receive();
+        latencies.push(started.elapsed().as_secs_f64());
+        assert!(answer.contains("\"result\""));
+    }
+    let cpu = process_cpu() - cpu;
+    server.finish();
+    Sequential::new(&mut latencies, cpu)
+}
+
+fn floor_pipelined(bins: &Bins) -> f64 {
+    let mut server = RawServer::start(&bins.fixture);
+    let requests: Vec<String> = (0..PIPELINED_CALLS)
+        .map(|i| echo_request(i + 2, &format!("call {i}")))
+        .collect();
+    let started = Instant::now();
+    let mut sent = 0;
+    while sent < IN_FLIGHT {
+        server.send(&requests[sent]);
+        sent += 1;
+    }
+    for _ in 0..PIPELINED_CALLS {
+        assert!(server.receive().contains("\"result\""));
+        if sent < PIPELINED_CALLS {
+            server.send(&requests[sent]);
+            sent += 1;
+        }
+    }
+    let rate = PIPELINED_CALLS as f64 / started.elapsed().as_secs_f64();
+    server.finish();
+    rate
+}
+
+// ----- large results, each in a child process so its peak RSS is its own -----
+
+/// (seconds, peak RSS in MiB) of one `blob` call, measured in a fresh process.
+fn large_in_child(bins: &Bins, mode: &str, mib: usize) -> (f64, f64) {
+    let output = Command::new(&bins.me)
+        .args(["--child", mode, &mib.to_string()])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = String::from_utf8(output.stdout).unwrap();
+    let mut figures = text.split_whitespace().map(|f| f.parse::<f64>().unwrap());
+    (figures.next().unwrap(), figures.next().unwrap())
+}
+
+fn child_mode(args: Vec<String>) {
+    let bins = Bins {
+        fixture: std::env::current_exe()
+            .unwrap()
+            .with_file_name("mcp-fixture"),
+        cli: PathBuf::new(),
+        me: PathBuf::new(),
+    };
+    let bytes = args[1].parse::<usize>().unwrap() * 1024 * 1024;
+    let seconds = match args[0].as_str() {
+        // For profilers: the core's decoding alone, many times over.
+        // The sequential echo alone: the caller's-thread path, or `connect`'s.
+        "sequential-profile" | "sequential-default-profile" => {
+            let run = client_sequential(&bins, args[0] == "sequential-profile");
+            let (median, p99, cpu) = (time(run.median), time(run.p99), time(run.cpu_per_call));
+            println!("median {median} p99 {p99} cpu per call {cpu}");
+            return;
+        }
+        "core-profile" => {
+            let (mut batches, _) = recorded_stream(bytes > 0);
+            let mut core = CoreDecoder::new();
+            for _ in 0..20 {
+                std::hint::black_box(core_decoding(&mut core, &mut batches, Feed::Reads));
+            }
+            return;
+        }
+        "core-ratio" => {
+            let mut batches = recorded_stream(bytes > 0).0;
+            let (core, serde) = core_decoding(&mut CoreDecoder::new(), &mut batches, Feed::Reads);
+            println!(
+                "core {core:.0} MB/s serde {serde:.0} MB/s ratio {:.2}",
+                serde / core
+            );
+            return;
+        }
+        "cold-floor" => {
+            // The same exchange as `mcp-cli call`: handshake, every tools/list page, the call.
+            let mut server = RawServer::start(&bins.fixture);
+            let mut cursor: Option<String> = None;
+            for id in 2.. {
+                let params = cursor.map(|c| json!({ "cursor": c })).unwrap_or(json!({}));
+                let list =
+                    json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": params});
+                server.send(&list.to_string());
+                let page: Value = serde_json::from_str(server.receive()).unwrap();
+                cursor = page["result"]["nextCursor"].as_str().map(str::to_owned);
+                if cursor.is_none() {
+                    break;
+                }
+            }
+            server.send(&echo_request(100, "cold"));
+            assert!(server.receive().contains("cold"));
+            println!("cold");
+            server.finish();
+            return;
+        }
+        "large-client" => smol::block_on(async {
+            let client = mcp_smol::connect(&fixture_command(&bins), options())
+                .await
+                .unwrap();
+            let started = Instant::now();
+            let result = client
+                .call_tool("blob", json!({ "bytes": bytes }))
+                .await
+                .unwrap();
+            let elapsed = started.elapsed().as_secs_f64();
+            assert!(
+                matches!(&result.content[0], proto::Content::Text { text } if text.len() == bytes)
+            );
+            client.close().await;
+            elapsed
+        }),
+        "large-floor" => {
+            let mut server = RawServer::start(&bins.fixture);
+            let request = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                                 "params": {"name": "blob", "arguments": {"bytes": bytes}}});
+            let started = Instant::now();
+            server.send(&request.to_string());
+            let line_len = server.receive().len();
+            let elapsed = started.elapsed().as_secs_f64();
+            assert!(line_len > bytes);
+            server.finish();
+            elapsed
+        }
+        other => panic!("unknown child mode {other}"),
+    };
+    println!("{seconds} {}", peak_rss_mib());
+}
+
+fn peak_rss_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kib = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|rest| {
+            rest.trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse::<f64>()
+                .ok()
+        })
+        .unwrap_or(0.0);
+    kib / 1024.0
+}
+
+// ----- cold calls: whole processes -----
+
+fn cold_cli(bins: &Bins) -> f64 {
+    let config = std::env::temp_dir().join(format!("mcp-bench-{}.toml", std::process::id()));
+    std::fs::write(
+        &config,
+        format!(
+            "[mcp.fixture]\ncommand = {:?}\nargs = [\"good\"]\n",
+            bins.fixture.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let started = Instant::now();
+    let output = Command::new(&bins.cli)
+        .arg("--config")
+        .arg(&config)
+        .args(["call", "fixture", "echo", "text=cold"])
+        .env(
+            "XDG_STATE_HOME",
+            std::env::temp_dir().join("mcp-bench-state"),
+        )
+        .output()
+        .unwrap();
+    let elapsed = started.elapsed().as_secs_f64();
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "cold\n",
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    elapsed
+}
+
+/// The same exchange as `mcp-cli call` (handshake, tools/list, call, close), as a process.
+fn cold_floor(bins: &Bins) -> f64 {
+    let started = Instant::now();
+    let output = Command::new(&bins.me)
+        .args(["--child", "cold-floor", "0"])
+        .output()
+        .unwrap();
+    let elapsed = started.elapsed().as_secs_f64();
+    assert!(output.status.success());
+    elapsed
+}
+
+// ----- warm calls: through the daemon -----
+
+/// A server measured cold, warm through the daemon, and in-process.
+struct WarmTarget {
+    label: &'static str,
+    command: mcp_smol::ServerCommand,
+    /// The echo tool's string argument.
+    argument: &'static str,
+    /// What the echo tool answers `hi` with.
+    echoed: &'static str,
+}
+
+impl WarmTarget {
+    /// The fixture, and server-everything when the end-to-end suite has installed it.
+    fn available(bins: &Bins) -> Vec<Self> {
+        let mut targets = vec![Self {
+            label: "fixture",
+            command: mcp_smol::ServerCommand::new(bins.fixture.to_string_lossy()).arg("good"),
+            argument: "text",
+            echoed: "hi",
+        }];
+        let everything = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../target/e2e-servers/npm/node_modules/.bin/mcp-server-everything");
+        if everything.exists() {
+            targets.push(Self {
+                label: "server-everything",
+                command: mcp_smol::ServerCommand::new(everything.to_string_lossy()),
+                argument: "message",
+                echoed: "Echo: hi",
+            });
+        }
+        targets
+    }
+
+    /// Rows: a warm `mcp-cli call` against a cold one, and a call over the daemon's socket
+    /// against one on an in-process connection.
+    fn measure(&self, bins: &Bins, table: &mut Table) {
+        let dir = std::env::temp_dir().join(format!("mcp-bench-warm-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let config = dir.join("config.toml");
+        let command = &self.command;
+        std::fs::write(
+            &config,
+            format!(
+                "[mcp.s]\ncommand = {:?}\nargs = {:?}\n",
+                command.program, command.args
+            ),
+        )
+        .unwrap();
+        let cli = |args: &[&str], cold: bool| {
+            let mut run = Command::new(&bins.cli);
+            run.arg("--config").arg(&config).args(args);
+            run.env("XDG_RUNTIME_DIR", dir.join("run"))
+                .env("XDG_STATE_HOME", dir.join("state"));
+            if cold {
+                run.env("MCP_CLI_NO_DAEMON", "1");
+            }
+            run
+        };
+        let argument = format!("{}=hi", self.argument);
+        let call = |cold: bool| {
+            let started = Instant::now();
+            let output = cli(&["call", "s", "echo", &argument], cold)
+                .output()
+                .unwrap();
+            let elapsed = started.elapsed().as_secs_f64();
+            let printed = String::from_utf8_lossy(&output.stdout);
+            assert_eq!(printed.trim_end(), self.echoed, "{output:?}");
+            elapsed
+        };
+        let started = cli(&["daemon", "start"], true).output().unwrap();
+        assert!(started.status.success(), "{started:?}");
+        let status = cli(&["--json", "daemon", "status"], true).output().unwrap();
+        let status: Value = serde_json::from_slice(&status.stdout).unwrap();
+        let socket = PathBuf::from(status["socket"].as_str().unwrap());
+        call(false); // the daemon starts the server on first use
+        let (warm, cold) = alternate(|| call(false), || call(true));
+        table.row_latency(
+            &format!("daemon, {}: warm `mcp-cli call` / a cold one", self.label),
+            &warm,
+            &cold,
+        );
+        let arguments = json!({ self.argument: "hi" });
+        let (socket_calls, in_process) = smol::block_on(async {
+            let stream = smol::net::unix::UnixStream::connect(&socket).await.unwrap();
+            let options = mcp_smol::Options::default();
+            let warm = mcp_smol::connect_stream(stream.clone(), stream, options)
+                .await
+                .unwrap();
+            let direct = mcp_smol::connect(command, mcp_smol::Options::default())
+                .await
+                .unwrap();
+            let latency = |client: mcp_smol::Client, tool: &'static str| {
+                let arguments = arguments.clone();
+                async move {
+                    let mut times = Vec::new();
+                    for _ in 0..200 {
+                        let started = Instant::now();
+                        client.call_tool(tool, arguments.clone()).await.unwrap();
+                        times.push(started.elapsed().as_secs_f64());
+                    }
+                    median(&times)
+                }
+            };
+            let mut through_socket = Vec::new();
+            let mut direct_times = Vec::new();
+            for _ in 0..REPETITIONS {
+                through_socket.push(latency(warm.clone(), "s__echo").await);
+                direct_times.push(latency(direct.clone(), "echo").await);
+            }
+            warm.close().await;
+            direct.close().await;
+            (through_socket, direct_times)
+        });
+        table.row_latency(
+            &format!(
+                "daemon, {}: a call over its socket / in-process",
+                self.label
+            ),
+            &socket_calls,
+            &in_process,
+        );
+        let _ = cli(&["daemon", "stop"], true).output();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+// ----- reporting -----
+
+fn percentile(values: &mut [f64], fraction: f64) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let index = ((values.len() - 1) as f64 * fraction).round() as usize;
+    values[index]
+}
+
+fn median(values: &[f64]) -> f64 {
+    percentile(&mut values.to_vec(), 0.5)
+}
+
+fn spread(values: &[f64]) -> (f64, f64) {
+    let min = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    (min, max)
+}
+
+#[derive(Default)]
+struct Table {
+    rows: Vec<[String; 4]>,
+}
+
+impl Table {
+    fn row_latency(&mut self, name: &str, client: &[f64], floor: &[f64]) {
+        let show = |v: &[f64]| {
+            let (min, max) = spread(v);
+            format!("{} ({}-{})", time(median(v)), time(min), time(max))
+        };
+        let ratio = median(client) / median(floor);
+        self.rows.push([
+            name.to_owned(),
+            show(client),
+            show(floor),
+            format!("{ratio:.2}x time"),
+        ]);
+    }
+
+    fn row_rate(&mut self, name: &str, client: &[f64], floor: &[f64]) {
+        let show = |v: &[f64]| {
+            let (min, max) = spread(v);
+            format!("{:.0} ({:.0}-{:.0})", median(v), min, max)
+        };
+        let ratio = median(client) / median(floor);
+        self.rows.push([
+            name.to_owned(),
+            show(client),
+            show(floor),
+            format!("{ratio:.2}x rate"),
+        ]);
+    }
+
+    fn row_memory(&mut self, name: &str, client: &[f64], floor: &[f64], payload_mib: usize) {
+        let show = |v: &[f64]| format!("{:.1} MiB", median(v));
+        let ratio = median(client) / payload_mib as f64;
+        self.rows.push([
+            name.to_owned(),
+            show(client),
+            show(floor),
+            format!("{ratio:.2}x payload"),
+        ]);
+    }
+
+    fn print(&self) {
+        let header = ["measure", "client", "floor", "client/floor"].map(str::to_owned);
+        let rows: Vec<&[String; 4]> = std::iter::once(&header).chain(&self.rows).collect();
+        let widths: Vec<usize> = (0..4)
+            .map(|c| rows.iter().map(|r| r[c].len()).max().unwrap_or(0))
+            .collect();
+        for row in rows {
+            let cells: Vec<String> = (0..4)
+                .map(|c| format!("{:w$}", row[c], w = widths[c]))
+                .collect();
+            println!("{}", cells.join("  "));
+        }
+    }
+}
+
+fn time(seconds: f64) -> String {
+    match seconds {
+        s if s < 1e-3 => format!("{:.1}us", s * 1e6),
+        s if s < 1.0 => format!("{:.2}ms", s * 1e3),
+        s => format!("{s:.2}s"),
+    }
+}
