@@ -61,6 +61,10 @@ struct Controls {
     waker: Waker,
     /// How many of that task's waits are boarded.
     flights: usize,
+    /// One of its waits is being polled: it looks at `woken` before it returns, so a wake-up
+    /// meanwhile (its own request going to the driver, the driver's I/O) need not wake the
+    /// task to poll it again.
+    polling: bool,
 }
 
 impl Default for Router {
@@ -91,6 +95,7 @@ impl Wake for Router {
             let mut route = self.lock();
             route.woken = true;
             match &route.pilot {
+                Some(pilot) if pilot.polling => None,
                 Some(pilot) => Some(pilot.waker.clone()),
                 None => route.background.clone(),
             }
@@ -195,6 +200,7 @@ impl Pilot {
                         ticket,
                         waker: waker.clone(),
                         flights: 1,
+                        polling: false,
                     });
                     let shared = false;
                     return Some(Boarding { ticket, shared });
@@ -214,20 +220,43 @@ impl Pilot {
         None
     }
 
-    /// Whether the pilot holding `ticket` should poll the driver now (`None` once it is no
-    /// longer the pilot); also keeps its waker current.
-    fn pilot_woken(&self, ticket: u64, waker: &Waker) -> Option<bool> {
+    /// The pilot holding `ticket` starts polling one of its waits: wake-ups of the driver
+    /// are noted, not passed on, until [`Pilot::pilot_woken`] says there are none or
+    /// [`Pilot::stop_polling`]. Keeps its waker current; `false` once it is no longer the pilot.
+    fn start_polling(&self, ticket: u64, waker: &Waker) -> bool {
         let mut route = self.router.lock();
-        let Some(pilot) = &mut route.pilot else {
-            return None;
-        };
-        if pilot.ticket != ticket {
-            return None;
+        match &mut route.pilot {
+            Some(pilot) if pilot.ticket == ticket => {
+                if !pilot.waker.will_wake(waker) {
+                    pilot.waker = waker.clone();
+                }
+                pilot.polling = true;
+                true
+            }
+            _ => false,
         }
-        if !pilot.waker.will_wake(waker) {
-            pilot.waker = waker.clone();
+    }
+
+    /// Whether the pilot holding `ticket` should poll the driver now (`None` once it is no
+    /// longer the pilot). When not, it stops polling in the same breath, so that a wake-up
+    /// from then on wakes its task.
+    fn pilot_woken(&self, ticket: u64) -> Option<bool> {
+        let mut route = self.router.lock();
+        let woken = route.woken;
+        let pilot = route
+            .pilot
+            .as_mut()
+            .filter(|pilot| pilot.ticket == ticket)?;
+        pilot.polling = woken;
+        Some(woken)
+    }
+
+    /// The pilot holding `ticket` is about to wait: wake-ups go to its task again.
+    fn stop_polling(&self, ticket: u64) {
+        let mut route = self.router.lock();
+        if let Some(pilot) = route.pilot.as_mut().filter(|pilot| pilot.ticket == ticket) {
+            pilot.polling = false;
         }
-        Some(route.woken)
     }
 
     /// A caller stops waiting; the pilot's last one gives up the controls.
@@ -236,6 +265,8 @@ impl Pilot {
         route.callers = route.callers.saturating_sub(1);
         let background = match &mut route.pilot {
             Some(pilot) if Some(pilot.ticket) == ticket => {
+                // Also after a poll that unwound before it could stop polling.
+                pilot.polling = false;
                 pilot.flights = pilot.flights.saturating_sub(1);
                 if pilot.flights == 0 {
                     route.revoke()
@@ -298,20 +329,58 @@ impl<F: Future> Future for Flight<'_, F> {
             queue_only = boarding.as_ref().is_some_and(|boarding| boarding.shared);
             self.ticket = boarding.map(|boarding| boarding.ticket);
         }
+        let mut polled = Poll::Pending;
+        if let Some(ticket) = self.ticket {
+            if self.pilot.start_polling(ticket, cx.waker()) {
+                polled = self.drive_until_waiting(ticket, queue_only, cx.waker());
+            } else {
+                self.ticket = None;
+            }
+        }
+        // Only once it has to wait is the task's waker handed to what the caller waits on:
+        // an answer read while this poll drove was seen above, rather than waking the task to
+        // poll it again (each such wake-up costs the executor a trip through its reactor).
+        if polled.is_pending() {
+            polled = self.future.as_mut().poll(cx);
+        }
+        if polled.is_ready() {
+            self.boarded = false;
+            self.pilot.land(self.ticket.take());
+        }
+        polled
+    }
+}
+
+impl<F: Future> Flight<'_, F> {
+    /// Drives while the driver has been woken, until the caller's answer is in or someone
+    /// else is driving; the caller's future is polled with a waker that does nothing, and
+    /// the driver's wake-ups are noted rather than passed on, meanwhile.
+    fn drive_until_waiting(
+        &mut self,
+        ticket: u64,
+        queue_only: bool,
+        waker: &Waker,
+    ) -> Poll<F::Output> {
+        let mut quiet = Context::from_waker(Waker::noop());
         loop {
-            if let Poll::Ready(output) = self.future.as_mut().poll(cx) {
-                self.boarded = false;
-                self.pilot.land(self.ticket.take());
+            // Its first poll hands the driver the request.
+            if let Poll::Ready(output) = self.future.as_mut().poll(&mut quiet) {
+                self.pilot.stop_polling(ticket);
                 return Poll::Ready(output);
             }
-            let Some(ticket) = self.ticket else {
-                return Poll::Pending;
-            };
-            match self.pilot.pilot_woken(ticket, cx.waker()) {
-                Some(true) if queue_only => return Poll::Pending,
+            match self.pilot.pilot_woken(ticket) {
+                Some(true) if queue_only => {
+                    // The wake-up that would have brought the task back was only noted.
+                    self.pilot.stop_polling(ticket);
+                    waker.wake_by_ref();
+                    return Poll::Pending;
+                }
                 // Whoever is polling it instead will poll again and see what woke it; this
                 // caller hears of it through the driver's waker or its own answer.
-                Some(true) if !self.pilot.drive() => return Poll::Pending,
+                Some(true) if !self.pilot.drive() => {
+                    self.pilot.stop_polling(ticket);
+                    return Poll::Pending;
+                }
                 Some(true) => {}
                 Some(false) => return Poll::Pending,
                 None => {
@@ -428,6 +497,36 @@ mod tests {
             call(1),
             futures_lite::future::zip(call(2), call(3)),
         ))
+    }
+
+    /// A waker that counts its wake-ups.
+    #[derive(Default)]
+    struct Counting(std::sync::atomic::AtomicUsize);
+
+    impl Wake for Counting {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn an_answer_read_while_its_caller_drives_does_not_wake_the_caller_s_task() {
+        let (ask, driver) = replier();
+        let (pilot, _background) = Pilot::share(driver);
+        let wakes = Arc::new(Counting::default());
+        let waker = Waker::from(wakes.clone());
+        let mut call = Box::pin(pilot.fly(async {
+            let (reply, answer) = unbounded();
+            ask.send((21, reply)).await.unwrap();
+            answer.recv().await.unwrap()
+        }));
+        // The request reaches the driver and its answer comes back within this one poll: a
+        // wake-up on top would only make the executor poll the task again for nothing.
+        assert_eq!(
+            call.as_mut().poll(&mut Context::from_waker(&waker)),
+            Poll::Ready(42)
+        );
+        assert_eq!(wakes.0.load(Ordering::SeqCst), 0);
     }
 
     #[test]
