@@ -38,7 +38,12 @@ use crate::hub::{Hub, Settings};
 /// 128 + the signal's number. Like any use of `signal-hook-registry`, that leaves those signals
 /// ignored by the process once it has returned: fine for the binary, which exits at once.
 pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
-    let args: Vec<OsString> = args.into_iter().collect();
+    run_args(args.into_iter().collect())
+}
+
+/// [`run`]'s body, not generic, so that it is compiled once, here, rather than again in every
+/// crate that calls `run` (the binary took ten seconds of a release build to compile it).
+fn run_args(args: Vec<OsString>) -> i32 {
     let cli = match cli::Cli::parse_args(&args) {
         Ok(cli) => cli,
         // --help and --version are clap "errors" that print to stdout and succeed.
