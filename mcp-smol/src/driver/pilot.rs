@@ -220,21 +220,23 @@ impl Pilot {
         None
     }
 
-    /// The pilot holding `ticket` starts polling one of its waits: wake-ups of the driver
-    /// are noted, not passed on, until [`Pilot::pilot_woken`] says there are none or
-    /// [`Pilot::stop_polling`]. Keeps its waker current; `false` once it is no longer the pilot.
-    fn start_polling(&self, ticket: u64, waker: &Waker) -> bool {
+    /// The pilot holding `ticket` starts polling one of its waits, if it has something to
+    /// drive: its first poll (which hands the driver its request) or a driver woken since.
+    /// Wake-ups of the driver are then noted, not passed on, until [`Pilot::pilot_woken`]
+    /// says there are none or [`Pilot::stop_polling`]. Keeps its waker current; `None` once
+    /// it is no longer the pilot.
+    fn start_polling(&self, ticket: u64, waker: &Waker, first: bool) -> Option<bool> {
         let mut route = self.router.lock();
-        match &mut route.pilot {
-            Some(pilot) if pilot.ticket == ticket => {
-                if !pilot.waker.will_wake(waker) {
-                    pilot.waker = waker.clone();
-                }
-                pilot.polling = true;
-                true
-            }
-            _ => false,
+        let woken = route.woken;
+        let pilot = route
+            .pilot
+            .as_mut()
+            .filter(|pilot| pilot.ticket == ticket)?;
+        if !pilot.waker.will_wake(waker) {
+            pilot.waker = waker.clone();
         }
+        pilot.polling = first || woken;
+        Some(pilot.polling)
     }
 
     /// Whether the pilot holding `ticket` should poll the driver now (`None` once it is no
@@ -323,7 +325,8 @@ impl<F: Future> Future for Flight<'_, F> {
         // woken by it and polls its waits again, and the first to drive writes every request
         // its waits queued meanwhile at once (32 calls in flight, one write).
         let mut queue_only = false;
-        if !self.boarded {
+        let first = !self.boarded;
+        if first {
             self.boarded = true;
             let boarding = self.pilot.board(cx.waker());
             queue_only = boarding.as_ref().is_some_and(|boarding| boarding.shared);
@@ -331,10 +334,11 @@ impl<F: Future> Future for Flight<'_, F> {
         }
         let mut polled = Poll::Pending;
         if let Some(ticket) = self.ticket {
-            if self.pilot.start_polling(ticket, cx.waker()) {
-                polled = self.drive_until_waiting(ticket, queue_only, cx.waker());
-            } else {
-                self.ticket = None;
+            match self.pilot.start_polling(ticket, cx.waker(), first) {
+                Some(true) => polled = self.drive_until_waiting(ticket, queue_only, cx.waker()),
+                // Nothing to drive: among many waits of one task, most polls are this one.
+                Some(false) => {}
+                None => self.ticket = None,
             }
         }
         // Only once it has to wait is the task's waker handed to what the caller waits on:
