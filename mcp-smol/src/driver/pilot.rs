@@ -228,10 +228,7 @@ impl Pilot {
     fn start_polling(&self, ticket: u64, waker: &Waker, first: bool) -> Option<bool> {
         let mut route = self.router.lock();
         let woken = route.woken;
-        let pilot = route
-            .pilot
-            .as_mut()
-            .filter(|pilot| pilot.ticket == ticket)?;
+        let pilot = route.controls(ticket)?;
         if !pilot.waker.will_wake(waker) {
             pilot.waker = waker.clone();
         }
@@ -245,18 +242,13 @@ impl Pilot {
     fn pilot_woken(&self, ticket: u64) -> Option<bool> {
         let mut route = self.router.lock();
         let woken = route.woken;
-        let pilot = route
-            .pilot
-            .as_mut()
-            .filter(|pilot| pilot.ticket == ticket)?;
-        pilot.polling = woken;
+        route.controls(ticket)?.polling = woken;
         Some(woken)
     }
 
     /// The pilot holding `ticket` is about to wait: wake-ups go to its task again.
     fn stop_polling(&self, ticket: u64) {
-        let mut route = self.router.lock();
-        if let Some(pilot) = route.pilot.as_mut().filter(|pilot| pilot.ticket == ticket) {
+        if let Some(pilot) = self.router.lock().controls(ticket) {
             pilot.polling = false;
         }
     }
@@ -284,6 +276,11 @@ impl Pilot {
 }
 
 impl Route {
+    /// The controls, if the pilot holding them holds `ticket`.
+    fn controls(&mut self, ticket: u64) -> Option<&mut Controls> {
+        self.pilot.as_mut().filter(|pilot| pilot.ticket == ticket)
+    }
+
     /// Hands the controls back to the background task; returns its waker if a wake-up
     /// is waiting for it.
     fn revoke(&mut self) -> Option<Waker> {
