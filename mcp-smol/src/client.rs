@@ -14,7 +14,7 @@ use proto::{
 use serde_json::Value;
 
 use crate::driver::{self, Driver, Op, Pilot, Reply, Shared};
-use crate::{Disconnect, Error, Options, ServerCommand, background};
+use crate::{Disconnect, Error, Options, ServerCommand, background, oneshot};
 
 /// Spawns the server and returns a handle and the driver future, which must be polled: a
 /// caller waiting alone for its answer drives the connection itself, on its own thread, but
@@ -231,13 +231,17 @@ impl Client {
 
     async fn ask<T>(&self, op: impl FnOnce(Reply<T>) -> Op) -> Result<T, Error> {
         let asked = async {
-            let (reply, answer) = async_channel::bounded(1);
+            let (reply, answer) = oneshot::channel();
             self.answer(op(reply), answer).await
         };
         self.drive_while(asked).await
     }
 
-    async fn answer<T>(&self, op: Op, answer: Receiver<Result<T, Error>>) -> Result<T, Error> {
+    async fn answer<T>(
+        &self,
+        op: Op,
+        answer: oneshot::Receiver<Result<T, Error>>,
+    ) -> Result<T, Error> {
         if self.ops.send(op).await.is_ok() {
             // A caller that drops this future (a timeout of its own, a select) stops waiting:
             // the server is told to stop working on it too.
@@ -247,7 +251,7 @@ impl Client {
             };
             let answered = match &waiting.answer {
                 Some(answer) => answer.recv().await,
-                None => Err(async_channel::RecvError),
+                None => Err(oneshot::Closed),
             };
             waiting.answer = None;
             if let Ok(result) = answered {
@@ -263,7 +267,7 @@ impl Client {
 /// A caller waiting for its answer. Dropped while still waiting, it closes the answer channel
 /// first and then tells the driver, which cancels every request whose channel is closed.
 struct Waiting<'a, T> {
-    answer: Option<Receiver<Result<T, Error>>>,
+    answer: Option<oneshot::Receiver<Result<T, Error>>>,
     ops: &'a Sender<Op>,
 }
 

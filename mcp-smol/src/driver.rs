@@ -47,7 +47,8 @@ impl std::fmt::Debug for Driver {
     }
 }
 
-pub(crate) type Reply<T> = Sender<Result<T, Error>>;
+/// Where a caller hears its answer.
+pub(crate) type Reply<T> = crate::oneshot::Sender<Result<T, Error>>;
 
 /// What a handle asks of the driver.
 pub(crate) enum Op {
@@ -72,8 +73,8 @@ impl Op {
     /// Answers an operation the driver can no longer carry out.
     pub(crate) fn fail(self, error: Error) {
         match self {
-            Op::Request { reply, .. } => _ = reply.try_send(Err(error)),
-            Op::WaitReady(reply) => _ = reply.try_send(Err(error)),
+            Op::Request { reply, .. } => reply.send(Err(error)),
+            Op::WaitReady(reply) => reply.send(Err(error)),
             Op::Subscribe(_) | Op::Answer(_) | Op::Respond { .. } | Op::Abandoned | Op::Close => {}
         }
     }

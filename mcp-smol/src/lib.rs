@@ -53,6 +53,7 @@ mod client;
 mod driver;
 mod error;
 mod http;
+mod oneshot;
 mod options;
 mod pipe;
 mod process;

@@ -35,12 +35,12 @@ impl Callers {
                 Ok(id) => _ = self.waiters.insert(id, reply),
                 // Not expected: a driver stops taking operations once the connection closes.
                 Err(SendError::Closed(reason)) => {
-                    _ = reply.try_send(Err(Error::from_request(RequestError::Closed(reason))));
+                    reply.send(Err(Error::from_request(RequestError::Closed(reason))));
                 }
-                Err(error) => _ = reply.try_send(Err(error.into())),
+                Err(error) => reply.send(Err(error.into())),
             },
             Op::WaitReady(reply) => match connection.server_info().filter(|_| ready) {
-                Some(info) => _ = reply.try_send(Ok(info.clone())),
+                Some(info) => reply.send(Ok(info.clone())),
                 None => self.ready_waiters.push(reply),
             },
             Op::Subscribe(listener) => self.listeners.push(listener),
@@ -67,14 +67,14 @@ impl Callers {
     /// The handshake is done: every `wait_ready` hears what the server said.
     pub(crate) fn ready(&mut self, info: &ServerInfo) {
         for waiter in self.ready_waiters.drain(..) {
-            let _ = waiter.try_send(Ok(info.clone()));
+            waiter.send(Ok(info.clone()));
         }
     }
 
     /// Answers the caller of request `id`, if it still waits.
     pub(crate) fn answer(&mut self, id: RequestId, result: Result<Value, Error>) {
         if let Some(waiter) = self.waiters.remove(&id) {
-            let _ = waiter.try_send(result);
+            waiter.send(result);
         }
     }
 
@@ -110,10 +110,10 @@ impl Callers {
     /// more).
     pub(crate) fn fail_all(&mut self, unstarted: &Error, error: &Error) {
         for waiter in self.ready_waiters.drain(..) {
-            let _ = waiter.try_send(Err(unstarted.clone()));
+            waiter.send(Err(unstarted.clone()));
         }
         for (_, waiter) in std::mem::take(&mut self.waiters) {
-            let _ = waiter.try_send(Err(error.clone()));
+            waiter.send(Err(error.clone()));
         }
     }
 }
