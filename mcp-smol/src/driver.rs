@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use async_channel::{Receiver, Sender};
 use async_io::Timer;
 use futures_lite::future::FutureExt;
+use futures_lite::StreamExt;
 use futures_lite::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use proto::{
     CloseReason, Connection, Event, Notification, Request, RequestError, RpcError, ServerInfo,
@@ -248,7 +249,7 @@ impl Wiring {
             stdout,
             stdin: Some(stdin),
             outgoing: VecDeque::new(),
-            ops: self.ops,
+            ops: Box::pin(self.ops),
             shared: self.shared,
             options,
             callers: Callers::default(),
@@ -321,7 +322,8 @@ struct Loop {
     /// Bytes the core produced that the pipe has not taken yet. A ring, so that taking the
     /// front after each partial write costs nothing however large the backlog.
     outgoing: VecDeque<u8>,
-    ops: Receiver<Op>,
+    /// Pinned, to be polled as a stream (see [`Loop::next_wake`]).
+    ops: Pin<Box<Receiver<Op>>>,
     shared: Arc<Shared>,
     options: Options,
     callers: Callers,
@@ -419,7 +421,9 @@ impl Loop {
                 _ => std::future::pending().await,
             }
         };
-        let op = async { Wake::Op(self.ops.recv().await.ok()) };
+        // As a stream the receiver keeps its listener from one wait to the next, where each
+        // `recv()` would make and drop one.
+        let op = async { Wake::Op(self.ops.next().await) };
         let armed = self.timer_armed.is_some();
         let timer = &mut self.timer;
         let timer_armed = &mut self.timer_armed;
