@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use async_channel::{Receiver, Sender};
 use async_io::Timer;
-use futures_lite::future::FutureExt;
 use futures_lite::StreamExt;
+use futures_lite::future::FutureExt;
 use futures_lite::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use proto::{
     CloseReason, Connection, Event, Notification, Request, RequestError, RpcError, ServerInfo,
