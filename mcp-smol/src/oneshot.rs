@@ -1,4 +1,4 @@
-//! A channel for one value: how the driver hands each caller its answer.
+//! A channel for one value: how a driver hands each request it carries its answer.
 //!
 //! Every call makes one, so it is kept to one small allocation and a lock taken a few times,
 //! where a general channel (`async_channel::bounded(1)`) costs a cache-aligned allocation and

@@ -18,7 +18,7 @@ use proto::{
 };
 use serde_json::Value;
 
-use crate::Error;
+use crate::{Error, oneshot};
 
 /// Host notifications beyond this many unread are dropped, so a host that floods them cannot
 /// grow our memory. Requests are never dropped: the core caps how many are open.
@@ -62,7 +62,7 @@ enum Op {
     },
     Request {
         request: Request,
-        reply: Sender<Result<Value, Error>>,
+        reply: oneshot::Sender<Result<Value, Error>>,
     },
     Close,
 }
@@ -145,7 +145,7 @@ impl Server {
     /// Sends the host a request ([`Request::elicit`](proto::Request::elicit), or any
     /// [`Request::new`](proto::Request::new)) and reads its result as the request's type.
     pub async fn request<T: FromResult>(&self, request: Request<T>) -> Result<T, Error> {
-        let (reply, answer) = async_channel::bounded(1);
+        let (reply, answer) = oneshot::channel();
         let method = request.method().to_owned();
         let op = Op::Request {
             request: request.untyped(),
@@ -180,7 +180,7 @@ struct Loop<R, W> {
     outgoing: VecDeque<u8>,
     ops: Receiver<Op>,
     events: Sender<ServerEvent>,
-    waiters: BTreeMap<RequestId, Sender<Result<Value, Error>>>,
+    waiters: BTreeMap<RequestId, oneshot::Sender<Result<Value, Error>>>,
     timer: Timer,
 }
 
@@ -278,7 +278,7 @@ where
             Op::Notify { method, params } => _ = self.connection.notify(&method, params),
             Op::Request { request, reply } => match self.connection.request(now, request) {
                 Ok(id) => _ = self.waiters.insert(id, reply),
-                Err(error) => _ = reply.try_send(Err(error.into())),
+                Err(error) => reply.send(Err(error.into())),
             },
             Op::Close => self.connection.close(),
         }
@@ -288,7 +288,7 @@ where
         match event {
             ServerEvent::Response { id, result } => {
                 if let Some(waiter) = self.waiters.remove(&id) {
-                    let _ = waiter.try_send(result.map_err(Error::from_request));
+                    waiter.send(result.map_err(Error::from_request));
                 }
             }
             ServerEvent::Malformed(_) => {}
