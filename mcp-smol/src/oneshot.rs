@@ -46,20 +46,11 @@ impl<T> Shared<T> {
 pub(crate) struct Sender<T>(Arc<Shared<T>>);
 
 impl<T> Sender<T> {
-    /// Hands `value` over; it is dropped if the receiver is gone.
+    /// Hands `value` over. The receiver is woken as `self` goes, at the end of this call: the
+    /// one wake-up path for an answer and for a sender dropped without one. A value nobody
+    /// waits for any more goes with the last handle, which is then this one.
     pub(crate) fn send(self, value: T) {
-        let mut state = self.0.lock();
-        if state.receiver_gone {
-            return;
-        }
-        state.value = Some(value);
-        let waker = state.waker.take();
-        drop(state);
-        // Outside the lock: waking may run code of the caller's executor.
-        if let Some(waker) = waker {
-            waker.wake();
-        }
-        // Dropping `self` now finds the value taken or in place; either way nothing to add.
+        self.0.lock().value = Some(value);
     }
 
     /// Whether the receiver has stopped waiting.
@@ -74,6 +65,7 @@ impl<T> Drop for Sender<T> {
         state.sender_gone = true;
         let waker = state.waker.take();
         drop(state);
+        // Outside the lock: waking may run code of the caller's executor.
         if let Some(waker) = waker {
             waker.wake();
         }
