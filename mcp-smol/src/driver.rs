@@ -21,6 +21,7 @@ use proto::{
 use rustix::process::Signal;
 use serde_json::Value;
 
+use crate::buffer::ReadBuffer;
 use crate::pipe::PipeInput;
 use crate::process::{self, StderrReader, StderrTail};
 use crate::{Disconnect, Error, Options};
@@ -341,7 +342,7 @@ struct Loop {
 impl Loop {
     /// Feeds the connection until it closes; returns why.
     async fn run(&mut self) -> CloseReason {
-        let mut buffer = vec![0; 64 * 1024];
+        let mut buffer = ReadBuffer::new(8 * 1024, 64 * 1024);
         let mut eof_deadline: Option<Instant> = None;
         loop {
             while let Some(line) = self.connection.poll_transmit() {
@@ -368,7 +369,10 @@ impl Loop {
             let now = Instant::now();
             match wake {
                 Wake::Read(Ok(0) | Err(_)) => self.connection.handle_eof(now),
-                Wake::Read(Ok(n)) => self.connection.handle_bytes(now, &buffer[..n]),
+                Wake::Read(Ok(n)) => {
+                    self.connection.handle_bytes(now, &buffer[..n]);
+                    buffer.grow_if_filled(n);
+                }
                 Wake::Wrote(written) => self.wrote(written),
                 Wake::Op(Some(op)) => {
                     self.apply(now, op);

@@ -49,6 +49,7 @@
 #![warn(missing_docs)]
 
 mod background;
+mod buffer;
 mod client;
 mod driver;
 mod error;

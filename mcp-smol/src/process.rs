@@ -16,6 +16,7 @@ use std::time::Duration;
 use async_io::{Async, Timer};
 
 use crate::Error;
+use crate::buffer::ReadBuffer;
 use crate::pipe::PipeInput;
 use crate::sandbox::{self, Sandbox, TempDir};
 
@@ -339,7 +340,7 @@ pub(crate) struct StderrReader {
     pipe: Option<PipeInput>,
     tail: Arc<Mutex<StderrTail>>,
     sink: Option<StderrSink>,
-    buffer: Box<[u8]>,
+    buffer: ReadBuffer,
     _temporary: Option<TempDir>,
 }
 
@@ -353,7 +354,7 @@ impl StderrReader {
             pipe: Some(PipeInput::new(stderr.pipe)?),
             tail,
             sink,
-            buffer: vec![0; 16 * 1024].into_boxed_slice(),
+            buffer: ReadBuffer::new(1024, 16 * 1024),
             _temporary: stderr._temporary,
         })
     }
@@ -388,6 +389,7 @@ impl StderrReader {
         {
             self.sink = None;
         }
+        self.buffer.grow_if_filled(n);
     }
 
     /// Reads until EOF.

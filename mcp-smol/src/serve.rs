@@ -18,6 +18,7 @@ use proto::{
 };
 use serde_json::Value;
 
+use crate::buffer::ReadBuffer;
 use crate::{Error, oneshot};
 
 /// Host notifications beyond this many unread are dropped, so a host that floods them cannot
@@ -190,7 +191,7 @@ where
     W: AsyncWrite + Unpin + Send,
 {
     async fn run(&mut self) {
-        let mut buffer = vec![0; 64 * 1024];
+        let mut buffer = ReadBuffer::new(8 * 1024, 64 * 1024);
         let mut writable = true;
         loop {
             while let Some(line) = self.connection.poll_transmit() {
@@ -212,7 +213,10 @@ where
             let now = Instant::now();
             match wake {
                 Wake::Read(Ok(0) | Err(_)) => self.connection.handle_eof(now),
-                Wake::Read(Ok(n)) => self.connection.handle_bytes(now, &buffer[..n]),
+                Wake::Read(Ok(n)) => {
+                    self.connection.handle_bytes(now, &buffer[..n]);
+                    buffer.grow_if_filled(n);
+                }
                 Wake::Wrote(Ok(n)) => {
                     self.outgoing.drain(..n);
                     if self.outgoing.is_empty() {
