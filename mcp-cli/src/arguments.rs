@@ -114,7 +114,7 @@ pub fn property_types(property: &Value) -> Vec<String> {
 
 fn typed_value(key: &str, text: &str, types: &[String]) -> Result<Value, ArgumentError> {
     if types.is_empty() {
-        return Ok(serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned())));
+        return Ok(json_value(text).unwrap_or_else(|| Value::String(text.to_owned())));
     }
     if types.iter().any(|t| t == "string") {
         return Ok(Value::String(text.to_owned()));
@@ -125,7 +125,7 @@ fn typed_value(key: &str, text: &str, types: &[String]) -> Result<Value, Argumen
         .ok_or_else(|| {
             let mut message = format!("argument {key}: {text:?} is not {}", describe_types(types));
             // `paths=a.txt` for an array: show how to write one.
-            let is_json = serde_json::from_str::<Value>(text).is_ok();
+            let is_json = json_value(text).is_some();
             if types.iter().any(|t| t == "array") && !is_json {
                 let example = Value::Array(vec![Value::String(text.to_owned())]);
                 message.push_str(&format!("; write an array as {key}:='{example}'"));
@@ -134,9 +134,23 @@ fn typed_value(key: &str, text: &str, types: &[String]) -> Result<Value, Argumen
         })
 }
 
+/// `text` as JSON, if it is. Text that cannot begin a JSON value (`cold`, `a.txt`) is not
+/// parsed at all: a failed parse builds an error with its line and column, which costs more
+/// than the rest of the argument handling.
+fn json_value(text: &str) -> Option<Value> {
+    let first = text.trim_start().bytes().next()?;
+    if !matches!(
+        first,
+        b'{' | b'[' | b'"' | b'-' | b'0'..=b'9' | b't' | b'f' | b'n'
+    ) {
+        return None;
+    }
+    serde_json::from_str(text).ok()
+}
+
 /// Parses `text` strictly as one JSON type.
 fn parse_as(type_name: &str, text: &str) -> Option<Value> {
-    let json = || serde_json::from_str::<Value>(text).ok();
+    let json = || json_value(text);
     match type_name {
         "boolean" => match text {
             "true" => Some(Value::Bool(true)),
@@ -296,6 +310,26 @@ mod tests {
             args,
             json!({"s": "012", "n": 1.5, "i": -3, "b": true, "arr": [1, 2], "obj": {"k": 1},
                    "opt": null, "free": 7, "other": "text"})
+        );
+    }
+
+    #[test]
+    fn untyped_values_are_json_when_they_parse_else_text() {
+        let args = build_pairs(&[
+            "s=x",
+            "u1=cold",
+            "u2= [1]",
+            "u3=nothing",
+            "u4=-",
+            "u5=",
+            "u6=\"q\"",
+            "u7=false",
+        ])
+        .unwrap();
+        assert_eq!(
+            args,
+            json!({"s": "x", "u1": "cold", "u2": [1], "u3": "nothing", "u4": "-", "u5": "",
+                   "u6": "q", "u7": false})
         );
     }
 
