@@ -62,12 +62,11 @@ fn run_args(args: Vec<OsString>) -> i32 {
             return Exit::Usage.code();
         }
     };
-    let env = |key: &str| std::env::var(key).ok();
     // Drivers run on the main thread's executor, so a call crosses no thread on its way to
     // the server and back.
     let executor = Arc::new(async_executor::Executor::new());
     // Watch before any server starts, so that none can outlive a signal.
-    let mut signals = match Signals::new([Signal::Int, Signal::Term, Signal::Hup]) {
+    let signals = match Signals::new([Signal::Int, Signal::Term, Signal::Hup]) {
         Ok(signals) => signals,
         // Only when out of file descriptors, where no server could start either.
         Err(error) => {
@@ -79,15 +78,26 @@ fn run_args(args: Vec<OsString>) -> i32 {
             return failure.exit.code();
         }
     };
+    // One `block_on` for the whole run: in a gap between two, async-io's own thread takes
+    // the reactor and keeps it until an event comes, which then hops to this thread.
+    async_io::block_on(run_command(cli, args, executor, signals))
+}
+
+/// [`run_args`] once the signals are watched: the command, warm through a daemon or here.
+async fn run_command(
+    cli: cli::Cli,
+    args: Vec<OsString>,
+    executor: Arc<async_executor::Executor<'static>>,
+    mut signals: Signals,
+) -> i32 {
+    let env = |key: &str| std::env::var(key).ok();
     // While a daemon serves these config files, it runs the command with its warm servers.
-    let warm = async {
-        let warm = daemon::run_warm(&cli, &args, &env);
-        futures_lite::future::or(async { warm.await.map(Ending::Warm) }, async {
-            Some(Ending::Signal(next_signal(&mut signals).await))
-        })
-        .await
-    };
-    match async_io::block_on(warm) {
+    let warm = daemon::run_warm(&cli, &args, &env);
+    let ending = futures_lite::future::or(async { warm.await.map(Ending::Warm) }, async {
+        Some(Ending::Signal(next_signal(&mut signals).await))
+    })
+    .await;
+    match ending {
         Some(Ending::Warm(code)) => return code,
         Some(Ending::Signal(signal)) => return 128 + signal as i32,
         _ => {}
@@ -109,7 +119,7 @@ fn run_args(args: Vec<OsString>) -> i32 {
             login,
             ..Settings::default()
         };
-        let mut ctx = Context {
+        Context {
             hub: Hub::new(config, settings),
             json: cli.json,
             log_dir,
@@ -118,9 +128,14 @@ fn run_args(args: Vec<OsString>) -> i32 {
             adhoc,
             call_timeout: cli.timeout,
             executor: executor.clone(),
-        };
-        async_io::block_on(executor.run(until_signal(&mut ctx, cli.command, signals)))
+        }
     });
+    let outcome = match outcome {
+        Ok(mut ctx) => Ok(executor
+            .run(until_signal(&mut ctx, cli.command, signals))
+            .await),
+        Err(failure) => Err(failure),
+    };
     match outcome {
         Ok(Ending::Done(Ok(exit))) => exit.code(),
         Ok(Ending::Done(Err(mut failure))) | Err(mut failure) => {
