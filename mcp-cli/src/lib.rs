@@ -62,9 +62,6 @@ fn run_args(args: Vec<OsString>) -> i32 {
             return Exit::Usage.code();
         }
     };
-    // Drivers run on the main thread's executor, so a call crosses no thread on its way to
-    // the server and back.
-    let executor = Arc::new(async_executor::Executor::new());
     // Watch before any server starts, so that none can outlive a signal.
     let signals = match Signals::new([Signal::Int, Signal::Term, Signal::Hup]) {
         Ok(signals) => signals,
@@ -80,16 +77,11 @@ fn run_args(args: Vec<OsString>) -> i32 {
     };
     // One `block_on` for the whole run: in a gap between two, async-io's own thread takes
     // the reactor and keeps it until an event comes, which then hops to this thread.
-    async_io::block_on(run_command(cli, args, executor, signals))
+    async_io::block_on(run_command(cli, args, signals))
 }
 
 /// [`run_args`] once the signals are watched: the command, warm through a daemon or here.
-async fn run_command(
-    cli: cli::Cli,
-    args: Vec<OsString>,
-    executor: Arc<async_executor::Executor<'static>>,
-    mut signals: Signals,
-) -> i32 {
+async fn run_command(cli: cli::Cli, args: Vec<OsString>, mut signals: Signals) -> i32 {
     let env = |key: &str| std::env::var(key).ok();
     // While a daemon serves these config files, it runs the command with its warm servers.
     let warm = daemon::run_warm(&cli, &args, &env);
@@ -104,36 +96,39 @@ async fn run_command(
     }
     let log_dir = logs::log_dir(&env);
     let login = login_mode(&cli);
-    let outcome = load_config(&cli, &env).map(|(config, adhoc)| {
-        let settings = Settings {
-            log_dir: Some(log_dir.clone()),
-            call_timeout: cli.timeout,
-            handshake_timeout: mcp_timeout(&env),
-            // A one-shot command should not wait out a server that ignores its stdin closing:
-            // well-behaved servers exit on it within milliseconds.
-            grace_period: Duration::from_millis(300),
-            executor: Some(executor.clone()),
-            ask: Some(prompt::handler(cli.yes)),
-            elicit: Some(elicit::handler(cli.yes)),
-            pin_dir: Some(log_dir.with_file_name("pins")),
-            login,
-            ..Settings::default()
-        };
-        Context {
-            hub: Hub::new(config, settings),
-            json: cli.json,
-            log_dir,
-            out: output::Stdout::default(),
-            configs: cli.configs.clone(),
-            adhoc,
-            call_timeout: cli.timeout,
-            executor: executor.clone(),
+    // Drivers run on the main thread's executor, so a call crosses no thread on its way to
+    // the server and back.
+    let executor = Arc::new(async_executor::Executor::new());
+    let outcome = match load_config(&cli, &env) {
+        Ok((config, adhoc)) => {
+            let settings = Settings {
+                log_dir: Some(log_dir.clone()),
+                call_timeout: cli.timeout,
+                handshake_timeout: mcp_timeout(&env),
+                // A one-shot command should not wait out a server that ignores its stdin
+                // closing: well-behaved servers exit on it within milliseconds.
+                grace_period: Duration::from_millis(300),
+                executor: Some(executor.clone()),
+                ask: Some(prompt::handler(cli.yes)),
+                elicit: Some(elicit::handler(cli.yes)),
+                pin_dir: Some(log_dir.with_file_name("pins")),
+                login,
+                ..Settings::default()
+            };
+            let mut ctx = Context {
+                hub: Hub::new(config, settings),
+                json: cli.json,
+                log_dir,
+                out: output::Stdout::default(),
+                configs: cli.configs.clone(),
+                adhoc,
+                call_timeout: cli.timeout,
+                executor: executor.clone(),
+            };
+            Ok(executor
+                .run(until_signal(&mut ctx, cli.command, signals))
+                .await)
         }
-    });
-    let outcome = match outcome {
-        Ok(mut ctx) => Ok(executor
-            .run(until_signal(&mut ctx, cli.command, signals))
-            .await),
         Err(failure) => Err(failure),
     };
     match outcome {
