@@ -84,6 +84,18 @@ fn run_all(sections: &[String]) {
         table.row_latency(&name, &column(&client, cpu), &column(&floor, cpu));
     }
 
+    if wants("echo") {
+        // How much of the client's cost is the reactor it waits through rather than its own.
+        let (reactor, floor) = alternate(|| reactor_sequential(&bins), || floor_sequential(&bins));
+        let placement = "the floor's loop waiting through async-io (no MCP code)";
+        let median = |runs: &[Sequential]| runs.iter().map(|run| run.median).collect::<Vec<_>>();
+        let cpu = |runs: &[Sequential]| runs.iter().map(|run| run.cpu_per_call).collect::<Vec<_>>();
+        let name = format!("sequential echo, median latency, {placement}");
+        table.row_latency(&name, &median(&reactor), &median(&floor));
+        let name = format!("sequential echo, CPU per call, {placement}");
+        table.row_latency(&name, &cpu(&reactor), &cpu(&floor));
+    }
+
     if wants("pipelined") {
         let (client, floor) = alternate(|| client_pipelined(&bins), || floor_pipelined(&bins));
         table.row_rate("pipelined echo (32 in flight), calls/s", &client, &floor);
@@ -374,6 +386,59 @@ fn floor_sequential(bins: &Bins) -> Sequential {
     let cpu = process_cpu() - cpu;
     server.finish();
     Sequential::new(&mut latencies, cpu)
+}
+
+/// The floor's exchange, but over non-blocking pipes that wait in async-io's reactor under
+/// `smol::block_on`, racing the request timeout every client keeps: what the reactor costs a
+/// call before any MCP code runs.
+fn reactor_sequential(bins: &Bins) -> Sequential {
+    use smol::io::{AsyncBufReadExt, AsyncWriteExt};
+    let mut child = Command::new(&bins.fixture)
+        .arg("good")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = smol::Async::new(child.stdin.take().unwrap()).unwrap();
+    let mut stdout =
+        smol::io::BufReader::new(smol::Async::new(child.stdout.take().unwrap()).unwrap());
+    let mut line = String::new();
+    let run = smol::block_on(async {
+        let handshake = [
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"floor","version":"0"}}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        ];
+        for (i, message) in handshake.into_iter().enumerate() {
+            stdin.write_all(message.as_bytes()).await.unwrap();
+            stdin.write_all(b"\n").await.unwrap();
+            if i == 0 {
+                stdout.read_line(&mut line).await.unwrap();
+            }
+        }
+        let cpu = process_cpu();
+        let mut latencies = Vec::with_capacity(SEQUENTIAL_CALLS);
+        for i in 0..SEQUENTIAL_CALLS {
+            let request = echo_request(i + 2, &format!("call {i}"));
+            let started = Instant::now();
+            stdin.write_all(request.as_bytes()).await.unwrap();
+            stdin.write_all(b"\n").await.unwrap();
+            line.clear();
+            let timeout = smol::Timer::after(std::time::Duration::from_secs(60));
+            let answered =
+                smol::future::or(async { stdout.read_line(&mut line).await.is_ok() }, async {
+                    timeout.await;
+                    false
+                })
+                .await;
+            latencies.push(started.elapsed().as_secs_f64());
+            assert!(answered && line.contains("\"result\""));
+        }
+        Sequential::new(&mut latencies, process_cpu() - cpu)
+    });
+    drop(stdin);
+    child.wait().unwrap();
+    run
 }
 
 fn floor_pipelined(bins: &Bins) -> f64 {
