@@ -315,6 +315,21 @@ fn client_pipelined(bins: &Bins) -> f64 {
 
 // ----- the raw floor -----
 
+/// The floor's hand-written handshake: the request, then the notification after its answer.
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"floor","version":"0"}}}"#;
+const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+
+/// The fixture server with piped stdin and stdout, its stderr discarded.
+fn spawn_fixture(fixture: &Path) -> Child {
+    Command::new(fixture)
+        .arg("good")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
 /// The fixture behind blocking pipes, after a hand-written handshake.
 struct RawServer {
     child: Child,
@@ -325,13 +340,7 @@ struct RawServer {
 
 impl RawServer {
     fn start(fixture: &Path) -> Self {
-        let mut child = Command::new(fixture)
-            .arg("good")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = spawn_fixture(fixture);
         let stdin = child.stdin.take().unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap());
         let mut server = Self {
@@ -340,9 +349,9 @@ impl RawServer {
             stdout,
             line: String::new(),
         };
-        server.send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"floor","version":"0"}}}"#);
+        server.send(INITIALIZE);
         server.receive();
-        server.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        server.send(INITIALIZED);
         server
     }
 
@@ -393,29 +402,17 @@ fn floor_sequential(bins: &Bins) -> Sequential {
 /// call before any MCP code runs.
 fn reactor_sequential(bins: &Bins) -> Sequential {
     use smol::io::{AsyncBufReadExt, AsyncWriteExt};
-    let mut child = Command::new(&bins.fixture)
-        .arg("good")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_fixture(&bins.fixture);
     let mut stdin = smol::Async::new(child.stdin.take().unwrap()).unwrap();
     let mut stdout =
         smol::io::BufReader::new(smol::Async::new(child.stdout.take().unwrap()).unwrap());
     let mut line = String::new();
     let run = smol::block_on(async {
-        let handshake = [
-            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"floor","version":"0"}}}"#,
-            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-        ];
-        for (i, message) in handshake.into_iter().enumerate() {
-            stdin.write_all(message.as_bytes()).await.unwrap();
-            stdin.write_all(b"\n").await.unwrap();
-            if i == 0 {
-                stdout.read_line(&mut line).await.unwrap();
-            }
-        }
+        stdin.write_all(INITIALIZE.as_bytes()).await.unwrap();
+        stdin.write_all(b"\n").await.unwrap();
+        stdout.read_line(&mut line).await.unwrap();
+        stdin.write_all(INITIALIZED.as_bytes()).await.unwrap();
+        stdin.write_all(b"\n").await.unwrap();
         let cpu = process_cpu();
         let mut latencies = Vec::with_capacity(SEQUENTIAL_CALLS);
         for i in 0..SEQUENTIAL_CALLS {
