@@ -478,7 +478,13 @@ impl Loop {
 
     fn wrote(&mut self, written: std::io::Result<usize>) {
         match written {
-            Ok(n) => _ = self.outgoing.drain(..n),
+            Ok(n) => {
+                self.outgoing.drain(..n);
+                // A server on our CPU often answers before we come to read.
+                if let Incoming::Pipe(pipe) = &mut self.stdout {
+                    pipe.expect();
+                }
+            }
             // The server stopped reading; its exit or EOF will end the connection.
             Err(_) => {
                 self.stdin = None;

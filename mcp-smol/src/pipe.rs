@@ -1,9 +1,14 @@
-//! Reading a pipe on the reactor, asking the kernel only once the pipe holds something.
+//! Reading a pipe on the reactor, asking the kernel only when something is likely there.
 //!
 //! A plain async read tries the pipe first and waits for readiness only when the pipe is
-//! empty. Between a request and its answer the pipe is empty every time, so each turn of the
-//! driver paid a `read` that found nothing. Here a read that came back short means the pipe is
-//! drained, and the next read waits for the reactor's word first.
+//! empty. With the server on another CPU, the pipe is empty between a request and its answer,
+//! so each turn of the driver paid a `read` that found nothing. Here a read that came back
+//! short means the pipe is drained, and the next read waits for the reactor's word first.
+//!
+//! With the server on our CPU it is the other way round: our request wakes it, the kernel
+//! often switches to it at once, and its answer is in the pipe before we come to read. Asking
+//! the reactor first would then cost three system calls for nothing, so after each write the
+//! driver says an answer may be waiting ([`PipeInput::expect`]) and the pipe is tried first.
 
 use std::future::poll_fn;
 use std::io::{self, ErrorKind, PipeReader, Read};
@@ -26,6 +31,12 @@ impl PipeInput {
             // Whatever was written before we registered is read at once.
             maybe_more: true,
         })
+    }
+
+    /// We just wrote to the server, which may have answered already: the next read tries the
+    /// pipe before asking the reactor.
+    pub(crate) fn expect(&mut self) {
+        self.maybe_more = true;
     }
 
     /// Reads what the pipe holds, up to `buffer`'s length; `Ok(0)` at EOF.
@@ -79,6 +90,27 @@ mod tests {
             drop(writer);
             assert_eq!(input.read(&mut buffer).await.unwrap(), 0);
         });
+    }
+
+    /// One poll, with no reactor turn to deliver readiness.
+    fn poll_once(input: &mut PipeInput, buffer: &mut [u8]) -> Option<io::Result<usize>> {
+        futures_lite::future::block_on(futures_lite::future::poll_once(input.read(buffer)))
+    }
+
+    #[test]
+    fn after_a_write_the_answer_is_read_without_the_reactor() {
+        let (reader, mut writer) = std::io::pipe().unwrap();
+        writer.write_all(b"first").unwrap();
+        let mut input = PipeInput::new(reader).unwrap();
+        let mut buffer = [0; 64];
+        assert!(matches!(poll_once(&mut input, &mut buffer), Some(Ok(5))));
+        // Drained: what comes next waits for the reactor's word...
+        writer.write_all(b"second").unwrap();
+        assert!(poll_once(&mut input, &mut buffer).is_none());
+        // ...unless an answer is expected, when the pipe is tried first.
+        input.expect();
+        assert!(matches!(poll_once(&mut input, &mut buffer), Some(Ok(6))));
+        assert_eq!(&buffer[..6], b"second");
     }
 
     #[test]
