@@ -49,14 +49,19 @@ pub(crate) enum ResponseError {
 /// A well-formed line that is not a message is classified, not rejected by the parser, so the
 /// whole line is still checked to be JSON first: a broken line is reported as broken.
 pub(crate) fn decode(line: &[u8]) -> Messages {
-    let mut parser = serde_json::Deserializer::from_slice(line);
+    // Checked once for the whole line, where parsing bytes would check each string on its
+    // own: a typical response holds a dozen, and each check has a fixed cost.
+    let Ok(text) = std::str::from_utf8(line) else {
+        return Messages::One(Some(Err(LineError::NotUtf8)));
+    };
+    let mut parser = serde_json::Deserializer::from_str(text);
     let decoded = parser
         .deserialize_any(LineVisitor { top_level: true })
         .and_then(|decoded| parser.end().map(|()| decoded));
     match decoded {
         Ok(Decoded::One(message)) => Messages::One(Some(message)),
         Ok(Decoded::Batch(messages)) => Messages::Batch(messages.into_iter()),
-        Err(error) => Messages::One(Some(Err(classify_parse_error(line, &error)))),
+        Err(error) => Messages::One(Some(Err(not_json(text, &error)))),
     }
 }
 
@@ -292,23 +297,18 @@ fn read_message<'de, A: MapAccess<'de>>(
     })
 }
 
-fn classify_parse_error(line: &[u8], error: &serde_json::Error) -> LineError {
-    if std::str::from_utf8(line).is_err() {
-        return LineError::NotUtf8;
-    }
+fn not_json(line: &str, error: &serde_json::Error) -> LineError {
     LineError::NotJson {
         detail: format!("{error} in {:?}", preview(line)),
     }
 }
 
 /// The start of a line, for error messages about it.
-fn preview(line: &[u8]) -> String {
+fn preview(line: &str) -> String {
     const MAX: usize = 60;
-    let text = String::from_utf8_lossy(&line[..line.len().min(MAX)]);
-    if line.len() > MAX {
-        format!("{text}...")
-    } else {
-        text.into_owned()
+    match line.char_indices().nth(MAX) {
+        Some((end, _)) => format!("{}...", &line[..end]),
+        None => line.to_owned(),
     }
 }
 
