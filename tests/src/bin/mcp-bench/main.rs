@@ -355,10 +355,10 @@ impl RawServer {
         server
     }
 
+    /// One write per line, as a client sends it: a server woken by half a line would read
+    /// twice (and, on our CPU, take a turn in between).
     fn send(&mut self, line: &str) {
-        self.stdin.write_all(line.as_bytes()).unwrap();
-        self.stdin.write_all(b"\n").unwrap();
-        self.stdin.flush().unwrap();
+        self.stdin.write_all(&terminated(line)).unwrap();
     }
 
     /// Reads one line; the floor trusts the server to answer in order.
@@ -372,6 +372,14 @@ impl RawServer {
         drop(self.stdin);
         self.child.wait().unwrap();
     }
+}
+
+/// `line` and its newline, to go out in one write.
+fn terminated(line: &str) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(line.len() + 1);
+    bytes.extend_from_slice(line.as_bytes());
+    bytes.push(b'\n');
+    bytes
 }
 
 fn echo_request(id: usize, text: &str) -> String {
@@ -418,8 +426,7 @@ fn reactor_sequential(bins: &Bins) -> Sequential {
         for i in 0..SEQUENTIAL_CALLS {
             let request = echo_request(i + 2, &format!("call {i}"));
             let started = Instant::now();
-            stdin.write_all(request.as_bytes()).await.unwrap();
-            stdin.write_all(b"\n").await.unwrap();
+            stdin.write_all(&terminated(&request)).await.unwrap();
             line.clear();
             let timeout = smol::Timer::after(std::time::Duration::from_secs(60));
             let answered =
