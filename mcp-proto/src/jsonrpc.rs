@@ -489,6 +489,12 @@ mod tests {
             decode(b"\xff\xfe{").collect::<Vec<_>>(),
             [Err(LineError::NotUtf8)]
         );
+        // JSON text is UTF-8 throughout, in a member we would skip as much as anywhere.
+        assert_eq!(
+            decode(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{},\"x\":\"\xff\"}")
+                .collect::<Vec<_>>(),
+            [Err(LineError::NotUtf8)]
+        );
         assert!(matches!(one("42"), Err(LineError::NotJsonRpc { .. })));
         assert!(matches!(one("[]"), Err(LineError::NotJsonRpc { .. })));
         assert!(matches!(
