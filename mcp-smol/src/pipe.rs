@@ -7,8 +7,9 @@
 //!
 //! With the server on our CPU it is the other way round: our request wakes it, the kernel
 //! often switches to it at once, and its answer is in the pipe before we come to read. Asking
-//! the reactor first would then cost three system calls for nothing, so after each write the
-//! driver says an answer may be waiting ([`PipeInput::expect`]) and the pipe is tried first.
+//! the reactor first would then cost a turn of it for nothing (six system calls on async-io),
+//! so after each write the driver says an answer may be waiting ([`PipeInput::expect`]) and
+//! the pipe is tried first.
 
 use std::future::poll_fn;
 use std::io::{self, ErrorKind, PipeReader, Read};
