@@ -416,11 +416,9 @@ fn reactor_sequential(bins: &Bins) -> Sequential {
         smol::io::BufReader::new(smol::Async::new(child.stdout.take().unwrap()).unwrap());
     let mut line = String::new();
     let run = smol::block_on(async {
-        stdin.write_all(INITIALIZE.as_bytes()).await.unwrap();
-        stdin.write_all(b"\n").await.unwrap();
+        stdin.write_all(&terminated(INITIALIZE)).await.unwrap();
         stdout.read_line(&mut line).await.unwrap();
-        stdin.write_all(INITIALIZED.as_bytes()).await.unwrap();
-        stdin.write_all(b"\n").await.unwrap();
+        stdin.write_all(&terminated(INITIALIZED)).await.unwrap();
         let cpu = process_cpu();
         let mut latencies = Vec::with_capacity(SEQUENTIAL_CALLS);
         for i in 0..SEQUENTIAL_CALLS {
