@@ -102,18 +102,14 @@ async fn run_command(cli: cli::Cli, args: Vec<OsString>, mut signals: Signals) -
     let outcome = match load_config(&cli, &env) {
         Ok((config, adhoc)) => {
             let settings = Settings {
-                log_dir: Some(log_dir.clone()),
                 call_timeout: cli.timeout,
-                handshake_timeout: mcp_timeout(&env),
                 // A one-shot command should not wait out a server that ignores its stdin
                 // closing: well-behaved servers exit on it within milliseconds.
                 grace_period: Duration::from_millis(300),
-                executor: Some(executor.clone()),
                 ask: Some(prompt::handler(cli.yes)),
                 elicit: Some(elicit::handler(cli.yes)),
-                pin_dir: Some(log_dir.with_file_name("pins")),
                 login,
-                ..Settings::default()
+                ..host_settings(&log_dir, &executor, &env)
             };
             let mut ctx = Context {
                 hub: Hub::new(config, settings),
@@ -191,6 +187,23 @@ async fn until_signal(ctx: &mut Context, command: cli::Command, mut signals: Sig
         Ending::Done(_) | Ending::Warm(_) => hub.shutdown().await,
     }
     ending
+}
+
+/// What every hub of this program starts from, whether a command, `serve` or the daemon runs
+/// it: the same logs, the same pins and the same handshake budget, so that a tool withheld
+/// from `call` is withheld from the gateway too. Each caller adds only how it asks and answers.
+pub(crate) fn host_settings(
+    log_dir: &std::path::Path,
+    executor: &Arc<async_executor::Executor<'static>>,
+    env: config::Env<'_>,
+) -> Settings {
+    Settings {
+        log_dir: Some(log_dir.to_owned()),
+        pin_dir: Some(logs::pin_dir(log_dir)),
+        handshake_timeout: mcp_timeout(env),
+        executor: Some(executor.clone()),
+        ..Settings::default()
+    }
 }
 
 /// `MCP_TIMEOUT`: the handshake budget in milliseconds, as other hosts read it.

@@ -18,6 +18,11 @@ pub fn log_dir(env: &dyn Fn(&str) -> Option<String>) -> PathBuf {
     state.join("mcp-cli").join("logs")
 }
 
+/// Where tool definitions are pinned: `pins` beside the logs folder.
+pub fn pin_dir(log_dir: &Path) -> PathBuf {
+    log_dir.with_file_name("pins")
+}
+
 pub fn log_path(dir: &Path, server: &str) -> PathBuf {
     // Server names come from config keys; keep them from escaping the folder.
     let safe: String = server

@@ -25,15 +25,12 @@ pub(crate) async fn run(ctx: &mut Context, proxy: bool, named: &[String]) -> Res
     };
     let config = load().map_err(|error| Failure::usage(error.0))?;
     let link = HostLink::default();
+    // The command's own executor, on its thread: a message crosses no thread on its way
+    // through the gateway to a server and back.
     let settings = Settings {
-        log_dir: Some(ctx.log_dir.clone()),
-        handshake_timeout: crate::mcp_timeout(&env),
         call_timeout: ctx.call_timeout,
         ask: Some(link.ask_handler()),
-        // The command's own executor, on its thread: a message crosses no thread on its way
-        // through the gateway to a server and back.
-        executor: Some(ctx.executor.clone()),
-        ..Settings::default()
+        ..crate::host_settings(&ctx.log_dir, &ctx.executor, &env)
     };
     let hub = Hub::new(config, settings);
     // Mistyped names are found before the host connects.

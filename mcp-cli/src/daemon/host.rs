@@ -20,7 +20,7 @@ use crate::commands::{self, Context};
 use crate::config::{self, Config, Policy};
 use crate::exit::{Exit, Failure};
 use crate::gateway::{Gateway, HostLink, Mode};
-use crate::hub::{Hub, Settings};
+use crate::hub::Hub;
 use crate::output::Stdout;
 
 /// What the connections share.
@@ -88,14 +88,8 @@ pub(crate) async fn run(ctx: &mut Context, idle: Duration) -> Result<Exit, Failu
     // The command's own executor runs the servers' drivers and every connection, on its
     // thread: a call crosses no thread on its way to a server.
     let executor = ctx.executor.clone();
-    let settings = Settings {
-        log_dir: Some(log_dir.clone()),
-        handshake_timeout: crate::mcp_timeout(&env),
-        pin_dir: Some(log_dir.with_file_name("pins")),
-        executor: Some(executor.clone()),
-        // `ask` rules are never met here: runs under them go cold.
-        ..Settings::default()
-    };
+    // `ask` rules are never met here: runs under them go cold.
+    let settings = crate::host_settings(&log_dir, &executor, &env);
     let policy = config.policy.clone();
     let cold = has_ask_rules(&config).then(ask_reason);
     let hub = Hub::new(config, settings);
