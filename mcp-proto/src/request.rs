@@ -103,6 +103,29 @@ impl<T> Request<T> {
         &self.method
     }
 
+    /// The tool and arguments of a `tools/call`, however it was made (by
+    /// [`Request::call_tool`] or by [`Request::new`]): what a host's policy must see before
+    /// the call is sent. `None` for any other method.
+    pub fn tool_call(&self) -> Option<(&str, &Value)> {
+        static NO_ARGUMENTS: Value = Value::Null;
+        if self.method != "tools/call" {
+            return None;
+        }
+        match &self.params {
+            Params::CallTool {
+                name, arguments, ..
+            } => Some((name, arguments)),
+            Params::Value(params) => Some((
+                params
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default(),
+                params.get("arguments").unwrap_or(&NO_ARGUMENTS),
+            )),
+            Params::None => Some(("", &NO_ARGUMENTS)),
+        }
+    }
+
     /// The same request, its result kept as the server sent it.
     pub fn untyped(self) -> Request<Value> {
         Request::<Value> {

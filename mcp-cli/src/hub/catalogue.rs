@@ -248,30 +248,18 @@ impl Hub {
     /// Returns the result object as the server sent it (decode it with
     /// `CallToolResult::from_value`); a result with `isError` is still `Ok`. `on_progress`
     /// hears the server's progress notifications while the call runs.
+    ///
+    /// The policy is applied again here, to the server's tools as they are now: an entry
+    /// found before a pin changed, or made by hand, gets no further than a fresh one would.
     pub async fn call(
         &self,
         tool: &ToolEntry,
         arguments: Value,
         on_progress: &(dyn Fn(Progress) + Sync),
     ) -> Result<Value, HubError> {
-        if let Some(rule) = &tool.ask {
-            let ask = Ask {
-                tool: tool.name.clone(),
-                arguments: arguments.clone(),
-                rule: rule.clone(),
-            };
-            let approval = match &self.inner.settings.ask {
-                Some(handler) => handler(ask).await,
-                None => Err("nobody to ask".to_owned()),
-            };
-            if let Err(why) = approval {
-                return Err(HubError::NotApproved {
-                    tool: tool.name.clone(),
-                    rule: rule.clone(),
-                    why,
-                });
-            }
-        }
+        let tool = &self
+            .admit(&tool.server, &tool.tool.name, &arguments)
+            .await?;
         let slot = self.inner.slot(&tool.server)?;
         let live = slot.ensure_running(&self.inner).await?;
         let notes = live.client.notifications().await;
@@ -302,6 +290,37 @@ impl Hub {
             server: tool.server.clone(),
             error,
         })
+    }
+
+    /// The one gate every route to a tool passes: the tool of `server` named `name` (its own
+    /// name) as the policy and the pins let it be called, once an `ask` rule covering it has
+    /// been answered yes.
+    pub(crate) async fn admit(
+        &self,
+        server: &str,
+        name: &str,
+        arguments: &Value,
+    ) -> Result<ToolEntry, HubError> {
+        let entry = self.find_tool(server, name).await?;
+        if let Some(rule) = &entry.ask {
+            let ask = Ask {
+                tool: entry.name.clone(),
+                arguments: arguments.clone(),
+                rule: rule.clone(),
+            };
+            let approval = match &self.inner.settings.ask {
+                Some(handler) => handler(ask).await,
+                None => Err("nobody to ask".to_owned()),
+            };
+            if let Err(why) = approval {
+                return Err(HubError::NotApproved {
+                    tool: entry.name.clone(),
+                    rule: rule.clone(),
+                    why,
+                });
+            }
+        }
+        Ok(entry)
     }
 
     fn verdict(&self, server: &str, tool: &Tool, shown: &str) -> Verdict {

@@ -118,11 +118,17 @@ impl Hub {
     /// Sends one request to `server` (a configured name), starting it if it must, and reads
     /// the result as the request's type: `Request::read_resource`, `Request::get_prompt`,
     /// `Request::complete`, `Request::subscribe`, `Request::set_logging_level`, ...
+    ///
+    /// A `tools/call` passes the same gate as [`call`](Hub::call): a tool the policy filters
+    /// or denies, or whose pinned definition changed, is refused, and an `ask` rule is asked.
     pub async fn request<T: FromResult>(
         &self,
         server: &str,
         request: Request<T>,
     ) -> Result<T, HubError> {
+        if let Some((tool, arguments)) = request.tool_call() {
+            self.admit(server, tool, arguments).await?;
+        }
         let slot = self.inner.slot(server)?;
         let live = slot.ensure_running(&self.inner).await?;
         (live.client.request(request).await).map_err(|error| HubError::Server {

@@ -9,7 +9,7 @@ use mcp_cli::hub::{Ask, AskHandler, Hub, HubError, HubEvent, Settings, State};
 use mcp_smol::ServerCommand;
 use serde_json::{Value, json};
 
-use crate::support::{FIXTURE, Scratch, assert_group_gone, bounded, fixture};
+use crate::support::{FIXTURE, Scratch, assert_group_gone, bounded, echo_args, fixture};
 
 fn server(name: &str, command: ServerCommand) -> Server {
     Server {
@@ -284,6 +284,71 @@ fn policy_denies_servers_and_tools_and_asks_for_others() {
         assert_eq!(text_of(&echo(&hub, "fx", "free").await.unwrap()), "free");
         shut_down(&hub, "fx").await;
     });
+}
+
+/// Every route to a tool passes one gate: `Hub::request` with a `tools/call` (typed or raw)
+/// and `Hub::call` with an entry made by hand are refused and asked exactly as `find` and
+/// `call` are, and nothing the policy stops reaches the server.
+#[test]
+fn every_route_to_a_tool_passes_the_policy() {
+    use mcp_smol::proto::Request;
+    let dir = Scratch::new("hub-one-gate");
+    let log = dir.0.join("received");
+    let config = format!(
+        "[mcp.fx]\ncommand = {FIXTURE:?}\nargs = [\"good\", \"--log-received\", {log:?}]\n\
+         disabled_tools = [\"blob\"]\n\n\
+         [[permissions.rules]]\ntool = \"fx__fail\"\naction = \"deny\"\n\n\
+         [[permissions.rules]]\ntool = \"fx__add\"\naction = \"ask\"\n"
+    );
+    let path = dir.write("config.toml", &config);
+    let env = |_: &str| None;
+    let config = mcp_cli::config::load(&[(path, true)], &env, &dir.0).unwrap();
+    let hub = hub_of(config.servers, config.policy, None);
+    bounded(async {
+        let typed = hub
+            .request("fx", Request::call_tool("fail", json!({})))
+            .await;
+        assert!(
+            matches!(typed, Err(HubError::ToolDenied { .. })),
+            "{typed:?}"
+        );
+        let raw = Request::new("tools/call", Some(json!({"name": "blob", "arguments": {}})));
+        let raw = hub.request("fx", raw).await;
+        assert!(matches!(raw, Err(HubError::ToolFiltered { .. })), "{raw:?}");
+        let asked = hub
+            .request("fx", Request::call_tool("add", json!({"a": 1, "b": 2})))
+            .await;
+        assert!(
+            matches!(asked, Err(HubError::NotApproved { .. })),
+            "{asked:?}"
+        );
+
+        // An entry made by hand, claiming no `ask` rule covers it, is asked all the same.
+        let mut forged = hub.find("fx__echo").await.unwrap();
+        forged.tool.name = "add".to_owned();
+        forged.name = "fx__echo".to_owned();
+        let called = hub.call(&forged, json!({"a": 1, "b": 2}), &|_| {}).await;
+        assert!(
+            matches!(called, Err(HubError::NotApproved { .. })),
+            "{called:?}"
+        );
+
+        // What the gate lets through still goes the request way.
+        let echoed = hub
+            .request("fx", Request::call_tool("echo", echo_args("fine")))
+            .await
+            .unwrap();
+        assert_eq!(crate::support::text(&echoed), "fine");
+        shut_down(&hub, "fx").await;
+    });
+    let received = std::fs::read_to_string(&log).unwrap();
+    assert!(received.contains("\"echo\""), "{received}");
+    for stopped in ["\"fail\"", "\"blob\"", "\"add\""] {
+        assert!(
+            !received.contains(stopped),
+            "{stopped} reached the server: {received}"
+        );
+    }
 }
 
 #[test]
