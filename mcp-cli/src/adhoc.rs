@@ -4,7 +4,7 @@ use std::path::Path;
 
 use mcp_smol::ServerCommand;
 
-use crate::config::Remote;
+use crate::config::{Remote, ServerSpec};
 use crate::exit::Failure;
 
 /// The server `--http URL` stands for, with the `--header 'Name: value'`s given, and its name:
@@ -56,6 +56,27 @@ pub(crate) fn server(line: &str) -> Result<(String, ServerCommand), Failure> {
         .filter(|name| !name.is_empty())
         .unwrap_or_else(|| "stdio".to_owned());
     Ok((name, ServerCommand::new(program).args(args.iter().cloned())))
+}
+
+/// The name an ad hoc server's pins are kept under: its display name, which other servers
+/// share (every server on `127.0.0.1`, every script `python` runs), and a digest of what
+/// identifies it: the URL, or the command line and the folder it runs in.
+pub(crate) fn pin_key(spec: &ServerSpec, cwd: &Path) -> String {
+    let mut hash = ring::digest::Context::new(&ring::digest::SHA256);
+    match &spec.remote {
+        Some(remote) => hash.update(remote.url.as_bytes()),
+        None => {
+            hash.update(cwd.as_os_str().as_encoded_bytes());
+            for word in std::iter::once(&spec.command.program).chain(&spec.command.args) {
+                hash.update(&[0]);
+                hash.update(word.as_bytes());
+            }
+        }
+    }
+    let digest: String = (hash.finish().as_ref().iter().take(6))
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    format!("{}-{digest}", spec.name)
 }
 
 #[cfg(test)]

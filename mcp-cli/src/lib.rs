@@ -130,14 +130,8 @@ async fn run_command(cli: cli::Cli, args: Vec<OsString>, mut signals: Signals) -
     match outcome {
         Ok(Ending::Done(Ok(exit))) => exit.code(),
         Ok(Ending::Done(Err(mut failure))) | Err(mut failure) => {
-            if let Some(url) = &cli.http
-                && let Ok((name, _)) = adhoc::remote(url, &cli.headers)
-            {
-                // The ad hoc server has no config entry for `auth NAME` to find.
-                let configured = format!("`mcp-cli auth {name}`");
-                let ad_hoc = format!("`mcp-cli --http {url} auth`");
-                failure.message = failure.message.replace(&configured, &ad_hoc);
-            }
+            let adhoc = (&cli.stdio, &cli.http, &cli.headers[..]);
+            failure.message = adhoc_hints(adhoc, &failure.message);
             commands::report(cli.json, &failure);
             failure.exit.code()
         }
@@ -145,6 +139,29 @@ async fn run_command(cli: cli::Cli, args: Vec<OsString>, mut signals: Signals) -
         // The shells' convention for a process ended by a signal.
         Ok(Ending::Signal(signal)) => 128 + signal as i32,
     }
+}
+
+/// `message` with the commands it suggests for the ad hoc server spelled with its flag: it has
+/// no config entry for `auth NAME` or `trust NAME` to find.
+fn adhoc_hints(
+    (stdio, http, headers): (&Option<String>, &Option<String>, &[String]),
+    message: &str,
+) -> String {
+    let (name, flag) = match (stdio, http) {
+        (Some(line), _) => match adhoc::server(line) {
+            Ok((name, _)) => (name, format!("--stdio {}", shell_words::quote(line))),
+            Err(_) => return message.to_owned(),
+        },
+        (None, Some(url)) => match adhoc::remote(url, headers) {
+            Ok((name, _)) => (name, format!("--http {url}")),
+            Err(_) => return message.to_owned(),
+        },
+        (None, None) => return message.to_owned(),
+    };
+    let auth = format!("`mcp-cli {flag} auth`");
+    let trust = format!("`mcp-cli {flag} trust {name}`");
+    (message.replace(&format!("`mcp-cli auth {name}`"), &auth))
+        .replace(&format!("`mcp-cli trust {name}`"), &trust)
 }
 
 /// Whether `--json` is among the options, for errors found before clap could say so. Words
@@ -248,19 +265,20 @@ fn load_config(
         ));
     }
     config.servers.clear();
-    let name = match (&cli.stdio, &cli.http) {
+    let mut spec = match (&cli.stdio, &cli.http) {
         (Some(line), _) => {
             let (name, command) = adhoc::server(line)?;
-            config.add(&name, command);
-            name
+            config::ServerSpec::new(&name, command)
         }
         (None, Some(url)) => {
             let (name, remote) = adhoc::remote(url, &cli.headers)?;
-            config.add_remote(&name, remote);
-            name
+            config::ServerSpec::remote(&name, remote)
         }
         (None, None) => unreachable!("checked above"),
     };
+    spec.pin_key = Some(adhoc::pin_key(&spec, &cwd));
+    let name = spec.name.clone();
+    config.add_spec(spec);
     Ok((config, Some(name)))
 }
 

@@ -121,6 +121,7 @@ pub(super) fn finish(name: &str, raw: RawServer, env: Env<'_>, base: &Path) -> E
         tools,
         roots,
         pin_tools,
+        pin_key: None,
         remote: None,
     };
     if let Some(remote) = remote {

@@ -74,6 +74,10 @@ pub struct ServerSpec {
     pub roots: Vec<std::path::PathBuf>,
     /// Whether its tool definitions are pinned (`pin_tools`, default true).
     pub pin_tools: bool,
+    /// The name its pins are kept under, when not its own: an ad hoc server's name (its host,
+    /// its program) is shared by servers that have nothing else in common, so its pins are
+    /// kept under what identifies it instead.
+    pub pin_key: Option<String>,
     /// Set for a server reached over HTTP (an entry with a `url`); `command` then holds the
     /// URL, for display only.
     pub remote: Option<Remote>,
@@ -145,6 +149,7 @@ impl ServerSpec {
             tools: ToolFilter::default(),
             roots: Vec::new(),
             pin_tools: true,
+            pin_key: None,
             remote: None,
         }
     }
@@ -203,7 +208,8 @@ impl Config {
         self.add_spec(ServerSpec::remote(name, remote));
     }
 
-    fn add_spec(&mut self, spec: ServerSpec) {
+    /// Adds a server with settings of its own, replacing any of the same name.
+    pub fn add_spec(&mut self, spec: ServerSpec) {
         let name = spec.name.clone();
         self.servers.retain(|server| server.name != name);
         self.servers.push(Server {

@@ -136,15 +136,17 @@ impl Hub {
 
     /// Pins the tools of `server` not pinned yet, unless its config turns pinning off.
     fn observe_pins(&self, server: &str, tools: &[Tool]) {
-        let slot = self.inner.slot(server);
-        if slot
-            .as_ref()
-            .ok()
-            .and_then(|slot| slot.spec().ok())
-            .is_some_and(|spec| spec.pin_tools)
-        {
-            self.inner.pins.observe(server, tools);
+        if let Some(key) = self.pin_key(server) {
+            self.inner.pins.observe(&key, tools);
         }
+    }
+
+    /// The name `server`'s pins are kept under, if its tools are pinned.
+    fn pin_key(&self, server: &str) -> Option<String> {
+        let slot = self.inner.slot(server).ok()?;
+        let spec = slot.spec().ok()?;
+        let key = spec.pin_key.as_deref().unwrap_or(server);
+        spec.pin_tools.then(|| key.to_owned())
     }
 
     /// Accepts the current definitions of `server`'s tools as its pins (`mcp-cli trust`),
@@ -167,8 +169,9 @@ impl Hub {
                 "this hub pins no tools (no pin folder)".to_owned(),
             ));
         }
+        let key = self.pin_key(server).unwrap_or_else(|| server.to_owned());
         (self.inner.pins)
-            .accept(server, &live.tools, approve)
+            .accept(&key, &live.tools, approve)
             .map_err(unpinnable)
     }
 
@@ -329,8 +332,8 @@ impl Hub {
         if filter.is_some_and(|spec| !spec.tools.allows(&tool.name)) {
             return Verdict::Filtered;
         }
-        if filter.is_some_and(|spec| spec.pin_tools)
-            && let Some(change) = self.inner.pins.check(server, tool)
+        if let Some(key) = self.pin_key(server)
+            && let Some(change) = self.inner.pins.check(&key, tool)
         {
             return Verdict::Withheld(change);
         }
