@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crate::commands::Context;
 use crate::config;
 use crate::exit::{Exit, Failure};
-use crate::gateway::{Gateway, HostLink, Mode, Watch};
+use crate::gateway::{Gateway, Host, Mode, Relay, Watch, server_config};
 use crate::hub::{Hub, Settings};
 
 pub(crate) async fn run(ctx: &mut Context, proxy: bool, named: &[String]) -> Result<Exit, Failure> {
@@ -24,19 +24,35 @@ pub(crate) async fn run(ctx: &mut Context, proxy: bool, named: &[String]) -> Res
         move || config::load(&files, &|key: &str| std::env::var(key).ok(), &cwd)
     };
     let config = load().map_err(|error| Failure::usage(error.0))?;
-    let link = HostLink::default();
+    // Mistyped names are found before the host connects.
+    let executor = Some(ctx.executor.clone());
+    let names = Hub::new(
+        config.clone(),
+        Settings {
+            executor,
+            ..Settings::default()
+        },
+    );
+    for name in named {
+        names.resolve(name)?;
+    }
+    drop(names);
+    let stdin = blocking::Unblock::new(std::io::stdin());
+    let stdout = blocking::Unblock::new(std::io::stdout());
+    let Some(host) = Host::connect(stdin, stdout, server_config(), &ctx.executor).await else {
+        return Ok(Exit::Success);
+    };
+    let relay = Relay::default();
     // The command's own executor, on its thread: a message crosses no thread on its way
     // through the gateway to a server and back.
     let settings = Settings {
         call_timeout: ctx.call_timeout,
-        ask: Some(link.ask_handler()),
+        ask: Some(host.link.ask_handler()),
+        // Servers may ask for a form only when the host can show one.
+        elicit: (host.link.client.declares("elicitation")).then(|| relay.handler()),
         ..crate::host_settings(&ctx.log_dir, &ctx.executor, &env)
     };
     let hub = Hub::new(config, settings);
-    // Mistyped names are found before the host connects.
-    for name in named {
-        hub.resolve(name)?;
-    }
     // The command's hub from now on, which a signal terminates.
     ctx.hub = hub.clone();
     let watch = Watch::new(
@@ -47,13 +63,11 @@ pub(crate) async fn run(ctx: &mut Context, proxy: bool, named: &[String]) -> Res
         hub: hub.clone(),
         named: named.to_vec(),
         mode: if proxy { Mode::Proxy } else { Mode::Tools },
-        link,
+        relay,
         daemon: None,
         executor: ctx.executor.clone(),
     });
-    let stdin = blocking::Unblock::new(std::io::stdin());
-    let stdout = blocking::Unblock::new(std::io::stdout());
-    gateway.serve(stdin, stdout, Some(watch)).await;
+    gateway.serve(host, Some(watch)).await;
     hub.shutdown().await;
     Ok(Exit::Success)
 }

@@ -19,8 +19,8 @@ use crate::cli::{Cli, Command};
 use crate::commands::{self, Context};
 use crate::config::{self, Config, Policy};
 use crate::exit::{Exit, Failure};
-use crate::gateway::{Gateway, HostLink, Mode};
-use crate::hub::Hub;
+use crate::gateway::{Gateway, Host, Mode, Relay, server_config};
+use crate::hub::{Hub, Settings};
 use crate::output::Stdout;
 
 /// What the connections share.
@@ -38,6 +38,8 @@ pub(crate) struct Daemon {
     stop: Sender<()>,
     /// The policy the hub was made with: the hub keeps it, so runs under another go cold.
     policy: Policy,
+    /// Passes the servers' forms to the connection waiting on them.
+    relay: Relay,
     /// The config as last read, to notice edits before a run.
     seen: Mutex<Seen>,
 }
@@ -88,8 +90,13 @@ pub(crate) async fn run(ctx: &mut Context, idle: Duration) -> Result<Exit, Failu
     // The command's own executor runs the servers' drivers and every connection, on its
     // thread: a call crosses no thread on its way to a server.
     let executor = ctx.executor.clone();
-    // `ask` rules are never met here: runs under them go cold.
-    let settings = crate::host_settings(&log_dir, &executor, &env);
+    let relay = Relay::default();
+    let settings = Settings {
+        // As a cold run does: servers may ask for forms, which go to the caller's terminal.
+        elicit: Some(relay.handler()),
+        // `ask` rules are never met here: runs under them go cold.
+        ..crate::host_settings(&log_dir, &executor, &env)
+    };
     let policy = config.policy.clone();
     let cold = has_ask_rules(&config).then(ask_reason);
     let hub = Hub::new(config, settings);
@@ -114,6 +121,7 @@ pub(crate) async fn run(ctx: &mut Context, idle: Duration) -> Result<Exit, Failu
         }),
         stop,
         policy,
+        relay,
     });
     let mut stdout = std::io::stdout();
     let _ = writeln!(stdout, "ready").and_then(|()| stdout.flush());
@@ -196,15 +204,19 @@ impl Daemon {
         self.executor
             .spawn(async move {
                 daemon.activity().open += 1;
-                let gateway = Arc::new(Gateway {
-                    hub: daemon.hub.clone(),
-                    named: Vec::new(),
-                    mode: Mode::Tools,
-                    link: HostLink::default(),
-                    daemon: Some(daemon.clone()),
-                    executor: daemon.executor.clone(),
-                });
-                gateway.serve(stream.clone(), stream, None).await;
+                let executor = &daemon.executor;
+                let host = Host::connect(stream.clone(), stream, server_config(), executor).await;
+                if let Some(host) = host {
+                    let gateway = Arc::new(Gateway {
+                        hub: daemon.hub.clone(),
+                        named: Vec::new(),
+                        mode: Mode::Tools,
+                        relay: daemon.relay.clone(),
+                        daemon: Some(daemon.clone()),
+                        executor: daemon.executor.clone(),
+                    });
+                    gateway.serve(host, None).await;
+                }
                 let mut activity = daemon.activity();
                 activity.open -= 1;
                 activity.last = Instant::now();

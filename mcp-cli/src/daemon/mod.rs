@@ -107,7 +107,9 @@ pub(crate) async fn connect(place: &Place) -> Option<mcp_smol::Client> {
     if !same_user(&stream) {
         return None;
     }
-    let options = mcp_smol::Options::default();
+    let mut options = mcp_smol::Options::default();
+    // The daemon passes its servers' forms to us, for our terminal, as a cold run asks them.
+    options.core.capabilities.elicitation = true;
     mcp_smol::connect_stream(stream.clone(), stream, options)
         .await
         .ok()
@@ -153,7 +155,8 @@ pub(crate) async fn run_warm(cli: &Cli, args: &[OsString], env: config::Env<'_>)
     // The daemon's hub keeps each server's own timeout; this one only guards a lost daemon.
     let request =
         Request::new("mcp-cli/run", Some(params)).timeout(Duration::from_secs(7 * 24 * 3600));
-    let answer = client.request(request).await;
+    let forms = answer_forms(&client, cli.yes);
+    let answer = futures_lite::future::or(client.request(request), forms).await;
     client.close().await;
     let answer = match answer {
         Ok(answer) => answer,
@@ -176,6 +179,28 @@ pub(crate) async fn run_warm(cli: &Cli, args: &[OsString], env: config::Env<'_>)
         .as_i64()
         .unwrap_or(Exit::Server.code().into());
     Some(i32::try_from(code).unwrap_or(Exit::Server.code()))
+}
+
+/// Answers the forms the daemon passes on from its servers while it runs our command: on our
+/// terminal, as a cold run would. Never returns.
+async fn answer_forms(client: &mcp_smol::Client, yes: bool) -> Result<Value, mcp_smol::Error> {
+    let requests = client.server_requests().await;
+    let handler = crate::elicit::handler(yes);
+    while let Ok(request) = requests.recv().await {
+        let result = match request.method.as_str() {
+            "elicitation/create" => {
+                let params = request.params.as_ref();
+                let meta = params.and_then(|params| params.pointer("/_meta"));
+                let asking = meta.and_then(|meta| meta.get(crate::gateway::ASKING_SERVER));
+                let server = asking.and_then(Value::as_str).unwrap_or("the daemon");
+                let form = crate::hub::Elicitation::of(server, params);
+                Ok(handler(form).await.to_result())
+            }
+            method => Err(mcp_smol::proto::RpcError::method_not_found(method)),
+        };
+        client.respond(request.id, result).await;
+    }
+    std::future::pending().await
 }
 
 /// Asks the daemon at `place` something of its own (`mcp-cli/status`, `mcp-cli/stop`).

@@ -5,20 +5,20 @@
 //! Each host request runs as a task of its own, so a slow call never holds up the others; a
 //! host's `notifications/cancelled` drops that task, which cancels the backend's request.
 
+mod host;
 mod proxy;
 mod watch;
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
-use async_channel::Receiver;
 use futures_lite::future::FutureExt;
-use mcp_smol::proto::{ClientInfo, HostRequestId, Request, RpcError, ServerConfig, ServerEvent};
-use mcp_smol::{ServeDriver, Server};
+use mcp_smol::proto::{HostRequestId, Request, RpcError, ServerConfig, ServerEvent};
 use serde_json::{Map, Value, json};
 
-use crate::hub::{Ask, AskHandler, Hub, HubError, HubEvent, ToolEntry};
+use crate::hub::{Hub, HubError, HubEvent, ToolEntry};
 
+pub(crate) use host::{ASKING_SERVER, Host, HostLink, Relay};
 pub(crate) use watch::Watch;
 
 /// How the gateway presents the servers.
@@ -30,65 +30,14 @@ pub(crate) enum Mode {
     Proxy,
 }
 
-/// The host as the ask handler reaches it: set once the host has finished its handshake.
-#[derive(Clone, Default)]
-pub(crate) struct HostLink(Arc<Mutex<Option<(Server, ClientInfo)>>>);
-
-impl HostLink {
-    fn set(&self, server: Server, client: ClientInfo) {
-        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some((server, client));
-    }
-
-    fn get(&self) -> Option<(Server, ClientInfo)> {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-
-    /// Decides `ask` rules by asking the host for a yes through elicitation, when it declared
-    /// that it can; otherwise the call is refused with the reason.
-    pub(crate) fn ask_handler(&self) -> AskHandler {
-        let link = self.clone();
-        Arc::new(move |ask: Ask| {
-            let link = link.clone();
-            Box::pin(async move {
-                let Some((server, client)) = link.get() else {
-                    return Err("the host has not finished its handshake".to_owned());
-                };
-                if !client.declares("elicitation") {
-                    return Err(
-                        "the host cannot be asked: it did not declare the elicitation \
-                                capability; change the rule to allow, or use a host that can"
-                            .to_owned(),
-                    );
-                }
-                let message = format!(
-                    "Allow {} with arguments {}? (rule tool = {:?}, {})",
-                    ask.tool,
-                    ask.arguments,
-                    ask.rule.tool.as_str(),
-                    ask.rule.origin
-                );
-                // A plain yes or no: a form without fields.
-                let form = json!({"type": "object", "properties": {}});
-                match server.request(Request::elicit(message, form)).await {
-                    Ok(answer) if answer.accepted() => Ok(()),
-                    Ok(answer) => Err(format!("the host answered {}", answer.action)),
-                    Err(error) => Err(format!("asking the host failed: {error}")),
-                }
-            })
-        })
-    }
-}
-
 /// What the gateway stands for.
 pub(crate) struct Gateway {
     pub(crate) hub: Hub,
     /// The servers named on the command line; every default one when empty.
     pub(crate) named: Vec<String>,
     pub(crate) mode: Mode,
-    pub(crate) link: HostLink,
+    /// Passes the hub's servers' forms up to the hosts waiting on them.
+    pub(crate) relay: Relay,
     /// Set on the daemon's socket, whose private methods (`mcp-cli/...`) it answers.
     pub(crate) daemon: Option<Arc<crate::daemon::Daemon>>,
     /// Runs the gateway's tasks: the hub's executor, so that a call stays on one thread.
@@ -96,7 +45,7 @@ pub(crate) struct Gateway {
 }
 
 /// The capabilities the gateway declares: every list may change.
-fn server_config() -> ServerConfig {
+pub(crate) fn server_config() -> ServerConfig {
     ServerConfig {
         name: "mcp-cli".to_owned(),
         version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -110,16 +59,15 @@ fn server_config() -> ServerConfig {
 }
 
 impl Gateway {
-    /// Serves one host over `reader` and `writer` until it hangs up; the hub's servers are
-    /// left running (the caller stops them). `watch` applies config edits as they happen.
-    pub(crate) async fn serve<R, W>(self: Arc<Self>, reader: R, writer: W, mut watch: Option<Watch>)
-    where
-        R: futures_lite::io::AsyncRead + Unpin + Send + 'static,
-        W: futures_lite::io::AsyncWrite + Unpin + Send + 'static,
-    {
-        let (server, events, driver): (Server, Receiver<ServerEvent>, ServeDriver) =
-            mcp_smol::serve(reader, writer, server_config());
-        let driver = self.executor.spawn(driver);
+    /// Serves one host, its handshake done, until it hangs up; the hub's servers are left
+    /// running (the caller stops them). `watch` applies config edits as they happen.
+    pub(crate) async fn serve(self: Arc<Self>, host: Host, mut watch: Option<Watch>) {
+        let Host {
+            link,
+            events,
+            driver,
+        } = host;
+        let server = link.server.clone();
         let changes = self.hub.events();
         let mut running: BTreeMap<HostRequestId, async_executor::Task<()>> = BTreeMap::new();
         loop {
@@ -140,18 +88,15 @@ impl Gateway {
                 }
             };
             match host.or(hub).or(edited).await {
-                Wake::Host(Some(ServerEvent::Ready(client))) => {
-                    self.link.set(server.clone(), client)
-                }
                 Wake::Host(Some(ServerEvent::Request(request))) => {
                     running.retain(|_, task| !task.is_finished());
                     let gateway = self.clone();
-                    let server = server.clone();
+                    let link = link.clone();
                     let id = request.id;
                     let task = self.executor.spawn(async move {
                         let method = request.method.as_str();
-                        let result = gateway.handle(&server, id, method, request.params).await;
-                        server.respond(id, result);
+                        let result = gateway.handle(&link, id, method, request.params).await;
+                        link.server.respond(id, result);
                     });
                     running.insert(id, task);
                 }
@@ -196,13 +141,15 @@ impl Gateway {
 
     async fn handle(
         &self,
-        server: &Server,
+        host: &HostLink,
         id: HostRequestId,
         method: &str,
         params: Option<Value>,
     ) -> Result<Value, RpcError> {
         if let Some(daemon) = &self.daemon {
             daemon.touch();
+            // A command line run here may call any server: its forms come back to this host.
+            let _waiting = self.relay.wait_on(None, host);
             if method.starts_with("mcp-cli/")
                 && let Some(answer) = daemon.handle(method, params.clone()).await
             {
@@ -222,10 +169,10 @@ impl Gateway {
                 match mode {
                     Mode::Tools => {
                         let entry = self.find(name).await?;
-                        Ok(self.call(server, id, &entry, arguments).await)
+                        Ok(self.call(host, id, &entry, arguments).await)
                     }
                     Mode::Proxy if name == proxy::NAME => {
-                        Ok(proxy::run(self, server, id, arguments).await)
+                        Ok(proxy::run(self, host, id, arguments).await)
                     }
                     Mode::Proxy => Err(invalid_params(format!(
                         "unknown tool {name}; in proxy mode the only tool is {}",
@@ -325,14 +272,16 @@ impl Gateway {
     /// JSON-RPC error is a tool result with `isError`, so the model sees why.
     async fn call(
         &self,
-        server: &Server,
+        host: &HostLink,
         id: HostRequestId,
         entry: &ToolEntry,
         arguments: Value,
     ) -> Value {
         let report = |progress: mcp_smol::proto::Progress| {
-            server.progress(id, progress.progress, progress.total, progress.message);
+            (host.server).progress(id, progress.progress, progress.total, progress.message);
         };
+        // What the server asks of a person while the call runs goes to this host.
+        let _waiting = self.relay.wait_on(Some(&entry.server), host);
         match self.hub.call(entry, arguments, &report).await {
             Ok(result) => result,
             Err(HubError::Server {

@@ -1,11 +1,10 @@
 //! `serve --proxy`: one tool, `mcp`, instead of every tool of every server, so that a model's
 //! context holds one short definition however many servers there are.
 
-use mcp_smol::Server;
 use mcp_smol::proto::HostRequestId;
 use serde_json::{Value, json};
 
-use crate::gateway::{Gateway, tool_error};
+use crate::gateway::{Gateway, HostLink, tool_error};
 
 /// The one tool's name.
 pub(crate) const NAME: &str = "mcp";
@@ -33,7 +32,7 @@ pub(crate) fn tool() -> Value {
 /// Runs one `mcp` call; every outcome is a tool result, a mistake one with `isError`.
 pub(crate) async fn run(
     gateway: &Gateway,
-    server: &Server,
+    host: &HostLink,
     id: HostRequestId,
     input: Value,
 ) -> Value {
@@ -82,7 +81,7 @@ pub(crate) async fn run(
                 Err(error) => return tool_error(&error.to_string()),
             };
             let arguments = input.get("input").cloned().unwrap_or(json!({}));
-            gateway.call(server, id, &entry, arguments).await
+            gateway.call(host, id, &entry, arguments).await
         }
         (Some("call"), None) => tool_error("call needs a server"),
         _ => tool_error("action must be \"list\" or \"call\""),

@@ -23,6 +23,19 @@ pub struct Elicitation {
     pub schema: Value,
 }
 
+impl Elicitation {
+    /// The form `server` asks for with the `params` of its `elicitation/create`.
+    pub(crate) fn of(server: &str, params: Option<&Value>) -> Self {
+        let text = |key: &str| params.and_then(|p| p.get(key)).and_then(Value::as_str);
+        let schema = params.and_then(|params| params.get("requestedSchema"));
+        Elicitation {
+            server: server.to_owned(),
+            message: text("message").unwrap_or_default().to_owned(),
+            schema: schema.cloned().unwrap_or(json!({})),
+        }
+    }
+}
+
 /// The person's answer to an [`Elicitation`].
 #[derive(Debug, Clone, PartialEq)]
 pub enum ElicitAnswer {
@@ -32,6 +45,17 @@ pub enum ElicitAnswer {
     Decline,
     /// Dismissed without choosing.
     Cancel,
+}
+
+impl ElicitAnswer {
+    /// The `elicitation/create` result that carries this answer.
+    pub(crate) fn to_result(&self) -> Value {
+        match self {
+            ElicitAnswer::Accept(content) => json!({"action": "accept", "content": content}),
+            ElicitAnswer::Decline => json!({"action": "decline"}),
+            ElicitAnswer::Cancel => json!({"action": "cancel"}),
+        }
+    }
 }
 
 /// Fills in servers' forms: a form on the terminal in the CLI. With one in the settings, the
@@ -51,20 +75,8 @@ pub(crate) async fn serve(
         let result = match (request.method.as_str(), &elicit) {
             ("roots/list", _) => Ok(roots_result(&roots)),
             ("elicitation/create", Some(handler)) => {
-                let params = request.params.clone().unwrap_or(Value::Null);
-                let text = |key: &str| params.get(key).and_then(Value::as_str);
-                let elicitation = Elicitation {
-                    server: server.clone(),
-                    message: text("message").unwrap_or_default().to_owned(),
-                    schema: params.get("requestedSchema").cloned().unwrap_or(json!({})),
-                };
-                Ok(match handler(elicitation).await {
-                    ElicitAnswer::Accept(content) => {
-                        json!({"action": "accept", "content": content})
-                    }
-                    ElicitAnswer::Decline => json!({"action": "decline"}),
-                    ElicitAnswer::Cancel => json!({"action": "cancel"}),
-                })
+                let elicitation = Elicitation::of(&server, request.params.as_ref());
+                Ok(handler(elicitation).await.to_result())
             }
             (method, _) => Err(RpcError::method_not_found(method)),
         };

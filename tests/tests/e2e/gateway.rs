@@ -586,3 +586,55 @@ fn the_gateway_withholds_a_changed_tool_as_call_does() {
     drop(host);
     assert!(serve.wait().unwrap().success());
 }
+
+/// A backend's own form reaches a host that can show one, and the host's answer goes back to
+/// the backend: server-everything's `trigger-elicitation-request` through `serve`. A host
+/// that cannot show forms is not offered the tool at all, as a backend told so offers none.
+#[test]
+fn a_backends_form_is_relayed_to_a_host_that_declared_elicitation() {
+    let Some(npm_bin) = mcp_tests::npm_bin() else {
+        return;
+    };
+    let scratch = Scratch::new("gateway-elicit");
+    let program = npm_bin.join("mcp-server-everything");
+    let config = scratch.write(
+        "everything.toml",
+        &format!("[mcp.everything]\ncommand = {program:?}\ntimeout_sec = 60\n"),
+    );
+    let args = ["--config", config.to_str().unwrap(), "serve"];
+    let tool = "everything__trigger-elicitation-request";
+
+    let (mut serve, mut host) = RawHost::start(&scratch, &args, "{}");
+    let names = host.tool_names(1);
+    assert!(names.contains(&"everything__echo".to_owned()), "{names:?}");
+    assert!(!names.contains(&tool.to_owned()), "{names:?}");
+    drop(host);
+    assert!(serve.wait().unwrap().success());
+
+    let (mut serve, mut host) = RawHost::start(&scratch, &args, r#"{"elicitation": {}}"#);
+    assert!(host.tool_names(1).contains(&tool.to_owned()));
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                      "params": {"name": tool, "arguments": {}}});
+    let mut asked = host.exchange(&call.to_string());
+    while asked["method"] != "elicitation/create" {
+        assert!(
+            asked.get("id") != Some(&json!(2)),
+            "answered without asking: {asked}"
+        );
+        asked = host.next();
+    }
+    let schema = &asked["params"]["requestedSchema"];
+    assert!(schema["properties"]["name"].is_object(), "{asked}");
+    assert_eq!(asked["params"]["_meta"]["mcp-cli/server"], "everything");
+    let answer = json!({"jsonrpc": "2.0", "id": asked["id"], "result": {
+        "action": "accept", "content": {"name": "Ada Lovelace"}}});
+    host.send(&answer.to_string());
+    let mut result = host.next();
+    while result["id"] != 2 {
+        result = host.next();
+    }
+    let text = result["result"]["content"].to_string();
+    assert!(text.contains("Ada Lovelace"), "{result}");
+    drop(host);
+    assert!(serve.wait().unwrap().success());
+}

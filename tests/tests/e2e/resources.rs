@@ -400,6 +400,80 @@ fn everything_elicitation_is_answered_on_a_terminal() {
     assert!(run.stdout.contains("User declined"), "{}", run.stdout);
 }
 
+/// With the daemon running, server-everything's form is asked as a cold run asks it: the tool
+/// is listed (the daemon declares elicitation as a cold run does), the form comes up on the
+/// caller's terminal, and without a terminal it is declined.
+#[test]
+fn everything_elicitation_through_the_daemon_is_answered_as_cold() {
+    let dir = Scratch::new("res-elicit-warm");
+    let Some(bin) = mcp_tests::npm_bin() else {
+        return;
+    };
+    let server = bin.join("mcp-server-everything");
+    let config = format!(
+        "[mcp.everything]\ncommand = {:?}\ntimeout_sec = 60\n",
+        server.to_str().unwrap()
+    );
+    dir.write(".mcp-cli.toml", &config);
+    let runtime = dir.0.join("run");
+    let env = [("XDG_RUNTIME_DIR", runtime.to_str().unwrap())];
+    let warm = |args: &[&str]| dir.cli_with(args, &env, None);
+    let started = warm(&["daemon", "start"]);
+    assert_eq!(started.code, 0, "{started:?}");
+
+    let tools = warm(&["tools", "everything"]);
+    let cold = dir.cli_with(
+        &["tools", "everything"],
+        &[("MCP_CLI_NO_DAEMON", "1")],
+        None,
+    );
+    assert_eq!(
+        (tools.code, &tools.stdout),
+        (cold.code, &cold.stdout),
+        "{tools:?}"
+    );
+    assert!(
+        tools
+            .stdout
+            .contains("everything__trigger-elicitation-request"),
+        "{tools:?}"
+    );
+    let answers = "y\n\n\n\n\n\n\n\nAda Lovelace\n\n\n\n\n\n";
+    let run = dir.on_terminal_with(
+        &["call", "everything", "trigger-elicitation-request"],
+        &env,
+        false,
+        Some(("Fill in the form? [Y/n]", answers)),
+    );
+    assert_eq!(run.code, 0, "{}", run.screen);
+    assert!(
+        run.screen.contains("server everything asks"),
+        "{}",
+        run.screen
+    );
+    assert!(
+        run.stdout.contains("- Name: Ada Lovelace"),
+        "{}",
+        run.stdout
+    );
+    let declined = warm(&["call", "everything", "trigger-elicitation-request"]);
+    assert_eq!(declined.code, 0, "{declined:?}");
+    assert!(declined.stdout.contains("User declined"), "{declined:?}");
+
+    // All of it was served warm: the daemon's server is the one that answered.
+    let status = warm(&["--json", "daemon", "status"]);
+    let status: Value = serde_json::from_str(&status.stdout).unwrap();
+    let servers = status["servers"].as_array().unwrap();
+    assert!(
+        servers
+            .iter()
+            .any(|s| s["name"] == "everything" && s["state"] == "running"),
+        "{status}"
+    );
+    let stopped = warm(&["daemon", "stop"]);
+    assert_eq!(stopped.code, 0, "{stopped:?}");
+}
+
 #[test]
 fn filesystem_confines_itself_to_the_roots_in_its_config() {
     use mcp_cli::hub::{Hub, Settings};

@@ -199,6 +199,17 @@ impl Scratch {
         stdout_on_terminal: bool,
         reply: Option<(&str, &str)>,
     ) -> TerminalRun {
+        self.on_terminal_with(args, &[], stdout_on_terminal, reply)
+    }
+
+    /// [`on_terminal`](Self::on_terminal) with `env` added to the environment.
+    pub(crate) fn on_terminal_with(
+        &self,
+        args: &[&str],
+        env: &[(&str, &str)],
+        stdout_on_terminal: bool,
+        reply: Option<(&str, &str)>,
+    ) -> TerminalRun {
         use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
         use std::io::{Read, Write};
         let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).unwrap();
@@ -211,6 +222,7 @@ impl Scratch {
             .open(name.to_str().unwrap())
             .unwrap();
         let mut command = self.command(args);
+        command.envs(env.iter().copied());
         command
             .stdin(terminal.try_clone().unwrap())
             .stderr(terminal.try_clone().unwrap());

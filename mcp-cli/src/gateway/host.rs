@@ -1,0 +1,193 @@
+//! The gateway's side of its host: the connection once the host's handshake is done (what it
+//! declared decides what the gateway may offer its servers), and the questions passed up to
+//! it: `ask` rules, and the forms a server asks for (`elicitation/create`).
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use async_channel::Receiver;
+use mcp_smol::proto::{ClientInfo, ElicitResult, Request, ServerConfig, ServerEvent};
+use mcp_smol::{ServeDriver, Server};
+use serde_json::json;
+
+use crate::hub::{Ask, AskHandler, ElicitAnswer, ElicitHandler, Elicitation};
+
+/// The `_meta` key that names the server asking, on a form passed up to the host: the
+/// command line shows it as a cold run does ("server NAME asks").
+pub(crate) const ASKING_SERVER: &str = "mcp-cli/server";
+
+/// A host whose handshake is done.
+pub(crate) struct Host {
+    pub(crate) link: HostLink,
+    pub(crate) events: Receiver<ServerEvent>,
+    pub(crate) driver: async_executor::Task<()>,
+}
+
+/// How the gateway reaches its host: requests to it, and what it declared about itself.
+#[derive(Clone)]
+pub(crate) struct HostLink {
+    pub(crate) server: Server,
+    pub(crate) client: ClientInfo,
+}
+
+impl Host {
+    /// Serves the server role over `reader` and `writer` until the host has finished its
+    /// handshake; `None` if it hung up first.
+    pub(crate) async fn connect<R, W>(
+        reader: R,
+        writer: W,
+        config: ServerConfig,
+        executor: &async_executor::Executor<'static>,
+    ) -> Option<Host>
+    where
+        R: futures_lite::io::AsyncRead + Unpin + Send + 'static,
+        W: futures_lite::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        let (server, events, driver): (Server, Receiver<ServerEvent>, ServeDriver) =
+            mcp_smol::serve(reader, writer, config);
+        let driver = executor.spawn(driver);
+        // Before the handshake the host may only ping, which the core answers itself.
+        loop {
+            match events.recv().await {
+                Ok(ServerEvent::Ready(client)) => {
+                    let link = HostLink { server, client };
+                    return Some(Host {
+                        link,
+                        events,
+                        driver,
+                    });
+                }
+                Ok(ServerEvent::Closed(_)) | Err(_) => {
+                    driver.await;
+                    return None;
+                }
+                Ok(_) => {}
+            }
+        }
+    }
+}
+
+impl HostLink {
+    /// Decides `ask` rules by asking this host for a yes through elicitation, when it
+    /// declared that it can; otherwise the call is refused with the reason.
+    pub(crate) fn ask_handler(&self) -> AskHandler {
+        let (server, can_ask) = (self.server.clone(), self.client.declares("elicitation"));
+        Arc::new(move |ask: Ask| {
+            let server = server.clone();
+            Box::pin(async move {
+                if !can_ask {
+                    return Err(
+                        "the host cannot be asked: it did not declare the elicitation \
+                                capability; change the rule to allow, or use a host that can"
+                            .to_owned(),
+                    );
+                }
+                let message = format!(
+                    "Allow {} with arguments {}? (rule tool = {:?}, {})",
+                    ask.tool,
+                    ask.arguments,
+                    ask.rule.tool.as_str(),
+                    ask.rule.origin
+                );
+                // A plain yes or no: a form without fields.
+                let form = json!({"type": "object", "properties": {}});
+                match server.request(Request::elicit(message, form)).await {
+                    Ok(answer) if answer.accepted() => Ok(()),
+                    Ok(answer) => Err(format!("the host answered {}", answer.action)),
+                    Err(error) => Err(format!("asking the host failed: {error}")),
+                }
+            })
+        })
+    }
+}
+
+/// Passes servers' forms up to the host whose request is waiting on that server. The
+/// daemon's hosts share one hub, so a form goes to the latest host waiting on the server
+/// that asks (or on any server: a command line run in the daemon); with none, it is declined,
+/// as a run without a terminal declines it.
+#[derive(Clone, Default)]
+pub(crate) struct Relay(Arc<Mutex<Waiting>>);
+
+#[derive(Default)]
+struct Waiting {
+    next: u64,
+    /// `(ticket, server or any, host)`, oldest first.
+    hosts: Vec<(u64, Option<String>, Server)>,
+}
+
+/// A host's place in the [`Relay`], given up when dropped.
+pub(crate) struct Ticket {
+    relay: Relay,
+    ticket: u64,
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        self.relay
+            .waiting()
+            .hosts
+            .retain(|(t, _, _)| *t != self.ticket);
+    }
+}
+
+impl Relay {
+    fn waiting(&self) -> std::sync::MutexGuard<'_, Waiting> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Notes that `host` waits on `server` (`None`: on whichever server) until the ticket is
+    /// dropped. A host that cannot answer forms is not noted, and gets none.
+    pub(crate) fn wait_on(&self, server: Option<&str>, host: &HostLink) -> Option<Ticket> {
+        if !host.client.declares("elicitation") {
+            return None;
+        }
+        let mut waiting = self.waiting();
+        let ticket = waiting.next;
+        waiting.next += 1;
+        (waiting.hosts).push((ticket, server.map(str::to_owned), host.server.clone()));
+        Some(Ticket {
+            relay: self.clone(),
+            ticket,
+        })
+    }
+
+    fn host_for(&self, server: &str) -> Option<Server> {
+        let waiting = self.waiting();
+        let mut hosts = waiting.hosts.iter().rev();
+        let found = hosts.find(|(_, on, _)| on.as_deref().is_none_or(|on| on == server));
+        found.map(|(_, _, host)| host.clone())
+    }
+
+    /// The hub's handler: each form to the host waiting on the server that asks.
+    pub(crate) fn handler(&self) -> ElicitHandler {
+        let relay = self.clone();
+        Arc::new(move |elicitation: Elicitation| {
+            let host = relay.host_for(&elicitation.server);
+            Box::pin(async move {
+                let Some(host) = host else {
+                    return ElicitAnswer::Decline;
+                };
+                let params = json!({
+                    "message": elicitation.message,
+                    "requestedSchema": elicitation.schema,
+                    "_meta": { ASKING_SERVER: elicitation.server },
+                });
+                let request = Request::new("elicitation/create", Some(params));
+                match host.request(request).await {
+                    Ok(answer) => answer_of(&answer),
+                    // A host that cannot answer has not said yes.
+                    Err(_) => ElicitAnswer::Cancel,
+                }
+            })
+        })
+    }
+}
+
+/// The host's answer to a form, as the hub passes it to the server.
+fn answer_of(result: &serde_json::Value) -> ElicitAnswer {
+    use mcp_smol::proto::FromResult;
+    match ElicitResult::from_result(result.clone()) {
+        Ok(answer) if answer.accepted() => ElicitAnswer::Accept(answer.content.unwrap_or_default()),
+        Ok(answer) if answer.action == "decline" => ElicitAnswer::Decline,
+        _ => ElicitAnswer::Cancel,
+    }
+}
