@@ -64,6 +64,7 @@ pub(crate) async fn run(ctx: &mut Context, proxy: bool, named: &[String]) -> Res
         named: named.to_vec(),
         mode: if proxy { Mode::Proxy } else { Mode::Tools },
         relay,
+        list_wait: crate::gateway::list_wait(&env),
         daemon: None,
         executor: ctx.executor.clone(),
     });

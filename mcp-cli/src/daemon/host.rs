@@ -212,6 +212,7 @@ impl Daemon {
                         named: Vec::new(),
                         mode: Mode::Tools,
                         relay: daemon.relay.clone(),
+                        list_wait: crate::gateway::list_wait(&|key| std::env::var(key).ok()),
                         daemon: Some(daemon.clone()),
                         executor: daemon.executor.clone(),
                     });

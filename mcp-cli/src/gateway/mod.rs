@@ -11,12 +11,14 @@ mod watch;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use futures_lite::future::FutureExt;
 use mcp_smol::proto::{HostRequestId, Request, RpcError, ServerConfig, ServerEvent};
 use serde_json::{Map, Value, json};
 
-use crate::hub::{Hub, HubError, HubEvent, ToolEntry};
+use crate::hub::{Catalogue, Hub, HubError, HubEvent, ToolEntry};
 
 pub(crate) use host::{ASKING_SERVER, Host, HostLink, Relay};
 pub(crate) use watch::Watch;
@@ -38,10 +40,21 @@ pub(crate) struct Gateway {
     pub(crate) mode: Mode,
     /// Passes the hub's servers' forms up to the hosts waiting on them.
     pub(crate) relay: Relay,
+    /// How long `tools/list` waits for servers still starting.
+    pub(crate) list_wait: Duration,
     /// Set on the daemon's socket, whose private methods (`mcp-cli/...`) it answers.
     pub(crate) daemon: Option<Arc<crate::daemon::Daemon>>,
     /// Runs the gateway's tasks: the hub's executor, so that a call stays on one thread.
     pub(crate) executor: Arc<async_executor::Executor<'static>>,
+}
+
+/// How long `tools/list` waits for servers still starting, unless `MCP_CLI_LIST_WAIT_MS` says.
+const LIST_WAIT: Duration = Duration::from_secs(2);
+
+/// How long `tools/list` waits for servers still starting: `MCP_CLI_LIST_WAIT_MS`, else 2 s.
+pub(crate) fn list_wait(env: crate::config::Env<'_>) -> Duration {
+    let millis = env("MCP_CLI_LIST_WAIT_MS").and_then(|text| text.trim().parse().ok());
+    millis.map_or(LIST_WAIT, Duration::from_millis)
 }
 
 /// The capabilities the gateway declares: every list may change.
@@ -158,7 +171,7 @@ impl Gateway {
         }
         let params = params.unwrap_or(Value::Null);
         match (method, self.mode) {
-            ("tools/list", Mode::Tools) => Ok(self.list_tools().await),
+            ("tools/list", Mode::Tools) => Ok(self.list_tools(host).await),
             ("tools/list", Mode::Proxy) => Ok(json!({ "tools": [proxy::tool()] })),
             ("tools/call", mode) => {
                 let name = params
@@ -230,8 +243,53 @@ impl Gateway {
         }
     }
 
-    async fn list_tools(&self) -> Value {
-        let catalogue = self.hub.tools_of(&self.servers()).await;
+    /// The tools of the servers ready within [`Gateway::list_wait`]; each server still
+    /// starting then goes on, and the host is told the list changed when it is ready. Hosts
+    /// give `tools/list` a few seconds (Claude Code five) and give up on every server when one
+    /// takes longer.
+    async fn list_tools(&self, host: &HostLink) -> Value {
+        let deadline = Instant::now() + self.list_wait;
+        let answered = Arc::new(AtomicBool::new(false));
+        let listings: Vec<_> = (self.servers().into_iter())
+            .map(|server| {
+                let (hub, answered) = (self.hub.clone(), answered.clone());
+                let host = host.server.clone();
+                self.executor.spawn(async move {
+                    let catalogue = hub.tools_of(std::slice::from_ref(&server)).await;
+                    if answered.load(Ordering::SeqCst) && catalogue.failures.is_empty() {
+                        host.notify("notifications/tools/list_changed", None);
+                    }
+                    catalogue
+                })
+            })
+            .collect();
+        let mut ready = Vec::new();
+        let mut waiting = Vec::new();
+        for mut listing in listings {
+            let timeout = async {
+                async_io::Timer::at(deadline).await;
+                None
+            };
+            match async { Some((&mut listing).await) }.or(timeout).await {
+                Some(catalogue) => ready.push(catalogue),
+                None => waiting.push(listing),
+            }
+        }
+        // From here on a listing that ends tells the host; one that ended meanwhile is in.
+        answered.store(true, Ordering::SeqCst);
+        for listing in waiting {
+            match listing.is_finished() {
+                true => ready.push(listing.await),
+                false => listing.detach(),
+            }
+        }
+        let catalogue = ready
+            .into_iter()
+            .fold(Catalogue::default(), |mut all, one| {
+                all.tools.extend(one.tools);
+                all.failures.extend(one.failures);
+                all
+            });
         for (server, error) in &catalogue.failures {
             crate::output::diagnostic(&format!("mcp-cli serve: {server} left out: {error}"));
         }

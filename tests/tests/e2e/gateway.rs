@@ -33,6 +33,9 @@ fn serve_env(scratch: &Scratch) -> Vec<(&'static str, String)> {
         ("XDG_STATE_HOME", dir("state")),
         ("XDG_CONFIG_HOME", dir("config-home")),
         ("MCP_CLI_NPM_PREFIX", dir("no-npm")),
+        // These clients check the first list whole: a backend slow to start on a loaded
+        // machine must be in it rather than announced later.
+        ("MCP_CLI_LIST_WAIT_MS", "120000".to_owned()),
     ]
 }
 
@@ -635,6 +638,38 @@ fn a_backends_form_is_relayed_to_a_host_that_declared_elicitation() {
     }
     let text = result["result"]["content"].to_string();
     assert!(text.contains("Ada Lovelace"), "{result}");
+    drop(host);
+    assert!(serve.wait().unwrap().success());
+}
+
+/// One slow server does not hold up `tools/list`: the answer comes with the servers ready
+/// within the wait, and the host is told the list changed once the slow one is ready.
+#[test]
+fn tools_list_answers_without_waiting_for_a_slow_server() {
+    let scratch = Scratch::new("gateway-slow-list");
+    let config = scratch.write(
+        "slow.toml",
+        &format!(
+            "[mcp.fx]\ncommand = {FIXTURE:?}\nargs = [\"good\"]\n\n\
+             [mcp.slow]\ncommand = {FIXTURE:?}\nargs = [\"slow-start\", \"--delay-ms\", \"6000\"]\n"
+        ),
+    );
+    let args = ["--config", config.to_str().unwrap(), "serve"];
+    let (mut serve, mut host) = RawHost::start(&scratch, &args, "{}");
+    let first = host.tool_names(1);
+    assert!(first.contains(&"fx__echo".to_owned()), "{first:?}");
+    assert!(
+        !first.iter().any(|name| name.starts_with("slow__")),
+        "{first:?}"
+    );
+    let changed = host.next();
+    assert_eq!(
+        changed["method"], "notifications/tools/list_changed",
+        "{changed}"
+    );
+    let then = host.tool_names(2);
+    assert!(then.contains(&"slow__echo".to_owned()), "{then:?}");
+    assert!(then.contains(&"fx__echo".to_owned()), "{then:?}");
     drop(host);
     assert!(serve.wait().unwrap().success());
 }
