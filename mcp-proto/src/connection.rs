@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use crate::error::{CloseReason, RequestError, RpcError, SendError};
 use crate::framing::{LineDecoder, LineError};
 use crate::jsonrpc::{self, Message, ResponseError};
-use crate::pending::{Deadlines, Pending, PendingMap, ProgressToken};
+use crate::pending::{Outstanding, ProgressToken, deadline_after, read_id};
 use crate::request::{Params, Request};
 use crate::types::{Implementation, Notification, ServerInfo};
 use crate::{LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
@@ -183,9 +183,7 @@ pub struct Connection {
     config: Config,
     state: State,
     decoder: LineDecoder,
-    next_id: u64,
-    pending: PendingMap,
-    deadlines: Deadlines,
+    pending: Outstanding,
     /// Progress tokens (as JSON text) of pending requests whose token is not their own id.
     progress_tokens: BTreeMap<String, u64>,
     /// Server requests the caller has yet to answer, by our own id for them.
@@ -211,13 +209,6 @@ impl std::fmt::Debug for Connection {
     }
 }
 
-/// Far enough to mean "never" without overflowing `Instant`.
-const LONGEST_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
-
-fn deadline_after(now: Instant, timeout: Duration) -> Instant {
-    now.checked_add(timeout.min(LONGEST_TIMEOUT)).unwrap_or(now)
-}
-
 impl Connection {
     /// Starts a connection: the `initialize` request is queued at once.
     pub fn new(now: Instant, config: Config) -> Self {
@@ -227,9 +218,7 @@ impl Connection {
             state: State::Closed {
                 reason: CloseReason::Local,
             },
-            next_id: 1,
-            pending: PendingMap::default(),
-            deadlines: Deadlines::default(),
+            pending: Outstanding::default(),
             progress_tokens: BTreeMap::new(),
             server_requests: BTreeMap::new(),
             next_server_request: 1,
@@ -244,8 +233,7 @@ impl Connection {
 
     /// Queues `initialize` under the next id and waits for its answer.
     fn begin_handshake(&mut self, now: Instant) {
-        let id = self.next_id;
-        self.next_id += 1;
+        let id = self.pending.take_id();
         self.state = State::Initializing {
             id,
             deadline: deadline_after(now, self.config.handshake_timeout),
@@ -353,15 +341,9 @@ impl Connection {
             let after = self.config.handshake_timeout;
             return self.close_with(CloseReason::HandshakeTimedOut { after });
         }
-        let expired = self.deadlines.expired(now, &self.pending);
-        for id in expired {
-            if let Some(pending) = self.pending.get(&id) {
-                // Up to its deadline, not to `now`: a timer that fires late on a busy
-                // machine must not turn "within 1s" into "within 1.004s".
-                let after = pending.deadline.saturating_duration_since(pending.started);
-                let reason = format!("timed out after {:.1}s", after.as_secs_f64());
-                self.abandon(id, RequestError::TimedOut { after }, &reason);
-            }
+        for (id, after) in self.pending.expired(now) {
+            let reason = format!("timed out after {:.1}s", after.as_secs_f64());
+            self.abandon(id, RequestError::TimedOut { after }, &reason);
         }
         let unanswered: Vec<u64> = (self.server_requests.iter())
             .filter(|(_, open)| open.deadline <= now)
@@ -392,7 +374,7 @@ impl Connection {
             return Err(SendError::Closed(reason.clone()));
         }
         let timeout = request.timeout.unwrap_or(self.config.request_timeout);
-        let id = self.next_id;
+        let id = self.pending.next_id();
         let (bytes, progress_token) = match &request.params {
             Params::CallTool {
                 name,
@@ -489,8 +471,6 @@ impl Connection {
         progress_token: Option<ProgressToken>,
         timeout: Duration,
     ) -> RequestId {
-        let id = self.next_id;
-        self.next_id += 1;
         // Before the handshake ends, only pings may be written.
         let held = if matches!(self.state, State::Ready { .. }) || method == "ping" {
             self.transmits.push_back(bytes);
@@ -498,16 +478,7 @@ impl Connection {
         } else {
             Some(bytes)
         };
-        let pending = Pending {
-            started: now,
-            deadline: deadline_after(now, timeout),
-            timeout,
-            progress_token,
-            held,
-        };
-        self.deadlines.push(pending.deadline, id);
-        self.pending.insert(id, pending);
-        RequestId(id)
+        RequestId(self.pending.start(now, timeout, progress_token, held))
     }
 
     /// Answers an [`Event::ServerRequest`] with a result or an error. Returns `false` if it
@@ -529,7 +500,7 @@ impl Connection {
     /// Gives up on a request: it fails with [`RequestError::Cancelled`] and, if the server has
     /// seen it, `notifications/cancelled` is queued. Returns `false` if it had already ended.
     pub fn cancel(&mut self, _now: Instant, id: RequestId) -> bool {
-        if !self.pending.contains_key(&id.0) {
+        if self.pending.get(id.0).is_none() {
             return false;
         }
         self.abandon(id.0, RequestError::Cancelled, "cancelled by the client");
@@ -541,7 +512,7 @@ impl Connection {
     /// cancellation is sent: the server either never got it or has already answered. Returns
     /// `false` if the request had already ended.
     pub fn fail_request(&mut self, _now: Instant, id: RequestId, error: RequestError) -> bool {
-        if !self.pending.contains_key(&id.0) {
+        if self.pending.get(id.0).is_none() {
             return false;
         }
         self.finish(id.0, Err(error));
@@ -596,7 +567,7 @@ impl Connection {
     /// The earliest deadline, if any; call [`handle_timeout`](Self::handle_timeout) then.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let requests = self.deadlines.first();
+        let requests = self.pending.first_deadline();
         match &self.state {
             State::Initializing { deadline, .. } => requests.into_iter().chain([*deadline]).min(),
             State::Ready { .. } => {
@@ -628,8 +599,8 @@ impl Connection {
             size,
             id: Some(id),
         } = &error
-            && let Some(id) = our_id(id)
-            && self.pending.get(&id).is_some_and(|p| p.held.is_none())
+            && let Some(id) = self.pending.answered(id)
+            && self.pending.is_sent(id)
         {
             let error = RequestError::ResponseTooLarge {
                 size: *size,
@@ -717,41 +688,30 @@ impl Connection {
         let Some(id) = other.or_else(own) else {
             return;
         };
-        let Some(pending) = self.pending.get_mut(&id) else {
-            return;
-        };
-        let limit = self.config.max_request_time.max(pending.timeout);
-        let hard_deadline = deadline_after(pending.started, limit);
-        let deadline = deadline_after(now, pending.timeout).min(hard_deadline);
-        if deadline != pending.deadline {
-            pending.deadline = deadline;
-            self.deadlines.push(deadline, id);
-            self.deadlines.prune(&self.pending);
-        }
+        self.pending.extend(id, now, self.config.max_request_time);
     }
 
     /// Whether pending request `id` uses its own id as its progress token.
     fn owns_its_id_as_token(&self, id: u64) -> bool {
-        let pending = self.pending.get(&id);
+        let pending = self.pending.get(id);
         pending.is_some_and(|p| p.progress_token == Some(ProgressToken::OwnId))
     }
 
     fn handle_response(&mut self, now: Instant, id: &Value, result: Result<Value, ResponseError>) {
-        let Some(id) = our_id(id) else {
-            self.stats.stray_responses += 1;
-            return;
-        };
         if let State::Initializing { id: init_id, .. } = self.state
-            && id == init_id
+            && read_id(id) == Some(init_id)
         {
             return self.finish_handshake(now, result);
         }
         // A held request has not been written, so nothing can be answering it.
-        let is_awaited = matches!(self.pending.get(&id), Some(pending) if pending.held.is_none());
-        if !is_awaited {
+        let awaited = self
+            .pending
+            .answered(id)
+            .filter(|&id| self.pending.is_sent(id));
+        let Some(id) = awaited else {
             self.stats.stray_responses += 1;
             return;
-        }
+        };
         let result = result.map_err(|error| match error {
             ResponseError::Remote(error) => RequestError::Remote(error),
             ResponseError::Invalid(detail) => RequestError::InvalidResponse(detail),
@@ -782,18 +742,14 @@ impl Connection {
         if let State::Initializing { held_replies, .. } = previous {
             self.transmits.extend(held_replies);
         }
-        let mut held: Vec<(u64, Vec<u8>)> = (self.pending.iter_mut())
-            .filter_map(|(&id, p)| Some((id, p.held.take()?)))
-            .collect();
-        held.sort_unstable_by_key(|&(id, _)| id);
-        self.transmits
-            .extend(held.into_iter().map(|(_, bytes)| bytes));
+        let held = self.pending.release_held();
+        self.transmits.extend(held);
         self.events.push_back(Event::Ready(server));
     }
 
     /// Ends a request locally, telling the server if it has seen it.
     fn abandon(&mut self, id: u64, error: RequestError, reason: &str) {
-        let was_sent = self.pending.get(&id).is_some_and(|p| p.held.is_none());
+        let was_sent = self.pending.is_sent(id);
         self.finish(id, Err(error));
         // Before the handshake ends only pings may cross the wire, so a ping given up on then
         // goes without a notification (the spec makes it optional).
@@ -806,8 +762,7 @@ impl Connection {
     }
 
     fn finish(&mut self, id: u64, result: Result<Value, RequestError>) {
-        if let Some(pending) = self.pending.remove(&id) {
-            self.deadlines.prune(&self.pending);
+        if let Some(pending) = self.pending.remove(id) {
             if let Some(ProgressToken::Other(token)) = pending.progress_token {
                 self.progress_tokens.remove(&token);
             }
@@ -817,14 +772,11 @@ impl Connection {
     }
 
     fn close_with(&mut self, reason: CloseReason) {
-        let mut ids: Vec<u64> = self.pending.drain().map(|(id, _)| id).collect();
-        ids.sort_unstable();
-        for id in ids {
+        for id in self.pending.take_all() {
             let result = Err(RequestError::Closed(reason.clone()));
             let id = RequestId(id);
             self.events.push_back(Event::Response { id, result });
         }
-        self.deadlines.clear();
         self.progress_tokens.clear();
         self.server_requests.clear();
         self.transmits.clear();
@@ -855,18 +807,6 @@ pub fn outgoing_request_id(message: &[u8]) -> Option<RequestId> {
     }
     let id = std::str::from_utf8(&rest[..digits]).ok()?.parse().ok()?;
     Some(RequestId(id))
-}
-
-/// Our ids are integers; servers sometimes echo them as strings or floats of the same value.
-fn our_id(id: &Value) -> Option<u64> {
-    match id {
-        Value::Number(number) => number.as_u64().or_else(|| {
-            let float = number.as_f64()?;
-            (float.fract() == 0.0 && (0.0..9.0e15).contains(&float)).then_some(float as u64)
-        }),
-        Value::String(text) => text.parse().ok(),
-        _ => None,
-    }
 }
 
 fn parse_initialize_result(result: Value) -> Result<ServerInfo, CloseReason> {
@@ -965,12 +905,15 @@ mod tests {
             let id = id.unwrap_or_default();
             let answer = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{}}}}\n");
             connection.handle_bytes(now, answer.as_bytes());
-            assert!(connection.deadlines.len() <= 2 + 64, "round {round}");
+            assert!(
+                connection.pending.deadline_entries() <= 2 + 64,
+                "round {round}"
+            );
             let earliest = now + Duration::from_secs(1);
             assert_eq!(connection.poll_timeout(), Some(earliest));
         }
         assert!(connection.fail_request(now, RequestId(first), RequestError::Cancelled));
         assert_eq!(connection.poll_timeout(), None);
-        assert_eq!(connection.deadlines.len(), 0);
+        assert_eq!(connection.pending.deadline_entries(), 0);
     }
 }

@@ -1,9 +1,172 @@
-//! The requests a connection waits on: by our own id, and their deadlines in order.
+//! The requests a connection waits on, for either role: the ids handed out, each request by
+//! id, and their deadlines in order.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// Far enough to mean "never" without overflowing `Instant`.
+const LONGEST_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// `timeout` after `now`, a timeout too long to add meaning "never".
+pub(crate) fn deadline_after(now: Instant, timeout: Duration) -> Instant {
+    now.checked_add(timeout.min(LONGEST_TIMEOUT)).unwrap_or(now)
+}
+
+/// One of our ids as a response carries it: ours are integers, which peers sometimes echo as
+/// strings or floats of the same value.
+pub(crate) fn read_id(id: &Value) -> Option<u64> {
+    match id {
+        Value::Number(number) => number.as_u64().or_else(|| {
+            let float = number.as_f64()?;
+            (float.fract() == 0.0 && (0.0..9.0e15).contains(&float)).then_some(float as u64)
+        }),
+        Value::String(text) => text.parse().ok(),
+        _ => None,
+    }
+}
+
+/// Our requests still waiting for an answer, in either role.
+pub(crate) struct Outstanding {
+    requests: PendingMap,
+    deadlines: Deadlines,
+    next_id: u64,
+}
+
+impl Default for Outstanding {
+    fn default() -> Self {
+        Self {
+            requests: PendingMap::default(),
+            deadlines: Deadlines::default(),
+            next_id: 1,
+        }
+    }
+}
+
+impl Outstanding {
+    /// The id the next request will get.
+    pub(crate) fn next_id(&self) -> u64 {
+        self.next_id
+    }
+
+    /// Hands out an id for a request this table does not keep (the client's `initialize`).
+    pub(crate) fn take_id(&mut self) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        id
+    }
+
+    /// Starts a request under the next id, due `timeout` from `now`.
+    pub(crate) fn start(
+        &mut self,
+        now: Instant,
+        timeout: Duration,
+        progress_token: Option<ProgressToken>,
+        held: Option<Vec<u8>>,
+    ) -> u64 {
+        let id = self.take_id();
+        let pending = Pending {
+            started: now,
+            deadline: deadline_after(now, timeout),
+            timeout,
+            progress_token,
+            held,
+        };
+        self.deadlines.push(pending.deadline, id);
+        self.requests.insert(id, pending);
+        id
+    }
+
+    pub(crate) fn get(&self, id: u64) -> Option<&Pending> {
+        self.requests.get(&id)
+    }
+
+    /// Whether `id` is outstanding and on the wire (not held back for the handshake).
+    pub(crate) fn is_sent(&self, id: u64) -> bool {
+        self.requests.get(&id).is_some_and(|p| p.held.is_none())
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.requests.len()
+    }
+
+    /// The outstanding request a response's `id` answers ([`read_id`]); both roles read ids
+    /// alike.
+    pub(crate) fn answered(&self, id: &Value) -> Option<u64> {
+        let id = read_id(id)?;
+        self.requests.contains_key(&id).then_some(id)
+    }
+
+    /// Ends request `id`, if it is outstanding.
+    pub(crate) fn remove(&mut self, id: u64) -> Option<Pending> {
+        let pending = self.requests.remove(&id)?;
+        self.deadlines.prune(&self.requests);
+        Some(pending)
+    }
+
+    /// Moves request `id`'s deadline (progress came in): `timeout` from `now`, never past its
+    /// start plus the longer of `timeout` and `longest`.
+    pub(crate) fn extend(&mut self, id: u64, now: Instant, longest: Duration) {
+        let Some(pending) = self.requests.get_mut(&id) else {
+            return;
+        };
+        let hard_deadline = deadline_after(pending.started, longest.max(pending.timeout));
+        let deadline = deadline_after(now, pending.timeout).min(hard_deadline);
+        if deadline != pending.deadline {
+            pending.deadline = deadline;
+            self.deadlines.push(deadline, id);
+            self.deadlines.prune(&self.requests);
+        }
+    }
+
+    /// The requests whose deadline is at or before `now`, earliest first, each with how long
+    /// it was given: up to its deadline, not to `now`, so that a timer that fires late on a
+    /// busy machine does not turn "within 1s" into "within 1.004s". They stay outstanding
+    /// until removed.
+    pub(crate) fn expired(&mut self, now: Instant) -> Vec<(u64, Duration)> {
+        let expired = self.deadlines.expired(now, &self.requests);
+        (expired.into_iter())
+            .filter_map(|id| {
+                let pending = self.requests.get(&id)?;
+                Some((
+                    id,
+                    pending.deadline.saturating_duration_since(pending.started),
+                ))
+            })
+            .collect()
+    }
+
+    /// The earliest deadline.
+    pub(crate) fn first_deadline(&self) -> Option<Instant> {
+        self.deadlines.first()
+    }
+
+    /// Releases the requests held back for the handshake, in id order.
+    pub(crate) fn release_held(&mut self) -> Vec<Vec<u8>> {
+        let mut held: Vec<(u64, Vec<u8>)> = (self.requests.iter_mut())
+            .filter_map(|(&id, p)| Some((id, p.held.take()?)))
+            .collect();
+        held.sort_unstable_by_key(|&(id, _)| id);
+        held.into_iter().map(|(_, bytes)| bytes).collect()
+    }
+
+    /// Ends every request, returning their ids in order (the order failures are reported).
+    pub(crate) fn take_all(&mut self) -> Vec<u64> {
+        let mut ids: Vec<u64> = self.requests.drain().map(|(id, _)| id).collect();
+        ids.sort_unstable();
+        self.deadlines.clear();
+        ids
+    }
+
+    /// How many deadline entries are kept, left-behind ones included.
+    #[cfg(test)]
+    pub(crate) fn deadline_entries(&self) -> usize {
+        self.deadlines.len()
+    }
+}
 
 /// How progress notifications find a request.
 #[derive(Debug, PartialEq, Eq)]
@@ -26,12 +189,12 @@ pub(crate) struct Pending {
 /// Pending requests by id. Looked up and removed once per response, so a hash map: a B-tree
 /// costs several times as much on that path. Where order shows (failing every request on
 /// close, releasing held requests), the ids are sorted first.
-pub(crate) type PendingMap = HashMap<u64, Pending, BuildHasherDefault<IdHasher>>;
+type PendingMap = HashMap<u64, Pending, BuildHasherDefault<IdHasher>>;
 
 /// Hashes request ids with one multiplication instead of SipHash: the map only ever holds ids
 /// we handed out ourselves, counting up, so a peer has no say in how they collide.
 #[derive(Default)]
-pub(crate) struct IdHasher(u64);
+struct IdHasher(u64);
 
 impl Hasher for IdHasher {
     fn write(&mut self, bytes: &[u8]) {
@@ -56,21 +219,21 @@ impl Hasher for IdHasher {
 /// dropped once they reach the top, or all at once when they outnumber the pending requests.
 /// After every change the top is a pending request's current deadline.
 #[derive(Default)]
-pub(crate) struct Deadlines {
+struct Deadlines {
     heap: BinaryHeap<Reverse<(Instant, u64)>>,
 }
 
 impl Deadlines {
-    pub(crate) fn push(&mut self, deadline: Instant, id: u64) {
+    fn push(&mut self, deadline: Instant, id: u64) {
         self.heap.push(Reverse((deadline, id)));
     }
 
-    pub(crate) fn first(&self) -> Option<Instant> {
+    fn first(&self) -> Option<Instant> {
         self.heap.peek().map(|Reverse((deadline, _))| *deadline)
     }
 
     /// Drops entries of requests that have ended or moved their deadline since.
-    pub(crate) fn prune(&mut self, pending: &PendingMap) {
+    fn prune(&mut self, pending: &PendingMap) {
         while let Some(&Reverse(entry)) = self.heap.peek()
             && !is_current(pending, entry)
         {
@@ -83,7 +246,7 @@ impl Deadlines {
     }
 
     /// Takes the requests whose deadline is at or before `now`, earliest first.
-    pub(crate) fn expired(&mut self, now: Instant, pending: &PendingMap) -> Vec<u64> {
+    fn expired(&mut self, now: Instant, pending: &PendingMap) -> Vec<u64> {
         let mut expired = Vec::new();
         while let Some(&Reverse((deadline, id))) = self.heap.peek() {
             if is_current(pending, (deadline, id)) {
@@ -99,11 +262,11 @@ impl Deadlines {
 
     /// How many entries the heap holds, left-behind ones included.
     #[cfg(test)]
-    pub(crate) fn len(&self) -> usize {
+    fn len(&self) -> usize {
         self.heap.len()
     }
 
-    pub(crate) fn clear(&mut self) {
+    fn clear(&mut self) {
         self.heap.clear();
     }
 }

@@ -6,7 +6,7 @@
 //! into [`ServerEvent::Request`] under ids of our own (the host's id is echoed exactly in the
 //! answer), and the host's `notifications/cancelled` into [`ServerEvent::Cancelled`].
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -15,6 +15,7 @@ use crate::connection::{RequestId, Stats};
 use crate::error::{CloseReason, RequestError, RpcError, SendError};
 use crate::framing::{LineDecoder, LineError};
 use crate::jsonrpc::{self, Message, ResponseError};
+use crate::pending::Outstanding;
 use crate::request::{Params, Request};
 use crate::types::{Implementation, Notification};
 use crate::{LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
@@ -136,11 +137,6 @@ struct OpenRequest {
     progress_token: Option<Value>,
 }
 
-struct Pending {
-    started: Instant,
-    deadline: Instant,
-}
-
 /// One MCP server connection, as a state machine: bytes from the host in; bytes to write,
 /// events and the next deadline out. Drive it as the crate docs describe for [`Connection`],
 /// with [`handle_bytes`](Self::handle_bytes), [`handle_eof`](Self::handle_eof) and
@@ -158,9 +154,7 @@ pub struct ServerConnection {
     by_host_id: BTreeMap<String, u64>,
     next_host_request: u64,
     /// Our requests to the host.
-    pending: BTreeMap<u64, Pending>,
-    deadlines: BTreeSet<(Instant, u64)>,
-    next_id: u64,
+    pending: Outstanding,
     transmits: VecDeque<Vec<u8>>,
     events: VecDeque<ServerEvent>,
     stats: Stats,
@@ -182,9 +176,6 @@ impl std::fmt::Debug for ServerConnection {
     }
 }
 
-/// Far enough to mean "never" without overflowing `Instant`.
-const LONGEST_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
-
 impl ServerConnection {
     /// JSON-RPC "Parse error": the line is not JSON.
     pub const PARSE_ERROR: i64 = -32700;
@@ -202,9 +193,7 @@ impl ServerConnection {
             open: BTreeMap::new(),
             by_host_id: BTreeMap::new(),
             next_host_request: 1,
-            pending: BTreeMap::new(),
-            deadlines: BTreeSet::new(),
-            next_id: 1,
+            pending: Outstanding::default(),
             transmits: VecDeque::new(),
             events: VecDeque::new(),
             stats: Stats::default(),
@@ -277,16 +266,9 @@ impl ServerConnection {
 
     /// Expires the deadlines of our requests at or before `now`; calling it early does no harm.
     pub fn handle_timeout(&mut self, now: Instant) {
-        let expired: Vec<u64> = (self.deadlines.iter())
-            .take_while(|(deadline, _)| *deadline <= now)
-            .map(|&(_, id)| id)
-            .collect();
-        for id in expired {
-            if let Some(pending) = self.pending.get(&id) {
-                let after = now.saturating_duration_since(pending.started);
-                let reason = format!("timed out after {:.1}s", after.as_secs_f64());
-                self.abandon(id, RequestError::TimedOut { after }, &reason);
-            }
+        for (id, after) in self.pending.expired(now) {
+            let reason = format!("timed out after {:.1}s", after.as_secs_f64());
+            self.abandon(id, RequestError::TimedOut { after }, &reason);
         }
     }
 
@@ -372,25 +354,16 @@ impl ServerConnection {
         };
         let method = request.method.as_str();
         let timeout = request.timeout.unwrap_or(self.config.request_timeout);
-        let id = self.next_id;
-        self.next_id += 1;
+        let id = self.pending.start(now, timeout, None, None);
         self.transmits
             .push_back(jsonrpc::request(id, method, params));
-        let timeout = timeout.min(LONGEST_TIMEOUT);
-        let deadline = now.checked_add(timeout).unwrap_or(now);
-        self.deadlines.insert((deadline, id));
-        let pending = Pending {
-            started: now,
-            deadline,
-        };
-        self.pending.insert(id, pending);
         Ok(RequestId(id))
     }
 
     /// Gives up on a request of ours: it fails with [`RequestError::Cancelled`] and the host
     /// is sent `notifications/cancelled`. Returns `false` if it had already ended.
     pub fn cancel(&mut self, _now: Instant, id: RequestId) -> bool {
-        if !self.pending.contains_key(&id.0) {
+        if self.pending.get(id.0).is_none() {
             return false;
         }
         self.abandon(id.0, RequestError::Cancelled, "cancelled by the server");
@@ -422,7 +395,7 @@ impl ServerConnection {
     /// The earliest deadline, if any; call [`handle_timeout`](Self::handle_timeout) then.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.deadlines.first().map(|&(deadline, _)| deadline)
+        self.pending.first_deadline()
     }
 
     // ----- internals -----
@@ -606,7 +579,7 @@ impl ServerConnection {
     }
 
     fn handle_response(&mut self, _now: Instant, id: &Value, result: Result<Value, ResponseError>) {
-        let Some(id) = id.as_u64().filter(|id| self.pending.contains_key(id)) else {
+        let Some(id) = self.pending.answered(id) else {
             self.stats.stray_responses += 1;
             return;
         };
@@ -631,20 +604,18 @@ impl ServerConnection {
     }
 
     fn finish(&mut self, id: u64, result: Result<Value, RequestError>) {
-        if let Some(pending) = self.pending.remove(&id) {
-            self.deadlines.remove(&(pending.deadline, id));
+        if self.pending.remove(id).is_some() {
             let id = RequestId(id);
             self.events.push_back(ServerEvent::Response { id, result });
         }
     }
 
     fn close_with(&mut self, reason: CloseReason) {
-        for id in std::mem::take(&mut self.pending).into_keys() {
+        for id in self.pending.take_all() {
             let result = Err(RequestError::Closed(reason.clone()));
             let id = RequestId(id);
             self.events.push_back(ServerEvent::Response { id, result });
         }
-        self.deadlines.clear();
         self.open.clear();
         self.by_host_id.clear();
         self.events.push_back(ServerEvent::Closed(reason.clone()));

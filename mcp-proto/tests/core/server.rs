@@ -372,16 +372,31 @@ fn requests_to_the_host_end_once_answered_timed_out_or_closed() {
     );
     assert_eq!(conn.stats().stray_responses, 1);
 
+    // Hosts echo our ids as strings too, as servers do to the client role.
+    let echoed = conn.request(now, Request::new("roots/list", None)).unwrap();
+    let wire_id = written(&mut conn)[0]["id"].to_string();
+    send(
+        &mut conn,
+        now,
+        json!({"jsonrpc": "2.0", "id": wire_id, "result": {"roots": []}}),
+    );
+    assert!(
+        matches!(&events(&mut conn)[..], [ServerEvent::Response { id, result: Ok(_) }] if *id == echoed)
+    );
+
     let slow = conn
         .request(now, Request::new("elicitation/create", Some(json!({}))))
         .unwrap();
     written(&mut conn);
     assert_eq!(conn.poll_timeout(), Some(now + Duration::from_secs(5)));
-    now += Duration::from_secs(5);
+    // A timer that fires late still reports the time the request was given.
+    now += Duration::from_millis(5_040);
     conn.handle_timeout(now);
     let ended = events(&mut conn);
+    let five = Duration::from_secs(5);
     assert!(
-        matches!(&ended[..], [ServerEvent::Response { id, result: Err(RequestError::TimedOut { .. }) }] if *id == slow)
+        matches!(&ended[..], [ServerEvent::Response { id, result: Err(RequestError::TimedOut { after }) }] if *id == slow && *after == five),
+        "{ended:?}"
     );
     assert_eq!(written(&mut conn)[0]["method"], "notifications/cancelled");
 
