@@ -599,7 +599,7 @@ impl Connection {
             size,
             id: Some(id),
         } = &error
-            && let Some(id) = self.pending.answered(id)
+            && let Some(id) = read_id(id)
             && self.pending.is_sent(id)
         {
             let error = RequestError::ResponseTooLarge {
@@ -704,10 +704,7 @@ impl Connection {
             return self.finish_handshake(now, result);
         }
         // A held request has not been written, so nothing can be answering it.
-        let awaited = self
-            .pending
-            .answered(id)
-            .filter(|&id| self.pending.is_sent(id));
+        let awaited = read_id(id).filter(|&id| self.pending.is_sent(id));
         let Some(id) = awaited else {
             self.stats.stray_responses += 1;
             return;
