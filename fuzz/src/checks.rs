@@ -322,16 +322,13 @@ pub fn check_decoders(data: &[u8]) {
     };
     let listed = |key: &str| value.get(key).and_then(Value::as_array).map(Vec::len);
     if let Ok(page) = ListResourcesResult::from_result(value.clone()) {
-        assert_eq!(
-            Some(page.resources.len() + page.skipped),
-            listed("resources")
-        );
+        assert_eq!(Some(page.items.len() + page.skipped), listed("resources"));
     }
     if let Ok(page) = ListToolsResult::from_result(value.clone()) {
-        assert_eq!(Some(page.tools.len() + page.skipped), listed("tools"));
+        assert_eq!(Some(page.items.len() + page.skipped), listed("tools"));
     }
     if let Ok(page) = ListPromptsResult::from_result(value.clone()) {
-        assert_eq!(Some(page.prompts.len() + page.skipped), listed("prompts"));
+        assert_eq!(Some(page.items.len() + page.skipped), listed("prompts"));
     }
     let _ = ListResourceTemplatesResult::from_result(value.clone());
     if let Ok(read) = ReadResourceResult::from_result(value.clone()) {

@@ -79,6 +79,7 @@ mod connection;
 mod error;
 mod framing;
 mod jsonrpc;
+mod listing;
 mod pending;
 mod request;
 mod server;
@@ -92,20 +93,21 @@ pub use connection::{
 };
 pub use error::{CloseReason, RequestError, RpcError, SendError};
 pub use framing::{LineDecoder, LineError};
+pub use listing::{
+    DEFAULT_MAX_PAGES, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListResult, ListToolsResult, Listed, Listing, PageError, Pager,
+};
 pub use request::{FromResult, Request};
 pub use server::{
     ClientInfo, HostRequest, HostRequestId, ServerConfig, ServerConnection, ServerEvent,
 };
 pub use sse::{SseDecoder, SseEvent, SseTooLong};
 pub use surface::{
-    CompleteResult, CompletionRef, DEFAULT_MAX_PAGES, ElicitResult, GetPromptResult,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, Listing, Page, PageError,
-    Pager, Prompt, PromptArgument, PromptMessage, ReadResourceResult, Resource, ResourceContents,
-    ResourceTemplate, decode_base64,
+    CompleteResult, CompletionRef, ElicitResult, GetPromptResult, Prompt, PromptArgument,
+    PromptMessage, ReadResourceResult, Resource, ResourceContents, ResourceTemplate, decode_base64,
 };
 pub use types::{
-    CallToolResult, Content, Implementation, ListToolsResult, LogMessage, Notification, Progress,
-    ServerInfo, Tool,
+    CallToolResult, Content, Implementation, LogMessage, Notification, Progress, ServerInfo, Tool,
 };
 
 /// The protocol revision we ask for: the newest we implement.

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::error::RequestError;
-use crate::types::{CallToolResult, ListToolsResult};
+use crate::types::CallToolResult;
 
 /// One request to send, typed by what its result reads as: `Request<CallToolResult>` from
 /// [`Request::call_tool`], `Request<Value>` (the result as sent) from [`Request::new`].
@@ -39,17 +39,6 @@ impl Request<Value> {
     pub fn new(method: impl Into<String>, params: Option<Value>) -> Self {
         let params = params.map_or(Params::None, Params::Value);
         Self::with(method.into(), params)
-    }
-}
-
-impl Request<ListToolsResult> {
-    /// One page of `tools/list`; [`Pager`](crate::Pager) follows the pages.
-    pub fn list_tools(cursor: Option<&str>) -> Self {
-        let params = match cursor {
-            Some(cursor) => Params::Value(serde_json::json!({ "cursor": cursor })),
-            None => Params::None,
-        };
-        Self::with("tools/list".to_owned(), params)
     }
 }
 
@@ -159,11 +148,5 @@ impl FromResult for Value {
 impl FromResult for CallToolResult {
     fn from_result(result: Value) -> Result<Self, String> {
         Self::from_value(result).map_err(|error| error.to_string())
-    }
-}
-
-impl FromResult for ListToolsResult {
-    fn from_result(result: Value) -> Result<Self, String> {
-        Self::from_value(result)
     }
 }

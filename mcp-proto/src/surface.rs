@@ -1,19 +1,18 @@
 //! The rest of what servers offer besides tools: resources, resource templates, prompts,
-//! argument completion and the logging level; their requests, their typed results, and the one
-//! [`Pager`] that follows any paginated listing.
+//! argument completion and the logging level; their requests and their typed results. Their
+//! listings are in `listing.rs`.
 //!
 //! Decoding is tolerant the same way everywhere: members this crate does not know are kept in
 //! each entry's `extra` map, an entry that cannot be read is left out and counted in the page's
 //! `skipped`, and only a result whose list itself is missing or of the wrong type fails.
 
-use std::collections::BTreeSet;
-
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value, json};
 
+use crate::listing::entries;
 use crate::request::{FromResult, Params, Request};
-use crate::types::{Content, ListToolsResult, Tool};
+use crate::types::Content;
 
 /// One entry of a `resources/list` page. Serialises back to the spec's field names.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
@@ -189,39 +188,6 @@ pub struct PromptMessage {
     pub content: Content,
 }
 
-/// The result of one `resources/list` request.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ListResourcesResult {
-    /// The entries that could be read.
-    pub resources: Vec<Resource>,
-    /// The cursor of the next page; `None` on the last.
-    pub next_cursor: Option<String>,
-    /// How many entries could not be read and were left out.
-    pub skipped: usize,
-}
-
-/// The result of one `resources/templates/list` request.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ListResourceTemplatesResult {
-    /// The entries that could be read.
-    pub resource_templates: Vec<ResourceTemplate>,
-    /// The cursor of the next page; `None` on the last.
-    pub next_cursor: Option<String>,
-    /// How many entries could not be read and were left out.
-    pub skipped: usize,
-}
-
-/// The result of one `prompts/list` request.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ListPromptsResult {
-    /// The entries that could be read.
-    pub prompts: Vec<Prompt>,
-    /// The cursor of the next page; `None` on the last.
-    pub next_cursor: Option<String>,
-    /// How many entries could not be read and were left out.
-    pub skipped: usize,
-}
-
 /// The result of `resources/read`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReadResourceResult {
@@ -300,27 +266,6 @@ impl Request<ElicitResult> {
     }
 }
 
-impl Request<ListResourcesResult> {
-    /// One page of `resources/list`; [`Pager`] follows the pages.
-    pub fn list_resources(cursor: Option<&str>) -> Self {
-        Self::with("resources/list".to_owned(), cursor_params(cursor))
-    }
-}
-
-impl Request<ListResourceTemplatesResult> {
-    /// One page of `resources/templates/list`; [`Pager`] follows the pages.
-    pub fn list_resource_templates(cursor: Option<&str>) -> Self {
-        Self::with("resources/templates/list".to_owned(), cursor_params(cursor))
-    }
-}
-
-impl Request<ListPromptsResult> {
-    /// One page of `prompts/list`; [`Pager`] follows the pages.
-    pub fn list_prompts(cursor: Option<&str>) -> Self {
-        Self::with("prompts/list".to_owned(), cursor_params(cursor))
-    }
-}
-
 impl Request<ReadResourceResult> {
     /// `resources/read` of one URI.
     pub fn read_resource(uri: &str) -> Self {
@@ -382,188 +327,6 @@ impl Request<Value> {
     }
 }
 
-fn cursor_params(cursor: Option<&str>) -> Params {
-    match cursor {
-        Some(cursor) => Params::Value(json!({ "cursor": cursor })),
-        None => Params::None,
-    }
-}
-
-/// A paginated listing's page type: how to ask for a page and what it holds.
-pub trait Page: FromResult {
-    /// What the listing lists.
-    type Item;
-
-    /// The request for the page at `cursor` (`None` for the first).
-    fn request(cursor: Option<&str>) -> Request<Self>;
-
-    /// The page's entries, its `nextCursor` and how many entries it left out.
-    fn into_parts(self) -> (Vec<Self::Item>, Option<String>, usize);
-}
-
-impl Page for ListToolsResult {
-    type Item = Tool;
-
-    fn request(cursor: Option<&str>) -> Request<Self> {
-        Request::list_tools(cursor)
-    }
-
-    fn into_parts(self) -> (Vec<Tool>, Option<String>, usize) {
-        (self.tools, self.next_cursor, self.skipped)
-    }
-}
-
-impl Page for ListResourcesResult {
-    type Item = Resource;
-
-    fn request(cursor: Option<&str>) -> Request<Self> {
-        Request::list_resources(cursor)
-    }
-
-    fn into_parts(self) -> (Vec<Resource>, Option<String>, usize) {
-        (self.resources, self.next_cursor, self.skipped)
-    }
-}
-
-impl Page for ListResourceTemplatesResult {
-    type Item = ResourceTemplate;
-
-    fn request(cursor: Option<&str>) -> Request<Self> {
-        Request::list_resource_templates(cursor)
-    }
-
-    fn into_parts(self) -> (Vec<ResourceTemplate>, Option<String>, usize) {
-        (self.resource_templates, self.next_cursor, self.skipped)
-    }
-}
-
-impl Page for ListPromptsResult {
-    type Item = Prompt;
-
-    fn request(cursor: Option<&str>) -> Request<Self> {
-        Request::list_prompts(cursor)
-    }
-
-    fn into_parts(self) -> (Vec<Prompt>, Option<String>, usize) {
-        (self.prompts, self.next_cursor, self.skipped)
-    }
-}
-
-/// Every entry of a listing, and how many entries its pages left out.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Listing<T> {
-    /// The entries, in the server's order.
-    pub items: Vec<T>,
-    /// Entries that could not be read, over all pages.
-    pub skipped: usize,
-}
-
-/// Follows the pages of any listing (`Pager<ListToolsResult>`, `Pager<ListPromptsResult>`,
-/// ...), refusing a server that would make us loop.
-///
-/// Send [`next_request`](Self::next_request) and feed its result to
-/// [`add_page`](Self::add_page) until there is no next request; then [`finish`](Self::finish).
-pub struct Pager<P: Page> {
-    listing: Listing<P::Item>,
-    /// The cursor of the next page: `Some(None)` for the first, `None` once complete.
-    next: Option<Option<String>>,
-    cursors_seen: BTreeSet<String>,
-    pages: usize,
-    max_pages: usize,
-}
-
-impl<P: Page> std::fmt::Debug for Pager<P> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Pager")
-            .field("items", &self.listing.items.len())
-            .field("skipped", &self.listing.skipped)
-            .field("next", &self.next)
-            .field("pages", &self.pages)
-            .finish_non_exhaustive()
-    }
-}
-
-/// Why a listing was abandoned.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PageError {
-    /// The server sent a `nextCursor` it had already sent.
-    RepeatedCursor(String),
-    /// More pages than the cap.
-    TooManyPages(usize),
-}
-
-impl std::fmt::Display for PageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::RepeatedCursor(cursor) => write!(
-                f,
-                "the listing repeated the cursor {cursor:?}; stopped to avoid a loop"
-            ),
-            Self::TooManyPages(cap) => write!(f, "the listing has more than {cap} pages"),
-        }
-    }
-}
-
-impl std::error::Error for PageError {}
-
-/// The page cap of [`Pager::default`].
-pub const DEFAULT_MAX_PAGES: usize = 1000;
-
-impl<P: Page> Pager<P> {
-    /// A listing that gives up after `max_pages` pages.
-    pub fn new(max_pages: usize) -> Self {
-        Self {
-            listing: Listing {
-                items: Vec::new(),
-                skipped: 0,
-            },
-            next: Some(None),
-            cursors_seen: BTreeSet::new(),
-            pages: 0,
-            max_pages,
-        }
-    }
-
-    /// The request for the next page, or `None` once the listing is complete.
-    pub fn next_request(&self) -> Option<Request<P>> {
-        let cursor = self.next.as_ref()?;
-        Some(P::request(cursor.as_deref()))
-    }
-
-    /// Takes one page. An empty `nextCursor` counts as none: some servers send `""` on the
-    /// last page.
-    pub fn add_page(&mut self, page: P) -> Result<(), PageError> {
-        let (items, next_cursor, skipped) = page.into_parts();
-        self.pages += 1;
-        self.listing.items.extend(items);
-        self.listing.skipped += skipped;
-        self.next = None;
-        let cursor = match next_cursor {
-            Some(cursor) if !cursor.is_empty() => cursor,
-            _ => return Ok(()),
-        };
-        if self.pages >= self.max_pages {
-            return Err(PageError::TooManyPages(self.max_pages));
-        }
-        if !self.cursors_seen.insert(cursor.clone()) {
-            return Err(PageError::RepeatedCursor(cursor));
-        }
-        self.next = Some(Some(cursor));
-        Ok(())
-    }
-
-    /// Every entry of the pages taken so far.
-    pub fn finish(self) -> Listing<P::Item> {
-        self.listing
-    }
-}
-
-impl<P: Page> Default for Pager<P> {
-    fn default() -> Self {
-        Self::new(DEFAULT_MAX_PAGES)
-    }
-}
-
 // ----- decoding -----
 
 /// The members of a result object; anything else is not a result.
@@ -571,71 +334,6 @@ fn members(result: Value) -> Result<Map<String, Value>, String> {
     match result {
         Value::Object(object) => Ok(object),
         _ => Err("not an object".to_owned()),
-    }
-}
-
-/// The readable entries of list member `key`, and how many were not.
-pub(crate) fn entries<T: DeserializeOwned>(
-    object: &mut Map<String, Value>,
-    key: &str,
-) -> Result<(Vec<T>, usize), String> {
-    let items = match object.remove(key) {
-        Some(Value::Array(items)) => items,
-        Some(_) => return Err(format!("`{key}` is not an array")),
-        None => return Err(format!("`{key}` is missing")),
-    };
-    let total = items.len();
-    let read: Vec<T> = (items.into_iter())
-        .filter_map(|item| serde_json::from_value(item).ok())
-        .collect();
-    let skipped = total - read.len();
-    Ok((read, skipped))
-}
-
-/// A `nextCursor` member: only a string counts.
-pub(crate) fn next_cursor(object: &mut Map<String, Value>) -> Option<String> {
-    match object.remove("nextCursor") {
-        Some(Value::String(cursor)) => Some(cursor),
-        _ => None,
-    }
-}
-
-impl FromResult for ListResourcesResult {
-    fn from_result(result: Value) -> Result<Self, String> {
-        let mut object = members(result)?;
-        let (resources, skipped) = entries(&mut object, "resources")?;
-        let next_cursor = next_cursor(&mut object);
-        Ok(Self {
-            resources,
-            next_cursor,
-            skipped,
-        })
-    }
-}
-
-impl FromResult for ListResourceTemplatesResult {
-    fn from_result(result: Value) -> Result<Self, String> {
-        let mut object = members(result)?;
-        let (resource_templates, skipped) = entries(&mut object, "resourceTemplates")?;
-        let next_cursor = next_cursor(&mut object);
-        Ok(Self {
-            resource_templates,
-            next_cursor,
-            skipped,
-        })
-    }
-}
-
-impl FromResult for ListPromptsResult {
-    fn from_result(result: Value) -> Result<Self, String> {
-        let mut object = members(result)?;
-        let (prompts, skipped) = entries(&mut object, "prompts")?;
-        let next_cursor = next_cursor(&mut object);
-        Ok(Self {
-            prompts,
-            next_cursor,
-            skipped,
-        })
     }
 }
 
@@ -771,68 +469,6 @@ mod tests {
         let no = ElicitResult::from_result(json!({"action": "decline"})).unwrap();
         assert!(!no.accepted() && no.content.is_none());
         assert!(ElicitResult::from_result(json!({"content": {}})).is_err());
-    }
-
-    #[test]
-    fn unknown_members_are_kept_and_bad_entries_counted() {
-        let page = ListResourcesResult::from_result(json!({
-            "resources": [
-                {"uri": "demo://a", "name": "a", "mimeType": "text/plain", "size": 3,
-                 "_meta": {"k": 1}},
-                {"name": "no uri"},
-                {"uri": 7},
-                "not an entry",
-                {"uri": "demo://b", "name": null, "title": 5}
-            ],
-            "nextCursor": "n1",
-            "other": true
-        }))
-        .unwrap();
-        assert_eq!(page.skipped, 3);
-        assert_eq!(page.next_cursor.as_deref(), Some("n1"));
-        let first = &page.resources[0];
-        assert_eq!(first.mime_type.as_deref(), Some("text/plain"));
-        assert_eq!(
-            first.extra,
-            *json!({"size": 3, "_meta": {"k": 1}}).as_object().unwrap()
-        );
-        assert_eq!(
-            serde_json::to_value(first).unwrap(),
-            json!({"uri": "demo://a", "name": "a", "mimeType": "text/plain", "size": 3,
-                   "_meta": {"k": 1}})
-        );
-        assert_eq!(
-            (page.resources[1].name.as_str(), &page.resources[1].title),
-            ("", &None)
-        );
-        for bad in [json!({}), json!({"resources": {}}), json!([])] {
-            assert!(ListResourcesResult::from_result(bad).is_err());
-        }
-    }
-
-    #[test]
-    fn templates_prompts_and_their_arguments_decode() {
-        let templates = ListResourceTemplatesResult::from_result(json!({
-            "resourceTemplates": [{"uriTemplate": "demo://t/{id}", "name": "t"}, {"name": "x"}]
-        }))
-        .unwrap();
-        assert_eq!(
-            templates.resource_templates[0].uri_template,
-            "demo://t/{id}"
-        );
-        assert_eq!(templates.skipped, 1);
-        let prompts = ListPromptsResult::from_result(json!({"prompts": [
-            {"name": "p", "arguments": [{"name": "city", "required": true},
-                                         {"name": "state"}, {"required": true}]},
-            {"name": "q", "arguments": "odd"},
-            {"description": "no name"}
-        ]}))
-        .unwrap();
-        assert_eq!(prompts.skipped, 1);
-        let arguments = &prompts.prompts[0].arguments;
-        assert_eq!(arguments.len(), 2);
-        assert!(arguments[0].required && !arguments[1].required);
-        assert!(prompts.prompts[1].arguments.is_empty());
     }
 
     #[test]

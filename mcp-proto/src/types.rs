@@ -84,34 +84,6 @@ fn empty_object() -> Value {
     Value::Object(Default::default())
 }
 
-/// The result of one `tools/list` request.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ListToolsResult {
-    /// The tools that could be read.
-    pub tools: Vec<Tool>,
-    /// The cursor of the next page; `None` on the last.
-    pub next_cursor: Option<String>,
-    /// How many entries were left out because they could not be read (no string `name`, or
-    /// not an object).
-    pub skipped: usize,
-}
-
-impl ListToolsResult {
-    /// Reads a `tools/list` result; only a missing or non-array `tools` fails it.
-    pub fn from_value(value: Value) -> Result<Self, String> {
-        let Value::Object(mut object) = value else {
-            return Err("not an object".to_owned());
-        };
-        let (tools, skipped) = crate::surface::entries(&mut object, "tools")?;
-        let next_cursor = crate::surface::next_cursor(&mut object);
-        Ok(Self {
-            tools,
-            next_cursor,
-            skipped,
-        })
-    }
-}
-
 /// The result of `tools/call`. `is_error: true` is a tool failure reported successfully; only a
 /// JSON-RPC error is a protocol failure.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -376,6 +348,7 @@ pub struct Progress {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::listing::ListToolsResult;
     use serde_json::json;
 
     #[test]
@@ -473,9 +446,9 @@ mod tests {
             "nextCursor": 12
         });
         let page = ListToolsResult::from_value(page).unwrap();
-        let names: Vec<&str> = page.tools.iter().map(|tool| tool.name.as_str()).collect();
+        let names: Vec<&str> = page.items.iter().map(|tool| tool.name.as_str()).collect();
         assert_eq!(names, ["ok", "also.ok"]);
-        assert_eq!(page.tools[0].description, None);
+        assert_eq!(page.items[0].description, None);
         assert_eq!(page.next_cursor, None);
     }
 
@@ -487,24 +460,24 @@ mod tests {
             "icons": [{"src": "https://x.invalid/i.png"}], "_meta": {"k": 1}
         });
         let page = ListToolsResult::from_value(json!({"tools": [sent.clone()]})).unwrap();
-        let tool = &page.tools[0];
+        let tool = &page.items[0];
         assert!(tool.requires_tasks());
         assert_eq!(serde_json::to_value(tool).unwrap(), sent);
         let plain = ListToolsResult::from_value(json!({"tools": [{"name": "t",
             "execution": {"taskSupport": "optional"}}]}))
         .unwrap();
-        assert!(!plain.tools[0].requires_tasks());
+        assert!(!plain.items[0].requires_tasks());
     }
 
     #[test]
     fn tools_default_their_schema() {
         let page = ListToolsResult::from_value(json!({"tools": [{"name": "t"}]})).unwrap();
-        assert_eq!(page.tools[0].input_schema, json!({}));
+        assert_eq!(page.items[0].input_schema, json!({}));
         assert_eq!(page.next_cursor, None);
     }
 
-    type ToolPager = crate::surface::Pager<ListToolsResult>;
-    use crate::surface::PageError;
+    type ToolPager = crate::listing::Pager<Tool>;
+    use crate::listing::PageError;
 
     fn page(names: &[&str], cursor: Option<&str>) -> ListToolsResult {
         ListToolsResult::from_value(json!({

@@ -8,8 +8,8 @@ use std::time::Duration;
 use async_channel::{Receiver, Sender};
 use futures_lite::io::{AsyncRead, AsyncWrite};
 use proto::{
-    CallToolResult, FromResult, ListToolsResult, Listing, Notification, Page, Pager, Request,
-    RpcError, ServerInfo, ServerRequest, ServerRequestId, Tool,
+    CallToolResult, FromResult, Listed, Listing, Notification, Pager, Request, RpcError,
+    ServerInfo, ServerRequest, ServerRequestId, Tool,
 };
 use serde_json::Value;
 
@@ -155,14 +155,14 @@ impl Client {
 
     /// Lists every tool, following `tools/list` pages; see [`list_all`](Self::list_all).
     pub async fn list_tools(&self) -> Result<Vec<Tool>, Error> {
-        Ok(self.list_all::<ListToolsResult>().await?.items)
+        Ok(self.list_all::<Tool>().await?.items)
     }
 
-    /// Follows every page of a listing: `list_all::<ListResourcesResult>()` for resources,
-    /// and so on for any [`Page`] type. At most [`proto::DEFAULT_MAX_PAGES`] pages, and never
+    /// Follows every page of a listing: `list_all::<Resource>()` for resources, and so on
+    /// for anything [`Listed`]. At most [`proto::DEFAULT_MAX_PAGES`] pages, and never
     /// the same cursor twice; entries the server sent unreadably are counted in `skipped`.
-    pub async fn list_all<P: Page>(&self) -> Result<Listing<P::Item>, Error> {
-        let mut pager = Pager::<P>::default();
+    pub async fn list_all<T: Listed>(&self) -> Result<Listing<T>, Error> {
+        let mut pager = Pager::<T>::default();
         while let Some(request) = pager.next_request() {
             let page = self.request(request).await?;
             pager.add_page(page)?;

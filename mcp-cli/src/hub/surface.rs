@@ -6,8 +6,7 @@ use std::sync::Arc;
 
 use mcp_smol::Client;
 use mcp_smol::proto::{
-    FromResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, Listing,
-    Prompt, Request, Resource, ResourceTemplate, ServerInfo,
+    FromResult, Listing, Prompt, Request, Resource, ResourceTemplate, ServerInfo,
 };
 
 use crate::hub::{Hub, HubError};
@@ -32,9 +31,9 @@ impl Surface {
             if !declares("resources") {
                 return Ok(None);
             }
-            let resources = client.list_all::<ListResourcesResult>().await?;
+            let resources = client.list_all::<Resource>().await?;
             // Templates are optional even for a server with resources: a refusal means none.
-            let templates = match client.list_all::<ListResourceTemplatesResult>().await {
+            let templates = match client.list_all::<ResourceTemplate>().await {
                 Ok(templates) => Some(templates),
                 Err(mcp_smol::Error::Request(_)) => None,
                 Err(error) => return Err(error),
@@ -45,7 +44,7 @@ impl Surface {
             if !declares("prompts") {
                 return Ok(None);
             }
-            client.list_all::<ListPromptsResult>().await.map(Some)
+            client.list_all::<Prompt>().await.map(Some)
         };
         let (resources, prompts) = futures_lite::future::zip(resources, prompts).await;
         let mut surface = Surface {

@@ -224,7 +224,7 @@ fn requests_before_ready_are_held_then_sent_in_order() {
 fn tools_list_follows_pages() {
     let now = Instant::now();
     let (mut conn, mut server) = handshake(now);
-    let mut pager = Pager::<ListToolsResult>::default();
+    let mut pager = Pager::<mcp_proto::Tool>::default();
     let pages = [
         json!({"tools": [{"name": "a", "inputSchema": {"type": "object"}}], "nextCursor": "p2"}),
         json!({"tools": [{"name": "b", "description": "B"}]}),
