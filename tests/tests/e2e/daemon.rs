@@ -324,3 +324,26 @@ fn a_stale_socket_is_replaced_and_a_second_start_is_refused_politely() {
     assert!(again.stdout.contains("already running"), "{again:?}");
     assert!(again.stdout.contains(&second.to_string()), "{again:?}");
 }
+
+#[test]
+fn status_and_stop_reach_the_daemon_while_a_config_file_is_broken() {
+    let daemon = Daemon::new("broken-config");
+    let pid = daemon.start(&[]);
+    assert_eq!(daemon.cli(&["call", "fx", "echo", "text=1"]).code, 0);
+    let servers = daemon.status()["servers"].clone();
+    let fx = (servers.as_array().unwrap().iter()).find(|s| s["name"] == "fx");
+    let server = fx.unwrap()["pid"].as_u64().unwrap() as u32;
+    daemon.scratch.write(".mcp-cli.toml", "[mcp.fx\ncommand = ");
+    let run = daemon.cli(&["daemon", "status"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.contains(&pid.to_string()), "{run:?}");
+    let run = daemon.cli(&["daemon", "stop"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.contains("daemon stopped"), "{run:?}");
+    assert!(gone(pid), "the daemon is gone once stop returns");
+    assert!(
+        !mcp_tests::group_alive(server),
+        "the server's group is gone"
+    );
+    assert!(!daemon.socket_exists());
+}
