@@ -347,3 +347,31 @@ fn status_and_stop_reach_the_daemon_while_a_config_file_is_broken() {
     );
     assert!(!daemon.socket_exists());
 }
+
+#[test]
+fn status_says_when_and_why_runs_bypass_the_daemon() {
+    let daemon = Daemon::new("cold-reason");
+    daemon.start(&[]);
+    assert!(daemon.status()["cold"].is_null());
+    let run = daemon.cli(&["daemon", "status"]);
+    assert!(!run.stdout.contains("bypasses"), "{run:?}");
+    let config = std::fs::read_to_string(daemon.scratch.0.join(".mcp-cli.toml")).unwrap();
+    let rule = "\n[[permissions.rules]]\ntool = \"fx__add\"\naction = \"deny\"\n";
+    daemon
+        .scratch
+        .write(".mcp-cli.toml", &format!("{config}{rule}"));
+    let run = daemon.cli(&["daemon", "status"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stdout
+            .contains("every run bypasses the daemon: the policy changed"),
+        "{run:?}"
+    );
+    assert!(run.stdout.contains("mcp-cli daemon stop"), "{run:?}");
+    daemon.scratch.write(".mcp-cli.toml", "[mcp.fx\ncommand = ");
+    let cold = daemon.status()["cold"].as_str().unwrap().to_owned();
+    assert!(cold.starts_with("the config does not read"), "{cold}");
+    // Once it reads again under the policy it started with, runs are warm again.
+    daemon.scratch.write(".mcp-cli.toml", &config);
+    assert!(daemon.status()["cold"].is_null());
+}
