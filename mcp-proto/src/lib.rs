@@ -82,6 +82,7 @@ mod jsonrpc;
 mod pending;
 mod request;
 mod server;
+mod session;
 mod sse;
 mod surface;
 mod types;
@@ -96,6 +97,7 @@ pub use request::{FromResult, Request};
 pub use server::{
     ClientInfo, HostRequest, HostRequestId, ServerConfig, ServerConnection, ServerEvent,
 };
+pub use session::session_lost;
 pub use sse::{SseDecoder, SseEvent, SseTooLong};
 pub use surface::{
     CompleteResult, CompletionRef, DEFAULT_MAX_PAGES, ElicitResult, GetPromptResult,

@@ -228,6 +228,12 @@ impl Response {
 
     /// The start of the body, quoted on one line, for an error message; empty if none came.
     pub(crate) async fn snippet(&mut self) -> String {
+        quote(&self.body_start().await)
+    }
+
+    /// The start of the body (what came of its first [`SNIPPET_LEN`] bytes in a short
+    /// while), for a decision or an error message.
+    pub(crate) async fn body_start(&mut self) -> Vec<u8> {
         let mut start = Vec::new();
         let read = async {
             while start.len() < SNIPPET_LEN {
@@ -241,7 +247,7 @@ impl Response {
             Timer::after(SNIPPET_WAIT).await;
         })
         .await;
-        quote(&start)
+        start
     }
 
     /// Why this answer is not what was asked for: status, media type and the start of the body.
@@ -258,6 +264,14 @@ impl Response {
             detail = format!("{detail}: {snippet}");
         }
         detail
+    }
+
+    /// Why this refusal, whose body started with `body`: status and the start of the body.
+    pub(crate) fn refusal(&self, body: &[u8]) -> String {
+        match quote(body) {
+            quoted if quoted.is_empty() => self.status_line(),
+            quoted => format!("{}: {quoted}", self.status_line()),
+        }
     }
 }
 

@@ -1,5 +1,6 @@
-//! `mcp-http-fixture MODE [--cert PEM --key PEM] [--log FILE]`: a small Streamable HTTP MCP
-//! server on 127.0.0.1 (a free port, printed as `PORT <n>` on stdout) that behaves well or
+//! `mcp-http-fixture MODE [--cert PEM --key PEM] [--log FILE] [--port N]`: a small Streamable
+//! HTTP MCP server on 127.0.0.1 (port N, else a free one; printed as `PORT <n>` on stdout, so a
+//! test can stop it and start it again where it was) that behaves well or
 //! misbehaves on demand, for the end-to-end suites. Plain std sockets, one thread per
 //! connection, one exchange per connection; with `--cert` and `--key`, HTTPS.
 //!
@@ -11,6 +12,13 @@
 //!   (when the call has a progress token), then the answer.
 //! - `session-404`: `good`, but the server forgets the session after answering `tools/list`
 //!   once, so the next request with it gets 404.
+//! - `session-400`: `good`, but a session it does not know (one from before a restart) gets
+//!   400 with a JSON-RPC error "Bad Request: No valid session ID provided", as
+//!   server-everything and the TypeScript SDK's samples answer.
+//! - `call-400`: `good`, but `tools/call` is always answered as `session-400` answers an
+//!   unknown session.
+//! - `no-sessions`: `session-400`, but no session is kept: every request that carries one gets
+//!   that 400, `notifications/initialized` included.
 //! - `html`: every POST is answered `200` with an HTML page.
 //! - `wrong-type`: every POST is answered `200` with `text/plain`.
 //! - `redirect-loop`: every request is answered `307` to another path of the same server.
@@ -108,7 +116,8 @@ fn main() {
         log,
         listed: AtomicBool::new(false),
     });
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port: u16 = option("--port").map_or(0, |port| port.parse().unwrap());
+    let listener = TcpListener::bind(("127.0.0.1", port)).unwrap();
     println!("PORT {}", listener.local_addr().unwrap().port());
     std::io::stdout().flush().unwrap();
     for stream in listener.incoming() {
@@ -373,7 +382,9 @@ fn answer(state: &State, request: &Request) -> Reply {
     }
     if rpc == "initialize" {
         let session = format!("s{}", state.next.fetch_add(1, Ordering::SeqCst));
-        state.sessions.lock().unwrap().insert(session.clone());
+        if mode != "no-sessions" {
+            state.sessions.lock().unwrap().insert(session.clone());
+        }
         let version = message["params"]["protocolVersion"].clone();
         let result = json!({"jsonrpc": "2.0", "id": message["id"], "result": {
             "protocolVersion": version,
@@ -398,6 +409,9 @@ fn answer(state: &State, request: &Request) -> Reply {
     let known = session
         .as_ref()
         .is_some_and(|session| state.sessions.lock().unwrap().contains(session));
+    if !known && matches!(mode, "session-400" | "no-sessions") {
+        return no_valid_session();
+    }
     if !known {
         return full(
             "404 Not Found",
@@ -431,6 +445,7 @@ fn answer(state: &State, request: &Request) -> Reply {
             "boom: the tool crashed\n\tat line 1",
         ),
         ("tools/call", "hang") => Reply::Hang,
+        ("tools/call", "call-400") => no_valid_session(),
         ("tools/call", "call-404") => full("404 Not Found", "text/plain", "no such thing"),
         ("tools/call", "not-jsonrpc") => full("200 OK", "application/json", r#"{"status":"ok"}"#),
         ("tools/call", "truncated") => Reply::Events {
@@ -458,6 +473,15 @@ fn answer(state: &State, request: &Request) -> Reply {
         ("tools/call", _) => json_reply(&call_answer(&message)),
         _ => json_reply(&json!({"jsonrpc": "2.0", "id": message["id"], "result": {}})),
     }
+}
+
+/// What servers built on the TypeScript SDK answer a session they do not know.
+fn no_valid_session() -> Reply {
+    full(
+        "400 Bad Request",
+        "application/json",
+        r#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null}"#,
+    )
 }
 
 fn progress(message: &Value) -> String {

@@ -375,3 +375,91 @@ fn status_says_when_and_why_runs_bypass_the_daemon() {
     daemon.scratch.write(".mcp-cli.toml", &config);
     assert!(daemon.status()["cold"].is_null());
 }
+
+/// `mcp-http-fixture MODE` with extra arguments, killed on drop.
+struct HttpFixture {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl HttpFixture {
+    fn new(mode: &str, extra: &[&str]) -> Self {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-http-fixture"))
+            .arg(mode)
+            .args(extra)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line.trim().strip_prefix("PORT ").unwrap().parse().unwrap();
+        Self { child, port }
+    }
+}
+
+impl Drop for HttpFixture {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_remote_server_restarted_is_joined_again_warm() {
+    let daemon = Daemon::new("http-restart");
+    let before = daemon.scratch.0.join("before.log");
+    let after = daemon.scratch.0.join("after.log");
+    let first = HttpFixture::new("session-400", &["--log", before.to_str().unwrap()]);
+    let port = first.port.to_string();
+    let config = format!("[mcp.remote]\nurl = \"http://127.0.0.1:{port}/mcp\"\n");
+    daemon.scratch.write(".mcp-cli.toml", &config);
+    let pid = daemon.start(&[]);
+    let run = daemon.cli(&["call", "remote", "echo", "message=one"]);
+    assert_eq!((run.code, run.stdout.as_str()), (0, "one\n"), "{run:?}");
+    // The server restarts where it was, knowing no session: it answers the old one with 400.
+    drop(first);
+    let log = after.to_str().unwrap();
+    let _again = HttpFixture::new("session-400", &["--port", &port, "--log", log]);
+    let run = daemon.cli(&["call", "remote", "echo", "message=two"]);
+    assert_eq!((run.code, run.stdout.as_str()), (0, "two\n"), "{run:?}");
+    let run = daemon.cli(&["call", "remote", "echo", "message=three"]);
+    assert_eq!((run.code, run.stdout.as_str()), (0, "three\n"), "{run:?}");
+    assert_eq!(daemon.status()["pid"], pid);
+    // The daemon's old session was refused once, then one new session served every call.
+    let requests = std::fs::read_to_string(&after).unwrap();
+    assert!(
+        requests.starts_with("POST /mcp rpc=tools/call session=s1 "),
+        "{requests}"
+    );
+    assert_eq!(requests.matches("rpc=initialize").count(), 1, "{requests}");
+    assert_eq!(requests.matches("rpc=tools/call").count(), 3, "{requests}");
+}
+
+#[test]
+fn a_remote_server_that_keeps_refusing_the_session_is_reported_not_retried_for_ever() {
+    let daemon = Daemon::new("http-refusing");
+    let log = daemon.scratch.0.join("requests.log");
+    let server = HttpFixture::new("call-400", &["--log", log.to_str().unwrap()]);
+    let url = format!("http://127.0.0.1:{}/mcp", server.port);
+    daemon
+        .scratch
+        .write(".mcp-cli.toml", &format!("[mcp.remote]\nurl = \"{url}\"\n"));
+    daemon.start(&[]);
+    let run = daemon.cli(&["call", "remote", "echo", "message=one"]);
+    assert_eq!(run.code, 3, "{run:?}");
+    assert!(
+        run.stderr.contains("HTTP 400 Bad Request")
+            && run.stderr.contains("No valid session ID provided")
+            && run.stderr.contains("in a new session too"),
+        "{run:?}"
+    );
+    let requests = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(requests.matches("rpc=initialize").count(), 2, "{requests}");
+    assert_eq!(requests.matches("rpc=tools/call").count(), 2, "{requests}");
+    // The daemon is still there, and serves the server's other requests.
+    let run = daemon.cli(&["tools", "remote"]);
+    assert_eq!(run.code, 0, "{run:?}");
+}
