@@ -563,6 +563,9 @@ impl Loop {
             Event::Ready(info) => {
                 self.restarting = false;
                 self.may_fall_back = false;
+                // The probe's refusal explains a handshake that fails both ways, not a later
+                // failure of the HTTP+SSE stream.
+                self.fell_back = None;
                 self.callers.ready(&info);
                 for message in std::mem::take(&mut self.resend) {
                     let url = self.endpoint.url.clone();

@@ -41,6 +41,11 @@
 //! - `legacy-foreign`: an HTTP+SSE server whose event stream names a message endpoint on
 //!   another origin; POSTs get `405`.
 //! - `not-found`: every request is answered `404` with an HTML body.
+//! - `legacy-dies`: an HTTP+SSE server behind a web framework: a POST to `/mcp` (the Streamable
+//!   HTTP probe), and any request to another path, gets a 404 HTML page of 2 KB; a GET of
+//!   `/mcp` gets the event stream, which names
+//!   `/messages`, where POSTs get 202 and their answers come on the stream. `tools/call` ends
+//!   the stream before its answer, as a server dying mid-call does.
 //!
 //! `--log FILE` appends one line per request: `METHOD PATH rpc=<method> session=<id>
 //! last-event-id=<id>` (`-` for none).
@@ -71,6 +76,8 @@ struct State {
     log: Option<Mutex<std::fs::File>>,
     /// A `tools/list` has been answered (mode `push` waits for it).
     listed: AtomicBool,
+    /// Mode `legacy-dies`: the open event stream's queue; `None` in it ends the stream.
+    legacy: Mutex<Option<std::sync::mpsc::Sender<Option<String>>>>,
 }
 
 /// One request as read off the socket.
@@ -115,6 +122,7 @@ fn main() {
         next: AtomicU64::new(1),
         log,
         listed: AtomicBool::new(false),
+        legacy: Mutex::new(None),
     });
     let port: u16 = option("--port").map_or(0, |port| port.parse().unwrap());
     let listener = TcpListener::bind(("127.0.0.1", port)).unwrap();
@@ -205,6 +213,8 @@ enum Reply {
     },
     /// An event stream that never sends anything, held until the client goes away.
     Hang,
+    /// The HTTP+SSE event stream of mode `legacy-dies`.
+    Legacy,
 }
 
 fn full(status: &'static str, content_type: &str, body: impl Into<Vec<u8>>) -> Reply {
@@ -231,6 +241,20 @@ fn serve(state: &State, stream: &mut (impl Read + Write)) -> std::io::Result<()>
             body,
         } => (status, headers, body, None),
         Reply::Events { headers, events } => ("200 OK", headers, Vec::new(), Some(events)),
+        Reply::Legacy => {
+            let (sender, queue) = std::sync::mpsc::channel();
+            *state.legacy.lock().unwrap() = Some(sender);
+            let head =
+                "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Type: text/event-stream\r\n\r\n";
+            stream.write_all(head.as_bytes())?;
+            stream.write_all(b"event: endpoint\ndata: /messages\n\n")?;
+            stream.flush()?;
+            while let Ok(Some(message)) = queue.recv() {
+                stream.write_all(format!("event: message\ndata: {message}\n\n").as_bytes())?;
+                stream.flush()?;
+            }
+            return Ok(());
+        }
         Reply::Hang => {
             stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n")?;
             stream.flush()?;
@@ -304,6 +328,7 @@ fn answer(state: &State, request: &Request) -> Reply {
         }
         "legacy-foreign" => return full("405 Method Not Allowed", "text/plain", ""),
         "not-found" => return full("404 Not Found", "text/html", "<pre>Cannot find it</pre>"),
+        "legacy-dies" => return legacy(state, request, &message),
         "token"
             if !matches!(
                 request.header("authorization"),
@@ -473,6 +498,51 @@ fn answer(state: &State, request: &Request) -> Reply {
         ("tools/call", _) => json_reply(&call_answer(&message)),
         _ => json_reply(&json!({"jsonrpc": "2.0", "id": message["id"], "result": {}})),
     }
+}
+
+/// Mode `legacy-dies`: an HTTP+SSE server that dies in the middle of a call.
+fn legacy(state: &State, request: &Request, message: &Value) -> Reply {
+    match (request.method.as_str(), request.path.as_str()) {
+        ("GET", "/mcp") => return Reply::Legacy,
+        ("POST", "/messages") => {}
+        _ => {
+            let line = "<p>Cannot find this; the page goes on about it at length.</p>\n";
+            let page = format!(
+                "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<title>Error</title>\n</head>\n<body>\n{}</body>\n</html>\n",
+                line.repeat(30)
+            );
+            return full("404 Not Found", "text/html; charset=utf-8", page);
+        }
+    }
+    let result = match message["method"].as_str() {
+        Some("initialize") => Some(json!({
+            "protocolVersion": message["params"]["protocolVersion"],
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "mcp-http-fixture", "version": "1"},
+        })),
+        Some("tools/list") => Some(json!({"tools": [
+            {"name": "echo", "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}}},
+        ]})),
+        _ => None,
+    };
+    let queue = state.legacy.lock().unwrap().clone();
+    if let Some(queue) = queue {
+        let answer = match (result, message["method"].as_str()) {
+            (Some(result), _) => {
+                Some(json!({"jsonrpc": "2.0", "id": message["id"], "result": result}).to_string())
+            }
+            // The server dies: its stream ends, the call unanswered.
+            (None, Some("tools/call")) => None,
+            (None, _) if message.get("id").is_none() => {
+                return full("202 Accepted", "text/plain", "");
+            }
+            (None, _) => {
+                Some(json!({"jsonrpc": "2.0", "id": message["id"], "result": {}}).to_string())
+            }
+        };
+        let _ = queue.send(answer);
+    }
+    full("202 Accepted", "text/plain", "")
 }
 
 /// What servers built on the TypeScript SDK answer a session they do not know.

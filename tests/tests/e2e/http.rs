@@ -471,7 +471,7 @@ fn a_500_fails_that_call_and_the_connection_goes_on() {
         assert_eq!(
             &detail,
             &format!(
-                "POST {url}: HTTP 500 Internal Server Error: boom: the tool crashed\\n\\tat line 1"
+                "POST {url}: HTTP 500 Internal Server Error: boom: the tool crashed at line 1"
             )
         );
         assert_eq!(client.list_tools().await.unwrap().len(), 2);
