@@ -99,7 +99,13 @@ async fn run_command(cli: cli::Cli, args: Vec<OsString>, mut signals: Signals) -
     // Drivers run on the main thread's executor, so a call crosses no thread on its way to
     // the server and back.
     let executor = Arc::new(async_executor::Executor::new());
-    let outcome = match load_config(&cli, &env) {
+    let loaded = match load_config(&cli, &env) {
+        // They find the daemon by the files' paths alone: a file that does not parse must not
+        // leave a running daemon, and its servers, out of reach.
+        Err(_) if finds_the_daemon_only(&cli) => Ok((config::Config::default(), None)),
+        loaded => loaded,
+    };
+    let outcome = match loaded {
         Ok((config, adhoc)) => {
             let settings = Settings {
                 call_timeout: cli.timeout,
@@ -162,6 +168,19 @@ fn adhoc_hints(
     let trust = format!("`mcp-cli {flag} trust {name}`");
     (message.replace(&format!("`mcp-cli auth {name}`"), &auth))
         .replace(&format!("`mcp-cli trust {name}`"), &trust)
+}
+
+/// `daemon status` and `daemon stop` (without `--stdio` or `--http`, which they refuse): they
+/// need no config, only where the daemon is.
+fn finds_the_daemon_only(cli: &cli::Cli) -> bool {
+    let adhoc = cli.stdio.is_some() || cli.http.is_some();
+    !adhoc
+        && matches!(
+            cli.command,
+            cli::Command::Daemon {
+                action: cli::DaemonAction::Status | cli::DaemonAction::Stop
+            }
+        )
 }
 
 /// Whether `--json` is among the options, for errors found before clap could say so. Words

@@ -83,6 +83,7 @@ mod listing;
 mod pending;
 mod request;
 mod server;
+mod session;
 mod sse;
 mod surface;
 mod types;
@@ -101,6 +102,7 @@ pub use request::{FromResult, Request};
 pub use server::{
     ClientInfo, HostRequest, HostRequestId, ServerConfig, ServerConnection, ServerEvent,
 };
+pub use session::session_lost;
 pub use sse::{SseDecoder, SseEvent, SseTooLong};
 pub use surface::{
     CompleteResult, CompletionRef, ElicitResult, GetPromptResult, Prompt, PromptArgument,

@@ -151,6 +151,10 @@ async fn status(ctx: &mut Context, place: &Place) -> Result<Exit, Failure> {
         text("idleSeconds"),
         text("idleExitSeconds")
     ));
+    if let Some(why) = status["cold"].as_str() {
+        ctx.out
+            .line(&format!("cold     every run bypasses the daemon: {why}"));
+    }
     for line in (status["table"].as_array().into_iter().flatten()).filter_map(Value::as_str) {
         ctx.out.line(line);
     }

@@ -298,10 +298,15 @@ impl Daemon {
             let env = |key: &str| std::env::var(key).ok();
             let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
             seen.cold = match config::load(&self.files, &env, &cwd) {
-                Err(error) => Some(format!("the config does not read: {}", error.0)),
-                Ok(config) if config.policy != self.policy => {
-                    Some("the policy changed since the daemon started".to_owned())
-                }
+                Err(error) => Some(format!(
+                    "the config does not read ({}); runs are served warm again once it does",
+                    error.0
+                )),
+                Ok(config) if config.policy != self.policy => Some(
+                    "the policy changed since the daemon started; `mcp-cli daemon stop`, then \
+                     `mcp-cli daemon start`, to serve runs warm under the new one"
+                        .to_owned(),
+                ),
                 Ok(config) => {
                     let cold = has_ask_rules(&config).then(ask_reason);
                     self.hub.apply(config);
@@ -313,6 +318,8 @@ impl Daemon {
     }
 
     fn status(&self) -> Value {
+        // What the next run would find: status is where one looks when runs are slow.
+        let cold = self.refresh();
         let (open, idle) = {
             let activity = self.activity();
             (activity.open, activity.last.elapsed())
@@ -326,6 +333,8 @@ impl Daemon {
             "idleExitSeconds": self.idle.as_secs(),
             // This one, asking for the status, among them.
             "connections": open,
+            // Why every run goes cold instead, if it does.
+            "cold": cold,
             "servers": self.hub.status(),
             // As `servers` prints it, for `daemon status`.
             "table": commands::servers::table(&self.hub.status()),
@@ -348,7 +357,9 @@ fn has_ask_rules(config: &Config) -> bool {
 }
 
 fn ask_reason() -> String {
-    "ask rules are answered on the caller's terminal".to_owned()
+    "ask rules are answered on the caller's terminal, which the daemon has not; a daemon \
+     started under a policy without them serves runs warm"
+        .to_owned()
 }
 
 /// Each file's modification time, `None` when it is missing.

@@ -228,6 +228,12 @@ impl Response {
 
     /// The start of the body, quoted on one line, for an error message; empty if none came.
     pub(crate) async fn snippet(&mut self) -> String {
+        quote(&self.body_start().await)
+    }
+
+    /// The start of the body (what came of its first [`SNIPPET_LEN`] bytes in a short
+    /// while), for a decision or an error message.
+    pub(crate) async fn body_start(&mut self) -> Vec<u8> {
         let mut start = Vec::new();
         let read = async {
             while start.len() < SNIPPET_LEN {
@@ -241,7 +247,7 @@ impl Response {
             Timer::after(SNIPPET_WAIT).await;
         })
         .await;
-        quote(&start)
+        start
     }
 
     /// Why this answer is not what was asked for: status, media type and the start of the body.
@@ -259,26 +265,43 @@ impl Response {
         }
         detail
     }
+
+    /// Why this refusal, whose body started with `body`: status and the start of the body.
+    pub(crate) fn refusal(&self, body: &[u8]) -> String {
+        match quote(body) {
+            quoted if quoted.is_empty() => self.status_line(),
+            quoted => format!("{}: {quoted}", self.status_line()),
+        }
+    }
 }
 
-/// Up to [`SNIPPET_LEN`] bytes as text with control characters escaped.
+/// Up to [`SNIPPET_LEN`] bytes as one line of text: runs of white space as one space (an HTML
+/// page's lines and indents), other control characters escaped, `…` where it was cut.
 pub(crate) fn quote(bytes: &[u8]) -> String {
+    let cut = bytes.len() > SNIPPET_LEN;
     let text = String::from_utf8_lossy(&bytes[..bytes.len().min(SNIPPET_LEN)]);
-    let mut quoted: String = text
-        .chars()
-        .flat_map(|c| {
-            let escaped: Vec<char> = if c.is_control() {
-                c.escape_default().collect()
-            } else {
-                vec![c]
-            };
-            escaped
-        })
-        .collect();
-    if bytes.len() > SNIPPET_LEN {
+    // A character cut in two at the end is not the body's.
+    let text = if cut {
+        text.trim_end_matches('\u{fffd}')
+    } else {
+        &text
+    };
+    let mut quoted = String::with_capacity(text.len());
+    for word in text.split_whitespace() {
+        if !quoted.is_empty() {
+            quoted.push(' ');
+        }
+        for c in word.chars() {
+            match c.is_control() {
+                true => quoted.extend(c.escape_default()),
+                false => quoted.push(c),
+            }
+        }
+    }
+    if cut {
         quoted.push('…');
     }
-    quoted.trim().to_owned()
+    quoted
 }
 
 /// Polls hyper's connection future forever (it must run for the exchange to move), dropping
@@ -483,7 +506,16 @@ mod tests {
 
     #[test]
     fn quotes_are_one_line_and_bounded() {
-        assert_eq!(quote(b"boom\n\tat line 1\r\n"), "boom\\n\\tat line 1\\r\\n");
+        assert_eq!(quote(b"boom\n\tat line 1\r\n"), "boom at line 1");
+        let page = b"<!DOCTYPE html>\n<html>\n  <body>\n    <pre>Cannot POST /mcp</pre>\n";
+        assert_eq!(
+            quote(page),
+            "<!DOCTYPE html> <html> <body> <pre>Cannot POST /mcp</pre>"
+        );
+        assert_eq!(quote(&[b' '; 500]), "…");
+        // Cut in the middle of a character.
+        let cut = quote(format!("a{}", "é".repeat(150)).as_bytes());
+        assert_eq!(cut, format!("a{}…", "é".repeat(99)));
         assert_eq!(quote(b"\x1b[31mred\x1b[0m"), "\\u{1b}[31mred\\u{1b}[0m");
         let long = quote(&[b'x'; 500]);
         assert_eq!(long, format!("{}…", "x".repeat(200)));

@@ -16,12 +16,15 @@
 //! - A failed exchange (a 4xx or 5xx, an HTML page, another content type, a body that
 //!   answers nothing, a stream cut with nothing to resume from) fails its request with
 //!   `RequestError::Transport`, a sentence naming the method, URL, status and the start of
-//!   the body; on `initialize` it ends the connection with `CloseReason::Transport`, or
-//!   [`Error::Http`] when no HTTP answer came at all (DNS, refused, TLS, redirect loop).
+//!   the body (200 bytes at most, on one line); on `initialize` it ends the connection with
+//!   `CloseReason::Transport`, or [`Error::Http`] when no HTTP answer came at all (DNS,
+//!   refused, TLS, redirect loop).
 //! - An event stream cut before its answer is resumed with `Last-Event-ID` after the
 //!   server's `retry` (1 s without one), at most 5 times in a row without a new event. A GET stream carries the server's
-//!   own messages where the server offers one. A 404 on the session starts a new one and
-//!   sends the refused request again. Closing sends `DELETE` for the session, waiting at
+//!   own messages where the server offers one. A 404 on the session, or a 400 whose body
+//!   names the session ([`proto::session_lost`]), starts a new session and sends the refused
+//!   request again, once; a new session refused before it answered anything ends the
+//!   connection. Closing sends `DELETE` for the session, waiting at
 //!   most [`Options::grace_period`](crate::Options) for it.
 //! - Redirects (301, 302, 303, 307, 308) are followed up to 5 hops; `Authorization` is not
 //!   carried to another origin.

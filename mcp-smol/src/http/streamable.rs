@@ -73,6 +73,7 @@ pub(super) fn start(server: HttpServer, options: Options) -> (Sender<Op>, Arc<Sh
         fell_back: None,
         legacy: legacy.then(Legacy::default),
         restarting: false,
+        restarted_unanswered: false,
         resend: Vec::new(),
         resent: BTreeSet::new(),
         initialize: None,
@@ -134,11 +135,14 @@ struct Loop {
     fell_back: Option<String>,
     /// `Some` when speaking HTTP+SSE.
     legacy: Option<Legacy>,
-    /// A new session is being set up after a 404.
+    /// A new session is being set up after the server forgot the last one.
     restarting: bool,
-    /// Requests the server refused for an unknown session, to send again in the new one.
+    /// A new session was started and has answered no request yet: if the server refuses it
+    /// too, the connection fails rather than start another.
+    restarted_unanswered: bool,
+    /// Requests the server refused for a lost session, to send again in the new one.
     resend: Vec<Vec<u8>>,
-    /// Requests already sent again after a 404: a second 404 fails them.
+    /// Requests already sent again in a new session: a second refusal fails them.
     resent: BTreeSet<RequestId>,
     /// The `initialize` in flight: its request id and exchange.
     initialize: Option<(RequestId, u64)>,
@@ -244,6 +248,11 @@ impl Loop {
     fn transmit(&mut self, mut message: Vec<u8>) {
         if message.last() == Some(&b'\n') {
             message.pop();
+        }
+        // Issued before the session was lost, it would go out with no session at all.
+        if self.restarting && !is_initialize(&message) {
+            self.resend.push(message);
+            return;
         }
         match &mut self.legacy {
             Some(Legacy {
@@ -388,15 +397,19 @@ impl Loop {
                     self.connection.fail_request(now, id, reason);
                 }
             }
-            Inbound::SessionExpired { message, session } => {
+            Inbound::SessionExpired {
+                message,
+                session,
+                refusal,
+            } => {
                 let id = outgoing_request_id(&message);
-                // Sent again in a new session and refused again: the 404 is not about the
+                // Sent again in a new session and refused again: the refusal is not about the
                 // session, and another restart would only loop.
                 if let Some(id) = id
                     && !self.resent.insert(id)
                 {
                     let why = format!(
-                        "POST {}: HTTP 404 Not Found, in a new session too",
+                        "POST {}: {refusal}, in a new session too",
                         self.endpoint.url
                     );
                     self.connection
@@ -404,6 +417,17 @@ impl Loop {
                     return;
                 }
                 if self.session.as_deref() == Some(session.as_str()) {
+                    // A new session refused before it answered anything: another would go
+                    // round for ever (`notifications/initialized` opens each).
+                    if self.restarted_unanswered {
+                        let why = format!(
+                            "POST {}: {refusal}, in a new session that had answered nothing yet",
+                            self.endpoint.url
+                        );
+                        self.connection.fail(CloseReason::Transport(why));
+                        return;
+                    }
+                    self.restarted_unanswered = true;
                     self.session = None;
                     self.restarting = true;
                     if let Some(old) = self.listener.take() {
@@ -539,6 +563,9 @@ impl Loop {
             Event::Ready(info) => {
                 self.restarting = false;
                 self.may_fall_back = false;
+                // The probe's refusal explains a handshake that fails both ways, not a later
+                // failure of the HTTP+SSE stream.
+                self.fell_back = None;
                 self.callers.ready(&info);
                 for message in std::mem::take(&mut self.resend) {
                     let url = self.endpoint.url.clone();
@@ -551,6 +578,9 @@ impl Loop {
                 ..
             } => {}
             Event::Response { id, result } => {
+                if matches!(result, Ok(_) | Err(RequestError::Remote(_))) {
+                    self.restarted_unanswered = false;
+                }
                 // Its exchange has done its job: dropping it closes the stream.
                 if let Some(key) = self.by_request.remove(&id) {
                     self.tasks.remove(&key);

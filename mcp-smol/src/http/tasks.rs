@@ -37,8 +37,13 @@ pub(super) enum Inbound {
         initialize: bool,
         error: Error,
     },
-    /// 404 on a message that carried this session id: the server forgot the session.
-    SessionExpired { message: Vec<u8>, session: String },
+    /// A refusal of a message that carried this session id, meaning the server forgot the
+    /// session (see [`proto::session_lost`]); `refusal` is its status and body.
+    SessionExpired {
+        message: Vec<u8>,
+        session: String,
+        refusal: String,
+    },
     /// `initialize` refused with 400, 404 or 405: try the HTTP+SSE transport.
     Fallback { message: Vec<u8>, why: String },
     /// An event stream answering a request ended; `id` is that request.
@@ -215,11 +220,21 @@ pub(super) async fn post(endpoint: Arc<Endpoint>, post: Post, inbox: Sender<Inbo
         Err(Refusal::Unreachable(detail)) => return report(failure(&post, detail, true)).await,
     };
     let status = response.status.as_u16();
-    if status == 404
+    if !response.status.is_success()
         && let Some(session) = post.session.clone()
     {
-        let message = post.body;
-        return report(Some(Inbound::SessionExpired { message, session })).await;
+        let body = response.body_start().await;
+        let refusal = response.refusal(&body);
+        if proto::session_lost(status, &body) {
+            let message = post.body;
+            let expired = Inbound::SessionExpired {
+                message,
+                session,
+                refusal,
+            };
+            return report(Some(expired)).await;
+        }
+        return report(failure(&post, refusal, false)).await;
     }
     if post.may_fall_back && matches!(status, 400 | 404 | 405) {
         let why = format!("POST {}: {}", post.url, response.describe().await);

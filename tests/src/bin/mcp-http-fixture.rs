@@ -1,5 +1,6 @@
-//! `mcp-http-fixture MODE [--cert PEM --key PEM] [--log FILE]`: a small Streamable HTTP MCP
-//! server on 127.0.0.1 (a free port, printed as `PORT <n>` on stdout) that behaves well or
+//! `mcp-http-fixture MODE [--cert PEM --key PEM] [--log FILE] [--port N]`: a small Streamable
+//! HTTP MCP server on 127.0.0.1 (port N, else a free one; printed as `PORT <n>` on stdout, so a
+//! test can stop it and start it again where it was) that behaves well or
 //! misbehaves on demand, for the end-to-end suites. Plain std sockets, one thread per
 //! connection, one exchange per connection; with `--cert` and `--key`, HTTPS.
 //!
@@ -11,6 +12,13 @@
 //!   (when the call has a progress token), then the answer.
 //! - `session-404`: `good`, but the server forgets the session after answering `tools/list`
 //!   once, so the next request with it gets 404.
+//! - `session-400`: `good`, but a session it does not know (one from before a restart) gets
+//!   400 with a JSON-RPC error "Bad Request: No valid session ID provided", as
+//!   server-everything and the TypeScript SDK's samples answer.
+//! - `call-400`: `good`, but `tools/call` is always answered as `session-400` answers an
+//!   unknown session.
+//! - `no-sessions`: `session-400`, but no session is kept: every request that carries one gets
+//!   that 400, `notifications/initialized` included.
 //! - `html`: every POST is answered `200` with an HTML page.
 //! - `wrong-type`: every POST is answered `200` with `text/plain`.
 //! - `redirect-loop`: every request is answered `307` to another path of the same server.
@@ -33,6 +41,11 @@
 //! - `legacy-foreign`: an HTTP+SSE server whose event stream names a message endpoint on
 //!   another origin; POSTs get `405`.
 //! - `not-found`: every request is answered `404` with an HTML body.
+//! - `legacy-dies`: an HTTP+SSE server behind a web framework: a POST to `/mcp` (the Streamable
+//!   HTTP probe), and any request to another path, gets a 404 HTML page of 2 KB; a GET of
+//!   `/mcp` gets the event stream, which names
+//!   `/messages`, where POSTs get 202 and their answers come on the stream. `tools/call` ends
+//!   the stream before its answer, as a server dying mid-call does.
 //!
 //! `--log FILE` appends one line per request: `METHOD PATH rpc=<method> session=<id>
 //! last-event-id=<id>` (`-` for none).
@@ -63,6 +76,8 @@ struct State {
     log: Option<Mutex<std::fs::File>>,
     /// A `tools/list` has been answered (mode `push` waits for it).
     listed: AtomicBool,
+    /// Mode `legacy-dies`: the open event stream's queue; `None` in it ends the stream.
+    legacy: Mutex<Option<std::sync::mpsc::Sender<Option<String>>>>,
 }
 
 /// One request as read off the socket.
@@ -107,8 +122,10 @@ fn main() {
         next: AtomicU64::new(1),
         log,
         listed: AtomicBool::new(false),
+        legacy: Mutex::new(None),
     });
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port: u16 = option("--port").map_or(0, |port| port.parse().unwrap());
+    let listener = TcpListener::bind(("127.0.0.1", port)).unwrap();
     println!("PORT {}", listener.local_addr().unwrap().port());
     std::io::stdout().flush().unwrap();
     for stream in listener.incoming() {
@@ -196,6 +213,8 @@ enum Reply {
     },
     /// An event stream that never sends anything, held until the client goes away.
     Hang,
+    /// The HTTP+SSE event stream of mode `legacy-dies`.
+    Legacy,
 }
 
 fn full(status: &'static str, content_type: &str, body: impl Into<Vec<u8>>) -> Reply {
@@ -222,6 +241,20 @@ fn serve(state: &State, stream: &mut (impl Read + Write)) -> std::io::Result<()>
             body,
         } => (status, headers, body, None),
         Reply::Events { headers, events } => ("200 OK", headers, Vec::new(), Some(events)),
+        Reply::Legacy => {
+            let (sender, queue) = std::sync::mpsc::channel();
+            *state.legacy.lock().unwrap() = Some(sender);
+            let head =
+                "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Type: text/event-stream\r\n\r\n";
+            stream.write_all(head.as_bytes())?;
+            stream.write_all(b"event: endpoint\ndata: /messages\n\n")?;
+            stream.flush()?;
+            while let Ok(Some(message)) = queue.recv() {
+                stream.write_all(format!("event: message\ndata: {message}\n\n").as_bytes())?;
+                stream.flush()?;
+            }
+            return Ok(());
+        }
         Reply::Hang => {
             stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n")?;
             stream.flush()?;
@@ -295,6 +328,7 @@ fn answer(state: &State, request: &Request) -> Reply {
         }
         "legacy-foreign" => return full("405 Method Not Allowed", "text/plain", ""),
         "not-found" => return full("404 Not Found", "text/html", "<pre>Cannot find it</pre>"),
+        "legacy-dies" => return legacy(state, request, &message),
         "token"
             if !matches!(
                 request.header("authorization"),
@@ -373,7 +407,9 @@ fn answer(state: &State, request: &Request) -> Reply {
     }
     if rpc == "initialize" {
         let session = format!("s{}", state.next.fetch_add(1, Ordering::SeqCst));
-        state.sessions.lock().unwrap().insert(session.clone());
+        if mode != "no-sessions" {
+            state.sessions.lock().unwrap().insert(session.clone());
+        }
         let version = message["params"]["protocolVersion"].clone();
         let result = json!({"jsonrpc": "2.0", "id": message["id"], "result": {
             "protocolVersion": version,
@@ -398,6 +434,9 @@ fn answer(state: &State, request: &Request) -> Reply {
     let known = session
         .as_ref()
         .is_some_and(|session| state.sessions.lock().unwrap().contains(session));
+    if !known && matches!(mode, "session-400" | "no-sessions") {
+        return no_valid_session();
+    }
     if !known {
         return full(
             "404 Not Found",
@@ -431,6 +470,7 @@ fn answer(state: &State, request: &Request) -> Reply {
             "boom: the tool crashed\n\tat line 1",
         ),
         ("tools/call", "hang") => Reply::Hang,
+        ("tools/call", "call-400") => no_valid_session(),
         ("tools/call", "call-404") => full("404 Not Found", "text/plain", "no such thing"),
         ("tools/call", "not-jsonrpc") => full("200 OK", "application/json", r#"{"status":"ok"}"#),
         ("tools/call", "truncated") => Reply::Events {
@@ -458,6 +498,60 @@ fn answer(state: &State, request: &Request) -> Reply {
         ("tools/call", _) => json_reply(&call_answer(&message)),
         _ => json_reply(&json!({"jsonrpc": "2.0", "id": message["id"], "result": {}})),
     }
+}
+
+/// Mode `legacy-dies`: an HTTP+SSE server that dies in the middle of a call.
+fn legacy(state: &State, request: &Request, message: &Value) -> Reply {
+    match (request.method.as_str(), request.path.as_str()) {
+        ("GET", "/mcp") => return Reply::Legacy,
+        ("POST", "/messages") => {}
+        _ => {
+            let line = "<p>Cannot find this; the page goes on about it at length.</p>\n";
+            let page = format!(
+                "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<title>Error</title>\n</head>\n<body>\n{}</body>\n</html>\n",
+                line.repeat(30)
+            );
+            return full("404 Not Found", "text/html; charset=utf-8", page);
+        }
+    }
+    let result = match message["method"].as_str() {
+        Some("initialize") => Some(json!({
+            "protocolVersion": message["params"]["protocolVersion"],
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "mcp-http-fixture", "version": "1"},
+        })),
+        Some("tools/list") => Some(json!({"tools": [
+            {"name": "echo", "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}}},
+        ]})),
+        _ => None,
+    };
+    let queue = state.legacy.lock().unwrap().clone();
+    if let Some(queue) = queue {
+        let answer = match (result, message["method"].as_str()) {
+            (Some(result), _) => {
+                Some(json!({"jsonrpc": "2.0", "id": message["id"], "result": result}).to_string())
+            }
+            // The server dies: its stream ends, the call unanswered.
+            (None, Some("tools/call")) => None,
+            (None, _) if message.get("id").is_none() => {
+                return full("202 Accepted", "text/plain", "");
+            }
+            (None, _) => {
+                Some(json!({"jsonrpc": "2.0", "id": message["id"], "result": {}}).to_string())
+            }
+        };
+        let _ = queue.send(answer);
+    }
+    full("202 Accepted", "text/plain", "")
+}
+
+/// What servers built on the TypeScript SDK answer a session they do not know.
+fn no_valid_session() -> Reply {
+    full(
+        "400 Bad Request",
+        "application/json",
+        r#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null}"#,
+    )
 }
 
 fn progress(message: &Value) -> String {

@@ -324,3 +324,142 @@ fn a_stale_socket_is_replaced_and_a_second_start_is_refused_politely() {
     assert!(again.stdout.contains("already running"), "{again:?}");
     assert!(again.stdout.contains(&second.to_string()), "{again:?}");
 }
+
+#[test]
+fn status_and_stop_reach_the_daemon_while_a_config_file_is_broken() {
+    let daemon = Daemon::new("broken-config");
+    let pid = daemon.start(&[]);
+    assert_eq!(daemon.cli(&["call", "fx", "echo", "text=1"]).code, 0);
+    let servers = daemon.status()["servers"].clone();
+    let fx = (servers.as_array().unwrap().iter()).find(|s| s["name"] == "fx");
+    let server = fx.unwrap()["pid"].as_u64().unwrap() as u32;
+    daemon.scratch.write(".mcp-cli.toml", "[mcp.fx\ncommand = ");
+    let run = daemon.cli(&["daemon", "status"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.contains(&pid.to_string()), "{run:?}");
+    let run = daemon.cli(&["daemon", "stop"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.contains("daemon stopped"), "{run:?}");
+    assert!(gone(pid), "the daemon is gone once stop returns");
+    assert!(
+        !mcp_tests::group_alive(server),
+        "the server's group is gone"
+    );
+    assert!(!daemon.socket_exists());
+}
+
+#[test]
+fn status_says_when_and_why_runs_bypass_the_daemon() {
+    let daemon = Daemon::new("cold-reason");
+    daemon.start(&[]);
+    assert!(daemon.status()["cold"].is_null());
+    let run = daemon.cli(&["daemon", "status"]);
+    assert!(!run.stdout.contains("bypasses"), "{run:?}");
+    let config = std::fs::read_to_string(daemon.scratch.0.join(".mcp-cli.toml")).unwrap();
+    let rule = "\n[[permissions.rules]]\ntool = \"fx__add\"\naction = \"deny\"\n";
+    daemon
+        .scratch
+        .write(".mcp-cli.toml", &format!("{config}{rule}"));
+    let run = daemon.cli(&["daemon", "status"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stdout
+            .contains("every run bypasses the daemon: the policy changed"),
+        "{run:?}"
+    );
+    assert!(run.stdout.contains("mcp-cli daemon stop"), "{run:?}");
+    daemon.scratch.write(".mcp-cli.toml", "[mcp.fx\ncommand = ");
+    let cold = daemon.status()["cold"].as_str().unwrap().to_owned();
+    assert!(cold.starts_with("the config does not read"), "{cold}");
+    // Once it reads again under the policy it started with, runs are warm again.
+    daemon.scratch.write(".mcp-cli.toml", &config);
+    assert!(daemon.status()["cold"].is_null());
+}
+
+/// `mcp-http-fixture MODE` with extra arguments, killed on drop.
+struct HttpFixture {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl HttpFixture {
+    fn new(mode: &str, extra: &[&str]) -> Self {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-http-fixture"))
+            .arg(mode)
+            .args(extra)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line.trim().strip_prefix("PORT ").unwrap().parse().unwrap();
+        Self { child, port }
+    }
+}
+
+impl Drop for HttpFixture {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_remote_server_restarted_is_joined_again_warm() {
+    let daemon = Daemon::new("http-restart");
+    let before = daemon.scratch.0.join("before.log");
+    let after = daemon.scratch.0.join("after.log");
+    let first = HttpFixture::new("session-400", &["--log", before.to_str().unwrap()]);
+    let port = first.port.to_string();
+    let config = format!("[mcp.remote]\nurl = \"http://127.0.0.1:{port}/mcp\"\n");
+    daemon.scratch.write(".mcp-cli.toml", &config);
+    let pid = daemon.start(&[]);
+    let run = daemon.cli(&["call", "remote", "echo", "message=one"]);
+    assert_eq!((run.code, run.stdout.as_str()), (0, "one\n"), "{run:?}");
+    // The server restarts where it was, knowing no session: it answers the old one with 400.
+    drop(first);
+    let log = after.to_str().unwrap();
+    let _again = HttpFixture::new("session-400", &["--port", &port, "--log", log]);
+    let run = daemon.cli(&["call", "remote", "echo", "message=two"]);
+    assert_eq!((run.code, run.stdout.as_str()), (0, "two\n"), "{run:?}");
+    let run = daemon.cli(&["call", "remote", "echo", "message=three"]);
+    assert_eq!((run.code, run.stdout.as_str()), (0, "three\n"), "{run:?}");
+    assert_eq!(daemon.status()["pid"], pid);
+    // The daemon's old session was refused once, then one new session served every call.
+    let requests = std::fs::read_to_string(&after).unwrap();
+    assert!(
+        requests.starts_with("POST /mcp rpc=tools/call session=s1 "),
+        "{requests}"
+    );
+    assert_eq!(requests.matches("rpc=initialize").count(), 1, "{requests}");
+    assert_eq!(requests.matches("rpc=tools/call").count(), 3, "{requests}");
+}
+
+#[test]
+fn a_remote_server_that_keeps_refusing_the_session_is_reported_not_retried_for_ever() {
+    let daemon = Daemon::new("http-refusing");
+    let log = daemon.scratch.0.join("requests.log");
+    let server = HttpFixture::new("call-400", &["--log", log.to_str().unwrap()]);
+    let url = format!("http://127.0.0.1:{}/mcp", server.port);
+    daemon
+        .scratch
+        .write(".mcp-cli.toml", &format!("[mcp.remote]\nurl = \"{url}\"\n"));
+    daemon.start(&[]);
+    let run = daemon.cli(&["call", "remote", "echo", "message=one"]);
+    assert_eq!(run.code, 3, "{run:?}");
+    assert!(
+        run.stderr.contains("HTTP 400 Bad Request")
+            && run.stderr.contains("No valid session ID provided")
+            && run.stderr.contains("in a new session too"),
+        "{run:?}"
+    );
+    let requests = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(requests.matches("rpc=initialize").count(), 2, "{requests}");
+    assert_eq!(requests.matches("rpc=tools/call").count(), 2, "{requests}");
+    // The daemon is still there, and serves the server's other requests.
+    let run = daemon.cli(&["tools", "remote"]);
+    assert_eq!(run.code, 0, "{run:?}");
+}

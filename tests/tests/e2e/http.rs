@@ -340,6 +340,82 @@ fn a_forgotten_session_is_started_again_and_the_request_resent() {
     assert!(requests.contains("rpc=tools/call session=s"), "{requests}");
 }
 
+/// server-everything's and the TypeScript SDK's answer to a session they do not know.
+const NO_VALID_SESSION: &str = r#"HTTP 400 Bad Request: {"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null}"#;
+
+#[test]
+fn a_restarted_server_s_400_for_the_session_starts_a_new_one_and_resends() {
+    let scratch = Scratch::new("http-400");
+    let before = scratch.0.join("before.log");
+    let after = scratch.0.join("after.log");
+    let first = fixture("session-400", &["--log", before.to_str().unwrap()]);
+    let port = first.port.to_string();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    bounded(async {
+        let client = connect_http(server(url.clone()), patient()).await.unwrap();
+        client.list_tools().await.unwrap();
+        // The server restarts where it was, knowing no session.
+        drop(first);
+        let log = after.to_str().unwrap();
+        let again = fixture("session-400", &["--port", &port, "--log", log]);
+        let result = client
+            .call_tool("echo", json!({"message": "again"}))
+            .await
+            .unwrap();
+        assert_eq!(text(&result), "again");
+        close_and_check(&client, again.port).await;
+    });
+    let requests = std::fs::read_to_string(&after).unwrap();
+    assert!(
+        requests.starts_with("POST /mcp rpc=tools/call session=s1 "),
+        "{requests}"
+    );
+    assert_eq!(requests.matches("rpc=initialize").count(), 1, "{requests}");
+    assert_eq!(requests.matches("rpc=tools/call").count(), 2, "{requests}");
+}
+
+#[test]
+fn a_400_for_the_session_in_the_new_session_too_fails_the_call_without_looping() {
+    let scratch = Scratch::new("http-400-again");
+    let log = scratch.0.join("requests.log");
+    let fixture = fixture("call-400", &["--log", log.to_str().unwrap()]);
+    let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
+    bounded(async {
+        let client = connect_http(server(url.clone()), patient()).await.unwrap();
+        let detail = echo_fails_in_transport(&client).await;
+        assert_eq!(
+            detail,
+            format!("POST {url}: {NO_VALID_SESSION}, in a new session too")
+        );
+        assert_eq!(client.list_tools().await.unwrap().len(), 2);
+        close_and_check(&client, fixture.port).await;
+    });
+    let requests = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(requests.matches("rpc=initialize").count(), 2, "{requests}");
+    assert_eq!(requests.matches("rpc=tools/call").count(), 2, "{requests}");
+}
+
+#[test]
+fn a_server_that_refuses_every_session_fails_the_connection_after_one_more() {
+    let scratch = Scratch::new("http-no-sessions");
+    let log = scratch.0.join("requests.log");
+    let fixture = fixture("no-sessions", &["--log", log.to_str().unwrap()]);
+    let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
+    bounded(async {
+        let client = connect_http(server(url.clone()), patient()).await.unwrap();
+        let error = client.list_tools().await.unwrap_err();
+        assert_eq!(
+            transport_reason(&error),
+            format!(
+                "POST {url}: {NO_VALID_SESSION}, in a new session that had answered nothing yet"
+            )
+        );
+        close_and_check(&client, fixture.port).await;
+    });
+    let requests = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(requests.matches("rpc=initialize").count(), 2, "{requests}");
+}
+
 #[test]
 fn an_html_page_fails_the_connection_naming_it() {
     let fixture = fixture("html", &[]);
@@ -395,7 +471,7 @@ fn a_500_fails_that_call_and_the_connection_goes_on() {
         assert_eq!(
             &detail,
             &format!(
-                "POST {url}: HTTP 500 Internal Server Error: boom: the tool crashed\\n\\tat line 1"
+                "POST {url}: HTTP 500 Internal Server Error: boom: the tool crashed at line 1"
             )
         );
         assert_eq!(client.list_tools().await.unwrap().len(), 2);
@@ -852,7 +928,7 @@ fn a_404_in_the_new_session_too_fails_the_call_without_looping() {
         let detail = echo_fails_in_transport(&client).await;
         assert_eq!(
             &detail,
-            &format!("POST {url}: HTTP 404 Not Found, in a new session too")
+            &format!("POST {url}: HTTP 404 Not Found: no such thing, in a new session too")
         );
         // The new session works.
         assert_eq!(client.list_tools().await.unwrap().len(), 2);

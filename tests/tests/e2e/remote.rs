@@ -295,3 +295,39 @@ fn auth_logs_in_keeps_the_token_and_reset_forgets_it() {
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(run.stderr.contains("not a remote server"), "{}", run.stderr);
 }
+
+#[test]
+fn an_http_sse_server_dying_mid_call_is_reported_as_that() {
+    let server = fixture("legacy-dies");
+    let scratch = Scratch::new("remote-legacy-dies");
+    let url = server.url();
+    scratch.write(".mcp-cli.toml", &format!("[mcp.old]\nurl = \"{url}\"\n"));
+    // Found by falling back from the refused Streamable HTTP POST.
+    let run = scratch.cli(&["tools", "old"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let run = scratch.cli(&["call", "old", "echo", "message=hi"]);
+    assert_eq!(run.code, 3, "{run:?}");
+    let ended = format!("GET {url} (HTTP+SSE): the event stream ended");
+    assert!(run.stderr.contains(&ended), "{run:?}");
+    // Not the probe's 404 page, which had nothing to do with it.
+    assert!(!run.stderr.contains("404"), "{run:?}");
+    assert!(!run.stderr.contains("html"), "{run:?}");
+}
+
+#[test]
+fn an_html_page_in_an_error_is_one_short_line() {
+    let server = fixture("legacy-dies");
+    let scratch = Scratch::new("remote-html-short");
+    // Both transports refused, each with a 2 KB page.
+    let url = format!("http://127.0.0.1:{}/elsewhere", server.port);
+    let run = scratch.cli(&["--http", &url, "tools"]);
+    assert_eq!(run.code, 3, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("HTTP 404 Not Found: <!DOCTYPE html> <html"),
+        "{run:?}"
+    );
+    assert!(!run.stderr.contains("\\n"), "{run:?}");
+    assert_eq!(run.stderr.matches('…').count(), 2, "{run:?}");
+    assert!(run.stderr.len() < 1000, "{run:?}");
+}
