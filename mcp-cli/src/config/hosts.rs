@@ -183,7 +183,7 @@ mod tests {
         assert_eq!(remote(&servers, "web").url, "https://x.invalid/mcp");
         assert_eq!(remote(&servers, "web").transport, HttpTransport::Auto);
         assert_eq!(remote(&servers, "gem").url, "https://y.invalid/mcp");
-        let Entry::Invalid { reason } = entry(&servers, "broken") else {
+        let Entry::Invalid { reason, .. } = entry(&servers, "broken") else {
             panic!()
         };
         assert!(reason.contains("MISSING"), "{reason}");
