@@ -402,6 +402,41 @@ fn import_reads_each_hosts_places_and_writes_a_native_file() {
 }
 
 #[test]
+fn gemini_dollar_variables_in_env_expand_and_import_as_variables() {
+    let dir = Scratch::new("import-gemini");
+    let home = dir.0.join("home");
+    let settings = home.join(".gemini/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    // The program comes through the environment, so it runs only if `$VAR` was expanded.
+    let text = r#"{"mcpServers": {"gem": {"command": "sh", "args": ["-c", "exec \"$FX\" good"],
+        "env": {"FX": "$MCP_E2E_FIXTURE"}}}}"#;
+    std::fs::write(&settings, text).unwrap();
+    let config_home = home.join(".config");
+    let env = [
+        ("HOME", home.to_str().unwrap()),
+        ("XDG_CONFIG_HOME", config_home.to_str().unwrap()),
+        ("MCP_E2E_FIXTURE", FIXTURE),
+    ];
+    let settings = settings.to_str().unwrap();
+    let run = dir.cli_with(
+        &["--config", settings, "call", "gem", "echo", "text=in place"],
+        &env,
+        None,
+    );
+    assert_eq!(run.stdout, "in place\n", "{}", run.stderr);
+
+    let run = dir.cli_with(&["import", "--write", "gem"], &env, None);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let native = read(&config_home.join("mcp-cli/config.toml"));
+    assert!(
+        native.contains("env = { FX = \"${MCP_E2E_FIXTURE}\" }"),
+        "{native}"
+    );
+    let run = dir.cli_with(&["call", "gem", "echo", "text=imported"], &env, None);
+    assert_eq!(run.stdout, "imported\n", "{}", run.stderr);
+}
+
+#[test]
 fn stdio_stands_for_an_ad_hoc_server() {
     let dir = Scratch::new("adhoc");
     dir.write(".mcp-cli.toml", &fixture_block("fx", "good"));

@@ -37,8 +37,14 @@ fn fixture(mode: &str) -> Server {
 
 /// A fixture binary in `mode`, once it has said its port.
 fn spawn(binary: &str, mode: &str) -> Server {
+    spawn_with(binary, mode, &[])
+}
+
+/// [`spawn`], with more arguments after the mode.
+fn spawn_with(binary: &str, mode: &str, extra: &[&str]) -> Server {
     let mut child = Command::new(binary)
         .arg(mode)
+        .args(extra)
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
@@ -294,4 +300,36 @@ fn auth_logs_in_keeps_the_token_and_reset_forgets_it() {
     let run = dir.cli(&["--stdio", "true", "auth"]);
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(run.stderr.contains("not a remote server"), "{}", run.stderr);
+}
+
+#[test]
+fn an_imported_vscode_sse_server_keeps_its_transport() {
+    let dir = Scratch::new("remote-import-sse");
+    let log = dir.0.join("requests.log");
+    let server = spawn_with(HTTP_FIXTURE, "good", &["--log", log.to_str().unwrap()]);
+    let home = dir.0.join("home");
+    let vscode = home.join(".config/Code/User/mcp.json");
+    std::fs::create_dir_all(vscode.parent().unwrap()).unwrap();
+    let text = format!(
+        r#"{{"servers": {{"old": {{"type": "sse", "url": "{}"}}}}}}"#,
+        server.url()
+    );
+    std::fs::write(&vscode, text).unwrap();
+    let config_home = home.join(".config");
+    let env = [
+        ("HOME", home.to_str().unwrap()),
+        ("XDG_CONFIG_HOME", config_home.to_str().unwrap()),
+    ];
+    let run = dir.cli_with(&["import", "--write"], &env, None);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let native = std::fs::read_to_string(config_home.join("mcp-cli/config.toml")).unwrap();
+    assert!(native.contains("transport = \"sse\""), "{native}");
+
+    // HTTP+SSE opens the event stream with a GET; Streamable HTTP would POST `initialize`.
+    // (This server speaks only Streamable HTTP, so the listing fails: the request is the point.)
+    let run = dir.cli_with(&["tools", "old"], &env, None);
+    assert_ne!(run.code, 0, "{run:?}");
+    let requests = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(requests.starts_with("GET /mcp "), "{requests}");
+    assert!(!requests.contains("POST"), "{requests}");
 }
