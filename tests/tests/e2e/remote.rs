@@ -186,6 +186,51 @@ fn configured_headers_reach_the_server_with_their_variables_expanded() {
 }
 
 #[test]
+fn add_and_http_take_a_header_in_either_form() {
+    // The fixture's `token` mode serves only requests carrying `Authorization: Bearer good`.
+    let server = fixture("token");
+    let url = server.url();
+    let dir = Scratch::new("remote-header-forms");
+    let config = dir.write("remote.toml", "");
+    let config = config.to_str().unwrap();
+    for (name, header) in [
+        ("colon", "Authorization: Bearer good"),
+        ("equals", "Authorization=Bearer good"),
+    ] {
+        let add = [
+            "--config", config, "add", name, "--url", &url, "--header", header,
+        ];
+        let run = dir.cli(&add);
+        assert_eq!(run.code, 0, "{header}: {}", run.stderr);
+        let run = dir.cli(&["--config", config, "call", name, "echo", "message=in"]);
+        assert_eq!(run.code, 0, "{header}: {}", run.stderr);
+
+        let http = [
+            "--http",
+            &url,
+            "--header",
+            header,
+            "call",
+            "echo",
+            "message=x",
+        ];
+        let run = dir.cli(&http);
+        assert_eq!(run.code, 0, "{header}: {}", run.stderr);
+    }
+    // Neither form, or a name HTTP cannot carry, is the caller's mistake, in both places.
+    for header in ["no separator", "Bad Name=v"] {
+        let add = [
+            "--config", config, "add", "bad", "--url", &url, "--header", header,
+        ];
+        let run = dir.cli(&add);
+        assert_eq!(run.code, 2, "{header}: {run:?}");
+        assert!(run.stderr.contains("--header"), "{header}: {run:?}");
+        let run = dir.cli(&["--http", &url, "--header", header, "tools"]);
+        assert_eq!(run.code, 2, "{header}: {run:?}");
+    }
+}
+
+#[test]
 fn a_server_refusing_us_is_listed_needs_auth_with_the_command_to_run() {
     let server = fixture("unauthorized");
     let dir = Scratch::new("remote-needs-auth");
@@ -198,9 +243,9 @@ fn a_server_refusing_us_is_listed_needs_auth_with_the_command_to_run() {
     let run = dir.cli(&["--config", config, "servers"]);
     assert_eq!(row(&run, "locked")[1], "needs-auth", "{}", run.stdout);
     assert!(
-        run.stdout.contains("run `mcp-cli auth locked`"),
+        run.stderr.contains("run `mcp-cli auth locked`"),
         "{}",
-        run.stdout
+        run.stderr
     );
 
     let run = dir.cli(&["--config", config, "call", "locked", "echo", "message=x"]);
