@@ -26,20 +26,31 @@ pub(crate) fn remote(url: &str, headers: &[String]) -> Result<(String, Remote), 
         )));
     }
     let mut remote = Remote::new(url);
-    for header in headers {
-        let (name, value) = header.split_once(':').ok_or_else(|| {
-            Failure::usage(format!("--header {header:?}: write it as 'Name: value'"))
-        })?;
-        let (name, value) = (name.trim(), value.trim());
-        let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
-        if name.is_empty() || !name.chars().all(token) || value.contains(['\r', '\n']) {
-            return Err(Failure::usage(format!(
-                "--header {header:?}: not a valid HTTP header"
-            )));
-        }
-        remote.headers.push((name.to_owned(), value.to_owned()));
+    for word in headers {
+        remote.headers.push(header(word)?);
     }
     Ok((host.to_owned(), remote))
+}
+
+/// A `--header` word, `Name: value` or `Name=value` (split at whichever comes first, so a
+/// value may hold the other), as a name and value with the blanks around them trimmed.
+pub(crate) fn header(word: &str) -> Result<(String, String), Failure> {
+    let (name, value) = word
+        .find([':', '='])
+        .map(|at| (&word[..at], &word[at + 1..]))
+        .ok_or_else(|| {
+            Failure::usage(format!(
+                "--header {word:?}: write it as 'Name: value' or Name=value"
+            ))
+        })?;
+    let (name, value) = (name.trim(), value.trim());
+    let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+    if name.is_empty() || !name.chars().all(token) || value.contains(['\r', '\n']) {
+        return Err(Failure::usage(format!(
+            "--header {word:?}: not a valid HTTP header"
+        )));
+    }
+    Ok((name.to_owned(), value.to_owned()))
 }
 
 /// The server `--stdio` stands for, split as a POSIX shell would (quotes and backslashes
@@ -114,5 +125,9 @@ mod tests {
         assert!(super::remote("http:///mcp", &[]).is_err());
         assert!(super::remote("http://x/", &["no colon".to_owned()]).is_err());
         assert!(super::remote("http://x/", &["Bad Name: v".to_owned()]).is_err());
+        let pair = |name: &str, value: &str| (name.to_owned(), value.to_owned());
+        assert_eq!(header("A=b: c").unwrap(), pair("A", "b: c"));
+        assert_eq!(header("A: b=c").unwrap(), pair("A", "b=c"));
+        assert!(header("=v").is_err() && header(": v").is_err());
     }
 }

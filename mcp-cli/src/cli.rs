@@ -34,17 +34,18 @@ pub(crate) struct Cli {
 
     /// An ad hoc server with no config: COMMAND ARGS in one word, split as a shell would.
     /// It is the only server; it is named after the program's file name (`npx`,
-    /// `server.py`), and `call TOOL ...` and `tools` then take no SERVER word.
+    /// `server.py`), and `call TOOL ...`, `tools`, `read URI`, `prompt NAME ...`, `trust`
+    /// and `auth` then take no SERVER word.
     #[arg(long, value_name = "COMMAND ARGS", conflicts_with = "http")]
     pub(crate) stdio: Option<String>,
 
     /// An ad hoc remote server with no config: its MCP endpoint (http:// or https://). It
-    /// is the only server, named after the URL's host; `call TOOL ...` and `tools` then take
-    /// no SERVER word.
+    /// is the only server, named after the URL's host; `call TOOL ...`, `tools`, `read URI`,
+    /// `prompt NAME ...`, `trust` and `auth` then take no SERVER word.
     #[arg(long, value_name = "URL")]
     pub(crate) http: Option<String>,
 
-    /// A header for the --http server, `Name: value` (repeatable).
+    /// A header for the --http server, `Name: value` or `Name=value` (repeatable).
     #[arg(long = "header", value_name = "NAME: VALUE", requires = "http")]
     pub(crate) headers: Vec<String>,
 
@@ -97,8 +98,10 @@ pub(crate) enum Command {
     /// none): URI, name, MIME type.
     Resources { servers: Vec<String> },
     /// Read one resource: text is printed, binary contents written to FILE (or omitted).
+    /// Under --stdio or --http the SERVER word may be left out.
+    #[command(allow_missing_positional = true)]
     Read {
-        server: String,
+        server: Option<String>,
         uri: String,
         /// Write the contents, text or binary, to this file instead.
         #[arg(short = 'o', long = "output", value_name = "FILE")]
@@ -106,13 +109,13 @@ pub(crate) enum Command {
     },
     /// List the prompts of the named servers (all enabled ones if none), with arguments.
     Prompts { servers: Vec<String> },
-    /// Get one prompt's messages: `prompt SERVER NAME [KEY=VALUE]...`.
+    /// Get one prompt's messages: `prompt SERVER NAME [KEY=VALUE]...`; under --stdio or
+    /// --http, `prompt NAME [KEY=VALUE]...`.
     Prompt {
         server: String,
-        name: String,
-        /// The prompt's arguments: KEY=VALUE (or KEY:=JSON, sent as its text).
-        #[arg(value_name = "KEY=VALUE")]
-        arguments: Vec<String>,
+        /// The prompt's name, then its arguments: KEY=VALUE (or KEY:=JSON, sent as its text).
+        #[arg(value_name = "NAME | KEY=VALUE")]
+        rest: Vec<String>,
     },
     /// Serve the configured servers (or the ones named) as one MCP server on stdin and
     /// stdout, for hosts such as Claude Desktop or Cursor: tools as SERVER__TOOL, policy
@@ -148,8 +151,8 @@ pub(crate) enum Command {
         /// A remote server's URL, instead of a command.
         #[arg(long, value_name = "URL", conflicts_with_all = ["command", "env", "cwd"])]
         url: Option<String>,
-        /// An HTTP header for a remote server (repeatable).
-        #[arg(long = "header", value_name = "K=V", requires = "url")]
+        /// An HTTP header for a remote server, `Name=value` or `Name: value` (repeatable).
+        #[arg(long = "header", value_name = "NAME=VALUE", requires = "url")]
         headers: Vec<String>,
         /// Replace an entry of the same name.
         #[arg(long)]
@@ -184,7 +187,8 @@ pub(crate) enum Command {
     },
     /// Accept a server's current tool definitions after they changed (tools whose definition
     /// changed since first seen are withheld until then); shows what changed first.
-    Trust { server: String },
+    /// Under --stdio or --http the SERVER word may be left out.
+    Trust { server: Option<String> },
 }
 
 #[derive(Debug, Subcommand)]
@@ -272,6 +276,11 @@ impl Command {
                 | Self::Import { .. }
         )
     }
+
+    /// The commands that write native entries, creating the file when it does not exist yet.
+    pub(crate) fn creates_config(&self) -> bool {
+        matches!(self, Self::Add { .. } | Self::Import { write: true, .. })
+    }
 }
 
 fn parse_seconds(text: &str) -> Result<std::time::Duration, String> {
@@ -329,6 +338,16 @@ mod tests {
         for line in left_to_clap {
             assert!(Cli::plain_call(&argv(line)).is_none(), "{line}");
         }
+        // `read` takes its SERVER word or leaves it out (for --stdio and --http).
+        let read = |line: &str| match Cli::try_parse_from(argv(line)).map(|cli| cli.command) {
+            Ok(Command::Read { server, uri, .. }) => (server, uri),
+            other => panic!("{line}: {other:?}"),
+        };
+        assert_eq!(
+            read("read fx res://a"),
+            (Some("fx".into()), "res://a".into())
+        );
+        assert_eq!(read("read res://a -o f"), (None, "res://a".into()));
         // An empty word is clap's to judge too.
         let empty: Vec<OsString> = ["mcp-cli", "call", "fx", ""].map(OsString::from).into();
         assert!(Cli::plain_call(&empty).is_none());

@@ -272,7 +272,11 @@ fn load_config(
     env: config::Env<'_>,
 ) -> Result<(config::Config, Option<String>), Failure> {
     let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
-    let files = config::discover(&cli.configs, env, &cwd);
+    let mut files = config::discover(&cli.configs, env, &cwd);
+    // The file `add` writes to is created as the user file is, so it need not exist yet.
+    if cli.command.creates_config() {
+        files.iter_mut().for_each(|(_, required)| *required = false);
+    }
     let mut config = config::load(&files, env, &cwd).map_err(|error| Failure::usage(error.0))?;
     if cli.stdio.is_none() && cli.http.is_none() {
         return Ok((config, None));

@@ -1,5 +1,5 @@
 //! `add NAME [--env K=V]... [--cwd DIR] -- COMMAND [ARGS]...` and `add NAME --url URL
-//! [--header K=V]...`: a native entry in the user file (or `--config FILE`).
+//! [--header NAME=VALUE]...`: a native entry in the user file (or `--config FILE`).
 
 use std::collections::BTreeMap;
 
@@ -33,7 +33,9 @@ pub(crate) fn run(
         env: pairs(&given.env, "--env")?,
         cwd: given.cwd,
         url: given.url,
-        headers: pairs(&given.headers, "--header")?,
+        headers: (given.headers.iter())
+            .map(|word| crate::adhoc::header(word))
+            .collect::<Result<_, _>>()?,
         ..NewServer::default()
     };
     if server.command.is_none() && server.url.is_none() {

@@ -88,7 +88,10 @@ pub(crate) async fn dispatch(ctx: &mut Context, command: Command) -> Result<Exit
             force,
             names,
         } => import::run(ctx, write.then_some(&names[..]), force),
-        Command::Trust { server } => trust::run(ctx, &server).await,
+        Command::Trust { server } => {
+            let server = ctx.named_or_adhoc(server.as_deref(), "trust SERVER")?;
+            trust::run(ctx, &server).await
+        }
         Command::Auth { server, reset } => run_auth(ctx, server.as_deref(), reset).await,
         Command::Daemon { action } => daemon::run(ctx, action).await,
     }
@@ -110,13 +113,15 @@ pub(crate) async fn dispatch_warm(ctx: &mut Context, command: Command) -> Result
             server,
             uri,
             output,
-        } => read::run(ctx, &server, &uri, output.as_deref()).await,
+        } => {
+            let server = ctx.named_or_adhoc(server.as_deref(), "read SERVER URI")?;
+            read::run(ctx, &server, &uri, output.as_deref()).await
+        }
         Command::Prompts { servers } => prompts::run(ctx, &servers).await,
-        Command::Prompt {
-            server,
-            name,
-            arguments,
-        } => prompt::run(ctx, &server, &name, &arguments).await,
+        Command::Prompt { server, rest } => {
+            let (server, name, arguments) = prompt::words(ctx.adhoc.as_deref(), server, rest)?;
+            prompt::run(ctx, &server, &name, &arguments).await
+        }
         _ => Err(Failure::usage(
             "the daemon runs only commands that talk to servers",
         )),
@@ -177,6 +182,18 @@ pub(crate) fn failure_text(json: bool, failure: &Failure) -> String {
 }
 
 impl Context {
+    /// The server a command names, or under `--stdio` or `--http` the ad hoc one when it
+    /// names none; `usage` is how the command is written with a name.
+    fn named_or_adhoc(&self, given: Option<&str>, usage: &str) -> Result<String, Failure> {
+        match (given, &self.adhoc) {
+            (Some(given), _) => Ok(given.to_owned()),
+            (None, Some(adhoc)) => Ok(adhoc.clone()),
+            (None, None) => Err(Failure::usage(format!(
+                "which server? use `mcp-cli {usage}`"
+            ))),
+        }
+    }
+
     /// Reports a failure through this command's output, as [`report`] does.
     pub(crate) fn report(&mut self, failure: &Failure) {
         let text = failure_text(self.json, failure);

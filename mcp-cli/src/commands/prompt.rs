@@ -9,6 +9,30 @@ use crate::exit::{Exit, Failure};
 use crate::spinner::Spinner;
 use crate::{arguments, output};
 
+/// The server, the prompt's name and its arguments, from `SERVER NAME [KEY=VALUE]...`. Under
+/// `--stdio` or `--http` (`adhoc`, the server's name) the SERVER word may be left out: the
+/// first word is then the prompt, unless it is the server's name and a name follows it.
+pub(crate) fn words(
+    adhoc: Option<&str>,
+    first: String,
+    rest: Vec<String>,
+) -> Result<(String, String, Vec<String>), Failure> {
+    let named = rest.first().is_some_and(|word| !word.contains('='));
+    let mut words = match adhoc {
+        Some(adhoc) if !(adhoc == first && named) => vec![adhoc.to_owned(), first],
+        _ => vec![first],
+    };
+    words.extend(rest);
+    let mut words = words.into_iter();
+    match (words.next(), words.next()) {
+        (Some(server), Some(name)) => Ok((server, name, words.collect())),
+        (server, _) => Err(Failure::usage(format!(
+            "which prompt? use `mcp-cli prompt {} NAME [KEY=VALUE]...`",
+            server.unwrap_or_default()
+        ))),
+    }
+}
+
 pub(crate) async fn run(
     ctx: &mut Context,
     server: &str,

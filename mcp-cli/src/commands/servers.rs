@@ -21,8 +21,12 @@ pub(crate) async fn run(ctx: &mut Context) -> Result<Exit, Failure> {
         let rows = serde_json::to_value(&rows).unwrap_or(Value::Null);
         ctx.out.line(&output::pretty(&rows));
     } else {
-        for line in table(&rows) {
+        for line in rows_table(&rows) {
             ctx.out.line(&line);
+        }
+        // Diagnostics, as failures are: stdout keeps the table alone.
+        for line in reasons(&rows) {
+            ctx.out.diagnostic(&line);
         }
     }
     Ok(if failed { Exit::Server } else { Exit::Success })
@@ -30,6 +34,13 @@ pub(crate) async fn run(ctx: &mut Context) -> Result<Exit, Failure> {
 
 /// NAME STATE TOOLS PID COMMAND, aligned, then a line per server that has a reason.
 pub(crate) fn table(rows: &[ServerStatus]) -> Vec<String> {
+    let mut lines = rows_table(rows);
+    lines.extend(reasons(rows));
+    lines
+}
+
+/// NAME STATE TOOLS PID COMMAND, aligned.
+fn rows_table(rows: &[ServerStatus]) -> Vec<String> {
     let count = |value: Option<usize>| value.map_or_else(|| "-".to_owned(), |n| n.to_string());
     let mut cells = vec![["NAME", "STATE", "TOOLS", "PID", "COMMAND"].map(str::to_owned)];
     for row in rows {
@@ -51,18 +62,19 @@ pub(crate) fn table(rows: &[ServerStatus]) -> Vec<String> {
         widths.max().unwrap_or(0)
     };
     let widths: Vec<usize> = (0..4).map(width).collect();
-    let mut lines: Vec<String> = (cells.iter())
+    (cells.iter())
         .map(|row| {
             let padded: Vec<String> = (0..4)
                 .map(|c| format!("{:w$}", row[c], w = widths[c]))
                 .collect();
             format!("{}  {}", padded.join("  "), row[4])
         })
-        .collect();
-    for row in rows {
-        if let Some(reason) = &row.reason {
-            lines.push(format!("{}: {reason}", row.name));
-        }
-    }
-    lines
+        .collect()
+}
+
+/// `NAME: reason` for each server that failed, is denied or is invalid.
+fn reasons(rows: &[ServerStatus]) -> Vec<String> {
+    (rows.iter())
+        .filter_map(|row| Some(format!("{}: {}", row.name, row.reason.as_ref()?)))
+        .collect()
 }

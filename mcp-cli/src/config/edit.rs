@@ -33,6 +33,8 @@ pub struct NewServer {
     pub url: Option<String>,
     pub headers: BTreeMap<String, String>,
     pub bearer_token_env_var: Option<String>,
+    /// Written as `transport = "sse"`: the older HTTP+SSE transport only.
+    pub sse: bool,
     pub timeout_sec: Option<f64>,
     pub call_timeout_sec: Option<f64>,
     pub enabled_tools: Option<Vec<String>>,

@@ -182,6 +182,9 @@ fn native_table(server: &NewServer) -> Table {
     if let Some(variable) = &server.bearer_token_env_var {
         table.insert("bearer_token_env_var", value(variable));
     }
+    if server.sse {
+        table.insert("transport", value("sse"));
+    }
     if let Some(seconds) = server.timeout_sec {
         table.insert("timeout_sec", number(seconds));
     }

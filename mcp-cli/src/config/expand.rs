@@ -96,11 +96,16 @@ fn absolute(path: &Path) -> std::path::PathBuf {
 /// Turns a raw entry into what the name stands for; `base` is the file's folder, which a
 /// relative `cwd` is taken from.
 pub(super) fn finish(name: &str, raw: RawServer, env: Env<'_>, base: &Path) -> Entry {
+    let command = written(&raw);
+    let invalid = |reason| Entry::Invalid {
+        reason,
+        command: command.clone(),
+    };
     // A disabled entry is disabled whatever else it says, so that `disable` always shows.
     if raw.enabled
-        && let Some(reason) = raw.unusable
+        && let Some(reason) = raw.unusable.clone()
     {
-        return Entry::Invalid { reason };
+        return invalid(reason);
     }
     let remote =
         (raw.enabled && raw.url.is_some()).then(|| remote(&raw, &with_vscode_variables(env, base)));
@@ -131,7 +136,7 @@ pub(super) fn finish(name: &str, raw: RawServer, env: Env<'_>, base: &Path) -> E
                 remote: Some(remote),
                 ..spec(ServerCommand::new(""))
             }),
-            Err(reason) => Entry::Invalid { reason },
+            Err(reason) => invalid(reason),
         };
     }
     if !raw.enabled {
@@ -164,7 +169,18 @@ pub(super) fn finish(name: &str, raw: RawServer, env: Env<'_>, base: &Path) -> E
     })();
     match expanded {
         Ok(command) => Entry::Enabled(spec(command)),
-        Err(reason) => Entry::Invalid { reason },
+        Err(reason) => invalid(reason),
+    }
+}
+
+/// The program and arguments as written, or the URL of a remote entry, for `servers` to show
+/// when the entry cannot be used.
+fn written(raw: &RawServer) -> String {
+    match (&raw.command, &raw.url) {
+        (Some(program), _) => ServerCommand::new(program)
+            .args(raw.args.iter().cloned())
+            .display(),
+        (None, url) => url.clone().unwrap_or_default(),
     }
 }
 
@@ -261,10 +277,14 @@ pub fn expand(text: &str, env: Env<'_>) -> Result<String, String> {
     Ok(out)
 }
 
-/// Why `${variable}` cannot be expanded: an environment variable that is not set, or one of
-/// the variables only VS Code fills in (`${input:ID}` prompts, `${config:...}`, ...).
+/// Why `${variable}` cannot be expanded: an environment variable that is not set (`${NAME}`,
+/// or VS Code's `${env:NAME}`), or one of the variables only VS Code fills in
+/// (`${input:ID}` prompts, `${config:...}`, ...).
 fn unset(variable: &str, text: &str) -> String {
     match variable.split_once(':') {
+        Some(("env", name)) => {
+            format!("environment variable {name} is not set (used in {text:?})")
+        }
         Some(("input", id)) => format!(
             "${{input:{id}}} is a VS Code prompt input, which only VS Code asks for when it starts \
              the server; put the value in the entry, or use ${{env:NAME}} (used in {text:?})"
@@ -318,6 +338,11 @@ mod tests {
         );
         let error = expand("${config:editor.fontSize}", &vars).unwrap_err();
         assert!(error.contains("only VS Code can fill in"), "{error}");
+        let error = expand("${env:NOPE}", &vars).unwrap_err();
+        assert!(
+            error.starts_with("environment variable NOPE is not set"),
+            "{error}"
+        );
         let vars = with_vscode_variables(&env, Path::new("/elsewhere"));
         assert_eq!(expand("${workspaceFolder}", &vars).unwrap(), "/elsewhere");
     }
@@ -383,7 +408,7 @@ mod tests {
                 .unwrap()
                 .servers;
             match entry_of(&servers, "x") {
-                Entry::Invalid { reason } => reason.clone(),
+                Entry::Invalid { reason, .. } => reason.clone(),
                 other => panic!("{entry}: {other:?}"),
             }
         };
@@ -408,7 +433,8 @@ mod tests {
         assert_eq!(
             entry(&servers, "x"),
             &Entry::Invalid {
-                reason: "no command given (in /cfg/c.toml)".into()
+                reason: "no command given (in /cfg/c.toml)".into(),
+                command: String::new(),
             }
         );
     }

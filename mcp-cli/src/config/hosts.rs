@@ -2,6 +2,7 @@
 //! `servers`, which share one entry shape.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::time::Duration;
 
 use mcp_smol::HttpTransport;
@@ -120,6 +121,43 @@ pub(super) fn servers(table: BTreeMap<String, HostServer>) -> RawServers {
     table.into_iter().map(|(name, s)| (name, raw(s))).collect()
 }
 
+/// Whether `path` is Gemini CLI's settings, `.gemini/settings.json` in the home or a project.
+pub(super) fn is_gemini(path: &Path) -> bool {
+    path.file_name().is_some_and(|name| name == "settings.json")
+        && (path.parent().and_then(Path::file_name)).is_some_and(|folder| folder == ".gemini")
+}
+
+/// Gemini CLI expands `$VAR` as well as `${VAR}` in a server's `env`. Written `${VAR}`, it is
+/// expanded (or named when unset) as every other variable is, and imported so.
+pub(super) fn gemini_variables(raw: &mut RawServer) {
+    for value in raw.env.values_mut() {
+        *value = braced(value);
+    }
+}
+
+/// `text` with each `$NAME` written `${NAME}`; `${...}` and a `$` before anything else stay.
+fn braced(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        let name = match after.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+            true => after
+                .find(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+                .unwrap_or(after.len()),
+            false => 0,
+        };
+        match name {
+            0 => out.push('$'),
+            _ => out.push_str(&format!("${{{}}}", &after[..name])),
+        }
+        rest = &after[name..];
+    }
+    out.push_str(rest);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
@@ -183,10 +221,25 @@ mod tests {
         assert_eq!(remote(&servers, "web").url, "https://x.invalid/mcp");
         assert_eq!(remote(&servers, "web").transport, HttpTransport::Auto);
         assert_eq!(remote(&servers, "gem").url, "https://y.invalid/mcp");
-        let Entry::Invalid { reason } = entry(&servers, "broken") else {
+        let Entry::Invalid { reason, .. } = entry(&servers, "broken") else {
             panic!()
         };
         assert!(reason.contains("MISSING"), "{reason}");
+    }
+
+    #[test]
+    fn gemini_expands_dollar_variables_in_env() {
+        assert_eq!(
+            braced("$TOKEN:${HOME}/$_x1-$$ $1 $"),
+            "${TOKEN}:${HOME}/${_x1}-$$ $1 $"
+        );
+        let text = r#"{"mcpServers": {"g": {"command": "x", "args": ["$TOKEN"], "env": {"A": "k-$TOKEN"}}}}"#;
+        let servers = parse(".gemini/settings.json", text).unwrap().servers;
+        assert_eq!(spec(&servers, "g").command.env["A"], "k-secret");
+        // Only Gemini's files: elsewhere `$` is as written, and so are Gemini's args.
+        assert_eq!(spec(&servers, "g").command.args, ["$TOKEN"]);
+        let servers = parse(".mcp.json", text).unwrap().servers;
+        assert_eq!(spec(&servers, "g").command.env["A"], "k-$TOKEN");
     }
 
     #[test]
@@ -232,5 +285,19 @@ mod tests {
         let servers = parse("mcp.json", text).unwrap().servers;
         assert_eq!(spec(&servers, "a").command.args, ["s.js"]);
         assert_eq!(remote(&servers, "b").transport, HttpTransport::Sse);
+        // The native spelling, which `import` writes.
+        let servers = parse(
+            "c.toml",
+            "[mcp.b]\nurl = \"http://x/sse\"\ntransport = \"sse\"\n",
+        )
+        .unwrap()
+        .servers;
+        assert_eq!(remote(&servers, "b").transport, HttpTransport::Sse);
+        let error = parse(
+            "c.toml",
+            "[mcp.b]\nurl = \"http://x\"\ntransport = \"ws\"\n",
+        )
+        .unwrap_err();
+        assert!(error.0.contains("expected `http` or `sse`"), "{error}");
     }
 }

@@ -105,8 +105,14 @@ pub(super) fn read(path: &Path, text: &str) -> Result<RawFile, ConfigError> {
     if servers.is_none() && permissions.is_none() && !top.empty {
         return Err(no_servers_key(path, SERVER_KEYS));
     }
+    let mut servers = servers.unwrap_or_default();
+    if hosts::is_gemini(path) {
+        for (_, raw) in &mut servers {
+            hosts::gemini_variables(raw);
+        }
+    }
     let mut file = RawFile {
-        servers: servers.unwrap_or_default(),
+        servers,
         ..RawFile::default()
     };
     if let Some(permissions) = permissions {

@@ -171,6 +171,8 @@ pub enum Entry {
     /// An entry that parsed but cannot be used; the reason says why.
     Invalid {
         reason: String,
+        /// Its program and arguments, or its URL, as written (variables unexpanded).
+        command: String,
     },
 }
 
@@ -313,8 +315,9 @@ fn read_file(path: &Path, text: &str, env: Env<'_>) -> Result<(Config, Vec<Strin
         .map(|(name, raw)| Server {
             // An unusable entry says which file to fix.
             entry: match finish(&name, raw, env, base) {
-                Entry::Invalid { reason } => Entry::Invalid {
+                Entry::Invalid { reason, command } => Entry::Invalid {
                     reason: format!("{reason} (in {})", path.display()),
+                    command,
                 },
                 entry => entry,
             },

@@ -56,6 +56,7 @@ struct NativeServer {
     #[serde(default)]
     headers: BTreeMap<String, String>,
     bearer_token_env_var: Option<String>,
+    transport: Option<Transport>,
     oauth_client_id: Option<String>,
     oauth_client_secret_env: Option<String>,
     oauth_client_metadata_url: Option<String>,
@@ -76,6 +77,16 @@ struct NativeServer {
     permissions: Option<ServerPermissions>,
 }
 
+/// `transport`: how a remote server is spoken to. `http` (the default) is Streamable HTTP,
+/// falling back to HTTP+SSE as the specification says; `sse` is HTTP+SSE only, VS Code's
+/// `"type": "sse"`.
+#[derive(Deserialize, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+enum Transport {
+    Http,
+    Sse,
+}
+
 fn servers(table: BTreeMap<String, NativeServer>) -> RawServers {
     let raw = |s: NativeServer| RawServer {
         command: s.command,
@@ -86,7 +97,10 @@ fn servers(table: BTreeMap<String, NativeServer>) -> RawServers {
         url: s.url,
         headers: s.headers,
         bearer_token_env_var: s.bearer_token_env_var,
-        transport: mcp_smol::HttpTransport::Auto,
+        transport: match s.transport {
+            Some(Transport::Sse) => mcp_smol::HttpTransport::Sse,
+            Some(Transport::Http) | None => mcp_smol::HttpTransport::Auto,
+        },
         oauth_client_id: s.oauth_client_id,
         oauth_client_secret_env: s.oauth_client_secret_env,
         oauth_client_metadata_url: s.oauth_client_metadata_url,

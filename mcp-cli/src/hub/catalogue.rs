@@ -134,6 +134,12 @@ impl Hub {
         Ok((entries, withheld))
     }
 
+    /// How many tools of a running server the policy and the pins let through; `None` when
+    /// it is not running.
+    pub(crate) fn shown_count(&self, server: &str) -> Option<usize> {
+        self.tools(server).ok().map(|(tools, _)| tools.len())
+    }
+
     /// Pins the tools of `server` not pinned yet, unless its config turns pinning off.
     fn observe_pins(&self, server: &str, tools: &[Tool]) {
         if let Some(key) = self.pin_key(server) {

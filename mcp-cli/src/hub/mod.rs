@@ -192,7 +192,8 @@ pub struct ServerStatus {
     pub command: String,
     /// Its process id while it runs.
     pub pid: Option<u32>,
-    /// How many tools it offers while it runs (before policy).
+    /// How many of its tools the catalogue offers while it runs: those the policy and the
+    /// pins let through, as [`Hub::tools_of`] lists them.
     pub tools: Option<usize>,
     /// Why it failed, is denied or is invalid.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -341,10 +342,15 @@ impl Hub {
 
     /// Every server's status, by name; starts nothing.
     pub fn status(&self) -> Vec<ServerStatus> {
-        self.inner
-            .slots()
-            .iter()
-            .map(|slot| slot.status())
+        (self.inner.slots().iter())
+            .map(|slot| {
+                let mut status = slot.status();
+                // As `tools` counts them, not as the server sent them.
+                if status.tools.is_some() {
+                    status.tools = self.shown_count(&status.name);
+                }
+                status
+            })
             .collect()
     }
 

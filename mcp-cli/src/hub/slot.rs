@@ -121,7 +121,7 @@ impl Slot {
                 State::Disabled,
                 "disabled in the config".to_owned(),
             )),
-            Entry::Invalid { reason } => Err(unavailable(State::Invalid, reason.clone())),
+            Entry::Invalid { reason, .. } => Err(unavailable(State::Invalid, reason.clone())),
         }
     }
 
@@ -139,7 +139,7 @@ impl Slot {
                     ..
                 }) => remote.url.clone(),
                 Entry::Enabled(spec) | Entry::Disabled(spec) => spec.command.display(),
-                Entry::Invalid { .. } => String::new(),
+                Entry::Invalid { command, .. } => command.clone(),
             },
             pid: None,
             tools: None,

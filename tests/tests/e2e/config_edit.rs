@@ -402,6 +402,106 @@ fn import_reads_each_hosts_places_and_writes_a_native_file() {
 }
 
 #[test]
+fn gemini_dollar_variables_in_env_expand_and_import_as_variables() {
+    let dir = Scratch::new("import-gemini");
+    let home = dir.0.join("home");
+    let settings = home.join(".gemini/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    // The program comes through the environment, so it runs only if `$VAR` was expanded.
+    let text = r#"{"mcpServers": {"gem": {"command": "sh", "args": ["-c", "exec \"$FX\" good"],
+        "env": {"FX": "$MCP_E2E_FIXTURE"}}}}"#;
+    std::fs::write(&settings, text).unwrap();
+    let config_home = home.join(".config");
+    let env = [
+        ("HOME", home.to_str().unwrap()),
+        ("XDG_CONFIG_HOME", config_home.to_str().unwrap()),
+        ("MCP_E2E_FIXTURE", FIXTURE),
+    ];
+    let settings = settings.to_str().unwrap();
+    let run = dir.cli_with(
+        &["--config", settings, "call", "gem", "echo", "text=in place"],
+        &env,
+        None,
+    );
+    assert_eq!(run.stdout, "in place\n", "{}", run.stderr);
+
+    let run = dir.cli_with(&["import", "--write", "gem"], &env, None);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let native = read(&config_home.join("mcp-cli/config.toml"));
+    assert!(
+        native.contains("env = { FX = \"${MCP_E2E_FIXTURE}\" }"),
+        "{native}"
+    );
+    let run = dir.cli_with(&["call", "gem", "echo", "text=imported"], &env, None);
+    assert_eq!(run.stdout, "imported\n", "{}", run.stderr);
+}
+
+#[test]
+fn add_creates_the_config_file_it_is_given() {
+    let dir = Scratch::new("add-new-file");
+    let config = dir.0.join("sub/new.toml");
+    let config = config.to_str().unwrap();
+    let run = dir.cli(&["--config", config, "add", "fx", "--", FIXTURE, "good"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout, format!("added fx to {config}\n"));
+    let mode = std::fs::metadata(config).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let run = dir.cli(&["--config", config, "call", "fx", "echo", "text=hi"]);
+    assert_eq!(run.stdout, "hi\n", "{}", run.stderr);
+    // The same for `import --write`; reading a file that is not there is still an error.
+    let other = dir.0.join("other.toml");
+    let other = other.to_str().unwrap();
+    let home = [("HOME", dir.0.to_str().unwrap())];
+    let run = dir.cli_with(&["--config", other, "import", "--write"], &home, None);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let run = dir.cli(&["--config", other, "servers"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("other.toml"), "{}", run.stderr);
+}
+
+#[test]
+fn ad_hoc_servers_take_no_server_word_for_read_prompt_and_trust() {
+    let dir = Scratch::new("adhoc-words");
+    let describe = dir.write("description.txt", "Says hello.");
+    let line = format!("'{FIXTURE}' resources --describe '{}'", describe.display());
+    let adhoc = |args: &[&str]| {
+        let mut words = vec!["--stdio", line.as_str()];
+        words.extend_from_slice(args);
+        dir.cli(&words)
+    };
+    let run = adhoc(&["read", "fx://text/hello"]);
+    assert_eq!(run.stdout, "hello from the fixture\n", "{}", run.stderr);
+    let run = adhoc(&["prompt", "greet", "name=Ada", "greeting=Hi"]);
+    assert_eq!(run.stdout, "user: Hi, Ada!\n", "{}", run.stderr);
+    let run = adhoc(&["prompt", "plain"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let run = adhoc(&["trust"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("mcp-fixture: 0 changed tool definition(s) accepted"),
+        "{}",
+        run.stderr
+    );
+    // The SERVER word is still taken.
+    let run = adhoc(&["read", "mcp-fixture", "fx://text/hello"]);
+    assert_eq!(run.stdout, "hello from the fixture\n", "{}", run.stderr);
+    let run = adhoc(&["prompt", "mcp-fixture", "greet", "name=Ada"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let run = adhoc(&["trust", "mcp-fixture"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    // Without an ad hoc server, the word is needed and its absence says so.
+    let run = dir.cli(&["read", "fx://text/hello"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("which server?"), "{}", run.stderr);
+    let run = dir.cli(&["trust"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    let run = dir.cli(&["prompt", "fx"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("which prompt?"), "{}", run.stderr);
+}
+
+#[test]
 fn stdio_stands_for_an_ad_hoc_server() {
     let dir = Scratch::new("adhoc");
     dir.write(".mcp-cli.toml", &fixture_block("fx", "good"));

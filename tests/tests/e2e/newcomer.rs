@@ -239,6 +239,35 @@ fn json_configs_are_strict_and_speak_vscode() {
 }
 
 #[test]
+fn an_unset_vscode_env_variable_is_named_as_not_set() {
+    let dir = Scratch::new("newcomer-vscode-env");
+    let config = dir.write(
+        "mcp.json",
+        &format!(
+            "{{\"servers\": {{\"fx\": {{\"command\": {FIXTURE:?}, \"args\": [\"good\"], \
+             \"env\": {{\"KEY\": \"${{env:MCP_E2E_KEY}}\"}}}}}}}}"
+        ),
+    );
+    let config = config.to_str().unwrap();
+    let run = dir.cli(&["--config", config, "call", "fx", "echo", "text=hi"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("environment variable MCP_E2E_KEY is not set"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("only VS Code"), "{}", run.stderr);
+    let set = [("MCP_E2E_KEY", "k")];
+    let run = dir.cli_with(
+        &["--config", config, "call", "fx", "echo", "text=hi"],
+        &set,
+        None,
+    );
+    assert_eq!(run.stdout, "hi\n", "{}", run.stderr);
+}
+
+#[test]
 fn tools_keep_what_servers_send_and_alike_names_stay_apart() {
     let dir = Scratch::new("newcomer-odd-tools");
     dir.write(".mcp-cli.toml", &fixture_block("fx", "odd-tools"));

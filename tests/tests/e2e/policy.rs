@@ -36,15 +36,15 @@ fn denied_servers_are_listed_and_never_spawned() {
     assert_eq!(state_of(&run, "nope"), "denied");
     assert_eq!(state_of(&run, "other"), "denied");
     assert!(
-        run.stdout.contains("nope: denied by mcp_server_denylist")
-            && run.stdout.contains(".mcp-cli.toml line"),
+        run.stderr.contains("nope: denied by mcp_server_denylist")
+            && run.stderr.contains(".mcp-cli.toml line"),
         "{}",
-        run.stdout
+        run.stderr
     );
     assert!(
-        run.stdout.contains("other: not in mcp_server_allowlist"),
+        run.stderr.contains("other: not in mcp_server_allowlist"),
         "{}",
-        run.stdout
+        run.stderr
     );
     // The allowlist keeps presets out too.
     assert_eq!(state_of(&run, "filesystem"), "denied");

@@ -37,8 +37,14 @@ fn fixture(mode: &str) -> Server {
 
 /// A fixture binary in `mode`, once it has said its port.
 fn spawn(binary: &str, mode: &str) -> Server {
+    spawn_with(binary, mode, &[])
+}
+
+/// [`spawn`], with more arguments after the mode.
+fn spawn_with(binary: &str, mode: &str, extra: &[&str]) -> Server {
     let mut child = Command::new(binary)
         .arg(mode)
+        .args(extra)
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
@@ -180,6 +186,51 @@ fn configured_headers_reach_the_server_with_their_variables_expanded() {
 }
 
 #[test]
+fn add_and_http_take_a_header_in_either_form() {
+    // The fixture's `token` mode serves only requests carrying `Authorization: Bearer good`.
+    let server = fixture("token");
+    let url = server.url();
+    let dir = Scratch::new("remote-header-forms");
+    let config = dir.write("remote.toml", "");
+    let config = config.to_str().unwrap();
+    for (name, header) in [
+        ("colon", "Authorization: Bearer good"),
+        ("equals", "Authorization=Bearer good"),
+    ] {
+        let add = [
+            "--config", config, "add", name, "--url", &url, "--header", header,
+        ];
+        let run = dir.cli(&add);
+        assert_eq!(run.code, 0, "{header}: {}", run.stderr);
+        let run = dir.cli(&["--config", config, "call", name, "echo", "message=in"]);
+        assert_eq!(run.code, 0, "{header}: {}", run.stderr);
+
+        let http = [
+            "--http",
+            &url,
+            "--header",
+            header,
+            "call",
+            "echo",
+            "message=x",
+        ];
+        let run = dir.cli(&http);
+        assert_eq!(run.code, 0, "{header}: {}", run.stderr);
+    }
+    // Neither form, or a name HTTP cannot carry, is the caller's mistake, in both places.
+    for header in ["no separator", "Bad Name=v"] {
+        let add = [
+            "--config", config, "add", "bad", "--url", &url, "--header", header,
+        ];
+        let run = dir.cli(&add);
+        assert_eq!(run.code, 2, "{header}: {run:?}");
+        assert!(run.stderr.contains("--header"), "{header}: {run:?}");
+        let run = dir.cli(&["--http", &url, "--header", header, "tools"]);
+        assert_eq!(run.code, 2, "{header}: {run:?}");
+    }
+}
+
+#[test]
 fn a_server_refusing_us_is_listed_needs_auth_with_the_command_to_run() {
     let server = fixture("unauthorized");
     let dir = Scratch::new("remote-needs-auth");
@@ -192,9 +243,9 @@ fn a_server_refusing_us_is_listed_needs_auth_with_the_command_to_run() {
     let run = dir.cli(&["--config", config, "servers"]);
     assert_eq!(row(&run, "locked")[1], "needs-auth", "{}", run.stdout);
     assert!(
-        run.stdout.contains("run `mcp-cli auth locked`"),
+        run.stderr.contains("run `mcp-cli auth locked`"),
         "{}",
-        run.stdout
+        run.stderr
     );
 
     let run = dir.cli(&["--config", config, "call", "locked", "echo", "message=x"]);
@@ -330,4 +381,36 @@ fn an_html_page_in_an_error_is_one_short_line() {
     assert!(!run.stderr.contains("\\n"), "{run:?}");
     assert_eq!(run.stderr.matches('…').count(), 2, "{run:?}");
     assert!(run.stderr.len() < 1000, "{run:?}");
+}
+
+#[test]
+fn an_imported_vscode_sse_server_keeps_its_transport() {
+    let dir = Scratch::new("remote-import-sse");
+    let log = dir.0.join("requests.log");
+    let server = spawn_with(HTTP_FIXTURE, "good", &["--log", log.to_str().unwrap()]);
+    let home = dir.0.join("home");
+    let vscode = home.join(".config/Code/User/mcp.json");
+    std::fs::create_dir_all(vscode.parent().unwrap()).unwrap();
+    let text = format!(
+        r#"{{"servers": {{"old": {{"type": "sse", "url": "{}"}}}}}}"#,
+        server.url()
+    );
+    std::fs::write(&vscode, text).unwrap();
+    let config_home = home.join(".config");
+    let env = [
+        ("HOME", home.to_str().unwrap()),
+        ("XDG_CONFIG_HOME", config_home.to_str().unwrap()),
+    ];
+    let run = dir.cli_with(&["import", "--write"], &env, None);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let native = std::fs::read_to_string(config_home.join("mcp-cli/config.toml")).unwrap();
+    assert!(native.contains("transport = \"sse\""), "{native}");
+
+    // HTTP+SSE opens the event stream with a GET; Streamable HTTP would POST `initialize`.
+    // (This server speaks only Streamable HTTP, so the listing fails: the request is the point.)
+    let run = dir.cli_with(&["tools", "old"], &env, None);
+    assert_ne!(run.code, 0, "{run:?}");
+    let requests = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(requests.starts_with("GET /mcp "), "{requests}");
+    assert!(!requests.contains("POST"), "{requests}");
 }
