@@ -376,23 +376,7 @@ fn a_restarted_server_s_400_for_the_session_starts_a_new_one_and_resends() {
 
 #[test]
 fn a_400_for_the_session_in_the_new_session_too_fails_the_call_without_looping() {
-    let scratch = Scratch::new("http-400-again");
-    let log = scratch.0.join("requests.log");
-    let fixture = fixture("call-400", &["--log", log.to_str().unwrap()]);
-    let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
-    bounded(async {
-        let client = connect_http(server(url.clone()), patient()).await.unwrap();
-        let detail = echo_fails_in_transport(&client).await;
-        assert_eq!(
-            detail,
-            format!("POST {url}: {NO_VALID_SESSION}, in a new session too")
-        );
-        assert_eq!(client.list_tools().await.unwrap().len(), 2);
-        close_and_check(&client, fixture.port).await;
-    });
-    let requests = std::fs::read_to_string(&log).unwrap();
-    assert_eq!(requests.matches("rpc=initialize").count(), 2, "{requests}");
-    assert_eq!(requests.matches("rpc=tools/call").count(), 2, "{requests}");
+    refused_in_the_new_session_too("call-400", NO_VALID_SESSION);
 }
 
 #[test]
@@ -919,18 +903,24 @@ fn fetch_is_one_exchange_that_follows_no_redirect() {
 
 #[test]
 fn a_404_in_the_new_session_too_fails_the_call_without_looping() {
-    let scratch = Scratch::new("http-404-again");
+    refused_in_the_new_session_too("call-404", "HTTP 404 Not Found: no such thing");
+}
+
+/// A server in fixture `mode` refuses a call's session with `refusal`, and the call's again in
+/// the new session: the call fails saying so, one restart and no more, and the new session
+/// goes on working.
+fn refused_in_the_new_session_too(mode: &str, refusal: &str) {
+    let scratch = Scratch::new(&format!("http-{mode}-again"));
     let log = scratch.0.join("requests.log");
-    let fixture = fixture("call-404", &["--log", log.to_str().unwrap()]);
+    let fixture = fixture(mode, &["--log", log.to_str().unwrap()]);
     let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
     bounded(async {
         let client = connect_http(server(url.clone()), patient()).await.unwrap();
         let detail = echo_fails_in_transport(&client).await;
         assert_eq!(
-            &detail,
-            &format!("POST {url}: HTTP 404 Not Found: no such thing, in a new session too")
+            detail,
+            format!("POST {url}: {refusal}, in a new session too")
         );
-        // The new session works.
         assert_eq!(client.list_tools().await.unwrap().len(), 2);
         close_and_check(&client, fixture.port).await;
     });

@@ -351,11 +351,10 @@ fn everything_asks_for_roots_only_when_they_are_declared() {
     });
 }
 
-#[test]
-fn everything_elicitation_is_answered_on_a_terminal() {
-    let dir = Scratch::new("res-elicit");
+/// server-everything as `everything` in `dir`'s `.mcp-cli.toml`; `false` where npm is missing.
+fn configure_everything(dir: &Scratch) -> bool {
     let Some(bin) = mcp_tests::npm_bin() else {
-        return;
+        return false;
     };
     let server = bin.join("mcp-server-everything");
     let config = format!(
@@ -363,9 +362,20 @@ fn everything_elicitation_is_answered_on_a_terminal() {
         server.to_str().unwrap()
     );
     dir.write(".mcp-cli.toml", &config);
-    // The form's fields come in name order; only `name` is required: the rest keep their
-    // defaults or stay empty.
-    let answers = "y\n\n\n\n\n\n\n\nAda Lovelace\n\n\n\n\n\n";
+    true
+}
+
+/// Typed into server-everything's form: yes, then its fields in name order; only `name` is
+/// required, the rest keep their defaults or stay empty.
+const EVERYTHING_FORM_ANSWERS: &str = "y\n\n\n\n\n\n\n\nAda Lovelace\n\n\n\n\n\n";
+
+#[test]
+fn everything_elicitation_is_answered_on_a_terminal() {
+    let dir = Scratch::new("res-elicit");
+    if !configure_everything(&dir) {
+        return;
+    }
+    let answers = EVERYTHING_FORM_ANSWERS;
     let run = dir.on_terminal(
         &["call", "everything", "trigger-elicitation-request"],
         false,
@@ -406,15 +416,9 @@ fn everything_elicitation_is_answered_on_a_terminal() {
 #[test]
 fn everything_elicitation_through_the_daemon_is_answered_as_cold() {
     let dir = Scratch::new("res-elicit-warm");
-    let Some(bin) = mcp_tests::npm_bin() else {
+    if !configure_everything(&dir) {
         return;
-    };
-    let server = bin.join("mcp-server-everything");
-    let config = format!(
-        "[mcp.everything]\ncommand = {:?}\ntimeout_sec = 60\n",
-        server.to_str().unwrap()
-    );
-    dir.write(".mcp-cli.toml", &config);
+    }
     let runtime = dir.0.join("run");
     let env = [("XDG_RUNTIME_DIR", runtime.to_str().unwrap())];
     let warm = |args: &[&str]| dir.cli_with(args, &env, None);
@@ -438,7 +442,7 @@ fn everything_elicitation_through_the_daemon_is_answered_as_cold() {
             .contains("everything__trigger-elicitation-request"),
         "{tools:?}"
     );
-    let answers = "y\n\n\n\n\n\n\n\nAda Lovelace\n\n\n\n\n\n";
+    let answers = EVERYTHING_FORM_ANSWERS;
     let run = dir.on_terminal_with(
         &["call", "everything", "trigger-elicitation-request"],
         &env,
