@@ -362,7 +362,9 @@ impl Slot {
             }
             let (options, log) = hub.options(spec);
             let (client, driver) = match &spec.remote {
-                None => mcp_smol::start(&spec.command, options).map_err(server_error)?,
+                // Marked, so that a server running mcp-cli's own gateway knows how deep it is.
+                None => mcp_smol::start(&crate::nesting::marked(&spec.command), options)
+                    .map_err(server_error)?,
                 Some(remote) => {
                     let server = http_server(name, remote, hub.settings.login);
                     mcp_smol::start_http(server, options)
