@@ -111,7 +111,12 @@ pub(crate) fn spawn(command: &ServerCommand) -> Result<Spawned, Error> {
     let (stderr, stderr_writer) =
         std::io::pipe().map_err(|e| spawn_error(format!("cannot make a stderr pipe: {e}")))?;
     let mut std_command = std::process::Command::new(&program);
-    std_command.args(&command.args).envs(&command.env);
+    std_command.args(&command.args);
+    if command.sandbox.as_ref().is_some_and(|s| s.isolate_network) {
+        std_command.envs(sandbox::OFFLINE_SWITCHES.iter().copied());
+    }
+    // After the offline switches: what the config sets wins.
+    std_command.envs(&command.env);
     if let Some(cwd) = &command.cwd {
         std_command.current_dir(cwd);
     }

@@ -25,7 +25,9 @@ use landlock::{
 pub struct Sandbox {
     /// Runs the server in a network namespace of its own whose only interface is loopback
     /// (up): it cannot reach any other host, nor ports on this host's loopback. Through an
-    /// unprivileged user namespace when we are not root.
+    /// unprivileged user namespace when we are not root. Launchers are told to stay offline
+    /// (`npm_config_offline`, `UV_OFFLINE`, `PIP_NO_INDEX`) unless the command's env says
+    /// otherwise.
     pub isolate_network: bool,
     /// With Landlock: the server may read and write only beneath these paths and a private
     /// temporary folder (`TMPDIR`), and read (and run) only beneath them and the system's
@@ -34,6 +36,15 @@ pub struct Sandbox {
     /// writable. `None` does not confine the filesystem.
     pub filesystem: Option<Vec<PathBuf>>,
 }
+
+/// Set in the environment of a server whose network is cut, for the launchers it may run:
+/// without them `npx` and `uvx` spend a minute retrying DNS before they give up, while offline
+/// they run what is installed or cached at once (or fail at once). The config's own values win.
+pub(crate) const OFFLINE_SWITCHES: &[(&str, &str)] = &[
+    ("npm_config_offline", "true"),
+    ("UV_OFFLINE", "1"),
+    ("PIP_NO_INDEX", "1"),
+];
 
 /// Read-only for every confined server: what programs need to load and run.
 const SYSTEM_FOLDERS: &[&str] = &[

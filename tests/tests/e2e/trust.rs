@@ -142,6 +142,47 @@ fn network_false_cuts_the_server_off_from_loopback() {
 }
 
 #[test]
+fn network_false_tells_launchers_to_stay_offline() {
+    let scratch = Scratch::new("sandbox-offline");
+    let switches = ["npm_config_offline=true", "UV_OFFLINE=1", "PIP_NO_INDEX=1"];
+    // The server's own environment, as the fixture reads it.
+    let environment = |permissions: &str| {
+        let config = sandboxed(&scratch, FIXTURE, &["good"], permissions);
+        let args = ["--config", &config, "call", "fx", "read_path"];
+        let run = scratch.cli(&[&args[..], &["path=/proc/self/environ"]].concat());
+        assert_eq!(run.code, 0, "{permissions}: {run:?}");
+        run.stdout
+            .split(['\0', '\n'])
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    let cut = environment("{ network = false }");
+    for switch in switches {
+        assert!(cut.iter().any(|var| var == switch), "{switch}: {cut:?}");
+    }
+    let open = environment("");
+    for switch in switches {
+        assert!(!open.iter().any(|var| var == switch), "{switch}: {open:?}");
+    }
+    // The config's own value wins.
+    let config = format!(
+        "[mcp.fx]\ncommand = {FIXTURE:?}\nargs = [\"good\"]\nenv = {{ UV_OFFLINE = \"0\" }}\n\
+         permissions = {{ network = false }}\n"
+    );
+    let config = scratch.write("config.toml", &config).display().to_string();
+    let run = scratch.cli(&[
+        "--config",
+        &config,
+        "call",
+        "fx",
+        "read_path",
+        "path=/proc/self/environ",
+    ]);
+    assert!(run.stdout.contains("UV_OFFLINE=0\0"), "{run:?}");
+    assert!(!run.stdout.contains("UV_OFFLINE=1"), "{run:?}");
+}
+
+#[test]
 fn landlock_allows_the_listed_paths_and_denies_the_rest() {
     let scratch = Scratch::new("sandbox-fs");
     let inside = scratch.0.join("inside");
