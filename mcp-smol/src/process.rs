@@ -105,7 +105,9 @@ pub(crate) fn spawn(command: &ServerCommand) -> Result<Spawned, Error> {
         reason,
     };
     let mut prepared = match &command.sandbox {
-        Some(wanted) => Some(sandbox::prepare(wanted, &program).map_err(spawn_error)?),
+        Some(wanted) => {
+            Some(sandbox::prepare(wanted, &program, &command.env).map_err(spawn_error)?)
+        }
         None => None,
     };
     let (stderr, stderr_writer) =
@@ -134,7 +136,7 @@ pub(crate) fn spawn(command: &ServerCommand) -> Result<Spawned, Error> {
     let mut child = std_command.spawn().map_err(|error| {
         spawn_error(match &command.cwd {
             Some(cwd) if !cwd.is_dir() => format!("working directory {} not found", cwd.display()),
-            _ if command.sandbox.is_some() => format!("{error} (while entering its sandbox)"),
+            _ if command.sandbox.is_some() => sandbox::refused(prepared.as_ref(), &program, &error),
             _ => error.to_string(),
         })
     })?;
