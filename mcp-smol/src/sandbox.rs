@@ -431,10 +431,7 @@ mod tests {
         let real = std::fs::canonicalize(&dir).unwrap();
         let none = BTreeMap::new();
         assert_eq!(program_folders(&script, &none), [real.join("lib")]);
-        assert_eq!(
-            program_folders(&dir.join("bin/tool"), &none),
-            [real]
-        );
+        assert_eq!(program_folders(&dir.join("bin/tool"), &none), [real]);
         std::fs::remove_dir_all(dir).unwrap();
     }
 
