@@ -98,6 +98,9 @@ pub(crate) fn prepare(
             readable = (SYSTEM_FOLDERS.iter().map(PathBuf::from))
                 .chain(program_folders(program, env))
                 .chain(launcher_caches(env))
+                // Landlock cannot name what does not exist (a cache never made, a system
+                // folder this distribution lacks), and the message should not either.
+                .filter(|path| path.exists())
                 .collect();
             let ruleset = ruleset(paths, &readable, &temporary.0, forced("landlock"))?;
             readable.extend(paths.iter().cloned());
@@ -179,9 +182,6 @@ fn ruleset(
     }
     let read = AccessFs::from_read(ABI_WANTED);
     let all = AccessFs::from_all(ABI_WANTED);
-    // Landlock cannot name what does not exist (an optional cache, a system folder this
-    // distribution lacks).
-    let readable = readable.iter().filter(|path| path.exists());
     let writable = paths.iter().cloned().chain([temporary.to_owned()]);
     Ruleset::default()
         // Landlock itself is a must; the rights of later ABIs are taken where offered.
@@ -193,7 +193,7 @@ fn ruleset(
                 .handle_access(all)
         })
         .and_then(|ruleset| ruleset.create())
-        .and_then(|ruleset| ruleset.add_rules(path_beneath_rules(readable, read)))
+        .and_then(|ruleset| ruleset.add_rules(path_beneath_rules(readable.iter(), read)))
         .and_then(|ruleset| ruleset.add_rules(path_beneath_rules(writable, all)))
         // Programs write to /dev/null freely.
         .and_then(|ruleset| ruleset.add_rules(path_beneath_rules(["/dev/null"], all)))
