@@ -17,6 +17,7 @@ mod gateway;
 pub mod hub;
 pub mod logs;
 pub mod names;
+mod nesting;
 pub mod output;
 mod prompt;
 mod spinner;

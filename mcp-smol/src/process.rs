@@ -105,13 +105,20 @@ pub(crate) fn spawn(command: &ServerCommand) -> Result<Spawned, Error> {
         reason,
     };
     let mut prepared = match &command.sandbox {
-        Some(wanted) => Some(sandbox::prepare(wanted, &program).map_err(spawn_error)?),
+        Some(wanted) => {
+            Some(sandbox::prepare(wanted, &program, &command.env).map_err(spawn_error)?)
+        }
         None => None,
     };
     let (stderr, stderr_writer) =
         std::io::pipe().map_err(|e| spawn_error(format!("cannot make a stderr pipe: {e}")))?;
     let mut std_command = std::process::Command::new(&program);
-    std_command.args(&command.args).envs(&command.env);
+    std_command.args(&command.args);
+    if command.sandbox.as_ref().is_some_and(|s| s.isolate_network) {
+        std_command.envs(sandbox::OFFLINE_SWITCHES.iter().copied());
+    }
+    // After the offline switches: what the config sets wins.
+    std_command.envs(&command.env);
     if let Some(cwd) = &command.cwd {
         std_command.current_dir(cwd);
     }
@@ -129,7 +136,7 @@ pub(crate) fn spawn(command: &ServerCommand) -> Result<Spawned, Error> {
     let mut child = std_command.spawn().map_err(|error| {
         spawn_error(match &command.cwd {
             Some(cwd) if !cwd.is_dir() => format!("working directory {} not found", cwd.display()),
-            _ if command.sandbox.is_some() => format!("{error} (while entering its sandbox)"),
+            _ if command.sandbox.is_some() => sandbox::refused(prepared.as_ref(), &program, &error),
             _ => error.to_string(),
         })
     })?;

@@ -11,6 +11,7 @@
 //! `MCP_SMOL_SANDBOX_MISSING` (`landlock`, `userns`, comma-separated) makes this code act as
 //! on a kernel without them, so that path can be tested; nothing else reads it.
 
+use std::collections::BTreeMap;
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -25,15 +26,29 @@ use landlock::{
 pub struct Sandbox {
     /// Runs the server in a network namespace of its own whose only interface is loopback
     /// (up): it cannot reach any other host, nor ports on this host's loopback. Through an
-    /// unprivileged user namespace when we are not root.
+    /// unprivileged user namespace when we are not root. Launchers are told to stay offline
+    /// (`npm_config_offline`, `UV_OFFLINE`, `PIP_NO_INDEX`) unless the command's env says
+    /// otherwise.
     pub isolate_network: bool,
     /// With Landlock: the server may read and write only beneath these paths and a private
     /// temporary folder (`TMPDIR`), and read (and run) only beneath them and the system's
-    /// folders (`/usr`, `/lib`, `/lib64`, `/bin`, `/sbin`, `/etc`, `/proc`, `/dev`, `/sys`)
-    /// and its program's install folder. An empty list leaves only the temporary folder
-    /// writable. `None` does not confine the filesystem.
+    /// folders (`/usr`, `/lib`, `/lib64`, `/bin`, `/sbin`, `/etc`, `/proc`, `/dev`, `/sys`),
+    /// its program's install folder and that of the interpreter its `#!` line names (links
+    /// followed: a venv's `python` reaches the interpreter it links to), and the launchers'
+    /// caches (`~/.npm`, `~/.cache/uv`, `~/.cache/pip`, or where their variables put them).
+    /// An empty list leaves only the temporary folder writable. `None` does not confine the
+    /// filesystem.
     pub filesystem: Option<Vec<PathBuf>>,
 }
+
+/// Set in the environment of a server whose network is cut, for the launchers it may run:
+/// without them `npx` and `uvx` spend a minute retrying DNS before they give up, while offline
+/// they run what is installed or cached at once (or fail at once). The config's own values win.
+pub(crate) const OFFLINE_SWITCHES: &[(&str, &str)] = &[
+    ("npm_config_offline", "true"),
+    ("UV_OFFLINE", "1"),
+    ("PIP_NO_INDEX", "1"),
+];
 
 /// Read-only for every confined server: what programs need to load and run.
 const SYSTEM_FOLDERS: &[&str] = &[
@@ -51,6 +66,8 @@ pub(crate) struct Prepared {
     ruleset: Option<RulesetCreated>,
     /// The private temporary folder, removed when the server's group is gone.
     pub(crate) temporary: Option<TempDir>,
+    /// What the server may read and run, for the message when its start is refused.
+    readable: Vec<PathBuf>,
 }
 
 /// What a process that is not root writes to map itself into a new user namespace.
@@ -60,8 +77,13 @@ struct UserMaps {
     maps: Option<(CString, CString)>,
 }
 
-/// Checks what `sandbox` needs and builds it; `Err` says what is missing.
-pub(crate) fn prepare(sandbox: &Sandbox, program: &Path) -> Result<Prepared, String> {
+/// Checks what `sandbox` needs and builds it for `program`, run with `env` over ours; `Err`
+/// says what is missing.
+pub(crate) fn prepare(
+    sandbox: &Sandbox,
+    program: &Path,
+    env: &BTreeMap<String, String>,
+) -> Result<Prepared, String> {
     let missing = std::env::var("MCP_SMOL_SANDBOX_MISSING").unwrap_or_default();
     let forced = |what: &str| missing.split(',').any(|m| m.trim() == what);
     let network = if sandbox.isolate_network {
@@ -69,10 +91,19 @@ pub(crate) fn prepare(sandbox: &Sandbox, program: &Path) -> Result<Prepared, Str
     } else {
         None
     };
+    let mut readable = Vec::new();
     let (ruleset, temporary) = match &sandbox.filesystem {
         Some(paths) => {
             let temporary = TempDir::new()?;
-            let ruleset = ruleset(paths, program, &temporary.0, forced("landlock"))?;
+            readable = (SYSTEM_FOLDERS.iter().map(PathBuf::from))
+                .chain(program_folders(program, env))
+                .chain(launcher_caches(env))
+                // Landlock cannot name what does not exist (a cache never made, a system
+                // folder this distribution lacks), and the message should not either.
+                .filter(|path| path.exists())
+                .collect();
+            let ruleset = ruleset(paths, &readable, &temporary.0, forced("landlock"))?;
+            readable.extend(paths.iter().cloned());
             (Some(ruleset), Some(temporary))
         }
         None => (None, None),
@@ -81,7 +112,31 @@ pub(crate) fn prepare(sandbox: &Sandbox, program: &Path) -> Result<Prepared, Str
         network,
         ruleset,
         temporary,
+        readable,
     })
+}
+
+/// Why the spawn of `program` failed with `error` inside the sandbox: a refused `exec` names
+/// what the server may run.
+pub(crate) fn refused(
+    prepared: Option<&Prepared>,
+    program: &Path,
+    error: &std::io::Error,
+) -> String {
+    let readable = prepared.map(|p| p.readable.as_slice()).unwrap_or_default();
+    if error.kind() != std::io::ErrorKind::PermissionDenied || readable.is_empty() {
+        return format!("{error} (while entering its sandbox)");
+    }
+    let mut runs = program.display().to_string();
+    if let Some(interpreter) = interpreter(program, &BTreeMap::new()) {
+        runs.push_str(&format!(" (run by {})", interpreter.display()));
+    }
+    let allowed: Vec<String> = readable.iter().map(|p| p.display().to_string()).collect();
+    format!(
+        "the sandbox refused to run {runs}: {error}. Under `filesystem` a server may read and \
+         run only beneath {}; add the folder of what it runs to `filesystem`",
+        allowed.join(", ")
+    )
 }
 
 fn user_maps(forced_missing: bool) -> Result<UserMaps, String> {
@@ -115,7 +170,7 @@ fn user_maps(forced_missing: bool) -> Result<UserMaps, String> {
 
 fn ruleset(
     paths: &[PathBuf],
-    program: &Path,
+    readable: &[PathBuf],
     temporary: &Path,
     forced_missing: bool,
 ) -> Result<RulesetCreated, String> {
@@ -127,7 +182,6 @@ fn ruleset(
     }
     let read = AccessFs::from_read(ABI_WANTED);
     let all = AccessFs::from_all(ABI_WANTED);
-    let readable = (SYSTEM_FOLDERS.iter().map(PathBuf::from)).chain(install_folder(program));
     let writable = paths.iter().cloned().chain([temporary.to_owned()]);
     Ruleset::default()
         // Landlock itself is a must; the rights of later ABIs are taken where offered.
@@ -139,17 +193,97 @@ fn ruleset(
                 .handle_access(all)
         })
         .and_then(|ruleset| ruleset.create())
-        .and_then(|ruleset| ruleset.add_rules(path_beneath_rules(readable, read)))
+        .and_then(|ruleset| ruleset.add_rules(path_beneath_rules(readable.iter(), read)))
         .and_then(|ruleset| ruleset.add_rules(path_beneath_rules(writable, all)))
         // Programs write to /dev/null freely.
         .and_then(|ruleset| ruleset.add_rules(path_beneath_rules(["/dev/null"], all)))
         .map_err(|error| missing(error.to_string()))
 }
 
-/// The folder a program is installed in: its own (links followed), or the prefix above a
-/// `bin` folder or a `node_modules` tree, where its libraries are.
-fn install_folder(program: &Path) -> Option<PathBuf> {
-    let real = std::fs::canonicalize(program).ok()?;
+/// The install folders of the program and of the interpreter its `#!` line names, at every
+/// step of their links (a venv's `bin/python` links into pyenv's or uv's interpreters).
+fn program_folders(program: &Path, env: &BTreeMap<String, String>) -> Vec<PathBuf> {
+    let mut folders: Vec<PathBuf> = Vec::new();
+    let programs = std::iter::once(program.to_owned()).chain(interpreter(program, env));
+    for step in programs.flat_map(|program| link_chain(&program)) {
+        // Where this step is, its folder's links resolved but not its own.
+        let located = step
+            .parent()
+            .and_then(|dir| std::fs::canonicalize(dir).ok());
+        let located = located
+            .zip(step.file_name())
+            .map(|(dir, name)| dir.join(name));
+        if let Some(folder) = located.as_deref().and_then(prefix)
+            && !folders.contains(&folder)
+        {
+            folders.push(folder);
+        }
+    }
+    folders
+}
+
+/// `path`, then each file its links lead to, in order.
+fn link_chain(path: &Path) -> Vec<PathBuf> {
+    let mut chain = vec![path.to_owned()];
+    // As the kernel, give up on a loop after 40 links.
+    while chain.len() < 40 {
+        let last = &chain[chain.len() - 1];
+        let Ok(target) = std::fs::read_link(last) else {
+            break;
+        };
+        let next = last.parent().unwrap_or(Path::new("/")).join(target);
+        chain.push(next);
+    }
+    chain
+}
+
+/// The interpreter a script's `#!` line names; through `env NAME`, NAME found on `PATH`.
+fn interpreter(program: &Path, env: &BTreeMap<String, String>) -> Option<PathBuf> {
+    use std::io::Read;
+    let mut head = [0u8; 256];
+    let read = std::fs::File::open(program).ok()?.read(&mut head).ok()?;
+    let line = head[..read].strip_prefix(b"#!")?;
+    let line = line.split(|&b| b == b'\n').next()?;
+    let line = std::str::from_utf8(line).ok()?;
+    let mut words = line.split_whitespace();
+    let interpreter = PathBuf::from(words.next()?);
+    if interpreter.file_name().is_none_or(|name| name != "env") {
+        return Some(interpreter);
+    }
+    let name = words.find(|word| !word.starts_with('-'))?;
+    let path = env
+        .get("PATH")
+        .cloned()
+        .or_else(|| std::env::var("PATH").ok());
+    std::env::split_paths(&path.unwrap_or_default())
+        .map(|dir| dir.join(name))
+        .find(|candidate| candidate.is_file())
+}
+
+/// Where npm, uv and pip keep what they download: launchers run from there.
+fn launcher_caches(env: &BTreeMap<String, String>) -> Vec<PathBuf> {
+    let var = |key: &str| {
+        (env.get(key).cloned())
+            .or_else(|| std::env::var(key).ok())
+            .filter(|value| !value.is_empty())
+            .map(PathBuf::from)
+    };
+    let home = var("HOME");
+    let cache = var("XDG_CACHE_HOME").or_else(|| home.as_ref().map(|home| home.join(".cache")));
+    let under = |base: &Option<PathBuf>, name: &str| base.as_ref().map(|base| base.join(name));
+    [
+        var("npm_config_cache").or_else(|| under(&home, ".npm")),
+        var("UV_CACHE_DIR").or_else(|| under(&cache, "uv")),
+        var("PIP_CACHE_DIR").or_else(|| under(&cache, "pip")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// The folder a file at `real` (a path without links) is installed in: its own, or the
+/// prefix above a `bin` folder or a `node_modules` tree, where its libraries are.
+fn prefix(real: &Path) -> Option<PathBuf> {
     let topmost_modules = real
         .ancestors()
         .filter(|dir| dir.file_name().is_some_and(|name| name == "node_modules"))
@@ -295,8 +429,51 @@ mod tests {
         std::fs::create_dir_all(dir.join("bin")).unwrap();
         std::fs::write(dir.join("bin/tool"), "").unwrap();
         let real = std::fs::canonicalize(&dir).unwrap();
-        assert_eq!(install_folder(&script), Some(real.join("lib")));
-        assert_eq!(install_folder(&dir.join("bin/tool")), Some(real.clone()));
+        let none = BTreeMap::new();
+        assert_eq!(program_folders(&script, &none), [real.join("lib")]);
+        assert_eq!(program_folders(&dir.join("bin/tool"), &none), [real]);
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_scripts_interpreter_is_followed_through_its_links() {
+        use std::os::unix::fs::symlink;
+        let dir = std::env::temp_dir().join(format!("mcp-smol-venv-{}", std::process::id()));
+        let python = dir.join("pyenv/versions/3.12/bin/python3.12");
+        std::fs::create_dir_all(python.parent().unwrap()).unwrap();
+        std::fs::write(&python, "").unwrap();
+        std::fs::create_dir_all(dir.join("venv/bin")).unwrap();
+        symlink(&python, dir.join("venv/bin/python")).unwrap();
+        let real = std::fs::canonicalize(&dir).unwrap();
+        let venv = real.join("venv");
+        let pyenv = real.join("pyenv/versions/3.12");
+        let script = dir.join("venv/bin/server");
+        let shebangs = [
+            format!("#!{}/bin/python\n", venv.display()),
+            // `env NAME`, NAME looked up on the server's PATH.
+            "#!/usr/bin/env -S python -u\n".to_owned(),
+        ];
+        let env = BTreeMap::from([("PATH".to_owned(), venv.join("bin").display().to_string())]);
+        for shebang in shebangs {
+            std::fs::write(&script, format!("{shebang}print()\n")).unwrap();
+            let folders = program_folders(&script, &env);
+            assert!(folders.contains(&venv), "{shebang}: {folders:?}");
+            assert!(folders.contains(&pyenv), "{shebang}: {folders:?}");
+        }
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn launcher_caches_follow_their_variables() {
+        let env = BTreeMap::from([
+            ("HOME".to_owned(), "/home/u".to_owned()),
+            ("XDG_CACHE_HOME".to_owned(), "/c".to_owned()),
+            ("UV_CACHE_DIR".to_owned(), "/uv".to_owned()),
+            ("npm_config_cache".to_owned(), String::new()),
+            ("PIP_CACHE_DIR".to_owned(), String::new()),
+        ]);
+        let caches = launcher_caches(&env);
+        let expected = ["/home/u/.npm", "/uv", "/c/pip"].map(PathBuf::from);
+        assert_eq!(caches, expected);
     }
 }

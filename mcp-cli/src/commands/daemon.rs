@@ -19,6 +19,12 @@ pub(crate) async fn run(ctx: &mut Context, action: DaemonAction) -> Result<Exit,
             "the daemon serves configured servers; --stdio and --http are not supported with it",
         ));
     }
+    if matches!(
+        action,
+        DaemonAction::Run { .. } | DaemonAction::Start { .. }
+    ) {
+        crate::nesting::check_depth().map_err(Failure::usage)?;
+    }
     let env = |key: &str| std::env::var(key).ok();
     let place = Place::discover(&ctx.configs, &env);
     match action {

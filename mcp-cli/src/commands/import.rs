@@ -112,8 +112,15 @@ fn copy(
             continue;
         }
         let from = f.file.display();
+        let program = f.server.command.as_deref().unwrap_or_default();
+        let search = f.server.env.get("PATH").map(String::as_str);
         let skip = if let Some(reason) = &f.unusable {
             Some(format!("it cannot be used here: {reason}"))
+        } else if crate::nesting::runs_our_gateway(program, &f.server.args, search) {
+            Some(
+                "it runs mcp-cli's own gateway, which would then start itself without end"
+                    .to_owned(),
+            )
         } else if taken.contains(&f.name) {
             Some("a server of that name was imported from another host first".to_owned())
         } else if existing.contains(&f.name) && !force {

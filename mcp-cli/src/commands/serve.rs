@@ -16,6 +16,7 @@ pub(crate) async fn run(ctx: &mut Context, proxy: bool, named: &[String]) -> Res
             "serve stands for configured servers; --stdio and --http are not supported with it",
         ));
     }
+    crate::nesting::check_depth().map_err(Failure::usage)?;
     let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
     let env = |key: &str| std::env::var(key).ok();
     let files = config::discover(&ctx.configs, &env, &cwd);

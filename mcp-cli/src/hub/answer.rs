@@ -63,13 +63,15 @@ impl ElicitAnswer {
 pub type ElicitHandler =
     Arc<dyn Fn(Elicitation) -> Pin<Box<dyn Future<Output = ElicitAnswer> + Send>> + Send + Sync>;
 
-/// Answers one server's requests until its connection ends.
+/// Answers one server's requests until its connection ends; `roots_answered` hears once a
+/// `roots/list` has been answered.
 pub(crate) async fn serve(
     server: String,
     client: Client,
     requests: async_channel::Receiver<ServerRequest>,
     roots: Vec<PathBuf>,
     elicit: Option<ElicitHandler>,
+    roots_answered: async_channel::Sender<()>,
 ) {
     while let Ok(request) = requests.recv().await {
         let result = match (request.method.as_str(), &elicit) {
@@ -80,7 +82,12 @@ pub(crate) async fn serve(
             }
             (method, _) => Err(RpcError::method_not_found(method)),
         };
+        let roots_asked = request.method == "roots/list";
         client.respond(request.id, result).await;
+        if roots_asked {
+            // Full after the first: later answers need no telling.
+            let _ = roots_answered.try_send(());
+        }
     }
 }
 

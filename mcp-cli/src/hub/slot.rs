@@ -29,6 +29,15 @@ const BACKOFF: [Duration; MAX_RESTARTS] = [
 
 const RESTART_WINDOW: Duration = Duration::from_secs(60);
 
+/// How long a server with roots configured gets to ask for them before the hub's first request
+/// goes anyway (a server may never ask).
+const ROOTS_WAIT: Duration = Duration::from_secs(2);
+
+/// How long a server gets to take in the roots once answered, before the hub's first request:
+/// there is no acknowledgement to wait for, and server-filesystem checks each root on disk
+/// (two file system calls through Node's thread pool) before it allows it.
+const ROOTS_SETTLE: Duration = Duration::from_millis(50);
+
 /// Numbers connections, so that news of an old one (which may share pid 0 with the new one
 /// over HTTP) never lands on its successor.
 static CONNECTIONS: AtomicU64 = AtomicU64::new(1);
@@ -362,7 +371,9 @@ impl Slot {
             }
             let (options, log) = hub.options(spec);
             let (client, driver) = match &spec.remote {
-                None => mcp_smol::start(&spec.command, options).map_err(server_error)?,
+                // Marked, so that a server running mcp-cli's own gateway knows how deep it is.
+                None => mcp_smol::start(&crate::nesting::marked(&spec.command), options)
+                    .map_err(server_error)?,
                 Some(remote) => {
                     let server = http_server(name, remote, hub.settings.login);
                     mcp_smol::start_http(server, options)
@@ -380,16 +391,32 @@ impl Slot {
         // Subscribed before the handshake ends, so no list change and no question is missed.
         let notes = client.notifications().await;
         let requests = client.server_requests().await;
+        let (roots_answered, roots_known) = async_channel::bounded(1);
         let answering = answer::serve(
             name.clone(),
             client.clone(),
             requests,
             spec.roots.clone(),
             hub.settings.elicit.clone(),
+            roots_answered,
         );
         hub.spawn_watcher(answering);
         let listed = async {
             let info = client.wait_ready().await?;
+            if !spec.roots.is_empty() {
+                // Servers ask for the roots after `initialized` and take the answer in on their
+                // own time; server-filesystem refuses every path until then. Nothing goes to
+                // the server before it has asked and been answered (or the wait is over).
+                let answered = async {
+                    if roots_known.recv().await.is_ok() {
+                        async_io::Timer::after(ROOTS_SETTLE).await;
+                    }
+                };
+                let waited = async {
+                    async_io::Timer::after(ROOTS_WAIT).await;
+                };
+                futures_lite::future::or(answered, waited).await;
+            }
             // A server that declares no tools is not asked for them (the spec's rule; some
             // answer such a request with nonsense).
             if info.capabilities.get("tools").is_none_or(Value::is_null) {

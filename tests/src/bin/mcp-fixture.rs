@@ -24,6 +24,8 @@
 //! - `double-answer`: answers every request twice.
 //! - `out-of-order`: holds `tools/call` answers and releases them in reverse (3 held, or 200 ms).
 //! - `server-requests`: asks for sampling, roots, elicitation and an unknown method.
+//! - `late-roots`: asks for the roots `--delay-ms N` (default 200) after `initialized`, as
+//!   servers that ask on their own time do; `report` shows the answer once it has come.
 //! - `ping-client`: pings the client (ids "p1" and 2).
 //! - `flood-notifications`: 10000 log messages and 1000 stray progress notes per call.
 //! - `flood-stderr`: writes to stderr without pause.
@@ -239,6 +241,13 @@ impl Server {
 
     fn handle_notification(self: &Arc<Self>, method: &str, params: Option<&Value>) {
         match method {
+            "notifications/initialized" if self.mode == "late-roots" => {
+                let server = self.clone();
+                thread::spawn(move || {
+                    thread::sleep(Duration::from_millis(server.option("delay-ms", 200)));
+                    server.send(&json!({"jsonrpc": "2.0", "id": "roots", "method": "roots/list"}));
+                });
+            }
             "notifications/initialized" => self.after_initialized(),
             "notifications/cancelled" => {
                 let id = params

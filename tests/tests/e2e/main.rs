@@ -57,3 +57,6 @@ mod conformance;
 
 /// Remote servers through the `mcp-cli` binary: config `url`, `--http`, headers, `needs-auth`.
 mod remote;
+
+/// mcp-cli kept from starting itself: its own gateway in its config, import, the depth marker.
+mod nesting;

@@ -529,3 +529,46 @@ fn filesystem_confines_itself_to_the_roots_in_its_config() {
         hub.shutdown().await;
     });
 }
+
+#[test]
+fn a_server_is_asked_nothing_before_it_has_its_roots() {
+    let dir = Scratch::new("res-late-roots");
+    std::fs::create_dir_all(dir.0.join("inside")).unwrap();
+    let config = format!(
+        "[mcp.fx]\ncommand = {FIXTURE:?}\nargs = [\"late-roots\"]\nroots = [\"inside\"]\n\
+         [mcp.never]\ncommand = {FIXTURE:?}\nargs = [\"good\"]\nroots = [\"inside\"]\n"
+    );
+    let config = dir.write("config.toml", &config).display().to_string();
+    // The fixture asks for its roots a while after `initialized`; the call waits for that.
+    let run = dir.cli(&["--config", &config, "call", "fx", "report"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let inside = std::fs::canonicalize(dir.0.join("inside")).unwrap();
+    let uri = format!("file://{}", inside.display());
+    assert!(run.stdout.contains(&uri), "{run:?}");
+    // A server that never asks still gets its call, once the wait is over.
+    let run = dir.cli(&["--config", &config, "call", "never", "echo", "text=hi"]);
+    assert_eq!((run.code, run.stdout.trim()), (0, "hi"), "{run:?}");
+}
+
+#[test]
+fn the_filesystem_server_has_its_roots_before_the_first_call() {
+    let Some(bin) = mcp_tests::npm_bin() else {
+        return;
+    };
+    let dir = Scratch::new("res-roots-first-call");
+    std::fs::create_dir_all(dir.0.join("inside")).unwrap();
+    dir.write("inside/note.txt", "inside the root\n");
+    // No directory argument: the server allows only the roots it is offered.
+    let server = bin.join("mcp-server-filesystem");
+    let config = format!("[mcp.fs]\ncommand = {server:?}\nroots = [\"inside\"]\n");
+    let config = dir.write("config.toml", &config).display().to_string();
+    let path = format!("path={}", dir.0.join("inside/note.txt").display());
+    for attempt in 0..3 {
+        let run = dir.cli(&["--config", &config, "call", "fs", "read_text_file", &path]);
+        assert_eq!(
+            (run.code, run.stdout.as_str()),
+            (0, "inside the root\n"),
+            "attempt {attempt}: {run:?}"
+        );
+    }
+}

@@ -181,6 +181,47 @@ fn network_false_cuts_the_server_off_from_loopback() {
 }
 
 #[test]
+fn network_false_tells_launchers_to_stay_offline() {
+    let scratch = Scratch::new("sandbox-offline");
+    let switches = ["npm_config_offline=true", "UV_OFFLINE=1", "PIP_NO_INDEX=1"];
+    // The server's own environment, as the fixture reads it.
+    let environment = |permissions: &str| {
+        let config = sandboxed(&scratch, FIXTURE, &["good"], permissions);
+        let args = ["--config", &config, "call", "fx", "read_path"];
+        let run = scratch.cli(&[&args[..], &["path=/proc/self/environ"]].concat());
+        assert_eq!(run.code, 0, "{permissions}: {run:?}");
+        run.stdout
+            .split(['\0', '\n'])
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    let cut = environment("{ network = false }");
+    for switch in switches {
+        assert!(cut.iter().any(|var| var == switch), "{switch}: {cut:?}");
+    }
+    let open = environment("");
+    for switch in switches {
+        assert!(!open.iter().any(|var| var == switch), "{switch}: {open:?}");
+    }
+    // The config's own value wins.
+    let config = format!(
+        "[mcp.fx]\ncommand = {FIXTURE:?}\nargs = [\"good\"]\nenv = {{ UV_OFFLINE = \"0\" }}\n\
+         permissions = {{ network = false }}\n"
+    );
+    let config = scratch.write("config.toml", &config).display().to_string();
+    let run = scratch.cli(&[
+        "--config",
+        &config,
+        "call",
+        "fx",
+        "read_path",
+        "path=/proc/self/environ",
+    ]);
+    assert!(run.stdout.contains("UV_OFFLINE=0\0"), "{run:?}");
+    assert!(!run.stdout.contains("UV_OFFLINE=1"), "{run:?}");
+}
+
+#[test]
 fn landlock_allows_the_listed_paths_and_denies_the_rest() {
     let scratch = Scratch::new("sandbox-fs");
     let inside = scratch.0.join("inside");
@@ -248,6 +289,71 @@ fn landlock_allows_the_listed_paths_and_denies_the_rest() {
         &path("inside/note.txt"),
     ]);
     assert_eq!(run.code, 1, "{run:?}");
+}
+
+/// `bin/NAME` under `dir`: a script run by `interpreter`, that runs the fixture.
+fn script(dir: &std::path::Path, name: &str, interpreter: &std::path::Path) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join("bin").join(name);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let text = format!("#!{}\nexec {FIXTURE:?} good\n", interpreter.display());
+    std::fs::write(&path, text).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// A shell of our own outside the system's folders, as pyenv's and uv's interpreters are.
+fn own_shell(dir: &std::path::Path) -> std::path::PathBuf {
+    let shell = dir.join("bin/sh");
+    std::fs::create_dir_all(shell.parent().unwrap()).unwrap();
+    std::fs::copy(std::fs::canonicalize("/bin/sh").unwrap(), &shell).unwrap();
+    shell
+}
+
+#[test]
+fn a_venv_whose_python_links_elsewhere_runs_in_the_sandbox() {
+    let scratch = Scratch::new("sandbox-venv");
+    std::fs::create_dir_all(scratch.0.join("inside")).unwrap();
+    // venv/bin/python links to an interpreter in pyenv's folder, which the script names.
+    let shell = own_shell(&scratch.0.join("pyenv/versions/3.12"));
+    let venv = scratch.0.join("venv");
+    std::fs::create_dir_all(venv.join("bin")).unwrap();
+    std::os::unix::fs::symlink(&shell, venv.join("bin/python")).unwrap();
+    let server = script(&venv, "server", &venv.join("bin/python"));
+    let fixture_dir = std::path::Path::new(FIXTURE).parent().unwrap();
+    let permissions = format!("{{ filesystem = [\"inside\", {fixture_dir:?}] }}");
+    let config = sandboxed(&scratch, server.to_str().unwrap(), &[], &permissions);
+    let run = scratch.cli(&["--config", &config, "call", "fx", "echo", "text=hi"]);
+    assert_eq!((run.code, run.stdout.trim()), (0, "hi"), "{run:?}");
+}
+
+#[test]
+fn a_refused_start_in_the_sandbox_names_what_and_what_is_allowed() {
+    let scratch = Scratch::new("sandbox-refused");
+    std::fs::create_dir_all(scratch.0.join("inside")).unwrap();
+    // A script whose interpreter is itself a script, run by a shell the sandbox does not
+    // let it reach: the kernel refuses the exec.
+    let shell = own_shell(&scratch.0.join("elsewhere"));
+    let interpreter = script(&scratch.0.join("runner"), "interp", &shell);
+    let server = script(&scratch.0.join("app"), "server", &interpreter);
+    let config = sandboxed(
+        &scratch,
+        server.to_str().unwrap(),
+        &[],
+        "{ filesystem = [\"inside\"] }",
+    );
+    let run = scratch.cli(&["--config", &config, "call", "fx", "echo", "text=hi"]);
+    assert_eq!(run.code, 3, "{run:?}");
+    let wanted = [
+        format!("the sandbox refused to run {}", server.display()),
+        format!("run by {}", interpreter.display()),
+        "may read and run only beneath /usr, /lib".to_owned(),
+        scratch.0.join("inside").display().to_string(),
+        "add the folder of what it runs to `filesystem`".to_owned(),
+    ];
+    for text in wanted {
+        assert!(run.stderr.contains(&text), "{text}: {run:?}");
+    }
 }
 
 #[test]
