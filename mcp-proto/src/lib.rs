@@ -94,10 +94,7 @@ pub use connection::{
 };
 pub use error::{CloseReason, RequestError, RpcError, SendError};
 pub use framing::{LineDecoder, LineError};
-pub use listing::{
-    DEFAULT_MAX_PAGES, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListResult, ListToolsResult, Listed, Listing, PageError, Pager,
-};
+pub use listing::{DEFAULT_MAX_PAGES, ListResult, Listed, Listing, PageError, Pager};
 pub use request::{FromResult, Request};
 pub use server::{
     ClientInfo, HostRequest, HostRequestId, ServerConfig, ServerConnection, ServerEvent,
@@ -105,11 +102,13 @@ pub use server::{
 pub use session::session_lost;
 pub use sse::{SseDecoder, SseEvent, SseTooLong};
 pub use surface::{
-    CompleteResult, CompletionRef, ElicitResult, GetPromptResult, Prompt, PromptArgument,
-    PromptMessage, ReadResourceResult, Resource, ResourceContents, ResourceTemplate, decode_base64,
+    CompleteResult, CompletionRef, ElicitResult, GetPromptResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, Prompt, PromptArgument, PromptMessage,
+    ReadResourceResult, Resource, ResourceContents, ResourceTemplate, decode_base64,
 };
 pub use types::{
-    CallToolResult, Content, Implementation, LogMessage, Notification, Progress, ServerInfo, Tool,
+    CallToolResult, Content, Implementation, ListToolsResult, LogMessage, Notification, Progress,
+    ServerInfo, Tool,
 };
 
 /// The protocol revision we ask for: the newest we implement.

@@ -11,8 +11,6 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
 use crate::request::{FromResult, Params, Request};
-use crate::surface::{Prompt, Resource, ResourceTemplate};
-use crate::types::Tool;
 
 /// What a paginated listing lists: the method that asks for a page and the result member
 /// that holds its entries.
@@ -21,26 +19,6 @@ pub trait Listed: DeserializeOwned {
     const METHOD: &'static str;
     /// `tools`, ...
     const MEMBER: &'static str;
-}
-
-impl Listed for Tool {
-    const METHOD: &'static str = "tools/list";
-    const MEMBER: &'static str = "tools";
-}
-
-impl Listed for Resource {
-    const METHOD: &'static str = "resources/list";
-    const MEMBER: &'static str = "resources";
-}
-
-impl Listed for ResourceTemplate {
-    const METHOD: &'static str = "resources/templates/list";
-    const MEMBER: &'static str = "resourceTemplates";
-}
-
-impl Listed for Prompt {
-    const METHOD: &'static str = "prompts/list";
-    const MEMBER: &'static str = "prompts";
 }
 
 /// One page of a listing.
@@ -54,15 +32,6 @@ pub struct ListResult<T> {
     /// string `name`, an entry that is not an object, ...).
     pub skipped: usize,
 }
-
-/// One page of `tools/list`.
-pub type ListToolsResult = ListResult<Tool>;
-/// One page of `resources/list`.
-pub type ListResourcesResult = ListResult<Resource>;
-/// One page of `resources/templates/list`.
-pub type ListResourceTemplatesResult = ListResult<ResourceTemplate>;
-/// One page of `prompts/list`.
-pub type ListPromptsResult = ListResult<Prompt>;
 
 impl<T: Listed> ListResult<T> {
     /// Reads one page; only a missing or non-array list member fails it.
@@ -97,36 +66,6 @@ impl<T: Listed> Request<ListResult<T>> {
             None => Params::None,
         };
         Self::with(T::METHOD.to_owned(), params)
-    }
-}
-
-// The listings by name, each a one-line call into `list`.
-
-impl Request<ListToolsResult> {
-    /// One page of `tools/list`.
-    pub fn list_tools(cursor: Option<&str>) -> Self {
-        Self::list(cursor)
-    }
-}
-
-impl Request<ListResourcesResult> {
-    /// One page of `resources/list`.
-    pub fn list_resources(cursor: Option<&str>) -> Self {
-        Self::list(cursor)
-    }
-}
-
-impl Request<ListResourceTemplatesResult> {
-    /// One page of `resources/templates/list`.
-    pub fn list_resource_templates(cursor: Option<&str>) -> Self {
-        Self::list(cursor)
-    }
-}
-
-impl Request<ListPromptsResult> {
-    /// One page of `prompts/list`.
-    pub fn list_prompts(cursor: Option<&str>) -> Self {
-        Self::list(cursor)
     }
 }
 
@@ -259,84 +198,5 @@ impl<T: Listed> Pager<T> {
 impl<T: Listed> Default for Pager<T> {
     fn default() -> Self {
         Self::new(DEFAULT_MAX_PAGES)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_listing_asks_its_own_method_with_the_cursor() {
-        assert_eq!(
-            Request::<ListToolsResult>::list(None).method(),
-            "tools/list"
-        );
-        let page = Request::<ListResourceTemplatesResult>::list(Some("c2"));
-        assert_eq!(page.method(), "resources/templates/list");
-        assert_eq!(page.params, Params::Value(json!({"cursor": "c2"})));
-        assert_eq!(
-            Request::<ListPromptsResult>::list(None).params,
-            Params::None
-        );
-    }
-
-    #[test]
-    fn unknown_members_are_kept_and_bad_entries_counted() {
-        let page = ListResult::<Resource>::from_result(json!({
-            "resources": [
-                {"uri": "demo://a", "name": "a", "mimeType": "text/plain", "size": 3,
-                 "_meta": {"k": 1}},
-                {"name": "no uri"},
-                {"uri": 7},
-                "not an entry",
-                {"uri": "demo://b", "name": null, "title": 5}
-            ],
-            "nextCursor": "n1",
-            "other": true
-        }))
-        .unwrap();
-        assert_eq!(page.skipped, 3);
-        assert_eq!(page.next_cursor.as_deref(), Some("n1"));
-        let first = &page.items[0];
-        assert_eq!(first.mime_type.as_deref(), Some("text/plain"));
-        assert_eq!(
-            first.extra,
-            *json!({"size": 3, "_meta": {"k": 1}}).as_object().unwrap()
-        );
-        assert_eq!(
-            serde_json::to_value(first).unwrap(),
-            json!({"uri": "demo://a", "name": "a", "mimeType": "text/plain", "size": 3,
-                   "_meta": {"k": 1}})
-        );
-        assert_eq!(
-            (page.items[1].name.as_str(), &page.items[1].title),
-            ("", &None)
-        );
-        for bad in [json!({}), json!({"resources": {}}), json!([])] {
-            assert!(ListResult::<Resource>::from_result(bad).is_err());
-        }
-    }
-
-    #[test]
-    fn templates_prompts_and_their_arguments_decode() {
-        let templates = ListResult::<ResourceTemplate>::from_result(json!({
-            "resourceTemplates": [{"uriTemplate": "demo://t/{id}", "name": "t"}, {"name": "x"}]
-        }))
-        .unwrap();
-        assert_eq!(templates.items[0].uri_template, "demo://t/{id}");
-        assert_eq!(templates.skipped, 1);
-        let prompts = ListResult::<Prompt>::from_result(json!({"prompts": [
-            {"name": "p", "arguments": [{"name": "city", "required": true},
-                                         {"name": "state"}, {"required": true}]},
-            {"name": "q", "arguments": "odd"},
-            {"description": "no name"}
-        ]}))
-        .unwrap();
-        assert_eq!(prompts.skipped, 1);
-        let arguments = &prompts.items[0].arguments;
-        assert_eq!(arguments.len(), 2);
-        assert!(arguments[0].required && !arguments[1].required);
-        assert!(prompts.items[1].arguments.is_empty());
     }
 }

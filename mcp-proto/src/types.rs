@@ -7,6 +7,9 @@
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
+use crate::listing::{ListResult, Listed};
+use crate::request::Request;
+
 /// `clientInfo` / `serverInfo`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Implementation {
@@ -82,6 +85,21 @@ impl Tool {
 
 fn empty_object() -> Value {
     Value::Object(Default::default())
+}
+
+impl Listed for Tool {
+    const METHOD: &'static str = "tools/list";
+    const MEMBER: &'static str = "tools";
+}
+
+/// One page of `tools/list`.
+pub type ListToolsResult = ListResult<Tool>;
+
+impl Request<ListToolsResult> {
+    /// One page of `tools/list`.
+    pub fn list_tools(cursor: Option<&str>) -> Self {
+        Self::list(cursor)
+    }
 }
 
 /// The result of `tools/call`. `is_error: true` is a tool failure reported successfully; only a
@@ -348,7 +366,6 @@ pub struct Progress {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::listing::ListToolsResult;
     use serde_json::json;
 
     #[test]

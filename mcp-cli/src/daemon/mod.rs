@@ -190,10 +190,7 @@ async fn answer_forms(client: &mcp_smol::Client, yes: bool) -> Result<Value, mcp
         let result = match request.method.as_str() {
             "elicitation/create" => {
                 let params = request.params.as_ref();
-                let meta = params.and_then(|params| params.pointer("/_meta"));
-                let asking = meta.and_then(|meta| meta.get(crate::gateway::ASKING_SERVER));
-                let server = asking.and_then(Value::as_str).unwrap_or("the daemon");
-                let form = crate::hub::Elicitation::of(server, params);
+                let form = crate::hub::Elicitation::of_relayed("the daemon", params);
                 Ok(handler(form).await.to_result())
             }
             method => Err(mcp_smol::proto::RpcError::method_not_found(method)),

@@ -11,10 +11,6 @@ use serde_json::json;
 
 use crate::hub::{Ask, AskHandler, ElicitAnswer, ElicitHandler, Elicitation};
 
-/// The `_meta` key that names the server asking, on a form passed up to the host: the
-/// command line shows it as a cold run does ("server NAME asks").
-pub(crate) const ASKING_SERVER: &str = "mcp-cli/server";
-
 /// A host whose handshake is done.
 pub(crate) struct Host {
     pub(crate) link: HostLink,
@@ -166,11 +162,7 @@ impl Relay {
                 let Some(host) = host else {
                     return ElicitAnswer::Decline;
                 };
-                let params = json!({
-                    "message": elicitation.message,
-                    "requestedSchema": elicitation.schema,
-                    "_meta": { ASKING_SERVER: elicitation.server },
-                });
+                let params = elicitation.relayed();
                 let request = Request::new("elicitation/create", Some(params));
                 match host.request(request).await {
                     Ok(answer) => answer_of(&answer),

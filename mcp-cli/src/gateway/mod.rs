@@ -20,7 +20,7 @@ use serde_json::{Map, Value, json};
 
 use crate::hub::{Catalogue, Hub, HubError, HubEvent, ToolEntry};
 
-pub(crate) use host::{ASKING_SERVER, Host, HostLink, Relay};
+pub(crate) use host::{Host, HostLink, Relay};
 pub(crate) use watch::Watch;
 
 /// How the gateway presents the servers.

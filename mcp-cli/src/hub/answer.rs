@@ -23,7 +23,29 @@ pub struct Elicitation {
     pub schema: Value,
 }
 
+/// The `_meta` key that names the server asking, on a form passed on to another program (the
+/// gateway's host, the command line the daemon runs a command for), which shows it as that
+/// server's.
+const ASKING_SERVER: &str = "mcp-cli/server";
+
 impl Elicitation {
+    /// The `elicitation/create` params that pass this form on, naming the server asking.
+    pub(crate) fn relayed(&self) -> Value {
+        json!({
+            "message": self.message,
+            "requestedSchema": self.schema,
+            "_meta": { ASKING_SERVER: self.server },
+        })
+    }
+
+    /// A form passed on with [`relayed`](Self::relayed): as the server it names asks it, else
+    /// as `relay` does.
+    pub(crate) fn of_relayed(relay: &str, params: Option<&Value>) -> Self {
+        let meta = params.and_then(|params| params.get("_meta"));
+        let asking = meta.and_then(|meta| meta.get(ASKING_SERVER));
+        Self::of(asking.and_then(Value::as_str).unwrap_or(relay), params)
+    }
+
     /// The form `server` asks for with the `params` of its `elicitation/create`.
     pub(crate) fn of(server: &str, params: Option<&Value>) -> Self {
         let text = |key: &str| params.and_then(|p| p.get(key)).and_then(Value::as_str);

@@ -15,12 +15,12 @@ fn left_in(dir: &Path) -> Vec<u32> {
         .collect()
 }
 
-/// The row of `name` in a `servers` table, and the reason line after the table.
+/// The row of `name` in a `servers` table, and its reason line (on stderr).
 fn row_and_reason<'a>(run: &'a Run, name: &str) -> (Option<&'a str>, Option<&'a str>) {
     let mut lines = run.stdout.lines();
     let row = lines.find(|line| line.split_whitespace().next() == Some(name));
     let reason =
-        (run.stdout.lines()).find(|line| line.trim_start().starts_with(&format!("{name}:")));
+        (run.stderr.lines()).find(|line| line.trim_start().starts_with(&format!("{name}:")));
     (row, reason)
 }
 
