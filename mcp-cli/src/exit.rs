@@ -45,6 +45,26 @@ pub struct Failure {
 }
 
 impl Failure {
+    /// The failure as the command line prints it: `mcp-cli: message`, or one JSON object
+    /// under `--json`.
+    pub fn text(&self, json: bool) -> String {
+        if json {
+            let error = serde_json::json!({ "error": {
+                "kind": self.exit.kind(),
+                "exitCode": self.exit.code(),
+                "message": self.message,
+            }});
+            error.to_string()
+        } else {
+            format!("mcp-cli: {}", self.message)
+        }
+    }
+
+    /// Prints [`text`](Self::text) on stderr.
+    pub fn report(&self, json: bool) {
+        crate::output::diagnostic(&self.text(json));
+    }
+
     pub fn usage(message: impl Into<String>) -> Self {
         Self {
             exit: Exit::Usage,

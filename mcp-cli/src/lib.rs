@@ -55,7 +55,7 @@ fn run_args(args: Vec<OsString>) -> i32 {
         Err(error) if asks_for_json(&args) => {
             let text = error.render().to_string();
             let message = text.trim().trim_start_matches("error: ");
-            commands::report(true, &Failure::usage(message));
+            Failure::usage(message).report(true);
             return Exit::Usage.code();
         }
         Err(error) => {
@@ -72,7 +72,7 @@ fn run_args(args: Vec<OsString>) -> i32 {
                 exit: Exit::Server,
                 message: format!("cannot watch for Ctrl-C, SIGTERM and SIGHUP: {error}"),
             };
-            commands::report(cli.json, &failure);
+            failure.report(cli.json);
             return failure.exit.code();
         }
     };
@@ -139,7 +139,7 @@ async fn run_command(cli: cli::Cli, args: Vec<OsString>, mut signals: Signals) -
         Ok(Ending::Done(Err(mut failure))) | Err(mut failure) => {
             let adhoc = (&cli.stdio, &cli.http, &cli.headers[..]);
             failure.message = adhoc_hints(adhoc, &failure.message);
-            commands::report(cli.json, &failure);
+            failure.report(cli.json);
             failure.exit.code()
         }
         Ok(Ending::Warm(code)) => code,

@@ -23,12 +23,12 @@ mod trust;
 use std::path::PathBuf;
 
 use mcp_smol::proto::FromResult;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::cli::Command;
 use crate::exit::{Exit, Failure};
 use crate::hub::Hub;
-use crate::output::{self, Stdout};
+use crate::output::Stdout;
 
 /// What the commands need from the world around them.
 pub(crate) struct Context {
@@ -162,25 +162,6 @@ pub(crate) fn with_raw<T: FromResult>(
     }
 }
 
-/// Prints a failure on stderr, as one JSON object under `--json`.
-pub(crate) fn report(json: bool, failure: &Failure) {
-    output::diagnostic(&failure_text(json, failure));
-}
-
-/// A failure as [`report`] prints it.
-pub(crate) fn failure_text(json: bool, failure: &Failure) -> String {
-    if json {
-        let error = json!({ "error": {
-            "kind": failure.exit.kind(),
-            "exitCode": failure.exit.code(),
-            "message": failure.message,
-        }});
-        error.to_string()
-    } else {
-        format!("mcp-cli: {}", failure.message)
-    }
-}
-
 impl Context {
     /// The server a command names, or under `--stdio` or `--http` the ad hoc one when it
     /// names none; `usage` is how the command is written with a name.
@@ -194,9 +175,9 @@ impl Context {
         }
     }
 
-    /// Reports a failure through this command's output, as [`report`] does.
+    /// Reports a failure through this command's output, as [`Failure::report`] does.
     pub(crate) fn report(&mut self, failure: &Failure) {
-        let text = failure_text(self.json, failure);
+        let text = failure.text(self.json);
         self.out.diagnostic(&text);
     }
 }

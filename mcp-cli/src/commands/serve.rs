@@ -66,7 +66,7 @@ pub(crate) async fn run(ctx: &mut Context, proxy: bool, named: &[String]) -> Res
         mode: if proxy { Mode::Proxy } else { Mode::Tools },
         relay,
         list_wait: crate::gateway::list_wait(&env),
-        daemon: None,
+        extension: None,
         executor: ctx.executor.clone(),
     });
     gateway.serve(host, Some(watch)).await;

@@ -1,5 +1,6 @@
-//! The warm daemon: the gateway in the background on a per-user Unix socket, keyed by the
-//! config files it serves, and the command line's side of using it.
+//! The warm daemon as its callers see it: where it lives, how to reach it, and running a
+//! command line through it. The daemon process itself is the `daemon run` command
+//! (`commands/daemon/process.rs`).
 //!
 //! The socket lives in `$XDG_RUNTIME_DIR/mcp-cli/` (else `/tmp/mcp-cli-<uid>/`), a folder that
 //! must be ours and mode 0700; its name is a hash of the config files' paths, so each project
@@ -7,8 +8,6 @@
 //! `mcp-cli/run` runs a command line against the daemon's hub and returns what it printed and
 //! its exit code, so a warm run prints exactly what a cold one would; `mcp-cli/status`;
 //! `mcp-cli/stop`.
-
-mod host;
 
 use std::ffi::OsString;
 use std::os::fd::AsFd;
@@ -23,8 +22,6 @@ use crate::cli::{Cli, Command};
 use crate::config;
 use crate::exit::{Exit, Failure};
 use crate::output::{Line, Stdout};
-
-pub(crate) use host::{Daemon, run};
 
 /// Turns the automatic use of a running daemon off when set to anything but `0` or empty.
 pub(crate) const NO_DAEMON: &str = "MCP_CLI_NO_DAEMON";
@@ -165,7 +162,7 @@ pub(crate) async fn run_warm(cli: &Cli, args: &[OsString], env: config::Env<'_>)
                 exit: Exit::Server,
                 message: format!("the daemon at {} failed: {error}", place.socket.display()),
             };
-            crate::commands::report(cli.json, &failure);
+            failure.report(cli.json);
             return Some(failure.exit.code());
         }
     };

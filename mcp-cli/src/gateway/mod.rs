@@ -32,6 +32,25 @@ pub(crate) enum Mode {
     Proxy,
 }
 
+/// The namespace of the methods an [`Extension`] answers.
+pub(crate) const EXTENSION_PREFIX: &str = "mcp-cli/";
+
+/// Methods of the program's own that a gateway answers beside MCP (the daemon's `mcp-cli/run`,
+/// `status` and `stop`), and a clock that hears of every host request.
+pub(crate) trait Extension: Send + Sync {
+    /// A host asked something.
+    fn touch(&self);
+
+    /// The answer to `method` (under [`EXTENSION_PREFIX`]), if it is one of these.
+    fn handle(&self, method: &str, params: Option<Value>) -> BoxFuture<'_, Option<Answer>>;
+}
+
+/// What a host request is answered with.
+pub(crate) type Answer = Result<Value, RpcError>;
+
+/// A future an [`Extension`] answers with.
+pub(crate) type BoxFuture<'a, T> = std::pin::Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
 /// What the gateway stands for.
 pub(crate) struct Gateway {
     pub(crate) hub: Hub,
@@ -42,8 +61,8 @@ pub(crate) struct Gateway {
     pub(crate) relay: Relay,
     /// How long `tools/list` waits for servers still starting.
     pub(crate) list_wait: Duration,
-    /// Set on the daemon's socket, whose private methods (`mcp-cli/...`) it answers.
-    pub(crate) daemon: Option<Arc<crate::daemon::Daemon>>,
+    /// Methods of the program's own (`mcp-cli/...`), on the daemon's socket.
+    pub(crate) extension: Option<Arc<dyn Extension>>,
     /// Runs the gateway's tasks: the hub's executor, so that a call stays on one thread.
     pub(crate) executor: Arc<async_executor::Executor<'static>>,
 }
@@ -159,12 +178,12 @@ impl Gateway {
         method: &str,
         params: Option<Value>,
     ) -> Result<Value, RpcError> {
-        if let Some(daemon) = &self.daemon {
-            daemon.touch();
+        if let Some(extension) = &self.extension {
+            extension.touch();
             // A command line run here may call any server: its forms come back to this host.
             let _waiting = self.relay.wait_on(None, host);
-            if method.starts_with("mcp-cli/")
-                && let Some(answer) = daemon.handle(method, params.clone()).await
+            if method.starts_with(EXTENSION_PREFIX)
+                && let Some(answer) = extension.handle(method, params.clone()).await
             {
                 return answer;
             }

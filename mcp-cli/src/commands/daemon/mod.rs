@@ -1,5 +1,8 @@
-//! `daemon start|stop|status`: the gateway in the background on a per-user Unix socket, used
-//! by the other commands while it runs (see [`crate::daemon`]).
+//! `daemon start|stop|status|run`: the gateway in the background on a per-user Unix socket,
+//! used by the other commands while it runs (see [`crate::daemon`]); `run` is the daemon
+//! process itself (`process.rs`).
+
+mod process;
 
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
@@ -28,7 +31,7 @@ pub(crate) async fn run(ctx: &mut Context, action: DaemonAction) -> Result<Exit,
     let env = |key: &str| std::env::var(key).ok();
     let place = Place::discover(&ctx.configs, &env);
     match action {
-        DaemonAction::Run { idle } => daemon::run(ctx, Duration::from_secs(idle)).await,
+        DaemonAction::Run { idle } => process::run(ctx, Duration::from_secs(idle)).await,
         DaemonAction::Start { idle } => start(ctx, &place, idle).await,
         DaemonAction::Stop => stop(ctx, &place).await,
         DaemonAction::Status => status(ctx, &place).await,

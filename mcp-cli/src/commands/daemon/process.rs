@@ -1,4 +1,4 @@
-//! The daemon itself: one hub, served by the gateway to every connection on the socket, with
+//! `daemon run`, the daemon itself: one hub, served by the gateway to every connection on the socket, with
 //! the private methods that let a command line run as if it were cold; it exits when stopped
 //! or idle, stopping its servers and removing its socket.
 
@@ -14,14 +14,39 @@ use futures_lite::future::FutureExt;
 use mcp_smol::proto::RpcError;
 use serde_json::{Value, json};
 
-use super::Place;
 use crate::cli::{Cli, Command};
 use crate::commands::{self, Context};
 use crate::config::{self, Config, Policy};
+use crate::daemon::{Place, same_user};
 use crate::exit::{Exit, Failure};
-use crate::gateway::{Gateway, Host, Mode, Relay, server_config};
+use crate::gateway::{Answer, BoxFuture, Extension, Gateway, Host, Mode, Relay, server_config};
 use crate::hub::{Hub, Settings};
 use crate::output::Stdout;
+
+/// The daemon's own methods, answered on its socket beside MCP.
+impl Extension for Daemon {
+    /// Notes a request: the idle time starts again.
+    fn touch(&self) {
+        self.activity().last = Instant::now();
+    }
+
+    fn handle(&self, method: &str, params: Option<Value>) -> BoxFuture<'_, Option<Answer>> {
+        let method = method.to_owned();
+        Box::pin(async move {
+            let answer = match method.as_str() {
+                "mcp-cli/run" => self.run_command(params.unwrap_or_default()).await,
+                "mcp-cli/status" => Ok(self.status()),
+                "mcp-cli/stop" => {
+                    let _ = self.stop.try_send(());
+                    Ok(json!({}))
+                }
+                _ => return None,
+            };
+            self.touch();
+            Some(answer)
+        })
+    }
+}
 
 /// What the connections share.
 pub(crate) struct Daemon {
@@ -189,14 +214,9 @@ impl Daemon {
         self.activity.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Notes a request: the idle time starts again.
-    pub(crate) fn touch(&self) {
-        self.activity().last = Instant::now();
-    }
-
     /// One host session: the gateway over the connection, for our own user only.
     fn serve(self: &Arc<Self>, stream: async_net::unix::UnixStream) {
-        if !super::same_user(&stream) {
+        if !same_user(&stream) {
             eprintln!("mcp-cli daemon: refused a connection from another user");
             return;
         }
@@ -213,7 +233,7 @@ impl Daemon {
                         mode: Mode::Tools,
                         relay: daemon.relay.clone(),
                         list_wait: crate::gateway::list_wait(&|key| std::env::var(key).ok()),
-                        daemon: Some(daemon.clone()),
+                        extension: Some(daemon.clone()),
                         executor: daemon.executor.clone(),
                     });
                     gateway.serve(host, None).await;
@@ -223,25 +243,6 @@ impl Daemon {
                 activity.last = Instant::now();
             })
             .detach();
-    }
-
-    /// The private methods; `None` for any other.
-    pub(crate) async fn handle(
-        &self,
-        method: &str,
-        params: Option<Value>,
-    ) -> Option<Result<Value, RpcError>> {
-        let answer = match method {
-            "mcp-cli/run" => self.run_command(params.unwrap_or_default()).await,
-            "mcp-cli/status" => Ok(self.status()),
-            "mcp-cli/stop" => {
-                let _ = self.stop.try_send(());
-                Ok(json!({}))
-            }
-            _ => return None,
-        };
-        self.touch();
-        Some(answer)
     }
 
     /// Runs a command line against the warm hub, capturing what it prints. Answers
