@@ -8,7 +8,6 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::error::RequestError;
-use crate::types::CallToolResult;
 
 /// One request to send, typed by what its result reads as: `Request<CallToolResult>` from
 /// [`Request::call_tool`], `Request<Value>` (the result as sent) from [`Request::new`].
@@ -39,33 +38,6 @@ impl Request<Value> {
     pub fn new(method: impl Into<String>, params: Option<Value>) -> Self {
         let params = params.map_or(Params::None, Params::Value);
         Self::with(method.into(), params)
-    }
-}
-
-impl Request<CallToolResult> {
-    /// `tools/call`. `arguments` must be an object (`null` sends `{}`). The request carries a
-    /// progress token of its own, so `notifications/progress` keeps it alive.
-    pub fn call_tool(name: impl Into<String>, arguments: Value) -> Self {
-        let name = name.into();
-        Self::with(
-            "tools/call".to_owned(),
-            Params::CallTool {
-                name,
-                arguments,
-                progress_token: None,
-            },
-        )
-    }
-
-    /// The call with a progress token the caller chose instead of its own id: for a caller
-    /// that routes progress to whoever made the call, such as a gateway passing its host's
-    /// calls on. It must not be the token of another pending request.
-    #[must_use]
-    pub fn progress_token(mut self, token: Value) -> Self {
-        if let Params::CallTool { progress_token, .. } = &mut self.params {
-            *progress_token = Some(token);
-        }
-        self
     }
 }
 
@@ -142,11 +114,5 @@ pub trait FromResult: Sized {
 impl FromResult for Value {
     fn from_result(result: Value) -> Result<Self, String> {
         Ok(result)
-    }
-}
-
-impl FromResult for CallToolResult {
-    fn from_result(result: Value) -> Result<Self, String> {
-        Self::from_value(result).map_err(|error| error.to_string())
     }
 }

@@ -8,7 +8,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
 use crate::listing::{ListResult, Listed};
-use crate::request::Request;
+use crate::request::{FromResult, Params, Request};
 
 /// `clientInfo` / `serverInfo`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -159,6 +159,39 @@ impl CallToolResult {
             structured_content: object.remove("structuredContent").filter(|v| !v.is_null()),
             is_error: object.get("isError") == Some(&Value::Bool(true)),
         })
+    }
+}
+
+impl Request<CallToolResult> {
+    /// `tools/call`. `arguments` must be an object (`null` sends `{}`). The request carries a
+    /// progress token of its own, so `notifications/progress` keeps it alive.
+    pub fn call_tool(name: impl Into<String>, arguments: Value) -> Self {
+        let name = name.into();
+        Self::with(
+            "tools/call".to_owned(),
+            Params::CallTool {
+                name,
+                arguments,
+                progress_token: None,
+            },
+        )
+    }
+
+    /// The call with a progress token the caller chose instead of its own id: for a caller
+    /// that routes progress to whoever made the call, such as a gateway passing its host's
+    /// calls on. It must not be the token of another pending request.
+    #[must_use]
+    pub fn progress_token(mut self, token: Value) -> Self {
+        if let Params::CallTool { progress_token, .. } = &mut self.params {
+            *progress_token = Some(token);
+        }
+        self
+    }
+}
+
+impl FromResult for CallToolResult {
+    fn from_result(result: Value) -> Result<Self, String> {
+        Self::from_value(result).map_err(|error| error.to_string())
     }
 }
 
