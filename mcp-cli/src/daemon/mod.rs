@@ -152,7 +152,9 @@ pub(crate) async fn run_warm(cli: &Cli, args: &[OsString], env: config::Env<'_>)
     // The daemon's hub keeps each server's own timeout; this one only guards a lost daemon.
     let request =
         Request::new("mcp-cli/run", Some(params)).timeout(Duration::from_secs(7 * 24 * 3600));
-    let forms = answer_forms(&client, cli.yes);
+    // Listening before the command is sent: a form asked before anyone listens is refused.
+    let requests = client.server_requests().await;
+    let forms = answer_forms(&client, requests, cli.yes);
     let answer = futures_lite::future::or(client.request(request), forms).await;
     client.close().await;
     let answer = match answer {
@@ -180,8 +182,11 @@ pub(crate) async fn run_warm(cli: &Cli, args: &[OsString], env: config::Env<'_>)
 
 /// Answers the forms the daemon passes on from its servers while it runs our command: on our
 /// terminal, as a cold run would. Never returns.
-async fn answer_forms(client: &mcp_smol::Client, yes: bool) -> Result<Value, mcp_smol::Error> {
-    let requests = client.server_requests().await;
+async fn answer_forms(
+    client: &mcp_smol::Client,
+    requests: async_channel::Receiver<mcp_smol::proto::ServerRequest>,
+    yes: bool,
+) -> Result<Value, mcp_smol::Error> {
     let handler = crate::elicit::handler(yes);
     while let Ok(request) = requests.recv().await {
         let result = match request.method.as_str() {
