@@ -13,6 +13,7 @@ pub mod config;
 mod daemon;
 mod elicit;
 pub mod exit;
+mod files;
 mod gateway;
 pub mod hub;
 pub mod logs;

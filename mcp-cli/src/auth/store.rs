@@ -2,13 +2,15 @@
 //! `$XDG_STATE_HOME/mcp-cli/auth/`, mode 0600, replaced atomically (temp file + rename).
 
 use std::fmt;
-use std::fs::{self, OpenOptions};
-use std::io::{self, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::fs;
+use std::io;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
+
+use crate::files::{self, ReplaceError};
 
 /// `$XDG_STATE_HOME/mcp-cli/auth`, default `~/.local/state/mcp-cli/auth`.
 pub fn auth_dir(env: &dyn Fn(&str) -> Option<String>) -> PathBuf {
@@ -110,23 +112,12 @@ pub(crate) fn save(dir: &Path, name: &str, record: &Record) -> io::Result<()> {
     fs::create_dir_all(dir)?;
     // The folder holds credentials: keep others out of it too.
     fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
-    let target = path(dir, name);
-    let temp = target.with_extension(format!("json.{}.tmp", std::process::id()));
-    let result = (|| {
-        let mut file = (OpenOptions::new())
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&temp)?;
-        let text = serde_json::to_vec_pretty(record).map_err(io::Error::other)?;
-        file.write_all(&text)?;
-        file.sync_all()?;
-        fs::rename(&temp, &target)
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&temp);
-    }
-    result
+    let text = serde_json::to_vec_pretty(record).map_err(io::Error::other)?;
+    let replaced = files::replace(&path(dir, name), &text, 0o600, || Ok::<(), io::Error>(()));
+    replaced.map_err(|error| match error {
+        ReplaceError::Write { error, .. } | ReplaceError::Rename(error) => error,
+        ReplaceError::Refused(error) => error,
+    })
 }
 
 /// Deletes the record; whether there was one.
@@ -169,12 +160,14 @@ mod tests {
     fn round_trips_privately_and_removes() {
         let dir = std::env::temp_dir().join(format!("mcp-cli-auth-store-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
-        save(&dir, "../evil name", &record()).expect("save");
+        // One record: two would differ across a second boundary (its expiry reads the clock).
+        let saved = record();
+        save(&dir, "../evil name", &saved).expect("save");
         let file = path(&dir, "../evil name");
         assert_eq!(file.parent(), Some(dir.as_path()));
         let mode = fs::metadata(&file).expect("file").permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
-        assert_eq!(load(&dir, "../evil name"), Some(record()));
+        assert_eq!(load(&dir, "../evil name"), Some(saved));
         assert_eq!(
             fs::read_dir(&dir).expect("dir").count(),
             1,

@@ -3,11 +3,12 @@
 //! since it was read.
 
 use std::fs::{self, OpenOptions};
-use std::io::{ErrorKind, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::io::ErrorKind;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use super::ConfigError;
+use crate::files::{self, ReplaceError};
 
 /// A file as read for an edit: where it really is (symbolic links followed, so a link into a
 /// dotfiles folder stays a link) and its text, `None` when it does not exist yet.
@@ -65,30 +66,14 @@ pub fn write_back(original: &Original, text: &str) -> Result<(), ConfigError> {
     };
     fs::create_dir_all(&folder)
         .map_err(|error| fail(format!("cannot create {}: {error}", folder.display())))?;
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let temporary = folder.join(format!(".{name}.mcp-cli-{}.tmp", std::process::id()));
-    let written = (|| {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(mode)
-            .open(&temporary)?;
-        file.write_all(text.as_bytes())?;
-        // The umask may have narrowed the mode asked for at creation.
-        file.set_permissions(fs::Permissions::from_mode(mode))?;
-        file.sync_all()
-    })();
-    let renamed = written
-        .map_err(|error| fail(format!("cannot write {}: {error}", temporary.display())))
-        .and_then(|()| unchanged(original))
-        .and_then(|()| {
-            fs::rename(&temporary, path)
-                .map_err(|error| fail(format!("cannot replace {}: {error}", path.display())))
-        });
-    if renamed.is_err() {
-        let _ = fs::remove_file(&temporary);
-    }
-    renamed
+    let replaced = files::replace(path, text.as_bytes(), mode, || unchanged(original));
+    replaced.map_err(|error| match error {
+        ReplaceError::Write { temporary, error } => {
+            fail(format!("cannot write {}: {error}", temporary.display()))
+        }
+        ReplaceError::Refused(changed) => changed,
+        ReplaceError::Rename(error) => fail(format!("cannot replace {}: {error}", path.display())),
+    })
 }
 
 /// Fails when the file on disk is no longer what was read.

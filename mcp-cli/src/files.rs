@@ -1,0 +1,88 @@
+//! Files replaced whole: the one way this program rewrites a file it keeps (config files,
+//! tokens, pins), so that a crash leaves the old file or the new one, never half of either.
+
+use std::fs::{self, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// Where [`replace`] failed.
+#[derive(Debug)]
+pub(crate) enum ReplaceError<E> {
+    /// Writing the temporary file beside the target.
+    Write {
+        temporary: PathBuf,
+        error: io::Error,
+    },
+    /// `ready` said no; nothing was replaced.
+    Refused(E),
+    /// Renaming the temporary file over the target.
+    Rename(io::Error),
+}
+
+/// Replaces `path` with `bytes`: written to a temporary file in the same folder with `mode`
+/// (whatever the umask), synced, then renamed over `path`. `ready` runs just before the
+/// rename and may still refuse (a file changed on disk meanwhile). The temporary file never
+/// outlives a failure.
+pub(crate) fn replace<E>(
+    path: &Path,
+    bytes: &[u8],
+    mode: u32,
+    ready: impl FnOnce() -> Result<(), E>,
+) -> Result<(), ReplaceError<E>> {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let temporary = path.with_file_name(format!(".{name}.mcp-cli-{}.tmp", std::process::id()));
+    let written = (|| {
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(&temporary)?;
+        file.write_all(bytes)?;
+        // The umask may have narrowed the mode asked for at creation.
+        file.set_permissions(fs::Permissions::from_mode(mode))?;
+        file.sync_all()
+    })();
+    let replaced = match written {
+        Err(error) => Err(ReplaceError::Write {
+            temporary: temporary.clone(),
+            error,
+        }),
+        Ok(()) => (ready().map_err(ReplaceError::Refused))
+            .and_then(|()| fs::rename(&temporary, path).map_err(ReplaceError::Rename)),
+    };
+    if replaced.is_err() {
+        let _ = fs::remove_file(&temporary);
+    }
+    replaced
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_leaves_the_old_file_and_no_temporary_one() {
+        let dir = std::env::temp_dir().join(format!("mcp-cli-files-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("kept.json");
+        fs::write(&path, "old").unwrap();
+        let refused = replace(&path, b"new", 0o600, || Err("changed meanwhile"));
+        assert!(matches!(
+            refused,
+            Err(ReplaceError::Refused("changed meanwhile"))
+        ));
+        assert_eq!(fs::read_to_string(&path).unwrap(), "old");
+        replace(&path, b"new", 0o640, || Ok::<(), ()>(())).unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), "new");
+        let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o640);
+        assert_eq!(
+            fs::read_dir(&dir).unwrap().count(),
+            1,
+            "no temporary file left"
+        );
+        let _ = fs::remove_dir_all(&dir);
+    }
+}
