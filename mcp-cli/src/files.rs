@@ -1,10 +1,28 @@
-//! Files replaced whole: the one way this program rewrites a file it keeps (config files,
-//! tokens, pins), so that a crash leaves the old file or the new one, never half of either.
+//! The files this program keeps: replaced whole, the one way it rewrites one (config files,
+//! tokens, pins), so that a crash leaves the old file or the new one, never half of either;
+//! and the one way it tells, without reading it, that a file changed.
 
 use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+/// A file's modification time and length: an edit changes one or the other (within the
+/// clock's resolution, the length mostly). Looking it up costs one `stat`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Stamp(SystemTime, u64);
+
+/// `path`'s stamp, `None` when it is missing.
+pub(crate) fn stamp(path: &Path) -> Option<Stamp> {
+    let metadata = fs::metadata(path).ok()?;
+    Some(Stamp(metadata.modified().ok()?, metadata.len()))
+}
+
+/// Each file's [`stamp`].
+pub(crate) fn stamps(paths: &[PathBuf]) -> Vec<Option<Stamp>> {
+    paths.iter().map(|path| stamp(path)).collect()
+}
 
 /// Where [`replace`] failed.
 #[derive(Debug)]

@@ -3,9 +3,10 @@
 //! hub.
 
 use std::path::PathBuf;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use crate::config::{Config, ConfigError};
+use crate::files::{Stamp, stamps};
 use crate::hub::Hub;
 
 /// How often the files are looked at.
@@ -16,7 +17,7 @@ type Loader = Box<dyn Fn() -> Result<Config, ConfigError> + Send + Sync>;
 /// The config files and how to read them again.
 pub(crate) struct Watch {
     files: Vec<PathBuf>,
-    seen: Vec<Option<SystemTime>>,
+    seen: Vec<Option<Stamp>>,
     load: Loader,
 }
 
@@ -51,16 +52,4 @@ impl Watch {
             }
         }
     }
-}
-
-/// Each file's modification time and length (an edit within the clock's resolution still
-/// changes the length, mostly), `None` when it is missing.
-fn stamps(files: &[PathBuf]) -> Vec<Option<SystemTime>> {
-    (files.iter())
-        .map(|file| {
-            let meta = std::fs::metadata(file).ok()?;
-            let length = Duration::from_nanos(meta.len());
-            Some(meta.modified().ok()? + length)
-        })
-        .collect()
 }

@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::config::{read_original, write_back};
+use crate::files::{Stamp, stamp};
 use crate::logs::log_path;
 
 /// The fields of a definition that are pinned, as the server spells them.
@@ -112,15 +113,6 @@ pub(crate) struct Pins {
 struct Observed {
     stamp: Option<Stamp>,
     read: Result<Digests, String>,
-}
-
-/// Modification time and length: what tells, without reading it, that a pin file changed.
-/// Looking it up costs one `stat` where reading and parsing cost a third of a warm call.
-type Stamp = (std::time::SystemTime, u64);
-
-fn stamp(path: &Path) -> Option<Stamp> {
-    let metadata = std::fs::metadata(path).ok()?;
-    Some((metadata.modified().ok()?, metadata.len()))
 }
 
 impl Pins {

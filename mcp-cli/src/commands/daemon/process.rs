@@ -6,7 +6,7 @@ use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use async_channel::{Receiver, Sender};
 use clap::Parser;
@@ -19,6 +19,7 @@ use crate::commands::{self, Context};
 use crate::config::{self, Config, Policy};
 use crate::daemon::{Place, same_user};
 use crate::exit::{Exit, Failure};
+use crate::files::{Stamp, stamps};
 use crate::gateway::{Answer, BoxFuture, Extension, Gateway, Host, Mode, Relay, server_config};
 use crate::hub::{Hub, Settings};
 use crate::output::Stdout;
@@ -75,7 +76,7 @@ struct Activity {
 }
 
 struct Seen {
-    stamps: Vec<Option<SystemTime>>,
+    stamps: Vec<Option<Stamp>>,
     /// Why runs cannot be served warm under the config as it now reads, if so.
     cold: Option<String>,
 }
@@ -361,17 +362,6 @@ fn ask_reason() -> String {
     "ask rules are answered on the caller's terminal, which the daemon has not; a daemon \
      started under a policy without them serves runs warm"
         .to_owned()
-}
-
-/// Each file's modification time, `None` when it is missing.
-fn stamps(files: &[PathBuf]) -> Vec<Option<SystemTime>> {
-    (files.iter())
-        .map(|file| {
-            std::fs::metadata(file)
-                .and_then(|meta| meta.modified())
-                .ok()
-        })
-        .collect()
 }
 
 struct RemoveOnDrop(PathBuf);
