@@ -3,7 +3,6 @@
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
 
 use async_channel::{Receiver, Sender};
 use futures_lite::io::{AsyncRead, AsyncWrite};
@@ -138,19 +137,6 @@ impl Client {
     /// Calls a tool with the default timeout. A result with `is_error` is still `Ok`.
     pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<CallToolResult, Error> {
         self.request(Request::call_tool(name, arguments)).await
-    }
-
-    /// Calls a tool with a timeout of its own instead of the default one (progress
-    /// notifications restart it, as they do the default). A result with `is_error` is still
-    /// `Ok`.
-    pub async fn call_tool_with_timeout(
-        &self,
-        name: &str,
-        arguments: Value,
-        timeout: Duration,
-    ) -> Result<CallToolResult, Error> {
-        self.request(Request::call_tool(name, arguments).timeout(timeout))
-            .await
     }
 
     /// Lists every tool, following `tools/list` pages; see [`list_all`](Self::list_all).

@@ -1,7 +1,6 @@
 //! How to run one server: the core's settings plus what only the adapter decides.
 
 use std::fmt;
-use std::ops::{Deref, DerefMut};
 use std::time::Duration;
 
 use crate::process::StderrSink;
@@ -40,20 +39,6 @@ impl Default for Options {
 
 /// The core's settings read and written through the options themselves:
 /// `options.request_timeout` is `options.core.request_timeout`.
-impl Deref for Options {
-    type Target = proto::Config;
-
-    fn deref(&self) -> &proto::Config {
-        &self.core
-    }
-}
-
-impl DerefMut for Options {
-    fn deref_mut(&mut self) -> &mut proto::Config {
-        &mut self.core
-    }
-}
-
 impl fmt::Debug for Options {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Options")
