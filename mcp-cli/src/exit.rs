@@ -101,6 +101,38 @@ impl Failure {
     }
 }
 
+impl Failure {
+    /// A failed `tools/call` of `tool` (its shown name), worded for the tool. A JSON-RPC error
+    /// answering it is the tool failing (older servers report failures so): exit 1 with the
+    /// server's words, unless it refuses the arguments (-32602), which is the caller's to fix.
+    /// Any other failure is classified as every failure is.
+    pub fn of_call(tool: &str, error: HubError) -> Self {
+        let HubError::Server { error: cause, .. } = &error else {
+            return Self::from(error);
+        };
+        match cause {
+            Error::Request(RequestError::Remote(rpc)) if rpc.code == RpcError::INVALID_PARAMS => {
+                Self::usage(format!(
+                    "{tool}: the server refused the arguments: {}",
+                    rpc.text()
+                ))
+            }
+            Error::Request(RequestError::Remote(rpc)) => Self {
+                exit: Exit::ToolError,
+                message: format!("{tool} failed: {}", rpc.text()),
+            },
+            Error::Request(timeout @ RequestError::TimedOut { .. }) => Self {
+                exit: Exit::Timeout,
+                message: format!(
+                    "{tool}: {timeout}; allow it longer with --timeout SECS, or call_timeout_sec \
+                     in the server's config entry"
+                ),
+            },
+            _ => Self::from(error),
+        }
+    }
+}
+
 impl From<HubError> for Failure {
     /// The caller's mistakes (names, policy) are usage errors; the server's failures are
     /// classified by their cause.

@@ -2,12 +2,11 @@
 
 use std::io::Read;
 
-use mcp_smol::proto::{CallToolResult, Progress, RequestError, RpcError};
+use mcp_smol::proto::{CallToolResult, Progress};
 use serde_json::{Value, json};
 
 use crate::commands::{Context, with_raw};
 use crate::exit::{Exit, Failure};
-use crate::hub::{HubError, ToolEntry};
 use crate::spinner::Spinner;
 use crate::{arguments, names, output};
 
@@ -48,7 +47,7 @@ pub(crate) async fn run(
     // Shown before the servers are closed: one that outlives its stdin would otherwise hold
     // the answer back for the grace and SIGTERM periods.
     let decoded = called
-        .map_err(|error| failure(&tool, error))
+        .map_err(|error| Failure::of_call(&tool.name, error))
         .and_then(|raw| with_raw::<CallToolResult>(&server, "tools/call", raw));
     Ok(match decoded {
         Ok((result, raw)) => show(ctx, &result, &raw),
@@ -128,39 +127,6 @@ async fn read_args_json(text: &str) -> Result<Value, Failure> {
     }
     serde_json::from_str(&text)
         .map_err(|e| Failure::usage(format!("--args is not valid JSON: {e}")))
-}
-
-/// A failed call, worded for the tool. A JSON-RPC error answering `tools/call` is the tool
-/// failing (older servers report failures so): exit 1 with the server's words, unless it
-/// refuses the arguments (-32602), which is the caller's to fix.
-fn failure(tool: &ToolEntry, error: HubError) -> Failure {
-    let HubError::Server { error: cause, .. } = &error else {
-        return Failure::from(error);
-    };
-    match cause {
-        mcp_smol::Error::Request(RequestError::Remote(rpc))
-            if rpc.code == RpcError::INVALID_PARAMS =>
-        {
-            Failure::usage(format!(
-                "{}: the server refused the arguments: {}",
-                tool.name,
-                rpc.text()
-            ))
-        }
-        mcp_smol::Error::Request(RequestError::Remote(rpc)) => Failure {
-            exit: Exit::ToolError,
-            message: format!("{} failed: {}", tool.name, rpc.text()),
-        },
-        mcp_smol::Error::Request(timeout @ RequestError::TimedOut { .. }) => Failure {
-            exit: Exit::Timeout,
-            message: format!(
-                "{}: {timeout}; allow it longer with --timeout SECS, or call_timeout_sec in the \
-                 server's config entry",
-                tool.name
-            ),
-        },
-        _ => Failure::from(error),
-    }
 }
 
 fn progress_text(progress: Progress) -> String {
