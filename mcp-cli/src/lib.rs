@@ -5,6 +5,7 @@
 //! program in-process or through the binary. Hosts embed [`hub::Hub`] directly.
 
 mod adhoc;
+mod approve;
 pub mod arguments;
 pub mod auth;
 mod cli;
@@ -20,7 +21,6 @@ pub mod logs;
 pub mod names;
 mod nesting;
 pub mod output;
-mod prompt;
 mod spinner;
 
 use std::ffi::OsString;
@@ -114,7 +114,7 @@ async fn run_command(cli: cli::Cli, args: Vec<OsString>, mut signals: Signals) -
                 // A one-shot command should not wait out a server that ignores its stdin
                 // closing: well-behaved servers exit on it within milliseconds.
                 grace_period: Duration::from_millis(300),
-                ask: Some(prompt::handler(cli.yes)),
+                ask: Some(approve::handler(cli.yes)),
                 elicit: Some(elicit::handler(cli.yes)),
                 login,
                 ..host_settings(&log_dir, &executor, &env)

@@ -46,13 +46,13 @@
 //! - **Shutdown**: [`shutdown`](Hub::shutdown) closes every server in parallel through
 //!   mcp-smol; [`terminate`](Hub::terminate) does it without the grace period (for signals).
 
-mod answer;
 mod ask;
 mod catalogue;
 mod error;
 mod options;
 mod pins;
 mod reload;
+mod server_requests;
 mod slot;
 mod surface;
 
@@ -66,11 +66,11 @@ use async_channel::{Receiver, Sender};
 use async_executor::Executor;
 use serde::Serialize;
 
-pub use answer::{ElicitAnswer, ElicitHandler, Elicitation};
 pub use ask::{Approval, Ask, AskHandler};
 pub use catalogue::{Catalogue, ToolEntry};
 pub use error::HubError;
 pub use pins::{ApproveChanges, PinChange};
+pub use server_requests::{ElicitAnswer, ElicitHandler, Elicitation};
 pub use surface::{PromptEntry, ResourceEntry, Skipped, TemplateEntry};
 
 use crate::config::{Config, Policy, Server, ServerSpec, Source};

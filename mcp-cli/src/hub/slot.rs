@@ -13,7 +13,7 @@ use mcp_smol::{Client, HttpServer};
 use crate::auth;
 use crate::config::{Entry, Remote, Server, ServerSpec, Source};
 use crate::hub::surface::Surface;
-use crate::hub::{HubError, HubEvent, Inner, ServerStatus, State, answer};
+use crate::hub::{HubError, HubEvent, Inner, ServerStatus, State, server_requests};
 
 /// At most this many restarts in a minute; after that the server stays `failed` until
 /// [`Hub::restart`](crate::hub::Hub::restart).
@@ -392,7 +392,7 @@ impl Slot {
         let notes = client.notifications().await;
         let requests = client.server_requests().await;
         let (roots_answered, roots_known) = async_channel::bounded(1);
-        let answering = answer::serve(
+        let answering = server_requests::serve(
             name.clone(),
             client.clone(),
             requests,
