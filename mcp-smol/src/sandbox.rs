@@ -251,20 +251,21 @@ fn interpreter(program: &Path, env: &BTreeMap<String, String>) -> Option<PathBuf
         return Some(interpreter);
     }
     let name = words.find(|word| !word.starts_with('-'))?;
-    let path = env
-        .get("PATH")
-        .cloned()
-        .or_else(|| std::env::var("PATH").ok());
+    let path = variable(env, "PATH");
     std::env::split_paths(&path.unwrap_or_default())
         .map(|dir| dir.join(name))
         .find(|candidate| candidate.is_file())
 }
 
+/// Variable `key` as the server will see it: the command's `env` over ours.
+fn variable(env: &BTreeMap<String, String>, key: &str) -> Option<String> {
+    (env.get(key).cloned()).or_else(|| std::env::var(key).ok())
+}
+
 /// Where npm, uv and pip keep what they download: launchers run from there.
 fn launcher_caches(env: &BTreeMap<String, String>) -> Vec<PathBuf> {
     let var = |key: &str| {
-        (env.get(key).cloned())
-            .or_else(|| std::env::var(key).ok())
+        variable(env, key)
             .filter(|value| !value.is_empty())
             .map(PathBuf::from)
     };

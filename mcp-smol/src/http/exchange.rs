@@ -226,11 +226,6 @@ impl Response {
         Ok(body)
     }
 
-    /// The start of the body, quoted on one line, for an error message; empty if none came.
-    pub(crate) async fn snippet(&mut self) -> String {
-        quote(&self.body_start().await)
-    }
-
     /// The start of the body (what came of its first [`SNIPPET_LEN`] bytes in a short
     /// while), for a decision or an error message.
     pub(crate) async fn body_start(&mut self) -> Vec<u8> {
@@ -252,6 +247,12 @@ impl Response {
 
     /// Why this answer is not what was asked for: status, media type and the start of the body.
     pub(crate) async fn describe(&mut self) -> String {
+        let body = self.body_start().await;
+        self.refusal(&body)
+    }
+
+    /// [`describe`](Self::describe) for a body whose start is already read.
+    pub(crate) fn refusal(&self, body: &[u8]) -> String {
         let mut detail = self.status_line();
         if self.status.is_success() {
             let media = self
@@ -259,18 +260,9 @@ impl Response {
                 .unwrap_or_else(|| "no content type".to_owned());
             detail = format!("{detail} with {media}, not JSON or an event stream");
         }
-        let snippet = self.snippet().await;
-        if !snippet.is_empty() {
-            detail = format!("{detail}: {snippet}");
-        }
-        detail
-    }
-
-    /// Why this refusal, whose body started with `body`: status and the start of the body.
-    pub(crate) fn refusal(&self, body: &[u8]) -> String {
         match quote(body) {
-            quoted if quoted.is_empty() => self.status_line(),
-            quoted => format!("{}: {quoted}", self.status_line()),
+            quoted if quoted.is_empty() => detail,
+            quoted => format!("{detail}: {quoted}"),
         }
     }
 }
