@@ -92,7 +92,14 @@ impl Default for Config {
 /// Identifies one request of ours. Ids count up from 1 and are never reused (0 is skipped
 /// because some servers treat a falsy id as absent).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct RequestId(pub u64);
+pub struct RequestId(pub(crate) u64);
+
+impl serde::Serialize for RequestId {
+    /// As it goes on the wire: the number in the message's `id`.
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_u64(self.0)
+    }
+}
 
 impl std::fmt::Display for RequestId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -103,7 +110,7 @@ impl std::fmt::Display for RequestId {
 /// Identifies one server request that waits for [`Connection::respond`]. Our own counter:
 /// the server's id, whatever its type, is echoed by the connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ServerRequestId(pub u64);
+pub struct ServerRequestId(pub(crate) u64);
 
 /// A request from the server that a declared capability makes the caller's to answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -178,6 +185,19 @@ enum State {
     Closed { reason: CloseReason },
 }
 
+/// What a queued message is, for a transport that sends each message on its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sent {
+    /// `initialize`, opening a session.
+    Initialize(RequestId),
+    /// `notifications/initialized`, closing the handshake.
+    Initialized,
+    /// Any other request of ours.
+    Request(RequestId),
+    /// A notification, or an answer to the server.
+    Other,
+}
+
 /// One MCP client connection, as a state machine. See the crate docs for the run loop.
 pub struct Connection {
     config: Config,
@@ -189,7 +209,8 @@ pub struct Connection {
     /// Server requests the caller has yet to answer, by our own id for them.
     server_requests: BTreeMap<u64, OpenServerRequest>,
     next_server_request: u64,
-    transmits: VecDeque<Vec<u8>>,
+    /// What to send, each with what it is (see [`Connection::poll_transmit_with`]).
+    transmits: VecDeque<(Vec<u8>, Sent)>,
     events: VecDeque<Event>,
     stats: Stats,
 }
@@ -248,7 +269,7 @@ impl Connection {
             },
         });
         let initialize = jsonrpc::request(id, "initialize", Some(&params));
-        self.transmits.push_back(initialize);
+        (self.transmits).push_back((initialize, Sent::Initialize(RequestId(id))));
     }
 
     /// The settings this connection was made with.
@@ -352,8 +373,8 @@ impl Connection {
         for key in unanswered {
             if let Some(open) = self.server_requests.remove(&key) {
                 let refusal = Err(RpcError::method_not_found(&open.method));
-                self.transmits
-                    .push_back(jsonrpc::response(open.id, refusal));
+                let refusal = jsonrpc::response(open.id, refusal);
+                self.transmits.push_back((refusal, Sent::Other));
             }
         }
     }
@@ -472,8 +493,9 @@ impl Connection {
         timeout: Duration,
     ) -> RequestId {
         // Before the handshake ends, only pings may be written.
+        let id = self.pending.next_id();
         let held = if matches!(self.state, State::Ready { .. }) || method == "ping" {
-            self.transmits.push_back(bytes);
+            (self.transmits).push_back((bytes, Sent::Request(RequestId(id))));
             None
         } else {
             Some(bytes)
@@ -493,7 +515,8 @@ impl Connection {
         let Some(open) = self.server_requests.remove(&id.0) else {
             return false;
         };
-        self.transmits.push_back(jsonrpc::response(open.id, result));
+        let answer = jsonrpc::response(open.id, result);
+        self.transmits.push_back((answer, Sent::Other));
         true
     }
 
@@ -555,6 +578,12 @@ impl Connection {
     /// The next line to write to the server's stdin, `\n` included.
     #[must_use]
     pub fn poll_transmit(&mut self) -> Option<Vec<u8>> {
+        self.transmits.pop_front().map(|(bytes, _)| bytes)
+    }
+
+    /// [`poll_transmit`](Self::poll_transmit), with what the message is, for a transport that
+    /// sends each message on its own and treats the handshake's apart (HTTP).
+    pub(crate) fn poll_transmit_with(&mut self) -> Option<(Vec<u8>, Sent)> {
         self.transmits.pop_front()
     }
 
@@ -674,7 +703,7 @@ impl Connection {
                     self.stats.dropped_replies += 1;
                 }
             }
-            _ => self.transmits.push_back(bytes),
+            _ => self.transmits.push_back((bytes, Sent::Other)),
         }
     }
 
@@ -735,12 +764,13 @@ impl Connection {
             },
         );
         let initialized = jsonrpc::notification("notifications/initialized", None);
-        self.transmits.push_back(initialized);
+        self.transmits.push_back((initialized, Sent::Initialized));
         if let State::Initializing { held_replies, .. } = previous {
-            self.transmits.extend(held_replies);
+            let replies = held_replies.into_iter().map(|bytes| (bytes, Sent::Other));
+            self.transmits.extend(replies);
         }
-        let held = self.pending.release_held();
-        self.transmits.extend(held);
+        let held = self.pending.release_held().into_iter();
+        (self.transmits).extend(held.map(|(id, bytes)| (bytes, Sent::Request(RequestId(id)))));
         self.events.push_back(Event::Ready(server));
     }
 
@@ -754,7 +784,7 @@ impl Connection {
         if was_sent && may_notify {
             let params = json!({ "requestId": id, "reason": reason });
             let cancelled = jsonrpc::notification("notifications/cancelled", Some(params));
-            self.transmits.push_back(cancelled);
+            self.transmits.push_back((cancelled, Sent::Other));
         }
     }
 
@@ -780,30 +810,6 @@ impl Connection {
         self.events.push_back(Event::Closed(reason.clone()));
         self.state = State::Closed { reason };
     }
-}
-
-/// For a message from [`Connection::poll_transmit`]: the id of the request it carries, if it is
-/// one of ours, so a transport that sends each message on its own (an HTTP POST) knows which
-/// request an answer or a failure belongs to. `None` for notifications and for answers to the
-/// server's requests.
-///
-/// ```
-/// use std::time::Instant;
-/// let mut connection = mcp_proto::Connection::new(Instant::now(), Default::default());
-/// let initialize = connection.poll_transmit().unwrap();
-/// assert_eq!(mcp_proto::outgoing_request_id(&initialize), Some(mcp_proto::RequestId(1)));
-/// ```
-pub fn outgoing_request_id(message: &[u8]) -> Option<RequestId> {
-    // Our requests are encoded with `id` right after `jsonrpc`, then `method`, so the prefix
-    // tells; an answer to the server has `result` or `error` after its id instead.
-    let rest = message.strip_prefix(br#"{"jsonrpc":"2.0","id":"#)?;
-    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
-    let after = &rest[digits..];
-    if digits == 0 || !after.starts_with(br#","method":"#) {
-        return None;
-    }
-    let id = std::str::from_utf8(&rest[..digits]).ok()?.parse().ok()?;
-    Some(RequestId(id))
 }
 
 fn parse_initialize_result(result: Value) -> Result<ServerInfo, CloseReason> {
@@ -866,11 +872,11 @@ mod tests {
         let init = br#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25"}}
 "#;
         connection.handle_bytes(now, init);
-        let written: Vec<Option<RequestId>> = std::iter::from_fn(|| connection.poll_transmit())
+        let written: Vec<Sent> = std::iter::from_fn(|| connection.poll_transmit_with())
             .skip(1) // notifications/initialized
-            .map(|bytes| outgoing_request_id(&bytes))
+            .map(|(_, sent)| sent)
             .collect();
-        let expected: Vec<Option<RequestId>> = ids.iter().copied().map(Some).collect();
+        let expected: Vec<Sent> = ids.iter().copied().map(Sent::Request).collect();
         assert_eq!(written, expected);
 
         while connection.poll_event().is_some() {}

@@ -83,14 +83,14 @@ mod listing;
 mod pending;
 mod request;
 mod server;
-mod session;
 mod sse;
+mod streamable;
 mod surface;
 mod types;
 
 pub use connection::{
     ClientCapabilities, Config, Connection, Event, RequestId, ServerRequest, ServerRequestId,
-    Stats, outgoing_request_id,
+    Stats,
 };
 pub use error::{CloseReason, RequestError, RpcError, SendError};
 pub use framing::{LineDecoder, LineError};
@@ -99,8 +99,11 @@ pub use request::{FromResult, Request};
 pub use server::{
     ClientInfo, HostRequest, HostRequestId, ServerConfig, ServerConnection, ServerEvent,
 };
-pub use session::session_lost;
 pub use sse::{SseDecoder, SseEvent, SseTooLong};
+pub use streamable::{
+    Affected, Answer, Exchange, ExchangeId, Get, HttpConnection, HttpTransport, Post, Reply,
+    session_lost,
+};
 pub use surface::{
     CompleteResult, CompletionRef, ElicitResult, GetPromptResult, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, Prompt, PromptArgument, PromptMessage,

@@ -144,13 +144,13 @@ impl Outstanding {
         self.deadlines.first()
     }
 
-    /// Releases the requests held back for the handshake, in id order.
-    pub(crate) fn release_held(&mut self) -> Vec<Vec<u8>> {
+    /// Releases the requests held back for the handshake, with their ids, in id order.
+    pub(crate) fn release_held(&mut self) -> Vec<(u64, Vec<u8>)> {
         let mut held: Vec<(u64, Vec<u8>)> = (self.requests.iter_mut())
             .filter_map(|(&id, p)| Some((id, p.held.take()?)))
             .collect();
         held.sort_unstable_by_key(|&(id, _)| id);
-        held.into_iter().map(|(_, bytes)| bytes).collect()
+        held
     }
 
     /// Ends every request, returning their ids in order (the order failures are reported).

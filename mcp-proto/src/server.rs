@@ -57,7 +57,7 @@ impl Default for ServerConfig {
 /// Identifies one host request that waits for [`ServerConnection::respond`]. Our own counter:
 /// the host's id, whatever its type, is echoed by the connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct HostRequestId(pub u64);
+pub struct HostRequestId(pub(crate) u64);
 
 /// What the host said about itself in `initialize`.
 #[derive(Debug, Clone, PartialEq, Eq)]

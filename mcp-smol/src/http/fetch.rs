@@ -8,7 +8,7 @@ use hyper::Method;
 use hyper::body::Bytes;
 use url::Url;
 
-use super::exchange::{self, BodyError, Outgoing};
+use super::wire::{self, BodyError, Outgoing};
 use crate::Error;
 
 /// The most of a body [`fetch`] reads.
@@ -68,7 +68,7 @@ pub async fn fetch(request: FetchRequest) -> Result<FetchResponse, Error> {
     };
     let timeout = request.timeout;
     let exchange = async {
-        let mut response = exchange::send(&outgoing, timeout, None).await?;
+        let mut response = wire::send(&outgoing, timeout, None).await?;
         let body = match response.read_body(FETCH_LIMIT).await {
             Ok(body) => body,
             Err(BodyError::TooLarge { size }) => {

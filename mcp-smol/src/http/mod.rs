@@ -36,13 +36,14 @@ use std::sync::Arc;
 
 use crate::{Client, Driver, Error, Options};
 
-mod exchange;
+mod exchanges;
 mod fetch;
 mod streamable;
-mod tasks;
 mod tls;
+mod wire;
 
 pub use fetch::{FetchRequest, FetchResponse, fetch};
+pub use proto::HttpTransport;
 
 /// A remote server: where it is and how to speak to it.
 #[derive(Clone, Debug)]
@@ -68,19 +69,6 @@ impl HttpServer {
             authorizer: None,
         }
     }
-}
-
-/// Which HTTP transport to speak.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum HttpTransport {
-    /// Streamable HTTP, falling back to HTTP+SSE when the `initialize` POST is answered with
-    /// 400, 404 or 405, as the specification's backwards compatibility section says.
-    #[default]
-    Auto,
-    /// Streamable HTTP only.
-    Streamable,
-    /// The 2024-11-05 HTTP+SSE transport only: `url` is the event stream.
-    Sse,
 }
 
 /// A boxed future, as [`Authorizer`]'s methods return them.

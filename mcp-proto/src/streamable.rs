@@ -1,0 +1,1016 @@
+//! The HTTP transports' rules, sans-IO: [`HttpConnection`] wraps a [`Connection`] and decides
+//! which HTTP exchanges carry its messages (Streamable HTTP, or the 2024-11-05 HTTP+SSE
+//! transport), which headers each carries, and what each answer means: sessions, the
+//! handshake's order, fallback, resumption budgets, what a 404 means.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::time::{Duration, Instant};
+
+use crate::connection::{Config, Connection, Event, RequestId, Sent};
+use crate::error::{CloseReason, RequestError};
+
+/// How many times in a row one answer's event stream is resumed from the same event before
+/// the request fails.
+const MAX_RESUMES: u32 = 5;
+
+/// How long to wait before reconnecting an event stream when the server gave no `retry`.
+const DEFAULT_RETRY: Duration = Duration::from_secs(1);
+
+/// How many GETs for the server's own stream may fail in a row before we stop asking.
+const LISTEN_FAILURES: u32 = 3;
+
+/// A server stream shorter than this does not reset the count of failures, so a server
+/// that ends it as soon as it opens is not asked again every second for ever.
+const SHORT_STREAM: Duration = Duration::from_secs(1);
+
+/// Which HTTP transport to speak.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HttpTransport {
+    /// Streamable HTTP, falling back to HTTP+SSE when the `initialize` POST is answered with
+    /// 400, 404 or 405, as the specification's backwards compatibility section says.
+    #[default]
+    Auto,
+    /// Streamable HTTP only.
+    Streamable,
+    /// The 2024-11-05 HTTP+SSE transport only: the URL is the event stream.
+    Sse,
+}
+
+/// Names one HTTP exchange the machine asked for, in the facts reported about it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ExchangeId(u64);
+
+/// An exchange to start, or to stop, drained with [`HttpConnection::poll_exchange`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Exchange {
+    /// POST one message.
+    Post(Post),
+    /// GET an event stream.
+    Get(Get),
+    /// Stop this exchange (close its socket); report nothing more about it.
+    Cancel(ExchangeId),
+}
+
+/// One message to POST.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Post {
+    /// What to report its facts under.
+    pub id: ExchangeId,
+    /// The configured endpoint, or HTTP+SSE's message endpoint.
+    pub url: String,
+    /// The protocol's headers; the caller adds its own (static ones, `Authorization`).
+    pub headers: Vec<(String, String)>,
+    /// The message.
+    pub body: Vec<u8>,
+    /// Where its answer comes, which says how much of the response to read.
+    pub answer: Answer,
+    /// Stop it after this long: a message nobody answers must not hold a socket for ever.
+    pub timeout: Option<Duration>,
+}
+
+/// Where a POST's answer comes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// In the response: a JSON body or an event stream. Anything else fails the request.
+    InResponse,
+    /// On HTTP+SSE's event stream: the response is only an acknowledgement, read to its end.
+    OnTheStream,
+    /// None is due (a notification, an answer to the server): any 2xx will do, though a JSON
+    /// body or an event stream is still relayed.
+    None,
+}
+
+/// An event stream to GET.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Get {
+    /// What to report its facts under.
+    pub id: ExchangeId,
+    /// The configured URL.
+    pub url: String,
+    /// The protocol's headers (`Accept`, the session's, `Last-Event-ID`); the caller adds its own.
+    pub headers: Vec<(String, String)>,
+    /// Wait this long before sending it.
+    pub delay: Duration,
+    /// HTTP+SSE's one stream: its `endpoint` event is reported as [`Reply::Endpoint`].
+    pub legacy: bool,
+}
+
+/// A fact about an exchange, fed with [`HttpConnection::handle_reply`], in the order seen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    /// No HTTP answer at all (DNS, refused, TLS, a redirect loop, no authorization to send):
+    /// the sentence, without the method and URL.
+    Unreachable(String),
+    /// 401 or 403 that could not be fixed: the sentence to fail with.
+    Unauthorized(String),
+    /// A status other than 2xx: the start of the body, and the answer described
+    /// (`HTTP 404 Not Found: ...`).
+    Refused {
+        /// The status code.
+        status: u16,
+        /// The start of the body.
+        body: Vec<u8>,
+        /// The status and the body's start, on one line.
+        detail: String,
+    },
+    /// A 2xx head; `session` is its `Mcp-Session-Id`.
+    Head {
+        /// The `Mcp-Session-Id` header, if any.
+        session: Option<String>,
+    },
+    /// One JSON-RPC message: a JSON body, or one event's data.
+    Message(Vec<u8>),
+    /// A JSON body was read to its end; `detail` describes it, for when it answered nothing.
+    BodyEnded(String),
+    /// The answer is unusable (another content type, a body that broke off): the sentence,
+    /// without the method and URL.
+    Failed(String),
+    /// A body or an event over [`Config::max_line_len`]; `size` is what had come of it.
+    TooLarge {
+        /// Bytes seen.
+        size: usize,
+    },
+    /// An event stream ended or broke (`why`), after the last event id and `retry` it gave.
+    StreamEnded {
+        /// `the event stream ended`, or why it broke off.
+        why: String,
+        /// The id of the last event that had one.
+        last_event_id: Option<String>,
+        /// The last `retry` field.
+        retry: Option<Duration>,
+    },
+    /// HTTP+SSE: where to POST messages, as a URL checked to be on the stream's origin.
+    Endpoint(String),
+    /// The exchange is over: its task ended, or its timeout passed.
+    Done,
+}
+
+/// Whom an exchange's [`Reply::Unreachable`] or [`Reply::Unauthorized`] failed, so that the
+/// caller can give its own, fuller error there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Affected {
+    /// Nobody, or nobody new.
+    Nothing,
+    /// The connection, which could not start.
+    Connection,
+    /// This request.
+    Request(RequestId),
+}
+
+/// How the message endpoint is reached.
+enum Mode {
+    /// [`HttpTransport::Auto`] before the first answer to `initialize`: a refusal of it may
+    /// mean an HTTP+SSE server.
+    Probing,
+    Streamable,
+    Legacy {
+        /// Where to POST, once the stream has said.
+        endpoint: Option<String>,
+        /// Messages waiting for the endpoint.
+        queued: Vec<(Vec<u8>, Sent)>,
+    },
+}
+
+/// What an exchange in flight is for.
+enum Purpose {
+    Post {
+        url: String,
+        body: Vec<u8>,
+        sent: Sent,
+        /// The session id it carried.
+        session: Option<String>,
+        legacy: bool,
+    },
+    /// Resumes the event stream carrying this request's answer, from this event.
+    Resume {
+        request: RequestId,
+        from: Option<String>,
+    },
+    /// The server's own stream.
+    Listen,
+    /// HTTP+SSE's one stream.
+    LegacyStream,
+}
+
+/// The GET stream for the server's own messages, once opened.
+#[derive(Default)]
+struct Listener {
+    exchange: Option<ExchangeId>,
+    last_event_id: Option<String>,
+    delay: Duration,
+    failures: u32,
+    opened: Option<Instant>,
+    /// The server offers none, or it failed too often: not asked again in this session.
+    stopped: bool,
+}
+
+/// A client [`Connection`] over HTTP. The caller performs the exchanges it asks for and feeds
+/// back what each brought; it never looks inside a message.
+///
+/// # The run loop
+///
+/// As [`Connection`]'s, with exchanges in place of lines:
+/// 1. Start every [`Exchange`] from [`poll_exchange`](Self::poll_exchange): a POST or a GET
+///    with the protocol headers given (plus the caller's own), or stop one.
+/// 2. Handle every event from [`poll_event`](Self::poll_event), as [`Connection::poll_event`]'s.
+/// 3. Feed every fact an exchange brings, in order, to [`handle_reply`](Self::handle_reply),
+///    and [`Reply::Done`] when it ends; commands and deadlines go to the
+///    [`connection_mut`](Self::connection_mut).
+/// 4. When the connection has closed, end the session with a DELETE carrying
+///    [`session_end`](Self::session_end)'s headers, if it gives any.
+///
+/// The rules it keeps: `Mcp-Session-Id` and `MCP-Protocol-Version` on every message after the
+/// handshake; nothing is sent while `notifications/initialized` is in flight (servers built
+/// on the Python SDK refuse requests that overtake it); the GET stream for the server's own
+/// messages opens once `initialize`'s exchange and `notifications/initialized`'s are over
+/// (from the last event id of a stream that answered `initialize`); a refusal of the session
+/// ([`session_lost`]) starts a new session and sends the refused request again, once, after
+/// the new `notifications/initialized`; a new session refused before it answered anything
+/// ends the connection; an answer's event stream cut short is resumed with `Last-Event-ID`
+/// after the server's `retry` ([`DEFAULT_RETRY`] without one), at most [`MAX_RESUMES`] times
+/// in a row without a new event; under [`HttpTransport::Auto`], `initialize` refused with 400,
+/// 404 or 405 falls back to HTTP+SSE.
+pub struct HttpConnection {
+    connection: Connection,
+    /// The configured URL: the MCP endpoint, or HTTP+SSE's event stream.
+    url: String,
+    mode: Mode,
+    /// Why the Streamable HTTP `initialize` was refused, once we fell back to HTTP+SSE.
+    fell_back: Option<String>,
+    session: Option<String>,
+    /// A new session is being set up after the server forgot the last one; until its
+    /// `notifications/initialized` goes, other messages wait in `resend`.
+    restarting: bool,
+    /// A new session was started and has answered no request yet: if the server refuses it
+    /// too, the connection fails rather than start another.
+    restarted_unanswered: bool,
+    /// Messages for the new session, sent once its `notifications/initialized` is over.
+    resend: Vec<(Vec<u8>, Sent)>,
+    /// Requests already sent again in a new session: a second refusal fails them.
+    resent: BTreeSet<RequestId>,
+    /// The `initialize` in flight: its request id and exchange.
+    initialize: Option<(RequestId, ExchangeId)>,
+    /// Where the server's own stream starts, when an event stream answered `initialize`
+    /// with an event id (and how long to wait first).
+    listen_from: Option<(Option<String>, Duration)>,
+    listener: Option<Listener>,
+    /// The exchange carrying `notifications/initialized`: nothing else is sent until it is over.
+    gate: Option<ExchangeId>,
+    exchanges: BTreeMap<ExchangeId, Purpose>,
+    next_exchange: u64,
+    /// The exchange carrying each request's answer.
+    by_request: BTreeMap<RequestId, ExchangeId>,
+    /// How often each request's answer stream has been resumed in a row from the same event,
+    /// and that event's id.
+    resumes: BTreeMap<RequestId, (u32, Option<String>)>,
+    outgoing: VecDeque<Exchange>,
+}
+
+impl std::fmt::Debug for HttpConnection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpConnection")
+            .field("connection", &self.connection)
+            .field("url", &self.url)
+            .field("session", &self.session)
+            .field("exchanges", &self.exchanges.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl HttpConnection {
+    /// Starts a connection to `url` (the MCP endpoint, or HTTP+SSE's event stream, as the
+    /// caller writes URLs: it appears in error messages) over `transport`.
+    pub fn new(now: Instant, config: Config, url: String, transport: HttpTransport) -> Self {
+        let mode = match transport {
+            HttpTransport::Auto => Mode::Probing,
+            HttpTransport::Streamable => Mode::Streamable,
+            HttpTransport::Sse => Mode::Legacy {
+                endpoint: None,
+                queued: Vec::new(),
+            },
+        };
+        let mut http = Self {
+            connection: Connection::new(now, config),
+            url,
+            mode,
+            fell_back: None,
+            session: None,
+            restarting: false,
+            restarted_unanswered: false,
+            resend: Vec::new(),
+            resent: BTreeSet::new(),
+            initialize: None,
+            listen_from: None,
+            listener: None,
+            gate: None,
+            exchanges: BTreeMap::new(),
+            next_exchange: 0,
+            by_request: BTreeMap::new(),
+            resumes: BTreeMap::new(),
+            outgoing: VecDeque::new(),
+        };
+        if transport == HttpTransport::Sse {
+            http.open_legacy_stream();
+        }
+        http
+    }
+
+    /// The connection within, for commands, deadlines and what it knows.
+    pub fn connection(&self) -> &Connection {
+        &self.connection
+    }
+
+    /// The connection within, for commands ([`Connection::request`], [`Connection::respond`],
+    /// [`Connection::close`]) and [`Connection::handle_timeout`]. Its messages are sent through
+    /// [`poll_exchange`](Self::poll_exchange), never taken from it directly.
+    pub fn connection_mut(&mut self) -> &mut Connection {
+        &mut self.connection
+    }
+
+    // ----- outputs -----
+
+    /// The next exchange to start or stop.
+    #[must_use]
+    pub fn poll_exchange(&mut self) -> Option<Exchange> {
+        loop {
+            if let Some(exchange) = self.outgoing.pop_front() {
+                return Some(exchange);
+            }
+            if self.gate.is_some() {
+                return None;
+            }
+            let (message, sent) = self.connection.poll_transmit_with()?;
+            self.transmit(message, sent);
+        }
+    }
+
+    /// The connection's next event, as [`Connection::poll_event`].
+    #[must_use]
+    pub fn poll_event(&mut self) -> Option<Event> {
+        let event = self.connection.poll_event()?;
+        match &event {
+            Event::Ready(_) => {
+                if matches!(self.mode, Mode::Probing) {
+                    self.mode = Mode::Streamable;
+                }
+                // The probe's refusal explains a handshake that fails both ways, not a later
+                // failure of the HTTP+SSE stream.
+                self.fell_back = None;
+                self.open_listener();
+            }
+            Event::Response {
+                result: Err(RequestError::Closed(_)),
+                ..
+            } => {}
+            Event::Response { id, result } => {
+                if matches!(result, Ok(_) | Err(RequestError::Remote(_))) {
+                    self.restarted_unanswered = false;
+                }
+                // Its exchange has done its job: stopping it closes the stream.
+                if let Some(exchange) = self.by_request.remove(id) {
+                    self.cancel(exchange);
+                }
+                self.resumes.remove(id);
+                self.resent.remove(id);
+            }
+            _ => {}
+        }
+        Some(event)
+    }
+
+    /// The headers of the `DELETE` that ends the session on close, if there is one to end.
+    /// Call it once the connection has closed.
+    pub fn session_end(&mut self) -> Option<Vec<(String, String)>> {
+        if matches!(self.mode, Mode::Legacy { .. }) || self.session.is_none() {
+            return None;
+        }
+        let headers = self.headers();
+        self.session = None;
+        Some(headers)
+    }
+
+    // ----- inputs -----
+
+    /// Feeds one fact about exchange `id`, in the order the exchange saw them. Facts about an
+    /// exchange that was stopped, or is over, are ignored. Returns whom a
+    /// [`Reply::Unreachable`] or [`Reply::Unauthorized`] failed.
+    pub fn handle_reply(&mut self, now: Instant, id: ExchangeId, reply: Reply) -> Affected {
+        let Some(purpose) = self.exchanges.get(&id) else {
+            return Affected::Nothing;
+        };
+        match purpose {
+            Purpose::Post { .. } => self.post_reply(now, id, reply),
+            Purpose::Resume { request, from } => {
+                let (request, from) = (*request, from.clone());
+                self.resume_reply(now, id, request, from, reply)
+            }
+            Purpose::Listen => {
+                self.listen_reply(now, id, reply);
+                Affected::Nothing
+            }
+            Purpose::LegacyStream => self.legacy_reply(now, reply),
+        }
+    }
+
+    // ----- internals -----
+
+    fn post_reply(&mut self, now: Instant, exchange: ExchangeId, reply: Reply) -> Affected {
+        let Some(Purpose::Post {
+            url,
+            sent,
+            session,
+            legacy,
+            ..
+        }) = self.exchanges.get(&exchange)
+        else {
+            return Affected::Nothing;
+        };
+        let (url, sent, session, legacy) = (url.clone(), *sent, session.clone(), *legacy);
+        let request = match sent {
+            Sent::Initialize(id) | Sent::Request(id) => Some(id),
+            Sent::Initialized | Sent::Other => None,
+        };
+        let initialize = matches!(sent, Sent::Initialize(_));
+        match reply {
+            Reply::Unreachable(detail) => self.post_failed(now, &url, sent, detail, true),
+            Reply::Unauthorized(why) => match sent {
+                Sent::Initialize(_) => {
+                    self.connection.fail(CloseReason::Transport(why));
+                    Affected::Connection
+                }
+                Sent::Request(id) => {
+                    let error = RequestError::Transport(why);
+                    self.connection.fail_request(now, id, error);
+                    Affected::Request(id)
+                }
+                Sent::Initialized | Sent::Other => Affected::Nothing,
+            },
+            Reply::Refused {
+                status,
+                body,
+                detail,
+            } => {
+                if let Some(session) = session {
+                    if session_lost(status, &body) {
+                        self.session_refused(now, exchange, &session, &detail);
+                    } else {
+                        self.post_failed(now, &url, sent, detail, false);
+                    }
+                } else if initialize
+                    && matches!(self.mode, Mode::Probing)
+                    && matches!(status, 400 | 404 | 405)
+                {
+                    self.fall_back(exchange, format!("POST {url}: {detail}"));
+                } else {
+                    self.post_failed(now, &url, sent, detail, false);
+                }
+                Affected::Nothing
+            }
+            Reply::Head { session } => {
+                if initialize && !legacy && session.is_some() {
+                    self.session = session;
+                }
+                Affected::Nothing
+            }
+            Reply::Message(message) => {
+                self.handle_message(now, &message);
+                Affected::Nothing
+            }
+            Reply::BodyEnded(detail) => {
+                let why = format!("POST {url}: {detail}");
+                if let Some(id) = request {
+                    if initialize && self.handshaking() {
+                        self.connection.fail(CloseReason::Transport(why));
+                    } else if self.by_request.contains_key(&id) {
+                        let error = RequestError::Transport(why);
+                        self.connection.fail_request(now, id, error);
+                    }
+                }
+                Affected::Nothing
+            }
+            Reply::Failed(detail) => self.post_failed(now, &url, sent, detail, false),
+            Reply::TooLarge { size } => {
+                let limit = self.connection.config().max_line_len;
+                let error = RequestError::ResponseTooLarge { size, limit };
+                match sent {
+                    Sent::Initialize(_) if self.handshaking() => {
+                        let reason = format!("POST {url}: initialize failed: {error}");
+                        self.connection.fail(CloseReason::Transport(reason));
+                    }
+                    Sent::Request(id) => _ = self.connection.fail_request(now, id, error),
+                    _ => {}
+                }
+                Affected::Nothing
+            }
+            Reply::StreamEnded {
+                why,
+                last_event_id,
+                retry,
+            } => {
+                if let Some(id) = request {
+                    let why = format!("POST {url}: {why}");
+                    self.stream_ended(now, id, last_event_id, retry, why);
+                }
+                Affected::Nothing
+            }
+            Reply::Endpoint(_) => Affected::Nothing,
+            Reply::Done => {
+                self.exchanges.remove(&exchange);
+                if self.gate == Some(exchange) {
+                    self.gate = None;
+                    // The new session's handshake is over: what waited for it goes now.
+                    for (message, sent) in std::mem::take(&mut self.resend) {
+                        self.transmit(message, sent);
+                    }
+                    self.open_listener();
+                }
+                if self.initialize.is_some_and(|(_, init)| init == exchange) {
+                    self.initialize = None;
+                    self.open_listener();
+                }
+                Affected::Nothing
+            }
+        }
+    }
+
+    /// A POST got no usable answer: `initialize`'s failure ends a connection still starting,
+    /// a request's fails that request.
+    fn post_failed(
+        &mut self,
+        now: Instant,
+        url: &str,
+        sent: Sent,
+        detail: String,
+        unreachable: bool,
+    ) -> Affected {
+        let sentence = format!("POST {url}: {detail}");
+        match sent {
+            Sent::Initialize(_) if self.handshaking() => {
+                self.connection.fail(CloseReason::Transport(sentence));
+                if unreachable {
+                    return Affected::Connection;
+                }
+            }
+            Sent::Request(id) => {
+                let error = RequestError::Transport(sentence);
+                self.connection.fail_request(now, id, error);
+            }
+            _ => {}
+        }
+        Affected::Nothing
+    }
+
+    /// Whether the connection is still opening a session (the first, or a new one).
+    fn handshaking(&self) -> bool {
+        self.connection.server_info().is_none()
+    }
+
+    /// A message from the server, from any exchange.
+    fn handle_message(&mut self, now: Instant, message: &[u8]) {
+        // It answered as a Streamable HTTP server: no falling back now.
+        if matches!(self.mode, Mode::Probing) {
+            self.mode = Mode::Streamable;
+        }
+        self.connection.handle_message(now, message);
+    }
+
+    /// The server refused a message for carrying `session`, which it no longer knows.
+    fn session_refused(&mut self, now: Instant, exchange: ExchangeId, session: &str, refusal: &str) {
+        // The exchange stays known until it is over: its end may open the gate.
+        let Some(Purpose::Post { body, sent, .. }) = self.exchanges.get(&exchange) else {
+            return;
+        };
+        let (body, sent) = (body.clone(), *sent);
+        let request = match sent {
+            Sent::Initialize(id) | Sent::Request(id) => Some(id),
+            Sent::Initialized | Sent::Other => None,
+        };
+        // Sent again in a new session and refused again: the refusal is not about the
+        // session, and another restart would only loop.
+        if let Some(id) = request
+            && !self.resent.insert(id)
+        {
+            let why = format!("POST {}: {refusal}, in a new session too", self.url);
+            self.connection
+                .fail_request(now, id, RequestError::Transport(why));
+            return;
+        }
+        if self.session.as_deref() == Some(session) {
+            // A new session refused before it answered anything: another would go round for
+            // ever (`notifications/initialized` opens each).
+            if self.restarted_unanswered {
+                let why = format!(
+                    "POST {}: {refusal}, in a new session that had answered nothing yet",
+                    self.url
+                );
+                self.connection.fail(CloseReason::Transport(why));
+                return;
+            }
+            self.restarted_unanswered = true;
+            self.session = None;
+            self.restarting = true;
+            if let Some(old) = self.listener.take().and_then(|listener| listener.exchange) {
+                self.cancel(old);
+            }
+            self.connection.restart_session(now);
+        }
+        if request.is_some() {
+            self.transmit(body, sent);
+        }
+    }
+
+    /// `initialize` refused as an HTTP+SSE server would: speak that from now on.
+    fn fall_back(&mut self, exchange: ExchangeId, why: String) {
+        let Some(Purpose::Post { body, sent, .. }) = self.exchanges.get(&exchange) else {
+            return;
+        };
+        let queued = vec![(body.clone(), *sent)];
+        self.fell_back = Some(why);
+        self.initialize = None;
+        self.mode = Mode::Legacy {
+            endpoint: None,
+            queued,
+        };
+        self.open_legacy_stream();
+    }
+
+    /// An event stream that was to carry request `id`'s answer ended. Resume it with
+    /// `Last-Event-ID` after the server's `retry` if the answer has not come, or fail the
+    /// request at once if the stream gave nothing to resume from.
+    fn stream_ended(
+        &mut self,
+        now: Instant,
+        id: RequestId,
+        last_event_id: Option<String>,
+        retry: Option<Duration>,
+        why: String,
+    ) {
+        let delay = retry.unwrap_or(DEFAULT_RETRY);
+        if self.initialize.is_some_and(|(init, _)| init == id) {
+            if self.connection.server_info().is_some() {
+                // Answered: the server's own stream takes over where this one stopped.
+                if last_event_id.is_some() {
+                    self.listen_from = Some((last_event_id, delay));
+                }
+            } else {
+                let reason = format!("{why} before the answer to initialize");
+                self.connection.fail(CloseReason::Transport(reason));
+            }
+            return;
+        }
+        if !self.by_request.contains_key(&id) {
+            return;
+        }
+        // Only streams that brought nothing new count: a server may end a long call's stream
+        // on purpose, again and again, each time a little further on.
+        let (attempts, seen) = self.resumes.entry(id).or_default();
+        if *seen != last_event_id {
+            *attempts = 0;
+            seen.clone_from(&last_event_id);
+        }
+        *attempts += 1;
+        let error = match last_event_id {
+            None => Some(format!(
+                "{why} before the answer, with no event id to resume from"
+            )),
+            Some(_) if *attempts > MAX_RESUMES => Some(format!(
+                "{why} before the answer, {MAX_RESUMES} times without a new event; giving up"
+            )),
+            Some(_) => None,
+        };
+        if let Some(error) = error {
+            self.connection
+                .fail_request(now, id, RequestError::Transport(error));
+            return;
+        }
+        let purpose = Purpose::Resume {
+            request: id,
+            from: last_event_id.clone(),
+        };
+        let exchange = self.get(purpose, last_event_id, delay);
+        if let Some(old) = self.by_request.insert(id, exchange) {
+            self.cancel(old);
+        }
+    }
+
+    fn resume_reply(
+        &mut self,
+        now: Instant,
+        exchange: ExchangeId,
+        id: RequestId,
+        from: Option<String>,
+        reply: Reply,
+    ) -> Affected {
+        let failed = |detail: String| {
+            let url = &self.url;
+            RequestError::Transport(format!(
+                "GET {url} (resuming the answer's event stream): {detail}"
+            ))
+        };
+        let error = match reply {
+            Reply::Unauthorized(why) => {
+                let error = RequestError::Transport(why);
+                self.connection.fail_request(now, id, error);
+                return Affected::Request(id);
+            }
+            Reply::Unreachable(detail)
+            | Reply::Failed(detail)
+            | Reply::BodyEnded(detail)
+            | Reply::Refused { detail, .. } => failed(detail),
+            Reply::TooLarge { size } => {
+                let limit = self.connection.config().max_line_len;
+                RequestError::ResponseTooLarge { size, limit }
+            }
+            Reply::Message(message) => {
+                self.handle_message(now, &message);
+                return Affected::Nothing;
+            }
+            Reply::StreamEnded {
+                why,
+                last_event_id,
+                retry,
+            } => {
+                let why = format!("GET {}: {why}", self.url);
+                self.stream_ended(now, id, last_event_id.or(from), retry, why);
+                return Affected::Nothing;
+            }
+            Reply::Head { .. } | Reply::Endpoint(_) => return Affected::Nothing,
+            Reply::Done => {
+                self.exchanges.remove(&exchange);
+                return Affected::Nothing;
+            }
+        };
+        self.connection.fail_request(now, id, error);
+        Affected::Nothing
+    }
+
+    /// The server's own stream: 404 or 405 (or any failure to reach it) means the server
+    /// offers none, which is fine; when it ends, it is opened again after the server's
+    /// `retry`, from its last event, unless it failed [`LISTEN_FAILURES`] times in a row.
+    fn listen_reply(&mut self, now: Instant, exchange: ExchangeId, reply: Reply) {
+        if let Reply::Message(message) = &reply {
+            return self.handle_message(now, message);
+        }
+        let Some(listener) = self.listener.as_mut() else {
+            return;
+        };
+        match reply {
+            Reply::Unreachable(_) | Reply::Unauthorized(_) | Reply::TooLarge { .. } => {
+                listener.stopped = true;
+            }
+            Reply::Refused {
+                status: 404 | 405, ..
+            } => listener.stopped = true,
+            Reply::Refused { .. } | Reply::Failed(_) | Reply::BodyEnded(_) => {
+                listener.failures += 1;
+            }
+            Reply::Head { .. } => listener.opened = Some(now),
+            Reply::StreamEnded {
+                last_event_id,
+                retry,
+                ..
+            } => {
+                if last_event_id.is_some() {
+                    listener.last_event_id = last_event_id;
+                }
+                if let Some(retry) = retry {
+                    listener.delay = retry;
+                }
+                let opened = listener.opened.take();
+                if opened.is_some_and(|opened| now.duration_since(opened) >= SHORT_STREAM) {
+                    listener.failures = 0;
+                } else {
+                    listener.failures += 1;
+                }
+            }
+            Reply::Message(_) | Reply::Endpoint(_) => {}
+            Reply::Done => {
+                self.exchanges.remove(&exchange);
+                listener.exchange = None;
+                if listener.failures >= LISTEN_FAILURES {
+                    listener.stopped = true;
+                }
+                if listener.stopped {
+                    return;
+                }
+                let (from, delay) = (listener.last_event_id.clone(), listener.delay);
+                listener.delay = DEFAULT_RETRY;
+                let exchange = self.get(Purpose::Listen, from, delay);
+                if let Some(listener) = self.listener.as_mut() {
+                    listener.exchange = Some(exchange);
+                }
+            }
+        }
+    }
+
+    /// HTTP+SSE's stream: its end, however it comes, ends the connection.
+    fn legacy_reply(&mut self, now: Instant, reply: Reply) -> Affected {
+        let detail = match reply {
+            Reply::Unauthorized(why) => {
+                self.connection.fail(CloseReason::Transport(why));
+                return Affected::Connection;
+            }
+            Reply::Endpoint(url) => {
+                if let Mode::Legacy { endpoint, queued } = &mut self.mode {
+                    *endpoint = Some(url);
+                    for (message, sent) in std::mem::take(queued) {
+                        self.transmit(message, sent);
+                    }
+                }
+                return Affected::Nothing;
+            }
+            Reply::Message(message) => {
+                self.handle_message(now, &message);
+                return Affected::Nothing;
+            }
+            Reply::Unreachable(detail)
+            | Reply::Failed(detail)
+            | Reply::BodyEnded(detail)
+            | Reply::Refused { detail, .. }
+            | Reply::StreamEnded { why: detail, .. } => detail,
+            Reply::TooLarge { .. } => {
+                let limit = self.connection.config().max_line_len;
+                crate::SseTooLong { limit }.to_string()
+            }
+            Reply::Head { .. } | Reply::Done => return Affected::Nothing,
+        };
+        let detail = format!("GET {} (HTTP+SSE): {detail}", self.url);
+        let reason = match self.fell_back.take() {
+            Some(why) => format!("{why}; and as an HTTP+SSE server: {detail}"),
+            None => detail,
+        };
+        self.connection.fail(CloseReason::Transport(reason));
+        Affected::Nothing
+    }
+
+    /// Sends one message from the connection: one POST, or held until a new session or
+    /// HTTP+SSE's endpoint is ready for it.
+    fn transmit(&mut self, mut message: Vec<u8>, sent: Sent) {
+        if message.last() == Some(&b'\n') {
+            message.pop();
+        }
+        match sent {
+            // The answer to the new `initialize` has come: the new session is ready.
+            Sent::Initialized => self.restarting = false,
+            // Issued before the session was lost, it would go out with no session at all.
+            Sent::Request(_) | Sent::Other if self.restarting => {
+                self.resend.push((message, sent));
+                return;
+            }
+            _ => {}
+        }
+        let (url, legacy) = match &mut self.mode {
+            Mode::Legacy {
+                endpoint: Some(url),
+                ..
+            } => (url.clone(), true),
+            Mode::Legacy { queued, .. } => return queued.push((message, sent)),
+            Mode::Probing | Mode::Streamable => (self.url.clone(), false),
+        };
+        self.post(url, message, sent, legacy);
+    }
+
+    fn post(&mut self, url: String, body: Vec<u8>, sent: Sent, legacy: bool) {
+        let mut headers = if legacy {
+            Vec::new()
+        } else {
+            self.headers()
+        };
+        headers.push(("Content-Type".to_owned(), "application/json".to_owned()));
+        headers.push((
+            "Accept".to_owned(),
+            "application/json, text/event-stream".to_owned(),
+        ));
+        let answer = match sent {
+            Sent::Initialize(_) | Sent::Request(_) if legacy => Answer::OnTheStream,
+            Sent::Initialize(_) | Sent::Request(_) => Answer::InResponse,
+            Sent::Initialized | Sent::Other => Answer::None,
+        };
+        let timeout = (answer == Answer::None).then_some(self.connection.config().request_timeout);
+        let id = self.next_id();
+        let session = if legacy { None } else { self.session.clone() };
+        self.outgoing.push_back(Exchange::Post(Post {
+            id,
+            url: url.clone(),
+            headers,
+            body: body.clone(),
+            answer,
+            timeout,
+        }));
+        let purpose = Purpose::Post {
+            url,
+            body,
+            sent,
+            session,
+            legacy,
+        };
+        self.exchanges.insert(id, purpose);
+        match sent {
+            Sent::Initialized => self.gate = Some(id),
+            Sent::Initialize(request) => self.initialize = Some((request, id)),
+            Sent::Request(request) if !legacy => _ = self.by_request.insert(request, id),
+            _ => {}
+        }
+    }
+
+    /// Opens the GET stream for the server's own messages, once the session is ready, the
+    /// `initialize` exchange is over (a stream that answered it resumes here) and so is
+    /// `notifications/initialized`.
+    fn open_listener(&mut self) {
+        if matches!(self.mode, Mode::Legacy { .. })
+            || self.listener.is_some()
+            || self.gate.is_some()
+            || self.connection.server_info().is_none()
+            || self.initialize.is_some()
+        {
+            return;
+        }
+        let (from, delay) = self.listen_from.take().unwrap_or((None, Duration::ZERO));
+        let exchange = self.get(Purpose::Listen, from, delay);
+        self.listener = Some(Listener {
+            exchange: Some(exchange),
+            delay: DEFAULT_RETRY,
+            ..Listener::default()
+        });
+    }
+
+    fn open_legacy_stream(&mut self) {
+        let id = self.next_id();
+        let headers = vec![("Accept".to_owned(), "text/event-stream".to_owned())];
+        self.outgoing.push_back(Exchange::Get(Get {
+            id,
+            url: self.url.clone(),
+            headers,
+            delay: Duration::ZERO,
+            legacy: true,
+        }));
+        self.exchanges.insert(id, Purpose::LegacyStream);
+    }
+
+    /// Queues a GET of the configured URL's event stream, from `last_event_id` if any.
+    fn get(&mut self, purpose: Purpose, last_event_id: Option<String>, delay: Duration) -> ExchangeId {
+        let id = self.next_id();
+        let mut headers = self.headers();
+        headers.push(("Accept".to_owned(), "text/event-stream".to_owned()));
+        if let Some(last) = last_event_id {
+            headers.push(("Last-Event-ID".to_owned(), last));
+        }
+        self.outgoing.push_back(Exchange::Get(Get {
+            id,
+            url: self.url.clone(),
+            headers,
+            delay,
+            legacy: false,
+        }));
+        self.exchanges.insert(id, purpose);
+        id
+    }
+
+    fn cancel(&mut self, exchange: ExchangeId) {
+        if self.exchanges.remove(&exchange).is_some() {
+            self.outgoing.push_back(Exchange::Cancel(exchange));
+        }
+    }
+
+    fn next_id(&mut self) -> ExchangeId {
+        let id = ExchangeId(self.next_exchange);
+        self.next_exchange += 1;
+        id
+    }
+
+    /// The session's headers for a message to the Streamable HTTP endpoint.
+    fn headers(&self) -> Vec<(String, String)> {
+        let mut headers = Vec::new();
+        if let Some(session) = &self.session {
+            headers.push(("Mcp-Session-Id".to_owned(), session.clone()));
+        }
+        if let Some(info) = self.connection.server_info() {
+            let version = info.protocol_version.clone();
+            headers.push(("MCP-Protocol-Version".to_owned(), version));
+        }
+        headers
+    }
+}
+
+/// Whether the server refused a message carrying a session id because it no longer knows
+/// that session, so that a new session should be started (once) and the message sent again:
+/// a 404, as the specification says, or a 400 whose body names the session, as servers built
+/// on the TypeScript SDK answer after a restart ("Bad Request: No valid session ID
+/// provided"). Any other refusal is the message's own failure.
+///
+/// ```
+/// use mcp_proto::session_lost;
+/// let body = br#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null}"#;
+/// assert!(session_lost(400, body));
+/// assert!(session_lost(404, b""));
+/// assert!(!session_lost(400, b"Bad Request: unknown tool"));
+/// assert!(!session_lost(500, b"session store unavailable"));
+/// ```
+pub fn session_lost(status: u16, body: &[u8]) -> bool {
+    let needle = b"session";
+    match status {
+        404 => true,
+        400 => (body.windows(needle.len())).any(|window| window.eq_ignore_ascii_case(needle)),
+        _ => false,
+    }
+}

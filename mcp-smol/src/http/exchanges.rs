@@ -1,0 +1,353 @@
+//! The HTTP exchanges a connection runs side by side: each performs one POST or GET the core
+//! asked for ([`proto::Exchange`]), and reports what came back as plain facts
+//! ([`proto::Reply`]) to the driver's inbox, in order. What those facts mean is the core's
+//! business ([`proto::HttpConnection`]); nothing here looks inside a message.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_channel::Sender;
+use hyper::Method;
+use hyper::body::Bytes;
+use proto::{Answer, ExchangeId, Get, Post, Reply, SseDecoder};
+use url::Url;
+
+use super::wire::{self, BodyError, Outgoing, Pool, Response};
+use super::{Authorizer, Challenge};
+use crate::Error;
+
+/// What an exchange tells the driver.
+#[derive(Debug)]
+pub(super) enum Report {
+    /// A fact for the core.
+    Reply(ExchangeId, Reply),
+    /// 401 or 403 that the authorizer could not fix, with the error the caller hears.
+    Unauthorized(ExchangeId, Error),
+    /// No HTTP answer at all from `url`: the sentence without the method and URL.
+    Unreachable {
+        exchange: ExchangeId,
+        url: String,
+        detail: String,
+    },
+}
+
+/// What every exchange of one connection shares.
+#[derive(Debug)]
+pub(super) struct Endpoint {
+    /// As configured: the MCP endpoint, or the HTTP+SSE event stream.
+    pub(super) url: Url,
+    pub(super) headers: Vec<(String, String)>,
+    pub(super) authorizer: Option<Arc<dyn Authorizer>>,
+    pub(super) connect_timeout: Duration,
+    /// The most one message (body or event) may take.
+    pub(super) limit: usize,
+    /// Kept-alive connections to the server.
+    pub(super) pool: Arc<Pool>,
+}
+
+/// Why an exchange got no usable answer.
+pub(super) enum Refusal {
+    Unauthorized(Error),
+    /// No HTTP answer at all (DNS, refused, TLS, redirect loop): the sentence without the
+    /// method and URL.
+    Unreachable(String),
+}
+
+impl Endpoint {
+    /// The static headers, then the protocol's.
+    fn headers_with(&self, protocol: Vec<(String, String)>) -> Vec<(String, String)> {
+        let mut headers = self.headers.clone();
+        headers.extend(protocol);
+        headers
+    }
+
+    /// Sends with the authorizer's header, follows redirects, and gives a 401 (or a 403 for
+    /// scope) one more try if the authorizer says it has fixed it: once per status, so a
+    /// request that needs a login and then more scope still goes through.
+    pub(super) async fn send(&self, request: Outgoing) -> Result<Response, Refusal> {
+        let mut retried: Vec<u16> = Vec::new();
+        loop {
+            let mut attempt = request.clone();
+            if let Some(authorizer) = &self.authorizer {
+                match authorizer.authorization().await {
+                    Ok(Some(value)) => {
+                        (attempt.headers)
+                            .retain(|(name, _)| !name.eq_ignore_ascii_case("authorization"));
+                        attempt.headers.push(("Authorization".to_owned(), value));
+                    }
+                    Ok(None) => {}
+                    Err(error) => {
+                        return Err(Refusal::Unreachable(format!("no authorization: {error}")));
+                    }
+                }
+            }
+            let response =
+                wire::send_following(&attempt, self.connect_timeout, Some(&self.pool))
+                    .await
+                    .map_err(Refusal::Unreachable)?;
+            let status = response.status.as_u16();
+            if status != 401 && status != 403 {
+                return Ok(response);
+            }
+            let www_authenticate = response.header("www-authenticate").map(str::to_owned);
+            let challenge = Challenge {
+                url: self.url.to_string(),
+                status,
+                www_authenticate,
+            };
+            let may_fix = status == 401
+                || (challenge.www_authenticate.as_deref())
+                    .is_some_and(|value| value.contains("insufficient_scope"));
+            if !retried.contains(&status)
+                && may_fix
+                && let Some(authorizer) = &self.authorizer
+            {
+                match authorizer.challenged(&challenge).await {
+                    Ok(true) => {
+                        retried.push(status);
+                        continue;
+                    }
+                    Ok(false) => {}
+                    Err(error) => {
+                        return Err(Refusal::Unreachable(format!(
+                            "authorization failed: {error}"
+                        )));
+                    }
+                }
+            }
+            return Err(Refusal::Unauthorized(Error::Unauthorized {
+                url: challenge.url,
+                status,
+                www_authenticate: challenge.www_authenticate,
+            }));
+        }
+    }
+}
+
+/// The most of an HTTP+SSE POST's own answer (an acknowledgement) that is read.
+const LEGACY_ACK_LIMIT: usize = 64 * 1024;
+
+/// Sends the reports of one exchange, in order.
+struct Reporter {
+    exchange: ExchangeId,
+    inbox: Sender<Report>,
+}
+
+impl Reporter {
+    /// Whether the driver still listens.
+    async fn reply(&self, reply: Reply) -> bool {
+        let report = Report::Reply(self.exchange, reply);
+        self.inbox.send(report).await.is_ok()
+    }
+
+    /// How sending went wrong, when no HTTP answer came.
+    async fn refusal(&self, url: &Url, refusal: Refusal) {
+        let report = match refusal {
+            Refusal::Unauthorized(error) => Report::Unauthorized(self.exchange, error),
+            Refusal::Unreachable(detail) => Report::Unreachable {
+                exchange: self.exchange,
+                url: url.to_string(),
+                detail,
+            },
+        };
+        let _ = self.inbox.send(report).await;
+    }
+
+    /// A status other than 2xx: its status and the start of its body.
+    async fn refused(&self, response: &mut Response) {
+        let body = response.body_start().await;
+        let detail = response.refusal(&body);
+        let status = response.status.as_u16();
+        self.reply(Reply::Refused {
+            status,
+            body,
+            detail,
+        })
+        .await;
+    }
+}
+
+/// POSTs one message and relays what comes back.
+pub(super) async fn post(endpoint: Arc<Endpoint>, url: Url, post: Post, inbox: Sender<Report>) {
+    let reporter = Reporter {
+        exchange: post.id,
+        inbox,
+    };
+    let request = Outgoing {
+        method: Method::POST,
+        url: url.clone(),
+        headers: endpoint.headers_with(post.headers),
+        body: Bytes::from(post.body),
+    };
+    let mut response = match endpoint.send(request).await {
+        Ok(response) => response,
+        Err(refusal) => return reporter.refusal(&url, refusal).await,
+    };
+    if !response.status.is_success() {
+        return reporter.refused(&mut response).await;
+    }
+    let session = response.header("mcp-session-id").map(str::to_owned);
+    reporter.reply(Reply::Head { session }).await;
+    if post.answer == Answer::OnTheStream {
+        // Reading this short body to its end lets the connection be reused.
+        let _ = response.read_body(LEGACY_ACK_LIMIT).await;
+        return;
+    }
+    let media = response.media_type();
+    let reply = match media.as_deref() {
+        Some("application/json") => match response.read_body(endpoint.limit).await {
+            Ok(body) if body.iter().all(u8::is_ascii_whitespace) && post.answer == Answer::None => {
+                return;
+            }
+            Ok(body) => {
+                let detail = format!(
+                    "{} with a JSON body that does not answer the request: {}",
+                    response.status_line(),
+                    wire::quote(&body)
+                );
+                reporter.reply(Reply::Message(body)).await;
+                Reply::BodyEnded(detail)
+            }
+            Err(BodyError::TooLarge { size }) => Reply::TooLarge { size },
+            Err(BodyError::Failed(detail)) => {
+                Reply::Failed(format!("the answer broke off: {detail}"))
+            }
+        },
+        Some("text/event-stream") => relay_events(&mut response, &endpoint, &reporter).await,
+        _ if post.answer == Answer::None => return,
+        _ if response.status.as_u16() == 202 => {
+            Reply::Failed("HTTP 202 Accepted, with no answer to the request".to_owned())
+        }
+        _ => Reply::Failed(response.describe().await),
+    };
+    reporter.reply(reply).await;
+}
+
+/// GETs an event stream (an answer's, resumed, or the server's own) and relays its events.
+pub(super) async fn get(endpoint: Arc<Endpoint>, url: Url, get: Get, inbox: Sender<Report>) {
+    async_io::Timer::after(get.delay).await;
+    let reporter = Reporter {
+        exchange: get.id,
+        inbox,
+    };
+    let request = Outgoing {
+        method: Method::GET,
+        url: url.clone(),
+        headers: endpoint.headers_with(get.headers),
+        body: Bytes::new(),
+    };
+    let mut response = match endpoint.send(request).await {
+        Ok(response) => response,
+        Err(refusal) => return reporter.refusal(&url, refusal).await,
+    };
+    if !response.status.is_success() {
+        return reporter.refused(&mut response).await;
+    }
+    if response.media_type().as_deref() != Some("text/event-stream") {
+        let detail = response.describe().await;
+        reporter.reply(Reply::Failed(detail)).await;
+        return;
+    }
+    reporter.reply(Reply::Head { session: None }).await;
+    let reply = if get.legacy {
+        legacy_events(&mut response, &endpoint, &reporter).await
+    } else {
+        relay_events(&mut response, &endpoint, &reporter).await
+    };
+    reporter.reply(reply).await;
+}
+
+/// Relays each `message` event's data until the stream ends; returns how it ended.
+async fn relay_events(response: &mut Response, endpoint: &Endpoint, reporter: &Reporter) -> Reply {
+    let mut decoder = SseDecoder::new(endpoint.limit);
+    // Bytes since the last whole event: the size of the one being cut off, near enough.
+    let mut since_event = 0;
+    loop {
+        let chunk = match response.chunk().await {
+            Ok(Some(chunk)) => chunk,
+            Ok(None) => return stream_ended(&decoder, "the event stream ended".to_owned()),
+            Err(detail) => {
+                let why = format!("the event stream broke off: {detail}");
+                return stream_ended(&decoder, why);
+            }
+        };
+        since_event += chunk.len();
+        decoder.push(&chunk);
+        while let Some(event) = decoder.next_event() {
+            match event {
+                Ok(event) => {
+                    since_event = 0;
+                    if event.event == "message"
+                        && !event.data.is_empty()
+                        && !reporter.reply(Reply::Message(event.data.into_bytes())).await
+                    {
+                        return stream_ended(&decoder, "the connection is closing".to_owned());
+                    }
+                }
+                Err(_) => return Reply::TooLarge { size: since_event },
+            }
+        }
+    }
+}
+
+fn stream_ended(decoder: &SseDecoder, why: String) -> Reply {
+    Reply::StreamEnded {
+        why,
+        last_event_id: decoder.last_event_id().map(str::to_owned),
+        retry: decoder.retry(),
+    }
+}
+
+/// HTTP+SSE's one stream: its `endpoint` event says where to POST (on the stream's origin
+/// only); its `message` events are the server's messages.
+async fn legacy_events(response: &mut Response, endpoint: &Endpoint, reporter: &Reporter) -> Reply {
+    let base = response.url.clone();
+    let mut decoder = SseDecoder::new(endpoint.limit);
+    loop {
+        let chunk = match response.chunk().await {
+            Ok(Some(chunk)) => chunk,
+            Ok(None) => return stream_ended(&decoder, "the event stream ended".to_owned()),
+            Err(detail) => {
+                let why = format!("the event stream broke off: {detail}");
+                return stream_ended(&decoder, why);
+            }
+        };
+        decoder.push(&chunk);
+        while let Some(event) = decoder.next_event() {
+            let reply = match event {
+                Ok(event) if event.event == "endpoint" => match base.join(event.data.trim()) {
+                    Ok(target) if target.origin() == base.origin() => {
+                        Reply::Endpoint(target.to_string())
+                    }
+                    Ok(target) => {
+                        let why = format!("the endpoint {target} is on another origin; refused");
+                        return stream_ended(&decoder, why);
+                    }
+                    Err(error) => {
+                        let why = format!("unreadable endpoint {:?}: {error}", event.data);
+                        return stream_ended(&decoder, why);
+                    }
+                },
+                Ok(event) if event.event == "message" && !event.data.is_empty() => {
+                    Reply::Message(event.data.into_bytes())
+                }
+                Ok(_) => continue,
+                Err(too_long) => return stream_ended(&decoder, too_long.to_string()),
+            };
+            if !reporter.reply(reply).await {
+                return stream_ended(&decoder, "the connection is closing".to_owned());
+            }
+        }
+    }
+}
+
+/// Ends the session on close: `DELETE` with its headers. 405 (not allowed) and failures are fine.
+pub(super) async fn delete_session(endpoint: &Endpoint, headers: Vec<(String, String)>) {
+    let request = Outgoing {
+        method: Method::DELETE,
+        url: endpoint.url.clone(),
+        headers: endpoint.headers_with(headers),
+        body: Bytes::new(),
+    };
+    let _ = endpoint.send(request).await;
+}
