@@ -243,12 +243,12 @@ pub fn check_connection(data: &[u8]) {
             7 => {
                 if let Some(id) = pick(&observer) {
                     let answer = match arg % 3 {
-                        0 => json!({"jsonrpc": "2.0", "id": id.0, "result": {"content": []}}),
+                        0 => json!({"jsonrpc": "2.0", "id": id, "result": {"content": []}}),
                         1 => {
-                            json!({"jsonrpc": "2.0", "id": id.0.to_string(), "error": {"code": -1, "message": "no"}})
+                            json!({"jsonrpc": "2.0", "id": id.to_string(), "error": {"code": -1, "message": "no"}})
                         }
                         _ => json!({"jsonrpc": "2.0", "method": "notifications/progress",
-                                    "params": {"progressToken": id.0, "progress": arg}}),
+                                    "params": {"progressToken": id, "progress": arg}}),
                     };
                     connection.handle_bytes(now, format!("{answer}\n").as_bytes());
                 }

@@ -89,8 +89,7 @@ mod surface;
 mod types;
 
 pub use connection::{
-    ClientCapabilities, Config, Connection, Event, RequestId, ServerRequest, ServerRequestId,
-    Stats,
+    ClientCapabilities, Config, Connection, Event, RequestId, ServerRequest, ServerRequestId, Stats,
 };
 pub use error::{CloseReason, RequestError, RpcError, SendError};
 pub use framing::{LineDecoder, LineError};

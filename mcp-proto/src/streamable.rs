@@ -332,16 +332,8 @@ impl HttpConnection {
     /// The next exchange to start or stop.
     #[must_use]
     pub fn poll_exchange(&mut self) -> Option<Exchange> {
-        loop {
-            if let Some(exchange) = self.outgoing.pop_front() {
-                return Some(exchange);
-            }
-            if self.gate.is_some() {
-                return None;
-            }
-            let (message, sent) = self.connection.poll_transmit_with()?;
-            self.transmit(message, sent);
-        }
+        self.take_transmits();
+        self.outgoing.pop_front()
     }
 
     /// The connection's next event, as [`Connection::poll_event`].
@@ -572,10 +564,28 @@ impl HttpConnection {
             self.mode = Mode::Streamable;
         }
         self.connection.handle_message(now, message);
+        // Taken at once, so that `notifications/initialized` holds the gate before anything
+        // else this exchange reports (its end opens the listener).
+        self.take_transmits();
+    }
+
+    /// Takes the connection's messages as exchanges, up to `notifications/initialized`.
+    fn take_transmits(&mut self) {
+        while self.gate.is_none()
+            && let Some((message, sent)) = self.connection.poll_transmit_with()
+        {
+            self.transmit(message, sent);
+        }
     }
 
     /// The server refused a message for carrying `session`, which it no longer knows.
-    fn session_refused(&mut self, now: Instant, exchange: ExchangeId, session: &str, refusal: &str) {
+    fn session_refused(
+        &mut self,
+        now: Instant,
+        exchange: ExchangeId,
+        session: &str,
+        refusal: &str,
+    ) {
         // The exchange stays known until it is over: its end may open the gate.
         let Some(Purpose::Post { body, sent, .. }) = self.exchanges.get(&exchange) else {
             return;
@@ -871,11 +881,7 @@ impl HttpConnection {
     }
 
     fn post(&mut self, url: String, body: Vec<u8>, sent: Sent, legacy: bool) {
-        let mut headers = if legacy {
-            Vec::new()
-        } else {
-            self.headers()
-        };
+        let mut headers = if legacy { Vec::new() } else { self.headers() };
         headers.push(("Content-Type".to_owned(), "application/json".to_owned()));
         headers.push((
             "Accept".to_owned(),
@@ -948,7 +954,12 @@ impl HttpConnection {
     }
 
     /// Queues a GET of the configured URL's event stream, from `last_event_id` if any.
-    fn get(&mut self, purpose: Purpose, last_event_id: Option<String>, delay: Duration) -> ExchangeId {
+    fn get(
+        &mut self,
+        purpose: Purpose,
+        last_event_id: Option<String>,
+        delay: Duration,
+    ) -> ExchangeId {
         let id = self.next_id();
         let mut headers = self.headers();
         headers.push(("Accept".to_owned(), "text/event-stream".to_owned()));

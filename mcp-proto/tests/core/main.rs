@@ -17,3 +17,6 @@ mod properties;
 
 /// The server role: its handshake, host requests, progress, cancellation, limits, bad input.
 mod server;
+
+/// The HTTP transports' machine, without sockets: sessions, restarts, fallback, resumption.
+mod streamable;

@@ -60,7 +60,7 @@ impl FakeServer {
         self.send(
             conn,
             now,
-            json!({"jsonrpc": "2.0", "id": id.0, "result": result}),
+            json!({"jsonrpc": "2.0", "id": id, "result": result}),
         );
     }
 }
@@ -92,7 +92,7 @@ pub(crate) fn next_response(conn: &mut Connection) -> (RequestId, Result<Value, 
     }
 }
 
-/// The `id` a request was written with.
-pub(crate) fn id_of(message: &Value) -> RequestId {
-    RequestId(message["id"].as_u64().unwrap())
+/// The `id` a request was written with, as the request's id would be written.
+pub(crate) fn id_of(message: &Value) -> Value {
+    message["id"].clone()
 }

@@ -323,7 +323,7 @@ proptest! {
                     Err(_) => prop_assert!(closed),
                 },
                 Op::Respond(index, twice) => if let Some(id) = pick(&issued, index) {
-                    let line = format!("{}\n", json!({"jsonrpc": "2.0", "id": id.0, "result": {}}));
+                    let line = format!("{}\n", json!({"jsonrpc": "2.0", "id": id, "result": {}}));
                     conn.handle_bytes(now, line.as_bytes());
                     if *twice { conn.handle_bytes(now, line.as_bytes()); }
                 },
@@ -338,7 +338,7 @@ proptest! {
                 },
                 Op::Progress(index) => if let Some(id) = pick(&issued, index) {
                     let note = json!({"jsonrpc": "2.0", "method": "notifications/progress",
-                                      "params": {"progressToken": id.0, "progress": 1}});
+                                      "params": {"progressToken": id, "progress": 1}});
                     conn.handle_bytes(now, format!("{note}\n").as_bytes());
                 },
                 Op::Eof => conn.handle_eof(now),

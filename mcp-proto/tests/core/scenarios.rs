@@ -202,7 +202,7 @@ fn requests_before_ready_are_held_then_sent_in_order() {
         "only the ping may go out early: {written:?}"
     );
     assert_eq!(written[0]["method"], "ping");
-    assert_eq!(id_of(&written[0]), ping);
+    assert_eq!(id_of(&written[0]), json!(ping));
 
     server.send(&mut conn, now, init_response("2025-11-25"));
     let written = server.absorb(&mut conn);
@@ -214,8 +214,8 @@ fn requests_before_ready_are_held_then_sent_in_order() {
         methods,
         ["notifications/initialized", "tools/call", "tools/list"]
     );
-    assert_eq!(id_of(&written[1]), first);
-    assert_eq!(id_of(&written[2]), second);
+    assert_eq!(id_of(&written[1]), json!(first));
+    assert_eq!(id_of(&written[2]), json!(second));
 }
 
 // ----- requests and responses -----
@@ -269,7 +269,7 @@ fn tool_call_success_and_is_error() {
     let sent = server.absorb(&mut conn);
     assert_eq!(sent[0]["params"]["name"], "echo");
     assert_eq!(sent[0]["params"]["arguments"], json!({"text": "hi"}));
-    assert_eq!(sent[0]["params"]["_meta"]["progressToken"], json!(ok.0));
+    assert_eq!(sent[0]["params"]["_meta"]["progressToken"], json!(ok));
     assert_eq!(sent[1]["params"]["arguments"], json!({}));
     assert_ne!(
         sent[0]["params"]["_meta"]["progressToken"],
@@ -332,7 +332,7 @@ fn remote_error_fails_the_request() {
     server.send(
         &mut conn,
         now,
-        json!({"jsonrpc": "2.0", "id": id.0, "error": error}),
+        json!({"jsonrpc": "2.0", "id": id, "error": error}),
     );
     let expected = RpcError {
         code: -32602,
@@ -356,7 +356,7 @@ fn unreadable_error_object_fails_the_request() {
     server.send(
         &mut conn,
         now,
-        json!({"jsonrpc": "2.0", "id": id.0, "error": "boom"}),
+        json!({"jsonrpc": "2.0", "id": id, "error": "boom"}),
     );
     assert!(
         matches!(next_response(&mut conn), (i, Err(RequestError::InvalidResponse(_))) if i == id)
@@ -404,11 +404,11 @@ fn ids_echoed_as_strings_or_floats_match() {
     server.send(
         &mut conn,
         now,
-        json!({"jsonrpc": "2.0", "id": a.0.to_string(), "result": 1}),
+        json!({"jsonrpc": "2.0", "id": a.to_string(), "result": 1}),
     );
     conn.handle_bytes(
         now,
-        format!("{{\"jsonrpc\":\"2.0\",\"id\":{}.0,\"result\":2}}\n", b.0).as_bytes(),
+        format!("{{\"jsonrpc\":\"2.0\",\"id\":{}.0,\"result\":2}}\n", b).as_bytes(),
     );
     assert_eq!(
         drain_events(&mut conn),
@@ -655,7 +655,7 @@ fn timeout_fails_the_request_and_cancels_it() {
     );
     let cancelled = server.absorb(&mut conn);
     assert_eq!(cancelled[0]["method"], "notifications/cancelled");
-    assert_eq!(cancelled[0]["params"]["requestId"], json!(id.0));
+    assert_eq!(cancelled[0]["params"]["requestId"], json!(id));
     assert!(
         cancelled[0]["params"]["reason"]
             .as_str()
@@ -740,7 +740,7 @@ fn progress_on_one_request_leaves_the_others_deadlines_alone() {
     server.absorb(&mut conn);
     assert_eq!(conn.poll_timeout(), Some(start + secs(10)));
     let note = json!({"jsonrpc": "2.0", "method": "notifications/progress",
-                      "params": {"progressToken": a.0, "progress": 1}});
+                      "params": {"progressToken": a, "progress": 1}});
     server.send(&mut conn, start + secs(9), note);
     drain_events(&mut conn);
     assert_eq!(conn.poll_timeout(), Some(start + secs(19)), "a moved out");
@@ -820,7 +820,7 @@ fn a_progress_token_in_use_is_refused() {
     let first = conn
         .request(start, Request::new("m", with_token(json!("job"))))
         .unwrap();
-    for token in [json!("job"), json!(call.0)] {
+    for token in [json!("job"), json!(call)] {
         assert_eq!(
             conn.request(start, Request::new("m", with_token(token))),
             Err(SendError::ProgressTokenInUse)
@@ -867,7 +867,7 @@ fn cancel_fails_the_request_and_tells_the_server() {
     assert_eq!(next_response(&mut conn), (id, Err(RequestError::Cancelled)));
     let sent = server.absorb(&mut conn);
     assert_eq!(sent[0]["method"], "notifications/cancelled");
-    assert_eq!(sent[0]["params"]["requestId"], json!(id.0));
+    assert_eq!(sent[0]["params"]["requestId"], json!(id));
     assert!(!conn.cancel(now, id), "already ended");
 }
 
@@ -936,7 +936,7 @@ fn unterminated_last_line_is_read_at_eof() {
     server.absorb(&mut conn);
     conn.handle_bytes(
         now,
-        format!("{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{{}}}}", id.0).as_bytes(),
+        format!("{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{{}}}}", id).as_bytes(),
     );
     assert_eq!(drain_events(&mut conn), []);
     conn.handle_eof(now);
@@ -1000,11 +1000,7 @@ fn every_malformed_line_kind_is_reported_and_skipped() {
     noise.extend_from_slice(&[b'x'; 300]);
     noise.extend_from_slice(b"\n\n   \r\n");
     noise.extend_from_slice(
-        format!(
-            "{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{{}}}}\r\n",
-            id.0
-        )
-        .as_bytes(),
+        format!("{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{{}}}}\r\n", id).as_bytes(),
     );
     conn.handle_bytes(now, &noise);
     let events = drain_events(&mut conn);
@@ -1059,11 +1055,11 @@ fn a_response_over_the_limit_fails_its_request_at_once() {
     // One server puts the id first, another last (as the TypeScript SDK does).
     let head = format!(
         r#"{{"jsonrpc":"2.0","id":{},"result":{{"content":[{{"type":"text","text":"{text}"}}]}}}}"#,
-        first.0
+        first
     );
     let tail = format!(
         r#"{{"result":{{"content":[{{"type":"text","text":"{text}"}}]}},"jsonrpc":"2.0","id":{}}}"#,
-        second.0
+        second
     );
     for line in [&head, &tail] {
         for chunk in line.as_bytes().chunks(700) {
@@ -1125,7 +1121,7 @@ fn batches_are_handled_element_by_element() {
     server.absorb(&mut conn);
     let batch = json!([
         {"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": "hi"}},
-        {"jsonrpc": "2.0", "id": id.0, "result": {}},
+        {"jsonrpc": "2.0", "id": id, "result": {}},
         {"jsonrpc": "2.0", "id": 9, "method": "ping"},
         "junk"
     ]);
@@ -1164,7 +1160,7 @@ fn sixteen_mib_line_in_4_kib_chunks_is_linear_and_bounded() {
     let text = "x".repeat(16 * 1024 * 1024);
     let line = format!(
         "{}\n",
-        json!({"jsonrpc": "2.0", "id": id.0, "result": {"content": [{"type": "text", "text": text}]}})
+        json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": text}]}})
     );
     for chunk in line.as_bytes().chunks(4096) {
         conn.handle_bytes(now, chunk);

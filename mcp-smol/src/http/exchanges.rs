@@ -81,10 +81,9 @@ impl Endpoint {
                     }
                 }
             }
-            let response =
-                wire::send_following(&attempt, self.connect_timeout, Some(&self.pool))
-                    .await
-                    .map_err(Refusal::Unreachable)?;
+            let response = wire::send_following(&attempt, self.connect_timeout, Some(&self.pool))
+                .await
+                .map_err(Refusal::Unreachable)?;
             let status = response.status.as_u16();
             if status != 401 && status != 403 {
                 return Ok(response);
@@ -279,7 +278,9 @@ async fn relay_events(response: &mut Response, endpoint: &Endpoint, reporter: &R
                     since_event = 0;
                     if event.event == "message"
                         && !event.data.is_empty()
-                        && !reporter.reply(Reply::Message(event.data.into_bytes())).await
+                        && !reporter
+                            .reply(Reply::Message(event.data.into_bytes()))
+                            .await
                     {
                         return stream_ended(&decoder, "the connection is closing".to_owned());
                     }

@@ -38,7 +38,9 @@ pub(super) fn start(server: HttpServer, options: Options) -> (Sender<Op>, Arc<Sh
             Err(reason)
         }
     };
-    let shown = url.as_ref().map_or_else(|_| server.url.clone(), Url::to_string);
+    let shown = url
+        .as_ref()
+        .map_or_else(|_| server.url.clone(), Url::to_string);
     let now = Instant::now();
     let mut http = HttpConnection::new(now, options.core.clone(), shown, server.transport);
     let url = url.unwrap_or_else(|reason| {
@@ -186,7 +188,10 @@ impl Loop {
             }
             Exchange::Get(get) => {
                 let (id, url) = (get.id, self.url(&get.url));
-                (id, Box::pin(exchanges::get(endpoint, url, get, inbox.clone())))
+                (
+                    id,
+                    Box::pin(exchanges::get(endpoint, url, get, inbox.clone())),
+                )
             }
         };
         let task = self.executor.spawn(async move {

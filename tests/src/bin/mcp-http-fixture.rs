@@ -12,6 +12,9 @@
 //!   (when the call has a progress token), then the answer.
 //! - `session-404`: `good`, but the server forgets the session after answering `tools/list`
 //!   once, so the next request with it gets 404.
+//! - `python-404`: `session-404`, but as servers built on the Python SDK: a session takes
+//!   `notifications/initialized` in slowly (300 ms), and a request that overtakes it gets a
+//!   JSON-RPC error.
 //! - `session-400`: `good`, but a session it does not know (one from before a restart) gets
 //!   400 with a JSON-RPC error "Bad Request: No valid session ID provided", as
 //!   server-everything and the TypeScript SDK's samples answer.
@@ -74,6 +77,8 @@ struct State {
     sessions: Mutex<HashSet<String>>,
     next: AtomicU64,
     log: Option<Mutex<std::fs::File>>,
+    /// Sessions whose `notifications/initialized` has been taken in (mode `python-404`).
+    initialized: Mutex<HashSet<String>>,
     /// A `tools/list` has been answered (mode `push` waits for it).
     listed: AtomicBool,
     /// Mode `legacy-dies`: the open event stream's queue; `None` in it ends the stream.
@@ -119,6 +124,7 @@ fn main() {
     let state = Arc::new(State {
         mode,
         sessions: Mutex::new(HashSet::new()),
+        initialized: Mutex::new(HashSet::new()),
         next: AtomicU64::new(1),
         log,
         listed: AtomicBool::new(false),
@@ -444,6 +450,19 @@ fn answer(state: &State, request: &Request) -> Reply {
             r#"{"jsonrpc":"2.0","error":{"code":-32001,"message":"Session not found"},"id":null}"#,
         );
     }
+    if mode == "python-404"
+        && let Some(session) = &session
+    {
+        if rpc == "notifications/initialized" {
+            thread::sleep(std::time::Duration::from_millis(300));
+            state.initialized.lock().unwrap().insert(session.clone());
+        } else if message.get("id").is_some()
+            && !state.initialized.lock().unwrap().contains(session)
+        {
+            let refusal = json!({"code": -32602, "message": "Received request before initialization was complete"});
+            return json_reply(&json!({"jsonrpc": "2.0", "id": message["id"], "error": refusal}));
+        }
+    }
     if message.get("id").is_none() {
         return full("202 Accepted", "text/plain", "");
     }
@@ -453,7 +472,7 @@ fn answer(state: &State, request: &Request) -> Reply {
     match (rpc.as_str(), mode) {
         ("tools/list", _) => {
             state.listed.store(true, Ordering::SeqCst);
-            if mode == "session-404"
+            if matches!(mode, "session-404" | "python-404")
                 && let Some(session) = &session
             {
                 state.sessions.lock().unwrap().remove(session);

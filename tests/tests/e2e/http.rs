@@ -340,6 +340,37 @@ fn a_forgotten_session_is_started_again_and_the_request_resent() {
     assert!(requests.contains("rpc=tools/call session=s"), "{requests}");
 }
 
+#[test]
+fn a_request_resent_in_a_new_session_waits_for_its_initialized_notification() {
+    let scratch = Scratch::new("http-python-404");
+    let log = scratch.0.join("requests.log");
+    let fixture = fixture("python-404", &["--log", log.to_str().unwrap()]);
+    let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
+    bounded(async {
+        let client = connect_http(server(url), patient()).await.unwrap();
+        client.list_tools().await.unwrap();
+        // Session s1 is forgotten: the call goes again in s2, after s2's `initialized`, which
+        // the server takes in slowly and refuses to be overtaken.
+        let result = client
+            .call_tool("echo", json!({"message": "again"}))
+            .await
+            .unwrap();
+        assert_eq!(text(&result), "again");
+        close_and_check(&client, fixture.port).await;
+    });
+    let requests = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = requests.lines().collect();
+    let last = |rpc: &str| {
+        let found = lines.iter().rposition(|line| line.contains(rpc));
+        found.unwrap_or_else(|| panic!("no {rpc:?} in\n{requests}"))
+    };
+    assert_eq!(requests.matches("rpc=initialize").count(), 2, "{requests}");
+    assert!(
+        last("rpc=notifications/initialized") < last("rpc=tools/call"),
+        "{requests}"
+    );
+}
+
 /// server-everything's and the TypeScript SDK's answer to a session they do not know.
 const NO_VALID_SESSION: &str = r#"HTTP 400 Bad Request: {"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null}"#;
 
