@@ -38,6 +38,16 @@
 //!   [`Event::ServerRequest`], answered with [`Connection::respond`] or refused when
 //!   [`Config::server_request_timeout`] passes first. The connection stays healthy either way.
 //!
+//! # HTTP
+//!
+//! [`HttpConnection`] wraps a [`Connection`] for the Streamable HTTP transport and the older
+//! HTTP+SSE one: instead of lines to write, it asks for HTTP exchanges ([`Exchange`]: a POST
+//! or a GET with the protocol's headers), and the caller feeds back what each brought
+//! ([`Reply`]: a status, a session id, a message, a stream's end). It decides what those
+//! mean: the session's headers, nothing overtaking `notifications/initialized`, when the
+//! server's own stream opens, fallback to HTTP+SSE, what a 404 means, resumption budgets.
+//! The caller never looks inside a message.
+//!
 //! # The server role
 //!
 //! [`ServerConnection`] is the peer of [`Connection`], for a program that stands as an MCP

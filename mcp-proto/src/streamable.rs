@@ -227,7 +227,7 @@ struct Listener {
 /// ([`session_lost`]) starts a new session and sends the refused request again, once, after
 /// the new `notifications/initialized`; a new session refused before it answered anything
 /// ends the connection; an answer's event stream cut short is resumed with `Last-Event-ID`
-/// after the server's `retry` ([`DEFAULT_RETRY`] without one), at most [`MAX_RESUMES`] times
+/// after the server's `retry` (1 s without one), at most 5 times
 /// in a row without a new event; under [`HttpTransport::Auto`], `initialize` refused with 400,
 /// 404 or 405 falls back to HTTP+SSE.
 pub struct HttpConnection {

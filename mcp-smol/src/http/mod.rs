@@ -5,6 +5,11 @@
 //! driver owns the connection and every HTTP exchange in flight (on an executor of its own,
 //! so it runs under any executor), and when it ends no socket is left open.
 //!
+//! The transport's rules are the core's ([`proto::HttpConnection`]): `streamable.rs` is the
+//! driver loop around it, `exchanges.rs` performs each POST and GET it asks for and reports
+//! what came back as plain facts, and `wire.rs` is one HTTP/1.1 exchange with hyper
+//! (connecting, TLS, the pool of kept-alive connections, redirects).
+//!
 //! How it behaves:
 //! - Each message is one POST; POSTs run side by side, except that nothing overtakes
 //!   `notifications/initialized`. An answer is a JSON body or an event stream whose events
@@ -23,8 +28,8 @@
 //!   server's `retry` (1 s without one), at most 5 times in a row without a new event. A GET stream carries the server's
 //!   own messages where the server offers one. A 404 on the session, or a 400 whose body
 //!   names the session ([`proto::session_lost`]), starts a new session and sends the refused
-//!   request again, once; a new session refused before it answered anything ends the
-//!   connection. Closing sends `DELETE` for the session, waiting at
+//!   request again, once, after the new session's `notifications/initialized`; a new session
+//!   refused before it answered anything ends the connection. Closing sends `DELETE` for the session, waiting at
 //!   most [`Options::grace_period`](crate::Options) for it.
 //! - Redirects (301, 302, 303, 307, 308) are followed up to 5 hops; `Authorization` is not
 //!   carried to another origin.
