@@ -932,9 +932,11 @@ impl HttpConnection {
             return;
         }
         let (from, delay) = self.listen_from.take().unwrap_or((None, Duration::ZERO));
-        let exchange = self.get(Purpose::Listen, from, delay);
+        let exchange = self.get(Purpose::Listen, from.clone(), delay);
+        // A reconnection resumes from there too, until the stream gives an id of its own.
         self.listener = Some(Listener {
             exchange: Some(exchange),
+            last_event_id: from,
             delay: DEFAULT_RETRY,
             ..Listener::default()
         });
