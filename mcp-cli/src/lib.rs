@@ -110,7 +110,6 @@ async fn run_command(cli: cli::Cli, args: Vec<OsString>, mut signals: Signals) -
     let outcome = match loaded {
         Ok((config, adhoc)) => {
             let settings = Settings {
-                call_timeout: cli.timeout,
                 // A one-shot command should not wait out a server that ignores its stdin
                 // closing: well-behaved servers exit on it within milliseconds.
                 grace_period: Duration::from_millis(300),

@@ -40,7 +40,7 @@ pub(crate) struct Context {
     pub(crate) configs: Vec<PathBuf>,
     /// The ad hoc server's name, under `--stdio`.
     pub(crate) adhoc: Option<String>,
-    /// `--timeout`, for the commands that build a hub of their own (`serve`).
+    /// `--timeout`: each tool call's own timeout, carried on its request.
     pub(crate) call_timeout: Option<std::time::Duration>,
     /// Runs the hub's servers, on the command's thread. A command that builds a hub of its own
     /// gives it this executor and puts it in [`hub`](Self::hub), so that a signal stops it.

@@ -47,7 +47,6 @@ pub(crate) async fn run(ctx: &mut Context, proxy: bool, named: &[String]) -> Res
     // The command's own executor, on its thread: a message crosses no thread on its way
     // through the gateway to a server and back.
     let settings = Settings {
-        call_timeout: ctx.call_timeout,
         ask: Some(host.link.ask_handler()),
         // Servers may ask for a form only when the host can show one.
         elicit: (host.link.client.declares("elicitation")).then(|| relay.handler()),
@@ -66,6 +65,7 @@ pub(crate) async fn run(ctx: &mut Context, proxy: bool, named: &[String]) -> Res
         mode: if proxy { Mode::Proxy } else { Mode::Tools },
         relay,
         list_wait: crate::gateway::list_wait(&env),
+        call_timeout: ctx.call_timeout,
         extension: None,
         executor: ctx.executor.clone(),
     });

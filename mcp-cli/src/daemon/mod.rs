@@ -125,13 +125,8 @@ fn runs_warm(cli: &Cli) -> bool {
         | Command::Prompt { .. } => true,
         _ => false,
     };
-    // `--timeout` would have to replace every server's own in the daemon's shared hub.
     // `--auth-follow` may log in, which the daemon's servers never do.
-    warm_command
-        && cli.stdio.is_none()
-        && cli.http.is_none()
-        && cli.timeout.is_none()
-        && !cli.auth_follow
+    warm_command && cli.stdio.is_none() && cli.http.is_none() && !cli.auth_follow
 }
 
 /// Runs the command through the daemon for these config files, when one runs and may: the
@@ -149,9 +144,10 @@ pub(crate) async fn run_warm(cli: &Cli, args: &[OsString], env: config::Env<'_>)
     }
     let client = connect(&place).await?;
     let params = json!({ "args": args, "cwd": cwd });
-    // The daemon's hub keeps each server's own timeout; this one only guards a lost daemon.
-    let request =
-        Request::new("mcp-cli/run", Some(params)).timeout(Duration::from_secs(7 * 24 * 3600));
+    // No deadline of ours: the daemon's hub times every step of the run as a cold run's
+    // would (handshake budgets, each call's timeout, `--timeout` among the args), and a
+    // daemon that dies closes the socket, which fails the request at once.
+    let request = Request::new("mcp-cli/run", Some(params)).timeout(Duration::MAX);
     // Listening before the command is sent: a form asked before anyone listens is refused.
     let requests = client.server_requests().await;
     let forms = answer_forms(&client, requests, cli.yes);

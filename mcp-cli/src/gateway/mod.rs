@@ -61,6 +61,8 @@ pub(crate) struct Gateway {
     pub(crate) relay: Relay,
     /// How long `tools/list` waits for servers still starting.
     pub(crate) list_wait: Duration,
+    /// Each tool call's own timeout (`serve --timeout`), instead of its server's.
+    pub(crate) call_timeout: Option<Duration>,
     /// Methods of the program's own (`mcp-cli/...`), on the daemon's socket.
     pub(crate) extension: Option<Arc<dyn Extension>>,
     /// Runs the gateway's tasks: the hub's executor, so that a call stays on one thread.
@@ -359,7 +361,10 @@ impl Gateway {
         };
         // What the server asks of a person while the call runs goes to this host.
         let _waiting = self.relay.wait_on(Some(&entry.server), host);
-        match self.hub.call(entry, arguments, &report).await {
+        match (self.hub)
+            .call_within(entry, arguments, self.call_timeout, &report)
+            .await
+        {
             Ok(result) => result,
             Err(HubError::Server {
                 error: mcp_smol::Error::Request(mcp_smol::proto::RequestError::Remote(rpc)),

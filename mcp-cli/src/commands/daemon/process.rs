@@ -234,6 +234,7 @@ impl Daemon {
                         mode: Mode::Tools,
                         relay: daemon.relay.clone(),
                         list_wait: crate::gateway::list_wait(&|key| std::env::var(key).ok()),
+                        call_timeout: None,
                         extension: Some(daemon.clone()),
                         executor: daemon.executor.clone(),
                     });
@@ -276,8 +277,8 @@ impl Daemon {
             out: Stdout::capturing(),
             configs: cli.configs,
             adhoc: None,
-            // A run with --timeout is cold: the warm hub keeps each server's own.
-            call_timeout: None,
+            // Carried by each call's request, so the shared hub's servers are untouched.
+            call_timeout: cli.timeout,
             executor: self.executor.clone(),
         };
         let exit = match commands::dispatch_warm(&mut ctx, command).await {
