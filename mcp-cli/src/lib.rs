@@ -16,6 +16,7 @@ mod elicit;
 pub mod exit;
 mod files;
 mod gateway;
+mod hints;
 pub mod hub;
 pub mod logs;
 pub mod names;
@@ -56,7 +57,7 @@ fn run_args(args: Vec<OsString>) -> i32 {
         Err(error) if asks_for_json(&args) => {
             let text = error.render().to_string();
             let message = text.trim().trim_start_matches("error: ");
-            Failure::usage(message).report(true);
+            Failure::usage(message).report(true, &hints::Naming::Configured);
             return Exit::Usage.code();
         }
         Err(error) => {
@@ -69,11 +70,11 @@ fn run_args(args: Vec<OsString>) -> i32 {
         Ok(signals) => signals,
         // Only when out of file descriptors, where no server could start either.
         Err(error) => {
-            let failure = Failure {
-                exit: Exit::Server,
-                message: format!("cannot watch for Ctrl-C, SIGTERM and SIGHUP: {error}"),
-            };
-            failure.report(cli.json);
+            let failure = Failure::new(
+                Exit::Server,
+                format!("cannot watch for Ctrl-C, SIGTERM and SIGHUP: {error}"),
+            );
+            failure.report(cli.json, &hints::Naming::Configured);
             return failure.exit.code();
         }
     };
@@ -107,6 +108,7 @@ async fn run_command(cli: cli::Cli, args: Vec<OsString>, mut signals: Signals) -
         Err(_) if finds_the_daemon_only(&cli) => Ok((config::Config::default(), None)),
         loaded => loaded,
     };
+    let naming = naming(&cli);
     let outcome = match loaded {
         Ok((config, adhoc)) => {
             let settings = Settings {
@@ -125,6 +127,7 @@ async fn run_command(cli: cli::Cli, args: Vec<OsString>, mut signals: Signals) -
                 out: output::Stdout::default(),
                 configs: cli.configs.clone(),
                 adhoc,
+                naming: naming.clone(),
                 call_timeout: cli.timeout,
                 executor: executor.clone(),
             };
@@ -136,10 +139,8 @@ async fn run_command(cli: cli::Cli, args: Vec<OsString>, mut signals: Signals) -
     };
     match outcome {
         Ok(Ending::Done(Ok(exit))) => exit.code(),
-        Ok(Ending::Done(Err(mut failure))) | Err(mut failure) => {
-            let adhoc = (&cli.stdio, &cli.http, &cli.headers[..]);
-            failure.message = adhoc_hints(adhoc, &failure.message);
-            failure.report(cli.json);
+        Ok(Ending::Done(Err(failure))) | Err(failure) => {
+            failure.report(cli.json, &naming);
             failure.exit.code()
         }
         Ok(Ending::Warm(code)) => code,
@@ -148,27 +149,15 @@ async fn run_command(cli: cli::Cli, args: Vec<OsString>, mut signals: Signals) -
     }
 }
 
-/// `message` with the commands it suggests for the ad hoc server spelled with its flag: it has
-/// no config entry for `auth NAME` or `trust NAME` to find.
-fn adhoc_hints(
-    (stdio, http, headers): (&Option<String>, &Option<String>, &[String]),
-    message: &str,
-) -> String {
-    let (name, flag) = match (stdio, http) {
-        (Some(line), _) => match adhoc::server(line) {
-            Ok((name, _)) => (name, format!("--stdio {}", shell_words::quote(line))),
-            Err(_) => return message.to_owned(),
-        },
-        (None, Some(url)) => match adhoc::remote(url, headers) {
-            Ok((name, _)) => (name, format!("--http {url}")),
-            Err(_) => return message.to_owned(),
-        },
-        (None, None) => return message.to_owned(),
+/// How this run names its servers in the commands it suggests: the ad hoc server has no
+/// config entry, so the flag that made it stands for it.
+fn naming(cli: &cli::Cli) -> hints::Naming {
+    let flag = match (&cli.stdio, &cli.http) {
+        (Some(line), _) => format!("--stdio {}", shell_words::quote(line)),
+        (None, Some(url)) => format!("--http {url}"),
+        (None, None) => return hints::Naming::Configured,
     };
-    let auth = format!("`mcp-cli {flag} auth`");
-    let trust = format!("`mcp-cli {flag} trust {name}`");
-    (message.replace(&format!("`mcp-cli auth {name}`"), &auth))
-        .replace(&format!("`mcp-cli trust {name}`"), &trust)
+    hints::Naming::Adhoc { flag }
 }
 
 /// `daemon status` and `daemon stop` (without `--stdio` or `--http`, which they refuse): they

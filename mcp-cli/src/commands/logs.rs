@@ -24,9 +24,9 @@ pub(crate) fn run(ctx: &mut Context, server: &str, count: usize) -> Result<Exit,
             "no log for server {server} yet (looked for {})",
             path.display()
         ))),
-        Err(error) => Err(Failure {
-            exit: Exit::Server,
-            message: format!("cannot read {}: {error}", path.display()),
-        }),
+        Err(error) => Err(Failure::new(
+            Exit::Server,
+            format!("cannot read {}: {error}", path.display()),
+        )),
     }
 }

@@ -27,6 +27,7 @@ use serde_json::Value;
 
 use crate::cli::Command;
 use crate::exit::{Exit, Failure};
+use crate::hints::Naming;
 use crate::hub::Hub;
 use crate::output::Stdout;
 
@@ -40,6 +41,8 @@ pub(crate) struct Context {
     pub(crate) configs: Vec<PathBuf>,
     /// The ad hoc server's name, under `--stdio`.
     pub(crate) adhoc: Option<String>,
+    /// How the commands this run suggests name its servers.
+    pub(crate) naming: Naming,
     /// `--timeout`: each tool call's own timeout, carried on its request.
     pub(crate) call_timeout: Option<std::time::Duration>,
     /// Runs the hub's servers, on the command's thread. A command that builds a hub of its own
@@ -155,10 +158,10 @@ pub(crate) fn with_raw<T: FromResult>(
 ) -> Result<(T, Value), Failure> {
     match T::from_result(raw.clone()) {
         Ok(result) => Ok((result, raw)),
-        Err(error) => Err(Failure {
-            exit: Exit::Server,
-            message: format!("server {server}: invalid {method} result: {error}"),
-        }),
+        Err(error) => Err(Failure::new(
+            Exit::Server,
+            format!("server {server}: invalid {method} result: {error}"),
+        )),
     }
 }
 
@@ -177,7 +180,7 @@ impl Context {
 
     /// Reports a failure through this command's output, as [`Failure::report`] does.
     pub(crate) fn report(&mut self, failure: &Failure) {
-        let text = failure.text(self.json);
+        let text = failure.text(self.json, &self.naming);
         self.out.diagnostic(&text);
     }
 }

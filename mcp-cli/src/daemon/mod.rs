@@ -156,11 +156,11 @@ pub(crate) async fn run_warm(cli: &Cli, args: &[OsString], env: config::Env<'_>)
     let answer = match answer {
         Ok(answer) => answer,
         Err(error) => {
-            let failure = Failure {
-                exit: Exit::Server,
-                message: format!("the daemon at {} failed: {error}", place.socket.display()),
-            };
-            failure.report(cli.json);
+            let failure = Failure::new(
+                Exit::Server,
+                format!("the daemon at {} failed: {error}", place.socket.display()),
+            );
+            failure.report(cli.json, &crate::hints::Naming::Configured);
             return Some(failure.exit.code());
         }
     };
@@ -200,10 +200,8 @@ async fn answer_forms(
 
 /// Asks the daemon at `place` something of its own (`mcp-cli/status`, `mcp-cli/stop`).
 pub(crate) async fn ask(client: &mcp_smol::Client, method: &str) -> Result<Value, Failure> {
-    (client.request(Request::new(method, None)).await).map_err(|error| Failure {
-        exit: Exit::Server,
-        message: format!("the daemon failed: {error}"),
-    })
+    (client.request(Request::new(method, None)).await)
+        .map_err(|error| Failure::new(Exit::Server, format!("the daemon failed: {error}")))
 }
 
 /// Where the daemon's own stderr goes: beside the servers' logs folder.

@@ -18,6 +18,7 @@ use futures_lite::future::FutureExt;
 use mcp_smol::proto::{HostRequestId, Request, RpcError, ServerConfig, ServerEvent};
 use serde_json::{Map, Value, json};
 
+use crate::hints;
 use crate::hub::{Catalogue, Hub, HubError, HubEvent, ToolEntry};
 
 pub(crate) use host::{Host, HostLink, Relay};
@@ -312,6 +313,7 @@ impl Gateway {
                 all
             });
         for (server, error) in &catalogue.failures {
+            let error = hints::explained(error);
             crate::output::diagnostic(&format!("mcp-cli serve: {server} left out: {error}"));
         }
         let tools: Vec<Value> = (catalogue.tools.iter())
@@ -340,9 +342,9 @@ impl Gateway {
         let entry = self.hub.find(name).await.map_err(|error| match error {
             HubError::Server { .. } | HubError::Unavailable { .. } => {
                 // The server is known but down: still a tool call the host may retry.
-                invalid_params(format!("{name}: {error}"))
+                invalid_params(format!("{name}: {}", hints::explained(&error)))
             }
-            other => invalid_params(other.to_string()),
+            other => invalid_params(hints::explained(&other)),
         })?;
         Ok(entry)
     }
@@ -370,7 +372,7 @@ impl Gateway {
                 error: mcp_smol::Error::Request(mcp_smol::proto::RequestError::Remote(rpc)),
                 ..
             }) => tool_error(&format!("{} failed: {}", entry.name, rpc.text())),
-            Err(error) => tool_error(&error.to_string()),
+            Err(error) => tool_error(&hints::explained(&error)),
         }
     }
 
@@ -426,7 +428,7 @@ fn backend_error(error: HubError) -> RpcError {
         } => rpc,
         other => RpcError {
             code: -32603,
-            message: other.to_string(),
+            message: hints::explained(&other),
             data: None,
         },
     }

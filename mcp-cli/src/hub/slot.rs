@@ -247,13 +247,10 @@ impl Slot {
                         ..
                     }
                 );
-                let mut reason = match &error {
+                let reason = match &error {
                     HubError::Server { error, .. } => error.to_string(),
                     other => other.to_string(),
                 };
-                if needs_auth {
-                    reason = format!("{reason}; run `mcp-cli auth {}`", self.server.name);
-                }
                 life.phase = Phase::Failed {
                     reason,
                     stderr,

@@ -87,6 +87,9 @@ fn ad_hoc_servers_that_share_a_name_keep_their_own_pins() {
     // The way out names the server as this run did: it has no config entry.
     let trust = format!("`mcp-cli --stdio '{line_one}' trust mcp-fixture`");
     assert!(pulled.stderr.contains(&trust), "{pulled:?}");
+    // The warnings of a listing too, not only the failure that ends a run.
+    let listed = scratch.cli(&["--stdio", &line_one, "tools"]);
+    assert!(listed.stderr.contains(&trust), "{listed:?}");
     let mut ask = scratch.command(&["--stdio", &line_one, "trust", "mcp-fixture"]);
     let accepted = ask.output().unwrap();
     assert!(accepted.status.success(), "{accepted:?}");

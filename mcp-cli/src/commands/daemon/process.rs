@@ -277,6 +277,7 @@ impl Daemon {
             out: Stdout::capturing(),
             configs: cli.configs,
             adhoc: None,
+            naming: crate::hints::Naming::Configured,
             // Carried by each call's request, so the shared hub's servers are untouched.
             call_timeout: cli.timeout,
             executor: self.executor.clone(),
