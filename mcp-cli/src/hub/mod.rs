@@ -52,6 +52,7 @@ mod error;
 mod options;
 mod pins;
 mod reload;
+mod sandbox;
 mod server_requests;
 mod slot;
 mod surface;
