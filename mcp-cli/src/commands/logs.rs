@@ -12,7 +12,7 @@ pub(crate) fn run(ctx: &mut Context, server: &str, count: usize) -> Result<Exit,
             remote.url
         )));
     }
-    let path = logs::log_path(&ctx.log_dir, server);
+    let path = logs::log_path(&ctx.state.logs(), server);
     match logs::last_lines(&path, count) {
         Ok(lines) => {
             for line in lines {

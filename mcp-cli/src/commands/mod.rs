@@ -35,10 +35,14 @@ use crate::output::Stdout;
 pub(crate) struct Context {
     pub(crate) hub: Hub,
     pub(crate) json: bool,
-    pub(crate) log_dir: PathBuf,
+    /// Where logs, pins and tokens are kept.
+    pub(crate) state: crate::state::Folder,
     pub(crate) out: Stdout,
     /// The `--config` files given, for the commands that edit them.
     pub(crate) configs: Vec<PathBuf>,
+    /// The config files this run reads, for the commands that read them again (`serve` and
+    /// the daemon watch them).
+    pub(crate) files: crate::host::ConfigFiles,
     /// The ad hoc server's name, under `--stdio`.
     pub(crate) adhoc: Option<String>,
     /// How the commands this run suggests name its servers.

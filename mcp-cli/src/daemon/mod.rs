@@ -12,7 +12,7 @@
 use std::ffi::OsString;
 use std::os::fd::AsFd;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use mcp_smol::proto::Request;
@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 use crate::cli::{Cli, Command};
 use crate::config;
 use crate::exit::{Exit, Failure};
+use crate::host::ConfigFiles;
 use crate::output::{Line, Stdout};
 
 /// Turns the automatic use of a running daemon off when set to anything but `0` or empty.
@@ -39,12 +40,9 @@ pub(crate) struct Place {
 }
 
 impl Place {
-    /// The place of the daemon for the config files `mcp-cli` would read here.
-    pub(crate) fn discover(configs: &[PathBuf], env: config::Env<'_>) -> Self {
-        let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
-        let files: Vec<PathBuf> = (config::discover(configs, env, &cwd).into_iter())
-            .map(|(path, _)| path)
-            .collect();
+    /// The place of the daemon for these config files.
+    pub(crate) fn of(files: &ConfigFiles, env: config::Env<'_>) -> Self {
+        let files = files.paths();
         let mut hash = ring::digest::Context::new(&ring::digest::SHA256);
         for file in &files {
             hash.update(file.as_os_str().as_encoded_bytes());
@@ -53,10 +51,7 @@ impl Place {
         let key: String = (hash.finish().as_ref().iter().take(6))
             .map(|byte| format!("{byte:02x}"))
             .collect();
-        let dir = match env("XDG_RUNTIME_DIR").filter(|dir| !dir.is_empty()) {
-            Some(dir) => PathBuf::from(dir).join("mcp-cli"),
-            None => PathBuf::from(format!("/tmp/mcp-cli-{}", rustix::process::getuid())),
-        };
+        let dir = crate::state::sockets(env);
         Self {
             socket: dir.join(format!("{key}.sock")),
             lock: dir.join(format!("{key}.lock")),
@@ -131,14 +126,19 @@ fn runs_warm(cli: &Cli) -> bool {
 
 /// Runs the command through the daemon for these config files, when one runs and may: the
 /// same lines printed and the exit code returned. `None`: run it here.
-pub(crate) async fn run_warm(cli: &Cli, args: &[OsString], env: config::Env<'_>) -> Option<i32> {
+pub(crate) async fn run_warm(
+    cli: &Cli,
+    args: &[OsString],
+    files: &ConfigFiles,
+    env: config::Env<'_>,
+) -> Option<i32> {
     let off = env(NO_DAEMON).is_some_and(|value| !value.is_empty() && value != "0");
     if off || !runs_warm(cli) {
         return None;
     }
     let args: Vec<&str> = (args.iter().map(|arg| arg.to_str())).collect::<Option<_>>()?;
     let cwd = std::env::current_dir().ok()?;
-    let place = Place::discover(&cli.configs, env);
+    let place = Place::of(files, env);
     if !place.socket.exists() {
         return None;
     }
@@ -202,9 +202,4 @@ async fn answer_forms(
 pub(crate) async fn ask(client: &mcp_smol::Client, method: &str) -> Result<Value, Failure> {
     (client.request(Request::new(method, None)).await)
         .map_err(|error| Failure::new(Exit::Server, format!("the daemon failed: {error}")))
-}
-
-/// Where the daemon's own stderr goes: beside the servers' logs folder.
-pub(crate) fn log_file(log_dir: &Path, place: &Place) -> PathBuf {
-    log_dir.with_file_name(format!("daemon-{}.log", place.key))
 }

@@ -7,7 +7,6 @@
 
 mod host;
 mod proxy;
-mod watch;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -19,10 +18,10 @@ use mcp_smol::proto::{HostRequestId, Request, RpcError, ServerConfig, ServerEven
 use serde_json::{Map, Value, json};
 
 use crate::hints;
+use crate::host::{ConfigFiles, Watch};
 use crate::hub::{Catalogue, Hub, HubError, HubEvent, ToolEntry};
 
 pub(crate) use host::{Host, HostLink, Relay};
-pub(crate) use watch::Watch;
 
 /// How the gateway presents the servers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -151,7 +150,7 @@ impl Gateway {
                 Wake::Hub(None) => {}
                 Wake::ConfigChanged => {
                     if let Some(watch) = &watch
-                        && watch.apply(&self.hub)
+                        && self.apply(watch.files())
                     {
                         for list in ["tools", "resources", "prompts"] {
                             server.notify(&format!("notifications/{list}/list_changed"), None);
@@ -324,6 +323,19 @@ impl Gateway {
             })
             .collect();
         json!({ "tools": tools })
+    }
+
+    /// Reads the edited config and applies it to the hub; `true` if the servers changed. A
+    /// config that no longer reads is reported and changes nothing.
+    fn apply(&self, files: &ConfigFiles) -> bool {
+        match files.load(&|key: &str| std::env::var(key).ok()) {
+            Ok(config) => self.hub.apply(config),
+            Err(error) => {
+                let message = format!("mcp-cli serve: config not applied: {error}");
+                crate::output::diagnostic(&message);
+                false
+            }
+        }
     }
 
     /// The tool a host names, if it is one of the served servers' and the policy lets it be

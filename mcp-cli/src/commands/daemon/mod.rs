@@ -29,7 +29,7 @@ pub(crate) async fn run(ctx: &mut Context, action: DaemonAction) -> Result<Exit,
         crate::nesting::check_depth().map_err(Failure::usage)?;
     }
     let env = |key: &str| std::env::var(key).ok();
-    let place = Place::discover(&ctx.configs, &env);
+    let place = Place::of(&ctx.files, &env);
     match action {
         DaemonAction::Run { idle } => process::run(ctx, Duration::from_secs(idle)).await,
         DaemonAction::Start { idle } => start(ctx, &place, idle).await,
@@ -52,7 +52,7 @@ async fn start(ctx: &mut Context, place: &Place, idle: u64) -> Result<Exit, Fail
         return Ok(Exit::Success);
     }
     place.check_dir(true).map_err(Failure::usage)?;
-    let log = daemon::log_file(&ctx.log_dir, place);
+    let log = ctx.state.daemon_log(&place.key);
     let cannot =
         |e: std::io::Error| Failure::new(Exit::Server, format!("cannot start the daemon: {e}"));
     if let Some(dir) = log.parent() {
