@@ -3,7 +3,7 @@
 //! tool pins, the OAuth tokens and the daemons' own logs; and the per-user runtime folder
 //! that holds the daemons' sockets.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::config::Env;
 
@@ -23,11 +23,6 @@ impl Folder {
         Self {
             root: state.join("mcp-cli"),
         }
-    }
-
-    /// The folder itself.
-    pub fn root(&self) -> &Path {
-        &self.root
     }
 
     /// Each server's stderr log, `<name>.log`.
