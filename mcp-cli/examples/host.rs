@@ -5,7 +5,7 @@
 //! `everything__echo` when the catalogue has it (the preset, with no config of your own).
 
 use mcp_cli::hub::{Hub, Settings};
-use mcp_cli::{config, logs, output};
+use mcp_cli::{config, output, state};
 use mcp_smol::proto::CallToolResult;
 use serde_json::{Value, json};
 
@@ -22,7 +22,7 @@ fn main() {
         }
     };
     let settings = Settings {
-        log_dir: Some(logs::log_dir(&env)),
+        log_dir: Some(state::Folder::of_env(&env).logs()),
         ..Settings::default()
     };
     let hub = Hub::new(config, settings);

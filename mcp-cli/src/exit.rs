@@ -4,6 +4,7 @@ use std::fmt;
 
 use mcp_smol::Error;
 
+use crate::hints::{Hint, Naming};
 use crate::hub::{HubError, State};
 use mcp_smol::proto::{CloseReason, RequestError, RpcError, SendError};
 
@@ -42,34 +43,44 @@ impl Exit {
 pub struct Failure {
     pub exit: Exit,
     pub message: String,
+    /// The command that gets past it, spelled only when printed: the run knows how it names
+    /// the server, the code that failed does not.
+    pub(crate) hint: Option<Hint>,
 }
 
 impl Failure {
+    pub fn new(exit: Exit, message: impl Into<String>) -> Self {
+        Self {
+            exit,
+            message: message.into(),
+            hint: None,
+        }
+    }
+
+    pub fn usage(message: impl Into<String>) -> Self {
+        Self::new(Exit::Usage, message)
+    }
+
     /// The failure as the command line prints it: `mcp-cli: message`, or one JSON object
-    /// under `--json`.
-    pub fn text(&self, json: bool) -> String {
+    /// under `--json`; its hint names servers as `naming` says.
+    pub(crate) fn text(&self, json: bool, naming: &Naming) -> String {
+        let hint = self.hint.as_ref().map(|hint| hint.text(naming));
+        let message = format!("{}{}", self.message, hint.unwrap_or_default());
         if json {
             let error = serde_json::json!({ "error": {
                 "kind": self.exit.kind(),
                 "exitCode": self.exit.code(),
-                "message": self.message,
+                "message": message,
             }});
             error.to_string()
         } else {
-            format!("mcp-cli: {}", self.message)
+            format!("mcp-cli: {message}")
         }
     }
 
     /// Prints [`text`](Self::text) on stderr.
-    pub fn report(&self, json: bool) {
-        crate::output::diagnostic(&self.text(json));
-    }
-
-    pub fn usage(message: impl Into<String>) -> Self {
-        Self {
-            exit: Exit::Usage,
-            message: message.into(),
-        }
+    pub(crate) fn report(&self, json: bool, naming: &Naming) {
+        crate::output::diagnostic(&self.text(json, naming));
     }
 
     /// A failure of server `name`, classified by its cause.
@@ -86,9 +97,9 @@ impl Failure {
             _ => Exit::Server,
         };
         let mut message = format!("server {name}: {error}");
-        if let Error::Unauthorized { .. } = error {
-            message.push_str(&format!("; run `mcp-cli auth {name}` to log in"));
-        }
+        let hint = matches!(error, Error::Unauthorized { .. }).then(|| Hint::Auth {
+            server: name.to_owned(),
+        });
         if let Error::Disconnected(disconnect) = error
             && let CloseReason::HandshakeTimedOut { .. } = disconnect.reason
         {
@@ -97,7 +108,10 @@ impl Failure {
                  in its config entry, or set MCP_TIMEOUT in milliseconds)",
             );
         }
-        Self { exit, message }
+        Self {
+            hint,
+            ..Self::new(exit, message)
+        }
     }
 }
 
@@ -117,17 +131,16 @@ impl Failure {
                     rpc.text()
                 ))
             }
-            Error::Request(RequestError::Remote(rpc)) => Self {
-                exit: Exit::ToolError,
-                message: format!("{tool} failed: {}", rpc.text()),
-            },
-            Error::Request(timeout @ RequestError::TimedOut { .. }) => Self {
-                exit: Exit::Timeout,
-                message: format!(
+            Error::Request(RequestError::Remote(rpc)) => {
+                Self::new(Exit::ToolError, format!("{tool} failed: {}", rpc.text()))
+            }
+            Error::Request(timeout @ RequestError::TimedOut { .. }) => Self::new(
+                Exit::Timeout,
+                format!(
                     "{tool}: {timeout}; allow it longer with --timeout SECS, or call_timeout_sec \
                      in the server's config entry"
                 ),
-            },
+            ),
             _ => Self::from(error),
         }
     }
@@ -137,16 +150,13 @@ impl From<HubError> for Failure {
     /// The caller's mistakes (names, policy) are usage errors; the server's failures are
     /// classified by their cause.
     fn from(error: HubError) -> Self {
-        match &error {
-            HubError::Server { server, error } => Self::server(server, error),
+        let failure = match &error {
+            HubError::Server { server, error } => return Self::server(server, error),
             HubError::Unavailable {
                 state: State::Failed,
                 ..
             }
-            | HubError::ShuttingDown { .. } => Self {
-                exit: Exit::Server,
-                message: error.to_string(),
-            },
+            | HubError::ShuttingDown { .. } => Self::new(Exit::Server, error.to_string()),
             HubError::UnknownServer { .. }
             | HubError::AmbiguousServer { .. }
             | HubError::Unavailable { .. }
@@ -158,6 +168,10 @@ impl From<HubError> for Failure {
             | HubError::ToolDenied { .. }
             | HubError::ToolWithheld { .. }
             | HubError::NotApproved { .. } => Self::usage(error.to_string()),
+        };
+        Self {
+            hint: Hint::of(&error),
+            ..failure
         }
     }
 }

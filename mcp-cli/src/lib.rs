@@ -16,12 +16,15 @@ mod elicit;
 pub mod exit;
 mod files;
 mod gateway;
+mod hints;
+mod host;
 pub mod hub;
 pub mod logs;
 pub mod names;
 mod nesting;
 pub mod output;
 mod spinner;
+pub mod state;
 
 use std::ffi::OsString;
 use std::sync::Arc;
@@ -56,7 +59,7 @@ fn run_args(args: Vec<OsString>) -> i32 {
         Err(error) if asks_for_json(&args) => {
             let text = error.render().to_string();
             let message = text.trim().trim_start_matches("error: ");
-            Failure::usage(message).report(true);
+            Failure::usage(message).report(true, &hints::Naming::Configured);
             return Exit::Usage.code();
         }
         Err(error) => {
@@ -69,11 +72,11 @@ fn run_args(args: Vec<OsString>) -> i32 {
         Ok(signals) => signals,
         // Only when out of file descriptors, where no server could start either.
         Err(error) => {
-            let failure = Failure {
-                exit: Exit::Server,
-                message: format!("cannot watch for Ctrl-C, SIGTERM and SIGHUP: {error}"),
-            };
-            failure.report(cli.json);
+            let failure = Failure::new(
+                Exit::Server,
+                format!("cannot watch for Ctrl-C, SIGTERM and SIGHUP: {error}"),
+            );
+            failure.report(cli.json, &hints::Naming::Configured);
             return failure.exit.code();
         }
     };
@@ -85,8 +88,10 @@ fn run_args(args: Vec<OsString>) -> i32 {
 /// [`run_args`] once the signals are watched: the command, warm through a daemon or here.
 async fn run_command(cli: cli::Cli, args: Vec<OsString>, mut signals: Signals) -> i32 {
     let env = |key: &str| std::env::var(key).ok();
+    let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
+    let files = host::ConfigFiles::discover(&cli.configs, &env, cwd);
     // While a daemon serves these config files, it runs the command with its warm servers.
-    let warm = daemon::run_warm(&cli, &args, &env);
+    let warm = daemon::run_warm(&cli, &args, &files, &env);
     let ending = futures_lite::future::or(async { warm.await.map(Ending::Warm) }, async {
         Some(Ending::Signal(next_signal(&mut signals).await))
     })
@@ -96,36 +101,38 @@ async fn run_command(cli: cli::Cli, args: Vec<OsString>, mut signals: Signals) -
         Some(Ending::Signal(signal)) => return 128 + signal as i32,
         _ => {}
     }
-    let log_dir = logs::log_dir(&env);
+    let state = state::Folder::of_env(&env);
     let login = login_mode(&cli);
     // Drivers run on the main thread's executor, so a call crosses no thread on its way to
     // the server and back.
     let executor = Arc::new(async_executor::Executor::new());
-    let loaded = match load_config(&cli, &env) {
+    let loaded = match load_config(&cli, &files, &env) {
         // They find the daemon by the files' paths alone: a file that does not parse must not
         // leave a running daemon, and its servers, out of reach.
         Err(_) if finds_the_daemon_only(&cli) => Ok((config::Config::default(), None)),
         loaded => loaded,
     };
+    let naming = naming(&cli);
     let outcome = match loaded {
         Ok((config, adhoc)) => {
             let settings = Settings {
-                call_timeout: cli.timeout,
                 // A one-shot command should not wait out a server that ignores its stdin
                 // closing: well-behaved servers exit on it within milliseconds.
                 grace_period: Duration::from_millis(300),
                 ask: Some(approve::handler(cli.yes)),
                 elicit: Some(elicit::handler(cli.yes)),
                 login,
-                ..host_settings(&log_dir, &executor, &env)
+                ..host::settings(&state, &executor, &env)
             };
             let mut ctx = Context {
                 hub: Hub::new(config, settings),
                 json: cli.json,
-                log_dir,
+                state,
                 out: output::Stdout::default(),
                 configs: cli.configs.clone(),
+                files,
                 adhoc,
+                naming: naming.clone(),
                 call_timeout: cli.timeout,
                 executor: executor.clone(),
             };
@@ -137,10 +144,8 @@ async fn run_command(cli: cli::Cli, args: Vec<OsString>, mut signals: Signals) -
     };
     match outcome {
         Ok(Ending::Done(Ok(exit))) => exit.code(),
-        Ok(Ending::Done(Err(mut failure))) | Err(mut failure) => {
-            let adhoc = (&cli.stdio, &cli.http, &cli.headers[..]);
-            failure.message = adhoc_hints(adhoc, &failure.message);
-            failure.report(cli.json);
+        Ok(Ending::Done(Err(failure))) | Err(failure) => {
+            failure.report(cli.json, &naming);
             failure.exit.code()
         }
         Ok(Ending::Warm(code)) => code,
@@ -149,27 +154,15 @@ async fn run_command(cli: cli::Cli, args: Vec<OsString>, mut signals: Signals) -
     }
 }
 
-/// `message` with the commands it suggests for the ad hoc server spelled with its flag: it has
-/// no config entry for `auth NAME` or `trust NAME` to find.
-fn adhoc_hints(
-    (stdio, http, headers): (&Option<String>, &Option<String>, &[String]),
-    message: &str,
-) -> String {
-    let (name, flag) = match (stdio, http) {
-        (Some(line), _) => match adhoc::server(line) {
-            Ok((name, _)) => (name, format!("--stdio {}", shell_words::quote(line))),
-            Err(_) => return message.to_owned(),
-        },
-        (None, Some(url)) => match adhoc::remote(url, headers) {
-            Ok((name, _)) => (name, format!("--http {url}")),
-            Err(_) => return message.to_owned(),
-        },
-        (None, None) => return message.to_owned(),
+/// How this run names its servers in the commands it suggests: the ad hoc server has no
+/// config entry, so the flag that made it stands for it.
+fn naming(cli: &cli::Cli) -> hints::Naming {
+    let flag = match (&cli.stdio, &cli.http) {
+        (Some(line), _) => format!("--stdio {}", shell_words::quote(line)),
+        (None, Some(url)) => format!("--http {url}"),
+        (None, None) => return hints::Naming::Configured,
     };
-    let auth = format!("`mcp-cli {flag} auth`");
-    let trust = format!("`mcp-cli {flag} trust {name}`");
-    (message.replace(&format!("`mcp-cli auth {name}`"), &auth))
-        .replace(&format!("`mcp-cli trust {name}`"), &trust)
+    hints::Naming::Adhoc { flag }
 }
 
 /// `daemon status` and `daemon stop` (without `--stdio` or `--http`, which they refuse): they
@@ -227,31 +220,6 @@ async fn until_signal(ctx: &mut Context, command: cli::Command, mut signals: Sig
     ending
 }
 
-/// What every hub of this program starts from, whether a command, `serve` or the daemon runs
-/// it: the same logs, the same pins and the same handshake budget, so that a tool withheld
-/// from `call` is withheld from the gateway too. Each caller adds only how it asks and answers.
-pub(crate) fn host_settings(
-    log_dir: &std::path::Path,
-    executor: &Arc<async_executor::Executor<'static>>,
-    env: config::Env<'_>,
-) -> Settings {
-    Settings {
-        log_dir: Some(log_dir.to_owned()),
-        pin_dir: Some(logs::pin_dir(log_dir)),
-        handshake_timeout: mcp_timeout(env),
-        executor: Some(executor.clone()),
-        ..Settings::default()
-    }
-}
-
-/// `MCP_TIMEOUT`: the handshake budget in milliseconds, as other hosts read it.
-fn mcp_timeout(env: config::Env<'_>) -> Option<Duration> {
-    let millis: f64 = env("MCP_TIMEOUT")?.trim().parse().ok()?;
-    Duration::try_from_secs_f64(millis / 1000.0)
-        .ok()
-        .filter(|budget| !budget.is_zero())
-}
-
 /// Whether a remote server that asks for a login may start one: unattended with
 /// `--auth-follow`; through the browser for the ad hoc `--http` server on a terminal; else
 /// never (a configured server is then listed `needs-auth`, to log in with `mcp-cli auth`).
@@ -271,15 +239,15 @@ fn login_mode(cli: &cli::Cli) -> auth::Login {
 /// the only one, while the files' policy still applies to it.
 fn load_config(
     cli: &cli::Cli,
+    files: &host::ConfigFiles,
     env: config::Env<'_>,
 ) -> Result<(config::Config, Option<String>), Failure> {
-    let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
-    let mut files = config::discover(&cli.configs, env, &cwd);
-    // The file `add` writes to is created as the user file is, so it need not exist yet.
-    if cli.command.creates_config() {
-        files.iter_mut().for_each(|(_, required)| *required = false);
-    }
-    let mut config = config::load(&files, env, &cwd).map_err(|error| Failure::usage(error.0))?;
+    let loaded = match cli.command.creates_config() {
+        // The file `add` writes to is created as the user file is, so it need not exist yet.
+        true => files.clone().none_required().load(env),
+        false => files.load(env),
+    };
+    let mut config = loaded.map_err(|error| Failure::usage(error.0))?;
     if cli.stdio.is_none() && cli.http.is_none() {
         return Ok((config, None));
     }
@@ -301,6 +269,7 @@ fn load_config(
         }
         (None, None) => unreachable!("checked above"),
     };
+    let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
     spec.pin_key = Some(adhoc::pin_key(&spec, &cwd));
     let name = spec.name.clone();
     config.add_spec(spec);

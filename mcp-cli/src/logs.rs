@@ -9,20 +9,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 /// Past this size the log is renamed to `<name>.log.1` (replacing an older one) and restarted.
 pub const ROTATE_BYTES: u64 = 4 * 1024 * 1024;
 
-/// `$XDG_STATE_HOME/mcp-cli/logs`, default `~/.local/state/mcp-cli/logs`.
-pub fn log_dir(env: &dyn Fn(&str) -> Option<String>) -> PathBuf {
-    let state = match env("XDG_STATE_HOME").filter(|dir| !dir.is_empty()) {
-        Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(env("HOME").unwrap_or_default()).join(".local/state"),
-    };
-    state.join("mcp-cli").join("logs")
-}
-
-/// Where tool definitions are pinned: `pins` beside the logs folder.
-pub fn pin_dir(log_dir: &Path) -> PathBuf {
-    log_dir.with_file_name("pins")
-}
-
 pub fn log_path(dir: &Path, server: &str) -> PathBuf {
     // Server names come from config keys; keep them from escaping the folder.
     let safe: String = server

@@ -105,9 +105,7 @@ pub(crate) fn spawn(command: &ServerCommand) -> Result<Spawned, Error> {
         reason,
     };
     let mut prepared = match &command.sandbox {
-        Some(wanted) => {
-            Some(sandbox::prepare(wanted, &program, &command.env).map_err(spawn_error)?)
-        }
+        Some(wanted) => Some(sandbox::prepare(wanted).map_err(spawn_error)?),
         None => None,
     };
     let (stderr, stderr_writer) =

@@ -11,7 +11,6 @@
 //! `MCP_SMOL_SANDBOX_MISSING` (`landlock`, `userns`, comma-separated) makes this code act as
 //! on a kernel without them, so that path can be tested; nothing else reads it.
 
-use std::collections::BTreeMap;
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -31,14 +30,15 @@ pub struct Sandbox {
     /// otherwise.
     pub isolate_network: bool,
     /// With Landlock: the server may read and write only beneath these paths and a private
-    /// temporary folder (`TMPDIR`), and read (and run) only beneath them and the system's
-    /// folders (`/usr`, `/lib`, `/lib64`, `/bin`, `/sbin`, `/etc`, `/proc`, `/dev`, `/sys`),
-    /// its program's install folder and that of the interpreter its `#!` line names (links
-    /// followed: a venv's `python` reaches the interpreter it links to), and the launchers'
-    /// caches (`~/.npm`, `~/.cache/uv`, `~/.cache/pip`, or where their variables put them).
-    /// An empty list leaves only the temporary folder writable. `None` does not confine the
-    /// filesystem.
+    /// temporary folder (`TMPDIR`), and read (and run) only beneath them and
+    /// [`readable`](Self::readable). An empty list leaves only the temporary folder writable.
+    /// `None` does not confine the filesystem.
     pub filesystem: Option<Vec<PathBuf>>,
+    /// Under [`filesystem`](Self::filesystem), what the server may also read and run: what
+    /// programs need to load (the system's folders), its install folder, its interpreter's,
+    /// the launchers' caches. The host decides, knowing the server; applied as given (a path
+    /// that cannot be opened grants nothing).
+    pub readable: Vec<PathBuf>,
 }
 
 /// Set in the environment of a server whose network is cut, for the launchers it may run:
@@ -48,11 +48,6 @@ pub(crate) const OFFLINE_SWITCHES: &[(&str, &str)] = &[
     ("npm_config_offline", "true"),
     ("UV_OFFLINE", "1"),
     ("PIP_NO_INDEX", "1"),
-];
-
-/// Read-only for every confined server: what programs need to load and run.
-const SYSTEM_FOLDERS: &[&str] = &[
-    "/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/proc", "/dev", "/sys",
 ];
 
 /// The highest Landlock ABI whose rights we ask for; older kernels get what they offer, as
@@ -77,13 +72,8 @@ struct UserMaps {
     maps: Option<(CString, CString)>,
 }
 
-/// Checks what `sandbox` needs and builds it for `program`, run with `env` over ours; `Err`
-/// says what is missing.
-pub(crate) fn prepare(
-    sandbox: &Sandbox,
-    program: &Path,
-    env: &BTreeMap<String, String>,
-) -> Result<Prepared, String> {
+/// Checks what `sandbox` needs and builds it; `Err` says what is missing.
+pub(crate) fn prepare(sandbox: &Sandbox) -> Result<Prepared, String> {
     let missing = std::env::var("MCP_SMOL_SANDBOX_MISSING").unwrap_or_default();
     let forced = |what: &str| missing.split(',').any(|m| m.trim() == what);
     let network = if sandbox.isolate_network {
@@ -95,13 +85,7 @@ pub(crate) fn prepare(
     let (ruleset, temporary) = match &sandbox.filesystem {
         Some(paths) => {
             let temporary = TempDir::new()?;
-            readable = (SYSTEM_FOLDERS.iter().map(PathBuf::from))
-                .chain(program_folders(program, env))
-                .chain(launcher_caches(env))
-                // Landlock cannot name what does not exist (a cache never made, a system
-                // folder this distribution lacks), and the message should not either.
-                .filter(|path| path.exists())
-                .collect();
+            readable.clone_from(&sandbox.readable);
             let ruleset = ruleset(paths, &readable, &temporary.0, forced("landlock"))?;
             readable.extend(paths.iter().cloned());
             (Some(ruleset), Some(temporary))
@@ -127,14 +111,11 @@ pub(crate) fn refused(
     if error.kind() != std::io::ErrorKind::PermissionDenied || readable.is_empty() {
         return format!("{error} (while entering its sandbox)");
     }
-    let mut runs = program.display().to_string();
-    if let Some(interpreter) = interpreter(program, &BTreeMap::new()) {
-        runs.push_str(&format!(" (run by {})", interpreter.display()));
-    }
     let allowed: Vec<String> = readable.iter().map(|p| p.display().to_string()).collect();
     format!(
-        "the sandbox refused to run {runs}: {error}. Under `filesystem` a server may read and \
-         run only beneath {}; add the folder of what it runs to `filesystem`",
+        "the sandbox refused to run {}: {error}. Under `filesystem` a server may read and run \
+         only beneath {}; add the folder of what it runs to `filesystem`",
+        program.display(),
         allowed.join(", ")
     )
 }
@@ -198,105 +179,6 @@ fn ruleset(
         // Programs write to /dev/null freely.
         .and_then(|ruleset| ruleset.add_rules(path_beneath_rules(["/dev/null"], all)))
         .map_err(|error| missing(error.to_string()))
-}
-
-/// The install folders of the program and of the interpreter its `#!` line names, at every
-/// step of their links (a venv's `bin/python` links into pyenv's or uv's interpreters).
-fn program_folders(program: &Path, env: &BTreeMap<String, String>) -> Vec<PathBuf> {
-    let mut folders: Vec<PathBuf> = Vec::new();
-    let programs = std::iter::once(program.to_owned()).chain(interpreter(program, env));
-    for step in programs.flat_map(|program| link_chain(&program)) {
-        // Where this step is, its folder's links resolved but not its own.
-        let located = step
-            .parent()
-            .and_then(|dir| std::fs::canonicalize(dir).ok());
-        let located = located
-            .zip(step.file_name())
-            .map(|(dir, name)| dir.join(name));
-        if let Some(folder) = located.as_deref().and_then(prefix)
-            && !folders.contains(&folder)
-        {
-            folders.push(folder);
-        }
-    }
-    folders
-}
-
-/// `path`, then each file its links lead to, in order.
-fn link_chain(path: &Path) -> Vec<PathBuf> {
-    let mut chain = vec![path.to_owned()];
-    // As the kernel, give up on a loop after 40 links.
-    while chain.len() < 40 {
-        let last = &chain[chain.len() - 1];
-        let Ok(target) = std::fs::read_link(last) else {
-            break;
-        };
-        let next = last.parent().unwrap_or(Path::new("/")).join(target);
-        chain.push(next);
-    }
-    chain
-}
-
-/// The interpreter a script's `#!` line names; through `env NAME`, NAME found on `PATH`.
-fn interpreter(program: &Path, env: &BTreeMap<String, String>) -> Option<PathBuf> {
-    use std::io::Read;
-    let mut head = [0u8; 256];
-    let read = std::fs::File::open(program).ok()?.read(&mut head).ok()?;
-    let line = head[..read].strip_prefix(b"#!")?;
-    let line = line.split(|&b| b == b'\n').next()?;
-    let line = std::str::from_utf8(line).ok()?;
-    let mut words = line.split_whitespace();
-    let interpreter = PathBuf::from(words.next()?);
-    if interpreter.file_name().is_none_or(|name| name != "env") {
-        return Some(interpreter);
-    }
-    let name = words.find(|word| !word.starts_with('-'))?;
-    let path = variable(env, "PATH");
-    std::env::split_paths(&path.unwrap_or_default())
-        .map(|dir| dir.join(name))
-        .find(|candidate| candidate.is_file())
-}
-
-/// Variable `key` as the server will see it: the command's `env` over ours.
-fn variable(env: &BTreeMap<String, String>, key: &str) -> Option<String> {
-    (env.get(key).cloned()).or_else(|| std::env::var(key).ok())
-}
-
-/// Where npm, uv and pip keep what they download: launchers run from there.
-fn launcher_caches(env: &BTreeMap<String, String>) -> Vec<PathBuf> {
-    let var = |key: &str| {
-        variable(env, key)
-            .filter(|value| !value.is_empty())
-            .map(PathBuf::from)
-    };
-    let home = var("HOME");
-    let cache = var("XDG_CACHE_HOME").or_else(|| home.as_ref().map(|home| home.join(".cache")));
-    let under = |base: &Option<PathBuf>, name: &str| base.as_ref().map(|base| base.join(name));
-    [
-        var("npm_config_cache").or_else(|| under(&home, ".npm")),
-        var("UV_CACHE_DIR").or_else(|| under(&cache, "uv")),
-        var("PIP_CACHE_DIR").or_else(|| under(&cache, "pip")),
-    ]
-    .into_iter()
-    .flatten()
-    .collect()
-}
-
-/// The folder a file at `real` (a path without links) is installed in: its own, or the
-/// prefix above a `bin` folder or a `node_modules` tree, where its libraries are.
-fn prefix(real: &Path) -> Option<PathBuf> {
-    let topmost_modules = real
-        .ancestors()
-        .filter(|dir| dir.file_name().is_some_and(|name| name == "node_modules"))
-        .last();
-    if let Some(modules) = topmost_modules {
-        return modules.parent().map(Path::to_owned);
-    }
-    let folder = real.parent()?;
-    match folder.file_name() {
-        Some(name) if name == "bin" => folder.parent().map(Path::to_owned),
-        _ => Some(folder.to_owned()),
-    }
 }
 
 /// A private folder of our own in the system's temporary folder, removed on drop.
@@ -414,67 +296,5 @@ fn loopback_up() -> std::io::Result<()> {
     match i32::from_ne_bytes(code) {
         0 => Ok(()),
         negative => Err(std::io::Error::from_raw_os_error(-negative)),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn install_folders_are_the_prefix_of_bin_and_node_modules() {
-        let dir = std::env::temp_dir().join(format!("mcp-smol-install-{}", std::process::id()));
-        let script = dir.join("lib/node_modules/pkg/dist/index.js");
-        std::fs::create_dir_all(script.parent().unwrap()).unwrap();
-        std::fs::write(&script, "").unwrap();
-        std::fs::create_dir_all(dir.join("bin")).unwrap();
-        std::fs::write(dir.join("bin/tool"), "").unwrap();
-        let real = std::fs::canonicalize(&dir).unwrap();
-        let none = BTreeMap::new();
-        assert_eq!(program_folders(&script, &none), [real.join("lib")]);
-        assert_eq!(program_folders(&dir.join("bin/tool"), &none), [real]);
-        std::fs::remove_dir_all(dir).unwrap();
-    }
-
-    #[test]
-    fn a_scripts_interpreter_is_followed_through_its_links() {
-        use std::os::unix::fs::symlink;
-        let dir = std::env::temp_dir().join(format!("mcp-smol-venv-{}", std::process::id()));
-        let python = dir.join("pyenv/versions/3.12/bin/python3.12");
-        std::fs::create_dir_all(python.parent().unwrap()).unwrap();
-        std::fs::write(&python, "").unwrap();
-        std::fs::create_dir_all(dir.join("venv/bin")).unwrap();
-        symlink(&python, dir.join("venv/bin/python")).unwrap();
-        let real = std::fs::canonicalize(&dir).unwrap();
-        let venv = real.join("venv");
-        let pyenv = real.join("pyenv/versions/3.12");
-        let script = dir.join("venv/bin/server");
-        let shebangs = [
-            format!("#!{}/bin/python\n", venv.display()),
-            // `env NAME`, NAME looked up on the server's PATH.
-            "#!/usr/bin/env -S python -u\n".to_owned(),
-        ];
-        let env = BTreeMap::from([("PATH".to_owned(), venv.join("bin").display().to_string())]);
-        for shebang in shebangs {
-            std::fs::write(&script, format!("{shebang}print()\n")).unwrap();
-            let folders = program_folders(&script, &env);
-            assert!(folders.contains(&venv), "{shebang}: {folders:?}");
-            assert!(folders.contains(&pyenv), "{shebang}: {folders:?}");
-        }
-        std::fs::remove_dir_all(dir).unwrap();
-    }
-
-    #[test]
-    fn launcher_caches_follow_their_variables() {
-        let env = BTreeMap::from([
-            ("HOME".to_owned(), "/home/u".to_owned()),
-            ("XDG_CACHE_HOME".to_owned(), "/c".to_owned()),
-            ("UV_CACHE_DIR".to_owned(), "/uv".to_owned()),
-            ("npm_config_cache".to_owned(), String::new()),
-            ("PIP_CACHE_DIR".to_owned(), String::new()),
-        ]);
-        let caches = launcher_caches(&env);
-        let expected = ["/home/u/.npm", "/uv", "/c/pip"].map(PathBuf::from);
-        assert_eq!(caches, expected);
     }
 }

@@ -14,7 +14,7 @@ use crate::files::{self, ReplaceError};
 
 /// `$XDG_STATE_HOME/mcp-cli/auth`, default `~/.local/state/mcp-cli/auth`.
 pub fn auth_dir(env: &dyn Fn(&str) -> Option<String>) -> PathBuf {
-    crate::logs::log_dir(env).with_file_name("auth")
+    crate::state::Folder::of_env(env).tokens()
 }
 
 /// The file for server `name` in `dir`.

@@ -18,12 +18,14 @@ pub(crate) async fn run(
     reset: bool,
 ) -> Result<Exit, Failure> {
     if reset {
-        let removed = auth::reset(&settings.dir, name).map_err(|error| Failure {
-            exit: Exit::Server,
-            message: format!(
-                "cannot delete the stored login for {name} in {}: {error}",
-                settings.dir.display()
-            ),
+        let removed = auth::reset(&settings.dir, name).map_err(|error| {
+            Failure::new(
+                Exit::Server,
+                format!(
+                    "cannot delete the stored login for {name} in {}: {error}",
+                    settings.dir.display()
+                ),
+            )
         })?;
         if ctx.json {
             ctx.out
@@ -39,15 +41,15 @@ pub(crate) async fn run(
         settings.login = Login::Browser;
     }
     let dir = settings.dir.clone();
-    auth::login(name, url, settings)
-        .await
-        .map_err(|error| Failure {
-            exit: Exit::Server,
-            message: format!(
+    auth::login(name, url, settings).await.map_err(|error| {
+        Failure::new(
+            Exit::Server,
+            format!(
                 "cannot log in to {name}: {}",
                 output::escape_controls(&error)
             ),
-        })?;
+        )
+    })?;
     if ctx.json {
         ctx.out
             .line(&json!({"server": name, "logged_in": true}).to_string());

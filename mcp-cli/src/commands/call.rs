@@ -41,7 +41,12 @@ pub(crate) async fn run(
     };
     let called = ctx
         .hub
-        .call(&tool, Value::Object(arguments), &show_progress)
+        .call_within(
+            &tool,
+            Value::Object(arguments),
+            ctx.call_timeout,
+            &show_progress,
+        )
         .await;
     drop(spinner);
     // Shown before the servers are closed: one that outlives its stdin would otherwise hold

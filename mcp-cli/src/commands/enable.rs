@@ -17,7 +17,7 @@ pub(crate) fn run(ctx: &mut Context, given: &str, on: bool) -> Result<Exit, Fail
     let name = ctx.hub.resolve(given).unwrap_or_else(|_| given.to_owned());
     let mut read = Vec::new();
     let mut defining: Vec<(PathBuf, Original)> = Vec::new();
-    for (path, _) in config::discover(&ctx.configs, &env, &cwd) {
+    for path in ctx.files.paths() {
         let original = config::read_original(&path).map_err(usage)?;
         let Some(text) = &original.text else {
             continue;

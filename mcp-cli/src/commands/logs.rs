@@ -12,7 +12,7 @@ pub(crate) fn run(ctx: &mut Context, server: &str, count: usize) -> Result<Exit,
             remote.url
         )));
     }
-    let path = logs::log_path(&ctx.log_dir, server);
+    let path = logs::log_path(&ctx.state.logs(), server);
     match logs::last_lines(&path, count) {
         Ok(lines) => {
             for line in lines {
@@ -24,9 +24,9 @@ pub(crate) fn run(ctx: &mut Context, server: &str, count: usize) -> Result<Exit,
             "no log for server {server} yet (looked for {})",
             path.display()
         ))),
-        Err(error) => Err(Failure {
-            exit: Exit::Server,
-            message: format!("cannot read {}: {error}", path.display()),
-        }),
+        Err(error) => Err(Failure::new(
+            Exit::Server,
+            format!("cannot read {}: {error}", path.display()),
+        )),
     }
 }

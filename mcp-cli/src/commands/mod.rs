@@ -27,6 +27,7 @@ use serde_json::Value;
 
 use crate::cli::Command;
 use crate::exit::{Exit, Failure};
+use crate::hints::Naming;
 use crate::hub::Hub;
 use crate::output::Stdout;
 
@@ -34,13 +35,19 @@ use crate::output::Stdout;
 pub(crate) struct Context {
     pub(crate) hub: Hub,
     pub(crate) json: bool,
-    pub(crate) log_dir: PathBuf,
+    /// Where logs, pins and tokens are kept.
+    pub(crate) state: crate::state::Folder,
     pub(crate) out: Stdout,
     /// The `--config` files given, for the commands that edit them.
     pub(crate) configs: Vec<PathBuf>,
+    /// The config files this run reads, for the commands that read them again (`serve` and
+    /// the daemon watch them).
+    pub(crate) files: crate::host::ConfigFiles,
     /// The ad hoc server's name, under `--stdio`.
     pub(crate) adhoc: Option<String>,
-    /// `--timeout`, for the commands that build a hub of their own (`serve`).
+    /// How the commands this run suggests name its servers.
+    pub(crate) naming: Naming,
+    /// `--timeout`: each tool call's own timeout, carried on its request.
     pub(crate) call_timeout: Option<std::time::Duration>,
     /// Runs the hub's servers, on the command's thread. A command that builds a hub of its own
     /// gives it this executor and puts it in [`hub`](Self::hub), so that a signal stops it.
@@ -155,10 +162,10 @@ pub(crate) fn with_raw<T: FromResult>(
 ) -> Result<(T, Value), Failure> {
     match T::from_result(raw.clone()) {
         Ok(result) => Ok((result, raw)),
-        Err(error) => Err(Failure {
-            exit: Exit::Server,
-            message: format!("server {server}: invalid {method} result: {error}"),
-        }),
+        Err(error) => Err(Failure::new(
+            Exit::Server,
+            format!("server {server}: invalid {method} result: {error}"),
+        )),
     }
 }
 
@@ -177,7 +184,7 @@ impl Context {
 
     /// Reports a failure through this command's output, as [`Failure::report`] does.
     pub(crate) fn report(&mut self, failure: &Failure) {
-        let text = failure.text(self.json);
+        let text = failure.text(self.json, &self.naming);
         self.out.diagnostic(&text);
     }
 }

@@ -73,9 +73,11 @@ fn contents_bytes(server: &str, contents: &[ResourceContents]) -> Result<Vec<u8>
         if let Some(text) = &item.text {
             bytes.extend_from_slice(text.as_bytes());
         } else if let Some(blob) = item.blob_bytes() {
-            bytes.extend(blob.map_err(|error| Failure {
-                exit: Exit::Server,
-                message: format!("server {server}: blob of {}: {error}", item.uri),
+            bytes.extend(blob.map_err(|error| {
+                Failure::new(
+                    Exit::Server,
+                    format!("server {server}: blob of {}: {error}", item.uri),
+                )
             })?);
         }
     }

@@ -5,9 +5,8 @@
 use std::sync::Arc;
 
 use crate::commands::Context;
-use crate::config;
 use crate::exit::{Exit, Failure};
-use crate::gateway::{Gateway, Host, Mode, Relay, Watch, server_config};
+use crate::gateway::{Gateway, Host, Mode, Relay, server_config};
 use crate::hub::{Hub, Settings};
 
 pub(crate) async fn run(ctx: &mut Context, proxy: bool, named: &[String]) -> Result<Exit, Failure> {
@@ -17,14 +16,10 @@ pub(crate) async fn run(ctx: &mut Context, proxy: bool, named: &[String]) -> Res
         ));
     }
     crate::nesting::check_depth().map_err(Failure::usage)?;
-    let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
     let env = |key: &str| std::env::var(key).ok();
-    let files = config::discover(&ctx.configs, &env, &cwd);
-    let load = {
-        let (files, cwd) = (files.clone(), cwd.clone());
-        move || config::load(&files, &|key: &str| std::env::var(key).ok(), &cwd)
-    };
-    let config = load().map_err(|error| Failure::usage(error.0))?;
+    // Watched from before the first read: an edit made meanwhile is applied, not missed.
+    let watch = ctx.files.watch();
+    let config = (ctx.files.load(&env)).map_err(|error| Failure::usage(error.0))?;
     // Mistyped names are found before the host connects.
     let executor = Some(ctx.executor.clone());
     let names = Hub::new(
@@ -47,25 +42,21 @@ pub(crate) async fn run(ctx: &mut Context, proxy: bool, named: &[String]) -> Res
     // The command's own executor, on its thread: a message crosses no thread on its way
     // through the gateway to a server and back.
     let settings = Settings {
-        call_timeout: ctx.call_timeout,
         ask: Some(host.link.ask_handler()),
         // Servers may ask for a form only when the host can show one.
         elicit: (host.link.client.declares("elicitation")).then(|| relay.handler()),
-        ..crate::host_settings(&ctx.log_dir, &ctx.executor, &env)
+        ..crate::host::settings(&ctx.state, &ctx.executor, &env)
     };
     let hub = Hub::new(config, settings);
     // The command's hub from now on, which a signal terminates.
     ctx.hub = hub.clone();
-    let watch = Watch::new(
-        files.into_iter().map(|(path, _)| path).collect(),
-        Box::new(load),
-    );
     let gateway = Arc::new(Gateway {
         hub: hub.clone(),
         named: named.to_vec(),
         mode: if proxy { Mode::Proxy } else { Mode::Tools },
         relay,
         list_wait: crate::gateway::list_wait(&env),
+        call_timeout: ctx.call_timeout,
         extension: None,
         executor: ctx.executor.clone(),
     });

@@ -4,6 +4,7 @@ use serde_json::Value;
 
 use crate::commands::Context;
 use crate::exit::{Exit, Failure};
+use crate::hints::{Hint, Naming};
 use crate::hub::{ServerStatus, State};
 use crate::output;
 use crate::spinner::Spinner;
@@ -25,17 +26,18 @@ pub(crate) async fn run(ctx: &mut Context) -> Result<Exit, Failure> {
             ctx.out.line(&line);
         }
         // Diagnostics, as failures are: stdout keeps the table alone.
-        for line in reasons(&rows) {
+        for line in reasons(&rows, &ctx.naming) {
             ctx.out.diagnostic(&line);
         }
     }
     Ok(if failed { Exit::Server } else { Exit::Success })
 }
 
-/// NAME STATE TOOLS PID COMMAND, aligned, then a line per server that has a reason.
+/// NAME STATE TOOLS PID COMMAND, aligned, then a line per server that has a reason (the
+/// daemon's, whose servers are all configured).
 pub(crate) fn table(rows: &[ServerStatus]) -> Vec<String> {
     let mut lines = rows_table(rows);
-    lines.extend(reasons(rows));
+    lines.extend(reasons(rows, &Naming::Configured));
     lines
 }
 
@@ -72,9 +74,21 @@ fn rows_table(rows: &[ServerStatus]) -> Vec<String> {
         .collect()
 }
 
-/// `NAME: reason` for each server that failed, is denied or is invalid.
-fn reasons(rows: &[ServerStatus]) -> Vec<String> {
+/// `NAME: reason` for each server that failed, is denied or is invalid; one that needs a
+/// login says how to log in.
+fn reasons(rows: &[ServerStatus], naming: &Naming) -> Vec<String> {
     (rows.iter())
-        .filter_map(|row| Some(format!("{}: {}", row.name, row.reason.as_ref()?)))
+        .filter_map(|row| {
+            let reason = row.reason.as_ref()?;
+            let hint = (row.state == State::NeedsAuth).then(|| {
+                let server = row.name.clone();
+                Hint::Auth { server }.text(naming)
+            });
+            Some(format!(
+                "{}: {reason}{}",
+                row.name,
+                hint.unwrap_or_default()
+            ))
+        })
         .collect()
 }

@@ -12,7 +12,7 @@
 use std::ffi::OsString;
 use std::os::fd::AsFd;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use mcp_smol::proto::Request;
@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 use crate::cli::{Cli, Command};
 use crate::config;
 use crate::exit::{Exit, Failure};
+use crate::host::ConfigFiles;
 use crate::output::{Line, Stdout};
 
 /// Turns the automatic use of a running daemon off when set to anything but `0` or empty.
@@ -39,12 +40,9 @@ pub(crate) struct Place {
 }
 
 impl Place {
-    /// The place of the daemon for the config files `mcp-cli` would read here.
-    pub(crate) fn discover(configs: &[PathBuf], env: config::Env<'_>) -> Self {
-        let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
-        let files: Vec<PathBuf> = (config::discover(configs, env, &cwd).into_iter())
-            .map(|(path, _)| path)
-            .collect();
+    /// The place of the daemon for these config files.
+    pub(crate) fn of(files: &ConfigFiles, env: config::Env<'_>) -> Self {
+        let files = files.paths();
         let mut hash = ring::digest::Context::new(&ring::digest::SHA256);
         for file in &files {
             hash.update(file.as_os_str().as_encoded_bytes());
@@ -53,10 +51,7 @@ impl Place {
         let key: String = (hash.finish().as_ref().iter().take(6))
             .map(|byte| format!("{byte:02x}"))
             .collect();
-        let dir = match env("XDG_RUNTIME_DIR").filter(|dir| !dir.is_empty()) {
-            Some(dir) => PathBuf::from(dir).join("mcp-cli"),
-            None => PathBuf::from(format!("/tmp/mcp-cli-{}", rustix::process::getuid())),
-        };
+        let dir = crate::state::sockets(env);
         Self {
             socket: dir.join(format!("{key}.sock")),
             lock: dir.join(format!("{key}.lock")),
@@ -125,33 +120,34 @@ fn runs_warm(cli: &Cli) -> bool {
         | Command::Prompt { .. } => true,
         _ => false,
     };
-    // `--timeout` would have to replace every server's own in the daemon's shared hub.
     // `--auth-follow` may log in, which the daemon's servers never do.
-    warm_command
-        && cli.stdio.is_none()
-        && cli.http.is_none()
-        && cli.timeout.is_none()
-        && !cli.auth_follow
+    warm_command && cli.stdio.is_none() && cli.http.is_none() && !cli.auth_follow
 }
 
 /// Runs the command through the daemon for these config files, when one runs and may: the
 /// same lines printed and the exit code returned. `None`: run it here.
-pub(crate) async fn run_warm(cli: &Cli, args: &[OsString], env: config::Env<'_>) -> Option<i32> {
+pub(crate) async fn run_warm(
+    cli: &Cli,
+    args: &[OsString],
+    files: &ConfigFiles,
+    env: config::Env<'_>,
+) -> Option<i32> {
     let off = env(NO_DAEMON).is_some_and(|value| !value.is_empty() && value != "0");
     if off || !runs_warm(cli) {
         return None;
     }
     let args: Vec<&str> = (args.iter().map(|arg| arg.to_str())).collect::<Option<_>>()?;
     let cwd = std::env::current_dir().ok()?;
-    let place = Place::discover(&cli.configs, env);
+    let place = Place::of(files, env);
     if !place.socket.exists() {
         return None;
     }
     let client = connect(&place).await?;
     let params = json!({ "args": args, "cwd": cwd });
-    // The daemon's hub keeps each server's own timeout; this one only guards a lost daemon.
-    let request =
-        Request::new("mcp-cli/run", Some(params)).timeout(Duration::from_secs(7 * 24 * 3600));
+    // No deadline of ours: the daemon's hub times every step of the run as a cold run's
+    // would (handshake budgets, each call's timeout, `--timeout` among the args), and a
+    // daemon that dies closes the socket, which fails the request at once.
+    let request = Request::new("mcp-cli/run", Some(params)).timeout(Duration::MAX);
     // Listening before the command is sent: a form asked before anyone listens is refused.
     let requests = client.server_requests().await;
     let forms = answer_forms(&client, requests, cli.yes);
@@ -160,11 +156,11 @@ pub(crate) async fn run_warm(cli: &Cli, args: &[OsString], env: config::Env<'_>)
     let answer = match answer {
         Ok(answer) => answer,
         Err(error) => {
-            let failure = Failure {
-                exit: Exit::Server,
-                message: format!("the daemon at {} failed: {error}", place.socket.display()),
-            };
-            failure.report(cli.json);
+            let failure = Failure::new(
+                Exit::Server,
+                format!("the daemon at {} failed: {error}", place.socket.display()),
+            );
+            failure.report(cli.json, &crate::hints::Naming::Configured);
             return Some(failure.exit.code());
         }
     };
@@ -204,13 +200,6 @@ async fn answer_forms(
 
 /// Asks the daemon at `place` something of its own (`mcp-cli/status`, `mcp-cli/stop`).
 pub(crate) async fn ask(client: &mcp_smol::Client, method: &str) -> Result<Value, Failure> {
-    (client.request(Request::new(method, None)).await).map_err(|error| Failure {
-        exit: Exit::Server,
-        message: format!("the daemon failed: {error}"),
-    })
-}
-
-/// Where the daemon's own stderr goes: beside the servers' logs folder.
-pub(crate) fn log_file(log_dir: &Path, place: &Place) -> PathBuf {
-    log_dir.with_file_name(format!("daemon-{}.log", place.key))
+    (client.request(Request::new(method, None)).await)
+        .map_err(|error| Failure::new(Exit::Server, format!("the daemon failed: {error}")))
 }

@@ -7,7 +7,6 @@
 
 mod host;
 mod proxy;
-mod watch;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -18,10 +17,11 @@ use futures_lite::future::FutureExt;
 use mcp_smol::proto::{HostRequestId, Request, RpcError, ServerConfig, ServerEvent};
 use serde_json::{Map, Value, json};
 
+use crate::hints;
+use crate::host::{ConfigFiles, Watch};
 use crate::hub::{Catalogue, Hub, HubError, HubEvent, ToolEntry};
 
 pub(crate) use host::{Host, HostLink, Relay};
-pub(crate) use watch::Watch;
 
 /// How the gateway presents the servers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,6 +61,8 @@ pub(crate) struct Gateway {
     pub(crate) relay: Relay,
     /// How long `tools/list` waits for servers still starting.
     pub(crate) list_wait: Duration,
+    /// Each tool call's own timeout (`serve --timeout`), instead of its server's.
+    pub(crate) call_timeout: Option<Duration>,
     /// Methods of the program's own (`mcp-cli/...`), on the daemon's socket.
     pub(crate) extension: Option<Arc<dyn Extension>>,
     /// Runs the gateway's tasks: the hub's executor, so that a call stays on one thread.
@@ -148,7 +150,7 @@ impl Gateway {
                 Wake::Hub(None) => {}
                 Wake::ConfigChanged => {
                     if let Some(watch) = &watch
-                        && watch.apply(&self.hub)
+                        && self.apply(watch.files())
                     {
                         for list in ["tools", "resources", "prompts"] {
                             server.notify(&format!("notifications/{list}/list_changed"), None);
@@ -310,6 +312,7 @@ impl Gateway {
                 all
             });
         for (server, error) in &catalogue.failures {
+            let error = hints::explained(error);
             crate::output::diagnostic(&format!("mcp-cli serve: {server} left out: {error}"));
         }
         let tools: Vec<Value> = (catalogue.tools.iter())
@@ -320,6 +323,19 @@ impl Gateway {
             })
             .collect();
         json!({ "tools": tools })
+    }
+
+    /// Reads the edited config and applies it to the hub; `true` if the servers changed. A
+    /// config that no longer reads is reported and changes nothing.
+    fn apply(&self, files: &ConfigFiles) -> bool {
+        match files.load(&|key: &str| std::env::var(key).ok()) {
+            Ok(config) => self.hub.apply(config),
+            Err(error) => {
+                let message = format!("mcp-cli serve: config not applied: {error}");
+                crate::output::diagnostic(&message);
+                false
+            }
+        }
     }
 
     /// The tool a host names, if it is one of the served servers' and the policy lets it be
@@ -338,9 +354,9 @@ impl Gateway {
         let entry = self.hub.find(name).await.map_err(|error| match error {
             HubError::Server { .. } | HubError::Unavailable { .. } => {
                 // The server is known but down: still a tool call the host may retry.
-                invalid_params(format!("{name}: {error}"))
+                invalid_params(format!("{name}: {}", hints::explained(&error)))
             }
-            other => invalid_params(other.to_string()),
+            other => invalid_params(hints::explained(&other)),
         })?;
         Ok(entry)
     }
@@ -359,13 +375,16 @@ impl Gateway {
         };
         // What the server asks of a person while the call runs goes to this host.
         let _waiting = self.relay.wait_on(Some(&entry.server), host);
-        match self.hub.call(entry, arguments, &report).await {
+        match (self.hub)
+            .call_within(entry, arguments, self.call_timeout, &report)
+            .await
+        {
             Ok(result) => result,
             Err(HubError::Server {
                 error: mcp_smol::Error::Request(mcp_smol::proto::RequestError::Remote(rpc)),
                 ..
             }) => tool_error(&format!("{} failed: {}", entry.name, rpc.text())),
-            Err(error) => tool_error(&error.to_string()),
+            Err(error) => tool_error(&hints::explained(&error)),
         }
     }
 
@@ -421,7 +440,7 @@ fn backend_error(error: HubError) -> RpcError {
         } => rpc,
         other => RpcError {
             code: -32603,
-            message: other.to_string(),
+            message: hints::explained(&other),
             data: None,
         },
     }

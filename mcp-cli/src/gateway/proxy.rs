@@ -59,7 +59,7 @@ pub(crate) async fn run(
         (Some("list"), Some(backend)) => {
             let catalogue = gateway.hub.tools_of(std::slice::from_ref(&backend)).await;
             if let Some((_, error)) = catalogue.failures.first() {
-                return tool_error(&error.to_string());
+                return tool_error(&crate::hints::explained(error));
             }
             let tools: Vec<Value> = (catalogue.tools.iter())
                 .map(|entry| {
@@ -78,7 +78,7 @@ pub(crate) async fn run(
             };
             let entry = match gateway.hub.find_tool(&backend, &tool).await {
                 Ok(entry) => entry,
-                Err(error) => return tool_error(&error.to_string()),
+                Err(error) => return tool_error(&crate::hints::explained(&error)),
             };
             let arguments = input.get("input").cloned().unwrap_or(json!({}));
             gateway.call(host, id, &entry, arguments).await

@@ -2,6 +2,8 @@
 //! each mapped back to its server, beside its resources, resource templates and prompts; and
 //! calls through it.
 
+use std::time::Duration;
+
 use mcp_smol::proto::{Notification, Progress, Request, Tool};
 use serde_json::Value;
 
@@ -266,6 +268,19 @@ impl Hub {
         arguments: Value,
         on_progress: &(dyn Fn(Progress) + Sync),
     ) -> Result<Value, HubError> {
+        self.call_within(tool, arguments, None, on_progress).await
+    }
+
+    /// [`call`](Self::call), given `timeout` instead of the server's own call timeout (the
+    /// CLI's `--timeout`): it limits this call alone, not the server's handshake, its
+    /// listings, or anyone else's calls to it.
+    pub async fn call_within(
+        &self,
+        tool: &ToolEntry,
+        arguments: Value,
+        timeout: Option<Duration>,
+        on_progress: &(dyn Fn(Progress) + Sync),
+    ) -> Result<Value, HubError> {
         let tool = &self
             .admit(&tool.server, &tool.tool.name, &arguments)
             .await?;
@@ -275,7 +290,11 @@ impl Hub {
         // A token of the hub's own, so that calls running side by side on one server (a
         // gateway's hosts) each hear only their own progress.
         let token = Value::String(format!("mcp-cli-{}", self.inner.next_progress_token()));
-        let request = Request::call_tool(&tool.tool.name, arguments).progress_token(token.clone());
+        let mut request =
+            Request::call_tool(&tool.tool.name, arguments).progress_token(token.clone());
+        if let Some(timeout) = timeout {
+            request = request.timeout(timeout);
+        }
         let call = live.client.request(request.untyped());
         let ours = |note: Notification| note.progress().filter(|p| p.progress_token == token);
         let progress = async {

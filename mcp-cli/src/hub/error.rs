@@ -88,10 +88,9 @@ pub enum HubError {
         rule: Rule,
     },
     /// The tool's definition changed since it was pinned (a "rug pull", or an update to
-    /// review): it is neither listed nor called until the new definition is trusted.
-    #[error(
-        "tool {tool} of server {server} is withheld: its definition {change}\n  review it, then accept it with `mcp-cli trust {server}`"
-    )]
+    /// review): it is neither listed nor called until the new definition is trusted
+    /// ([`Hub::trust`](crate::hub::Hub::trust)).
+    #[error("tool {tool} of server {server} is withheld: its definition {change}")]
     ToolWithheld {
         /// The server.
         server: String,

@@ -52,6 +52,7 @@ mod error;
 mod options;
 mod pins;
 mod reload;
+mod sandbox;
 mod server_requests;
 mod slot;
 mod surface;
@@ -84,8 +85,6 @@ pub(crate) use slot::auth_settings;
 pub struct Settings {
     /// Where each server's stderr log goes (`<name>.log`); `None` keeps only the tail.
     pub log_dir: Option<PathBuf>,
-    /// Replaces every server's own per-call timeout (the CLI's `--timeout`).
-    pub call_timeout: Option<Duration>,
     /// Sent as `clientInfo.name`.
     pub client_name: String,
     /// How long a server gets to exit after its stdin closes, before SIGTERM.
@@ -115,7 +114,6 @@ impl Default for Settings {
     fn default() -> Self {
         Self {
             log_dir: None,
-            call_timeout: None,
             client_name: "mcp-cli".to_owned(),
             grace_period: Duration::from_secs(2),
             // Long enough to flush a file, short enough that Ctrl-C still feels immediate.
@@ -134,7 +132,6 @@ impl std::fmt::Debug for Settings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Settings")
             .field("log_dir", &self.log_dir)
-            .field("call_timeout", &self.call_timeout)
             .field("client_name", &self.client_name)
             .field("grace_period", &self.grace_period)
             .field("term_period", &self.term_period)

@@ -42,8 +42,9 @@ pub(crate) fn for_server(spec: &ServerSpec, settings: &Settings) -> (Options, Op
             client_name: settings.client_name.clone(),
             client_version: env!("CARGO_PKG_VERSION").to_owned(),
             handshake_timeout,
-            request_timeout: (settings.call_timeout.or(spec.call_timeout))
-                .unwrap_or(defaults.core.request_timeout),
+            // The default of every request; a call that brings a timeout of its own
+            // (`--timeout`) carries it on its request instead.
+            request_timeout: spec.call_timeout.unwrap_or(defaults.core.request_timeout),
             max_line_len: spec.max_message_len.unwrap_or(defaults.core.max_line_len),
             capabilities: mcp_smol::proto::ClientCapabilities {
                 roots: !spec.roots.is_empty(),

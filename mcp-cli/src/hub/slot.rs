@@ -247,13 +247,10 @@ impl Slot {
                         ..
                     }
                 );
-                let mut reason = match &error {
+                let reason = match &error {
                     HubError::Server { error, .. } => error.to_string(),
                     other => other.to_string(),
                 };
-                if needs_auth {
-                    reason = format!("{reason}; run `mcp-cli auth {}`", self.server.name);
-                }
                 life.phase = Phase::Failed {
                     reason,
                     stderr,
@@ -372,8 +369,11 @@ impl Slot {
             let (options, log) = hub.options(spec);
             let (client, driver) = match &spec.remote {
                 // Marked, so that a server running mcp-cli's own gateway knows how deep it is.
-                None => mcp_smol::start(&crate::nesting::marked(&spec.command), options)
-                    .map_err(server_error)?,
+                None => {
+                    let command =
+                        super::sandbox::with_readable(crate::nesting::marked(&spec.command));
+                    mcp_smol::start(&command, options).map_err(server_error)?
+                }
                 Some(remote) => {
                     let server = http_server(name, remote, hub.settings.login);
                     mcp_smol::start_http(server, options)

@@ -46,6 +46,8 @@
 //!   theirs: each leaves a file in `--dir DIR` and waits (at most 20 s) for N files there, so
 //!   servers started one after another never get past it.
 //!
+//! Any mode takes `--list-delay-ms N`: each `tools/list` is answered after N ms.
+//!
 //! Answers the fixture received for its own requests are returned by the `report` tool as a
 //! JSON array. `--log-received FILE` appends every line the client sends to FILE.
 
@@ -303,7 +305,10 @@ impl Server {
             }
             (_, "initialize") => self.answer(&id, Ok(self.initialize_result(&params))),
             (_, "ping") => self.answer(&id, Ok(json!({}))),
-            (_, "tools/list") => self.answer(&id, Ok(self.tools_page(&params))),
+            (_, "tools/list") => {
+                thread::sleep(Duration::from_millis(self.option("list-delay-ms", 0)));
+                self.answer(&id, Ok(self.tools_page(&params)));
+            }
             (_, "tools/call") => self.call(id, params),
             (mode, method) if resources::served(mode) && method.starts_with("resources/") => self
                 .answer(

@@ -209,6 +209,33 @@ fn timeouts_exit_four() {
     assert!(run.stderr.contains("no response within"), "{}", run.stderr);
 }
 
+/// `--timeout` is the call's, carried on its request: a server slow to list its tools is not
+/// cut short by it, while the call itself still is.
+#[test]
+fn the_call_timeout_does_not_limit_listing_tools() {
+    let slow_list = format!(
+        "[mcp.lister]\ncommand = {FIXTURE:?}\nargs = [\"good\", \"--list-delay-ms\", \"1500\"]\n"
+    );
+    let dir = project("timeout-list", &slow_list);
+    let run = dir.cli(&["--timeout", "0.5", "tools", "lister"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("lister__echo"), "{}", run.stdout);
+    let run = dir.cli(&["--timeout", "0.5", "call", "lister", "echo", "text=x"]);
+    assert_eq!(
+        (run.code, run.stdout.as_str()),
+        (0, "x\n"),
+        "{}",
+        run.stderr
+    );
+    let run = dir.cli(&["--timeout", "0.5", "call", "lister", "sleep", "ms=5000"]);
+    assert_eq!(run.code, 4, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("no response within 0.5"),
+        "{}",
+        run.stderr
+    );
+}
+
 #[test]
 fn json_mode_prints_whole_results_and_error_objects() {
     let dir = project("json", "");

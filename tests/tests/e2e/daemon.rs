@@ -155,6 +155,28 @@ fn warm_runs_print_what_cold_runs_print() {
     assert_eq!((warm.code, &warm.stdout), (0, &cold.stdout));
 }
 
+/// `--timeout` runs warm: it travels with the call, so the daemon's `fx` (whose own call
+/// timeout is 1 s) serves it and stays as it was for the next run.
+#[test]
+fn a_run_with_its_own_timeout_is_served_warm() {
+    let daemon = Daemon::new("timeout");
+    daemon.start(&[]);
+    let fx = |daemon: &Daemon| {
+        let servers = daemon.status()["servers"].clone();
+        let servers = servers.as_array().unwrap().clone();
+        servers.into_iter().find(|s| s["name"] == "fx").unwrap()
+    };
+    assert_eq!(fx(&daemon)["state"], "stopped");
+    let run = daemon.cli(&["--timeout", "0.3", "call", "fx", "sleep", "ms=5000"]);
+    assert_eq!(run.code, 4, "{run:?}");
+    assert!(run.stderr.contains("no response within 0.3"), "{run:?}");
+    // The daemon's server ran the call: a cold run would have started one of its own.
+    assert_eq!(fx(&daemon)["state"], "running");
+    let run = daemon.cli(&["call", "fx", "sleep", "ms=5000"]);
+    assert_eq!(run.code, 4, "{run:?}");
+    assert!(run.stderr.contains("no response within 1"), "{run:?}");
+}
+
 #[test]
 fn a_server_stays_warm_between_calls() {
     let daemon = Daemon::new("warm");

@@ -87,6 +87,9 @@ fn ad_hoc_servers_that_share_a_name_keep_their_own_pins() {
     // The way out names the server as this run did: it has no config entry.
     let trust = format!("`mcp-cli --stdio '{line_one}' trust mcp-fixture`");
     assert!(pulled.stderr.contains(&trust), "{pulled:?}");
+    // The warnings of a listing too, not only the failure that ends a run.
+    let listed = scratch.cli(&["--stdio", &line_one, "tools"]);
+    assert!(listed.stderr.contains(&trust), "{listed:?}");
     let mut ask = scratch.command(&["--stdio", &line_one, "trust", "mcp-fixture"]);
     let accepted = ask.output().unwrap();
     assert!(accepted.status.success(), "{accepted:?}");
@@ -344,9 +347,12 @@ fn a_refused_start_in_the_sandbox_names_what_and_what_is_allowed() {
     );
     let run = scratch.cli(&["--config", &config, "call", "fx", "echo", "text=hi"]);
     assert_eq!(run.code, 3, "{run:?}");
+    // The interpreter's install folder is among what the host let it read: the refusal is
+    // the interpreter's own interpreter, elsewhere.
+    let runner = std::fs::canonicalize(scratch.0.join("runner")).unwrap();
     let wanted = [
         format!("the sandbox refused to run {}", server.display()),
-        format!("run by {}", interpreter.display()),
+        runner.display().to_string(),
         "may read and run only beneath /usr, /lib".to_owned(),
         scratch.0.join("inside").display().to_string(),
         "add the folder of what it runs to `filesystem`".to_owned(),

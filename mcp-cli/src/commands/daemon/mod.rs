@@ -29,7 +29,7 @@ pub(crate) async fn run(ctx: &mut Context, action: DaemonAction) -> Result<Exit,
         crate::nesting::check_depth().map_err(Failure::usage)?;
     }
     let env = |key: &str| std::env::var(key).ok();
-    let place = Place::discover(&ctx.configs, &env);
+    let place = Place::of(&ctx.files, &env);
     match action {
         DaemonAction::Run { idle } => process::run(ctx, Duration::from_secs(idle)).await,
         DaemonAction::Start { idle } => start(ctx, &place, idle).await,
@@ -52,11 +52,9 @@ async fn start(ctx: &mut Context, place: &Place, idle: u64) -> Result<Exit, Fail
         return Ok(Exit::Success);
     }
     place.check_dir(true).map_err(Failure::usage)?;
-    let log = daemon::log_file(&ctx.log_dir, place);
-    let cannot = |e: std::io::Error| Failure {
-        exit: Exit::Server,
-        message: format!("cannot start the daemon: {e}"),
-    };
+    let log = ctx.state.daemon_log(&place.key);
+    let cannot =
+        |e: std::io::Error| Failure::new(Exit::Server, format!("cannot start the daemon: {e}"));
     if let Some(dir) = log.parent() {
         std::fs::create_dir_all(dir).map_err(cannot)?;
     }
@@ -101,10 +99,10 @@ async fn start(ctx: &mut Context, place: &Place, idle: u64) -> Result<Exit, Fail
         }
         None => {
             let tail = crate::logs::tail(&log, 5).unwrap_or_default().join("\n");
-            Err(Failure {
-                exit: Exit::Server,
-                message: format!("the daemon did not start; {}:\n{tail}", log.display()),
-            })
+            Err(Failure::new(
+                Exit::Server,
+                format!("the daemon did not start; {}:\n{tail}", log.display()),
+            ))
         }
     }
 }
@@ -129,13 +127,13 @@ async fn stop(ctx: &mut Context, place: &Place) -> Result<Exit, Failure> {
 
 async fn status(ctx: &mut Context, place: &Place) -> Result<Exit, Failure> {
     let Some(client) = daemon::connect(place).await else {
-        return Err(Failure {
-            exit: Exit::Server,
-            message: format!(
+        return Err(Failure::new(
+            Exit::Server,
+            format!(
                 "no daemon is running for these config files ({})",
                 place.socket.display()
             ),
-        });
+        ));
     };
     let status = daemon::ask(&client, "mcp-cli/status").await;
     client.close().await;

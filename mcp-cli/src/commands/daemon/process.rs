@@ -19,8 +19,8 @@ use crate::commands::{self, Context};
 use crate::config::{self, Config, Policy};
 use crate::daemon::{Place, same_user};
 use crate::exit::{Exit, Failure};
-use crate::files::{Stamp, stamps};
 use crate::gateway::{Answer, BoxFuture, Extension, Gateway, Host, Mode, Relay, server_config};
+use crate::host::Watch;
 use crate::hub::{Hub, Settings};
 use crate::output::Stdout;
 
@@ -52,12 +52,10 @@ impl Extension for Daemon {
 /// What the connections share.
 pub(crate) struct Daemon {
     place: Place,
-    /// The config files as discovered, to read them again.
-    files: Vec<(PathBuf, bool)>,
     hub: Hub,
     /// Runs the hub's servers and every connection.
     executor: Arc<async_executor::Executor<'static>>,
-    log_dir: PathBuf,
+    state: crate::state::Folder,
     idle: Duration,
     started: Instant,
     activity: Mutex<Activity>,
@@ -76,7 +74,7 @@ struct Activity {
 }
 
 struct Seen {
-    stamps: Vec<Option<Stamp>>,
+    watch: Watch,
     /// Why runs cannot be served warm under the config as it now reads, if so.
     cold: Option<String>,
 }
@@ -84,12 +82,11 @@ struct Seen {
 /// Runs the daemon for `configs` until it is stopped or idle for `idle`. Prints `ready` on
 /// stdout once the socket takes connections (what `daemon start` waits for).
 pub(crate) async fn run(ctx: &mut Context, idle: Duration) -> Result<Exit, Failure> {
-    let (configs, log_dir) = (&ctx.configs, ctx.log_dir.clone());
     let env = |key: &str| std::env::var(key).ok();
     // Out of the shell's session: its hangup and its Ctrl-C are not ours. Fails only for a
     // group leader, which `daemon start` does not make us.
     let _ = rustix::process::setsid();
-    let place = Place::discover(configs, &env);
+    let place = Place::of(&ctx.files, &env);
     place.check_dir(true).map_err(Failure::usage)?;
     let lock = std::fs::OpenOptions::new()
         .create(true)
@@ -107,9 +104,9 @@ pub(crate) async fn run(ctx: &mut Context, idle: Duration) -> Result<Exit, Failu
     }
     // Under the lock nobody else serves it: a socket left there is stale.
     let _ = std::fs::remove_file(&place.socket);
-    let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
-    let files: Vec<(PathBuf, bool)> = config::discover(configs, &env, &cwd);
-    let config = config::load(&files, &env, &cwd).map_err(|error| Failure::usage(error.0))?;
+    // Watched from before the first read: an edit made meanwhile is applied, not missed.
+    let watch = ctx.files.watch();
+    let config = (ctx.files.load(&env)).map_err(|error| Failure::usage(error.0))?;
     let listener = async_net::unix::UnixListener::bind(&place.socket)
         .map_err(|e| Failure::usage(format!("cannot listen on {}: {e}", place.socket.display())))?;
     let _remove = RemoveOnDrop(place.socket.clone());
@@ -121,7 +118,7 @@ pub(crate) async fn run(ctx: &mut Context, idle: Duration) -> Result<Exit, Failu
         // As a cold run does: servers may ask for forms, which go to the caller's terminal.
         elicit: Some(relay.handler()),
         // `ask` rules are never met here: runs under them go cold.
-        ..crate::host_settings(&log_dir, &executor, &env)
+        ..crate::host::settings(&ctx.state, &executor, &env)
     };
     let policy = config.policy.clone();
     let cold = has_ask_rules(&config).then(ask_reason);
@@ -130,15 +127,11 @@ pub(crate) async fn run(ctx: &mut Context, idle: Duration) -> Result<Exit, Failu
     ctx.hub = hub.clone();
     let (stop, stopped) = async_channel::bounded(1);
     let daemon = Arc::new(Daemon {
-        seen: Mutex::new(Seen {
-            stamps: stamps(&place.files),
-            cold,
-        }),
+        seen: Mutex::new(Seen { watch, cold }),
         place,
-        files,
         hub: hub.clone(),
         executor: executor.clone(),
-        log_dir,
+        state: ctx.state.clone(),
         idle,
         started: Instant::now(),
         activity: Mutex::new(Activity {
@@ -211,6 +204,10 @@ impl Daemon {
         }
     }
 
+    fn seen(&self) -> std::sync::MutexGuard<'_, Seen> {
+        self.seen.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     fn activity(&self) -> std::sync::MutexGuard<'_, Activity> {
         self.activity.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -234,6 +231,7 @@ impl Daemon {
                         mode: Mode::Tools,
                         relay: daemon.relay.clone(),
                         list_wait: crate::gateway::list_wait(&|key| std::env::var(key).ok()),
+                        call_timeout: None,
                         extension: Some(daemon.clone()),
                         executor: daemon.executor.clone(),
                     });
@@ -272,12 +270,15 @@ impl Daemon {
         let mut ctx = Context {
             hub: self.hub.clone(),
             json: cli.json,
-            log_dir: self.log_dir.clone(),
+            state: self.state.clone(),
             out: Stdout::capturing(),
             configs: cli.configs,
+            // The daemon's own, which the commands it runs only talk to servers about.
+            files: self.seen().watch.files().clone(),
             adhoc: None,
-            // A run with --timeout is cold: the warm hub keeps each server's own.
-            call_timeout: None,
+            naming: crate::hints::Naming::Configured,
+            // Carried by each call's request, so the shared hub's servers are untouched.
+            call_timeout: cli.timeout,
             executor: self.executor.clone(),
         };
         let exit = match commands::dispatch_warm(&mut ctx, command).await {
@@ -293,13 +294,10 @@ impl Daemon {
     /// Applies config edits made since the last look; returns why runs must go cold, if
     /// they must (a config that no longer reads, a policy the hub cannot take on).
     fn refresh(&self) -> Option<String> {
-        let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
-        let now = stamps(&self.place.files);
-        if now != seen.stamps {
-            seen.stamps = now;
+        let mut seen = self.seen();
+        if seen.watch.look() {
             let env = |key: &str| std::env::var(key).ok();
-            let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
-            seen.cold = match config::load(&self.files, &env, &cwd) {
+            seen.cold = match seen.watch.files().load(&env) {
                 Err(error) => Some(format!(
                     "the config does not read ({}); runs are served warm again once it does",
                     error.0

@@ -1,0 +1,116 @@
+//! Assembling the host, one way for the cold command line, `serve` and the daemon: the config
+//! files a run reads and the watcher that notices their edits, and the settings every hub of
+//! this program starts from.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::config::{self, Config, ConfigError, Env};
+use crate::files::{Stamp, stamps};
+use crate::hub::Settings;
+use crate::state;
+
+/// How often a [`Watch`] looks at the files while it waits.
+const POLL: Duration = Duration::from_secs(1);
+
+/// The config files a run reads (each with whether it must exist), and the folder relative
+/// paths in them are taken from.
+#[derive(Debug, Clone)]
+pub(crate) struct ConfigFiles {
+    files: Vec<(PathBuf, bool)>,
+    cwd: PathBuf,
+}
+
+impl ConfigFiles {
+    /// The `--config` files given, else those found from `cwd` (see [`config::discover`]).
+    pub(crate) fn discover(configs: &[PathBuf], env: Env<'_>, cwd: PathBuf) -> Self {
+        let files = config::discover(configs, env, &cwd);
+        Self { files, cwd }
+    }
+
+    /// The same files, none of them required: `add` creates the one it writes to.
+    pub(crate) fn none_required(mut self) -> Self {
+        self.files
+            .iter_mut()
+            .for_each(|(_, required)| *required = false);
+        self
+    }
+
+    pub(crate) fn paths(&self) -> Vec<PathBuf> {
+        self.files.iter().map(|(path, _)| path.clone()).collect()
+    }
+
+    /// Reads them as they are now.
+    pub(crate) fn load(&self, env: Env<'_>) -> Result<Config, ConfigError> {
+        config::load(&self.files, env, &self.cwd)
+    }
+
+    /// A watcher of these files, which have not changed yet.
+    pub(crate) fn watch(&self) -> Watch {
+        let paths = self.paths();
+        Watch {
+            seen: stamps(&paths),
+            paths,
+            files: self.clone(),
+        }
+    }
+}
+
+/// Notices edits of the config files by their stamps (time and length, [`crate::files`]):
+/// polling is simple and portable, and a second is quick enough for an edit by hand.
+/// Creating or removing a file is an edit too.
+#[derive(Debug)]
+pub(crate) struct Watch {
+    files: ConfigFiles,
+    paths: Vec<PathBuf>,
+    seen: Vec<Option<Stamp>>,
+}
+
+impl Watch {
+    /// Whether a file changed since the last look.
+    pub(crate) fn look(&mut self) -> bool {
+        let now = stamps(&self.paths);
+        let changed = now != self.seen;
+        self.seen = now;
+        changed
+    }
+
+    /// Returns once a file has changed since the last look.
+    pub(crate) async fn changed(&mut self) {
+        while !self.look() {
+            async_io::Timer::after(POLL).await;
+        }
+    }
+
+    /// The files watched.
+    pub(crate) fn files(&self) -> &ConfigFiles {
+        &self.files
+    }
+}
+
+/// What every hub of this program starts from, whether a command, `serve` or the daemon runs
+/// it: the same state folder (logs, pins), the same handshake budget, the same executor, so
+/// that a tool withheld from `call` is withheld from the gateway too. Each caller adds only
+/// how it asks and answers.
+pub(crate) fn settings(
+    state: &state::Folder,
+    executor: &Arc<async_executor::Executor<'static>>,
+    env: Env<'_>,
+) -> Settings {
+    Settings {
+        log_dir: Some(state.logs()),
+        pin_dir: Some(state.pins()),
+        handshake_timeout: mcp_timeout(env),
+        executor: Some(executor.clone()),
+        ..Settings::default()
+    }
+}
+
+/// `MCP_TIMEOUT`: the handshake budget in milliseconds, as other hosts read it.
+fn mcp_timeout(env: Env<'_>) -> Option<Duration> {
+    let millis: f64 = env("MCP_TIMEOUT")?.trim().parse().ok()?;
+    Duration::try_from_secs_f64(millis / 1000.0)
+        .ok()
+        .filter(|budget| !budget.is_zero())
+}

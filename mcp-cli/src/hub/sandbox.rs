@@ -1,0 +1,219 @@
+//! What a sandboxed server may read and run besides its own `filesystem` paths. The host
+//! decides it, here, where the server's command, its interpreter and the launchers' caches
+//! are known, and passes the list down in [`Sandbox::readable`](mcp_smol::Sandbox::readable);
+//! the adapter only applies it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use mcp_smol::ServerCommand;
+
+/// Read-only for every confined server: what programs need to load and run.
+const SYSTEM_FOLDERS: &[&str] = &[
+    "/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/proc", "/dev", "/sys",
+];
+
+/// `command`, and when its filesystem is confined, what it may read and run filled in: the
+/// system's folders, its program's install folder and that of the interpreter its `#!` line
+/// names (links followed: a venv's `python` reaches the interpreter it links to), and the
+/// launchers' caches (`~/.npm`, `~/.cache/uv`, `~/.cache/pip`, or where their variables put
+/// them). Only folders that exist: Landlock cannot name the others, nor should a message.
+pub(crate) fn with_readable(mut command: ServerCommand) -> ServerCommand {
+    let confined = (command.sandbox.as_ref()).is_some_and(|s| s.filesystem.is_some());
+    if !confined {
+        return command;
+    }
+    let program = program(&command);
+    let readable: Vec<PathBuf> = (SYSTEM_FOLDERS.iter().map(PathBuf::from))
+        .chain(
+            program
+                .iter()
+                .flat_map(|p| program_folders(p, &command.env)),
+        )
+        .chain(launcher_caches(&command.env))
+        .filter(|path| path.exists())
+        .collect();
+    if let Some(sandbox) = &mut command.sandbox {
+        sandbox.readable = readable;
+    }
+    command
+}
+
+/// The file `command` runs: a path as given (beneath its `cwd` when relative), a bare name
+/// found on the server's `PATH`. `None` when there is none; the spawn then says so.
+fn program(command: &ServerCommand) -> Option<PathBuf> {
+    if !command.program.contains('/') {
+        return on_path(&command.program, &command.env);
+    }
+    let path = PathBuf::from(&command.program);
+    Some(match &command.cwd {
+        Some(cwd) if path.is_relative() => cwd.join(path),
+        _ => path,
+    })
+}
+
+/// The install folders of the program and of the interpreter its `#!` line names, at every
+/// step of their links (a venv's `bin/python` links into pyenv's or uv's interpreters).
+fn program_folders(program: &Path, env: &BTreeMap<String, String>) -> Vec<PathBuf> {
+    let mut folders: Vec<PathBuf> = Vec::new();
+    let programs = std::iter::once(program.to_owned()).chain(interpreter(program, env));
+    for step in programs.flat_map(|program| link_chain(&program)) {
+        // Where this step is, its folder's links resolved but not its own.
+        let located = step
+            .parent()
+            .and_then(|dir| std::fs::canonicalize(dir).ok());
+        let located = located
+            .zip(step.file_name())
+            .map(|(dir, name)| dir.join(name));
+        if let Some(folder) = located.as_deref().and_then(prefix)
+            && !folders.contains(&folder)
+        {
+            folders.push(folder);
+        }
+    }
+    folders
+}
+
+/// `path`, then each file its links lead to, in order.
+fn link_chain(path: &Path) -> Vec<PathBuf> {
+    let mut chain = vec![path.to_owned()];
+    // As the kernel, give up on a loop after 40 links.
+    while chain.len() < 40 {
+        let last = &chain[chain.len() - 1];
+        let Ok(target) = std::fs::read_link(last) else {
+            break;
+        };
+        let next = last.parent().unwrap_or(Path::new("/")).join(target);
+        chain.push(next);
+    }
+    chain
+}
+
+/// The interpreter a script's `#!` line names; through `env NAME`, NAME found on `PATH`.
+fn interpreter(program: &Path, env: &BTreeMap<String, String>) -> Option<PathBuf> {
+    use std::io::Read;
+    let mut head = [0u8; 256];
+    let read = std::fs::File::open(program).ok()?.read(&mut head).ok()?;
+    let line = head[..read].strip_prefix(b"#!")?;
+    let line = line.split(|&b| b == b'\n').next()?;
+    let line = std::str::from_utf8(line).ok()?;
+    let mut words = line.split_whitespace();
+    let interpreter = PathBuf::from(words.next()?);
+    if interpreter.file_name().is_none_or(|name| name != "env") {
+        return Some(interpreter);
+    }
+    let name = words.find(|word| !word.starts_with('-'))?;
+    on_path(name, env)
+}
+
+/// The file `name` in the first folder of the server's `PATH` that has one.
+fn on_path(name: &str, env: &BTreeMap<String, String>) -> Option<PathBuf> {
+    let path = variable(env, "PATH");
+    std::env::split_paths(&path.unwrap_or_default())
+        .map(|dir| dir.join(name))
+        .find(|candidate| candidate.is_file())
+}
+
+/// Variable `key` as the server will see it: the command's `env` over ours.
+fn variable(env: &BTreeMap<String, String>, key: &str) -> Option<String> {
+    (env.get(key).cloned()).or_else(|| std::env::var(key).ok())
+}
+
+/// Where npm, uv and pip keep what they download: launchers run from there.
+fn launcher_caches(env: &BTreeMap<String, String>) -> Vec<PathBuf> {
+    let var = |key: &str| {
+        variable(env, key)
+            .filter(|value| !value.is_empty())
+            .map(PathBuf::from)
+    };
+    let home = var("HOME");
+    let cache = var("XDG_CACHE_HOME").or_else(|| home.as_ref().map(|home| home.join(".cache")));
+    let under = |base: &Option<PathBuf>, name: &str| base.as_ref().map(|base| base.join(name));
+    [
+        var("npm_config_cache").or_else(|| under(&home, ".npm")),
+        var("UV_CACHE_DIR").or_else(|| under(&cache, "uv")),
+        var("PIP_CACHE_DIR").or_else(|| under(&cache, "pip")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// The folder a file at `real` (a path without links) is installed in: its own, or the
+/// prefix above a `bin` folder or a `node_modules` tree, where its libraries are.
+fn prefix(real: &Path) -> Option<PathBuf> {
+    let topmost_modules = real
+        .ancestors()
+        .filter(|dir| dir.file_name().is_some_and(|name| name == "node_modules"))
+        .last();
+    if let Some(modules) = topmost_modules {
+        return modules.parent().map(Path::to_owned);
+    }
+    let folder = real.parent()?;
+    match folder.file_name() {
+        Some(name) if name == "bin" => folder.parent().map(Path::to_owned),
+        _ => Some(folder.to_owned()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn install_folders_are_the_prefix_of_bin_and_node_modules() {
+        let dir = std::env::temp_dir().join(format!("mcp-cli-install-{}", std::process::id()));
+        let script = dir.join("lib/node_modules/pkg/dist/index.js");
+        std::fs::create_dir_all(script.parent().unwrap()).unwrap();
+        std::fs::write(&script, "").unwrap();
+        std::fs::create_dir_all(dir.join("bin")).unwrap();
+        std::fs::write(dir.join("bin/tool"), "").unwrap();
+        let real = std::fs::canonicalize(&dir).unwrap();
+        let none = BTreeMap::new();
+        assert_eq!(program_folders(&script, &none), [real.join("lib")]);
+        assert_eq!(program_folders(&dir.join("bin/tool"), &none), [real]);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_scripts_interpreter_is_followed_through_its_links() {
+        use std::os::unix::fs::symlink;
+        let dir = std::env::temp_dir().join(format!("mcp-cli-venv-{}", std::process::id()));
+        let python = dir.join("pyenv/versions/3.12/bin/python3.12");
+        std::fs::create_dir_all(python.parent().unwrap()).unwrap();
+        std::fs::write(&python, "").unwrap();
+        std::fs::create_dir_all(dir.join("venv/bin")).unwrap();
+        symlink(&python, dir.join("venv/bin/python")).unwrap();
+        let real = std::fs::canonicalize(&dir).unwrap();
+        let venv = real.join("venv");
+        let pyenv = real.join("pyenv/versions/3.12");
+        let script = dir.join("venv/bin/server");
+        let shebangs = [
+            format!("#!{}/bin/python\n", venv.display()),
+            // `env NAME`, NAME looked up on the server's PATH.
+            "#!/usr/bin/env -S python -u\n".to_owned(),
+        ];
+        let env = BTreeMap::from([("PATH".to_owned(), venv.join("bin").display().to_string())]);
+        for shebang in shebangs {
+            std::fs::write(&script, format!("{shebang}print()\n")).unwrap();
+            let folders = program_folders(&script, &env);
+            assert!(folders.contains(&venv), "{shebang}: {folders:?}");
+            assert!(folders.contains(&pyenv), "{shebang}: {folders:?}");
+        }
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn launcher_caches_follow_their_variables() {
+        let env = BTreeMap::from([
+            ("HOME".to_owned(), "/home/u".to_owned()),
+            ("XDG_CACHE_HOME".to_owned(), "/c".to_owned()),
+            ("UV_CACHE_DIR".to_owned(), "/uv".to_owned()),
+            ("npm_config_cache".to_owned(), String::new()),
+            ("PIP_CACHE_DIR".to_owned(), String::new()),
+        ]);
+        let caches = launcher_caches(&env);
+        let expected = ["/home/u/.npm", "/uv", "/c/pip"].map(PathBuf::from);
+        assert_eq!(caches, expected);
+    }
+}

@@ -1,0 +1,84 @@
+//! Where the program keeps what outlives a run, named in one place: the state folder
+//! (`$XDG_STATE_HOME/mcp-cli`, default `~/.local/state/mcp-cli`) with the servers' logs, the
+//! tool pins, the OAuth tokens and the daemons' own logs; and the per-user runtime folder
+//! that holds the daemons' sockets.
+
+use std::path::PathBuf;
+
+use crate::config::Env;
+
+/// The state folder and what lives in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Folder {
+    root: PathBuf,
+}
+
+impl Folder {
+    /// `$XDG_STATE_HOME/mcp-cli`, default `~/.local/state/mcp-cli`.
+    pub fn of_env(env: Env<'_>) -> Self {
+        let state = match env("XDG_STATE_HOME").filter(|dir| !dir.is_empty()) {
+            Some(dir) => PathBuf::from(dir),
+            None => PathBuf::from(env("HOME").unwrap_or_default()).join(".local/state"),
+        };
+        Self {
+            root: state.join("mcp-cli"),
+        }
+    }
+
+    /// Each server's stderr log, `<name>.log`.
+    pub fn logs(&self) -> PathBuf {
+        self.root.join("logs")
+    }
+
+    /// The pinned tool definitions, `<server>.json`.
+    pub fn pins(&self) -> PathBuf {
+        self.root.join("pins")
+    }
+
+    /// The OAuth tokens and client registrations, one file per server.
+    pub fn tokens(&self) -> PathBuf {
+        self.root.join("auth")
+    }
+
+    /// The stderr of the daemon whose socket is named `key`.
+    pub fn daemon_log(&self, key: &str) -> PathBuf {
+        self.root.join(format!("daemon-{key}.log"))
+    }
+}
+
+/// Where the daemons' sockets live: `$XDG_RUNTIME_DIR/mcp-cli`, else `/tmp/mcp-cli-<uid>`.
+pub(crate) fn sockets(env: Env<'_>) -> PathBuf {
+    match env("XDG_RUNTIME_DIR").filter(|dir| !dir.is_empty()) {
+        Some(dir) => PathBuf::from(dir).join("mcp-cli"),
+        None => PathBuf::from(format!("/tmp/mcp-cli-{}", rustix::process::getuid())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn everything_lives_under_one_folder() {
+        let env = |key: &str| (key == "HOME").then(|| "/home/u".to_owned());
+        let state = Folder::of_env(&env);
+        assert_eq!(
+            state.logs(),
+            PathBuf::from("/home/u/.local/state/mcp-cli/logs")
+        );
+        assert_eq!(
+            state.pins(),
+            PathBuf::from("/home/u/.local/state/mcp-cli/pins")
+        );
+        assert_eq!(
+            state.tokens(),
+            PathBuf::from("/home/u/.local/state/mcp-cli/auth")
+        );
+        let env = |key: &str| (key == "XDG_STATE_HOME").then(|| "/s".to_owned());
+        let state = Folder::of_env(&env);
+        assert_eq!(
+            state.daemon_log("ab"),
+            PathBuf::from("/s/mcp-cli/daemon-ab.log")
+        );
+    }
+}
