@@ -24,11 +24,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use mcp_smol::{Authorizer, BoxFuture, Challenge};
+use mcp_smol::{Authorizer, Challenge};
 
 use self::discovery::{Bearer, Discovered};
 use self::flow::Attempt;
-use self::http::{Fetch, Http, Request, printable};
+use self::http::{BoxFuture, Http, Network, Request, printable};
 use self::store::{Record, Secret};
 
 pub use self::store::auth_dir;
@@ -212,7 +212,7 @@ impl OAuth {
     /// The authorizer of server `name` at `url` (the URL as configured: tokens stored for
     /// another URL are not used).
     pub fn new(name: &str, url: &str, settings: Settings) -> Arc<Self> {
-        let http = Box::new(Fetch {
+        let http = Box::new(Network {
             timeout: settings.timeout,
         });
         Self::with_http(name, url, settings, http)

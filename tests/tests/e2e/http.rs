@@ -3,7 +3,9 @@
 //! server can misbehave. Each failure must be a clear error naming its cause, and close must
 //! leave no socket open.
 
+use std::future::Future;
 use std::io::{BufRead, BufReader};
+use std::pin::Pin;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -11,8 +13,7 @@ use std::time::{Duration, Instant};
 
 use mcp_smol::proto::{CloseReason, Request, RequestError};
 use mcp_smol::{
-    Authorizer, BoxFuture, Challenge, Client, Error, HttpServer, HttpTransport, Options,
-    connect_http,
+    Authorizer, Challenge, Client, Error, HttpServer, HttpTransport, Options, connect_http,
 };
 use serde_json::json;
 
@@ -537,11 +538,16 @@ struct Eager {
 }
 
 impl Authorizer for Eager {
-    fn authorization(&self) -> BoxFuture<'_, Result<Option<String>, String>> {
+    fn authorization(
+        &self,
+    ) -> Pin<Box<dyn Future<Output = Result<Option<String>, String>> + Send>> {
         Box::pin(async { Ok(Some("Bearer stale".to_owned())) })
     }
 
-    fn challenged<'a>(&'a self, challenge: &'a Challenge) -> BoxFuture<'a, Result<bool, String>> {
+    fn challenged<'a>(
+        &'a self,
+        challenge: &'a Challenge,
+    ) -> Pin<Box<dyn Future<Output = Result<bool, String>> + Send + 'a>> {
         assert_eq!(challenge.status, 401);
         self.challenges.fetch_add(1, Ordering::SeqCst);
         Box::pin(async { Ok(true) })
@@ -641,7 +647,9 @@ struct Swapping {
 }
 
 impl Authorizer for Swapping {
-    fn authorization(&self) -> BoxFuture<'_, Result<Option<String>, String>> {
+    fn authorization(
+        &self,
+    ) -> Pin<Box<dyn Future<Output = Result<Option<String>, String>> + Send>> {
         let token = self.token.lock().unwrap().clone();
         Box::pin(async move { Ok(Some(token)) })
     }
@@ -702,7 +710,9 @@ struct Laddered {
 }
 
 impl Authorizer for Laddered {
-    fn authorization(&self) -> BoxFuture<'_, Result<Option<String>, String>> {
+    fn authorization(
+        &self,
+    ) -> Pin<Box<dyn Future<Output = Result<Option<String>, String>> + Send>> {
         let token = *self.token.lock().unwrap();
         Box::pin(async move { Ok(Some(format!("Bearer {token}"))) })
     }
