@@ -3,12 +3,11 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), mcp_cli::hub::HubError> {
-//! use mcp_cli::config::Config;
+//! use mcp_cli::config::{Command, Config};
 //! use mcp_cli::hub::{Hub, Settings};
-//! use mcp_smol::ServerCommand;
 //!
 //! let mut config = Config::default();
-//! config.add("everything", ServerCommand::new("npx").args(["-y", "@modelcontextprotocol/server-everything"]));
+//! config.add("everything", Command::new("npx").args(["-y", "@modelcontextprotocol/server-everything"]));
 //! let hub = Hub::new(config, Settings::default()); // nothing starts yet
 //! let catalogue = hub.catalogue().await;            // every server starts, in parallel
 //! for tool in &catalogue.tools {

@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 
 use mcp_smol::proto::{Notification, Tool};
 use mcp_smol::serde_json::Value;
-use mcp_smol::{Client, HttpServer};
+use mcp_smol::{Client, HttpServer, HttpTransport, ServerCommand};
 
 use crate::auth;
-use crate::config::{Entry, Remote, Server, ServerSpec, Source};
+use crate::config::{self, Entry, Remote, Server, ServerSpec, Source};
 use crate::hub::surface::Surface;
 use crate::hub::{HubError, HubEvent, Inner, ServerStatus, State, server_requests};
 
@@ -147,8 +147,9 @@ impl Slot {
                     remote: Some(remote),
                     ..
                 }) => remote.url.clone(),
-                Entry::Enabled(spec) | Entry::Disabled(spec) => spec.command.display(),
-                Entry::Invalid { command, .. } => command.clone(),
+                Entry::Enabled(ServerSpec { command, .. })
+                | Entry::Disabled(ServerSpec { command, .. })
+                | Entry::Invalid { command, .. } => server_command(command).display(),
             },
             pid: None,
             tools: None,
@@ -372,8 +373,11 @@ impl Slot {
             let (options, log) = hub.options(spec);
             let (client, driver) = match &spec.remote {
                 // Marked, so that a server running mcp-cli's own gateway knows how deep it is.
-                None => mcp_smol::start(&crate::nesting::marked(&spec.command), options)
-                    .map_err(server_error)?,
+                None => mcp_smol::start(
+                    &server_command(&crate::nesting::marked(&spec.command)),
+                    options,
+                )
+                .map_err(server_error)?,
                 Some(remote) => {
                     let server = http_server(name, remote, hub.settings.login);
                     mcp_smol::start_http(server, options)
@@ -624,9 +628,24 @@ fn http_server(name: &str, remote: &Remote, login: auth::Login) -> HttpServer {
     HttpServer {
         url: remote.url.clone(),
         headers: remote.headers.clone(),
-        transport: remote.transport,
+        transport: match remote.transport {
+            config::Transport::Auto => HttpTransport::Auto,
+            config::Transport::Sse => HttpTransport::Sse,
+        },
         authorizer,
     }
+}
+
+/// What mcp-smol runs for a configured program (the config holds it as plain data).
+pub(crate) fn server_command(command: &config::Command) -> ServerCommand {
+    let mut server = ServerCommand::new(&command.program).args(command.args.iter().cloned());
+    server.env = command.env.clone();
+    server.cwd = command.cwd.clone();
+    server.sandbox = (command.sandbox.as_ref()).map(|sandbox| mcp_smol::Sandbox {
+        isolate_network: sandbox.isolate_network,
+        filesystem: sandbox.filesystem.clone(),
+    });
+    server
 }
 
 /// A remote server's OAuth settings: the environment's (`MCP_CLI_AUTH_FOLLOW`, the
