@@ -107,8 +107,8 @@ pub use surface::{
     ReadResourceResult, Resource, ResourceContents, ResourceTemplate, decode_base64,
 };
 pub use types::{
-    CallToolResult, Content, Implementation, ListToolsResult, LogMessage, Notification, Progress,
-    ServerInfo, Tool,
+    CallToolResult, Content, Implementation, ListCapability, ListToolsResult, LogMessage,
+    Notification, Progress, ResourcesCapability, ServerCapabilities, ServerInfo, Tool,
 };
 
 /// The protocol revision we ask for: the newest we implement.

@@ -423,7 +423,7 @@ impl Slot {
             }
             // A server that declares no tools is not asked for them (the spec's rule; some
             // answer such a request with nonsense).
-            if info.capabilities.get("tools").is_none_or(Value::is_null) {
+            if info.capabilities.tools.is_none() {
                 return Ok(Vec::new());
             }
             let mut tools = client.list_tools().await?;

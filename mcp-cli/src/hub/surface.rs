@@ -26,9 +26,8 @@ impl Surface {
     /// Lists what the server's capabilities say it has, resources and prompts side by side
     /// (their round trips overlap); a server that declares neither is asked nothing.
     pub(crate) async fn list(client: &Client, info: &ServerInfo) -> Result<Self, mcp_smol::Error> {
-        let declares = |name: &str| info.capabilities.get(name).is_some_and(|c| !c.is_null());
         let resources = async {
-            if !declares("resources") {
+            if info.capabilities.resources.is_none() {
                 return Ok(None);
             }
             let resources = client.list_all::<Resource>().await?;
@@ -41,7 +40,7 @@ impl Surface {
             Ok(Some((resources, templates)))
         };
         let prompts = async {
-            if !declares("prompts") {
+            if info.capabilities.prompts.is_none() {
                 return Ok(None);
             }
             client.list_all::<Prompt>().await.map(Some)
