@@ -100,6 +100,7 @@ pub(crate) fn encode(text: &str) -> String {
 }
 
 /// Reads a form body or a query: `+` as a space, percent escapes decoded.
+#[cfg(test)]
 pub(crate) fn parse_form(text: &str) -> Vec<(String, String)> {
     form_urlencoded::parse(text.as_bytes())
         .into_owned()

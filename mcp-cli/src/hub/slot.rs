@@ -7,7 +7,6 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use mcp_smol::proto::{Notification, Tool};
-use mcp_smol::serde_json::Value;
 use mcp_smol::{Client, HttpServer, HttpTransport, ServerCommand};
 
 use crate::auth;

@@ -19,6 +19,9 @@ use serde_json::json;
 
 use crate::support::{Scratch, bounded, text};
 
+/// What [`Authorizer`]'s methods return.
+type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
 const HTTP_FIXTURE: &str = env!("CARGO_BIN_EXE_mcp-http-fixture");
 
 /// Long budgets: a failure must come from the cause, at once, not from a timeout.
@@ -544,10 +547,7 @@ impl Authorizer for Eager {
         Box::pin(async { Ok(Some("Bearer stale".to_owned())) })
     }
 
-    fn challenged<'a>(
-        &'a self,
-        challenge: &'a Challenge,
-    ) -> Pin<Box<dyn Future<Output = Result<bool, String>> + Send + 'a>> {
+    fn challenged<'a>(&'a self, challenge: &'a Challenge) -> BoxFuture<'a, Result<bool, String>> {
         assert_eq!(challenge.status, 401);
         self.challenges.fetch_add(1, Ordering::SeqCst);
         Box::pin(async { Ok(true) })
@@ -878,32 +878,32 @@ fn fetch_is_one_exchange_that_follows_no_redirect() {
     bounded(async {
         let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
             "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
-        let request = mcp_smol::FetchRequest {
+        let request = mcp_smol::authorize::Request {
             method: "POST".to_owned(),
             url: format!("http://127.0.0.1:{}/mcp", good.port),
             headers: vec![("Content-Type".to_owned(), "application/json".to_owned())],
             body: initialize.to_string().into_bytes(),
             timeout: Duration::from_secs(60),
         };
-        let response = mcp_smol::fetch(request.clone()).await.unwrap();
+        let response = mcp_smol::authorize::send(request.clone()).await.unwrap();
         assert_eq!(response.status, 200);
         assert_eq!(response.header("MCP-SESSION-ID"), Some("s1"));
         let body: serde_json::Value = serde_json::from_slice(&response.body).unwrap();
         assert_eq!(body["result"]["serverInfo"]["name"], "mcp-http-fixture");
 
-        let moved = mcp_smol::FetchRequest {
+        let moved = mcp_smol::authorize::Request {
             url: format!("http://127.0.0.1:{}/mcp", looping.port),
             ..request.clone()
         };
-        let response = mcp_smol::fetch(moved).await.unwrap();
+        let response = mcp_smol::authorize::send(moved).await.unwrap();
         assert_eq!(response.status, 307);
         assert_eq!(response.header("location"), Some("/loop-1"));
 
-        let refused = mcp_smol::FetchRequest {
+        let refused = mcp_smol::authorize::Request {
             url: "http://127.0.0.1:1/token".to_owned(),
             ..request
         };
-        let error = mcp_smol::fetch(refused).await.unwrap_err();
+        let error = mcp_smol::authorize::send(refused).await.unwrap_err();
         assert!(
             matches!(&error, Error::Http { url, .. } if url == "http://127.0.0.1:1/token"),
             "{error:?}"
