@@ -77,6 +77,7 @@
 
 mod connection;
 mod error;
+mod features;
 mod framing;
 mod jsonrpc;
 mod listing;
@@ -85,7 +86,6 @@ mod request;
 mod server;
 mod session;
 mod sse;
-mod surface;
 mod types;
 
 pub use connection::{
@@ -93,6 +93,11 @@ pub use connection::{
     Stats, outgoing_request_id,
 };
 pub use error::{CloseReason, RequestError, RpcError, SendError};
+pub use features::{
+    CompleteResult, CompletionRef, ElicitResult, GetPromptResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, Prompt, PromptArgument, PromptMessage,
+    ReadResourceResult, Resource, ResourceContents, ResourceTemplate, decode_base64,
+};
 pub use framing::{LineDecoder, LineError};
 pub use listing::{DEFAULT_MAX_PAGES, ListResult, Listed, Listing, PageError, Pager};
 pub use request::{FromResult, Request};
@@ -101,11 +106,6 @@ pub use server::{
 };
 pub use session::session_lost;
 pub use sse::{SseDecoder, SseEvent, SseTooLong};
-pub use surface::{
-    CompleteResult, CompletionRef, ElicitResult, GetPromptResult, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, Prompt, PromptArgument, PromptMessage,
-    ReadResourceResult, Resource, ResourceContents, ResourceTemplate, decode_base64,
-};
 pub use types::{
     CallToolResult, Content, Implementation, ListCapability, ListToolsResult, LogMessage,
     Notification, Progress, ResourcesCapability, ServerCapabilities, ServerInfo, Tool,

@@ -48,12 +48,12 @@
 mod ask;
 mod catalogue;
 mod error;
+mod features;
 mod options;
 mod pins;
 mod reload;
 mod server_requests;
 mod slot;
-mod surface;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -68,9 +68,9 @@ use serde::Serialize;
 pub use ask::{Approval, Ask, AskHandler};
 pub use catalogue::{Catalogue, ToolEntry};
 pub use error::HubError;
+pub use features::{PromptEntry, ResourceEntry, Skipped, TemplateEntry};
 pub use pins::{ApproveChanges, PinChange};
 pub use server_requests::{ElicitAnswer, ElicitHandler, Elicitation};
-pub use surface::{PromptEntry, ResourceEntry, Skipped, TemplateEntry};
 
 use crate::config::{Config, Policy, Server, ServerSpec, Source};
 use crate::logs::RunLog;
@@ -446,9 +446,9 @@ impl Hub {
             .collect()
     }
 
-    /// Starts `servers` as [`start`](Self::start) does and, with `surface`, lists the
+    /// Starts `servers` as [`start`](Self::start) does and, with `features`, lists the
     /// resources and prompts of each one that started, in the same parallel tasks.
-    async fn start_listing(&self, servers: &[String], surface: bool) -> Vec<Listed> {
+    async fn start_listing(&self, servers: &[String], features: bool) -> Vec<Listed> {
         let tasks: Vec<_> = (servers.iter())
             .map(|name| {
                 let inner = self.inner.clone();
@@ -461,8 +461,8 @@ impl Hub {
                     if let Err(error) = slot.ensure_running(&inner).await {
                         return (name, Err(error), None);
                     }
-                    let listed = if surface {
-                        Some(slot.surface(&inner).await)
+                    let listed = if features {
+                        Some(slot.features(&inner).await)
                     } else {
                         None
                     };
@@ -534,7 +534,7 @@ impl Hub {
 type Listed = (
     String,
     Result<(), HubError>,
-    Option<Result<Arc<surface::Surface>, HubError>>,
+    Option<Result<Arc<features::Features>, HubError>>,
 );
 
 impl Inner {
