@@ -34,6 +34,22 @@ impl Command {
         self.args.extend(args.into_iter().map(Into::into));
         self
     }
+
+    /// The command line as a person would type it in a shell, for tables and messages: words
+    /// that need it are single-quoted. (mcp-smol's `ServerCommand::display`, for its own
+    /// errors, quotes the same way; config cannot reach it.)
+    pub fn display(&self) -> String {
+        let plain = |c: char| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c);
+        let quoted = |word: &String| match !word.is_empty() && word.chars().all(plain) {
+            true => word.clone(),
+            false => format!("'{}'", word.replace('\'', r"'\''")),
+        };
+        let words: Vec<String> = std::iter::once(&self.program)
+            .chain(&self.args)
+            .map(quoted)
+            .collect();
+        words.join(" ")
+    }
 }
 
 /// `permissions = { network = false, filesystem = [paths] }`, resolved: mcp-smol's `Sandbox`

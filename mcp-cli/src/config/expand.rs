@@ -173,10 +173,12 @@ pub(super) fn finish(name: &str, raw: RawServer, env: Env<'_>, base: &Path) -> E
 
 /// The program and arguments as written, or the URL of a remote entry, for `servers` to show
 /// when the entry cannot be used.
-fn written(raw: &RawServer) -> Command {
+fn written(raw: &RawServer) -> String {
     match (&raw.command, &raw.url) {
-        (Some(program), _) => Command::new(program).args(raw.args.iter().cloned()),
-        (None, url) => Command::new(url.clone().unwrap_or_default()),
+        (Some(program), _) => Command::new(program)
+            .args(raw.args.iter().cloned())
+            .display(),
+        (None, url) => url.clone().unwrap_or_default(),
     }
 }
 
@@ -433,7 +435,7 @@ mod tests {
             entry(&servers, "x"),
             &Entry::Invalid {
                 reason: "no command given (in /cfg/c.toml)".into(),
-                command: Command::default(),
+                command: String::new(),
             }
         );
     }

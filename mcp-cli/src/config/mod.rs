@@ -172,7 +172,7 @@ pub enum Entry {
     Invalid {
         reason: String,
         /// Its program and arguments, or its URL, as written (variables unexpanded).
-        command: Command,
+        command: String,
     },
 }
 
@@ -260,7 +260,7 @@ pub fn load(files: &[(PathBuf, bool)], env: Env<'_>, cwd: &Path) -> Result<Confi
                 && let Some(reason) = crate::nesting::loops(&spec.command, path)
             {
                 let reason = format!("{reason} (in {})", path.display());
-                let command = spec.command.clone();
+                let command = spec.command.display();
                 server.entry = Entry::Invalid { reason, command };
             }
             servers.insert(server.name.clone(), server);

@@ -28,7 +28,7 @@ pub(crate) fn for_server(spec: &ServerSpec, settings: &Settings) -> (Options, Op
     let log = log_dir.and_then(|dir| {
         let path = logs::log_path(dir, &spec.name);
         // A log that cannot be opened must not stop the server; the tail still reaches errors.
-        RunLog::open(path, &super::slot::server_command(&spec.command).display()).ok()
+        RunLog::open(path, &spec.command.display()).ok()
     });
     let mut handshake_timeout = (spec.handshake_timeout.or(settings.handshake_timeout))
         .or_else(|| installs_on_first_use(&spec.command).then_some(INSTALLING_HANDSHAKE))

@@ -146,9 +146,8 @@ impl Slot {
                     remote: Some(remote),
                     ..
                 }) => remote.url.clone(),
-                Entry::Enabled(ServerSpec { command, .. })
-                | Entry::Disabled(ServerSpec { command, .. })
-                | Entry::Invalid { command, .. } => server_command(command).display(),
+                Entry::Enabled(spec) | Entry::Disabled(spec) => spec.command.display(),
+                Entry::Invalid { command, .. } => command.clone(),
             },
             pid: None,
             tools: None,
