@@ -226,10 +226,10 @@ pub(crate) async fn resource_metadata(
     if let Some(url) = header_url {
         candidates.push(url.to_owned());
     }
-    let suffixed = urls::well_known_inserted(&server, "oauth-protected-resource");
+    let suffixed = urls::well_known_inserted(server, "oauth-protected-resource");
     let root = format!(
         "{}/.well-known/oauth-protected-resource",
-        urls::origin(&server)
+        urls::origin(server)
     );
     for url in [suffixed, root] {
         if !candidates.contains(&url) {
@@ -251,16 +251,16 @@ pub(crate) async fn resource_metadata(
 
 /// The metadata URLs of an issuer, in the spec's order.
 fn server_metadata_urls(issuer: &Url) -> Vec<String> {
-    if urls::trimmed_path(&issuer).is_empty() {
+    if urls::trimmed_path(issuer).is_empty() {
         vec![
-            urls::well_known_inserted(&issuer, "oauth-authorization-server"),
-            urls::well_known_inserted(&issuer, "openid-configuration"),
+            urls::well_known_inserted(issuer, "oauth-authorization-server"),
+            urls::well_known_inserted(issuer, "openid-configuration"),
         ]
     } else {
         vec![
-            urls::well_known_inserted(&issuer, "oauth-authorization-server"),
-            urls::well_known_inserted(&issuer, "openid-configuration"),
-            urls::well_known_appended(&issuer, "openid-configuration"),
+            urls::well_known_inserted(issuer, "oauth-authorization-server"),
+            urls::well_known_inserted(issuer, "openid-configuration"),
+            urls::well_known_appended(issuer, "openid-configuration"),
         ]
     }
 }
@@ -293,7 +293,7 @@ async fn server_metadata(
 
 /// The 2025-03-26 spec's fallback when a server publishes no metadata at all.
 fn default_endpoints(origin: &Url) -> ServerMetadata {
-    let base = urls::origin(&origin);
+    let base = urls::origin(origin);
     ServerMetadata {
         issuer: base.clone(),
         authorization_endpoint: format!("{base}/authorize"),

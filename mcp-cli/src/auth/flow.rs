@@ -93,8 +93,8 @@ pub(crate) fn read_redirect(
     attempt: &Attempt,
     server: &ServerMetadata,
 ) -> Result<String, String> {
-    if let Some(error) = urls::param(&url, "error") {
-        let description = urls::param(&url, "error_description").unwrap_or_default();
+    if let Some(error) = urls::param(url, "error") {
+        let description = urls::param(url, "error_description").unwrap_or_default();
         return Err(format!(
             "the authorization server refused the login: {}{}",
             printable(&error),
@@ -105,14 +105,14 @@ pub(crate) fn read_redirect(
             }
         ));
     }
-    if urls::param(&url, "state").as_deref() != Some(attempt.state.as_str()) {
+    if urls::param(url, "state").as_deref() != Some(attempt.state.as_str()) {
         return Err(
             "the login redirect carried the wrong `state`; it did not come from the login we \
              started, so it was ignored"
                 .into(),
         );
     }
-    match urls::param(&url, "iss") {
+    match urls::param(url, "iss") {
         Some(iss) if iss != server.issuer => {
             return Err(format!(
                 "the login redirect names issuer {}, not {}: a mix-up, refused",
@@ -128,7 +128,7 @@ pub(crate) fn read_redirect(
         }
         _ => {}
     }
-    urls::param(&url, "code")
+    urls::param(url, "code")
         .filter(|code| !code.is_empty())
         .ok_or_else(|| "the login redirect carried no authorization code".into())
 }
