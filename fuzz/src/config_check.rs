@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use mcp_cli::config::{Entry, parse_file, set_enabled};
+use crate::config::{Config, Entry, parse_file, set_enabled};
 
 /// The first byte picks the file name (and so the format guess); the rest is the file.
 pub fn check_config(data: &[u8]) {
@@ -22,8 +22,8 @@ pub fn check_config(data: &[u8]) {
     };
     let path = Path::new(name);
     let env = |key: &str| (key == "SET").then(|| "value".to_owned());
-    let parsed = mcp_cli::config::parse_file(path, text, &env);
-    let stripped = mcp_cli::config::strip_json_comments(text);
+    let parsed = parse_file(path, text, &env);
+    let stripped = crate::config::strip_json_comments(text);
     assert_eq!(stripped.matches('\n').count(), text.matches('\n').count());
     // The selector's upper bits pick which server to switch.
     let Some(server) = parsed.ok().and_then(|config| {
@@ -48,7 +48,7 @@ fn check_edit(path: &Path, text: &str, server: &str, on: bool) {
     let env = |_: &str| None;
     let before = parse_file(path, text, &env).expect("the original parses");
     let after = parse_file(path, &edited, &env).expect("an edited file parses");
-    let others = |config: &mcp_cli::config::Config| {
+    let others = |config: &Config| {
         (config.servers.iter())
             .filter(|s| s.name != server)
             .map(|s| (s.name.clone(), s.entry.clone()))

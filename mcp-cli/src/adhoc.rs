@@ -2,9 +2,7 @@
 
 use std::path::Path;
 
-use mcp_smol::ServerCommand;
-
-use crate::config::{Remote, ServerSpec};
+use crate::config::{Command, Remote, ServerSpec};
 use crate::exit::Failure;
 
 /// The server `--http URL` stands for, with the `--header 'Name: value'`s given, and its name:
@@ -55,7 +53,7 @@ pub(crate) fn header(word: &str) -> Result<(String, String), Failure> {
 
 /// The server `--stdio` stands for, split as a POSIX shell would (quotes and backslashes
 /// honoured, no expansion), and its name: the program's file name.
-pub(crate) fn server(line: &str) -> Result<(String, ServerCommand), Failure> {
+pub(crate) fn server(line: &str) -> Result<(String, Command), Failure> {
     let words = shell_words::split(line)
         .map_err(|error| Failure::usage(format!("--stdio {line:?}: {error}")))?;
     let Some((program, args)) = words.split_first() else {
@@ -66,7 +64,7 @@ pub(crate) fn server(line: &str) -> Result<(String, ServerCommand), Failure> {
         .map(|name| name.to_string_lossy().into_owned())
         .filter(|name| !name.is_empty())
         .unwrap_or_else(|| "stdio".to_owned());
-    Ok((name, ServerCommand::new(program).args(args.iter().cloned())))
+    Ok((name, Command::new(program).args(args.iter().cloned())))
 }
 
 /// The name an ad hoc server's pins are kept under: its display name, which other servers

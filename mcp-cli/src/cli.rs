@@ -1,6 +1,5 @@
 //! The command line, as clap sees it.
 
-use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
@@ -211,59 +210,6 @@ pub(crate) enum DaemonAction {
     },
 }
 
-impl Cli {
-    /// Parses a command line (the program's name first) as clap does. The plain one-shot call,
-    /// `[--config FILE]... [--json] [--yes] call SERVER WORD...` with no other option, is read
-    /// here without clap: building clap's whole command tree is a sizeable share of a cold
-    /// call. Anything else, even slightly different, goes to clap, errors included. (An
-    /// option clap would also read from the environment would have to be read here too.)
-    pub(crate) fn parse_args(args: &[OsString]) -> Result<Self, clap::Error> {
-        match Self::plain_call(args) {
-            Some(cli) => Ok(cli),
-            None => Self::try_parse_from(args),
-        }
-    }
-
-    fn plain_call(args: &[OsString]) -> Option<Self> {
-        // Words clap might read otherwise (options, `--`, empty values) are left to it.
-        fn plain(word: &OsString) -> Option<&str> {
-            word.to_str()
-                .filter(|w| !w.is_empty() && !w.starts_with('-'))
-        }
-        let mut words = args.iter().skip(1);
-        let (mut configs, mut json, mut yes) = (Vec::new(), false, false);
-        loop {
-            match words.next()?.to_str()? {
-                "--config" => configs.push(PathBuf::from(plain(words.next()?)?)),
-                // Given twice, the flag is clap's usage error to report.
-                "--json" if !json => json = true,
-                "--yes" if !yes => yes = true,
-                "call" => break,
-                _ => return None,
-            }
-        }
-        let words: Vec<String> = words
-            .map(|word| plain(word).map(str::to_owned))
-            .collect::<Option<_>>()?;
-        let (server, rest) = words.split_first()?;
-        Some(Self {
-            configs,
-            json,
-            timeout: None,
-            yes,
-            stdio: None,
-            http: None,
-            headers: Vec::new(),
-            auth_follow: false,
-            command: Command::Call {
-                server: server.clone(),
-                rest: rest.to_vec(),
-                args_json: None,
-            },
-        })
-    }
-}
-
 impl Command {
     /// The commands that edit or read config files rather than talk to servers.
     pub(crate) fn edits_config(&self) -> bool {
@@ -295,49 +241,43 @@ fn parse_seconds(text: &str) -> Result<std::time::Duration, String> {
 
 #[cfg(test)]
 mod tests {
+    use std::ffi::OsString;
+
     use super::*;
 
-    /// The plain calls read without clap come out exactly as clap reads them, and everything
-    /// else is left to clap.
+    fn argv(line: &str) -> Vec<OsString> {
+        std::iter::once("mcp-cli")
+            .chain(line.split(' ').filter(|w| !w.is_empty()))
+            .map(OsString::from)
+            .collect()
+    }
+
+    /// The global flags go before or after the subcommand, and `call` takes SERVER TOOL or
+    /// SERVER__TOOL with its arguments.
     #[test]
-    fn plain_calls_are_read_as_clap_reads_them() {
-        let argv = |line: &str| -> Vec<OsString> {
-            std::iter::once("mcp-cli")
-                .chain(line.split(' ').filter(|w| !w.is_empty()))
-                .map(OsString::from)
-                .collect()
-        };
-        let plain = [
-            "call fx echo text=hi",
-            "--config a.toml call fx echo",
-            "--config a.toml --config b.json --json --yes call fx__echo n:=5 text=a=b",
-            "--yes --config a.toml --json call fx",
-            "call fx.echo",
-        ];
-        for line in plain {
-            let args = argv(line);
-            let ours = Cli::plain_call(&args).unwrap_or_else(|| panic!("{line}: left to clap"));
-            let clap = Cli::try_parse_from(&args).unwrap();
-            assert_eq!(format!("{ours:?}"), format!("{clap:?}"), "{line}");
+    fn global_flags_go_anywhere() {
+        for line in [
+            "--config a.toml --json --yes call fx echo text=a=b n:=5",
+            "call --config a.toml fx echo --json text=a=b n:=5 --yes",
+        ] {
+            let cli = Cli::try_parse_from(argv(line)).unwrap();
+            assert_eq!(cli.configs, [PathBuf::from("a.toml")], "{line}");
+            assert!(cli.json && cli.yes, "{line}");
+            let Command::Call { server, rest, .. } = cli.command else {
+                panic!("{line}");
+            };
+            assert_eq!(
+                (server.as_str(), rest),
+                (
+                    "fx",
+                    vec!["echo".to_owned(), "text=a=b".into(), "n:=5".into()]
+                )
+            );
         }
-        let left_to_clap = [
-            "",
-            "call",
-            "tools fx",
-            "--json --json call fx echo",
-            "--config call fx echo",
-            "--config=a.toml call fx echo",
-            "--timeout 5 call fx echo",
-            "call fx echo --json",
-            "call fx echo -- text=hi",
-            "call fx echo --args {}",
-            "call -h",
-            "--help call fx",
-            "--stdio x call echo",
-        ];
-        for line in left_to_clap {
-            assert!(Cli::plain_call(&argv(line)).is_none(), "{line}");
-        }
+    }
+
+    #[test]
+    fn the_server_word_may_be_left_out() {
         // `read` takes its SERVER word or leaves it out (for --stdio and --http).
         let read = |line: &str| match Cli::try_parse_from(argv(line)).map(|cli| cli.command) {
             Ok(Command::Read { server, uri, .. }) => (server, uri),
@@ -348,8 +288,5 @@ mod tests {
             (Some("fx".into()), "res://a".into())
         );
         assert_eq!(read("read res://a -o f"), (None, "res://a".into()));
-        // An empty word is clap's to judge too.
-        let empty: Vec<OsString> = ["mcp-cli", "call", "fx", ""].map(OsString::from).into();
-        assert!(Cli::plain_call(&empty).is_none());
     }
 }

@@ -49,7 +49,7 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
 /// [`run`]'s body, not generic, so that it is compiled once, here, rather than again in every
 /// crate that calls `run` (the binary took ten seconds of a release build to compile it).
 fn run_args(args: Vec<OsString>) -> i32 {
-    let cli = match cli::Cli::parse_args(&args) {
+    let cli = match <cli::Cli as clap::Parser>::try_parse_from(&args) {
         Ok(cli) => cli,
         // --help and --version are clap "errors" that print to stdout and succeed.
         Err(error) if !error.use_stderr() => {

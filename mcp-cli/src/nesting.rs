@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use mcp_smol::ServerCommand;
+use crate::config::Command;
 
 /// Set in every server a hub starts: one more than the starting process's own value.
 pub(crate) const DEPTH_VAR: &str = "MCP_CLI_GATEWAY_DEPTH";
@@ -37,7 +37,7 @@ pub(crate) fn check_depth() -> Result<(), String> {
 }
 
 /// `command` with the depth marker its server gets.
-pub(crate) fn marked(command: &ServerCommand) -> ServerCommand {
+pub(crate) fn marked(command: &Command) -> Command {
     let mut command = command.clone();
     command
         .env
@@ -92,7 +92,7 @@ fn is_this_program(program: &str, path: Option<&str>) -> bool {
 
 /// Why the entry in `file` running `command` may not start: it runs our gateway over a
 /// config that includes `file` (or over the default config, which it may well be).
-pub(crate) fn loops(command: &ServerCommand, file: &Path) -> Option<String> {
+pub(crate) fn loops(command: &Command, file: &Path) -> Option<String> {
     let path = command.env.get("PATH").map(String::as_str);
     if !runs_our_gateway(&command.program, &command.args, path) {
         return None;
@@ -164,11 +164,17 @@ mod tests {
         let (ours, other) = (dir.join("ours.toml"), dir.join("other.toml"));
         std::fs::write(&ours, "").unwrap();
         std::fs::write(&other, "").unwrap();
-        let gateway = |args: &str| ServerCommand::new("mcp-cli").args(words(args)).cwd(&dir);
+        let gateway = |args: &str| Command {
+            cwd: Some(dir.clone()),
+            ..Command::new("mcp-cli").args(words(args))
+        };
         assert!(loops(&gateway("serve"), &ours).is_some());
         assert!(loops(&gateway("--config ours.toml serve"), &ours).is_some());
         assert!(loops(&gateway("--config=other.toml serve"), &ours).is_none());
-        let elsewhere = gateway("serve").env("MCP_CLI_CONFIG", "other.toml");
+        let mut elsewhere = gateway("serve");
+        elsewhere
+            .env
+            .insert("MCP_CLI_CONFIG".into(), "other.toml".into());
         assert!(loops(&elsewhere, &ours).is_none());
         std::fs::remove_dir_all(dir).unwrap();
     }

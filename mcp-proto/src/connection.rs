@@ -10,7 +10,7 @@ use crate::framing::{LineDecoder, LineError};
 use crate::jsonrpc::{self, Message, ResponseError};
 use crate::pending::{Outstanding, ProgressToken, deadline_after, read_id};
 use crate::request::{Params, Request};
-use crate::types::{Implementation, Notification, ServerInfo};
+use crate::types::{Implementation, Notification, ServerCapabilities, ServerInfo};
 use crate::{LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
 
 /// Settings fixed for the life of a connection.
@@ -827,7 +827,8 @@ fn parse_initialize_result(result: Value) -> Result<ServerInfo, CloseReason> {
         });
     }
     // `serverInfo` and `capabilities` are required by the spec, but a server that forgets them
-    // is still usable, so only a wrong type is fatal (`null` counts as missing).
+    // is still usable, so only a wrong `serverInfo` is fatal (`null` counts as missing);
+    // capabilities of an odd shape declare nothing.
     let server = match result.remove("serverInfo") {
         None | Some(Value::Null) => Implementation {
             name: String::new(),
@@ -837,11 +838,9 @@ fn parse_initialize_result(result: Value) -> Result<ServerInfo, CloseReason> {
         Some(info) => serde_json::from_value(info)
             .map_err(|error| invalid(&format!("`serverInfo`: {error}")))?,
     };
-    let capabilities = match result.remove("capabilities") {
-        None | Some(Value::Null) => json!({}),
-        Some(capabilities @ Value::Object(_)) => capabilities,
-        Some(_) => return Err(invalid("`capabilities` is not an object")),
-    };
+    let capabilities = (result.get("capabilities"))
+        .map(ServerCapabilities::read)
+        .unwrap_or_default();
     let instructions = match result.remove("instructions") {
         Some(Value::String(text)) => Some(text),
         _ => None,

@@ -87,6 +87,7 @@
 
 mod connection;
 mod error;
+mod features;
 mod framing;
 mod jsonrpc;
 mod listing;
@@ -95,13 +96,17 @@ mod request;
 mod server;
 mod sse;
 mod streamable;
-mod surface;
 mod types;
 
 pub use connection::{
     ClientCapabilities, Config, Connection, Event, RequestId, ServerRequest, ServerRequestId, Stats,
 };
 pub use error::{CloseReason, RequestError, RpcError, SendError};
+pub use features::{
+    CompleteResult, CompletionRef, ElicitResult, GetPromptResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, Prompt, PromptArgument, PromptMessage,
+    ReadResourceResult, Resource, ResourceContents, ResourceTemplate, decode_base64,
+};
 pub use framing::{LineDecoder, LineError};
 pub use listing::{DEFAULT_MAX_PAGES, ListResult, Listed, Listing, PageError, Pager};
 pub use request::{FromResult, Request};
@@ -113,14 +118,9 @@ pub use streamable::{
     Affected, Answer, Exchange, ExchangeId, Get, HttpConnection, HttpTransport, Post, Reply,
     session_lost,
 };
-pub use surface::{
-    CompleteResult, CompletionRef, ElicitResult, GetPromptResult, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, Prompt, PromptArgument, PromptMessage,
-    ReadResourceResult, Resource, ResourceContents, ResourceTemplate, decode_base64,
-};
 pub use types::{
-    CallToolResult, Content, Implementation, ListToolsResult, LogMessage, Notification, Progress,
-    ServerInfo, Tool,
+    CallToolResult, Content, Implementation, ListCapability, ListToolsResult, LogMessage,
+    Notification, Progress, ResourcesCapability, ServerCapabilities, ServerInfo, Tool,
 };
 
 /// The protocol revision we ask for: the newest we implement.

@@ -30,10 +30,70 @@ pub struct ServerInfo {
     pub protocol_version: String,
     /// The server's `serverInfo`; empty names when it sent none.
     pub server: Implementation,
-    /// The server's `capabilities` object, as sent.
-    pub capabilities: Value,
+    /// What the server's `capabilities` object declares.
+    pub capabilities: ServerCapabilities,
     /// How to use the server, for the model; if sent.
     pub instructions: Option<String>,
+}
+
+/// The server's `capabilities`, as far as a client acts on them. Read leniently: a capability
+/// that is not an object (`true`, `null`, a list) counts as absent, and so does every flag
+/// that is not `true`; an odd shape never fails the handshake.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServerCapabilities {
+    /// `tools`: it offers tools.
+    pub tools: Option<ListCapability>,
+    /// `resources`: it offers resources (and maybe resource templates).
+    pub resources: Option<ResourcesCapability>,
+    /// `prompts`: it offers prompts.
+    pub prompts: Option<ListCapability>,
+    /// `logging`: it takes `logging/setLevel` and sends log messages.
+    pub logging: bool,
+    /// `completions`: it answers `completion/complete`.
+    pub completions: bool,
+    /// `experimental`, as sent: non-standard capabilities, for whoever knows them.
+    pub experimental: Option<Value>,
+}
+
+/// A list the server offers (`tools`, `prompts`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ListCapability {
+    /// `listChanged`: it says when the list changes.
+    pub list_changed: bool,
+}
+
+/// The server's `resources` capability.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ResourcesCapability {
+    /// `subscribe`: it takes `resources/subscribe`.
+    pub subscribe: bool,
+    /// `listChanged`: it says when the list changes.
+    pub list_changed: bool,
+}
+
+impl ServerCapabilities {
+    /// Reads the `capabilities` object of an `initialize` result; anything that is not an
+    /// object declares nothing.
+    pub(crate) fn read(value: &Value) -> Self {
+        let declared = |name: &str| value.get(name).filter(|entry| entry.is_object());
+        let flag = |entry: &Value, name: &str| entry.get(name) == Some(&Value::Bool(true));
+        let list = |name: &str| {
+            declared(name).map(|entry| ListCapability {
+                list_changed: flag(entry, "listChanged"),
+            })
+        };
+        Self {
+            tools: list("tools"),
+            resources: declared("resources").map(|entry| ResourcesCapability {
+                subscribe: flag(entry, "subscribe"),
+                list_changed: flag(entry, "listChanged"),
+            }),
+            prompts: list("prompts"),
+            logging: declared("logging").is_some(),
+            completions: declared("completions").is_some(),
+            experimental: declared("experimental").cloned(),
+        }
+    }
 }
 
 /// One entry of a `tools/list` page. Serialises back to the spec's field names.
@@ -400,6 +460,43 @@ pub struct Progress {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn capabilities_are_read_leniently() {
+        let read = |value: Value| ServerCapabilities::read(&value);
+        let all = read(json!({
+            "tools": {"listChanged": true},
+            "resources": {"subscribe": true},
+            "prompts": {},
+            "logging": {},
+            "completions": {},
+            "experimental": {"x": 1},
+        }));
+        assert_eq!(all.tools, Some(ListCapability { list_changed: true }));
+        let resources = ResourcesCapability {
+            subscribe: true,
+            list_changed: false,
+        };
+        assert_eq!(all.resources, Some(resources));
+        assert_eq!(all.prompts, Some(ListCapability::default()));
+        assert!(all.logging && all.completions);
+        assert_eq!(all.experimental, Some(json!({"x": 1})));
+        // What a hostile or sloppy server may send declares nothing, and fails nothing.
+        let odd = read(json!({
+            "tools": true,
+            "resources": [],
+            "prompts": null,
+            "logging": "yes",
+            "experimental": 3,
+        }));
+        assert_eq!(odd, ServerCapabilities::default());
+        let flags = read(json!({"tools": {"listChanged": "true"}, "resources": {"subscribe": 1}}));
+        assert_eq!(flags.tools, Some(ListCapability::default()));
+        assert_eq!(flags.resources, Some(ResourcesCapability::default()));
+        for value in [json!([]), json!("x"), Value::Null] {
+            assert_eq!(read(value), ServerCapabilities::default());
+        }
+    }
 
     #[test]
     fn every_content_kind_decodes_and_unknown_ones_are_kept() {

@@ -50,7 +50,7 @@ pub enum Error {
         /// The `WWW-Authenticate` header as sent.
         www_authenticate: Option<String>,
     },
-    /// An HTTP exchange outside a connection failed ([`fetch`](crate::fetch)), or an HTTP
+    /// An HTTP exchange outside a connection failed ([`authorize::send`](crate::authorize::send)), or an HTTP
     /// server could not be reached at all (DNS, refused, TLS).
     #[error("{url}: {detail}")]
     Http {

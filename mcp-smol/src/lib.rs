@@ -34,8 +34,8 @@
 //!
 //! [`start_http`] and [`connect_http`] run it against a remote server over HTTP: Streamable
 //! HTTP, or the older HTTP+SSE transport, over TLS with the system's roots; an
-//! [`Authorizer`] supplied by the host answers 401s. [`fetch`] is one plain exchange with the
-//! same TLS setup, for the host's OAuth work.
+//! [`Authorizer`] supplied by the host answers 401s, and makes its own OAuth exchanges through
+//! [`authorize::send`] with the same TLS setup.
 //!
 //! The other role, too: [`serve`] drives a [`proto::ServerConnection`] over any byte stream
 //! (our own stdin and stdout, a Unix socket), for a program that stands as an MCP server.
@@ -64,10 +64,7 @@ mod serve;
 pub use client::{Client, connect, connect_stream, start, start_stream};
 pub use driver::Driver;
 pub use error::{Disconnect, Error};
-pub use http::{
-    Authorizer, BoxFuture, Challenge, FetchRequest, FetchResponse, HttpServer, HttpTransport,
-    connect_http, fetch, start_http,
-};
+pub use http::{Authorizer, Challenge, HttpServer, HttpTransport, connect_http, start_http};
 pub use options::Options;
 pub use process::{ServerCommand, StderrSink};
 pub use proto;
@@ -77,3 +74,10 @@ pub use sandbox::Sandbox;
 /// its own for them.
 pub use serde_json;
 pub use serve::{ServeDriver, Server, serve};
+
+/// What an [`Authorizer`] needs beyond the connection: one plain HTTP(S) exchange at a time
+/// (OAuth metadata, registration, tokens) with the transport's TLS setup, so the host does not
+/// build a second HTTP client. Not a general HTTP client: no redirects, bodies up to 1 MiB.
+pub mod authorize {
+    pub use crate::http::{Request, Response, send};
+}

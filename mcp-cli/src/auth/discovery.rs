@@ -155,7 +155,7 @@ pub(crate) async fn discover(
     server_url: &str,
     challenge: Option<&Bearer>,
 ) -> Result<Discovered, String> {
-    let server = Url::parse(server_url)?;
+    let server = urls::parse(server_url)?;
     let header_url = challenge.and_then(|c| c.resource_metadata.as_deref());
     let metadata = resource_metadata(http, &server, header_url).await?;
     let Some((metadata_url, metadata)) = metadata else {
@@ -163,20 +163,20 @@ pub(crate) async fn discover(
         // authorization server, with default endpoints if it has no metadata either.
         // Nobody named this issuer: we guessed it from the server's URL, so the document's
         // own `issuer` is not checked against the guess.
-        let issuer = Url::parse(&server.origin())?;
+        let issuer = urls::parse(&urls::origin(&server))?;
         let server_metadata = match server_metadata(http, &issuer, false).await? {
             Some(found) => found,
             None => default_endpoints(&issuer),
         };
         return Ok(Discovered {
-            resource: server.canonical(),
+            resource: urls::canonical(&server),
             scopes_supported: None,
             server: server_metadata,
         });
     };
     let resource = match &metadata.resource {
         Some(resource) => {
-            let parsed = Url::parse(resource).map_err(|error| {
+            let parsed = urls::parse(resource).map_err(|error| {
                 format!("the protected-resource metadata at {metadata_url} names a bad resource: {error}")
             })?;
             if !urls::covers(&parsed, &server) {
@@ -184,19 +184,19 @@ pub(crate) async fn discover(
                     "the protected-resource metadata at {metadata_url} is for {}, not for {}; \
                      refusing to send a token for one to the other",
                     printable(resource),
-                    server.canonical()
+                    urls::canonical(&server)
                 ));
             }
             resource.clone()
         }
-        None => server.canonical(),
+        None => urls::canonical(&server),
     };
     let Some(issuer) = metadata.authorization_servers.first() else {
         return Err(format!(
             "the protected-resource metadata at {metadata_url} names no authorization server"
         ));
     };
-    let issuer_url = Url::parse(issuer).map_err(|error| {
+    let issuer_url = urls::parse(issuer).map_err(|error| {
         format!("the protected-resource metadata at {metadata_url} names a bad authorization server: {error}")
     })?;
     let server_metadata = server_metadata(http, &issuer_url, true)
@@ -226,15 +226,18 @@ pub(crate) async fn resource_metadata(
     if let Some(url) = header_url {
         candidates.push(url.to_owned());
     }
-    let suffixed = server.well_known_inserted("oauth-protected-resource");
-    let root = format!("{}/.well-known/oauth-protected-resource", server.origin());
+    let suffixed = urls::well_known_inserted(server, "oauth-protected-resource");
+    let root = format!(
+        "{}/.well-known/oauth-protected-resource",
+        urls::origin(server)
+    );
     for url in [suffixed, root] {
         if !candidates.contains(&url) {
             candidates.push(url);
         }
     }
     for url in candidates {
-        Url::parse(&url)?;
+        urls::parse(&url)?;
         let response = http.send(Request::get(&url)).await?;
         if response.is_success() {
             return Ok(Some((
@@ -248,16 +251,16 @@ pub(crate) async fn resource_metadata(
 
 /// The metadata URLs of an issuer, in the spec's order.
 fn server_metadata_urls(issuer: &Url) -> Vec<String> {
-    if issuer.trimmed_path().is_empty() {
+    if urls::trimmed_path(issuer).is_empty() {
         vec![
-            issuer.well_known_inserted("oauth-authorization-server"),
-            issuer.well_known_inserted("openid-configuration"),
+            urls::well_known_inserted(issuer, "oauth-authorization-server"),
+            urls::well_known_inserted(issuer, "openid-configuration"),
         ]
     } else {
         vec![
-            issuer.well_known_inserted("oauth-authorization-server"),
-            issuer.well_known_inserted("openid-configuration"),
-            issuer.well_known_appended("openid-configuration"),
+            urls::well_known_inserted(issuer, "oauth-authorization-server"),
+            urls::well_known_inserted(issuer, "openid-configuration"),
+            urls::well_known_appended(issuer, "openid-configuration"),
         ]
     }
 }
@@ -290,7 +293,7 @@ async fn server_metadata(
 
 /// The 2025-03-26 spec's fallback when a server publishes no metadata at all.
 fn default_endpoints(origin: &Url) -> ServerMetadata {
-    let base = origin.origin();
+    let base = urls::origin(origin);
     ServerMetadata {
         issuer: base.clone(),
         authorization_endpoint: format!("{base}/authorize"),

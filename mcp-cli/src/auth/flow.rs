@@ -84,7 +84,7 @@ pub(crate) fn authorize_url(server: &ServerMetadata, client: &Client, attempt: &
 
 /// Whether `url` is our redirect URI (same origin and path), whatever its query.
 pub(crate) fn is_redirect(url: &Url, redirect_uri: &str) -> bool {
-    Url::parse(redirect_uri).is_ok_and(|r| r.origin() == url.origin() && r.path == url.path)
+    urls::parse(redirect_uri).is_ok_and(|r| r.origin() == url.origin() && r.path() == url.path())
 }
 
 /// The code from the redirect's query, after checking `state`, `error` and `iss` (RFC 9207).
@@ -93,8 +93,8 @@ pub(crate) fn read_redirect(
     attempt: &Attempt,
     server: &ServerMetadata,
 ) -> Result<String, String> {
-    if let Some(error) = url.param("error") {
-        let description = url.param("error_description").unwrap_or_default();
+    if let Some(error) = urls::param(url, "error") {
+        let description = urls::param(url, "error_description").unwrap_or_default();
         return Err(format!(
             "the authorization server refused the login: {}{}",
             printable(&error),
@@ -105,14 +105,14 @@ pub(crate) fn read_redirect(
             }
         ));
     }
-    if url.param("state").as_deref() != Some(attempt.state.as_str()) {
+    if urls::param(url, "state").as_deref() != Some(attempt.state.as_str()) {
         return Err(
             "the login redirect carried the wrong `state`; it did not come from the login we \
              started, so it was ignored"
                 .into(),
         );
     }
-    match url.param("iss") {
+    match urls::param(url, "iss") {
         Some(iss) if iss != server.issuer => {
             return Err(format!(
                 "the login redirect names issuer {}, not {}: a mix-up, refused",
@@ -128,7 +128,7 @@ pub(crate) fn read_redirect(
         }
         _ => {}
     }
-    url.param("code")
+    urls::param(url, "code")
         .filter(|code| !code.is_empty())
         .ok_or_else(|| "the login redirect carried no authorization code".into())
 }
@@ -142,9 +142,9 @@ pub(crate) async fn follow(
     attempt: &Attempt,
     server: &ServerMetadata,
 ) -> Result<String, String> {
-    let mut url = Url::parse(authorize_url)?;
+    let mut url = urls::parse(authorize_url)?;
     for _ in 0..10 {
-        let response = http.send(Request::get(&url.to_string())).await?;
+        let response = http.send(Request::get(url.as_str())).await?;
         let location = match response.header("location") {
             Some(location) if (300..400).contains(&response.status) => location,
             _ => {
@@ -152,12 +152,12 @@ pub(crate) async fn follow(
                     "following the authorization URL unattended, {} answered {} instead of \
                      redirecting back; this server needs a person to log in (run `mcp-cli auth` \
                      on a terminal)",
-                    url.origin(),
+                    urls::origin(&url),
                     response.describe()
                 ));
             }
         };
-        let next = url.resolve(location)?;
+        let next = urls::resolve(&url, location)?;
         if is_redirect(&next, &attempt.redirect_uri) {
             return read_redirect(&next, attempt, server);
         }
@@ -165,7 +165,7 @@ pub(crate) async fn follow(
     }
     Err(format!(
         "the authorization server at {} redirected too many times",
-        url.origin()
+        urls::origin(&url)
     ))
 }
 
@@ -384,26 +384,33 @@ mod tests {
     #[test]
     fn authorize_url_carries_everything() {
         let url =
-            Url::parse(&authorize_url(&server(), &client("none", None), &attempt())).expect("url");
-        assert_eq!(url.param("tenant").as_deref(), Some("1"));
-        assert_eq!(url.param("client_id").as_deref(), Some("id:1"));
-        assert_eq!(url.param("code_challenge_method").as_deref(), Some("S256"));
-        assert_eq!(url.param("scope").as_deref(), Some("a b"));
-        assert_eq!(url.param("resource").as_deref(), Some("http://rs/mcp"));
+            urls::parse(&authorize_url(&server(), &client("none", None), &attempt())).expect("url");
+        assert_eq!(urls::param(&url, "tenant").as_deref(), Some("1"));
+        assert_eq!(urls::param(&url, "client_id").as_deref(), Some("id:1"));
         assert_eq!(
-            url.param("redirect_uri").as_deref(),
+            urls::param(&url, "code_challenge_method").as_deref(),
+            Some("S256")
+        );
+        assert_eq!(urls::param(&url, "scope").as_deref(), Some("a b"));
+        assert_eq!(
+            urls::param(&url, "resource").as_deref(),
+            Some("http://rs/mcp")
+        );
+        assert_eq!(
+            urls::param(&url, "redirect_uri").as_deref(),
             Some("http://127.0.0.1:7/callback")
         );
         let mut none = attempt();
         none.scopes.clear();
-        let url = Url::parse(&authorize_url(&server(), &client("none", None), &none)).expect("url");
-        assert_eq!(url.param("scope"), None);
+        let url =
+            urls::parse(&authorize_url(&server(), &client("none", None), &none)).expect("url");
+        assert_eq!(urls::param(&url, "scope"), None);
     }
 
     #[test]
     fn redirect_checks() {
         let check = |query: &str| {
-            let url = Url::parse(&format!("http://127.0.0.1:7/callback?{query}")).expect("url");
+            let url = urls::parse(&format!("http://127.0.0.1:7/callback?{query}")).expect("url");
             read_redirect(&url, &attempt(), &server())
         };
         assert_eq!(check("code=c&state=st"), Ok("c".into()));
@@ -424,7 +431,7 @@ mod tests {
         assert_eq!(check("code=c&state=st&iss=http://as"), Ok("c".into()));
         let mut strict = server();
         strict.authorization_response_iss_parameter_supported = true;
-        let url = Url::parse("http://127.0.0.1:7/callback?code=c&state=st").expect("url");
+        let url = urls::parse("http://127.0.0.1:7/callback?code=c&state=st").expect("url");
         assert!(read_redirect(&url, &attempt(), &strict).is_err());
     }
 

@@ -1,5 +1,6 @@
 //! The HTTP exchanges OAuth makes, behind a small trait so unit tests can answer them without
-//! a network; the real one is `mcp_smol::fetch`.
+//! a network; the real one is [`mcp_smol::authorize::send`], the exchange mcp-smol offers
+//! authorizers with its transport's TLS setup.
 
 use std::fmt;
 use std::future::Future;
@@ -102,15 +103,15 @@ pub(crate) trait Http: Send + Sync + fmt::Debug {
     fn send(&self, request: Request) -> BoxFuture<'_, Result<Response, String>>;
 }
 
-/// The real thing: `mcp_smol::fetch`, which never follows redirects.
+/// The real thing: [`mcp_smol::authorize::send`], which never follows redirects.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Fetch {
+pub(crate) struct Network {
     pub(crate) timeout: Duration,
 }
 
-impl Http for Fetch {
+impl Http for Network {
     fn send(&self, request: Request) -> BoxFuture<'_, Result<Response, String>> {
-        let fetch = mcp_smol::FetchRequest {
+        let outgoing = mcp_smol::authorize::Request {
             method: request.method.to_owned(),
             url: request.url.clone(),
             headers: request.headers,
@@ -118,7 +119,7 @@ impl Http for Fetch {
             timeout: self.timeout,
         };
         Box::pin(async move {
-            match mcp_smol::fetch(fetch).await {
+            match mcp_smol::authorize::send(outgoing).await {
                 Ok(response) => Ok(Response {
                     status: response.status,
                     headers: response.headers,

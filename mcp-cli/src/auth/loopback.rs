@@ -49,8 +49,8 @@ impl Loopback {
             })
             .await;
             let Some(target) = target else { continue };
-            let url = Url::parse(&format!("http://127.0.0.1:{}{target}", self.port)).ok();
-            let Some(url) = url.filter(|url| url.path == "/callback") else {
+            let url = super::urls::parse(&format!("http://127.0.0.1:{}{target}", self.port)).ok();
+            let Some(url) = url.filter(|url| url.path() == "/callback") else {
                 respond(&mut stream, "404 Not Found", "Not found.").await;
                 continue;
             };
@@ -147,10 +147,13 @@ mod tests {
                 let callback = get(port, "/callback?code=c&state=<s>").await;
                 (favicon, callback)
             };
-            let wait = loopback.wait(|url| match url.param("state").as_deref() {
-                Some("ok") => Ok(()),
-                other => Err(format!("state {other:?}")),
-            });
+            let wait =
+                loopback.wait(
+                    |url| match crate::auth::urls::param(url, "state").as_deref() {
+                        Some("ok") => Ok(()),
+                        other => Err(format!("state {other:?}")),
+                    },
+                );
             let (outcome, (favicon, callback)) = futures_lite::future::zip(wait, browser).await;
             assert_eq!(outcome, Err("state Some(\"<s>\")".into()));
             assert!(favicon.starts_with("HTTP/1.1 404"), "{favicon}");

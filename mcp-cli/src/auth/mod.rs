@@ -24,11 +24,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use mcp_smol::{Authorizer, BoxFuture, Challenge};
+use mcp_smol::{Authorizer, Challenge};
 
 use self::discovery::{Bearer, Discovered};
 use self::flow::Attempt;
-use self::http::{Fetch, Http, Request, printable};
+use self::http::{BoxFuture, Http, Network, Request, printable};
 use self::store::{Record, Secret};
 
 pub use self::store::auth_dir;
@@ -159,7 +159,7 @@ impl OAuth {
             // Some servers let `initialize` through and guard only their tools: published
             // protected-resource metadata says they still take logins.
             status if (200..300).contains(&status) => {
-                let server = urls::Url::parse(url)?;
+                let server = urls::parse(url)?;
                 if discovery::resource_metadata(&*oauth.http, &server, None)
                     .await?
                     .is_none()
@@ -212,7 +212,7 @@ impl OAuth {
     /// The authorizer of server `name` at `url` (the URL as configured: tokens stored for
     /// another URL are not used).
     pub fn new(name: &str, url: &str, settings: Settings) -> Arc<Self> {
-        let http = Box::new(Fetch {
+        let http = Box::new(Network {
             timeout: settings.timeout,
         });
         Self::with_http(name, url, settings, http)
@@ -403,9 +403,8 @@ impl OAuth {
         stored: Option<&store::Client>,
     ) -> Result<loopback::Loopback, String> {
         let port = (stored.and_then(|c| c.redirect_uri.as_deref()))
-            .and_then(|uri| urls::Url::parse(uri).ok())
-            .and_then(|uri| uri.authority.rsplit_once(':').map(|(_, p)| p.to_owned()))
-            .and_then(|port| port.parse().ok());
+            .and_then(|uri| urls::parse(uri).ok())
+            .and_then(|uri| uri.port());
         if let Some(port) = port
             && let Ok(listener) = loopback::Loopback::bind(port).await
         {

@@ -38,13 +38,13 @@ fn server(seen: Arc<Mutex<Seen>>, expires_in: u64) -> Canned {
         )
         .on("POST", "http://as/register", |_| answer(201, json!({"client_id": "dyn"})))
         .on("GET", "http://as/authorize", move |request| {
-            let url = urls::Url::parse(&request.url).expect("authorize URL");
+            let url = urls::parse(&request.url).expect("authorize URL");
             let mut seen = at_authorize.lock().expect("seen");
-            seen.challenge = url.param("code_challenge").unwrap_or_default();
+            seen.challenge = urls::param(&url, "code_challenge").unwrap_or_default();
             let redirect = format!(
                 "{}?code=the-code&state={}",
-                url.param("redirect_uri").unwrap_or_default(),
-                urls::encode(&url.param("state").unwrap_or_default())
+                urls::param(&url, "redirect_uri").unwrap_or_default(),
+                urls::encode(&urls::param(&url, "state").unwrap_or_default())
             );
             seen.authorizations.push(url);
             Response { status: 302, headers: vec![("Location".into(), redirect)], body: vec![] }
@@ -112,9 +112,9 @@ fn a_401_logs_in_and_the_token_is_used_and_kept() {
     let seen = seen.lock().expect("seen");
     let asked = &seen.authorizations[0];
     // No scope in the challenge: the resource's scopes_supported.
-    assert_eq!(asked.param("scope").as_deref(), Some("read write"));
-    assert_eq!(asked.param("resource").as_deref(), Some(RS));
-    assert_eq!(asked.param("client_id").as_deref(), Some("dyn"));
+    assert_eq!(urls::param(asked, "scope").as_deref(), Some("read write"));
+    assert_eq!(urls::param(asked, "resource").as_deref(), Some(RS));
+    assert_eq!(urls::param(asked, "client_id").as_deref(), Some("dyn"));
     assert!(has_token(&dir, "fx", RS));
     assert!(!has_token(&dir, "fx", "http://rs/other"));
     let mode = std::fs::metadata(store::path(&dir, "fx"))
@@ -216,7 +216,7 @@ fn a_403_steps_up_with_the_union_of_scopes_once() {
     let scopes: Vec<_> = seen
         .authorizations
         .iter()
-        .map(|u| u.param("scope"))
+        .map(|u| urls::param(u, "scope"))
         .collect();
     assert_eq!(scopes, [Some("read".into()), Some("read write".into())]);
     let _ = std::fs::remove_dir_all(&dir);
@@ -296,7 +296,7 @@ fn login_now_probes_the_server_for_its_challenge() {
     let oauth = OAuth::with_http("fx", RS, settings(&dir, Login::Follow), Box::new(open));
     async_io::block_on(oauth.login_now()).expect("login");
     let scopes: Vec<_> = (seen.lock().expect("seen").authorizations.iter())
-        .map(|u| u.param("scope"))
+        .map(|u| urls::param(u, "scope"))
         .collect();
     assert_eq!(scopes, [Some("write".into()), Some("write read".into())]);
     // One that publishes nothing needs no login.

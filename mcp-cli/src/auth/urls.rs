@@ -1,127 +1,71 @@
-//! The little URL work OAuth needs: split an http(s) URL, build well-known URIs, encode forms
-//! and queries, read a redirect's query. Not a general URL parser: OAuth only ever hands us
-//! absolute http(s) URLs or an absolute-path `Location`.
+//! The URL rules OAuth adds on top of the `url` crate: only absolute http(s) URLs without user
+//! info, the resource identifier of RFC 8707 as the MCP spec spells it, well-known URIs, and
+//! which resource covers which server; forms through `form_urlencoded`, HTTP Basic's parts
+//! through `percent-encoding`; Base64 for PKCE and HTTP Basic.
 
-use std::fmt;
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
+pub(crate) use url::Url;
 
-/// An absolute `http` or `https` URL, split where OAuth needs it split.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Url {
-    /// `http` or `https`, lower case.
-    pub(crate) scheme: String,
-    /// `host[:port]`, host lower case (user info is refused).
-    pub(crate) authority: String,
-    /// Starts with `/`, or is empty for `https://host`.
-    pub(crate) path: String,
-    /// Without the `?`.
-    pub(crate) query: Option<String>,
+/// An absolute `http` or `https` URL without user info, its fragment dropped (it never leaves
+/// the client).
+pub(crate) fn parse(text: &str) -> Result<Url, String> {
+    let text = text.trim();
+    let mut url =
+        Url::parse(text).map_err(|error| format!("`{text}` is not an absolute URL ({error})"))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(format!("`{text}` is not an http or https URL"));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(format!("`{text}` has no usable host"));
+    }
+    url.set_fragment(None);
+    Ok(url)
 }
 
-impl Url {
-    pub(crate) fn parse(text: &str) -> Result<Self, String> {
-        let text = text.trim();
-        let (scheme, rest) = text
-            .split_once("://")
-            .ok_or_else(|| format!("`{text}` is not an absolute URL"))?;
-        let scheme = scheme.to_ascii_lowercase();
-        if scheme != "http" && scheme != "https" {
-            return Err(format!("`{text}` is not an http or https URL"));
-        }
-        // The fragment never leaves the client.
-        let rest = rest.split('#').next().unwrap_or_default();
-        let end = rest.find(['/', '?']).unwrap_or(rest.len());
-        let (authority, rest) = rest.split_at(end);
-        if authority.is_empty()
-            || authority.contains('@')
-            || authority.contains(char::is_whitespace)
-        {
-            return Err(format!("`{text}` has no usable host"));
-        }
-        let (path, query) = match rest.split_once('?') {
-            Some((path, query)) => (path, Some(query.to_owned())),
-            None => (rest, None),
-        };
-        Ok(Self {
-            scheme,
-            authority: authority.to_ascii_lowercase(),
-            path: path.to_owned(),
-            query,
-        })
-    }
-
-    /// `scheme://authority`.
-    pub(crate) fn origin(&self) -> String {
-        format!("{}://{}", self.scheme, self.authority)
-    }
-
-    /// The path without a trailing `/` (`""` for the root).
-    pub(crate) fn trimmed_path(&self) -> &str {
-        self.path.trim_end_matches('/')
-    }
-
-    /// The resource identifier of RFC 8707 as the MCP spec spells it: no fragment, lower-case
-    /// scheme and host, no trailing slash.
-    pub(crate) fn canonical(&self) -> String {
-        let mut out = format!("{}{}", self.origin(), self.trimmed_path());
-        if let Some(query) = &self.query {
-            out.push('?');
-            out.push_str(query);
-        }
-        out
-    }
-
-    /// `origin` + `/.well-known/<name>` + this URL's path (RFC 8414 §3.1, RFC 9728 §3.1:
-    /// the well-known segment goes between host and path).
-    pub(crate) fn well_known_inserted(&self, name: &str) -> String {
-        format!(
-            "{}/.well-known/{name}{}",
-            self.origin(),
-            self.trimmed_path()
-        )
-    }
-
-    /// This URL's path + `/.well-known/<name>` (OIDC discovery's own spelling).
-    pub(crate) fn well_known_appended(&self, name: &str) -> String {
-        format!(
-            "{}{}/.well-known/{name}",
-            self.origin(),
-            self.trimmed_path()
-        )
-    }
-
-    /// A `Location` header resolved against this URL: absolute, or an absolute path.
-    pub(crate) fn resolve(&self, location: &str) -> Result<Url, String> {
-        if location.contains("://") {
-            return Url::parse(location);
-        }
-        if location.starts_with('/') && !location.starts_with("//") {
-            return Url::parse(&format!("{}{location}", self.origin()));
-        }
-        Err(format!("cannot follow the redirect to `{location}`"))
-    }
-
-    /// The query's parameters, decoded.
-    pub(crate) fn params(&self) -> Vec<(String, String)> {
-        self.query.as_deref().map(parse_form).unwrap_or_default()
-    }
-
-    /// The first value of query parameter `name`.
-    pub(crate) fn param(&self, name: &str) -> Option<String> {
-        self.params()
-            .into_iter()
-            .find(|(key, _)| key == name)
-            .map(|(_, value)| value)
-    }
+/// `scheme://host[:port]`, the port only when it is not the scheme's default.
+pub(crate) fn origin(url: &Url) -> String {
+    url.origin().ascii_serialization()
 }
 
-impl fmt::Display for Url {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}{}", self.origin(), self.path)?;
-        if let Some(query) = &self.query {
-            write!(f, "?{query}")?;
-        }
-        Ok(())
+/// The path without a trailing `/` (`""` for the root).
+pub(crate) fn trimmed_path(url: &Url) -> &str {
+    url.path().trim_end_matches('/')
+}
+
+/// The resource identifier of RFC 8707 as the MCP spec spells it: no fragment, lower-case
+/// scheme and host, no trailing slash.
+pub(crate) fn canonical(url: &Url) -> String {
+    let mut out = format!("{}{}", origin(url), trimmed_path(url));
+    if let Some(query) = url.query() {
+        out.push('?');
+        out.push_str(query);
     }
+    out
+}
+
+/// `origin` + `/.well-known/<name>` + the URL's path (RFC 8414 §3.1, RFC 9728 §3.1: the
+/// well-known segment goes between host and path).
+pub(crate) fn well_known_inserted(url: &Url, name: &str) -> String {
+    format!("{}/.well-known/{name}{}", origin(url), trimmed_path(url))
+}
+
+/// The URL's path + `/.well-known/<name>` (OIDC discovery's own spelling).
+pub(crate) fn well_known_appended(url: &Url, name: &str) -> String {
+    format!("{}{}/.well-known/{name}", origin(url), trimmed_path(url))
+}
+
+/// A `Location` header resolved against `base`, as an http(s) URL.
+pub(crate) fn resolve(base: &Url, location: &str) -> Result<Url, String> {
+    let next = (base.join(location))
+        .map_err(|error| format!("cannot follow the redirect to `{location}`: {error}"))?;
+    parse(next.as_str())
+}
+
+/// The first value of query parameter `name`, decoded.
+pub(crate) fn param(url: &Url, name: &str) -> Option<String> {
+    (url.query_pairs())
+        .find(|(key, _)| key == name)
+        .map(|(_, value)| value.into_owned())
 }
 
 /// Whether `resource` (from protected-resource metadata) covers `server`: same origin, and
@@ -130,66 +74,37 @@ pub(crate) fn covers(resource: &Url, server: &Url) -> bool {
     if resource.origin() != server.origin() {
         return false;
     }
-    let base = resource.trimmed_path();
-    let path = server.trimmed_path();
+    let base = trimmed_path(resource);
+    let path = trimmed_path(server);
     path == base || (path.starts_with(base) && path[base.len()..].starts_with('/'))
 }
 
-/// Percent-encodes everything but RFC 3986's unreserved characters.
-pub(crate) fn encode(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for byte in text.bytes() {
-        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
-            out.push(char::from(byte));
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    out
-}
-
-/// `key=value&...`, each side encoded; for a query or an
-/// `application/x-www-form-urlencoded` body.
+/// `application/x-www-form-urlencoded`: for a query or a request body.
 pub(crate) fn form(pairs: &[(&str, &str)]) -> String {
-    let encoded: Vec<String> = (pairs.iter())
-        .map(|(key, value)| format!("{}={}", encode(key), encode(value)))
-        .collect();
-    encoded.join("&")
+    (form_urlencoded::Serializer::new(String::new()))
+        .extend_pairs(pairs)
+        .finish()
 }
 
-/// Reads `key=value&...`, with `+` as a space and percent escapes decoded (bad escapes are
-/// kept as they are).
+/// Everything but RFC 3986's unreserved characters.
+const RESERVED: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// One value percent-encoded, a space as `%20`: HTTP Basic credentials (RFC 6749 §2.3.1),
+/// which servers decode either as a form or as a plain percent-encoding.
+pub(crate) fn encode(text: &str) -> String {
+    utf8_percent_encode(text, RESERVED).to_string()
+}
+
+/// Reads a form body or a query: `+` as a space, percent escapes decoded.
+#[cfg(test)]
 pub(crate) fn parse_form(text: &str) -> Vec<(String, String)> {
-    (text.split('&'))
-        .filter(|pair| !pair.is_empty())
-        .map(|pair| {
-            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-            (decode(key), decode(value))
-        })
+    form_urlencoded::parse(text.as_bytes())
+        .into_owned()
         .collect()
-}
-
-fn decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'+' => out.push(b' '),
-            b'%' if i + 2 < bytes.len() && hex_pair(bytes[i + 1], bytes[i + 2]).is_some() => {
-                out.extend(hex_pair(bytes[i + 1], bytes[i + 2]));
-                i += 2;
-            }
-            byte => out.push(byte),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-fn hex_pair(high: u8, low: u8) -> Option<u8> {
-    let digit = |b: u8| char::from(b).to_digit(16);
-    Some((digit(high)? * 16 + digit(low)?) as u8)
 }
 
 const STANDARD: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -232,37 +147,41 @@ mod tests {
     use super::*;
 
     fn url(text: &str) -> Url {
-        Url::parse(text).expect("test URL")
+        parse(text).expect("test URL")
     }
 
     #[test]
     fn splits_and_canonicalises() {
         let u = url("HTTPS://Example.COM:8443/MCP/?x=1#frag");
-        assert_eq!(u.origin(), "https://example.com:8443");
-        assert_eq!(u.path, "/MCP/");
-        assert_eq!(u.canonical(), "https://example.com:8443/MCP?x=1");
+        assert_eq!(origin(&u), "https://example.com:8443");
+        assert_eq!(u.path(), "/MCP/");
+        assert_eq!(canonical(&u), "https://example.com:8443/MCP?x=1");
         assert_eq!(
-            url("https://example.com/").canonical(),
+            canonical(&url("https://example.com/")),
             "https://example.com"
         );
-        assert!(Url::parse("ftp://x/").is_err());
-        assert!(Url::parse("https://user@x/").is_err());
-        assert!(Url::parse("/relative").is_err());
+        assert_eq!(
+            canonical(&url("https://example.com:443/a")),
+            "https://example.com/a"
+        );
+        assert!(parse("ftp://x/").is_err());
+        assert!(parse("https://user@x/").is_err());
+        assert!(parse("/relative").is_err());
     }
 
     #[test]
     fn well_known_uris_insert_or_append() {
         let u = url("https://as.example/tenant1/");
         assert_eq!(
-            u.well_known_inserted("oauth-authorization-server"),
+            well_known_inserted(&u, "oauth-authorization-server"),
             "https://as.example/.well-known/oauth-authorization-server/tenant1"
         );
         assert_eq!(
-            u.well_known_appended("openid-configuration"),
+            well_known_appended(&u, "openid-configuration"),
             "https://as.example/tenant1/.well-known/openid-configuration"
         );
         assert_eq!(
-            url("https://as.example").well_known_inserted("oauth-authorization-server"),
+            well_known_inserted(&url("https://as.example"), "oauth-authorization-server"),
             "https://as.example/.well-known/oauth-authorization-server"
         );
     }
@@ -283,7 +202,7 @@ mod tests {
         let text = form(&[("redirect_uri", "http://127.0.0.1:1/cb"), ("scope", "a b")]);
         assert_eq!(
             text,
-            "redirect_uri=http%3A%2F%2F127.0.0.1%3A1%2Fcb&scope=a%20b"
+            "redirect_uri=http%3A%2F%2F127.0.0.1%3A1%2Fcb&scope=a+b"
         );
         assert_eq!(
             parse_form(&text),
@@ -296,24 +215,19 @@ mod tests {
             ]
         );
         assert_eq!(parse_form("a=x+y&b=%zz&c")[1].1, "%zz");
-        assert_eq!(parse_form("a=%4")[0].1, "%4");
+        assert_eq!(encode("id:1 +~"), "id%3A1%20%2B~");
     }
 
     #[test]
     fn resolves_locations() {
         let base = url("http://127.0.0.1:9/authorize?x");
         assert_eq!(
-            base.resolve("/cb?code=1").expect("path").to_string(),
+            resolve(&base, "/cb?code=1").expect("path").as_str(),
             "http://127.0.0.1:9/cb?code=1"
         );
-        assert_eq!(
-            base.resolve("http://127.0.0.1:5/callback?code=a%20b")
-                .expect("absolute")
-                .param("code")
-                .as_deref(),
-            Some("a b")
-        );
-        assert!(base.resolve("relative").is_err());
+        let absolute = resolve(&base, "http://127.0.0.1:5/callback?code=a%20b").expect("absolute");
+        assert_eq!(param(&absolute, "code").as_deref(), Some("a b"));
+        assert!(resolve(&base, "ftp://elsewhere/").is_err());
     }
 
     #[test]

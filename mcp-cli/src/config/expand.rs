@@ -5,9 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use mcp_smol::{HttpTransport, Sandbox, ServerCommand};
-
-use super::{Entry, Env, Remote, ServerSpec, ToolFilter};
+use super::{Command, Entry, Env, Remote, Sandbox, ServerSpec, ToolFilter, Transport};
 
 /// The fields every format maps onto, before variables are expanded.
 #[derive(Debug, Default)]
@@ -23,7 +21,7 @@ pub(super) struct RawServer {
     /// Remote only (Codex spelling): `Authorization: Bearer $VAR`.
     pub bearer_token_env_var: Option<String>,
     /// Remote only: VS Code's `type: "sse"` asks for the older HTTP+SSE transport.
-    pub transport: HttpTransport,
+    pub transport: Transport,
     /// Remote only: the OAuth client, when it is registered by hand or by a metadata URL.
     pub oauth_client_id: Option<String>,
     pub oauth_client_secret_env: Option<String>,
@@ -134,9 +132,9 @@ pub(super) fn finish(name: &str, raw: RawServer, env: Env<'_>, base: &Path) -> E
     if let Some(remote) = remote {
         return match remote {
             Ok(remote) => Entry::Enabled(ServerSpec {
-                command: ServerCommand::new(&remote.url),
+                command: Command::new(&remote.url),
                 remote: Some(remote),
-                ..spec(ServerCommand::new(""))
+                ..spec(Command::new(""))
             }),
             Err(reason) => invalid(reason),
         };
@@ -145,16 +143,16 @@ pub(super) fn finish(name: &str, raw: RawServer, env: Env<'_>, base: &Path) -> E
         // Never started, so its variables need not be set: shown as written (a remote
         // server's URL in place of the program).
         let program = raw.command.or(raw.url).unwrap_or_default();
-        let mut command = ServerCommand::new(program).args(raw.args);
+        let mut command = Command::new(program).args(raw.args);
         command.env = raw.env;
         command.cwd = raw.cwd.map(|cwd| base.join(cwd));
         return Entry::Disabled(spec(command));
     }
     let vars = with_vscode_variables(env, base);
     let env: Env<'_> = &vars;
-    let expanded = (|| -> Result<ServerCommand, String> {
+    let expanded = (|| -> Result<Command, String> {
         let command = raw.command.as_deref().filter(|c| !c.trim().is_empty());
-        let mut command = ServerCommand::new(expand(command.ok_or("no command given")?, env)?);
+        let mut command = Command::new(expand(command.ok_or("no command given")?, env)?);
         for arg in &raw.args {
             command.args.push(expand(arg, env)?);
         }
@@ -179,7 +177,7 @@ pub(super) fn finish(name: &str, raw: RawServer, env: Env<'_>, base: &Path) -> E
 /// when the entry cannot be used.
 fn written(raw: &RawServer) -> String {
     match (&raw.command, &raw.url) {
-        (Some(program), _) => ServerCommand::new(program)
+        (Some(program), _) => Command::new(program)
             .args(raw.args.iter().cloned())
             .display(),
         (None, url) => url.clone().unwrap_or_default(),
@@ -369,7 +367,10 @@ mod tests {
         let Entry::Disabled(off) = entry(&servers, "off") else {
             panic!("{:?}", entry(&servers, "off"))
         };
-        assert_eq!(off.command.display(), "'${NOPE}/bin' '${ALSO_NOPE}'");
+        assert_eq!(
+            (off.command.program.as_str(), &off.command.args[..]),
+            ("${NOPE}/bin", &["${ALSO_NOPE}".to_owned()][..])
+        );
         assert!(matches!(entry(&servers, "bare"), Entry::Disabled(_)));
         let json = r#"{"mcpServers": {"off": {"command": "x", "env": {"K": "${NOPE}"}, "disabled": true}}}"#;
         let servers = parse(".mcp.json", json).unwrap().servers;
@@ -403,7 +404,7 @@ mod tests {
         );
         let spec = crate::config::testing::spec(&servers, "web");
         assert_eq!(spec.call_timeout, Some(std::time::Duration::from_secs(5)));
-        assert_eq!(spec.command.display(), "https://example.com/mcp");
+        assert_eq!(spec.command, Command::new("https://example.com/mcp"));
 
         let invalid = |entry: &str| {
             let servers = parse("c.toml", &format!("[mcp.x]\n{entry}\n"))

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use mcp_smol::HttpTransport;
+use super::Transport;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 
@@ -107,8 +107,8 @@ pub(super) fn servers(table: BTreeMap<String, HostServer>) -> RawServers {
             },
             headers: s.headers,
             transport: match s.kind.as_deref() {
-                Some("sse") => HttpTransport::Sse,
-                _ => HttpTransport::Auto,
+                Some("sse") => Transport::Sse,
+                _ => Transport::Auto,
             },
             call_timeout: s.timeout,
             tools: ToolFilter {
@@ -219,7 +219,7 @@ mod tests {
         );
         assert!(matches!(entry(&servers, "off"), Entry::Disabled(_)));
         assert_eq!(remote(&servers, "web").url, "https://x.invalid/mcp");
-        assert_eq!(remote(&servers, "web").transport, HttpTransport::Auto);
+        assert_eq!(remote(&servers, "web").transport, Transport::Auto);
         assert_eq!(remote(&servers, "gem").url, "https://y.invalid/mcp");
         let Entry::Invalid { reason, .. } = entry(&servers, "broken") else {
             panic!()
@@ -284,7 +284,7 @@ mod tests {
 }"#;
         let servers = parse("mcp.json", text).unwrap().servers;
         assert_eq!(spec(&servers, "a").command.args, ["s.js"]);
-        assert_eq!(remote(&servers, "b").transport, HttpTransport::Sse);
+        assert_eq!(remote(&servers, "b").transport, Transport::Sse);
         // The native spelling, which `import` writes.
         let servers = parse(
             "c.toml",
@@ -292,7 +292,7 @@ mod tests {
         )
         .unwrap()
         .servers;
-        assert_eq!(remote(&servers, "b").transport, HttpTransport::Sse);
+        assert_eq!(remote(&servers, "b").transport, Transport::Sse);
         let error = parse(
             "c.toml",
             "[mcp.b]\nurl = \"http://x\"\ntransport = \"ws\"\n",

@@ -111,7 +111,7 @@ fn native(raw: RawServer) -> NewServer {
         url: raw.url,
         headers: raw.headers,
         bearer_token_env_var: raw.bearer_token_env_var,
-        sse: raw.transport == mcp_smol::HttpTransport::Sse,
+        sse: raw.transport == super::Transport::Sse,
         timeout_sec: raw.handshake_timeout.map(|d| d.as_secs_f64()),
         call_timeout_sec: raw.call_timeout.map(|d| d.as_secs_f64()),
         enabled_tools: raw.tools.enabled.map(globs),

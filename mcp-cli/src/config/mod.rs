@@ -18,6 +18,7 @@
 //! server a policy names must exist, which is checked once all files and presets are in.
 
 mod codex;
+mod command;
 mod discover;
 mod edit;
 mod edit_json;
@@ -44,8 +45,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use mcp_smol::ServerCommand;
-
+pub use command::{Command, Sandbox, Transport};
 pub use discover::{discover, native_file, user_file};
 pub use edit::{NewServer, add_server, remove_server, set_enabled};
 pub use expand::expand;
@@ -61,7 +61,7 @@ use expand::{RawServers, finish};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerSpec {
     pub name: String,
-    pub command: ServerCommand,
+    pub command: Command,
     /// Budget for spawn plus handshake.
     pub handshake_timeout: Option<Duration>,
     /// Per-call timeout, restarted by progress.
@@ -90,7 +90,7 @@ pub struct Remote {
     pub url: String,
     /// Static headers, `bearer_token_env_var`'s `Authorization` among them.
     pub headers: Vec<(String, String)>,
-    pub transport: mcp_smol::HttpTransport,
+    pub transport: Transport,
     /// `oauth_client_id`: a client registered by hand.
     pub oauth_client_id: Option<String>,
     /// The secret read from the variable `oauth_client_secret_env` names.
@@ -107,7 +107,7 @@ impl Remote {
         Self {
             url: url.to_owned(),
             headers: Vec::new(),
-            transport: mcp_smol::HttpTransport::Auto,
+            transport: Transport::Auto,
             oauth_client_id: None,
             oauth_client_secret: None,
             oauth_client_metadata_url: None,
@@ -139,7 +139,7 @@ impl std::fmt::Debug for Remote {
 
 impl ServerSpec {
     /// A server run by `command`, every other setting at its default.
-    pub fn new(name: &str, command: ServerCommand) -> ServerSpec {
+    pub fn new(name: &str, command: Command) -> ServerSpec {
         ServerSpec {
             name: name.to_owned(),
             command,
@@ -158,7 +158,7 @@ impl ServerSpec {
     pub fn remote(name: &str, remote: Remote) -> ServerSpec {
         ServerSpec {
             remote: Some(remote.clone()),
-            ..ServerSpec::new(name, ServerCommand::new(remote.url))
+            ..ServerSpec::new(name, Command::new(remote.url))
         }
     }
 }
@@ -201,7 +201,7 @@ pub struct Config {
 
 impl Config {
     /// Adds a server defined in code, replacing any of the same name.
-    pub fn add(&mut self, name: &str, command: ServerCommand) {
+    pub fn add(&mut self, name: &str, command: Command) {
         self.add_spec(ServerSpec::new(name, command));
     }
 
@@ -377,15 +377,15 @@ mod tests {
     #[test]
     fn servers_can_be_added_in_code() {
         let mut config = Config::default();
-        config.add("a", ServerCommand::new("one"));
-        config.add("b", ServerCommand::new("two"));
-        config.add("a", ServerCommand::new("three"));
+        config.add("a", Command::new("one"));
+        config.add("b", Command::new("two"));
+        config.add("a", Command::new("three"));
         let names: Vec<_> = config.servers.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["b", "a"]);
         assert_eq!(spec(&config.servers, "a").command.program, "three");
         assert_eq!(
             spec(&config.servers, "a"),
-            &ServerSpec::new("a", ServerCommand::new("three"))
+            &ServerSpec::new("a", Command::new("three"))
         );
         assert_eq!(config.servers[1].source, Source::Code);
     }

@@ -98,8 +98,8 @@ fn servers(table: BTreeMap<String, NativeServer>) -> RawServers {
         headers: s.headers,
         bearer_token_env_var: s.bearer_token_env_var,
         transport: match s.transport {
-            Some(Transport::Sse) => mcp_smol::HttpTransport::Sse,
-            Some(Transport::Http) | None => mcp_smol::HttpTransport::Auto,
+            Some(Transport::Sse) => super::Transport::Sse,
+            Some(Transport::Http) | None => super::Transport::Auto,
         },
         oauth_client_id: s.oauth_client_id,
         oauth_client_secret_env: s.oauth_client_secret_env,

@@ -3,9 +3,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use mcp_smol::ServerCommand;
-
-use super::{Entry, Env, Server, ServerSpec, Source};
+use super::{Command, Entry, Env, Server, ServerSpec, Source};
 
 /// Handshake budget of a preset run through `npx`, which may have to download it first.
 pub const NPX_HANDSHAKE: Duration = Duration::from_secs(120);
@@ -20,9 +18,9 @@ pub fn presets(env: Env<'_>, cwd: &Path) -> Vec<Server> {
                 let bin = Path::new(prefix)
                     .join("node_modules/.bin")
                     .join(format!("mcp-server-{name}"));
-                ServerCommand::new(bin.to_string_lossy()).args(extra)
+                Command::new(bin.to_string_lossy()).args(extra)
             }
-            None => ServerCommand::new("npx")
+            None => Command::new("npx")
                 .args(["-y".to_owned(), package.to_owned()])
                 .args(extra),
         };

@@ -8,7 +8,7 @@ use mcp_smol::proto::{Notification, Progress, Request, Tool};
 use serde_json::Value;
 
 use crate::config::{Action, Rule};
-use crate::hub::surface::{self, PromptEntry, ResourceEntry, Skipped, TemplateEntry};
+use crate::hub::features::{self, PromptEntry, ResourceEntry, Skipped, TemplateEntry};
 use crate::hub::{ApproveChanges, Ask, Hub, HubError, PinChange};
 use crate::names;
 
@@ -85,9 +85,9 @@ impl Hub {
         self.listing(servers, false).await
     }
 
-    async fn listing(&self, servers: &[String], surface: bool) -> Catalogue {
+    async fn listing(&self, servers: &[String], features: bool) -> Catalogue {
         let mut catalogue = Catalogue::default();
-        for (server, started, listed) in self.start_listing(servers, surface).await {
+        for (server, started, listed) in self.start_listing(servers, features).await {
             match started.and_then(|()| self.tools(&server)) {
                 Ok((tools, withheld)) => {
                     catalogue.tools.extend(tools);
@@ -101,7 +101,7 @@ impl Hub {
             match listed {
                 Some(Ok(listed)) => {
                     let (resources, templates, prompts, skipped) =
-                        surface::entries(&server, &listed);
+                        features::entries(&server, &listed);
                     catalogue.resources.extend(resources);
                     catalogue.templates.extend(templates);
                     catalogue.prompts.extend(prompts);

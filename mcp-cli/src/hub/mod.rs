@@ -3,12 +3,11 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), mcp_cli::hub::HubError> {
-//! use mcp_cli::config::Config;
+//! use mcp_cli::config::{Command, Config};
 //! use mcp_cli::hub::{Hub, Settings};
-//! use mcp_smol::ServerCommand;
 //!
 //! let mut config = Config::default();
-//! config.add("everything", ServerCommand::new("npx").args(["-y", "@modelcontextprotocol/server-everything"]));
+//! config.add("everything", Command::new("npx").args(["-y", "@modelcontextprotocol/server-everything"]));
 //! let hub = Hub::new(config, Settings::default()); // nothing starts yet
 //! let catalogue = hub.catalogue().await;            // every server starts, in parallel
 //! for tool in &catalogue.tools {
@@ -49,13 +48,13 @@
 mod ask;
 mod catalogue;
 mod error;
+mod features;
 mod options;
 mod pins;
 mod reload;
 mod sandbox;
 mod server_requests;
 mod slot;
-mod surface;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -70,9 +69,9 @@ use serde::Serialize;
 pub use ask::{Approval, Ask, AskHandler};
 pub use catalogue::{Catalogue, ToolEntry};
 pub use error::HubError;
+pub use features::{PromptEntry, ResourceEntry, Skipped, TemplateEntry};
 pub use pins::{ApproveChanges, PinChange};
 pub use server_requests::{ElicitAnswer, ElicitHandler, Elicitation};
-pub use surface::{PromptEntry, ResourceEntry, Skipped, TemplateEntry};
 
 use crate::config::{Config, Policy, Server, ServerSpec, Source};
 use crate::logs::RunLog;
@@ -444,9 +443,9 @@ impl Hub {
             .collect()
     }
 
-    /// Starts `servers` as [`start`](Self::start) does and, with `surface`, lists the
+    /// Starts `servers` as [`start`](Self::start) does and, with `features`, lists the
     /// resources and prompts of each one that started, in the same parallel tasks.
-    async fn start_listing(&self, servers: &[String], surface: bool) -> Vec<Listed> {
+    async fn start_listing(&self, servers: &[String], features: bool) -> Vec<Listed> {
         let tasks: Vec<_> = (servers.iter())
             .map(|name| {
                 let inner = self.inner.clone();
@@ -459,8 +458,8 @@ impl Hub {
                     if let Err(error) = slot.ensure_running(&inner).await {
                         return (name, Err(error), None);
                     }
-                    let listed = if surface {
-                        Some(slot.surface(&inner).await)
+                    let listed = if features {
+                        Some(slot.features(&inner).await)
                     } else {
                         None
                     };
@@ -532,7 +531,7 @@ impl Hub {
 type Listed = (
     String,
     Result<(), HubError>,
-    Option<Result<Arc<surface::Surface>, HubError>>,
+    Option<Result<Arc<features::Features>, HubError>>,
 );
 
 impl Inner {

@@ -3,9 +3,9 @@
 use std::path::Path;
 use std::time::Duration;
 
-use mcp_smol::{Options, ServerCommand};
+use mcp_smol::Options;
 
-use crate::config::ServerSpec;
+use crate::config::{Command, ServerSpec};
 use crate::hub::Settings;
 use crate::logs::{self, RunLog};
 
@@ -62,7 +62,7 @@ pub(crate) fn for_server(spec: &ServerSpec, settings: &Settings) -> (Options, Op
 
 /// Whether the command runs through a launcher that installs on first use (`npx -y pkg`,
 /// `uvx pkg`, `pipx run pkg`, `docker run image`), by the program's file name.
-fn installs_on_first_use(command: &ServerCommand) -> bool {
+fn installs_on_first_use(command: &Command) -> bool {
     let program = Path::new(&command.program).file_name();
     let program = program.and_then(|name| name.to_str()).unwrap_or_default();
     INSTALLING_LAUNCHERS.contains(&program)
@@ -73,7 +73,7 @@ mod tests {
     use super::*;
 
     fn budget(program: &str, configured: Option<Duration>, from_env: Option<Duration>) -> Duration {
-        let mut spec = ServerSpec::new("s", ServerCommand::new(program));
+        let mut spec = ServerSpec::new("s", Command::new(program));
         spec.handshake_timeout = configured;
         let settings = Settings {
             handshake_timeout: from_env,
@@ -109,7 +109,7 @@ mod tests {
         let budget = for_server(&spec, &settings).0.core.handshake_timeout;
         assert_eq!(budget, BROWSER_LOGIN_HANDSHAKE);
         // A program logs in to nothing.
-        let program = ServerSpec::new("p", ServerCommand::new("node"));
+        let program = ServerSpec::new("p", Command::new("node"));
         assert_eq!(
             for_server(&program, &settings).0.core.handshake_timeout,
             ten

@@ -7,12 +7,11 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use mcp_smol::proto::{Notification, Tool};
-use mcp_smol::serde_json::Value;
-use mcp_smol::{Client, HttpServer};
+use mcp_smol::{Client, HttpServer, HttpTransport, ServerCommand};
 
 use crate::auth;
-use crate::config::{Entry, Remote, Server, ServerSpec, Source};
-use crate::hub::surface::Surface;
+use crate::config::{self, Entry, Remote, Server, ServerSpec, Source};
+use crate::hub::features::Features;
 use crate::hub::{HubError, HubEvent, Inner, ServerStatus, State, server_requests};
 
 /// At most this many restarts in a minute; after that the server stays `failed` until
@@ -50,9 +49,9 @@ pub(crate) struct Live {
     /// This connection's number, from [`CONNECTIONS`].
     conn: u64,
     pub(crate) tools: Arc<Vec<Tool>>,
-    /// Listed on first need ([`Slot::surface`]): a command that only calls tools does not
+    /// Listed on first need ([`Slot::features`]): a command that only calls tools does not
     /// wait for lists it never shows.
-    surface: Option<Arc<Surface>>,
+    features: Option<Arc<Features>>,
 }
 
 enum Phase {
@@ -303,29 +302,29 @@ impl Slot {
 
     /// The resources and prompts of the running connection (starting the server if it must),
     /// listed the first time they are asked for; later list changes refresh them.
-    pub(crate) async fn surface(
+    pub(crate) async fn features(
         self: &Arc<Self>,
         hub: &Arc<Inner>,
-    ) -> Result<Arc<Surface>, HubError> {
+    ) -> Result<Arc<Features>, HubError> {
         let live = self.ensure_running(hub).await?;
-        if let Some(surface) = live.surface {
-            return Ok(surface);
+        if let Some(features) = live.features {
+            return Ok(features);
         }
         // Held like a start, so that a list change's refresh and a second asker wait for this
         // listing instead of sending their own beside it.
         let _listing = self.start.lock().await;
-        if let Some(surface) = self.listed_surface(live.conn) {
-            return Ok(surface);
+        if let Some(features) = self.listed_features(live.conn) {
+            return Ok(features);
         }
         let listed = async {
             let info = live.client.wait_ready().await?;
-            Surface::list(&live.client, &info).await
+            Features::list(&live.client, &info).await
         };
         match listed.await {
-            Ok(surface) => {
-                let surface = Arc::new(surface);
-                self.set_surface(live.conn, surface.clone());
-                Ok(surface)
+            Ok(features) => {
+                let features = Arc::new(features);
+                self.set_features(live.conn, features.clone());
+                Ok(features)
             }
             Err(error) => Err(HubError::Server {
                 server: self.server.name.clone(),
@@ -370,9 +369,8 @@ impl Slot {
             let (client, driver) = match &spec.remote {
                 // Marked, so that a server running mcp-cli's own gateway knows how deep it is.
                 None => {
-                    let command =
-                        super::sandbox::with_readable(crate::nesting::marked(&spec.command));
-                    mcp_smol::start(&command, options).map_err(server_error)?
+                    let marked = crate::nesting::marked(&spec.command);
+                    mcp_smol::start(&server_command(&marked), options).map_err(server_error)?
                 }
                 Some(remote) => {
                     let server = http_server(name, remote, hub.settings.login);
@@ -419,7 +417,7 @@ impl Slot {
             }
             // A server that declares no tools is not asked for them (the spec's rule; some
             // answer such a request with nonsense).
-            if info.capabilities.get("tools").is_none_or(Value::is_null) {
+            if info.capabilities.tools.is_none() {
                 return Ok(Vec::new());
             }
             let mut tools = client.list_tools().await?;
@@ -438,7 +436,7 @@ impl Slot {
                     client: client.clone(),
                     conn,
                     tools: Arc::new(tools),
-                    surface: None,
+                    features: None,
                 };
                 let watch = watch(Arc::downgrade(hub), self.clone(), client, conn, notes);
                 hub.spawn_watcher(watch);
@@ -476,9 +474,9 @@ impl Slot {
 
     /// The resources and prompts of connection `conn`, if it is still the running one and
     /// they have been listed.
-    fn listed_surface(&self, conn: u64) -> Option<Arc<Surface>> {
+    fn listed_features(&self, conn: u64) -> Option<Arc<Features>> {
         match &self.life().phase {
-            Phase::Running(live) if live.conn == conn => live.surface.clone(),
+            Phase::Running(live) if live.conn == conn => live.features.clone(),
             _ => None,
         }
     }
@@ -490,11 +488,11 @@ impl Slot {
 
     /// Replaces the resources and prompts of connection `conn`, if it is still the running
     /// one.
-    fn set_surface(&self, conn: u64, surface: Arc<Surface>) -> bool {
+    fn set_features(&self, conn: u64, features: Arc<Features>) -> bool {
         let mut life = self.life();
         match &mut life.phase {
             Phase::Running(live) if live.conn == conn => {
-                live.surface = Some(surface);
+                live.features = Some(features);
                 true
             }
             _ => false,
@@ -556,7 +554,7 @@ async fn watch(
             }
             continue;
         }
-        let surface_changed = match note.method.as_str() {
+        let features_changed = match note.method.as_str() {
             Notification::RESOURCES_LIST_CHANGED => {
                 Some(HubEvent::ResourcesChanged { server: server() })
             }
@@ -565,16 +563,16 @@ async fn watch(
             }
             _ => None,
         };
-        if let Some(event) = surface_changed {
+        if let Some(event) = features_changed {
             let refreshed = {
                 let _refreshing = slot.start.lock().await;
-                if slot.listed_surface(conn).is_some() {
+                if slot.listed_features(conn).is_some() {
                     let info = client.wait_ready().await;
-                    let surface = match &info {
-                        Ok(info) => Surface::list(&client, info).await.ok(),
+                    let features = match &info {
+                        Ok(info) => Features::list(&client, info).await.ok(),
                         Err(_) => None,
                     };
-                    surface.is_some_and(|surface| slot.set_surface(conn, Arc::new(surface)))
+                    features.is_some_and(|features| slot.set_features(conn, Arc::new(features)))
                 } else {
                     // Never listed: the first to ask lists the new ones.
                     slot.runs(conn)
@@ -624,9 +622,26 @@ fn http_server(name: &str, remote: &Remote, login: auth::Login) -> HttpServer {
     HttpServer {
         url: remote.url.clone(),
         headers: remote.headers.clone(),
-        transport: remote.transport,
+        transport: match remote.transport {
+            config::Transport::Auto => HttpTransport::Auto,
+            config::Transport::Sse => HttpTransport::Sse,
+        },
         authorizer,
     }
+}
+
+/// What mcp-smol runs for a configured program (the config holds it as plain data), with
+/// what a confined server may read besides its own paths decided here, by the host.
+pub(crate) fn server_command(command: &config::Command) -> ServerCommand {
+    let mut server = ServerCommand::new(&command.program).args(command.args.iter().cloned());
+    server.env = command.env.clone();
+    server.cwd = command.cwd.clone();
+    server.sandbox = (command.sandbox.as_ref()).map(|sandbox| mcp_smol::Sandbox {
+        isolate_network: sandbox.isolate_network,
+        filesystem: sandbox.filesystem.clone(),
+        readable: Vec::new(),
+    });
+    super::sandbox::with_readable(server)
 }
 
 /// A remote server's OAuth settings: the environment's (`MCP_CLI_AUTH_FOLLOW`, the

@@ -4,8 +4,8 @@ use std::time::{Duration, Instant};
 
 use mcp_proto::{
     CallToolResult, CloseReason, Config, Connection, Content, Event, LATEST_PROTOCOL_VERSION,
-    LineDecoder, LineError, ListToolsResult, Notification, Pager, Request, RequestError, RequestId,
-    RpcError, SUPPORTED_PROTOCOL_VERSIONS, SendError,
+    LineDecoder, LineError, ListCapability, ListToolsResult, Notification, Pager, Request,
+    RequestError, RequestId, RpcError, SUPPORTED_PROTOCOL_VERSIONS, SendError, ServerCapabilities,
 };
 use serde_json::{Value, json};
 
@@ -40,7 +40,9 @@ fn handshake_sends_initialize_then_initialized() {
     assert_eq!(info.protocol_version, "2025-06-18");
     assert_eq!(info.server.name, "fake");
     assert_eq!(info.server.version, "1.0");
-    assert_eq!(info.capabilities, json!({"tools": {"listChanged": true}}));
+    let tools = ListCapability { list_changed: true };
+    assert_eq!(info.capabilities.tools, Some(tools));
+    assert_eq!(info.capabilities.resources, None);
     assert_eq!(info.instructions.as_deref(), Some("be nice"));
     assert_eq!(conn.server_info(), Some(&info));
     let sent = server.absorb(&mut conn);
@@ -131,7 +133,6 @@ fn malformed_initialize_results_close() {
         json!("not an object"),
         json!({"capabilities": {}}),
         json!({"protocolVersion": 20250618}),
-        json!({"protocolVersion": "2025-06-18", "capabilities": []}),
         json!({"protocolVersion": "2025-06-18", "serverInfo": "x"}),
     ];
     for result in results {
@@ -148,6 +149,7 @@ fn missing_or_null_server_info_and_capabilities_still_connect() {
     for result in [
         json!({"protocolVersion": "2025-06-18"}),
         json!({"protocolVersion": "2025-06-18", "serverInfo": null, "capabilities": null}),
+        json!({"protocolVersion": "2025-06-18", "capabilities": []}),
     ] {
         let now = Instant::now();
         let mut conn = Connection::new(now, Config::default());
@@ -159,7 +161,7 @@ fn missing_or_null_server_info_and_capabilities_still_connect() {
         };
         assert_eq!(
             (info.server.name.as_str(), &info.capabilities),
-            ("", &json!({}))
+            ("", &ServerCapabilities::default())
         );
     }
 }

@@ -1,4 +1,5 @@
-//! One plain HTTP(S) exchange for the host's OAuth work: metadata, registration, tokens.
+//! The plain HTTP(S) exchanges an [`Authorizer`](super::Authorizer) makes of its own (OAuth
+//! metadata, registration, tokens), with the transport's TLS setup and connection code.
 
 use std::time::Duration;
 
@@ -11,12 +12,12 @@ use url::Url;
 use super::wire::{self, BodyError, Outgoing};
 use crate::Error;
 
-/// The most of a body [`fetch`] reads.
-const FETCH_LIMIT: usize = 1024 * 1024;
+/// The most of a body [`send`] reads.
+const BODY_LIMIT: usize = 1024 * 1024;
 
-/// One request for [`fetch`].
+/// One request for [`send`].
 #[derive(Clone, Debug)]
-pub struct FetchRequest {
+pub struct Request {
     /// `GET`, `POST`...
     pub method: String,
     /// An `http://` or `https://` URL.
@@ -29,9 +30,9 @@ pub struct FetchRequest {
     pub timeout: Duration,
 }
 
-/// What came back from [`fetch`].
+/// What came back from [`send`].
 #[derive(Clone, Debug)]
-pub struct FetchResponse {
+pub struct Response {
     /// The HTTP status code.
     pub status: u16,
     /// Every header as sent (values that are not text are left out).
@@ -40,7 +41,7 @@ pub struct FetchResponse {
     pub body: Vec<u8>,
 }
 
-impl FetchResponse {
+impl Response {
     /// The first header of that name, compared case-insensitively.
     pub fn header(&self, name: &str) -> Option<&str> {
         (self.headers.iter())
@@ -49,10 +50,10 @@ impl FetchResponse {
     }
 }
 
-/// One HTTP(S) exchange with the TLS setup of the HTTP transport, for OAuth metadata,
-/// registration and token requests. Redirects are not followed (the caller sees the 3xx and
+/// One HTTP(S) exchange with the TLS setup of the HTTP transport, for an authorizer's OAuth
+/// metadata, registration and token requests. Redirects are not followed (the caller sees the 3xx and
 /// its `Location`); bodies over 1 MiB are refused. Any failure is [`Error::Http`].
-pub async fn fetch(request: FetchRequest) -> Result<FetchResponse, Error> {
+pub async fn send(request: Request) -> Result<Response, Error> {
     let failed = |detail: String| Error::Http {
         url: request.url.clone(),
         detail,
@@ -69,11 +70,11 @@ pub async fn fetch(request: FetchRequest) -> Result<FetchResponse, Error> {
     let timeout = request.timeout;
     let exchange = async {
         let mut response = wire::send(&outgoing, timeout, None).await?;
-        let body = match response.read_body(FETCH_LIMIT).await {
+        let body = match response.read_body(BODY_LIMIT).await {
             Ok(body) => body,
             Err(BodyError::TooLarge { size }) => {
                 return Err(format!(
-                    "the answer is over {FETCH_LIMIT} bytes ({size} at least)"
+                    "the answer is over {BODY_LIMIT} bytes ({size} at least)"
                 ));
             }
             Err(BodyError::Failed(detail)) => return Err(detail),
@@ -81,7 +82,7 @@ pub async fn fetch(request: FetchRequest) -> Result<FetchResponse, Error> {
         let headers = (response.headers.iter())
             .filter_map(|(name, value)| Some((name.to_string(), value.to_str().ok()?.to_owned())))
             .collect();
-        Ok(FetchResponse {
+        Ok(Response {
             status: response.status.as_u16(),
             headers,
             body,

@@ -37,6 +37,8 @@
 //!   sent once more if it says so; otherwise the caller gets [`Error::Unauthorized`].
 
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use crate::{Client, Driver, Error, Options};
@@ -47,7 +49,7 @@ mod streamable;
 mod tls;
 mod wire;
 
-pub use fetch::{FetchRequest, FetchResponse, fetch};
+pub use fetch::{Request, Response, send};
 pub use proto::HttpTransport;
 
 /// A remote server: where it is and how to speak to it.
@@ -76,20 +78,27 @@ impl HttpServer {
     }
 }
 
-/// A boxed future, as [`Authorizer`]'s methods return them.
-pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
-
 /// Supplies the `Authorization` header and reacts to 401 and 403. Implemented by the host
-/// (OAuth); the adapter never stores tokens.
+/// (OAuth); the adapter never stores tokens. The exchanges it makes of its own (metadata,
+/// registration, tokens) go through [`authorize::send`](crate::authorize::send), with the
+/// transport's TLS setup.
+///
+/// Its methods return boxed futures (`Pin<Box<dyn Future + Send>>`), so the trait stays
+/// object safe: write them as `Box::pin(async move { ... })`.
 pub trait Authorizer: Send + Sync + fmt::Debug {
     /// The `Authorization` value for the next request (e.g. `Bearer abc`), refreshing first
     /// if it knows the token has expired; `None` sends none.
-    fn authorization(&self) -> BoxFuture<'_, Result<Option<String>, String>>;
+    fn authorization(
+        &self,
+    ) -> Pin<Box<dyn Future<Output = Result<Option<String>, String>> + Send + '_>>;
 
     /// The server answered 401, or 403 with `insufficient_scope`. Return `Ok(true)` when a
     /// new authorization was obtained and the request should be sent once more; `Ok(false)`
     /// to give up (the request or the connection then fails with [`Error::Unauthorized`]).
-    fn challenged<'a>(&'a self, challenge: &'a Challenge) -> BoxFuture<'a, Result<bool, String>>;
+    fn challenged<'a>(
+        &'a self,
+        challenge: &'a Challenge,
+    ) -> Pin<Box<dyn Future<Output = Result<bool, String>> + Send + 'a>>;
 }
 
 /// A refusal for the [`Authorizer`] to answer.

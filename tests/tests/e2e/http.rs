@@ -3,7 +3,9 @@
 //! server can misbehave. Each failure must be a clear error naming its cause, and close must
 //! leave no socket open.
 
+use std::future::Future;
 use std::io::{BufRead, BufReader};
+use std::pin::Pin;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -11,12 +13,14 @@ use std::time::{Duration, Instant};
 
 use mcp_smol::proto::{CloseReason, Request, RequestError};
 use mcp_smol::{
-    Authorizer, BoxFuture, Challenge, Client, Error, HttpServer, HttpTransport, Options,
-    connect_http,
+    Authorizer, Challenge, Client, Error, HttpServer, HttpTransport, Options, connect_http,
 };
 use serde_json::json;
 
 use crate::support::{Scratch, bounded, text};
+
+/// What [`Authorizer`]'s methods return.
+type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 const HTTP_FIXTURE: &str = env!("CARGO_BIN_EXE_mcp-http-fixture");
 
@@ -568,7 +572,9 @@ struct Eager {
 }
 
 impl Authorizer for Eager {
-    fn authorization(&self) -> BoxFuture<'_, Result<Option<String>, String>> {
+    fn authorization(
+        &self,
+    ) -> Pin<Box<dyn Future<Output = Result<Option<String>, String>> + Send>> {
         Box::pin(async { Ok(Some("Bearer stale".to_owned())) })
     }
 
@@ -672,7 +678,9 @@ struct Swapping {
 }
 
 impl Authorizer for Swapping {
-    fn authorization(&self) -> BoxFuture<'_, Result<Option<String>, String>> {
+    fn authorization(
+        &self,
+    ) -> Pin<Box<dyn Future<Output = Result<Option<String>, String>> + Send>> {
         let token = self.token.lock().unwrap().clone();
         Box::pin(async move { Ok(Some(token)) })
     }
@@ -733,7 +741,9 @@ struct Laddered {
 }
 
 impl Authorizer for Laddered {
-    fn authorization(&self) -> BoxFuture<'_, Result<Option<String>, String>> {
+    fn authorization(
+        &self,
+    ) -> Pin<Box<dyn Future<Output = Result<Option<String>, String>> + Send>> {
         let token = *self.token.lock().unwrap();
         Box::pin(async move { Ok(Some(format!("Bearer {token}"))) })
     }
@@ -899,32 +909,32 @@ fn fetch_is_one_exchange_that_follows_no_redirect() {
     bounded(async {
         let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
             "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
-        let request = mcp_smol::FetchRequest {
+        let request = mcp_smol::authorize::Request {
             method: "POST".to_owned(),
             url: format!("http://127.0.0.1:{}/mcp", good.port),
             headers: vec![("Content-Type".to_owned(), "application/json".to_owned())],
             body: initialize.to_string().into_bytes(),
             timeout: Duration::from_secs(60),
         };
-        let response = mcp_smol::fetch(request.clone()).await.unwrap();
+        let response = mcp_smol::authorize::send(request.clone()).await.unwrap();
         assert_eq!(response.status, 200);
         assert_eq!(response.header("MCP-SESSION-ID"), Some("s1"));
         let body: serde_json::Value = serde_json::from_slice(&response.body).unwrap();
         assert_eq!(body["result"]["serverInfo"]["name"], "mcp-http-fixture");
 
-        let moved = mcp_smol::FetchRequest {
+        let moved = mcp_smol::authorize::Request {
             url: format!("http://127.0.0.1:{}/mcp", looping.port),
             ..request.clone()
         };
-        let response = mcp_smol::fetch(moved).await.unwrap();
+        let response = mcp_smol::authorize::send(moved).await.unwrap();
         assert_eq!(response.status, 307);
         assert_eq!(response.header("location"), Some("/loop-1"));
 
-        let refused = mcp_smol::FetchRequest {
+        let refused = mcp_smol::authorize::Request {
             url: "http://127.0.0.1:1/token".to_owned(),
             ..request
         };
-        let error = mcp_smol::fetch(refused).await.unwrap_err();
+        let error = mcp_smol::authorize::send(refused).await.unwrap_err();
         assert!(
             matches!(&error, Error::Http { url, .. } if url == "http://127.0.0.1:1/token"),
             "{error:?}"

@@ -4,14 +4,16 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_cli::config::{Config, Entry, Policy, Server, ServerSpec, Source};
+use mcp_cli::config::{Command, Config, Entry, Policy, Server, ServerSpec, Source};
 use mcp_cli::hub::{Ask, AskHandler, Hub, HubError, HubEvent, Settings, State};
 use mcp_smol::ServerCommand;
 use serde_json::{Value, json};
 
 use crate::support::{FIXTURE, Scratch, assert_group_gone, bounded, echo_args, fixture};
 
+/// The fixture commands carry a program and arguments, which is all the config's need.
 fn server(name: &str, command: ServerCommand) -> Server {
+    let command = Command::new(command.program).args(command.args);
     Server {
         name: name.to_owned(),
         entry: Entry::Enabled(ServerSpec::new(name, command)),

@@ -161,7 +161,7 @@ fn everything_catalogue_is_right_after_its_list_change() {
         name: "everything".into(),
         entry: mcp_cli::config::Entry::Enabled(mcp_cli::config::ServerSpec::new(
             "everything",
-            command.clone(),
+            mcp_cli::config::Command::new(&command.program),
         )),
         source: mcp_cli::config::Source::File("/test/config.toml".into()),
     };

@@ -12,9 +12,9 @@ use mcp_smol::proto::{
 use crate::hub::{Hub, HubError};
 use crate::names;
 
-/// What a server offers besides tools, as last listed.
+/// A server's features besides tools (resources, resource templates, prompts), as last listed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Surface {
+pub(crate) struct Features {
     pub(crate) resources: Vec<Resource>,
     pub(crate) templates: Vec<ResourceTemplate>,
     pub(crate) prompts: Vec<Prompt>,
@@ -22,13 +22,12 @@ pub(crate) struct Surface {
     pub(crate) skipped: Vec<(&'static str, usize)>,
 }
 
-impl Surface {
+impl Features {
     /// Lists what the server's capabilities say it has, resources and prompts side by side
     /// (their round trips overlap); a server that declares neither is asked nothing.
     pub(crate) async fn list(client: &Client, info: &ServerInfo) -> Result<Self, mcp_smol::Error> {
-        let declares = |name: &str| info.capabilities.get(name).is_some_and(|c| !c.is_null());
         let resources = async {
-            if !declares("resources") {
+            if info.capabilities.resources.is_none() {
                 return Ok(None);
             }
             let resources = client.list_all::<Resource>().await?;
@@ -41,28 +40,28 @@ impl Surface {
             Ok(Some((resources, templates)))
         };
         let prompts = async {
-            if !declares("prompts") {
+            if info.capabilities.prompts.is_none() {
                 return Ok(None);
             }
             client.list_all::<Prompt>().await.map(Some)
         };
         let (resources, prompts) = futures_lite::future::zip(resources, prompts).await;
-        let mut surface = Surface {
+        let mut features = Features {
             resources: Vec::new(),
             templates: Vec::new(),
             prompts: Vec::new(),
             skipped: Vec::new(),
         };
         if let Some((resources, templates)) = resources? {
-            surface.resources = surface.note("resource", resources);
+            features.resources = features.note("resource", resources);
             if let Some(templates) = templates {
-                surface.templates = surface.note("resource template", templates);
+                features.templates = features.note("resource template", templates);
             }
         }
         if let Some(prompts) = prompts? {
-            surface.prompts = surface.note("prompt", prompts);
+            features.prompts = features.note("prompt", prompts);
         }
-        Ok(surface)
+        Ok(features)
     }
 
     fn note<T>(&mut self, list: &'static str, listing: Listing<T>) -> Vec<T> {
@@ -140,8 +139,8 @@ impl Hub {
     /// its shown name. Starts the server if it must.
     pub async fn find_prompt(&self, server: &str, given: &str) -> Result<PromptEntry, HubError> {
         let slot = self.inner.slot(server)?;
-        let surface = slot.surface(&self.inner).await?;
-        let prompts = &surface.prompts;
+        let features = slot.features(&self.inner).await?;
+        let prompts = &features.prompts;
         let found = (prompts.iter().find(|prompt| prompt.name == given))
             .or_else(|| (prompts.iter()).find(|p| names::tool_matches(server, &p.name, given)));
         match found {
@@ -163,32 +162,32 @@ pub(crate) fn prompt_entry(server: &str, prompt: &Prompt) -> PromptEntry {
     }
 }
 
-/// The entries of one server's surface, for the catalogue.
+/// The entries of one server's features, for the catalogue.
 pub(crate) fn entries(
     server: &str,
-    surface: &Arc<Surface>,
+    features: &Arc<Features>,
 ) -> (
     Vec<ResourceEntry>,
     Vec<TemplateEntry>,
     Vec<PromptEntry>,
     Vec<Skipped>,
 ) {
-    let resources = (surface.resources.iter())
+    let resources = (features.resources.iter())
         .map(|resource| ResourceEntry {
             server: server.to_owned(),
             resource: resource.clone(),
         })
         .collect();
-    let templates = (surface.templates.iter())
+    let templates = (features.templates.iter())
         .map(|template| TemplateEntry {
             server: server.to_owned(),
             template: template.clone(),
         })
         .collect();
-    let prompts = (surface.prompts.iter())
+    let prompts = (features.prompts.iter())
         .map(|prompt| prompt_entry(server, prompt))
         .collect();
-    let skipped = (surface.skipped.iter())
+    let skipped = (features.skipped.iter())
         .map(|&(list, count)| Skipped {
             server: server.to_owned(),
             list,

@@ -1,6 +1,6 @@
-//! The rest of what servers offer besides tools: resources, resource templates, prompts,
-//! argument completion and the logging level; their requests and their typed results. Their
-//! listings are in `listing.rs`.
+//! The server features besides tools: resources, resource templates, prompts, argument
+//! completion and the logging level, and the client's answer to a form (elicitation); their
+//! requests and their typed results. Their listings are in `listing.rs`.
 //!
 //! Decoding is tolerant the same way everywhere: members this crate does not know are kept in
 //! each entry's `extra` map, an entry that cannot be read is left out and counted in the page's

@@ -1,0 +1,74 @@
+//! How to reach a server, as plain data: the program to run (and its sandbox) or the HTTP
+//! transport to speak. The hub turns these into mcp-smol's values when it starts a server, so
+//! reading config needs no HTTP, TLS or sandbox code (the config fuzz target builds without).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// A server's program: what mcp-smol's `ServerCommand` is made from.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Command {
+    /// A path, or a bare name looked up on `PATH` (the configured one if `env` sets it).
+    pub program: String,
+    /// Its arguments, passed as they are (no shell).
+    pub args: Vec<String>,
+    /// Merged over the inherited environment; these values win.
+    pub env: BTreeMap<String, String>,
+    /// The working directory; ours when `None`.
+    pub cwd: Option<PathBuf>,
+    /// What the server may reach (`permissions`); `None` confines nothing.
+    pub sandbox: Option<Sandbox>,
+}
+
+impl Command {
+    /// Runs `program` with no arguments.
+    pub fn new(program: impl Into<String>) -> Self {
+        Self {
+            program: program.into(),
+            ..Self::default()
+        }
+    }
+
+    /// Adds arguments.
+    pub fn args<I: IntoIterator<Item = S>, S: Into<String>>(mut self, args: I) -> Self {
+        self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    /// The command line as a person would type it in a shell, for tables and messages: words
+    /// that need it are single-quoted. (mcp-smol's `ServerCommand::display`, for its own
+    /// errors, quotes the same way; config cannot reach it.)
+    pub fn display(&self) -> String {
+        let plain = |c: char| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c);
+        let quoted = |word: &String| match !word.is_empty() && word.chars().all(plain) {
+            true => word.clone(),
+            false => format!("'{}'", word.replace('\'', r"'\''")),
+        };
+        let words: Vec<String> = std::iter::once(&self.program)
+            .chain(&self.args)
+            .map(quoted)
+            .collect();
+        words.join(" ")
+    }
+}
+
+/// `permissions = { network = false, filesystem = [paths] }`, resolved: mcp-smol's `Sandbox`
+/// says what each field confines.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Sandbox {
+    /// `network = false`: no network but loopback inside the server's own namespace.
+    pub isolate_network: bool,
+    /// Absolute paths it may read and write; `None` does not confine the filesystem.
+    pub filesystem: Option<Vec<PathBuf>>,
+}
+
+/// `transport`: how a remote server is spoken to.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Transport {
+    /// Streamable HTTP, falling back to HTTP+SSE as the specification says (`http`, the
+    /// default).
+    #[default]
+    Auto,
+    /// HTTP+SSE only (`sse`, VS Code's `"type": "sse"`).
+    Sse,
+}
