@@ -1,4 +1,4 @@
-//! The HTTP transports through `mcp_smol::connect_http`: the real server-everything in its
+//! The HTTP transports through `mcp_smol::connect` with an `HttpServer`: the real server-everything in its
 //! Streamable HTTP and SSE modes, and `mcp-http-fixture` for HTTPS and for every way an HTTP
 //! server can misbehave. Each failure must be a clear error naming its cause, and close must
 //! leave no socket open.
@@ -11,8 +11,7 @@ use std::time::{Duration, Instant};
 
 use mcp_smol::proto::{CloseReason, Request, RequestError};
 use mcp_smol::{
-    Authorizer, BoxFuture, Challenge, Client, Error, HttpServer, HttpTransport, Options,
-    connect_http,
+    Authorizer, BoxFuture, Challenge, Client, Error, HttpServer, HttpTransport, Options, connect,
 };
 use serde_json::json;
 
@@ -165,7 +164,7 @@ fn everything_over_streamable_http() {
     };
     let url = format!("http://127.0.0.1:{}/mcp", everything.port);
     bounded(async {
-        let client = connect_http(server(url), patient()).await.unwrap();
+        let client = connect(server(url), patient()).await.unwrap();
         assert_eq!(client.pid(), 0);
         let tools = client.list_tools().await.unwrap();
         assert!(tools.iter().any(|tool| tool.name == "echo"), "{tools:?}");
@@ -228,7 +227,7 @@ fn everything_over_legacy_sse_explicitly_and_by_fallback() {
                 transport,
                 ..server(url.clone())
             };
-            let client = connect_http(server, patient()).await.unwrap();
+            let client = connect(server, patient()).await.unwrap();
             let tools = client.list_tools().await.unwrap();
             assert!(tools.iter().any(|tool| tool.name == "echo"), "{tools:?}");
             let echoed = client
@@ -246,7 +245,7 @@ fn a_16_mib_result_and_one_over_the_limit() {
     let fixture = fixture("good", &[]);
     let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
     bounded(async {
-        let client = connect_http(server(url.clone()), patient()).await.unwrap();
+        let client = connect(server(url.clone()), patient()).await.unwrap();
         let bytes = 16 * 1024 * 1024;
         let result = client
             .call_tool("big", json!({"bytes": bytes}))
@@ -257,7 +256,7 @@ fn a_16_mib_result_and_one_over_the_limit() {
 
         let mut small = patient();
         small.core.max_line_len = 1024 * 1024;
-        let client = connect_http(server(url), small).await.unwrap();
+        let client = connect(server(url), small).await.unwrap();
         let error = client
             .call_tool("big", json!({"bytes": 2 * 1024 * 1024}))
             .await
@@ -277,7 +276,7 @@ fn answers_as_event_streams_carry_progress_first() {
     let fixture = fixture("sse", &[]);
     let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
     bounded(async {
-        let client = connect_http(server(url), patient()).await.unwrap();
+        let client = connect(server(url), patient()).await.unwrap();
         let notifications = client.notifications().await;
         let result = client
             .call_tool("echo", json!({"message": "streamed"}))
@@ -297,7 +296,7 @@ fn close_ends_the_session_with_delete() {
     let fixture = fixture("good", &["--log", log.to_str().unwrap()]);
     let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
     bounded(async {
-        let client = connect_http(server(url), patient()).await.unwrap();
+        let client = connect(server(url), patient()).await.unwrap();
         client.list_tools().await.unwrap();
         close_and_check(&client, fixture.port).await;
     });
@@ -324,7 +323,7 @@ fn a_forgotten_session_is_started_again_and_the_request_resent() {
     let fixture = fixture("session-404", &["--log", log.to_str().unwrap()]);
     let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
     bounded(async {
-        let client = connect_http(server(url), patient()).await.unwrap();
+        let client = connect(server(url), patient()).await.unwrap();
         client.list_tools().await.unwrap();
         // The server has forgotten session s1: this call gets 404, then goes to a new one.
         let result = client
@@ -352,7 +351,7 @@ fn a_restarted_server_s_400_for_the_session_starts_a_new_one_and_resends() {
     let port = first.port.to_string();
     let url = format!("http://127.0.0.1:{port}/mcp");
     bounded(async {
-        let client = connect_http(server(url.clone()), patient()).await.unwrap();
+        let client = connect(server(url.clone()), patient()).await.unwrap();
         client.list_tools().await.unwrap();
         // The server restarts where it was, knowing no session.
         drop(first);
@@ -386,7 +385,7 @@ fn a_server_that_refuses_every_session_fails_the_connection_after_one_more() {
     let fixture = fixture("no-sessions", &["--log", log.to_str().unwrap()]);
     let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
     bounded(async {
-        let client = connect_http(server(url.clone()), patient()).await.unwrap();
+        let client = connect(server(url.clone()), patient()).await.unwrap();
         let error = client.list_tools().await.unwrap_err();
         assert_eq!(
             transport_reason(&error),
@@ -405,7 +404,7 @@ fn an_html_page_fails_the_connection_naming_it() {
     let fixture = fixture("html", &[]);
     let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
     bounded(async {
-        let error = connect_http(server(url.clone()), patient())
+        let error = connect(server(url.clone()), patient())
             .await
             .unwrap_err();
         let reason = transport_reason(&error);
@@ -423,7 +422,7 @@ fn a_wrong_content_type_fails_the_connection_naming_it() {
     let fixture = fixture("wrong-type", &[]);
     let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
     bounded(async {
-        let error = connect_http(server(url), patient()).await.unwrap_err();
+        let error = connect(server(url), patient()).await.unwrap_err();
         let reason = transport_reason(&error);
         assert!(
             reason.contains("text/plain, not JSON or an event stream"),
@@ -438,7 +437,7 @@ fn a_redirect_loop_is_cut_short() {
     let fixture = fixture("redirect-loop", &[]);
     let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
     bounded(async {
-        let error = connect_http(server(url), patient()).await.unwrap_err();
+        let error = connect(server(url), patient()).await.unwrap_err();
         assert!(matches!(error, Error::Http { .. }), "{error:?}");
         assert!(error.to_string().contains("redirect loop"), "{error}");
         assert_eq!(sockets_to(fixture.port), 0);
@@ -450,7 +449,7 @@ fn a_500_fails_that_call_and_the_connection_goes_on() {
     let fixture = fixture("fail-call", &[]);
     let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
     bounded(async {
-        let client = connect_http(server(url.clone()), patient()).await.unwrap();
+        let client = connect(server(url.clone()), patient()).await.unwrap();
         let detail = echo_fails_in_transport(&client).await;
         assert_eq!(
             &detail,
@@ -468,7 +467,7 @@ fn a_stream_cut_before_the_answer_fails_the_call_at_once() {
     let fixture = fixture("truncated", &[]);
     let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
     bounded(async {
-        let client = connect_http(server(url), patient()).await.unwrap();
+        let client = connect(server(url), patient()).await.unwrap();
         let detail = echo_fails_in_transport(&client).await;
         assert!(
             detail.contains("the event stream ended before the answer, with no event id"),
@@ -485,7 +484,7 @@ fn a_stream_cut_with_an_event_id_resumes_with_last_event_id() {
     let fixture = fixture("resume", &["--log", log.to_str().unwrap()]);
     let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
     bounded(async {
-        let client = connect_http(server(url), patient()).await.unwrap();
+        let client = connect(server(url), patient()).await.unwrap();
         let result = client
             .call_tool("echo", json!({"message": "x"}))
             .await
@@ -505,7 +504,7 @@ fn unauthorized_without_an_authorizer() {
     let fixture = fixture("unauthorized", &[]);
     let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
     bounded(async {
-        let error = connect_http(server(url.clone()), patient())
+        let error = connect(server(url.clone()), patient())
             .await
             .unwrap_err();
         let Error::Unauthorized {
@@ -558,7 +557,7 @@ fn an_authorizer_gets_one_more_try_then_unauthorized() {
             authorizer: Some(authorizer.clone()),
             ..server(url)
         };
-        let error = connect_http(server, patient()).await.unwrap_err();
+        let error = connect(server, patient()).await.unwrap_err();
         assert!(
             matches!(error, Error::Unauthorized { status: 401, .. }),
             "{error:?}"
@@ -574,7 +573,7 @@ fn a_refused_connection_is_an_http_error() {
     let port = 1;
     bounded(async {
         let url = format!("http://127.0.0.1:{port}/mcp");
-        let error = connect_http(server(url), patient()).await.unwrap_err();
+        let error = connect(server(url), patient()).await.unwrap_err();
         let Error::Http { detail, .. } = &error else {
             panic!("{error:?}");
         };
@@ -667,7 +666,7 @@ fn an_authorizer_fixes_a_401_and_a_refused_step_up_fails_only_that_call() {
             authorizer: Some(authorizer),
             ..server(url.clone())
         };
-        let client = connect_http(server, patient()).await.unwrap();
+        let client = connect(server, patient()).await.unwrap();
         assert_eq!(client.list_tools().await.unwrap().len(), 2);
         let error = client.call_tool("secret", json!({})).await.unwrap_err();
         let Error::Unauthorized {
@@ -729,7 +728,7 @@ fn one_request_may_need_a_login_and_then_more_scope() {
             authorizer: Some(authorizer.clone()),
             ..server(url.clone())
         };
-        let client = connect_http(server, patient()).await.unwrap();
+        let client = connect(server, patient()).await.unwrap();
         *authorizer.token.lock().unwrap() = "stale";
         let result = (client
             .call_tool("secret", json!({"message": "opened"}))
@@ -746,7 +745,7 @@ fn server_messages_arrive_on_the_get_stream() {
     let fixture = fixture("push", &[]);
     let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
     bounded(async {
-        let client = connect_http(server(url), patient()).await.unwrap();
+        let client = connect(server(url), patient()).await.unwrap();
         let notifications = client.notifications().await;
         client.list_tools().await.unwrap();
         let note = notifications.recv().await.unwrap();
@@ -760,7 +759,7 @@ fn no_mcp_server_at_all_names_both_attempts() {
     let fixture = fixture("not-found", &[]);
     let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
     bounded(async {
-        let error = connect_http(server(url.clone()), patient())
+        let error = connect(server(url.clone()), patient())
             .await
             .unwrap_err();
         let reason = transport_reason(&error);
@@ -781,7 +780,7 @@ fn a_moved_endpoint_is_followed() {
     let fixture = fixture("moved", &["--log", log.to_str().unwrap()]);
     let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
     bounded(async {
-        let client = connect_http(server(url), patient()).await.unwrap();
+        let client = connect(server(url), patient()).await.unwrap();
         let echoed = client
             .call_tool("echo", json!({"message": "moved"}))
             .await
@@ -803,7 +802,7 @@ fn close_during_a_call_fails_it_and_leaves_no_socket() {
     let fixture = fixture("hang", &["--log", log.to_str().unwrap()]);
     let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
     bounded(async {
-        let client = connect_http(server(url), patient()).await.unwrap();
+        let client = connect(server(url), patient()).await.unwrap();
         let call = {
             let client = client.clone();
             smol::spawn(async move { client.call_tool("echo", json!({"message": "x"})).await })
@@ -831,7 +830,7 @@ fn the_driver_runs_under_tokio() {
         .build()
         .unwrap();
     runtime.block_on(async {
-        let (client, driver) = mcp_smol::start_http(server(url), patient());
+        let (client, driver) = mcp_smol::start(server(url), patient()).unwrap();
         tokio::spawn(driver);
         client.wait_ready().await.unwrap();
         let echoed = client
@@ -848,7 +847,7 @@ fn a_json_body_that_answers_nothing_fails_the_call_at_once() {
     let fixture = fixture("not-jsonrpc", &[]);
     let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
     bounded(async {
-        let client = connect_http(server(url.clone()), patient()).await.unwrap();
+        let client = connect(server(url.clone()), patient()).await.unwrap();
         let detail = echo_fails_in_transport(&client).await;
         assert_eq!(
             &detail,
@@ -915,7 +914,7 @@ fn refused_in_the_new_session_too(mode: &str, refusal: &str) {
     let fixture = fixture(mode, &["--log", log.to_str().unwrap()]);
     let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
     bounded(async {
-        let client = connect_http(server(url.clone()), patient()).await.unwrap();
+        let client = connect(server(url.clone()), patient()).await.unwrap();
         let detail = echo_fails_in_transport(&client).await;
         assert_eq!(
             detail,
@@ -936,7 +935,7 @@ fn resuming_a_stream_that_brings_nothing_new_gives_up() {
     let fixture = fixture("resume-loop", &["--log", log.to_str().unwrap()]);
     let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
     bounded(async {
-        let client = connect_http(server(url.clone()), patient()).await.unwrap();
+        let client = connect(server(url.clone()), patient()).await.unwrap();
         let detail = echo_fails_in_transport(&client).await;
         assert_eq!(
             &detail,
@@ -960,7 +959,7 @@ fn an_http_sse_endpoint_on_another_origin_is_refused() {
     let fixture = fixture("legacy-foreign", &[]);
     let url = format!("http://127.0.0.1:{}/sse", fixture.port);
     bounded(async {
-        let error = connect_http(server(url.clone()), patient())
+        let error = connect(server(url.clone()), patient())
             .await
             .unwrap_err();
         let reason = transport_reason(&error);
