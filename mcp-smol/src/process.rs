@@ -338,7 +338,8 @@ impl Watch {
         let reaper = async {
             match poll_fn(|cx| reaper.poll_with(cx, |reaper, cx| reaper.as_mut().poll(cx))).await {}
         };
-        done.or(exited).or(stderr).or(reaper).await
+        // Fairly between stdout and stderr: a server busy on one must not starve the other.
+        done.race(stderr).or(exited).or(reaper).await
     }
 
     /// Waits up to `within` for the exit; whether it has come.
