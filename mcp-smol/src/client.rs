@@ -75,10 +75,7 @@ where
 /// own thread, but between calls (notifications, timeouts, close) and while several callers
 /// wait, only the driver does (over HTTP, only the driver ever does). The handshake starts
 /// at once; calls made before it ends are held. Fails only to spawn a server.
-pub fn start(
-    transport: impl Into<Transport>,
-    options: Options,
-) -> Result<(Client, Driver), Error> {
+pub fn start(transport: impl Into<Transport>, options: Options) -> Result<(Client, Driver), Error> {
     let (ops, shared, driver) = match transport.into() {
         Transport::Command(command) => driver::spawn(&command, options)?,
         Transport::Stream(reader, writer) => driver::over_stream(reader, writer, options),

@@ -268,6 +268,10 @@ impl Link {
         match (written, &mut self.writer) {
             (Ok(n), Some(writer)) => {
                 self.outgoing.drain(..n);
+                // A server on our CPU often answers before we come to read.
+                if let Incoming::Process(process) = &mut self.incoming {
+                    process.expect();
+                }
                 if self.outgoing.is_empty() {
                     // Buffered writers (our own stdout) pass the lines on now.
                     let _ = futures_lite::future::poll_once(writer.flush()).await;

@@ -56,6 +56,7 @@ mod error;
 mod http;
 mod oneshot;
 mod options;
+mod pipe;
 mod process;
 mod sandbox;
 mod serve;

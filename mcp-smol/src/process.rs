@@ -6,7 +6,8 @@ use std::collections::{BTreeMap, VecDeque};
 use std::convert::Infallible;
 use std::ffi::OsString;
 use std::future::{Future, poll_fn};
-use std::io::{self, Write};
+use std::io::{self, PipeReader, Write};
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::process::{ExitStatus, Stdio};
@@ -17,13 +18,14 @@ use std::time::Duration;
 
 use async_channel::Receiver;
 use async_io::Timer;
-use async_process::{ChildStderr, ChildStdin, ChildStdout};
+use async_process::{ChildStderr, ChildStdin};
 use futures_lite::future::FutureExt;
 use futures_lite::io::AsyncRead;
 use rustix::process::Signal;
 
 use crate::Error;
 use crate::buffer::ReadBuffer;
+use crate::pipe::PipeInput;
 use crate::sandbox::{self, Sandbox, TempDir};
 /// How to start a server.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -110,7 +112,9 @@ type Exit = Pin<Box<dyn Future<Output = io::Result<ExitStatus>> + Send>>;
 /// Dropped, it takes the whole group down.
 pub(crate) struct ServerProcess {
     pid: u32,
-    stdout: Gated<ChildStdout>,
+    /// Read with our own reader, which asks the kernel only when something is likely there
+    /// (see [`crate::pipe`]).
+    stdout: PipeInput,
     /// Set once it has exited: until then stdout may still deliver what it wrote.
     drain: Option<Timer>,
     watch: Watch,
@@ -186,11 +190,15 @@ pub(crate) fn spawn(
             _ => error.to_string(),
         })
     })?;
-    let pipes = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+    let stdout = child.stdout.take().map(OwnedFd::try_from).transpose();
+    let stdout = stdout.and_then(|pipe| pipe.map(PipeReader::from).map(PipeInput::new).transpose());
+    let stdout =
+        stdout.map_err(|error| spawn_error(format!("cannot watch its stdout: {error}")))?;
+    let pipes = (child.stdin.take(), stdout, child.stderr.take());
     let exit = Gated::new(Box::pin(child.status()) as Exit);
     let process = |stdout, stderr| ServerProcess {
         pid: child.id(),
-        stdout: Gated::new(stdout),
+        stdout,
         drain: None,
         watch: Watch {
             stderr: StderrReader {
@@ -229,6 +237,12 @@ impl ServerProcess {
         self.pid
     }
 
+    /// We just wrote to the server, which may have answered already: the next read tries
+    /// its stdout before asking the reactor.
+    pub(crate) fn expect(&mut self) {
+        self.stdout.expect();
+    }
+
     /// Reads the server's stdout; `Ok(0)` at its end. Meanwhile stderr is passed on and the
     /// exit watched: once the server has exited, what it left in its group gets SIGTERM (it
     /// must not hold stdout open), and stdout has [`EXIT_DRAIN`] to deliver the rest before
@@ -242,7 +256,7 @@ impl ServerProcess {
                 {
                     return Poll::Ready(Ok(0));
                 }
-                stdout.poll_with(cx, |stdout, cx| Pin::new(stdout).poll_read(cx, buffer))
+                stdout.poll_read(cx, buffer)
             });
             match self.watch.beside(read).await {
                 Step::Done(read) => return read,
@@ -271,7 +285,12 @@ impl ServerProcess {
     /// Stops the server, whose stdin is closed: the grace period (cut short by a message on
     /// `terminated`), SIGTERM to the group, the term period, SIGKILL to the group, reaped.
     /// Then what it left in the group is killed and the rest of stderr read.
-    pub(crate) async fn stop(&mut self, grace: Duration, term: Duration, terminated: &Receiver<()>) {
+    pub(crate) async fn stop(
+        &mut self,
+        grace: Duration,
+        term: Duration,
+        terminated: &Receiver<()>,
+    ) {
         let exited = self.watch.exit.is_none()
             || (!terminated.is_full() && {
                 let cut_short = async {
@@ -523,7 +542,8 @@ impl StderrReader {
             return std::future::pending().await;
         };
         let buffer = &mut self.buffer;
-        let read = poll_fn(|cx| pipe.poll_with(cx, |pipe, cx| Pin::new(pipe).poll_read(cx, buffer)));
+        let read =
+            poll_fn(|cx| pipe.poll_with(cx, |pipe, cx| Pin::new(pipe).poll_read(cx, buffer)));
         let n = match read.await {
             Ok(n @ 1..) => n,
             Ok(0) | Err(_) => {
@@ -578,7 +598,9 @@ mod tests {
         let (mut process, stdin, tail) = started(ServerCommand::new("sh").args(["-c", script]));
         async_io::block_on(async {
             let mut stdin = stdin;
-            futures_lite::io::AsyncWriteExt::write_all(&mut stdin, b"hi\n").await.unwrap();
+            futures_lite::io::AsyncWriteExt::write_all(&mut stdin, b"hi\n")
+                .await
+                .unwrap();
             let mut out = Vec::new();
             let mut buffer = [0; 64];
             loop {

@@ -193,7 +193,8 @@ impl Role for ServerRole {
             Op::Notify { method, params } => _ = self.connection.notify(&method, params),
             Op::Request { request, reply } => {
                 let connection = &mut self.connection;
-                self.waiters.send(reply, || connection.request(now, request));
+                self.waiters
+                    .send(reply, || connection.request(now, request));
             }
             Op::Close => self.connection.close(),
         }

@@ -82,7 +82,8 @@ impl Callers {
     pub(crate) fn apply(&mut self, connection: &mut Connection, now: Instant, op: Op, ready: bool) {
         match op {
             Op::Request { request, reply } => {
-                self.waiters.send(reply, || connection.request(now, request));
+                self.waiters
+                    .send(reply, || connection.request(now, request));
             }
             Op::WaitReady(reply) => match connection.server_info().filter(|_| ready) {
                 Some(info) => reply.send(Ok(info.clone())),

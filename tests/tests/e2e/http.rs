@@ -404,9 +404,7 @@ fn an_html_page_fails_the_connection_naming_it() {
     let fixture = fixture("html", &[]);
     let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
     bounded(async {
-        let error = connect(server(url.clone()), patient())
-            .await
-            .unwrap_err();
+        let error = connect(server(url.clone()), patient()).await.unwrap_err();
         let reason = transport_reason(&error);
         assert!(
             reason.starts_with(&format!("POST {url}: HTTP 200 OK with text/html")),
@@ -504,9 +502,7 @@ fn unauthorized_without_an_authorizer() {
     let fixture = fixture("unauthorized", &[]);
     let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
     bounded(async {
-        let error = connect(server(url.clone()), patient())
-            .await
-            .unwrap_err();
+        let error = connect(server(url.clone()), patient()).await.unwrap_err();
         let Error::Unauthorized {
             url: refused,
             status,
@@ -759,9 +755,7 @@ fn no_mcp_server_at_all_names_both_attempts() {
     let fixture = fixture("not-found", &[]);
     let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
     bounded(async {
-        let error = connect(server(url.clone()), patient())
-            .await
-            .unwrap_err();
+        let error = connect(server(url.clone()), patient()).await.unwrap_err();
         let reason = transport_reason(&error);
         assert_eq!(
             reason,
@@ -959,9 +953,7 @@ fn an_http_sse_endpoint_on_another_origin_is_refused() {
     let fixture = fixture("legacy-foreign", &[]);
     let url = format!("http://127.0.0.1:{}/sse", fixture.port);
     bounded(async {
-        let error = connect(server(url.clone()), patient())
-            .await
-            .unwrap_err();
+        let error = connect(server(url.clone()), patient()).await.unwrap_err();
         let reason = transport_reason(&error);
         assert!(reason.starts_with(&format!("POST {url}: HTTP 405 Method Not Allowed; and as an HTTP+SSE server: GET {url} (HTTP+SSE): the endpoint http://198.51.100.7/messages is on another origin; refused")), "{reason}");
         assert_eq!(sockets_to(fixture.port), 0);
