@@ -222,7 +222,7 @@ pub(crate) trait Role {
 /// What the peer writes: a child's stdout (read beside its stderr and its exit), or a
 /// stream's read half.
 pub(crate) enum Incoming {
-    Process(ServerProcess),
+    Process(Box<ServerProcess>),
     Stream(Reader),
 }
 
@@ -462,7 +462,7 @@ pub(crate) fn spawn(
     let tail = Arc::new(Mutex::new(StderrTail::default()));
     let (process, stdin) = process::spawn(command, tail.clone(), options.stderr_sink.take())?;
     let pid = process.pid();
-    let incoming = Incoming::Process(process);
+    let incoming = Incoming::Process(Box::new(process));
     Ok(client(incoming, Box::new(stdin), pid, tail, options))
 }
 

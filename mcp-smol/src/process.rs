@@ -190,10 +190,13 @@ pub(crate) fn spawn(
             _ => error.to_string(),
         })
     })?;
-    let stdout = child.stdout.take().map(OwnedFd::try_from).transpose();
-    let stdout = stdout.and_then(|pipe| pipe.map(PipeReader::from).map(PipeInput::new).transpose());
-    let stdout =
-        stdout.map_err(|error| spawn_error(format!("cannot watch its stdout: {error}")))?;
+    // Stdout is read by our own reader, over the pipe async-process made (see `crate::pipe`).
+    let stdout = child.stdout.take().map(|pipe| {
+        let pipe = PipeReader::from(OwnedFd::try_from(pipe)?);
+        PipeInput::new(pipe)
+    });
+    let stdout = (stdout.transpose())
+        .map_err(|error| spawn_error(format!("cannot watch its stdout: {error}")))?;
     let pipes = (child.stdin.take(), stdout, child.stderr.take());
     let exit = Gated::new(Box::pin(child.status()) as Exit);
     let process = |stdout, stderr| ServerProcess {

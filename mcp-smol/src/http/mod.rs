@@ -95,7 +95,7 @@ pub trait Authorizer: Send + Sync + fmt::Debug {
 
     /// The server answered 401, or 403 with `insufficient_scope`. Return `Ok(true)` when a
     /// new authorization was obtained and the request should be sent once more; `Ok(false)`
-    /// to give up (the request or the connection then fails with [`Error::Unauthorized`]).
+    /// to give up (the request or the connection then fails with [`Error::Unauthorized`](crate::Error::Unauthorized)).
     fn challenged<'a>(&'a self, challenge: &'a Challenge) -> BoxFuture<'a, Result<bool, String>>;
 }
 

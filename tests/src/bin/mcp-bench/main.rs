@@ -273,7 +273,7 @@ fn client_sequential(bins: &Bins, same_thread: bool) -> Sequential {
         Sequential::new(&mut latencies, cpu)
     };
     if same_thread {
-        let (client, driver) = mcp_smol::start(&fixture_command(bins), options()).unwrap();
+        let (client, driver) = mcp_smol::start(fixture_command(bins), options()).unwrap();
         smol::block_on(smol::future::zip(driver, calls(client))).1
     } else {
         smol::block_on(async {
