@@ -12,30 +12,85 @@ use proto::{
 };
 use serde_json::Value;
 
-use crate::driver::{self, Driver, Op, Pilot, Reply, Shared};
-use crate::{Disconnect, Error, Options, ServerCommand, background, oneshot};
+use crate::driver::{self, Driver, Op, Pilot, Reader, Reply, Shared, Writer};
+use crate::{Disconnect, Error, HttpServer, Options, ServerCommand, background, oneshot};
 
-/// Spawns the server and returns a handle and the driver future, which must be polled: a
-/// caller waiting alone for its answer drives the connection itself, on its own thread, but
-/// between calls (notifications, timeouts, close) and while several callers wait, only the
-/// driver does. The handshake starts at once; calls made before it ends are held.
-pub fn start(command: &ServerCommand, options: Options) -> Result<(Client, Driver), Error> {
-    let (ops, shared, driver) = driver::spawn(command, options)?;
+/// What a client runs over: a server to spawn, a stream someone else opened, or a remote
+/// server over HTTP. Made with `From`: `&ServerCommand` or `ServerCommand`, a `(reader,
+/// writer)` pair, an [`HttpServer`].
+pub enum Transport {
+    /// Spawns the server, the leader of its own process group; see the crate docs for how
+    /// it is stopped.
+    Command(ServerCommand),
+    /// A stream someone else opened (a Unix socket's halves): there is no process
+    /// ([`Client::pid`] is 0), closing shuts the write half down, and the stream's owner ends
+    /// whatever is behind it.
+    Stream(Reader, Writer),
+    /// A remote server over Streamable HTTP, or the older HTTP+SSE transport. A server that
+    /// needs authorization nobody could give fails with [`Error::Unauthorized`]; one that
+    /// cannot be reached at all (DNS, refused, TLS) with [`Error::Http`].
+    Http(HttpServer),
+}
+
+impl fmt::Debug for Transport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Transport::Command(command) => f.debug_tuple("Command").field(command).finish(),
+            Transport::Stream(..) => f.write_str("Stream"),
+            Transport::Http(server) => f.debug_tuple("Http").field(server).finish(),
+        }
+    }
+}
+
+impl From<ServerCommand> for Transport {
+    fn from(command: ServerCommand) -> Self {
+        Transport::Command(command)
+    }
+}
+
+impl From<&ServerCommand> for Transport {
+    fn from(command: &ServerCommand) -> Self {
+        Transport::Command(command.clone())
+    }
+}
+
+impl From<HttpServer> for Transport {
+    fn from(server: HttpServer) -> Self {
+        Transport::Http(server)
+    }
+}
+
+impl<R, W> From<(R, W)> for Transport
+where
+    R: AsyncRead + Send + Unpin + 'static,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    fn from((reader, writer): (R, W)) -> Self {
+        Transport::Stream(Box::new(reader), Box::new(writer))
+    }
+}
+
+/// Starts a client over `transport` and returns a handle and the driver future, which must
+/// be polled: a caller waiting alone for its answer drives the connection itself, on its
+/// own thread, but between calls (notifications, timeouts, close) and while several callers
+/// wait, only the driver does (over HTTP, only the driver ever does). The handshake starts
+/// at once; calls made before it ends are held. Fails only to spawn a server.
+pub fn start(transport: impl Into<Transport>, options: Options) -> Result<(Client, Driver), Error> {
+    let (ops, shared, driver) = match transport.into() {
+        Transport::Command(command) => driver::spawn(&command, options)?,
+        Transport::Stream(reader, writer) => driver::over_stream(reader, writer, options),
+        Transport::Http(server) => return Ok(crate::http::start(server, options)),
+    };
     let (pilot, driver) = Pilot::share(driver);
     let pilot = Some(pilot);
     Ok((Client { ops, shared, pilot }, driver))
 }
 
-/// Spawns the server and completes the handshake; the driver runs on this crate's background
-/// thread whenever no caller is driving it.
-pub async fn connect(command: &ServerCommand, options: Options) -> Result<Client, Error> {
-    let (client, driver) = start(command, options)?;
-    connected(client, driver).await
-}
-
-/// Hands `driver` to this crate's background thread and waits for the handshake; a
-/// connection that fails it is closed before the error returns.
-pub(crate) async fn connected(client: Client, driver: Driver) -> Result<Client, Error> {
+/// [`start`], with the handshake completed and the driver on this crate's background thread
+/// whenever no caller is driving it. A connection that fails the handshake is closed before
+/// the error returns.
+pub async fn connect(transport: impl Into<Transport>, options: Options) -> Result<Client, Error> {
+    let (client, driver) = start(transport, options)?;
     if let Err(error) = background::spawn(driver) {
         return Err(Error::Spawn {
             program: "the connection".to_owned(),
@@ -49,31 +104,6 @@ pub(crate) async fn connected(client: Client, driver: Driver) -> Result<Client, 
             Err(error)
         }
     }
-}
-
-/// Starts a connection over a stream someone else opened (a Unix socket's halves): returns a
-/// handle and the driver future, as [`start`] does. There is no process: [`Client::pid`] is 0,
-/// closing shuts the write half down, and the stream's owner ends whatever is behind it.
-pub fn start_stream<R, W>(reader: R, writer: W, options: Options) -> (Client, Driver)
-where
-    R: AsyncRead + Send + Unpin + 'static,
-    W: AsyncWrite + Send + Unpin + 'static,
-{
-    let (ops, shared, driver) = driver::over_stream(Box::new(reader), Box::new(writer), options);
-    let (pilot, driver) = Pilot::share(driver);
-    let pilot = Some(pilot);
-    (Client { ops, shared, pilot }, driver)
-}
-
-/// [`start_stream`], with the handshake completed and the driver on this crate's background
-/// thread, as [`connect`] does.
-pub async fn connect_stream<R, W>(reader: R, writer: W, options: Options) -> Result<Client, Error>
-where
-    R: AsyncRead + Send + Unpin + 'static,
-    W: AsyncWrite + Send + Unpin + 'static,
-{
-    let (client, driver) = start_stream(reader, writer, options);
-    connected(client, driver).await
 }
 
 /// A cheap, cloneable handle to one server connection.
@@ -116,12 +146,7 @@ impl Client {
 
     /// Waits for the handshake; returns what the server said about itself.
     pub async fn wait_ready(&self) -> Result<ServerInfo, Error> {
-        match self.ask(Op::WaitReady).await {
-            Err(Error::Disconnected(_)) if let Some(failure) = self.shared.failure.get() => {
-                Err(failure.clone())
-            }
-            result => result,
-        }
+        self.ask(Op::WaitReady).await
     }
 
     /// Sends a request and reads its result as the request's type: `CallToolResult` for
@@ -203,7 +228,7 @@ impl Client {
 
     /// How the connection ended, if it has.
     pub fn disconnect(&self) -> Option<Disconnect> {
-        self.shared.disconnect.get().cloned()
+        self.shared.ended().map(|ended| ended.disconnect.clone())
     }
 
     /// Waits for `future`, driving the connection meanwhile if no other caller does: the
@@ -245,8 +270,10 @@ impl Client {
             }
         }
         // The driver has stopped: it recorded why before it did, unless it was dropped.
-        let disconnect = self.disconnect().unwrap_or_else(Disconnect::driver_dropped);
-        Err(Error::Disconnected(Box::new(disconnect)))
+        Err(match self.shared.ended() {
+            Some(ended) => ended.error.clone(),
+            None => Error::Disconnected(Box::new(Disconnect::driver_dropped())),
+        })
     }
 }
 

@@ -1,10 +1,12 @@
-//! The driver: one future that owns the connection and its byte stream: a spawned child's
-//! pipes (the child too), or any stream someone else opened (a Unix socket).
+//! The driver: one future that owns a connection and its byte stream, and one loop that both
+//! roles run over any byte stream ([`Loop`]): a client over a spawned server's pipes (the
+//! process too, see [`crate::process`]) or over a stream someone else opened (a Unix
+//! socket), and the server role of [`serve`](crate::serve). What differs between them is the
+//! core and what its events mean ([`Role`]), and how they shut down.
 
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
-use std::process::ExitStatus;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -18,18 +20,16 @@ use proto::{
     CloseReason, Connection, Event, Notification, Request, RequestError, RpcError, ServerInfo,
     ServerRequest, ServerRequestId,
 };
-use rustix::process::Signal;
 use serde_json::Value;
 
 use crate::buffer::ReadBuffer;
-use crate::pipe::PipeInput;
-use crate::process::{self, StderrReader, StderrTail};
+use crate::process::{self, ServerProcess, StderrTail};
 use crate::{Disconnect, Error, Options};
 
 mod callers;
-mod pilot;
-pub(crate) use callers::Callers;
-pub(crate) use pilot::Pilot;
+mod on_caller;
+pub(crate) use callers::{Callers, Waiters};
+pub(crate) use on_caller::Pilot;
 
 /// Runs one server connection to its end; see [`start`](crate::start). Poll it on any
 /// executor. When it completes, the server and its process group are gone.
@@ -82,21 +82,27 @@ impl Op {
     }
 }
 
-/// What the server writes: a stream's read half (a child's stdout is an [`Incoming::Pipe`]).
+/// What the peer writes: a stream's read half.
 pub(crate) type Reader = Box<dyn AsyncRead + Send + Unpin>;
-/// What the server reads: a child's stdin, or a stream's write half.
+/// What the peer reads: a child's stdin, or a stream's write half.
 pub(crate) type Writer = Box<dyn AsyncWrite + Send + Unpin>;
+
+/// Why a connection ended, recorded once: every caller of a dead connection hears `error`.
+#[derive(Clone, Debug)]
+pub(crate) struct Ended {
+    /// How it ended, for [`Client::disconnect`](crate::Client::disconnect).
+    pub(crate) disconnect: Disconnect,
+    /// What every caller hears: the disconnect, or why the connection could not start where
+    /// that says more (an HTTP server that needs authorization, or could not be reached).
+    pub(crate) error: Error,
+}
 
 /// State the handles read without asking the driver.
 pub(crate) struct Shared {
-    /// The child's pid; 0 over a stream, where there is no process of ours.
+    /// The child's pid; 0 where there is no process of ours.
     pub(crate) pid: u32,
     /// Set once, before the driver stops taking operations.
-    pub(crate) disconnect: OnceLock<Disconnect>,
-    /// Why the connection could not start, when that says more than the disconnect (an HTTP
-    /// server that needs authorization, or that could not be reached): what `wait_ready`
-    /// reports, even to a caller that asks after the end.
-    pub(crate) failure: OnceLock<Error>,
+    ended: OnceLock<Ended>,
     stderr: Arc<Mutex<StderrTail>>,
     /// Closed by the driver when the server has been reaped.
     pub(crate) done: Receiver<()>,
@@ -109,14 +115,37 @@ impl Shared {
     /// to cut short.
     pub(crate) fn without_process(done: Receiver<()>) -> Self {
         let (terminate, _) = async_channel::bounded(1);
+        Self::new(0, Arc::default(), done, terminate)
+    }
+
+    fn new(
+        pid: u32,
+        stderr: Arc<Mutex<StderrTail>>,
+        done: Receiver<()>,
+        terminate: Sender<()>,
+    ) -> Self {
         Self {
-            pid: 0,
-            disconnect: OnceLock::new(),
-            failure: OnceLock::new(),
-            stderr: Arc::default(),
+            pid,
+            ended: OnceLock::new(),
+            stderr,
             done,
             terminate,
         }
+    }
+
+    /// Records why the connection ended, unless that is known already; returns the error
+    /// every caller hears: `error`, or the disconnect itself when `None`.
+    pub(crate) fn end(&self, disconnect: Disconnect, error: Option<Error>) -> Error {
+        let ended = self.ended.get_or_init(|| Ended {
+            error: error.unwrap_or_else(|| Error::Disconnected(Box::new(disconnect.clone()))),
+            disconnect,
+        });
+        ended.error.clone()
+    }
+
+    /// How the connection ended, if it has.
+    pub(crate) fn ended(&self) -> Option<&Ended> {
+        self.ended.get()
     }
 
     pub(crate) fn stderr_tail(&self) -> Vec<String> {
@@ -129,15 +158,300 @@ impl Shared {
     }
 }
 
-/// How many bytes may wait for the server's stdin before we stop reading its stdout: far more
-/// than usual requests, so in practice only a server that has stopped reading meets it.
+/// How many bytes may wait for the peer to read before we stop reading what it writes: far
+/// more than usual messages, so in practice only a peer that has stopped reading meets it.
 const MAX_OUTGOING: usize = 64 * 1024 * 1024;
 
-/// How long close waits for a SIGKILLed server to be reaped.
-const KILL_WAIT: Duration = Duration::from_secs(1);
+/// A role's sans-IO core, as the loop feeds it: [`Connection`] or
+/// [`ServerConnection`](proto::ServerConnection).
+pub(crate) trait Core {
+    type Event;
+    fn poll_transmit(&mut self) -> Option<Vec<u8>>;
+    fn poll_event(&mut self) -> Option<Self::Event>;
+    fn poll_timeout(&self) -> Option<Instant>;
+    fn handle_bytes(&mut self, now: Instant, bytes: &[u8]);
+    fn handle_eof(&mut self, now: Instant);
+    fn handle_timeout(&mut self, now: Instant);
+    fn close(&mut self);
+}
 
-/// After the server exits, how long its stdout and stderr may take to deliver what it wrote.
-const EXIT_DRAIN: Duration = Duration::from_millis(250);
+macro_rules! core_of {
+    ($core:ty, $event:ty) => {
+        impl Core for $core {
+            type Event = $event;
+            fn poll_transmit(&mut self) -> Option<Vec<u8>> {
+                self.poll_transmit()
+            }
+            fn poll_event(&mut self) -> Option<$event> {
+                self.poll_event()
+            }
+            fn poll_timeout(&self) -> Option<Instant> {
+                self.poll_timeout()
+            }
+            fn handle_bytes(&mut self, now: Instant, bytes: &[u8]) {
+                self.handle_bytes(now, bytes);
+            }
+            fn handle_eof(&mut self, now: Instant) {
+                self.handle_eof(now);
+            }
+            fn handle_timeout(&mut self, now: Instant) {
+                self.handle_timeout(now);
+            }
+            fn close(&mut self) {
+                self.close();
+            }
+        }
+    };
+}
+
+core_of!(Connection, Event);
+core_of!(proto::ServerConnection, proto::ServerEvent);
+
+/// One role: its core, and what its handles' operations and its core's events mean.
+pub(crate) trait Role {
+    type Core: Core;
+    type Op;
+    fn core(&mut self) -> &mut Self::Core;
+    fn apply(&mut self, now: Instant, op: Self::Op);
+    /// Passes one event on; `true` if it says the connection has closed.
+    fn dispatch(&mut self, event: <Self::Core as Core>::Event) -> bool;
+    /// The peer stopped reading what we write.
+    fn write_failed(&mut self) {}
+}
+
+/// What the peer writes: a child's stdout (read beside its stderr and its exit), or a
+/// stream's read half.
+pub(crate) enum Incoming {
+    Process(Box<ServerProcess>),
+    Stream(Reader),
+}
+
+/// The byte stream, both ways.
+pub(crate) struct Link {
+    pub(crate) incoming: Incoming,
+    /// `None` once closed, or once the peer stopped reading.
+    writer: Option<Writer>,
+    /// Bytes the core produced that the writer has not taken yet. A ring, so that taking the
+    /// front after each partial write costs nothing however large the backlog.
+    outgoing: VecDeque<u8>,
+}
+
+impl Incoming {
+    async fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Incoming::Process(process) => process.read(buffer).await,
+            Incoming::Stream(stream) => stream.read(buffer).await,
+        }
+    }
+}
+
+impl Link {
+    pub(crate) fn new(incoming: Incoming, writer: Writer) -> Self {
+        Self {
+            incoming,
+            writer: Some(writer),
+            outgoing: VecDeque::new(),
+        }
+    }
+
+    /// One write call only: the future must complete the moment the writer has taken the
+    /// bytes, or a race lost later would leave them queued to be written again.
+    async fn write_some(&mut self) -> std::io::Result<usize> {
+        match &mut self.writer {
+            Some(writer) => writer.write(self.outgoing.as_slices().0).await,
+            None => Ok(self.outgoing.len()),
+        }
+    }
+
+    /// Takes note of a write; `false` if the peer has stopped reading.
+    async fn wrote(&mut self, written: std::io::Result<usize>) -> bool {
+        match (written, &mut self.writer) {
+            (Ok(n), Some(writer)) => {
+                self.outgoing.drain(..n);
+                // A server on our CPU often answers before we come to read.
+                if let Incoming::Process(process) = &mut self.incoming {
+                    process.expect();
+                }
+                if self.outgoing.is_empty() {
+                    // Buffered writers (our own stdout) pass the lines on now.
+                    let _ = futures_lite::future::poll_once(writer.flush()).await;
+                }
+                true
+            }
+            (Ok(_), None) => {
+                self.outgoing.clear();
+                true
+            }
+            (Err(_), _) => {
+                self.writer = None;
+                self.outgoing.clear();
+                false
+            }
+        }
+    }
+
+    /// Writes what is queued for `limit` at most, then closes the writer: a stream's peer
+    /// sees EOF only from a shutdown, while its read half lives on.
+    pub(crate) async fn finish(&mut self, limit: Duration) {
+        if let Some(writer) = &mut self.writer {
+            let (front, back) = self.outgoing.as_slices();
+            let written = async {
+                let _ = writer.write_all(front).await;
+                let _ = writer.write_all(back).await;
+                let _ = writer.flush().await;
+            };
+            written
+                .or(async {
+                    Timer::after(limit).await;
+                })
+                .await;
+            let _ = futures_lite::future::poll_once(writer.close()).await;
+        }
+        self.writer = None;
+        self.outgoing.clear();
+    }
+}
+
+/// The one loop of every byte-stream driver. Each turn feeds the core, writes what it
+/// produced, hands out its events, then waits for exactly one of: bytes from the peer (or
+/// room to write), an operation from a handle, the core's deadline.
+pub(crate) struct Loop<R: Role> {
+    pub(crate) role: R,
+    pub(crate) link: Link,
+    /// Pinned, to be polled as a stream: it then keeps its listener from one wait to the
+    /// next, where each `recv()` would make and drop one.
+    ops: Pin<Box<Receiver<R::Op>>>,
+    /// One timer, re-armed only when the deadline moves earlier: a later deadline just costs
+    /// one early wake-up, where re-arming on every turn would cost a reactor round trip each.
+    timer: Timer,
+    timer_armed: Option<Instant>,
+}
+
+enum Wake<Op> {
+    Read(std::io::Result<usize>),
+    Wrote(std::io::Result<usize>),
+    Op(Option<Op>),
+    Timeout,
+}
+
+impl<R: Role> Loop<R> {
+    pub(crate) fn new(role: R, link: Link, ops: Receiver<R::Op>) -> Self {
+        Self {
+            role,
+            link,
+            ops: Box::pin(ops),
+            timer: Timer::never(),
+            timer_armed: None,
+        }
+    }
+
+    /// Runs until the core says the connection has closed.
+    pub(crate) async fn run(&mut self) {
+        let mut buffer = ReadBuffer::new(8 * 1024, 64 * 1024);
+        loop {
+            while let Some(line) = self.role.core().poll_transmit() {
+                self.link.outgoing.extend(&line);
+            }
+            // Usually the peer takes it all at once; the rest waits for room.
+            if !self.link.outgoing.is_empty()
+                && let Some(written) = futures_lite::future::poll_once(self.link.write_some()).await
+                && !self.link.wrote(written).await
+            {
+                self.role.write_failed();
+            }
+            let mut closed = false;
+            while let Some(event) = self.role.core().poll_event() {
+                closed |= self.role.dispatch(event);
+            }
+            if closed {
+                return;
+            }
+            let deadline = self.role.core().poll_timeout();
+            let wake = self.next_wake(&mut buffer, deadline).await;
+            let now = Instant::now();
+            match wake {
+                Wake::Read(Ok(0) | Err(_)) => self.role.core().handle_eof(now),
+                Wake::Read(Ok(n)) => {
+                    self.role.core().handle_bytes(now, &buffer[..n]);
+                    buffer.grow_if_filled(n);
+                }
+                Wake::Wrote(written) => {
+                    if !self.link.wrote(written).await {
+                        self.role.write_failed();
+                    }
+                }
+                Wake::Op(Some(op)) => {
+                    self.role.apply(now, op);
+                    // Whatever else is queued goes out in the same write: with many calls in
+                    // flight, one write (one wake-up of the peer) carries them all.
+                    while let Ok(op) = self.ops.try_recv() {
+                        self.role.apply(now, op);
+                    }
+                }
+                // Every handle is gone.
+                Wake::Op(None) => self.role.core().close(),
+                Wake::Timeout => self.role.core().handle_timeout(now),
+            }
+        }
+    }
+
+    async fn next_wake(&mut self, buffer: &mut [u8], deadline: Option<Instant>) -> Wake<R::Op> {
+        if let Some(deadline) = deadline
+            && self.timer_armed.is_none_or(|armed| deadline < armed)
+        {
+            self.timer.set_at(deadline);
+            self.timer_armed = Some(deadline);
+        }
+        // A peer that sends requests but never reads our answers must not grow our memory
+        // without bound: while the backlog is this large, what it writes waits.
+        let Link {
+            incoming,
+            writer,
+            outgoing,
+        } = &mut self.link;
+        let backlogged = outgoing.len() > MAX_OUTGOING;
+        let read = async {
+            if backlogged {
+                std::future::pending::<()>().await;
+            }
+            Wake::Read(incoming.read(buffer).await)
+        };
+        let write = async {
+            match (writer, outgoing.is_empty()) {
+                (Some(writer), false) => Wake::Wrote(writer.write(outgoing.as_slices().0).await),
+                _ => std::future::pending().await,
+            }
+        };
+        let op = async { Wake::Op(self.ops.next().await) };
+        let armed = self.timer_armed.is_some();
+        let (timer, timer_armed) = (&mut self.timer, &mut self.timer_armed);
+        let timeout = async move {
+            if !armed {
+                std::future::pending::<()>().await;
+            }
+            timer.await;
+            *timer_armed = None;
+            Wake::Timeout
+        };
+        // `race` picks fairly among ready futures, so a flooding peer cannot starve timers.
+        read.race(write).race(op).race(timeout).await
+    }
+
+    /// Stops taking operations and drops those already queued, whose callers then hear
+    /// why the connection ended. One left in the queue would hold its reply sender for as
+    /// long as any handle keeps the channel alive, leaving its caller waiting forever.
+    pub(crate) fn refuse_operations(&mut self) {
+        self.ops.close();
+        while self.ops.try_recv().is_ok() {}
+    }
+}
+
+impl<R: Role> Drop for Loop<R> {
+    /// Also when the driver future is dropped unfinished: no caller may be left waiting.
+    fn drop(&mut self) {
+        self.refuse_operations();
+    }
+}
 
 /// Spawns the server; returns the handles' side of the channel, their shared state, and the
 /// driver future.
@@ -145,56 +459,11 @@ pub(crate) fn spawn(
     command: &process::ServerCommand,
     mut options: Options,
 ) -> Result<(Sender<Op>, Arc<Shared>, Driver), Error> {
-    let spawned = process::spawn(command)?;
-    let pid = spawned.child.id();
-    // From here on, any way out, an early error included, takes the whole group down.
-    let group_guard = GroupGuard(pid);
-    let connection = Connection::new(Instant::now(), options.core.clone());
-
-    let (ops_sender, ops) = async_channel::unbounded();
-    let (done_sender, done) = async_channel::bounded(1);
     let tail = Arc::new(Mutex::new(StderrTail::default()));
-    let (terminate, terminated) = async_channel::bounded(1);
-    let shared = Arc::new(Shared {
-        pid,
-        disconnect: OnceLock::new(),
-        failure: OnceLock::new(),
-        stderr: tail.clone(),
-        done,
-        terminate,
-    });
-    let registration_error = |error: std::io::Error| Error::Spawn {
-        program: command.program.clone(),
-        reason: format!("cannot watch its pipes: {error}"),
-    };
-    let stderr = StderrReader::new(spawned.stderr, tail, options.stderr_sink.take())
-        .map_err(registration_error)?;
-    let stdout = PipeInput::new(spawned.stdout).map_err(registration_error)?;
-    let stdin = async_io::Async::new(spawned.stdin).map_err(registration_error)?;
-    let process = Process {
-        child: spawned.child,
-        pid,
-        stderr,
-        exited: false,
-    };
-    let wiring = Wiring {
-        connection,
-        ops,
-        shared: shared.clone(),
-        done_sender,
-        terminated,
-    };
-    let driver = wiring.build(
-        Incoming::Pipe(stdout),
-        Box::new(stdin),
-        Some(process),
-        options,
-    );
-    let main = async move {
-        let _group_guard = group_guard;
-        driver.await;
-    };
-    Ok((ops_sender, shared, Driver(Box::pin(main))))
+    let (process, stdin) = process::spawn(command, tail.clone(), options.stderr_sink.take())?;
+    let pid = process.pid();
+    let incoming = Incoming::Process(Box::new(process));
+    Ok(client(incoming, Box::new(stdin), pid, tail, options))
 }
 
 /// Drives a connection over a stream someone else opened; there is no process to watch or
@@ -204,300 +473,61 @@ pub(crate) fn over_stream(
     writer: Writer,
     options: Options,
 ) -> (Sender<Op>, Arc<Shared>, Driver) {
-    let connection = Connection::new(Instant::now(), options.core.clone());
+    client(Incoming::Stream(reader), writer, 0, Arc::default(), options)
+}
+
+fn client(
+    incoming: Incoming,
+    writer: Writer,
+    pid: u32,
+    tail: Arc<Mutex<StderrTail>>,
+    options: Options,
+) -> (Sender<Op>, Arc<Shared>, Driver) {
     let (ops_sender, ops) = async_channel::unbounded();
     let (done_sender, done) = async_channel::bounded(1);
     let (terminate, terminated) = async_channel::bounded(1);
-    let shared = Arc::new(Shared {
-        pid: 0,
-        disconnect: OnceLock::new(),
-        failure: OnceLock::new(),
-        stderr: Arc::default(),
-        done,
-        terminate,
-    });
-    let wiring = Wiring {
-        connection,
-        ops,
-        shared: shared.clone(),
-        done_sender,
-        terminated,
+    let shared = Arc::new(Shared::new(pid, tail, done, terminate));
+    let role = ClientRole {
+        connection: Connection::new(Instant::now(), options.core.clone()),
+        callers: Callers::default(),
+        last_skipped: None,
+        reason: None,
     };
-    let driver = wiring.build(Incoming::Stream(reader), writer, None, options);
-    (ops_sender, shared, Driver(Box::pin(driver)))
+    let mut driver = Loop::new(role, Link::new(incoming, writer), ops);
+    let ours = shared.clone();
+    let main = async move {
+        driver.run().await;
+        let periods = (options.grace_period, options.term_period);
+        drop(options);
+        shut_down(&mut driver, &ours, periods, &terminated).await;
+        drop(done_sender);
+    };
+    (ops_sender, shared, Driver(Box::pin(main)))
 }
 
-/// What both kinds of driver are made of, besides the stream.
-struct Wiring {
+/// The client role over a byte stream.
+struct ClientRole {
     connection: Connection,
-    ops: Receiver<Op>,
-    shared: Arc<Shared>,
-    done_sender: Sender<()>,
-    terminated: Receiver<()>,
-}
-
-impl Wiring {
-    fn build(
-        self,
-        stdout: Incoming,
-        stdin: Writer,
-        process: Option<Process>,
-        options: Options,
-    ) -> impl Future<Output = ()> + Send + 'static {
-        let mut driver = Loop {
-            connection: self.connection,
-            process,
-            stdout,
-            stdin: Some(stdin),
-            outgoing: VecDeque::new(),
-            ops: Box::pin(self.ops),
-            shared: self.shared,
-            options,
-            callers: Callers::default(),
-            exit_status: None,
-            last_skipped: None,
-            timer: Timer::never(),
-            timer_armed: None,
-            terminated: self.terminated,
-        };
-        let done_sender = self.done_sender;
-        async move {
-            let reason = driver.run().await;
-            driver.shut_down(reason).await;
-            drop(done_sender);
-        }
-    }
-}
-
-/// Kills the whole group if the driver is dropped before it finished: nothing may outlive us.
-struct GroupGuard(u32);
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        process::signal_group(self.0, Signal::KILL);
-    }
-}
-
-enum Wake {
-    Read(std::io::Result<usize>),
-    Wrote(std::io::Result<usize>),
-    Op(Option<Op>),
-    Timeout,
-    Exited(std::io::Result<ExitStatus>),
-    /// A piece of stderr was passed on.
-    Stderr,
-}
-
-/// What the server writes: a child's stdout, read once the reactor says it holds something,
-/// or a stream's read half.
-pub(crate) enum Incoming {
-    Pipe(PipeInput),
-    Stream(Reader),
-}
-
-impl Incoming {
-    async fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
-        match self {
-            Incoming::Pipe(pipe) => pipe.read(buffer).await,
-            Incoming::Stream(stream) => stream.read(buffer).await,
-        }
-    }
-}
-
-/// The child a driver spawned, which it must see gone before it ends.
-struct Process {
-    child: process::Child,
-    pid: u32,
-    stderr: StderrReader,
-    /// Its exit has been seen (or could not be waited for): the loop stops watching.
-    exited: bool,
-}
-
-struct Loop {
-    connection: Connection,
-    /// `None` over a stream.
-    process: Option<Process>,
-    stdout: Incoming,
-    /// `None` once closed, or once the server stopped reading it.
-    stdin: Option<Writer>,
-    /// Bytes the core produced that the pipe has not taken yet. A ring, so that taking the
-    /// front after each partial write costs nothing however large the backlog.
-    outgoing: VecDeque<u8>,
-    /// Pinned, to be polled as a stream (see [`Loop::next_wake`]).
-    ops: Pin<Box<Receiver<Op>>>,
-    shared: Arc<Shared>,
-    options: Options,
     callers: Callers,
-    exit_status: Option<ExitStatus>,
-    /// Why the last skipped stdout line was skipped, for the disconnect report.
+    /// Why the last skipped line was skipped, for the disconnect report.
     last_skipped: Option<String>,
-    /// One timer, re-armed only when the deadline moves earlier: a later deadline just costs
-    /// one early wake-up, where re-arming on every turn would cost a reactor round trip each.
-    timer: Timer,
-    timer_armed: Option<Instant>,
-    /// A message here means: skip the grace period.
-    terminated: Receiver<()>,
+    /// Set when the core closed.
+    reason: Option<CloseReason>,
 }
 
-impl Loop {
-    /// Feeds the connection until it closes; returns why.
-    async fn run(&mut self) -> CloseReason {
-        let mut buffer = ReadBuffer::new(8 * 1024, 64 * 1024);
-        let mut eof_deadline: Option<Instant> = None;
-        loop {
-            while let Some(line) = self.connection.poll_transmit() {
-                self.outgoing.extend(&line);
-            }
-            // Usually the pipe takes it all at once; the rest waits for it to become writable.
-            if !self.outgoing.is_empty() {
-                let written = futures_lite::future::poll_once(self.write_some()).await;
-                if let Some(written) = written {
-                    self.wrote(written);
-                }
-            }
-            while let Some(event) = self.connection.poll_event() {
-                if let Event::Closed(reason) = event {
-                    return reason;
-                }
-                self.dispatch(event);
-            }
-            let deadline = [self.connection.poll_timeout(), eof_deadline]
-                .into_iter()
-                .flatten()
-                .min();
-            let wake = self.next_wake(&mut buffer, deadline).await;
-            let now = Instant::now();
-            match wake {
-                Wake::Read(Ok(0) | Err(_)) => self.connection.handle_eof(now),
-                Wake::Read(Ok(n)) => {
-                    self.connection.handle_bytes(now, &buffer[..n]);
-                    buffer.grow_if_filled(n);
-                }
-                Wake::Wrote(written) => self.wrote(written),
-                Wake::Op(Some(op)) => {
-                    self.apply(now, op);
-                    // Whatever else is queued goes out in the same write: with many calls in
-                    // flight, one write (one wake-up of the server) carries them all.
-                    while let Ok(op) = self.ops.try_recv() {
-                        self.apply(now, op);
-                    }
-                }
-                // Every handle is gone.
-                Wake::Op(None) => self.connection.close(),
-                Wake::Timeout if eof_deadline.is_some_and(|d| d <= now) => {
-                    // Something outside the group still holds stdout open.
-                    self.connection.handle_eof(now);
-                }
-                Wake::Timeout => self.connection.handle_timeout(now),
-                Wake::Exited(status) => {
-                    self.exit_status = status.ok();
-                    // Orphans it left in the group must not keep stdout open.
-                    if let Some(process) = &mut self.process {
-                        process.exited = true;
-                        process::signal_group(process.pid, Signal::TERM);
-                    }
-                    eof_deadline = Some(now + EXIT_DRAIN);
-                }
-                Wake::Stderr => {}
-            }
-        }
-    }
+impl Role for ClientRole {
+    type Core = Connection;
+    type Op = Op;
 
-    async fn next_wake(&mut self, buffer: &mut [u8], deadline: Option<Instant>) -> Wake {
-        if let Some(deadline) = deadline
-            && self.timer_armed.is_none_or(|armed| deadline < armed)
-        {
-            self.timer.set_at(deadline);
-            self.timer_armed = Some(deadline);
-        }
-        // A server that sends requests but never reads our answers must not grow our memory
-        // without bound: while the backlog is this large, its stdout waits.
-        let backlogged = self.outgoing.len() > MAX_OUTGOING;
-        let read = async {
-            if backlogged {
-                std::future::pending::<()>().await;
-            }
-            Wake::Read(self.stdout.read(buffer).await)
-        };
-        let write = async {
-            match (&mut self.stdin, self.outgoing.is_empty()) {
-                (Some(stdin), false) => Wake::Wrote(stdin.write(self.outgoing.as_slices().0).await),
-                _ => std::future::pending().await,
-            }
-        };
-        // As a stream the receiver keeps its listener from one wait to the next, where each
-        // `recv()` would make and drop one.
-        let op = async { Wake::Op(self.ops.next().await) };
-        let armed = self.timer_armed.is_some();
-        let timer = &mut self.timer;
-        let timer_armed = &mut self.timer_armed;
-        let timeout = async move {
-            if !armed {
-                std::future::pending::<()>().await;
-            }
-            timer.await;
-            *timer_armed = None;
-            Wake::Timeout
-        };
-        let (exit, stderr) = match &mut self.process {
-            Some(Process {
-                child,
-                stderr,
-                exited,
-                ..
-            }) => (Some(child).filter(|_| !*exited), Some(stderr)),
-            None => (None, None),
-        };
-        let exit = async {
-            match exit {
-                Some(child) => Wake::Exited(child.exit().await),
-                None => std::future::pending().await,
-            }
-        };
-        let stderr = async {
-            match stderr {
-                Some(stderr) => {
-                    stderr.pump().await;
-                    Wake::Stderr
-                }
-                None => std::future::pending().await,
-            }
-        };
-        // `race` picks fairly among ready futures, so a flooding server cannot starve timers.
-        (read.race(write).race(op).race(timeout))
-            .race(exit.race(stderr))
-            .await
-    }
-
-    async fn write_some(&mut self) -> std::io::Result<usize> {
-        match &mut self.stdin {
-            Some(stdin) => stdin.write(self.outgoing.as_slices().0).await,
-            None => Ok(self.outgoing.len()),
-        }
-    }
-
-    fn wrote(&mut self, written: std::io::Result<usize>) {
-        match written {
-            Ok(n) => {
-                self.outgoing.drain(..n);
-                // A server on our CPU often answers before we come to read.
-                if let Incoming::Pipe(pipe) = &mut self.stdout {
-                    pipe.expect();
-                }
-            }
-            // The server stopped reading; its exit or EOF will end the connection.
-            Err(_) => {
-                self.stdin = None;
-                self.outgoing.clear();
-            }
-        }
+    fn core(&mut self) -> &mut Connection {
+        &mut self.connection
     }
 
     fn apply(&mut self, now: Instant, op: Op) {
         self.callers.apply(&mut self.connection, now, op, true);
     }
 
-    fn dispatch(&mut self, event: Event) {
+    fn dispatch(&mut self, event: Event) -> bool {
         match event {
             Event::Ready(info) => self.callers.ready(&info),
             // Failures caused by the close are answered once we know how the server ended.
@@ -511,139 +541,46 @@ impl Loop {
             Event::Notification(notification) => self.callers.notify(&notification),
             Event::ServerRequest(request) => self.callers.pass_on(&mut self.connection, request),
             Event::Malformed(error) => self.last_skipped = Some(error.to_string()),
-            Event::Closed(_) => {}
-        }
-    }
-
-    /// Fails whatever is still waiting, then makes sure the server and its group are gone.
-    async fn shut_down(mut self, reason: CloseReason) {
-        // A server that never answered `initialize` is not waited on for a graceful exit: the
-        // caller has already waited the whole handshake budget.
-        if matches!(reason, CloseReason::HandshakeTimedOut { .. }) {
-            self.shared.terminate();
-        }
-        let server_ended = matches!(reason, CloseReason::Eof);
-        if server_ended
-            && self.exit_status.is_none()
-            && let Some(process) = &mut self.process
-        {
-            let status = async { process.child.exit().await.ok() };
-            let status = status.or(async {
-                Timer::after(EXIT_DRAIN).await;
-                None
-            });
-            self.exit_status = process.stderr.beside(status).await;
-        }
-        if self.exit_status.is_some() {
-            // Catch the server's last words before we quote them.
-            self.stderr_drained().await;
-        }
-        let disconnect = Disconnect {
-            reason,
-            exit_status: self.exit_status,
-            stderr: self.shared.stderr_tail(),
-            skipped_lines: self.connection.stats().malformed_lines,
-            last_skipped: self.last_skipped.take(),
-        };
-        let _ = self.shared.disconnect.set(disconnect.clone());
-        let error = Error::Disconnected(Box::new(disconnect));
-        self.refuse_operations(&error);
-        self.callers.fail_all(&error, &error);
-        // A last non-blocking try for queued lines (cancellations), then stdin closes.
-        while !self.outgoing.is_empty() && self.stdin.is_some() {
-            match futures_lite::future::poll_once(self.write_some()).await {
-                Some(written) => self.wrote(written),
-                None => break,
+            Event::Closed(reason) => {
+                self.reason = Some(reason);
+                return true;
             }
         }
-        // Dropping a stream's write half leaves the socket open while its read half lives:
-        // the server sees EOF only from a shutdown.
-        if self.process.is_none()
-            && let Some(stdin) = &mut self.stdin
-        {
-            let _ = futures_lite::future::poll_once(stdin.close()).await;
-        }
-        self.stdin = None;
-        self.reap().await;
-        // The group is gone, so stderr ends now: let the sink take the server's last lines
-        // before close returns.
-        self.stderr_drained().await;
-    }
-
-    /// Reads stderr until EOF, or `EXIT_DRAIN` at most (a process that left the group may
-    /// hold the pipe open).
-    async fn stderr_drained(&mut self) {
-        if let Some(process) = &mut self.process {
-            let timer = async {
-                Timer::after(EXIT_DRAIN).await;
-            };
-            process.stderr.drain().or(timer).await;
-        }
-    }
-
-    /// Stops taking operations and fails those already queued. A queued operation holds its
-    /// reply sender for as long as any handle keeps the channel alive, so one left in the
-    /// queue would leave its caller waiting forever.
-    fn refuse_operations(&mut self, error: &Error) {
-        self.ops.close();
-        while let Ok(op) = self.ops.try_recv() {
-            op.fail(error.clone());
-        }
-    }
-
-    /// Grace period (unless terminated), SIGTERM to the group, SIGKILL to the group, reap.
-    async fn reap(&mut self) {
-        let Some(pid) = self.process.as_ref().map(|process| process.pid) else {
-            return;
-        };
-        if self.exit_status.is_none() && !self.wait_grace().await {
-            process::signal_group(pid, Signal::TERM);
-            if !self.wait_exit(self.options.term_period).await {
-                process::signal_group(pid, Signal::KILL);
-                // SIGKILL cannot be ignored, but a process stuck in the kernel (a dead network
-                // mount) takes it only when it wakes: close must not wait for that. The child
-                // is reaped in the background when it does.
-                self.wait_exit(KILL_WAIT).await;
-            }
-        }
-        // The leader is gone; whatever it started and left behind goes too.
-        process::signal_group(pid, Signal::KILL);
-    }
-
-    /// Waits out the grace period for the exit; `false` if it did not come, or if
-    /// [`Client::terminate`](crate::Client::terminate) cut the wait short.
-    async fn wait_grace(&mut self) -> bool {
-        let terminated = self.terminated.clone();
-        if terminated.try_recv().is_ok() {
-            return false;
-        }
-        let grace = self.options.grace_period;
-        let cut_short = async {
-            let _ = terminated.recv().await;
-            false
-        };
-        self.wait_exit(grace).or(cut_short).await
-    }
-
-    async fn wait_exit(&mut self, within: Duration) -> bool {
-        let Some(process) = &mut self.process else {
-            return true;
-        };
-        let exited = async { process.child.exit().await.is_ok() };
-        let exited = exited.or(async {
-            Timer::after(within).await;
-            false
-        });
-        // A server that says a lot on its way out must not block on a full stderr pipe.
-        process.stderr.beside(exited).await
+        false
     }
 }
 
-impl Drop for Loop {
-    /// Also when the driver future is dropped unfinished: no caller may be left waiting.
-    fn drop(&mut self) {
-        let disconnect = self.shared.disconnect.get().cloned();
-        let disconnect = disconnect.unwrap_or_else(Disconnect::driver_dropped);
-        self.refuse_operations(&Error::Disconnected(Box::new(disconnect)));
+/// Records how the connection ended, fails whatever is still waiting with that, then makes
+/// sure the server and its group are gone.
+async fn shut_down(
+    driver: &mut Loop<ClientRole>,
+    shared: &Shared,
+    (grace, term): (Duration, Duration),
+    terminated: &Receiver<()>,
+) {
+    let reason = driver.role.reason.take().unwrap_or(CloseReason::Local);
+    // A server that never answered `initialize` is not waited on for a graceful exit: the
+    // caller has already waited the whole handshake budget.
+    if matches!(reason, CloseReason::HandshakeTimedOut { .. }) {
+        shared.terminate();
+    }
+    let exit_status = match &mut driver.link.incoming {
+        Incoming::Process(process) => process.settle(reason == CloseReason::Eof).await,
+        Incoming::Stream(_) => None,
+    };
+    let disconnect = Disconnect {
+        reason,
+        exit_status,
+        stderr: shared.stderr_tail(),
+        skipped_lines: driver.role.connection.stats().malformed_lines,
+        last_skipped: driver.role.last_skipped.take(),
+    };
+    let error = shared.end(disconnect, None);
+    driver.refuse_operations();
+    driver.role.callers.fail_all(&error);
+    // A last try for queued lines (cancellations), then stdin or the write half closes.
+    driver.link.finish(Duration::ZERO).await;
+    if let Incoming::Process(process) = &mut driver.link.incoming {
+        process.stop(grace, term, terminated).await;
     }
 }

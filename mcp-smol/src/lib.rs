@@ -1,10 +1,12 @@
 //! Runs an MCP server as a child process and drives an [`mcp_proto`](proto) connection over its stdio.
 //!
-//! [`start`] spawns the server and returns a [`Client`] handle and a [`Driver`] future. The
-//! driver owns the connection, the child and its pipes; run it on any executor (smol, tokio, a
-//! plain `block_on`). Handles are cheap clones that send it operations and await the answers;
-//! a caller waiting alone drives the connection itself, on its own thread. [`connect`] does
-//! both and runs the driver, when no caller does, on a background thread of this crate's.
+//! [`start`] opens a [`Transport`] (a server to spawn, a stream someone else opened, a remote
+//! server over HTTP) and returns a [`Client`] handle and a [`Driver`] future. The driver owns
+//! the connection and its transport (a child and its pipes, a stream, HTTP exchanges); run
+//! it on any executor (smol, tokio, a plain `block_on`). Handles are cheap clones that send it
+//! operations and await the answers; a caller waiting alone drives the connection itself, on
+//! its own thread. [`connect`] does both and runs the driver, when no caller does, on a
+//! background thread of this crate's.
 //!
 //! ```no_run
 //! # async_io::block_on(async {
@@ -29,22 +31,20 @@
 //! # Ok(()) }
 //! ```
 //!
-//! [`start_stream`] and [`connect_stream`] run the same client over a stream someone else
-//! opened (a Unix socket) instead of a child's pipes.
-//!
-//! [`start_http`] and [`connect_http`] run it against a remote server over HTTP: Streamable
-//! HTTP, or the older HTTP+SSE transport, over TLS with the system's roots; an
-//! [`Authorizer`] supplied by the host answers 401s, and makes its own OAuth exchanges through
-//! [`authorize::send`] with the same TLS setup.
+//! Over a stream someone else opened (a Unix socket), `start((reader, writer), options)`.
+//! Over HTTP, `start(HttpServer::new(url), options)`: Streamable HTTP, or the older HTTP+SSE
+//! transport, over TLS with the system's roots; an [`Authorizer`] supplied by the host answers
+//! 401s, and makes its own OAuth exchanges through [`authorize::send`] with the same TLS setup.
 //!
 //! The other role, too: [`serve`] drives a [`proto::ServerConnection`] over any byte stream
 //! (our own stdin and stdout, a Unix socket), for a program that stands as an MCP server.
 //!
-//! Process hygiene: the server leads its own process group. Closing (or dropping the last
-//! handle) closes its stdin, waits [`Options::grace_period`], sends SIGTERM to the group, waits
-//! [`Options::term_period`], sends SIGKILL to the group and reaps it, so wrappers such as `npx`
-//! leave nothing behind; [`Client::terminate`] skips the grace period. Processes that leave
-//! the group themselves (`setsid`) are out of reach.
+//! Process hygiene: the server leads its own process group, spawned through `async-process`
+//! whose reaper our driver drives (no thread waits on a server). Closing (or dropping the
+//! last handle) closes its stdin, waits [`Options::grace_period`], sends SIGTERM to the group,
+//! waits [`Options::term_period`], sends SIGKILL to the group and reaps it, so wrappers such
+//! as `npx` leave nothing behind; [`Client::terminate`] skips the grace period. Processes that
+//! leave the group themselves (`setsid`) are out of reach.
 
 #![warn(missing_docs)]
 
@@ -61,10 +61,10 @@ mod process;
 mod sandbox;
 mod serve;
 
-pub use client::{Client, connect, connect_stream, start, start_stream};
+pub use client::{Client, Transport, connect, start};
 pub use driver::Driver;
 pub use error::{Disconnect, Error};
-pub use http::{Authorizer, Challenge, HttpServer, HttpTransport, connect_http, start_http};
+pub use http::{Authorizer, Challenge, HttpServer, HttpTransport};
 pub use options::Options;
 pub use process::{ServerCommand, StderrSink};
 pub use proto;

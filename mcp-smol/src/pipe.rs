@@ -11,7 +11,6 @@
 //! so after each write the driver says an answer may be waiting ([`PipeInput::expect`]) and
 //! the pipe is tried first.
 
-use std::future::poll_fn;
 use std::io::{self, ErrorKind, PipeReader, Read};
 use std::task::{Context, Poll, ready};
 
@@ -41,11 +40,17 @@ impl PipeInput {
     }
 
     /// Reads what the pipe holds, up to `buffer`'s length; `Ok(0)` at EOF.
-    pub(crate) async fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
-        poll_fn(|cx| self.poll_read(cx, buffer)).await
+    #[cfg(test)]
+    async fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
+        std::future::poll_fn(|cx| self.poll_read(cx, buffer)).await
     }
 
-    fn poll_read(&mut self, cx: &mut Context<'_>, buffer: &mut [u8]) -> Poll<io::Result<usize>> {
+    /// Polls for what the pipe holds, up to `buffer`'s length; `Ok(0)` at EOF.
+    pub(crate) fn poll_read(
+        &mut self,
+        cx: &mut Context<'_>,
+        buffer: &mut [u8],
+    ) -> Poll<io::Result<usize>> {
         loop {
             if self.maybe_more {
                 let mut pipe = self.pipe.get_ref();

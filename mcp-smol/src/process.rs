@@ -1,25 +1,32 @@
-//! The server process: finding and spawning it in its own group, watching for its exit,
-//! signalling that group, and reading its stderr.
+//! The server process: finding and spawning it in its own group through `async-process`,
+//! reading its stdout and stderr and watching its exit on the driver, and stopping it
+//! (grace period, SIGTERM and SIGKILL to its group, reaped).
 
 use std::collections::{BTreeMap, VecDeque};
+use std::convert::Infallible;
 use std::ffi::OsString;
-use std::future::Future;
-use std::io::{self, PipeReader, PipeWriter, Write};
+use std::future::{Future, poll_fn};
+use std::io::{self, PipeReader, Write};
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::process::{ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, ready};
+use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
-use async_io::{Async, Timer};
+use async_channel::Receiver;
+use async_io::Timer;
+use async_process::{ChildStderr, ChildStdin};
+use futures_lite::future::FutureExt;
+use futures_lite::io::AsyncRead;
+use rustix::process::Signal;
 
 use crate::Error;
 use crate::buffer::ReadBuffer;
 use crate::pipe::PipeInput;
 use crate::sandbox::{self, Sandbox, TempDir};
-
 /// How to start a server.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ServerCommand {
@@ -88,17 +95,54 @@ fn shell_quoted(word: &str) -> String {
     format!("'{}'", word.replace('\'', r"'\''"))
 }
 
-/// A server just started: its process, and our ends of its stdio pipes.
-pub(crate) struct Spawned {
-    pub(crate) child: Child,
-    pub(crate) stdin: PipeWriter,
-    pub(crate) stdout: PipeReader,
-    pub(crate) stderr: Stderr,
+/// How long close waits for a SIGKILLed server to be reaped.
+const KILL_WAIT: Duration = Duration::from_secs(1);
+
+/// After the server exits, how long its stdout and stderr may take to deliver what it wrote.
+const EXIT_DRAIN: Duration = Duration::from_millis(250);
+
+/// async-process's reaper, as [`async_process::driver`] hands it out.
+type Reaper = Pin<Box<dyn Future<Output = Infallible> + Send>>;
+
+/// The process's exit, as [`async_process::Child::status`] hands it out.
+type Exit = Pin<Box<dyn Future<Output = io::Result<ExitStatus>> + Send>>;
+
+/// A running server, the leader of its own process group. Its stdout and stderr are read, its
+/// exit watched and async-process's reaper driven, all on the driver: no thread waits on it.
+/// Dropped, it takes the whole group down.
+pub(crate) struct ServerProcess {
+    pid: u32,
+    /// Read with our own reader, which asks the kernel only when something is likely there
+    /// (see [`crate::pipe`]).
+    stdout: PipeInput,
+    /// Set once it has exited: until then stdout may still deliver what it wrote.
+    drain: Option<Timer>,
+    watch: Watch,
+    /// `None` only while dropping, so that it goes before the reaper's last turn.
+    child: Option<async_process::Child>,
+    /// The sandbox's temporary folder lives as long as the group.
+    _temporary: Option<TempDir>,
+}
+
+/// What is watched beside whatever the driver waits for.
+struct Watch {
+    stderr: StderrReader,
+    /// Resolves (and reaps) once the process has exited; `None` from then on.
+    exit: Option<Gated<Exit>>,
+    status: Option<ExitStatus>,
+    /// While some reaper is driven, async-process starts no thread of its own; and where the
+    /// kernel has no pidfds, the reaper is what sees exits.
+    reaper: Gated<Reaper>,
 }
 
 /// Spawns the server with piped stdio as the leader of a new process group, so that the group
-/// id is its pid and everything it starts can be signalled together.
-pub(crate) fn spawn(command: &ServerCommand) -> Result<Spawned, Error> {
+/// id is its pid and everything it starts can be signalled together. Returns it and its
+/// stdin; what it writes to stderr goes to `tail` and `sink`.
+pub(crate) fn spawn(
+    command: &ServerCommand,
+    tail: Arc<Mutex<StderrTail>>,
+    sink: Option<StderrSink>,
+) -> Result<(ServerProcess, ChildStdin), Error> {
     let program = resolve_program(command)?;
     let spawn_error = |reason: String| Error::Spawn {
         program: command.program.clone(),
@@ -108,8 +152,6 @@ pub(crate) fn spawn(command: &ServerCommand) -> Result<Spawned, Error> {
         Some(wanted) => Some(sandbox::prepare(wanted).map_err(spawn_error)?),
         None => None,
     };
-    let (stderr, stderr_writer) =
-        std::io::pipe().map_err(|e| spawn_error(format!("cannot make a stderr pipe: {e}")))?;
     let mut std_command = std::process::Command::new(&program);
     std_command.args(&command.args);
     if command.sandbox.as_ref().is_some_and(|s| s.isolate_network) {
@@ -127,127 +169,273 @@ pub(crate) fn spawn(command: &ServerCommand) -> Result<Spawned, Error> {
         }
         sandbox::enter_in_child(&mut std_command, prepared);
     }
-    std_command
+    let mut async_command = async_process::Command::from(std_command);
+    async_command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::from(stderr_writer));
-    let mut child = std_command.spawn().map_err(|error| {
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    // Driven once before the spawn: a process registered while no reaper is driven would
+    // start async-process's own thread.
+    let mut reaper = Gated::new(Box::pin(async_process::driver()) as Reaper);
+    let _ = reaper.poll_with(&mut Context::from_waker(Waker::noop()), |reaper, cx| {
+        reaper.as_mut().poll(cx)
+    });
+    let mut child = async_command.spawn().map_err(|error| {
         spawn_error(match &command.cwd {
             Some(cwd) if !cwd.is_dir() => format!("working directory {} not found", cwd.display()),
             _ if command.sandbox.is_some() => sandbox::refused(prepared.as_ref(), &program, &error),
             _ => error.to_string(),
         })
     })?;
-    // Our copy of the pipe's write end went with the command: EOF comes when the group is gone.
-    drop(std_command);
-    let (stdin, stdout) = (child.stdin.take(), child.stdout.take());
-    let child = Child::watch(child);
-    let (Some(stdin), Some(stdout)) = (stdin, stdout) else {
-        return Err(spawn_error("stdio pipes missing".to_owned()));
-    };
-    let temporary = prepared.and_then(|prepared| prepared.temporary);
-    Ok(Spawned {
-        child,
-        stdin: PipeWriter::from(OwnedFd::from(stdin)),
-        stdout: PipeReader::from(OwnedFd::from(stdout)),
-        stderr: Stderr {
-            pipe: stderr,
-            _temporary: temporary,
-        },
-    })
-}
-
-/// How often a process is checked for its exit where the kernel offers no pidfd.
-const EXIT_POLL: Duration = Duration::from_millis(50);
-
-/// The server's process. Its exit is watched through a pidfd on the reactor, so no thread
-/// waits for it and a poll costs no system call until it has exited. Dropped while it still
-/// runs, it is killed and reaped on a thread of its own, leaving no zombie behind.
-#[derive(Debug)]
-pub(crate) struct Child {
-    process: std::process::Child,
-    /// Readable once the process has exited; `None` where the kernel has no pidfds, and then
-    /// `poll` paces the checks.
-    pidfd: Option<Async<OwnedFd>>,
-    poll: Option<Timer>,
-    /// Whether something may have changed since the last `try_wait`.
-    check: bool,
-    status: Option<ExitStatus>,
-}
-
-impl Child {
-    fn watch(process: std::process::Child) -> Self {
-        let pid = rustix::process::Pid::from_child(&process);
-        let pidfd = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty())
-            .ok()
-            .and_then(|pidfd| Async::new(pidfd).ok());
-        Self {
-            process,
-            pidfd,
-            poll: None,
-            check: true,
+    // Stdout is read by our own reader, over the pipe async-process made (see `crate::pipe`).
+    let stdout = child.stdout.take().map(|pipe| {
+        let pipe = PipeReader::from(OwnedFd::try_from(pipe)?);
+        PipeInput::new(pipe)
+    });
+    let stdout = (stdout.transpose())
+        .map_err(|error| spawn_error(format!("cannot watch its stdout: {error}")))?;
+    let pipes = (child.stdin.take(), stdout, child.stderr.take());
+    let exit = Gated::new(Box::pin(child.status()) as Exit);
+    let process = |stdout, stderr| ServerProcess {
+        pid: child.id(),
+        stdout,
+        drain: None,
+        watch: Watch {
+            stderr: StderrReader {
+                pipe: Some(Gated::new(stderr)),
+                tail,
+                sink,
+                buffer: ReadBuffer::new(1024, 16 * 1024),
+            },
+            exit: Some(exit),
             status: None,
+            reaper,
+        },
+        child: Some(child),
+        _temporary: prepared.and_then(|prepared| prepared.temporary),
+    };
+    match pipes {
+        (Some(stdin), Some(stdout), Some(stderr)) => Ok((process(stdout, stderr), stdin)),
+        // Not expected: all three were asked for. Dropped, the process is killed and reaped.
+        _ => {
+            drop(process);
+            Err(spawn_error("stdio pipes missing".to_owned()))
         }
     }
+}
 
-    pub(crate) fn id(&self) -> u32 {
-        self.process.id()
+/// What ended a wait beside the process.
+enum Step<T> {
+    Done(T),
+    Stderr,
+    Exited,
+}
+
+impl ServerProcess {
+    /// Its process id, which is also its group's.
+    pub(crate) fn pid(&self) -> u32 {
+        self.pid
     }
 
-    /// Waits for the process to exit and reaps it; at once if it already has.
-    pub(crate) async fn exit(&mut self) -> io::Result<ExitStatus> {
-        std::future::poll_fn(|cx| self.poll_exit(cx)).await
+    /// We just wrote to the server, which may have answered already: the next read tries
+    /// its stdout before asking the reactor.
+    pub(crate) fn expect(&mut self) {
+        self.stdout.expect();
     }
 
-    fn poll_exit(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<ExitStatus>> {
+    /// Reads the server's stdout; `Ok(0)` at its end. Meanwhile stderr is passed on and the
+    /// exit watched: once the server has exited, what it left in its group gets SIGTERM (it
+    /// must not hold stdout open), and stdout has [`EXIT_DRAIN`] to deliver the rest before
+    /// it reads as ended.
+    pub(crate) async fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
         loop {
-            if let Some(status) = self.status {
-                return Poll::Ready(Ok(status));
-            }
-            if self.check {
-                self.check = false;
-                self.status = self.process.try_wait()?;
-                continue;
-            }
-            match &self.pidfd {
-                Some(pidfd) => ready!(pidfd.poll_readable(cx))?,
-                None => {
-                    let timer = self.poll.get_or_insert_with(|| Timer::after(EXIT_POLL));
-                    ready!(Pin::new(timer).poll(cx));
-                    self.poll = None;
+            let (stdout, drain) = (&mut self.stdout, &mut self.drain);
+            let read = poll_fn(|cx| {
+                if let Some(drain) = drain
+                    && Pin::new(drain).poll(cx).is_ready()
+                {
+                    return Poll::Ready(Ok(0));
+                }
+                stdout.poll_read(cx, buffer)
+            });
+            match self.watch.beside(read).await {
+                Step::Done(read) => return read,
+                Step::Stderr => {}
+                Step::Exited => {
+                    signal_group(self.pid, Signal::TERM);
+                    self.drain = Some(Timer::after(EXIT_DRAIN));
                 }
             }
-            self.check = true;
         }
+    }
+
+    /// How the server ended, once the connection has closed: one that closed its stdout
+    /// (`closed_stdout`) gets [`EXIT_DRAIN`] to exit; once it has, its last words on stderr
+    /// are read before anyone quotes them.
+    pub(crate) async fn settle(&mut self, closed_stdout: bool) -> Option<ExitStatus> {
+        if closed_stdout {
+            self.watch.exited_within(EXIT_DRAIN).await;
+        }
+        if self.watch.exit.is_none() {
+            self.watch.stderr.drained().await;
+        }
+        self.watch.status
+    }
+
+    /// Stops the server, whose stdin is closed: the grace period (cut short by a message on
+    /// `terminated`), SIGTERM to the group, the term period, SIGKILL to the group, reaped.
+    /// Then what it left in the group is killed and the rest of stderr read.
+    pub(crate) async fn stop(
+        &mut self,
+        grace: Duration,
+        term: Duration,
+        terminated: &Receiver<()>,
+    ) {
+        let exited = self.watch.exit.is_none()
+            || (!terminated.is_full() && {
+                let cut_short = async {
+                    let _ = terminated.recv().await;
+                    false
+                };
+                self.watch.exited_within(grace).or(cut_short).await
+            });
+        if !exited {
+            signal_group(self.pid, Signal::TERM);
+            if !self.watch.exited_within(term).await {
+                signal_group(self.pid, Signal::KILL);
+                // SIGKILL cannot be ignored, but a process stuck in the kernel (a dead network
+                // mount) takes it only when it wakes: close must not wait for that. It is
+                // reaped once it does, by async-process.
+                self.watch.exited_within(KILL_WAIT).await;
+            }
+        }
+        // The leader is gone; whatever it started and left behind goes too.
+        signal_group(self.pid, Signal::KILL);
+        // So stderr ends now: the sink gets the server's last lines before close returns.
+        self.watch.stderr.drained().await;
     }
 }
 
-impl Drop for Child {
+impl Drop for ServerProcess {
     fn drop(&mut self) {
-        if self.status.is_some() {
-            return;
-        }
-        let _ = self.process.kill();
-        if !matches!(self.process.try_wait(), Ok(Some(_))) {
-            // SIGKILL is not instant (a process stuck in the kernel takes it when it wakes):
-            // the wait must not hold up whoever dropped us.
-            let pid = rustix::process::Pid::from_child(&self.process);
-            let reap = move || {
-                let _ = rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::empty());
+        signal_group(self.pid, Signal::KILL);
+        // The child goes first (a running one is killed and handed to the reaper), then one
+        // more turn of the reaper reaps what has exited. One it could not reap yet makes
+        // async-process start its thread when the reaper is dropped.
+        self.watch.exit = None;
+        self.child = None;
+        let _ = (self.watch.reaper).poll_with(&mut Context::from_waker(Waker::noop()), |r, cx| {
+            r.as_mut().poll(cx)
+        });
+    }
+}
+
+impl Watch {
+    /// Runs `future` while stderr is passed on, the exit watched and the reaper driven; ends
+    /// with whichever of them comes first.
+    async fn beside<T>(&mut self, future: impl Future<Output = T>) -> Step<T> {
+        let Watch {
+            stderr,
+            exit,
+            status,
+            reaper,
+        } = self;
+        let done = async { Step::Done(future.await) };
+        let stderr = async {
+            stderr.pump().await;
+            Step::Stderr
+        };
+        let exited = async {
+            let Some(watched) = exit else {
+                return std::future::pending().await;
             };
-            let _ = std::thread::Builder::new()
-                .name("mcp-reaper".to_owned())
-                .spawn(reap);
+            let result = poll_fn(|cx| watched.poll_with(cx, |exit, cx| exit.as_mut().poll(cx)));
+            *status = result.await.ok();
+            *exit = None;
+            Step::Exited
+        };
+        let reaper = async {
+            match poll_fn(|cx| reaper.poll_with(cx, |reaper, cx| reaper.as_mut().poll(cx))).await {}
+        };
+        // Fairly between stdout and stderr: a server busy on one must not starve the other.
+        done.race(stderr).or(exited).or(reaper).await
+    }
+
+    /// Waits up to `within` for the exit; whether it has come.
+    async fn exited_within(&mut self, within: Duration) -> bool {
+        let mut timer = Timer::after(within);
+        while self.exit.is_some() {
+            if let Step::Done(_) = self.beside(&mut timer).await {
+                break;
+            }
+        }
+        self.exit.is_none()
+    }
+}
+
+/// Polls what it holds only after that asked to be woken and was. async-process asks the
+/// kernel on every poll (`waitid` for an exit, `read` on a pipe), and the driver's wait is
+/// polled again on a wake-up of any of its parts: each would cost a system call per turn.
+struct Gated<T> {
+    inner: T,
+    gate: Arc<Gate>,
+    /// The gate as a waker, made once.
+    waker: Waker,
+}
+
+struct Gate {
+    woken: AtomicBool,
+    /// Who polled last, to be woken in turn.
+    outer: Mutex<Option<Waker>>,
+}
+
+impl Wake for Gate {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.woken.store(true, Ordering::Release);
+        let outer = self.outer.lock().ok().and_then(|mut outer| outer.take());
+        if let Some(outer) = outer {
+            outer.wake();
         }
     }
 }
 
-/// The server's stderr, and what lives as long as its process group: the sandbox's
-/// temporary folder.
-#[derive(Debug)]
-pub(crate) struct Stderr {
-    pipe: PipeReader,
-    _temporary: Option<TempDir>,
+impl<T> Gated<T> {
+    fn new(inner: T) -> Self {
+        let gate = Arc::new(Gate {
+            // Polled at least once, so that it can register.
+            woken: AtomicBool::new(true),
+            outer: Mutex::new(None),
+        });
+        let waker = Waker::from(gate.clone());
+        Self { inner, gate, waker }
+    }
+
+    /// Polls with `poll` if woken since it last returned pending; else pending at once.
+    fn poll_with<R>(
+        &mut self,
+        cx: &mut Context<'_>,
+        poll: impl FnOnce(&mut T, &mut Context<'_>) -> Poll<R>,
+    ) -> Poll<R> {
+        if let Ok(mut outer) = self.gate.outer.lock()
+            && !outer.as_ref().is_some_and(|o| o.will_wake(cx.waker()))
+        {
+            *outer = Some(cx.waker().clone());
+        }
+        if !self.gate.woken.swap(false, Ordering::AcqRel) {
+            return Poll::Pending;
+        }
+        let result = poll(&mut self.inner, &mut Context::from_waker(&self.waker));
+        if result.is_ready() {
+            // Whatever was ready may be again.
+            self.gate.woken.store(true, Ordering::Release);
+        }
+        result
+    }
 }
 
 /// Finds a bare program name on `PATH` ourselves, so "not found" can name what was searched.
@@ -338,43 +526,26 @@ impl StderrTail {
 pub type StderrSink = Box<dyn Write + Send>;
 
 /// The server's stderr, read on the reactor beside its stdout: each piece goes to the tail
-/// kept for error messages and to the sink. The driver reads it on every turn and while it
-/// waits for the server to exit, so the server never blocks on a full pipe while it runs.
-pub(crate) struct StderrReader {
+/// kept for error messages and to the sink. It is read whenever the driver waits, and while
+/// it waits for the server to exit, so the server never blocks on a full pipe.
+struct StderrReader {
     /// `None` once at EOF: the last process holding the pipe is gone.
-    pipe: Option<PipeInput>,
+    pipe: Option<Gated<ChildStderr>>,
     tail: Arc<Mutex<StderrTail>>,
     sink: Option<StderrSink>,
     buffer: ReadBuffer,
-    _temporary: Option<TempDir>,
 }
 
 impl StderrReader {
-    pub(crate) fn new(
-        stderr: Stderr,
-        tail: Arc<Mutex<StderrTail>>,
-        sink: Option<StderrSink>,
-    ) -> io::Result<Self> {
-        Ok(Self {
-            pipe: Some(PipeInput::new(stderr.pipe)?),
-            tail,
-            sink,
-            buffer: ReadBuffer::new(1024, 16 * 1024),
-            _temporary: stderr._temporary,
-        })
-    }
-
-    /// Whether EOF has come.
-    pub(crate) fn is_closed(&self) -> bool {
-        self.pipe.is_none()
-    }
-
     /// Reads and passes on one piece; never finishes once the pipe is closed.
-    pub(crate) async fn pump(&mut self) {
+    async fn pump(&mut self) {
         let Some(pipe) = &mut self.pipe else {
             return std::future::pending().await;
         };
-        let n = match pipe.read(&mut self.buffer).await {
+        let buffer = &mut self.buffer;
+        let read =
+            poll_fn(|cx| pipe.poll_with(cx, |pipe, cx| Pin::new(pipe).poll_read(cx, buffer)));
+        let n = match read.await {
             Ok(n @ 1..) => n,
             Ok(0) | Err(_) => {
                 self.pipe = None;
@@ -397,22 +568,18 @@ impl StderrReader {
         self.buffer.grow_if_filled(n);
     }
 
-    /// Reads until EOF.
-    pub(crate) async fn drain(&mut self) {
-        while !self.is_closed() {
-            self.pump().await;
-        }
-    }
-
-    /// Reads for as long as `future` runs, and returns its output.
-    pub(crate) async fn beside<T>(&mut self, future: impl Future<Output = T>) -> T {
-        use futures_lite::future::FutureExt;
-        let reading = async {
-            loop {
+    /// Reads until EOF, or [`EXIT_DRAIN`] at most (a process that left the group may hold
+    /// the pipe open).
+    async fn drained(&mut self) {
+        let all = async {
+            while self.pipe.is_some() {
                 self.pump().await;
             }
         };
-        future.or(reading).await
+        all.or(async {
+            Timer::after(EXIT_DRAIN).await;
+        })
+        .await;
     }
 }
 
@@ -420,46 +587,55 @@ impl StderrReader {
 mod tests {
     use super::*;
 
-    /// A child that exits with `code` once `release` is written to (so that the wait starts
-    /// before the exit), watched through a pidfd or, as where the kernel has none, by timer.
-    fn exit_seen(code: i32, with_pidfd: bool) -> Option<i32> {
-        let mut process = std::process::Command::new("sh")
-            .args(["-c", &format!("read line; exit {code}")])
-            .stdin(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut release = process.stdin.take().unwrap();
-        let mut child = Child::watch(process);
-        if !with_pidfd {
-            child.pidfd = None;
-        }
+    fn started(command: ServerCommand) -> (ServerProcess, ChildStdin, Arc<Mutex<StderrTail>>) {
+        let tail = Arc::new(Mutex::new(StderrTail::default()));
+        let (process, stdin) = spawn(&command, tail.clone(), None).unwrap();
+        (process, stdin, tail)
+    }
+
+    #[test]
+    fn stdout_then_the_exit_status_and_the_last_stderr_lines() {
+        let script = "read line; echo \"out $line\"; echo oops >&2; exit 3";
+        let (mut process, stdin, tail) = started(ServerCommand::new("sh").args(["-c", script]));
         async_io::block_on(async {
-            let exit = child.exit();
-            let release = async {
-                release.write_all(b"go\n").unwrap();
-                futures_lite::future::pending::<std::io::Result<ExitStatus>>().await
-            };
-            futures_lite::future::or(exit, release)
+            let mut stdin = stdin;
+            futures_lite::io::AsyncWriteExt::write_all(&mut stdin, b"hi\n")
                 .await
-                .unwrap()
-                .code()
-        })
+                .unwrap();
+            let mut out = Vec::new();
+            let mut buffer = [0; 64];
+            loop {
+                let n = process.read(&mut buffer).await.unwrap();
+                if n == 0 {
+                    break;
+                }
+                out.extend_from_slice(&buffer[..n]);
+            }
+            assert_eq!(out, b"out hi\n");
+            let status = process.settle(true).await;
+            assert_eq!(status.and_then(|s| s.code()), Some(3));
+        });
+        assert_eq!(tail.lock().unwrap().lines(), ["oops"]);
     }
 
     #[test]
-    fn exits_are_seen_through_the_pidfd_and_without_one() {
-        assert_eq!(exit_seen(3, true), Some(3));
-        assert_eq!(exit_seen(4, false), Some(4));
+    fn stop_takes_down_a_server_that_ignores_its_stdin_closing() {
+        let script = "trap '' TERM; sleep 600 & wait";
+        let (mut process, stdin, _) = started(ServerCommand::new("sh").args(["-c", script]));
+        let pid = process.pid();
+        drop(stdin);
+        let (_, never) = async_channel::bounded(1);
+        let short = Duration::from_millis(50);
+        async_io::block_on(process.stop(short, short, &never));
+        // Reaped: no zombie is left under our pid.
+        assert!(!Path::new(&format!("/proc/{pid}")).exists());
     }
 
     #[test]
-    fn a_child_dropped_while_running_is_killed_and_reaped() {
-        let process = std::process::Command::new("sleep")
-            .arg("600")
-            .spawn()
-            .unwrap();
-        let pid = process.id();
-        drop(Child::watch(process));
+    fn a_server_dropped_while_running_is_killed_and_reaped() {
+        let (process, _stdin, _) = started(ServerCommand::new("sleep").arg("600"));
+        let pid = process.pid();
+        drop(process);
         // Reaped, not left a zombie: its /proc entry goes (within seconds at the very most).
         let gone = (0..500).any(|_| {
             let exists = Path::new(&format!("/proc/{pid}")).exists();

@@ -1,24 +1,22 @@
 //! The server role over any byte stream: our own stdin and stdout, a Unix socket, a pipe.
-//! One driver future owns the [`proto::ServerConnection`] and both halves of the stream; a
-//! cheap [`Server`] handle answers the host's requests and sends it notifications.
+//! One driver future owns the [`proto::ServerConnection`] and both halves of the stream, and
+//! runs the same loop as a client's ([`crate::driver`]); a cheap [`Server`] handle answers the
+//! host's requests and sends it notifications.
 
-use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
 use async_channel::{Receiver, Sender};
-use async_io::Timer;
-use futures_lite::future::FutureExt;
-use futures_lite::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use futures_lite::io::{AsyncRead, AsyncWrite};
 use proto::{
-    FromResult, HostRequestId, Request, RequestError, RequestId, RpcError, ServerConfig,
-    ServerConnection, ServerEvent,
+    FromResult, HostRequestId, Request, RequestError, RpcError, ServerConfig, ServerConnection,
+    ServerEvent,
 };
 use serde_json::Value;
 
-use crate::buffer::ReadBuffer;
+use crate::driver::{Incoming, Link, Loop, Role, Waiters};
 use crate::{Error, oneshot};
 
 /// Host notifications beyond this many unread are dropped, so a host that floods them cannot
@@ -93,17 +91,19 @@ where
 {
     let (ops_sender, ops) = async_channel::unbounded();
     let (events_sender, events) = async_channel::unbounded();
-    let mut driver = Loop {
+    let role = ServerRole {
         connection: ServerConnection::new(Instant::now(), config),
-        reader,
-        writer,
-        outgoing: VecDeque::new(),
-        ops,
         events: events_sender,
-        waiters: BTreeMap::new(),
-        timer: Timer::never(),
+        waiters: Waiters::default(),
     };
-    let main = async move { driver.run().await };
+    let link = Link::new(Incoming::Stream(Box::new(reader)), Box::new(writer));
+    let mut driver = Loop::new(role, link, ops);
+    let main = async move {
+        driver.run().await;
+        // What was answered before the end still goes out, unless the host no longer reads.
+        driver.link.finish(FLUSH_LIMIT).await;
+        driver.refuse_operations();
+    };
     (
         Server { ops: ops_sender },
         events,
@@ -166,108 +166,19 @@ impl Server {
     }
 }
 
-enum Wake {
-    Read(std::io::Result<usize>),
-    Wrote(std::io::Result<usize>),
-    Op(Option<Op>),
-    Timeout,
-}
-
-struct Loop<R, W> {
+/// The server role, run by the same loop as a client's byte stream.
+struct ServerRole {
     connection: ServerConnection,
-    reader: R,
-    writer: W,
-    /// Bytes the core produced that the writer has not taken yet.
-    outgoing: VecDeque<u8>,
-    ops: Receiver<Op>,
     events: Sender<ServerEvent>,
-    waiters: BTreeMap<RequestId, oneshot::Sender<Result<Value, Error>>>,
-    timer: Timer,
+    waiters: Waiters,
 }
 
-impl<R, W> Loop<R, W>
-where
-    R: AsyncRead + Unpin + Send,
-    W: AsyncWrite + Unpin + Send,
-{
-    async fn run(&mut self) {
-        let mut buffer = ReadBuffer::new(8 * 1024, 64 * 1024);
-        let mut writable = true;
-        loop {
-            while let Some(line) = self.connection.poll_transmit() {
-                if writable {
-                    self.outgoing.extend(&line);
-                }
-            }
-            while let Some(event) = self.connection.poll_event() {
-                self.dispatch(event);
-            }
-            if self.connection.is_closed() {
-                break;
-            }
-            match self.connection.poll_timeout() {
-                Some(deadline) => self.timer.set_at(deadline),
-                None => self.timer = Timer::never(),
-            }
-            let wake = self.next_wake(&mut buffer).await;
-            let now = Instant::now();
-            match wake {
-                Wake::Read(Ok(0) | Err(_)) => self.connection.handle_eof(now),
-                Wake::Read(Ok(n)) => {
-                    self.connection.handle_bytes(now, &buffer[..n]);
-                    buffer.grow_if_filled(n);
-                }
-                Wake::Wrote(Ok(n)) => {
-                    self.outgoing.drain(..n);
-                    if self.outgoing.is_empty() {
-                        // Buffered writers (our stdout) pass the lines on now.
-                        let _ = futures_lite::future::poll_once(self.writer.flush()).await;
-                    }
-                }
-                // The host stopped reading: nothing more can reach it.
-                Wake::Wrote(Err(_)) => {
-                    writable = false;
-                    self.outgoing.clear();
-                    self.connection.close();
-                }
-                Wake::Op(Some(op)) => self.apply(now, op),
-                // Every handle is gone.
-                Wake::Op(None) => self.connection.close(),
-                Wake::Timeout => self.connection.handle_timeout(now),
-            }
-        }
-        // What was answered before the end still goes out.
-        let (front, back) = self.outgoing.as_slices();
-        let flushed = async {
-            let _ = self.writer.write_all(front).await;
-            let _ = self.writer.write_all(back).await;
-            let _ = self.writer.flush().await;
-            let _ = self.writer.close().await;
-        };
-        // A host that no longer reads must not hold the driver forever.
-        let stuck = async {
-            Timer::after(FLUSH_LIMIT).await;
-        };
-        flushed.or(stuck).await;
-        self.ops.close();
-    }
+impl Role for ServerRole {
+    type Core = ServerConnection;
+    type Op = Op;
 
-    async fn next_wake(&mut self, buffer: &mut [u8]) -> Wake {
-        let read = async { Wake::Read(self.reader.read(buffer).await) };
-        // One write call only: the future must complete the moment the writer has taken the
-        // bytes, or a race lost later would leave them queued to be written again.
-        let write = async {
-            if self.outgoing.is_empty() {
-                return std::future::pending().await;
-            }
-            Wake::Wrote(self.writer.write(self.outgoing.as_slices().0).await)
-        };
-        let op = async { Wake::Op(self.ops.recv().await.ok()) };
-        let timer = async {
-            (&mut self.timer).await;
-            Wake::Timeout
-        };
-        read.race(write).race(op).race(timer).await
+    fn core(&mut self) -> &mut ServerConnection {
+        &mut self.connection
     }
 
     fn apply(&mut self, now: Instant, op: Op) {
@@ -280,25 +191,31 @@ where
                 message,
             } => _ = (self.connection).progress(id, progress, total, message.as_deref()),
             Op::Notify { method, params } => _ = self.connection.notify(&method, params),
-            Op::Request { request, reply } => match self.connection.request(now, request) {
-                Ok(id) => _ = self.waiters.insert(id, reply),
-                Err(error) => reply.send(Err(error.into())),
-            },
+            Op::Request { request, reply } => {
+                let connection = &mut self.connection;
+                self.waiters
+                    .send(reply, || connection.request(now, request));
+            }
             Op::Close => self.connection.close(),
         }
     }
 
-    fn dispatch(&mut self, event: ServerEvent) {
+    fn dispatch(&mut self, event: ServerEvent) -> bool {
+        let closed = matches!(event, ServerEvent::Closed(_));
         match event {
             ServerEvent::Response { id, result } => {
-                if let Some(waiter) = self.waiters.remove(&id) {
-                    waiter.send(result.map_err(Error::from_request));
-                }
+                self.waiters.answer(id, result.map_err(Error::from_request));
             }
             ServerEvent::Malformed(_) => {}
             ServerEvent::Notification(_) if self.events.len() >= MAX_QUEUED_NOTIFICATIONS => {}
             event => _ = self.events.try_send(event),
         }
+        closed
+    }
+
+    /// The host stopped reading: nothing more can reach it.
+    fn write_failed(&mut self) {
+        self.connection.close();
     }
 }
 
@@ -308,7 +225,7 @@ mod tests {
 
     use super::*;
     use async_net::unix::UnixStream;
-    use futures_lite::io::{AsyncBufReadExt, BufReader};
+    use futures_lite::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
     use futures_lite::stream::StreamExt;
     use serde_json::json;
 

@@ -77,8 +77,6 @@ impl Permissions {
         Ok(confined.then_some(Sandbox {
             isolate_network,
             filesystem,
-            // What else it may read is the hub's to decide, when it starts the server.
-            ..Sandbox::default()
         }))
     }
 }

@@ -102,7 +102,7 @@ pub(crate) async fn connect(place: &Place) -> Option<mcp_smol::Client> {
     let mut options = mcp_smol::Options::default();
     // The daemon passes its servers' forms to us, for our terminal, as a cold run asks them.
     options.core.capabilities.elicitation = true;
-    mcp_smol::connect_stream(stream.clone(), stream, options)
+    mcp_smol::connect((stream.clone(), stream), options)
         .await
         .ok()
 }

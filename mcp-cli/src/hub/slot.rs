@@ -366,17 +366,15 @@ impl Slot {
                 }));
             }
             let (options, log) = hub.options(spec);
-            let (client, driver) = match &spec.remote {
+            let transport = match &spec.remote {
                 // Marked, so that a server running mcp-cli's own gateway knows how deep it is.
                 None => {
                     let marked = crate::nesting::marked(&spec.command);
-                    mcp_smol::start(&server_command(&marked), options).map_err(server_error)?
+                    mcp_smol::Transport::from(server_command(&marked))
                 }
-                Some(remote) => {
-                    let server = http_server(name, remote, hub.settings.login);
-                    mcp_smol::start_http(server, options)
-                }
+                Some(remote) => http_server(name, remote, hub.settings.login).into(),
             };
+            let (client, driver) = mcp_smol::start(transport, options).map_err(server_error)?;
             if let Some(log) = log {
                 log.started(client.pid());
             }

@@ -1,6 +1,7 @@
 //! Who a driver answers: callers waiting for a response or for the handshake, listeners of
-//! the server's notifications, answerers of its requests. Both drivers (a child's stdio,
-//! HTTP) keep them alike, here; what differs between them is how bytes move.
+//! the server's notifications, answerers of its requests. Every client driver (a byte
+//! stream, HTTP) keeps them alike, here, and the server role keeps its own requests' callers
+//! in the same [`Waiters`]; what differs between them is how bytes move.
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -18,9 +19,58 @@ use crate::Error;
 /// How many notifications a listener may fall behind before further ones are dropped for it.
 const NOTIFICATION_BACKLOG: usize = 1024;
 
+/// Callers waiting for the answers to their requests, by request id.
+#[derive(Default)]
+pub(crate) struct Waiters(BTreeMap<RequestId, Reply<Value>>);
+
+impl Waiters {
+    /// Sends a request through `send` (the core's `request`); its caller waits for the answer.
+    pub(crate) fn send(
+        &mut self,
+        reply: Reply<Value>,
+        send: impl FnOnce() -> Result<RequestId, SendError>,
+    ) {
+        match send() {
+            Ok(id) => _ = self.0.insert(id, reply),
+            // Not expected: a driver stops taking operations once the connection closes.
+            Err(SendError::Closed(reason)) => {
+                reply.send(Err(Error::from_request(RequestError::Closed(reason))));
+            }
+            Err(error) => reply.send(Err(error.into())),
+        }
+    }
+
+    /// Answers the caller of request `id`, if it still waits.
+    pub(crate) fn answer(&mut self, id: RequestId, result: Result<Value, Error>) {
+        if let Some(waiter) = self.0.remove(&id) {
+            waiter.send(result);
+        }
+    }
+
+    /// The requests whose callers have stopped waiting (their reply channel is closed), which
+    /// are forgotten here.
+    fn abandoned(&mut self) -> Vec<RequestId> {
+        let abandoned: Vec<RequestId> = (self.0.iter())
+            .filter(|(_, reply)| reply.is_closed())
+            .map(|(&id, _)| id)
+            .collect();
+        for id in &abandoned {
+            self.0.remove(id);
+        }
+        abandoned
+    }
+
+    /// Every caller still waiting hears `error`.
+    pub(crate) fn fail_all(&mut self, error: &Error) {
+        for (_, waiter) in std::mem::take(&mut self.0) {
+            waiter.send(Err(error.clone()));
+        }
+    }
+}
+
 #[derive(Default)]
 pub(crate) struct Callers {
-    waiters: BTreeMap<RequestId, Reply<Value>>,
+    waiters: Waiters,
     ready_waiters: Vec<Reply<ServerInfo>>,
     listeners: Vec<Sender<Notification>>,
     answerers: Vec<Sender<ServerRequest>>,
@@ -31,14 +81,10 @@ impl Callers {
     /// handshake is done and no new one is under way), or waits for the next.
     pub(crate) fn apply(&mut self, connection: &mut Connection, now: Instant, op: Op, ready: bool) {
         match op {
-            Op::Request { request, reply } => match connection.request(now, request) {
-                Ok(id) => _ = self.waiters.insert(id, reply),
-                // Not expected: a driver stops taking operations once the connection closes.
-                Err(SendError::Closed(reason)) => {
-                    reply.send(Err(Error::from_request(RequestError::Closed(reason))));
-                }
-                Err(error) => reply.send(Err(error.into())),
-            },
+            Op::Request { request, reply } => {
+                self.waiters
+                    .send(reply, || connection.request(now, request));
+            }
             Op::WaitReady(reply) => match connection.server_info().filter(|_| ready) {
                 Some(info) => reply.send(Ok(info.clone())),
                 None => self.ready_waiters.push(reply),
@@ -54,12 +100,7 @@ impl Callers {
     /// Cancels every request whose caller has stopped waiting (its reply channel is closed),
     /// which also tells the server with `notifications/cancelled`.
     fn cancel_abandoned(&mut self, connection: &mut Connection, now: Instant) {
-        let abandoned: Vec<RequestId> = (self.waiters.iter())
-            .filter(|(_, reply)| reply.is_closed())
-            .map(|(&id, _)| id)
-            .collect();
-        for id in abandoned {
-            self.waiters.remove(&id);
+        for id in self.waiters.abandoned() {
             connection.cancel(now, id);
         }
     }
@@ -73,9 +114,7 @@ impl Callers {
 
     /// Answers the caller of request `id`, if it still waits.
     pub(crate) fn answer(&mut self, id: RequestId, result: Result<Value, Error>) {
-        if let Some(waiter) = self.waiters.remove(&id) {
-            waiter.send(result);
-        }
+        self.waiters.answer(id, result);
     }
 
     /// Passes `notification` to every listener still listening, except one that has fallen
@@ -105,15 +144,11 @@ impl Callers {
         connection.respond(Instant::now(), request.id, refusal);
     }
 
-    /// The connection has ended: every caller still waiting hears `error`, and a
-    /// `wait_ready` hears `unstarted` (why the connection could not start, where that says
-    /// more).
-    pub(crate) fn fail_all(&mut self, unstarted: &Error, error: &Error) {
+    /// The connection has ended: every caller still waiting hears `error`.
+    pub(crate) fn fail_all(&mut self, error: &Error) {
         for waiter in self.ready_waiters.drain(..) {
-            waiter.send(Err(unstarted.clone()));
-        }
-        for (_, waiter) in std::mem::take(&mut self.waiters) {
             waiter.send(Err(error.clone()));
         }
+        self.waiters.fail_all(error);
     }
 }

@@ -1,8 +1,8 @@
 //! Remote servers over HTTP: the Streamable HTTP transport (2025-03-26 onwards) and the older
 //! HTTP+SSE transport (2024-11-05), with hyper for HTTP/1.1 and rustls for TLS.
 //!
-//! [`start_http`] returns the same [`Client`] and [`Driver`] as [`start`](crate::start); the
-//! driver owns the connection and every HTTP exchange in flight (on an executor of its own,
+//! [`start`](crate::start) with a [`Transport::Http`](crate::Transport) returns the same
+//! [`Client`] and [`Driver`] as over stdio; the driver owns the connection and every HTTP exchange in flight (on an executor of its own,
 //! so it runs under any executor), and when it ends no socket is left open.
 //!
 //! The transport's rules are the core's ([`proto::HttpConnection`]): `streamable.rs` is the
@@ -41,7 +41,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use crate::{Client, Driver, Error, Options};
+use crate::{Client, Driver, Options};
 
 mod exchanges;
 mod fetch;
@@ -94,7 +94,7 @@ pub trait Authorizer: Send + Sync + fmt::Debug {
 
     /// The server answered 401, or 403 with `insufficient_scope`. Return `Ok(true)` when a
     /// new authorization was obtained and the request should be sent once more; `Ok(false)`
-    /// to give up (the request or the connection then fails with [`Error::Unauthorized`]).
+    /// to give up (the request or the connection then fails with [`Error::Unauthorized`](crate::Error::Unauthorized)).
     fn challenged<'a>(
         &'a self,
         challenge: &'a Challenge,
@@ -112,19 +112,9 @@ pub struct Challenge {
     pub www_authenticate: Option<String>,
 }
 
-/// Starts a connection to a remote server: returns a handle and the driver future, as
-/// [`start`](crate::start) does. Nothing is sent until the driver is polled; calls made before
-/// the handshake ends are held. [`Client::pid`] is 0.
-pub fn start_http(server: HttpServer, options: Options) -> (Client, Driver) {
+/// Starts a connection to a remote server: a handle and the driver future, as
+/// [`start`](crate::start) hands them out. Nothing is sent until the driver is polled.
+pub(crate) fn start(server: HttpServer, options: Options) -> (Client, Driver) {
     let (ops, shared, driver) = streamable::start(server, options);
     (Client::from_parts(ops, shared), driver)
-}
-
-/// [`start_http`], with the handshake completed and the driver on this crate's background
-/// thread, as [`connect`](crate::connect) does.
-/// A server that needs authorization nobody could give fails with [`Error::Unauthorized`];
-/// one that cannot be reached at all (DNS, refused, TLS) with [`Error::Http`].
-pub async fn connect_http(server: HttpServer, options: Options) -> Result<Client, Error> {
-    let (client, driver) = start_http(server, options);
-    crate::client::connected(client, driver).await
 }

@@ -259,16 +259,9 @@ impl Loop {
     /// Fails whatever is still waiting, stops every exchange, and ends the session with a
     /// `DELETE` (bounded by the grace period).
     async fn shut_down(&mut self, reason: CloseReason) {
-        let disconnect = Disconnect::bare(reason);
-        let _ = self.shared.disconnect.set(disconnect.clone());
-        let error = Error::Disconnected(Box::new(disconnect));
-        if let Some(fatal) = self.fatal.take() {
-            let _ = self.shared.failure.set(fatal);
-        }
-        let first = self.shared.failure.get().cloned();
-        let first = first.unwrap_or_else(|| error.clone());
+        let error = self.shared.end(Disconnect::bare(reason), self.fatal.take());
         self.refuse_operations(&error);
-        self.callers.fail_all(&first, &error);
+        self.callers.fail_all(&error);
         self.tasks.clear();
         if let Some(headers) = self.http.session_end() {
             let delete = exchanges::delete_session(&self.endpoint, headers);
@@ -293,8 +286,7 @@ impl Loop {
 impl Drop for Loop {
     /// Also when the driver future is dropped unfinished: no caller may be left waiting.
     fn drop(&mut self) {
-        let disconnect = self.shared.disconnect.get().cloned();
-        let disconnect = disconnect.unwrap_or_else(Disconnect::driver_dropped);
-        self.refuse_operations(&Error::Disconnected(Box::new(disconnect)));
+        let error = (self.shared).end(Disconnect::driver_dropped(), None);
+        self.refuse_operations(&error);
     }
 }

@@ -55,7 +55,7 @@
 //!
 //! `mcp-http-fixture probe URL [--transport auto|streamable|sse]`: the client side, in a
 //! process of its own so a test can set `SSL_CERT_FILE` for it: connects with
-//! `mcp_smol::connect_http`, lists the tools, prints `TOOLS <names>` and exits 0, or prints
+//! `mcp_smol::connect` with an `HttpServer`, lists the tools, prints `TOOLS <names>` and exits 0, or prints
 //! `ERROR <message>` and exits 3.
 
 // A poisoned lock here means the fixture itself crashed; panicking further is the right answer.
@@ -605,7 +605,7 @@ fn probe(url: String, transport: Option<String>) -> i32 {
         ..mcp_smol::HttpServer::new(url)
     };
     let outcome = smol::block_on(async {
-        let client = mcp_smol::connect_http(server, mcp_smol::Options::default()).await?;
+        let client = mcp_smol::connect(server, mcp_smol::Options::default()).await?;
         let tools = client.list_tools().await;
         client.close().await;
         tools

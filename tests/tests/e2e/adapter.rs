@@ -326,7 +326,7 @@ fn callers_of_one_task_on_the_driver_s_own_thread_are_all_answered() {
     bounded(executor.run(async {
         for connection in 0..8 {
             let (client, driver) =
-                mcp_smol::start(&fixture("good", &["--page-size", "2"]), quick()).unwrap();
+                mcp_smol::start(fixture("good", &["--page-size", "2"]), quick()).unwrap();
             executor.spawn(driver).detach();
             for round in 0..25 {
                 let tag = format!("{connection}-{round}");

@@ -268,7 +268,11 @@ fn flooded_stderr_is_drained_and_kept() {
         for _ in 0..20 {
             client.call_tool("echo", echo_args("x")).await.unwrap();
         }
-        assert!(!client.stderr_tail().is_empty());
+        // On a loaded machine the flood may not have begun yet: calls go on until some of it
+        // is in (a server blocked on a full stderr pipe would stop answering them).
+        while client.stderr_tail().is_empty() {
+            client.call_tool("echo", echo_args("x")).await.unwrap();
+        }
         assert!(client.stderr_tail().len() <= 21);
         close_and_check(&client).await;
     });

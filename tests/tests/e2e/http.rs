@@ -1,4 +1,4 @@
-//! The HTTP transports through `mcp_smol::connect_http`: the real server-everything in its
+//! The HTTP transports through `mcp_smol::connect` with an `HttpServer`: the real server-everything in its
 //! Streamable HTTP and SSE modes, and `mcp-http-fixture` for HTTPS and for every way an HTTP
 //! server can misbehave. Each failure must be a clear error naming its cause, and close must
 //! leave no socket open.
@@ -12,9 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use mcp_smol::proto::{CloseReason, Request, RequestError};
-use mcp_smol::{
-    Authorizer, Challenge, Client, Error, HttpServer, HttpTransport, Options, connect_http,
-};
+use mcp_smol::{Authorizer, Challenge, Client, Error, HttpServer, HttpTransport, Options, connect};
 use serde_json::json;
 
 use crate::support::{Scratch, bounded, text};
@@ -169,7 +167,7 @@ fn everything_over_streamable_http() {
     };
     let url = format!("http://127.0.0.1:{}/mcp", everything.port);
     bounded(async {
-        let client = connect_http(server(url), patient()).await.unwrap();
+        let client = connect(server(url), patient()).await.unwrap();
         assert_eq!(client.pid(), 0);
         let tools = client.list_tools().await.unwrap();
         assert!(tools.iter().any(|tool| tool.name == "echo"), "{tools:?}");
@@ -232,7 +230,7 @@ fn everything_over_legacy_sse_explicitly_and_by_fallback() {
                 transport,
                 ..server(url.clone())
             };
-            let client = connect_http(server, patient()).await.unwrap();
+            let client = connect(server, patient()).await.unwrap();
             let tools = client.list_tools().await.unwrap();
             assert!(tools.iter().any(|tool| tool.name == "echo"), "{tools:?}");
             let echoed = client
@@ -250,7 +248,7 @@ fn a_16_mib_result_and_one_over_the_limit() {
     let fixture = fixture("good", &[]);
     let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
     bounded(async {
-        let client = connect_http(server(url.clone()), patient()).await.unwrap();
+        let client = connect(server(url.clone()), patient()).await.unwrap();
         let bytes = 16 * 1024 * 1024;
         let result = client
             .call_tool("big", json!({"bytes": bytes}))
@@ -261,7 +259,7 @@ fn a_16_mib_result_and_one_over_the_limit() {
 
         let mut small = patient();
         small.core.max_line_len = 1024 * 1024;
-        let client = connect_http(server(url), small).await.unwrap();
+        let client = connect(server(url), small).await.unwrap();
         let error = client
             .call_tool("big", json!({"bytes": 2 * 1024 * 1024}))
             .await
@@ -281,7 +279,7 @@ fn answers_as_event_streams_carry_progress_first() {
     let fixture = fixture("sse", &[]);
     let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
     bounded(async {
-        let client = connect_http(server(url), patient()).await.unwrap();
+        let client = connect(server(url), patient()).await.unwrap();
         let notifications = client.notifications().await;
         let result = client
             .call_tool("echo", json!({"message": "streamed"}))
@@ -301,7 +299,7 @@ fn close_ends_the_session_with_delete() {
     let fixture = fixture("good", &["--log", log.to_str().unwrap()]);
     let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
     bounded(async {
-        let client = connect_http(server(url), patient()).await.unwrap();
+        let client = connect(server(url), patient()).await.unwrap();
         client.list_tools().await.unwrap();
         close_and_check(&client, fixture.port).await;
     });
@@ -328,7 +326,7 @@ fn a_forgotten_session_is_started_again_and_the_request_resent() {
     let fixture = fixture("session-404", &["--log", log.to_str().unwrap()]);
     let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
     bounded(async {
-        let client = connect_http(server(url), patient()).await.unwrap();
+        let client = connect(server(url), patient()).await.unwrap();
         client.list_tools().await.unwrap();
         // The server has forgotten session s1: this call gets 404, then goes to a new one.
         let result = client
@@ -351,7 +349,7 @@ fn a_request_resent_in_a_new_session_waits_for_its_initialized_notification() {
     let fixture = fixture("python-404", &["--log", log.to_str().unwrap()]);
     let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
     bounded(async {
-        let client = connect_http(server(url), patient()).await.unwrap();
+        let client = connect(server(url), patient()).await.unwrap();
         client.list_tools().await.unwrap();
         // Session s1 is forgotten: the call goes again in s2, after s2's `initialized`, which
         // the server takes in slowly and refuses to be overtaken.
@@ -387,7 +385,7 @@ fn a_restarted_server_s_400_for_the_session_starts_a_new_one_and_resends() {
     let port = first.port.to_string();
     let url = format!("http://127.0.0.1:{port}/mcp");
     bounded(async {
-        let client = connect_http(server(url.clone()), patient()).await.unwrap();
+        let client = connect(server(url.clone()), patient()).await.unwrap();
         client.list_tools().await.unwrap();
         // The server restarts where it was, knowing no session.
         drop(first);
@@ -421,7 +419,7 @@ fn a_server_that_refuses_every_session_fails_the_connection_after_one_more() {
     let fixture = fixture("no-sessions", &["--log", log.to_str().unwrap()]);
     let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
     bounded(async {
-        let client = connect_http(server(url.clone()), patient()).await.unwrap();
+        let client = connect(server(url.clone()), patient()).await.unwrap();
         let error = client.list_tools().await.unwrap_err();
         assert_eq!(
             transport_reason(&error),
@@ -440,9 +438,7 @@ fn an_html_page_fails_the_connection_naming_it() {
     let fixture = fixture("html", &[]);
     let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
     bounded(async {
-        let error = connect_http(server(url.clone()), patient())
-            .await
-            .unwrap_err();
+        let error = connect(server(url.clone()), patient()).await.unwrap_err();
         let reason = transport_reason(&error);
         assert!(
             reason.starts_with(&format!("POST {url}: HTTP 200 OK with text/html")),
@@ -458,7 +454,7 @@ fn a_wrong_content_type_fails_the_connection_naming_it() {
     let fixture = fixture("wrong-type", &[]);
     let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
     bounded(async {
-        let error = connect_http(server(url), patient()).await.unwrap_err();
+        let error = connect(server(url), patient()).await.unwrap_err();
         let reason = transport_reason(&error);
         assert!(
             reason.contains("text/plain, not JSON or an event stream"),
@@ -473,7 +469,7 @@ fn a_redirect_loop_is_cut_short() {
     let fixture = fixture("redirect-loop", &[]);
     let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
     bounded(async {
-        let error = connect_http(server(url), patient()).await.unwrap_err();
+        let error = connect(server(url), patient()).await.unwrap_err();
         assert!(matches!(error, Error::Http { .. }), "{error:?}");
         assert!(error.to_string().contains("redirect loop"), "{error}");
         assert_eq!(sockets_to(fixture.port), 0);
@@ -485,7 +481,7 @@ fn a_500_fails_that_call_and_the_connection_goes_on() {
     let fixture = fixture("fail-call", &[]);
     let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
     bounded(async {
-        let client = connect_http(server(url.clone()), patient()).await.unwrap();
+        let client = connect(server(url.clone()), patient()).await.unwrap();
         let detail = echo_fails_in_transport(&client).await;
         assert_eq!(
             &detail,
@@ -503,7 +499,7 @@ fn a_stream_cut_before_the_answer_fails_the_call_at_once() {
     let fixture = fixture("truncated", &[]);
     let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
     bounded(async {
-        let client = connect_http(server(url), patient()).await.unwrap();
+        let client = connect(server(url), patient()).await.unwrap();
         let detail = echo_fails_in_transport(&client).await;
         assert!(
             detail.contains("the event stream ended before the answer, with no event id"),
@@ -520,7 +516,7 @@ fn a_stream_cut_with_an_event_id_resumes_with_last_event_id() {
     let fixture = fixture("resume", &["--log", log.to_str().unwrap()]);
     let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
     bounded(async {
-        let client = connect_http(server(url), patient()).await.unwrap();
+        let client = connect(server(url), patient()).await.unwrap();
         let result = client
             .call_tool("echo", json!({"message": "x"}))
             .await
@@ -540,9 +536,7 @@ fn unauthorized_without_an_authorizer() {
     let fixture = fixture("unauthorized", &[]);
     let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
     bounded(async {
-        let error = connect_http(server(url.clone()), patient())
-            .await
-            .unwrap_err();
+        let error = connect(server(url.clone()), patient()).await.unwrap_err();
         let Error::Unauthorized {
             url: refused,
             status,
@@ -595,7 +589,7 @@ fn an_authorizer_gets_one_more_try_then_unauthorized() {
             authorizer: Some(authorizer.clone()),
             ..server(url)
         };
-        let error = connect_http(server, patient()).await.unwrap_err();
+        let error = connect(server, patient()).await.unwrap_err();
         assert!(
             matches!(error, Error::Unauthorized { status: 401, .. }),
             "{error:?}"
@@ -611,7 +605,7 @@ fn a_refused_connection_is_an_http_error() {
     let port = 1;
     bounded(async {
         let url = format!("http://127.0.0.1:{port}/mcp");
-        let error = connect_http(server(url), patient()).await.unwrap_err();
+        let error = connect(server(url), patient()).await.unwrap_err();
         let Error::Http { detail, .. } = &error else {
             panic!("{error:?}");
         };
@@ -706,7 +700,7 @@ fn an_authorizer_fixes_a_401_and_a_refused_step_up_fails_only_that_call() {
             authorizer: Some(authorizer),
             ..server(url.clone())
         };
-        let client = connect_http(server, patient()).await.unwrap();
+        let client = connect(server, patient()).await.unwrap();
         assert_eq!(client.list_tools().await.unwrap().len(), 2);
         let error = client.call_tool("secret", json!({})).await.unwrap_err();
         let Error::Unauthorized {
@@ -770,7 +764,7 @@ fn one_request_may_need_a_login_and_then_more_scope() {
             authorizer: Some(authorizer.clone()),
             ..server(url.clone())
         };
-        let client = connect_http(server, patient()).await.unwrap();
+        let client = connect(server, patient()).await.unwrap();
         *authorizer.token.lock().unwrap() = "stale";
         let result = (client
             .call_tool("secret", json!({"message": "opened"}))
@@ -787,7 +781,7 @@ fn server_messages_arrive_on_the_get_stream() {
     let fixture = fixture("push", &[]);
     let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
     bounded(async {
-        let client = connect_http(server(url), patient()).await.unwrap();
+        let client = connect(server(url), patient()).await.unwrap();
         let notifications = client.notifications().await;
         client.list_tools().await.unwrap();
         let note = notifications.recv().await.unwrap();
@@ -801,9 +795,7 @@ fn no_mcp_server_at_all_names_both_attempts() {
     let fixture = fixture("not-found", &[]);
     let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
     bounded(async {
-        let error = connect_http(server(url.clone()), patient())
-            .await
-            .unwrap_err();
+        let error = connect(server(url.clone()), patient()).await.unwrap_err();
         let reason = transport_reason(&error);
         assert_eq!(
             reason,
@@ -822,7 +814,7 @@ fn a_moved_endpoint_is_followed() {
     let fixture = fixture("moved", &["--log", log.to_str().unwrap()]);
     let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
     bounded(async {
-        let client = connect_http(server(url), patient()).await.unwrap();
+        let client = connect(server(url), patient()).await.unwrap();
         let echoed = client
             .call_tool("echo", json!({"message": "moved"}))
             .await
@@ -844,7 +836,7 @@ fn close_during_a_call_fails_it_and_leaves_no_socket() {
     let fixture = fixture("hang", &["--log", log.to_str().unwrap()]);
     let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
     bounded(async {
-        let client = connect_http(server(url), patient()).await.unwrap();
+        let client = connect(server(url), patient()).await.unwrap();
         let call = {
             let client = client.clone();
             smol::spawn(async move { client.call_tool("echo", json!({"message": "x"})).await })
@@ -872,7 +864,7 @@ fn the_driver_runs_under_tokio() {
         .build()
         .unwrap();
     runtime.block_on(async {
-        let (client, driver) = mcp_smol::start_http(server(url), patient());
+        let (client, driver) = mcp_smol::start(server(url), patient()).unwrap();
         tokio::spawn(driver);
         client.wait_ready().await.unwrap();
         let echoed = client
@@ -889,7 +881,7 @@ fn a_json_body_that_answers_nothing_fails_the_call_at_once() {
     let fixture = fixture("not-jsonrpc", &[]);
     let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
     bounded(async {
-        let client = connect_http(server(url.clone()), patient()).await.unwrap();
+        let client = connect(server(url.clone()), patient()).await.unwrap();
         let detail = echo_fails_in_transport(&client).await;
         assert_eq!(
             &detail,
@@ -956,7 +948,7 @@ fn refused_in_the_new_session_too(mode: &str, refusal: &str) {
     let fixture = fixture(mode, &["--log", log.to_str().unwrap()]);
     let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
     bounded(async {
-        let client = connect_http(server(url.clone()), patient()).await.unwrap();
+        let client = connect(server(url.clone()), patient()).await.unwrap();
         let detail = echo_fails_in_transport(&client).await;
         assert_eq!(
             detail,
@@ -977,7 +969,7 @@ fn resuming_a_stream_that_brings_nothing_new_gives_up() {
     let fixture = fixture("resume-loop", &["--log", log.to_str().unwrap()]);
     let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
     bounded(async {
-        let client = connect_http(server(url.clone()), patient()).await.unwrap();
+        let client = connect(server(url.clone()), patient()).await.unwrap();
         let detail = echo_fails_in_transport(&client).await;
         assert_eq!(
             &detail,
@@ -1001,9 +993,7 @@ fn an_http_sse_endpoint_on_another_origin_is_refused() {
     let fixture = fixture("legacy-foreign", &[]);
     let url = format!("http://127.0.0.1:{}/sse", fixture.port);
     bounded(async {
-        let error = connect_http(server(url.clone()), patient())
-            .await
-            .unwrap_err();
+        let error = connect(server(url.clone()), patient()).await.unwrap_err();
         let reason = transport_reason(&error);
         assert!(reason.starts_with(&format!("POST {url}: HTTP 405 Method Not Allowed; and as an HTTP+SSE server: GET {url} (HTTP+SSE): the endpoint http://198.51.100.7/messages is on another origin; refused")), "{reason}");
         assert_eq!(sockets_to(fixture.port), 0);

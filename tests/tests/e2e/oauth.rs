@@ -1,5 +1,5 @@
 //! OAuth through the real HTTP transport: `mcp_cli::auth::OAuth` as the authorizer of
-//! `mcp_smol::connect_http`, against `mcp-oauth-fixture` (an authorization server and the MCP
+//! `mcp_smol::connect` with an `HttpServer`, against `mcp-oauth-fixture` (an authorization server and the MCP
 //! server it protects). Logins unattended (`Login::Follow`) and through a stand-in browser.
 
 use std::io::{BufRead, BufReader};
@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_cli::auth::{self, Login, OAuth, Settings};
-use mcp_smol::{Authorizer, Client, Error, HttpServer, Options, connect_http};
+use mcp_smol::{Authorizer, Client, Error, HttpServer, Options};
 use serde_json::json;
 
 use crate::support::{Scratch, bounded, text};
@@ -88,7 +88,7 @@ fn options() -> Options {
 async fn connect(fixture: &Fixture, oauth: Arc<OAuth>) -> Result<Client, Error> {
     let mut server = HttpServer::new(fixture.url.clone());
     server.authorizer = Some(oauth as Arc<dyn Authorizer>);
-    connect_http(server, options()).await
+    mcp_smol::connect(server, options()).await
 }
 
 async fn whoami(client: &Client) -> String {

@@ -6,7 +6,7 @@ use serde_json::json;
 use crate::support::{assert_group_gone, fixture, quick, text};
 
 fn start() -> (Client, Driver) {
-    mcp_smol::start(&fixture("good", &[]), quick()).expect("spawn fixture")
+    mcp_smol::start(fixture("good", &[]), quick()).expect("spawn fixture")
 }
 
 /// Real calls: a list, a pipelined pair, a progress call; then a clean close.

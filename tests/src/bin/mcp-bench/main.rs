@@ -273,7 +273,7 @@ fn client_sequential(bins: &Bins, same_thread: bool) -> Sequential {
         Sequential::new(&mut latencies, cpu)
     };
     if same_thread {
-        let (client, driver) = mcp_smol::start(&fixture_command(bins), options()).unwrap();
+        let (client, driver) = mcp_smol::start(fixture_command(bins), options()).unwrap();
         smol::block_on(smol::future::zip(driver, calls(client))).1
     } else {
         smol::block_on(async {
@@ -721,7 +721,7 @@ impl WarmTarget {
         let (socket_calls, in_process) = smol::block_on(async {
             let stream = smol::net::unix::UnixStream::connect(&socket).await.unwrap();
             let options = mcp_smol::Options::default();
-            let warm = mcp_smol::connect_stream(stream.clone(), stream, options)
+            let warm = mcp_smol::connect((stream.clone(), stream), options)
                 .await
                 .unwrap();
             let direct = mcp_smol::connect(command, mcp_smol::Options::default())
