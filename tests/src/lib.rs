@@ -1,5 +1,8 @@
 //! Shared helpers for the end-to-end suites: installing the real reference servers under
-//! `target/` on first use, and checking that no server process outlives a test.
+//! `target/` on first use, and checking that no server process outlives a test; and, in
+//! [`http`], the socket plumbing of the HTTP fixture servers.
+
+pub mod http;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};

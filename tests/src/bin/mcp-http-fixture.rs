@@ -2,7 +2,8 @@
 //! HTTP MCP server on 127.0.0.1 (port N, else a free one; printed as `PORT <n>` on stdout, so a
 //! test can stop it and start it again where it was) that behaves well or
 //! misbehaves on demand, for the end-to-end suites. Plain std sockets, one thread per
-//! connection, one exchange per connection; with `--cert` and `--key`, HTTPS.
+//! connection, one exchange per connection ([`mcp_tests::http`]); with `--cert` and `--key`,
+//! HTTPS.
 //!
 //! Modes:
 //! - `good`: tools `echo` (`message`) and `big` (`bytes`: a text of that many bytes), answered
@@ -62,12 +63,12 @@
 #![allow(clippy::unwrap_used)]
 
 use std::collections::HashSet;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
+use std::io::{Read, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 
+use mcp_tests::http::{self, Request, Response};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use serde_json::{Value, json};
@@ -83,22 +84,6 @@ struct State {
     listed: AtomicBool,
     /// Mode `legacy-dies`: the open event stream's queue; `None` in it ends the stream.
     legacy: Mutex<Option<std::sync::mpsc::Sender<Option<String>>>>,
-}
-
-/// One request as read off the socket.
-struct Request {
-    method: String,
-    path: String,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-impl Request {
-    fn header(&self, name: &str) -> Option<&str> {
-        (self.headers.iter())
-            .find(|(key, _)| key.eq_ignore_ascii_case(name))
-            .map(|(_, value)| value.as_str())
-    }
 }
 
 fn main() {
@@ -121,7 +106,7 @@ fn main() {
             .unwrap();
         Mutex::new(file)
     });
-    let state = Arc::new(State {
+    let state = State {
         mode,
         sessions: Mutex::new(HashSet::new()),
         initialized: Mutex::new(HashSet::new()),
@@ -129,32 +114,25 @@ fn main() {
         log,
         listed: AtomicBool::new(false),
         legacy: Mutex::new(None),
-    });
+    };
     let port: u16 = option("--port").map_or(0, |port| port.parse().unwrap());
-    let listener = TcpListener::bind(("127.0.0.1", port)).unwrap();
-    println!("PORT {}", listener.local_addr().unwrap().port());
-    std::io::stdout().flush().unwrap();
-    for stream in listener.incoming() {
-        let Ok(stream) = stream else { continue };
-        let state = state.clone();
-        let tls = tls.clone();
-        thread::spawn(move || {
-            let _ = match tls {
-                Some(config) => {
-                    let Ok(connection) = rustls::ServerConnection::new(config) else {
-                        return;
-                    };
-                    let mut stream = rustls::StreamOwned::new(connection, stream);
-                    let served = serve(&state, &mut stream);
-                    // A clean TLS end, so a body that runs to the end of the connection
-                    // is whole.
-                    stream.conn.send_close_notify();
-                    served.and_then(|()| stream.flush())
-                }
-                None => serve(&state, &mut { stream }),
-            };
-        });
-    }
+    let listener = http::listen(port).unwrap();
+    http::serve_each(listener, move |stream| {
+        let _ = match &tls {
+            Some(config) => {
+                let Ok(connection) = rustls::ServerConnection::new(config.clone()) else {
+                    return;
+                };
+                let mut stream = rustls::StreamOwned::new(connection, stream);
+                let served = serve(&state, &mut stream);
+                // A clean TLS end, so a body that runs to the end of the connection
+                // is whole.
+                stream.conn.send_close_notify();
+                served.and_then(|()| stream.flush())
+            }
+            None => serve(&state, &mut { stream }),
+        };
+    });
 }
 
 fn tls_config(cert: &str, key: &str) -> Arc<rustls::ServerConfig> {
@@ -173,50 +151,11 @@ fn tls_config(cert: &str, key: &str) -> Arc<rustls::ServerConfig> {
     Arc::new(config)
 }
 
-fn read_request(stream: &mut impl Read) -> Option<Request> {
-    let mut reader = BufReader::new(stream);
-    let mut line = String::new();
-    reader.read_line(&mut line).ok()?;
-    let mut parts = line.split_whitespace();
-    let method = parts.next()?.to_owned();
-    let path = parts.next()?.to_owned();
-    let mut headers = Vec::new();
-    loop {
-        let mut line = String::new();
-        reader.read_line(&mut line).ok()?;
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        let (name, value) = line.split_once(':')?;
-        headers.push((name.trim().to_owned(), value.trim().to_owned()));
-    }
-    let length = (headers.iter())
-        .find(|(name, _)| name.eq_ignore_ascii_case("content-length"))
-        .and_then(|(_, value)| value.parse().ok())
-        .unwrap_or(0);
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).ok()?;
-    Some(Request {
-        method,
-        path,
-        headers,
-        body,
-    })
-}
-
 /// What to send back.
 enum Reply {
-    Full {
-        status: &'static str,
-        headers: Vec<(String, String)>,
-        body: Vec<u8>,
-    },
+    Full(Response),
     /// An event stream of these events, then the end of the connection.
-    Events {
-        headers: Vec<(String, String)>,
-        events: Vec<String>,
-    },
+    Events(Vec<String>),
     /// An event stream that never sends anything, held until the client goes away.
     Hang,
     /// The HTTP+SSE event stream of mode `legacy-dies`.
@@ -224,11 +163,7 @@ enum Reply {
 }
 
 fn full(status: &'static str, content_type: &str, body: impl Into<Vec<u8>>) -> Reply {
-    Reply::Full {
-        status,
-        headers: vec![("Content-Type".to_owned(), content_type.to_owned())],
-        body: body.into(),
-    }
+    Reply::Full(Response::new(status, content_type, body))
 }
 
 fn json_reply(value: &Value) -> Reply {
@@ -236,55 +171,36 @@ fn json_reply(value: &Value) -> Reply {
 }
 
 fn serve(state: &State, stream: &mut (impl Read + Write)) -> std::io::Result<()> {
-    let Some(request) = read_request(stream) else {
+    let Some(request) = http::read_request(stream) else {
         return Ok(());
     };
-    let reply = answer(state, &request);
-    let (status, headers, body, events) = match reply {
-        Reply::Full {
-            status,
-            headers,
-            body,
-        } => (status, headers, body, None),
-        Reply::Events { headers, events } => ("200 OK", headers, Vec::new(), Some(events)),
+    match answer(state, &request) {
+        Reply::Full(response) => response.write_to(stream),
+        Reply::Events(events) => {
+            http::start_events(stream)?;
+            for event in events {
+                http::write_event(stream, &event)?;
+            }
+            Ok(())
+        }
         Reply::Legacy => {
             let (sender, queue) = std::sync::mpsc::channel();
             *state.legacy.lock().unwrap() = Some(sender);
-            let head =
-                "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Type: text/event-stream\r\n\r\n";
-            stream.write_all(head.as_bytes())?;
-            stream.write_all(b"event: endpoint\ndata: /messages\n\n")?;
-            stream.flush()?;
+            http::start_events(stream)?;
+            http::write_event(stream, "event: endpoint\ndata: /messages\n\n")?;
             while let Ok(Some(message)) = queue.recv() {
-                stream.write_all(format!("event: message\ndata: {message}\n\n").as_bytes())?;
-                stream.flush()?;
+                http::write_event(stream, &format!("event: message\ndata: {message}\n\n"))?;
             }
-            return Ok(());
+            Ok(())
         }
         Reply::Hang => {
-            stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n")?;
-            stream.flush()?;
+            http::start_events(stream)?;
             // Until the client closes its end: then the read sees the end of the stream.
             let mut rest = Vec::new();
             let _ = stream.read_to_end(&mut rest);
-            return Ok(());
+            Ok(())
         }
-    };
-    let mut head = format!("HTTP/1.1 {status}\r\nConnection: close\r\n");
-    for (name, value) in &headers {
-        head.push_str(&format!("{name}: {value}\r\n"));
     }
-    match &events {
-        None => head.push_str(&format!("Content-Length: {}\r\n\r\n", body.len())),
-        Some(_) => head.push_str("Content-Type: text/event-stream\r\n\r\n"),
-    }
-    stream.write_all(head.as_bytes())?;
-    stream.write_all(&body)?;
-    for event in events.unwrap_or_default() {
-        stream.write_all(event.as_bytes())?;
-        stream.flush()?;
-    }
-    stream.flush()
 }
 
 fn answer(state: &State, request: &Request) -> Reply {
@@ -295,7 +211,7 @@ fn answer(state: &State, request: &Request) -> Reply {
         let line = format!(
             "{} {} rpc={rpc} session={} last-event-id={}\n",
             request.method,
-            request.path,
+            request.target,
             session.as_deref().unwrap_or("-"),
             request.header("last-event-id").unwrap_or("-"),
         );
@@ -311,26 +227,21 @@ fn answer(state: &State, request: &Request) -> Reply {
             return full("200 OK", "text/plain", "hello from a plain web server");
         }
         "redirect-loop" => {
-            let n: u64 = (request.path.trim_start_matches("/loop-").parse()).unwrap_or(0);
-            return Reply::Full {
-                status: "307 Temporary Redirect",
-                headers: vec![("Location".to_owned(), format!("/loop-{}", n + 1))],
-                body: Vec::new(),
-            };
+            let n: u64 = (request.target.trim_start_matches("/loop-").parse()).unwrap_or(0);
+            return Reply::Full(Response::empty(
+                "307 Temporary Redirect",
+                vec![("Location".to_owned(), format!("/loop-{}", n + 1))],
+            ));
         }
-        "moved" if request.path == "/mcp" => {
-            return Reply::Full {
-                status: "308 Permanent Redirect",
-                headers: vec![("Location".to_owned(), "/moved/mcp".to_owned())],
-                body: Vec::new(),
-            };
+        "moved" if request.target == "/mcp" => {
+            return Reply::Full(Response::empty(
+                "308 Permanent Redirect",
+                vec![("Location".to_owned(), "/moved/mcp".to_owned())],
+            ));
         }
         "legacy-foreign" if request.method == "GET" => {
             let events = vec!["event: endpoint\ndata: http://198.51.100.7/messages\n\n".to_owned()];
-            return Reply::Events {
-                headers: Vec::new(),
-                events,
-            };
+            return Reply::Events(events);
         }
         "legacy-foreign" => return full("405 Method Not Allowed", "text/plain", ""),
         "not-found" => return full("404 Not Found", "text/html", "<pre>Cannot find it</pre>"),
@@ -342,30 +253,28 @@ fn answer(state: &State, request: &Request) -> Reply {
             ) =>
         {
             let challenge = r#"Bearer error="invalid_token""#;
-            return Reply::Full {
-                status: "401 Unauthorized",
-                headers: vec![("WWW-Authenticate".to_owned(), challenge.to_owned())],
-                body: Vec::new(),
-            };
+            return Reply::Full(Response::empty(
+                "401 Unauthorized",
+                vec![("WWW-Authenticate".to_owned(), challenge.to_owned())],
+            ));
         }
         "token"
             if message["params"]["name"] == "secret"
                 && request.header("authorization") != Some("Bearer wide") =>
         {
             let challenge = r#"Bearer error="insufficient_scope", scope="secret""#;
-            return Reply::Full {
-                status: "403 Forbidden",
-                headers: vec![("WWW-Authenticate".to_owned(), challenge.to_owned())],
-                body: Vec::new(),
-            };
+            return Reply::Full(Response::empty(
+                "403 Forbidden",
+                vec![("WWW-Authenticate".to_owned(), challenge.to_owned())],
+            ));
         }
         "unauthorized" => {
             let challenge = r#"Bearer resource_metadata="http://127.0.0.1/.well-known/oauth-protected-resource""#;
-            return Reply::Full {
+            return Reply::Full(Response {
                 status: "401 Unauthorized",
                 headers: vec![("WWW-Authenticate".to_owned(), challenge.to_owned())],
                 body: b"unauthorized".to_vec(),
-            };
+            });
         }
         _ => {}
     }
@@ -383,17 +292,11 @@ fn answer(state: &State, request: &Request) -> Reply {
                 &json!({"id": id, "params": {"name": "echo", "arguments": {"message": "resumed"}}}),
             );
             let events = vec![format!("id: e2\ndata: {answer}\n\n")];
-            return Reply::Events {
-                headers: Vec::new(),
-                events,
-            };
+            return Reply::Events(events);
         }
         "GET" if mode == "resume-loop" && request.header("last-event-id").is_some() => {
             let events = vec!["retry: 20\n\n".to_owned()];
-            return Reply::Events {
-                headers: Vec::new(),
-                events,
-            };
+            return Reply::Events(events);
         }
         "GET" if mode == "push" => {
             // Only once the client can be listening: after it has listed the tools.
@@ -403,10 +306,7 @@ fn answer(state: &State, request: &Request) -> Reply {
             }
             let note = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
             let events = vec![format!("retry: 60000\ndata: {note}\n\n")];
-            return Reply::Events {
-                headers: Vec::new(),
-                events,
-            };
+            return Reply::Events(events);
         }
         "GET" => return full("405 Method Not Allowed", "text/plain", ""),
         _ => {}
@@ -422,20 +322,11 @@ fn answer(state: &State, request: &Request) -> Reply {
             "capabilities": {"tools": {}},
             "serverInfo": {"name": "mcp-http-fixture", "version": "1"},
         }});
-        let Reply::Full {
-            mut headers,
-            status,
-            body,
-        } = json_reply(&result)
-        else {
-            unreachable!()
-        };
-        headers.push(("Mcp-Session-Id".to_owned(), session));
-        return Reply::Full {
-            status,
-            headers,
-            body,
-        };
+        let mut response = Response::new("200 OK", "application/json", result.to_string());
+        response
+            .headers
+            .push(("Mcp-Session-Id".to_owned(), session));
+        return Reply::Full(response);
     }
     let known = session
         .as_ref()
@@ -492,28 +383,18 @@ fn answer(state: &State, request: &Request) -> Reply {
         ("tools/call", "call-400") => no_valid_session(),
         ("tools/call", "call-404") => full("404 Not Found", "text/plain", "no such thing"),
         ("tools/call", "not-jsonrpc") => full("200 OK", "application/json", r#"{"status":"ok"}"#),
-        ("tools/call", "truncated") => Reply::Events {
-            headers: Vec::new(),
-            events: vec![progress(&message)],
-        },
-        ("tools/call", "resume-loop") => Reply::Events {
-            headers: Vec::new(),
-            events: vec!["retry: 20\nid: e1\ndata: \n\n".to_owned()],
-        },
-        ("tools/call", "resume") => Reply::Events {
-            headers: Vec::new(),
-            events: vec![
-                "retry: 50\nid: e1\ndata: \n\n".to_owned(),
-                progress(&message),
-            ],
-        },
-        ("tools/call", "sse") => Reply::Events {
-            headers: Vec::new(),
-            events: vec![
-                progress(&message),
-                format!("data: {}\n\n", call_answer(&message)),
-            ],
-        },
+        ("tools/call", "truncated") => Reply::Events(vec![progress(&message)]),
+        ("tools/call", "resume-loop") => {
+            Reply::Events(vec!["retry: 20\nid: e1\ndata: \n\n".to_owned()])
+        }
+        ("tools/call", "resume") => Reply::Events(vec![
+            "retry: 50\nid: e1\ndata: \n\n".to_owned(),
+            progress(&message),
+        ]),
+        ("tools/call", "sse") => Reply::Events(vec![
+            progress(&message),
+            format!("data: {}\n\n", call_answer(&message)),
+        ]),
         ("tools/call", _) => json_reply(&call_answer(&message)),
         _ => json_reply(&json!({"jsonrpc": "2.0", "id": message["id"], "result": {}})),
     }
@@ -521,7 +402,7 @@ fn answer(state: &State, request: &Request) -> Reply {
 
 /// Mode `legacy-dies`: an HTTP+SSE server that dies in the middle of a call.
 fn legacy(state: &State, request: &Request, message: &Value) -> Reply {
-    match (request.method.as_str(), request.path.as_str()) {
+    match (request.method.as_str(), request.target.as_str()) {
         ("GET", "/mcp") => return Reply::Legacy,
         ("POST", "/messages") => {}
         _ => {

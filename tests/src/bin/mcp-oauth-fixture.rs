@@ -2,7 +2,8 @@
 //! server it protects, in one process on 127.0.0.1 (a free port, printed as `PORT <n>`), for
 //! the end-to-end suites. The MCP endpoint is `/mcp` (Streamable HTTP, JSON answers); the
 //! authorization endpoint approves at once and redirects, as the conformance suite's does.
-//! Plain std sockets, one thread per connection, one exchange per connection.
+//! Plain std sockets, one thread per connection, one exchange per connection
+//! ([`mcp_tests::http`]).
 //!
 //! It checks what a client must get right: PKCE S256 (the verifier must match), `state`
 //! carried through, `resource` equal to the protected resource, the registered redirect URI,
@@ -24,13 +25,13 @@
 #![allow(clippy::unwrap_used)]
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::thread;
 use std::time::{Duration, Instant};
 
+use mcp_tests::http::{self, Request, Response};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
@@ -89,49 +90,11 @@ impl State {
     }
 }
 
-struct Request {
-    method: String,
-    target: String,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
+fn reply(status: &'static str, body: &Value) -> Response {
+    Response::new(status, "application/json", body.to_string())
 }
 
-impl Request {
-    fn header(&self, name: &str) -> Option<&str> {
-        (self.headers.iter())
-            .find(|(key, _)| key.eq_ignore_ascii_case(name))
-            .map(|(_, value)| value.as_str())
-    }
-
-    fn path(&self) -> &str {
-        self.target.split('?').next().unwrap_or_default()
-    }
-
-    fn query(&self) -> HashMap<String, String> {
-        form(
-            self.target
-                .split_once('?')
-                .map(|(_, q)| q)
-                .unwrap_or_default(),
-        )
-    }
-}
-
-struct Reply {
-    status: &'static str,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-fn reply(status: &'static str, body: &Value) -> Reply {
-    Reply {
-        status,
-        headers: vec![("Content-Type".into(), "application/json".into())],
-        body: body.to_string().into_bytes(),
-    }
-}
-
-fn oauth_error(status: &'static str, error: &str, description: &str) -> Reply {
+fn oauth_error(status: &'static str, error: &str, description: &str) -> Response {
     reply(
         status,
         &json!({"error": error, "error_description": description}),
@@ -153,9 +116,9 @@ fn main() {
                 .open(path);
             Mutex::new(file.unwrap())
         });
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let listener = http::listen(0).unwrap();
     let port = listener.local_addr().unwrap().port();
-    let state = Arc::new(State {
+    let state = State {
         mode,
         base: format!("http://127.0.0.1:{port}"),
         clients: Mutex::default(),
@@ -164,65 +127,15 @@ fn main() {
         refresh: Mutex::default(),
         next: AtomicU64::new(1),
         log,
-    });
-    println!("PORT {port}");
-    std::io::stdout().flush().unwrap();
-    for stream in listener.incoming() {
-        let Ok(mut stream) = stream else { continue };
-        let state = state.clone();
-        thread::spawn(move || {
-            if let Some(request) = read_request(&mut stream) {
-                let answer = route(&state, &request);
-                let _ = write_reply(&mut stream, answer);
-            }
-        });
-    }
-}
-
-fn read_request(stream: &mut impl Read) -> Option<Request> {
-    let mut reader = BufReader::new(stream);
-    let mut line = String::new();
-    reader.read_line(&mut line).ok()?;
-    let mut parts = line.split_whitespace();
-    let method = parts.next()?.to_owned();
-    let target = parts.next()?.to_owned();
-    let mut headers = Vec::new();
-    loop {
-        let mut line = String::new();
-        reader.read_line(&mut line).ok()?;
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
+    };
+    http::serve_each(listener, move |mut stream| {
+        if let Some(request) = http::read_request(&mut stream) {
+            let _ = route(&state, &request).write_to(&mut stream);
         }
-        let (name, value) = line.split_once(':')?;
-        headers.push((name.trim().to_owned(), value.trim().to_owned()));
-    }
-    let length = (headers.iter())
-        .find(|(name, _)| name.eq_ignore_ascii_case("content-length"))
-        .and_then(|(_, value)| value.parse().ok())
-        .unwrap_or(0);
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).ok()?;
-    Some(Request {
-        method,
-        target,
-        headers,
-        body,
-    })
+    });
 }
 
-fn write_reply(stream: &mut TcpStream, reply: Reply) -> std::io::Result<()> {
-    let mut head = format!("HTTP/1.1 {}\r\nConnection: close\r\n", reply.status);
-    for (name, value) in &reply.headers {
-        head.push_str(&format!("{name}: {value}\r\n"));
-    }
-    head.push_str(&format!("Content-Length: {}\r\n\r\n", reply.body.len()));
-    stream.write_all(head.as_bytes())?;
-    stream.write_all(&reply.body)?;
-    stream.flush()
-}
-
-fn route(state: &State, request: &Request) -> Reply {
+fn route(state: &State, request: &Request) -> Response {
     let base = &state.base;
     match (request.method.as_str(), request.path()) {
         ("GET", "/.well-known/oauth-protected-resource/mcp") => {
@@ -264,16 +177,12 @@ fn route(state: &State, request: &Request) -> Reply {
         ("GET", "/authorize") => authorize(state, request),
         ("POST", "/token") => token(state, request),
         ("POST", "/mcp") => mcp(state, request),
-        ("GET", "/mcp") => Reply {
-            status: "405 Method Not Allowed",
-            headers: vec![],
-            body: vec![],
-        },
+        ("GET", "/mcp") => Response::empty("405 Method Not Allowed", vec![]),
         _ => reply("404 Not Found", &json!({"error": "not_found"})),
     }
 }
 
-fn register(state: &State, request: &Request) -> Reply {
+fn register(state: &State, request: &Request) -> Response {
     let body: Value = serde_json::from_slice(&request.body).unwrap_or_default();
     let uris: Vec<String> = (body["redirect_uris"].as_array().into_iter().flatten())
         .filter_map(|uri| uri.as_str().map(str::to_owned))
@@ -298,8 +207,8 @@ fn register(state: &State, request: &Request) -> Reply {
     )
 }
 
-fn authorize(state: &State, request: &Request) -> Reply {
-    let query = request.query();
+fn authorize(state: &State, request: &Request) -> Response {
+    let query = form(request.query());
     let get = |key: &str| query.get(key).cloned().unwrap_or_default();
     let scope = get("scope");
     state.log(format!(
@@ -339,14 +248,11 @@ fn authorize(state: &State, request: &Request) -> Reply {
         state.codes.lock().unwrap().insert(code.clone(), grant);
         params.push_str(&format!("&code={code}"));
     }
-    Reply {
-        status: "302 Found",
-        headers: vec![("Location".into(), format!("{redirect}?{params}"))],
-        body: vec![],
-    }
+    let location = format!("{redirect}?{params}");
+    Response::empty("302 Found", vec![("Location".into(), location)])
 }
 
-fn token(state: &State, request: &Request) -> Reply {
+fn token(state: &State, request: &Request) -> Response {
     let body = form(std::str::from_utf8(&request.body).unwrap_or_default());
     let get = |key: &str| body.get(key).cloned().unwrap_or_default();
     let grant = get("grant_type");
@@ -379,7 +285,7 @@ fn token(state: &State, request: &Request) -> Reply {
     }
 }
 
-fn mcp(state: &State, request: &Request) -> Reply {
+fn mcp(state: &State, request: &Request) -> Response {
     let message: Value = serde_json::from_slice(&request.body).unwrap_or_default();
     let method = message["method"].as_str().unwrap_or("-").to_owned();
     let metadata = format!("{}/.well-known/oauth-protected-resource/mcp", state.base);
@@ -399,7 +305,7 @@ fn mcp(state: &State, request: &Request) -> Reply {
     state.log(format!("mcp rpc={method} auth={shown}"));
     let Some(scopes) = scopes else {
         let challenge = format!(r#"Bearer resource_metadata="{metadata}", scope="read""#);
-        return Reply {
+        return Response {
             status: "401 Unauthorized",
             headers: vec![("WWW-Authenticate".into(), challenge)],
             body: b"{\"error\":\"invalid_token\"}".to_vec(),
@@ -409,18 +315,13 @@ fn mcp(state: &State, request: &Request) -> Reply {
         let challenge = format!(
             r#"Bearer error="insufficient_scope", scope="read write", resource_metadata="{metadata}""#
         );
-        return Reply {
-            status: "403 Forbidden",
-            headers: vec![("WWW-Authenticate".into(), challenge)],
-            body: vec![],
-        };
+        return Response::empty(
+            "403 Forbidden",
+            vec![("WWW-Authenticate".into(), challenge)],
+        );
     }
     let Some(id) = message.get("id").cloned() else {
-        return Reply {
-            status: "202 Accepted",
-            headers: vec![],
-            body: vec![],
-        };
+        return Response::empty("202 Accepted", vec![]);
     };
     let result = match method.as_str() {
         "initialize" => json!({
