@@ -3,7 +3,7 @@
 pub mod checks;
 pub mod config_check;
 
-// mcp-cli's config reader, compiled here from its own sources with the three small modules it
+// mcp-cli's config reader, compiled here from its own sources with the two small modules it
 // uses, so the config target builds without the rest of mcp-cli and mcp-smol (hyper, rustls,
 // landlock). It also guards the layering: config/ must not reach into the host layer.
 #[allow(dead_code, unreachable_pub)]
@@ -15,6 +15,3 @@ mod files;
 #[allow(dead_code, unreachable_pub)]
 #[path = "../../mcp-cli/src/names.rs"]
 mod names;
-#[allow(dead_code, unreachable_pub)]
-#[path = "../../mcp-cli/src/nesting.rs"]
-mod nesting;

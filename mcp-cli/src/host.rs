@@ -41,9 +41,12 @@ impl ConfigFiles {
         self.files.iter().map(|(path, _)| path.clone()).collect()
     }
 
-    /// Reads them as they are now.
+    /// Reads them as they are now; an entry that would start our own gateway over them is
+    /// refused here, before anything starts.
     pub(crate) fn load(&self, env: Env<'_>) -> Result<Config, ConfigError> {
-        config::load(&self.files, env, &self.cwd)
+        let mut config = config::load(&self.files, env, &self.cwd)?;
+        crate::nesting::refuse_loops(&mut config);
+        Ok(config)
     }
 
     /// A watcher of these files, which have not changed yet.

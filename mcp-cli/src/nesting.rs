@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::config::Command;
+use crate::config::{Command, Config, Entry, Source};
 
 /// Set in every server a hub starts: one more than the starting process's own value.
 pub(crate) const DEPTH_VAR: &str = "MCP_CLI_GATEWAY_DEPTH";
@@ -88,6 +88,19 @@ fn is_this_program(program: &str, path: Option<&str>) -> bool {
     (candidates.iter())
         .find_map(|candidate| std::fs::canonicalize(candidate).ok())
         .is_some_and(|found| found == me)
+}
+
+/// Makes every enabled entry that [`loops`] over the file defining it `invalid`, with the reason.
+pub(crate) fn refuse_loops(config: &mut Config) {
+    for server in &mut config.servers {
+        if let (Entry::Enabled(spec), Source::File(path)) = (&server.entry, &server.source)
+            && let Some(reason) = loops(&spec.command, path)
+        {
+            let reason = format!("{reason} (in {})", path.display());
+            let command = spec.command.display();
+            server.entry = Entry::Invalid { reason, command };
+        }
+    }
 }
 
 /// Why the entry in `file` running `command` may not start: it runs our gateway over a
