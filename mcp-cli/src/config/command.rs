@@ -5,6 +5,8 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use serde::Deserialize;
+
 /// A server's program: what mcp-smol's `ServerCommand` is made from.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Command {
@@ -71,4 +73,34 @@ pub enum Transport {
     Auto,
     /// HTTP+SSE only (`sse`, VS Code's `"type": "sse"`).
     Sse,
+}
+
+/// A command given as a string, an array (program first), or Zed's `{path, args, env}`.
+#[derive(Deserialize)]
+#[serde(untagged)]
+pub(super) enum CommandLine {
+    Program(String),
+    Words(Vec<String>),
+    Zed {
+        path: String,
+        #[serde(default)]
+        args: Vec<String>,
+        #[serde(default)]
+        env: BTreeMap<String, String>,
+    },
+}
+
+type Split = (Option<String>, Vec<String>, BTreeMap<String, String>);
+
+/// The program, its arguments and its environment.
+pub(super) fn split_command(command: Option<CommandLine>) -> Split {
+    match command {
+        None => (None, Vec::new(), BTreeMap::new()),
+        Some(CommandLine::Program(program)) => (Some(program), Vec::new(), BTreeMap::new()),
+        Some(CommandLine::Words(words)) => {
+            let mut words = words.into_iter();
+            (words.next(), words.collect(), BTreeMap::new())
+        }
+        Some(CommandLine::Zed { path, args, env }) => (Some(path), args, env),
+    }
 }

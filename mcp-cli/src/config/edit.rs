@@ -6,42 +6,10 @@
 //! asked, and every other server and the policy must read exactly as before. An edit that
 //! fails the check is refused, so a file is edited or left alone, never corrupted.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
+use super::change::{NewServer, Refusal};
 use super::{Config, ConfigError, Entry, edit_json, edit_toml, is_json, parse_file};
-
-/// Why an edit could not be made; phrased with the file's name by [`refused`].
-#[derive(Debug, PartialEq, Eq)]
-pub(super) enum Refusal {
-    NotFound,
-    /// The name is there more than once (two tables, or twice in one).
-    Ambiguous,
-    /// The structure is not one the editor can change without touching other bytes.
-    Unreadable,
-    Exists,
-}
-
-/// A native entry to write, with its values as they should appear in the file (`${VAR}`
-/// left unexpanded).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct NewServer {
-    pub command: Option<String>,
-    pub args: Vec<String>,
-    pub env: BTreeMap<String, String>,
-    pub cwd: Option<String>,
-    pub url: Option<String>,
-    pub headers: BTreeMap<String, String>,
-    pub bearer_token_env_var: Option<String>,
-    /// Written as `transport = "sse"`: the older HTTP+SSE transport only.
-    pub sse: bool,
-    pub timeout_sec: Option<f64>,
-    pub call_timeout_sec: Option<f64>,
-    pub enabled_tools: Option<Vec<String>>,
-    pub disabled_tools: Vec<String>,
-    /// Written as `enabled = false`.
-    pub disabled: bool,
-}
 
 /// What the edited file must say about the server.
 #[derive(Clone, Copy, PartialEq, Eq)]

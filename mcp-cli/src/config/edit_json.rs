@@ -4,7 +4,7 @@
 //! The structure is found in the text with its comments blanked out (same length, so offsets
 //! match the original); the edits are applied to the original text.
 
-use super::edit::Refusal;
+use super::change::Refusal;
 use super::strip_json_comments;
 
 /// One `"key": value` of an object, as byte offsets.

@@ -4,7 +4,7 @@
 
 use toml_edit::{Array, DocumentMut, InlineTable, Item, Table, TableLike, Value, value};
 
-use super::edit::{NewServer, Refusal};
+use super::change::{NewServer, Refusal};
 
 /// The tables servers live in: native, then Codex.
 const SERVER_TABLES: [&str; 2] = ["mcp", "mcp_servers"];

@@ -1,7 +1,6 @@
 //! JSON files: which top-level key holds which host's servers, and Claude Code's
 //! `permissions`. Each host's server entries are read in a file of their own.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::Deserialize;
@@ -48,36 +47,6 @@ struct ClaudePermissions {
     deny: Vec<Glob>,
     #[serde(default)]
     ask: Vec<Glob>,
-}
-
-/// A command given as a string, an array (program first), or Zed's `{path, args, env}`.
-#[derive(Deserialize)]
-#[serde(untagged)]
-pub(super) enum CommandLine {
-    Program(String),
-    Words(Vec<String>),
-    Zed {
-        path: String,
-        #[serde(default)]
-        args: Vec<String>,
-        #[serde(default)]
-        env: BTreeMap<String, String>,
-    },
-}
-
-type Split = (Option<String>, Vec<String>, BTreeMap<String, String>);
-
-/// The program, its arguments and its environment.
-pub(super) fn split_command(command: Option<CommandLine>) -> Split {
-    match command {
-        None => (None, Vec::new(), BTreeMap::new()),
-        Some(CommandLine::Program(program)) => (Some(program), Vec::new(), BTreeMap::new()),
-        Some(CommandLine::Words(words)) => {
-            let mut words = words.into_iter();
-            (words.next(), words.collect(), BTreeMap::new())
-        }
-        Some(CommandLine::Zed { path, args, env }) => (Some(path), args, env),
-    }
 }
 
 pub(super) fn read(path: &Path, text: &str) -> Result<RawFile, ConfigError> {

@@ -17,6 +17,7 @@
 //! project file cannot widen the user's. Every
 //! server a policy names must exist, which is checked once all files and presets are in.
 
+mod change;
 mod codex;
 mod command;
 mod discover;
@@ -45,9 +46,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use change::NewServer;
 pub use command::{Command, Sandbox, Transport};
 pub use discover::{discover, native_file, user_file};
-pub use edit::{NewServer, add_server, remove_server, set_enabled};
+pub use edit::{add_server, remove_server, set_enabled};
 pub use expand::expand;
 pub use import::{Found, import};
 pub use jsonc::strip_json_comments;

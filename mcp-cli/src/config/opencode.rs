@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use super::command::{CommandLine, split_command};
 use super::expand::RawServer;
-use super::json::{CommandLine, split_command};
 use super::units::milliseconds;
 
 #[derive(Deserialize)]

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+use super::command::{CommandLine, split_command};
 use super::expand::{RawServer, RawServers};
-use super::json::{CommandLine, split_command};
 
 #[derive(Deserialize)]
 pub(super) struct ZedServer {
