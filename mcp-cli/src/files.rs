@@ -20,6 +20,7 @@ pub(crate) fn stamp(path: &Path) -> Option<Stamp> {
 }
 
 /// Each file's [`stamp`].
+#[cfg(feature = "cli")]
 pub(crate) fn stamps(paths: &[PathBuf]) -> Vec<Option<Stamp>> {
     paths.iter().map(|path| stamp(path)).collect()
 }

@@ -2,39 +2,60 @@
 //! one policy), the config reader, and the command line on top of them.
 //!
 //! [`run`] takes the command line and returns the exit code, so tests can drive the whole
-//! program in-process or through the binary. Hosts embed [`hub::Hub`] directly.
+//! program in-process or through the binary. Hosts embed [`hub::Hub`] directly, and depend on
+//! this crate with `default-features = false`: the `cli` feature (on by default, for `cargo
+//! install`) is the binary, [`run`] and the modules only they use, with clap and its kin.
 
+#[cfg(feature = "cli")]
 mod adhoc;
+#[cfg(feature = "cli")]
 mod approve;
 pub mod arguments;
 pub mod auth;
+#[cfg(feature = "cli")]
 mod cli;
+#[cfg(feature = "cli")]
 mod commands;
 pub mod config;
+#[cfg(feature = "cli")]
 mod daemon;
+#[cfg(feature = "cli")]
 mod elicit;
+#[cfg(feature = "cli")]
 pub mod exit;
 mod files;
+#[cfg(feature = "cli")]
 mod gateway;
+#[cfg(feature = "cli")]
 mod hints;
+#[cfg(feature = "cli")]
 mod host;
 pub mod hub;
 pub mod logs;
 pub mod names;
 mod nesting;
 pub mod output;
+#[cfg(feature = "cli")]
 mod spinner;
 pub mod state;
 
+#[cfg(feature = "cli")]
 use std::ffi::OsString;
+#[cfg(feature = "cli")]
 use std::sync::Arc;
+#[cfg(feature = "cli")]
 use std::time::Duration;
 
+#[cfg(feature = "cli")]
 use async_signal::{Signal, Signals};
+#[cfg(feature = "cli")]
 use futures_lite::stream::StreamExt;
 
+#[cfg(feature = "cli")]
 use crate::commands::Context;
+#[cfg(feature = "cli")]
 use crate::exit::{Exit, Failure};
+#[cfg(feature = "cli")]
 use crate::hub::{Hub, Settings};
 
 /// Runs one command line; returns the process exit code (see [`exit::Exit`]).
@@ -42,12 +63,14 @@ use crate::hub::{Hub, Settings};
 /// It catches SIGINT, SIGTERM and SIGHUP, to stop the servers it started before it returns
 /// 128 + the signal's number. Like any use of `signal-hook-registry`, that leaves those signals
 /// ignored by the process once it has returned: fine for the binary, which exits at once.
+#[cfg(feature = "cli")]
 pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
     run_args(args.into_iter().collect())
 }
 
 /// [`run`]'s body, not generic, so that it is compiled once, here, rather than again in every
 /// crate that calls `run` (the binary took ten seconds of a release build to compile it).
+#[cfg(feature = "cli")]
 fn run_args(args: Vec<OsString>) -> i32 {
     let cli = match <cli::Cli as clap::Parser>::try_parse_from(&args) {
         Ok(cli) => cli,
@@ -86,6 +109,7 @@ fn run_args(args: Vec<OsString>) -> i32 {
 }
 
 /// [`run_args`] once the signals are watched: the command, warm through a daemon or here.
+#[cfg(feature = "cli")]
 async fn run_command(cli: cli::Cli, args: Vec<OsString>, mut signals: Signals) -> i32 {
     let env = |key: &str| std::env::var(key).ok();
     let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
@@ -156,6 +180,7 @@ async fn run_command(cli: cli::Cli, args: Vec<OsString>, mut signals: Signals) -
 
 /// How this run names its servers in the commands it suggests: the ad hoc server has no
 /// config entry, so the flag that made it stands for it.
+#[cfg(feature = "cli")]
 fn naming(cli: &cli::Cli) -> hints::Naming {
     let flag = match (&cli.stdio, &cli.http) {
         (Some(line), _) => format!("--stdio {}", shell_words::quote(line)),
@@ -167,6 +192,7 @@ fn naming(cli: &cli::Cli) -> hints::Naming {
 
 /// `daemon status` and `daemon stop` (without `--stdio` or `--http`, which they refuse): they
 /// need no config, only where the daemon is.
+#[cfg(feature = "cli")]
 fn finds_the_daemon_only(cli: &cli::Cli) -> bool {
     let adhoc = cli.stdio.is_some() || cli.http.is_some();
     !adhoc
@@ -180,12 +206,14 @@ fn finds_the_daemon_only(cli: &cli::Cli) -> bool {
 
 /// Whether `--json` is among the options, for errors found before clap could say so. Words
 /// after `--` are operands, not options.
+#[cfg(feature = "cli")]
 fn asks_for_json(args: &[OsString]) -> bool {
     (args.iter().skip(1))
         .take_while(|arg| *arg != "--")
         .any(|arg| arg == "--json")
 }
 
+#[cfg(feature = "cli")]
 enum Ending {
     Done(Result<Exit, Failure>),
     /// The daemon ran it; its exit code.
@@ -194,6 +222,7 @@ enum Ending {
 }
 
 /// The next of the signals we watch for.
+#[cfg(feature = "cli")]
 async fn next_signal(signals: &mut Signals) -> Signal {
     while let Some(signal) = signals.next().await {
         if let Ok(signal) = signal {
@@ -206,6 +235,7 @@ async fn next_signal(signals: &mut Signals) -> Signal {
 /// Runs the command unless SIGINT, SIGTERM or SIGHUP comes first; then the command is dropped
 /// where it stands. Either way every server it started is stopped before we return: closed
 /// in the ordinary way after the command, terminated after a signal.
+#[cfg(feature = "cli")]
 async fn until_signal(ctx: &mut Context, command: cli::Command, mut signals: Signals) -> Ending {
     let done = async { Ending::Done(commands::dispatch(ctx, command).await) };
     let signalled = async { Ending::Signal(next_signal(&mut signals).await) };
@@ -223,6 +253,7 @@ async fn until_signal(ctx: &mut Context, command: cli::Command, mut signals: Sig
 /// Whether a remote server that asks for a login may start one: unattended with
 /// `--auth-follow`; through the browser for the ad hoc `--http` server on a terminal; else
 /// never (a configured server is then listed `needs-auth`, to log in with `mcp-cli auth`).
+#[cfg(feature = "cli")]
 fn login_mode(cli: &cli::Cli) -> auth::Login {
     use std::io::IsTerminal;
     let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
@@ -237,6 +268,7 @@ fn login_mode(cli: &cli::Cli) -> auth::Login {
 
 /// The config, and under `--stdio` or `--http` the ad hoc server's name: then that server is
 /// the only one, while the files' policy still applies to it.
+#[cfg(feature = "cli")]
 fn load_config(
     cli: &cli::Cli,
     files: &host::ConfigFiles,
@@ -276,7 +308,7 @@ fn load_config(
     Ok((config, Some(name)))
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "cli"))]
 mod tests {
     use super::*;
 

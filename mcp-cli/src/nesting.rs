@@ -3,15 +3,19 @@
 //! which reads the same entry and starts another, and so on. Such entries are refused, and a
 //! depth marker in every server's environment stops nesting however it was configured.
 
+#[cfg(feature = "cli")]
 use std::path::{Path, PathBuf};
 
-use crate::config::{Command, Config, Entry, Source};
+use crate::config::Command;
+#[cfg(feature = "cli")]
+use crate::config::{Config, Entry, Source};
 
 /// Set in every server a hub starts: one more than the starting process's own value.
 pub(crate) const DEPTH_VAR: &str = "MCP_CLI_GATEWAY_DEPTH";
 
 /// `serve` and the daemon refuse to run this deep: legitimate setups nest a gateway in a
 /// gateway at most once or twice, and a loop reaches this in a few starts.
+#[cfg(feature = "cli")]
 pub(crate) const MAX_DEPTH: u32 = 3;
 
 /// How many mcp-cli hubs this process runs under, from its environment.
@@ -23,6 +27,7 @@ pub(crate) fn depth() -> u32 {
 }
 
 /// The refusal of `serve` and the daemon when nested too deep.
+#[cfg(feature = "cli")]
 pub(crate) fn check_depth() -> Result<(), String> {
     let depth = depth();
     if depth < MAX_DEPTH {
@@ -47,12 +52,14 @@ pub(crate) fn marked(command: &Command) -> Command {
 
 /// Whether `program args` runs this program's gateway: the program is this executable or
 /// is named `mcp-cli`, and its command is `serve` or `daemon`.
+#[cfg(feature = "cli")]
 pub(crate) fn runs_our_gateway(program: &str, args: &[String], path: Option<&str>) -> bool {
     let serves = matches!(subcommand(args), Some("serve" | "daemon"));
     serves && is_this_program(program, path)
 }
 
 /// The first word that is neither an option nor an option's value.
+#[cfg(feature = "cli")]
 fn subcommand(args: &[String]) -> Option<&str> {
     const WITH_VALUE: &[&str] = &["--config", "--timeout", "--stdio", "--http", "--header"];
     let mut words = args.iter();
@@ -66,6 +73,7 @@ fn subcommand(args: &[String]) -> Option<&str> {
     None
 }
 
+#[cfg(feature = "cli")]
 fn is_this_program(program: &str, path: Option<&str>) -> bool {
     if Path::new(program)
         .file_name()
@@ -91,6 +99,7 @@ fn is_this_program(program: &str, path: Option<&str>) -> bool {
 }
 
 /// Makes every enabled entry that [`loops`] over the file defining it `invalid`, with the reason.
+#[cfg(feature = "cli")]
 pub(crate) fn refuse_loops(config: &mut Config) {
     for server in &mut config.servers {
         if let (Entry::Enabled(spec), Source::File(path)) = (&server.entry, &server.source)
@@ -105,6 +114,7 @@ pub(crate) fn refuse_loops(config: &mut Config) {
 
 /// Why the entry in `file` running `command` may not start: it runs our gateway over a
 /// config that includes `file` (or over the default config, which it may well be).
+#[cfg(feature = "cli")]
 pub(crate) fn loops(command: &Command, file: &Path) -> Option<String> {
     let path = command.env.get("PATH").map(String::as_str);
     if !runs_our_gateway(&command.program, &command.args, path) {
@@ -128,6 +138,7 @@ pub(crate) fn loops(command: &Command, file: &Path) -> Option<String> {
 }
 
 /// The files named by `--config FILE` or `--config=FILE` among `args`.
+#[cfg(feature = "cli")]
 fn config_args(args: &[String]) -> Vec<PathBuf> {
     let mut files = Vec::new();
     let mut words = args.iter();
@@ -141,7 +152,7 @@ fn config_args(args: &[String]) -> Vec<PathBuf> {
     files
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "cli"))]
 mod tests {
     use super::*;
 

@@ -77,6 +77,7 @@ use crate::config::{Config, Policy, Server, ServerSpec, Source};
 use crate::logs::RunLog;
 use crate::names;
 use slot::Slot;
+#[cfg(feature = "cli")]
 pub(crate) use slot::auth_settings;
 
 /// How the hub runs its servers.

@@ -26,10 +26,12 @@ pub struct Elicitation {
 /// The `_meta` key that names the server asking, on a form passed on to another program (the
 /// gateway's host, the command line the daemon runs a command for), which shows it as that
 /// server's.
+#[cfg(feature = "cli")]
 const ASKING_SERVER: &str = "mcp-cli/server";
 
 impl Elicitation {
     /// The `elicitation/create` params that pass this form on, naming the server asking.
+    #[cfg(feature = "cli")]
     pub(crate) fn relayed(&self) -> Value {
         json!({
             "message": self.message,
@@ -40,6 +42,7 @@ impl Elicitation {
 
     /// A form passed on with [`relayed`](Self::relayed): as the server it names asks it, else
     /// as `relay` does.
+    #[cfg(feature = "cli")]
     pub(crate) fn of_relayed(relay: &str, params: Option<&Value>) -> Self {
         let meta = params.and_then(|params| params.get("_meta"));
         let asking = meta.and_then(|meta| meta.get(ASKING_SERVER));
