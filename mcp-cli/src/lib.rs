@@ -279,7 +279,7 @@ fn load_config(
         true => files.clone().none_required().load(env),
         false => files.load(env),
     };
-    let mut config = loaded.map_err(|error| Failure::usage(error.0))?;
+    let mut config = loaded.map_err(|error| Failure::usage(error.to_string()))?;
     if cli.stdio.is_none() && cli.http.is_none() {
         return Ok((config, None));
     }

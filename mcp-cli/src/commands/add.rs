@@ -44,7 +44,7 @@ pub(crate) fn run(
         )));
     }
     let env = |key: &str| std::env::var(key).ok();
-    let usage = |error: config::ConfigError| Failure::usage(error.0);
+    let usage = |error: config::ConfigError| Failure::usage(error.to_string());
     let path = config::native_file(&ctx.configs, &env).map_err(usage)?;
     let original = config::read_original(&path).map_err(usage)?;
     let text = original.text.as_deref().unwrap_or_default();

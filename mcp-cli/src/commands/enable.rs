@@ -12,7 +12,7 @@ use crate::exit::{Exit, Failure};
 pub(crate) fn run(ctx: &mut Context, given: &str, on: bool) -> Result<Exit, Failure> {
     let env = |key: &str| std::env::var(key).ok();
     let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
-    let usage = |error: config::ConfigError| Failure::usage(error.0);
+    let usage = |error: config::ConfigError| Failure::usage(error.to_string());
     // The name as tool names show it (`my_git` for `my.git`) is accepted too.
     let name = ctx.hub.resolve(given).unwrap_or_else(|_| given.to_owned());
     let mut read = Vec::new();

@@ -96,7 +96,7 @@ fn copy(
         )));
     }
     let env = |key: &str| std::env::var(key).ok();
-    let usage = |error: config::ConfigError| Failure::usage(error.0);
+    let usage = |error: config::ConfigError| Failure::usage(error.to_string());
     let path = config::native_file(&ctx.configs, &env).map_err(usage)?;
     let original = config::read_original(&path).map_err(usage)?;
     let mut text = original.text.clone().unwrap_or_default();

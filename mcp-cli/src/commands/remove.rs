@@ -6,7 +6,7 @@ use crate::exit::{Exit, Failure};
 
 pub(crate) fn run(ctx: &mut Context, name: &str) -> Result<Exit, Failure> {
     let env = |key: &str| std::env::var(key).ok();
-    let usage = |error: config::ConfigError| Failure::usage(error.0);
+    let usage = |error: config::ConfigError| Failure::usage(error.to_string());
     let path = config::native_file(&ctx.configs, &env).map_err(usage)?;
     let original = config::read_original(&path).map_err(usage)?;
     let Some(text) = &original.text else {

@@ -19,7 +19,7 @@ pub(crate) async fn run(ctx: &mut Context, proxy: bool, named: &[String]) -> Res
     let env = |key: &str| std::env::var(key).ok();
     // Watched from before the first read: an edit made meanwhile is applied, not missed.
     let watch = ctx.files.watch();
-    let config = (ctx.files.load(&env)).map_err(|error| Failure::usage(error.0))?;
+    let config = (ctx.files.load(&env)).map_err(|error| Failure::usage(error.to_string()))?;
     // Mistyped names are found before the host connects.
     let executor = Some(ctx.executor.clone());
     let names = Hub::new(

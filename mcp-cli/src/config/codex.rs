@@ -116,7 +116,7 @@ disabled_tools = ["read_secret", "read_other"]
         let text = "[mcp_servers.fs]\ncommand = \"fs\"\nenabled_tools = [\"[\"]\n";
         let error = parse("config.toml", text).unwrap_err();
         assert!(
-            error.0.starts_with(
+            error.to_string().starts_with(
                 "invalid config /cfg/config.toml line 3: mcp_servers.fs.enabled_tools[0]: \
                  invalid glob"
             ),

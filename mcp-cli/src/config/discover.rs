@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{ConfigError, Env};
+use super::{ConfigError, ConfigErrorKind, Env};
 
 /// The files to read, in order (later ones win by server name), and whether each must exist.
 pub fn discover(explicit: &[PathBuf], env: Env<'_>, cwd: &Path) -> Vec<(PathBuf, bool)> {
@@ -27,9 +27,9 @@ pub fn native_file(explicit: &[PathBuf], env: Env<'_>) -> Result<PathBuf, Config
             .filter(|p| !p.is_empty())
             .map_or_else(|| user_file(env), PathBuf::from)),
         [one] => Ok(one.clone()),
-        _ => Err(ConfigError(
-            "several --config files given; name the one to write with a single --config FILE"
-                .into(),
+        _ => Err(ConfigError::new(
+            ConfigErrorKind::EditRefused,
+            "several --config files given; name the one to write with a single --config FILE",
         )),
     }
 }

@@ -9,7 +9,9 @@
 use std::path::Path;
 
 use super::change::{NewServer, Refusal};
-use super::{Config, ConfigError, Entry, edit_json, edit_toml, is_json, parse_file};
+use super::{
+    Config, ConfigError, ConfigErrorKind, Entry, edit_json, edit_toml, is_json, parse_file,
+};
 
 /// What the edited file must say about the server.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -87,17 +89,18 @@ fn no_env(_: &str) -> Option<String> {
 /// The file read as TOML, the only syntax native entries are written in.
 fn native(path: &Path, text: &str) -> Result<Config, ConfigError> {
     if is_json(path, text) {
-        return Err(ConfigError(format!(
+        let message = format!(
             "{} is JSON; add and remove write native TOML entries, so name a .toml file",
             path.display()
-        )));
+        );
+        return Err(ConfigError::new(ConfigErrorKind::EditRefused, message).in_file(path));
     }
     parse_file(path, text, &no_env)
 }
 
 fn refused(path: &Path, name: &str, refusal: Refusal) -> ConfigError {
     let file = path.display();
-    ConfigError(match refusal {
+    let message = match refusal {
         Refusal::NotFound => format!("no server named {name} in {file}"),
         Refusal::Ambiguous => {
             format!("{file} defines {name} more than once; edit it by hand")
@@ -108,7 +111,8 @@ fn refused(path: &Path, name: &str, refusal: Refusal) -> ConfigError {
         Refusal::Exists => {
             format!("{file} already defines {name}; use --force to replace it")
         }
-    })
+    };
+    ConfigError::new(ConfigErrorKind::EditRefused, message).in_file(path)
 }
 
 /// Reads the edited text back and compares it with the file before the edit.
@@ -120,10 +124,11 @@ fn check(
     expect: Expect,
 ) -> Result<(), ConfigError> {
     let refuse = || {
-        ConfigError(format!(
+        let message = format!(
             "editing {} would change more than {name}'s entry; left as it was, edit it by hand",
             path.display()
-        ))
+        );
+        ConfigError::new(ConfigErrorKind::EditRefused, message).in_file(path)
     };
     let after = parse_file(path, after, &no_env).map_err(|_| refuse())?;
     let mine: Vec<&Entry> = (after.servers.iter())
@@ -219,20 +224,25 @@ mod tests {
         let path = Path::new("/cfg/c.toml");
         let error = set_enabled(path, "[mcp.fx\n", "fx", false).unwrap_err();
         assert!(
-            error.0.starts_with("invalid config /cfg/c.toml line 1"),
+            error
+                .to_string()
+                .starts_with("invalid config /cfg/c.toml line 1"),
             "{error}"
         );
         let error = set_enabled(path, "[mcp.fx]\ncommand = \"x\"\n", "fy", false).unwrap_err();
-        assert_eq!(error.0, "no server named fy in /cfg/c.toml");
+        assert_eq!(error.to_string(), "no server named fy in /cfg/c.toml");
         let twice = "[mcp.fx]\ncommand = \"x\"\n[mcp_servers.fx]\ncommand = \"y\"\n";
         let error = set_enabled(path, twice, "fx", false).unwrap_err();
         assert_eq!(
-            error.0,
+            error.to_string(),
             "/cfg/c.toml defines fx more than once; edit it by hand"
         );
         let json = Path::new("/cfg/c.json");
         let error = add_server(json, "{}", "fx", &NewServer::default(), false).unwrap_err();
-        assert!(error.0.starts_with("/cfg/c.json is JSON"), "{error}");
+        assert!(
+            error.to_string().starts_with("/cfg/c.json is JSON"),
+            "{error}"
+        );
     }
 
     #[test]
@@ -249,7 +259,7 @@ mod tests {
             "[mcp.web]\nurl = \"https://x.invalid/mcp\"\nheaders = { Authorization = \"Bearer ${TOKEN}\" }\n"
         );
         let error = add_server(path, &text, "web", &server, false).unwrap_err();
-        assert!(error.0.contains("already defines web"), "{error}");
+        assert!(error.to_string().contains("already defines web"), "{error}");
         let local = NewServer {
             command: Some("x".into()),
             ..NewServer::default()

@@ -189,7 +189,7 @@ mod tests {
         let text = "{\"mcpServers\": {\n  \"fs\": {\n    \"comand\": \"npx\"}}}";
         let error = parse(".mcp.json", text).unwrap_err();
         assert_eq!(
-            error.0,
+            error.to_string(),
             "invalid config /cfg/.mcp.json line 3: mcpServers.fs.comand: unknown key `comand`; \
              did you mean `command`?"
         );
@@ -264,7 +264,7 @@ mod tests {
         let text = "{\"mcpServers\": {\"fs\": {\"command\": \"x\",\n\"excludeTools\": [\"[a\"]}}}";
         let error = parse("settings.json", text).unwrap_err();
         assert!(
-            error.0.starts_with(
+            error.to_string().starts_with(
                 "invalid config /cfg/settings.json line 2: mcpServers.fs.excludeTools[0]: \
                  invalid glob \"[a\""
             ),
@@ -298,6 +298,9 @@ mod tests {
             "[mcp.b]\nurl = \"http://x\"\ntransport = \"ws\"\n",
         )
         .unwrap_err();
-        assert!(error.0.contains("expected `http` or `sse`"), "{error}");
+        assert!(
+            error.to_string().contains("expected `http` or `sse`"),
+            "{error}"
+        );
     }
 }

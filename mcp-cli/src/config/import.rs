@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use super::discover::config_home;
 use super::expand::RawServer;
-use super::{ConfigError, Env, NewServer, read_raw, strip_json_comments};
+use super::{ConfigError, ConfigErrorKind, Env, NewServer, read_raw, strip_json_comments};
 
 /// One server another host configures.
 #[derive(Debug, Clone, PartialEq)]
@@ -76,7 +76,7 @@ pub fn import(env: Env<'_>, cwd: &Path) -> (Vec<Found>, Vec<ConfigError>) {
                     server: native(raw),
                 })),
                 // A host's settings without servers in them are nothing to import.
-                Err(error) if error.0.contains("it names no servers") => {}
+                Err(error) if error.kind == ConfigErrorKind::NoServers => {}
                 Err(error) => errors.push(error),
             }
         }
@@ -166,7 +166,11 @@ mod tests {
         assert!(found[1].server.disabled);
         assert_eq!(found[2].server.headers["A"], "${T}");
         assert_eq!(errors.len(), 1);
-        assert!(errors[0].0.contains(".cursor/mcp.json"), "{}", errors[0]);
+        assert!(
+            errors[0].to_string().contains(".cursor/mcp.json"),
+            "{}",
+            errors[0]
+        );
         std::fs::remove_dir_all(home).unwrap();
     }
 }

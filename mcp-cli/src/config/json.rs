@@ -158,13 +158,13 @@ mod tests {
         let error = parse(".mcp.json", "{\n\"mcpServers\": {\n\"x\": {\"args\": 5}}}").unwrap_err();
         assert!(
             error
-                .0
+                .to_string()
                 .starts_with("invalid config /cfg/.mcp.json line 3: mcpServers.x.args: "),
             "{error}"
         );
         let error = parse(".mcp.json", "{\n\"mcpServers\": \n").unwrap_err();
         assert!(
-            error.0.contains("line 3") || error.0.contains("line 2"),
+            error.to_string().contains("line 3") || error.to_string().contains("line 2"),
             "{error}"
         );
     }
@@ -178,7 +178,7 @@ mod tests {
             let error = parse(".mcp.json", text).unwrap_err();
             assert!(
                 error
-                    .0
+                    .to_string()
                     .starts_with("invalid config /cfg/.mcp.json line 2: trailing"),
                 "{error}"
             );
@@ -230,7 +230,7 @@ mod tests {
         let text = "{\"permissions\": {\n\"deny\": [\"ok\",\n\"[abc\"]}}";
         let error = parse("settings.json", text).unwrap_err();
         assert_eq!(
-            error.0,
+            error.to_string(),
             "invalid config /cfg/settings.json line 3: permissions.deny[1]: invalid glob \
              \"[abc\": unclosed `[`"
         );

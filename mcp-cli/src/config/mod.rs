@@ -50,6 +50,7 @@ pub use change::NewServer;
 pub use command::{Command, Sandbox, Transport};
 pub use discover::{discover, native_file, user_file};
 pub use edit::{add_server, remove_server, set_enabled};
+pub use errors::{ConfigError, ConfigErrorKind};
 pub use expand::expand;
 pub use import::{Found, import};
 pub use jsonc::strip_json_comments;
@@ -224,18 +225,6 @@ impl Config {
     }
 }
 
-/// A config file that exists but cannot be used.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConfigError(pub String);
-
-impl std::fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for ConfigError {}
-
 /// Reads environment variables; injectable so tests need not touch the real environment.
 pub type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
 
@@ -250,10 +239,7 @@ pub fn load(files: &[(PathBuf, bool)], env: Env<'_>, cwd: &Path) -> Result<Confi
             Ok(text) => text,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound && !required => continue,
             Err(error) => {
-                return Err(ConfigError(format!(
-                    "cannot read config {}: {error}",
-                    path.display()
-                )));
+                return Err(ConfigError::unreadable(path, &error));
             }
         };
         let (file, keys) = read_file(path, &text, env)?;
@@ -343,7 +329,7 @@ mod tests {
     fn a_file_without_any_servers_key_is_an_error() {
         let error = parse("settings.json", "{\"theme\": \"One Dark\"}").unwrap_err();
         assert_eq!(
-            error.0,
+            error.to_string(),
             "invalid config /cfg/settings.json: it names no servers: none of the top-level keys \
              mcpServers, servers, mcp, context_servers is there"
         );
@@ -351,9 +337,11 @@ mod tests {
             let error = parse("c.toml", text).unwrap_err();
             assert!(
                 error
-                    .0
+                    .to_string()
                     .starts_with("invalid config /cfg/c.toml: it names no servers")
-                    && error.0.ends_with("keys mcp, mcp_servers is there"),
+                    && error
+                        .to_string()
+                        .ends_with("keys mcp, mcp_servers is there"),
                 "{error}"
             );
         }
@@ -420,7 +408,7 @@ mod tests {
         assert_eq!(spec.command.args.last().map(String::as_str), dir.to_str());
 
         let missing = load(&[(dir.join("absent.toml"), true)], &env, &dir).unwrap_err();
-        assert!(missing.0.contains("absent.toml"), "{missing}");
+        assert!(missing.to_string().contains("absent.toml"), "{missing}");
         std::fs::remove_dir_all(dir).unwrap();
     }
 
@@ -489,7 +477,10 @@ mod tests {
                 "invalid config {} {expected} (known: everything, filesystem, ",
                 path.display()
             );
-            assert!(error.0.starts_with(&expected), "{error}\n{expected}");
+            assert!(
+                error.to_string().starts_with(&expected),
+                "{error}\n{expected}"
+            );
         }
         // A server of another file, a preset, and a provider-safe name all count.
         std::fs::write(&toml, "[mcp.\"my.git\"]\ncommand = \"git\"\n").unwrap();

@@ -274,24 +274,24 @@ enabled = false
         .unwrap_err();
         assert!(
             error
-                .0
+                .to_string()
                 .starts_with("invalid config /cfg/c.toml line 3: mcp.fs.args: "),
             "{error}"
         );
         let error = parse("c.toml", "[mcp.fs]\ncomand = \"x\"\n").unwrap_err();
         assert!(
-            error.0.contains("line 2") && error.0.contains("comand"),
+            error.to_string().contains("line 2") && error.to_string().contains("comand"),
             "{error}"
         );
         let error = parse("c.toml", "[mcp.fs\n").unwrap_err();
-        assert!(error.0.contains("line 1"), "{error}");
+        assert!(error.to_string().contains("line 1"), "{error}");
         let error = parse(
             "c.toml",
             "[mcp.fs]\ncommand = \"x\"\ndisabled_tools = [\"ok\", \"[abc\"]\n",
         )
         .unwrap_err();
         assert_eq!(
-            error.0,
+            error.to_string(),
             "invalid config /cfg/c.toml line 3: mcp.fs.disabled_tools[1]: invalid glob \
              \"[abc\": unclosed `[`"
         );
@@ -374,7 +374,7 @@ tool = "mcp__git__push"
             let error = parse("c.toml", text).unwrap_err();
             assert!(
                 error
-                    .0
+                    .to_string()
                     .starts_with(&format!("invalid config /cfg/c.toml {expected}")),
                 "{error}"
             );

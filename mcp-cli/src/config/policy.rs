@@ -228,10 +228,7 @@ impl Policy {
         rule_keys: &[String],
     ) -> Result<(), ConfigError> {
         let unknown = |origin: &str, key: &str, server: &str| {
-            ConfigError(format!(
-                "invalid config {origin}: {key}: no server named {server:?} (known: {})",
-                names.join(", ")
-            ))
+            super::errors::unknown_server(origin, key, server, names)
         };
         let lists = [
             ("security.mcp_server_allowlist", &self.allowlist),
@@ -468,7 +465,7 @@ mod tests {
             ..Policy::default()
         };
         assert_eq!(
-            check(&bad).unwrap_err().0,
+            check(&bad).unwrap_err().to_string(),
             "invalid config /c.toml line 7: security.mcp_server_denylist: no server named \
              \"githb\" (known: fs, my.git)"
         );
@@ -480,7 +477,7 @@ mod tests {
             ..Policy::default()
         };
         assert_eq!(
-            check(&bad).unwrap_err().0,
+            check(&bad).unwrap_err().to_string(),
             "invalid config /c.toml line 4: permissions.rules[1].tool: no server named \"gh\" \
              (known: fs, my.git)"
         );

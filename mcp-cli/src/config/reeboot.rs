@@ -132,7 +132,7 @@ mod tests {
         let error = parse("config.json", text).unwrap_err();
         assert!(
             error
-                .0
+                .to_string()
                 .starts_with("invalid config /cfg/config.json line 2: mcp.servers[0]"),
             "{error}"
         );

@@ -66,12 +66,14 @@ mod tests {
             let error = parse("c.toml", &text).unwrap_err();
             assert!(
                 error
-                    .0
+                    .to_string()
                     .starts_with("invalid config /cfg/c.toml line 3: mcp.fx.timeout_sec: "),
                 "{value}: {error}"
             );
             assert!(
-                error.0.contains("not a positive number of seconds"),
+                error
+                    .to_string()
+                    .contains("not a positive number of seconds"),
                 "{error}"
             );
         }
@@ -81,7 +83,7 @@ mod tests {
         )
         .unwrap_err();
         assert!(
-            error.0.contains(
+            error.to_string().contains(
                 "line 3: mcp_servers.fx.startup_timeout_ms: 0 is not a positive \
                  number of milliseconds"
             ),
@@ -93,7 +95,7 @@ mod tests {
         )
         .unwrap_err();
         assert!(
-            error.0.starts_with(
+            error.to_string().starts_with(
                 "invalid config /cfg/.mcp.json line 3: mcpServers.fx.timeout: -5 is not a \
                  positive number of milliseconds"
             ),
@@ -104,7 +106,10 @@ mod tests {
             "{\"mcp\": {\"fx\": {\"command\": [\"x\"], \"timeout\": 0}}}",
         )
         .unwrap_err();
-        assert!(error.0.contains("mcp.fx.timeout: 0 is not"), "{error}");
+        assert!(
+            error.to_string().contains("mcp.fx.timeout: 0 is not"),
+            "{error}"
+        );
     }
 
     #[test]
@@ -114,9 +119,11 @@ mod tests {
             let error = parse("c.toml", &text).unwrap_err();
             assert!(
                 error
-                    .0
+                    .to_string()
                     .starts_with("invalid config /cfg/c.toml line 4: mcp.fx.max_message_mb: ")
-                    && error.0.ends_with("is not a positive number of megabytes"),
+                    && error
+                        .to_string()
+                        .ends_with("is not a positive number of megabytes"),
                 "{value}: {error}"
             );
         }

@@ -7,7 +7,7 @@ use std::io::ErrorKind;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use super::ConfigError;
+use super::{ConfigError, ConfigErrorKind};
 use crate::files::{self, ReplaceError};
 
 /// A file as read for an edit: where it really is (symbolic links followed, so a link into a
@@ -20,9 +20,7 @@ pub struct Original {
 
 /// Reads `path` for an edit.
 pub fn read_original(path: &Path) -> Result<Original, ConfigError> {
-    let cannot = |error: std::io::Error| {
-        ConfigError(format!("cannot read config {}: {error}", path.display()))
-    };
+    let cannot = |error: std::io::Error| ConfigError::unreadable(path, &error);
     let resolved = match fs::canonicalize(path) {
         Ok(resolved) => resolved,
         Err(error) if error.kind() == ErrorKind::NotFound => path.to_owned(),
@@ -44,7 +42,10 @@ pub fn read_original(path: &Path) -> Result<Original, ConfigError> {
 /// 0600, as entries may hold tokens.
 pub fn write_back(original: &Original, text: &str) -> Result<(), ConfigError> {
     let path = &original.path;
-    let fail = |what: String| ConfigError(format!("{what}; {} left as it was", path.display()));
+    let fail = |what: String| {
+        let message = format!("{what}; {} left as it was", path.display());
+        ConfigError::new(ConfigErrorKind::NotWritten, message).in_file(path)
+    };
     let mode = match fs::metadata(path) {
         Ok(metadata) if metadata.permissions().readonly() => {
             return Err(fail(format!("{} is read-only", path.display())));
@@ -82,19 +83,17 @@ fn unchanged(original: &Original) -> Result<(), ConfigError> {
         Ok(text) => Some(text),
         Err(error) if error.kind() == ErrorKind::NotFound => None,
         Err(error) => {
-            return Err(ConfigError(format!(
-                "cannot read config {}: {error}",
-                original.path.display()
-            )));
+            return Err(ConfigError::unreadable(&original.path, &error));
         }
     };
     if now == original.text {
         Ok(())
     } else {
-        Err(ConfigError(format!(
+        let message = format!(
             "{} changed on disk while it was being edited; left as it is, run the command again",
             original.path.display()
-        )))
+        );
+        Err(ConfigError::new(ConfigErrorKind::NotWritten, message).in_file(&original.path))
     }
 }
 
@@ -117,12 +116,12 @@ mod tests {
 
         // `original` still says "a": the file changed since.
         let error = write_back(&original, "c").unwrap_err();
-        assert!(error.0.contains("changed on disk"), "{error}");
+        assert!(error.to_string().contains("changed on disk"), "{error}");
         assert_eq!(fs::read_to_string(&path).unwrap(), "b");
 
         fs::set_permissions(&path, fs::Permissions::from_mode(0o444)).unwrap();
         let error = write_back(&read_original(&path).unwrap(), "d").unwrap_err();
-        assert!(error.0.contains("c.toml is read-only"), "{error}");
+        assert!(error.to_string().contains("c.toml is read-only"), "{error}");
         assert_eq!(fs::read_to_string(&path).unwrap(), "b");
 
         let fresh = dir.join("sub/new.toml");

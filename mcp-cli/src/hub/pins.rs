@@ -203,7 +203,10 @@ impl Pins {
         let (original, old) = match read_pins(&path) {
             Ok(read) => read,
             // Unreadable pins are what `trust` is there to replace.
-            Err(_) => (read_original(&path).map_err(|e| e.0)?, PinFile::default()),
+            Err(_) => (
+                read_original(&path).map_err(|e| e.to_string())?,
+                PinFile::default(),
+            ),
         };
         let changes: Vec<_> = (tools.iter())
             .filter_map(|tool| {
@@ -230,7 +233,7 @@ impl Pins {
 }
 
 fn read_pins(path: &Path) -> Result<(crate::config::Original, PinFile), String> {
-    let original = read_original(path).map_err(|error| error.0)?;
+    let original = read_original(path).map_err(|error| error.to_string())?;
     let file = match &original.text {
         Some(text) => serde_json::from_str(text)
             .map_err(|error| format!("{} is not a pin file: {error}", path.display()))?,
@@ -240,7 +243,7 @@ fn read_pins(path: &Path) -> Result<(crate::config::Original, PinFile), String> 
 }
 
 fn read_digests(path: &Path) -> Result<Digests, String> {
-    let original = read_original(path).map_err(|error| error.0)?;
+    let original = read_original(path).map_err(|error| error.to_string())?;
     match &original.text {
         Some(text) => serde_json::from_str(text)
             .map_err(|error| format!("{} is not a pin file: {error}", path.display())),

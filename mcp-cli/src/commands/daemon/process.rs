@@ -106,7 +106,7 @@ pub(crate) async fn run(ctx: &mut Context, idle: Duration) -> Result<Exit, Failu
     let _ = std::fs::remove_file(&place.socket);
     // Watched from before the first read: an edit made meanwhile is applied, not missed.
     let watch = ctx.files.watch();
-    let config = (ctx.files.load(&env)).map_err(|error| Failure::usage(error.0))?;
+    let config = (ctx.files.load(&env)).map_err(|error| Failure::usage(error.to_string()))?;
     let listener = async_net::unix::UnixListener::bind(&place.socket)
         .map_err(|e| Failure::usage(format!("cannot listen on {}: {e}", place.socket.display())))?;
     let _remove = RemoveOnDrop(place.socket.clone());
@@ -299,8 +299,7 @@ impl Daemon {
             let env = |key: &str| std::env::var(key).ok();
             seen.cold = match seen.watch.files().load(&env) {
                 Err(error) => Some(format!(
-                    "the config does not read ({}); runs are served warm again once it does",
-                    error.0
+                    "the config does not read ({error}); runs are served warm again once it does"
                 )),
                 Ok(config) if config.policy != self.policy => Some(
                     "the policy changed since the daemon started; `mcp-cli daemon stop`, then \
