@@ -5,6 +5,14 @@
 //! program in-process or through the binary. Hosts embed [`hub::Hub`] directly, and depend on
 //! this crate with `default-features = false`: the `cli` feature (on by default, for `cargo
 //! install`) is the binary, [`run`] and the modules only they use, with clap and its kin.
+//!
+//! Everything the hub takes and returns is reachable from here, so an embedder needs no
+//! dependency of its own on the crates below: the protocol's types ([`Tool`], [`Request`],
+//! [`CallToolResult`], [`RpcError`], ... and all of [`proto`]), the adapter's errors
+//! ([`smol::Error`]), and the executor and receiver of [`hub::Settings::executor`] and
+//! [`hub::Hub::events`]. A server's JSON-RPC error is one call away:
+//! [`HubError::rpc_code`](hub::HubError::rpc_code); a config error says where it is and what
+//! kind it is ([`config::ConfigError`]).
 
 #[cfg(feature = "cli")]
 mod adhoc;
@@ -38,6 +46,16 @@ pub mod output;
 #[cfg(feature = "cli")]
 mod spinner;
 pub mod state;
+
+// What the host layer's API takes and returns from the crates under it, reachable from here
+// so that an embedder names, decodes and matches it without depending on them itself.
+pub use async_channel::Receiver;
+pub use async_executor::Executor;
+pub use mcp_proto::{
+    self as proto, CallToolResult, Content, Progress, Prompt, Request, RequestError, Resource,
+    ResourceTemplate, RpcError, Tool,
+};
+pub use mcp_smol::{self as smol, Disconnect};
 
 #[cfg(feature = "cli")]
 use std::ffi::OsString;

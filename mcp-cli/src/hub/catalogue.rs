@@ -257,7 +257,8 @@ impl Hub {
 
     /// Calls a tool found through the catalogue, asking first if an `ask` rule covers it.
     /// Returns the result object as the server sent it (decode it with
-    /// `CallToolResult::from_value`); a result with `isError` is still `Ok`. `on_progress`
+    /// [`CallToolResult::from_value`](crate::CallToolResult::from_value)); a result with
+    /// `isError` is still `Ok`. `on_progress`
     /// hears the server's progress notifications while the call runs.
     ///
     /// The policy is applied again here, to the server's tools as they are now: an entry

@@ -1,5 +1,7 @@
 //! Why the hub could not do what was asked, by who is at fault.
 
+use mcp_smol::proto::{RequestError, RpcError};
+
 use crate::config::Rule;
 use crate::hub::{PinChange, State};
 
@@ -124,6 +126,24 @@ pub enum HubError {
         /// The server.
         server: String,
     },
+}
+
+impl HubError {
+    /// The JSON-RPC error the server answered with, when that is why the request failed.
+    pub fn rpc_error(&self) -> Option<&RpcError> {
+        match self {
+            HubError::Server {
+                error: mcp_smol::Error::Request(RequestError::Remote(error)),
+                ..
+            } => Some(error),
+            _ => None,
+        }
+    }
+
+    /// The code of [`rpc_error`](Self::rpc_error), such as [`RpcError::METHOD_NOT_FOUND`].
+    pub fn rpc_code(&self) -> Option<i64> {
+        self.rpc_error().map(|error| error.code)
+    }
 }
 
 /// `; did you mean NAME?` when one of `known` is the likely meaning of `given`.

@@ -114,8 +114,10 @@ pub struct Skipped {
 
 impl Hub {
     /// Sends one request to `server` (a configured name), starting it if it must, and reads
-    /// the result as the request's type: `Request::read_resource`, `Request::get_prompt`,
-    /// `Request::complete`, `Request::subscribe`, `Request::set_logging_level`, ...
+    /// the result as the request's type: [`Request::read_resource`](crate::Request::read_resource),
+    /// [`get_prompt`](crate::Request::get_prompt), [`complete`](crate::Request::complete),
+    /// [`subscribe`](crate::Request::subscribe),
+    /// [`set_logging_level`](crate::Request::set_logging_level), ...
     ///
     /// A `tools/call` passes the same gate as [`call`](Hub::call): a tool the policy filters
     /// or denies, or whose pinned definition changed, is refused, and an `ask` rule is asked.

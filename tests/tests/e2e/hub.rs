@@ -438,3 +438,39 @@ fn calls_side_by_side_each_hear_their_own_progress() {
         shut_down(&hub, "fx").await;
     });
 }
+
+/// An embedder matches a server's JSON-RPC error by its code and a broken config by its key,
+/// naming the types through `mcp_cli` alone and reading neither message.
+#[test]
+fn errors_are_matched_by_code_and_key_not_by_text() {
+    bounded(async {
+        let hub = hub_of(
+            vec![server("fx", fixture("good", &[]))],
+            Policy::default(),
+            None,
+        );
+        let fail = hub.find("fx__fail").await.unwrap();
+        let error = (hub.call(&fail, json!({ "rpc": true }), &|_| {}).await).unwrap_err();
+        assert_eq!(error.rpc_code(), Some(-32603));
+        assert!(matches!(
+            error.rpc_error(),
+            Some(mcp_cli::RpcError { code: -32603, .. })
+        ));
+        // A tool's own failure is a result, decoded with the re-exported type; no code.
+        let result = hub.call(&fail, json!({}), &|_| {}).await.unwrap();
+        assert!(
+            mcp_cli::CallToolResult::from_value(result)
+                .unwrap()
+                .is_error
+        );
+        assert_eq!(hub.find("fx__nope").await.unwrap_err().rpc_code(), None);
+        shut_down(&hub, "fx").await;
+    });
+    let env = |_: &str| -> Option<String> { None };
+    let text = "[mcp.fx]\ncommand = \"x\"\nargs = \"not a list\"\n";
+    let error =
+        mcp_cli::config::parse_file(std::path::Path::new("/t/c.toml"), text, &env).unwrap_err();
+    assert_eq!(error.kind, mcp_cli::config::ConfigErrorKind::Invalid);
+    assert_eq!(error.key.as_deref(), Some("mcp.fx.args"));
+    assert_eq!(error.line, Some(3));
+}
