@@ -9,8 +9,8 @@
 //! Everything the hub takes and returns is reachable from here, so an embedder needs no
 //! dependency of its own on the crates below: the protocol's types ([`Tool`], [`Request`],
 //! [`CallToolResult`], [`RpcError`], ... and all of [`proto`]), the adapter's errors
-//! ([`smol::Error`]), and the executor and receiver of [`hub::Settings::executor`] and
-//! [`hub::Hub::events`]. A server's JSON-RPC error is one call away:
+//! ([`smol::Error`]), [`serde_json`] for arguments and results, and the executor and the
+//! receiver of [`hub::Settings::executor`] and [`hub::Hub::events`]. A server's JSON-RPC error is one call away:
 //! [`HubError::rpc_code`](hub::HubError::rpc_code); a config error says where it is and what
 //! kind it is ([`config::ConfigError`]).
 
@@ -56,6 +56,7 @@ pub use mcp_proto::{
     ResourceTemplate, RpcError, Tool,
 };
 pub use mcp_smol::{self as smol, Disconnect};
+pub use serde_json;
 
 #[cfg(feature = "cli")]
 use std::ffi::OsString;
