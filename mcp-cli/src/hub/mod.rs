@@ -77,15 +77,16 @@ use crate::config::{Config, Policy, Server, ServerSpec, Source};
 use crate::logs::RunLog;
 use crate::names;
 use slot::Slot;
-pub(crate) use slot::auth_settings;
 
 /// How the hub runs its servers.
 #[derive(Clone)]
 pub struct Settings {
     /// Where each server's stderr log goes (`<name>.log`); `None` keeps only the tail.
     pub log_dir: Option<PathBuf>,
-    /// Sent as `clientInfo.name`.
+    /// Sent to servers as `clientInfo.name`: the embedder's own name; the crate's by default.
     pub client_name: String,
+    /// Sent to servers as `clientInfo.version`; the crate's by default.
+    pub client_version: String,
     /// How long a server gets to exit after its stdin closes, before SIGTERM.
     pub grace_period: Duration,
     /// How long a server gets between SIGTERM and SIGKILL when it is stopped.
@@ -104,16 +105,19 @@ pub struct Settings {
     /// Where tool definitions are pinned (`<server>.json`): a pinned tool whose definition
     /// changes is withheld until [`Hub::trust`]. `None` pins nothing.
     pub pin_dir: Option<PathBuf>,
-    /// Whether a remote server asking for authorization may start a login (the unattended
-    /// switch `MCP_CLI_AUTH_FOLLOW=1` allows one whatever this says).
-    pub login: crate::auth::Login,
+    /// The OAuth of remote servers: whether one asking for authorization may start a login
+    /// ([`auth::Settings::login`](crate::auth::Settings::login)), where tokens are kept, who
+    /// shows the login URL. Nothing here comes from `MCP_CLI_*` variables; a server entry's
+    /// own client and scopes win over it.
+    pub auth: crate::auth::Settings,
 }
 
 impl Default for Settings {
     fn default() -> Self {
         Self {
             log_dir: None,
-            client_name: "mcp-cli".to_owned(),
+            client_name: env!("CARGO_PKG_NAME").to_owned(),
+            client_version: env!("CARGO_PKG_VERSION").to_owned(),
             grace_period: Duration::from_secs(2),
             // Long enough to flush a file, short enough that Ctrl-C still feels immediate.
             term_period: Duration::from_millis(500),
@@ -122,7 +126,7 @@ impl Default for Settings {
             ask: None,
             elicit: None,
             pin_dir: None,
-            login: crate::auth::Login::Never,
+            auth: crate::auth::Settings::default(),
         }
     }
 }
@@ -132,6 +136,7 @@ impl std::fmt::Debug for Settings {
         f.debug_struct("Settings")
             .field("log_dir", &self.log_dir)
             .field("client_name", &self.client_name)
+            .field("client_version", &self.client_version)
             .field("grace_period", &self.grace_period)
             .field("term_period", &self.term_period)
             .field("handshake_timeout", &self.handshake_timeout)
@@ -139,7 +144,7 @@ impl std::fmt::Debug for Settings {
             .field("ask", &self.ask.is_some())
             .field("elicit", &self.elicit.is_some())
             .field("pin_dir", &self.pin_dir)
-            .field("login", &self.login)
+            .field("auth", &self.auth)
             .finish()
     }
 }
@@ -389,9 +394,10 @@ impl Hub {
         }
     }
 
-    /// Whether remote servers that ask for a login may start one ([`Settings::login`]).
-    pub fn login(&self) -> crate::auth::Login {
-        self.inner.settings.login
+    /// The OAuth settings of remote server `remote`: the hub's ([`Settings::auth`]), then the
+    /// entry's own client and scopes over them.
+    pub fn auth_settings(&self, remote: &crate::config::Remote) -> crate::auth::Settings {
+        slot::auth_settings(remote, &self.inner.settings.auth)
     }
 
     /// Server `given`'s name and remote settings, for `mcp-cli auth`; `None` for a server
