@@ -22,8 +22,16 @@
 //! - **Lazy and fail-soft**: nothing starts when the hub is made. A server starts on first use,
 //!   or every one at once when the whole [`catalogue`](Hub::catalogue) is asked for. One that
 //!   cannot start is recorded with its state and reason and never blocks the others.
-//! - **Presets** serve names no file defines: they are listed, but join the catalogue (and
-//!   start) only when no file defines any server, or when they are named.
+//! - **Only what is configured**: the hub runs the servers of its [`Config`] and nothing else;
+//!   a name no server of it has is [`HubError::UnknownServer`], listing the configured ones.
+//!   Build the config from exactly the files you name ([`Config::from_files`],
+//!   [`config::load`](crate::config::load)) or in code. The command line adds its presets
+//!   ([`config::load_with_presets`](crate::config::load_with_presets)): they are listed, but
+//!   join the catalogue (and start) only when no file defines any server, or when they are
+//!   named.
+//! - **Neutral**: servers hear [`Settings::client_name`] and [`Settings::client_version`]; the
+//!   hub reads no `MCP_CLI_*` variable and prints nothing (a browser login's URL goes to
+//!   [`auth::Settings::notice`](crate::auth::Settings::notice)).
 //! - **Policy**: a server the allow/deny lists keep out is `denied` and never spawned; a tool
 //!   that `enabled_tools`/`disabled_tools` or a `deny` rule leaves out is never listed and
 //!   cannot be called; a tool an `ask` rule covers is called only once [`Settings::ask`]
