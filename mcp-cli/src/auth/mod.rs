@@ -117,16 +117,16 @@ impl Default for Settings {
     /// (`$XDG_STATE_HOME`, `$HOME`): no `MCP_CLI_*` variable is read, so what an embedder sets
     /// in code is all there is.
     fn default() -> Self {
-        let env = |key: &str| {
-            (!key.starts_with("MCP_CLI_"))
-                .then(|| std::env::var(key).ok())
-                .flatten()
-        };
-        Self::from_env(&env)
+        Self::neutral(&|key| std::env::var(key).ok())
     }
 }
 
 impl Settings {
+    /// [`from_env`](Self::from_env) blind to the `MCP_CLI_*` variables.
+    fn neutral(env: &dyn Fn(&str) -> Option<String>) -> Self {
+        Self::from_env(&|key: &str| (!key.starts_with("MCP_CLI_")).then(|| env(key)).flatten())
+    }
+
     /// Defaults, with what the environment says: `MCP_CLI_AUTH_FOLLOW=1` for [`Login::Follow`],
     /// `MCP_CLI_OAUTH_CLIENT_ID`, `MCP_CLI_OAUTH_CLIENT_SECRET` and
     /// `MCP_CLI_OAUTH_CLIENT_METADATA_URL` for a server configured with none (ad hoc `--http`).
