@@ -27,7 +27,6 @@ use std::sync::Arc;
 
 use mcp_cli::config::Config;
 use mcp_cli::hub::{Ask, AskHandler, Hub, HubEvent, Settings};
-use mcp_smol::proto::CallToolResult;
 use serde_json::{Value, json};
 
 fn main() {
@@ -60,19 +59,24 @@ fn main() {
     std::process::exit(code);
 }
 
-/// Asks on the terminal before a call an `ask` rule covers; anything but "y" refuses it.
+/// Asks on the terminal before a call an `ask` rule covers; anything but "y" refuses it. The
+/// question waits on a thread of its own, so the hub's other servers keep going meanwhile.
 fn ask_on_the_terminal() -> AskHandler {
     Arc::new(|ask: Ask| {
-        Box::pin(blocking::unblock(move || {
+        let (answer, answered) = async_channel::bounded(1);
+        std::thread::spawn(move || {
             eprint!("host: call {} with {}? [y/N] ", ask.tool, ask.arguments);
             let _ = std::io::stderr().flush();
-            let mut answer = String::new();
-            let _ = std::io::stdin().lock().read_line(&mut answer);
-            match answer.trim() {
-                "y" | "yes" => Ok(()),
+            let mut line = String::new();
+            let _ = std::io::stdin().lock().read_line(&mut line);
+            let _ = answer.send_blocking(matches!(line.trim(), "y" | "yes"));
+        });
+        Box::pin(async move {
+            match answered.recv().await {
+                Ok(true) => Ok(()),
                 _ => Err("declined at the terminal".to_owned()),
             }
-        }))
+        })
     })
 }
 
@@ -128,19 +132,9 @@ async fn host(hub: &Hub, args: &[String]) -> i32 {
     code
 }
 
-/// A call's result as text; its exit code says whether the tool reported an error.
-fn show(name: &str, raw: Value) -> i32 {
-    match CallToolResult::from_value(raw) {
-        Ok(result) => {
-            println!("--- {name}:");
-            for line in mcp_cli::output::render_call(&result) {
-                println!("{line}");
-            }
-            i32::from(result.is_error)
-        }
-        Err(error) => {
-            eprintln!("host: {name} answered something unreadable: {error}");
-            3
-        }
-    }
+/// A call's result as the server sent it; the exit code says whether the tool reported an
+/// error.
+fn show(name: &str, result: Value) -> i32 {
+    println!("--- {name}:\n{result:#}");
+    i32::from(result["isError"] == true)
 }

@@ -40,7 +40,8 @@ pub enum Login {
     /// Refreshing a stored token still happens.
     #[default]
     Never,
-    /// Open the browser (and print the URL), then wait on the loopback redirect for up to
+    /// Open the browser (and show the URL through [`Settings::notice`]), then wait on the
+    /// loopback redirect for up to
     /// [`Settings::login_timeout`].
     Browser,
     /// Unattended (`--auth-follow`, `MCP_CLI_AUTH_FOLLOW=1`): GET the authorization URL
