@@ -41,8 +41,7 @@ pub enum Login {
     #[default]
     Never,
     /// Open the browser (and show the URL through [`Settings::notice`]), then wait on the
-    /// loopback redirect for up to
-    /// [`Settings::login_timeout`].
+    /// loopback redirect for up to [`Settings::login_timeout`].
     Browser,
     /// Unattended (`--auth-follow`, `MCP_CLI_AUTH_FOLLOW=1`): GET the authorization URL
     /// ourselves and take the code from its redirect. Only for servers that approve at once
