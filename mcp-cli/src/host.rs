@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::auth;
 use crate::config::{self, Config, ConfigError, Env};
 use crate::files::{Stamp, stamps};
 use crate::hub::Settings;
@@ -41,10 +42,11 @@ impl ConfigFiles {
         self.files.iter().map(|(path, _)| path.clone()).collect()
     }
 
-    /// Reads them as they are now; an entry that would start our own gateway over them is
-    /// refused here, before anything starts.
+    /// Reads them as they are now, with the presets: the command line opts into them (an
+    /// embedder's [`config::load`] has none). An entry that would start our own gateway over
+    /// them is refused here, before anything starts.
     pub(crate) fn load(&self, env: Env<'_>) -> Result<Config, ConfigError> {
-        let mut config = config::load(&self.files, env, &self.cwd)?;
+        let mut config = config::load_with_presets(&self.files, env, &self.cwd)?;
         crate::nesting::refuse_loops(&mut config);
         Ok(config)
     }
@@ -94,8 +96,9 @@ impl Watch {
 
 /// What every hub of this program starts from, whether a command, `serve` or the daemon runs
 /// it: the same state folder (logs, pins), the same handshake budget, the same executor, so
-/// that a tool withheld from `call` is withheld from the gateway too. Each caller adds only
-/// how it asks and answers.
+/// that a tool withheld from `call` is withheld from the gateway too, and the OAuth the
+/// `MCP_CLI_*` variables ask for (the hub itself reads none). Each caller adds only how it
+/// asks and answers.
 pub(crate) fn settings(
     state: &state::Folder,
     executor: &Arc<async_executor::Executor<'static>>,
@@ -104,9 +107,30 @@ pub(crate) fn settings(
     Settings {
         log_dir: Some(state.logs()),
         pin_dir: Some(state.pins()),
+        client_name: "mcp-cli".to_owned(),
         handshake_timeout: mcp_timeout(env),
         executor: Some(executor.clone()),
+        auth: auth::Settings {
+            notice: Some(Arc::new(print_login)),
+            ..auth::Settings::from_env(env)
+        },
         ..Settings::default()
+    }
+}
+
+/// A browser login's prompt, on stderr beside the command's other messages.
+fn print_login(prompt: auth::LoginPrompt) {
+    match prompt {
+        auth::LoginPrompt::Opening { server, url, wait } => {
+            let minutes = wait.as_secs().div_ceil(60);
+            eprintln!(
+                "To log in to {server}, open this URL in a browser (opening one now):\n  {url}\n\
+                 Waiting up to {minutes} minutes for the browser to come back (Ctrl-C cancels)."
+            );
+        }
+        auth::LoginPrompt::NoBrowser { .. } => {
+            eprintln!("No browser could be opened: open the URL above yourself.");
+        }
     }
 }
 

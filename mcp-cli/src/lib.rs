@@ -145,7 +145,7 @@ async fn run_command(cli: cli::Cli, args: Vec<OsString>, mut signals: Signals) -
         _ => {}
     }
     let state = state::Folder::of_env(&env);
-    let login = login_mode(&cli);
+    let login = login_mode(&cli, &env);
     // Drivers run on the main thread's executor, so a call crosses no thread on its way to
     // the server and back.
     let executor = Arc::new(async_executor::Executor::new());
@@ -158,14 +158,15 @@ async fn run_command(cli: cli::Cli, args: Vec<OsString>, mut signals: Signals) -
     let naming = naming(&cli);
     let outcome = match loaded {
         Ok((config, adhoc)) => {
+            let base = host::settings(&state, &executor, &env);
             let settings = Settings {
                 // A one-shot command should not wait out a server that ignores its stdin
                 // closing: well-behaved servers exit on it within milliseconds.
                 grace_period: Duration::from_millis(300),
                 ask: Some(approve::handler(cli.yes)),
                 elicit: Some(elicit::handler(cli.yes)),
-                login,
-                ..host::settings(&state, &executor, &env)
+                auth: auth::Settings { login, ..base.auth },
+                ..base
             };
             let mut ctx = Context {
                 hub: Hub::new(config, settings),
@@ -270,13 +271,14 @@ async fn until_signal(ctx: &mut Context, command: cli::Command, mut signals: Sig
 }
 
 /// Whether a remote server that asks for a login may start one: unattended with
-/// `--auth-follow`; through the browser for the ad hoc `--http` server on a terminal; else
-/// never (a configured server is then listed `needs-auth`, to log in with `mcp-cli auth`).
+/// `--auth-follow` or `MCP_CLI_AUTH_FOLLOW=1`; through the browser for the ad hoc `--http`
+/// server on a terminal; else never (a configured server is then listed `needs-auth`, to log
+/// in with `mcp-cli auth`).
 #[cfg(feature = "cli")]
-fn login_mode(cli: &cli::Cli) -> auth::Login {
+fn login_mode(cli: &cli::Cli, env: config::Env<'_>) -> auth::Login {
     use std::io::IsTerminal;
     let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
-    if cli.auth_follow {
+    if cli.auth_follow || auth::follow_requested(env) {
         auth::Login::Follow
     } else if cli.http.is_some() && terminal {
         auth::Login::Browser

@@ -40,8 +40,8 @@ pub enum Login {
     /// Refreshing a stored token still happens.
     #[default]
     Never,
-    /// Open the browser (and print the URL), then wait on the loopback redirect for up to
-    /// [`Settings::login_timeout`].
+    /// Open the browser (and show the URL through [`Settings::notice`]), then wait on the
+    /// loopback redirect for up to [`Settings::login_timeout`].
     Browser,
     /// Unattended (`--auth-follow`, `MCP_CLI_AUTH_FOLLOW=1`): GET the authorization URL
     /// ourselves and take the code from its redirect. Only for servers that approve at once
@@ -70,7 +70,26 @@ pub struct Settings {
     pub login_timeout: Duration,
     /// `$BROWSER`, the opener to try first.
     pub browser: Option<String>,
+    /// Shows the person what a browser login needs of them (the URL to open); `None` shows
+    /// nothing, as the library prints nothing itself. The command line prints to stderr.
+    pub notice: Option<LoginNotice>,
 }
+
+/// What a browser login tells the person at the keyboard, for the embedder to render.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LoginPrompt {
+    /// A browser is being opened on `url`; the login waits up to `wait` for it to come back.
+    Opening {
+        server: String,
+        url: String,
+        wait: Duration,
+    },
+    /// No browser could be opened: the person must open `url` themselves.
+    NoBrowser { server: String, url: String },
+}
+
+/// Renders a [`LoginPrompt`].
+pub type LoginNotice = Arc<dyn Fn(LoginPrompt) + Send + Sync>;
 
 impl std::fmt::Debug for Settings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -88,11 +107,26 @@ impl std::fmt::Debug for Settings {
             .field("timeout", &self.timeout)
             .field("login_timeout", &self.login_timeout)
             .field("browser", &self.browser)
+            .field("notice", &self.notice.is_some())
             .finish()
     }
 }
 
+impl Default for Settings {
+    /// No login, no client registered by hand, tokens under the state folder
+    /// (`$XDG_STATE_HOME`, `$HOME`): no `MCP_CLI_*` variable is read, so what an embedder sets
+    /// in code is all there is.
+    fn default() -> Self {
+        Self::neutral(&|key| std::env::var(key).ok())
+    }
+}
+
 impl Settings {
+    /// [`from_env`](Self::from_env) blind to the `MCP_CLI_*` variables.
+    fn neutral(env: &dyn Fn(&str) -> Option<String>) -> Self {
+        Self::from_env(&|key: &str| (!key.starts_with("MCP_CLI_")).then(|| env(key)).flatten())
+    }
+
     /// Defaults, with what the environment says: `MCP_CLI_AUTH_FOLLOW=1` for [`Login::Follow`],
     /// `MCP_CLI_OAUTH_CLIENT_ID`, `MCP_CLI_OAUTH_CLIENT_SECRET` and
     /// `MCP_CLI_OAUTH_CLIENT_METADATA_URL` for a server configured with none (ad hoc `--http`).
@@ -112,6 +146,7 @@ impl Settings {
             timeout: Duration::from_secs(30),
             login_timeout: Duration::from_secs(300),
             browser: var("BROWSER"),
+            notice: None,
         }
     }
 
@@ -422,17 +457,25 @@ impl OAuth {
         found: &Discovered,
     ) -> Result<String, String> {
         let minutes = self.settings.login_timeout.as_secs().div_ceil(60);
-        eprintln!(
-            "To log in to {}, open this URL in a browser (opening one now):\n  {url}\n\
-             Waiting up to {minutes} minutes for the browser to come back (Ctrl-C cancels).",
-            self.name
-        );
+        let tell = |prompt| {
+            if let Some(notice) = &self.settings.notice {
+                notice(prompt);
+            }
+        };
+        tell(LoginPrompt::Opening {
+            server: self.name.clone(),
+            url: url.to_owned(),
+            wait: self.settings.login_timeout,
+        });
         // The opener runs beside the wait: a text-mode browser in `$BROWSER` only exits once
         // it is done, which needs our loopback answering it.
         let opener = browser::open(url.to_owned(), self.settings.browser.clone());
         let notice = async {
             if !opener.await {
-                eprintln!("No browser could be opened: open the URL above yourself.");
+                tell(LoginPrompt::NoBrowser {
+                    server: self.name.clone(),
+                    url: url.to_owned(),
+                });
             }
             std::future::pending().await
         };

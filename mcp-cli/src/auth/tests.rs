@@ -306,3 +306,83 @@ fn login_now_probes_the_server_for_its_challenge() {
     assert!(error.ends_with("fx needs no login"), "{error}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn an_embedders_defaults_ignore_the_command_lines_variables() {
+    let env = |key: &str| match key {
+        "MCP_CLI_AUTH_FOLLOW" => Some("1".to_owned()),
+        "MCP_CLI_OAUTH_CLIENT_ID" => Some("cli-client".to_owned()),
+        "HOME" => Some("/home/a".to_owned()),
+        _ => None,
+    };
+    let neutral = Settings::neutral(&env);
+    assert_eq!((neutral.login, neutral.client_id), (Login::Never, None));
+    assert_eq!(neutral.dir, Path::new("/home/a/.local/state/mcp-cli/auth"));
+    // The command line still reads them.
+    let cli = Settings::from_env(&env);
+    assert_eq!(cli.login, Login::Follow);
+    assert_eq!(cli.client_id.as_deref(), Some("cli-client"));
+}
+
+/// What a person does with the URL a browser login shows: opens it, and the authorization
+/// server sends the browser back to our loopback with a code.
+fn come_back(url: &str) {
+    use std::io::{Read, Write};
+    let url = urls::parse(url).expect("authorize URL");
+    let redirect = urls::param(&url, "redirect_uri").expect("redirect_uri");
+    let state = urls::param(&url, "state").expect("state");
+    let rest = redirect.strip_prefix("http://").expect("loopback");
+    let (address, path) = rest.split_once('/').expect("path");
+    let mut stream = std::net::TcpStream::connect(address).expect("loopback listens");
+    let request = format!(
+        "GET /{path}?code=the-code&state={} HTTP/1.1\r\nHost: {address}\r\n\r\n",
+        urls::encode(&state)
+    );
+    stream.write_all(request.as_bytes()).expect("sent");
+    let _ = stream.read_to_end(&mut Vec::new());
+}
+
+#[test]
+fn a_browser_login_shows_its_url_through_the_notice() {
+    let dir = temp_dir("notice");
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let prompts = Arc::new(Mutex::new(Vec::new()));
+    let (record, at_authorize) = (prompts.clone(), seen.clone());
+    let notice: LoginNotice = Arc::new(move |prompt: LoginPrompt| {
+        if let LoginPrompt::Opening { url, .. } = &prompt {
+            // What the authorization server would see, for its token endpoint to check.
+            let parsed = urls::parse(url).expect("authorize URL");
+            let challenge = urls::param(&parsed, "code_challenge").unwrap_or_default();
+            at_authorize.lock().expect("seen").challenge = challenge;
+            let url = url.clone();
+            std::thread::spawn(move || come_back(&url));
+        }
+        record.lock().expect("prompts").push(prompt);
+    });
+    let settings = Settings {
+        // An opener that succeeds and opens nothing: the notice is the only way in.
+        browser: Some("true".to_owned()),
+        notice: Some(notice),
+        // Without the notice nobody comes back: the login then fails rather than hangs.
+        login_timeout: Duration::from_secs(10),
+        ..settings(&dir, Login::Browser)
+    };
+    let oauth = OAuth::with_http("fx", RS, settings, Box::new(server(seen.clone(), 3600)));
+    async_io::block_on(async {
+        let header =
+            r#"Bearer resource_metadata="http://rs/.well-known/oauth-protected-resource/mcp""#;
+        assert_eq!(oauth.challenged(&challenge(401, header)).await, Ok(true));
+        assert_eq!(
+            oauth.authorization().await,
+            Ok(Some("Bearer token-1".into()))
+        );
+    });
+    let prompts = prompts.lock().expect("prompts");
+    let [LoginPrompt::Opening { server, url, wait }] = prompts.as_slice() else {
+        panic!("{prompts:?}");
+    };
+    assert_eq!(server, "fx");
+    assert!(url.starts_with("http://as/authorize?"), "{url}");
+    assert_eq!(*wait, Duration::from_secs(10));
+    let _ = std::fs::remove_dir_all(dir);
+}

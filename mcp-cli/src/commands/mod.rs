@@ -149,8 +149,7 @@ async fn run_auth(ctx: &mut Context, server: Option<&str>, reset: bool) -> Resul
             "{name} is not a remote server (it has a command, not a url): it needs no login"
         )));
     };
-    let login = ctx.hub.login();
-    let settings = crate::hub::auth_settings(&remote, login);
+    let settings = ctx.hub.auth_settings(&remote);
     auth::run(ctx, &name, &remote.url, settings, reset).await
 }
 

@@ -10,7 +10,8 @@
 //! format is one new file and one line in that list (and its key in the error naming them).
 //!
 //! Across files ([`load`]) servers merge by name: a later file's entry replaces an earlier
-//! one's, and the presets fill in names no file defines. Policies are concatenated in file
+//! one's, and with [`load_with_presets`] (the command line's choice) the presets fill in names
+//! no file defines. Policies are concatenated in file
 //! order instead. The first matching rule wins, so an earlier file's rule beats a later one's,
 //! the user file's beats the project's: the safe way round, as a cloned project cannot allow
 //! what the user denied. Denylists add up; a server must be in the allowlist of every file that has one, so a
@@ -203,6 +204,15 @@ pub struct Config {
 }
 
 impl Config {
+    /// The servers and policy of exactly `paths`, each of which must exist, with `${VAR}`s
+    /// expanded from the process environment: [`load`] for an embedder that names its files.
+    pub fn from_files(paths: &[impl AsRef<Path>]) -> Result<Self, ConfigError> {
+        let files: Vec<(PathBuf, bool)> = (paths.iter())
+            .map(|path| (path.as_ref().to_owned(), true))
+            .collect();
+        load(&files, &|key: &str| std::env::var(key).ok())
+    }
+
     /// Adds a server defined in code, replacing any of the same name.
     pub fn add(&mut self, name: &str, command: Command) {
         self.add_spec(ServerSpec::new(name, command));
@@ -228,9 +238,33 @@ impl Config {
 /// Reads environment variables; injectable so tests need not touch the real environment.
 pub type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
 
-/// Reads the discovered files and adds the presets; servers come back sorted by name, the
-/// policy concatenated in file order. Nothing should start after an error here.
-pub fn load(files: &[(PathBuf, bool)], env: Env<'_>, cwd: &Path) -> Result<Config, ConfigError> {
+/// Reads exactly `files` (each with whether it must exist) and nothing else: no presets, no
+/// discovered files. Servers come back sorted by name, the policy concatenated in file order.
+/// Nothing should start after an error here. `env` expands the files' `${VAR}`s.
+///
+/// This is the embedder's path: a hub built from it knows only the servers these files
+/// define. [`load_with_presets`] is the command line's.
+pub fn load(files: &[(PathBuf, bool)], env: Env<'_>) -> Result<Config, ConfigError> {
+    merge(files, env, Vec::new())
+}
+
+/// [`load`], with the built-in [`presets`] (`filesystem` rooted at `cwd`, `everything`,
+/// `memory`) filling in names no file defines: the command line opts into them.
+pub fn load_with_presets(
+    files: &[(PathBuf, bool)],
+    env: Env<'_>,
+    cwd: &Path,
+) -> Result<Config, ConfigError> {
+    merge(files, env, presets(env, cwd))
+}
+
+/// The files merged in order, then `fallbacks` under the names no file defines; policy names
+/// are checked against them all.
+fn merge(
+    files: &[(PathBuf, bool)],
+    env: Env<'_>,
+    fallbacks: Vec<Server>,
+) -> Result<Config, ConfigError> {
     let mut servers: BTreeMap<String, Server> = BTreeMap::new();
     let mut policy = Policy::default();
     let mut rule_keys = Vec::new();
@@ -251,8 +285,8 @@ pub fn load(files: &[(PathBuf, bool)], env: Env<'_>, cwd: &Path) -> Result<Confi
         policy.rules.extend(file.policy.rules);
         rule_keys.extend(keys);
     }
-    for preset in presets(env, cwd) {
-        servers.entry(preset.name.clone()).or_insert(preset);
+    for fallback in fallbacks {
+        servers.entry(fallback.name.clone()).or_insert(fallback);
     }
     let names: Vec<&str> = servers.keys().map(String::as_str).collect();
     policy.check_names(&names, &rule_keys)?;
@@ -397,7 +431,8 @@ mod tests {
             (second, true),
             (dir.join("absent.toml"), false),
         ];
-        let servers = load(&files, &env, &dir).unwrap().servers;
+        assert!(load(&files, &env).unwrap().servers.len() == 2);
+        let servers = load_with_presets(&files, &env, &dir).unwrap().servers;
         assert_eq!(spec(&servers, "a").command.program, "two");
         assert_eq!(spec(&servers, "memory").command.program, "mine");
         let filesystem = servers.iter().find(|s| s.name == "filesystem").unwrap();
@@ -407,7 +442,7 @@ mod tests {
         };
         assert_eq!(spec.command.args.last().map(String::as_str), dir.to_str());
 
-        let missing = load(&[(dir.join("absent.toml"), true)], &env, &dir).unwrap_err();
+        let missing = load(&[(dir.join("absent.toml"), true)], &env).unwrap_err();
         assert!(missing.to_string().contains("absent.toml"), "{missing}");
         std::fs::remove_dir_all(dir).unwrap();
     }
@@ -429,7 +464,7 @@ mod tests {
         )
         .unwrap();
         let files = [(user.clone(), true), (project, true)];
-        let policy = load(&files, &env, &dir).unwrap().policy;
+        let policy = load_with_presets(&files, &env, &dir).unwrap().policy;
         let tools: Vec<_> = policy.rules.iter().map(|r| r.tool.as_str()).collect();
         assert_eq!(tools, ["gh__delete_*", "mcp__filesystem__*", "mcp__gh__*"]);
         // The user's deny beats the project's allow.
@@ -472,7 +507,7 @@ mod tests {
         ];
         for (path, text, expected) in cases {
             std::fs::write(path, text).unwrap();
-            let error = load(&[(path.clone(), true)], &env, &dir).unwrap_err();
+            let error = load_with_presets(&[(path.clone(), true)], &env, &dir).unwrap_err();
             let expected = format!(
                 "invalid config {} {expected} (known: everything, filesystem, ",
                 path.display()
@@ -489,7 +524,14 @@ mod tests {
             r#"{"permissions": {"ask": ["my_git__*", "mcp__my.git__x", "memory__*", "*"]}}"#,
         )
         .unwrap();
-        load(&[(toml, true), (json, true)], &env, &dir).unwrap();
+        let files = [(toml, true), (json, true)];
+        load_with_presets(&files, &env, &dir).unwrap();
+        // Without the presets, a rule naming one names nothing.
+        let error = load(&files, &env).unwrap_err();
+        assert!(
+            error.to_string().contains("no server named \"memory\""),
+            "{error}"
+        );
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

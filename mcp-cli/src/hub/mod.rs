@@ -22,8 +22,16 @@
 //! - **Lazy and fail-soft**: nothing starts when the hub is made. A server starts on first use,
 //!   or every one at once when the whole [`catalogue`](Hub::catalogue) is asked for. One that
 //!   cannot start is recorded with its state and reason and never blocks the others.
-//! - **Presets** serve names no file defines: they are listed, but join the catalogue (and
-//!   start) only when no file defines any server, or when they are named.
+//! - **Only what is configured**: the hub runs the servers of its [`Config`] and nothing else;
+//!   a name no server of it has is [`HubError::UnknownServer`], listing the configured ones.
+//!   Build the config from exactly the files you name ([`Config::from_files`],
+//!   [`config::load`](crate::config::load)) or in code. The command line adds its presets
+//!   ([`config::load_with_presets`](crate::config::load_with_presets)): they are listed, but
+//!   join the catalogue (and start) only when no file defines any server, or when they are
+//!   named.
+//! - **Neutral**: servers hear [`Settings::client_name`] and [`Settings::client_version`]; the
+//!   hub reads no `MCP_CLI_*` variable and prints nothing (a browser login's URL goes to
+//!   [`auth::Settings::notice`](crate::auth::Settings::notice)).
 //! - **Policy**: a server the allow/deny lists keep out is `denied` and never spawned; a tool
 //!   that `enabled_tools`/`disabled_tools` or a `deny` rule leaves out is never listed and
 //!   cannot be called; a tool an `ask` rule covers is called only once [`Settings::ask`]
@@ -77,16 +85,16 @@ use crate::config::{Config, Policy, Server, ServerSpec, Source};
 use crate::logs::RunLog;
 use crate::names;
 use slot::Slot;
-#[cfg(feature = "cli")]
-pub(crate) use slot::auth_settings;
 
 /// How the hub runs its servers.
 #[derive(Clone)]
 pub struct Settings {
     /// Where each server's stderr log goes (`<name>.log`); `None` keeps only the tail.
     pub log_dir: Option<PathBuf>,
-    /// Sent as `clientInfo.name`.
+    /// Sent to servers as `clientInfo.name`: the embedder's own name; the crate's by default.
     pub client_name: String,
+    /// Sent to servers as `clientInfo.version`; the crate's by default.
+    pub client_version: String,
     /// How long a server gets to exit after its stdin closes, before SIGTERM.
     pub grace_period: Duration,
     /// How long a server gets between SIGTERM and SIGKILL when it is stopped.
@@ -105,16 +113,19 @@ pub struct Settings {
     /// Where tool definitions are pinned (`<server>.json`): a pinned tool whose definition
     /// changes is withheld until [`Hub::trust`]. `None` pins nothing.
     pub pin_dir: Option<PathBuf>,
-    /// Whether a remote server asking for authorization may start a login (the unattended
-    /// switch `MCP_CLI_AUTH_FOLLOW=1` allows one whatever this says).
-    pub login: crate::auth::Login,
+    /// The OAuth of remote servers: whether one asking for authorization may start a login
+    /// ([`auth::Settings::login`](crate::auth::Settings::login)), where tokens are kept, who
+    /// shows the login URL. Nothing here comes from `MCP_CLI_*` variables; a server entry's
+    /// own client and scopes win over it.
+    pub auth: crate::auth::Settings,
 }
 
 impl Default for Settings {
     fn default() -> Self {
         Self {
             log_dir: None,
-            client_name: "mcp-cli".to_owned(),
+            client_name: env!("CARGO_PKG_NAME").to_owned(),
+            client_version: env!("CARGO_PKG_VERSION").to_owned(),
             grace_period: Duration::from_secs(2),
             // Long enough to flush a file, short enough that Ctrl-C still feels immediate.
             term_period: Duration::from_millis(500),
@@ -123,7 +134,7 @@ impl Default for Settings {
             ask: None,
             elicit: None,
             pin_dir: None,
-            login: crate::auth::Login::Never,
+            auth: crate::auth::Settings::default(),
         }
     }
 }
@@ -133,6 +144,7 @@ impl std::fmt::Debug for Settings {
         f.debug_struct("Settings")
             .field("log_dir", &self.log_dir)
             .field("client_name", &self.client_name)
+            .field("client_version", &self.client_version)
             .field("grace_period", &self.grace_period)
             .field("term_period", &self.term_period)
             .field("handshake_timeout", &self.handshake_timeout)
@@ -140,7 +152,7 @@ impl std::fmt::Debug for Settings {
             .field("ask", &self.ask.is_some())
             .field("elicit", &self.elicit.is_some())
             .field("pin_dir", &self.pin_dir)
-            .field("login", &self.login)
+            .field("auth", &self.auth)
             .finish()
     }
 }
@@ -390,9 +402,10 @@ impl Hub {
         }
     }
 
-    /// Whether remote servers that ask for a login may start one ([`Settings::login`]).
-    pub fn login(&self) -> crate::auth::Login {
-        self.inner.settings.login
+    /// The OAuth settings of remote server `remote`: the hub's ([`Settings::auth`]), then the
+    /// entry's own client and scopes over them.
+    pub fn auth_settings(&self, remote: &crate::config::Remote) -> crate::auth::Settings {
+        slot::auth_settings(remote, &self.inner.settings.auth)
     }
 
     /// Server `given`'s name and remote settings, for `mcp-cli auth`; `None` for a server

@@ -34,13 +34,13 @@ pub(crate) fn for_server(spec: &ServerSpec, settings: &Settings) -> (Options, Op
         .or_else(|| installs_on_first_use(&spec.command).then_some(INSTALLING_HANDSHAKE))
         .unwrap_or(defaults.core.handshake_timeout);
     // A login in the browser happens inside the handshake: the person gets the time it takes.
-    if spec.remote.is_some() && settings.login == crate::auth::Login::Browser {
+    if spec.remote.is_some() && settings.auth.login == crate::auth::Login::Browser {
         handshake_timeout = handshake_timeout.max(BROWSER_LOGIN_HANDSHAKE);
     }
     let options = Options {
         core: mcp_smol::proto::Config {
             client_name: settings.client_name.clone(),
-            client_version: env!("CARGO_PKG_VERSION").to_owned(),
+            client_version: settings.client_version.clone(),
             handshake_timeout,
             // The default of every request; a call that brings a timeout of its own
             // (`--timeout`) carries it on its request instead.
@@ -100,12 +100,33 @@ mod tests {
     }
 
     #[test]
+    fn servers_hear_the_embedders_name_and_version() {
+        let spec = ServerSpec::new("s", Command::new("node"));
+        let core = for_server(&spec, &Settings::default()).0.core;
+        let crate_own = (core.client_name, core.client_version);
+        assert_eq!(
+            crate_own,
+            ("mcp-cli".to_owned(), env!("CARGO_PKG_VERSION").to_owned())
+        );
+        let settings = Settings {
+            client_name: "agent".to_owned(),
+            client_version: "1.2.3".to_owned(),
+            ..Settings::default()
+        };
+        let core = for_server(&spec, &settings).0.core;
+        assert_eq!(
+            (core.client_name.as_str(), core.client_version.as_str()),
+            ("agent", "1.2.3")
+        );
+    }
+
+    #[test]
     fn a_browser_login_fits_in_a_remote_handshake() {
         let spec = ServerSpec::remote("r", crate::config::Remote::new("https://x.invalid/mcp"));
         let mut settings = Settings::default();
         let ten = Duration::from_secs(10);
         assert_eq!(for_server(&spec, &settings).0.core.handshake_timeout, ten);
-        settings.login = crate::auth::Login::Browser;
+        settings.auth.login = crate::auth::Login::Browser;
         let budget = for_server(&spec, &settings).0.core.handshake_timeout;
         assert_eq!(budget, BROWSER_LOGIN_HANDSHAKE);
         // A program logs in to nothing.

@@ -372,7 +372,7 @@ impl Slot {
                     let marked = crate::nesting::marked(&spec.command);
                     mcp_smol::Transport::from(server_command(&marked))
                 }
-                Some(remote) => http_server(name, remote, hub.settings.login).into(),
+                Some(remote) => http_server(name, remote, &hub.settings.auth).into(),
             };
             let (client, driver) = mcp_smol::start(transport, options).map_err(server_error)?;
             if let Some(log) = log {
@@ -612,9 +612,9 @@ async fn watch(
 
 /// What the HTTP adapter needs for remote server `name`: the configured headers, and OAuth
 /// unless the config supplies its own `Authorization`.
-fn http_server(name: &str, remote: &Remote, login: auth::Login) -> HttpServer {
+fn http_server(name: &str, remote: &Remote, base: &auth::Settings) -> HttpServer {
     let authorizer = (!remote.has_authorization()).then(|| {
-        let settings = auth_settings(remote, login);
+        let settings = auth_settings(remote, base);
         auth::OAuth::new(name, &remote.url, settings) as Arc<dyn mcp_smol::Authorizer>
     });
     HttpServer {
@@ -642,13 +642,10 @@ pub(crate) fn server_command(command: &config::Command) -> ServerCommand {
     super::sandbox::with_readable(server)
 }
 
-/// A remote server's OAuth settings: the environment's (`MCP_CLI_AUTH_FOLLOW`, the
-/// `MCP_CLI_OAUTH_*` client), then the config entry's own client and scopes over them.
-pub(crate) fn auth_settings(remote: &Remote, login: auth::Login) -> auth::Settings {
-    let mut settings = auth::Settings::from_env(&|key| std::env::var(key).ok());
-    if settings.login != auth::Login::Follow {
-        settings.login = login;
-    }
+/// A remote server's OAuth settings: the hub's, then the config entry's own client and
+/// scopes over them.
+pub(crate) fn auth_settings(remote: &Remote, base: &auth::Settings) -> auth::Settings {
+    let mut settings = base.clone();
     if remote.oauth_client_id.is_some() {
         settings.client_id = remote.oauth_client_id.clone();
         settings.client_secret = remote.oauth_client_secret.clone();

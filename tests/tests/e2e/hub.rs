@@ -210,7 +210,7 @@ fn policy_denies_servers_and_tools_and_asks_for_others() {
     );
     let path = dir.write("config.toml", &config);
     let env = |_: &str| None;
-    let config = mcp_cli::config::load(&[(path, true)], &env, &dir.0).unwrap();
+    let config = mcp_cli::config::load(&[(path, true)], &env).unwrap();
     let asked = Arc::new(std::sync::Mutex::new(Vec::<Ask>::new()));
     let record = asked.clone();
     let handler: AskHandler = Arc::new(move |ask: Ask| {
@@ -304,7 +304,7 @@ fn every_route_to_a_tool_passes_the_policy() {
     );
     let path = dir.write("config.toml", &config);
     let env = |_: &str| None;
-    let config = mcp_cli::config::load(&[(path, true)], &env, &dir.0).unwrap();
+    let config = mcp_cli::config::load(&[(path, true)], &env).unwrap();
     let hub = hub_of(config.servers, config.policy, None);
     bounded(async {
         let typed = hub
@@ -473,4 +473,65 @@ fn errors_are_matched_by_code_and_key_not_by_text() {
     assert_eq!(error.kind, mcp_cli::config::ConfigErrorKind::Invalid);
     assert_eq!(error.key.as_deref(), Some("mcp.fx.args"));
     assert_eq!(error.line, Some(3));
+}
+
+/// An embedder's hub knows the servers of the file it names and nothing else: a preset's name
+/// (a plausible guess by a model) and the servers of a `.mcp.json` or `.mcp-cli.toml` in the
+/// folder reach nothing, while the command line still has its presets.
+#[test]
+fn an_embedders_hub_runs_only_the_servers_its_file_names() {
+    let dir = Scratch::new("hub-only-named");
+    let reached = dir.0.join("project-received");
+    let project = format!(
+        "[mcp.proj]\ncommand = {FIXTURE:?}\nargs = [\"good\", \"--log-received\", {reached:?}]\n"
+    );
+    dir.write(".mcp-cli.toml", &project);
+    let args = json!(["good", "--log-received", reached]);
+    let json = json!({"mcpServers": {"json": {"command": FIXTURE, "args": args}}});
+    dir.write(".mcp.json", &json.to_string());
+    let named = format!("[mcp.fx]\ncommand = {FIXTURE:?}\nargs = [\"good\"]\n");
+    let path = dir.write("agent.toml", &named);
+    let config = Config::from_files(&[&path]).unwrap();
+    bounded(async {
+        let hub = Hub::new(config, Settings::default());
+        let guesses = [
+            ("filesystem__read_text_file", "filesystem"),
+            ("everything__echo", "everything"),
+            ("memory__read_graph", "memory"),
+            ("proj__echo", "proj"),
+            ("json__echo", "json"),
+        ];
+        for (guess, server) in guesses {
+            match hub.find(guess).await {
+                Err(HubError::UnknownServer { given, known }) => {
+                    assert_eq!((given.as_str(), known), (server, vec!["fx".to_owned()]));
+                }
+                other => panic!("{guess}: {other:?}"),
+            }
+        }
+        // Nothing started, and the status lists the named file's server alone.
+        let status = hub.status();
+        assert_eq!(status.len(), 1, "{status:?}");
+        assert_eq!(
+            (status[0].name.as_str(), status[0].state),
+            ("fx", State::Stopped)
+        );
+        hub.find("fx__echo").await.unwrap();
+        hub.shutdown().await;
+    });
+    assert!(!reached.exists(), "a project server was started");
+    // The command line opts into the presets, beside the file it is given.
+    let run = dir.cli(&["--config", path.to_str().unwrap(), "--json", "servers"]);
+    let rows: Vec<Value> =
+        serde_json::from_str(&run.stdout).unwrap_or_else(|error| panic!("{error}: {run:?}"));
+    let names: Vec<&str> = rows.iter().filter_map(|row| row["name"].as_str()).collect();
+    assert_eq!(
+        names,
+        ["everything", "filesystem", "fx", "memory"],
+        "{run:?}"
+    );
+    assert!(
+        rows.iter()
+            .all(|row| row["preset"] == (row["name"] != "fx"))
+    );
 }
