@@ -139,13 +139,17 @@ impl Gateway {
                 Wake::Host(Some(ServerEvent::Closed(_)) | None) => break,
                 Wake::Host(Some(_)) => {}
                 Wake::Hub(Some(event)) => {
-                    let method = match event {
-                        HubEvent::ToolsChanged { .. } => "notifications/tools/list_changed",
-                        HubEvent::ResourcesChanged { .. } => "notifications/resources/list_changed",
-                        HubEvent::PromptsChanged { .. } => "notifications/prompts/list_changed",
+                    let lists: &[&str] = match event {
+                        HubEvent::ToolsChanged { .. } => &["tools"],
+                        HubEvent::ResourcesChanged { .. } => &["resources"],
+                        HubEvent::PromptsChanged { .. } => &["prompts"],
+                        // Whatever changed among the missed events, the host reads it again.
+                        HubEvent::Lagged { .. } => &["tools", "resources", "prompts"],
                         _ => continue,
                     };
-                    server.notify(method, None);
+                    for list in lists {
+                        server.notify(&format!("notifications/{list}/list_changed"), None);
+                    }
                 }
                 Wake::Hub(None) => {}
                 Wake::ConfigChanged => {

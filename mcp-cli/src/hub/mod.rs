@@ -247,6 +247,38 @@ pub enum HubEvent {
         /// Its exit status and last stderr lines.
         reason: String,
     },
+    /// This listener fell behind and missed this many events (it holds 256). A missed list
+    /// change is not lost for good: the catalogue is always current, so read it again.
+    Lagged {
+        /// How many events it missed since the last one it got.
+        missed: u64,
+    },
+}
+
+/// One receiver of [`Hub::events`], and how many events it has missed since it last got one.
+#[derive(Debug)]
+struct Listener {
+    sender: Sender<HubEvent>,
+    missed: u64,
+}
+
+impl Listener {
+    /// Sends `event`, first telling the receiver what it missed if it fell behind.
+    fn send(&mut self, event: &HubEvent) {
+        if self.missed > 0
+            && self
+                .sender
+                .try_send(HubEvent::Lagged {
+                    missed: self.missed,
+                })
+                .is_ok()
+        {
+            self.missed = 0;
+        }
+        if self.missed > 0 || self.sender.try_send(event.clone()).is_err() {
+            self.missed += 1;
+        }
+    }
 }
 
 /// Many servers under one config and one policy. Cheap to clone; every clone is the same hub.
@@ -261,7 +293,7 @@ pub(crate) struct Inner {
     pins: pins::Pins,
     settings: Settings,
     stopping: AtomicBool,
-    listeners: Mutex<Vec<Sender<HubEvent>>>,
+    listeners: Mutex<Vec<Listener>>,
     /// Never sent on: dropped with the hub, which ends every watcher waiting on `gone`.
     _alive: Sender<()>,
     gone: Receiver<()>,
@@ -496,7 +528,9 @@ impl Hub {
         slot.ensure_running(&self.inner).await.map(|_| ())
     }
 
-    /// Listens to what happens from now on: tool list changes, crashes.
+    /// Listens to what happens from now on: tool list changes, crashes. The receiver holds
+    /// 256 events; one that falls behind gets [`HubEvent::Lagged`] with the count it missed
+    /// before the next event. Dropping the receiver stops the listening.
     pub fn events(&self) -> Receiver<HubEvent> {
         let (sender, receiver) = async_channel::bounded(256);
         (self
@@ -504,7 +538,7 @@ impl Hub {
             .listeners
             .lock()
             .unwrap_or_else(PoisonError::into_inner))
-        .push(sender);
+        .push(Listener { sender, missed: 0 });
         receiver
     }
 
@@ -602,10 +636,43 @@ impl Inner {
             .listeners
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        // A listener that went away is forgotten; one that fell behind misses this event.
-        listeners.retain(|listener| !listener.is_closed());
-        for listener in listeners.iter() {
-            let _ = listener.try_send(event.clone());
+        // A listener that went away is forgotten; one that fell behind counts what it missed.
+        listeners.retain(|listener| !listener.sender.is_closed());
+        for listener in listeners.iter_mut() {
+            listener.send(&event);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_listener_that_fell_behind_learns_how_many_it_missed() {
+        let (sender, receiver) = async_channel::bounded(2);
+        let mut listener = Listener { sender, missed: 0 };
+        let changed = |n: usize| HubEvent::ToolsChanged {
+            server: format!("s{n}"),
+        };
+        for n in 0..5 {
+            listener.send(&changed(n));
+        }
+        // Two held, three missed; once there is room, the count comes before the next event.
+        assert_eq!(receiver.try_recv(), Ok(changed(0)));
+        assert_eq!(receiver.try_recv(), Ok(changed(1)));
+        listener.send(&changed(5));
+        assert_eq!(receiver.try_recv(), Ok(HubEvent::Lagged { missed: 3 }));
+        assert_eq!(receiver.try_recv(), Ok(changed(5)));
+        assert!(receiver.try_recv().is_err());
+        // With no room for the count either, the event joins the missed ones.
+        listener.send(&changed(6));
+        listener.send(&changed(7));
+        listener.send(&changed(8));
+        assert_eq!(receiver.try_recv(), Ok(changed(6)));
+        assert_eq!(receiver.try_recv(), Ok(changed(7)));
+        listener.send(&changed(9));
+        assert_eq!(receiver.try_recv(), Ok(HubEvent::Lagged { missed: 1 }));
+        assert_eq!(receiver.try_recv(), Ok(changed(9)));
     }
 }
