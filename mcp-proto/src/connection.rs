@@ -11,7 +11,7 @@ use crate::jsonrpc::{self, Message, ResponseError};
 use crate::pending::{Outstanding, ProgressToken, deadline_after, read_id};
 use crate::request::{Params, Request};
 use crate::types::{Implementation, Notification, ServerCapabilities, ServerInfo};
-use crate::{LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
+use crate::{HANDSHAKE_VERSIONS, LATEST_PROTOCOL_VERSION, Protocol};
 
 /// Settings fixed for the life of a connection.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,6 +35,8 @@ pub struct Config {
     /// How long a declared server request ([`Event::ServerRequest`]) waits for
     /// [`Connection::respond`] before it is refused.
     pub server_request_timeout: Duration,
+    /// Which revision to speak: found out by a `server/discover` probe, or fixed.
+    pub protocol: Protocol,
 }
 
 /// Client capabilities the caller declares in `initialize`. Each one declared turns the
@@ -85,6 +87,7 @@ impl Default for Config {
             capabilities: ClientCapabilities::default(),
             // Long enough for a person to fill in a form.
             server_request_timeout: Duration::from_secs(300),
+            protocol: Protocol::Revision(LATEST_PROTOCOL_VERSION),
         }
     }
 }
@@ -820,7 +823,7 @@ fn parse_initialize_result(result: Value) -> Result<ServerInfo, CloseReason> {
     let Some(Value::String(version)) = result.remove("protocolVersion") else {
         return Err(invalid("`protocolVersion` is missing or not a string"));
     };
-    if !SUPPORTED_PROTOCOL_VERSIONS.contains(&version.as_str()) {
+    if !HANDSHAKE_VERSIONS.contains(&version.as_str()) {
         return Err(CloseReason::UnsupportedVersion {
             requested: LATEST_PROTOCOL_VERSION.to_owned(),
             offered: version,

@@ -161,7 +161,7 @@ impl fmt::Display for CloseReason {
                 f,
                 "unsupported protocol version: we asked for {requested}, the server offered \
                  {offered} (supported: {})",
-                crate::SUPPORTED_PROTOCOL_VERSIONS.join(", ")
+                crate::HANDSHAKE_VERSIONS.join(", ")
             ),
             Self::InvalidInitializeResult(detail) => {
                 write!(f, "invalid `initialize` result: {detail}")

@@ -97,6 +97,7 @@ mod server;
 mod sse;
 mod streamable;
 mod types;
+mod versions;
 
 pub use connection::{
     ClientCapabilities, Config, Connection, Event, RequestId, ServerRequest, ServerRequestId, Stats,
@@ -122,11 +123,7 @@ pub use types::{
     CallToolResult, Content, Implementation, ListCapability, ListToolsResult, LogMessage,
     Notification, Progress, ResourcesCapability, ServerCapabilities, ServerInfo, Tool,
 };
-
-/// The protocol revision we ask for: the newest we implement.
-pub const LATEST_PROTOCOL_VERSION: &str = "2025-11-25";
-
-/// Revisions we accept in the server's `initialize` answer, newest first. The 2026-07-28
-/// revision drops the handshake altogether and is not supported yet.
-pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] =
-    &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+pub use versions::{
+    Era, HANDSHAKE_VERSIONS, LATEST_PROTOCOL_VERSION, LATEST_STATELESS_VERSION, Protocol,
+    STATELESS_VERSIONS, SUPPORTED_PROTOCOL_VERSIONS, UnknownRevision,
+};

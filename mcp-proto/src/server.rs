@@ -18,7 +18,7 @@ use crate::jsonrpc::{self, Message, ResponseError};
 use crate::pending::Outstanding;
 use crate::request::{Params, Request};
 use crate::types::{Implementation, Notification};
-use crate::{LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
+use crate::{HANDSHAKE_VERSIONS, LATEST_PROTOCOL_VERSION};
 
 /// Settings of a [`ServerConnection`], fixed for its life.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,7 +62,7 @@ pub struct HostRequestId(pub(crate) u64);
 /// What the host said about itself in `initialize`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientInfo {
-    /// The negotiated revision, one of [`SUPPORTED_PROTOCOL_VERSIONS`].
+    /// The negotiated revision, one of [`HANDSHAKE_VERSIONS`].
     pub protocol_version: String,
     /// The host's `clientInfo`; empty names when it sent none.
     pub client: Implementation,
@@ -484,7 +484,7 @@ impl ServerConnection {
             return self.refuse(id, RpcError::INVALID_PARAMS, message);
         };
         // The host's revision if we speak it; else our latest, and the host decides.
-        let version = match SUPPORTED_PROTOCOL_VERSIONS.contains(&requested) {
+        let version = match HANDSHAKE_VERSIONS.contains(&requested) {
             true => requested,
             false => LATEST_PROTOCOL_VERSION,
         };

@@ -3,9 +3,9 @@
 use std::time::{Duration, Instant};
 
 use mcp_proto::{
-    CallToolResult, CloseReason, Config, Connection, Content, Event, LATEST_PROTOCOL_VERSION,
-    LineDecoder, LineError, ListCapability, ListToolsResult, Notification, Pager, Request,
-    RequestError, RequestId, RpcError, SUPPORTED_PROTOCOL_VERSIONS, SendError, ServerCapabilities,
+    CallToolResult, CloseReason, Config, Connection, Content, Event, HANDSHAKE_VERSIONS,
+    LATEST_PROTOCOL_VERSION, LineDecoder, LineError, ListCapability, ListToolsResult, Notification,
+    Pager, Request, RequestError, RequestId, RpcError, SendError, ServerCapabilities,
 };
 use serde_json::{Value, json};
 
@@ -51,7 +51,7 @@ fn handshake_sends_initialize_then_initialized() {
 
 #[test]
 fn every_supported_version_is_accepted() {
-    for version in SUPPORTED_PROTOCOL_VERSIONS {
+    for version in HANDSHAKE_VERSIONS {
         let now = Instant::now();
         let mut conn = Connection::new(now, Config::default());
         let server = FakeServer::default();
