@@ -1,0 +1,317 @@
+//! A small server on rmcp, the Rust SDK, a modern test peer (dual-era, as rmcp serves).
+//!
+//! Usage: `rmcp-peer [--http PORT]`. Over HTTP it prints `http://127.0.0.1:PORT/mcp` on stdout
+//! once listening (PORT 0 picks a free port).
+//!
+//! Offers: `add {a, b}`, `confirm {action}` (asks through `input_required`), `sleep {ms}`
+//! (reports progress until cancelled), `add_tool` (adds `extra`, so the tool list changes),
+//! the resource `peer://greeting`, and the prompt `greet {name}`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::{InputResponses, RequestState, ToolCallContext};
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
+    ElicitRequest, ElicitRequestParams, ErrorData, GetPromptRequestParams, GetPromptResponse,
+    GetPromptResult, InputRequest, InputRequests, InputRequiredResult, ListPromptsResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+    Prompt, PromptArgument, PromptMessage, ReadResourceRequestParams, Resource,
+    ReadResourceResponse, ReadResourceResult, ResourceContents, Role, ServerCapabilities,
+    ServerConfig, SubscriptionFilter,
+};
+use rmcp::schemars::JsonSchema;
+use rmcp::serde::Deserialize;
+use rmcp::service::{RequestContext, SubscriptionContext};
+use rmcp::transport::streamable_http_server::{
+    StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+};
+use rmcp::{RoleServer, ServerHandler, ServiceExt, tool, tool_router};
+use serde_json::json;
+use tokio::sync::watch;
+
+/// What every instance shares: over HTTP each session or request gets its own instance.
+struct Shared {
+    /// Whether `add_tool` has run; bumping it is the tool-list change listeners wait for.
+    extra_added: watch::Sender<bool>,
+}
+
+#[derive(Clone)]
+struct Peer {
+    shared: Arc<Shared>,
+    tool_router: ToolRouter<Self>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(crate = "rmcp::serde")]
+#[schemars(crate = "rmcp::schemars")]
+struct AddArgs {
+    a: f64,
+    b: f64,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(crate = "rmcp::serde")]
+#[schemars(crate = "rmcp::schemars")]
+struct ConfirmArgs {
+    action: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(crate = "rmcp::serde")]
+#[schemars(crate = "rmcp::schemars")]
+struct SleepArgs {
+    ms: u64,
+}
+
+fn text(text: impl Into<String>) -> CallToolResult {
+    CallToolResult::success(vec![ContentBlock::text(text)])
+}
+
+#[tool_router]
+impl Peer {
+    fn new(shared: Arc<Shared>) -> Self {
+        Self {
+            shared,
+            tool_router: Self::tool_router(),
+        }
+    }
+
+    #[tool(description = "Adds two numbers")]
+    async fn add(&self, Parameters(AddArgs { a, b }): Parameters<AddArgs>) -> CallToolResult {
+        text((a + b).to_string())
+    }
+
+    #[tool(description = "Asks the user to confirm an action")]
+    async fn confirm(
+        &self,
+        Parameters(ConfirmArgs { action }): Parameters<ConfirmArgs>,
+        RequestState(state): RequestState,
+        InputResponses(responses): InputResponses,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let answer = responses.as_ref().and_then(|responses| responses.get("confirm"));
+        let Some(answer) = answer else {
+            let schema = json!({
+                "type": "object",
+                "properties": { "ok": { "type": "boolean" } },
+                "required": ["ok"]
+            });
+            let request = ElicitRequest::new(ElicitRequestParams::FormElicitationParams {
+                meta: None,
+                message: format!("Really {action}?"),
+                requested_schema: serde_json::from_value(schema)
+                    .map_err(|e| ErrorData::internal_error(e.to_string(), None))?,
+            });
+            let mut requests = InputRequests::new();
+            requests.insert("confirm".into(), InputRequest::Elicitation(request));
+            let state = format!("confirm:{action}");
+            return Ok(InputRequiredResult::new(Some(requests), Some(state)).into());
+        };
+        let verdict = if answer["content"]["ok"] == json!(true) {
+            "confirmed"
+        } else {
+            "declined"
+        };
+        let state = state.unwrap_or_default();
+        Ok(text(format!("{verdict} {action} (state {state})")).into())
+    }
+
+    #[tool(description = "Sleeps until cancelled or ms pass, reporting progress")]
+    async fn sleep(
+        &self,
+        Parameters(SleepArgs { ms }): Parameters<SleepArgs>,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let token = context.meta.get_progress_token();
+        for waited in (0..ms).step_by(100) {
+            if let Some(token) = &token {
+                let progress = ProgressNotificationParam::new(token.clone(), waited as f64)
+                    .with_total(ms as f64);
+                let _ = context.peer.notify_progress(progress).await;
+            }
+            tokio::select! {
+                () = context.ct.cancelled() => {
+                    eprintln!("rmcp-peer: sleep cancelled");
+                    return text("cancelled");
+                }
+                () = tokio::time::sleep(Duration::from_millis(100)) => {}
+            }
+        }
+        text("slept")
+    }
+
+    #[tool(description = "Adds the tool `extra`")]
+    async fn add_tool(&self) -> CallToolResult {
+        self.shared.extra_added.send_if_modified(|added| !std::mem::replace(added, true));
+        text("added extra")
+    }
+
+    #[tool(description = "Added by add_tool")]
+    async fn extra(&self) -> CallToolResult {
+        text("extra")
+    }
+
+    fn extra_added(&self) -> bool {
+        *self.shared.extra_added.borrow()
+    }
+}
+
+/// Whether the request came in on the 2026-07-28 revision, whose list and read results carry
+/// cache hints.
+fn modern(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|version| version >= rmcp::model::ProtocolVersion::V_2026_07_28)
+}
+
+impl ServerHandler for Peer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .enable_resources()
+                .enable_prompts()
+                .build(),
+        )
+        .with_server_info(rmcp::model::Implementation::new("rmcp-peer", "1.0.0"))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let mut tools = self.tool_router.list_all();
+        if !self.extra_added() {
+            tools.retain(|tool| tool.name != "extra");
+        }
+        let mut result = ListToolsResult::with_all_items(tools);
+        if modern(&context) {
+            result = result.with_ttl_ms(0).with_cache_scope(CacheScope::Private);
+        }
+        Ok(result)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if request.name == "extra" && !self.extra_added() {
+            return Err(ErrorData::invalid_params("tool not found", None));
+        }
+        let call = ToolCallContext::new(self, request, context);
+        self.tool_router.call(call).await
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let greeting = Resource::new("peer://greeting", "greeting").with_mime_type("text/plain");
+        let mut result = ListResourcesResult::with_all_items(vec![greeting]);
+        if modern(&context) {
+            result = result.with_ttl_ms(0).with_cache_scope(CacheScope::Private);
+        }
+        Ok(result)
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        if request.uri != "peer://greeting" {
+            return Err(ErrorData::resource_not_found(
+                format!("no resource {}", request.uri),
+                Some(json!({ "uri": request.uri })),
+            ));
+        }
+        let contents = ResourceContents::text("hello from rmcp-peer", "peer://greeting")
+            .with_mime_type("text/plain");
+        let mut result = ReadResourceResult::new(vec![contents]);
+        if modern(&context) {
+            result = result.with_ttl_ms(60_000).with_cache_scope(CacheScope::Public);
+        }
+        Ok(result.into())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let name = PromptArgument::new("name").with_required(true);
+        let greet = Prompt::new("greet", Some("Greets someone"), Some(vec![name]));
+        Ok(ListPromptsResult::with_all_items(vec![greet]))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let name = request
+            .arguments
+            .as_ref()
+            .and_then(|arguments| arguments.get("name"))
+            .and_then(|name| name.as_str())
+            .ok_or_else(|| ErrorData::invalid_params("greet needs a name", None))?;
+        let message = PromptMessage::new_text(Role::User, format!("Say hello to {name}."));
+        Ok(GetPromptResult::new(vec![message]).into())
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(requested.supported_by(&self.get_info().capabilities))
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let mut changes = self.shared.extra_added.subscribe();
+        loop {
+            tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                changed = changes.changed() => {
+                    if changed.is_err() {
+                        return Ok(());
+                    }
+                    let _ = context.sink().notify_tool_list_changed().await;
+                }
+            }
+        }
+    }
+}
+
+async fn serve_http(shared: Arc<Shared>, port: u16) -> std::io::Result<()> {
+    let service: StreamableHttpService<Peer, LocalSessionManager> = StreamableHttpService::new(
+        move || Ok(Peer::new(shared.clone())),
+        Default::default(),
+        StreamableHttpServerConfig::default(),
+    );
+    let router = axum::Router::new().nest_service("/mcp", service);
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+    println!("http://{}/mcp", listener.local_addr()?);
+    axum::serve(listener, router).await
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let shared = Arc::new(Shared {
+        extra_added: watch::Sender::new(false),
+    });
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(flag) = args.iter().position(|arg| arg == "--http") {
+        let port = args.get(flag + 1).map_or(Ok(0), |port| port.parse())?;
+        serve_http(shared, port).await?;
+    } else {
+        let running = Peer::new(shared).serve(rmcp::transport::stdio()).await?;
+        running.waiting().await?;
+    }
+    Ok(())
+}
