@@ -1,10 +1,13 @@
-//! Shared helpers for the end-to-end suites: installing the real reference servers under
-//! `target/` on first use, and checking that no server process outlives a test; and, in
-//! [`http`], the socket plumbing of the HTTP fixture servers.
+//! Shared helpers for the end-to-end suites: installing the real reference servers and the
+//! modern (2026-07-28) test peers of `tests/servers/` under `target/` on first use, and checking
+//! that no server process outlives a test; and, in [`http`], the socket plumbing of the HTTP
+//! fixture servers.
 
 pub mod http;
 
+use std::ffi::OsString;
 use std::fs::File;
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -99,6 +102,122 @@ pub fn conformance_suite(version: &str) -> Option<PathBuf> {
         },
     )?;
     Some(prefix.join("node_modules/@modelcontextprotocol/conformance/dist/index.js"))
+}
+
+/// The SDK packages the TypeScript peer (`tests/servers/ts-peer.mjs`) runs on, pinned.
+pub const MODERN_NPM_PACKAGES: &[&str] = &["@modelcontextprotocol/server@2.4.0", "zod@4.6.7"];
+
+/// The Python SDK the Python peer (`tests/servers/mcpserver_peer.py`) runs on, pinned.
+pub const MODERN_PYPI_PACKAGES: &[&str] = &["mcp==2.3.0"];
+
+/// A modern test peer: the command line that serves it over stdio. Add `--http PORT` to serve
+/// Streamable HTTP on `127.0.0.1` instead; the peer then prints its URL as one line on stdout
+/// (PORT 0 picks a free port).
+#[derive(Debug, Clone)]
+pub struct Peer {
+    pub program: PathBuf,
+    pub args: Vec<OsString>,
+}
+
+impl Peer {
+    /// The command that starts the peer over stdio (no pipes set up).
+    pub fn command(&self) -> Command {
+        let mut command = Command::new(&self.program);
+        command.args(&self.args);
+        command
+    }
+}
+
+/// `tests/servers`, where the modern peers' sources are.
+fn peer_sources() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("servers")
+}
+
+/// The TypeScript SDK v2 peer, on Node 22 from [`node22`]; `None` (after saying why) when npm
+/// is missing outside CI.
+pub fn ts_peer() -> Option<Peer> {
+    let node = node22()?;
+    let prefix = servers_dir().join("modern-npm");
+    let script = prefix.join("ts-peer.mjs");
+    install_once(
+        &prefix.join(".installed"),
+        "npm",
+        "install Node.js and npm",
+        || {
+            let mut npm = Command::new("npm");
+            npm.args(["install", "--no-audit", "--no-fund", "--prefix"])
+                .arg(&prefix)
+                .args(MODERN_NPM_PACKAGES);
+            // Linked, not copied, so edits to the source take effect; Node resolves the SDK
+            // from the link's folder when told to keep the link (--preserve-symlinks-main).
+            let mut link = Command::new("ln");
+            link.arg("-sf")
+                .arg(peer_sources().join("ts-peer.mjs"))
+                .arg(&script);
+            vec![npm, link]
+        },
+    )?;
+    Some(Peer {
+        program: node,
+        args: vec!["--preserve-symlinks-main".into(), script.into()],
+    })
+}
+
+/// The Python SDK `mcp` 2.x peer (`MCPServer`, formerly FastMCP), in a virtual environment of
+/// its own; `None` (after saying why) when Python is missing outside CI.
+pub fn mcpserver_peer() -> Option<Peer> {
+    let venv = servers_dir().join("modern-venv");
+    install_once(
+        &venv.join(".installed"),
+        "python3",
+        "install Python 3 with venv",
+        || {
+            let mut create = Command::new("python3");
+            create.args(["-m", "venv"]).arg(&venv);
+            let mut pip = Command::new(venv.join("bin/pip"));
+            pip.args(["install", "--quiet", "--disable-pip-version-check"])
+                .args(MODERN_PYPI_PACKAGES);
+            vec![create, pip]
+        },
+    )?;
+    Some(Peer {
+        program: venv.join("bin/python"),
+        args: vec![peer_sources().join("mcpserver_peer.py").into()],
+    })
+}
+
+/// The rmcp peer, built from `tests/servers/rmcp-peer` (its own workspace and lock file) into a
+/// target folder of its own; `None` (after saying why) when cargo is missing outside CI.
+pub fn rmcp_peer() -> Option<Peer> {
+    let package = peer_sources().join("rmcp-peer");
+    let target = servers_dir().join("rmcp-target");
+    // The marker names the sources' digest, so an edited peer is built again.
+    let mut digest = DefaultHasher::new();
+    for file in ["Cargo.toml", "Cargo.lock", "src/main.rs"] {
+        std::fs::read(package.join(file))
+            .expect("read the rmcp peer's sources")
+            .hash(&mut digest);
+    }
+    let ready = target.join(format!(".installed-{:016x}", digest.finish()));
+    install_once(&ready, "cargo", "install Rust with cargo", || {
+        let mut cargo = Command::new("cargo");
+        cargo
+            .args([
+                "build",
+                "--release",
+                "--locked",
+                "--quiet",
+                "--manifest-path",
+            ])
+            .arg(package.join("Cargo.toml"))
+            .arg("--target-dir")
+            .arg(&target);
+        vec![cargo]
+    })?;
+    Some(Peer {
+        program: target.join("release/rmcp-peer"),
+        args: Vec::new(),
+    })
 }
 
 /// Runs `install` once across concurrent test processes (a file lock serialises them), and

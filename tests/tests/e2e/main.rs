@@ -33,6 +33,9 @@ mod newcomer;
 /// The `mcp-cli` binary against the real reference servers from npm and PyPI.
 mod real_servers;
 
+/// The modern (2026-07-28) test peers on the TypeScript, Python and Rust SDKs, by raw lines.
+mod modern_servers;
+
 /// Resources, prompts, completion, subscriptions, roots and elicitation, against the fixture
 /// and the real server-everything.
 mod resources;

@@ -18,9 +18,9 @@ use rmcp::model::{
     ElicitRequest, ElicitRequestParams, ErrorData, GetPromptRequestParams, GetPromptResponse,
     GetPromptResult, InputRequest, InputRequests, InputRequiredResult, ListPromptsResult,
     ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
-    Prompt, PromptArgument, PromptMessage, ReadResourceRequestParams, Resource,
-    ReadResourceResponse, ReadResourceResult, ResourceContents, Role, ServerCapabilities,
-    ServerConfig, SubscriptionFilter,
+    Prompt, PromptArgument, PromptMessage, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, Resource, ResourceContents, Role, ServerCapabilities, ServerConfig,
+    SubscriptionFilter,
 };
 use rmcp::schemars::JsonSchema;
 use rmcp::serde::Deserialize;
@@ -91,7 +91,9 @@ impl Peer {
         RequestState(state): RequestState,
         InputResponses(responses): InputResponses,
     ) -> Result<CallToolResponse, ErrorData> {
-        let answer = responses.as_ref().and_then(|responses| responses.get("confirm"));
+        let answer = responses
+            .as_ref()
+            .and_then(|responses| responses.get("confirm"));
         let Some(answer) = answer else {
             let schema = json!({
                 "type": "object",
@@ -144,7 +146,9 @@ impl Peer {
 
     #[tool(description = "Adds the tool `extra`")]
     async fn add_tool(&self) -> CallToolResult {
-        self.shared.extra_added.send_if_modified(|added| !std::mem::replace(added, true));
+        self.shared
+            .extra_added
+            .send_if_modified(|added| !std::mem::replace(added, true));
         text("added extra")
     }
 
@@ -235,7 +239,9 @@ impl ServerHandler for Peer {
             .with_mime_type("text/plain");
         let mut result = ReadResourceResult::new(vec![contents]);
         if modern(&context) {
-            result = result.with_ttl_ms(60_000).with_cache_scope(CacheScope::Public);
+            result = result
+                .with_ttl_ms(60_000)
+                .with_cache_scope(CacheScope::Public);
         }
         Ok(result.into())
     }
