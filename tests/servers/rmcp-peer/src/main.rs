@@ -162,8 +162,9 @@ impl Peer {
     }
 }
 
-/// Whether the request came in on the 2026-07-28 revision, whose list and read results carry
-/// cache hints.
+/// Whether the request came in on the 2026-07-28 revision. rmcp fills in the default cache
+/// hints (0 ms, private) there, and leaves a 2025 result as the handler made it, where the
+/// hint fields do not exist.
 fn modern(context: &RequestContext<RoleServer>) -> bool {
     context
         .protocol_version()
@@ -186,17 +187,13 @@ impl ServerHandler for Peer {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
+        _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let mut tools = self.tool_router.list_all();
         if !self.extra_added() {
             tools.retain(|tool| tool.name != "extra");
         }
-        let mut result = ListToolsResult::with_all_items(tools);
-        if modern(&context) {
-            result = result.with_ttl_ms(0).with_cache_scope(CacheScope::Private);
-        }
-        Ok(result)
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn call_tool(
@@ -214,14 +211,10 @@ impl ServerHandler for Peer {
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
+        _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let greeting = Resource::new("peer://greeting", "greeting").with_mime_type("text/plain");
-        let mut result = ListResourcesResult::with_all_items(vec![greeting]);
-        if modern(&context) {
-            result = result.with_ttl_ms(0).with_cache_scope(CacheScope::Private);
-        }
-        Ok(result)
+        Ok(ListResourcesResult::with_all_items(vec![greeting]))
     }
 
     async fn read_resource(
