@@ -7,7 +7,8 @@
 //! (reports progress until cancelled), `add_tool` (adds `extra`, so the tool list changes),
 //! the resource `peer://greeting`, and the prompt `greet {name}`.
 
-use std::sync::Arc;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -41,6 +42,9 @@ struct Shared {
 #[derive(Clone)]
 struct Peer {
     shared: Arc<Shared>,
+    /// Watches taken for listens not yet running, oldest first: rmcp acknowledges a listen
+    /// before it calls `listen`, so a watch taken there would miss a change made in between.
+    listens: Arc<Mutex<VecDeque<watch::Receiver<bool>>>>,
     tool_router: ToolRouter<Self>,
 }
 
@@ -75,6 +79,7 @@ impl Peer {
     fn new(shared: Arc<Shared>) -> Self {
         Self {
             shared,
+            listens: Arc::default(),
             tool_router: Self::tool_router(),
         }
     }
@@ -268,11 +273,15 @@ impl ServerHandler for Peer {
         &self,
         requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
+        // Called before the acknowledgement goes out: watch from here on.
+        let changes = self.shared.extra_added.subscribe();
+        self.listens.lock().unwrap().push_back(changes);
         Some(requested.supported_by(&self.get_info().capabilities))
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
-        let mut changes = self.shared.extra_added.subscribe();
+        let taken = self.listens.lock().unwrap().pop_front();
+        let mut changes = taken.unwrap_or_else(|| self.shared.extra_added.subscribe());
         loop {
             tokio::select! {
                 () = context.cancelled() => return Ok(()),
