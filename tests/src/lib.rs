@@ -1,8 +1,10 @@
 //! Shared helpers for the end-to-end suites: installing the real reference servers under
-//! `target/` on first use, and checking that no server process outlives a test; and, in
-//! [`http`], the socket plumbing of the HTTP fixture servers.
+//! `target/` on first use, and checking that no server process outlives a test; in [`http`],
+//! the socket plumbing of the HTTP fixture servers; in [`stateless`], what both fixture servers
+//! say in the stateless era.
 
 pub mod http;
+pub mod stateless;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
