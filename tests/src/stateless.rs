@@ -37,24 +37,29 @@ pub fn is_stateless(params: &Value) -> bool {
 /// (else -32602), and a revision in `supported` (else -32022 with `supported` and
 /// `requested`). Returns the revision.
 pub fn check_meta<'a>(params: &'a Value, supported: &[&str]) -> Result<&'a str, Value> {
+    let version = required_meta(params)?;
+    match supported.contains(&version) {
+        true => Ok(version),
+        false => Err(unsupported_version(version, supported)),
+    }
+}
+
+/// The revision a request's `_meta` names, once both required fields are there (else -32602).
+pub fn required_meta(params: &Value) -> Result<&str, Value> {
     let meta = &params["_meta"];
-    let Some(version) = meta.get(META_VERSION) else {
-        return Err(error(
+    let missing = |key: &str| {
+        error(
             INVALID_PARAMS,
-            format!("Invalid params: _meta[\"{META_VERSION}\"] is required"),
-        ));
+            format!("Invalid params: _meta[\"{key}\"] is required"),
+        )
+    };
+    let Some(version) = meta.get(META_VERSION) else {
+        return Err(missing(META_VERSION));
     };
     if !meta.get(META_CAPABILITIES).is_some_and(Value::is_object) {
-        return Err(error(
-            INVALID_PARAMS,
-            format!("Invalid params: _meta[\"{META_CAPABILITIES}\"] is required"),
-        ));
+        return Err(missing(META_CAPABILITIES));
     }
-    let version = version.as_str().unwrap_or_default();
-    if !supported.contains(&version) {
-        return Err(unsupported_version(version, supported));
-    }
-    Ok(version)
+    Ok(version.as_str().unwrap_or_default())
 }
 
 /// -32022: the revision asked for is not one of `supported`.
