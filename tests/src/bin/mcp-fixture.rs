@@ -302,6 +302,8 @@ impl Server {
 
     fn handle_notification(self: &Arc<Self>, method: &str, params: Option<&Value>) {
         match method {
+            // The stateless era never sends the client a request.
+            "notifications/initialized" if self.era == Era::Stateless => {}
             "notifications/initialized" if self.mode == "late-roots" => {
                 let server = self.clone();
                 thread::spawn(move || {

@@ -233,6 +233,8 @@ fn serve(state: &State, stream: &mut (impl Read + Write)) -> std::io::Result<()>
             Ok(())
         }
         Reply::Listen { id, tools } => {
+            // Counted before the acknowledgement, so a change made once it is seen is told.
+            let mut seen = *state.changes.lock().unwrap();
             http::start_events(stream)?;
             let ack = stateless::acknowledge(
                 &id,
@@ -240,7 +242,6 @@ fn serve(state: &State, stream: &mut (impl Read + Write)) -> std::io::Result<()>
                 &["toolsListChanged"],
             );
             http::write_event(stream, &format!("data: {ack}\n\n"))?;
-            let mut seen = *state.changes.lock().unwrap();
             // Until a write fails: the keep-alive finds a client that has gone within a second.
             loop {
                 let changes = state.changes.lock().unwrap();
