@@ -313,13 +313,11 @@ impl Server {
             }
             "notifications/initialized" => self.after_initialized(),
             "notifications/cancelled" => {
-                let id = params
-                    .and_then(|p| p.get("requestId"))
-                    .map(Value::to_string)
-                    .unwrap_or_default();
-                eprintln!("cancelled {id}");
+                let request = params.and_then(|p| p.get("requestId"));
                 // A cancelled listen stream ends: nothing more is sent on it.
-                (self.listens.lock().unwrap()).retain(|(listen, _)| listen.to_string() != id);
+                (self.listens.lock().unwrap()).retain(|(listen, _)| Some(listen) != request);
+                let id = request.map(Value::to_string).unwrap_or_default();
+                eprintln!("cancelled {id}");
                 self.cancelled.lock().unwrap().insert(id);
             }
             _ => {}

@@ -295,6 +295,15 @@ fn stdio_listen_is_acknowledged_and_the_change_comes_tagged() {
         json!({"toolsListChanged": true}),
         "no prompts here"
     );
+    // A second stream, cancelled: it hears nothing more.
+    let listen = with_meta(json!({"notifications": {"toolsListChanged": true}}));
+    server.send(&request("sub-2", "subscriptions/listen", listen));
+    assert_eq!(
+        server.next()["method"],
+        "notifications/subscriptions/acknowledged"
+    );
+    let cancel = json!({"requestId": "sub-2"});
+    server.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel}));
 
     server.ask(&request(
         2,
@@ -307,6 +316,8 @@ fn stdio_listen_is_acknowledged_and_the_change_comes_tagged() {
         change["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
         "sub-1"
     );
+    // No change for `sub-2` comes before the answer to the next request.
+    server.ask(&request(3, "tools/list", with_meta(json!({}))));
 }
 
 #[test]
