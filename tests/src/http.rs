@@ -154,3 +154,32 @@ fn head(status: &str, headers: &[(String, String)]) -> String {
     }
     head
 }
+
+/// A header value as the 2026-07-28 revision encodes unsafe ones (`Mcp-Name`, `Mcp-Param-*`):
+/// `=?base64?...?=` decoded to its UTF-8 text, anything else as it is; `None` when the base64
+/// or its UTF-8 is broken.
+pub fn decode_header_value(value: &str) -> Option<String> {
+    let Some(encoded) = (value.strip_prefix("=?base64?")).and_then(|rest| rest.strip_suffix("?="))
+    else {
+        return Some(value.to_owned());
+    };
+    let digit = |c: u8| match c {
+        b'A'..=b'Z' => Some(c - b'A'),
+        b'a'..=b'z' => Some(c - b'a' + 26),
+        b'0'..=b'9' => Some(c - b'0' + 52),
+        b'+' => Some(62),
+        b'/' => Some(63),
+        _ => None,
+    };
+    let mut bytes = Vec::new();
+    let (mut bits, mut count) = (0u32, 0);
+    for c in encoded.trim_end_matches('=').bytes() {
+        bits = bits << 6 | u32::from(digit(c)?);
+        count += 6;
+        if count >= 8 {
+            count -= 8;
+            bytes.push((bits >> count) as u8);
+        }
+    }
+    String::from_utf8(bytes).ok()
+}

@@ -46,7 +46,37 @@
 //!   theirs: each leaves a file in `--dir DIR` and waits (at most 20 s) for N files there, so
 //!   servers started one after another never get past it.
 //!
+//! - `exit-on-discover`: exits 1, with a line on stderr, when it receives `server/discover`
+//!   (as servers on the Python SDK 1.x do).
+//! - `silent-on-discover`: never answers `server/discover`; `initialize` works as in `good`.
+//! - `claims-stateless`: answers `server/discover` as a stateless-era server, then speaks the
+//!   handshake era: anything but `initialize` before `initialize` gets -32600 "Server not
+//!   initialized".
+//! - `input-loop` (stateless era): `ask` answers `input_required` for ever, a new
+//!   `requestState` (`round-N`) each round.
+//! - `huge-state` (stateless era): `ask`'s `requestState` is 1 MiB, checked on the retry.
+//! - `listen-no-ack` (stateless era): `subscriptions/listen` is never acknowledged nor answered.
+//!
 //! Any mode takes `--list-delay-ms N`: each `tools/list` is answered after N ms.
+//!
+//! Any mode takes `--era handshake|stateless|dual` (default `handshake`; `stateless` for the
+//! three stateless-era modes). In the stateless era (revision 2026-07-28) every request must
+//! carry `_meta` `io.modelcontextprotocol/protocolVersion` and `.../clientCapabilities` (else
+//! -32602; another revision: -32022 with `supported` and `requested`); `initialize` is refused
+//! with -32022 naming the revision; `ping` and `logging/setLevel` get -32601;
+//! `server/discover` answers; every result has `resultType: "complete"` and the server's
+//! identity in `_meta`, lists and reads `ttlMs` and `cacheScope`; resources not found are
+//! -32602. The tools are the same, plus `ask`: an `elicitation/create` form as
+//! `input_required` with a `requestState` (needs the client's `elicitation` capability, else
+//! -32021), then, on a retry with the state byte for byte, `accept {"name":...}` (the form's
+//! action and content), or a tool error saying the state was altered.
+//! `subscriptions/listen` is acknowledged (`notifications/subscriptions/acknowledged`, tagged
+//! with the listen request's id), and `list-changed`'s change comes tagged on every open
+//! stream that asked for `toolsListChanged`; `notifications/cancelled` ends a stream or stops a
+//! `sleep` (no answer for it). No request is ever sent to the client. `dual` serves both: a
+//! request with the stateless `_meta` (and `server/discover`, `subscriptions/listen`) is
+//! served statelessly; `initialize` starts the handshake era for the process, whose modes
+//! (`server-requests`, a bare `list_changed`) behave as in `handshake`.
 //!
 //! Answers the fixture received for its own requests are returned by the `report` tool as a
 //! JSON array. `--log-received FILE` appends every line the client sends to FILE.
@@ -60,8 +90,10 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use mcp_tests::stateless::{self, Ask};
 use serde_json::{Value, json};
 
+const NAME: &str = "mcp-fixture";
 const SUPPORTED: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
 const TINY_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
 
@@ -107,11 +139,38 @@ struct Server {
     held: Mutex<(Vec<Value>, Option<Instant>)>,
     calls: Mutex<u64>,
     stdout_closed: Mutex<bool>,
+    era: Era,
+    /// `initialize` has been answered: the handshake era holds for the process.
+    initialized: Mutex<bool>,
+    /// Open `subscriptions/listen` streams: the request's id, and whether it asked for
+    /// `toolsListChanged`.
+    listens: Mutex<Vec<(Value, bool)>>,
+}
+
+/// Which era the fixture speaks (`--era`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Era {
+    Handshake,
+    Stateless,
+    /// Both: each request by its `_meta`.
+    Dual,
 }
 
 impl Server {
     fn new(mode: String, options: BTreeMap<String, String>) -> Self {
+        let stateless_mode = matches!(mode.as_str(), "input-loop" | "huge-state" | "listen-no-ack");
+        let era = match options.get("era").map(String::as_str) {
+            Some("stateless") => Era::Stateless,
+            Some("dual") => Era::Dual,
+            Some("handshake") => Era::Handshake,
+            Some(other) => panic!("--era {other}: handshake, stateless or dual"),
+            None if stateless_mode => Era::Stateless,
+            None => Era::Handshake,
+        };
         Self {
+            era,
+            initialized: Mutex::new(false),
+            listens: Mutex::new(Vec::new()),
             mode,
             options,
             out: Mutex::new(Box::new(std::io::stdout())),
@@ -243,6 +302,8 @@ impl Server {
 
     fn handle_notification(self: &Arc<Self>, method: &str, params: Option<&Value>) {
         match method {
+            // The stateless era never sends the client a request.
+            "notifications/initialized" if self.era == Era::Stateless => {}
             "notifications/initialized" if self.mode == "late-roots" => {
                 let server = self.clone();
                 thread::spawn(move || {
@@ -252,10 +313,10 @@ impl Server {
             }
             "notifications/initialized" => self.after_initialized(),
             "notifications/cancelled" => {
-                let id = params
-                    .and_then(|p| p.get("requestId"))
-                    .map(Value::to_string)
-                    .unwrap_or_default();
+                let request = params.and_then(|p| p.get("requestId"));
+                // A cancelled listen stream ends: nothing more is sent on it.
+                (self.listens.lock().unwrap()).retain(|(listen, _)| Some(listen) != request);
+                let id = request.map(Value::to_string).unwrap_or_default();
                 eprintln!("cancelled {id}");
                 self.cancelled.lock().unwrap().insert(id);
             }
@@ -289,6 +350,36 @@ impl Server {
     }
 
     fn handle_request(self: &Arc<Self>, method: &str, id: Value, params: Value) {
+        let initialized = *self.initialized.lock().unwrap();
+        match (self.mode.as_str(), method) {
+            ("silent-on-discover", "server/discover") => return,
+            ("exit-on-discover", "server/discover") => {
+                eprintln!("fatal: unknown method server/discover");
+                std::process::exit(1);
+            }
+            ("claims-stateless", "server/discover") => {
+                let result = stateless::discover(self.capabilities(), NAME, &[stateless::REVISION]);
+                return self.answer(&id, Ok(result));
+            }
+            ("claims-stateless", method) if method != "initialize" && !initialized => {
+                return self.answer(&id, Err((-32600, "Server not initialized".to_owned())));
+            }
+            _ => {}
+        }
+        let statelessly = match self.era {
+            Era::Handshake => false,
+            Era::Stateless => true,
+            Era::Dual => {
+                stateless::is_stateless(&params)
+                    || matches!(method, "server/discover" | "subscriptions/listen")
+            }
+        };
+        if statelessly {
+            return self.handle_stateless(method, id, params);
+        }
+        if method == "initialize" {
+            *self.initialized.lock().unwrap() = true;
+        }
         match (self.mode.as_str(), method) {
             ("silent", _) => {}
             ("exit-in-handshake", "initialize") => {
@@ -307,9 +398,9 @@ impl Server {
             (_, "ping") => self.answer(&id, Ok(json!({}))),
             (_, "tools/list") => {
                 thread::sleep(Duration::from_millis(self.option("list-delay-ms", 0)));
-                self.answer(&id, Ok(self.tools_page(&params)));
+                self.answer(&id, Ok(self.tools_page(&params, false)));
             }
-            (_, "tools/call") => self.call(id, params),
+            (_, "tools/call") => self.call(id, params, false),
             (mode, method) if resources::served(mode) && method.starts_with("resources/") => self
                 .answer(
                     &id,
@@ -320,6 +411,77 @@ impl Server {
             }
             _ => self.answer(&id, Err((-32601, format!("Method not found: {method}")))),
         }
+    }
+
+    /// A request of the stateless era: its `_meta` checked, its result marked complete.
+    fn handle_stateless(self: &Arc<Self>, method: &str, id: Value, params: Value) {
+        const SUPPORTED: &[&str] = &[stateless::REVISION];
+        if method == "initialize" {
+            return self.refuse(&id, stateless::initialize_refusal(&params, SUPPORTED));
+        }
+        if let Err(refusal) = stateless::check_meta(&params, SUPPORTED) {
+            return self.refuse(&id, refusal);
+        }
+        let result = match method {
+            "server/discover" => Ok(stateless::discover(self.capabilities(), NAME, SUPPORTED)),
+            "tools/list" => {
+                thread::sleep(Duration::from_millis(self.option("list-delay-ms", 0)));
+                Ok(stateless::cacheable(self.tools_page(&params, true), NAME))
+            }
+            "tools/call" => return self.call(id, params, true),
+            "subscriptions/listen" => return self.listen(id, &params),
+            method if resources::served(&self.mode) && method.contains('/') => {
+                let page_size = self.option("page-size", 2);
+                match resources::answer(&self.mode, method, &params, page_size) {
+                    Ok(result) if method == "prompts/get" => Ok(stateless::complete(result, NAME)),
+                    Ok(result) => Ok(stateless::cacheable(result, NAME)),
+                    // This revision says -32602 for a resource that is not there.
+                    Err((-32002, message)) => Err((stateless::INVALID_PARAMS, message)),
+                    Err(error) => Err(error),
+                }
+            }
+            // `ping` and `logging/setLevel` are gone from this era, and nothing else is served.
+            _ => Err((-32601, format!("Method not found: {method}"))),
+        };
+        self.answer(&id, result);
+    }
+
+    /// `subscriptions/listen`: acknowledged, then kept open for list changes.
+    fn listen(&self, id: Value, params: &Value) {
+        if self.mode == "listen-no-ack" {
+            return;
+        }
+        let mut honoured = vec!["toolsListChanged"];
+        if resources::served(&self.mode) {
+            honoured.extend(["resourcesListChanged", "promptsListChanged"]);
+        }
+        self.send(&stateless::acknowledge(&id, params, &honoured));
+        let tools = params["notifications"]["toolsListChanged"] == json!(true);
+        self.listens.lock().unwrap().push((id, tools));
+    }
+
+    /// The tool list changed: a bare notification in the handshake era, a tagged one on every
+    /// listen stream that asked for it.
+    fn tools_changed(&self) {
+        if *self.initialized.lock().unwrap() {
+            self.send(&json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
+        }
+        let listens = self.listens.lock().unwrap().clone();
+        for (id, _) in listens.iter().filter(|(_, tools)| *tools) {
+            self.send(&stateless::on_stream(
+                id,
+                "notifications/tools/list_changed",
+            ));
+        }
+    }
+
+    fn capabilities(&self) -> Value {
+        let mut capabilities = json!({"tools": {"listChanged": true}});
+        if resources::served(&self.mode) {
+            capabilities["resources"] = json!({"listChanged": true});
+            capabilities["prompts"] = json!({});
+        }
+        capabilities
     }
 
     fn initialize_result(&self, params: &Value) -> Value {
@@ -335,20 +497,16 @@ impl Server {
             _ if SUPPORTED.contains(&requested) => requested,
             _ => "2025-11-25",
         };
-        let mut capabilities = json!({"tools": {"listChanged": true}});
-        if resources::served(&self.mode) {
-            capabilities["resources"] = json!({"listChanged": true});
-            capabilities["prompts"] = json!({});
-        }
         json!({
             "protocolVersion": version,
-            "capabilities": capabilities,
-            "serverInfo": {"name": "mcp-fixture", "version": "1.0.0"},
+            "capabilities": self.capabilities(),
+            "serverInfo": {"name": NAME, "version": "1.0.0"},
             "instructions": "fixture server",
         })
     }
 
-    fn tools(&self) -> Vec<Value> {
+    /// The tools; `stateless` adds `ask`, which only that era can play.
+    fn tools(&self, stateless: bool) -> Vec<Value> {
         let object = |properties: Value, required: &[&str]| json!({"type": "object", "properties": properties, "required": required});
         let mut tools = vec![
             json!({"name": "echo", "description": "Echoes the text back.\nSecond line.", "inputSchema": object(json!({"text": {"type": "string"}}), &["text"])}),
@@ -387,11 +545,14 @@ impl Server {
         if self.mode == "list-changed" && *self.calls.lock().unwrap() > 0 {
             tools.push(json!({"name": "extra", "inputSchema": object(json!({}), &[])}));
         }
+        if stateless {
+            tools.push(stateless::ask_tool());
+        }
         tools
     }
 
-    fn tools_page(&self, params: &Value) -> Value {
-        let tools = self.tools();
+    fn tools_page(&self, params: &Value, stateless: bool) -> Value {
+        let tools = self.tools(stateless);
         if self.mode == "repeat-cursor" {
             return json!({"tools": tools[..1], "nextCursor": "again"});
         }
@@ -407,7 +568,20 @@ impl Server {
         page
     }
 
-    fn call(self: &Arc<Self>, id: Value, params: Value) {
+    /// A `tools/call`; `stateless`: of that era, where `ask` plays its rounds and results are
+    /// marked complete.
+    fn call(self: &Arc<Self>, id: Value, params: Value, stateless: bool) {
+        if stateless && params["name"] == "ask" {
+            let how = match self.mode.as_str() {
+                "input-loop" => Ask::Loop,
+                "huge-state" => Ask::Huge,
+                _ => Ask::Once,
+            };
+            return match stateless::ask(&params, how, NAME) {
+                Ok(result) => self.answer(&id, Ok(result)),
+                Err(refusal) => self.refuse(&id, refusal),
+            };
+        }
         match self.mode.as_str() {
             "exit-mid-call" => {
                 let marker = self.options.get("crash-once").map(std::path::Path::new);
@@ -471,11 +645,14 @@ impl Server {
         let work = move || {
             let result = server.run_tool(&id, &name, &arguments, token);
             if let Some(result) = result {
+                let result = match stateless {
+                    true => result.map(|result| stateless::complete(result, NAME)),
+                    false => result,
+                };
                 server.answer_call(&id, result);
             }
             if first_call && server.mode == "list-changed" {
-                server
-                    .send(&json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
+                server.tools_changed();
             }
         };
         // Slow tools run on their own thread so other requests are answered meanwhile.
@@ -635,7 +812,16 @@ impl Server {
     }
 
     fn answer(&self, id: &Value, result: Result<Value, (i64, String)>) {
-        let message = response(id, result);
+        self.deliver(response(id, result));
+    }
+
+    /// Answers with this JSON-RPC error object (one with `data`).
+    fn refuse(&self, id: &Value, error: Value) {
+        self.deliver(json!({"jsonrpc": "2.0", "id": id, "error": error}));
+    }
+
+    /// Sends an answer, as the mode mangles answers.
+    fn deliver(&self, message: Value) {
         match self.mode.as_str() {
             "invalid-utf8" => self.raw(b"\xff\xfe{\"jsonrpc\"\n"),
             "unknown-id" => {

@@ -50,9 +50,33 @@
 //!   `/mcp` gets the event stream, which names
 //!   `/messages`, where POSTs get 202 and their answers come on the stream. `tools/call` ends
 //!   the stream before its answer, as a server dying mid-call does.
+//! - `legacy-400`: `good`, but a POST without `Mcp-Session-Id` whose method is not `initialize`
+//!   (a stateless client's first request) gets 400 with a JSON-RPC error -32603 and id null,
+//!   as real handshake-era servers answer it.
+//! - `stateless`: revision 2026-07-28 only: no sessions (`Mcp-Session-Id` ignored, none
+//!   minted), GET and DELETE get 405, and every POST is checked: `MCP-Protocol-Version` present
+//!   (400, -32020), `Mcp-Method` equal to the body's method (-32020), both `_meta` fields
+//!   present (400, -32602), the header's revision equal to `_meta`'s (-32020) and spoken (400,
+//!   -32022 with `supported`), `Mcp-Name` equal to the tool or prompt name or resource URI
+//!   (after decoding `=?base64?...?=`; -32020), and the `Mcp-Param-*` headers of the called
+//!   tool's `x-mcp-header` arguments (-32020); an unknown method gets 404 with -32601; errors
+//!   to `initialize` name the revision. `server/discover`; tools `echo` and `big` as in
+//!   `good`, `region` (`region` mirrored into `Mcp-Param-Region`, `query`), `weigh` (an
+//!   invalid annotation: `x-mcp-header` on a `number`, so a client leaves it out), `ask` as on
+//!   stdio (`mcp-fixture`), `change` (announces a changed tool list); `subscriptions/listen`
+//!   gets an event stream held open: the acknowledgement, then a tagged
+//!   `notifications/tools/list_changed` after each `change`, and a keep-alive comment each
+//!   second. Results carry `resultType`, the server's identity, and for lists `ttlMs` and
+//!   `cacheScope`.
+//! - `stateless-old-version`: `stateless`, but speaking only `DRAFT-2026-v1`, the draft
+//!   revision of servers built on pre-release SDKs: 2026-07-28, the only stateless revision a
+//!   client speaks today, gets 400 -32022 with `supported: ["DRAFT-2026-v1"]` on every request,
+//!   `server/discover` included, so a client must report that no revision is shared, never
+//!   retry for ever and never fall back to `initialize`.
 //!
 //! `--log FILE` appends one line per request: `METHOD PATH rpc=<method> session=<id>
-//! last-event-id=<id>` (`-` for none).
+//! last-event-id=<id>` (`-` for none), then every other `Mcp-*` header the request carried,
+//! lowercased, as ` mcp-method=tools/call` (values as sent).
 //!
 //! `mcp-http-fixture probe URL [--transport auto|streamable|sse]`: the client side, in a
 //! process of its own so a test can set `SSL_CERT_FILE` for it: connects with
@@ -65,10 +89,11 @@
 use std::collections::HashSet;
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 
 use mcp_tests::http::{self, Request, Response};
+use mcp_tests::stateless;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use serde_json::{Value, json};
@@ -84,7 +109,13 @@ struct State {
     listed: AtomicBool,
     /// Mode `legacy-dies`: the open event stream's queue; `None` in it ends the stream.
     legacy: Mutex<Option<std::sync::mpsc::Sender<Option<String>>>>,
+    /// Modes `stateless*`: how many times the tool `change` has run, and the listen streams
+    /// waiting for it.
+    changes: Mutex<u64>,
+    changed: Condvar,
 }
+
+const NAME: &str = "mcp-http-fixture";
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -114,6 +145,8 @@ fn main() {
         log,
         listed: AtomicBool::new(false),
         legacy: Mutex::new(None),
+        changes: Mutex::new(0),
+        changed: Condvar::new(),
     };
     let port: u16 = option("--port").map_or(0, |port| port.parse().unwrap());
     let listener = http::listen(port).unwrap();
@@ -160,6 +193,12 @@ enum Reply {
     Hang,
     /// The HTTP+SSE event stream of mode `legacy-dies`.
     Legacy,
+    /// A `subscriptions/listen` stream (modes `stateless*`): its request's id, and whether
+    /// it asked for `toolsListChanged`.
+    Listen {
+        id: Value,
+        tools: bool,
+    },
 }
 
 fn full(status: &'static str, content_type: &str, body: impl Into<Vec<u8>>) -> Reply {
@@ -193,6 +232,33 @@ fn serve(state: &State, stream: &mut (impl Read + Write)) -> std::io::Result<()>
             }
             Ok(())
         }
+        Reply::Listen { id, tools } => {
+            // Counted before the acknowledgement, so a change made once it is seen is told.
+            let mut seen = *state.changes.lock().unwrap();
+            http::start_events(stream)?;
+            let ack = stateless::acknowledge(
+                &id,
+                &json!({"notifications": {"toolsListChanged": tools}}),
+                &["toolsListChanged"],
+            );
+            http::write_event(stream, &format!("data: {ack}\n\n"))?;
+            // Until a write fails: the keep-alive finds a client that has gone within a second.
+            loop {
+                let changes = state.changes.lock().unwrap();
+                let (changes, _) = (state.changed)
+                    .wait_timeout_while(changes, std::time::Duration::from_secs(1), |n| *n == seen)
+                    .unwrap();
+                let now = *changes;
+                drop(changes);
+                if now != seen && tools {
+                    let note = stateless::on_stream(&id, "notifications/tools/list_changed");
+                    http::write_event(stream, &format!("data: {note}\n\n"))?;
+                } else {
+                    http::write_event(stream, ":\n\n")?;
+                }
+                seen = now;
+            }
+        }
         Reply::Hang => {
             http::start_events(stream)?;
             // Until the client closes its end: then the read sees the end of the stream.
@@ -208,13 +274,20 @@ fn answer(state: &State, request: &Request) -> Reply {
     let rpc = message["method"].as_str().unwrap_or("-").to_owned();
     let session = request.header("mcp-session-id").map(str::to_owned);
     if let Some(log) = &state.log {
-        let line = format!(
-            "{} {} rpc={rpc} session={} last-event-id={}\n",
+        let mut line = format!(
+            "{} {} rpc={rpc} session={} last-event-id={}",
             request.method,
             request.target,
             session.as_deref().unwrap_or("-"),
             request.header("last-event-id").unwrap_or("-"),
         );
+        for (name, value) in &request.headers {
+            let name = name.to_ascii_lowercase();
+            if name.starts_with("mcp-") && name != "mcp-session-id" {
+                line.push_str(&format!(" {name}={value}"));
+            }
+        }
+        line.push('\n');
         log.lock().unwrap().write_all(line.as_bytes()).unwrap();
     }
     let mode = state.mode.as_str();
@@ -246,6 +319,12 @@ fn answer(state: &State, request: &Request) -> Reply {
         "legacy-foreign" => return full("405 Method Not Allowed", "text/plain", ""),
         "not-found" => return full("404 Not Found", "text/html", "<pre>Cannot find it</pre>"),
         "legacy-dies" => return legacy(state, request, &message),
+        "stateless" => return modern(state, request, &message, &[stateless::REVISION]),
+        "stateless-old-version" => return modern(state, request, &message, &["DRAFT-2026-v1"]),
+        "legacy-400" if request.method == "POST" && session.is_none() && rpc != "initialize" => {
+            let body = r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"Internal error: server not initialized"}}"#;
+            return full("400 Bad Request", "application/json", body);
+        }
         "token"
             if !matches!(
                 request.header("authorization"),
@@ -398,6 +477,196 @@ fn answer(state: &State, request: &Request) -> Reply {
         ("tools/call", _) => json_reply(&call_answer(&message)),
         _ => json_reply(&json!({"jsonrpc": "2.0", "id": message["id"], "result": {}})),
     }
+}
+
+/// Modes `stateless*`: a server of the stateless era only, speaking the revisions `supported`.
+fn modern(state: &State, request: &Request, message: &Value, supported: &[&str]) -> Reply {
+    if request.method != "POST" {
+        return full("405 Method Not Allowed", "text/plain", "");
+    }
+    if message.get("id").is_none() {
+        return full("202 Accepted", "text/plain", "");
+    }
+    let method = message["method"].as_str().unwrap_or_default();
+    let params = &message["params"];
+    let refusal = |status: &'static str, error: Value| {
+        let error = match method {
+            "initialize" => stateless::name_revisions(error, supported),
+            _ => error,
+        };
+        let body = json!({"jsonrpc": "2.0", "id": message["id"], "error": error});
+        full(status, "application/json", body.to_string())
+    };
+    if let Err(error) = check_headers(request, method, params, supported) {
+        return refusal("400 Bad Request", error);
+    }
+    let result = match method {
+        "initialize" => {
+            return refusal(
+                "400 Bad Request",
+                stateless::initialize_refusal(params, supported),
+            );
+        }
+        "server/discover" => {
+            let capabilities = json!({"tools": {"listChanged": true}});
+            stateless::discover(capabilities, NAME, supported)
+        }
+        "tools/list" => stateless::cacheable(json!({"tools": modern_tools()}), NAME),
+        "tools/call" => match modern_call(state, message) {
+            Ok(result) => result,
+            Err(error) => return refusal("400 Bad Request", error),
+        },
+        "subscriptions/listen" => {
+            let tools = params["notifications"]["toolsListChanged"] == json!(true);
+            return Reply::Listen {
+                id: message["id"].clone(),
+                tools,
+            };
+        }
+        _ => {
+            let error = stateless::error(
+                stateless::METHOD_NOT_FOUND,
+                format!("Method not found: {method}"),
+            );
+            return refusal("404 Not Found", error);
+        }
+    };
+    json_reply(&json!({"jsonrpc": "2.0", "id": message["id"], "result": result}))
+}
+
+/// The tools of modes `stateless*`.
+fn modern_tools() -> Value {
+    json!([
+        {"name": "echo", "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}}},
+        {"name": "big", "inputSchema": {"type": "object", "properties": {"bytes": {"type": "integer"}}}},
+        {"name": "region", "inputSchema": {"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "query": {"type": "string"},
+        }}},
+        {"name": "weigh", "description": "Its annotation is invalid (on a number): leave it out.",
+         "inputSchema": {"type": "object", "properties": {
+            "kilos": {"type": "number", "x-mcp-header": "Kilos"},
+        }}},
+        stateless::ask_tool(),
+        {"name": "change", "description": "Changes the tool list.",
+         "inputSchema": {"type": "object", "properties": {}}},
+    ])
+}
+
+/// A `tools/call` in modes `stateless*`: the result, or the JSON-RPC error `ask` refuses with.
+fn modern_call(state: &State, message: &Value) -> Result<Value, Value> {
+    let params = &message["params"];
+    let arguments = &params["arguments"];
+    let text = match params["name"].as_str().unwrap_or_default() {
+        "ask" => return stateless::ask(params, stateless::Ask::Once, NAME),
+        "region" => format!(
+            "{}: {}",
+            arguments["region"].as_str().unwrap_or("-"),
+            arguments["query"].as_str().unwrap_or_default()
+        ),
+        "weigh" => format!("{} kg", arguments["kilos"]),
+        "change" => {
+            *state.changes.lock().unwrap() += 1;
+            state.changed.notify_all();
+            "changed".to_owned()
+        }
+        "echo" | "big" => {
+            return Ok(stateless::complete(
+                call_answer(message)["result"].take(),
+                NAME,
+            ));
+        }
+        other => {
+            let error =
+                stateless::error(stateless::INVALID_PARAMS, format!("Unknown tool: {other}"));
+            return Err(error);
+        }
+    };
+    Ok(stateless::complete(
+        json!({"content": [{"type": "text", "text": text}]}),
+        NAME,
+    ))
+}
+
+/// The checks a stateless-era server makes of every POST, in this order: the headers that
+/// route it, the `_meta` fields, the revision, then the headers that mirror the body.
+fn check_headers(
+    request: &Request,
+    method: &str,
+    params: &Value,
+    supported: &[&str],
+) -> Result<(), Value> {
+    let mismatch = |text: String| Err(stateless::error(stateless::HEADER_MISMATCH, text));
+    let Some(version) = request.header("mcp-protocol-version") else {
+        return mismatch("Missing MCP-Protocol-Version header".to_owned());
+    };
+    match request.header("mcp-method") {
+        None => return mismatch("Missing Mcp-Method header".to_owned()),
+        Some(header) if header != method => {
+            return mismatch(format!(
+                "Header mismatch: Mcp-Method header value '{header}' does not match body value '{method}'"
+            ));
+        }
+        Some(_) => {}
+    }
+    let meta = stateless::required_meta(params)?;
+    if version != meta {
+        return mismatch(format!(
+            "Header mismatch: MCP-Protocol-Version header value '{version}' does not match body value '{meta}'"
+        ));
+    }
+    stateless::check_meta(params, supported)?;
+    let name = match method {
+        "tools/call" | "prompts/get" => params["name"].as_str(),
+        "resources/read" => params["uri"].as_str(),
+        _ => None,
+    };
+    if let Some(name) = name {
+        compare_header(request, "Mcp-Name", Some(name.to_owned()))?;
+    }
+    if method == "tools/call" {
+        let tools = modern_tools();
+        let tool =
+            (tools.as_array().into_iter().flatten()).find(|tool| tool["name"] == params["name"]);
+        let properties = tool.and_then(|tool| tool["inputSchema"]["properties"].as_object());
+        for (key, schema) in properties.into_iter().flatten() {
+            let (Some(header), Some(kind)) =
+                (schema["x-mcp-header"].as_str(), schema["type"].as_str())
+            else {
+                continue;
+            };
+            // An annotation on anything but a primitive makes the tool invalid: not checked.
+            if !matches!(kind, "string" | "integer" | "boolean") {
+                continue;
+            }
+            let value = match &params["arguments"][key] {
+                Value::String(text) => Some(text.clone()),
+                Value::Null => None,
+                other => Some(other.to_string()),
+            };
+            compare_header(request, &format!("Mcp-Param-{header}"), value)?;
+        }
+    }
+    Ok(())
+}
+
+/// Header `name`, decoded, must be there and equal `body` when `body` is, and absent when not.
+fn compare_header(request: &Request, name: &str, body: Option<String>) -> Result<(), Value> {
+    let header = request.header(name);
+    let decoded = header.map(http::decode_header_value);
+    let text = match (&decoded, &body) {
+        (Some(Some(header)), Some(body)) if header == body => return Ok(()),
+        (None, None) => return Ok(()),
+        (None, Some(_)) => format!("Missing {name} header"),
+        (Some(None), _) => format!("Header {name} has a broken base64 value"),
+        (Some(Some(header)), Some(body)) => format!(
+            "Header mismatch: {name} header value '{header}' does not match body value '{body}'"
+        ),
+        (Some(Some(header)), None) => {
+            format!("Header mismatch: {name} header value '{header}' but no such value in the body")
+        }
+    };
+    Err(stateless::error(stateless::HEADER_MISMATCH, text))
 }
 
 /// Mode `legacy-dies`: an HTTP+SSE server that dies in the middle of a call.

@@ -9,6 +9,9 @@ mod support;
 /// Every misbehaving fixture mode, driven through mcp-smol.
 mod faults;
 
+/// The fixtures' stateless-era (2026-07-28) modes, driven by raw JSON-RPC lines and raw HTTP.
+mod fixtures_stateless;
+
 /// The adapter's normal work: calls, pipelining, progress, cancellation, shutdown.
 mod adapter;
 
