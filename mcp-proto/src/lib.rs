@@ -95,6 +95,7 @@ mod pending;
 mod request;
 mod server;
 mod sse;
+mod stateless;
 mod streamable;
 mod types;
 mod versions;
