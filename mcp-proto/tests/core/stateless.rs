@@ -469,3 +469,414 @@ fn result_type_absent_or_complete_is_a_result_and_anything_else_an_error() {
         }
     }
 }
+
+// ----- multi-round-trip requests -----
+
+fn eliciting() -> Config {
+    Config {
+        capabilities: ClientCapabilities {
+            elicitation: true,
+            ..ClientCapabilities::default()
+        },
+        ..Config::default()
+    }
+}
+
+fn input_required(state: Option<&str>, requests: Option<Value>) -> Value {
+    let mut result = json!({"resultType": "input_required"});
+    if let Some(state) = state {
+        result["requestState"] = json!(state);
+    }
+    if let Some(requests) = requests {
+        result["inputRequests"] = requests;
+    }
+    result
+}
+
+fn ask_name() -> Value {
+    json!({"login": {"method": "elicitation/create", "params": {"mode": "form", "message": "who?"}}})
+}
+
+#[test]
+fn input_rounds_echo_the_state_under_new_ids_and_leave_other_requests_alone() {
+    let now = Instant::now();
+    let (mut conn, server) = probed(now, eliciting());
+    let call = conn
+        .request(now, Request::call_tool("deploy", json!({"env": "prod"})))
+        .unwrap();
+    let other = conn
+        .request(now, Request::call_tool("echo", json!({"x": 1})))
+        .unwrap();
+    lines(&mut conn);
+
+    // A 1 MiB state, with characters JSON must escape.
+    let state: String = "state\"\\\u{e9}/".repeat(1024 * 1024 / 10);
+    let first = input_required(Some(&state), Some(ask_name()));
+    server.respond(&mut conn, now, call, first);
+    let Some(Event::InputRequired { id, requests }) = conn.poll_event() else {
+        panic!("no InputRequired");
+    };
+    assert_eq!(id, call);
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].key, "login");
+    assert_eq!(requests[0].method, "elicitation/create");
+    assert_eq!(
+        requests[0].params,
+        Some(json!({"mode": "form", "message": "who?"}))
+    );
+    assert!(
+        lines(&mut conn).is_empty(),
+        "nothing goes until the caller answers"
+    );
+    // Nothing is on the wire: an answer to the first round is a stray.
+    server.respond(&mut conn, now, call, json!({"content": []}));
+    assert!(drain_events(&mut conn).is_empty());
+
+    let mut responses = serde_json::Map::new();
+    responses.insert(
+        "login".to_owned(),
+        json!({"action": "accept", "content": {"name": "octocat"}}),
+    );
+    assert!(conn.provide_input(now, call, responses.clone()));
+    assert!(
+        !conn.provide_input(now, call, responses),
+        "not waiting any more"
+    );
+    let retry = lines(&mut conn);
+    assert_eq!(retry.len(), 1);
+    let retry_message = parse(&retry[0]);
+    let second = retry_message["id"].clone();
+    assert_ne!(second, json!(call));
+    assert_ne!(second, json!(other));
+    let params = &retry_message["params"];
+    assert_eq!(params["name"], "deploy");
+    assert_eq!(params["arguments"], json!({"env": "prod"}));
+    assert_eq!(
+        params["inputResponses"]["login"]["content"]["name"],
+        "octocat"
+    );
+    assert_eq!(params["requestState"].as_str(), Some(state.as_str()));
+    // The state is written as the server wrote it.
+    let state_json = serde_json::to_string(&state).unwrap();
+    assert!(retry[0].contains(&format!("\"requestState\":{state_json}")));
+
+    // A round without input requests goes again at once, with only the new state.
+    server.send(
+        &mut conn,
+        now,
+        answer(&second, input_required(Some("s2"), None)),
+    );
+    assert!(drain_events(&mut conn).is_empty());
+    let third = parse(&lines(&mut conn)[0]);
+    assert_ne!(third["id"], second);
+    assert_eq!(third["params"]["requestState"], "s2");
+    assert_eq!(third["params"].get("inputResponses"), None);
+
+    // The other call never saw any of it.
+    server.respond(
+        &mut conn,
+        now,
+        other,
+        json!({"content": [], "resultType": "complete"}),
+    );
+    assert_eq!(
+        next_response(&mut conn),
+        (other, Ok(json!({"content": [], "resultType": "complete"})))
+    );
+
+    server.send(
+        &mut conn,
+        now,
+        answer(
+            &third["id"],
+            json!({"content": [{"type": "text", "text": "done"}]}),
+        ),
+    );
+    let (id, result) = next_response(&mut conn);
+    assert_eq!(id, call);
+    assert_eq!(result.unwrap()["content"][0]["text"], "done");
+    assert_eq!(conn.pending_requests(), 0);
+}
+
+#[test]
+fn input_rounds_are_bounded() {
+    let now = Instant::now();
+    let config = Config {
+        max_input_rounds: 3,
+        ..Config::default()
+    };
+    let (mut conn, server) = probed(now, config);
+    let request = Request::new("prompts/get", Some(json!({"name": "p"})));
+    let call = conn.request(now, request).unwrap();
+    lines(&mut conn);
+    let mut wire = json!(call);
+    for round in 0..3 {
+        server.send(
+            &mut conn,
+            now,
+            answer(&wire, input_required(Some("again"), None)),
+        );
+        let sent = lines(&mut conn);
+        assert_eq!(sent.len(), 1, "round {round}");
+        wire = parse(&sent[0])["id"].clone();
+    }
+    server.send(
+        &mut conn,
+        now,
+        answer(&wire, input_required(Some("again"), None)),
+    );
+    assert_eq!(
+        next_response(&mut conn),
+        (call, Err(RequestError::TooManyInputRounds { rounds: 3 }))
+    );
+    assert!(lines(&mut conn).is_empty());
+    let text = RequestError::TooManyInputRounds { rounds: 3 }.to_string();
+    assert!(text.contains("after 3 rounds"), "{text}");
+}
+
+#[test]
+fn a_request_waiting_for_input_is_cancelled_or_times_out_with_nothing_on_the_wire() {
+    let now = Instant::now();
+    let (mut conn, server) = probed(now, eliciting());
+    let call = conn
+        .request(now, Request::call_tool("t", json!({})))
+        .unwrap();
+    server.respond(&mut conn, now, call, input_required(None, Some(ask_name())));
+    assert!(matches!(
+        conn.poll_event(),
+        Some(Event::InputRequired { .. })
+    ));
+    lines(&mut conn);
+    assert!(conn.cancel(now, call));
+    assert_eq!(
+        next_response(&mut conn),
+        (call, Err(RequestError::Cancelled))
+    );
+    assert!(
+        lines(&mut conn).is_empty(),
+        "no notifications/cancelled: nothing was out"
+    );
+    assert!(!conn.provide_input(now, call, serde_json::Map::new()));
+
+    let call = conn
+        .request(now, Request::call_tool("t", json!({})))
+        .unwrap();
+    server.respond(&mut conn, now, call, input_required(None, Some(ask_name())));
+    drain_events(&mut conn);
+    lines(&mut conn);
+    let deadline = now + Config::default().server_request_timeout;
+    assert_eq!(conn.poll_timeout(), Some(deadline));
+    conn.handle_timeout(deadline);
+    let (id, result) = next_response(&mut conn);
+    assert_eq!(id, call);
+    assert!(
+        matches!(result, Err(RequestError::TimedOut { .. })),
+        "{result:?}"
+    );
+    assert!(lines(&mut conn).is_empty());
+}
+
+#[test]
+fn an_input_request_we_did_not_declare_or_do_not_know_fails_the_request() {
+    let now = Instant::now();
+    let (mut conn, server) = probed(now, Config::default());
+    let cases = [
+        (ask_name(), "a capability we did not declare"),
+        (json!({"k": {"method": "tasks/get"}}), "an unknown method"),
+        (json!({"k": 1}), "is not an object"),
+    ];
+    for (requests, expected) in cases {
+        let call = conn
+            .request(now, Request::call_tool("t", json!({})))
+            .unwrap();
+        server.respond(&mut conn, now, call, input_required(None, Some(requests)));
+        let (id, result) = next_response(&mut conn);
+        assert_eq!(id, call);
+        let Err(RequestError::InvalidResponse(detail)) = result else {
+            panic!("{result:?}");
+        };
+        assert!(
+            detail.starts_with("tools/call: ") && detail.contains(expected),
+            "{detail}"
+        );
+    }
+    assert!(
+        lines(&mut conn)
+            .iter()
+            .all(|line| !line.contains("inputResponses"))
+    );
+}
+
+// ----- subscriptions -----
+
+fn acknowledgement(id: &Value) -> Value {
+    json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+           "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": id},
+                      "notifications": {"toolsListChanged": true}}})
+}
+
+#[test]
+fn an_acknowledged_subscription_has_no_deadline() {
+    let now = Instant::now();
+    let (mut conn, server) = probed(now, Config::default());
+    let filter = mcp_proto::ListenFilter {
+        tools_list_changed: true,
+        ..mcp_proto::ListenFilter::default()
+    };
+    let listen = conn.request(now, Request::listen(&filter)).unwrap();
+    let sent = parse(&lines(&mut conn)[0]);
+    assert_eq!(sent["method"], "subscriptions/listen");
+    assert_eq!(
+        sent["params"]["notifications"],
+        json!({"toolsListChanged": true})
+    );
+    assert_eq!(
+        sent["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+    assert!(conn.poll_timeout().is_some());
+
+    // Another subscription's acknowledgement changes nothing.
+    server.send(&mut conn, now, acknowledgement(&json!(999)));
+    assert!(conn.poll_timeout().is_some());
+    drain_events(&mut conn);
+    server.send(&mut conn, now, acknowledgement(&sent["id"]));
+    let Some(Event::Notification(ack)) = conn.poll_event() else {
+        panic!("the acknowledgement is a notification too");
+    };
+    assert_eq!(ack.subscription_id(), Some(listen));
+    assert_eq!(conn.poll_timeout(), None);
+    conn.handle_timeout(now + Duration::from_secs(24 * 3600));
+    assert!(drain_events(&mut conn).is_empty());
+
+    let changed = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
+                         "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": sent["id"]}}});
+    server.send(&mut conn, now, changed);
+    let Some(Event::Notification(changed)) = conn.poll_event() else {
+        panic!("no notification");
+    };
+    assert_eq!(changed.subscription_id(), Some(listen));
+    // The server ends it gracefully.
+    server.respond(&mut conn, now, listen, json!({"resultType": "complete"}));
+    assert!(matches!(next_response(&mut conn), (id, Ok(_)) if id == listen));
+}
+
+#[test]
+fn an_unacknowledged_subscription_times_out_saying_so() {
+    let now = Instant::now();
+    let (mut conn, _) = probed(now, Config::default());
+    let request =
+        Request::listen(&mcp_proto::ListenFilter::default()).timeout(Duration::from_secs(5));
+    let listen = conn.request(now, request).unwrap();
+    lines(&mut conn);
+    conn.handle_timeout(now + Duration::from_secs(5));
+    let (id, result) = next_response(&mut conn);
+    assert_eq!(id, listen);
+    let error = result.unwrap_err();
+    assert_eq!(
+        error,
+        RequestError::NotAcknowledged {
+            after: Duration::from_secs(5)
+        }
+    );
+    assert!(
+        error
+            .to_string()
+            .contains("subscription was not acknowledged within 5s"),
+        "{error}"
+    );
+    let cancelled = parse(&lines(&mut conn)[0]);
+    assert_eq!(cancelled["method"], "notifications/cancelled");
+    assert_eq!(cancelled["params"]["requestId"], json!(listen));
+}
+
+// ----- cache hints and typed errors -----
+
+#[test]
+fn cache_hints_are_read_and_combined_over_pages() {
+    use mcp_proto::{
+        CacheHint, CacheScope, FromResult, ListToolsResult, Pager, ReadResourceResult, Tool,
+    };
+
+    let page = |ttl: u64, scope: &str, cursor: Option<&str>| {
+        let mut page = json!({"tools": [{"name": "a", "inputSchema": {"type": "object"}}],
+                              "ttlMs": ttl, "cacheScope": scope});
+        if let Some(cursor) = cursor {
+            page["nextCursor"] = json!(cursor);
+        }
+        ListToolsResult::from_result(page).unwrap()
+    };
+    let first = page(60_000, "public", Some("c"));
+    let hint = |ms, scope| {
+        Some(CacheHint {
+            ttl: Duration::from_millis(ms),
+            scope,
+        })
+    };
+    assert_eq!(first.cache, hint(60_000, CacheScope::Public));
+    let mut pager = Pager::<Tool>::default();
+    pager.add_page(first).unwrap();
+    pager.add_page(page(5_000, "public", Some("d"))).unwrap();
+    pager.add_page(page(9_000, "private", None)).unwrap();
+    assert_eq!(pager.finish().cache, hint(5_000, CacheScope::Private));
+
+    // A page without one leaves the listing without one.
+    let mut pager = Pager::<Tool>::default();
+    pager.add_page(page(5_000, "public", Some("c"))).unwrap();
+    let bare = json!({"tools": []});
+    pager
+        .add_page(ListToolsResult::from_result(bare).unwrap())
+        .unwrap();
+    assert_eq!(pager.finish().cache, None);
+
+    let read = json!({"contents": [], "ttlMs": 0, "cacheScope": "private"});
+    let read = ReadResourceResult::from_result(read).unwrap();
+    assert_eq!(read.cache, hint(0, CacheScope::Private));
+    let read = ReadResourceResult::from_result(json!({"contents": []})).unwrap();
+    assert_eq!(read.cache, None);
+}
+
+#[test]
+fn stateless_era_errors_are_typed_and_worded_for_people() {
+    use mcp_proto::ErrorKind;
+
+    let error = |code, data: Value| RpcError {
+        code,
+        message: "refused".to_owned(),
+        data: Some(data),
+    };
+    let missing = error(-32021, json!({"requiredCapabilities": {"elicitation": {}}}));
+    assert_eq!(
+        missing.kind(),
+        ErrorKind::MissingClientCapabilities {
+            required: vec!["elicitation".to_owned()]
+        }
+    );
+    let text = missing.to_string();
+    assert!(
+        text.starts_with("the server needs client capabilities we did not declare: elicitation"),
+        "{text}"
+    );
+    let version = error(
+        -32022,
+        json!({"supported": ["2026-07-28", "2025-11-25"], "requested": "1900-01-01"}),
+    );
+    assert_eq!(
+        version.kind(),
+        ErrorKind::UnsupportedVersion {
+            supported: vec!["2026-07-28".to_owned(), "2025-11-25".to_owned()],
+            requested: Some("1900-01-01".to_owned())
+        }
+    );
+    let text = version.to_string();
+    assert!(
+        text.starts_with("the server does not support protocol revision 1900-01-01 (it supports: 2026-07-28, 2025-11-25)"),
+        "{text}"
+    );
+    assert_eq!(error(-32020, json!({})).kind(), ErrorKind::HeaderMismatch);
+
+    let not_found = error(-32602, json!({"uri": "file:///x"}));
+    assert!(not_found.is_resource_not_found("resources/read"));
+    assert!(!not_found.is_resource_not_found("tools/call"));
+    assert!(error(-32002, json!({})).is_resource_not_found("resources/read"));
+}
