@@ -794,9 +794,10 @@ impl Connection {
     /// [`Event::Ready`] comes again when it is answered. Pending requests stay pending;
     /// requests issued meanwhile are held until then, as during the first handshake. The
     /// caller re-sends the messages the server refused once the new session is ready. Does
-    /// nothing once closed.
+    /// nothing outside the handshake era (and once closed).
     pub fn restart_session(&mut self, now: Instant) {
-        if self.is_closed() {
+        // The stateless era has no session to lose, and a probe none yet.
+        if self.era() != Some(Era::Handshake) {
             return;
         }
         // Answers to the old session's server requests have nowhere to go.
