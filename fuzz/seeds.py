@@ -71,6 +71,21 @@ for name, data in list(transcripts.items()) + list(edge.items()):
     write("handshake", name, chunked_ops(data[:2000]) + bytes([3, 0, 4, 0, 2, 0]))
     write("handshake", name + "-late-init", bytes([3, 0, 2, 0]) + chunked_ops(data[:2000]))
 
+# The stateless era: the first byte's top bits choose it (0x80.. probed, 0xc0.. fixed); 0x80
+# and 0xc8 are also the first op, which reads no bytes here.
+stateless = {
+    # Probed: the discover result comes from the check itself; a call, then its answer.
+    "stateless-discover": bytes([0x80, 0, 3, 0, 7, 0]),
+    # An input round with a question, our answer, another round without one, the result.
+    "stateless-input-required": bytes([0xc8, 0, 3, 0, 7, 3, 8, 8, 7, 4, 6, 1, 7, 0]),
+    # A subscription acknowledged, time passing, then cancelled.
+    "stateless-listen-ack": bytes([0x80, 0, 8, 9, 7, 5, 6, 255, 6, 255, 5, 0]),
+    # `ping` refused, a subscription never acknowledged.
+    "stateless-listen-timeout": bytes([0xc8, 0, 4, 0, 8, 9, 6, 255, 6, 255]),
+}
+for name, data in stateless.items():
+    write("connection", name, data)
+
 configs = {
     "native.toml": (0, '[mcp.fs]\ncommand = "npx"\nargs = ["-y", "@modelcontextprotocol/server-filesystem", "${HOME:-/tmp}"]\nenv = { KEY = "${SET}" }\ncwd = "."\nenabled = true\ntimeout_sec = 10\ncall_timeout_sec = 60\n'),
     "codex.toml": (0, '[mcp_servers.git]\ncommand = "uvx"\nargs = ["mcp-server-git"]\nstartup_timeout_sec = 20\ntool_timeout_sec = 30\n[mcp_servers.remote]\nurl = "https://example.invalid/mcp"\n'),

@@ -6,8 +6,9 @@ use std::time::{Duration, Instant};
 
 use mcp_proto::{
     ClientCapabilities, CompleteResult, Config, Connection, Event, FromResult, GetPromptResult,
-    LineDecoder, LineError, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, ReadResourceResult, Request, RequestId, ServerRequestId, SseDecoder,
+    LATEST_PROTOCOL_VERSION, LATEST_STATELESS_VERSION, LineDecoder, LineError, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, Protocol,
+    ReadResourceResult, Request, RequestId, ServerRequestId, SseDecoder,
 };
 use serde_json::{Value, json};
 
@@ -123,6 +124,9 @@ fn assert_one_json_line(line: &[u8]) -> Value {
 const INIT_RESULT: &[u8] = br#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"fuzz","version":"1"}}}
 "#;
 
+const DISCOVER_RESULT: &[u8] = br#"{"jsonrpc":"2.0","id":1,"result":{"supportedVersions":["2026-07-28"],"capabilities":{},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"fuzz","version":"1"}}}}
+"#;
+
 /// Tracks what a connection emitted and checks it against the lifecycle rules.
 struct Observer {
     issued: BTreeSet<RequestId>,
@@ -132,6 +136,8 @@ struct Observer {
     /// Server requests surfaced for us to answer, and those answered.
     asked: Vec<ServerRequestId>,
     answered: BTreeSet<ServerRequestId>,
+    /// Requests waiting for input (stateless era).
+    awaiting_input: BTreeSet<RequestId>,
 }
 
 impl Observer {
@@ -143,6 +149,7 @@ impl Observer {
             ready: 0,
             asked: Vec::new(),
             answered: BTreeSet::new(),
+            awaiting_input: BTreeSet::new(),
         }
     }
 
@@ -158,6 +165,17 @@ impl Observer {
                 Event::Response { id, .. } => {
                     assert!(self.issued.contains(&id), "response for an id never issued");
                     assert!(self.ended.insert(id), "request {id} ended twice");
+                    self.awaiting_input.remove(&id);
+                }
+                Event::InputRequired { id, .. } => {
+                    assert!(
+                        !self.ended.contains(&id),
+                        "input asked for an ended request"
+                    );
+                    assert!(
+                        self.awaiting_input.insert(id),
+                        "input asked for twice at once"
+                    );
                 }
                 Event::Closed(_) => self.closed = true,
                 Event::Ready(_) => self.ready += 1,
@@ -181,14 +199,26 @@ impl Observer {
     fn issue(&mut self, result: Result<RequestId, mcp_proto::SendError>) {
         match result {
             Ok(id) => assert!(self.issued.insert(id), "id {id} reused"),
+            // `ping` does not exist in the stateless era.
+            Err(mcp_proto::SendError::NotInEra { .. }) => {}
             Err(_) => assert!(self.closed, "a command refused on an open connection"),
         }
     }
 }
 
-/// A live connection under arbitrary server bytes and client commands.
+/// A live connection under arbitrary server bytes and client commands, in the era the first
+/// byte's top bits choose (without consuming it): below 128 the handshake era, then the
+/// stateless era found by the probe, then the stateless era at a fixed revision.
 pub fn check_connection(data: &[u8]) {
     let mut now = Instant::now();
+    let (protocol, start) = match data.first().map_or(0, |byte| byte >> 6) {
+        0 | 1 => (Protocol::Revision(LATEST_PROTOCOL_VERSION), INIT_RESULT),
+        2 => (Protocol::Auto, DISCOVER_RESULT),
+        _ => (
+            Protocol::Revision(LATEST_STATELESS_VERSION),
+            DISCOVER_RESULT,
+        ),
+    };
     let config = Config {
         max_line_len: 256,
         capabilities: ClientCapabilities {
@@ -197,10 +227,12 @@ pub fn check_connection(data: &[u8]) {
             sampling: true,
         },
         server_request_timeout: Duration::from_millis(500),
+        protocol,
+        max_input_rounds: 3,
         ..Config::default()
     };
     let mut connection = Connection::new(now, config);
-    connection.handle_bytes(now, INIT_RESULT);
+    connection.handle_bytes(now, start);
     let mut observer = Observer::new();
     observer.drain(&mut connection);
     let mut ops = data;
@@ -242,18 +274,28 @@ pub fn check_connection(data: &[u8]) {
             }
             7 => {
                 if let Some(id) = pick(&observer) {
-                    let answer = match arg % 3 {
+                    let answer = match arg % 6 {
                         0 => json!({"jsonrpc": "2.0", "id": id, "result": {"content": []}}),
                         1 => {
                             json!({"jsonrpc": "2.0", "id": id.to_string(), "error": {"code": -1, "message": "no"}})
                         }
-                        _ => json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                        2 => json!({"jsonrpc": "2.0", "method": "notifications/progress",
                                     "params": {"progressToken": id, "progress": arg}}),
+                        // Another round, with or without a question for us.
+                        3 => json!({"jsonrpc": "2.0", "id": id, "result": {
+                            "resultType": "input_required", "requestState": "s",
+                            "inputRequests": {"k": {"method": "roots/list"}}}}),
+                        4 => json!({"jsonrpc": "2.0", "id": id, "result": {
+                            "resultType": "input_required", "requestState": "s"}}),
+                        _ => {
+                            json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+                                    "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": id}}})
+                        }
                     };
                     connection.handle_bytes(now, format!("{answer}\n").as_bytes());
                 }
             }
-            _ => match arg % 8 {
+            _ => match arg % 10 {
                 0 => connection.handle_eof(now),
                 1 => connection.close(),
                 // The server asks something a declared capability (or none) covers.
@@ -300,6 +342,18 @@ pub fn check_connection(data: &[u8]) {
                 }
                 // The server forgot the session.
                 7 => connection.restart_session(now),
+                // We answer a question of the server's: only while one is asked.
+                8 => {
+                    if let Some(id) = pick(&observer) {
+                        let waiting = observer.awaiting_input.remove(&id) && !observer.closed;
+                        let answered = connection.provide_input(now, id, Default::default());
+                        assert_eq!(answered, waiting, "input taken when not asked, or refused");
+                    }
+                }
+                9 => {
+                    let filter = mcp_proto::ListenFilter::default();
+                    observer.issue(connection.request(now, Request::listen(&filter)));
+                }
                 _ => {}
             },
         }
@@ -344,7 +398,11 @@ pub fn check_decoders(data: &[u8]) {
 /// the answer, and the connection is ready at most once.
 pub fn check_handshake(data: &[u8]) {
     let now = Instant::now();
-    let mut connection = Connection::new(now, Config::default());
+    let config = Config {
+        protocol: Protocol::Revision(LATEST_PROTOCOL_VERSION),
+        ..Config::default()
+    };
+    let mut connection = Connection::new(now, config);
     let mut observer = Observer::new();
     let mut initialized = false;
     let check_written = |written: Vec<Value>, initialized: &mut bool| {

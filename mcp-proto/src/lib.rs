@@ -7,13 +7,18 @@
 //!
 //! # The run loop
 //!
-//! 1. Create the connection with [`Connection::new`]. It queues the `initialize` request at once.
+//! 1. Create the connection with [`Connection::new`]. It queues its first message at once:
+//!    the `server/discover` probe ([`Protocol::Auto`], the default), `server/discover` at a
+//!    fixed stateless revision, or `initialize` at a fixed handshake revision (see
+//!    [`Config::protocol`] and "The two eras" below).
 //! 2. Write every line from [`Connection::poll_transmit`] to the server's stdin, in order.
 //! 3. Handle every [`Event`] from [`Connection::poll_event`]: [`Event::Ready`] once the
-//!    handshake is done, [`Event::Response`] when a request ends (each ends exactly once),
+//!    server is known (the handshake is done, or `server/discover` answered),
+//!    [`Event::Response`] when a request ends (each ends exactly once),
 //!    [`Event::Notification`], [`Event::ServerRequest`] (only for the capabilities you
-//!    declared; answer each with [`Connection::respond`]), [`Event::Malformed`] for skipped
-//!    lines, and [`Event::Closed`] last of all.
+//!    declared; answer each with [`Connection::respond`]), [`Event::InputRequired`] (a
+//!    stateless-era request that needs input; answer with [`Connection::provide_input`]),
+//!    [`Event::Malformed`] for skipped lines, and [`Event::Closed`] last of all.
 //! 4. If [`Connection::is_closed`], stop: close the server's stdin and reap the process.
 //! 5. Wait for the first of: bytes on the server's stdout, a command from your program, or the
 //!    instant from [`Connection::poll_timeout`].
@@ -24,6 +29,27 @@
 //!
 //! Commands may be issued before the handshake ends: the requests are held and written right
 //! after `notifications/initialized`, while their deadlines already run.
+//!
+//! # The two eras
+//!
+//! The handshake era (2024-11-05 to 2025-11-25) opens with `initialize`; the stateless era
+//! (2026-07-28) has no handshake: every request carries the revision, the client's
+//! capabilities and info (and [`Config::log_level`]) in `params._meta`. [`Protocol::Auto`]
+//! finds out which one a server speaks: it sends `server/discover` and holds every other
+//! request; a result (or a -32022 naming a stateless revision we speak, retried once) means
+//! the stateless era, any other error or no answer within [`Config::handshake_timeout`] the
+//! handshake era, on the same connection. A server that closes its output on the probe ends
+//! the connection with [`CloseReason::EndedOnProbe`]: start it again at a handshake revision.
+//! A fixed stateless revision (a verdict cached from an earlier probe) costs no round trip:
+//! `server/discover` goes first and requests right behind it; if it is refused, the
+//! connection closes with [`CloseReason::NotStateless`]. [`Connection::era`] tells the era.
+//!
+//! In the stateless era `ping` and `logging/setLevel` are refused at the call
+//! ([`SendError::NotInEra`]); a result's `resultType` is checked; `tools/call`,
+//! `prompts/get` and `resources/read` may take several rounds (`input_required`: the
+//! request goes again under a new wire id with the input and the server's `requestState`,
+//! and the caller keeps one [`RequestId`]); [`Request::listen`] opens a subscription, which
+//! has no deadline once acknowledged. Listings and `resources/read` carry a [`CacheHint`].
 //!
 //! # Guarantees
 //!
@@ -62,10 +88,11 @@
 //!
 //! ```
 //! use std::time::{Duration, Instant};
-//! use mcp_proto::{Config, Connection, Event};
+//! use mcp_proto::{Config, Connection, Event, Protocol};
 //!
 //! # fn run(start: Instant) {
-//! let mut conn = Connection::new(start, Config::default());
+//! let config = Config { protocol: Protocol::Revision("2025-11-25"), ..Config::default() };
+//! let mut conn = Connection::new(start, config);
 //! let initialize = conn.poll_transmit().unwrap();
 //! let initialize: serde_json::Value = serde_json::from_slice(&initialize).unwrap();
 //! assert_eq!(initialize["method"], "initialize");
@@ -95,6 +122,7 @@ mod pending;
 mod request;
 mod server;
 mod sse;
+mod stateless;
 mod streamable;
 mod types;
 mod versions;
@@ -102,19 +130,22 @@ mod versions;
 pub use connection::{
     ClientCapabilities, Config, Connection, Event, RequestId, ServerRequest, ServerRequestId, Stats,
 };
-pub use error::{CloseReason, RequestError, RpcError, SendError};
+pub use error::{CloseReason, ErrorKind, RequestError, RpcError, SendError};
 pub use features::{
     CompleteResult, CompletionRef, ElicitResult, GetPromptResult, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, Prompt, PromptArgument, PromptMessage,
     ReadResourceResult, Resource, ResourceContents, ResourceTemplate, decode_base64,
 };
 pub use framing::{LineDecoder, LineError};
-pub use listing::{DEFAULT_MAX_PAGES, ListResult, Listed, Listing, PageError, Pager};
+pub use listing::{
+    CacheHint, CacheScope, DEFAULT_MAX_PAGES, ListResult, Listed, Listing, PageError, Pager,
+};
 pub use request::{FromResult, Request};
 pub use server::{
     ClientInfo, HostRequest, HostRequestId, ServerConfig, ServerConnection, ServerEvent,
 };
 pub use sse::{SseDecoder, SseEvent, SseTooLong};
+pub use stateless::{InputRequest, ListenFilter};
 pub use streamable::{
     Affected, Answer, Exchange, ExchangeId, Get, HttpConnection, HttpTransport, Post, Reply,
     session_lost,

@@ -4,11 +4,11 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use mcp_proto::{ClientCapabilities, Config, Connection, Event, Request, RequestId};
+use mcp_proto::{ClientCapabilities, Config, Connection, Event, Protocol, Request, RequestId};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use crate::peer::init_result;
+use crate::peer::{handshake_config, init_result};
 
 /// One line a server might write.
 #[derive(Debug, Clone)]
@@ -100,7 +100,7 @@ fn render(line: &Line) -> Vec<u8> {
     }
 }
 
-fn init_line(valid: bool) -> Vec<u8> {
+fn init_line(valid: bool, id: u64) -> Vec<u8> {
     let result = if valid {
         init_result("2025-11-25")
     } else {
@@ -108,7 +108,7 @@ fn init_line(valid: bool) -> Vec<u8> {
     };
     format!(
         "{}\r\n",
-        json!({"jsonrpc": "2.0", "id": 1, "result": result})
+        json!({"jsonrpc": "2.0", "id": id, "result": result})
     )
     .into_bytes()
 }
@@ -118,7 +118,7 @@ fn connection_with_calls(start: Instant) -> (Connection, Vec<Vec<u8>>) {
     // Long enough for the initialize answer, short enough that `Line::Overlong` is too long.
     let config = Config {
         max_line_len: 256,
-        ..Config::default()
+        ..handshake_config()
     };
     let mut conn = Connection::new(start, config);
     for i in 0..6 {
@@ -148,10 +148,10 @@ proptest! {
         let start = Instant::now();
         let mut stream = if bom { b"\xEF\xBB\xBF".to_vec() } else { Vec::new() };
         for (i, line) in lines.iter().enumerate() {
-            if i == init_at.min(lines.len()) { stream.extend(init_line(true)); }
+            if i == init_at.min(lines.len()) { stream.extend(init_line(true, 1)); }
             stream.extend(render(line));
         }
-        if init_at >= lines.len() { stream.extend(init_line(true)); }
+        if init_at >= lines.len() { stream.extend(init_line(true, 1)); }
 
         let (mut whole, mut whole_transmits) = connection_with_calls(start);
         let mut whole_events = Vec::new();
@@ -194,7 +194,7 @@ fn step_strategy() -> impl Strategy<Value = Step> {
     ]
 }
 
-/// How the server answers `initialize`, if at all.
+/// How the server answers `initialize` (or the probe), if at all.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Init {
     Valid,
@@ -203,35 +203,105 @@ enum Init {
     Never,
 }
 
+/// Which lifecycle the connection goes through.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Lifecycle {
+    /// A fixed handshake revision: `initialize` first.
+    Handshake,
+    /// `Protocol::Auto`, the probe refused (-32601): the handshake era, `initialize` second.
+    ProbeThenHandshake,
+    /// `Protocol::Auto`, `Init` says how the probe is answered (a result listing only an
+    /// unknown revision, an error: the handshake era, never answered).
+    Stateless,
+}
+
+/// What the server writes at the chosen step: the answer that decides the lifecycle.
+fn decisive_lines(lifecycle: Lifecycle, init: Init) -> Option<Vec<u8>> {
+    initialize_answer(
+        if lifecycle == Lifecycle::Handshake {
+            1
+        } else {
+            0
+        },
+        lifecycle,
+        init,
+    )
+}
+
+/// The answer to `initialize` under `id`, or for the other lifecycles the probe's.
+fn initialize_answer(id: u64, lifecycle: Lifecycle, init: Init) -> Option<Vec<u8>> {
+    let error = |id: u64| {
+        format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{{\"code\":-1,\"message\":\"no\"}}}}\n"
+        )
+        .into_bytes()
+    };
+    let init_bytes = |id: u64| match init {
+        Init::Valid => Some(init_line(true, id)),
+        Init::Unsupported => Some(init_line(false, id)),
+        Init::Error => Some(error(id)),
+        Init::Never => None,
+    };
+    match lifecycle {
+        Lifecycle::Handshake => init_bytes(id),
+        // The probe is refused here; `initialize` is answered once its id is known.
+        Lifecycle::ProbeThenHandshake => Some(
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32601,\"message\":\"no\"}}\n"
+                .to_vec(),
+        ),
+        Lifecycle::Stateless => {
+            let versions = match init {
+                Init::Valid => json!(["2026-07-28"]),
+                Init::Unsupported => json!(["1999-01-01"]),
+                Init::Error => return Some(error(1)),
+                Init::Never => return None,
+            };
+            let result = json!({"supportedVersions": versions, "capabilities": {}});
+            Some(format!("{}\n", json!({"jsonrpc": "2.0", "id": 1, "result": result})).into_bytes())
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(1024))]
 
-    /// (b) Any ordering around the handshake: Ready exactly once iff a valid result arrived, and
-    /// nothing but `initialize`, client pings and answers to server pings before
-    /// `notifications/initialized`. With client capabilities declared, the requests they
-    /// cover reach the caller only once ready, and none is left unanswered after its deadline.
+    /// (b) Any ordering around the start, in either era: Ready exactly once iff a valid
+    /// answer arrived. Handshake era: nothing but the probe, `initialize`, client pings and
+    /// answers to server pings before `notifications/initialized`. Stateless era: no
+    /// `initialize` and no `ping` ever, and every request carries its revision in `_meta`.
+    /// With client capabilities declared, the requests they cover reach the caller only
+    /// once ready, and none is left unanswered after its deadline.
     #[test]
     fn handshake_orderings(
         steps in prop::collection::vec(step_strategy(), 0..30),
         at in 0usize..30,
         init in prop_oneof![Just(Init::Valid), Just(Init::Unsupported), Just(Init::Error), Just(Init::Never)],
+        lifecycle in prop_oneof![Just(Lifecycle::Handshake), Just(Lifecycle::ProbeThenHandshake), Just(Lifecycle::Stateless)],
         declare in any::<bool>(),
     ) {
         let start = Instant::now();
         let capabilities = ClientCapabilities { roots: declare, elicitation: declare, sampling: declare };
-        let mut conn = Connection::new(start, Config { capabilities, ..Config::default() });
+        let protocol = match lifecycle {
+            Lifecycle::Handshake => handshake_config().protocol,
+            _ => Protocol::Auto,
+        };
+        let mut conn = Connection::new(start, Config { capabilities, protocol, ..handshake_config() });
         let mut events = Vec::new();
         let mut transmits = Vec::new();
-        let init_bytes = match init {
-            Init::Valid => Some(init_line(true)),
-            Init::Unsupported => Some(init_line(false)),
-            Init::Error => Some(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-1,\"message\":\"no\"}}\n".to_vec()),
-            Init::Never => None,
-        };
+        let decisive = decisive_lines(lifecycle, init);
         let at = at.min(steps.len());
         for (i, step) in steps.iter().map(Some).chain([None]).enumerate() {
-            if i == at && let Some(bytes) = &init_bytes {
+            if i == at && let Some(bytes) = &decisive {
                 conn.handle_bytes(start, bytes);
+                if lifecycle == Lifecycle::ProbeThenHandshake {
+                    drain(&mut conn, &mut events, &mut transmits);
+                    let initialize = transmits.iter().rev()
+                        .map(|l| serde_json::from_slice::<Value>(l).unwrap())
+                        .find(|m| m["method"] == "initialize");
+                    let id = initialize.and_then(|m| m["id"].as_u64()).unwrap_or(0);
+                    let answer = initialize_answer(id, Lifecycle::Handshake, init);
+                    conn.handle_bytes(start, &answer.unwrap_or_default());
+                }
             }
             match step {
                 Some(Step::Server(line)) => conn.handle_bytes(start, &render(line)),
@@ -256,17 +326,28 @@ proptest! {
                 prop_assert!(declare && ready_at.is_some_and(|r| r < i), "asked before ready");
             }
         }
-        // Whatever nobody answered is refused at its deadline: nothing stays open.
+        // Whatever nobody answered is refused at its deadline: nothing stays open (an
+        // unanswered probe first gives way to `initialize`, with a budget of its own).
         conn.handle_timeout(start + Duration::from_secs(3600));
+        conn.handle_timeout(start + Duration::from_secs(7200));
         drain(&mut conn, &mut events, &mut transmits);
         prop_assert_eq!(conn.poll_timeout(), None);
 
         let written: Vec<Value> = transmits.iter().map(|l| serde_json::from_slice(l).unwrap()).collect();
         let initialized_at = written.iter().position(|m| m["method"] == "notifications/initialized");
-        prop_assert_eq!(initialized_at.is_some(), init == Init::Valid);
+        let stateless = lifecycle == Lifecycle::Stateless && init == Init::Valid;
+        prop_assert_eq!(initialized_at.is_some(), init == Init::Valid && !stateless);
+        if stateless {
+            for message in written.iter().filter(|m| m.get("id").is_some() && m.get("method").is_some()) {
+                prop_assert!(message["method"] != "initialize" && message["method"] != "ping", "{}", message);
+                let version = &message["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"];
+                prop_assert_eq!(version, &json!("2026-07-28"), "{}", message);
+            }
+            return Ok(());
+        }
         for message in &written[..initialized_at.unwrap_or(written.len())] {
             let allowed = match message.get("method").and_then(Value::as_str) {
-                Some("initialize") | Some("ping") => true,
+                Some("initialize") | Some("ping") | Some("server/discover") => true,
                 Some(_) => false,
                 None => message.get("result") == Some(&json!({})),
             };
