@@ -89,6 +89,7 @@ mod connection;
 mod error;
 mod features;
 mod framing;
+mod headers;
 mod jsonrpc;
 mod listing;
 mod pending;
@@ -109,6 +110,7 @@ pub use features::{
     ReadResourceResult, Resource, ResourceContents, ResourceTemplate, decode_base64,
 };
 pub use framing::{LineDecoder, LineError};
+pub use headers::{HeaderParams, HeaderRule, InvalidHeaderAnnotation, encode_header_value};
 pub use listing::{DEFAULT_MAX_PAGES, ListResult, Listed, Listing, PageError, Pager};
 pub use request::{FromResult, Request};
 pub use server::{
