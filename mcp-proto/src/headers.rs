@@ -175,7 +175,7 @@ fn annotations<'a>(
 /// The property names of a location made only of `properties` steps, or `None` for any other
 /// place (the schema's root, `items`, `anyOf`, `$defs`, ...).
 fn property_path(location: &[String]) -> Option<Vec<String>> {
-    if location.is_empty() || location.len() % 2 != 0 {
+    if location.is_empty() || !location.len().is_multiple_of(2) {
         return None;
     }
     location
