@@ -362,7 +362,7 @@ mod tests {
         }});
         let arguments = json!({
             "region": "us-west1", "priority": 42, "verbose": false, "debug": true,
-            "empty_val": "", "method_val": "test-method", "float_val": 3.14159,
+            "empty_val": "", "method_val": "test-method", "float_val": 2.5,
             "non_ascii_val": "Hello, 世界", "whitespace_val": " padded ",
             "leading_space_val": " us-west1", "trailing_space_val": "us-west1 ",
             "internal_space_val": "us west 1", "control_char_val": "line1\nline2",
