@@ -5,6 +5,7 @@
 //! Pure functions over JSON: [`Tool::header_params`](crate::Tool::header_params) checks a tool's
 //! annotations once (at `tools/list`), and [`HeaderParams::headers`] reads a call's arguments.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 use serde_json::{Map, Value};
@@ -218,6 +219,83 @@ fn pointer_of_path(path: &[String]) -> String {
         .flat_map(|name| ["properties".to_owned(), name.clone()])
         .collect();
     pointer(&location)
+}
+
+/// A tool a `tools/list` result offered that was left out of what the caller sees, because its
+/// `x-mcp-header` annotations are invalid.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RejectedTool {
+    /// The tool's name.
+    pub name: String,
+    /// Why.
+    pub reason: InvalidHeaderAnnotation,
+}
+
+impl fmt::Display for RejectedTool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "tool {:?} left out: {}", self.name, self.reason)
+    }
+}
+
+/// What the `tools/list` results seen so far say about each tool's `Mcp-Param-*` headers.
+#[derive(Debug, Default)]
+pub(crate) struct ToolHeaders {
+    /// The annotated tools of the last full listing, by name.
+    params: BTreeMap<String, HeaderParams>,
+    /// The tools that listing left out, and why.
+    rejected: Vec<RejectedTool>,
+}
+
+impl ToolHeaders {
+    /// Reads one `tools/list` page's result and removes from it every tool whose annotations
+    /// are invalid. The first page (`first`: asked for without a cursor) starts a new listing,
+    /// so what an earlier listing said is forgotten.
+    pub(crate) fn learn(&mut self, first: bool, result: &mut Value) {
+        if first {
+            self.params.clear();
+            self.rejected.clear();
+        }
+        let Some(Value::Array(tools)) = result.get_mut("tools") else {
+            return;
+        };
+        tools.retain(|tool| {
+            let Some(name) = tool.get("name").and_then(Value::as_str) else {
+                // Not a tool the caller can call; the listing's decoder counts it.
+                return true;
+            };
+            let schema = tool.get("inputSchema").unwrap_or(&Value::Null);
+            match HeaderParams::from_schema(schema) {
+                Ok(params) => {
+                    if params.is_empty() {
+                        self.params.remove(name);
+                    } else {
+                        self.params.insert(name.to_owned(), params);
+                    }
+                    true
+                }
+                Err(reason) => {
+                    let name = name.to_owned();
+                    self.params.remove(&name);
+                    self.rejected.push(RejectedTool { name, reason });
+                    false
+                }
+            }
+        });
+    }
+
+    /// The `Mcp-Param-*` headers for a call of tool `name` with `arguments`; none for a tool
+    /// no listing has shown.
+    pub(crate) fn headers(&self, name: &str, arguments: &Value) -> Vec<(String, String)> {
+        self.params
+            .get(name)
+            .map(|params| params.headers(arguments))
+            .unwrap_or_default()
+    }
+
+    /// The tools the last listing left out.
+    pub(crate) fn rejected(&self) -> &[RejectedTool] {
+        &self.rejected
+    }
 }
 
 /// Why a tool's `x-mcp-header` annotation makes the tool unusable over Streamable HTTP.
@@ -507,5 +585,49 @@ mod tests {
             space.unwrap_err().to_string(),
             "x-mcp-header at /properties/value: the header name holds ' ', not allowed in a header name"
         );
+    }
+    #[test]
+    fn a_listing_drops_invalid_tools_and_keeps_the_others_headers() {
+        let tool = |name: &str, header: &str| {
+            json!({"name": name, "inputSchema": {"type": "object", "properties": {
+                "region": {"type": "string", "x-mcp-header": header}}}})
+        };
+        let mut known = ToolHeaders::default();
+        let mut page = json!({"tools": [tool("good", "Region"), tool("bad", "My Region"),
+            {"name": "plain"}, {"title": "no name"}]});
+        known.learn(true, &mut page);
+        let names: Vec<&Value> = page["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| &t["name"])
+            .collect();
+        assert_eq!(names, [&json!("good"), &json!("plain"), &Value::Null]);
+        let [rejected] = known.rejected() else {
+            panic!("{:?}", known.rejected())
+        };
+        assert_eq!(rejected.name, "bad");
+        assert_eq!(rejected.reason.rule, HeaderRule::Character(' '));
+        assert!(
+            rejected
+                .to_string()
+                .starts_with("tool \"bad\" left out: x-mcp-header at /properties/region")
+        );
+        let arguments = json!({"region": "eu"});
+        assert_eq!(
+            known.headers("good", &arguments),
+            [("Mcp-Param-Region".to_owned(), "eu".to_owned())]
+        );
+        assert!(known.headers("bad", &arguments).is_empty());
+        assert!(known.headers("plain", &arguments).is_empty());
+
+        // A later page adds to the listing; a new listing starts afresh.
+        known.learn(false, &mut json!({"tools": [tool("next", "Zone")]}));
+        assert!(!known.headers("next", &arguments).is_empty());
+        assert_eq!(known.rejected().len(), 1);
+        known.learn(true, &mut json!({"tools": [tool("bad", "Region")]}));
+        assert!(known.rejected().is_empty());
+        assert!(known.headers("good", &arguments).is_empty());
+        assert!(!known.headers("bad", &arguments).is_empty());
     }
 }
