@@ -96,6 +96,7 @@ mod pending;
 mod request;
 mod server;
 mod sse;
+mod stateless;
 mod streamable;
 mod types;
 mod versions;
