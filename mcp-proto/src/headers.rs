@@ -283,6 +283,20 @@ impl ToolHeaders {
         });
     }
 
+    /// Relays one message that came on a `tools/list` exchange: an answer with a result is
+    /// read with [`learn`](Self::learn) and written again without the tools it rejects;
+    /// anything else (a notification, an error, bytes that are not JSON) goes on as it came.
+    pub(crate) fn relay(&mut self, first: bool, message: Vec<u8>) -> Vec<u8> {
+        let Ok(mut value) = serde_json::from_slice::<Value>(&message) else {
+            return message;
+        };
+        let Some(result) = value.get_mut("result") else {
+            return message;
+        };
+        self.learn(first, result);
+        serde_json::to_vec(&value).unwrap_or(message)
+    }
+
     /// The `Mcp-Param-*` headers for a call of tool `name` with `arguments`; none for a tool
     /// no listing has shown.
     pub(crate) fn headers(&self, name: &str, arguments: &Value) -> Vec<(String, String)> {

@@ -111,7 +111,9 @@ pub use features::{
     ReadResourceResult, Resource, ResourceContents, ResourceTemplate, decode_base64,
 };
 pub use framing::{LineDecoder, LineError};
-pub use headers::{HeaderParams, HeaderRule, InvalidHeaderAnnotation, encode_header_value};
+pub use headers::{
+    HeaderParams, HeaderRule, InvalidHeaderAnnotation, RejectedTool, encode_header_value,
+};
 pub use listing::{DEFAULT_MAX_PAGES, ListResult, Listed, Listing, PageError, Pager};
 pub use request::{FromResult, Request};
 pub use server::{
