@@ -679,7 +679,10 @@ impl HttpConnection {
         if !any && !modern {
             return None;
         }
-        let id = serde_json::from_slice::<Value>(request).ok()?.get("id")?.clone();
+        let id = serde_json::from_slice::<Value>(request)
+            .ok()?
+            .get("id")?
+            .clone();
         answer.as_object_mut()?.insert("id".to_owned(), id);
         serde_json::to_vec(&answer).ok()
     }
