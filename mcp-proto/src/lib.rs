@@ -45,8 +45,10 @@
 //! or a GET with the protocol's headers), and the caller feeds back what each brought
 //! ([`Reply`]: a status, a session id, a message, a stream's end). It decides what those
 //! mean: the session's headers, nothing overtaking `notifications/initialized`, when the
-//! server's own stream opens, fallback to HTTP+SSE, what a 404 means, resumption budgets.
-//! The caller never looks inside a message.
+//! server's own stream opens, fallback to HTTP+SSE, what a 404 means, resumption budgets; in
+//! the stateless era, which era a refusal of the probe means, the headers that mirror each
+//! request (`Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`, see [`HeaderParams`]) and the tools whose
+//! annotations make them unusable. The caller never looks inside a message.
 //!
 //! # The server role
 //!

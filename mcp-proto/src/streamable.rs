@@ -1,7 +1,8 @@
 //! The HTTP transports' rules, sans-IO: [`HttpConnection`] wraps a [`Connection`] and decides
 //! which HTTP exchanges carry its messages (Streamable HTTP, or the 2024-11-05 HTTP+SSE
 //! transport), which headers each carries, and what each answer means: sessions, the
-//! handshake's order, fallback, resumption budgets, what a 404 means.
+//! handshake's order, fallback, resumption budgets, what a 404 means, and in the stateless era
+//! which era a refused probe means and the headers that mirror each request.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
@@ -235,6 +236,29 @@ struct Listener {
 /// after the server's `retry` (1 s without one), at most 5 times
 /// in a row without a new event; under [`HttpTransport::Auto`], `initialize` refused with 400,
 /// 404 or 405 falls back to HTTP+SSE.
+///
+/// # The stateless era
+///
+/// Under [`Protocol::Auto`](crate::Protocol::Auto) the first POST is the core's
+/// `server/discover` probe. A 2xx answer goes to the core, which decides. A refusal whose body
+/// is a stateless-era JSON-RPC error (-32020, -32021, -32022 in a 400, 404 or 405; -32601 in a
+/// 404) is the probe's answer: the server is stateless, and a -32022 has the probe sent again
+/// in the revision it names, never a fallback. Any other 4xx (an empty body, or -32603 in a 400
+/// as real legacy servers answer) means the handshake era: `initialize` follows, and its own
+/// refusal may still fall back to HTTP+SSE. 401 and 403 are never evidence of an era.
+///
+/// In the stateless era every POST carries `MCP-Protocol-Version` (the `_meta`'s), `Mcp-Method`,
+/// `Mcp-Name` for `tools/call`, `prompts/get` and `resources/read` (base64-encoded when unsafe),
+/// and for `tools/call` the `Mcp-Param-*` headers of the tool's `x-mcp-header` annotations, as
+/// learnt from the `tools/list` results relayed (a tool not listed yet gets none). A tool whose
+/// annotations are invalid is removed from the `tools/list` result the caller sees and named,
+/// with the reason, in [`rejected_tools`](Self::rejected_tools). A `tools/call` refused with
+/// -32020 has the tools listed once and is sent again with the headers now known; a second
+/// -32020 is its answer. Any JSON-RPC error inside a refusal answers its request, typed. There
+/// is no session id (one the server sends is ignored), no GET stream, no `Last-Event-ID`: a
+/// stream that breaks before the answer fails its request, and [`session_end`](Self::session_end)
+/// gives nothing. Cancelling a request stops its exchange ([`Exchange::Cancel`]); no
+/// `notifications/cancelled` is POSTed.
 pub struct HttpConnection {
     connection: Connection,
     /// The configured URL: the MCP endpoint, or HTTP+SSE's event stream.
