@@ -452,6 +452,15 @@ impl Connection {
         }
     }
 
+    /// For HTTP: the probe was refused in a way no stateless server refuses (a 4xx whose body
+    /// is no stateless-era error), which means the handshake era, as when the probe times out.
+    pub(crate) fn probe_refused(&mut self, now: Instant) {
+        if let State::Probing { held_replies, .. } = &mut self.state {
+            let held_replies = std::mem::take(held_replies);
+            self.begin_handshake(now, self.handshake_version(), held_replies);
+        }
+    }
+
     /// For a transport that sends each message on its own (HTTP): from now on every
     /// stateless-era [`Sent::Request`] carries its [`Outgoing`] details.
     pub(crate) fn tag_requests(&mut self) {

@@ -71,8 +71,10 @@
 //! or a GET with the protocol's headers), and the caller feeds back what each brought
 //! ([`Reply`]: a status, a session id, a message, a stream's end). It decides what those
 //! mean: the session's headers, nothing overtaking `notifications/initialized`, when the
-//! server's own stream opens, fallback to HTTP+SSE, what a 404 means, resumption budgets.
-//! The caller never looks inside a message.
+//! server's own stream opens, fallback to HTTP+SSE, what a 404 means, resumption budgets; in
+//! the stateless era, which era a refusal of the probe means, the headers that mirror each
+//! request (`Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`, see [`HeaderParams`]) and the tools whose
+//! annotations make them unusable. The caller never looks inside a message.
 //!
 //! # The server role
 //!
@@ -116,6 +118,7 @@ mod connection;
 mod error;
 mod features;
 mod framing;
+mod headers;
 mod jsonrpc;
 mod listing;
 mod pending;
@@ -137,6 +140,9 @@ pub use features::{
     ReadResourceResult, Resource, ResourceContents, ResourceTemplate, decode_base64,
 };
 pub use framing::{LineDecoder, LineError};
+pub use headers::{
+    HeaderParams, HeaderRule, InvalidHeaderAnnotation, RejectedTool, encode_header_value,
+};
 pub use listing::{
     CacheHint, CacheScope, DEFAULT_MAX_PAGES, ListResult, Listed, Listing, PageError, Pager,
 };

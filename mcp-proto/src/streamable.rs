@@ -1,13 +1,19 @@
 //! The HTTP transports' rules, sans-IO: [`HttpConnection`] wraps a [`Connection`] and decides
 //! which HTTP exchanges carry its messages (Streamable HTTP, or the 2024-11-05 HTTP+SSE
 //! transport), which headers each carries, and what each answer means: sessions, the
-//! handshake's order, fallback, resumption budgets, what a 404 means.
+//! handshake's order, fallback, resumption budgets, what a 404 means, and in the stateless era
+//! which era a refused probe means and the headers that mirror each request.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 
-use crate::connection::{Config, Connection, Event, RequestId, Sent};
-use crate::error::{CloseReason, RequestError};
+use serde_json::Value;
+
+use crate::connection::{Config, Connection, Event, Outgoing, RequestId, Sent};
+use crate::error::{CloseReason, RequestError, RpcError};
+use crate::headers::{RejectedTool, ToolHeaders, encode_header_value};
+use crate::request::Request;
+use crate::versions::Era;
 
 /// How many times in a row one answer's event stream is resumed from the same event before
 /// the request fails.
@@ -230,6 +236,29 @@ struct Listener {
 /// after the server's `retry` (1 s without one), at most 5 times
 /// in a row without a new event; under [`HttpTransport::Auto`], `initialize` refused with 400,
 /// 404 or 405 falls back to HTTP+SSE.
+///
+/// # The stateless era
+///
+/// Under [`Protocol::Auto`](crate::Protocol::Auto) the first POST is the core's
+/// `server/discover` probe. A 2xx answer goes to the core, which decides. A refusal whose body
+/// is a stateless-era JSON-RPC error (-32020, -32021, -32022 in a 400, 404 or 405; -32601 in a
+/// 404) is the probe's answer: the server is stateless, and a -32022 has the probe sent again
+/// in the revision it names, never a fallback. Any other 4xx (an empty body, or -32603 in a 400
+/// as real legacy servers answer) means the handshake era: `initialize` follows, and its own
+/// refusal may still fall back to HTTP+SSE. 401 and 403 are never evidence of an era.
+///
+/// In the stateless era every POST carries `MCP-Protocol-Version` (the `_meta`'s), `Mcp-Method`,
+/// `Mcp-Name` for `tools/call`, `prompts/get` and `resources/read` (base64-encoded when unsafe),
+/// and for `tools/call` the `Mcp-Param-*` headers of the tool's `x-mcp-header` annotations, as
+/// learnt from the `tools/list` results relayed (a tool not listed yet gets none). A tool whose
+/// annotations are invalid is removed from the `tools/list` result the caller sees and named,
+/// with the reason, in [`rejected_tools`](Self::rejected_tools). A `tools/call` refused with
+/// -32020 has the tools listed once and is sent again with the headers now known; a second
+/// -32020 is its answer. Any JSON-RPC error inside a refusal answers its request, typed. There
+/// is no session id (one the server sends is ignored), no GET stream, no `Last-Event-ID`: a
+/// stream that breaks before the answer fails its request, and [`session_end`](Self::session_end)
+/// gives nothing. Cancelling a request stops its exchange ([`Exchange::Cancel`]); no
+/// `notifications/cancelled` is POSTed.
 pub struct HttpConnection {
     connection: Connection,
     /// The configured URL: the MCP endpoint, or HTTP+SSE's event stream.
@@ -263,7 +292,26 @@ pub struct HttpConnection {
     /// How often each request's answer stream has been resumed in a row from the same event,
     /// and that event's id.
     resumes: BTreeMap<RequestId, (u32, Option<String>)>,
+    /// Stateless era: each tool's `Mcp-Param-*` headers, from the `tools/list` results relayed.
+    tools: ToolHeaders,
+    /// Stateless era: `tools/call`s refused with -32020 (HeaderMismatch), waiting for the
+    /// `tools/list` of ours (by its id) that may teach their headers, with the refusal to
+    /// fail them with if it does not.
+    relisting: BTreeMap<RequestId, HeaderRetry>,
+    /// Stateless era: calls already sent again after a -32020; a second one fails them.
+    header_retried: BTreeSet<RequestId>,
+    /// The time of the latest input, for what [`poll_event`](Self::poll_event) feeds the
+    /// connection.
+    latest: Instant,
     outgoing: VecDeque<Exchange>,
+}
+
+/// A `tools/call` to send again once the tools are listed anew.
+struct HeaderRetry {
+    body: Vec<u8>,
+    sent: Sent,
+    /// The server's -32020 answer, as a message for the connection.
+    refusal: Vec<u8>,
 }
 
 impl std::fmt::Debug for HttpConnection {
@@ -309,6 +357,10 @@ impl HttpConnection {
             next_exchange: 0,
             by_request: BTreeMap::new(),
             resumes: BTreeMap::new(),
+            tools: ToolHeaders::default(),
+            relisting: BTreeMap::new(),
+            header_retried: BTreeSet::new(),
+            latest: now,
             outgoing: VecDeque::new(),
         };
         if transport == HttpTransport::Sse {
@@ -341,7 +393,25 @@ impl HttpConnection {
     /// The connection's next event, as [`Connection::poll_event`].
     #[must_use]
     pub fn poll_event(&mut self) -> Option<Event> {
-        let event = self.connection.poll_event()?;
+        loop {
+            let event = self.connection.poll_event()?;
+            if let Event::Response { id, result } = &event
+                && let Some(retry) = self.relisting.remove(id)
+            {
+                // Our own listing, for a call's headers: whatever it brought, the call goes
+                // again with what is known now, or fails with the server's refusal.
+                match result {
+                    Ok(_) => self.transmit(retry.body, retry.sent),
+                    Err(_) => self.connection.handle_message(self.latest, &retry.refusal),
+                }
+                continue;
+            }
+            return Some(self.observe(event));
+        }
+    }
+
+    /// Keeps the transport's state in step with an event on its way to the caller.
+    fn observe(&mut self, event: Event) -> Event {
         match &event {
             Event::Ready(_) => {
                 if matches!(self.mode, Mode::Probing) {
@@ -366,10 +436,19 @@ impl HttpConnection {
                 }
                 self.resumes.remove(id);
                 self.resent.remove(id);
+                self.header_retried.remove(id);
             }
             _ => {}
         }
-        Some(event)
+        event
+    }
+
+    /// The tools the last `tools/list` (in the stateless era) left out of its result because
+    /// their `x-mcp-header` annotations are invalid, and why: the revision asks clients to
+    /// drop such tools and to warn about each. Read it after a listing ends; a new listing
+    /// (its first page) replaces it.
+    pub fn rejected_tools(&self) -> &[RejectedTool] {
+        self.tools.rejected()
     }
 
     /// The headers of the `DELETE` that ends the session on close, if there is one to end.
@@ -389,6 +468,7 @@ impl HttpConnection {
     /// exchange that was stopped, or is over, are ignored. Returns whom a
     /// [`Reply::Unreachable`] or [`Reply::Unauthorized`] failed.
     pub fn handle_reply(&mut self, now: Instant, id: ExchangeId, reply: Reply) -> Affected {
+        self.latest = now;
         let Some(purpose) = self.exchanges.get(&id) else {
             return Affected::Nothing;
         };
@@ -428,7 +508,7 @@ impl HttpConnection {
         match reply {
             Reply::Unreachable(detail) => self.post_failed(now, &url, sent, detail, true),
             Reply::Unauthorized(why) => match sent {
-                Sent::Initialize(_) => {
+                Sent::Initialize(_) | Sent::Discover { .. } => {
                     self.connection.fail(CloseReason::Transport(why));
                     Affected::Connection
                 }
@@ -444,7 +524,21 @@ impl HttpConnection {
                 body,
                 detail,
             } => {
-                if let Some(session) = session {
+                let probe = matches!(sent, Sent::Discover { probe: true, .. });
+                // In the stateless era any JSON-RPC error answers the request; before the
+                // verdict only one no handshake-era server sends.
+                let any = self.stateless() && !probe;
+                let answer = (any || matches!(sent, Sent::Discover { .. }))
+                    .then(|| self.refusal_answer(exchange, status, &body, any))
+                    .flatten();
+                if let Some(answer) = answer {
+                    if !self.relist_for_headers(now, exchange, &answer) {
+                        self.handle_message(now, &answer);
+                    }
+                } else if probe && (400..500).contains(&status) && !matches!(status, 401 | 403) {
+                    // A handshake-era server refusing a request outside a session.
+                    self.connection.probe_refused(now);
+                } else if let Some(session) = session {
                     if session_lost(status, &body) {
                         self.session_refused(now, exchange, &session, &detail);
                     } else {
@@ -467,7 +561,13 @@ impl HttpConnection {
                 Affected::Nothing
             }
             Reply::Message(message) => {
-                self.handle_message(now, &message);
+                match self.listing_page(exchange) {
+                    Some(first) => {
+                        let message = self.tools.relay(first, message);
+                        self.handle_message(now, &message);
+                    }
+                    None => self.handle_message(now, &message),
+                }
                 Affected::Nothing
             }
             Reply::BodyEnded(detail) => {
@@ -539,7 +639,7 @@ impl HttpConnection {
     ) -> Affected {
         let sentence = format!("POST {url}: {detail}");
         match sent {
-            Sent::Initialize(_) if self.handshaking() => {
+            Sent::Initialize(_) | Sent::Discover { .. } if self.handshaking() => {
                 self.connection.fail(CloseReason::Transport(sentence));
                 if unreachable {
                     return Affected::Connection;
@@ -552,6 +652,95 @@ impl HttpConnection {
             _ => {}
         }
         Affected::Nothing
+    }
+
+    /// Whether `exchange` carries a stateless-era `tools/list`, and if so whether it asks for
+    /// the first page (no cursor), which starts a new listing.
+    fn listing_page(&self, exchange: ExchangeId) -> Option<bool> {
+        let Some(Purpose::Post {
+            body,
+            sent: Sent::Request(_, Some(outgoing)),
+            ..
+        }) = self.exchanges.get(&exchange)
+        else {
+            return None;
+        };
+        if outgoing.method != "tools/list" {
+            return None;
+        }
+        let request: Value = serde_json::from_slice(body).ok()?;
+        Some(request["params"].get("cursor").is_none())
+    }
+
+    /// Whether the stateless era is spoken (no session, no GET stream, no resumption).
+    fn stateless(&self) -> bool {
+        self.connection.era() == Some(Era::Stateless)
+    }
+
+    /// The JSON-RPC error in the body of a refusal of `exchange`'s POST, as the answer to its
+    /// request: any error when `any`, else only one of the stateless era's (-32020, -32021,
+    /// -32022 in a 400, 404 or 405, or -32601 in a 404). A POST carries one request, so the
+    /// error answers it whatever id it names (servers often write `null` there).
+    fn refusal_answer(
+        &self,
+        exchange: ExchangeId,
+        status: u16,
+        body: &[u8],
+        any: bool,
+    ) -> Option<Vec<u8>> {
+        let Some(Purpose::Post { body: request, .. }) = self.exchanges.get(&exchange) else {
+            return None;
+        };
+        let mut answer: Value = serde_json::from_slice(body).ok()?;
+        let code = answer.get("error")?.get("code")?.as_i64()?;
+        let modern = matches!(
+            code,
+            RpcError::HEADER_MISMATCH
+                | RpcError::MISSING_REQUIRED_CLIENT_CAPABILITY
+                | RpcError::UNSUPPORTED_PROTOCOL_VERSION
+        ) && matches!(status, 400 | 404 | 405)
+            || (status, code) == (404, RpcError::METHOD_NOT_FOUND);
+        if !any && !modern {
+            return None;
+        }
+        let id = serde_json::from_slice::<Value>(request)
+            .ok()?
+            .get("id")?
+            .clone();
+        answer.as_object_mut()?.insert("id".to_owned(), id);
+        serde_json::to_vec(&answer).ok()
+    }
+
+    /// A `tools/call` refused with -32020 (HeaderMismatch) for the first time: the tool's
+    /// `Mcp-Param-*` headers may have changed, or it was never listed, so list the tools (as
+    /// the revision says) and send the call again once the listing is in. Returns whether it
+    /// did; otherwise the refusal is the call's answer.
+    fn relist_for_headers(&mut self, now: Instant, exchange: ExchangeId, answer: &[u8]) -> bool {
+        let Some(Purpose::Post { body, sent, .. }) = self.exchanges.get(&exchange) else {
+            return false;
+        };
+        let Sent::Request(id, Some(outgoing)) = sent else {
+            return false;
+        };
+        let mismatch = serde_json::from_slice::<Value>(answer)
+            .ok()
+            .and_then(|answer| answer["error"]["code"].as_i64())
+            == Some(RpcError::HEADER_MISMATCH);
+        if outgoing.method != "tools/call" || !mismatch || !self.header_retried.insert(*id) {
+            return false;
+        }
+        let retry = HeaderRetry {
+            body: body.clone(),
+            sent: sent.clone(),
+            refusal: answer.to_vec(),
+        };
+        match self.connection.request(now, Request::list_tools(None)) {
+            Ok(listing) => {
+                self.relisting.insert(listing, retry);
+                true
+            }
+            Err(_) => false,
+        }
     }
 
     /// Whether the connection is still opening a session (the first, or a new one).
@@ -671,6 +860,13 @@ impl HttpConnection {
             return;
         }
         if !self.by_request.contains_key(&id) {
+            return;
+        }
+        if self.stateless() {
+            // Streams are not resumable in this era; sending the request again is the
+            // caller's choice (`subscriptions/listen` is listened to again by its host).
+            let error = RequestError::Transport(format!("{why} before the answer"));
+            self.connection.fail_request(now, id, error);
             return;
         }
         // Only streams that brought nothing new count: a server may end a long call's stream
@@ -862,6 +1058,13 @@ impl HttpConnection {
             message.pop();
         }
         match sent {
+            // Over HTTP the stateless era cancels by closing the request's stream.
+            Sent::Cancelled(id) if self.stateless() => {
+                if let Some(exchange) = self.by_request.remove(&id) {
+                    self.cancel(exchange);
+                }
+                return;
+            }
             // The answer to the new `initialize` has come: the new session is ready.
             Sent::Initialized => self.restarting = false,
             // Issued before the session was lost, it would go out with no session at all.
@@ -883,7 +1086,12 @@ impl HttpConnection {
     }
 
     fn post(&mut self, url: String, body: Vec<u8>, sent: Sent, legacy: bool) {
-        let mut headers = if legacy { Vec::new() } else { self.headers() };
+        let mut headers = match &sent {
+            _ if legacy => Vec::new(),
+            Sent::Discover { version, .. } => stateless_headers(version, "server/discover", None),
+            Sent::Request(_, Some(outgoing)) => self.request_headers(outgoing),
+            _ => self.headers(),
+        };
         headers.push(("Content-Type".to_owned(), "application/json".to_owned()));
         headers.push((
             "Accept".to_owned(),
@@ -923,11 +1131,24 @@ impl HttpConnection {
         self.exchanges.insert(id, purpose);
     }
 
+    /// The headers of a stateless-era request: the protocol version, `Mcp-Method`, `Mcp-Name`
+    /// and, for `tools/call`, the `Mcp-Param-*` headers the tool's listing asked for (none for
+    /// a tool not listed yet).
+    fn request_headers(&self, outgoing: &Outgoing) -> Vec<(String, String)> {
+        let name = outgoing.name.as_deref();
+        let mut headers = stateless_headers(outgoing.version, &outgoing.method, name);
+        if let (Some(name), Some(arguments)) = (name, &outgoing.arguments) {
+            headers.extend(self.tools.headers(name, arguments));
+        }
+        headers
+    }
+
     /// Opens the GET stream for the server's own messages, once the session is ready, the
     /// `initialize` exchange is over (a stream that answered it resumes here) and so is
-    /// `notifications/initialized`.
+    /// `notifications/initialized`. The stateless era has no such stream.
     fn open_listener(&mut self) {
         if matches!(self.mode, Mode::Legacy { .. })
+            || self.stateless()
             || self.listener.is_some()
             || self.gate.is_some()
             || self.connection.server_info().is_none()
@@ -1007,6 +1228,19 @@ impl HttpConnection {
         }
         headers
     }
+}
+
+/// `MCP-Protocol-Version`, `Mcp-Method` and (for `tools/call`, `prompts/get`,
+/// `resources/read`) `Mcp-Name`, encoded when it is not a safe header value.
+fn stateless_headers(version: &str, method: &str, name: Option<&str>) -> Vec<(String, String)> {
+    let mut headers = vec![
+        ("MCP-Protocol-Version".to_owned(), version.to_owned()),
+        ("Mcp-Method".to_owned(), method.to_owned()),
+    ];
+    if let Some(name) = name {
+        headers.push(("Mcp-Name".to_owned(), encode_header_value(name)));
+    }
+    headers
 }
 
 /// Whether the server refused a message carrying a session id because it no longer knows

@@ -7,6 +7,7 @@
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
+use crate::headers::{HeaderParams, InvalidHeaderAnnotation};
 use crate::listing::{ListResult, Listed};
 use crate::request::{FromResult, Params, Request};
 
@@ -147,6 +148,13 @@ pub struct Tool {
 }
 
 impl Tool {
+    /// The `Mcp-Param-*` headers its `x-mcp-header` annotations ask for over Streamable HTTP in
+    /// the stateless era, or why the annotations make it unusable there (the revision says to
+    /// leave such a tool out of the list, with a warning).
+    pub fn header_params(&self) -> Result<HeaderParams, InvalidHeaderAnnotation> {
+        HeaderParams::from_schema(&self.input_schema)
+    }
+
     /// Whether it can only run as a task (`execution.taskSupport: "required"`), which this
     /// client does not do yet.
     pub fn requires_tasks(&self) -> bool {

@@ -5,8 +5,8 @@ use std::time::{Duration, Instant};
 
 use crate::peer::handshake_config;
 use mcp_proto::{
-    Answer, CloseReason, Event, Exchange, ExchangeId, Get, HttpConnection, HttpTransport, Post,
-    Reply, Request, RequestError,
+    Affected, Answer, CloseReason, Config, Era, Event, Exchange, ExchangeId, Get, HeaderRule,
+    HttpConnection, HttpTransport, Post, Reply, Request, RequestError, RequestId, RpcError,
 };
 use serde_json::{Value, json};
 
@@ -455,5 +455,454 @@ fn a_stream_with_no_event_id_fails_its_request_at_once() {
     assert!(
         matches!(&ended[..], [Event::Response { id: failed, result: Err(RequestError::Transport(why)) }] if *failed == id && *why == expected),
         "{ended:?}"
+    );
+}
+
+// ----- the stateless era -----
+
+/// A connection that finds the era out ([`Protocol::Auto`], the default).
+fn auto(now: Instant) -> HttpConnection {
+    HttpConnection::new(now, Config::default(), URL.to_owned(), HttpTransport::Auto)
+}
+
+fn discover_answer(post: &Post) -> Value {
+    result_for(
+        post,
+        json!({
+            "supportedVersions": ["2026-07-28"],
+            "capabilities": {"tools": {}},
+            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "s", "version": "1"}},
+        }),
+    )
+}
+
+/// A JSON-RPC error body, with `id` null as some servers write it.
+fn error_body(code: i64, data: Value) -> String {
+    json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": "no", "data": data}})
+        .to_string()
+}
+
+fn body(post: &Post) -> Value {
+    serde_json::from_slice(&post.body).unwrap()
+}
+
+/// Streamable HTTP in the stateless era: the probe answered, with a session id the server
+/// sends anyway (the conformance suite's servers do).
+fn stateless(now: Instant) -> HttpConnection {
+    let mut http = auto(now);
+    let probe = one_post(&mut http);
+    assert_eq!(method(&probe), "server/discover");
+    answer(
+        &mut http,
+        now,
+        &probe,
+        Some("ignored"),
+        discover_answer(&probe),
+    );
+    assert!(matches!(events(&mut http).as_slice(), [Event::Ready(_)]));
+    assert_eq!(http.connection().era(), Some(Era::Stateless));
+    http
+}
+
+/// The one event there is, which must end a request.
+fn one_response(http: &mut HttpConnection) -> (RequestId, Result<Value, RequestError>) {
+    match events(http).as_slice() {
+        [Event::Response { id, result }] => (*id, result.clone()),
+        other => panic!("expected one response, got {other:?}"),
+    }
+}
+
+/// The one POST a request made, its answer `result`, and the response the caller gets.
+fn round_trip(http: &mut HttpConnection, now: Instant, result: Value) -> (Post, Event) {
+    let post = one_post(http);
+    answer(http, now, &post, None, result_for(&post, result));
+    let mut events = events(http);
+    assert_eq!(events.len(), 1, "{events:?}");
+    (post, events.remove(0))
+}
+
+#[test]
+fn the_probe_carries_the_stateless_headers_and_its_answer_decides_the_era() {
+    let now = Instant::now();
+    let mut http = auto(now);
+    let probe = one_post(&mut http);
+    assert_eq!(method(&probe), "server/discover");
+    assert_eq!(
+        header(&probe.headers, "mcp-protocol-version"),
+        Some("2026-07-28")
+    );
+    assert_eq!(
+        header(&probe.headers, "mcp-method"),
+        Some("server/discover")
+    );
+    let meta = &body(&probe)["params"]["_meta"];
+    assert_eq!(
+        meta["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+    answer(&mut http, now, &probe, Some("s1"), discover_answer(&probe));
+    assert!(matches!(events(&mut http).as_slice(), [Event::Ready(_)]));
+    // No GET stream in this era, and the session id the server sent is not kept.
+    assert!(exchanges(&mut http).is_empty());
+    let id = http
+        .connection_mut()
+        .request(now, Request::list_tools(None))
+        .unwrap();
+    let (list, event) = round_trip(&mut http, now, json!({"tools": []}));
+    assert!(matches!(event, Event::Response { id: got, result: Ok(_) } if got == id));
+    assert_eq!(header(&list.headers, "mcp-session-id"), None);
+    assert_eq!(
+        header(&list.headers, "mcp-protocol-version"),
+        Some("2026-07-28")
+    );
+    assert_eq!(header(&list.headers, "mcp-method"), Some("tools/list"));
+    assert_eq!(header(&list.headers, "mcp-name"), None);
+    assert!(exchanges(&mut http).is_empty());
+    http.connection_mut().close();
+    let _ = events(&mut http);
+    assert_eq!(http.session_end(), None, "no session, no DELETE");
+}
+
+/// A real legacy server answers the probe with -32603 inside a 400: the handshake era, and
+/// `initialize` follows (a session as before).
+#[test]
+fn a_probe_refused_with_a_handshake_era_error_means_the_handshake() {
+    let now = Instant::now();
+    let mut http = auto(now);
+    let probe = one_post(&mut http);
+    refuse(
+        &mut http,
+        now,
+        &probe,
+        400,
+        &error_body(-32603, Value::Null),
+    );
+    let initialize = one_post(&mut http);
+    assert_eq!(method(&initialize), "initialize");
+    assert_eq!(header(&initialize.headers, "mcp-method"), None);
+    answer(
+        &mut http,
+        now,
+        &initialize,
+        Some("s1"),
+        init_answer(&initialize),
+    );
+    let initialized = one_post(&mut http);
+    assert_eq!(header(&initialized.headers, "mcp-session-id"), Some("s1"));
+    assert!(matches!(events(&mut http).as_slice(), [Event::Ready(_)]));
+    assert_eq!(http.connection().era(), Some(Era::Handshake));
+}
+
+/// A 404 with no body to the probe, then to `initialize`: an HTTP+SSE server, as before.
+#[test]
+fn a_probe_refused_with_an_empty_404_falls_back_to_http_sse_after_initialize() {
+    let now = Instant::now();
+    let mut http = auto(now);
+    let probe = one_post(&mut http);
+    refuse(&mut http, now, &probe, 404, "");
+    let initialize = one_post(&mut http);
+    assert_eq!(method(&initialize), "initialize");
+    refuse(&mut http, now, &initialize, 404, "");
+    let stream = one_get(&mut http);
+    assert!(stream.legacy, "the HTTP+SSE stream");
+}
+
+/// -32022 inside a 400 is a stateless server naming what it speaks (even the revision we
+/// asked for): the probe goes again, never the handshake nor HTTP+SSE.
+#[test]
+fn a_probe_refused_with_unsupported_version_is_retried_never_fallen_back() {
+    let now = Instant::now();
+    let mut http = auto(now);
+    let probe = one_post(&mut http);
+    let supported = json!({"supported": ["2026-07-28"], "requested": "2026-07-28"});
+    refuse(&mut http, now, &probe, 400, &error_body(-32022, supported));
+    let again = one_post(&mut http);
+    assert_eq!(method(&again), "server/discover");
+    assert_ne!(body(&again)["id"], body(&probe)["id"]);
+    assert_eq!(
+        header(&again.headers, "mcp-protocol-version"),
+        Some("2026-07-28")
+    );
+    answer(&mut http, now, &again, None, discover_answer(&again));
+    assert!(matches!(events(&mut http).as_slice(), [Event::Ready(_)]));
+    assert_eq!(http.connection().era(), Some(Era::Stateless));
+    assert!(
+        exchanges(&mut http).is_empty(),
+        "no GET, no HTTP+SSE stream"
+    );
+}
+
+/// 401 is never era evidence: the connection fails with the adapter's words, as before.
+#[test]
+fn an_unauthorized_probe_fails_the_connection_not_the_era() {
+    let now = Instant::now();
+    let mut http = auto(now);
+    let probe = one_post(&mut http);
+    let affected = http.handle_reply(now, probe.id, Reply::Unauthorized("needs login".into()));
+    assert_eq!(affected, Affected::Connection);
+    assert!(
+        exchanges(&mut http)
+            .iter()
+            .all(|e| !matches!(e, Exchange::Post(_)))
+    );
+    let closed = events(&mut http).into_iter().last();
+    assert!(
+        matches!(closed, Some(Event::Closed(CloseReason::Transport(why))) if why == "needs login")
+    );
+}
+
+#[test]
+fn each_post_names_its_method_and_what_it_acts_on() {
+    let now = Instant::now();
+    let mut http = stateless(now);
+    let requests = [
+        (
+            Request::call_tool("get_weather", json!({})).untyped(),
+            "tools/call",
+            Some("get_weather"),
+        ),
+        (
+            Request::call_tool("天気", json!({})).untyped(),
+            "tools/call",
+            Some("=?base64?5aSp5rCX?="),
+        ),
+        (
+            Request::get_prompt("greet", Default::default()).untyped(),
+            "prompts/get",
+            Some("greet"),
+        ),
+        (
+            Request::read_resource("file:///projects/my app/a.json").untyped(),
+            "resources/read",
+            Some("file:///projects/my app/a.json"),
+        ),
+        (Request::list_prompts(None).untyped(), "prompts/list", None),
+    ];
+    for (request, method, name) in requests {
+        http.connection_mut().request(now, request).unwrap();
+        let post = one_post(&mut http);
+        assert_eq!(header(&post.headers, "mcp-method"), Some(method));
+        assert_eq!(header(&post.headers, "mcp-name"), name, "{method}");
+        assert_eq!(
+            header(&post.headers, "mcp-protocol-version"),
+            Some("2026-07-28")
+        );
+        let meta = &body(&post)["params"]["_meta"];
+        assert_eq!(
+            meta["io.modelcontextprotocol/protocolVersion"],
+            "2026-07-28"
+        );
+        assert!(!post.headers.iter().any(|(k, _)| k.starts_with("Mcp-Param")));
+    }
+}
+
+/// The tool list of the conformance suite's `http-invalid-tool-headers`, shortened.
+fn annotated_tools() -> Value {
+    let tool = |name: &str, property: Value| json!({"name": name, "inputSchema": {"type": "object", "properties": property}});
+    json!({"tools": [
+        tool("valid_tool", json!({"region": {"type": "string", "x-mcp-header": "Region"},
+            "verbose": {"type": "boolean", "x-mcp-header": "Verbose"},
+            "priority": {"type": "integer", "x-mcp-header": "Priority"}})),
+        tool("invalid_space_in_name", json!({"value": {"type": "string", "x-mcp-header": "My Region"}})),
+        tool("plain", json!({"q": {"type": "string"}})),
+    ]})
+}
+
+#[test]
+fn a_listing_drops_tools_with_invalid_annotations_and_says_why() {
+    let now = Instant::now();
+    let mut http = stateless(now);
+    http.connection_mut()
+        .request(now, Request::list_tools(None))
+        .unwrap();
+    let (_, event) = round_trip(&mut http, now, annotated_tools());
+    let Event::Response {
+        result: Ok(result), ..
+    } = event
+    else {
+        panic!("{event:?}")
+    };
+    let names: Vec<&str> = result["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["valid_tool", "plain"]);
+    let [rejected] = http.rejected_tools() else {
+        panic!("{:?}", http.rejected_tools())
+    };
+    assert_eq!(rejected.name, "invalid_space_in_name");
+    assert_eq!(rejected.reason.rule, HeaderRule::Character(' '));
+    assert_eq!(rejected.reason.property, "/properties/value");
+}
+
+#[test]
+fn a_call_mirrors_the_listed_annotations_and_omits_nulls() {
+    let now = Instant::now();
+    let mut http = stateless(now);
+    http.connection_mut()
+        .request(now, Request::list_tools(None))
+        .unwrap();
+    let _ = round_trip(&mut http, now, annotated_tools());
+    let arguments = json!({"region": " us-west1", "verbose": null, "priority": 42});
+    http.connection_mut()
+        .request(now, Request::call_tool("valid_tool", arguments))
+        .unwrap();
+    let call = one_post(&mut http);
+    assert_eq!(
+        header(&call.headers, "mcp-param-region"),
+        Some("=?base64?IHVzLXdlc3Qx?=")
+    );
+    assert_eq!(header(&call.headers, "mcp-param-priority"), Some("42"));
+    assert_eq!(header(&call.headers, "mcp-param-verbose"), None);
+}
+
+/// A tool never listed carries no `Mcp-Param-*`; the server's -32020 has the tools listed
+/// once and the call sent again with its headers, under the same id; a second -32020 is the
+/// call's answer.
+#[test]
+fn a_header_mismatch_lists_the_tools_and_retries_the_call_once() {
+    let now = Instant::now();
+    let mut http = stateless(now);
+    let arguments = json!({"region": "eu"});
+    let id = http
+        .connection_mut()
+        .request(now, Request::call_tool("valid_tool", arguments))
+        .unwrap();
+    let call = one_post(&mut http);
+    assert!(!call.headers.iter().any(|(k, _)| k.starts_with("Mcp-Param")));
+    refuse(&mut http, now, &call, 400, &error_body(-32020, Value::Null));
+    assert!(events(&mut http).is_empty(), "the call is still on");
+    let list = one_post(&mut http);
+    assert_eq!(method(&list), "tools/list");
+    answer(
+        &mut http,
+        now,
+        &list,
+        None,
+        result_for(&list, annotated_tools()),
+    );
+    assert!(
+        events(&mut http).is_empty(),
+        "our own listing is not the caller's"
+    );
+    let again = one_post(&mut http);
+    assert_eq!(again.body, call.body);
+    assert_eq!(header(&again.headers, "mcp-param-region"), Some("eu"));
+    refuse(
+        &mut http,
+        now,
+        &again,
+        400,
+        &error_body(-32020, Value::Null),
+    );
+    let (got, result) = one_response(&mut http);
+    let Err(RequestError::Remote(error)) = result else {
+        panic!("the call fails: {result:?}");
+    };
+    assert_eq!((got, error.code), (id, RpcError::HEADER_MISMATCH));
+    assert!(exchanges(&mut http).is_empty(), "no third try");
+}
+
+/// Any JSON-RPC error in a refusal answers its request, typed, instead of a bare HTTP error.
+#[test]
+fn an_error_inside_a_refusal_fails_the_request_with_it() {
+    let now = Instant::now();
+    let mut http = stateless(now);
+    for (status, code) in [(400, -32602), (404, -32601), (400, -32021)] {
+        let id = http
+            .connection_mut()
+            .request(now, Request::read_resource("x:/y"))
+            .unwrap();
+        let post = one_post(&mut http);
+        refuse(
+            &mut http,
+            now,
+            &post,
+            status,
+            &error_body(code, Value::Null),
+        );
+        let (got, result) = one_response(&mut http);
+        let Err(RequestError::Remote(error)) = result else {
+            panic!("{status} {code}: {result:?}");
+        };
+        assert_eq!((got, error.code), (id, code));
+    }
+}
+
+/// No `Last-Event-ID` in this era: a stream that breaks fails its request at once.
+#[test]
+fn a_broken_stream_fails_its_request_instead_of_resuming() {
+    let now = Instant::now();
+    let mut http = stateless(now);
+    let id = http
+        .connection_mut()
+        .request(now, Request::list_prompts(None))
+        .unwrap();
+    let post = one_post(&mut http);
+    http.handle_reply(now, post.id, Reply::Head { session: None });
+    let ended = Reply::StreamEnded {
+        why: "the event stream ended".into(),
+        last_event_id: Some("7".into()),
+        retry: Some(Duration::from_millis(10)),
+    };
+    http.handle_reply(now, post.id, ended);
+    let (got, result) = one_response(&mut http);
+    let Err(RequestError::Transport(why)) = result else {
+        panic!("the request fails: {result:?}");
+    };
+    assert_eq!(got, id);
+    assert!(
+        why.contains("the event stream ended before the answer"),
+        "{why}"
+    );
+    assert!(
+        exchanges(&mut http)
+            .iter()
+            .all(|e| !matches!(e, Exchange::Get(_)))
+    );
+}
+
+/// Cancelling stops the request's exchange; no `notifications/cancelled` is POSTed.
+#[test]
+fn cancelling_closes_the_stream_without_a_notification() {
+    let now = Instant::now();
+    let mut http = stateless(now);
+    let id = http
+        .connection_mut()
+        .request(now, Request::call_tool("slow", json!({})))
+        .unwrap();
+    let post = one_post(&mut http);
+    assert!(http.connection_mut().cancel(now, id));
+    assert_eq!(exchanges(&mut http), [Exchange::Cancel(post.id)]);
+    assert_eq!(one_response(&mut http), (id, Err(RequestError::Cancelled)));
+}
+
+/// `subscriptions/listen` is answered by a long-lived stream: its POST has no time limit, and
+/// the stream's end fails it (the host listens again).
+#[test]
+fn listen_has_no_time_limit_and_its_streams_end_fails_it() {
+    let now = Instant::now();
+    let mut http = stateless(now);
+    let params = json!({"notifications": {"toolsListChanged": true}});
+    let listen = Request::new("subscriptions/listen", Some(params));
+    let id = http.connection_mut().request(now, listen).unwrap();
+    let post = one_post(&mut http);
+    assert_eq!(
+        header(&post.headers, "mcp-method"),
+        Some("subscriptions/listen")
+    );
+    assert_eq!((post.answer, post.timeout), (Answer::InResponse, None));
+    http.handle_reply(now, post.id, Reply::Head { session: None });
+    let ended = Reply::StreamEnded {
+        why: "the event stream ended".into(),
+        last_event_id: None,
+        retry: None,
+    };
+    http.handle_reply(now, post.id, ended);
+    let failed = events(&mut http);
+    assert!(
+        matches!(failed.as_slice(), [Event::Response { id: got, result: Err(_) }] if *got == id)
     );
 }
