@@ -117,6 +117,7 @@ fn native(raw: RawServer) -> NewServer {
         enabled_tools: raw.tools.enabled.map(globs),
         disabled_tools: globs(raw.tools.disabled),
         disabled: !raw.enabled,
+        protocol: raw.protocol,
     }
 }
 
