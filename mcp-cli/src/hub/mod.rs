@@ -55,6 +55,7 @@
 
 mod ask;
 mod catalogue;
+mod eras;
 mod error;
 mod features;
 mod options;
@@ -80,6 +81,8 @@ pub use error::HubError;
 pub use features::{PromptEntry, ResourceEntry, Skipped, TemplateEntry};
 pub use pins::{ApproveChanges, PinChange};
 pub use server_requests::{ElicitAnswer, ElicitHandler, Elicitation};
+
+pub(crate) use eras::short_digest;
 
 use crate::config::{Config, Policy, Server, ServerSpec, Source};
 use crate::logs::RunLog;
@@ -113,6 +116,9 @@ pub struct Settings {
     /// Where tool definitions are pinned (`<server>.json`): a pinned tool whose definition
     /// changes is withheld until [`Hub::trust`]. `None` pins nothing.
     pub pin_dir: Option<PathBuf>,
+    /// Where the revision each `auto` server spoke last is kept (`eras.json`), so that the
+    /// next connection speaks it at once instead of probing. `None` keeps nothing.
+    pub era_file: Option<PathBuf>,
     /// The OAuth of remote servers: whether one asking for authorization may start a login
     /// ([`auth::Settings::login`](crate::auth::Settings::login)), where tokens are kept, who
     /// shows the login URL. Nothing here comes from `MCP_CLI_*` variables; a server entry's
@@ -134,6 +140,7 @@ impl Default for Settings {
             ask: None,
             elicit: None,
             pin_dir: None,
+            era_file: None,
             auth: crate::auth::Settings::default(),
         }
     }
@@ -152,6 +159,7 @@ impl std::fmt::Debug for Settings {
             .field("ask", &self.ask.is_some())
             .field("elicit", &self.elicit.is_some())
             .field("pin_dir", &self.pin_dir)
+            .field("era_file", &self.era_file)
             .field("auth", &self.auth)
             .finish()
     }
@@ -291,6 +299,8 @@ pub(crate) struct Inner {
     slots: RwLock<BTreeMap<String, Arc<Slot>>>,
     policy: Policy,
     pins: pins::Pins,
+    /// The cached era verdicts.
+    pub(crate) eras: eras::Eras,
     settings: Settings,
     stopping: AtomicBool,
     listeners: Mutex<Vec<Listener>>,
@@ -346,6 +356,7 @@ impl Hub {
             slots: RwLock::new(BTreeMap::new()),
             policy,
             pins: pins::Pins::new(settings.pin_dir.clone()),
+            eras: eras::Eras::new(settings.era_file.clone()),
             settings,
             stopping: AtomicBool::new(false),
             listeners: Mutex::new(Vec::new()),
@@ -603,8 +614,12 @@ impl Inner {
         self.stopping.load(Ordering::SeqCst)
     }
 
-    pub(crate) fn options(&self, spec: &ServerSpec) -> (mcp_smol::Options, Option<RunLog>) {
-        options::for_server(spec, &self.settings)
+    pub(crate) fn options(
+        &self,
+        spec: &ServerSpec,
+        protocol: mcp_smol::proto::Protocol,
+    ) -> (mcp_smol::Options, Option<RunLog>) {
+        options::for_server(spec, &self.settings, protocol)
     }
 
     pub(crate) fn spawn<T: Send + 'static>(

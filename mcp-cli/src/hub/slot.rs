@@ -6,12 +6,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use mcp_smol::proto::{Notification, Tool};
+use std::io::Write as _;
+
+use mcp_smol::proto::{Notification, Protocol, Tool};
 use mcp_smol::{Client, HttpServer, HttpTransport, ServerCommand};
 
 use crate::auth;
 use crate::config::{self, Entry, Remote, Server, ServerSpec, Source};
+use crate::hub::eras;
 use crate::hub::features::Features;
+use crate::hub::options::{self, Basis};
 use crate::hub::{HubError, HubEvent, Inner, ServerStatus, State, server_requests};
 
 /// At most this many restarts in a minute; after that the server stays `failed` until
@@ -48,6 +52,8 @@ pub(crate) struct Live {
     pub(crate) client: Client,
     /// This connection's number, from [`CONNECTIONS`].
     conn: u64,
+    /// The revision it speaks.
+    protocol: String,
     pub(crate) tools: Arc<Vec<Tool>>,
     /// Listed on first need ([`Slot::features`]): a command that only calls tools does not
     /// wait for lists it never shows.
@@ -340,11 +346,55 @@ impl Slot {
         life.restarts.clear();
     }
 
-    /// Spawns, records (so that a shutdown can find it), handshakes and lists the tools.
+    /// Connects in the revision [`options::choose`] picks, and again as
+    /// [`options::after_failure`] says when that fails; a verdict found is cached.
     async fn start(
         self: &Arc<Self>,
         hub: &Arc<Inner>,
         spec: &ServerSpec,
+    ) -> Result<Live, HubError> {
+        let key = eras::key(spec);
+        let (cached, mut note) = match hub.eras.get(&key) {
+            Ok(cached) => (cached, None),
+            Err(note) => (None, Some(note)),
+        };
+        let (mut protocol, mut basis) =
+            options::choose(spec.protocol, cached, options::can_probe(spec));
+        loop {
+            let error = match self.connect(hub, spec, protocol, note.take()).await {
+                Ok(live) => {
+                    if basis.is_verdict() {
+                        hub.eras.record(&key, &live.protocol);
+                    }
+                    return Ok(live);
+                }
+                Err(error) => error,
+            };
+            let next = match &error {
+                HubError::Server {
+                    error: mcp_smol::Error::Disconnected(disconnect),
+                    ..
+                } => options::after_failure(basis, protocol, &disconnect.reason),
+                _ => None,
+            };
+            let Some(next) = next else {
+                return Err(error);
+            };
+            if basis == Basis::Cached {
+                hub.eras.forget(&key);
+            }
+            (protocol, basis) = next;
+        }
+    }
+
+    /// Spawns, records (so that a shutdown can find it), handshakes and lists the tools;
+    /// `note` goes to the server's log first.
+    async fn connect(
+        self: &Arc<Self>,
+        hub: &Arc<Inner>,
+        spec: &ServerSpec,
+        protocol: Protocol,
+        note: Option<String>,
     ) -> Result<Live, HubError> {
         let name = &self.server.name;
         let server_error = |error| HubError::Server {
@@ -365,7 +415,10 @@ impl Slot {
                     reason: format!("the hub has no thread to run its driver on: {reason}"),
                 }));
             }
-            let (options, log) = hub.options(spec);
+            let (options, log) = hub.options(spec, protocol);
+            if let (Some(note), Some(log)) = (note, &log) {
+                let _ = writeln!(log.clone(), "mcp-cli: {note}");
+            }
             let transport = match &spec.remote {
                 // Marked, so that a server running mcp-cli's own gateway knows how deep it is.
                 None => {
@@ -416,7 +469,7 @@ impl Slot {
             // A server that declares no tools is not asked for them (the spec's rule; some
             // answer such a request with nonsense).
             if info.capabilities.tools.is_none() {
-                return Ok(Vec::new());
+                return Ok((info, Vec::new()));
             }
             let mut tools = client.list_tools().await?;
             // A change announced before the listing was answered (server-everything adds
@@ -426,13 +479,14 @@ impl Slot {
             if changed {
                 tools = client.list_tools().await?;
             }
-            Ok::<_, mcp_smol::Error>(tools)
+            Ok::<_, mcp_smol::Error>((info, tools))
         };
         match listed.await {
-            Ok(tools) => {
+            Ok((info, tools)) => {
                 let live = Live {
                     client: client.clone(),
                     conn,
+                    protocol: info.protocol_version,
                     tools: Arc::new(tools),
                     features: None,
                 };
