@@ -91,7 +91,7 @@ pub(crate) enum Command {
     },
     /// List the tools of the named servers (all enabled ones if none), with parameters.
     Tools { servers: Vec<String> },
-    /// Start every enabled server in parallel and show NAME STATE TOOLS PID COMMAND.
+    /// Start every enabled server in parallel and show NAME STATE TOOLS PID PROTOCOL COMMAND.
     Servers,
     /// Print the last lines of a server's stderr log.
     Logs {

@@ -73,6 +73,7 @@ use std::time::Duration;
 
 use async_channel::{Receiver, Sender};
 use async_executor::Executor;
+use mcp_smol::proto::Era;
 use serde::Serialize;
 
 pub use ask::{Approval, Ask, AskHandler};
@@ -209,6 +210,12 @@ pub struct ServerStatus {
     pub command: String,
     /// Its process id while it runs.
     pub pid: Option<u32>,
+    /// The protocol revision it speaks: the running connection's, else the configured one,
+    /// else the one it spoke last (the cached verdict); `None` when unknown.
+    pub protocol: Option<String>,
+    /// That revision's era.
+    #[serde(serialize_with = "era_name")]
+    pub era: Option<Era>,
     /// How many of its tools the catalogue offers while it runs: those the policy and the
     /// pins let through, as [`Hub::tools_of`] lists them.
     pub tools: Option<usize>,
@@ -218,6 +225,14 @@ pub struct ServerStatus {
     /// Its last stderr lines, when it failed.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub stderr: Vec<String>,
+}
+
+/// An era as `servers --json` spells it: `"stateless"`, `"handshake"` or null.
+fn era_name<S: serde::Serializer>(era: &Option<Era>, serializer: S) -> Result<S::Ok, S::Error> {
+    match era {
+        Some(era) => serializer.collect_str(era),
+        None => serializer.serialize_none(),
+    }
 }
 
 /// What the hub tells its listeners.
@@ -397,6 +412,8 @@ impl Hub {
         (self.inner.slots().iter())
             .map(|slot| {
                 let mut status = slot.status();
+                status.protocol = slot.protocol(&self.inner.eras);
+                status.era = status.protocol.as_deref().and_then(Era::of);
                 // As `tools` counts them, not as the server sent them.
                 if status.tools.is_some() {
                     status.tools = self.shown_count(&status.name);

@@ -156,6 +156,8 @@ impl Slot {
                 Entry::Invalid { command, .. } => command.clone(),
             },
             pid: None,
+            protocol: None,
+            era: None,
             tools: None,
             reason: None,
             stderr: Vec::new(),
@@ -498,6 +500,19 @@ impl Slot {
                 client.close().await;
                 Err(server_error(error))
             }
+        }
+    }
+
+    /// The revision the running connection speaks, else the configured one, else the cached
+    /// verdict.
+    pub(crate) fn protocol(&self, eras: &eras::Eras) -> Option<String> {
+        if let Phase::Running(live) = &self.life().phase {
+            return Some(live.protocol.clone());
+        }
+        let spec = self.spec().ok()?;
+        match spec.protocol {
+            Protocol::Revision(revision) => Some(revision.to_owned()),
+            Protocol::Auto => eras.get(&eras::key(spec)).ok().flatten().map(str::to_owned),
         }
     }
 
