@@ -50,6 +50,8 @@
 //!
 //! Answers the fixture received for its own requests are returned by the `report` tool as a
 //! JSON array. `--log-received FILE` appends every line the client sends to FILE.
+//! `--mode-file FILE`: when FILE exists, its text (trimmed) is the mode instead, so a test can
+//! change how a server behaves without changing the command line that identifies it.
 
 // A poisoned lock here means the fixture itself crashed; panicking further is the right answer.
 #![allow(clippy::unwrap_used)]
@@ -73,6 +75,11 @@ fn main() {
         let value = args.next().unwrap_or_default();
         options.insert(key.trim_start_matches("--").to_owned(), value);
     }
+    let from_file = options.get("mode-file").map(std::fs::read_to_string);
+    let mode = match from_file {
+        Some(Ok(text)) => text.trim().to_owned(),
+        _ => mode,
+    };
     if mode == "ignore-sigterm" && std::env::var_os("MCP_FIXTURE_TERM_IGNORED").is_none() {
         reexec_ignoring_sigterm();
     }
