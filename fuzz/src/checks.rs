@@ -6,8 +6,9 @@ use std::time::{Duration, Instant};
 
 use mcp_proto::{
     ClientCapabilities, CompleteResult, Config, Connection, Event, FromResult, GetPromptResult,
-    LineDecoder, LineError, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, ReadResourceResult, Request, RequestId, ServerRequestId, SseDecoder,
+    LATEST_PROTOCOL_VERSION, LineDecoder, LineError, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, Protocol,
+    ReadResourceResult, Request, RequestId, ServerRequestId, SseDecoder,
 };
 use serde_json::{Value, json};
 
@@ -197,6 +198,7 @@ pub fn check_connection(data: &[u8]) {
             sampling: true,
         },
         server_request_timeout: Duration::from_millis(500),
+        protocol: Protocol::Revision(LATEST_PROTOCOL_VERSION),
         ..Config::default()
     };
     let mut connection = Connection::new(now, config);
@@ -344,7 +346,11 @@ pub fn check_decoders(data: &[u8]) {
 /// the answer, and the connection is ready at most once.
 pub fn check_handshake(data: &[u8]) {
     let now = Instant::now();
-    let mut connection = Connection::new(now, Config::default());
+    let config = Config {
+        protocol: Protocol::Revision(LATEST_PROTOCOL_VERSION),
+        ..Config::default()
+    };
+    let mut connection = Connection::new(now, config);
     let mut observer = Observer::new();
     let mut initialized = false;
     let check_written = |written: Vec<Value>, initialized: &mut bool| {

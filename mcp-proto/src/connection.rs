@@ -3,15 +3,19 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
-use crate::error::{CloseReason, RequestError, RpcError, SendError};
+use crate::error::{CloseReason, ErrorKind, RequestError, RpcError, SendError};
 use crate::framing::{LineDecoder, LineError};
-use crate::jsonrpc::{self, Message, ResponseError};
-use crate::pending::{Outstanding, ProgressToken, deadline_after, read_id};
+use crate::jsonrpc::{self, Input, Message, ResponseError, StatelessMeta};
+use crate::pending::{Origin, Outstanding, ProgressToken, deadline_after, read_id};
 use crate::request::{Params, Request};
+use crate::stateless::{self, InputRequest, Outcome};
 use crate::types::{Implementation, Notification, ServerCapabilities, ServerInfo};
-use crate::{HANDSHAKE_VERSIONS, LATEST_PROTOCOL_VERSION, Protocol};
+use crate::{
+    Era, HANDSHAKE_VERSIONS, LATEST_PROTOCOL_VERSION, LATEST_STATELESS_VERSION, Protocol,
+    STATELESS_VERSIONS,
+};
 
 /// Settings fixed for the life of a connection.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,7 +24,9 @@ pub struct Config {
     pub client_name: String,
     /// Sent as `clientInfo.version`.
     pub client_version: String,
-    /// Budget for the `initialize` answer; on expiry the connection closes.
+    /// Budget for the `initialize` answer (on expiry the connection closes), for the
+    /// `server/discover` probe's (on expiry the handshake era begins) and for the `server/discover`
+    /// answer at a fixed stateless revision (on expiry the connection closes).
     pub handshake_timeout: Duration,
     /// Default deadline of each request, restarted by progress notifications.
     pub request_timeout: Duration,
@@ -33,14 +39,24 @@ pub struct Config {
     /// refused.
     pub capabilities: ClientCapabilities,
     /// How long a declared server request ([`Event::ServerRequest`]) waits for
-    /// [`Connection::respond`] before it is refused.
+    /// [`Connection::respond`] before it is refused, and a multi-round-trip request
+    /// ([`Event::InputRequired`]) for [`Connection::provide_input`] before it fails.
     pub server_request_timeout: Duration,
     /// Which revision to speak: found out by a `server/discover` probe, or fixed.
     pub protocol: Protocol,
+    /// Stateless era: the least severe log level the server should send
+    /// (`io.modelcontextprotocol/logLevel` in every request's `_meta`); none when `None`. The
+    /// handshake era sets it with `logging/setLevel` instead.
+    pub log_level: Option<String>,
+    /// Stateless era: at most this many `input_required` answers per request; one more fails
+    /// it with [`RequestError::TooManyInputRounds`].
+    pub max_input_rounds: u32,
 }
 
-/// Client capabilities the caller declares in `initialize`. Each one declared turns the
-/// matching server request into an [`Event::ServerRequest`] for the caller to answer.
+/// Client capabilities the caller declares (in `initialize`, or in every stateless-era
+/// request's `_meta`). Each one declared turns the matching server request into an
+/// [`Event::ServerRequest`], and lets a stateless-era server ask it in an
+/// [`Event::InputRequired`], for the caller to answer.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ClientCapabilities {
     /// `roots/list`: the caller names the directories the server may work in.
@@ -87,7 +103,9 @@ impl Default for Config {
             capabilities: ClientCapabilities::default(),
             // Long enough for a person to fill in a form.
             server_request_timeout: Duration::from_secs(300),
-            protocol: Protocol::Revision(LATEST_PROTOCOL_VERSION),
+            protocol: Protocol::Auto,
+            log_level: None,
+            max_input_rounds: 8,
         }
     }
 }
@@ -129,7 +147,8 @@ pub struct ServerRequest {
 /// What happened, drained with [`Connection::poll_event`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
-    /// The handshake is done; held requests have been queued after `notifications/initialized`.
+    /// The server is known: the handshake is done (held requests have been queued after
+    /// `notifications/initialized`), or `server/discover` answered (stateless era).
     Ready(ServerInfo),
     /// A request of ours ended. Every request ends exactly once.
     Response {
@@ -143,6 +162,16 @@ pub enum Event {
     /// The server asks something a declared capability covers; answer it with
     /// [`Connection::respond`] before [`Config::server_request_timeout`], or it is refused.
     ServerRequest(ServerRequest),
+    /// Stateless era: the server needs input before it can answer request `id` (a
+    /// `tools/call`, `prompts/get` or `resources/read`). Answer with
+    /// [`Connection::provide_input`] before [`Config::server_request_timeout`], or the
+    /// request fails; it goes on under the same id.
+    InputRequired {
+        /// The request, as [`Connection::request`] returned it.
+        id: RequestId,
+        /// What the server asks, each to be answered under its key.
+        requests: Vec<InputRequest>,
+    },
     /// A line from the server was skipped; the connection goes on.
     Malformed(LineError),
     /// The connection ended; always the last event. Pending requests have already failed.
@@ -175,30 +204,80 @@ struct OpenServerRequest {
 }
 
 enum State {
-    /// `initialize` is in flight; only `ping` and `initialize` may cross the wire.
+    /// [`Protocol::Auto`]: the `server/discover` probe is in flight; every request is held
+    /// until the era is known.
+    Probing {
+        id: u64,
+        deadline: Instant,
+        /// Whether this is the probe again in a revision a -32022 named (never a third).
+        retried: bool,
+        /// Answers to server requests, held until the era is known.
+        held_replies: Vec<Vec<u8>>,
+    },
+    /// Handshake era: `initialize` is in flight; only `ping` and `initialize` may cross the wire.
     Initializing {
         id: u64,
         deadline: Instant,
+        /// The revision asked for.
+        requested: &'static str,
         /// Answers to server requests, held until `notifications/initialized` is out.
         held_replies: Vec<Vec<u8>>,
     },
-    /// Handshake done; `notifications/initialized` has been queued.
+    /// Stateless era at a fixed revision: `server/discover` is in flight and requests go
+    /// out beside it.
+    Discovering {
+        id: u64,
+        deadline: Instant,
+        /// Whether this is discover again in a revision a -32022 named (never a third).
+        retried: bool,
+    },
+    /// Handshake done (`notifications/initialized` has been queued), or discover answered.
     Ready { server: ServerInfo },
     /// Terminal: inputs are ignored and every pending request has already failed.
     Closed { reason: CloseReason },
 }
 
-/// What a queued message is, for a transport that sends each message on its own.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What a queued message is, for a transport that sends each message on its own (HTTP), so
+/// that it never parses what it sends:
+///
+/// - `Initialize` and `Initialized`: the handshake era's two messages.
+/// - `Discover`: `server/discover`, either the probe of [`Protocol::Auto`] (`probe`) or the
+///   discover of a fixed stateless revision; `version` is the revision in its `_meta` (the
+///   `MCP-Protocol-Version` header).
+/// - `Request`: any other request of ours, by the caller's id (a request sent again, for a
+///   multi-round-trip retry or in another revision, keeps it under a new wire id). Its
+///   [`Outgoing`] details come only in the stateless era, and only once the transport asked
+///   for them with [`Connection::tag_requests`], so stdio pays nothing for them.
+/// - `Cancelled`: `notifications/cancelled` for that request (over HTTP, the stateless era
+///   cancels by closing the request's stream instead).
+/// - `Other`: any other notification, or an answer to the server.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Sent {
-    /// `initialize`, opening a session.
     Initialize(RequestId),
-    /// `notifications/initialized`, closing the handshake.
     Initialized,
-    /// Any other request of ours.
-    Request(RequestId),
-    /// A notification, or an answer to the server.
+    Discover {
+        id: RequestId,
+        probe: bool,
+        version: &'static str,
+    },
+    Request(RequestId, Option<Box<Outgoing>>),
+    Cancelled(RequestId),
     Other,
+}
+
+/// A stateless-era request as its HTTP headers need it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Outgoing {
+    /// The `Mcp-Method` header.
+    pub(crate) method: String,
+    /// The `MCP-Protocol-Version` header, equal to the `_meta`'s.
+    pub(crate) version: &'static str,
+    /// The `Mcp-Name` header: `params.name` of `tools/call` and `prompts/get`, `params.uri`
+    /// of `resources/read`.
+    pub(crate) name: Option<String>,
+    /// `tools/call`: the arguments, for the `Mcp-Param-*` headers a tool's `x-mcp-header`
+    /// asks for.
+    pub(crate) arguments: Option<Value>,
 }
 
 /// One MCP client connection, as a state machine. See the crate docs for the run loop.
@@ -216,12 +295,18 @@ pub struct Connection {
     transmits: VecDeque<(Vec<u8>, Sent)>,
     events: VecDeque<Event>,
     stats: Stats,
+    /// Stateless era (and while probing): the `_meta` members of every request.
+    era_meta: Option<StatelessMeta>,
+    /// Whether [`Sent::Request`] carries its [`Outgoing`] details.
+    tag_requests: bool,
 }
 
 impl std::fmt::Debug for Connection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let state = match &self.state {
+            State::Probing { .. } => "Probing",
             State::Initializing { .. } => "Initializing",
+            State::Discovering { .. } => "Discovering",
             State::Ready { .. } => "Ready",
             State::Closed { .. } => "Closed",
         };
@@ -234,11 +319,15 @@ impl std::fmt::Debug for Connection {
 }
 
 impl Connection {
-    /// Starts a connection: the `initialize` request is queued at once.
+    /// Starts a connection; what goes first depends on [`Config::protocol`]:
+    /// [`Protocol::Auto`] queues the `server/discover` probe and holds every request until
+    /// the era is known; a stateless revision queues `server/discover` and lets requests
+    /// follow it at once; a handshake revision queues `initialize` and holds requests until
+    /// the handshake ends.
     pub fn new(now: Instant, config: Config) -> Self {
         let mut connection = Self {
             decoder: LineDecoder::new(config.max_line_len),
-            // Replaced at once by `begin_handshake`.
+            // Replaced at once by the first step of the lifecycle.
             state: State::Closed {
                 reason: CloseReason::Local,
             },
@@ -249,22 +338,102 @@ impl Connection {
             transmits: VecDeque::new(),
             events: VecDeque::new(),
             stats: Stats::default(),
+            era_meta: None,
+            tag_requests: false,
             config,
         };
-        connection.begin_handshake(now);
+        match connection.config.protocol {
+            Protocol::Auto => connection.probe(now, LATEST_STATELESS_VERSION, false, Vec::new()),
+            Protocol::Revision(version) if Era::of(version) == Some(Era::Stateless) => {
+                connection.discover(now, version, false);
+            }
+            Protocol::Revision(version) => connection.begin_handshake(now, version, Vec::new()),
+        }
         connection
     }
 
-    /// Queues `initialize` under the next id and waits for its answer.
-    fn begin_handshake(&mut self, now: Instant) {
+    /// Queues the `server/discover` probe in `version` and holds everything else.
+    fn probe(
+        &mut self,
+        now: Instant,
+        version: &'static str,
+        retried: bool,
+        held_replies: Vec<Vec<u8>>,
+    ) {
+        let id = self.send_discover(version, true);
+        self.state = State::Probing {
+            id,
+            deadline: deadline_after(now, self.config.handshake_timeout),
+            retried,
+            held_replies,
+        };
+    }
+
+    /// Queues `server/discover` in stateless revision `version`; requests go out meanwhile.
+    fn discover(&mut self, now: Instant, version: &'static str, retried: bool) {
+        let id = self.send_discover(version, false);
+        self.state = State::Discovering {
+            id,
+            deadline: deadline_after(now, self.config.handshake_timeout),
+            retried,
+        };
+    }
+
+    /// Speaks stateless revision `version` from now on, and queues `server/discover` in it.
+    fn send_discover(&mut self, version: &'static str, probe: bool) -> u64 {
+        self.speak(Some(version));
+        let id = self.pending.take_id();
+        let bytes = encode(
+            self.era_meta.as_ref(),
+            id,
+            id,
+            "server/discover",
+            &Params::None,
+            Input::default(),
+        );
+        let sent = Sent::Discover {
+            id: RequestId(id),
+            probe,
+            version,
+        };
+        self.transmits.push_back((bytes, sent));
+        id
+    }
+
+    /// Sets the `_meta` of every request to come: stateless revision `version`, or none.
+    fn speak(&mut self, version: Option<&'static str>) {
+        self.era_meta = version.map(|version| {
+            let client_info = json!({
+                "name": self.config.client_name,
+                "version": self.config.client_version,
+            });
+            let capabilities = self.config.capabilities.to_json();
+            StatelessMeta::new(
+                version,
+                capabilities,
+                client_info,
+                self.config.log_level.clone(),
+            )
+        });
+    }
+
+    /// Queues `initialize` asking for `requested` under the next id and waits for its answer.
+    fn begin_handshake(
+        &mut self,
+        now: Instant,
+        requested: &'static str,
+        held_replies: Vec<Vec<u8>>,
+    ) {
+        self.speak(None);
         let id = self.pending.take_id();
         self.state = State::Initializing {
             id,
             deadline: deadline_after(now, self.config.handshake_timeout),
-            held_replies: Vec::new(),
+            requested,
+            held_replies,
         };
         let params = json!({
-            "protocolVersion": LATEST_PROTOCOL_VERSION,
+            "protocolVersion": requested,
             "capabilities": self.config.capabilities.to_json(),
             "clientInfo": {
                 "name": self.config.client_name,
@@ -273,6 +442,30 @@ impl Connection {
         });
         let initialize = jsonrpc::request(id, "initialize", Some(&params));
         (self.transmits).push_back((initialize, Sent::Initialize(RequestId(id))));
+    }
+
+    /// The handshake-era revision to ask for: the one configured, else the newest.
+    fn handshake_version(&self) -> &'static str {
+        match self.config.protocol {
+            Protocol::Revision(version) if Era::of(version) != Some(Era::Stateless) => version,
+            _ => LATEST_PROTOCOL_VERSION,
+        }
+    }
+
+    /// For a transport that sends each message on its own (HTTP): from now on every
+    /// stateless-era [`Sent::Request`] carries its [`Outgoing`] details.
+    pub(crate) fn tag_requests(&mut self) {
+        self.tag_requests = true;
+    }
+
+    /// The era spoken: `None` while the probe is out (and once closed).
+    pub fn era(&self) -> Option<Era> {
+        match &self.state {
+            State::Probing { .. } | State::Closed { .. } => None,
+            State::Initializing { .. } => Some(Era::Handshake),
+            State::Discovering { .. } => Some(Era::Stateless),
+            State::Ready { server } => server.era(),
+        }
     }
 
     /// The settings this connection was made with.
@@ -285,7 +478,8 @@ impl Connection {
         self.stats
     }
 
-    /// The server's handshake answer, once ready.
+    /// What the server said of itself (its `initialize` or `server/discover` answer), once
+    /// ready.
     pub fn server_info(&self) -> Option<&ServerInfo> {
         match &self.state {
             State::Ready { server } => Some(server),
@@ -352,22 +546,50 @@ impl Connection {
         }
         if let Some(line) = self.decoder.finish() {
             self.handle_line(now, &line);
+            if self.is_closed() {
+                return;
+            }
         }
-        self.close_with(CloseReason::Eof);
+        let reason = match self.state {
+            State::Probing { .. } => CloseReason::EndedOnProbe,
+            _ => CloseReason::Eof,
+        };
+        self.close_with(reason);
     }
 
     /// Expires every deadline at or before `now`. Call it when the instant returned by
     /// [`poll_timeout`](Self::poll_timeout) has passed; calling it early does no harm.
     pub fn handle_timeout(&mut self, now: Instant) {
-        if let State::Initializing { deadline, .. } = self.state
-            && deadline <= now
-        {
-            let after = self.config.handshake_timeout;
-            return self.close_with(CloseReason::HandshakeTimedOut { after });
+        let after = self.config.handshake_timeout;
+        match &mut self.state {
+            // Silence is what many handshake-era servers answer an unknown method with.
+            State::Probing {
+                deadline,
+                held_replies,
+                ..
+            } if *deadline <= now => {
+                let held_replies = std::mem::take(held_replies);
+                self.begin_handshake(now, self.handshake_version(), held_replies);
+            }
+            State::Initializing { deadline, .. } if *deadline <= now => {
+                return self.close_with(CloseReason::HandshakeTimedOut { after });
+            }
+            State::Discovering { deadline, .. } if *deadline <= now => {
+                let detail = format!("no answer to `server/discover` within {after:?}");
+                return self.close_with(CloseReason::NotStateless(detail));
+            }
+            _ => {}
         }
         for (id, after) in self.pending.expired(now) {
-            let reason = format!("timed out after {:.1}s", after.as_secs_f64());
-            self.abandon(id, RequestError::TimedOut { after }, &reason);
+            let unacknowledged = self.pending.get(id).is_some_and(|p| p.awaiting_ack);
+            let (error, reason) = if unacknowledged {
+                let reason = "the subscription was not acknowledged";
+                (RequestError::NotAcknowledged { after }, reason.to_owned())
+            } else {
+                let reason = format!("timed out after {:.1}s", after.as_secs_f64());
+                (RequestError::TimedOut { after }, reason)
+            };
+            self.abandon(id, error, &reason);
         }
         let unanswered: Vec<u64> = (self.server_requests.iter())
             .filter(|(_, open)| open.deadline <= now)
@@ -397,60 +619,73 @@ impl Connection {
         if let State::Closed { reason } = &self.state {
             return Err(SendError::Closed(reason.clone()));
         }
+        if self.era() == Some(Era::Stateless) && not_stateless(&request.method) {
+            let method = request.method;
+            return Err(SendError::NotInEra {
+                method,
+                era: Era::Stateless,
+            });
+        }
         let timeout = request.timeout.unwrap_or(self.config.request_timeout);
         let id = self.pending.next_id();
-        let (bytes, progress_token) = match &request.params {
+        let progress_token = match &request.params {
             Params::CallTool {
-                name,
                 arguments,
                 progress_token,
+                ..
             } => {
-                let empty = Value::Object(serde_json::Map::new());
-                let arguments = match arguments {
-                    Value::Null => &empty,
-                    Value::Object(_) => arguments,
-                    _ => return Err(SendError::InvalidParams),
-                };
+                if !arguments.is_null() && !arguments.is_object() {
+                    return Err(SendError::InvalidParams);
+                }
                 match progress_token {
                     // The call's own id is its progress token: unique, found without a lookup.
-                    None => {
-                        let meta = jsonrpc::ProgressMeta { progress_token: id };
-                        let params = jsonrpc::CallToolParams {
-                            name,
-                            arguments,
-                            meta,
-                        };
-                        let bytes = jsonrpc::request(id, &request.method, Some(&params));
-                        (bytes, Some(ProgressToken::OwnId))
-                    }
-                    Some(token) => {
-                        let claimed = self.claim_token(id, token)?;
-                        let meta = jsonrpc::ProgressMeta {
-                            progress_token: token,
-                        };
-                        let params = jsonrpc::CallToolParams {
-                            name,
-                            arguments,
-                            meta,
-                        };
-                        let bytes = jsonrpc::request(id, &request.method, Some(&params));
-                        (bytes, claimed)
-                    }
+                    None => Some(ProgressToken::OwnId),
+                    Some(token) => self.claim_token(id, token)?,
                 }
             }
             Params::Value(params) if !params.is_object() && !params.is_array() => {
                 return Err(SendError::InvalidParams);
             }
-            Params::Value(params) => {
-                let progress_token = self.claim_progress_token(id, params)?;
-                (
-                    jsonrpc::request(id, &request.method, Some(params)),
-                    progress_token,
-                )
-            }
-            Params::None => (jsonrpc::request::<Value>(id, &request.method, None), None),
+            Params::Value(params) => self.claim_progress_token(id, params)?,
+            Params::None => None,
         };
-        Ok(self.start_request(now, &request.method, bytes, progress_token, timeout))
+        let Request { method, params, .. } = request.untyped();
+        // Until the era is known or the handshake ends, only pings may be written (and not
+        // even those while probing: the era decides whether `ping` exists).
+        let held = match self.state {
+            State::Probing { .. } => true,
+            State::Initializing { .. } => method != "ping",
+            _ => false,
+        };
+        let sent = (!held).then(|| {
+            let input = Input::default();
+            let bytes = encode(self.era_meta.as_ref(), id, id, &method, &params, input);
+            (bytes, self.sent_request(id, &method, &params))
+        });
+        // Kept while it may go out again: held, or in the stateless era.
+        let keep = held || self.era_meta.is_some();
+        let listen = method == stateless::LISTEN;
+        let origin = keep.then(|| Origin::new(method, params));
+        let started = self
+            .pending
+            .start(now, timeout, progress_token, held, origin);
+        if listen && let Some(pending) = self.pending.get_mut(started) {
+            pending.awaiting_ack = true;
+        }
+        self.transmits.extend(sent);
+        Ok(RequestId(started))
+    }
+
+    /// What request `id` is, for the transport: with its details in the stateless era, if
+    /// asked for.
+    fn sent_request(&self, id: u64, method: &str, params: &Params) -> Sent {
+        let details = match &self.era_meta {
+            Some(meta) if self.tag_requests => {
+                Some(Box::new(outgoing(meta.version, method, params)))
+            }
+            _ => None,
+        };
+        Sent::Request(RequestId(id), details)
     }
 
     /// Records the `params._meta.progressToken` of request `id`, if it has one, unless a
@@ -485,27 +720,6 @@ impl Connection {
         Ok(Some(ProgressToken::Other(text)))
     }
 
-    /// Queues an encoded request (or holds it until the handshake ends) under the next id,
-    /// which `bytes` must carry, and starts its deadline.
-    fn start_request(
-        &mut self,
-        now: Instant,
-        method: &str,
-        bytes: Vec<u8>,
-        progress_token: Option<ProgressToken>,
-        timeout: Duration,
-    ) -> RequestId {
-        // Before the handshake ends, only pings may be written.
-        let id = self.pending.next_id();
-        let held = if matches!(self.state, State::Ready { .. }) || method == "ping" {
-            (self.transmits).push_back((bytes, Sent::Request(RequestId(id))));
-            None
-        } else {
-            Some(bytes)
-        };
-        RequestId(self.pending.start(now, timeout, progress_token, held))
-    }
-
     /// Answers an [`Event::ServerRequest`] with a result or an error. Returns `false` if it
     /// had already been answered, or refused when its deadline passed, or the connection has
     /// closed: then nothing is sent.
@@ -520,6 +734,28 @@ impl Connection {
         };
         let answer = jsonrpc::response(open.id, result);
         self.transmits.push_back((answer, Sent::Other));
+        true
+    }
+
+    /// Answers an [`Event::InputRequired`]: `responses` holds an answer under each key the
+    /// server asked, and the request goes again at once with them and the server's
+    /// `requestState`, under a new wire id. Returns `false` if request `id` is not waiting
+    /// for input (it ended, or timed out waiting): then nothing is sent.
+    pub fn provide_input(
+        &mut self,
+        now: Instant,
+        id: RequestId,
+        responses: Map<String, Value>,
+    ) -> bool {
+        let Some(pending) = self.pending.get_mut(id.0) else {
+            return false;
+        };
+        let waiting = pending.wire.is_none() && !pending.held;
+        let Some(origin) = pending.origin.as_mut().filter(|_| waiting) else {
+            return false;
+        };
+        origin.input_responses = Some(responses);
+        self.resend(now, id.0);
         true
     }
 
@@ -565,7 +801,7 @@ impl Connection {
         }
         // Answers to the old session's server requests have nowhere to go.
         self.server_requests.clear();
-        self.begin_handshake(now);
+        self.begin_handshake(now, self.handshake_version(), Vec::new());
     }
 
     /// Ends the connection: every pending request fails with [`CloseReason::Local`]. The
@@ -600,12 +836,15 @@ impl Connection {
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
         let requests = self.pending.first_deadline();
+        let answers = self.server_requests.values().map(|open| open.deadline);
         match &self.state {
-            State::Initializing { deadline, .. } => requests.into_iter().chain([*deadline]).min(),
-            State::Ready { .. } => {
-                let answers = self.server_requests.values().map(|open| open.deadline);
-                requests.into_iter().chain(answers).min()
+            State::Probing { deadline, .. } | State::Initializing { deadline, .. } => {
+                requests.into_iter().chain([*deadline]).min()
             }
+            State::Discovering { deadline, .. } => {
+                requests.into_iter().chain(answers).chain([*deadline]).min()
+            }
+            State::Ready { .. } => requests.into_iter().chain(answers).min(),
             State::Closed { .. } => None,
         }
     }
@@ -631,8 +870,7 @@ impl Connection {
             size,
             id: Some(id),
         } = &error
-            && let Some(id) = read_id(id)
-            && self.pending.is_sent(id)
+            && let Some(id) = read_id(id).and_then(|wire| self.pending.on_wire(wire))
         {
             let error = RequestError::ResponseTooLarge {
                 size: *size,
@@ -658,9 +896,24 @@ impl Connection {
                     self.handle_progress(now, params.as_ref());
                 }
                 let notification = Notification { method, params };
+                if notification.method == stateless::ACKNOWLEDGED {
+                    self.handle_acknowledged(now, &notification);
+                }
                 self.events.push_back(Event::Notification(notification));
             }
             Message::Response { id, result } => self.handle_response(now, &id, result),
+        }
+    }
+
+    /// A subscription's acknowledgement: from now on it has no deadline.
+    fn handle_acknowledged(&mut self, now: Instant, notification: &Notification) {
+        let Some(wire) = notification.subscription_id() else {
+            return;
+        };
+        if let Some(id) = self.pending.on_wire(wire.0)
+            && self.pending.get(id).is_some_and(|p| p.awaiting_ack)
+        {
+            self.pending.acknowledge(id, now);
         }
     }
 
@@ -673,7 +926,7 @@ impl Connection {
     ) {
         // Only once ready: before that, nothing but answers to pings may cross the wire, and
         // a server may not ask anything else yet anyway.
-        let is_ready = matches!(self.state, State::Ready { .. });
+        let is_ready = matches!(self.state, State::Ready { .. } | State::Discovering { .. });
         let has_room = self.server_requests.len() < MAX_OPEN_SERVER_REQUESTS;
         if is_ready && has_room && self.config.capabilities.covers(&method) {
             let key = self.next_server_request;
@@ -699,7 +952,9 @@ impl Connection {
         let bytes = jsonrpc::response(id, reply);
         match &mut self.state {
             // A server flooding requests before it answers `initialize` must not grow memory.
-            State::Initializing { held_replies, .. } if !is_ping => {
+            State::Initializing { held_replies, .. } | State::Probing { held_replies, .. }
+                if !is_ping =>
+            {
                 if held_replies.len() < MAX_HELD_REPLIES {
                     held_replies.push(bytes);
                 } else {
@@ -730,27 +985,260 @@ impl Connection {
     }
 
     fn handle_response(&mut self, now: Instant, id: &Value, result: Result<Value, ResponseError>) {
-        if let State::Initializing { id: init_id, .. } = self.state
-            && read_id(id) == Some(init_id)
-        {
-            return self.finish_handshake(now, result);
+        let wire = read_id(id);
+        match self.state {
+            State::Initializing { id, .. } if wire == Some(id) => {
+                return self.finish_handshake(result);
+            }
+            State::Probing { id, .. } if wire == Some(id) => return self.finish_probe(now, result),
+            State::Discovering { id, .. } if wire == Some(id) => {
+                return self.finish_discover(now, result);
+            }
+            _ => {}
         }
-        // A held request has not been written, so nothing can be answering it.
-        let awaited = read_id(id).filter(|&id| self.pending.is_sent(id));
-        let Some(id) = awaited else {
+        // Neither a held request nor one waiting for input can be answered, nor a former
+        // round of one sent again.
+        let Some(id) = wire.and_then(|wire| self.pending.on_wire(wire)) else {
             self.stats.stray_responses += 1;
             return;
         };
-        let result = result.map_err(|error| match error {
-            ResponseError::Remote(error) => RequestError::Remote(error),
-            ResponseError::Invalid(detail) => RequestError::InvalidResponse(detail),
-        });
+        let result = match result {
+            Ok(result) if self.era_meta.is_some() => {
+                return self.handle_stateless_result(now, id, result);
+            }
+            Ok(result) => Ok(result),
+            Err(ResponseError::Remote(error)) => {
+                if self.retry_in_other_revision(now, id, &error) {
+                    return;
+                }
+                Err(RequestError::Remote(error))
+            }
+            Err(ResponseError::Invalid(detail)) => Err(RequestError::InvalidResponse(detail)),
+        };
         self.finish(id, result);
     }
 
-    fn finish_handshake(&mut self, _now: Instant, result: Result<Value, ResponseError>) {
+    /// A stateless-era result: complete, another round, or not a result at all.
+    fn handle_stateless_result(&mut self, now: Instant, id: u64, result: Value) {
+        match stateless::outcome(&result) {
+            Outcome::Complete => self.finish(id, Ok(result)),
+            Outcome::Unknown(kind) => {
+                let error = format!("unknown `resultType` {kind}");
+                self.finish(id, Err(RequestError::InvalidResponse(error)));
+            }
+            Outcome::InputRequired => self.handle_input_required(now, id, result),
+        }
+    }
+
+    /// An `input_required` answer: ask the caller for input, or go again at once.
+    fn handle_input_required(&mut self, now: Instant, id: u64, result: Value) {
+        let capabilities = self.config.capabilities;
+        let max_rounds = self.config.max_input_rounds;
+        let Some(origin) = self.pending.get_mut(id).and_then(|p| p.origin.as_mut()) else {
+            return;
+        };
+        let round = stateless::read_input_round(&origin.method, result, |m| capabilities.covers(m));
+        let round = match round {
+            Ok(round) => round,
+            Err(detail) => {
+                let error = format!("{}: {detail}", origin.method);
+                return self.finish(id, Err(RequestError::InvalidResponse(error)));
+            }
+        };
+        if origin.rounds >= max_rounds {
+            let rounds = origin.rounds;
+            return self.finish(id, Err(RequestError::TooManyInputRounds { rounds }));
+        }
+        origin.rounds += 1;
+        // Each round stands alone: nothing of an earlier one goes again.
+        origin.request_state = round.state;
+        origin.input_responses = None;
+        match round.requests {
+            Some(requests) => {
+                let timeout = self.config.server_request_timeout;
+                self.pending.await_input(id, now, timeout);
+                let id = RequestId(id);
+                self.events.push_back(Event::InputRequired { id, requests });
+            }
+            None => self.resend(now, id),
+        }
+    }
+
+    /// Sends request `id` again under a new wire id, with what its rounds added, in the
+    /// revision spoken now.
+    fn resend(&mut self, now: Instant, id: u64) {
+        let wire = self.pending.take_id();
+        self.pending.resend(id, wire, now);
+        let Some(origin) = self.pending.get(id).and_then(|p| p.origin.as_deref()) else {
+            return;
+        };
+        let input = Input {
+            responses: origin.input_responses.as_ref(),
+            state: origin.request_state.as_deref(),
+        };
+        let meta = self.era_meta.as_ref();
+        let bytes = encode(meta, wire, id, &origin.method, &origin.params, input);
+        let sent = self.sent_request(id, &origin.method, &origin.params);
+        self.transmits.push_back((bytes, sent));
+    }
+
+    /// A request refused with -32022 naming a stateless revision we speak goes again in it,
+    /// once; whether it did.
+    fn retry_in_other_revision(&mut self, now: Instant, id: u64, error: &RpcError) -> bool {
+        let Some(version) = other_stateless_revision(error) else {
+            return false;
+        };
+        let Some(origin) = self.pending.get_mut(id).and_then(|p| p.origin.as_mut()) else {
+            return false;
+        };
+        if origin.version_retried {
+            return false;
+        }
+        origin.version_retried = true;
+        self.switch_revision(version);
+        self.resend(now, id);
+        true
+    }
+
+    /// Speaks stateless revision `version` from now on (the server refused another).
+    fn switch_revision(&mut self, version: &'static str) {
+        if self
+            .era_meta
+            .as_ref()
+            .is_some_and(|meta| meta.version == version)
+        {
+            return;
+        }
+        self.speak(Some(version));
+        if let State::Ready { server } = &mut self.state {
+            server.protocol_version = version.to_owned();
+        }
+    }
+
+    /// The probe's answer decides the era.
+    fn finish_probe(&mut self, now: Instant, result: Result<Value, ResponseError>) {
+        let State::Probing {
+            retried,
+            held_replies,
+            ..
+        } = &mut self.state
+        else {
+            return;
+        };
+        let retried = *retried;
+        let held_replies = std::mem::take(held_replies);
+        let handshake = match result {
+            Ok(result) => match stateless::read_discover_result(result) {
+                Ok(server) => {
+                    match stateless::mutual(&server.supported_versions, STATELESS_VERSIONS) {
+                        Some(version) => {
+                            self.speak(Some(version));
+                            return self.ready(server, version, held_replies);
+                        }
+                        // A modern server of only revisions we do not speak, or one that also
+                        // speaks the handshake era.
+                        None => stateless::mutual(&server.supported_versions, HANDSHAKE_VERSIONS),
+                    }
+                }
+                Err(_) => None,
+            },
+            Err(ResponseError::Remote(error)) => {
+                if let Some(version) = other_stateless_revision(&error).filter(|_| !retried) {
+                    return self.probe(now, version, true, held_replies);
+                }
+                match error.kind() {
+                    ErrorKind::UnsupportedVersion { supported, .. } => {
+                        stateless::mutual(&supported, HANDSHAKE_VERSIONS)
+                    }
+                    _ => None,
+                }
+            }
+            Err(ResponseError::Invalid(_)) => None,
+        };
+        let version = handshake.unwrap_or_else(|| self.handshake_version());
+        self.begin_handshake(now, version, held_replies);
+    }
+
+    /// The answer to `server/discover` at a fixed stateless revision.
+    fn finish_discover(&mut self, now: Instant, result: Result<Value, ResponseError>) {
+        let State::Discovering { retried, .. } = self.state else {
+            return;
+        };
+        let Some(version) = self.era_meta.as_ref().map(|meta| meta.version) else {
+            return;
+        };
+        let detail = match result {
+            Ok(result) => match stateless::read_discover_result(result) {
+                Ok(server) => return self.ready(server, version, Vec::new()),
+                Err(detail) => format!("its `server/discover` result is unreadable: {detail}"),
+            },
+            Err(ResponseError::Remote(error)) => {
+                if let Some(version) = other_stateless_revision(&error).filter(|_| !retried) {
+                    self.switch_revision(version);
+                    return self.discover(now, version, true);
+                }
+                format!("`server/discover` failed: {error}")
+            }
+            Err(ResponseError::Invalid(detail)) => {
+                format!("its `server/discover` answer is unreadable: {detail}")
+            }
+        };
+        self.close_with(CloseReason::NotStateless(detail));
+    }
+
+    /// The stateless era is on at `version`: held answers and requests go out.
+    fn ready(&mut self, mut server: ServerInfo, version: &'static str, held_replies: Vec<Vec<u8>>) {
+        server.protocol_version = version.to_owned();
+        self.state = State::Ready {
+            server: server.clone(),
+        };
+        let replies = held_replies.into_iter().map(|bytes| (bytes, Sent::Other));
+        self.transmits.extend(replies);
+        self.release_held();
+        self.events.push_back(Event::Ready(server));
+    }
+
+    /// Queues the requests held until the era was known, in the era now spoken.
+    fn release_held(&mut self) {
+        for id in self.pending.release_held() {
+            let Some(origin) = self.pending.get(id).and_then(|p| p.origin.as_deref()) else {
+                continue;
+            };
+            if self.era_meta.is_some() && not_stateless(&origin.method) {
+                let method = origin.method.clone();
+                let error = RequestError::NotInEra {
+                    method,
+                    era: Era::Stateless,
+                };
+                self.finish(id, Err(error));
+                continue;
+            }
+            let meta = self.era_meta.as_ref();
+            let bytes = encode(
+                meta,
+                id,
+                id,
+                &origin.method,
+                &origin.params,
+                Input::default(),
+            );
+            let sent = self.sent_request(id, &origin.method, &origin.params);
+            self.transmits.push_back((bytes, sent));
+            if self.era_meta.is_none()
+                && let Some(pending) = self.pending.get_mut(id)
+            {
+                // Nothing in the handshake era sends it again.
+                pending.origin = None;
+            }
+        }
+    }
+
+    fn finish_handshake(&mut self, result: Result<Value, ResponseError>) {
+        let State::Initializing { requested, .. } = self.state else {
+            return;
+        };
         let server = match result {
-            Ok(result) => parse_initialize_result(result),
+            Ok(result) => parse_initialize_result(result, requested),
             Err(ResponseError::Remote(error)) => Err(CloseReason::InitializeFailed(error)),
             Err(ResponseError::Invalid(detail)) => {
                 Err(CloseReason::InvalidInitializeResult(detail))
@@ -772,22 +1260,24 @@ impl Connection {
             let replies = held_replies.into_iter().map(|bytes| (bytes, Sent::Other));
             self.transmits.extend(replies);
         }
-        let held = self.pending.release_held().into_iter();
-        (self.transmits).extend(held.map(|(id, bytes)| (bytes, Sent::Request(RequestId(id)))));
+        self.release_held();
         self.events.push_back(Event::Ready(server));
     }
 
     /// Ends a request locally, telling the server if it has seen it.
     fn abandon(&mut self, id: u64, error: RequestError, reason: &str) {
-        let was_sent = self.pending.is_sent(id);
+        let wire = self.pending.get(id).and_then(|p| p.wire);
         self.finish(id, Err(error));
         // Before the handshake ends only pings may cross the wire, so a ping given up on then
         // goes without a notification (the spec makes it optional).
         let may_notify = !matches!(self.state, State::Initializing { .. });
-        if was_sent && may_notify {
-            let params = json!({ "requestId": id, "reason": reason });
+        if let Some(wire) = wire
+            && may_notify
+        {
+            let params = json!({ "requestId": wire, "reason": reason });
             let cancelled = jsonrpc::notification("notifications/cancelled", Some(params));
-            self.transmits.push_back((cancelled, Sent::Other));
+            self.transmits
+                .push_back((cancelled, Sent::Cancelled(RequestId(id))));
         }
     }
 
@@ -815,7 +1305,7 @@ impl Connection {
     }
 }
 
-fn parse_initialize_result(result: Value) -> Result<ServerInfo, CloseReason> {
+fn parse_initialize_result(result: Value, requested: &str) -> Result<ServerInfo, CloseReason> {
     let invalid = |detail: &str| CloseReason::InvalidInitializeResult(detail.to_owned());
     let Value::Object(mut result) = result else {
         return Err(invalid("not an object"));
@@ -825,7 +1315,7 @@ fn parse_initialize_result(result: Value) -> Result<ServerInfo, CloseReason> {
     };
     if !HANDSHAKE_VERSIONS.contains(&version.as_str()) {
         return Err(CloseReason::UnsupportedVersion {
-            requested: LATEST_PROTOCOL_VERSION.to_owned(),
+            requested: requested.to_owned(),
             offered: version,
         });
     }
@@ -833,11 +1323,7 @@ fn parse_initialize_result(result: Value) -> Result<ServerInfo, CloseReason> {
     // is still usable, so only a wrong `serverInfo` is fatal (`null` counts as missing);
     // capabilities of an odd shape declare nothing.
     let server = match result.remove("serverInfo") {
-        None | Some(Value::Null) => Implementation {
-            name: String::new(),
-            version: String::new(),
-            title: None,
-        },
+        None | Some(Value::Null) => Implementation::default(),
         Some(info) => serde_json::from_value(info)
             .map_err(|error| invalid(&format!("`serverInfo`: {error}")))?,
     };
@@ -850,21 +1336,132 @@ fn parse_initialize_result(result: Value) -> Result<ServerInfo, CloseReason> {
     };
     Ok(ServerInfo {
         protocol_version: version,
+        supported_versions: Vec::new(),
         server,
         capabilities,
         instructions,
     })
 }
 
+/// Whether `method` is gone from the stateless era.
+fn not_stateless(method: &str) -> bool {
+    matches!(method, "ping" | "logging/setLevel")
+}
+
+/// The stateless revision a -32022 names that we speak, if it is one.
+fn other_stateless_revision(error: &RpcError) -> Option<&'static str> {
+    match error.kind() {
+        ErrorKind::UnsupportedVersion { supported, .. } => {
+            stateless::mutual(&supported, STATELESS_VERSIONS)
+        }
+        _ => None,
+    }
+}
+
+/// Request `caller` as it goes on the wire under id `wire`: in the stateless era with `meta`'s
+/// `_meta` members, and on a retry with `input`.
+fn encode(
+    meta: Option<&StatelessMeta>,
+    wire: u64,
+    caller: u64,
+    method: &str,
+    params: &Params,
+    input: Input<'_>,
+) -> Vec<u8> {
+    let plain = meta.is_none() && input.responses.is_none() && input.state.is_none();
+    match params {
+        Params::CallTool {
+            name,
+            arguments,
+            progress_token,
+        } => {
+            let empty = Value::Object(Map::new());
+            let arguments = if arguments.is_null() {
+                &empty
+            } else {
+                arguments
+            };
+            let call = |token| jsonrpc::CallToolParams {
+                name,
+                arguments,
+                input_responses: input.responses,
+                request_state: input.state,
+                meta: jsonrpc::Meta {
+                    progress_token: Some(token),
+                    caller: None,
+                    era: meta,
+                },
+            };
+            match progress_token {
+                // The caller's id, whatever the round: it stays the request's one token.
+                None => jsonrpc::request(wire, method, Some(&call(&Value::from(caller)))),
+                Some(token) => jsonrpc::request(wire, method, Some(&call(token))),
+            }
+        }
+        Params::Value(Value::Object(params)) if !plain => {
+            let params = jsonrpc::ObjectParams {
+                params: Some(params),
+                input,
+                era: meta,
+            };
+            jsonrpc::request(wire, method, Some(&params))
+        }
+        // Array params have nowhere to put `_meta`; they go as given.
+        Params::Value(params) => jsonrpc::request(wire, method, Some(params)),
+        Params::None if !plain => {
+            let params = jsonrpc::ObjectParams {
+                params: None,
+                input,
+                era: meta,
+            };
+            jsonrpc::request(wire, method, Some(&params))
+        }
+        Params::None => jsonrpc::request::<Value>(wire, method, None),
+    }
+}
+
+/// What the HTTP headers of a stateless-era request need.
+fn outgoing(version: &'static str, method: &str, params: &Params) -> Outgoing {
+    let member = |name: &str| match params {
+        Params::Value(params) => params.get(name)?.as_str().map(str::to_owned),
+        _ => None,
+    };
+    let (name, arguments) = match (method, params) {
+        (
+            "tools/call",
+            Params::CallTool {
+                name, arguments, ..
+            },
+        ) => (Some(name.clone()), Some(arguments.clone())),
+        ("tools/call", Params::Value(params)) => (member("name"), params.get("arguments").cloned()),
+        ("prompts/get", _) => (member("name"), None),
+        ("resources/read", _) => (member("uri"), None),
+        _ => (None, None),
+    };
+    Outgoing {
+        method: method.to_owned(),
+        version,
+        name,
+        arguments,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn handshake_era() -> Config {
+        Config {
+            protocol: Protocol::Revision(LATEST_PROTOCOL_VERSION),
+            ..Config::default()
+        }
+    }
 
     /// The pending map is unordered; what leaves the connection must still follow the ids.
     #[test]
     fn held_requests_and_close_failures_follow_request_order() {
         let now = Instant::now();
-        let mut connection = Connection::new(now, Config::default());
+        let mut connection = Connection::new(now, handshake_era());
         while connection.poll_transmit().is_some() {}
         let ids: Vec<RequestId> = (0..200)
             .map(|_| connection.request(now, Request::list_tools(None)))
@@ -878,7 +1475,7 @@ mod tests {
             .skip(1) // notifications/initialized
             .map(|(_, sent)| sent)
             .collect();
-        let expected: Vec<Sent> = ids.iter().copied().map(Sent::Request).collect();
+        let expected: Vec<Sent> = ids.iter().map(|&id| Sent::Request(id, None)).collect();
         assert_eq!(written, expected);
 
         while connection.poll_event().is_some() {}
@@ -897,7 +1494,7 @@ mod tests {
     #[test]
     fn deadlines_of_ended_requests_do_not_pile_up() {
         let now = Instant::now();
-        let mut connection = Connection::new(now, Config::default());
+        let mut connection = Connection::new(now, handshake_era());
         let init = br#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25"}}
 "#;
         connection.handle_bytes(now, init);

@@ -20,8 +20,19 @@ pub struct RpcError {
 impl RpcError {
     /// The method is unknown, or a capability we did not declare.
     pub const METHOD_NOT_FOUND: i64 = -32601;
-    /// The params do not fit the method, such as tool arguments that do not fit the schema.
+    /// The params do not fit the method, such as tool arguments that do not fit the schema;
+    /// from 2026-07-28 on also an unknown resource (see [`RpcError::is_resource_not_found`]).
     pub const INVALID_PARAMS: i64 = -32602;
+    /// The resource does not exist, as servers of 2025-11-25 and earlier say it.
+    pub const RESOURCE_NOT_FOUND: i64 = -32002;
+    /// Stateless era: an HTTP header does not match the message it carries.
+    pub const HEADER_MISMATCH: i64 = -32020;
+    /// Stateless era: the request needs client capabilities it did not declare
+    /// (`data.requiredCapabilities`).
+    pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
+    /// Stateless era: the server does not speak the requested revision (`data.supported`,
+    /// `data.requested`).
+    pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 
     /// The refusal we send for server requests we do not serve.
     pub fn method_not_found(method: &str) -> Self {
@@ -42,6 +53,45 @@ impl RpcError {
 }
 
 impl RpcError {
+    /// What the error means, with its `data` read out, for the codes the protocol defines.
+    pub fn kind(&self) -> ErrorKind {
+        let data = self.data.as_ref();
+        let member = |name: &str| data.and_then(|data| data.get(name));
+        match self.code {
+            Self::METHOD_NOT_FOUND => ErrorKind::MethodNotFound,
+            Self::INVALID_PARAMS => ErrorKind::InvalidParams,
+            Self::RESOURCE_NOT_FOUND => ErrorKind::ResourceNotFound,
+            Self::HEADER_MISMATCH => ErrorKind::HeaderMismatch,
+            Self::MISSING_REQUIRED_CLIENT_CAPABILITY => {
+                // A `ClientCapabilities` object by the schema; a list of names is read too.
+                let required = match member("requiredCapabilities") {
+                    Some(Value::Object(capabilities)) => capabilities.keys().cloned().collect(),
+                    Some(Value::Array(names)) => strings(names),
+                    _ => Vec::new(),
+                };
+                ErrorKind::MissingClientCapabilities { required }
+            }
+            Self::UNSUPPORTED_PROTOCOL_VERSION => ErrorKind::UnsupportedVersion {
+                supported: match member("supported") {
+                    Some(Value::Array(versions)) => strings(versions),
+                    _ => Vec::new(),
+                },
+                requested: member("requested")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+            },
+            _ => ErrorKind::Other,
+        }
+    }
+
+    /// Whether this answers a read of a resource that does not exist: -32002 (servers of
+    /// 2025-11-25 and earlier), or -32602 as the answer to `method` `resources/read` (later
+    /// ones). The method comes from the caller, which knows what it asked.
+    pub fn is_resource_not_found(&self, method: &str) -> bool {
+        self.code == Self::RESOURCE_NOT_FOUND
+            || (self.code == Self::INVALID_PARAMS && method == "resources/read")
+    }
+
     /// The server's message without the `MCP error <code>: ` the TypeScript SDK puts in front
     /// of it, since the code is shown anyway.
     pub fn text(&self) -> &str {
@@ -50,8 +100,64 @@ impl RpcError {
     }
 }
 
+/// The strings of a JSON array; anything else in it is left out.
+fn strings(values: &[Value]) -> Vec<String> {
+    (values.iter())
+        .filter_map(|value| Some(value.as_str()?.to_owned()))
+        .collect()
+}
+
+/// What an [`RpcError`] means, from [`RpcError::kind`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// -32601.
+    MethodNotFound,
+    /// -32602.
+    InvalidParams,
+    /// -32002, resource not found (2025-11-25 and earlier).
+    ResourceNotFound,
+    /// -32020: an HTTP header does not match the message.
+    HeaderMismatch,
+    /// -32021: the request needs client capabilities we did not declare.
+    MissingClientCapabilities {
+        /// Their names (`elicitation`, `sampling`, ...).
+        required: Vec<String>,
+    },
+    /// -32022: the server does not speak the revision we asked for.
+    UnsupportedVersion {
+        /// The revisions it speaks.
+        supported: Vec<String>,
+        /// The revision we asked for, as the server read it.
+        requested: Option<String>,
+    },
+    /// Any other code.
+    Other,
+}
+
 impl fmt::Display for RpcError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The errors of the stateless era say what to do about them; the server's own words
+        // follow.
+        match self.kind() {
+            ErrorKind::UnsupportedVersion {
+                supported,
+                requested,
+            } => write!(
+                f,
+                "the server does not support protocol revision {} (it supports: {}); ",
+                requested.as_deref().unwrap_or("we asked for"),
+                list_or_none(&supported)
+            )?,
+            ErrorKind::MissingClientCapabilities { required } => write!(
+                f,
+                "the server needs client capabilities we did not declare: {}; ",
+                list_or_none(&required)
+            )?,
+            ErrorKind::HeaderMismatch => f.write_str(
+                "the server found an HTTP header that does not match the message it carries; ",
+            )?,
+            _ => {}
+        }
         write!(f, "{} (code {})", self.text(), self.code)?;
         if let Some(data) = &self.data {
             write!(f, ": {data}")?;
@@ -61,6 +167,14 @@ impl fmt::Display for RpcError {
 }
 
 impl std::error::Error for RpcError {}
+
+fn list_or_none(names: &[String]) -> String {
+    if names.is_empty() {
+        "none named".to_owned()
+    } else {
+        names.join(", ")
+    }
+}
 
 /// Why one request failed. Each pending request ends exactly once, with a result or with this.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,6 +203,25 @@ pub enum RequestError {
     Transport(String),
     /// The connection ended first.
     Closed(CloseReason),
+    /// The method does not exist in the era the server turned out to speak (`ping` or
+    /// `logging/setLevel` issued before a probe found the stateless era).
+    NotInEra {
+        /// The method.
+        method: String,
+        /// The era.
+        era: crate::Era,
+    },
+    /// A multi-round-trip request still asked for input after
+    /// [`Config::max_input_rounds`](crate::Config::max_input_rounds) rounds.
+    TooManyInputRounds {
+        /// The rounds taken.
+        rounds: u32,
+    },
+    /// A `subscriptions/listen` was not acknowledged before its deadline.
+    NotAcknowledged {
+        /// How long it waited.
+        after: Duration,
+    },
 }
 
 impl fmt::Display for RequestError {
@@ -106,11 +239,29 @@ impl fmt::Display for RequestError {
             Self::Cancelled => f.write_str("request cancelled"),
             Self::Transport(detail) => f.write_str(detail),
             Self::Closed(reason) => write!(f, "connection closed: {reason}"),
+            Self::NotInEra { method, era } => not_in_era(f, method, *era),
+            Self::TooManyInputRounds { rounds } => write!(
+                f,
+                "the server still asked for more input after {rounds} rounds; gave up"
+            ),
+            Self::NotAcknowledged { after } => write!(
+                f,
+                "the subscription was not acknowledged within {} (timed out)",
+                seconds(*after)
+            ),
         }
     }
 }
 
 impl std::error::Error for RequestError {}
+
+fn not_in_era(f: &mut fmt::Formatter<'_>, method: &str, era: crate::Era) -> fmt::Result {
+    write!(f, "`{method}` does not exist in the {era} era")?;
+    if method == "logging/setLevel" {
+        f.write_str(" (set Config::log_level: the level rides every request's `_meta`)")?;
+    }
+    Ok(())
+}
 
 /// Why the connection ended. Terminal and sticky: reported once as an event, and again by
 /// every command issued afterwards.
@@ -141,6 +292,13 @@ pub enum CloseReason {
     /// The transport failed for good (a refused connection, a TLS failure, an HTTP endpoint
     /// that is not an MCP server); the text names where and why.
     Transport(String),
+    /// The server closed its output on the `server/discover` probe: a handshake-era server
+    /// that exits on requests it does not know. Start it again in the handshake era.
+    EndedOnProbe,
+    /// A fixed stateless revision was asked for, and `server/discover` showed that the server
+    /// does not speak the stateless era (the text says how): a verdict that was cached is
+    /// stale, probe again.
+    NotStateless(String),
 }
 
 impl fmt::Display for CloseReason {
@@ -167,6 +325,16 @@ impl fmt::Display for CloseReason {
                 write!(f, "invalid `initialize` result: {detail}")
             }
             Self::Transport(detail) => f.write_str(detail),
+            Self::EndedOnProbe => f.write_str(
+                "the server closed its output on the `server/discover` probe, as handshake-era \
+                 servers that exit on requests they do not know do; start it again in the \
+                 handshake era",
+            ),
+            Self::NotStateless(detail) => write!(
+                f,
+                "the server does not speak the stateless era: {detail}; probe it again \
+                 (protocol `auto`)"
+            ),
         }
     }
 }
@@ -185,6 +353,14 @@ pub enum SendError {
     ProgressTokenInUse,
     /// Server role: requests to the host wait for `notifications/initialized`.
     NotReady,
+    /// The method does not exist in the era the connection speaks (`ping` and
+    /// `logging/setLevel` in the stateless era, where the level rides `_meta`).
+    NotInEra {
+        /// The method.
+        method: String,
+        /// The era.
+        era: crate::Era,
+    },
 }
 
 impl fmt::Display for SendError {
@@ -196,6 +372,7 @@ impl fmt::Display for SendError {
                 f.write_str("progressToken is already used by a pending request")
             }
             Self::NotReady => f.write_str("the client has not finished the handshake yet"),
+            Self::NotInEra { method, era } => not_in_era(f, method, *era),
         }
     }
 }

@@ -10,7 +10,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::listing::{ListResult, Listed, entries};
+use crate::listing::{CacheHint, ListResult, Listed, entries};
 use crate::request::{FromResult, Params, Request};
 use crate::types::Content;
 
@@ -240,6 +240,8 @@ pub struct ReadResourceResult {
     pub contents: Vec<ResourceContents>,
     /// How many items could not be read and were left out.
     pub skipped: usize,
+    /// How long it may be kept (`ttlMs`, `cacheScope`); `None` when not said.
+    pub cache: Option<CacheHint>,
 }
 
 /// The result of `prompts/get`.
@@ -386,7 +388,12 @@ impl FromResult for ReadResourceResult {
     fn from_result(result: Value) -> Result<Self, String> {
         let mut object = members(result)?;
         let (contents, skipped) = entries(&mut object, "contents")?;
-        Ok(Self { contents, skipped })
+        let cache = CacheHint::read(&object);
+        Ok(Self {
+            contents,
+            skipped,
+            cache,
+        })
     }
 }
 

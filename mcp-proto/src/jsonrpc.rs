@@ -3,8 +3,9 @@
 use std::borrow::Cow;
 
 use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde::{Deserialize, Deserializer, Serialize};
-use serde_json::{Value, json};
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value, json};
 
 use crate::error::RpcError;
 use crate::framing::LineError;
@@ -390,20 +391,157 @@ pub(crate) fn request<P: Serialize>(id: u64, method: &str, params: Option<&P>) -
     })
 }
 
-/// The params of `tools/call`, with the progress token that lets progress extend its deadline.
+/// The params of `tools/call`, with the progress token that lets progress extend its deadline
+/// and, in the stateless era, what the era adds.
 #[derive(Serialize)]
 pub(crate) struct CallToolParams<'a, T> {
     pub(crate) name: &'a str,
     pub(crate) arguments: &'a Value,
+    #[serde(rename = "inputResponses", skip_serializing_if = "Option::is_none")]
+    pub(crate) input_responses: Option<&'a Map<String, Value>>,
+    #[serde(rename = "requestState", skip_serializing_if = "Option::is_none")]
+    pub(crate) request_state: Option<&'a str>,
     #[serde(rename = "_meta")]
-    pub(crate) meta: ProgressMeta<T>,
+    pub(crate) meta: Meta<'a, T>,
 }
 
-/// `_meta.progressToken`: the call's own id, or a token the caller chose.
-#[derive(Serialize)]
-pub(crate) struct ProgressMeta<T> {
-    #[serde(rename = "progressToken")]
-    pub(crate) progress_token: T,
+/// A retry's answers to the server's `inputRequests`, and its `requestState` echoed.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Input<'a> {
+    pub(crate) responses: Option<&'a Map<String, Value>>,
+    pub(crate) state: Option<&'a str>,
+}
+
+impl Input<'_> {
+    fn is_empty(&self) -> bool {
+        self.responses.is_none() && self.state.is_none()
+    }
+}
+
+/// `_meta` as we send it: the progress token, the caller's own members, and the stateless
+/// era's (which win over the caller's of the same name). Written member by member: no map
+/// is built.
+pub(crate) struct Meta<'a, T> {
+    pub(crate) progress_token: Option<T>,
+    pub(crate) caller: Option<&'a Map<String, Value>>,
+    pub(crate) era: Option<&'a StatelessMeta>,
+}
+
+impl<T: Serialize> Serialize for Meta<'_, T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(token) = &self.progress_token {
+            map.serialize_entry("progressToken", token)?;
+        }
+        for (key, value) in self.caller.into_iter().flatten() {
+            let ours = self.era.is_some_and(|era| era.owns(key))
+                || (key == "progressToken" && self.progress_token.is_some());
+            if !ours {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        if let Some(era) = self.era {
+            era.write(&mut map)?;
+        }
+        map.end()
+    }
+}
+
+/// The `io.modelcontextprotocol/` members of `_meta` on every stateless-era request, made
+/// once per connection (and again if the revision changes) and written as they are.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct StatelessMeta {
+    pub(crate) version: &'static str,
+    capabilities: Value,
+    client_info: Value,
+    log_level: Option<String>,
+}
+
+const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+const CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+
+impl StatelessMeta {
+    pub(crate) fn new(
+        version: &'static str,
+        capabilities: Value,
+        client_info: Value,
+        log_level: Option<String>,
+    ) -> Self {
+        Self {
+            version,
+            capabilities,
+            client_info,
+            log_level,
+        }
+    }
+
+    /// Whether `key` is one of the members we write (so the caller's copy gives way).
+    fn owns(&self, key: &str) -> bool {
+        matches!(key, PROTOCOL_VERSION | CLIENT_CAPABILITIES | CLIENT_INFO)
+            || (key == LOG_LEVEL && self.log_level.is_some())
+    }
+
+    fn write<M: SerializeMap>(&self, map: &mut M) -> Result<(), M::Error> {
+        map.serialize_entry(PROTOCOL_VERSION, self.version)?;
+        map.serialize_entry(CLIENT_CAPABILITIES, &self.capabilities)?;
+        map.serialize_entry(CLIENT_INFO, &self.client_info)?;
+        if let Some(level) = &self.log_level {
+            map.serialize_entry(LOG_LEVEL, level)?;
+        }
+        Ok(())
+    }
+}
+
+/// Object params (or none) with what the stateless era or a retry adds: the caller's members
+/// as given, then the retry's `inputResponses` and `requestState` (replacing the caller's),
+/// then `_meta` merged as [`Meta`] does.
+pub(crate) struct ObjectParams<'a> {
+    pub(crate) params: Option<&'a Map<String, Value>>,
+    pub(crate) input: Input<'a>,
+    pub(crate) era: Option<&'a StatelessMeta>,
+}
+
+impl Serialize for ObjectParams<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        let mut caller_meta = None;
+        for (key, value) in self.params.into_iter().flatten() {
+            match key.as_str() {
+                "_meta" => caller_meta = Some(value),
+                "inputResponses" | "requestState" if !self.input.is_empty() => {}
+                _ => map.serialize_entry(key, value)?,
+            }
+        }
+        if let Some(responses) = self.input.responses {
+            map.serialize_entry("inputResponses", responses)?;
+        }
+        if let Some(state) = self.input.state {
+            map.serialize_entry("requestState", state)?;
+        }
+        match (caller_meta, self.era) {
+            (Some(Value::Object(caller)), era) => {
+                let meta = Meta::<()> {
+                    progress_token: None,
+                    caller: Some(caller),
+                    era,
+                };
+                map.serialize_entry("_meta", &meta)?;
+            }
+            (Some(other), None) => map.serialize_entry("_meta", other)?,
+            (_, Some(era)) => {
+                let meta = Meta::<()> {
+                    progress_token: None,
+                    caller: None,
+                    era: Some(era),
+                };
+                map.serialize_entry("_meta", &meta)?;
+            }
+            (None, None) => {}
+        }
+        map.end()
+    }
 }
 
 /// A notification we send.

@@ -95,6 +95,7 @@ mod pending;
 mod request;
 mod server;
 mod sse;
+mod stateless;
 mod streamable;
 mod types;
 mod versions;
@@ -102,19 +103,22 @@ mod versions;
 pub use connection::{
     ClientCapabilities, Config, Connection, Event, RequestId, ServerRequest, ServerRequestId, Stats,
 };
-pub use error::{CloseReason, RequestError, RpcError, SendError};
+pub use error::{CloseReason, ErrorKind, RequestError, RpcError, SendError};
 pub use features::{
     CompleteResult, CompletionRef, ElicitResult, GetPromptResult, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, Prompt, PromptArgument, PromptMessage,
     ReadResourceResult, Resource, ResourceContents, ResourceTemplate, decode_base64,
 };
 pub use framing::{LineDecoder, LineError};
-pub use listing::{DEFAULT_MAX_PAGES, ListResult, Listed, Listing, PageError, Pager};
+pub use listing::{
+    CacheHint, CacheScope, DEFAULT_MAX_PAGES, ListResult, Listed, Listing, PageError, Pager,
+};
 pub use request::{FromResult, Request};
 pub use server::{
     ClientInfo, HostRequest, HostRequestId, ServerConfig, ServerConnection, ServerEvent,
 };
 pub use sse::{SseDecoder, SseEvent, SseTooLong};
+pub use stateless::{InputRequest, ListenFilter};
 pub use streamable::{
     Affected, Answer, Exchange, ExchangeId, Get, HttpConnection, HttpTransport, Post, Reply,
     session_lost,

@@ -6,6 +6,7 @@
 //! `skipped`, and only a result whose list itself is missing or of the wrong type fails.
 
 use std::collections::BTreeSet;
+use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
@@ -31,6 +32,52 @@ pub struct ListResult<T> {
     /// How many entries were left out because they could not be read (a tool without a
     /// string `name`, an entry that is not an object, ...).
     pub skipped: usize,
+    /// How long the page may be kept (`ttlMs`, `cacheScope`); `None` when not said.
+    pub cache: Option<CacheHint>,
+}
+
+/// A result's caching hint (2026-07-28): how long it stays fresh, and who may share it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheHint {
+    /// `ttlMs`: fresh for this long after it arrived (zero: stale at once).
+    pub ttl: Duration,
+    /// `cacheScope`.
+    pub scope: CacheScope,
+}
+
+/// Who may reuse a cached result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheScope {
+    /// Anyone, across credentials (shared gateways and proxies too).
+    Public,
+    /// Only under the same credentials.
+    Private,
+}
+
+impl CacheHint {
+    /// Reads `ttlMs` and `cacheScope` from a result; `None` without a usable `ttlMs`. A
+    /// missing or unknown scope counts as `Private`, the one that never over-shares.
+    pub(crate) fn read(result: &Map<String, Value>) -> Option<Self> {
+        let ttl = result.get("ttlMs")?.as_f64().filter(|ms| *ms >= 0.0)?;
+        let ttl = Duration::try_from_secs_f64(ttl / 1000.0).ok()?;
+        let scope = match result.get("cacheScope").and_then(Value::as_str) {
+            Some("public") => CacheScope::Public,
+            _ => CacheScope::Private,
+        };
+        Some(Self { ttl, scope })
+    }
+
+    /// The hint of a whole made of two parts: the shorter life, and `Private` if either is.
+    pub fn combine(self, other: Self) -> Self {
+        let scope = match (self.scope, other.scope) {
+            (CacheScope::Public, CacheScope::Public) => CacheScope::Public,
+            _ => CacheScope::Private,
+        };
+        Self {
+            ttl: self.ttl.min(other.ttl),
+            scope,
+        }
+    }
 }
 
 impl<T: Listed> ListResult<T> {
@@ -40,6 +87,7 @@ impl<T: Listed> ListResult<T> {
             return Err("not an object".to_owned());
         };
         let (items, skipped) = entries(&mut object, T::MEMBER)?;
+        let cache = CacheHint::read(&object);
         let next_cursor = match object.remove("nextCursor") {
             Some(Value::String(cursor)) => Some(cursor),
             _ => None,
@@ -48,6 +96,7 @@ impl<T: Listed> ListResult<T> {
             items,
             next_cursor,
             skipped,
+            cache,
         })
     }
 }
@@ -94,6 +143,8 @@ pub struct Listing<T> {
     pub items: Vec<T>,
     /// Entries that could not be read, over all pages.
     pub skipped: usize,
+    /// The pages' hints combined ([`CacheHint::combine`]); `None` if a page had none.
+    pub cache: Option<CacheHint>,
 }
 
 /// Follows the pages of any listing (`Pager<Tool>`, `Pager<Prompt>`, ...), refusing a server
@@ -154,6 +205,7 @@ impl<T: Listed> Pager<T> {
             listing: Listing {
                 items: Vec::new(),
                 skipped: 0,
+                cache: None,
             },
             next: Some(None),
             cursors_seen: BTreeSet::new(),
@@ -171,6 +223,11 @@ impl<T: Listed> Pager<T> {
     /// Takes one page. An empty `nextCursor` counts as none: some servers send `""` on the
     /// last page.
     pub fn add_page(&mut self, page: ListResult<T>) -> Result<(), PageError> {
+        self.listing.cache = match (self.pages, self.listing.cache, page.cache) {
+            (0, _, cache) => cache,
+            (_, Some(listing), Some(page)) => Some(listing.combine(page)),
+            _ => None,
+        };
         self.pages += 1;
         self.listing.items.extend(page.items);
         self.listing.skipped += page.skipped;

@@ -6,7 +6,9 @@ use std::collections::{BinaryHeap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{Map, Value};
+
+use crate::request::Params;
 
 /// Far enough to mean "never" without overflowing `Instant`.
 const LONGEST_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
@@ -33,6 +35,9 @@ pub(crate) fn read_id(id: &Value) -> Option<u64> {
 pub(crate) struct Outstanding {
     requests: PendingMap,
     deadlines: Deadlines,
+    /// The caller's id of each request re-sent under a new wire id (a multi-round-trip
+    /// retry, a retry in another revision), by that wire id.
+    aliases: HashMap<u64, u64, BuildHasherDefault<IdHasher>>,
     next_id: u64,
 }
 
@@ -41,6 +46,7 @@ impl Default for Outstanding {
         Self {
             requests: PendingMap::default(),
             deadlines: Deadlines::default(),
+            aliases: HashMap::default(),
             next_id: 1,
         }
     }
@@ -59,23 +65,29 @@ impl Outstanding {
         id
     }
 
-    /// Starts a request under the next id, due `timeout` from `now`.
+    /// Starts a request under the next id, due `timeout` from `now`: on the wire under that
+    /// id, or `held` back (then `origin` must say what to send once released).
     pub(crate) fn start(
         &mut self,
         now: Instant,
         timeout: Duration,
         progress_token: Option<ProgressToken>,
-        held: Option<Vec<u8>>,
+        held: bool,
+        origin: Option<Box<Origin>>,
     ) -> u64 {
         let id = self.take_id();
+        let deadline = deadline_after(now, timeout);
         let pending = Pending {
             started: now,
-            deadline: deadline_after(now, timeout),
+            deadline: Some(deadline),
             timeout,
             progress_token,
+            wire: (!held).then_some(id),
             held,
+            awaiting_ack: false,
+            origin,
         };
-        self.deadlines.push(pending.deadline, id);
+        self.deadlines.push(deadline, id);
         self.requests.insert(id, pending);
         id
     }
@@ -84,9 +96,16 @@ impl Outstanding {
         self.requests.get(&id)
     }
 
-    /// Whether `id` is outstanding and on the wire (not held back for the handshake).
-    pub(crate) fn is_sent(&self, id: u64) -> bool {
-        self.requests.get(&id).is_some_and(|p| p.held.is_none())
+    pub(crate) fn get_mut(&mut self, id: u64) -> Option<&mut Pending> {
+        self.requests.get_mut(&id)
+    }
+
+    /// The outstanding request whose current wire id is `wire`: neither held, nor waiting for
+    /// input, nor re-sent since under another id.
+    pub(crate) fn on_wire(&self, wire: u64) -> Option<u64> {
+        let id = self.aliases.get(&wire).copied().unwrap_or(wire);
+        let pending = self.requests.get(&id)?;
+        (pending.wire == Some(wire)).then_some(id)
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -96,27 +115,81 @@ impl Outstanding {
     /// The outstanding request a response's `id` answers ([`read_id`]); both roles read ids
     /// alike.
     pub(crate) fn answered(&self, id: &Value) -> Option<u64> {
-        let id = read_id(id)?;
-        self.requests.contains_key(&id).then_some(id)
+        self.on_wire(read_id(id)?)
     }
 
     /// Ends request `id`, if it is outstanding.
     pub(crate) fn remove(&mut self, id: u64) -> Option<Pending> {
         let pending = self.requests.remove(&id)?;
+        if let Some(wire) = pending.wire {
+            self.aliases.remove(&wire);
+        }
         self.deadlines.prune(&self.requests);
         Some(pending)
+    }
+
+    /// Puts request `id` back on the wire under the new wire id `wire`, due `timeout` from
+    /// `now` as if it had just started: an answer to its former wire id is now a stray.
+    pub(crate) fn resend(&mut self, id: u64, wire: u64, now: Instant) {
+        self.off_wire(id);
+        let Some(pending) = self.requests.get_mut(&id) else {
+            return;
+        };
+        pending.wire = Some(wire);
+        if wire != id {
+            self.aliases.insert(wire, id);
+        }
+        let timeout = pending.timeout;
+        self.set_deadline(id, now, Some(timeout));
+    }
+
+    /// Takes request `id` off the wire while it waits for the caller (input for a
+    /// multi-round-trip request), due `timeout` from `now`.
+    pub(crate) fn await_input(&mut self, id: u64, now: Instant, timeout: Duration) {
+        self.off_wire(id);
+        self.set_deadline(id, now, Some(timeout));
+    }
+
+    /// An acknowledged subscription: it has no deadline any more.
+    pub(crate) fn acknowledge(&mut self, id: u64, now: Instant) {
+        if let Some(pending) = self.requests.get_mut(&id) {
+            pending.awaiting_ack = false;
+        }
+        self.set_deadline(id, now, None);
+    }
+
+    fn off_wire(&mut self, id: u64) {
+        if let Some(pending) = self.requests.get_mut(&id)
+            && let Some(wire) = pending.wire.take()
+        {
+            self.aliases.remove(&wire);
+        }
+    }
+
+    /// Restarts request `id`'s clock at `now`, due `timeout` later, or never.
+    fn set_deadline(&mut self, id: u64, now: Instant, timeout: Option<Duration>) {
+        let Some(pending) = self.requests.get_mut(&id) else {
+            return;
+        };
+        pending.started = now;
+        pending.deadline = timeout.map(|timeout| deadline_after(now, timeout));
+        if let Some(deadline) = pending.deadline {
+            self.deadlines.push(deadline, id);
+        }
+        self.deadlines.prune(&self.requests);
     }
 
     /// Moves request `id`'s deadline (progress came in): `timeout` from `now`, never past its
     /// start plus the longer of `timeout` and `longest`.
     pub(crate) fn extend(&mut self, id: u64, now: Instant, longest: Duration) {
-        let Some(pending) = self.requests.get_mut(&id) else {
+        // Without a deadline (an acknowledged subscription) there is nothing to extend.
+        let Some(pending) = self.requests.get_mut(&id).filter(|p| p.deadline.is_some()) else {
             return;
         };
         let hard_deadline = deadline_after(pending.started, longest.max(pending.timeout));
         let deadline = deadline_after(now, pending.timeout).min(hard_deadline);
-        if deadline != pending.deadline {
-            pending.deadline = deadline;
+        if Some(deadline) != pending.deadline {
+            pending.deadline = Some(deadline);
             self.deadlines.push(deadline, id);
             self.deadlines.prune(&self.requests);
         }
@@ -131,10 +204,8 @@ impl Outstanding {
         (expired.into_iter())
             .filter_map(|id| {
                 let pending = self.requests.get(&id)?;
-                Some((
-                    id,
-                    pending.deadline.saturating_duration_since(pending.started),
-                ))
+                let deadline = pending.deadline?;
+                Some((id, deadline.saturating_duration_since(pending.started)))
             })
             .collect()
     }
@@ -144,12 +215,18 @@ impl Outstanding {
         self.deadlines.first()
     }
 
-    /// Releases the requests held back for the handshake, with their ids, in id order.
-    pub(crate) fn release_held(&mut self) -> Vec<(u64, Vec<u8>)> {
-        let mut held: Vec<(u64, Vec<u8>)> = (self.requests.iter_mut())
-            .filter_map(|(&id, p)| Some((id, p.held.take()?)))
+    /// Releases the requests held back for the handshake (or the probe) onto the wire under
+    /// their own ids, returning those ids in order.
+    pub(crate) fn release_held(&mut self) -> Vec<u64> {
+        let mut held: Vec<u64> = (self.requests.iter_mut())
+            .filter(|(_, p)| p.held)
+            .map(|(&id, p)| {
+                p.held = false;
+                p.wire = Some(id);
+                id
+            })
             .collect();
-        held.sort_unstable_by_key(|&(id, _)| id);
+        held.sort_unstable();
         held
     }
 
@@ -158,6 +235,7 @@ impl Outstanding {
         let mut ids: Vec<u64> = self.requests.drain().map(|(id, _)| id).collect();
         ids.sort_unstable();
         self.deadlines.clear();
+        self.aliases.clear();
         ids
     }
 
@@ -178,12 +256,49 @@ pub(crate) enum ProgressToken {
 }
 
 pub(crate) struct Pending {
+    /// When it went on the wire (its latest round, for a re-sent request).
     pub(crate) started: Instant,
-    pub(crate) deadline: Instant,
+    /// `None` for a subscription once acknowledged: it ends when answered or cancelled.
+    pub(crate) deadline: Option<Instant>,
     pub(crate) timeout: Duration,
     pub(crate) progress_token: Option<ProgressToken>,
-    /// The encoded request while it waits for the handshake; `None` once queued for writing.
-    pub(crate) held: Option<Vec<u8>>,
+    /// The id it is on the wire under; `None` while held or waiting for input.
+    pub(crate) wire: Option<u64>,
+    /// Held back until the handshake (or the probe) ends; `origin` says what to send then.
+    pub(crate) held: bool,
+    /// A `subscriptions/listen` whose acknowledgement has not come yet.
+    pub(crate) awaiting_ack: bool,
+    /// What was asked, kept while it may have to be sent again: while held, and in the
+    /// stateless era (a retry in another revision, a multi-round-trip retry).
+    pub(crate) origin: Option<Box<Origin>>,
+}
+
+/// A request as the caller made it, and what its rounds so far added.
+#[derive(Debug)]
+pub(crate) struct Origin {
+    pub(crate) method: String,
+    pub(crate) params: Params,
+    /// `input_required` answers taken so far.
+    pub(crate) rounds: u32,
+    /// The last round's `requestState`, echoed exactly on the retry.
+    pub(crate) request_state: Option<String>,
+    /// The caller's answers to the last round's `inputRequests`.
+    pub(crate) input_responses: Option<Map<String, Value>>,
+    /// Whether it was already sent again in another revision (at most once).
+    pub(crate) version_retried: bool,
+}
+
+impl Origin {
+    pub(crate) fn new(method: String, params: Params) -> Box<Self> {
+        Box::new(Self {
+            method,
+            params,
+            rounds: 0,
+            request_state: None,
+            input_responses: None,
+            version_retried: false,
+        })
+    }
 }
 
 /// Pending requests by id. Looked up and removed once per response, so a hash map: a B-tree
@@ -273,5 +388,7 @@ impl Deadlines {
 
 /// Whether `(deadline, id)` is a pending request's current deadline.
 fn is_current(pending: &PendingMap, (deadline, id): (Instant, u64)) -> bool {
-    pending.get(&id).is_some_and(|p| p.deadline == deadline)
+    pending
+        .get(&id)
+        .is_some_and(|p| p.deadline == Some(deadline))
 }

@@ -354,7 +354,7 @@ impl ServerConnection {
         };
         let method = request.method.as_str();
         let timeout = request.timeout.unwrap_or(self.config.request_timeout);
-        let id = self.pending.start(now, timeout, None, None);
+        let id = self.pending.start(now, timeout, None, false, None);
         self.transmits
             .push_back(jsonrpc::request(id, method, params));
         Ok(RequestId(id))

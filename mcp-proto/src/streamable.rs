@@ -289,8 +289,10 @@ impl HttpConnection {
                 queued: Vec::new(),
             },
         };
+        let mut connection = Connection::new(now, config);
+        connection.tag_requests();
         let mut http = Self {
-            connection: Connection::new(now, config),
+            connection,
             url,
             mode,
             fell_back: None,
@@ -417,10 +419,10 @@ impl HttpConnection {
         else {
             return Affected::Nothing;
         };
-        let (url, sent, session, legacy) = (url.clone(), *sent, session.clone(), *legacy);
+        let (url, sent, session, legacy) = (url.clone(), sent.clone(), session.clone(), *legacy);
         let request = match sent {
-            Sent::Initialize(id) | Sent::Request(id) => Some(id),
-            Sent::Initialized | Sent::Other => None,
+            Sent::Initialize(id) | Sent::Request(id, _) => Some(id),
+            _ => None,
         };
         let initialize = matches!(sent, Sent::Initialize(_));
         match reply {
@@ -430,12 +432,12 @@ impl HttpConnection {
                     self.connection.fail(CloseReason::Transport(why));
                     Affected::Connection
                 }
-                Sent::Request(id) => {
+                Sent::Request(id, _) => {
                     let error = RequestError::Transport(why);
                     self.connection.fail_request(now, id, error);
                     Affected::Request(id)
                 }
-                Sent::Initialized | Sent::Other => Affected::Nothing,
+                _ => Affected::Nothing,
             },
             Reply::Refused {
                 status,
@@ -489,7 +491,7 @@ impl HttpConnection {
                         let reason = format!("POST {url}: initialize failed: {error}");
                         self.connection.fail(CloseReason::Transport(reason));
                     }
-                    Sent::Request(id) => _ = self.connection.fail_request(now, id, error),
+                    Sent::Request(id, _) => _ = self.connection.fail_request(now, id, error),
                     _ => {}
                 }
                 Affected::Nothing
@@ -543,7 +545,7 @@ impl HttpConnection {
                     return Affected::Connection;
                 }
             }
-            Sent::Request(id) => {
+            Sent::Request(id, _) => {
                 let error = RequestError::Transport(sentence);
                 self.connection.fail_request(now, id, error);
             }
@@ -590,10 +592,10 @@ impl HttpConnection {
         let Some(Purpose::Post { body, sent, .. }) = self.exchanges.get(&exchange) else {
             return;
         };
-        let (body, sent) = (body.clone(), *sent);
+        let (body, sent) = (body.clone(), sent.clone());
         let request = match sent {
-            Sent::Initialize(id) | Sent::Request(id) => Some(id),
-            Sent::Initialized | Sent::Other => None,
+            Sent::Initialize(id) | Sent::Request(id, _) => Some(id),
+            _ => None,
         };
         // Sent again in a new session and refused again: the refusal is not about the
         // session, and another restart would only loop.
@@ -634,7 +636,7 @@ impl HttpConnection {
         let Some(Purpose::Post { body, sent, .. }) = self.exchanges.get(&exchange) else {
             return;
         };
-        let queued = vec![(body.clone(), *sent)];
+        let queued = vec![(body.clone(), sent.clone())];
         self.fell_back = Some(why);
         self.initialize = None;
         self.mode = Mode::Legacy {
@@ -863,7 +865,7 @@ impl HttpConnection {
             // The answer to the new `initialize` has come: the new session is ready.
             Sent::Initialized => self.restarting = false,
             // Issued before the session was lost, it would go out with no session at all.
-            Sent::Request(_) | Sent::Other if self.restarting => {
+            Sent::Request(..) | Sent::Other if self.restarting => {
                 self.resend.push((message, sent));
                 return;
             }
@@ -888,9 +890,11 @@ impl HttpConnection {
             "application/json, text/event-stream".to_owned(),
         ));
         let answer = match sent {
-            Sent::Initialize(_) | Sent::Request(_) if legacy => Answer::OnTheStream,
-            Sent::Initialize(_) | Sent::Request(_) => Answer::InResponse,
-            Sent::Initialized | Sent::Other => Answer::None,
+            Sent::Initialize(_) | Sent::Request(..) | Sent::Discover { .. } if legacy => {
+                Answer::OnTheStream
+            }
+            Sent::Initialize(_) | Sent::Request(..) | Sent::Discover { .. } => Answer::InResponse,
+            Sent::Initialized | Sent::Cancelled(_) | Sent::Other => Answer::None,
         };
         let timeout = (answer == Answer::None).then_some(self.connection.config().request_timeout);
         let id = self.next_id();
@@ -903,6 +907,12 @@ impl HttpConnection {
             answer,
             timeout,
         }));
+        match &sent {
+            Sent::Initialized => self.gate = Some(id),
+            Sent::Initialize(request) => self.initialize = Some((*request, id)),
+            Sent::Request(request, _) if !legacy => _ = self.by_request.insert(*request, id),
+            _ => {}
+        }
         let purpose = Purpose::Post {
             url,
             body,
@@ -911,12 +921,6 @@ impl HttpConnection {
             legacy,
         };
         self.exchanges.insert(id, purpose);
-        match sent {
-            Sent::Initialized => self.gate = Some(id),
-            Sent::Initialize(request) => self.initialize = Some((request, id)),
-            Sent::Request(request) if !legacy => _ = self.by_request.insert(request, id),
-            _ => {}
-        }
     }
 
     /// Opens the GET stream for the server's own messages, once the session is ready, the

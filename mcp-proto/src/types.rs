@@ -11,7 +11,7 @@ use crate::listing::{ListResult, Listed};
 use crate::request::{FromResult, Params, Request};
 
 /// `clientInfo` / `serverInfo`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 pub struct Implementation {
     /// The program's name.
     pub name: String,
@@ -23,17 +23,29 @@ pub struct Implementation {
     pub title: Option<String>,
 }
 
-/// What the server told us during the handshake; carried by [`Event::Ready`](crate::Event::Ready).
+/// What the server told us: its `initialize` answer (handshake era) or its `server/discover`
+/// answer (stateless era); carried by [`Event::Ready`](crate::Event::Ready).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerInfo {
-    /// The negotiated revision, one of [`SUPPORTED_PROTOCOL_VERSIONS`](crate::SUPPORTED_PROTOCOL_VERSIONS).
+    /// The revision spoken, one of [`SUPPORTED_PROTOCOL_VERSIONS`](crate::SUPPORTED_PROTOCOL_VERSIONS):
+    /// [`ServerInfo::era`] tells its era.
     pub protocol_version: String,
+    /// Stateless era: every revision the server listed in `supportedVersions`, ours or not.
+    /// Empty in the handshake era.
+    pub supported_versions: Vec<String>,
     /// The server's `serverInfo`; empty names when it sent none.
     pub server: Implementation,
     /// What the server's `capabilities` object declares.
     pub capabilities: ServerCapabilities,
     /// How to use the server, for the model; if sent.
     pub instructions: Option<String>,
+}
+
+impl ServerInfo {
+    /// The era of [`protocol_version`](Self::protocol_version).
+    pub fn era(&self) -> Option<crate::Era> {
+        crate::Era::of(&self.protocol_version)
+    }
 }
 
 /// The server's `capabilities`, as far as a client acts on them. Read leniently: a capability
@@ -408,6 +420,15 @@ impl Notification {
             return None;
         }
         self.params.as_ref()?.get("uri")?.as_str()
+    }
+
+    /// Stateless era: the subscription this notification belongs to, from its
+    /// `_meta["io.modelcontextprotocol/subscriptionId"]`: the id of the
+    /// [`Request::listen`](crate::Request::listen) that opened it, as it went on the wire.
+    pub fn subscription_id(&self) -> Option<crate::RequestId> {
+        let meta = self.params.as_ref()?.get("_meta")?;
+        let id = crate::pending::read_id(meta.get(crate::stateless::SUBSCRIPTION_ID)?)?;
+        Some(crate::RequestId(id))
     }
 
     /// The log message, if this is a readable `notifications/message`.

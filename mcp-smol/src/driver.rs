@@ -540,6 +540,9 @@ impl Role for ClientRole {
             }
             Event::Notification(notification) => self.callers.notify(&notification),
             Event::ServerRequest(request) => self.callers.pass_on(&mut self.connection, request),
+            // Nobody answers input rounds through the adapter yet: give up at once rather
+            // than wait out the deadline.
+            Event::InputRequired { id, .. } => _ = self.connection.cancel(Instant::now(), id),
             Event::Malformed(error) => self.last_skipped = Some(error.to_string()),
             Event::Closed(reason) => {
                 self.reason = Some(reason);

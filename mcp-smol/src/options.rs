@@ -28,6 +28,9 @@ impl Default for Options {
             core: proto::Config {
                 client_name: "mcp-smol".to_owned(),
                 client_version: env!("CARGO_PKG_VERSION").to_owned(),
+                // The handshake era until the adapter can start a server again when it exits
+                // on the `server/discover` probe; that comes next.
+                protocol: proto::Protocol::Revision(proto::LATEST_PROTOCOL_VERSION),
                 ..proto::Config::default()
             },
             grace_period: Duration::from_secs(2),

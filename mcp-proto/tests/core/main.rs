@@ -20,3 +20,7 @@ mod server;
 
 /// The HTTP transports' machine, without sockets: sessions, restarts, fallback, resumption.
 mod streamable;
+
+/// The stateless era: era selection, `_meta`, removed methods, `resultType`, input rounds,
+/// subscriptions, cache hints.
+mod stateless;

@@ -5,7 +5,9 @@ use std::time::{Duration, Instant};
 use mcp_proto::{CloseReason, Config, Event, Request, RequestError};
 use serde_json::json;
 
-use crate::peer::{drain_events, handshake, handshake_with, id_of, next_response};
+use crate::peer::{
+    drain_events, handshake, handshake_config, handshake_with, id_of, next_response,
+};
 
 #[test]
 fn a_message_with_newlines_inside_is_one_message() {
@@ -29,7 +31,7 @@ fn a_message_over_the_limit_fails_its_request_at_once() {
     let now = Instant::now();
     let config = Config {
         max_line_len: 1000,
-        ..Config::default()
+        ..handshake_config()
     };
     let (mut conn, mut server) = handshake_with(now, config);
     let id = conn.request(now, Request::list_tools(None)).unwrap();
@@ -134,7 +136,7 @@ fn a_restarted_handshake_has_its_own_deadline() {
     let later = now + Duration::from_secs(5);
     conn.restart_session(later);
     server.absorb(&mut conn);
-    let deadline = later + Config::default().handshake_timeout;
+    let deadline = later + handshake_config().handshake_timeout;
     assert_eq!(conn.poll_timeout(), Some(deadline));
     conn.handle_timeout(deadline);
     assert!(matches!(

@@ -2,8 +2,18 @@
 
 use std::time::Instant;
 
-use mcp_proto::{Config, Connection, Event, RequestError, RequestId};
+use mcp_proto::{
+    Config, Connection, Event, LATEST_PROTOCOL_VERSION, Protocol, RequestError, RequestId,
+};
 use serde_json::{Value, json};
+
+/// The default settings, fixed to the handshake era (the default probes first).
+pub(crate) fn handshake_config() -> Config {
+    Config {
+        protocol: Protocol::Revision(LATEST_PROTOCOL_VERSION),
+        ..Config::default()
+    }
+}
 
 /// The initialize result a well-behaved server sends.
 pub(crate) fn init_result(version: &str) -> Value {
@@ -67,7 +77,7 @@ impl FakeServer {
 
 /// A connection with the handshake done and its output drained.
 pub(crate) fn handshake(now: Instant) -> (Connection, FakeServer) {
-    handshake_with(now, Config::default())
+    handshake_with(now, handshake_config())
 }
 
 pub(crate) fn handshake_with(now: Instant, config: Config) -> (Connection, FakeServer) {

@@ -8,7 +8,7 @@ use mcp_proto::{ClientCapabilities, Config, Connection, Event, Request, RequestI
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use crate::peer::init_result;
+use crate::peer::{handshake_config, init_result};
 
 /// One line a server might write.
 #[derive(Debug, Clone)]
@@ -118,7 +118,7 @@ fn connection_with_calls(start: Instant) -> (Connection, Vec<Vec<u8>>) {
     // Long enough for the initialize answer, short enough that `Line::Overlong` is too long.
     let config = Config {
         max_line_len: 256,
-        ..Config::default()
+        ..handshake_config()
     };
     let mut conn = Connection::new(start, config);
     for i in 0..6 {
@@ -219,7 +219,7 @@ proptest! {
     ) {
         let start = Instant::now();
         let capabilities = ClientCapabilities { roots: declare, elicitation: declare, sampling: declare };
-        let mut conn = Connection::new(start, Config { capabilities, ..Config::default() });
+        let mut conn = Connection::new(start, Config { capabilities, ..handshake_config() });
         let mut events = Vec::new();
         let mut transmits = Vec::new();
         let init_bytes = match init {

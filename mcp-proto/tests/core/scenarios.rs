@@ -10,8 +10,8 @@ use mcp_proto::{
 use serde_json::{Value, json};
 
 use crate::peer::{
-    FakeServer, drain_events, handshake, handshake_with, id_of, init_response, init_result,
-    initialized, next_response,
+    FakeServer, drain_events, handshake, handshake_config, handshake_with, id_of, init_response,
+    init_result, initialized, next_response,
 };
 
 // ----- the handshake -----
@@ -19,7 +19,7 @@ use crate::peer::{
 #[test]
 fn handshake_sends_initialize_then_initialized() {
     let now = Instant::now();
-    let mut conn = Connection::new(now, Config::default());
+    let mut conn = Connection::new(now, handshake_config());
     let mut server = FakeServer::default();
     let sent = server.absorb(&mut conn);
     assert_eq!(sent.len(), 1);
@@ -53,7 +53,7 @@ fn handshake_sends_initialize_then_initialized() {
 fn every_supported_version_is_accepted() {
     for version in HANDSHAKE_VERSIONS {
         let now = Instant::now();
-        let mut conn = Connection::new(now, Config::default());
+        let mut conn = Connection::new(now, handshake_config());
         let server = FakeServer::default();
         let _ = conn.poll_transmit();
         server.send(&mut conn, now, init_response(version));
@@ -65,7 +65,7 @@ fn every_supported_version_is_accepted() {
 
 fn closes_with(result: Value) -> CloseReason {
     let now = Instant::now();
-    let mut conn = Connection::new(now, Config::default());
+    let mut conn = Connection::new(now, handshake_config());
     let _ = conn.poll_transmit();
     let held = conn
         .request(now, Request::call_tool("early", json!({})))
@@ -152,7 +152,7 @@ fn missing_or_null_server_info_and_capabilities_still_connect() {
         json!({"protocolVersion": "2025-06-18", "capabilities": []}),
     ] {
         let now = Instant::now();
-        let mut conn = Connection::new(now, Config::default());
+        let mut conn = Connection::new(now, handshake_config());
         let _ = conn.poll_transmit();
         let answer = json!({"jsonrpc": "2.0", "id": 1, "result": result});
         FakeServer::default().send(&mut conn, now, answer);
@@ -169,9 +169,9 @@ fn missing_or_null_server_info_and_capabilities_still_connect() {
 #[test]
 fn handshake_timeout_closes_at_the_deadline() {
     let start = Instant::now();
-    let mut conn = Connection::new(start, Config::default());
+    let mut conn = Connection::new(start, handshake_config());
     let _ = conn.poll_transmit();
-    let deadline = start + Config::default().handshake_timeout;
+    let deadline = start + handshake_config().handshake_timeout;
     assert_eq!(conn.poll_timeout(), Some(deadline));
     conn.handle_timeout(deadline - Duration::from_millis(1));
     assert!(!conn.is_closed(), "early timeouts do nothing");
@@ -189,7 +189,7 @@ fn handshake_timeout_closes_at_the_deadline() {
 #[test]
 fn requests_before_ready_are_held_then_sent_in_order() {
     let now = Instant::now();
-    let mut conn = Connection::new(now, Config::default());
+    let mut conn = Connection::new(now, handshake_config());
     let mut server = FakeServer::default();
     server.absorb(&mut conn);
     let first = conn
@@ -449,7 +449,7 @@ fn out_of_order_responses_reach_their_requests() {
 #[test]
 fn response_to_a_held_request_is_stray() {
     let now = Instant::now();
-    let mut conn = Connection::new(now, Config::default());
+    let mut conn = Connection::new(now, handshake_config());
     let _ = conn.poll_transmit();
     let held = conn
         .request(now, Request::call_tool("x", json!({})))
@@ -518,7 +518,7 @@ fn other_server_requests_are_refused_with_method_not_found() {
 #[test]
 fn refusals_during_the_handshake_wait_for_initialized() {
     let now = Instant::now();
-    let mut conn = Connection::new(now, Config::default());
+    let mut conn = Connection::new(now, handshake_config());
     let mut server = FakeServer::default();
     server.absorb(&mut conn);
     server.send(
@@ -547,7 +547,7 @@ fn refusals_during_the_handshake_wait_for_initialized() {
 #[test]
 fn refusals_held_during_the_handshake_are_bounded() {
     let now = Instant::now();
-    let mut conn = Connection::new(now, Config::default());
+    let mut conn = Connection::new(now, handshake_config());
     let mut server = FakeServer::default();
     server.absorb(&mut conn);
     for id in 0..1000 {
@@ -571,7 +571,7 @@ fn a_ping_timing_out_during_the_handshake_writes_nothing() {
     let now = Instant::now();
     let config = Config {
         request_timeout: Duration::from_secs(1),
-        ..Config::default()
+        ..handshake_config()
     };
     let mut conn = Connection::new(now, config);
     let mut server = FakeServer::default();
@@ -704,7 +704,7 @@ fn progress_pushes_the_deadline_out_up_to_the_maximum() {
     let config = Config {
         request_timeout: Duration::from_secs(10),
         max_request_time: Duration::from_secs(25),
-        ..Config::default()
+        ..handshake_config()
     };
     let (mut conn, mut server) = handshake_with(start, config);
     let id = conn
@@ -779,7 +779,7 @@ fn a_call_can_carry_a_progress_token_of_the_callers() {
     let start = Instant::now();
     let config = Config {
         request_timeout: Duration::from_secs(10),
-        ..Config::default()
+        ..handshake_config()
     };
     let (mut conn, mut server) = handshake_with(start, config);
     let a = Request::call_tool("slow", json!({})).progress_token(json!("host-a"));
@@ -876,7 +876,7 @@ fn cancel_fails_the_request_and_tells_the_server() {
 #[test]
 fn cancelling_a_held_request_sends_nothing() {
     let now = Instant::now();
-    let mut conn = Connection::new(now, Config::default());
+    let mut conn = Connection::new(now, handshake_config());
     let mut server = FakeServer::default();
     server.absorb(&mut conn);
     let id = conn
@@ -988,7 +988,7 @@ fn every_malformed_line_kind_is_reported_and_skipped() {
     let now = Instant::now();
     let config = Config {
         max_line_len: 200,
-        ..Config::default()
+        ..handshake_config()
     };
     let (mut conn, mut server) = handshake_with(now, config);
     let id = conn
@@ -1040,7 +1040,7 @@ fn a_response_over_the_limit_fails_its_request_at_once() {
     let now = Instant::now();
     let config = Config {
         max_line_len: 1000,
-        ..Config::default()
+        ..handshake_config()
     };
     let (mut conn, mut server) = handshake_with(now, config);
     let first = conn
@@ -1102,7 +1102,7 @@ fn a_response_over_the_limit_fails_its_request_at_once() {
 #[test]
 fn bom_at_stream_start_is_skipped() {
     let now = Instant::now();
-    let mut conn = Connection::new(now, Config::default());
+    let mut conn = Connection::new(now, handshake_config());
     let _ = conn.poll_transmit();
     let init = init_response("2025-11-25");
     conn.handle_bytes(now, b"\xEF\xBB");
@@ -1152,7 +1152,7 @@ fn sixteen_mib_line_in_4_kib_chunks_is_linear_and_bounded() {
     let now = Instant::now();
     let config = Config {
         max_line_len: 17 * 1024 * 1024,
-        ..Config::default()
+        ..handshake_config()
     };
     let (mut conn, mut server) = handshake_with(now, config);
     let id = conn
@@ -1194,7 +1194,7 @@ fn declaring(roots: bool, elicitation: bool, sampling: bool) -> Config {
             sampling,
         },
         server_request_timeout: Duration::from_secs(30),
-        ..Config::default()
+        ..handshake_config()
     }
 }
 
@@ -1215,7 +1215,7 @@ fn declared_capabilities_are_sent_in_initialize() {
         initialize[0]["params"]["capabilities"],
         json!({"roots": {}, "elicitation": {}})
     );
-    let mut conn = Connection::new(now, Config::default());
+    let mut conn = Connection::new(now, handshake_config());
     let initialize = FakeServer::default().absorb(&mut conn);
     assert_eq!(initialize[0]["params"]["capabilities"], json!({}));
 }

@@ -3,16 +3,17 @@
 
 use std::time::{Duration, Instant};
 
+use crate::peer::handshake_config;
 use mcp_proto::{
-    Answer, CloseReason, Config, Event, Exchange, ExchangeId, Get, HttpConnection, HttpTransport,
-    Post, Reply, Request, RequestError,
+    Answer, CloseReason, Event, Exchange, ExchangeId, Get, HttpConnection, HttpTransport, Post,
+    Reply, Request, RequestError,
 };
 use serde_json::{Value, json};
 
 const URL: &str = "http://127.0.0.1:1/mcp";
 
 fn http(now: Instant, transport: HttpTransport) -> HttpConnection {
-    HttpConnection::new(now, Config::default(), URL.to_owned(), transport)
+    HttpConnection::new(now, handshake_config(), URL.to_owned(), transport)
 }
 
 /// Every exchange the machine asks for now.

@@ -1,0 +1,248 @@
+//! What the stateless era (2026-07-28) adds to the messages, read and built here and driven by
+//! the connection: the `server/discover` result, `resultType` and the input rounds of
+//! multi-round-trip requests, and the `subscriptions/listen` filter.
+
+use serde_json::{Map, Value, json};
+
+use crate::request::{Params, Request};
+use crate::types::{Implementation, ServerCapabilities, ServerInfo};
+
+/// The methods a server may answer with `input_required`.
+pub(crate) const MULTI_ROUND_METHODS: &[&str] = &["tools/call", "prompts/get", "resources/read"];
+
+/// The method that opens a subscription.
+pub(crate) const LISTEN: &str = "subscriptions/listen";
+
+/// The notification that acknowledges one.
+pub(crate) const ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
+
+/// The `_meta` member naming the subscription a notification belongs to.
+pub(crate) const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+
+/// The `_meta` member of a result that names the server.
+const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+
+/// The newest of `ours` (newest first) that `theirs` lists.
+pub(crate) fn mutual<S: AsRef<str>>(theirs: &[S], ours: &[&'static str]) -> Option<&'static str> {
+    (ours.iter().copied()).find(|version| theirs.iter().any(|v| v.as_ref() == *version))
+}
+
+/// Reads a `server/discover` result; `protocol_version` is left for the caller to choose.
+pub(crate) fn read_discover_result(result: Value) -> Result<ServerInfo, String> {
+    let Value::Object(mut result) = result else {
+        return Err("not an object".to_owned());
+    };
+    let supported_versions = match result.remove("supportedVersions") {
+        Some(Value::Array(versions)) => (versions.into_iter())
+            .filter_map(|version| match version {
+                Value::String(version) => Some(version),
+                _ => None,
+            })
+            .collect(),
+        _ => return Err("`supportedVersions` is missing or not an array".to_owned()),
+    };
+    // Where the revision puts it, or (leniently) where `initialize` did.
+    let meta_info =
+        (result.get_mut("_meta")).and_then(|meta| meta.as_object_mut()?.remove(SERVER_INFO));
+    let server = match meta_info.or_else(|| result.remove("serverInfo")) {
+        None | Some(Value::Null) => Implementation::default(),
+        Some(info) => {
+            serde_json::from_value(info).map_err(|error| format!("serverInfo: {error}"))?
+        }
+    };
+    let capabilities = (result.get("capabilities"))
+        .map(ServerCapabilities::read)
+        .unwrap_or_default();
+    let instructions = match result.remove("instructions") {
+        Some(Value::String(text)) => Some(text),
+        _ => None,
+    };
+    Ok(ServerInfo {
+        protocol_version: String::new(),
+        supported_versions,
+        server,
+        capabilities,
+        instructions,
+    })
+}
+
+/// What a stateless-era result's `resultType` says.
+pub(crate) enum Outcome {
+    /// Absent, or `"complete"`: the result.
+    Complete,
+    /// `"input_required"`: another round.
+    InputRequired,
+    /// Anything else, as text for the error.
+    Unknown(String),
+}
+
+pub(crate) fn outcome(result: &Value) -> Outcome {
+    match result.get("resultType") {
+        None => Outcome::Complete,
+        Some(Value::String(kind)) if kind == "complete" => Outcome::Complete,
+        Some(Value::String(kind)) if kind == "input_required" => Outcome::InputRequired,
+        Some(other) => Outcome::Unknown(other.to_string()),
+    }
+}
+
+/// One request of the server's inside an `input_required` result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputRequest {
+    /// The server's key for it; the answer goes under the same key.
+    pub key: String,
+    /// `elicitation/create`, `roots/list` or `sampling/createMessage`.
+    pub method: String,
+    /// As sent; `None` when the server sent no `params`.
+    pub params: Option<Value>,
+}
+
+/// The parts of an `input_required` result: its input requests (`None` when it sent none,
+/// so the retry goes at once) and its `requestState`.
+pub(crate) struct InputRound {
+    pub(crate) requests: Option<Vec<InputRequest>>,
+    pub(crate) state: Option<String>,
+}
+
+/// Reads an `input_required` result; `covers` says which methods we declared.
+pub(crate) fn read_input_round(
+    method: &str,
+    mut result: Value,
+    covers: impl Fn(&str) -> bool,
+) -> Result<InputRound, String> {
+    if !MULTI_ROUND_METHODS.contains(&method) {
+        return Err(format!(
+            "`input_required` answers `{method}`, which takes no input"
+        ));
+    }
+    let Some(result) = result.as_object_mut() else {
+        return Err("not an object".to_owned());
+    };
+    let state = match result.remove("requestState") {
+        None => None,
+        Some(Value::String(state)) => Some(state),
+        Some(_) => return Err("`requestState` is not a string".to_owned()),
+    };
+    let requests = match result.remove("inputRequests") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(requests)) => Some(read_input_requests(requests, covers)?),
+        Some(_) => return Err("`inputRequests` is not an object".to_owned()),
+    };
+    if requests.is_none() && state.is_none() {
+        return Err("`input_required` with neither `inputRequests` nor `requestState`".to_owned());
+    }
+    Ok(InputRound { requests, state })
+}
+
+fn read_input_requests(
+    requests: Map<String, Value>,
+    covers: impl Fn(&str) -> bool,
+) -> Result<Vec<InputRequest>, String> {
+    const KNOWN: &[&str] = &["elicitation/create", "roots/list", "sampling/createMessage"];
+    (requests.into_iter())
+        .map(|(key, request)| {
+            let Value::Object(mut request) = request else {
+                return Err(format!("input request `{key}` is not an object"));
+            };
+            let method = match request.remove("method") {
+                Some(Value::String(method)) => method,
+                _ => return Err(format!("input request `{key}` has no string `method`")),
+            };
+            if !KNOWN.contains(&method.as_str()) {
+                return Err(format!(
+                    "input request `{key}` asks `{method}`, an unknown method"
+                ));
+            }
+            if !covers(&method) {
+                return Err(format!(
+                    "input request `{key}` asks `{method}`, a capability we did not declare"
+                ));
+            }
+            let params = request.remove("params");
+            Ok(InputRequest {
+                key,
+                method,
+                params,
+            })
+        })
+        .collect()
+}
+
+/// What a `subscriptions/listen` asks to hear about: the spec's `notifications` filter.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListenFilter {
+    /// `notifications/tools/list_changed`.
+    pub tools_list_changed: bool,
+    /// `notifications/prompts/list_changed`.
+    pub prompts_list_changed: bool,
+    /// `notifications/resources/list_changed`.
+    pub resources_list_changed: bool,
+    /// `notifications/resources/updated` for these URIs.
+    pub resource_uris: Vec<String>,
+}
+
+impl ListenFilter {
+    /// The `notifications` object; a field left at its default is omitted.
+    fn to_json(&self) -> Value {
+        let mut filter = Map::new();
+        let flags = [
+            ("toolsListChanged", self.tools_list_changed),
+            ("promptsListChanged", self.prompts_list_changed),
+            ("resourcesListChanged", self.resources_list_changed),
+        ];
+        for (name, _) in flags.into_iter().filter(|(_, on)| *on) {
+            filter.insert(name.to_owned(), Value::Bool(true));
+        }
+        if !self.resource_uris.is_empty() {
+            filter.insert(
+                "resourceSubscriptions".to_owned(),
+                json!(self.resource_uris),
+            );
+        }
+        Value::Object(filter)
+    }
+}
+
+impl Request<Value> {
+    /// `subscriptions/listen` (stateless era): a long-lived request that waits for its
+    /// acknowledgement within its timeout, then has no deadline; its notifications arrive as
+    /// [`Event::Notification`](crate::Event::Notification)s whose
+    /// [`subscription_id`](crate::Notification::subscription_id) is its id. It ends when the
+    /// server answers it, when it is cancelled, or when the connection closes.
+    pub fn listen(filter: &ListenFilter) -> Self {
+        let params = json!({ "notifications": filter.to_json() });
+        Self::with(LISTEN.to_owned(), Params::Value(params))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listen_filter_is_the_spec_object() {
+        let filter = ListenFilter {
+            tools_list_changed: true,
+            resource_uris: vec!["file:///a".to_owned()],
+            ..ListenFilter::default()
+        };
+        let request = Request::listen(&filter);
+        assert_eq!(request.method(), LISTEN);
+        let expected = json!({"notifications": {
+            "toolsListChanged": true, "resourceSubscriptions": ["file:///a"]}});
+        assert_eq!(request.params, Params::Value(expected));
+    }
+
+    #[test]
+    fn mutual_picks_our_newest() {
+        let theirs = ["2025-06-18", "2026-07-28", "2099-01-01"];
+        assert_eq!(
+            mutual(&theirs, crate::STATELESS_VERSIONS),
+            Some("2026-07-28")
+        );
+        assert_eq!(
+            mutual(&theirs, crate::HANDSHAKE_VERSIONS),
+            Some("2025-06-18")
+        );
+        assert_eq!(mutual(&["1999-01-01"], crate::HANDSHAKE_VERSIONS), None);
+    }
+}
