@@ -131,10 +131,8 @@ pub(crate) fn after_failure(
     reason: &CloseReason,
 ) -> Option<(Protocol, Basis)> {
     match basis {
-        Basis::Cached if shows_verdict_wrong(protocol, reason) => {
-            Some((Protocol::Auto, Basis::Probe))
-        }
-        Basis::Probe if ended_on_probe(reason) => Some((
+        Basis::Cached if era_mismatch(protocol, reason) => Some((Protocol::Auto, Basis::Probe)),
+        Basis::Probe if *reason == CloseReason::EndedOnProbe => Some((
             Protocol::Revision(LATEST_PROTOCOL_VERSION),
             Basis::AfterProbe,
         )),
@@ -142,23 +140,19 @@ pub(crate) fn after_failure(
     }
 }
 
-/// Whether a connection speaking a cached `protocol` ended in a way that says the server no
-/// longer speaks that era: its handshake refused or answered with a revision we do not
-/// speak. A crash or a timeout says nothing about the era.
-fn shows_verdict_wrong(protocol: Protocol, reason: &CloseReason) -> bool {
-    match protocol.era() {
-        Some(Era::Handshake) => matches!(
-            reason,
-            CloseReason::InitializeFailed(_) | CloseReason::UnsupportedVersion { .. }
-        ),
-        Some(Era::Stateless) | None => false,
+/// Whether a connection speaking `protocol` (cached or configured) ended in a way that says
+/// the server does not speak that era: in the handshake era, its handshake refused or answered with a
+/// revision we do not speak; in the stateless era, `server/discover` showing a handshake-era
+/// server; in either, the server ending on the probe. A crash or a timeout says nothing about
+/// the era.
+pub(crate) fn era_mismatch(protocol: Protocol, reason: &CloseReason) -> bool {
+    match (protocol.era(), reason) {
+        (_, CloseReason::EndedOnProbe) => true,
+        (Some(Era::Handshake), CloseReason::InitializeFailed(_)) => true,
+        (Some(Era::Handshake), CloseReason::UnsupportedVersion { .. }) => true,
+        (Some(Era::Stateless), CloseReason::NotStateless(_)) => true,
+        _ => false,
     }
-}
-
-/// Whether the server ended on the `server/discover` probe (some legacy servers exit on a
-/// method they do not know).
-fn ended_on_probe(_reason: &CloseReason) -> bool {
-    false
 }
 
 /// Whether the command runs through a launcher that installs on first use (`npx -y pkg`,
@@ -220,16 +214,38 @@ mod tests {
             requested: "2025-06-18".to_owned(),
             offered: "2099-01-01".to_owned(),
         };
-        for reason in [&refused, &unsupported] {
-            let retry = after_failure(Basis::Cached, OLD, reason);
+        let not_stateless = CloseReason::NotStateless("it answered -32601".to_owned());
+        let wrong = [(OLD, &refused), (OLD, &unsupported), (NEW, &not_stateless)];
+        for (cached, reason) in wrong.into_iter().chain([
+            (OLD, &CloseReason::EndedOnProbe),
+            (NEW, &CloseReason::EndedOnProbe),
+        ]) {
+            let retry = after_failure(Basis::Cached, cached, reason);
+            assert_eq!(retry, Some((Protocol::Auto, Basis::Probe)), "{reason}");
+        }
+        // The other era's failures say nothing about a verdict.
+        assert_eq!(after_failure(Basis::Cached, OLD, &not_stateless), None);
+        assert_eq!(after_failure(Basis::Cached, NEW, &refused), None);
+        for reason in [&refused, &unsupported, &not_stateless] {
+            let cached = if *reason == not_stateless { NEW } else { OLD };
+            let retry = after_failure(Basis::Cached, cached, reason);
             assert_eq!(retry, Some((Protocol::Auto, Basis::Probe)));
             // The probe fails the same way: reported, not retried.
             assert_eq!(after_failure(Basis::Probe, Protocol::Auto, reason), None);
             // Configured, or spoken for want of a probe: the server's error, as it is.
-            assert_eq!(after_failure(Basis::Configured, OLD, reason), None);
+            assert_eq!(after_failure(Basis::Configured, cached, reason), None);
             assert_eq!(after_failure(Basis::Gated, OLD, reason), None);
             assert_eq!(after_failure(Basis::AfterProbe, OLD, reason), None);
         }
+        // A server that ends on the probe is started again in the handshake era, once.
+        let ended = CloseReason::EndedOnProbe;
+        let handshake = Protocol::Revision(LATEST_PROTOCOL_VERSION);
+        assert_eq!(
+            after_failure(Basis::Probe, Protocol::Auto, &ended),
+            Some((handshake, Basis::AfterProbe))
+        );
+        assert_eq!(after_failure(Basis::AfterProbe, handshake, &ended), None);
+        assert_eq!(after_failure(Basis::Configured, NEW, &ended), None);
         // A crash or a timeout says nothing about the era.
         let crash = [
             CloseReason::Eof,
@@ -248,6 +264,8 @@ mod tests {
     fn no_failure_is_retried_more_than_twice() {
         let reasons = [
             CloseReason::Eof,
+            CloseReason::EndedOnProbe,
+            CloseReason::NotStateless("no".to_owned()),
             CloseReason::InitializeFailed(mcp_smol::proto::RpcError::method_not_found("x")),
             CloseReason::UnsupportedVersion {
                 requested: "a".to_owned(),

@@ -244,6 +244,10 @@ impl Slot {
                     HubError::Server {
                         error: mcp_smol::Error::Disconnected(disconnect),
                         ..
+                    }
+                    | HubError::WrongProtocol {
+                        error: mcp_smol::Error::Disconnected(disconnect),
+                        ..
                     } => disconnect.stderr.clone(),
                     _ => Vec::new(),
                 };
@@ -372,15 +376,28 @@ impl Slot {
                 }
                 Err(error) => error,
             };
-            let next = match &error {
+            let reason = match &error {
                 HubError::Server {
                     error: mcp_smol::Error::Disconnected(disconnect),
                     ..
-                } => options::after_failure(basis, protocol, &disconnect.reason),
+                } => Some(&disconnect.reason),
                 _ => None,
             };
+            let next = reason.and_then(|reason| options::after_failure(basis, protocol, reason));
             let Some(next) = next else {
-                return Err(error);
+                let mismatch = reason.is_some_and(|reason| options::era_mismatch(protocol, reason));
+                return Err(match error {
+                    HubError::Server { server, error }
+                        if basis == Basis::Configured && mismatch =>
+                    {
+                        HubError::WrongProtocol {
+                            server,
+                            configured: protocol.to_string(),
+                            error,
+                        }
+                    }
+                    error => error,
+                });
             };
             if basis == Basis::Cached {
                 hub.eras.forget(&key);

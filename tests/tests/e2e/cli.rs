@@ -965,6 +965,19 @@ fn a_configured_revision_is_spoken_and_shown() {
         (&memory["protocol"], &memory["era"]),
         (&json!(null), &json!(null))
     );
+    // One it does not speak is an error that names it.
+    dir.write(
+        ".mcp-cli.toml",
+        &format!("{}protocol = \"2026-07-28\"\n", fixture_block("fx", "good")),
+    );
+    let run = dir.cli(&["call", "fx", "echo", "text=new times"]);
+    assert_eq!(run.code, 3, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("server fx does not speak protocol 2026-07-28, which its config entry names"),
+        "{}",
+        run.stderr
+    );
     // The ad hoc server takes it from the command line.
     let stdio = format!("{FIXTURE} good");
     let run = dir.cli(&[
@@ -1036,4 +1049,44 @@ fn a_wrong_cached_verdict_is_probed_once_then_reported() {
         .count();
     assert_eq!(handshakes, 2, "{sent}");
     assert_eq!(verdicts(&dir).len(), 0, "the wrong verdict is forgotten");
+}
+
+#[test]
+fn a_server_that_exits_on_the_probe_is_started_again_in_the_handshake_era() {
+    let dir = Scratch::new("protocol-exit-on-discover");
+    let received = dir.0.join("received.jsonl");
+    dir.write(
+        ".mcp-cli.toml",
+        &format!(
+            "[mcp.fx]\ncommand = {FIXTURE:?}\nargs = [\"exit-on-discover\", \"--log-received\", \
+             {:?}]\n",
+            received.display().to_string()
+        ),
+    );
+    let methods = || {
+        let sent = std::fs::read_to_string(&received).unwrap_or_default();
+        let methods = sent.lines().filter_map(|line| {
+            let message: Value = serde_json::from_str(line).ok()?;
+            Some(message["method"].as_str()?.to_owned())
+        });
+        methods.take(2).collect::<Vec<_>>()
+    };
+    let run = dir.cli(&["call", "fx", "echo", "text=after the probe"]);
+    assert_eq!(
+        (run.code, run.stdout.trim()),
+        (0, "after the probe"),
+        "{run:?}"
+    );
+    assert_eq!(methods(), ["server/discover", "initialize"]);
+    let cached = verdicts(&dir);
+    assert_eq!(
+        cached.values().next().unwrap()["protocol"],
+        "2025-11-25",
+        "{cached:?}"
+    );
+    // Known now: the next run goes straight to the handshake, no probe.
+    std::fs::remove_file(&received).unwrap();
+    let run = dir.cli(&["call", "fx", "echo", "text=no probe"]);
+    assert_eq!((run.code, run.stdout.trim()), (0, "no probe"), "{run:?}");
+    assert_eq!(methods(), ["initialize", "notifications/initialized"]);
 }
