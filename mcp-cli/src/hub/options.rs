@@ -146,13 +146,15 @@ pub(crate) fn after_failure(
 /// server; in either, the server ending on the probe. A crash or a timeout says nothing about
 /// the era.
 pub(crate) fn era_mismatch(protocol: Protocol, reason: &CloseReason) -> bool {
-    match (protocol.era(), reason) {
-        (_, CloseReason::EndedOnProbe) => true,
-        (Some(Era::Handshake), CloseReason::InitializeFailed(_)) => true,
-        (Some(Era::Handshake), CloseReason::UnsupportedVersion { .. }) => true,
-        (Some(Era::Stateless), CloseReason::NotStateless(_)) => true,
-        _ => false,
-    }
+    matches!(
+        (protocol.era(), reason),
+        (_, CloseReason::EndedOnProbe)
+            | (
+                Some(Era::Handshake),
+                CloseReason::InitializeFailed(_) | CloseReason::UnsupportedVersion { .. }
+            )
+            | (Some(Era::Stateless), CloseReason::NotStateless(_))
+    )
 }
 
 /// Whether the command runs through a launcher that installs on first use (`npx -y pkg`,
