@@ -126,6 +126,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_fixed_revision_is_imported_as_written() {
+        let revision = mcp_proto::Protocol::Revision("2025-11-25");
+        let raw = RawServer {
+            command: Some("x".to_owned()),
+            enabled: true,
+            protocol: revision,
+            ..RawServer::default()
+        };
+        assert_eq!(native(raw).protocol, revision);
+    }
+
+    #[test]
     fn hosts_files_are_found_in_their_places() {
         let home = std::env::temp_dir().join(format!("mcp-cli-import-{}", std::process::id()));
         let cwd = home.join("project");

@@ -48,6 +48,9 @@
 //!   them: [`tools_of`](Hub::tools_of), [`find_tool`](Hub::find_tool) and calls never wait
 //!   for them. [`request`](Hub::request) reads, gets, completes and subscribes through the
 //!   one request path.
+//! - **Protocol revision**: a server's `protocol` is spoken as configured; an `auto` one
+//!   speaks the revision it spoke last ([`Settings::era_file`]), else is probed, and the
+//!   verdict is kept. A verdict that proves wrong is forgotten and the server probed once.
 //! - **Client capabilities**: a server whose config names `roots` is offered them as
 //!   `file://` URIs; with [`Settings::elicit`] the hub fills in servers' forms.
 //! - **Shutdown**: [`shutdown`](Hub::shutdown) closes every server in parallel through

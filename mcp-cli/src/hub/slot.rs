@@ -2,11 +2,10 @@
 //! restarted with backoff after a crash, and given up on after too many restarts a minute.
 
 use std::collections::VecDeque;
+use std::io::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
-
-use std::io::Write as _;
 
 use mcp_smol::proto::{Notification, Protocol, Tool};
 use mcp_smol::{Client, HttpServer, HttpTransport, ServerCommand};
