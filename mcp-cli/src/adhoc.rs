@@ -4,6 +4,7 @@ use std::path::Path;
 
 use crate::config::{Command, Remote, ServerSpec};
 use crate::exit::Failure;
+use crate::hub::short_digest;
 
 /// The server `--http URL` stands for, with the `--header 'Name: value'`s given, and its name:
 /// the URL's host (`127.0.0.1`, `example.com`).
@@ -71,20 +72,14 @@ pub(crate) fn server(line: &str) -> Result<(String, Command), Failure> {
 /// share (every server on `127.0.0.1`, every script `python` runs), and a digest of what
 /// identifies it: the URL, or the command line and the folder it runs in.
 pub(crate) fn pin_key(spec: &ServerSpec, cwd: &Path) -> String {
-    let mut hash = ring::digest::Context::new(&ring::digest::SHA256);
-    match &spec.remote {
-        Some(remote) => hash.update(remote.url.as_bytes()),
+    let digest = match &spec.remote {
+        Some(remote) => short_digest([remote.url.as_bytes()]),
         None => {
-            hash.update(cwd.as_os_str().as_encoded_bytes());
-            for word in std::iter::once(&spec.command.program).chain(&spec.command.args) {
-                hash.update(&[0]);
-                hash.update(word.as_bytes());
-            }
+            let words = std::iter::once(&spec.command.program).chain(&spec.command.args);
+            let cwd = cwd.as_os_str().as_encoded_bytes();
+            short_digest(std::iter::once(cwd).chain(words.map(|word| word.as_bytes())))
         }
-    }
-    let digest: String = (hash.finish().as_ref().iter().take(6))
-        .map(|byte| format!("{byte:02x}"))
-        .collect();
+    };
     format!("{}-{digest}", spec.name)
 }
 

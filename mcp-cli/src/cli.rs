@@ -12,6 +12,7 @@ use clap::{Parser, Subcommand};
     after_help = "Exit codes: 0 success, 1 the tool reported an error, 2 usage or config error, \
                   3 server failure, 4 timeout."
 )]
+#[command(group = clap::ArgGroup::new("adhoc").args(["stdio", "http"]))]
 pub(crate) struct Cli {
     /// Config file to read (repeatable; later files override earlier ones by server name).
     /// Without it: $MCP_CLI_CONFIG, else the user file then .mcp-cli.toml and .mcp.json here.
@@ -47,6 +48,12 @@ pub(crate) struct Cli {
     /// A header for the --http server, `Name: value` or `Name=value` (repeatable).
     #[arg(long = "header", value_name = "NAME: VALUE", requires = "http")]
     pub(crate) headers: Vec<String>,
+
+    /// The protocol revision the --stdio or --http server speaks: `auto` (the default) finds
+    /// out (a `server/discover` probe over stdio, the first request over HTTP) and remembers
+    /// it; a revision (2026-07-28, 2025-11-25, ...) is spoken as given, with no probe.
+    #[arg(long, value_name = "REV", value_parser = parse_protocol, requires = "adhoc")]
+    pub(crate) protocol: Option<mcp_proto::Protocol>,
 
     /// Log in to remote servers unattended when they ask: fetch the authorization URL
     /// ourselves and take the code from its redirect, with no browser. Only for servers that
@@ -84,7 +91,7 @@ pub(crate) enum Command {
     },
     /// List the tools of the named servers (all enabled ones if none), with parameters.
     Tools { servers: Vec<String> },
-    /// Start every enabled server in parallel and show NAME STATE TOOLS PID COMMAND.
+    /// Start every enabled server in parallel and show NAME STATE TOOLS PID PROTOCOL COMMAND.
     Servers,
     /// Print the last lines of a server's stderr log.
     Logs {
@@ -153,6 +160,10 @@ pub(crate) enum Command {
         /// An HTTP header for a remote server, `Name=value` or `Name: value` (repeatable).
         #[arg(long = "header", value_name = "NAME=VALUE", requires = "url")]
         headers: Vec<String>,
+        /// The protocol revision to speak (2026-07-28, 2025-11-25, ...); `auto`, the default,
+        /// is not written.
+        #[arg(long, value_name = "REV", value_parser = parse_protocol, default_value = "auto")]
+        protocol: mcp_proto::Protocol,
         /// Replace an entry of the same name.
         #[arg(long)]
         force: bool,
@@ -227,6 +238,11 @@ impl Command {
     pub(crate) fn creates_config(&self) -> bool {
         matches!(self, Self::Add { .. } | Self::Import { write: true, .. })
     }
+}
+
+/// `auto` or a revision we speak, worded as the config's error is.
+fn parse_protocol(text: &str) -> Result<mcp_proto::Protocol, String> {
+    mcp_proto::Protocol::parse(text).map_err(|error| error.to_string())
 }
 
 fn parse_seconds(text: &str) -> Result<std::time::Duration, String> {

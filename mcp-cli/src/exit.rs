@@ -156,6 +156,7 @@ impl From<HubError> for Failure {
                 state: State::Failed,
                 ..
             }
+            | HubError::WrongProtocol { .. }
             | HubError::ShuttingDown { .. } => Self::new(Exit::Server, error.to_string()),
             HubError::UnknownServer { .. }
             | HubError::AmbiguousServer { .. }

@@ -95,7 +95,7 @@ impl Watch {
 }
 
 /// What every hub of this program starts from, whether a command, `serve` or the daemon runs
-/// it: the same state folder (logs, pins), the same handshake budget, the same executor, so
+/// it: the same state folder (logs, pins, eras), the same handshake budget, the same executor, so
 /// that a tool withheld from `call` is withheld from the gateway too, and the OAuth the
 /// `MCP_CLI_*` variables ask for (the hub itself reads none). Each caller adds only how it
 /// asks and answers.
@@ -107,6 +107,7 @@ pub(crate) fn settings(
     Settings {
         log_dir: Some(state.logs()),
         pin_dir: Some(state.pins()),
+        era_file: Some(state.eras()),
         client_name: "mcp-cli".to_owned(),
         handshake_timeout: mcp_timeout(env),
         executor: Some(executor.clone()),

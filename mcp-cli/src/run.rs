@@ -251,6 +251,7 @@ fn load_config(
     };
     let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
     spec.pin_key = Some(adhoc::pin_key(&spec, &cwd));
+    spec.protocol = cli.protocol.unwrap_or_default();
     let name = spec.name.clone();
     config.add_spec(spec);
     Ok((config, Some(name)))

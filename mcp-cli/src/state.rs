@@ -1,7 +1,7 @@
 //! Where the program keeps what outlives a run, named in one place: the state folder
 //! (`$XDG_STATE_HOME/mcp-cli`, default `~/.local/state/mcp-cli`) with the servers' logs, the
-//! tool pins, the OAuth tokens and the daemons' own logs; and the per-user runtime folder
-//! that holds the daemons' sockets.
+//! tool pins, the OAuth tokens, the servers' protocol eras and the daemons' own logs; and the
+//! per-user runtime folder that holds the daemons' sockets.
 
 use std::path::PathBuf;
 
@@ -40,6 +40,11 @@ impl Folder {
         self.root.join("auth")
     }
 
+    /// The revision each `auto` server spoke last, `eras.json`.
+    pub fn eras(&self) -> PathBuf {
+        self.root.join("eras.json")
+    }
+
     /// The stderr of the daemon whose socket is named `key`.
     pub fn daemon_log(&self, key: &str) -> PathBuf {
         self.root.join(format!("daemon-{key}.log"))
@@ -74,6 +79,10 @@ mod tests {
         assert_eq!(
             state.tokens(),
             PathBuf::from("/home/u/.local/state/mcp-cli/auth")
+        );
+        assert_eq!(
+            state.eras(),
+            PathBuf::from("/home/u/.local/state/mcp-cli/eras.json")
         );
         let env = |key: &str| (key == "XDG_STATE_HOME").then(|| "/s".to_owned());
         let state = Folder::of_env(&env);

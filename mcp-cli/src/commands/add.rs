@@ -1,7 +1,10 @@
-//! `add NAME [--env K=V]... [--cwd DIR] -- COMMAND [ARGS]...` and `add NAME --url URL
-//! [--header NAME=VALUE]...`: a native entry in the user file (or `--config FILE`).
+//! `add NAME [--env K=V]... [--cwd DIR] [--protocol REV] -- COMMAND [ARGS]...` and
+//! `add NAME --url URL [--header NAME=VALUE]... [--protocol REV]`: a native entry in the user
+//! file (or `--config FILE`).
 
 use std::collections::BTreeMap;
+
+use mcp_proto::Protocol;
 
 use crate::commands::Context;
 use crate::config::{self, NewServer};
@@ -14,6 +17,7 @@ pub(crate) struct Given {
     pub(crate) cwd: Option<String>,
     pub(crate) url: Option<String>,
     pub(crate) headers: Vec<String>,
+    pub(crate) protocol: Protocol,
     pub(crate) command: Vec<String>,
 }
 
@@ -36,6 +40,7 @@ pub(crate) fn run(
         headers: (given.headers.iter())
             .map(|word| crate::adhoc::header(word))
             .collect::<Result<_, _>>()?,
+        protocol: given.protocol,
         ..NewServer::default()
     };
     if server.command.is_none() && server.url.is_none() {

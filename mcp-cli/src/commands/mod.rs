@@ -75,6 +75,7 @@ pub(crate) async fn dispatch(ctx: &mut Context, command: Command) -> Result<Exit
             cwd,
             url,
             headers,
+            protocol,
             force,
             command,
         } => add::run(
@@ -85,6 +86,7 @@ pub(crate) async fn dispatch(ctx: &mut Context, command: Command) -> Result<Exit
                 cwd,
                 url,
                 headers,
+                protocol,
                 command,
             },
             force,

@@ -33,7 +33,7 @@ pub(crate) async fn run(ctx: &mut Context) -> Result<Exit, Failure> {
     Ok(if failed { Exit::Server } else { Exit::Success })
 }
 
-/// NAME STATE TOOLS PID COMMAND, aligned, then a line per server that has a reason (the
+/// NAME STATE TOOLS PID PROTOCOL COMMAND, aligned, then a line per server that has a reason (the
 /// daemon's, whose servers are all configured).
 pub(crate) fn table(rows: &[ServerStatus]) -> Vec<String> {
     let mut lines = rows_table(rows);
@@ -41,10 +41,11 @@ pub(crate) fn table(rows: &[ServerStatus]) -> Vec<String> {
     lines
 }
 
-/// NAME STATE TOOLS PID COMMAND, aligned.
+/// NAME STATE TOOLS PID PROTOCOL COMMAND, aligned.
 fn rows_table(rows: &[ServerStatus]) -> Vec<String> {
     let count = |value: Option<usize>| value.map_or_else(|| "-".to_owned(), |n| n.to_string());
-    let mut cells = vec![["NAME", "STATE", "TOOLS", "PID", "COMMAND"].map(str::to_owned)];
+    let header = ["NAME", "STATE", "TOOLS", "PID", "PROTOCOL", "COMMAND"];
+    let mut cells = vec![header.map(str::to_owned)];
     for row in rows {
         // Marked after the command, so that every column before it stays one word.
         let mut command = row.command.clone();
@@ -56,6 +57,7 @@ fn rows_table(rows: &[ServerStatus]) -> Vec<String> {
             row.state.to_string(),
             count(row.tools),
             count(row.pid.map(|pid| pid as usize)),
+            row.protocol.clone().unwrap_or_else(|| "-".to_owned()),
             command,
         ]);
     }
@@ -63,13 +65,14 @@ fn rows_table(rows: &[ServerStatus]) -> Vec<String> {
         let widths = cells.iter().map(|cells| cells[column].chars().count());
         widths.max().unwrap_or(0)
     };
-    let widths: Vec<usize> = (0..4).map(width).collect();
+    let last = header.len() - 1;
+    let widths: Vec<usize> = (0..last).map(width).collect();
     (cells.iter())
         .map(|row| {
-            let padded: Vec<String> = (0..4)
+            let padded: Vec<String> = (0..last)
                 .map(|c| format!("{:w$}", row[c], w = widths[c]))
                 .collect();
-            format!("{}  {}", padded.join("  "), row[4])
+            format!("{}  {}", padded.join("  "), row[last])
         })
         .collect()
 }

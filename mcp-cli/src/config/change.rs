@@ -4,6 +4,8 @@
 
 use std::collections::BTreeMap;
 
+use mcp_proto::Protocol;
+
 /// Why an edit could not be made; `edit.rs` phrases it with the file's name.
 #[derive(Debug, PartialEq, Eq)]
 pub(super) enum Refusal {
@@ -34,4 +36,6 @@ pub struct NewServer {
     pub disabled_tools: Vec<String>,
     /// Written as `enabled = false`.
     pub disabled: bool,
+    /// Written as `protocol = "..."` unless it is [`Protocol::Auto`], the default.
+    pub protocol: Protocol,
 }

@@ -3,11 +3,12 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use mcp_proto::Protocol;
 use serde::Deserialize;
 
 use super::expand::{RawServer, RawServers};
 use super::policy::{Glob, ToolFilter};
-use super::units::{milliseconds, seconds};
+use super::units::{milliseconds, protocol, seconds};
 
 /// Unknown keys are skipped: Codex has more than this reader needs (`tools`, `env_vars`, ...).
 #[derive(Deserialize)]
@@ -35,6 +36,9 @@ pub(super) struct CodexServer {
     enabled_tools: Option<Vec<Glob>>,
     #[serde(default)]
     disabled_tools: Vec<Glob>,
+    /// Ours, not Codex's (which ignores keys it does not know): the revision to speak.
+    #[serde(default, deserialize_with = "protocol")]
+    protocol: Option<Protocol>,
 }
 
 pub(super) fn servers(table: BTreeMap<String, CodexServer>) -> RawServers {
@@ -59,6 +63,7 @@ pub(super) fn servers(table: BTreeMap<String, CodexServer>) -> RawServers {
             enabled: s.enabled_tools,
             disabled: s.disabled_tools,
         },
+        protocol: s.protocol.unwrap_or_default(),
         ..RawServer::default()
     };
     table.into_iter().map(|(name, s)| (name, raw(s))).collect()

@@ -267,5 +267,19 @@ mod tests {
         let replaced = add_server(path, &text, "web", &local, true).unwrap();
         assert_eq!(replaced, "[mcp.web]\ncommand = \"x\"\n");
         assert_eq!(remove_server(path, &replaced, "web").unwrap(), "");
+        let pinned = NewServer {
+            protocol: mcp_proto::Protocol::Revision("2025-11-25"),
+            ..local
+        };
+        let text = add_server(path, "", "old", &pinned, false).unwrap();
+        assert_eq!(
+            text,
+            "[mcp.old]\ncommand = \"x\"\nprotocol = \"2025-11-25\"\n"
+        );
+        let config = native(path, &text).unwrap();
+        let crate::config::Entry::Enabled(spec) = &config.servers[0].entry else {
+            panic!("{config:?}")
+        };
+        assert_eq!(spec.protocol, pinned.protocol);
     }
 }

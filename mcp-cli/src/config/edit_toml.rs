@@ -2,6 +2,7 @@
 //! `enabled` switch of a native `[mcp.<name>]` or Codex `[mcp_servers.<name>]` entry, and
 //! native entries added or removed.
 
+use mcp_proto::Protocol;
 use toml_edit::{Array, DocumentMut, InlineTable, Item, Table, TableLike, Value, value};
 
 use super::change::{NewServer, Refusal};
@@ -196,6 +197,9 @@ fn native_table(server: &NewServer) -> Table {
     }
     if !server.disabled_tools.is_empty() {
         table.insert("disabled_tools", value(strings(&server.disabled_tools)));
+    }
+    if let Protocol::Revision(revision) = server.protocol {
+        table.insert("protocol", value(revision));
     }
     if server.disabled {
         table.insert("enabled", value(false));

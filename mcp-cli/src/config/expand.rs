@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
+use mcp_proto::Protocol;
+
 use super::{Command, Entry, Env, Remote, Sandbox, ServerSpec, ToolFilter, Transport};
 
 /// The fields every format maps onto, before variables are expanded.
@@ -37,6 +39,8 @@ pub(super) struct RawServer {
     pub pin_tools: Option<bool>,
     /// The per-server sandbox (`permissions`, reeboot's spelling too).
     pub permissions: Option<Permissions>,
+    /// `protocol`: the revision to speak, or `auto` (the default).
+    pub protocol: Protocol,
     /// A reason this entry cannot be used whatever its fields say.
     pub unusable: Option<String>,
 }
@@ -109,7 +113,7 @@ pub(super) fn finish(name: &str, raw: RawServer, env: Env<'_>, base: &Path) -> E
         (raw.enabled && raw.url.is_some()).then(|| remote(&raw, &with_vscode_variables(env, base)));
     let (handshake_timeout, call_timeout) = (raw.handshake_timeout, raw.call_timeout);
     let (max_message_len, tools) = (raw.max_message_len, raw.tools);
-    let pin_tools = raw.pin_tools.unwrap_or(true);
+    let (pin_tools, protocol) = (raw.pin_tools.unwrap_or(true), raw.protocol);
     let roots = raw
         .roots
         .iter()
@@ -125,6 +129,7 @@ pub(super) fn finish(name: &str, raw: RawServer, env: Env<'_>, base: &Path) -> E
         roots,
         pin_tools,
         pin_key: None,
+        protocol,
         remote: None,
     };
     if let Some(remote) = remote {

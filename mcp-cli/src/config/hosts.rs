@@ -88,6 +88,10 @@ pub(super) struct HostServer {
     _enabled: IgnoredAny,
     #[serde(default, rename = "metadata")]
     _metadata: IgnoredAny,
+    /// Our native `protocol`, which no host of this shape has a key for: accepted, so that
+    /// an entry copied between formats keeps working, and ignored.
+    #[serde(default, rename = "protocol")]
+    _protocol: IgnoredAny,
 }
 
 pub(super) fn servers(table: BTreeMap<String, HostServer>) -> RawServers {

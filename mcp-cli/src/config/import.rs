@@ -117,12 +117,25 @@ fn native(raw: RawServer) -> NewServer {
         enabled_tools: raw.tools.enabled.map(globs),
         disabled_tools: globs(raw.tools.disabled),
         disabled: !raw.enabled,
+        protocol: raw.protocol,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fixed_revision_is_imported_as_written() {
+        let revision = mcp_proto::Protocol::Revision("2025-11-25");
+        let raw = RawServer {
+            command: Some("x".to_owned()),
+            enabled: true,
+            protocol: revision,
+            ..RawServer::default()
+        };
+        assert_eq!(native(raw).protocol, revision);
+    }
 
     #[test]
     fn hosts_files_are_found_in_their_places() {

@@ -47,6 +47,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use mcp_proto::Protocol;
+
 pub use change::NewServer;
 pub use command::{Command, Sandbox, Transport};
 pub use discover::{discover, native_file, user_file};
@@ -82,6 +84,9 @@ pub struct ServerSpec {
     /// its program) is shared by servers that have nothing else in common, so its pins are
     /// kept under what identifies it instead.
     pub pin_key: Option<String>,
+    /// Which revision to speak (`protocol`): [`Protocol::Auto`] (the default) finds out, and
+    /// the hub caches what it found; a revision is spoken as configured, never probed.
+    pub protocol: Protocol,
     /// Set for a server reached over HTTP (an entry with a `url`); `command` then holds the
     /// URL, for display only.
     pub remote: Option<Remote>,
@@ -154,6 +159,7 @@ impl ServerSpec {
             roots: Vec::new(),
             pin_tools: true,
             pin_key: None,
+            protocol: Protocol::Auto,
             remote: None,
         }
     }

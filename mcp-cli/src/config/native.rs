@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
+use mcp_proto::Protocol;
 use serde::Deserialize;
 use serde::de::MapAccess;
 use toml::Spanned;
@@ -13,7 +14,7 @@ use super::errors::{file_error, no_servers_key, origin};
 use super::expand::{Permissions as ServerPermissions, RawServer, RawServers};
 use super::policy::{Action, Glob, ListEntry, Rule, ToolFilter};
 use super::tables::{Tables, TopLevel, add};
-use super::units::{megabytes, seconds};
+use super::units::{megabytes, protocol, seconds};
 use super::{ConfigError, RawFile, codex};
 
 /// What a TOML file may hold, by top-level key; other keys are the host's and are skipped.
@@ -75,6 +76,8 @@ struct NativeServer {
     roots: Vec<String>,
     pin_tools: Option<bool>,
     permissions: Option<ServerPermissions>,
+    #[serde(default, deserialize_with = "protocol")]
+    protocol: Option<Protocol>,
 }
 
 /// `transport`: how a remote server is spoken to. `http` (the default) is Streamable HTTP,
@@ -115,6 +118,7 @@ fn servers(table: BTreeMap<String, NativeServer>) -> RawServers {
         roots: s.roots,
         pin_tools: s.pin_tools,
         permissions: s.permissions,
+        protocol: s.protocol.unwrap_or_default(),
         unusable: None,
     };
     table.into_iter().map(|(name, s)| (name, raw(s))).collect()

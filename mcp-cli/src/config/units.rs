@@ -1,10 +1,24 @@
-//! Numbers with a unit, shared by the formats: timeouts and sizes. Each must be positive and
-//! finite; anything else makes the file invalid rather than silently meaning "the default".
+//! Values with a unit or a fixed set of spellings, shared by the formats: timeouts, sizes and
+//! the protocol revision. A number must be positive and finite, a revision one we speak;
+//! anything else makes the file invalid rather than silently meaning "the default".
 
 use std::time::Duration;
 
+use mcp_proto::Protocol;
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer};
+
+/// `protocol`: `auto` or a revision we speak; the error names the accepted values.
+pub(super) fn protocol<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Protocol>, D::Error> {
+    let Some(text) = Option::<String>::deserialize(deserializer)? else {
+        return Ok(None);
+    };
+    Protocol::parse(&text)
+        .map(Some)
+        .map_err(|error| D::Error::custom(error.to_string()))
+}
 
 /// A timeout in seconds.
 pub(super) fn seconds<'de, D: Deserializer<'de>>(
@@ -57,7 +71,74 @@ pub(super) fn megabytes<'de, D: Deserializer<'de>>(
 
 #[cfg(test)]
 mod tests {
+    use mcp_proto::Protocol;
+
     use crate::config::testing::{parse, spec};
+
+    #[test]
+    fn protocol_is_auto_or_a_revision_we_speak() {
+        for (table, key) in [("mcp", "mcp.fx"), ("mcp_servers", "mcp_servers.fx")] {
+            let read = |line: &str| {
+                let text = format!("[{table}.fx]\ncommand = \"x\"\n{line}\n");
+                parse("c.toml", &text).map(|config| spec(&config.servers, "fx").protocol)
+            };
+            assert_eq!(read("").unwrap(), Protocol::Auto);
+            assert_eq!(read("protocol = \"auto\"").unwrap(), Protocol::Auto);
+            for revision in ["2026-07-28", "2025-11-25", "2024-11-05"] {
+                let line = format!("protocol = \"{revision}\"");
+                assert_eq!(read(&line).unwrap(), Protocol::Revision(revision));
+            }
+            let error = read("protocol = \"2099-01-01\"").unwrap_err();
+            assert_eq!(
+                error.to_string(),
+                format!(
+                    "invalid config /cfg/c.toml line 3: {key}.protocol: unknown protocol \
+                     revision `2099-01-01`: expected `auto` or one of 2026-07-28, 2025-11-25, \
+                     2025-06-18, 2025-03-26, 2024-11-05"
+                )
+            );
+            let error = read("protocol = 2025").unwrap_err();
+            assert!(
+                (error.to_string()).contains(&format!("line 3: {key}.protocol: invalid type")),
+                "{error}"
+            );
+        }
+    }
+
+    #[test]
+    fn json_formats_accept_protocol_and_ignore_it() {
+        // None of these hosts has a key for it; an entry copied from a native file still reads.
+        let files = [
+            (
+                ".mcp.json",
+                r#"{"mcpServers": {"fx": {"command": "x", "protocol": "2025-11-25"}}}"#,
+            ),
+            (
+                "mcp.json",
+                r#"{"servers": {"fx": {"command": "x", "protocol": "2099-01-01"}}}"#,
+            ),
+            (
+                "opencode.json",
+                r#"{"mcp": {"fx": {"type": "local", "command": ["x"], "protocol": "2025-11-25"}}}"#,
+            ),
+            (
+                "settings.json",
+                r#"{"context_servers": {"fx": {"command": "x", "protocol": "2025-11-25"}}}"#,
+            ),
+            (
+                "config.json",
+                r#"{"mcp": {"servers": [{"name": "fx", "command": "x", "protocol": "2025-11-25"}]}}"#,
+            ),
+        ];
+        for (name, text) in files {
+            let config = parse(name, text).unwrap_or_else(|error| panic!("{name}: {error}"));
+            assert_eq!(
+                spec(&config.servers, "fx").protocol,
+                Protocol::Auto,
+                "{name}"
+            );
+        }
+    }
 
     #[test]
     fn timeouts_must_be_positive_and_finite() {

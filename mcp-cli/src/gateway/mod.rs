@@ -356,7 +356,9 @@ impl Gateway {
             )));
         }
         let entry = self.hub.find(name).await.map_err(|error| match error {
-            HubError::Server { .. } | HubError::Unavailable { .. } => {
+            HubError::Server { .. }
+            | HubError::WrongProtocol { .. }
+            | HubError::Unavailable { .. } => {
                 // The server is known but down: still a tool call the host may retry.
                 invalid_params(format!("{name}: {}", hints::explained(&error)))
             }

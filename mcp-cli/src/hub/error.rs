@@ -120,6 +120,19 @@ pub enum HubError {
         /// What the adapter reported.
         error: mcp_smol::Error,
     },
+    /// The server does not speak the protocol revision its config entry fixes (`protocol`).
+    #[error(
+        "server {server} does not speak protocol {configured}, which its config entry names \
+         (`protocol`; \"auto\" finds out): {error}"
+    )]
+    WrongProtocol {
+        /// The server.
+        server: String,
+        /// The revision the config names.
+        configured: String,
+        /// How the connection ended.
+        error: mcp_smol::Error,
+    },
     /// The hub is shutting down and starts nothing more.
     #[error("server {server}: not started, the hub is shutting down")]
     ShuttingDown {

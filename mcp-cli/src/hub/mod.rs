@@ -48,6 +48,9 @@
 //!   them: [`tools_of`](Hub::tools_of), [`find_tool`](Hub::find_tool) and calls never wait
 //!   for them. [`request`](Hub::request) reads, gets, completes and subscribes through the
 //!   one request path.
+//! - **Protocol revision**: a server's `protocol` is spoken as configured; an `auto` one
+//!   speaks the revision it spoke last ([`Settings::era_file`]), else is probed, and the
+//!   verdict is kept. A verdict that proves wrong is forgotten and the server probed once.
 //! - **Client capabilities**: a server whose config names `roots` is offered them as
 //!   `file://` URIs; with [`Settings::elicit`] the hub fills in servers' forms.
 //! - **Shutdown**: [`shutdown`](Hub::shutdown) closes every server in parallel through
@@ -55,6 +58,7 @@
 
 mod ask;
 mod catalogue;
+mod eras;
 mod error;
 mod features;
 mod options;
@@ -72,6 +76,7 @@ use std::time::Duration;
 
 use async_channel::{Receiver, Sender};
 use async_executor::Executor;
+use mcp_smol::proto::Era;
 use serde::Serialize;
 
 pub use ask::{Approval, Ask, AskHandler};
@@ -80,6 +85,8 @@ pub use error::HubError;
 pub use features::{PromptEntry, ResourceEntry, Skipped, TemplateEntry};
 pub use pins::{ApproveChanges, PinChange};
 pub use server_requests::{ElicitAnswer, ElicitHandler, Elicitation};
+
+pub(crate) use eras::short_digest;
 
 use crate::config::{Config, Policy, Server, ServerSpec, Source};
 use crate::logs::RunLog;
@@ -113,6 +120,9 @@ pub struct Settings {
     /// Where tool definitions are pinned (`<server>.json`): a pinned tool whose definition
     /// changes is withheld until [`Hub::trust`]. `None` pins nothing.
     pub pin_dir: Option<PathBuf>,
+    /// Where the revision each `auto` server spoke last is kept (`eras.json`), so that the
+    /// next connection speaks it at once instead of probing. `None` keeps nothing.
+    pub era_file: Option<PathBuf>,
     /// The OAuth of remote servers: whether one asking for authorization may start a login
     /// ([`auth::Settings::login`](crate::auth::Settings::login)), where tokens are kept, who
     /// shows the login URL. Nothing here comes from `MCP_CLI_*` variables; a server entry's
@@ -134,6 +144,7 @@ impl Default for Settings {
             ask: None,
             elicit: None,
             pin_dir: None,
+            era_file: None,
             auth: crate::auth::Settings::default(),
         }
     }
@@ -152,6 +163,7 @@ impl std::fmt::Debug for Settings {
             .field("ask", &self.ask.is_some())
             .field("elicit", &self.elicit.is_some())
             .field("pin_dir", &self.pin_dir)
+            .field("era_file", &self.era_file)
             .field("auth", &self.auth)
             .finish()
     }
@@ -201,6 +213,12 @@ pub struct ServerStatus {
     pub command: String,
     /// Its process id while it runs.
     pub pid: Option<u32>,
+    /// The protocol revision it speaks: the running connection's, else the configured one,
+    /// else the one it spoke last (the cached verdict); `None` when unknown.
+    pub protocol: Option<String>,
+    /// That revision's era.
+    #[serde(serialize_with = "era_name")]
+    pub era: Option<Era>,
     /// How many of its tools the catalogue offers while it runs: those the policy and the
     /// pins let through, as [`Hub::tools_of`] lists them.
     pub tools: Option<usize>,
@@ -210,6 +228,14 @@ pub struct ServerStatus {
     /// Its last stderr lines, when it failed.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub stderr: Vec<String>,
+}
+
+/// An era as `servers --json` spells it: `"stateless"`, `"handshake"` or null.
+fn era_name<S: serde::Serializer>(era: &Option<Era>, serializer: S) -> Result<S::Ok, S::Error> {
+    match era {
+        Some(era) => serializer.collect_str(era),
+        None => serializer.serialize_none(),
+    }
 }
 
 /// What the hub tells its listeners.
@@ -291,6 +317,8 @@ pub(crate) struct Inner {
     slots: RwLock<BTreeMap<String, Arc<Slot>>>,
     policy: Policy,
     pins: pins::Pins,
+    /// The cached era verdicts.
+    pub(crate) eras: eras::Eras,
     settings: Settings,
     stopping: AtomicBool,
     listeners: Mutex<Vec<Listener>>,
@@ -346,6 +374,7 @@ impl Hub {
             slots: RwLock::new(BTreeMap::new()),
             policy,
             pins: pins::Pins::new(settings.pin_dir.clone()),
+            eras: eras::Eras::new(settings.era_file.clone()),
             settings,
             stopping: AtomicBool::new(false),
             listeners: Mutex::new(Vec::new()),
@@ -386,6 +415,8 @@ impl Hub {
         (self.inner.slots().iter())
             .map(|slot| {
                 let mut status = slot.status();
+                status.protocol = slot.protocol(&self.inner.eras);
+                status.era = status.protocol.as_deref().and_then(Era::of);
                 // As `tools` counts them, not as the server sent them.
                 if status.tools.is_some() {
                     status.tools = self.shown_count(&status.name);
@@ -603,8 +634,12 @@ impl Inner {
         self.stopping.load(Ordering::SeqCst)
     }
 
-    pub(crate) fn options(&self, spec: &ServerSpec) -> (mcp_smol::Options, Option<RunLog>) {
-        options::for_server(spec, &self.settings)
+    pub(crate) fn options(
+        &self,
+        spec: &ServerSpec,
+        protocol: mcp_smol::proto::Protocol,
+    ) -> (mcp_smol::Options, Option<RunLog>) {
+        options::for_server(spec, &self.settings, protocol)
     }
 
     pub(crate) fn spawn<T: Send + 'static>(

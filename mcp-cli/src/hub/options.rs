@@ -1,9 +1,11 @@
-//! How the hub runs one server: its timeouts and limits, its log, and what it is offered.
+//! How the hub runs one server: its timeouts and limits, its log, what it is offered, and
+//! which protocol revision each connection speaks.
 
 use std::path::Path;
 use std::time::Duration;
 
 use mcp_smol::Options;
+use mcp_smol::proto::{CloseReason, Era, LATEST_PROTOCOL_VERSION, Protocol};
 
 use crate::config::{Command, ServerSpec};
 use crate::hub::Settings;
@@ -21,7 +23,11 @@ pub(crate) const BROWSER_LOGIN_HANDSHAKE: Duration = Duration::from_secs(330);
 const INSTALLING_LAUNCHERS: &[&str] = &["npx", "uvx", "pipx", "bunx", "pnpx", "docker"];
 
 /// Options for one server, and its log (whose marker line wants the pid once it is known).
-pub(crate) fn for_server(spec: &ServerSpec, settings: &Settings) -> (Options, Option<RunLog>) {
+pub(crate) fn for_server(
+    spec: &ServerSpec,
+    settings: &Settings,
+    protocol: Protocol,
+) -> (Options, Option<RunLog>) {
     let defaults = Options::default();
     // A remote server has no stderr to keep.
     let log_dir = settings.log_dir.as_ref().filter(|_| spec.remote.is_none());
@@ -51,6 +57,7 @@ pub(crate) fn for_server(spec: &ServerSpec, settings: &Settings) -> (Options, Op
                 elicitation: settings.elicit.is_some(),
                 sampling: false,
             },
+            protocol,
             ..defaults.core
         },
         grace_period: settings.grace_period,
@@ -58,6 +65,96 @@ pub(crate) fn for_server(spec: &ServerSpec, settings: &Settings) -> (Options, Op
         stderr_sink: log.clone().map(|log| Box::new(log) as mcp_smol::StderrSink),
     };
     (options, log)
+}
+
+/// Whether [`Protocol::Auto`] may reach a remote server. Off until the core's HTTP machine
+/// finds out the era itself (issue 29's HTTP side): until then an `auto` remote server speaks
+/// the handshake era as it always has, and no verdict is cached for it. The integrator turns
+/// this on when that side lands; stdio servers are not gated.
+pub(crate) const AUTO_OVER_HTTP: bool = false;
+
+/// Where a connection's revision came from, which decides whether it is cached and what a
+/// failure to connect means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Basis {
+    /// Named in the config: spoken as is, never probed, never cached; a server that does
+    /// not speak it fails with an error naming it.
+    Configured,
+    /// An `auto` remote server while [`AUTO_OVER_HTTP`] is off: the handshake era, as before.
+    Gated,
+    /// An earlier run's verdict, to be forgotten if the connection shows it wrong.
+    Cached,
+    /// Found out on this connection ([`Protocol::Auto`]).
+    Probe,
+    /// The handshake era, for a server that ended on the probe.
+    AfterProbe,
+}
+
+impl Basis {
+    /// Whether the revision a connection of this basis speaks is the server's verdict.
+    pub(crate) fn is_verdict(self) -> bool {
+        matches!(self, Self::Cached | Self::Probe | Self::AfterProbe)
+    }
+}
+
+/// The revision to connect with. A configured revision is spoken as configured; `auto` speaks
+/// the cached verdict if there is one, and finds out (a probe) if not. `can_probe` is false
+/// for a remote server while [`AUTO_OVER_HTTP`] is off, which speaks the handshake era.
+pub(crate) fn choose(
+    configured: Protocol,
+    cached: Option<&'static str>,
+    can_probe: bool,
+) -> (Protocol, Basis) {
+    match (configured, cached) {
+        (Protocol::Revision(_), _) => (configured, Basis::Configured),
+        (Protocol::Auto, _) if !can_probe => {
+            (Protocol::Revision(LATEST_PROTOCOL_VERSION), Basis::Gated)
+        }
+        (Protocol::Auto, Some(revision)) => (Protocol::Revision(revision), Basis::Cached),
+        (Protocol::Auto, None) => (Protocol::Auto, Basis::Probe),
+    }
+}
+
+/// Whether `spec` may be probed (see [`AUTO_OVER_HTTP`]).
+pub(crate) fn can_probe(spec: &ServerSpec) -> bool {
+    spec.remote.is_none() || AUTO_OVER_HTTP
+}
+
+/// What to connect with after a connection of `basis` speaking `protocol` ended with `reason`
+/// before it was ready; `None` reports the failure. A cached verdict the failure shows wrong
+/// is dropped for one probe ([`Protocol::Auto`]); a server that ended on the probe is started
+/// again in the handshake era. Neither step leads back to itself, so at most two retries
+/// follow a failure and nothing loops.
+pub(crate) fn after_failure(
+    basis: Basis,
+    protocol: Protocol,
+    reason: &CloseReason,
+) -> Option<(Protocol, Basis)> {
+    match basis {
+        Basis::Cached if era_mismatch(protocol, reason) => Some((Protocol::Auto, Basis::Probe)),
+        Basis::Probe if *reason == CloseReason::EndedOnProbe => Some((
+            Protocol::Revision(LATEST_PROTOCOL_VERSION),
+            Basis::AfterProbe,
+        )),
+        _ => None,
+    }
+}
+
+/// Whether a connection speaking `protocol` (cached or configured) ended in a way that says
+/// the server does not speak that era: in the handshake era, its handshake refused or answered with a
+/// revision we do not speak; in the stateless era, `server/discover` showing a handshake-era
+/// server; in either, the server ending on the probe. A crash or a timeout says nothing about
+/// the era.
+pub(crate) fn era_mismatch(protocol: Protocol, reason: &CloseReason) -> bool {
+    matches!(
+        (protocol.era(), reason),
+        (_, CloseReason::EndedOnProbe)
+            | (
+                Some(Era::Handshake),
+                CloseReason::InitializeFailed(_) | CloseReason::UnsupportedVersion { .. }
+            )
+            | (Some(Era::Stateless), CloseReason::NotStateless(_))
+    )
 }
 
 /// Whether the command runs through a launcher that installs on first use (`npx -y pkg`,
@@ -72,6 +169,124 @@ fn installs_on_first_use(command: &Command) -> bool {
 mod tests {
     use super::*;
 
+    const OLD: Protocol = Protocol::Revision("2025-06-18");
+    const NEW: Protocol = Protocol::Revision("2026-07-28");
+
+    #[test]
+    fn the_configured_revision_wins_then_the_cached_one_then_a_probe() {
+        assert_eq!(choose(OLD, None, true), (OLD, Basis::Configured));
+        assert_eq!(
+            choose(OLD, Some("2026-07-28"), true),
+            (OLD, Basis::Configured)
+        );
+        assert_eq!(choose(NEW, None, false), (NEW, Basis::Configured));
+        assert_eq!(
+            choose(Protocol::Auto, Some("2026-07-28"), true),
+            (NEW, Basis::Cached)
+        );
+        assert_eq!(
+            choose(Protocol::Auto, None, true),
+            (Protocol::Auto, Basis::Probe)
+        );
+        // A remote server while the HTTP side cannot probe: the handshake era, as before.
+        let gated = (Protocol::Revision(LATEST_PROTOCOL_VERSION), Basis::Gated);
+        assert_eq!(choose(Protocol::Auto, None, false), gated);
+        assert_eq!(choose(Protocol::Auto, Some("2026-07-28"), false), gated);
+        let remote = ServerSpec::remote("r", crate::config::Remote::new("https://x.invalid/"));
+        assert_eq!(can_probe(&remote), AUTO_OVER_HTTP);
+        assert!(can_probe(&ServerSpec::new("s", Command::new("node"))));
+        // Only what a server told us is its verdict.
+        let verdicts = [Basis::Cached, Basis::Probe, Basis::AfterProbe];
+        for basis in [Basis::Configured, Basis::Gated]
+            .into_iter()
+            .chain(verdicts)
+        {
+            assert_eq!(basis.is_verdict(), verdicts.contains(&basis), "{basis:?}");
+        }
+    }
+
+    #[test]
+    fn a_wrong_cached_verdict_is_probed_once_and_a_second_failure_reported() {
+        let refused = CloseReason::InitializeFailed(mcp_smol::proto::RpcError {
+            code: -32602,
+            message: "unsupported".to_owned(),
+            data: None,
+        });
+        let unsupported = CloseReason::UnsupportedVersion {
+            requested: "2025-06-18".to_owned(),
+            offered: "2099-01-01".to_owned(),
+        };
+        let not_stateless = CloseReason::NotStateless("it answered -32601".to_owned());
+        let wrong = [(OLD, &refused), (OLD, &unsupported), (NEW, &not_stateless)];
+        for (cached, reason) in wrong.into_iter().chain([
+            (OLD, &CloseReason::EndedOnProbe),
+            (NEW, &CloseReason::EndedOnProbe),
+        ]) {
+            let retry = after_failure(Basis::Cached, cached, reason);
+            assert_eq!(retry, Some((Protocol::Auto, Basis::Probe)), "{reason}");
+        }
+        // The other era's failures say nothing about a verdict.
+        assert_eq!(after_failure(Basis::Cached, OLD, &not_stateless), None);
+        assert_eq!(after_failure(Basis::Cached, NEW, &refused), None);
+        for reason in [&refused, &unsupported, &not_stateless] {
+            let cached = if *reason == not_stateless { NEW } else { OLD };
+            let retry = after_failure(Basis::Cached, cached, reason);
+            assert_eq!(retry, Some((Protocol::Auto, Basis::Probe)));
+            // The probe fails the same way: reported, not retried.
+            assert_eq!(after_failure(Basis::Probe, Protocol::Auto, reason), None);
+            // Configured, or spoken for want of a probe: the server's error, as it is.
+            assert_eq!(after_failure(Basis::Configured, cached, reason), None);
+            assert_eq!(after_failure(Basis::Gated, OLD, reason), None);
+            assert_eq!(after_failure(Basis::AfterProbe, OLD, reason), None);
+        }
+        // A server that ends on the probe is started again in the handshake era, once.
+        let ended = CloseReason::EndedOnProbe;
+        let handshake = Protocol::Revision(LATEST_PROTOCOL_VERSION);
+        assert_eq!(
+            after_failure(Basis::Probe, Protocol::Auto, &ended),
+            Some((handshake, Basis::AfterProbe))
+        );
+        assert_eq!(after_failure(Basis::AfterProbe, handshake, &ended), None);
+        assert_eq!(after_failure(Basis::Configured, NEW, &ended), None);
+        // A crash or a timeout says nothing about the era.
+        let crash = [
+            CloseReason::Eof,
+            CloseReason::HandshakeTimedOut {
+                after: Duration::from_secs(10),
+            },
+            CloseReason::Transport("refused".to_owned()),
+        ];
+        for reason in &crash {
+            assert_eq!(after_failure(Basis::Cached, OLD, reason), None, "{reason}");
+            assert_eq!(after_failure(Basis::Probe, Protocol::Auto, reason), None);
+        }
+    }
+
+    #[test]
+    fn no_failure_is_retried_more_than_twice() {
+        let reasons = [
+            CloseReason::Eof,
+            CloseReason::EndedOnProbe,
+            CloseReason::NotStateless("no".to_owned()),
+            CloseReason::InitializeFailed(mcp_smol::proto::RpcError::method_not_found("x")),
+            CloseReason::UnsupportedVersion {
+                requested: "a".to_owned(),
+                offered: "b".to_owned(),
+            },
+        ];
+        for cached in [None, Some("2025-11-25"), Some("2026-07-28")] {
+            for reason in &reasons {
+                let (mut protocol, mut basis) = choose(Protocol::Auto, cached, true);
+                let mut attempts = 1;
+                while let Some(next) = after_failure(basis, protocol, reason) {
+                    (protocol, basis) = next;
+                    attempts += 1;
+                    assert!(attempts <= 3, "{cached:?} {reason}: {basis:?}");
+                }
+            }
+        }
+    }
+
     fn budget(program: &str, configured: Option<Duration>, from_env: Option<Duration>) -> Duration {
         let mut spec = ServerSpec::new("s", Command::new(program));
         spec.handshake_timeout = configured;
@@ -79,7 +294,10 @@ mod tests {
             handshake_timeout: from_env,
             ..Settings::default()
         };
-        for_server(&spec, &settings).0.core.handshake_timeout
+        for_server(&spec, &settings, Protocol::Auto)
+            .0
+            .core
+            .handshake_timeout
     }
 
     #[test]
@@ -102,7 +320,9 @@ mod tests {
     #[test]
     fn servers_hear_the_embedders_name_and_version() {
         let spec = ServerSpec::new("s", Command::new("node"));
-        let core = for_server(&spec, &Settings::default()).0.core;
+        let core = for_server(&spec, &Settings::default(), Protocol::Auto)
+            .0
+            .core;
         let crate_own = (core.client_name, core.client_version);
         assert_eq!(
             crate_own,
@@ -113,7 +333,7 @@ mod tests {
             client_version: "1.2.3".to_owned(),
             ..Settings::default()
         };
-        let core = for_server(&spec, &settings).0.core;
+        let core = for_server(&spec, &settings, Protocol::Auto).0.core;
         assert_eq!(
             (core.client_name.as_str(), core.client_version.as_str()),
             ("agent", "1.2.3")
@@ -125,14 +345,26 @@ mod tests {
         let spec = ServerSpec::remote("r", crate::config::Remote::new("https://x.invalid/mcp"));
         let mut settings = Settings::default();
         let ten = Duration::from_secs(10);
-        assert_eq!(for_server(&spec, &settings).0.core.handshake_timeout, ten);
+        assert_eq!(
+            for_server(&spec, &settings, Protocol::Auto)
+                .0
+                .core
+                .handshake_timeout,
+            ten
+        );
         settings.auth.login = crate::auth::Login::Browser;
-        let budget = for_server(&spec, &settings).0.core.handshake_timeout;
+        let budget = for_server(&spec, &settings, Protocol::Auto)
+            .0
+            .core
+            .handshake_timeout;
         assert_eq!(budget, BROWSER_LOGIN_HANDSHAKE);
         // A program logs in to nothing.
         let program = ServerSpec::new("p", Command::new("node"));
         assert_eq!(
-            for_server(&program, &settings).0.core.handshake_timeout,
+            for_server(&program, &settings, Protocol::Auto)
+                .0
+                .core
+                .handshake_timeout,
             ten
         );
     }

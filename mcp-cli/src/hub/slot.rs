@@ -2,16 +2,19 @@
 //! restarted with backoff after a crash, and given up on after too many restarts a minute.
 
 use std::collections::VecDeque;
+use std::io::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use mcp_smol::proto::{Notification, Tool};
+use mcp_smol::proto::{Notification, Protocol, Tool};
 use mcp_smol::{Client, HttpServer, HttpTransport, ServerCommand};
 
 use crate::auth;
 use crate::config::{self, Entry, Remote, Server, ServerSpec, Source};
+use crate::hub::eras;
 use crate::hub::features::Features;
+use crate::hub::options::{self, Basis};
 use crate::hub::{HubError, HubEvent, Inner, ServerStatus, State, server_requests};
 
 /// At most this many restarts in a minute; after that the server stays `failed` until
@@ -48,6 +51,8 @@ pub(crate) struct Live {
     pub(crate) client: Client,
     /// This connection's number, from [`CONNECTIONS`].
     conn: u64,
+    /// The revision it speaks.
+    protocol: String,
     pub(crate) tools: Arc<Vec<Tool>>,
     /// Listed on first need ([`Slot::features`]): a command that only calls tools does not
     /// wait for lists it never shows.
@@ -150,6 +155,8 @@ impl Slot {
                 Entry::Invalid { command, .. } => command.clone(),
             },
             pid: None,
+            protocol: None,
+            era: None,
             tools: None,
             reason: None,
             stderr: Vec::new(),
@@ -234,6 +241,10 @@ impl Slot {
             Err(error) => {
                 let stderr = match &error {
                     HubError::Server {
+                        error: mcp_smol::Error::Disconnected(disconnect),
+                        ..
+                    }
+                    | HubError::WrongProtocol {
                         error: mcp_smol::Error::Disconnected(disconnect),
                         ..
                     } => disconnect.stderr.clone(),
@@ -340,11 +351,68 @@ impl Slot {
         life.restarts.clear();
     }
 
-    /// Spawns, records (so that a shutdown can find it), handshakes and lists the tools.
+    /// Connects in the revision [`options::choose`] picks, and again as
+    /// [`options::after_failure`] says when that fails; a verdict found is cached.
     async fn start(
         self: &Arc<Self>,
         hub: &Arc<Inner>,
         spec: &ServerSpec,
+    ) -> Result<Live, HubError> {
+        let key = eras::key(spec);
+        let (cached, mut note) = match hub.eras.get(&key) {
+            Ok(cached) => (cached, None),
+            Err(note) => (None, Some(note)),
+        };
+        let (mut protocol, mut basis) =
+            options::choose(spec.protocol, cached, options::can_probe(spec));
+        loop {
+            let error = match self.connect(hub, spec, protocol, note.take()).await {
+                Ok(live) => {
+                    if basis.is_verdict() {
+                        hub.eras.record(&key, &live.protocol);
+                    }
+                    return Ok(live);
+                }
+                Err(error) => error,
+            };
+            let reason = match &error {
+                HubError::Server {
+                    error: mcp_smol::Error::Disconnected(disconnect),
+                    ..
+                } => Some(&disconnect.reason),
+                _ => None,
+            };
+            let next = reason.and_then(|reason| options::after_failure(basis, protocol, reason));
+            let Some(next) = next else {
+                let mismatch = reason.is_some_and(|reason| options::era_mismatch(protocol, reason));
+                return Err(match error {
+                    HubError::Server { server, error }
+                        if basis == Basis::Configured && mismatch =>
+                    {
+                        HubError::WrongProtocol {
+                            server,
+                            configured: protocol.to_string(),
+                            error,
+                        }
+                    }
+                    error => error,
+                });
+            };
+            if basis == Basis::Cached {
+                hub.eras.forget(&key);
+            }
+            (protocol, basis) = next;
+        }
+    }
+
+    /// Spawns, records (so that a shutdown can find it), handshakes and lists the tools;
+    /// `note` goes to the server's log first.
+    async fn connect(
+        self: &Arc<Self>,
+        hub: &Arc<Inner>,
+        spec: &ServerSpec,
+        protocol: Protocol,
+        note: Option<String>,
     ) -> Result<Live, HubError> {
         let name = &self.server.name;
         let server_error = |error| HubError::Server {
@@ -365,7 +433,10 @@ impl Slot {
                     reason: format!("the hub has no thread to run its driver on: {reason}"),
                 }));
             }
-            let (options, log) = hub.options(spec);
+            let (options, log) = hub.options(spec, protocol);
+            if let (Some(note), Some(log)) = (note, &log) {
+                let _ = writeln!(log.clone(), "mcp-cli: {note}");
+            }
             let transport = match &spec.remote {
                 // Marked, so that a server running mcp-cli's own gateway knows how deep it is.
                 None => {
@@ -416,7 +487,7 @@ impl Slot {
             // A server that declares no tools is not asked for them (the spec's rule; some
             // answer such a request with nonsense).
             if info.capabilities.tools.is_none() {
-                return Ok(Vec::new());
+                return Ok((info, Vec::new()));
             }
             let mut tools = client.list_tools().await?;
             // A change announced before the listing was answered (server-everything adds
@@ -426,13 +497,14 @@ impl Slot {
             if changed {
                 tools = client.list_tools().await?;
             }
-            Ok::<_, mcp_smol::Error>(tools)
+            Ok::<_, mcp_smol::Error>((info, tools))
         };
         match listed.await {
-            Ok(tools) => {
+            Ok((info, tools)) => {
                 let live = Live {
                     client: client.clone(),
                     conn,
+                    protocol: info.protocol_version,
                     tools: Arc::new(tools),
                     features: None,
                 };
@@ -444,6 +516,19 @@ impl Slot {
                 client.close().await;
                 Err(server_error(error))
             }
+        }
+    }
+
+    /// The revision the running connection speaks, else the configured one, else the cached
+    /// verdict.
+    pub(crate) fn protocol(&self, eras: &eras::Eras) -> Option<String> {
+        if let Phase::Running(live) = &self.life().phase {
+            return Some(live.protocol.clone());
+        }
+        let spec = self.spec().ok()?;
+        match spec.protocol {
+            Protocol::Revision(revision) => Some(revision.to_owned()),
+            Protocol::Auto => eras.get(&eras::key(spec)).ok().flatten().map(str::to_owned),
         }
     }
 

@@ -11,6 +11,8 @@
 //! - `silent`: never answers anything, not even `initialize`.
 //! - `bad-version`: answers `initialize` with `--version V` (default `1999-01-01`).
 //! - `exit-in-handshake`: writes to stderr and exits 1 on `initialize`.
+//! - `exit-on-discover`: `good`, but exits 1 on `server/discover`, as some handshake-era
+//!   servers do on a method they do not know.
 //! - `exit-mid-call`: exits 3 on any `tools/call`, without answering; with `--crash-once FILE`,
 //!   only while FILE does not exist yet (it creates it), so a restarted server works.
 //! - `close-stdout`: closes stdout on the first `tools/call` and keeps running.
@@ -80,6 +82,8 @@
 //!
 //! Answers the fixture received for its own requests are returned by the `report` tool as a
 //! JSON array. `--log-received FILE` appends every line the client sends to FILE.
+//! `--mode-file FILE`: when FILE exists, its text (trimmed) is the mode instead, so a test can
+//! change how a server behaves without changing the command line that identifies it.
 
 // A poisoned lock here means the fixture itself crashed; panicking further is the right answer.
 #![allow(clippy::unwrap_used)]
@@ -105,6 +109,11 @@ fn main() {
         let value = args.next().unwrap_or_default();
         options.insert(key.trim_start_matches("--").to_owned(), value);
     }
+    let from_file = options.get("mode-file").map(std::fs::read_to_string);
+    let mode = match from_file {
+        Some(Ok(text)) => text.trim().to_owned(),
+        _ => mode,
+    };
     if mode == "ignore-sigterm" && std::env::var_os("MCP_FIXTURE_TERM_IGNORED").is_none() {
         reexec_ignoring_sigterm();
     }
@@ -382,6 +391,10 @@ impl Server {
         }
         match (self.mode.as_str(), method) {
             ("silent", _) => {}
+            ("exit-on-discover", "server/discover") => {
+                eprintln!("fatal: unknown method server/discover");
+                std::process::exit(1);
+            }
             ("exit-in-handshake", "initialize") => {
                 eprintln!("fatal: config missing");
                 std::process::exit(1);

@@ -906,3 +906,187 @@ fn a_signal_to_serve_takes_its_servers_down() {
     assert_eq!(output.status.code(), Some(143), "{stderr}");
     groups.iter().copied().for_each(assert_group_gone);
 }
+
+#[test]
+fn protocol_flag_and_key_are_checked_before_anything_starts() {
+    let dir = project("protocol-check", "");
+    let accepted = "expected `auto` or one of 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26, \
+                    2024-11-05";
+    let stdio = format!("{FIXTURE} good");
+    let run = dir.cli(&["--protocol", "2099-01-01", "--stdio", &stdio, "tools"]);
+    assert_eq!(run.code, 2, "{run:?}");
+    let message = format!("unknown protocol revision `2099-01-01`: {accepted}");
+    assert!(run.stderr.contains(&message), "{}", run.stderr);
+    // It is for the ad hoc servers; a configured one says so in its entry.
+    let run = dir.cli(&["--protocol", "2025-11-25", "tools"]);
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(run.stderr.contains("--stdio"), "{}", run.stderr);
+    dir.write(
+        ".mcp-cli.toml",
+        &format!("{}protocol = \"2026\"\n", fixture_block("fx", "good")),
+    );
+    let run = dir.cli(&["servers"]);
+    assert_eq!(run.code, 2, "{run:?}");
+    let config = dir.0.join(".mcp-cli.toml");
+    let message = format!(
+        "invalid config {} line 4: mcp.fx.protocol: unknown protocol revision `2026`: {accepted}",
+        config.display()
+    );
+    assert!(run.stderr.contains(&message), "{}", run.stderr);
+}
+
+#[test]
+fn a_configured_revision_is_spoken_and_shown() {
+    let dir = project("protocol-configured", "protocol = \"2025-11-25\"\n");
+    let run = dir.cli(&["call", "fx", "echo", "text=old times"]);
+    assert_eq!((run.code, run.stdout.trim()), (0, "old times"), "{run:?}");
+    let run = dir.cli(&["servers"]);
+    let row = (run.stdout.lines())
+        .find(|line| line.starts_with("fx "))
+        .map(|line| line.split_whitespace().collect::<Vec<_>>());
+    assert_eq!(
+        row.as_ref().map(|row| (row[1], row[4])),
+        Some(("running", "2025-11-25")),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.starts_with("NAME"), "{}", run.stdout);
+    assert!(run.stdout.lines().next().unwrap().contains("PROTOCOL"));
+    let run = dir.cli(&["--json", "servers"]);
+    let rows: Vec<Value> = serde_json::from_str(&run.stdout).unwrap();
+    let fx = rows.iter().find(|row| row["name"] == "fx").unwrap();
+    assert_eq!(
+        (&fx["protocol"], &fx["era"]),
+        (&json!("2025-11-25"), &json!("handshake"))
+    );
+    // A server that never ran, with nothing configured or cached, is unknown.
+    let memory = rows.iter().find(|row| row["name"] == "memory").unwrap();
+    assert_eq!(
+        (&memory["protocol"], &memory["era"]),
+        (&json!(null), &json!(null))
+    );
+    // One it does not speak is an error that names it.
+    dir.write(
+        ".mcp-cli.toml",
+        &format!("{}protocol = \"2026-07-28\"\n", fixture_block("fx", "good")),
+    );
+    let run = dir.cli(&["call", "fx", "echo", "text=new times"]);
+    assert_eq!(run.code, 3, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("server fx does not speak protocol 2026-07-28, which its config entry names"),
+        "{}",
+        run.stderr
+    );
+    // The ad hoc server takes it from the command line.
+    let stdio = format!("{FIXTURE} good");
+    let run = dir.cli(&[
+        "--protocol",
+        "2025-11-25",
+        "--stdio",
+        &stdio,
+        "call",
+        "echo",
+        "text=hi",
+    ]);
+    assert_eq!((run.code, run.stdout.trim()), (0, "hi"), "{run:?}");
+}
+
+/// The era verdicts the state folder keeps, by key.
+fn verdicts(dir: &Scratch) -> serde_json::Map<String, Value> {
+    let path = dir.0.join("state/mcp-cli/eras.json");
+    match std::fs::read_to_string(path) {
+        Ok(text) => serde_json::from_str(&text).unwrap(),
+        Err(_) => serde_json::Map::new(),
+    }
+}
+
+#[test]
+fn an_auto_servers_verdict_is_cached_and_a_corrupt_cache_ignored() {
+    let dir = project("protocol-cached", "");
+    let run = dir.cli(&["call", "fx", "echo", "text=once"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let cached = verdicts(&dir);
+    let (key, verdict) = cached.iter().next().expect("a verdict");
+    assert!(key.starts_with("fx-") && cached.len() == 1, "{cached:?}");
+    assert_eq!(verdict["protocol"], "2025-11-25");
+    let eras = dir.0.join("state/mcp-cli/eras.json");
+    std::fs::write(&eras, "{not json").unwrap();
+    let run = dir.cli(&["call", "fx", "echo", "text=twice"]);
+    assert_eq!((run.code, run.stdout.trim()), (0, "twice"), "{run:?}");
+    assert_eq!(verdicts(&dir).len(), 1, "the cache is written afresh");
+    let log = std::fs::read_to_string(dir.0.join("state/mcp-cli/logs/fx.log")).unwrap();
+    assert!(log.contains("is not an era cache, ignored"), "{log}");
+}
+
+#[test]
+fn a_wrong_cached_verdict_is_probed_once_then_reported() {
+    let dir = Scratch::new("protocol-wrong-verdict");
+    let mode = dir.write("mode", "good");
+    let received = dir.0.join("received.jsonl");
+    dir.write(
+        ".mcp-cli.toml",
+        &format!(
+            "[mcp.fx]\ncommand = {FIXTURE:?}\nargs = [\"good\", \"--mode-file\", {:?}, \
+             \"--log-received\", {:?}]\n",
+            mode.display().to_string(),
+            received.display().to_string()
+        ),
+    );
+    assert_eq!(dir.cli(&["call", "fx", "echo", "text=x"]).code, 0);
+    assert_eq!(verdicts(&dir).len(), 1);
+    std::fs::remove_file(&received).unwrap();
+    // The same server now answers `initialize` with a revision nobody speaks: the cached
+    // verdict is dropped and the server probed once; the second failure is the answer.
+    std::fs::write(&mode, "bad-version").unwrap();
+    let run = dir.cli(&["call", "fx", "echo", "text=x"]);
+    assert_eq!(run.code, 3, "{run:?}");
+    assert!(run.stderr.contains("1999-01-01"), "{}", run.stderr);
+    let sent = std::fs::read_to_string(&received).unwrap();
+    let handshakes = sent
+        .lines()
+        .filter(|line| line.contains("\"initialize\""))
+        .count();
+    assert_eq!(handshakes, 2, "{sent}");
+    assert_eq!(verdicts(&dir).len(), 0, "the wrong verdict is forgotten");
+}
+
+#[test]
+fn a_server_that_exits_on_the_probe_is_started_again_in_the_handshake_era() {
+    let dir = Scratch::new("protocol-exit-on-discover");
+    let received = dir.0.join("received.jsonl");
+    dir.write(
+        ".mcp-cli.toml",
+        &format!(
+            "[mcp.fx]\ncommand = {FIXTURE:?}\nargs = [\"exit-on-discover\", \"--log-received\", \
+             {:?}]\n",
+            received.display().to_string()
+        ),
+    );
+    let methods = || {
+        let sent = std::fs::read_to_string(&received).unwrap_or_default();
+        let methods = sent.lines().filter_map(|line| {
+            let message: Value = serde_json::from_str(line).ok()?;
+            Some(message["method"].as_str()?.to_owned())
+        });
+        methods.take(2).collect::<Vec<_>>()
+    };
+    let run = dir.cli(&["call", "fx", "echo", "text=after the probe"]);
+    assert_eq!(
+        (run.code, run.stdout.trim()),
+        (0, "after the probe"),
+        "{run:?}"
+    );
+    assert_eq!(methods(), ["server/discover", "initialize"]);
+    let cached = verdicts(&dir);
+    assert_eq!(
+        cached.values().next().unwrap()["protocol"],
+        "2025-11-25",
+        "{cached:?}"
+    );
+    // Known now: the next run goes straight to the handshake, no probe.
+    std::fs::remove_file(&received).unwrap();
+    let run = dir.cli(&["call", "fx", "echo", "text=no probe"]);
+    assert_eq!((run.code, run.stdout.trim()), (0, "no probe"), "{run:?}");
+    assert_eq!(methods(), ["initialize", "notifications/initialized"]);
+}

@@ -218,6 +218,39 @@ fn add_and_remove_native_entries() {
     let run = dir.cli(&["add", "fx", "--force", "--", FIXTURE, "good", "--flag"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(read(&user).contains("args = [\"good\", \"--flag\"]"));
+    // A fixed revision is written, and spoken.
+    let add = [
+        "add",
+        "old",
+        "--protocol",
+        "2025-06-18",
+        "--",
+        FIXTURE,
+        "good",
+    ];
+    let run = dir.cli(&add);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        read(&user).ends_with("args = [\"good\"]\nprotocol = \"2025-06-18\"\n"),
+        "{}",
+        read(&user)
+    );
+    let run = dir.cli(&["--json", "servers"]);
+    let rows: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let old = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|row| row["name"] == "old");
+    assert_eq!(old.unwrap()["protocol"], "2025-06-18", "{}", run.stdout);
+    let run = dir.cli(&["add", "new", "--protocol", "2026", "--", FIXTURE, "good"]);
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(
+        run.stderr.contains("unknown protocol revision `2026`"),
+        "{}",
+        run.stderr
+    );
+    assert!(dir.cli(&["remove", "old"]).code == 0);
 
     let run = dir.cli(&[
         "add",
