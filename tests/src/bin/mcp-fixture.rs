@@ -11,8 +11,6 @@
 //! - `silent`: never answers anything, not even `initialize`.
 //! - `bad-version`: answers `initialize` with `--version V` (default `1999-01-01`).
 //! - `exit-in-handshake`: writes to stderr and exits 1 on `initialize`.
-//! - `exit-on-discover`: `good`, but exits 1 on `server/discover`, as some handshake-era
-//!   servers do on a method they do not know.
 //! - `exit-mid-call`: exits 3 on any `tools/call`, without answering; with `--crash-once FILE`,
 //!   only while FILE does not exist yet (it creates it), so a restarted server works.
 //! - `close-stdout`: closes stdout on the first `tools/call` and keeps running.
@@ -391,10 +389,6 @@ impl Server {
         }
         match (self.mode.as_str(), method) {
             ("silent", _) => {}
-            ("exit-on-discover", "server/discover") => {
-                eprintln!("fatal: unknown method server/discover");
-                std::process::exit(1);
-            }
             ("exit-in-handshake", "initialize") => {
                 eprintln!("fatal: config missing");
                 std::process::exit(1);
