@@ -540,9 +540,6 @@ impl Role for ClientRole {
             }
             Event::Notification(notification) => self.callers.notify(&notification),
             Event::ServerRequest(request) => self.callers.pass_on(&mut self.connection, request),
-            // Nobody answers input rounds through the adapter yet: give up at once rather
-            // than wait out the deadline.
-            Event::InputRequired { id, .. } => _ = self.connection.cancel(Instant::now(), id),
             Event::Malformed(error) => self.last_skipped = Some(error.to_string()),
             Event::Closed(reason) => {
                 self.reason = Some(reason);
@@ -568,7 +565,10 @@ async fn shut_down(
         shared.terminate();
     }
     let exit_status = match &mut driver.link.incoming {
-        Incoming::Process(process) => process.settle(reason == CloseReason::Eof).await,
+        Incoming::Process(process) => {
+            let closed_stdout = matches!(reason, CloseReason::Eof | CloseReason::EndedOnProbe);
+            process.settle(closed_stdout).await
+        }
         Incoming::Stream(_) => None,
     };
     let disconnect = Disconnect {
