@@ -366,6 +366,11 @@ impl<R: Role> Loop<R> {
             if closed {
                 return;
             }
+            // What handing out the events queued (a refused server request, the retry of an
+            // input round) goes out with the next wake-up's write, not after the one after.
+            while let Some(line) = self.role.core().poll_transmit() {
+                self.link.outgoing.extend(&line);
+            }
             let deadline = self.role.core().poll_timeout();
             let wake = self.next_wake(&mut buffer, deadline).await;
             let now = Instant::now();
