@@ -1023,7 +1023,7 @@ impl Connection {
         let wire = read_id(id);
         match self.state {
             State::Initializing { id, .. } if wire == Some(id) => {
-                return self.finish_handshake(result);
+                return self.finish_handshake(now, result);
             }
             State::Probing { id, .. } if wire == Some(id) => return self.finish_probe(now, result),
             State::Discovering { id, .. } if wire == Some(id) => {
@@ -1276,13 +1276,22 @@ impl Connection {
         }
     }
 
-    fn finish_handshake(&mut self, result: Result<Value, ResponseError>) {
+    fn finish_handshake(&mut self, now: Instant, result: Result<Value, ResponseError>) {
         let State::Initializing { requested, .. } = self.state else {
             return;
         };
         let server = match result {
             Ok(result) => parse_initialize_result(result, requested),
-            Err(ResponseError::Remote(error)) => Err(CloseReason::InitializeFailed(error)),
+            Err(ResponseError::Remote(error)) => {
+                // A stateless server whose answer to the probe came too late (a slow start)
+                // refuses `initialize` naming its revision: found out after all, under `Auto`.
+                let stateless = other_stateless_revision(&error);
+                if let Some(version) = stateless.filter(|_| self.config.protocol == Protocol::Auto)
+                {
+                    return self.discover(now, version, true);
+                }
+                Err(CloseReason::InitializeFailed(error))
+            }
             Err(ResponseError::Invalid(detail)) => {
                 Err(CloseReason::InvalidInitializeResult(detail))
             }
