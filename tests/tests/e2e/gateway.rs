@@ -367,7 +367,26 @@ impl RawHost {
     /// Starts `mcp-cli args` (a `serve` command line) in `scratch` and finishes the handshake
     /// as a host that declares `capabilities` (a JSON object).
     fn start(scratch: &Scratch, args: &[&str], capabilities: &str) -> (std::process::Child, Self) {
-        let mut serve = scratch.command(args).stdin(Stdio::piped()).spawn().unwrap();
+        Self::spawn(scratch.command(args), capabilities)
+    }
+
+    /// [`start`](Self::start), for a test that checks the first list whole (as the SDK
+    /// clients do, see `serve_env`): `tools/list` waits for a backend slow to start.
+    fn start_patient(
+        scratch: &Scratch,
+        args: &[&str],
+        capabilities: &str,
+    ) -> (std::process::Child, Self) {
+        let mut command = scratch.command(args);
+        command.env("MCP_CLI_LIST_WAIT_MS", "120000");
+        Self::spawn(command, capabilities)
+    }
+
+    fn spawn(
+        mut command: std::process::Command,
+        capabilities: &str,
+    ) -> (std::process::Child, Self) {
+        let mut serve = command.stdin(Stdio::piped()).spawn().unwrap();
         let mut host = RawHost {
             stdin: Some(serve.stdin.take().unwrap()),
             stdout: BufReader::new(serve.stdout.take().unwrap()),
@@ -607,14 +626,14 @@ fn a_backends_form_is_relayed_to_a_host_that_declared_elicitation() {
     let args = ["--config", config.to_str().unwrap(), "serve"];
     let tool = "everything__trigger-elicitation-request";
 
-    let (mut serve, mut host) = RawHost::start(&scratch, &args, "{}");
+    let (mut serve, mut host) = RawHost::start_patient(&scratch, &args, "{}");
     let names = host.tool_names(1);
     assert!(names.contains(&"everything__echo".to_owned()), "{names:?}");
     assert!(!names.contains(&tool.to_owned()), "{names:?}");
     drop(host);
     assert!(serve.wait().unwrap().success());
 
-    let (mut serve, mut host) = RawHost::start(&scratch, &args, r#"{"elicitation": {}}"#);
+    let (mut serve, mut host) = RawHost::start_patient(&scratch, &args, r#"{"elicitation": {}}"#);
     assert!(host.tool_names(1).contains(&tool.to_owned()));
     let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
                       "params": {"name": tool, "arguments": {}}});
