@@ -5,6 +5,7 @@ use std::borrow::Cow;
 use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use crate::error::RpcError;
@@ -448,13 +449,15 @@ impl<T: Serialize> Serialize for Meta<'_, T> {
 }
 
 /// The `io.modelcontextprotocol/` members of `_meta` on every stateless-era request, made
-/// once per connection (and again if the revision changes) and written as they are.
-#[derive(Debug, Clone, PartialEq)]
+/// once per connection (and again if the revision changes). Their values are kept as JSON
+/// text and copied into each request as they are: serialising the capabilities and the client
+/// info again for every request was a third of what the stateless era added to a call.
+#[derive(Debug, Clone)]
 pub(crate) struct StatelessMeta {
     pub(crate) version: &'static str,
-    capabilities: Value,
-    client_info: Value,
-    log_level: Option<String>,
+    capabilities: Box<RawValue>,
+    client_info: Box<RawValue>,
+    log_level: Option<Box<RawValue>>,
 }
 
 const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
@@ -471,9 +474,9 @@ impl StatelessMeta {
     ) -> Self {
         Self {
             version,
-            capabilities,
-            client_info,
-            log_level,
+            capabilities: raw(&capabilities),
+            client_info: raw(&client_info),
+            log_level: log_level.map(|level| raw(&level)),
         }
     }
 
@@ -485,13 +488,19 @@ impl StatelessMeta {
 
     fn write<M: SerializeMap>(&self, map: &mut M) -> Result<(), M::Error> {
         map.serialize_entry(PROTOCOL_VERSION, self.version)?;
-        map.serialize_entry(CLIENT_CAPABILITIES, &self.capabilities)?;
-        map.serialize_entry(CLIENT_INFO, &self.client_info)?;
-        if let Some(level) = &self.log_level {
+        map.serialize_entry(CLIENT_CAPABILITIES, &*self.capabilities)?;
+        map.serialize_entry(CLIENT_INFO, &*self.client_info)?;
+        if let Some(level) = self.log_level.as_deref() {
             map.serialize_entry(LOG_LEVEL, level)?;
         }
         Ok(())
     }
+}
+
+/// `value` as JSON text, to be written as it is.
+fn raw(value: &impl Serialize) -> Box<RawValue> {
+    // A `Value` or a string always serialises: the default (`null`) is never taken.
+    serde_json::value::to_raw_value(value).unwrap_or_default()
 }
 
 /// Object params (or none) with what the stateless era or a retry adds: the caller's members
@@ -563,9 +572,14 @@ pub(crate) fn response(id: Value, result: Result<Value, RpcError>) -> Vec<u8> {
 }
 
 fn line(message: &impl Serialize) -> Vec<u8> {
+    // Room for a stateless-era request at once (its `_meta` alone takes 200 bytes): grown
+    // from `to_vec`'s 128 bytes, it was copied twice on the way.
+    let mut bytes = Vec::with_capacity(512);
     // Serialising these (string keys only) cannot fail, and JSON escapes every newline inside
     // strings, so the output is exactly one line.
-    let mut bytes = serde_json::to_vec(message).unwrap_or_default();
+    if serde_json::to_writer(&mut bytes, message).is_err() {
+        bytes.clear();
+    }
     bytes.push(b'\n');
     bytes
 }
