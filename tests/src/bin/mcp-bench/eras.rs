@@ -36,6 +36,8 @@ struct CoreCalls {
     stateless: bool,
     /// The id the connection gives its next request.
     next_id: u64,
+    /// What times the passes: [`thread_cpu`], or under a profiler the wall clock.
+    clock: fn() -> Duration,
 }
 
 /// Nanoseconds of CPU per call of one pass: encoding the request, decoding its answer.
@@ -46,7 +48,7 @@ struct CoreCost {
 }
 
 impl CoreCalls {
-    fn new(revision: &'static str) -> Self {
+    fn new(revision: &'static str, clock: fn() -> Duration) -> Self {
         let now = Instant::now();
         let config = proto::Config {
             protocol: Protocol::Revision(revision),
@@ -71,6 +73,7 @@ impl CoreCalls {
             connection,
             stateless,
             next_id: 2,
+            clock,
         }
     }
 
@@ -94,19 +97,19 @@ impl CoreCalls {
             }
             self.next_id += IN_FLIGHT as u64;
 
-            let started = thread_cpu();
+            let started = (self.clock)();
             for call in calls {
                 self.connection.request(now, call).unwrap();
             }
             while let Some(line) = self.connection.poll_transmit() {
                 std::hint::black_box(line);
             }
-            let sent = thread_cpu();
+            let sent = (self.clock)();
             self.connection.handle_bytes(now, &answers);
             while let Some(event) = self.connection.poll_event() {
                 assert!(matches!(event, Event::Response { result: Ok(_), .. }));
             }
-            decoding += thread_cpu() - sent;
+            decoding += (self.clock)() - sent;
             encoding += sent - started;
         }
         assert_eq!(self.connection.pending_requests(), 0);
@@ -140,7 +143,7 @@ fn answer(id: u64, stateless: bool) -> String {
 
 /// Rows: what a call costs the core in each era, and the ratio.
 pub(crate) fn core_rows(table: &mut Table) {
-    let mut connections = ERAS.map(|(_, revision)| CoreCalls::new(revision));
+    let mut connections = ERAS.map(|(_, revision)| CoreCalls::new(revision, thread_cpu));
     for same_answers in [false, true] {
         // A warm-up pass each (code, allocator, the connections' buffers).
         let [handshake, stateless] = &mut connections;
@@ -172,6 +175,17 @@ pub(crate) fn core_rows(table: &mut Table) {
                 &seconds(&handshake_runs),
             );
         }
+    }
+}
+
+/// A few passes in one era, for a profiler. Timed by the wall clock: valgrind cannot run
+/// rustix's way to the thread's CPU clock.
+pub(crate) fn core_profile(stateless: bool) {
+    static STARTED: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    let wall = || STARTED.get_or_init(Instant::now).elapsed();
+    let mut calls = CoreCalls::new(ERAS[usize::from(stateless)].1, wall);
+    for _ in 0..3 {
+        std::hint::black_box(calls.pass(false));
     }
 }
 

@@ -576,6 +576,12 @@ fn child_mode(args: Vec<String>) {
             }
             return;
         }
+        // For callgrind: one era's calls through the core alone, `Connection::request` and
+        // `handle_bytes` to compare between the eras.
+        "encode-profile-handshake" | "encode-profile-stateless" => {
+            eras::core_profile(args[0].ends_with("stateless"));
+            return;
+        }
         "core-ratio" => {
             let mut batches = recorded_stream(bytes > 0).0;
             let (core, serde) = core_decoding(&mut CoreDecoder::new(), &mut batches, Feed::Reads);
