@@ -157,15 +157,7 @@ pub(crate) fn core_rows(table: &mut Table) {
         } else {
             "each era's answers"
         };
-        let rows: [(&str, fn(&CoreCost) -> f64); 3] = [
-            ("encode a call", |cost| cost.encode),
-            ("decode its answer", |cost| cost.decode),
-            ("both", |cost| cost.encode + cost.decode),
-        ];
-        for (what, pick) in rows {
-            if same_answers && what != "decode its answer" {
-                continue;
-            }
+        let mut row = |what: &str, pick: fn(&CoreCost) -> f64| {
             let seconds = |runs: &[CoreCost]| -> Vec<f64> {
                 runs.iter().map(|run| pick(run) / 1e9).collect()
             };
@@ -174,7 +166,13 @@ pub(crate) fn core_rows(table: &mut Table) {
                 &seconds(&stateless_runs),
                 &seconds(&handshake_runs),
             );
+        };
+        // With the same answers the requests are the same too.
+        if !same_answers {
+            row("encode a call", |cost| cost.encode);
         }
+        row("decode its answer", |cost| cost.decode);
+        row("both", |cost| cost.encode + cost.decode);
     }
 }
 
@@ -230,18 +228,16 @@ pub(crate) fn end_to_end_rows(bins: &Bins, table: &mut Table) {
         || client_sequential(&stateless, false),
         || client_sequential(&handshake, false),
     );
-    let rows: [(&str, fn(&Sequential) -> f64); 2] = [
-        ("median latency", |run| run.median),
-        ("CPU per call", |run| run.cpu_per_call),
-    ];
-    for (what, pick) in rows {
+    let mut row = |what: &str, pick: fn(&Sequential) -> f64| {
         let column = |runs: &[Sequential]| runs.iter().map(pick).collect::<Vec<_>>();
         table.row_latency(
             &format!("fixture, sequential echo, {what}"),
             &column(&stateless_runs),
             &column(&handshake_runs),
         );
-    }
+    };
+    row("median latency", |run| run.median);
+    row("CPU per call", |run| run.cpu_per_call);
     let (stateless_rates, handshake_rates) = crate::alternate(
         || client_pipelined(&stateless),
         || client_pipelined(&handshake),
