@@ -373,22 +373,51 @@ fn decode_error(error: Value) -> ResponseError {
 }
 
 /// A request we send. `params` is omitted when `None`. Written straight from its parts: no map
-/// is built just to be serialised and dropped.
-pub(crate) fn request<P: Serialize>(id: u64, method: &str, params: Option<&P>) -> Vec<u8> {
+/// is built just to be serialised and dropped. In the stateless era the era's `_meta` members,
+/// written once per connection, are copied in last (see [`StatelessMeta::splice`]).
+pub(crate) fn request<P: RequestParams>(id: u64, method: &str, params: Option<&P>) -> Vec<u8> {
     #[derive(Serialize)]
     struct Request<'a, P> {
         jsonrpc: &'static str,
         id: u64,
         method: &'a str,
+        // Last, so that a `_meta` that ends it closes just before the request does.
         #[serde(skip_serializing_if = "Option::is_none")]
         params: Option<&'a P>,
     }
-    line(&Request {
+    let mut bytes = line(&Request {
         jsonrpc: "2.0",
         id,
         method,
         params,
-    })
+    });
+    if let Some(era) = params.and_then(RequestParams::era) {
+        era.splice(&mut bytes);
+    }
+    bytes
+}
+
+/// What goes in a request's `params`, and whether it ends with a `_meta` that takes the
+/// stateless era's members.
+pub(crate) trait RequestParams: Serialize {
+    fn era(&self) -> Option<&StatelessMeta> {
+        None
+    }
+}
+
+/// Params as given: written as they are, in either era.
+impl RequestParams for Value {}
+
+impl<T: Serialize> RequestParams for CallToolParams<'_, T> {
+    fn era(&self) -> Option<&StatelessMeta> {
+        self.meta.era
+    }
+}
+
+impl RequestParams for ObjectParams<'_> {
+    fn era(&self) -> Option<&StatelessMeta> {
+        self.era
+    }
 }
 
 /// The params of `tools/call`, with the progress token that lets progress extend its deadline
@@ -418,9 +447,9 @@ impl Input<'_> {
     }
 }
 
-/// `_meta` as we send it: the progress token, the caller's own members, and the stateless
-/// era's (which win over the caller's of the same name). Written member by member: no map
-/// is built.
+/// `_meta` as we send it: the progress token and the caller's own members, less those the
+/// stateless era's members replace (which [`request`] adds after them). Written member by
+/// member: no map is built.
 pub(crate) struct Meta<'a, T> {
     pub(crate) progress_token: Option<T>,
     pub(crate) caller: Option<&'a Map<String, Value>>,
@@ -440,21 +469,20 @@ impl<T: Serialize> Serialize for Meta<'_, T> {
                 map.serialize_entry(key, value)?;
             }
         }
-        if let Some(era) = self.era {
-            era.write(&mut map)?;
-        }
         map.end()
     }
 }
 
-/// The `io.modelcontextprotocol/` members of `_meta` on every stateless-era request, made
-/// once per connection (and again if the revision changes) and written as they are.
-#[derive(Debug, Clone, PartialEq)]
+/// The `io.modelcontextprotocol/` members of `_meta` on every stateless-era request, written
+/// once per connection (and again if the revision changes) and copied into each request:
+/// serialising the capabilities and the client info again for every request, key by key,
+/// was most of what the stateless era added to encoding a call.
+#[derive(Debug, Clone)]
 pub(crate) struct StatelessMeta {
     pub(crate) version: &'static str,
-    capabilities: Value,
-    client_info: Value,
-    log_level: Option<String>,
+    has_log_level: bool,
+    /// The members as JSON text: `"key":value` pairs joined by commas.
+    members: String,
 }
 
 const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
@@ -469,28 +497,43 @@ impl StatelessMeta {
         client_info: Value,
         log_level: Option<String>,
     ) -> Self {
+        let has_log_level = log_level.is_some();
+        let level = log_level.map(|level| (LOG_LEVEL, Value::from(level)));
+        let members = [
+            (PROTOCOL_VERSION, Value::from(version)),
+            (CLIENT_CAPABILITIES, capabilities),
+            (CLIENT_INFO, client_info),
+        ];
+        let members: Vec<String> = members
+            .into_iter()
+            .chain(level)
+            .map(|(key, value)| format!("{}:{value}", Value::from(key)))
+            .collect();
         Self {
             version,
-            capabilities,
-            client_info,
-            log_level,
+            has_log_level,
+            members: members.join(","),
         }
     }
 
     /// Whether `key` is one of the members we write (so the caller's copy gives way).
     fn owns(&self, key: &str) -> bool {
         matches!(key, PROTOCOL_VERSION | CLIENT_CAPABILITIES | CLIENT_INFO)
-            || (key == LOG_LEVEL && self.log_level.is_some())
+            || (key == LOG_LEVEL && self.has_log_level)
     }
 
-    fn write<M: SerializeMap>(&self, map: &mut M) -> Result<(), M::Error> {
-        map.serialize_entry(PROTOCOL_VERSION, self.version)?;
-        map.serialize_entry(CLIENT_CAPABILITIES, &self.capabilities)?;
-        map.serialize_entry(CLIENT_INFO, &self.client_info)?;
-        if let Some(level) = &self.log_level {
-            map.serialize_entry(LOG_LEVEL, level)?;
+    /// Adds the members to request `line`, whose `params` end with their `_meta` (as
+    /// [`CallToolParams`] and [`ObjectParams`] write it): the line then ends with the closing
+    /// braces of `_meta`, `params` and the request, and its newline.
+    fn splice(&self, line: &mut Vec<u8>) {
+        const END: &[u8] = b"}}}\n";
+        debug_assert!(line.ends_with(END), "no `_meta` at the end of {line:?}");
+        line.truncate(line.len().saturating_sub(END.len()));
+        if !line.ends_with(b"{") {
+            line.push(b',');
         }
-        Ok(())
+        line.extend_from_slice(self.members.as_bytes());
+        line.extend_from_slice(END);
     }
 }
 
@@ -563,9 +606,14 @@ pub(crate) fn response(id: Value, result: Result<Value, RpcError>) -> Vec<u8> {
 }
 
 fn line(message: &impl Serialize) -> Vec<u8> {
+    // Room for a stateless-era request at once (its `_meta` alone takes 200 bytes): grown
+    // from `to_vec`'s 128 bytes, it was copied twice on the way.
+    let mut bytes = Vec::with_capacity(512);
     // Serialising these (string keys only) cannot fail, and JSON escapes every newline inside
     // strings, so the output is exactly one line.
-    let mut bytes = serde_json::to_vec(message).unwrap_or_default();
+    if serde_json::to_writer(&mut bytes, message).is_err() {
+        bytes.clear();
+    }
     bytes.push(b'\n');
     bytes
 }
@@ -747,6 +795,36 @@ mod tests {
                 ..
             })
         ));
+    }
+
+    #[test]
+    fn the_eras_members_are_spliced_into_meta_once_and_escaped() {
+        let client_info = json!({"name": "a \"quoted\"\nname", "version": "1"});
+        let era = StatelessMeta::new("2026-07-28", json!({}), client_info, Some("info".into()));
+        let caller = json!({"x": 1, "_meta": {"k": "v", PROTOCOL_VERSION: "1999-01-01"}});
+        // `_meta` empty but for the era's members, and with the caller's own.
+        for params in [None, caller.as_object()] {
+            let input = Input::default();
+            let era = Some(&era);
+            let line = request(7, "m", Some(&ObjectParams { params, input, era }));
+            assert_eq!(line.iter().filter(|&&b| b == b'\n').count(), 1);
+            let text = String::from_utf8(line).unwrap();
+            assert_eq!(text.matches(PROTOCOL_VERSION).count(), 1, "{text}");
+            let sent: Value = serde_json::from_str(&text).unwrap();
+            let meta = &sent["params"]["_meta"];
+            assert_eq!(meta[PROTOCOL_VERSION], "2026-07-28");
+            assert_eq!(meta[CLIENT_CAPABILITIES], json!({}));
+            assert_eq!(meta[CLIENT_INFO]["name"], "a \"quoted\"\nname");
+            assert_eq!(meta[LOG_LEVEL], "info");
+            assert_eq!(
+                meta["k"],
+                if params.is_some() {
+                    json!("v")
+                } else {
+                    Value::Null
+                }
+            );
+        }
     }
 
     #[test]

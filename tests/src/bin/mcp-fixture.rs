@@ -289,17 +289,20 @@ impl Server {
         }
     }
 
-    fn handle(self: &Arc<Self>, message: Value) {
+    fn handle(self: &Arc<Self>, mut message: Value) {
         let method = message
             .get("method")
             .and_then(Value::as_str)
             .map(str::to_owned);
         let id = message.get("id").cloned();
         match (method, id) {
+            // Taken, not copied: a stateless-era request's `params` is most of it.
             (Some(method), Some(id)) => self.handle_request(
                 &method,
                 id,
-                message.get("params").cloned().unwrap_or(json!({})),
+                message
+                    .get_mut("params")
+                    .map_or_else(|| json!({}), Value::take),
             ),
             (Some(method), None) => self.handle_notification(&method, message.get("params")),
             (None, Some(_)) => self.answers.lock().unwrap().push(message),

@@ -19,6 +19,7 @@ use mcp_smol::proto;
 use serde_json::{Value, json};
 
 mod decode;
+mod eras;
 
 use decode::{CoreDecoder, Feed, core_decoding, megabytes, recorded_stream};
 
@@ -43,11 +44,21 @@ fn main() {
     }
 }
 
-const SECTIONS: [&str; 6] = ["echo", "pipelined", "blob", "decode", "cold", "daemon"];
+const SECTIONS: [&str; 8] = [
+    "echo",
+    "pipelined",
+    "blob",
+    "decode",
+    "cold",
+    "daemon",
+    "encode",
+    "eras",
+];
 
 const USAGE: &str = "usage: mcp-bench [SECTION...]\n\
     Runs the named sections (all of them when none is named): \
-    echo, pipelined, blob, decode, cold, daemon.";
+    echo, pipelined, blob, decode, cold, daemon (the client against the floor), \
+    encode, eras (the stateless era against the handshake era).";
 
 fn run_all(sections: &[String]) {
     // Only the sections asked for run: a change to the decoder need not wait for the daemon rows.
@@ -56,7 +67,7 @@ fn run_all(sections: &[String]) {
     println!(
         "mcp-bench: client vs raw-pipe floor, {REPETITIONS} alternating repetitions, medians (min-max)\n"
     );
-    let mut table = Table::default();
+    let mut table = Table::new(["client", "floor", "client/floor"]);
 
     let placements = [
         ("`connect` (a waiting caller drives)", false),
@@ -67,8 +78,8 @@ fn run_all(sections: &[String]) {
             break;
         }
         let (client, floor) = alternate(
-            || client_sequential(&bins, same_thread),
-            || floor_sequential(&bins),
+            || client_sequential(&Server::fixture(&bins), same_thread),
+            || floor_sequential(&bins, false),
         );
         let column = |runs: &[Sequential], pick: fn(&Sequential) -> f64| -> Vec<f64> {
             runs.iter().map(pick).collect()
@@ -86,7 +97,10 @@ fn run_all(sections: &[String]) {
 
     if wants("echo") {
         // How much of the client's cost is the reactor it waits through rather than its own.
-        let (reactor, floor) = alternate(|| reactor_sequential(&bins), || floor_sequential(&bins));
+        let (reactor, floor) = alternate(
+            || reactor_sequential(&bins),
+            || floor_sequential(&bins, false),
+        );
         let placement = "the floor's loop waiting through async-io (no MCP code)";
         let median = |runs: &[Sequential]| runs.iter().map(|run| run.median).collect::<Vec<_>>();
         let cpu = |runs: &[Sequential]| runs.iter().map(|run| run.cpu_per_call).collect::<Vec<_>>();
@@ -97,7 +111,10 @@ fn run_all(sections: &[String]) {
     }
 
     if wants("pipelined") {
-        let (client, floor) = alternate(|| client_pipelined(&bins), || floor_pipelined(&bins));
+        let (client, floor) = alternate(
+            || client_pipelined(&Server::fixture(&bins)),
+            || floor_pipelined(&bins, false),
+        );
         table.row_rate("pipelined echo (32 in flight), calls/s", &client, &floor);
     }
 
@@ -154,7 +171,24 @@ fn run_all(sections: &[String]) {
             target.measure(&bins, &mut table);
         }
     }
-    table.print();
+    if !table.rows.is_empty() {
+        table.print();
+    }
+
+    if wants("encode") || wants("eras") {
+        println!(
+            "\nthe stateless era (2026-07-28) against the handshake era ({}), medians (min-max)\n",
+            proto::LATEST_PROTOCOL_VERSION
+        );
+        let mut table = Table::new(["stateless", "handshake", "stateless/handshake"]);
+        if wants("encode") {
+            eras::core_rows(&mut table);
+        }
+        if wants("eras") {
+            eras::end_to_end_rows(&bins, &mut table);
+        }
+        table.print();
+    }
 }
 
 /// Runs `client` and `floor` alternately, `REPETITIONS` times each.
@@ -214,13 +248,27 @@ impl Bins {
 
 // ----- the client side -----
 
-fn options() -> mcp_smol::Options {
-    // The default limit (64 MiB) takes the 16 MiB results.
-    mcp_smol::Options::default()
+/// A server to call, and the revision to ask it for.
+struct Server {
+    command: mcp_smol::ServerCommand,
+    protocol: proto::Protocol,
 }
 
-fn fixture_command(bins: &Bins) -> mcp_smol::ServerCommand {
-    mcp_smol::ServerCommand::new(bins.fixture.to_str().unwrap()).arg("good")
+impl Server {
+    /// The fixture in the handshake era (its default), asked for `mcp-smol`'s default revision.
+    fn fixture(bins: &Bins) -> Self {
+        Self {
+            command: mcp_smol::ServerCommand::new(bins.fixture.to_str().unwrap()).arg("good"),
+            protocol: mcp_smol::Options::default().core.protocol,
+        }
+    }
+
+    fn options(&self) -> mcp_smol::Options {
+        // The default line limit (64 MiB) takes the 16 MiB results.
+        let mut options = mcp_smol::Options::default();
+        options.core.protocol = self.protocol;
+        options
+    }
 }
 
 /// Sequential calls, in seconds.
@@ -255,7 +303,7 @@ fn process_cpu() -> f64 {
 /// Per-call latency and CPU: through [`mcp_smol::connect`] (a waiting caller drives; the driver
 /// otherwise runs on mcp-smol's background thread),
 /// or with `same_thread` polled by the same `block_on` as the calls.
-fn client_sequential(bins: &Bins, same_thread: bool) -> Sequential {
+fn client_sequential(server: &Server, same_thread: bool) -> Sequential {
     let calls = |client: mcp_smol::Client| async move {
         client.wait_ready().await.unwrap();
         let cpu = process_cpu();
@@ -273,20 +321,20 @@ fn client_sequential(bins: &Bins, same_thread: bool) -> Sequential {
         Sequential::new(&mut latencies, cpu)
     };
     if same_thread {
-        let (client, driver) = mcp_smol::start(fixture_command(bins), options()).unwrap();
+        let (client, driver) = mcp_smol::start(&server.command, server.options()).unwrap();
         smol::block_on(smol::future::zip(driver, calls(client))).1
     } else {
         smol::block_on(async {
-            let client = mcp_smol::connect(&fixture_command(bins), options()).await;
+            let client = mcp_smol::connect(&server.command, server.options()).await;
             calls(client.unwrap()).await
         })
     }
 }
 
 /// Calls per second with `IN_FLIGHT` calls outstanding.
-fn client_pipelined(bins: &Bins) -> f64 {
+fn client_pipelined(server: &Server) -> f64 {
     smol::block_on(async {
-        let client = mcp_smol::connect(&fixture_command(bins), options())
+        let client = mcp_smol::connect(&server.command, server.options())
             .await
             .unwrap();
         let started = Instant::now();
@@ -319,10 +367,17 @@ fn client_pipelined(bins: &Bins) -> f64 {
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"floor","version":"0"}}}"#;
 const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
 
-/// The fixture server with piped stdin and stdout, its stderr discarded.
-fn spawn_fixture(fixture: &Path) -> Child {
+/// The fixture server with piped stdin and stdout, its stderr discarded; with `stateless`, in
+/// that era.
+fn spawn_fixture(fixture: &Path, stateless: bool) -> Child {
+    let era: &[&str] = if stateless {
+        &["--era", "stateless"]
+    } else {
+        &[]
+    };
     Command::new(fixture)
         .arg("good")
+        .args(era)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -330,7 +385,8 @@ fn spawn_fixture(fixture: &Path) -> Child {
         .unwrap()
 }
 
-/// The fixture behind blocking pipes, after a hand-written handshake.
+/// The fixture behind blocking pipes, after a hand-written handshake (none in the stateless
+/// era, whose requests carry what it would have said).
 struct RawServer {
     child: Child,
     stdin: ChildStdin,
@@ -339,8 +395,8 @@ struct RawServer {
 }
 
 impl RawServer {
-    fn start(fixture: &Path) -> Self {
-        let mut child = spawn_fixture(fixture);
+    fn start(fixture: &Path, stateless: bool) -> Self {
+        let mut child = spawn_fixture(fixture, stateless);
         let stdin = child.stdin.take().unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap());
         let mut server = Self {
@@ -349,9 +405,11 @@ impl RawServer {
             stdout,
             line: String::new(),
         };
-        server.send(INITIALIZE);
-        server.receive();
-        server.send(INITIALIZED);
+        if !stateless {
+            server.send(INITIALIZE);
+            server.receive();
+            server.send(INITIALIZED);
+        }
         server
     }
 
@@ -382,18 +440,25 @@ fn terminated(line: &str) -> Vec<u8> {
     bytes
 }
 
-fn echo_request(id: usize, text: &str) -> String {
+/// An `echo` call as the client writes it; with `stateless`, with that era's `_meta`.
+fn echo_request(id: usize, text: &str, stateless: bool) -> String {
+    let mut meta = json!({"progressToken": id});
+    if stateless {
+        meta["io.modelcontextprotocol/protocolVersion"] = json!(eras::STATELESS);
+        meta["io.modelcontextprotocol/clientCapabilities"] = json!({});
+        meta["io.modelcontextprotocol/clientInfo"] = json!({"name": "floor", "version": "0"});
+    }
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-           "params": {"name": "echo", "arguments": {"text": text}, "_meta": {"progressToken": id}}})
+           "params": {"name": "echo", "arguments": {"text": text}, "_meta": meta}})
     .to_string()
 }
 
-fn floor_sequential(bins: &Bins) -> Sequential {
-    let mut server = RawServer::start(&bins.fixture);
+fn floor_sequential(bins: &Bins, stateless: bool) -> Sequential {
+    let mut server = RawServer::start(&bins.fixture, stateless);
     let cpu = process_cpu();
     let mut latencies = Vec::with_capacity(SEQUENTIAL_CALLS);
     for i in 0..SEQUENTIAL_CALLS {
-        let request = echo_request(i + 2, &format!("call {i}"));
+        let request = echo_request(i + 2, &format!("call {i}"), stateless);
         let started = Instant::now();
         server.send(&request);
         let answer = server.receive();
@@ -410,7 +475,7 @@ fn floor_sequential(bins: &Bins) -> Sequential {
 /// call before any MCP code runs.
 fn reactor_sequential(bins: &Bins) -> Sequential {
     use smol::io::{AsyncBufReadExt, AsyncWriteExt};
-    let mut child = spawn_fixture(&bins.fixture);
+    let mut child = spawn_fixture(&bins.fixture, false);
     let mut stdin = smol::Async::new(child.stdin.take().unwrap()).unwrap();
     let mut stdout =
         smol::io::BufReader::new(smol::Async::new(child.stdout.take().unwrap()).unwrap());
@@ -422,7 +487,7 @@ fn reactor_sequential(bins: &Bins) -> Sequential {
         let cpu = process_cpu();
         let mut latencies = Vec::with_capacity(SEQUENTIAL_CALLS);
         for i in 0..SEQUENTIAL_CALLS {
-            let request = echo_request(i + 2, &format!("call {i}"));
+            let request = echo_request(i + 2, &format!("call {i}"), false);
             let started = Instant::now();
             stdin.write_all(&terminated(&request)).await.unwrap();
             line.clear();
@@ -443,10 +508,10 @@ fn reactor_sequential(bins: &Bins) -> Sequential {
     run
 }
 
-fn floor_pipelined(bins: &Bins) -> f64 {
-    let mut server = RawServer::start(&bins.fixture);
+fn floor_pipelined(bins: &Bins, stateless: bool) -> f64 {
+    let mut server = RawServer::start(&bins.fixture, stateless);
     let requests: Vec<String> = (0..PIPELINED_CALLS)
-        .map(|i| echo_request(i + 2, &format!("call {i}")))
+        .map(|i| echo_request(i + 2, &format!("call {i}"), stateless))
         .collect();
     let started = Instant::now();
     let mut sent = 0;
@@ -497,7 +562,8 @@ fn child_mode(args: Vec<String>) {
         // For profilers: the core's decoding alone, many times over.
         // The sequential echo alone: the caller's-thread path, or `connect`'s.
         "sequential-profile" | "sequential-default-profile" => {
-            let run = client_sequential(&bins, args[0] == "sequential-profile");
+            let fixture = Server::fixture(&bins);
+            let run = client_sequential(&fixture, args[0] == "sequential-profile");
             let (median, p99, cpu) = (time(run.median), time(run.p99), time(run.cpu_per_call));
             println!("median {median} p99 {p99} cpu per call {cpu}");
             return;
@@ -508,6 +574,12 @@ fn child_mode(args: Vec<String>) {
             for _ in 0..20 {
                 std::hint::black_box(core_decoding(&mut core, &mut batches, Feed::Reads));
             }
+            return;
+        }
+        // For callgrind: one era's calls through the core alone, `Connection::request` and
+        // `handle_bytes` to compare between the eras.
+        "encode-profile-handshake" | "encode-profile-stateless" => {
+            eras::core_profile(args[0].ends_with("stateless"));
             return;
         }
         "core-ratio" => {
@@ -521,7 +593,7 @@ fn child_mode(args: Vec<String>) {
         }
         "cold-floor" => {
             // The same exchange as `mcp-cli call`: handshake, every tools/list page, the call.
-            let mut server = RawServer::start(&bins.fixture);
+            let mut server = RawServer::start(&bins.fixture, false);
             let mut cursor: Option<String> = None;
             for id in 2.. {
                 let params = cursor.map(|c| json!({ "cursor": c })).unwrap_or(json!({}));
@@ -534,14 +606,15 @@ fn child_mode(args: Vec<String>) {
                     break;
                 }
             }
-            server.send(&echo_request(100, "cold"));
+            server.send(&echo_request(100, "cold", false));
             assert!(server.receive().contains("cold"));
             println!("cold");
             server.finish();
             return;
         }
         "large-client" => smol::block_on(async {
-            let client = mcp_smol::connect(&fixture_command(&bins), options())
+            let fixture = Server::fixture(&bins);
+            let client = mcp_smol::connect(&fixture.command, fixture.options())
                 .await
                 .unwrap();
             let started = Instant::now();
@@ -557,7 +630,7 @@ fn child_mode(args: Vec<String>) {
             elapsed
         }),
         "large-floor" => {
-            let mut server = RawServer::start(&bins.fixture);
+            let mut server = RawServer::start(&bins.fixture, false);
             let request = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
                                  "params": {"name": "blob", "arguments": {"bytes": bytes}}});
             let started = Instant::now();
@@ -780,12 +853,21 @@ fn spread(values: &[f64]) -> (f64, f64) {
     (min, max)
 }
 
-#[derive(Default)]
+/// Rows of figures: each a measure, two columns compared and their ratio.
 struct Table {
+    /// The names of the columns after the measure's.
+    header: [&'static str; 3],
     rows: Vec<[String; 4]>,
 }
 
 impl Table {
+    fn new(header: [&'static str; 3]) -> Self {
+        Self {
+            header,
+            rows: Vec::new(),
+        }
+    }
+
     fn row_latency(&mut self, name: &str, client: &[f64], floor: &[f64]) {
         let show = |v: &[f64]| {
             let (min, max) = spread(v);
@@ -826,7 +908,8 @@ impl Table {
     }
 
     fn print(&self) {
-        let header = ["measure", "client", "floor", "client/floor"].map(str::to_owned);
+        let [first, second, ratio] = self.header;
+        let header = ["measure", first, second, ratio].map(str::to_owned);
         let rows: Vec<&[String; 4]> = std::iter::once(&header).chain(&self.rows).collect();
         let widths: Vec<usize> = (0..4)
             .map(|c| rows.iter().map(|r| r[c].len()).max().unwrap_or(0))
@@ -842,6 +925,7 @@ impl Table {
 
 fn time(seconds: f64) -> String {
     match seconds {
+        s if s < 1e-5 => format!("{:.0}ns", s * 1e9),
         s if s < 1e-3 => format!("{:.1}us", s * 1e6),
         s if s < 1.0 => format!("{:.2}ms", s * 1e3),
         s => format!("{s:.2}s"),
