@@ -311,7 +311,11 @@ fn close_ends_the_session_with_delete() {
     };
     // The era probe first (this server is of the handshake era, so it refuses it), then
     // `initialized` is over before anything else goes out; DELETE comes after the work.
-    assert_eq!(at("POST /mcp rpc=server/discover session=-"), 0, "{requests}");
+    assert_eq!(
+        at("POST /mcp rpc=server/discover session=-"),
+        0,
+        "{requests}"
+    );
     assert_eq!(at("POST /mcp rpc=initialize session=-"), 1, "{requests}");
     assert_eq!(
         at("POST /mcp rpc=notifications/initialized session=s1"),
