@@ -86,6 +86,7 @@ pub use features::{PromptEntry, ResourceEntry, Skipped, TemplateEntry};
 pub use pins::{ApproveChanges, PinChange};
 pub use server_requests::{ElicitAnswer, ElicitHandler, Elicitation};
 
+#[cfg(feature = "cli")]
 pub(crate) use eras::short_digest;
 
 use crate::config::{Config, Policy, Server, ServerSpec, Source};
