@@ -513,17 +513,16 @@ fn input_rounds_echo_the_state_under_new_ids_and_leave_other_requests_alone() {
     let state: String = "state\"\\\u{e9}/".repeat(1024 * 1024 / 10);
     let first = input_required(Some(&state), Some(ask_name()));
     server.respond(&mut conn, now, call, first);
-    let Some(Event::InputRequired { id, requests }) = conn.poll_event() else {
-        panic!("no InputRequired");
+    let Some(Event::ServerRequest(asked)) = conn.poll_event() else {
+        panic!("no ServerRequest");
     };
-    assert_eq!(id, call);
-    assert_eq!(requests.len(), 1);
-    assert_eq!(requests[0].key, "login");
-    assert_eq!(requests[0].method, "elicitation/create");
+    assert_eq!(asked.request, Some(call));
+    assert_eq!(asked.method, "elicitation/create");
     assert_eq!(
-        requests[0].params,
+        asked.params,
         Some(json!({"mode": "form", "message": "who?"}))
     );
+    assert!(conn.poll_event().is_none(), "one input request, one event");
     assert!(
         lines(&mut conn).is_empty(),
         "nothing goes until the caller answers"
@@ -532,16 +531,9 @@ fn input_rounds_echo_the_state_under_new_ids_and_leave_other_requests_alone() {
     server.respond(&mut conn, now, call, json!({"content": []}));
     assert!(drain_events(&mut conn).is_empty());
 
-    let mut responses = serde_json::Map::new();
-    responses.insert(
-        "login".to_owned(),
-        json!({"action": "accept", "content": {"name": "octocat"}}),
-    );
-    assert!(conn.provide_input(now, call, responses.clone()));
-    assert!(
-        !conn.provide_input(now, call, responses),
-        "not waiting any more"
-    );
+    let form = json!({"action": "accept", "content": {"name": "octocat"}});
+    assert!(conn.respond(now, asked.id, Ok(form.clone())));
+    assert!(!conn.respond(now, asked.id, Ok(form)), "answered already");
     let retry = lines(&mut conn);
     assert_eq!(retry.len(), 1);
     let retry_message = parse(&retry[0]);
@@ -635,17 +627,16 @@ fn input_rounds_are_bounded() {
 }
 
 #[test]
-fn a_request_waiting_for_input_is_cancelled_or_times_out_with_nothing_on_the_wire() {
+fn a_request_waiting_for_input_is_cancelled_with_nothing_on_the_wire() {
     let now = Instant::now();
     let (mut conn, server) = probed(now, eliciting());
     let call = conn
         .request(now, Request::call_tool("t", json!({})))
         .unwrap();
     server.respond(&mut conn, now, call, input_required(None, Some(ask_name())));
-    assert!(matches!(
-        conn.poll_event(),
-        Some(Event::InputRequired { .. })
-    ));
+    let Some(Event::ServerRequest(asked)) = conn.poll_event() else {
+        panic!("no ServerRequest");
+    };
     lines(&mut conn);
     assert!(conn.cancel(now, call));
     assert_eq!(
@@ -656,24 +647,75 @@ fn a_request_waiting_for_input_is_cancelled_or_times_out_with_nothing_on_the_wir
         lines(&mut conn).is_empty(),
         "no notifications/cancelled: nothing was out"
     );
-    assert!(!conn.provide_input(now, call, serde_json::Map::new()));
+    assert!(
+        !conn.respond(now, asked.id, Ok(json!({"action": "cancel"}))),
+        "the question went with the request"
+    );
+    assert!(lines(&mut conn).is_empty());
+    assert_eq!(conn.poll_timeout(), None);
+}
 
+#[test]
+fn an_input_request_refused_or_unanswered_is_left_out_of_the_retry() {
+    let now = Instant::now();
+    let config = Config {
+        capabilities: ClientCapabilities {
+            elicitation: true,
+            roots: true,
+            ..ClientCapabilities::default()
+        },
+        ..Config::default()
+    };
+    let (mut conn, server) = probed(now, config);
     let call = conn
         .request(now, Request::call_tool("t", json!({})))
         .unwrap();
-    server.respond(&mut conn, now, call, input_required(None, Some(ask_name())));
-    drain_events(&mut conn);
+    let requests = json!({
+        "a": {"method": "elicitation/create", "params": {"message": "a?"}},
+        "b": {"method": "roots/list"},
+        "c": {"method": "elicitation/create", "params": {"message": "c?"}},
+    });
+    server.respond(
+        &mut conn,
+        now,
+        call,
+        input_required(Some("s"), Some(requests)),
+    );
+    let asked: Vec<_> = (drain_events(&mut conn).into_iter())
+        .map(|event| match event {
+            Event::ServerRequest(asked) => asked,
+            other => panic!("expected a server request, got {other:?}"),
+        })
+        .collect();
+    let methods: Vec<&str> = asked.iter().map(|a| a.method.as_str()).collect();
+    assert_eq!(
+        methods,
+        ["elicitation/create", "roots/list", "elicitation/create"]
+    );
+    assert!(asked.iter().all(|a| a.request == Some(call)));
     lines(&mut conn);
+
+    let yes = json!({"action": "accept", "content": {}});
+    assert!(conn.respond(now, asked[0].id, Ok(yes.clone())));
+    let refusal = Err(RpcError::method_not_found("roots/list"));
+    assert!(conn.respond(now, asked[1].id, refusal));
+    assert!(lines(&mut conn).is_empty(), "`c` is still open");
+    // Only the open question's deadline: the request has none while it waits.
     let deadline = now + Config::default().server_request_timeout;
     assert_eq!(conn.poll_timeout(), Some(deadline));
     conn.handle_timeout(deadline);
-    let (id, result) = next_response(&mut conn);
-    assert_eq!(id, call);
+    assert!(drain_events(&mut conn).is_empty(), "the request goes on");
+    let retry = lines(&mut conn);
+    assert_eq!(retry.len(), 1, "the retry, and no refusal on the wire");
+    let params = &parse(&retry[0])["params"];
+    assert_eq!(params["inputResponses"], json!({"a": yes}));
+    assert_eq!(params["requestState"], "s");
     assert!(
-        matches!(result, Err(RequestError::TimedOut { .. })),
-        "{result:?}"
+        !conn.respond(deadline, asked[2].id, Ok(json!({}))),
+        "too late"
     );
-    assert!(lines(&mut conn).is_empty());
+    let request_timeout = Config::default().request_timeout;
+    assert_eq!(conn.poll_timeout(), Some(deadline + request_timeout));
 }
 
 #[test]
