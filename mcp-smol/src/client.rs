@@ -106,7 +106,7 @@ pub fn start(
 /// machine finds out the era itself (issue 29's HTTP side): until then an HTTP connection
 /// under `Auto` speaks the handshake era, as it always has. The integrator turns this on when
 /// that side lands (the hub's own gate, `AUTO_OVER_HTTP` in its options, goes with it).
-const AUTO_OVER_HTTP: bool = false;
+const AUTO_OVER_HTTP: bool = true;
 
 /// [`start`], with the handshake completed and the driver on this crate's background thread
 /// whenever no caller is driving it. A connection that fails the handshake is closed before
@@ -222,6 +222,13 @@ impl Client {
     /// The last lines the server wrote to stderr.
     pub fn stderr_tail(&self) -> Vec<String> {
         self.shared.stderr_tail()
+    }
+
+    /// The tools the last [`list_tools`](Self::list_tools) left out because their
+    /// `x-mcp-header` annotations are invalid, and why (HTTP servers of the stateless era; the
+    /// revision asks clients to warn about each). Empty otherwise.
+    pub fn rejected_tools(&self) -> Vec<proto::RejectedTool> {
+        (self.shared.rejected_tools.lock()).map_or_else(|_| Vec::new(), |tools| tools.clone())
     }
 
     /// Waits for the handshake; returns what the server said about itself.

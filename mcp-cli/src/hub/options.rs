@@ -71,7 +71,7 @@ pub(crate) fn for_server(
 /// finds out the era itself (issue 29's HTTP side): until then an `auto` remote server speaks
 /// the handshake era as it always has, and no verdict is cached for it. The integrator turns
 /// this on when that side lands; stdio servers are not gated.
-pub(crate) const AUTO_OVER_HTTP: bool = false;
+pub(crate) const AUTO_OVER_HTTP: bool = true;
 
 /// Where a connection's revision came from, which decides whether it is cached and what a
 /// failure to connect means.

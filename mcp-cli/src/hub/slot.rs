@@ -540,6 +540,21 @@ impl Slot {
         }
     }
 
+    /// The tools the running connection's last listing left out for invalid `x-mcp-header`
+    /// annotations, as errors that say why.
+    pub(crate) fn rejected_tools(&self) -> Vec<HubError> {
+        let Phase::Running(live) = &self.life().phase else {
+            return Vec::new();
+        };
+        (live.client.rejected_tools().into_iter())
+            .map(|rejected| HubError::ToolRejected {
+                server: self.name().to_owned(),
+                tool: rejected.name,
+                reason: rejected.reason.to_string(),
+            })
+            .collect()
+    }
+
     /// Marks the slot stopped, as the hub is about to close its connection on purpose;
     /// returns that connection, if one was running or starting.
     pub(crate) fn stop(&self) -> Option<Client> {
