@@ -363,8 +363,7 @@ impl Slot {
             Ok(cached) => (cached, None),
             Err(note) => (None, Some(note)),
         };
-        let (mut protocol, mut basis) =
-            options::choose(spec.protocol, cached, options::can_probe(spec));
+        let (mut protocol, mut basis) = options::choose(spec.protocol, cached);
         loop {
             let error = match self.connect(hub, spec, protocol, note.take()).await {
                 Ok(live) => {
