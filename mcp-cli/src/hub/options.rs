@@ -239,7 +239,7 @@ mod tests {
         ];
         for cached in [None, Some("2025-11-25"), Some("2026-07-28")] {
             for reason in &reasons {
-                let (mut protocol, mut basis) = choose(Protocol::Auto, cached, true);
+                let (mut protocol, mut basis) = choose(Protocol::Auto, cached);
                 let mut attempts = 1;
                 while let Some(next) = after_failure(basis, protocol, reason) {
                     (protocol, basis) = next;
