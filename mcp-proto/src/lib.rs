@@ -38,7 +38,9 @@
 //! finds out which one a server speaks: it sends `server/discover` and holds every other
 //! request; a result (or a -32022 naming a stateless revision we speak, retried once) means
 //! the stateless era, any other error or no answer within [`Config::handshake_timeout`] the
-//! handshake era, on the same connection. A server that closes its output on the probe ends
+//! handshake era, on the same connection (whose `initialize`, if refused with a -32022 naming
+//! a stateless revision we speak, as a server too slow for the probe does, gives way to
+//! `server/discover` in it). A server that closes its output on the probe ends
 //! the connection with [`CloseReason::EndedOnProbe`]: start it again at a handshake revision.
 //! A fixed stateless revision (a verdict cached from an earlier probe) costs no round trip:
 //! `server/discover` goes first and requests right behind it; if it is refused, the

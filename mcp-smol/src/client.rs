@@ -265,9 +265,11 @@ impl Client {
 
     /// The server's requests for the capabilities declared in
     /// [`Options::core`](crate::Options)'s `capabilities`, from now on; answer each with
-    /// [`respond`](Self::respond). With no receiver listening (or all of them 16 behind), a
-    /// request is refused at once; one left unanswered is refused at the core's
-    /// `server_request_timeout`.
+    /// [`respond`](Self::respond). In the stateless era they include the input requests of an
+    /// `input_required` result, each naming the request it is for
+    /// ([`ServerRequest::request`]); that request goes again once all are answered. With no
+    /// receiver listening (or all of them 16 behind), a request is refused at once; one left
+    /// unanswered is refused at the core's `server_request_timeout`.
     pub async fn server_requests(&self) -> Receiver<ServerRequest> {
         let (sender, receiver) = async_channel::bounded(16);
         let _ = self.ops.send(Op::Answer(sender)).await;

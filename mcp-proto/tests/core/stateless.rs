@@ -227,6 +227,62 @@ fn an_unanswered_probe_falls_back_after_the_timeout_and_its_late_answer_is_ignor
 }
 
 #[test]
+fn a_stateless_server_too_slow_for_the_probe_is_found_by_its_refusal_of_initialize() {
+    let now = Instant::now();
+    let mut conn = Connection::new(now, Config::default());
+    let mut server = FakeServer::default();
+    server.absorb(&mut conn);
+    let held = conn.request(now, Request::list_tools(None)).unwrap();
+    let deadline = now + Config::default().handshake_timeout;
+    conn.handle_timeout(deadline);
+    let initialize = server.absorb(&mut conn)[0].clone();
+    assert_eq!(initialize["method"], "initialize");
+    // It answers the probe at last, and then refuses the handshake naming its revision.
+    server.send(
+        &mut conn,
+        deadline,
+        answer(&json!(1), discover_result(&["2026-07-28"])),
+    );
+    let data = json!({"supported": ["2026-07-28"], "requested": "2025-11-25"});
+    let refusal = refuse(&initialize["id"], -32022, Some(data));
+    server.send(&mut conn, deadline, refusal);
+    let sent = server.absorb(&mut conn);
+    assert_eq!(sent[0]["method"], "server/discover");
+    assert_eq!(
+        sent[0]["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+    assert_eq!(conn.era(), Some(Era::Stateless));
+    server.send(
+        &mut conn,
+        deadline,
+        answer(&sent[0]["id"], discover_result(&["2026-07-28"])),
+    );
+    let Some(Event::Ready(info)) = conn.poll_event() else {
+        panic!("not ready");
+    };
+    assert_eq!(info.protocol_version, "2026-07-28");
+    let sent = server.absorb(&mut conn);
+    assert_eq!(sent[0]["method"], "tools/list");
+    assert_eq!(sent[0]["id"], json!(held));
+    assert!(sent[0]["params"]["_meta"].is_object());
+
+    // A handshake revision the caller fixed stays fixed: the refusal ends the connection.
+    let config = Config {
+        protocol: Protocol::Revision(LATEST_PROTOCOL_VERSION),
+        ..Config::default()
+    };
+    let mut conn = Connection::new(now, config);
+    server.absorb(&mut conn);
+    let data = json!({"supported": ["2026-07-28"], "requested": "2025-11-25"});
+    server.send(&mut conn, now, refuse(&json!(1), -32022, Some(data)));
+    assert!(matches!(
+        drain_events(&mut conn).last(),
+        Some(Event::Closed(CloseReason::InitializeFailed(_)))
+    ));
+}
+
+#[test]
 fn a_server_that_exits_on_the_probe_ends_with_its_own_reason() {
     let now = Instant::now();
     let mut conn = Connection::new(now, Config::default());
