@@ -210,6 +210,13 @@ impl Client {
         self.shared.stderr_tail()
     }
 
+    /// The tools the last [`list_tools`](Self::list_tools) left out because their
+    /// `x-mcp-header` annotations are invalid, and why (HTTP servers of the stateless era; the
+    /// revision asks clients to warn about each). Empty otherwise.
+    pub fn rejected_tools(&self) -> Vec<proto::RejectedTool> {
+        (self.shared.rejected_tools.lock()).map_or_else(|_| Vec::new(), |tools| tools.clone())
+    }
+
     /// Waits for the handshake; returns what the server said about itself.
     pub async fn wait_ready(&self) -> Result<ServerInfo, Error> {
         self.ask(Op::WaitReady).await
