@@ -166,7 +166,7 @@ impl Hub {
         approve: ApproveChanges<'_>,
     ) -> Result<Vec<(String, PinChange)>, HubError> {
         let slot = self.inner.slot(server)?;
-        let live = slot.ensure_running(&self.inner).await?;
+        let live = slot.listed(&self.inner).await?;
         let unpinnable = |reason: String| HubError::Unavailable {
             server: server.to_owned(),
             state: slot.status().state,
@@ -202,7 +202,7 @@ impl Hub {
     /// the policy leaves out is an error that says which rule or list did.
     pub async fn find_tool(&self, server: &str, given: &str) -> Result<ToolEntry, HubError> {
         let slot = self.inner.slot(server)?;
-        let live = slot.ensure_running(&self.inner).await?;
+        let live = slot.listed(&self.inner).await?;
         let tools = &live.tools;
         self.observe_pins(server, tools);
         let shown = shown_names(server, tools);
