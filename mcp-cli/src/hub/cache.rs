@@ -65,7 +65,10 @@ mod tests {
     #[test]
     fn a_whole_ends_with_its_first_part() {
         let asked = Instant::now();
-        let (short, long) = (Freshness::of(hint(10), asked), Freshness::of(hint(50), asked));
+        let (short, long) = (
+            Freshness::of(hint(10), asked),
+            Freshness::of(hint(50), asked),
+        );
         let later = asked + Duration::from_millis(20);
         assert!(short.and(long).is_stale(later));
         assert!(Freshness::of(None, asked).and(short).is_stale(later));

@@ -104,7 +104,9 @@ async fn listen(
             Outcome::Ended(why) if !again => {
                 note(format!("subscriptions/listen: {why}; listening again once"));
             }
-            Outcome::Ended(why) => return note(format!("subscriptions/listen: {why} again; {off}")),
+            Outcome::Ended(why) => {
+                return note(format!("subscriptions/listen: {why} again; {off}"));
+            }
         }
     }
 }

@@ -367,10 +367,12 @@ impl Slot {
         if !live.tools_fresh.is_stale(Instant::now()) {
             return Ok(live);
         }
-        let (tools, fresh) = list_tools(&live.client).await.map_err(|error| HubError::Server {
-            server: self.server.name.clone(),
-            error,
-        })?;
+        let (tools, fresh) = list_tools(&live.client)
+            .await
+            .map_err(|error| HubError::Server {
+                server: self.server.name.clone(),
+                error,
+            })?;
         self.set_tools(live.conn, tools.clone(), fresh);
         Ok(Live {
             tools: Arc::new(tools),
@@ -538,9 +540,8 @@ impl Slot {
         };
         match listed.await {
             Ok((info, tools, tools_fresh)) => {
-                let listening = listen::filter(&info).map(|filter| {
-                    listen::start(hub, client.clone(), filter, ack_within, run_log)
-                });
+                let listening = listen::filter(&info)
+                    .map(|filter| listen::start(hub, client.clone(), filter, ack_within, run_log));
                 let live = Live {
                     client: client.clone(),
                     conn,
