@@ -392,7 +392,7 @@ mod tests {
         assert_eq!(
             build(&schema, None, &pairs),
             Err(ArgumentError(
-                "unknown argument msg; did you mean message? (it takes: count, message)".into()
+                "unknown argument msg; did you mean message? (it takes: message, count)".into()
             ))
         );
         // An open schema with everything required given lets extra names through.

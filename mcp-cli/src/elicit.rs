@@ -1,5 +1,6 @@
 //! Servers' forms (`elicitation/create`) on the command line: each field of the requested
-//! schema asked on the terminal, its default shown and its answer checked. Without a terminal
+//! schema asked on the terminal, in the order the server sent them, its default shown and its
+//! answer checked. Without a terminal
 //! a form is declined at once, unless `--yes` lets its defaults answer it.
 
 use std::io::{BufRead, IsTerminal, Write};
@@ -268,8 +269,8 @@ mod tests {
             "tags": {"type": "array", "items": {"anyOf": [{"const": "a"}, {"const": "b"}]}},
             "note": {"type": "string"}
         }});
-        // Fields come in name order: age, name, note, ok, pet, tags.
-        let typed = "y\n200\n\n\nAda\n\nyes\nfish\ndog\na, b\n";
+        // Fields come in the server's order: name, age, ok, pet, tags, note.
+        let typed = "y\n\nAda\n200\n\nyes\nfish\ndog\na, b\n\n";
         let (answer, shown) = ask(schema, typed);
         let expected = json!({"age": 30, "name": "Ada", "ok": true, "pet": "dog",
                               "tags": ["a", "b"]});
