@@ -1,6 +1,7 @@
 //! Servers' forms (`elicitation/create`) on the command line: each field of the requested
-//! schema asked on the terminal, in the order the server sent them, its default shown and its
-//! answer checked. Without a terminal
+//! schema asked on the terminal in name order (so that answers typed ahead, or by a script,
+//! meet the same questions whatever order the server wrote the fields in), its default shown
+//! and its answer checked. Without a terminal
 //! a form is declined at once, unless `--yes` lets its defaults answer it.
 
 use std::io::{BufRead, IsTerminal, Write};
@@ -59,6 +60,8 @@ pub(crate) fn form(
         .unwrap_or_default();
     let empty = Map::new();
     let fields = (schema.get("properties").and_then(Value::as_object)).unwrap_or(&empty);
+    let mut fields: Vec<(&String, &Value)> = fields.iter().collect();
+    fields.sort_unstable_by_key(|(key, _)| key.as_str());
     let mut content = Map::new();
     for (key, field) in fields {
         let is_required = required.contains(&key.as_str());
@@ -269,8 +272,8 @@ mod tests {
             "tags": {"type": "array", "items": {"anyOf": [{"const": "a"}, {"const": "b"}]}},
             "note": {"type": "string"}
         }});
-        // Fields come in the server's order: name, age, ok, pet, tags, note.
-        let typed = "y\n\nAda\n200\n\nyes\nfish\ndog\na, b\n\n";
+        // Fields come in name order: age, name, note, ok, pet, tags.
+        let typed = "y\n200\n\n\nAda\n\nyes\nfish\ndog\na, b\n";
         let (answer, shown) = ask(schema, typed);
         let expected = json!({"age": 30, "name": "Ada", "ok": true, "pet": "dog",
                               "tags": ["a", "b"]});

@@ -26,6 +26,16 @@ pub struct ToolEntry {
 }
 
 /// The tools, resources and prompts of many servers, and the servers that could not be listed.
+///
+/// Built from the listings one hub holds in memory, each served until its cache hint's `ttlMs`
+/// runs out (then listed again on next use) or a list change says otherwise; a listing without
+/// a hint is kept until a list change. They were all listed under the one set of credentials
+/// the hub's servers run with, so a listing marked `cacheScope: private` is never shared beyond
+/// this hub: no listing is written anywhere (pins keep each tool's definition in the user's own
+/// state folder, to compare against, never to serve), and the daemon, which serves many
+/// commands from one hub, serves only its own user (the socket's peer uid is checked) under its
+/// own credentials: a command's environment and tokens are not passed to it, so no request
+/// reaches a listing under other credentials.
 #[derive(Debug, Default)]
 pub struct Catalogue {
     /// Every tool the policy lets through, by server, in each server's order.
