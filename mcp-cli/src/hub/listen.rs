@@ -130,24 +130,36 @@ async fn listen_once(
         std::future::pending().await
     };
     let answered = async { Err((&mut request).await) };
-    let ended = match futures_lite::future::or(acknowledged, answered).await {
-        Ok(agreed) => {
-            drop(notes);
-            let left_out = left_out(filter, &agreed);
-            if !left_out.is_empty() {
-                note(format!(
-                    "subscriptions/listen: the server does not send {}; those lists are \
-                     refreshed only when the server is started again",
-                    left_out.join(", ")
-                ));
+    let (agreed, answer) = match futures_lite::future::or(acknowledged, answered).await {
+        Ok(agreed) => (Some(agreed), None),
+        // Waiting for its answer, the request may drive the connection itself and read the
+        // acknowledgement and the answer in one go: the acknowledgement is then still queued.
+        Err(answer) => {
+            let mut queued = std::iter::from_fn(|| notes.try_recv().ok());
+            (queued.find_map(|n| n.acknowledged()), Some(answer))
+        }
+    };
+    drop(notes);
+    let Some(agreed) = agreed else {
+        return match answer {
+            Some(Ok(_)) => Outcome::Refused("the server ended it without acknowledging it".into()),
+            Some(Err(error)) if client.disconnect().is_none() => {
+                Outcome::Refused(error.to_string())
             }
-            request.await
-        }
-        Err(Ok(_)) => {
-            return Outcome::Refused("the server ended the stream without acknowledging it".into());
-        }
-        Err(Err(_)) if client.disconnect().is_some() => return Outcome::Gone,
-        Err(Err(error)) => return Outcome::Refused(error.to_string()),
+            _ => Outcome::Gone,
+        };
+    };
+    let left_out = left_out(filter, &agreed);
+    if !left_out.is_empty() {
+        note(format!(
+            "subscriptions/listen: the server does not send {}; those lists are refreshed \
+             only when the server is started again",
+            left_out.join(", ")
+        ));
+    }
+    let ended = match answer {
+        Some(answer) => answer,
+        None => request.await,
     };
     match ended {
         _ if client.disconnect().is_some() => Outcome::Gone,

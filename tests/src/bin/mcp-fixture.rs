@@ -57,12 +57,14 @@
 //!   `requestState` (`round-N`) each round.
 //! - `huge-state` (stateless era): `ask`'s `requestState` is 1 MiB, checked on the retry.
 //! - `listen-no-ack` (stateless era): `subscriptions/listen` is never acknowledged nor answered.
+//! - `listen-ends` (stateless era): `subscriptions/listen` is acknowledged, then at once ended
+//!   with its result (as a server shutting a subscription down gracefully does).
 //!
 //! Any mode takes `--list-delay-ms N`: each `tools/list` is answered after N ms; in the
 //! stateless era, `--ttl-ms N` and `--cache-scope S` set the cache hints of lists and reads.
 //!
 //! Any mode takes `--era handshake|stateless|dual` (default `handshake`; `stateless` for the
-//! three stateless-era modes). In the stateless era (revision 2026-07-28) every request must
+//! four stateless-era modes). In the stateless era (revision 2026-07-28) every request must
 //! carry `_meta` `io.modelcontextprotocol/protocolVersion` and `.../clientCapabilities` (else
 //! -32602; another revision: -32022 with `supported` and `requested`); `initialize` is refused
 //! with -32022 naming the revision; `ping` and `logging/setLevel` get -32601;
@@ -167,7 +169,10 @@ enum Era {
 
 impl Server {
     fn new(mode: String, options: BTreeMap<String, String>) -> Self {
-        let stateless_mode = matches!(mode.as_str(), "input-loop" | "huge-state" | "listen-no-ack");
+        let stateless_mode = matches!(
+            mode.as_str(),
+            "input-loop" | "huge-state" | "listen-no-ack" | "listen-ends"
+        );
         let era = match options.get("era").map(String::as_str) {
             Some("stateless") => Era::Stateless,
             Some("dual") => Era::Dual,
@@ -478,6 +483,10 @@ impl Server {
             honoured.extend(["resourcesListChanged", "promptsListChanged"]);
         }
         self.send(&stateless::acknowledge(&id, params, &honoured));
+        if self.mode == "listen-ends" {
+            let ended = json!({"_meta": {stateless::META_SUBSCRIPTION: id}});
+            return self.answer(&id, Ok(stateless::complete(ended, NAME)));
+        }
         let tools = params["notifications"]["toolsListChanged"] == json!(true);
         self.listens.lock().unwrap().push((id, tools));
     }

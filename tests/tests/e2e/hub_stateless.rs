@@ -136,6 +136,26 @@ fn an_unacknowledged_listen_is_logged_and_the_hub_goes_on() {
 }
 
 #[test]
+fn a_stream_that_ends_is_listened_to_again_once() {
+    let dir = Scratch::new("hub-st-ends");
+    let log = dir.0.join("received");
+    let command = stateless("listen-ends", &log, &[]);
+    bounded(async {
+        let hub = hub_of(vec![server("fx", command)], &dir.0);
+        assert!(hub.catalogue().await.get("fx__echo").is_some());
+        let says = || std::fs::read_to_string(dir.0.join("fx.log")).unwrap_or_default();
+        let gave_up = "ended the stream again; live updates are off";
+        until("the second end in the log", || says().contains(gave_up)).await;
+        assert!(says().contains("listening again once"), "{}", says());
+        // Once more, then no more.
+        assert_eq!(received(&log, "subscriptions/listen"), 2);
+        echo(&hub, "fx").await.unwrap();
+        assert_eq!(received(&log, "subscriptions/listen"), 2);
+        hub.shutdown().await;
+    });
+}
+
+#[test]
 fn a_restarted_server_is_listened_to_again() {
     let dir = Scratch::new("hub-st-relisten");
     let log = dir.0.join("received");
