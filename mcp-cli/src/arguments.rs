@@ -201,11 +201,13 @@ fn article(type_name: &str) -> String {
 /// Checks the assembled object against the top level of the schema.
 fn check(schema: &Value, arguments: &Map<String, Value>) -> Result<(), ArgumentError> {
     let properties = schema.get("properties").and_then(Value::as_object);
-    let declared: Vec<&str> = properties
+    let mut declared: Vec<&str> = properties
         .into_iter()
         .flatten()
         .map(|(name, _)| name.as_str())
         .collect();
+    // Named in name order, whatever order the schema's object keeps.
+    declared.sort_unstable();
     let required: Vec<&str> = (schema.get("required").and_then(Value::as_array))
         .into_iter()
         .flatten()

@@ -1,5 +1,7 @@
 //! Servers' forms (`elicitation/create`) on the command line: each field of the requested
-//! schema asked on the terminal, its default shown and its answer checked. Without a terminal
+//! schema asked on the terminal in name order (so that answers typed ahead, or by a script,
+//! meet the same questions whatever order the server wrote the fields in), its default shown
+//! and its answer checked. Without a terminal
 //! a form is declined at once, unless `--yes` lets its defaults answer it.
 
 use std::io::{BufRead, IsTerminal, Write};
@@ -58,6 +60,8 @@ pub(crate) fn form(
         .unwrap_or_default();
     let empty = Map::new();
     let fields = (schema.get("properties").and_then(Value::as_object)).unwrap_or(&empty);
+    let mut fields: Vec<(&String, &Value)> = fields.iter().collect();
+    fields.sort_unstable_by_key(|(key, _)| key.as_str());
     let mut content = Map::new();
     for (key, field) in fields {
         let is_required = required.contains(&key.as_str());

@@ -202,6 +202,42 @@ impl ListenFilter {
     }
 }
 
+impl ListenFilter {
+    /// Reads a `notifications` filter: a flag counts only when it is `true`, and a URI only
+    /// when it is a string.
+    fn from_json(filter: &Value) -> Self {
+        let flag = |name: &str| filter.get(name) == Some(&Value::Bool(true));
+        let resource_uris = match filter.get("resourceSubscriptions") {
+            Some(Value::Array(uris)) => (uris.iter())
+                .filter_map(|uri| uri.as_str().map(str::to_owned))
+                .collect(),
+            _ => Vec::new(),
+        };
+        Self {
+            tools_list_changed: flag("toolsListChanged"),
+            prompts_list_changed: flag("promptsListChanged"),
+            resources_list_changed: flag("resourcesListChanged"),
+            resource_uris,
+        }
+    }
+}
+
+impl crate::Notification {
+    /// `notifications/subscriptions/acknowledged`.
+    pub const SUBSCRIPTIONS_ACKNOWLEDGED: &str = ACKNOWLEDGED;
+
+    /// Stateless era: what the server agreed to send on a subscription, if this is its
+    /// acknowledgement (its [`subscription_id`](Self::subscription_id) names which); a
+    /// missing filter agrees to nothing.
+    pub fn acknowledged(&self) -> Option<ListenFilter> {
+        if self.method != ACKNOWLEDGED {
+            return None;
+        }
+        let filter = (self.params.as_ref()).and_then(|params| params.get("notifications"));
+        Some(filter.map_or_else(ListenFilter::default, ListenFilter::from_json))
+    }
+}
+
 impl Request<Value> {
     /// `subscriptions/listen` (stateless era): a long-lived request that waits for its
     /// acknowledgement within its timeout, then has no deadline; its notifications arrive as
@@ -230,6 +266,32 @@ mod tests {
         let expected = json!({"notifications": {
             "toolsListChanged": true, "resourceSubscriptions": ["file:///a"]}});
         assert_eq!(request.params, Params::Value(expected));
+    }
+
+    #[test]
+    fn acknowledgement_tells_what_was_agreed() {
+        let note = crate::Notification {
+            method: ACKNOWLEDGED.to_owned(),
+            params: Some(json!({"_meta": {SUBSCRIPTION_ID: 3},
+                "notifications": {"toolsListChanged": true, "promptsListChanged": "yes",
+                                  "resourceSubscriptions": ["file:///a", 7]}})),
+        };
+        let agreed = ListenFilter {
+            tools_list_changed: true,
+            resource_uris: vec!["file:///a".to_owned()],
+            ..ListenFilter::default()
+        };
+        assert_eq!(note.acknowledged(), Some(agreed));
+        let bare = crate::Notification {
+            method: ACKNOWLEDGED.to_owned(),
+            params: None,
+        };
+        assert_eq!(bare.acknowledged(), Some(ListenFilter::default()));
+        let other = crate::Notification {
+            method: crate::Notification::TOOLS_LIST_CHANGED.to_owned(),
+            params: None,
+        };
+        assert_eq!(other.acknowledged(), None);
     }
 
     #[test]

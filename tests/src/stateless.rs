@@ -23,6 +23,14 @@ pub const UNSUPPORTED_VERSION: i64 = -32022;
 /// How long a client may keep a list or a read, in the results that carry cache hints.
 pub const TTL_MS: u64 = 60_000;
 
+/// The input schema of the fixture's `schemas` tool (mode `odd-tools`): JSON Schema 2020-12
+/// keywords a client must pass on as sent, keys deliberately out of alphabetical order, a
+/// `$ref` to a remote document that must never be fetched.
+pub const SCHEMA_2020_INPUT: &str = r##"{"type":"object","$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://example.invalid/schemas/point","properties":{"point":{"$ref":"#/$defs/point"},"tags":{"type":"array","prefixItems":[{"type":"string"},{"type":"integer"}],"items":false},"remote":{"$ref":"https://example.invalid/never-fetched.json"},"kind":{"enum":["a","b"]}},"$defs":{"point":{"type":"object","properties":{"y":{"type":"number"},"x":{"type":"number"}},"unevaluatedProperties":false}},"dependentSchemas":{"tags":{"required":["point"]}},"if":{"properties":{"kind":{"const":"a"}}},"then":{"required":["point"]},"else":{"required":["tags"]},"$comment":"kept as sent"}"##;
+
+/// The output schema of the fixture's `schemas` tool.
+pub const SCHEMA_2020_OUTPUT: &str = r##"{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","unevaluatedProperties":{"type":"string"},"minProperties":1,"$anchor":"out"}"##;
+
 /// A JSON-RPC error object.
 pub fn error(code: i64, message: impl Into<String>) -> Value {
     json!({"code": code, "message": message.into()})

@@ -4,10 +4,11 @@
 
 use std::path::Path;
 
-use mcp_smol::proto::{ReadResourceResult, Request, ResourceContents};
+use mcp_smol::proto::{ReadResourceResult, Request, RequestError, ResourceContents};
 
 use crate::commands::{Context, with_raw};
 use crate::exit::{Exit, Failure};
+use crate::hub::HubError;
 use crate::spinner::Spinner;
 
 pub(crate) async fn run(
@@ -24,7 +25,7 @@ pub(crate) async fn run(
         ctx.hub.request(&server, request).await
     };
     let decoded = read
-        .map_err(Failure::from)
+        .map_err(|error| not_found(&server, uri, error))
         .and_then(|raw| with_raw::<ReadResourceResult>(&server, "resources/read", raw));
     let (result, raw) = match decoded {
         Ok(decoded) => decoded,
@@ -51,6 +52,21 @@ pub(crate) async fn run(
         }
     }
     Ok(Exit::Success)
+}
+
+/// A read's failure; a resource that is not there is told the same way whichever code the
+/// server's revision uses for it (-32002, or -32602 from 2026-07-28 on).
+fn not_found(server: &str, uri: &str, error: HubError) -> Failure {
+    match &error {
+        HubError::Server {
+            error: mcp_smol::Error::Request(RequestError::Remote(rpc)),
+            ..
+        } if rpc.is_resource_not_found("resources/read") => Failure::usage(format!(
+            "server {server}: resource not found: {uri} (the server says: {})",
+            rpc.text()
+        )),
+        _ => Failure::from(error),
+    }
 }
 
 /// One item as printed: its text, or a placeholder for binary contents.

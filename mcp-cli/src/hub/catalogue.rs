@@ -26,6 +26,16 @@ pub struct ToolEntry {
 }
 
 /// The tools, resources and prompts of many servers, and the servers that could not be listed.
+///
+/// Built from the listings one hub holds in memory, each served until its cache hint's `ttlMs`
+/// runs out (then listed again on next use) or a list change says otherwise; a listing without
+/// a hint is kept until a list change. They were all listed under the one set of credentials
+/// the hub's servers run with, so a listing marked `cacheScope: private` is never shared beyond
+/// this hub: no listing is written anywhere (pins keep each tool's definition in the user's own
+/// state folder, to compare against, never to serve), and the daemon, which serves many
+/// commands from one hub, serves only its own user (the socket's peer uid is checked) under its
+/// own credentials: a command's environment and tokens are not passed to it, so no request
+/// reaches a listing under other credentials.
 #[derive(Debug, Default)]
 pub struct Catalogue {
     /// Every tool the policy lets through, by server, in each server's order.
@@ -167,7 +177,7 @@ impl Hub {
         approve: ApproveChanges<'_>,
     ) -> Result<Vec<(String, PinChange)>, HubError> {
         let slot = self.inner.slot(server)?;
-        let live = slot.ensure_running(&self.inner).await?;
+        let live = slot.listed(&self.inner).await?;
         let unpinnable = |reason: String| HubError::Unavailable {
             server: server.to_owned(),
             state: slot.status().state,
@@ -203,7 +213,7 @@ impl Hub {
     /// the policy leaves out is an error that says which rule or list did.
     pub async fn find_tool(&self, server: &str, given: &str) -> Result<ToolEntry, HubError> {
         let slot = self.inner.slot(server)?;
-        let live = slot.ensure_running(&self.inner).await?;
+        let live = slot.listed(&self.inner).await?;
         let tools = &live.tools;
         self.observe_pins(server, tools);
         let shown = shown_names(server, tools);

@@ -3,12 +3,14 @@
 //! and reached through one request path, [`Hub::request`].
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use mcp_smol::Client;
 use mcp_smol::proto::{
     FromResult, Listing, Prompt, Request, Resource, ResourceTemplate, ServerInfo,
 };
 
+use crate::hub::cache::Freshness;
 use crate::hub::{Hub, HubError};
 use crate::names;
 
@@ -20,12 +22,15 @@ pub(crate) struct Features {
     pub(crate) prompts: Vec<Prompt>,
     /// `(list, count)` of entries the server sent unreadably, for the caller to report.
     pub(crate) skipped: Vec<(&'static str, usize)>,
+    /// Until when all of the above may be used without listing them again.
+    pub(crate) fresh: Freshness,
 }
 
 impl Features {
     /// Lists what the server's capabilities say it has, resources and prompts side by side
     /// (their round trips overlap); a server that declares neither is asked nothing.
     pub(crate) async fn list(client: &Client, info: &ServerInfo) -> Result<Self, mcp_smol::Error> {
+        let asked = Instant::now();
         let resources = async {
             if info.capabilities.resources.is_none() {
                 return Ok(None);
@@ -51,20 +56,23 @@ impl Features {
             templates: Vec::new(),
             prompts: Vec::new(),
             skipped: Vec::new(),
+            fresh: Freshness::default(),
         };
         if let Some((resources, templates)) = resources? {
-            features.resources = features.note("resource", resources);
+            features.resources = features.note("resource", resources, asked);
             if let Some(templates) = templates {
-                features.templates = features.note("resource template", templates);
+                features.templates = features.note("resource template", templates, asked);
             }
         }
         if let Some(prompts) = prompts? {
-            features.prompts = features.note("prompt", prompts);
+            features.prompts = features.note("prompt", prompts, asked);
         }
         Ok(features)
     }
 
-    fn note<T>(&mut self, list: &'static str, listing: Listing<T>) -> Vec<T> {
+    /// Takes in one listing asked for at `asked`: its skipped entries, its freshness.
+    fn note<T>(&mut self, list: &'static str, listing: Listing<T>, asked: Instant) -> Vec<T> {
+        self.fresh = self.fresh.and(Freshness::of(listing.cache, asked));
         if listing.skipped > 0 {
             self.skipped.push((list, listing.skipped));
         }

@@ -57,10 +57,12 @@
 //!   mcp-smol; [`terminate`](Hub::terminate) does it without the grace period (for signals).
 
 mod ask;
+mod cache;
 mod catalogue;
 mod eras;
 mod error;
 mod features;
+mod listen;
 mod options;
 mod pins;
 mod reload;
@@ -403,10 +405,10 @@ impl Hub {
             .unwrap_or_else(PoisonError::into_inner);
         // A server replaced while it runs is closed, not left behind.
         if let Some(old) = slots.insert(slot.name().to_owned(), slot)
-            && let Some(client) = old.stop()
+            && let Some(closing) = old.stop()
         {
             self.inner
-                .spawn(async move { client.close().await })
+                .spawn(async move { closing.close(false).await })
                 .detach();
         }
     }
@@ -533,7 +535,7 @@ impl Hub {
                         Ok(slot) => slot,
                         Err(error) => return (name, Err(error), None),
                     };
-                    if let Err(error) = slot.ensure_running(&inner).await {
+                    if let Err(error) = slot.listed(&inner).await {
                         return (name, Err(error), None);
                     }
                     let listed = if features {
@@ -591,15 +593,7 @@ impl Hub {
         self.inner.stopping.store(true, Ordering::SeqCst);
         let stops: Vec<_> = (self.inner.slots().into_iter())
             .filter_map(|slot| slot.stop())
-            .map(|client| {
-                self.inner.spawn(async move {
-                    if now {
-                        client.terminate().await;
-                    } else {
-                        client.close().await;
-                    }
-                })
-            })
+            .map(|closing| self.inner.spawn(closing.close(now)))
             .collect();
         for stop in stops {
             stop.await;

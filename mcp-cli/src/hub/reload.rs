@@ -36,10 +36,10 @@ impl Hub {
     pub fn remove(&self, name: &str) {
         let mut slots = (self.inner.slots.write()).unwrap_or_else(PoisonError::into_inner);
         if let Some(old) = slots.remove(name)
-            && let Some(client) = old.stop()
+            && let Some(closing) = old.stop()
         {
             self.inner
-                .spawn(async move { client.close().await })
+                .spawn(async move { closing.close(false).await })
                 .detach();
         }
     }

@@ -7,13 +7,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use mcp_smol::proto::{Notification, Protocol, Tool};
+use mcp_smol::proto::{Listing, Notification, Protocol, Tool};
 use mcp_smol::{Client, HttpServer, HttpTransport, ServerCommand};
 
 use crate::auth;
 use crate::config::{self, Entry, Remote, Server, ServerSpec, Source};
+use crate::hub::cache::Freshness;
 use crate::hub::eras;
 use crate::hub::features::Features;
+use crate::hub::listen::{self, Listening};
 use crate::hub::options::{self, Basis};
 use crate::hub::{HubError, HubEvent, Inner, ServerStatus, State, server_requests};
 
@@ -54,6 +56,10 @@ pub(crate) struct Live {
     /// The revision it speaks.
     protocol: String,
     pub(crate) tools: Arc<Vec<Tool>>,
+    /// Until when `tools` may be used without listing them again.
+    tools_fresh: Freshness,
+    /// Its `subscriptions/listen`, in the stateless era.
+    listening: Option<Listening>,
     /// Listed on first need ([`Slot::features`]): a command that only calls tools does not
     /// wait for lists it never shows.
     features: Option<Arc<Features>>,
@@ -318,13 +324,14 @@ impl Slot {
         hub: &Arc<Inner>,
     ) -> Result<Arc<Features>, HubError> {
         let live = self.ensure_running(hub).await?;
-        if let Some(features) = live.features {
+        let fresh = |features: &Arc<Features>| !features.fresh.is_stale(Instant::now());
+        if let Some(features) = live.features.filter(fresh) {
             return Ok(features);
         }
         // Held like a start, so that a list change's refresh and a second asker wait for this
         // listing instead of sending their own beside it.
         let _listing = self.start.lock().await;
-        if let Some(features) = self.listed_features(live.conn) {
+        if let Some(features) = self.listed_features(live.conn).filter(fresh) {
             return Ok(features);
         }
         let listed = async {
@@ -342,6 +349,36 @@ impl Slot {
                 error,
             }),
         }
+    }
+
+    /// The running connection (starting the server if it must) with its tools fresh: listed
+    /// again first if their cache hint has run out.
+    pub(crate) async fn listed(self: &Arc<Self>, hub: &Arc<Inner>) -> Result<Live, HubError> {
+        let live = self.ensure_running(hub).await?;
+        if !live.tools_fresh.is_stale(Instant::now()) {
+            return Ok(live);
+        }
+        let _listing = self.start.lock().await;
+        let live = match &self.life().phase {
+            Phase::Running(now) if now.conn == live.conn => now.clone(),
+            // Gone meanwhile: the next use starts it again.
+            _ => return Ok(live),
+        };
+        if !live.tools_fresh.is_stale(Instant::now()) {
+            return Ok(live);
+        }
+        let (tools, fresh) = list_tools(&live.client)
+            .await
+            .map_err(|error| HubError::Server {
+                server: self.server.name.clone(),
+                error,
+            })?;
+        self.set_tools(live.conn, tools.clone(), fresh);
+        Ok(Live {
+            tools: Arc::new(tools),
+            tools_fresh: fresh,
+            ..live
+        })
     }
 
     /// Forgets the restart count: the next use starts the server again even after it gave up.
@@ -419,7 +456,7 @@ impl Slot {
             error,
         };
         let conn = CONNECTIONS.fetch_add(1, Ordering::Relaxed);
-        let client = {
+        let (client, ack_within, run_log) = {
             let mut life = self.life();
             if hub.is_stopping() {
                 return Err(HubError::ShuttingDown {
@@ -436,6 +473,8 @@ impl Slot {
             if let (Some(note), Some(log)) = (note, &log) {
                 let _ = writeln!(log.clone(), "mcp-cli: {note}");
             }
+            // An acknowledgement is part of getting going: it gets the handshake's budget.
+            let ack_within = options.core.handshake_timeout;
             let transport = match &spec.remote {
                 // Marked, so that a server running mcp-cli's own gateway knows how deep it is.
                 None => {
@@ -445,14 +484,14 @@ impl Slot {
                 Some(remote) => http_server(name, remote, &hub.settings.auth).into(),
             };
             let (client, driver) = mcp_smol::start(transport, options).map_err(server_error)?;
-            if let Some(log) = log {
+            if let Some(log) = &log {
                 log.started(client.pid());
             }
             hub.spawn(driver).detach();
             if let Phase::Starting { client: slot, .. } = &mut life.phase {
                 *slot = Some(client.clone());
             }
-            client
+            (client, ack_within, log)
         };
         // Subscribed before the handshake ends, so no list change and no question is missed.
         let notes = client.notifications().await;
@@ -486,25 +525,29 @@ impl Slot {
             // A server that declares no tools is not asked for them (the spec's rule; some
             // answer such a request with nonsense).
             if info.capabilities.tools.is_none() {
-                return Ok((info, Vec::new()));
+                return Ok((info, Vec::new(), Freshness::default()));
             }
-            let mut tools = client.list_tools().await?;
+            let mut tools = list_tools(&client).await?;
             // A change announced before the listing was answered (server-everything adds
             // tools once initialized) is already in the channel: list once more to catch it.
             let changed = std::iter::from_fn(|| notes.try_recv().ok())
                 .any(|note| note.method == Notification::TOOLS_LIST_CHANGED);
             if changed {
-                tools = client.list_tools().await?;
+                tools = list_tools(&client).await?;
             }
-            Ok::<_, mcp_smol::Error>((info, tools))
+            Ok::<_, mcp_smol::Error>((info, tools.0, tools.1))
         };
         match listed.await {
-            Ok((info, tools)) => {
+            Ok((info, tools, tools_fresh)) => {
+                let listening = listen::filter(&info)
+                    .map(|filter| listen::start(hub, client.clone(), filter, ack_within, run_log));
                 let live = Live {
                     client: client.clone(),
                     conn,
                     protocol: info.protocol_version,
                     tools: Arc::new(tools),
+                    tools_fresh,
+                    listening,
                     features: None,
                 };
                 let watch = watch(Arc::downgrade(hub), self.clone(), client, conn, notes);
@@ -556,17 +599,23 @@ impl Slot {
 
     /// Marks the slot stopped, as the hub is about to close its connection on purpose;
     /// returns that connection, if one was running or starting.
-    pub(crate) fn stop(&self) -> Option<Client> {
+    pub(crate) fn stop(&self) -> Option<Closing> {
         let mut life = self.life();
-        let client = match &life.phase {
-            Phase::Running(live) => Some(live.client.clone()),
-            Phase::Starting { client, .. } => client.clone(),
+        let closing = match &life.phase {
+            Phase::Running(live) => Some(Closing {
+                client: live.client.clone(),
+                listening: live.listening.clone(),
+            }),
+            Phase::Starting { client, .. } => client.clone().map(|client| Closing {
+                client,
+                listening: None,
+            }),
             _ => None,
         };
-        if client.is_some() {
+        if closing.is_some() {
             life.phase = Phase::Stopped;
         }
-        client
+        closing
     }
 
     /// The resources and prompts of connection `conn`, if it is still the running one and
@@ -597,11 +646,12 @@ impl Slot {
     }
 
     /// Replaces the tools of connection `conn`, if it is still the running one.
-    fn set_tools(&self, conn: u64, tools: Vec<Tool>) -> bool {
+    fn set_tools(&self, conn: u64, tools: Vec<Tool>, fresh: Freshness) -> bool {
         let mut life = self.life();
         match &mut life.phase {
             Phase::Running(live) if live.conn == conn => {
                 live.tools = Arc::new(tools);
+                live.tools_fresh = fresh;
                 true
             }
             _ => false,
@@ -685,8 +735,8 @@ async fn watch(
         }
         let refreshed = {
             let _refreshing = slot.start.lock().await;
-            match client.list_tools().await {
-                Ok(tools) => slot.set_tools(conn, tools),
+            match list_tools(&client).await {
+                Ok((tools, fresh)) => slot.set_tools(conn, tools, fresh),
                 // A failing listing is the connection failing: the stream ends next.
                 Err(_) => false,
             }
@@ -707,6 +757,34 @@ async fn watch(
             reason,
         });
     }
+}
+
+/// A connection the hub closes on purpose.
+pub(crate) struct Closing {
+    client: Client,
+    listening: Option<Listening>,
+}
+
+impl Closing {
+    /// Cancels its subscription, then closes it: with the grace period, or at once (`now`,
+    /// [`Client::terminate`]).
+    pub(crate) async fn close(self, now: bool) {
+        if let Some(listening) = &self.listening {
+            listening.stop().await;
+        }
+        if now {
+            self.client.terminate().await;
+        } else {
+            self.client.close().await;
+        }
+    }
+}
+
+/// Every tool of `client`, and until when the listing is fresh.
+async fn list_tools(client: &Client) -> Result<(Vec<Tool>, Freshness), mcp_smol::Error> {
+    let asked = Instant::now();
+    let listing: Listing<Tool> = client.list_all().await?;
+    Ok((listing.items, Freshness::of(listing.cache, asked)))
 }
 
 /// What the HTTP adapter needs for remote server `name`: the configured headers, and OAuth

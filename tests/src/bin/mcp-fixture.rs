@@ -33,8 +33,9 @@
 //! - `odd-ids`: requests with ids null, "abc", 1.5 and -7.
 //! - `list-changed`: after the first call, announces a changed list with a tool `extra`.
 //! - `repeat-cursor`: `tools/list` always returns the same `nextCursor`.
-//! - `odd-tools`: adds `get.weather` and `get_weather` (alike once made safe) and `research`
-//!   (runs only as a task; carries `icons` and `_meta`).
+//! - `odd-tools`: adds `get.weather` and `get_weather` (alike once made safe), `research`
+//!   (runs only as a task; carries `icons` and `_meta`) and `schemas` (JSON Schema 2020-12
+//!   input and output schemas, `stateless::SCHEMA_2020_*`, to be passed on as sent).
 //! - `slow-start`: waits `--delay-ms N` before answering `initialize`.
 //! - `resources`: also resources (paginated, `--page-size N` as for tools; a text one and a
 //!   binary one), a resource template, and prompts `greet` (argument `name` required) and
@@ -56,11 +57,14 @@
 //!   `requestState` (`round-N`) each round.
 //! - `huge-state` (stateless era): `ask`'s `requestState` is 1 MiB, checked on the retry.
 //! - `listen-no-ack` (stateless era): `subscriptions/listen` is never acknowledged nor answered.
+//! - `listen-ends` (stateless era): `subscriptions/listen` is acknowledged, then at once ended
+//!   with its result (as a server shutting a subscription down gracefully does).
 //!
-//! Any mode takes `--list-delay-ms N`: each `tools/list` is answered after N ms.
+//! Any mode takes `--list-delay-ms N`: each `tools/list` is answered after N ms; in the
+//! stateless era, `--ttl-ms N` and `--cache-scope S` set the cache hints of lists and reads.
 //!
 //! Any mode takes `--era handshake|stateless|dual` (default `handshake`; `stateless` for the
-//! three stateless-era modes). In the stateless era (revision 2026-07-28) every request must
+//! four stateless-era modes). In the stateless era (revision 2026-07-28) every request must
 //! carry `_meta` `io.modelcontextprotocol/protocolVersion` and `.../clientCapabilities` (else
 //! -32602; another revision: -32022 with `supported` and `requested`); `initialize` is refused
 //! with -32022 naming the revision; `ping` and `logging/setLevel` get -32601;
@@ -165,7 +169,10 @@ enum Era {
 
 impl Server {
     fn new(mode: String, options: BTreeMap<String, String>) -> Self {
-        let stateless_mode = matches!(mode.as_str(), "input-loop" | "huge-state" | "listen-no-ack");
+        let stateless_mode = matches!(
+            mode.as_str(),
+            "input-loop" | "huge-state" | "listen-no-ack" | "listen-ends"
+        );
         let era = match options.get("era").map(String::as_str) {
             Some("stateless") => Era::Stateless,
             Some("dual") => Era::Dual,
@@ -436,7 +443,7 @@ impl Server {
             "server/discover" => Ok(stateless::discover(self.capabilities(), NAME, SUPPORTED)),
             "tools/list" => {
                 thread::sleep(Duration::from_millis(self.option("list-delay-ms", 0)));
-                Ok(stateless::cacheable(self.tools_page(&params, true), NAME))
+                Ok(self.cacheable(self.tools_page(&params, true)))
             }
             "tools/call" => return self.call(id, params, true),
             "subscriptions/listen" => return self.listen(id, &params),
@@ -444,7 +451,7 @@ impl Server {
                 let page_size = self.option("page-size", 2);
                 match resources::answer(&self.mode, method, &params, page_size) {
                     Ok(result) if method == "prompts/get" => Ok(stateless::complete(result, NAME)),
-                    Ok(result) => Ok(stateless::cacheable(result, NAME)),
+                    Ok(result) => Ok(self.cacheable(result)),
                     // This revision says -32602 for a resource that is not there.
                     Err((-32002, message)) => Err((stateless::INVALID_PARAMS, message)),
                     Err(error) => Err(error),
@@ -454,6 +461,19 @@ impl Server {
             _ => Err((-32601, format!("Method not found: {method}"))),
         };
         self.answer(&id, result);
+    }
+
+    /// A list or read result of the stateless era, its cache hints `--ttl-ms` and
+    /// `--cache-scope` if given.
+    fn cacheable(&self, result: Value) -> Value {
+        let mut result = stateless::cacheable(result, NAME);
+        if let Some(ttl) = self.options.get("ttl-ms") {
+            result["ttlMs"] = json!(ttl.parse::<u64>().unwrap());
+        }
+        if let Some(scope) = self.options.get("cache-scope") {
+            result["cacheScope"] = json!(scope);
+        }
+        result
     }
 
     /// `subscriptions/listen`: acknowledged, then kept open for list changes.
@@ -466,6 +486,10 @@ impl Server {
             honoured.extend(["resourcesListChanged", "promptsListChanged"]);
         }
         self.send(&stateless::acknowledge(&id, params, &honoured));
+        if self.mode == "listen-ends" {
+            let ended = json!({"_meta": {stateless::META_SUBSCRIPTION: id}});
+            return self.answer(&id, Ok(stateless::complete(ended, NAME)));
+        }
         let tools = params["notifications"]["toolsListChanged"] == json!(true);
         self.listens.lock().unwrap().push((id, tools));
     }
@@ -550,6 +574,9 @@ impl Server {
                 json!({"name": "research", "inputSchema": object(json!({}), &[]),
                        "execution": {"taskSupport": "required"},
                        "icons": [{"src": "data:image/png;base64,AA=="}], "_meta": {"kept": true}}),
+                json!({"name": "schemas",
+                       "inputSchema": from_text(stateless::SCHEMA_2020_INPUT),
+                       "outputSchema": from_text(stateless::SCHEMA_2020_OUTPUT)}),
             ]);
         }
         if self.mode == "list-changed" && *self.calls.lock().unwrap() > 0 {
@@ -787,7 +814,7 @@ impl Server {
             }
             "shifty" => text("shifty".to_owned()),
             "extra" if self.mode == "list-changed" => text("extra".to_owned()),
-            "get.weather" | "get_weather" | "research" if self.mode == "odd-tools" => {
+            "get.weather" | "get_weather" | "research" | "schemas" if self.mode == "odd-tools" => {
                 text(format!("this is {name}"))
             }
             _ => return Some(Err((-32602, format!("Unknown tool: {name}")))),
@@ -1010,4 +1037,9 @@ mod resources {
         }
         text
     }
+}
+
+/// A JSON text the fixture holds as a constant, as a value (key order kept).
+fn from_text(text: &str) -> Value {
+    serde_json::from_str(text).unwrap()
 }

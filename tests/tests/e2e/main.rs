@@ -25,6 +25,10 @@ mod runtimes;
 /// The host layer (`mcp_cli::hub`) embedded as an agent would.
 mod hub;
 
+/// The host layer on stateless-era servers: listening, cache hints, schemas as sent, a missing
+/// resource, nothing the era removed sent.
+mod hub_stateless;
+
 /// The `mcp-cli` binary against fixture servers: exit codes, arguments, config formats, output.
 mod cli;
 

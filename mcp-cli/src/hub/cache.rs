@@ -1,0 +1,77 @@
+//! How long a listing the hub holds may be served from memory: for its cache hint's `ttlMs`
+//! from when it was asked for (stateless era); without a hint (handshake era), until a list
+//! change says otherwise.
+
+use std::time::Instant;
+
+use mcp_smol::proto::CacheHint;
+
+/// Until when a listing is fresh.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Freshness {
+    /// `None`: no end but a list change.
+    until: Option<Instant>,
+}
+
+impl Freshness {
+    /// A listing asked for at `asked` that came with `hint`.
+    pub(crate) fn of(hint: Option<CacheHint>, asked: Instant) -> Self {
+        Self {
+            // A life too long for the clock is as good as none.
+            until: hint.and_then(|hint| asked.checked_add(hint.ttl)),
+        }
+    }
+
+    /// The freshness of a whole made of both: it ends with the first.
+    pub(crate) fn and(self, other: Self) -> Self {
+        let until = match (self.until, other.until) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        Self { until }
+    }
+
+    /// Whether it must be listed again before it is used at `now`.
+    pub(crate) fn is_stale(self, now: Instant) -> bool {
+        self.until.is_some_and(|until| until <= now)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use mcp_smol::proto::CacheScope;
+
+    use super::*;
+
+    fn hint(ms: u64) -> Option<CacheHint> {
+        let ttl = Duration::from_millis(ms);
+        let scope = CacheScope::Private;
+        Some(CacheHint { ttl, scope })
+    }
+
+    #[test]
+    fn fresh_for_its_ttl_and_for_ever_without_a_hint() {
+        let asked = Instant::now();
+        let fresh = Freshness::of(hint(100), asked);
+        assert!(!fresh.is_stale(asked + Duration::from_millis(99)));
+        assert!(fresh.is_stale(asked + Duration::from_millis(100)));
+        assert!(Freshness::of(hint(0), asked).is_stale(asked));
+        let unhinted = Freshness::of(None, asked);
+        assert!(!unhinted.is_stale(asked + Duration::from_secs(86_400)));
+    }
+
+    #[test]
+    fn a_whole_ends_with_its_first_part() {
+        let asked = Instant::now();
+        let (short, long) = (
+            Freshness::of(hint(10), asked),
+            Freshness::of(hint(50), asked),
+        );
+        let later = asked + Duration::from_millis(20);
+        assert!(short.and(long).is_stale(later));
+        assert!(Freshness::of(None, asked).and(short).is_stale(later));
+        assert!(!long.and(Freshness::of(None, asked)).is_stale(later));
+    }
+}
