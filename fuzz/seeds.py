@@ -76,7 +76,7 @@ for name, data in list(transcripts.items()) + list(edge.items()):
 stateless = {
     # Probed: the discover result comes from the check itself; a call, then its answer.
     "stateless-discover": bytes([0x80, 0, 3, 0, 7, 0]),
-    # An input round with a question, our answer, another round without one, the result.
+    # An input round with a question, our refusal of it, another round without one, the result.
     "stateless-input-required": bytes([0xc8, 0, 3, 0, 7, 3, 8, 8, 7, 4, 6, 1, 7, 0]),
     # A subscription acknowledged, time passing, then cancelled.
     "stateless-listen-ack": bytes([0x80, 0, 8, 9, 7, 5, 6, 255, 6, 255, 5, 0]),

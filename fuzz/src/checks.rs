@@ -133,11 +133,10 @@ struct Observer {
     ended: BTreeSet<RequestId>,
     closed: bool,
     ready: usize,
-    /// Server requests surfaced for us to answer, and those answered.
-    asked: Vec<ServerRequestId>,
+    /// Server requests surfaced for us to answer (with the request of ours an input request
+    /// was asked for), and those answered.
+    asked: Vec<(ServerRequestId, Option<RequestId>)>,
     answered: BTreeSet<ServerRequestId>,
-    /// Requests waiting for input (stateless era).
-    awaiting_input: BTreeSet<RequestId>,
 }
 
 impl Observer {
@@ -149,7 +148,6 @@ impl Observer {
             ready: 0,
             asked: Vec::new(),
             answered: BTreeSet::new(),
-            awaiting_input: BTreeSet::new(),
         }
     }
 
@@ -165,27 +163,23 @@ impl Observer {
                 Event::Response { id, .. } => {
                     assert!(self.issued.contains(&id), "response for an id never issued");
                     assert!(self.ended.insert(id), "request {id} ended twice");
-                    self.awaiting_input.remove(&id);
-                }
-                Event::InputRequired { id, .. } => {
-                    assert!(
-                        !self.ended.contains(&id),
-                        "input asked for an ended request"
-                    );
-                    assert!(
-                        self.awaiting_input.insert(id),
-                        "input asked for twice at once"
-                    );
                 }
                 Event::Closed(_) => self.closed = true,
                 Event::Ready(_) => self.ready += 1,
-                Event::ServerRequest(request) => {
+                Event::ServerRequest(asked) => {
                     assert!(self.ready > 0, "a server request before ready");
                     assert!(
-                        !self.asked.contains(&request.id),
+                        self.asked.iter().all(|(id, _)| *id != asked.id),
                         "a server request id reused"
                     );
-                    self.asked.push(request.id);
+                    if let Some(request) = asked.request {
+                        assert!(
+                            self.issued.contains(&request),
+                            "input for a request never issued"
+                        );
+                        assert!(!self.ended.contains(&request), "input for an ended request");
+                    }
+                    self.asked.push((asked.id, asked.request));
                 }
                 _ => {}
             }
@@ -310,14 +304,20 @@ pub fn check_connection(data: &[u8]) {
                     let ask = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": {}});
                     connection.handle_bytes(now, format!("{ask}\n").as_bytes());
                 }
-                // We answer one of them: once at most, never after close.
-                3 if !observer.asked.is_empty() => {
-                    let id = observer.asked[arg % observer.asked.len()];
-                    let sent = connection.respond(now, id, Ok(json!({"roots": []})));
+                // We answer one of them, or refuse it: once at most, never after close, never
+                // for a request that has ended.
+                3 | 8 if !observer.asked.is_empty() => {
+                    let (id, request) = observer.asked[arg % observer.asked.len()];
+                    let answer = match arg % 10 {
+                        3 => Ok(json!({"roots": []})),
+                        _ => Err(mcp_proto::RpcError::method_not_found("roots/list")),
+                    };
+                    let sent = connection.respond(now, id, answer);
                     let first = observer.answered.insert(id);
+                    let ended = request.is_some_and(|request| observer.ended.contains(&request));
                     assert!(
-                        !sent || (first && !observer.closed),
-                        "answered twice or late"
+                        !sent || (first && !observer.closed && !ended),
+                        "answered twice, late, or for an ended request"
                     );
                 }
                 // Whatever follows, up to a newline, read by every typed result decoder.
@@ -342,14 +342,6 @@ pub fn check_connection(data: &[u8]) {
                 }
                 // The server forgot the session.
                 7 => connection.restart_session(now),
-                // We answer a question of the server's: only while one is asked.
-                8 => {
-                    if let Some(id) = pick(&observer) {
-                        let waiting = observer.awaiting_input.remove(&id) && !observer.closed;
-                        let answered = connection.provide_input(now, id, Default::default());
-                        assert_eq!(answered, waiting, "input taken when not asked, or refused");
-                    }
-                }
                 9 => {
                     let filter = mcp_proto::ListenFilter::default();
                     observer.issue(connection.request(now, Request::listen(&filter)));

@@ -10,7 +10,7 @@ use crate::framing::{LineDecoder, LineError};
 use crate::jsonrpc::{self, Input, Message, ResponseError, StatelessMeta};
 use crate::pending::{Origin, Outstanding, ProgressToken, deadline_after, read_id};
 use crate::request::{Params, Request};
-use crate::stateless::{self, InputRequest, Outcome};
+use crate::stateless::{self, Outcome};
 use crate::types::{Implementation, Notification, ServerCapabilities, ServerInfo};
 use crate::{
     Era, HANDSHAKE_VERSIONS, LATEST_PROTOCOL_VERSION, LATEST_STATELESS_VERSION, Protocol,
@@ -39,8 +39,8 @@ pub struct Config {
     /// refused.
     pub capabilities: ClientCapabilities,
     /// How long a declared server request ([`Event::ServerRequest`]) waits for
-    /// [`Connection::respond`] before it is refused, and a multi-round-trip request
-    /// ([`Event::InputRequired`]) for [`Connection::provide_input`] before it fails.
+    /// [`Connection::respond`] before it is refused (an input request of the stateless era is
+    /// then left out of the retry's `inputResponses`).
     pub server_request_timeout: Duration,
     /// Which revision to speak: found out by a `server/discover` probe, or fixed.
     pub protocol: Protocol,
@@ -54,9 +54,8 @@ pub struct Config {
 }
 
 /// Client capabilities the caller declares (in `initialize`, or in every stateless-era
-/// request's `_meta`). Each one declared turns the matching server request into an
-/// [`Event::ServerRequest`], and lets a stateless-era server ask it in an
-/// [`Event::InputRequired`], for the caller to answer.
+/// request's `_meta`). Each one declared turns the matching server request (or stateless-era
+/// input request) into an [`Event::ServerRequest`] for the caller to answer.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ClientCapabilities {
     /// `roots/list`: the caller names the directories the server may work in.
@@ -133,7 +132,9 @@ impl std::fmt::Display for RequestId {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ServerRequestId(pub(crate) u64);
 
-/// A request from the server that a declared capability makes the caller's to answer.
+/// A request from the server that a declared capability makes the caller's to answer: a
+/// JSON-RPC request of the server's, or (stateless era) one input request of an
+/// `input_required` result. Both are answered alike, with [`Connection::respond`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerRequest {
     /// What to pass to [`Connection::respond`].
@@ -142,6 +143,9 @@ pub struct ServerRequest {
     pub method: String,
     /// As sent; `None` when the server sent no `params`.
     pub params: Option<Value>,
+    /// The request of ours it is asked for: the one answered `input_required` (stateless
+    /// era); `None` for a request the server sent on its own.
+    pub request: Option<RequestId>,
 }
 
 /// What happened, drained with [`Connection::poll_event`].
@@ -161,17 +165,15 @@ pub enum Event {
     Notification(Notification),
     /// The server asks something a declared capability covers; answer it with
     /// [`Connection::respond`] before [`Config::server_request_timeout`], or it is refused.
+    ///
+    /// In the stateless era a `tools/call`, `prompts/get` or `resources/read` may answer
+    /// `input_required`: each of its input requests comes as one of these (its
+    /// [`request`](ServerRequest::request) names ours), and once every one is answered, or
+    /// refused at its deadline, our request goes again under a new wire id (its
+    /// [`RequestId`] stays) with the `requestState` and the answers in `inputResponses`
+    /// under the server's keys. An `Err` answer, or none in time, leaves its key out: the
+    /// server may ask again, within [`Config::max_input_rounds`].
     ServerRequest(ServerRequest),
-    /// Stateless era: the server needs input before it can answer request `id` (a
-    /// `tools/call`, `prompts/get` or `resources/read`). Answer with
-    /// [`Connection::provide_input`] before [`Config::server_request_timeout`], or the
-    /// request fails; it goes on under the same id.
-    InputRequired {
-        /// The request, as [`Connection::request`] returned it.
-        id: RequestId,
-        /// What the server asks, each to be answered under its key.
-        requests: Vec<InputRequest>,
-    },
     /// A line from the server was skipped; the connection goes on.
     Malformed(LineError),
     /// The connection ended; always the last event. Pending requests have already failed.
@@ -197,10 +199,17 @@ const MAX_OPEN_SERVER_REQUESTS: usize = 64;
 
 /// A server request waiting for the caller's answer.
 struct OpenServerRequest {
-    /// The server's id, echoed exactly.
-    id: Value,
+    answer: Answer,
     method: String,
     deadline: Instant,
+}
+
+/// Where the caller's answer to a server request goes.
+enum Answer {
+    /// To the server, as the response to its request of this id (echoed exactly).
+    Wire(Value),
+    /// Into the next round of our request `request`, under the server's `key`.
+    Input { request: u64, key: String },
 }
 
 enum State {
@@ -607,8 +616,7 @@ impl Connection {
         for key in unanswered {
             if let Some(open) = self.server_requests.remove(&key) {
                 let refusal = Err(RpcError::method_not_found(&open.method));
-                let refusal = jsonrpc::response(open.id, refusal);
-                self.transmits.push_back((refusal, Sent::Other));
+                self.answer(now, open.answer, refusal);
             }
         }
     }
@@ -730,42 +738,51 @@ impl Connection {
     }
 
     /// Answers an [`Event::ServerRequest`] with a result or an error. Returns `false` if it
-    /// had already been answered, or refused when its deadline passed, or the connection has
-    /// closed: then nothing is sent.
+    /// had already been answered, or refused when its deadline passed, or the request of ours
+    /// it was asked for has ended, or the connection has closed: then nothing is sent.
     pub fn respond(
         &mut self,
-        _now: Instant,
+        now: Instant,
         id: ServerRequestId,
         result: Result<Value, RpcError>,
     ) -> bool {
         let Some(open) = self.server_requests.remove(&id.0) else {
             return false;
         };
-        let answer = jsonrpc::response(open.id, result);
-        self.transmits.push_back((answer, Sent::Other));
+        self.answer(now, open.answer, result);
         true
     }
 
-    /// Answers an [`Event::InputRequired`]: `responses` holds an answer under each key the
-    /// server asked, and the request goes again at once with them and the server's
-    /// `requestState`, under a new wire id. Returns `false` if request `id` is not waiting
-    /// for input (it ended, or timed out waiting): then nothing is sent.
-    pub fn provide_input(
-        &mut self,
-        now: Instant,
-        id: RequestId,
-        responses: Map<String, Value>,
-    ) -> bool {
-        let Some(pending) = self.pending.get_mut(id.0) else {
-            return false;
+    /// Sends the caller's answer to the server, or keeps it for the retry of the request it
+    /// was asked for (an error is left out), which goes once nothing of its round is open.
+    fn answer(&mut self, now: Instant, answer: Answer, result: Result<Value, RpcError>) {
+        let (request, key) = match answer {
+            Answer::Wire(id) => {
+                let answer = jsonrpc::response(id, result);
+                return self.transmits.push_back((answer, Sent::Other));
+            }
+            Answer::Input { request, key } => (request, key),
         };
-        let waiting = pending.wire.is_none() && !pending.held;
-        let Some(origin) = pending.origin.as_mut().filter(|_| waiting) else {
-            return false;
-        };
-        origin.input_responses = Some(responses);
-        self.resend(now, id.0);
-        true
+        let origin = self
+            .pending
+            .get_mut(request)
+            .and_then(|p| p.origin.as_mut());
+        if let (Some(origin), Ok(result)) = (origin, result) {
+            origin
+                .input_responses
+                .get_or_insert_default()
+                .insert(key, result);
+        }
+        self.resend_when_settled(now, request);
+    }
+
+    /// Sends request `id` again once it waits for input and none of its round is open.
+    fn resend_when_settled(&mut self, now: Instant, id: u64) {
+        let waiting = (self.pending.get(id)).is_some_and(|p| p.wire.is_none() && !p.held);
+        let open = |open: &OpenServerRequest| matches!(open.answer, Answer::Input { request, .. } if request == id);
+        if waiting && !self.server_requests.values().any(open) {
+            self.resend(now, id);
+        }
     }
 
     /// Gives up on a request: it fails with [`RequestError::Cancelled`] and, if the server has
@@ -937,21 +954,8 @@ impl Connection {
         // Only once ready: before that, nothing but answers to pings may cross the wire, and
         // a server may not ask anything else yet anyway.
         let is_ready = matches!(self.state, State::Ready { .. } | State::Discovering { .. });
-        let has_room = self.server_requests.len() < MAX_OPEN_SERVER_REQUESTS;
-        if is_ready && has_room && self.config.capabilities.covers(&method) {
-            let key = self.next_server_request;
-            self.next_server_request += 1;
-            let deadline = deadline_after(now, self.config.server_request_timeout);
-            let open = OpenServerRequest {
-                id,
-                method: method.clone(),
-                deadline,
-            };
-            self.server_requests.insert(key, open);
-            let id = ServerRequestId(key);
-            let request = ServerRequest { id, method, params };
-            self.events.push_back(Event::ServerRequest(request));
-            return;
+        if is_ready && self.has_room() && self.config.capabilities.covers(&method) {
+            return self.ask_caller(now, Answer::Wire(id), method, params);
         }
         let reply = match method.as_str() {
             "ping" => Ok(json!({})),
@@ -973,6 +977,36 @@ impl Connection {
             }
             _ => self.transmits.push_back((bytes, Sent::Other)),
         }
+    }
+
+    /// Whether another server request may wait for the caller.
+    fn has_room(&self) -> bool {
+        self.server_requests.len() < MAX_OPEN_SERVER_REQUESTS
+    }
+
+    /// Hands a server request to the caller as an [`Event::ServerRequest`].
+    fn ask_caller(&mut self, now: Instant, answer: Answer, method: String, params: Option<Value>) {
+        let request = match &answer {
+            Answer::Input { request, .. } => Some(RequestId(*request)),
+            Answer::Wire(_) => None,
+        };
+        let key = self.next_server_request;
+        self.next_server_request += 1;
+        let deadline = deadline_after(now, self.config.server_request_timeout);
+        let open = OpenServerRequest {
+            answer,
+            method: method.clone(),
+            deadline,
+        };
+        self.server_requests.insert(key, open);
+        let id = ServerRequestId(key);
+        let asked = ServerRequest {
+            id,
+            method,
+            params,
+            request,
+        };
+        self.events.push_back(Event::ServerRequest(asked));
     }
 
     fn handle_progress(&mut self, now: Instant, params: Option<&Value>) {
@@ -998,7 +1032,7 @@ impl Connection {
         let wire = read_id(id);
         match self.state {
             State::Initializing { id, .. } if wire == Some(id) => {
-                return self.finish_handshake(result);
+                return self.finish_handshake(now, result);
             }
             State::Probing { id, .. } if wire == Some(id) => return self.finish_probe(now, result),
             State::Discovering { id, .. } if wire == Some(id) => {
@@ -1063,15 +1097,23 @@ impl Connection {
         // Each round stands alone: nothing of an earlier one goes again.
         origin.request_state = round.state;
         origin.input_responses = None;
-        match round.requests {
-            Some(requests) => {
-                let timeout = self.config.server_request_timeout;
-                self.pending.await_input(id, now, timeout);
-                let id = RequestId(id);
-                self.events.push_back(Event::InputRequired { id, requests });
-            }
-            None => self.resend(now, id),
+        let requests = round.requests.unwrap_or_default();
+        if requests.is_empty() {
+            return self.resend(now, id);
         }
+        // Each input request has its own deadline, and the retry goes once all are settled.
+        self.pending.await_input(id, now);
+        for request in requests {
+            // With too many open already it is left out, as if refused.
+            if self.has_room() {
+                let answer = Answer::Input {
+                    request: id,
+                    key: request.key,
+                };
+                self.ask_caller(now, answer, request.method, request.params);
+            }
+        }
+        self.resend_when_settled(now, id);
     }
 
     /// Sends request `id` again under a new wire id, with what its rounds added, in the
@@ -1243,13 +1285,22 @@ impl Connection {
         }
     }
 
-    fn finish_handshake(&mut self, result: Result<Value, ResponseError>) {
+    fn finish_handshake(&mut self, now: Instant, result: Result<Value, ResponseError>) {
         let State::Initializing { requested, .. } = self.state else {
             return;
         };
         let server = match result {
             Ok(result) => parse_initialize_result(result, requested),
-            Err(ResponseError::Remote(error)) => Err(CloseReason::InitializeFailed(error)),
+            Err(ResponseError::Remote(error)) => {
+                // A stateless server whose answer to the probe came too late (a slow start)
+                // refuses `initialize` naming its revision: found out after all, under `Auto`.
+                let stateless = other_stateless_revision(&error);
+                if let Some(version) = stateless.filter(|_| self.config.protocol == Protocol::Auto)
+                {
+                    return self.discover(now, version, true);
+                }
+                Err(CloseReason::InitializeFailed(error))
+            }
             Err(ResponseError::Invalid(detail)) => {
                 Err(CloseReason::InvalidInitializeResult(detail))
             }
@@ -1295,6 +1346,12 @@ impl Connection {
         if let Some(pending) = self.pending.remove(id) {
             if let Some(ProgressToken::Other(token)) = pending.progress_token {
                 self.progress_tokens.remove(&token);
+            }
+            // Off the wire: it may wait for input, which nobody needs now.
+            if pending.wire.is_none() {
+                self.server_requests.retain(|_, open| {
+                    !matches!(open.answer, Answer::Input { request, .. } if request == id)
+                });
             }
             let id = RequestId(id);
             self.events.push_back(Event::Response { id, result });

@@ -16,9 +16,9 @@
 //!    server is known (the handshake is done, or `server/discover` answered),
 //!    [`Event::Response`] when a request ends (each ends exactly once),
 //!    [`Event::Notification`], [`Event::ServerRequest`] (only for the capabilities you
-//!    declared; answer each with [`Connection::respond`]), [`Event::InputRequired`] (a
-//!    stateless-era request that needs input; answer with [`Connection::provide_input`]),
-//!    [`Event::Malformed`] for skipped lines, and [`Event::Closed`] last of all.
+//!    declared, whether the server sent a request or a stateless-era `input_required`
+//!    result; answer each with [`Connection::respond`]), [`Event::Malformed`] for skipped
+//!    lines, and [`Event::Closed`] last of all.
 //! 4. If [`Connection::is_closed`], stop: close the server's stdin and reap the process.
 //! 5. Wait for the first of: bytes on the server's stdout, a command from your program, or the
 //!    instant from [`Connection::poll_timeout`].
@@ -38,7 +38,9 @@
 //! finds out which one a server speaks: it sends `server/discover` and holds every other
 //! request; a result (or a -32022 naming a stateless revision we speak, retried once) means
 //! the stateless era, any other error or no answer within [`Config::handshake_timeout`] the
-//! handshake era, on the same connection. A server that closes its output on the probe ends
+//! handshake era, on the same connection (whose `initialize`, if refused with a -32022 naming
+//! a stateless revision we speak, as a server too slow for the probe does, gives way to
+//! `server/discover` in it). A server that closes its output on the probe ends
 //! the connection with [`CloseReason::EndedOnProbe`]: start it again at a handshake revision.
 //! A fixed stateless revision (a verdict cached from an earlier probe) costs no round trip:
 //! `server/discover` goes first and requests right behind it; if it is refused, the
@@ -46,9 +48,11 @@
 //!
 //! In the stateless era `ping` and `logging/setLevel` are refused at the call
 //! ([`SendError::NotInEra`]); a result's `resultType` is checked; `tools/call`,
-//! `prompts/get` and `resources/read` may take several rounds (`input_required`: the
-//! request goes again under a new wire id with the input and the server's `requestState`,
-//! and the caller keeps one [`RequestId`]); [`Request::listen`] opens a subscription, which
+//! `prompts/get` and `resources/read` may take several rounds (`input_required`: each
+//! input request comes as an [`Event::ServerRequest`] naming the request, answered with
+//! [`Connection::respond`] like any other; then the request goes again under a new wire id
+//! with the answers and the server's `requestState`, and the caller keeps one
+//! [`RequestId`]); [`Request::listen`] opens a subscription, which
 //! has no deadline once acknowledged. Listings and `resources/read` carry a [`CacheHint`].
 //!
 //! # Guarantees
@@ -151,7 +155,7 @@ pub use server::{
     ClientInfo, HostRequest, HostRequestId, ServerConfig, ServerConnection, ServerEvent,
 };
 pub use sse::{SseDecoder, SseEvent, SseTooLong};
-pub use stateless::{InputRequest, ListenFilter};
+pub use stateless::ListenFilter;
 pub use streamable::{
     Affected, Answer, Exchange, ExchangeId, Get, HttpConnection, HttpTransport, Post, Reply,
     session_lost,

@@ -143,11 +143,12 @@ impl Outstanding {
         self.set_deadline(id, now, Some(timeout));
     }
 
-    /// Takes request `id` off the wire while it waits for the caller (input for a
-    /// multi-round-trip request), due `timeout` from `now`.
-    pub(crate) fn await_input(&mut self, id: u64, now: Instant, timeout: Duration) {
+    /// Takes request `id` off the wire while the caller answers the input requests of a
+    /// multi-round-trip request: it has no deadline of its own meanwhile (each input request
+    /// has one, and the retry restarts its clock).
+    pub(crate) fn await_input(&mut self, id: u64, now: Instant) {
         self.off_wire(id);
-        self.set_deadline(id, now, Some(timeout));
+        self.set_deadline(id, now, None);
     }
 
     /// An acknowledged subscription: it has no deadline any more.

@@ -85,15 +85,15 @@ pub(crate) fn outcome(result: &Value) -> Outcome {
     }
 }
 
-/// One request of the server's inside an `input_required` result.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InputRequest {
+/// One request of the server's inside an `input_required` result, handed to the caller as a
+/// [`ServerRequest`](crate::ServerRequest).
+pub(crate) struct InputRequest {
     /// The server's key for it; the answer goes under the same key.
-    pub key: String,
+    pub(crate) key: String,
     /// `elicitation/create`, `roots/list` or `sampling/createMessage`.
-    pub method: String,
+    pub(crate) method: String,
     /// As sent; `None` when the server sent no `params`.
-    pub params: Option<Value>,
+    pub(crate) params: Option<Value>,
 }
 
 /// The parts of an `input_required` result: its input requests (`None` when it sent none,

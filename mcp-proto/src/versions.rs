@@ -60,7 +60,8 @@ impl fmt::Display for Era {
 pub enum Protocol {
     /// Find out: probe with `server/discover` in the newest stateless revision; a result or a
     /// recognised stateless-era error means the stateless era, anything else (another error,
-    /// no answer in time) the handshake era, which then starts with `initialize`.
+    /// no answer in time) the handshake era, which then starts with `initialize` (refused
+    /// with a -32022 naming a stateless revision we speak, it gives way to that revision).
     #[default]
     Auto,
     /// This revision (one of [`SUPPORTED_PROTOCOL_VERSIONS`]) and no other: no probe.

@@ -2,18 +2,20 @@
 
 use std::fmt;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use async_channel::{Receiver, Sender};
 use futures_lite::io::{AsyncRead, AsyncWrite};
 use proto::{
-    CallToolResult, FromResult, Listed, Listing, Notification, Pager, Request, RpcError,
+    CallToolResult, FromResult, Listed, Listing, Notification, Pager, Protocol, Request, RpcError,
     ServerInfo, ServerRequest, ServerRequestId, Tool,
 };
 use serde_json::Value;
 
 use crate::driver::{self, Driver, Op, Pilot, Reader, Reply, Shared, Writer};
-use crate::{Disconnect, Error, HttpServer, Options, ServerCommand, background, oneshot};
+use crate::{
+    Disconnect, Error, HttpServer, Options, ServerCommand, StderrSink, background, oneshot,
+};
 
 /// What a client runs over: a server to spawn, a stream someone else opened, or a remote
 /// server over HTTP. Made with `From`: `&ServerCommand` or `ServerCommand`, a `(reader,
@@ -75,21 +77,99 @@ where
 /// own thread, but between calls (notifications, timeouts, close) and while several callers
 /// wait, only the driver does (over HTTP, only the driver ever does). The handshake starts
 /// at once; calls made before it ends are held. Fails only to spawn a server.
-pub fn start(transport: impl Into<Transport>, options: Options) -> Result<(Client, Driver), Error> {
+///
+/// Under [`proto::Protocol::Auto`] (the default) a server that exits on the
+/// `server/discover` probe ends the connection with
+/// [`proto::CloseReason::EndedOnProbe`] (in [`Error::Disconnected`]), which the caller
+/// sees: it is for the caller to start the server again at a handshake revision (as
+/// [`connect`] does) and to remember that.
+pub fn start(
+    transport: impl Into<Transport>,
+    mut options: Options,
+) -> Result<(Client, Driver), Error> {
     let (ops, shared, driver) = match transport.into() {
         Transport::Command(command) => driver::spawn(&command, options)?,
         Transport::Stream(reader, writer) => driver::over_stream(reader, writer, options),
-        Transport::Http(server) => return Ok(crate::http::start(server, options)),
+        Transport::Http(server) => {
+            if !AUTO_OVER_HTTP && options.core.protocol == Protocol::Auto {
+                options.core.protocol = Protocol::Revision(proto::LATEST_PROTOCOL_VERSION);
+            }
+            return Ok(crate::http::start(server, options));
+        }
     };
     let (pilot, driver) = Pilot::share(driver);
     let pilot = Some(pilot);
     Ok((Client { ops, shared, pilot }, driver))
 }
 
+/// Whether [`Protocol::Auto`] reaches an HTTP server as it is. Off until the core's HTTP
+/// machine finds out the era itself (issue 29's HTTP side): until then an HTTP connection
+/// under `Auto` speaks the handshake era, as it always has. The integrator turns this on when
+/// that side lands (the hub's own gate, `AUTO_OVER_HTTP` in its options, goes with it).
+const AUTO_OVER_HTTP: bool = false;
+
 /// [`start`], with the handshake completed and the driver on this crate's background thread
 /// whenever no caller is driving it. A connection that fails the handshake is closed before
-/// the error returns.
-pub async fn connect(transport: impl Into<Transport>, options: Options) -> Result<Client, Error> {
+/// the error returns. A server to spawn that exits on the `server/discover` probe of
+/// [`proto::Protocol::Auto`] is started once more at the newest handshake revision, so the
+/// caller never sees [`proto::CloseReason::EndedOnProbe`]; both processes write to the same
+/// [`Options::stderr_sink`].
+pub async fn connect(
+    transport: impl Into<Transport>,
+    mut options: Options,
+) -> Result<Client, Error> {
+    let transport = transport.into();
+    let command = match &transport {
+        Transport::Command(command) if options.core.protocol == Protocol::Auto => command.clone(),
+        _ => return connect_once(transport, options).await,
+    };
+    let sink = (options.stderr_sink.take()).map(|sink| Arc::new(Mutex::new(sink)));
+    let shared_sink = || {
+        sink.clone()
+            .map(|sink| Box::new(SharedSink(sink)) as StderrSink)
+    };
+    let first = Options {
+        core: options.core.clone(),
+        stderr_sink: shared_sink(),
+        ..options
+    };
+    match connect_once(transport, first).await {
+        Err(error) if ended_on_probe(&error) => {
+            options.core.protocol = Protocol::Revision(proto::LATEST_PROTOCOL_VERSION);
+            options.stderr_sink = shared_sink();
+            connect_once(Transport::Command(command), options).await
+        }
+        connected => connected,
+    }
+}
+
+/// Whether the server closed its output on the `server/discover` probe.
+fn ended_on_probe(error: &Error) -> bool {
+    matches!(error, Error::Disconnected(d) if d.reason == proto::CloseReason::EndedOnProbe)
+}
+
+/// One stderr sink written by a server and by the same server started again.
+struct SharedSink(Arc<Mutex<StderrSink>>);
+
+impl std::io::Write for SharedSink {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let mut sink = self
+            .0
+            .lock()
+            .map_err(|_| std::io::Error::other("sink poisoned"))?;
+        sink.write(bytes)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        let mut sink = self
+            .0
+            .lock()
+            .map_err(|_| std::io::Error::other("sink poisoned"))?;
+        sink.flush()
+    }
+}
+
+async fn connect_once(transport: Transport, options: Options) -> Result<Client, Error> {
     let (client, driver) = start(transport, options)?;
     if let Err(error) = background::spawn(driver) {
         return Err(Error::Spawn {
@@ -192,9 +272,11 @@ impl Client {
 
     /// The server's requests for the capabilities declared in
     /// [`Options::core`](crate::Options)'s `capabilities`, from now on; answer each with
-    /// [`respond`](Self::respond). With no receiver listening (or all of them 16 behind), a
-    /// request is refused at once; one left unanswered is refused at the core's
-    /// `server_request_timeout`.
+    /// [`respond`](Self::respond). In the stateless era they include the input requests of an
+    /// `input_required` result, each naming the request it is for
+    /// ([`ServerRequest::request`]); that request goes again once all are answered. With no
+    /// receiver listening (or all of them 16 behind), a request is refused at once; one left
+    /// unanswered is refused at the core's `server_request_timeout`.
     pub async fn server_requests(&self) -> Receiver<ServerRequest> {
         let (sender, receiver) = async_channel::bounded(16);
         let _ = self.ops.send(Op::Answer(sender)).await;

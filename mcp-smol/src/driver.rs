@@ -366,6 +366,11 @@ impl<R: Role> Loop<R> {
             if closed {
                 return;
             }
+            // What handing out the events queued (a refused server request, the retry of an
+            // input round) goes out with the next wake-up's write, not after the one after.
+            while let Some(line) = self.role.core().poll_transmit() {
+                self.link.outgoing.extend(&line);
+            }
             let deadline = self.role.core().poll_timeout();
             let wake = self.next_wake(&mut buffer, deadline).await;
             let now = Instant::now();
@@ -540,9 +545,6 @@ impl Role for ClientRole {
             }
             Event::Notification(notification) => self.callers.notify(&notification),
             Event::ServerRequest(request) => self.callers.pass_on(&mut self.connection, request),
-            // Nobody answers input rounds through the adapter yet: give up at once rather
-            // than wait out the deadline.
-            Event::InputRequired { id, .. } => _ = self.connection.cancel(Instant::now(), id),
             Event::Malformed(error) => self.last_skipped = Some(error.to_string()),
             Event::Closed(reason) => {
                 self.reason = Some(reason);
@@ -568,7 +570,10 @@ async fn shut_down(
         shared.terminate();
     }
     let exit_status = match &mut driver.link.incoming {
-        Incoming::Process(process) => process.settle(reason == CloseReason::Eof).await,
+        Incoming::Process(process) => {
+            let closed_stdout = matches!(reason, CloseReason::Eof | CloseReason::EndedOnProbe);
+            process.settle(closed_stdout).await
+        }
         Incoming::Stream(_) => None,
     };
     let disconnect = Disconnect {

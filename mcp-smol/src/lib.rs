@@ -31,6 +31,13 @@
 //! # Ok(()) }
 //! ```
 //!
+//! Either era of the protocol by default ([`proto::Protocol::Auto`] in
+//! [`Options::core`](Options)): a `server/discover` probe, then the stateless era (2026-07-28)
+//! or the `initialize` handshake; a fixed revision skips the probe. [`connect`] starts a server
+//! that exits on the probe once more in the handshake era; [`start`] leaves that to its caller.
+//! What a server asks (its requests, and a stateless-era `input_required` result's input
+//! requests alike) reaches [`Client::server_requests`] for the capabilities declared.
+//!
 //! Over a stream someone else opened (a Unix socket), `start((reader, writer), options)`.
 //! Over HTTP, `start(HttpServer::new(url), options)`: Streamable HTTP, or the older HTTP+SSE
 //! transport, over TLS with the system's roots; an [`Authorizer`] supplied by the host answers

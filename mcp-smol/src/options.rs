@@ -7,8 +7,10 @@ use crate::process::StderrSink;
 
 /// How to run one server.
 ///
-/// The defaults: client name `mcp-smol`, a handshake budget of 10 s (spawn plus
-/// `initialize`), 60 s per request (restarted by progress, 600 s at most), messages up to
+/// The defaults: client name `mcp-smol`, either era ([`proto::Protocol::Auto`]: a
+/// `server/discover` probe, then the stateless era or the `initialize` handshake), a
+/// handshake budget of 10 s (spawn plus the probe, and again for `initialize` when the probe
+/// goes unanswered), 60 s per request (restarted by progress, 600 s at most), messages up to
 /// 64 MiB, no client capabilities declared; then 2 s for the server to exit once its stdin
 /// closes, and 2 s between SIGTERM and SIGKILL.
 pub struct Options {
@@ -28,9 +30,6 @@ impl Default for Options {
             core: proto::Config {
                 client_name: "mcp-smol".to_owned(),
                 client_version: env!("CARGO_PKG_VERSION").to_owned(),
-                // The handshake era until the adapter can start a server again when it exits
-                // on the `server/discover` probe; that comes next.
-                protocol: proto::Protocol::Revision(proto::LATEST_PROTOCOL_VERSION),
                 ..proto::Config::default()
             },
             grace_period: Duration::from_secs(2),

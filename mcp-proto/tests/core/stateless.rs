@@ -227,6 +227,62 @@ fn an_unanswered_probe_falls_back_after_the_timeout_and_its_late_answer_is_ignor
 }
 
 #[test]
+fn a_stateless_server_too_slow_for_the_probe_is_found_by_its_refusal_of_initialize() {
+    let now = Instant::now();
+    let mut conn = Connection::new(now, Config::default());
+    let mut server = FakeServer::default();
+    server.absorb(&mut conn);
+    let held = conn.request(now, Request::list_tools(None)).unwrap();
+    let deadline = now + Config::default().handshake_timeout;
+    conn.handle_timeout(deadline);
+    let initialize = server.absorb(&mut conn)[0].clone();
+    assert_eq!(initialize["method"], "initialize");
+    // It answers the probe at last, and then refuses the handshake naming its revision.
+    server.send(
+        &mut conn,
+        deadline,
+        answer(&json!(1), discover_result(&["2026-07-28"])),
+    );
+    let data = json!({"supported": ["2026-07-28"], "requested": "2025-11-25"});
+    let refusal = refuse(&initialize["id"], -32022, Some(data));
+    server.send(&mut conn, deadline, refusal);
+    let sent = server.absorb(&mut conn);
+    assert_eq!(sent[0]["method"], "server/discover");
+    assert_eq!(
+        sent[0]["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+    assert_eq!(conn.era(), Some(Era::Stateless));
+    server.send(
+        &mut conn,
+        deadline,
+        answer(&sent[0]["id"], discover_result(&["2026-07-28"])),
+    );
+    let Some(Event::Ready(info)) = conn.poll_event() else {
+        panic!("not ready");
+    };
+    assert_eq!(info.protocol_version, "2026-07-28");
+    let sent = server.absorb(&mut conn);
+    assert_eq!(sent[0]["method"], "tools/list");
+    assert_eq!(sent[0]["id"], json!(held));
+    assert!(sent[0]["params"]["_meta"].is_object());
+
+    // A handshake revision the caller fixed stays fixed: the refusal ends the connection.
+    let config = Config {
+        protocol: Protocol::Revision(LATEST_PROTOCOL_VERSION),
+        ..Config::default()
+    };
+    let mut conn = Connection::new(now, config);
+    server.absorb(&mut conn);
+    let data = json!({"supported": ["2026-07-28"], "requested": "2025-11-25"});
+    server.send(&mut conn, now, refuse(&json!(1), -32022, Some(data)));
+    assert!(matches!(
+        drain_events(&mut conn).last(),
+        Some(Event::Closed(CloseReason::InitializeFailed(_)))
+    ));
+}
+
+#[test]
 fn a_server_that_exits_on_the_probe_ends_with_its_own_reason() {
     let now = Instant::now();
     let mut conn = Connection::new(now, Config::default());
@@ -513,17 +569,16 @@ fn input_rounds_echo_the_state_under_new_ids_and_leave_other_requests_alone() {
     let state: String = "state\"\\\u{e9}/".repeat(1024 * 1024 / 10);
     let first = input_required(Some(&state), Some(ask_name()));
     server.respond(&mut conn, now, call, first);
-    let Some(Event::InputRequired { id, requests }) = conn.poll_event() else {
-        panic!("no InputRequired");
+    let Some(Event::ServerRequest(asked)) = conn.poll_event() else {
+        panic!("no ServerRequest");
     };
-    assert_eq!(id, call);
-    assert_eq!(requests.len(), 1);
-    assert_eq!(requests[0].key, "login");
-    assert_eq!(requests[0].method, "elicitation/create");
+    assert_eq!(asked.request, Some(call));
+    assert_eq!(asked.method, "elicitation/create");
     assert_eq!(
-        requests[0].params,
+        asked.params,
         Some(json!({"mode": "form", "message": "who?"}))
     );
+    assert!(conn.poll_event().is_none(), "one input request, one event");
     assert!(
         lines(&mut conn).is_empty(),
         "nothing goes until the caller answers"
@@ -532,16 +587,9 @@ fn input_rounds_echo_the_state_under_new_ids_and_leave_other_requests_alone() {
     server.respond(&mut conn, now, call, json!({"content": []}));
     assert!(drain_events(&mut conn).is_empty());
 
-    let mut responses = serde_json::Map::new();
-    responses.insert(
-        "login".to_owned(),
-        json!({"action": "accept", "content": {"name": "octocat"}}),
-    );
-    assert!(conn.provide_input(now, call, responses.clone()));
-    assert!(
-        !conn.provide_input(now, call, responses),
-        "not waiting any more"
-    );
+    let form = json!({"action": "accept", "content": {"name": "octocat"}});
+    assert!(conn.respond(now, asked.id, Ok(form.clone())));
+    assert!(!conn.respond(now, asked.id, Ok(form)), "answered already");
     let retry = lines(&mut conn);
     assert_eq!(retry.len(), 1);
     let retry_message = parse(&retry[0]);
@@ -635,17 +683,16 @@ fn input_rounds_are_bounded() {
 }
 
 #[test]
-fn a_request_waiting_for_input_is_cancelled_or_times_out_with_nothing_on_the_wire() {
+fn a_request_waiting_for_input_is_cancelled_with_nothing_on_the_wire() {
     let now = Instant::now();
     let (mut conn, server) = probed(now, eliciting());
     let call = conn
         .request(now, Request::call_tool("t", json!({})))
         .unwrap();
     server.respond(&mut conn, now, call, input_required(None, Some(ask_name())));
-    assert!(matches!(
-        conn.poll_event(),
-        Some(Event::InputRequired { .. })
-    ));
+    let Some(Event::ServerRequest(asked)) = conn.poll_event() else {
+        panic!("no ServerRequest");
+    };
     lines(&mut conn);
     assert!(conn.cancel(now, call));
     assert_eq!(
@@ -656,24 +703,75 @@ fn a_request_waiting_for_input_is_cancelled_or_times_out_with_nothing_on_the_wir
         lines(&mut conn).is_empty(),
         "no notifications/cancelled: nothing was out"
     );
-    assert!(!conn.provide_input(now, call, serde_json::Map::new()));
+    assert!(
+        !conn.respond(now, asked.id, Ok(json!({"action": "cancel"}))),
+        "the question went with the request"
+    );
+    assert!(lines(&mut conn).is_empty());
+    assert_eq!(conn.poll_timeout(), None);
+}
 
+#[test]
+fn an_input_request_refused_or_unanswered_is_left_out_of_the_retry() {
+    let now = Instant::now();
+    let config = Config {
+        capabilities: ClientCapabilities {
+            elicitation: true,
+            roots: true,
+            ..ClientCapabilities::default()
+        },
+        ..Config::default()
+    };
+    let (mut conn, server) = probed(now, config);
     let call = conn
         .request(now, Request::call_tool("t", json!({})))
         .unwrap();
-    server.respond(&mut conn, now, call, input_required(None, Some(ask_name())));
-    drain_events(&mut conn);
+    let requests = json!({
+        "a": {"method": "elicitation/create", "params": {"message": "a?"}},
+        "b": {"method": "roots/list"},
+        "c": {"method": "elicitation/create", "params": {"message": "c?"}},
+    });
+    server.respond(
+        &mut conn,
+        now,
+        call,
+        input_required(Some("s"), Some(requests)),
+    );
+    let asked: Vec<_> = (drain_events(&mut conn).into_iter())
+        .map(|event| match event {
+            Event::ServerRequest(asked) => asked,
+            other => panic!("expected a server request, got {other:?}"),
+        })
+        .collect();
+    let methods: Vec<&str> = asked.iter().map(|a| a.method.as_str()).collect();
+    assert_eq!(
+        methods,
+        ["elicitation/create", "roots/list", "elicitation/create"]
+    );
+    assert!(asked.iter().all(|a| a.request == Some(call)));
     lines(&mut conn);
+
+    let yes = json!({"action": "accept", "content": {}});
+    assert!(conn.respond(now, asked[0].id, Ok(yes.clone())));
+    let refusal = Err(RpcError::method_not_found("roots/list"));
+    assert!(conn.respond(now, asked[1].id, refusal));
+    assert!(lines(&mut conn).is_empty(), "`c` is still open");
+    // Only the open question's deadline: the request has none while it waits.
     let deadline = now + Config::default().server_request_timeout;
     assert_eq!(conn.poll_timeout(), Some(deadline));
     conn.handle_timeout(deadline);
-    let (id, result) = next_response(&mut conn);
-    assert_eq!(id, call);
+    assert!(drain_events(&mut conn).is_empty(), "the request goes on");
+    let retry = lines(&mut conn);
+    assert_eq!(retry.len(), 1, "the retry, and no refusal on the wire");
+    let params = &parse(&retry[0])["params"];
+    assert_eq!(params["inputResponses"], json!({"a": yes}));
+    assert_eq!(params["requestState"], "s");
     assert!(
-        matches!(result, Err(RequestError::TimedOut { .. })),
-        "{result:?}"
+        !conn.respond(deadline, asked[2].id, Ok(json!({}))),
+        "too late"
     );
-    assert!(lines(&mut conn).is_empty());
+    let request_timeout = Config::default().request_timeout;
+    assert_eq!(conn.poll_timeout(), Some(deadline + request_timeout));
 }
 
 #[test]

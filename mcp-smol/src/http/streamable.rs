@@ -252,11 +252,6 @@ impl Loop {
                 let connection = self.http.connection_mut();
                 self.callers.pass_on(connection, request);
             }
-            // Nobody answers input rounds through the adapter yet: give up at once rather
-            // than wait out the deadline.
-            Event::InputRequired { id, .. } => {
-                _ = self.http.connection_mut().cancel(Instant::now(), id);
-            }
             Event::Malformed(_) | Event::Closed(_) => {}
         }
     }

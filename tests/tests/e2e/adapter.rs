@@ -118,8 +118,8 @@ fn a_call_whose_caller_stops_waiting_is_cancelled_on_the_server() {
     let cancelled = cancellations_received(&log);
     assert_eq!(cancelled.len(), 1, "{cancelled:?}");
     assert_eq!(
-        cancelled[0]["params"]["requestId"], 2,
-        "the call after the handshake"
+        cancelled[0]["params"]["requestId"], 3,
+        "the call after the probe (1) and the handshake (2)"
     );
     let _ = std::fs::remove_file(&log);
 }

@@ -15,6 +15,10 @@ mod fixtures_stateless;
 /// The adapter's normal work: calls, pipelining, progress, cancellation, shutdown.
 mod adapter;
 
+/// mcp-smol choosing each server's era through `connect`: the fixture's stateless modes and
+/// the modern peers, input requests answered like server requests.
+mod adapter_eras;
+
 /// The same connection driven under smol, tokio (both flavours) and a plain block_on.
 mod runtimes;
 
