@@ -5,7 +5,7 @@
 //! without a declared type the value is JSON if it parses, else a string. `KEY:=JSON` is always
 //! raw JSON. `--args` supplies a whole object first; pairs override its keys. Only the top
 //! level of the schema is checked: required properties, declared types (also as a nullable
-//! `anyOf`/`oneOf`), `enum` values, and names the schema does not declare (refused when it
+//! `anyOf`/`oneOf`; a `null` for an optional property passes as "no value"), `enum` values, and names the schema does not declare (refused when it
 //! says `additionalProperties: false`, or when a required one is missing too, which usually
 //! means a misspelling), with the nearest declared name suggested.
 
@@ -242,6 +242,11 @@ fn check(schema: &Value, arguments: &Map<String, Value>) -> Result<(), ArgumentE
         return error(format!("missing required argument {name}{expected}"));
     }
     for (key, value) in arguments {
+        // An optional property's `null` says "no value" (a server leaves it out, and no
+        // `Mcp-Param-*` header carries it), whatever type the property declares.
+        if value.is_null() && !required.contains(&key.as_str()) {
+            continue;
+        }
         let types = declared_types(schema, key);
         if !types.is_empty() && !types.iter().any(|t| has_type(value, t)) {
             return error(format!(
@@ -338,6 +343,17 @@ mod tests {
         let pairs = vec!["s:=\"x\"".to_owned(), "n:=2".to_owned()];
         let args = build(&schema(), Some(json!({"s": "base", "i": 1})), &pairs).unwrap();
         assert_eq!(Value::Object(args), json!({"s": "x", "n": 2, "i": 1}));
+    }
+
+    #[test]
+    fn a_null_passes_for_an_optional_property_of_any_type_not_for_a_required_one() {
+        let base = json!({"s": "x", "b": null, "n": null});
+        let args = build(&schema(), Some(base.clone()), &[]).unwrap();
+        assert_eq!(Value::Object(args), base);
+        assert_eq!(
+            build_pairs(&["s:=null"]),
+            Err(ArgumentError("argument s: null is not a string".into()))
+        );
     }
 
     #[test]

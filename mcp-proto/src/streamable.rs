@@ -289,6 +289,9 @@ pub struct HttpConnection {
     next_exchange: u64,
     /// The exchange carrying each request's answer.
     by_request: BTreeMap<RequestId, ExchangeId>,
+    /// POSTs whose JSON body was a response: it answered its request, even when the answer
+    /// (`input_required`) sends the request again under another exchange.
+    answered: BTreeSet<ExchangeId>,
     /// How often each request's answer stream has been resumed in a row from the same event,
     /// and that event's id.
     resumes: BTreeMap<RequestId, (u32, Option<String>)>,
@@ -356,6 +359,7 @@ impl HttpConnection {
             exchanges: BTreeMap::new(),
             next_exchange: 0,
             by_request: BTreeMap::new(),
+            answered: BTreeSet::new(),
             resumes: BTreeMap::new(),
             tools: ToolHeaders::default(),
             relisting: BTreeMap::new(),
@@ -561,6 +565,9 @@ impl HttpConnection {
                 Affected::Nothing
             }
             Reply::Message(message) => {
+                if is_response(&message) {
+                    self.answered.insert(exchange);
+                }
                 match self.listing_page(exchange) {
                     Some(first) => {
                         let message = self.tools.relay(first, message);
@@ -570,6 +577,7 @@ impl HttpConnection {
                 }
                 Affected::Nothing
             }
+            Reply::BodyEnded(_) if self.answered.contains(&exchange) => Affected::Nothing,
             Reply::BodyEnded(detail) => {
                 let why = format!("POST {url}: {detail}");
                 if let Some(id) = request {
@@ -610,6 +618,7 @@ impl HttpConnection {
             Reply::Endpoint(_) => Affected::Nothing,
             Reply::Done => {
                 self.exchanges.remove(&exchange);
+                self.answered.remove(&exchange);
                 if self.gate == Some(exchange) {
                     self.gate = None;
                     // The new session's handshake is over: what waited for it goes now.
@@ -1205,6 +1214,7 @@ impl HttpConnection {
     }
 
     fn cancel(&mut self, exchange: ExchangeId) {
+        self.answered.remove(&exchange);
         if self.exchanges.remove(&exchange).is_some() {
             self.outgoing.push_back(Exchange::Cancel(exchange));
         }
@@ -1228,6 +1238,12 @@ impl HttpConnection {
         }
         headers
     }
+}
+
+/// Whether `message` is a JSON-RPC response (a result or an error), whatever its id.
+fn is_response(message: &[u8]) -> bool {
+    serde_json::from_slice::<Value>(message)
+        .is_ok_and(|value| value.get("result").is_some() || value.get("error").is_some())
 }
 
 /// `MCP-Protocol-Version`, `Mcp-Method` and (for `tools/call`, `prompts/get`,

@@ -83,30 +83,16 @@ where
 /// [`proto::CloseReason::EndedOnProbe`] (in [`Error::Disconnected`]), which the caller
 /// sees: it is for the caller to start the server again at a handshake revision (as
 /// [`connect`] does) and to remember that.
-pub fn start(
-    transport: impl Into<Transport>,
-    mut options: Options,
-) -> Result<(Client, Driver), Error> {
+pub fn start(transport: impl Into<Transport>, options: Options) -> Result<(Client, Driver), Error> {
     let (ops, shared, driver) = match transport.into() {
         Transport::Command(command) => driver::spawn(&command, options)?,
         Transport::Stream(reader, writer) => driver::over_stream(reader, writer, options),
-        Transport::Http(server) => {
-            if !AUTO_OVER_HTTP && options.core.protocol == Protocol::Auto {
-                options.core.protocol = Protocol::Revision(proto::LATEST_PROTOCOL_VERSION);
-            }
-            return Ok(crate::http::start(server, options));
-        }
+        Transport::Http(server) => return Ok(crate::http::start(server, options)),
     };
     let (pilot, driver) = Pilot::share(driver);
     let pilot = Some(pilot);
     Ok((Client { ops, shared, pilot }, driver))
 }
-
-/// Whether [`Protocol::Auto`] reaches an HTTP server as it is. Off until the core's HTTP
-/// machine finds out the era itself (issue 29's HTTP side): until then an HTTP connection
-/// under `Auto` speaks the handshake era, as it always has. The integrator turns this on when
-/// that side lands (the hub's own gate, `AUTO_OVER_HTTP` in its options, goes with it).
-const AUTO_OVER_HTTP: bool = false;
 
 /// [`start`], with the handshake completed and the driver on this crate's background thread
 /// whenever no caller is driving it. A connection that fails the handshake is closed before
@@ -222,6 +208,13 @@ impl Client {
     /// The last lines the server wrote to stderr.
     pub fn stderr_tail(&self) -> Vec<String> {
         self.shared.stderr_tail()
+    }
+
+    /// The tools the last [`list_tools`](Self::list_tools) left out because their
+    /// `x-mcp-header` annotations are invalid, and why (HTTP servers of the stateless era; the
+    /// revision asks clients to warn about each). Empty otherwise.
+    pub fn rejected_tools(&self) -> Vec<proto::RejectedTool> {
+        (self.shared.rejected_tools.lock()).map_or_else(|_| Vec::new(), |tools| tools.clone())
     }
 
     /// Waits for the handshake; returns what the server said about itself.

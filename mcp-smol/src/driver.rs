@@ -108,6 +108,9 @@ pub(crate) struct Shared {
     pub(crate) done: Receiver<()>,
     /// Holds a message once the grace period is to be skipped.
     terminate: Sender<()>,
+    /// The tools the last `tools/list` left out (HTTP, stateless era), as the driver last
+    /// saw them.
+    pub(crate) rejected_tools: Mutex<Vec<proto::RejectedTool>>,
 }
 
 impl Shared {
@@ -130,6 +133,7 @@ impl Shared {
             stderr,
             done,
             terminate,
+            rejected_tools: Mutex::default(),
         }
     }
 

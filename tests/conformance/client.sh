@@ -14,9 +14,16 @@ state="$(mktemp -d)"
 trap 'rm -rf "$state"' EXIT
 export XDG_STATE_HOME="$state" MCP_CLI_NO_DAEMON=1
 
-# One string field of the JSON context (the suite writes it compactly, without escapes).
+# The JSON context, read by the Node.js the suite itself runs on: `context FIELD` prints one
+# string field; `tool_calls` prints each of `toolCalls` as a tool name, a tab, then its
+# arguments as one line of JSON (escapes kept, so control characters reach mcp-cli intact).
 context() {
-    printf '%s' "${MCP_CONFORMANCE_CONTEXT:-}" | sed -n "s/.*\"$1\":\"\([^\"]*\)\".*/\1/p"
+    node -e 'const v = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT || "{}")[process.argv[1]];
+        if (typeof v === "string") console.log(v);' "$1"
+}
+tool_calls() {
+    node -e 'for (const call of JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT).toolCalls)
+        console.log(call.name + "\t" + JSON.stringify(call.arguments));'
 }
 
 case "$scenario" in
@@ -45,8 +52,40 @@ auth/*)
     fi
     "$mcp_cli" --auth-follow --http "$url" call test-tool
     ;;
+request-metadata | json-schema-ref-no-deref)
+    # Every request's metadata; a tool whose schema has a `$ref` we must never fetch.
+    "$mcp_cli" --http "$url" tools
+    "$mcp_cli" --json --http "$url" tools >/dev/null
+    ;;
+sep-2322-client-request-state)
+    # input_required rounds: --yes answers the elicitation (a form without defaults).
+    "$mcp_cli" --yes --http "$url" call test_mrtr_echo_state
+    "$mcp_cli" --yes --http "$url" call test_mrtr_no_state
+    "$mcp_cli" --http "$url" call test_mrtr_unrelated
+    "$mcp_cli" --http "$url" call test_mrtr_no_result_type
+    ;;
+http-standard-headers)
+    # Mcp-Method and Mcp-Name on each kind of request.
+    "$mcp_cli" --http "$url" tools
+    "$mcp_cli" --http "$url" call test_headers
+    "$mcp_cli" --http "$url" resources
+    "$mcp_cli" --http "$url" read 'file:///path/to/file%20name.txt'
+    "$mcp_cli" --http "$url" prompts
+    "$mcp_cli" --http "$url" prompt test_prompt
+    ;;
+http-custom-headers)
+    # The x-mcp-header arguments the context lists, mirrored into Mcp-Param-* headers.
+    tool_calls | while IFS=$'\t' read -r tool arguments; do
+        "$mcp_cli" --http "$url" call "$tool" --args "$arguments"
+    done
+    ;;
+http-invalid-tool-headers)
+    # Tools with an invalid x-mcp-header annotation are left out, with a warning.
+    "$mcp_cli" --http "$url" tools
+    "$mcp_cli" --http "$url" call valid_tool region=us-west1
+    ;;
 *)
-    # Scenarios of later revisions (reported, not required): what any client does first.
+    # Scenarios not required (extensions, later additions): what any client does first.
     "$mcp_cli" --http "$url" tools
     ;;
 esac

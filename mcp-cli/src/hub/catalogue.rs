@@ -40,8 +40,9 @@ pub struct Catalogue {
     pub skipped: Vec<Skipped>,
     /// Servers that were asked for but could not be listed, with why.
     pub failures: Vec<(String, HubError)>,
-    /// Tools left out because their definition changed since it was pinned
-    /// ([`HubError::ToolWithheld`]).
+    /// Tools left out, with a warning each: their definition changed since it was pinned
+    /// ([`HubError::ToolWithheld`]), or an `x-mcp-header` annotation of theirs is invalid
+    /// ([`HubError::ToolRejected`]).
     pub withheld: Vec<HubError>,
 }
 
@@ -125,7 +126,7 @@ impl Hub {
         })?;
         self.observe_pins(server, &live);
         let shown = shown_names(server, &live);
-        let (mut entries, mut withheld) = (Vec::new(), Vec::new());
+        let (mut entries, mut withheld) = (Vec::new(), slot.rejected_tools());
         for (tool, shown) in live.iter().zip(shown) {
             match self.verdict(server, tool, &shown) {
                 Verdict::Shown(ask) => entries.push(entry(server, tool, shown, ask)),
@@ -220,6 +221,12 @@ impl Hub {
                 match matching.as_slice() {
                     [index] => *index,
                     [] => {
+                        let rejected = slot.rejected_tools().into_iter().find(|error| {
+                            matches!(error, HubError::ToolRejected { tool, .. } if tool == given)
+                        });
+                        if let Some(rejected) = rejected {
+                            return Err(rejected);
+                        }
                         return Err(HubError::UnknownTool {
                             server: server.to_owned(),
                             given: given.to_owned(),

@@ -101,6 +101,18 @@ pub enum HubError {
         /// What changed.
         change: PinChange,
     },
+    /// The server offered the tool with an invalid `x-mcp-header` annotation (the 2026-07-28
+    /// revision over HTTP): the adapter left it out of the listing, and it is neither listed
+    /// nor called.
+    #[error("tool {tool} of server {server} is left out: {reason}")]
+    ToolRejected {
+        /// The server.
+        server: String,
+        /// The tool's own name.
+        tool: String,
+        /// Which annotation breaks which rule.
+        reason: String,
+    },
     /// An `ask` rule matches the tool and the call was not approved.
     #[error("tool {tool} needs approval (rule tool = {:?}, {}) and was not approved: {why}", rule.tool.as_str(), rule.origin)]
     NotApproved {

@@ -67,12 +67,6 @@ pub(crate) fn for_server(
     (options, log)
 }
 
-/// Whether [`Protocol::Auto`] may reach a remote server. Off until the core's HTTP machine
-/// finds out the era itself (issue 29's HTTP side): until then an `auto` remote server speaks
-/// the handshake era as it always has, and no verdict is cached for it. The integrator turns
-/// this on when that side lands; stdio servers are not gated.
-pub(crate) const AUTO_OVER_HTTP: bool = false;
-
 /// Where a connection's revision came from, which decides whether it is cached and what a
 /// failure to connect means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,8 +74,6 @@ pub(crate) enum Basis {
     /// Named in the config: spoken as is, never probed, never cached; a server that does
     /// not speak it fails with an error naming it.
     Configured,
-    /// An `auto` remote server while [`AUTO_OVER_HTTP`] is off: the handshake era, as before.
-    Gated,
     /// An earlier run's verdict, to be forgotten if the connection shows it wrong.
     Cached,
     /// Found out on this connection ([`Protocol::Auto`]).
@@ -98,26 +90,14 @@ impl Basis {
 }
 
 /// The revision to connect with. A configured revision is spoken as configured; `auto` speaks
-/// the cached verdict if there is one, and finds out (a probe) if not. `can_probe` is false
-/// for a remote server while [`AUTO_OVER_HTTP`] is off, which speaks the handshake era.
-pub(crate) fn choose(
-    configured: Protocol,
-    cached: Option<&'static str>,
-    can_probe: bool,
-) -> (Protocol, Basis) {
+/// the cached verdict if there is one, and finds out (a probe) if not, over stdio and HTTP
+/// alike.
+pub(crate) fn choose(configured: Protocol, cached: Option<&'static str>) -> (Protocol, Basis) {
     match (configured, cached) {
         (Protocol::Revision(_), _) => (configured, Basis::Configured),
-        (Protocol::Auto, _) if !can_probe => {
-            (Protocol::Revision(LATEST_PROTOCOL_VERSION), Basis::Gated)
-        }
         (Protocol::Auto, Some(revision)) => (Protocol::Revision(revision), Basis::Cached),
         (Protocol::Auto, None) => (Protocol::Auto, Basis::Probe),
     }
-}
-
-/// Whether `spec` may be probed (see [`AUTO_OVER_HTTP`]).
-pub(crate) fn can_probe(spec: &ServerSpec) -> bool {
-    spec.remote.is_none() || AUTO_OVER_HTTP
 }
 
 /// What to connect with after a connection of `basis` speaking `protocol` ended with `reason`
@@ -174,33 +154,17 @@ mod tests {
 
     #[test]
     fn the_configured_revision_wins_then_the_cached_one_then_a_probe() {
-        assert_eq!(choose(OLD, None, true), (OLD, Basis::Configured));
+        assert_eq!(choose(OLD, None), (OLD, Basis::Configured));
+        assert_eq!(choose(OLD, Some("2026-07-28")), (OLD, Basis::Configured));
+        assert_eq!(choose(NEW, None), (NEW, Basis::Configured));
         assert_eq!(
-            choose(OLD, Some("2026-07-28"), true),
-            (OLD, Basis::Configured)
-        );
-        assert_eq!(choose(NEW, None, false), (NEW, Basis::Configured));
-        assert_eq!(
-            choose(Protocol::Auto, Some("2026-07-28"), true),
+            choose(Protocol::Auto, Some("2026-07-28")),
             (NEW, Basis::Cached)
         );
-        assert_eq!(
-            choose(Protocol::Auto, None, true),
-            (Protocol::Auto, Basis::Probe)
-        );
-        // A remote server while the HTTP side cannot probe: the handshake era, as before.
-        let gated = (Protocol::Revision(LATEST_PROTOCOL_VERSION), Basis::Gated);
-        assert_eq!(choose(Protocol::Auto, None, false), gated);
-        assert_eq!(choose(Protocol::Auto, Some("2026-07-28"), false), gated);
-        let remote = ServerSpec::remote("r", crate::config::Remote::new("https://x.invalid/"));
-        assert_eq!(can_probe(&remote), AUTO_OVER_HTTP);
-        assert!(can_probe(&ServerSpec::new("s", Command::new("node"))));
+        assert_eq!(choose(Protocol::Auto, None), (Protocol::Auto, Basis::Probe));
         // Only what a server told us is its verdict.
         let verdicts = [Basis::Cached, Basis::Probe, Basis::AfterProbe];
-        for basis in [Basis::Configured, Basis::Gated]
-            .into_iter()
-            .chain(verdicts)
-        {
+        for basis in [Basis::Configured].into_iter().chain(verdicts) {
             assert_eq!(basis.is_verdict(), verdicts.contains(&basis), "{basis:?}");
         }
     }
@@ -234,9 +198,8 @@ mod tests {
             assert_eq!(retry, Some((Protocol::Auto, Basis::Probe)));
             // The probe fails the same way: reported, not retried.
             assert_eq!(after_failure(Basis::Probe, Protocol::Auto, reason), None);
-            // Configured, or spoken for want of a probe: the server's error, as it is.
+            // Configured: the server's error, as it is.
             assert_eq!(after_failure(Basis::Configured, cached, reason), None);
-            assert_eq!(after_failure(Basis::Gated, OLD, reason), None);
             assert_eq!(after_failure(Basis::AfterProbe, OLD, reason), None);
         }
         // A server that ends on the probe is started again in the handshake era, once.
@@ -276,7 +239,7 @@ mod tests {
         ];
         for cached in [None, Some("2025-11-25"), Some("2026-07-28")] {
             for reason in &reasons {
-                let (mut protocol, mut basis) = choose(Protocol::Auto, cached, true);
+                let (mut protocol, mut basis) = choose(Protocol::Auto, cached);
                 let mut attempts = 1;
                 while let Some(next) = after_failure(basis, protocol, reason) {
                     (protocol, basis) = next;

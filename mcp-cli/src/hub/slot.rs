@@ -363,8 +363,7 @@ impl Slot {
             Ok(cached) => (cached, None),
             Err(note) => (None, Some(note)),
         };
-        let (mut protocol, mut basis) =
-            options::choose(spec.protocol, cached, options::can_probe(spec));
+        let (mut protocol, mut basis) = options::choose(spec.protocol, cached);
         loop {
             let error = match self.connect(hub, spec, protocol, note.take()).await {
                 Ok(live) => {
@@ -538,6 +537,21 @@ impl Slot {
             Phase::Running(live) if live.client.disconnect().is_none() => Some(live.tools.clone()),
             _ => None,
         }
+    }
+
+    /// The tools the running connection's last listing left out for invalid `x-mcp-header`
+    /// annotations, as errors that say why.
+    pub(crate) fn rejected_tools(&self) -> Vec<HubError> {
+        let Phase::Running(live) = &self.life().phase else {
+            return Vec::new();
+        };
+        (live.client.rejected_tools().into_iter())
+            .map(|rejected| HubError::ToolRejected {
+                server: self.name().to_owned(),
+                tool: rejected.name,
+                reason: rejected.reason.to_string(),
+            })
+            .collect()
     }
 
     /// Marks the slot stopped, as the hub is about to close its connection on purpose;

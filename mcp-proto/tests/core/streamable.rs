@@ -864,6 +864,52 @@ fn a_broken_stream_fails_its_request_instead_of_resuming() {
     );
 }
 
+/// A JSON body answering `input_required` answered its POST: the body's end fails nothing,
+/// the input request reaches the caller, and the answer goes again in a POST of its own.
+#[test]
+fn an_input_required_body_answers_its_post_and_the_request_goes_again() {
+    let now = Instant::now();
+    let mut config = Config::default();
+    config.capabilities.elicitation = true;
+    let mut http = HttpConnection::new(now, config, URL.to_owned(), HttpTransport::Auto);
+    let probe = one_post(&mut http);
+    answer(&mut http, now, &probe, None, discover_answer(&probe));
+    assert!(matches!(events(&mut http).as_slice(), [Event::Ready(_)]));
+    let id = http
+        .connection_mut()
+        .request(now, Request::call_tool("confirm", json!({})))
+        .unwrap();
+    let post = one_post(&mut http);
+    let elicit = json!({"method": "elicitation/create", "params": {"message": "ok?",
+        "requestedSchema": {"type": "object", "properties": {}}}});
+    let round = json!({"resultType": "input_required", "requestState": "s1",
+        "inputRequests": {"confirm": elicit}});
+    http.handle_reply(now, post.id, Reply::Head { session: None });
+    let message = result_for(&post, round).to_string().into_bytes();
+    http.handle_reply(now, post.id, Reply::Message(message));
+    let ended = Reply::BodyEnded("HTTP 200 OK with a JSON body".into());
+    http.handle_reply(now, post.id, ended);
+    done(&mut http, now, post.id);
+    let asked = match events(&mut http).as_slice() {
+        [Event::ServerRequest(asked)] => asked.clone(),
+        other => panic!("expected the input request alone, got {other:?}"),
+    };
+    assert_eq!(asked.request, Some(id));
+    let content = json!({"action": "accept", "content": {}});
+    assert!(http.connection_mut().respond(now, asked.id, Ok(content)));
+    let again = one_post(&mut http);
+    assert_ne!(body(&again)["id"], body(&post)["id"]);
+    assert_eq!(body(&again)["params"]["requestState"], "s1");
+    answer(
+        &mut http,
+        now,
+        &again,
+        None,
+        result_for(&again, json!({"content": []})),
+    );
+    assert_eq!(one_response(&mut http), (id, Ok(json!({"content": []}))));
+}
+
 /// Cancelling stops the request's exchange; no `notifications/cancelled` is POSTed.
 #[test]
 fn cancelling_closes_the_stream_without_a_notification() {

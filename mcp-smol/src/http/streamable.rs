@@ -132,7 +132,10 @@ impl Loop {
                 }
                 // Every handle is gone.
                 Wake::Op(None) => self.http.connection_mut().close(),
-                Wake::Report(report) => self.receive(now, report),
+                Wake::Report(report) => {
+                    self.receive(now, report);
+                    self.publish_rejected_tools();
+                }
                 Wake::Timeout => self.http.connection_mut().handle_timeout(now),
             }
         }
@@ -157,6 +160,17 @@ impl Loop {
             }
         };
         op.race(report).race(timeout).await
+    }
+
+    /// Copies the core's rejected tools where the handles read them, before the listing
+    /// that changed them is answered.
+    fn publish_rejected_tools(&self) {
+        let rejected = self.http.rejected_tools();
+        if let Ok(mut shown) = self.shared.rejected_tools.lock()
+            && *shown != rejected
+        {
+            *shown = rejected.to_vec();
+        }
     }
 
     /// Starts (or stops) what the machine asked for, on the driver's executor.

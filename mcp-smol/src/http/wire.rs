@@ -28,7 +28,11 @@ pub(crate) const MAX_REDIRECTS: usize = 5;
 /// How much of an error answer's body is quoted.
 const SNIPPET_LEN: usize = 200;
 
-/// How long an error answer's body may take to arrive for quoting.
+/// How much of a refusal's body is read: enough for any JSON-RPC error (the core reads the
+/// error; a message quotes its first [`SNIPPET_LEN`] bytes), never a whole web page.
+const REFUSAL_LEN: usize = 64 * 1024;
+
+/// How long an error answer's body may take to arrive.
 const SNIPPET_WAIT: Duration = Duration::from_secs(2);
 
 trait Stream: AsyncRead + AsyncWrite + Send + Unpin {}
@@ -226,12 +230,12 @@ impl Response {
         Ok(body)
     }
 
-    /// The start of the body (what came of its first [`SNIPPET_LEN`] bytes in a short
-    /// while), for a decision or an error message.
+    /// The start of the body (what came of its first [`REFUSAL_LEN`] bytes in a short
+    /// while, in however many pieces), for a decision or an error message.
     pub(crate) async fn body_start(&mut self) -> Vec<u8> {
         let mut start = Vec::new();
         let read = async {
-            while start.len() < SNIPPET_LEN {
+            while start.len() < REFUSAL_LEN {
                 match self.chunk().await {
                     Ok(Some(chunk)) => start.extend_from_slice(&chunk),
                     _ => break,

@@ -68,6 +68,9 @@
 //!   `notifications/tools/list_changed` after each `change`, and a keep-alive comment each
 //!   second. Results carry `resultType`, the server's identity, and for lists `ttlMs` and
 //!   `cacheScope`.
+//! - `stateless-slow-refusal`: `stateless`, but a refusal's JSON-RPC error carries a
+//!   `data.detail` of 1 KiB and the answer goes out 100 bytes at a time, each piece flushed
+//!   after a pause, as a slow proxy delivers it.
 //! - `stateless-old-version`: `stateless`, but speaking only `DRAFT-2026-v1`, the draft
 //!   revision of servers built on pre-release SDKs: 2026-07-28, the only stateless revision a
 //!   client speaks today, gets 400 -32022 with `supported: ["DRAFT-2026-v1"]` on every request,
@@ -193,6 +196,8 @@ enum Reply {
     Hang,
     /// The HTTP+SSE event stream of mode `legacy-dies`.
     Legacy,
+    /// A whole answer written in pieces (mode `stateless-slow-refusal`).
+    Pieces(Response),
     /// A `subscriptions/listen` stream (modes `stateless*`): its request's id, and whether
     /// it asked for `toolsListChanged`.
     Listen {
@@ -215,6 +220,16 @@ fn serve(state: &State, stream: &mut (impl Read + Write)) -> std::io::Result<()>
     };
     match answer(state, &request) {
         Reply::Full(response) => response.write_to(stream),
+        Reply::Pieces(response) => {
+            let mut whole = Vec::new();
+            response.write_to(&mut whole)?;
+            for piece in whole.chunks(100) {
+                stream.write_all(piece)?;
+                stream.flush()?;
+                thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Ok(())
+        }
         Reply::Events(events) => {
             http::start_events(stream)?;
             for event in events {
@@ -320,6 +335,9 @@ fn answer(state: &State, request: &Request) -> Reply {
         "not-found" => return full("404 Not Found", "text/html", "<pre>Cannot find it</pre>"),
         "legacy-dies" => return legacy(state, request, &message),
         "stateless" => return modern(state, request, &message, &[stateless::REVISION]),
+        "stateless-slow-refusal" => {
+            return slow_refusal(modern(state, request, &message, &[stateless::REVISION]));
+        }
         "stateless-old-version" => return modern(state, request, &message, &["DRAFT-2026-v1"]),
         "legacy-400" if request.method == "POST" && session.is_none() && rpc != "initialize" => {
             let body = r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"Internal error: server not initialized"}}"#;
@@ -532,6 +550,21 @@ fn modern(state: &State, request: &Request, message: &Value, supported: &[&str])
         }
     };
     json_reply(&json!({"jsonrpc": "2.0", "id": message["id"], "result": result}))
+}
+
+/// Mode `stateless-slow-refusal`: a refusal (not 2xx) gains a long `data.detail` and goes
+/// out in pieces.
+fn slow_refusal(reply: Reply) -> Reply {
+    match reply {
+        Reply::Full(mut response) if !response.status.starts_with('2') => {
+            if let Ok(mut body) = serde_json::from_slice::<Value>(&response.body) {
+                body["error"]["data"] = json!({"detail": "x".repeat(1024)});
+                response.body = body.to_string().into_bytes();
+            }
+            Reply::Pieces(response)
+        }
+        other => other,
+    }
 }
 
 /// The tools of modes `stateless*`.

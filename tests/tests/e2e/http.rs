@@ -485,6 +485,27 @@ fn a_500_fails_that_call_and_the_connection_goes_on() {
     });
 }
 
+/// A stateless-era refusal longer than what an error message quotes, arriving in pieces, is
+/// read whole: the request fails with the server's JSON-RPC error, not as a broken exchange.
+#[test]
+fn a_refusal_arriving_in_pieces_is_read_whole() {
+    let fixture = fixture("stateless-slow-refusal", &[]);
+    let url = format!("http://127.0.0.1:{}/mcp", fixture.port);
+    bounded(async {
+        let client = connect(server(url), patient()).await.unwrap();
+        let request = Request::new("prompts/list", None).untyped();
+        let error = client.request(request).await.unwrap_err();
+        let Error::Request(RequestError::Remote(error)) = &error else {
+            panic!("the server's error, not {error:?}");
+        };
+        assert_eq!(error.code, -32601);
+        assert_eq!(error.message, "Method not found: prompts/list");
+        let detail = &error.data.as_ref().unwrap()["detail"];
+        assert_eq!(detail.as_str().map(str::len), Some(1024));
+        client.close().await;
+    });
+}
+
 #[test]
 fn a_stream_cut_before_the_answer_fails_the_call_at_once() {
     let fixture = fixture("truncated", &[]);

@@ -146,6 +146,45 @@ fn ad_hoc_http_calls_a_tool_without_any_config() {
     assert!(run.stdout.contains("echo"), "{}", run.stdout);
 }
 
+/// A stateless-era server reached by `auto` over HTTP: a tool with an invalid `x-mcp-header`
+/// annotation is left out of `tools` and `call` with a warning that says why, and a tool whose
+/// argument is mirrored into a header is called (the fixture checks the header).
+#[test]
+fn a_tool_with_an_invalid_header_annotation_is_left_out_with_a_warning() {
+    let server = fixture("stateless");
+    let dir = Scratch::new("remote-rejected-tool");
+    let run = dir.cli(&["--http", &server.url(), "tools"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("__region"), "{}", run.stdout);
+    assert!(!run.stdout.contains("weigh"), "{}", run.stdout);
+    assert!(
+        run.stderr.contains("tool weigh of server")
+            && run.stderr.contains(
+                "left out: x-mcp-header at /properties/kilos: only string, integer and \
+                 boolean properties may be headers, not \"number\""
+            ),
+        "{}",
+        run.stderr
+    );
+    let run = dir.cli(&["--http", &server.url(), "call", "weigh", "kilos=2"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("tool weigh of server"),
+        "{}",
+        run.stderr
+    );
+    let run = dir.cli(&[
+        "--http",
+        &server.url(),
+        "call",
+        "region",
+        "region=eu",
+        "query=q",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stderr.is_empty(), "{}", run.stderr);
+}
+
 #[test]
 fn configured_headers_reach_the_server_with_their_variables_expanded() {
     // The fixture's `token` mode serves only requests carrying `Authorization: Bearer good`.
