@@ -212,6 +212,13 @@ enum Answer {
     Input { request: u64, key: String },
 }
 
+impl Answer {
+    /// Whether it is an input request of our request `id`.
+    fn is_for(&self, id: u64) -> bool {
+        matches!(self, Answer::Input { request, .. } if *request == id)
+    }
+}
+
 enum State {
     /// [`Protocol::Auto`]: the `server/discover` probe is in flight; every request is held
     /// until the era is known.
@@ -779,8 +786,11 @@ impl Connection {
     /// Sends request `id` again once it waits for input and none of its round is open.
     fn resend_when_settled(&mut self, now: Instant, id: u64) {
         let waiting = (self.pending.get(id)).is_some_and(|p| p.wire.is_none() && !p.held);
-        let open = |open: &OpenServerRequest| matches!(open.answer, Answer::Input { request, .. } if request == id);
-        if waiting && !self.server_requests.values().any(open) {
+        let open = self
+            .server_requests
+            .values()
+            .any(|open| open.answer.is_for(id));
+        if waiting && !open {
             self.resend(now, id);
         }
     }
@@ -1349,9 +1359,7 @@ impl Connection {
             }
             // Off the wire: it may wait for input, which nobody needs now.
             if pending.wire.is_none() {
-                self.server_requests.retain(|_, open| {
-                    !matches!(open.answer, Answer::Input { request, .. } if request == id)
-                });
+                (self.server_requests).retain(|_, open| !open.answer.is_for(id));
             }
             let id = RequestId(id);
             self.events.push_back(Event::Response { id, result });
