@@ -215,7 +215,7 @@ fn through_every_command(served: &Configured, name: &str) {
         .as_array()
         .unwrap()
         .iter()
-        .find(|t| t["name"] == "peer__add");
+        .find(|t| t["qualifiedName"] == "peer__add");
     let add = add.unwrap_or_else(|| panic!("{tools:#}"));
     assert_eq!(add["inputSchema"]["required"], json!(["a", "b"]), "{add}");
 
