@@ -2,7 +2,8 @@
 # The client command the official MCP conformance suite runs for each client scenario: mcp-cli
 # against the scenario's server, whose URL is the last argument. The scenario's name comes in
 # MCP_CONFORMANCE_SCENARIO, its extra facts (a pre-registered client) in MCP_CONFORMANCE_CONTEXT.
-# MCP_CLI names the mcp-cli binary (default: the one on PATH).
+# MCP_CLI names the mcp-cli binary (default: the one on PATH); when CONFORMANCE_CLIENT_STATUS
+# names a file, this script's exit status is written there (the suite does not record it).
 set -euo pipefail
 
 url="${!#}"
@@ -11,7 +12,14 @@ mcp_cli="${MCP_CLI:-mcp-cli}"
 
 # Tokens, client registrations and logs of this run only; no warm daemon.
 state="$(mktemp -d)"
-trap 'rm -rf "$state"' EXIT
+finish() {
+    local status=$?
+    rm -rf "$state"
+    if [ -n "${CONFORMANCE_CLIENT_STATUS:-}" ]; then
+        echo "$status" >"$CONFORMANCE_CLIENT_STATUS"
+    fi
+}
+trap finish EXIT
 export XDG_STATE_HOME="$state" MCP_CLI_NO_DAEMON=1
 
 # The JSON context, read by the Node.js the suite itself runs on: `context FIELD` prints one
@@ -76,7 +84,7 @@ http-standard-headers)
 http-custom-headers)
     # The x-mcp-header arguments the context lists, mirrored into Mcp-Param-* headers.
     tool_calls | while IFS=$'\t' read -r tool arguments; do
-        "$mcp_cli" --http "$url" call "$tool" --args "$arguments"
+        "$mcp_cli" --http "$url" call "$tool" --args "$arguments" </dev/null
     done
     ;;
 http-invalid-tool-headers)

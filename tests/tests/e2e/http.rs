@@ -309,11 +309,17 @@ fn close_ends_the_session_with_delete() {
         let found = lines.iter().position(|line| line.starts_with(start));
         found.unwrap_or_else(|| panic!("no {start:?} in\n{requests}"))
     };
-    // `initialized` is over before anything else goes out; DELETE comes after the work.
-    assert_eq!(at("POST /mcp rpc=initialize session=-"), 0, "{requests}");
+    // The era's probe, refused by this handshake-era server, then `initialize`; `initialized`
+    // is over before anything else goes out; DELETE comes after the work.
+    assert_eq!(
+        at("POST /mcp rpc=server/discover session=-"),
+        0,
+        "{requests}"
+    );
+    assert_eq!(at("POST /mcp rpc=initialize session=-"), 1, "{requests}");
     assert_eq!(
         at("POST /mcp rpc=notifications/initialized session=s1"),
-        1,
+        2,
         "{requests}"
     );
     assert!(at("POST /mcp rpc=tools/list session=s1") < at("DELETE /mcp rpc=- session=s1"));
