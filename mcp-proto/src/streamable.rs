@@ -289,8 +289,8 @@ pub struct HttpConnection {
     next_exchange: u64,
     /// The exchange carrying each request's answer.
     by_request: BTreeMap<RequestId, ExchangeId>,
-    /// POSTs whose JSON body was a response: it answered its request, even when the answer
-    /// (`input_required`) sends the request again under another exchange.
+    /// POSTs whose JSON body or event stream carried a response: it answered its request, even
+    /// when the answer (`input_required`) sends the request again under another exchange.
     answered: BTreeSet<ExchangeId>,
     /// How often each request's answer stream has been resumed in a row from the same event,
     /// and that event's id.
@@ -578,6 +578,11 @@ impl HttpConnection {
                 Affected::Nothing
             }
             Reply::BodyEnded(_) if self.answered.contains(&exchange) => Affected::Nothing,
+            // The end of initialize's answered stream still tells where the server's own
+            // stream is to take over.
+            Reply::StreamEnded { .. } if self.answered.contains(&exchange) && !initialize => {
+                Affected::Nothing
+            }
             Reply::BodyEnded(detail) => {
                 let why = format!("POST {url}: {detail}");
                 if let Some(id) = request {

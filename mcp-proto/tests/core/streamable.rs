@@ -868,6 +868,22 @@ fn a_broken_stream_fails_its_request_instead_of_resuming() {
 /// the input request reaches the caller, and the answer goes again in a POST of its own.
 #[test]
 fn an_input_required_body_answers_its_post_and_the_request_goes_again() {
+    input_required_then(Reply::BodyEnded("HTTP 200 OK with a JSON body".into()));
+}
+
+/// The same answer as an event stream (rmcp streams every answer): the stream's end after it
+/// fails nothing either.
+#[test]
+fn an_input_required_event_answers_its_post_and_the_request_goes_again() {
+    input_required_then(Reply::StreamEnded {
+        why: "the event stream ended".into(),
+        last_event_id: None,
+        retry: None,
+    });
+}
+
+/// An `input_required` answer to a POST, then `ended` (how its body ended), then the round.
+fn input_required_then(ended: Reply) {
     let now = Instant::now();
     let mut config = Config::default();
     config.capabilities.elicitation = true;
@@ -887,7 +903,6 @@ fn an_input_required_body_answers_its_post_and_the_request_goes_again() {
     http.handle_reply(now, post.id, Reply::Head { session: None });
     let message = result_for(&post, round).to_string().into_bytes();
     http.handle_reply(now, post.id, Reply::Message(message));
-    let ended = Reply::BodyEnded("HTTP 200 OK with a JSON body".into());
     http.handle_reply(now, post.id, ended);
     done(&mut http, now, post.id);
     let asked = match events(&mut http).as_slice() {

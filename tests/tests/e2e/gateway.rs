@@ -358,7 +358,7 @@ fn bad_input_from_the_host_gets_errors_and_harms_no_backend() {
 }
 
 /// A host that writes raw lines to `serve` and reads its answers.
-struct RawHost {
+pub(crate) struct RawHost {
     stdin: Option<std::process::ChildStdin>,
     stdout: BufReader<std::process::ChildStdout>,
 }
@@ -372,7 +372,7 @@ impl RawHost {
 
     /// [`start`](Self::start), for a test that checks the first list whole (as the SDK
     /// clients do, see `serve_env`): `tools/list` waits for a backend slow to start.
-    fn start_patient(
+    pub(crate) fn start_patient(
         scratch: &Scratch,
         args: &[&str],
         capabilities: &str,
@@ -402,7 +402,7 @@ impl RawHost {
     }
 
     /// Sends request `id` and reads lines until its answer, skipping notifications.
-    fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
+    pub(crate) fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
         let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         let mut line = self.exchange(&request.to_string());
         while line["id"] != id {
@@ -412,14 +412,14 @@ impl RawHost {
     }
 
     /// The next line `serve` writes.
-    fn next(&mut self) -> Value {
+    pub(crate) fn next(&mut self) -> Value {
         let mut line = String::new();
         self.stdout.read_line(&mut line).unwrap();
         serde_json::from_str(&line).unwrap_or_else(|_| panic!("not JSON: {line:?}"))
     }
 
     /// The shown names `tools/list` answers with.
-    fn tool_names(&mut self, id: u64) -> Vec<String> {
+    pub(crate) fn tool_names(&mut self, id: u64) -> Vec<String> {
         let listed = self.request(id, "tools/list", json!({}));
         (listed["result"]["tools"].as_array())
             .unwrap_or_else(|| panic!("{listed}"))
@@ -429,7 +429,7 @@ impl RawHost {
     }
 
     /// Writes `line`, expecting no answer (a notification).
-    fn send(&mut self, line: &str) {
+    pub(crate) fn send(&mut self, line: &str) {
         let stdin = self.stdin.as_mut().unwrap();
         stdin.write_all(format!("{line}\n").as_bytes()).unwrap();
     }

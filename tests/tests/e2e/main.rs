@@ -47,6 +47,13 @@ mod real_servers;
 /// The modern (2026-07-28) test peers on the TypeScript, Python and Rust SDKs, by raw lines.
 mod modern_servers;
 
+/// The modern test peers through the `mcp-cli` binary, over stdio and HTTP: every command,
+/// the era cached, `serve` as their client, a call cancelled by its timeout.
+mod modern_cli;
+
+/// The fixtures' stateless-era misbehaviours through the `mcp-cli` binary, over stdio and HTTP.
+mod eras_cli;
+
 /// Resources, prompts, completion, subscriptions, roots and elicitation, against the fixture
 /// and the real server-everything.
 mod resources;
