@@ -11,7 +11,7 @@ use crate::jsonrpc::{self, Input, Message, ResponseError, StatelessMeta};
 use crate::pending::{Origin, Outstanding, ProgressToken, deadline_after, read_id};
 use crate::request::{Params, Request};
 use crate::stateless::{self, Outcome};
-use crate::types::{Implementation, Notification, ServerCapabilities, ServerInfo};
+use crate::types::{Implementation, Notification, ServerInfo};
 use crate::{
     Era, HANDSHAKE_VERSIONS, LATEST_PROTOCOL_VERSION, LATEST_STATELESS_VERSION, Protocol,
     STATELESS_VERSIONS,
@@ -1402,13 +1402,7 @@ fn parse_initialize_result(result: Value, requested: &str) -> Result<ServerInfo,
         Some(info) => serde_json::from_value(info)
             .map_err(|error| invalid(&format!("`serverInfo`: {error}")))?,
     };
-    let capabilities = (result.get("capabilities"))
-        .map(ServerCapabilities::read)
-        .unwrap_or_default();
-    let instructions = match result.remove("instructions") {
-        Some(Value::String(text)) => Some(text),
-        _ => None,
-    };
+    let (capabilities, instructions) = crate::stateless::capabilities_and_instructions(&mut result);
     Ok(ServerInfo {
         protocol_version: version,
         supported_versions: Vec::new(),

@@ -50,13 +50,7 @@ pub(crate) fn read_discover_result(result: Value) -> Result<ServerInfo, String> 
             serde_json::from_value(info).map_err(|error| format!("serverInfo: {error}"))?
         }
     };
-    let capabilities = (result.get("capabilities"))
-        .map(ServerCapabilities::read)
-        .unwrap_or_default();
-    let instructions = match result.remove("instructions") {
-        Some(Value::String(text)) => Some(text),
-        _ => None,
-    };
+    let (capabilities, instructions) = crate::stateless::capabilities_and_instructions(&mut result);
     Ok(ServerInfo {
         protocol_version: String::new(),
         supported_versions,
@@ -64,6 +58,21 @@ pub(crate) fn read_discover_result(result: Value) -> Result<ServerInfo, String> 
         capabilities,
         instructions,
     })
+}
+
+/// The `capabilities` and `instructions` of a handshake or discover result, as both eras
+/// read them: capabilities of an odd shape declare nothing; instructions only as text.
+pub(crate) fn capabilities_and_instructions(
+    result: &mut Map<String, Value>,
+) -> (ServerCapabilities, Option<String>) {
+    let capabilities = (result.get("capabilities"))
+        .map(ServerCapabilities::read)
+        .unwrap_or_default();
+    let instructions = match result.remove("instructions") {
+        Some(Value::String(text)) => Some(text),
+        _ => None,
+    };
+    (capabilities, instructions)
 }
 
 /// What a stateless-era result's `resultType` says.
