@@ -938,7 +938,11 @@ impl Connection {
                 }
                 self.events.push_back(Event::Notification(notification));
             }
-            Message::Response { id, result } => self.handle_response(now, &id, result),
+            Message::Response {
+                id,
+                result,
+                server_info,
+            } => self.handle_response(now, &id, result, server_info),
         }
     }
 
@@ -1038,15 +1042,23 @@ impl Connection {
         pending.is_some_and(|p| p.progress_token == Some(ProgressToken::OwnId))
     }
 
-    fn handle_response(&mut self, now: Instant, id: &Value, result: Result<Value, ResponseError>) {
+    fn handle_response(
+        &mut self,
+        now: Instant,
+        id: &Value,
+        result: Result<Value, ResponseError>,
+        server_info: Option<String>,
+    ) {
         let wire = read_id(id);
         match self.state {
             State::Initializing { id, .. } if wire == Some(id) => {
                 return self.finish_handshake(now, result);
             }
-            State::Probing { id, .. } if wire == Some(id) => return self.finish_probe(now, result),
+            State::Probing { id, .. } if wire == Some(id) => {
+                return self.finish_probe(now, result, server_info);
+            }
             State::Discovering { id, .. } if wire == Some(id) => {
-                return self.finish_discover(now, result);
+                return self.finish_discover(now, result, server_info);
             }
             _ => {}
         }
@@ -1178,7 +1190,12 @@ impl Connection {
     }
 
     /// The probe's answer decides the era.
-    fn finish_probe(&mut self, now: Instant, result: Result<Value, ResponseError>) {
+    fn finish_probe(
+        &mut self,
+        now: Instant,
+        result: Result<Value, ResponseError>,
+        server_info: Option<String>,
+    ) {
         let State::Probing {
             retried,
             held_replies,
@@ -1190,7 +1207,7 @@ impl Connection {
         let retried = *retried;
         let held_replies = std::mem::take(held_replies);
         let handshake = match result {
-            Ok(result) => match stateless::read_discover_result(result) {
+            Ok(result) => match stateless::read_discover_result(result, server_info) {
                 Ok(server) => {
                     match stateless::mutual(&server.supported_versions, STATELESS_VERSIONS) {
                         Some(version) => {
@@ -1222,7 +1239,12 @@ impl Connection {
     }
 
     /// The answer to `server/discover` at a fixed stateless revision.
-    fn finish_discover(&mut self, now: Instant, result: Result<Value, ResponseError>) {
+    fn finish_discover(
+        &mut self,
+        now: Instant,
+        result: Result<Value, ResponseError>,
+        server_info: Option<String>,
+    ) {
         let State::Discovering { retried, .. } = self.state else {
             return;
         };
@@ -1230,7 +1252,7 @@ impl Connection {
             return;
         };
         let detail = match result {
-            Ok(result) => match stateless::read_discover_result(result) {
+            Ok(result) => match stateless::read_discover_result(result, server_info) {
                 Ok(server) => return self.ready(server, version, Vec::new()),
                 Err(detail) => format!("its `server/discover` result is unreadable: {detail}"),
             },

@@ -9,6 +9,7 @@ use serde_json::{Map, Value, json};
 
 use crate::error::RpcError;
 use crate::framing::LineError;
+use crate::stateless;
 
 /// One message from the server, classified by its fields.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,6 +29,9 @@ pub(crate) enum Message {
     Response {
         id: Value,
         result: Result<Value, ResponseError>,
+        /// The JSON text of the result's `_meta` `serverInfo`, read out of the result (see
+        /// [`stateless::ResultMembers`]).
+        server_info: Option<String>,
     },
 }
 
@@ -279,7 +283,7 @@ fn read_message<'de, A: MapAccess<'de>>(
             Member::Id => id = Some(map.next_value()?),
             Member::Method => method = Some(map.next_value::<Text<'de>>()?.0),
             Member::Params => params = Some(map.next_value()?),
-            Member::Result => result = Some(map.next_value()?),
+            Member::Result => result = Some(map.next_value::<stateless::ResultMembers>()?),
             Member::Error => error = Some(map.next_value()?),
             Member::Other => {
                 map.next_value::<IgnoredAny>()?;
@@ -338,21 +342,26 @@ fn classify_call(
 
 fn classify_response(
     id: Option<Value>,
-    result: Option<Value>,
+    mut result: Option<stateless::ResultMembers>,
     error: Option<Value>,
 ) -> Result<Message, LineError> {
     let Some(id) = id else {
         return Err(not_jsonrpc("neither `method` nor `id`"));
     };
+    let server_info = result.as_mut().and_then(|result| result.server_info.take());
     let result = match (result, error) {
-        (Some(result), None) => Ok(result),
+        (Some(result), None) => Ok(result.result),
         (None, Some(error)) => Err(decode_error(error)),
         (Some(_), Some(_)) => Err(ResponseError::Invalid(
             "response has both `result` and `error`".to_owned(),
         )),
         (None, None) => return Err(not_jsonrpc("response without `result` or `error`")),
     };
-    Ok(Message::Response { id, result })
+    Ok(Message::Response {
+        id,
+        result,
+        server_info,
+    })
 }
 
 fn decode_error(error: Value) -> ResponseError {
@@ -649,7 +658,8 @@ mod tests {
             one(r#"{"jsonrpc":"2.0","id":3,"result":{}}"#),
             Ok(Message::Response {
                 id: json!(3),
-                result: Ok(json!({}))
+                result: Ok(json!({})),
+                server_info: None
             })
         );
         assert_eq!(
@@ -660,7 +670,8 @@ mod tests {
                     code: -32601,
                     message: "no".into(),
                     data: None
-                }))
+                })),
+                server_info: None
             })
         );
     }
@@ -712,7 +723,13 @@ mod tests {
 
     #[test]
     fn members_mean_what_they_would_mean_in_a_map() {
-        let response = |id, result| Ok(Message::Response { id, result });
+        let response = |id, result| {
+            Ok(Message::Response {
+                id,
+                result,
+                server_info: None,
+            })
+        };
         assert_eq!(
             one(r#"{"jsonrpc":"2.0","id":1,"result":null}"#),
             response(json!(1), Ok(Value::Null))

@@ -451,7 +451,7 @@ impl ServerConnection {
         match message {
             Message::Request { id, method, params } => self.handle_request(id, method, params),
             Message::Notification { method, params } => self.handle_notification(method, params),
-            Message::Response { id, result } => self.handle_response(now, &id, result),
+            Message::Response { id, result, .. } => self.handle_response(now, &id, result),
         }
     }
 

@@ -2,6 +2,8 @@
 //! the connection: the `server/discover` result, `resultType` and the input rounds of
 //! multi-round-trip requests, and the `subscriptions/listen` filter.
 
+use serde::de::{Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use crate::request::{Params, Request};
@@ -27,8 +29,126 @@ pub(crate) fn mutual<S: AsRef<str>>(theirs: &[S], ours: &[&'static str]) -> Opti
     (ours.iter().copied()).find(|version| theirs.iter().any(|v| v.as_ref() == *version))
 }
 
-/// Reads a `server/discover` result; `protocol_version` is left for the caller to choose.
-pub(crate) fn read_discover_result(result: Value) -> Result<ServerInfo, String> {
+/// A result as the line is parsed: the members that describe the exchange rather than the
+/// result (`resultType: "complete"`, `_meta`'s `serverInfo`) are read out on the way, so the
+/// result handed on is what a handshake-era server would send, and they cost no values. An
+/// answer of this era carries them on every result; built as values they made decoding a
+/// call's answer cost twice the handshake era's.
+pub(crate) struct ResultMembers {
+    pub(crate) result: Value,
+    /// `_meta`'s `io.modelcontextprotocol/serverInfo`, as JSON text: `server/discover` reads it.
+    pub(crate) server_info: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for ResultMembers {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(ObjectVisitor { meta: false })
+    }
+}
+
+/// Reads a result (`meta: false`) or its `_meta` (`meta: true`), member by member; anything
+/// that is not an object is read as the value it is.
+struct ObjectVisitor {
+    meta: bool,
+}
+
+impl<'de> DeserializeSeed<'de> for ObjectVisitor {
+    type Value = ResultMembers;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<ResultMembers, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl ObjectVisitor {
+    fn plain<E>(value: Value) -> Result<ResultMembers, E> {
+        Ok(ResultMembers {
+            result: value,
+            server_info: None,
+        })
+    }
+}
+
+impl<'de> Visitor<'de> for ObjectVisitor {
+    type Value = ResultMembers;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("any JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ResultMembers, A::Error> {
+        let mut members = Map::new();
+        let mut server_info = None;
+        while let Some(key) = map.next_key::<String>()? {
+            match (self.meta, key.as_str()) {
+                (false, "resultType") => {
+                    let kind: Value = map.next_value()?;
+                    if kind != "complete" {
+                        members.insert(key, kind);
+                    }
+                }
+                (false, "_meta") => {
+                    let meta = map.next_value_seed(ObjectVisitor { meta: true })?;
+                    // Nothing else in it: no `_meta` at all, as from a handshake-era server.
+                    let emptied = meta.server_info.is_some()
+                        && meta.result.as_object().is_some_and(Map::is_empty);
+                    server_info = meta.server_info;
+                    if !emptied {
+                        members.insert(key, meta.result);
+                    }
+                }
+                (true, SERVER_INFO) => {
+                    let info: &'de RawValue = map.next_value()?;
+                    server_info = Some(info.get().to_owned());
+                }
+                _ => {
+                    let value = map.next_value()?;
+                    members.insert(key, value);
+                }
+            }
+        }
+        Ok(ResultMembers {
+            result: Value::Object(members),
+            server_info,
+        })
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<ResultMembers, A::Error> {
+        let items = Vec::<Value>::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))?;
+        Self::plain(Value::Array(items))
+    }
+
+    fn visit_bool<E>(self, value: bool) -> Result<ResultMembers, E> {
+        Self::plain(Value::Bool(value))
+    }
+
+    fn visit_i64<E>(self, value: i64) -> Result<ResultMembers, E> {
+        Self::plain(Value::from(value))
+    }
+
+    fn visit_u64<E>(self, value: u64) -> Result<ResultMembers, E> {
+        Self::plain(Value::from(value))
+    }
+
+    fn visit_f64<E>(self, value: f64) -> Result<ResultMembers, E> {
+        Self::plain(Value::from(value))
+    }
+
+    fn visit_str<E>(self, value: &str) -> Result<ResultMembers, E> {
+        Self::plain(Value::from(value))
+    }
+
+    fn visit_unit<E>(self) -> Result<ResultMembers, E> {
+        Self::plain(Value::Null)
+    }
+}
+
+/// Reads a `server/discover` result, and the `serverInfo` its `_meta` held (see
+/// [`ResultMembers`]); `protocol_version` is left for the caller to choose.
+pub(crate) fn read_discover_result(
+    result: Value,
+    meta_info: Option<String>,
+) -> Result<ServerInfo, String> {
     let Value::Object(mut result) = result else {
         return Err("not an object".to_owned());
     };
@@ -42,8 +162,11 @@ pub(crate) fn read_discover_result(result: Value) -> Result<ServerInfo, String> 
         _ => return Err("`supportedVersions` is missing or not an array".to_owned()),
     };
     // Where the revision puts it, or (leniently) where `initialize` did.
-    let meta_info =
-        (result.get_mut("_meta")).and_then(|meta| meta.as_object_mut()?.remove(SERVER_INFO));
+    let meta_info = match meta_info.map(|text| serde_json::from_str(&text)) {
+        Some(Ok(info)) => Some(info),
+        Some(Err(error)) => return Err(format!("serverInfo: {error}")),
+        None => None,
+    };
     let server = match meta_info.or_else(|| result.remove("serverInfo")) {
         None | Some(Value::Null) => Implementation::default(),
         Some(info) => {

@@ -492,10 +492,48 @@ fn ping_and_set_level_are_refused_locally_in_the_stateless_era() {
     assert!(lines(&mut conn).is_empty());
 }
 
+/// `resultType: "complete"` and `_meta`'s `serverInfo` describe the exchange: the caller gets
+/// the result as a handshake-era server sends it, with the rest of `_meta` as sent.
+#[test]
+fn a_result_comes_without_the_members_that_describe_the_exchange() {
+    let now = Instant::now();
+    let (mut conn, server) = probed(now, Config::default());
+    let info = json!({"name": "modern", "version": "2"});
+    let cases = [
+        (
+            json!({"content": [], "resultType": "complete",
+                   "_meta": {"io.modelcontextprotocol/serverInfo": info}}),
+            json!({"content": []}),
+        ),
+        (
+            json!({"content": [], "_meta": {"io.modelcontextprotocol/serverInfo": info,
+                                            "trace": "t1"}}),
+            json!({"content": [], "_meta": {"trace": "t1"}}),
+        ),
+        // Nothing but protocol members inside: an empty `_meta` the server sent stays.
+        (json!({"_meta": {}}), json!({"_meta": {}})),
+        (json!({"_meta": 5}), json!({"_meta": 5})),
+        // Only the result's own `_meta` is read: deeper ones are content.
+        (
+            json!({"content": [{"type": "text", "text": "x",
+                                "_meta": {"io.modelcontextprotocol/serverInfo": info}}]}),
+            json!({"content": [{"type": "text", "text": "x",
+                                "_meta": {"io.modelcontextprotocol/serverInfo": info}}]}),
+        ),
+    ];
+    for (sent, handed_on) in cases {
+        let id = conn.request(now, Request::new("tools/call", None)).unwrap();
+        server.respond(&mut conn, now, id, sent);
+        assert_eq!(next_response(&mut conn), (id, Ok(handed_on)));
+    }
+}
+
 #[test]
 fn result_type_absent_or_complete_is_a_result_and_anything_else_an_error() {
     let now = Instant::now();
     let (mut conn, server) = probed(now, Config::default());
+    // What the caller gets: the result without the members that describe the exchange.
+    let listed = json!({"tools": []});
     let cases = [
         (json!({"tools": []}), None),
         (json!({"resultType": "complete", "tools": []}), None),
@@ -515,7 +553,7 @@ fn result_type_absent_or_complete_is_a_result_and_anything_else_an_error() {
         let (answered, outcome) = next_response(&mut conn);
         assert_eq!(answered, id);
         match error {
-            None => assert_eq!(outcome, Ok(result)),
+            None => assert_eq!(outcome, Ok(listed.clone())),
             Some(error) => {
                 assert_eq!(
                     outcome,
@@ -629,7 +667,7 @@ fn input_rounds_echo_the_state_under_new_ids_and_leave_other_requests_alone() {
     );
     assert_eq!(
         next_response(&mut conn),
-        (other, Ok(json!({"content": [], "resultType": "complete"})))
+        (other, Ok(json!({"content": []})))
     );
 
     server.send(
