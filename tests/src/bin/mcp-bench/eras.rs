@@ -7,8 +7,8 @@ use mcp_smol::proto::{self, Connection, Event, LATEST_PROTOCOL_VERSION, Protocol
 use serde_json::json;
 
 use crate::{
-    Bins, IN_FLIGHT, REPETITIONS, Sequential, Server, Table, client_pipelined, client_sequential,
-    floor_pipelined, floor_sequential,
+    Bins, IN_FLIGHT, REPETITIONS, Sequential, Server, Table, client_pipelined_cpu,
+    client_sequential, floor_pipelined, floor_sequential,
 };
 
 /// The stateless revision measured.
@@ -204,15 +204,15 @@ fn fixture_in(bins: &Bins, revision: &'static str) -> Server {
 pub(crate) fn end_to_end_rows(bins: &Bins, table: &mut Table) {
     let [handshake, stateless] = ERAS.map(|(_, revision)| fixture_in(bins, revision));
     // What the fixture and the pipe cost in each era, without a client: the floor of the ratio.
-    let (stateless_runs, handshake_runs) = crate::alternate(
+    let (stateless_floors, handshake_floors) = crate::alternate(
         || floor_sequential(bins, true),
         || floor_sequential(bins, false),
     );
     let median = |runs: &[Sequential]| runs.iter().map(|run| run.median).collect::<Vec<_>>();
     table.row_latency(
         "raw-pipe floor (no client), sequential echo, median latency",
-        &median(&stateless_runs),
-        &median(&handshake_runs),
+        &median(&stateless_floors),
+        &median(&handshake_floors),
     );
     let (stateless_rates, handshake_rates) = crate::alternate(
         || floor_pipelined(bins, true),
@@ -238,14 +238,35 @@ pub(crate) fn end_to_end_rows(bins: &Bins, table: &mut Table) {
     };
     row("median latency", |run| run.median);
     row("CPU per call", |run| run.cpu_per_call);
-    let (stateless_rates, handshake_rates) = crate::alternate(
-        || client_pipelined(&stateless),
-        || client_pipelined(&handshake),
+    // What the client adds to the floor of its era: the era's cost to the client, without
+    // what the fixture and the pipe spend on the era's larger messages.
+    let share = |runs: &[Sequential], floors: &[Sequential]| -> Vec<f64> {
+        (runs.iter().zip(floors))
+            .map(|(run, floor)| run.median - floor.median)
+            .collect()
+    };
+    table.row_latency(
+        "fixture, sequential echo, the client's share (median latency less the floor's)",
+        &share(&stateless_runs, &stateless_floors),
+        &share(&handshake_runs, &handshake_floors),
     );
+    let (stateless_runs, handshake_runs) = crate::alternate(
+        || client_pipelined_cpu(&stateless),
+        || client_pipelined_cpu(&handshake),
+    );
+    let rates = |runs: &[(f64, f64)]| runs.iter().map(|run| run.0).collect::<Vec<_>>();
     table.row_rate(
         &format!("fixture, pipelined echo ({IN_FLIGHT} in flight), calls/s"),
-        &stateless_rates,
-        &handshake_rates,
+        &rates(&stateless_runs),
+        &rates(&handshake_runs),
+    );
+    // The rate above is the client's and the fixture's CPU together (they share one); this
+    // is the client's alone.
+    let cpu = |runs: &[(f64, f64)]| runs.iter().map(|run| run.1).collect::<Vec<_>>();
+    table.row_latency(
+        &format!("fixture, pipelined echo ({IN_FLIGHT} in flight), client CPU per call"),
+        &cpu(&stateless_runs),
+        &cpu(&handshake_runs),
     );
 
     // The first call: each era known, and the stateless server behind a probe.

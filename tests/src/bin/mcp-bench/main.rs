@@ -333,10 +333,17 @@ fn client_sequential(server: &Server, same_thread: bool) -> Sequential {
 
 /// Calls per second with `IN_FLIGHT` calls outstanding.
 fn client_pipelined(server: &Server) -> f64 {
+    client_pipelined_cpu(server).0
+}
+
+/// Calls per second with `IN_FLIGHT` calls outstanding, and the client's CPU per call: the
+/// rate counts the server's CPU too, where both share one.
+fn client_pipelined_cpu(server: &Server) -> (f64, f64) {
     smol::block_on(async {
         let client = mcp_smol::connect(&server.command, server.options())
             .await
             .unwrap();
+        let cpu = process_cpu();
         let started = Instant::now();
         let workers: Vec<_> = (0..IN_FLIGHT)
             .map(|worker| {
@@ -356,8 +363,9 @@ fn client_pipelined(server: &Server) -> f64 {
             worker.await;
         }
         let rate = PIPELINED_CALLS as f64 / started.elapsed().as_secs_f64();
+        let cpu_per_call = (process_cpu() - cpu) / PIPELINED_CALLS as f64;
         client.close().await;
-        rate
+        (rate, cpu_per_call)
     })
 }
 
