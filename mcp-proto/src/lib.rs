@@ -47,7 +47,10 @@
 //! connection closes with [`CloseReason::NotStateless`]. [`Connection::era`] tells the era.
 //!
 //! In the stateless era `ping` and `logging/setLevel` are refused at the call
-//! ([`SendError::NotInEra`]); a result's `resultType` is checked; `tools/call`,
+//! ([`SendError::NotInEra`]); a result's `resultType` is checked, and the members that
+//! describe the exchange (`resultType: "complete"`, `_meta`'s
+//! `io.modelcontextprotocol/serverInfo`) are read out of it, so a result reads as a
+//! handshake-era server would send it; `tools/call`,
 //! `prompts/get` and `resources/read` may take several rounds (`input_required`: each
 //! input request comes as an [`Event::ServerRequest`] naming the request, answered with
 //! [`Connection::respond`] like any other; then the request goes again under a new wire id

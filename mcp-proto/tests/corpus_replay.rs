@@ -7,6 +7,10 @@
 #[allow(dead_code, unreachable_pub)]
 mod checks;
 
+#[path = "../../fuzz/src/http_check.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod http_check;
+
 use std::path::Path;
 
 fn replay(target: &str, check: fn(&[u8])) {
@@ -52,4 +56,9 @@ fn server_corpus() {
 #[test]
 fn sse_corpus() {
     replay("sse", checks::check_sse);
+}
+
+#[test]
+fn http_corpus() {
+    replay("http", http_check::check_http);
 }
