@@ -139,3 +139,52 @@ async fn host(hub: &Hub, args: &[String]) -> u8 {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Run from a folder whose `.mcp.json` and `.mcp-cli.toml` define servers, the agent
+    /// reaches neither them nor a built-in preset's name: only the file it is given. (The only
+    /// test in this binary, so changing the working directory disturbs no other.)
+    #[tokio::test(flavor = "current_thread")]
+    async fn names_outside_the_named_file_reach_nothing() {
+        let dir = std::env::temp_dir().join(format!("mcp-example-host-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // Either project server, started, would leave this file behind.
+        let reached = dir.join("reached");
+        let touch = json!({"command": "touch", "args": [reached]});
+        let project = json!({"mcpServers": {"proj": touch}}).to_string();
+        std::fs::write(dir.join(".mcp.json"), project).unwrap();
+        let local = format!("[mcp.local]\ncommand = \"touch\"\nargs = [{reached:?}]\n");
+        std::fs::write(dir.join(".mcp-cli.toml"), local).unwrap();
+        std::fs::write(dir.join("agent.toml"), "[mcp.named]\ncommand = \"true\"\n").unwrap();
+        std::env::set_current_dir(&dir).unwrap();
+
+        let config = Config::from_files(&["agent.toml"]).unwrap();
+        let hub = Hub::new(config, Settings::builder().client("test", "0").build());
+        let guesses = [
+            "filesystem__read_text_file",
+            "everything__echo",
+            "memory__read_graph",
+            "proj__anything",
+            "local__anything",
+        ];
+        for guess in guesses {
+            assert_eq!(host(&hub, &[guess.to_owned()]).await, 2, "{guess}");
+            let error = hub.call(guess, json!({})).await.unwrap_err();
+            assert!(
+                matches!(&error, HubError::UnknownServer { known, .. } if known == &["named"]),
+                "{guess}: {error:?}"
+            );
+        }
+        let servers: Vec<String> = hub.status().into_iter().map(|s| s.name).collect();
+        assert_eq!(servers, ["named"]);
+        hub.shutdown().await;
+        assert!(
+            !reached.exists(),
+            "a server of the working directory was started"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

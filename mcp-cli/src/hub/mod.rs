@@ -28,9 +28,11 @@
 //!   ([`config::load_with_presets`](crate::config::load_with_presets)): they are listed, but
 //!   join the catalogue (and start) only when no file defines any server, or when they are
 //!   named.
-//! - **Neutral**: servers hear [`Settings::client_name`] and [`Settings::client_version`]; the
-//!   hub reads no `MCP_CLI_*` variable and prints nothing (a browser login's URL goes to
-//!   [`auth::Settings::notice`](crate::auth::Settings::notice)).
+//! - **Neutral**: servers hear [`Settings::client_name`] and [`Settings::client_version`]; no
+//!   `MCP_CLI_*` variable changes what the hub does, and it prints nothing (a browser login's
+//!   URL goes to [`auth::Settings::notice`](crate::auth::Settings::notice)). The one such
+//!   variable it reads, `MCP_CLI_GATEWAY_DEPTH`, it passes to its servers one higher, so that
+//!   a config whose server runs mcp-cli's own gateway cannot start itself without end.
 //! - **Policy**: a server the allow/deny lists keep out is `denied` and never spawned; a tool
 //!   that `enabled_tools`/`disabled_tools` or a `deny` rule leaves out is never listed and
 //!   cannot be called; a tool an `ask` rule covers is called only once [`Settings::ask`]
