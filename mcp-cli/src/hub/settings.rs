@@ -178,3 +178,54 @@ impl SettingsBuilder {
         self.settings
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Action, Glob, Rule};
+
+    #[test]
+    fn the_builder_sets_each_field_of_its_name_and_keeps_the_rest_default() {
+        let settings = Settings::builder()
+            .client("agent", "2.0.0")
+            .log_dir("/logs")
+            .pin_dir("/pins")
+            .era_file("/eras.json")
+            .grace_period(Duration::from_secs(5))
+            .term_period(Duration::from_secs(1))
+            .handshake_timeout(Duration::from_secs(30))
+            .ask(|ask: Ask| async move { Err(format!("no {}", ask.tool)) })
+            .elicit(|_| async { ElicitAnswer::Decline })
+            .build();
+        assert_eq!(
+            (
+                settings.client_name.as_str(),
+                settings.client_version.as_str()
+            ),
+            ("agent", "2.0.0")
+        );
+        assert_eq!(settings.log_dir, Some(PathBuf::from("/logs")));
+        assert_eq!(settings.pin_dir, Some(PathBuf::from("/pins")));
+        assert_eq!(settings.era_file, Some(PathBuf::from("/eras.json")));
+        assert_eq!(settings.grace_period, Duration::from_secs(5));
+        assert_eq!(settings.term_period, Duration::from_secs(1));
+        assert_eq!(settings.handshake_timeout, Some(Duration::from_secs(30)));
+        assert!(settings.executor.is_none());
+        let ask = Ask {
+            tool: "fx__add".to_owned(),
+            arguments: serde_json::json!({}),
+            rule: Rule {
+                tool: Glob::new("fx__add").unwrap(),
+                action: Action::Ask,
+                origin: "/c.toml line 1".to_owned(),
+            },
+        };
+        let handler = settings.ask.expect("an ask handler");
+        let answer = futures_lite::future::block_on(handler.decide(ask));
+        assert_eq!(answer, Err("no fx__add".to_owned()));
+        assert!(settings.elicit.is_some());
+        let plain = Settings::builder().build();
+        assert_eq!(plain.client_name, Settings::default().client_name);
+        assert!(plain.ask.is_none() && plain.elicit.is_none());
+    }
+}
