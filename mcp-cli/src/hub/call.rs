@@ -103,10 +103,10 @@ impl Hub {
     /// ```no_run
     /// # async fn demo(hub: &mcp_cli::hub::Hub) -> Result<(), mcp_cli::hub::HubError> {
     /// use std::time::Duration;
-    /// let args = serde_json::json!({"message": "hi"});
-    /// let result = hub.call("everything__echo", args.clone()).await?;
+    /// use serde_json::json;
+    /// let result = hub.call("everything__echo", json!({"message": "hi"})).await?;
     /// let slow = hub
-    ///     .call("everything__longRunningOperation", args)
+    ///     .call("everything__trigger-long-running-operation", json!({"duration": 5, "steps": 5}))
     ///     .timeout(Duration::from_secs(30))
     ///     .on_progress(|p| eprintln!("{} of {:?}", p.progress, p.total))
     ///     .await?;
