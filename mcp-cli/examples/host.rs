@@ -1,6 +1,7 @@
-//! An agent host embedding the hub, as the README's "Embedding" section shows it: a hub built
-//! from one named config file and nothing else, its catalogue, a call, the file's `deny` and
-//! `ask` rules at work, the hub's events, and a clean shutdown.
+//! An agent host embedding the hub under tokio, as the README's "Embedding" section shows it:
+//! a hub built from one named config file and nothing else, its catalogue, a call by the name
+//! a model would give, the file's `deny` and `ask` rules at work, the hub's events, and a
+//! clean shutdown.
 //!
 //! `cargo run -p mcp-cli --example host -- CONFIG [TOOL [JSON_ARGUMENTS]]`
 //!
@@ -23,66 +24,70 @@
 //! ```
 
 use std::io::{BufRead, Write};
-use std::sync::Arc;
+use std::process::ExitCode;
+use std::time::Duration;
 
 use mcp_cli::config::Config;
-use mcp_cli::hub::{Ask, AskHandler, Hub, HubEvent, Settings};
-use serde_json::{Value, json};
+use mcp_cli::hub::{Approval, Ask, Hub, HubError, HubEvent, Settings};
+use mcp_cli::serde_json::{self, Value, json};
 
-fn main() {
+// The hub runs its servers on a thread of its own, so any runtime (or none) will do.
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some((config_path, args)) = args.split_first() else {
         eprintln!("usage: host CONFIG [TOOL [JSON_ARGUMENTS]]");
-        std::process::exit(2);
+        return ExitCode::from(2);
     };
-    // Exactly this file: `config::load` takes the files it is given and adds nothing.
+    // Exactly this file: no presets, no discovery.
     let config = match Config::from_files(&[config_path]) {
         Ok(config) => config,
         Err(error) => {
             eprintln!("host: {error}");
-            std::process::exit(2);
+            return ExitCode::from(2);
         }
     };
-    let settings = Settings {
-        // The host's own name and version, sent to servers in `initialize`.
-        client_name: "example-host".to_owned(),
-        client_version: "0.1.0".to_owned(),
-        ask: Some(ask_on_the_terminal()),
-        ..Settings::default()
-    };
+    let settings = Settings::builder()
+        .client("example-host", "0.1.0") // what servers hear in `initialize`
+        .ask(ask_on_the_terminal)
+        .build();
     let hub = Hub::new(config, settings); // nothing starts yet
-    let code = async_io::block_on(async {
-        let code = host(&hub, args).await;
-        hub.shutdown().await; // every server stopped, in parallel
-        code
+    // List changes, crashes and the like, from now on, on a task of their own.
+    let events = hub.events();
+    let listener = tokio::spawn(async move {
+        while let Ok(event) = events.recv().await {
+            match event {
+                HubEvent::Failed { server, reason } => eprintln!("host: {server} ended: {reason}"),
+                HubEvent::Lagged { missed } => eprintln!("host: missed {missed} events"),
+                other => eprintln!("host: {other:?}"),
+            }
+        }
     });
-    std::process::exit(code);
+    let code = host(&hub, args).await;
+    hub.shutdown().await; // every server stopped, in parallel
+    drop(hub); // and with the last clone of the hub, the event stream ends
+    let _ = listener.await;
+    ExitCode::from(code)
 }
 
 /// Asks on the terminal before a call an `ask` rule covers; anything but "y" refuses it. The
-/// question waits on a thread of its own, so the hub's other servers keep going meanwhile.
-fn ask_on_the_terminal() -> AskHandler {
-    Arc::new(|ask: Ask| {
-        let (answer, answered) = async_channel::bounded(1);
-        std::thread::spawn(move || {
-            eprint!("host: call {} with {}? [y/N] ", ask.tool, ask.arguments);
-            let _ = std::io::stderr().flush();
-            let mut line = String::new();
-            let _ = std::io::stdin().lock().read_line(&mut line);
-            let _ = answer.send_blocking(matches!(line.trim(), "y" | "yes"));
-        });
-        Box::pin(async move {
-            match answered.recv().await {
-                Ok(true) => Ok(()),
-                _ => Err("declined at the terminal".to_owned()),
-            }
-        })
-    })
+/// question waits on a blocking thread, so the runtime and the hub keep going meanwhile.
+async fn ask_on_the_terminal(ask: Ask) -> Approval {
+    let question = format!("host: call {} with {}? [y/N] ", ask.tool, ask.arguments);
+    let answered = tokio::task::spawn_blocking(move || {
+        eprint!("{question}");
+        let _ = std::io::stderr().flush();
+        let mut line = String::new();
+        let _ = std::io::stdin().lock().read_line(&mut line);
+        matches!(line.trim(), "y" | "yes")
+    });
+    match answered.await {
+        Ok(true) => Ok(()),
+        _ => Err("declined at the terminal".to_owned()),
+    }
 }
 
-async fn host(hub: &Hub, args: &[String]) -> i32 {
-    // Listened to from now on: list changes and crashes arrive here.
-    let events = hub.events();
+async fn host(hub: &Hub, args: &[String]) -> u8 {
     // Every server starts in parallel; the ones that cannot are reported, not fatal.
     let catalogue = hub.catalogue().await;
     for (server, error) in &catalogue.failures {
@@ -95,46 +100,91 @@ async fn host(hub: &Hub, args: &[String]) -> i32 {
     }
     let (name, arguments) = match args {
         [name, arguments, ..] => match serde_json::from_str::<Value>(arguments) {
-            Ok(arguments) => (name.clone(), arguments),
+            Ok(arguments) => (name, arguments),
             Err(error) => {
                 eprintln!("host: the arguments are not JSON: {error}");
                 return 2;
             }
         },
-        [name] => (name.clone(), json!({})),
+        [name] => (name, json!({})),
         [] => return 0,
     };
-    // A name the config does not define, or a denied tool, is an error here, never a start.
-    let code = match hub.find(&name).await {
-        Ok(tool) => {
-            let progress =
-                |p: mcp_smol::proto::Progress| eprintln!("host: progress {}", p.progress);
-            // A tool an `ask` rule covers is called only once the handler allows it.
-            match hub.call(&tool, arguments, &progress).await {
-                Ok(raw) => show(&name, raw),
-                Err(error) => {
-                    eprintln!("host: {error}");
-                    3
-                }
-            }
+    // The name as a model gives it. One the config does not define, or a denied tool, is an
+    // error here, never a start; one an `ask` rule covers is called once the handler allows.
+    let called = hub
+        .call(name, arguments)
+        .timeout(Duration::from_secs(60))
+        .on_progress(|p| eprintln!("host: progress {}", p.progress))
+        .await;
+    match called {
+        Ok(result) => {
+            println!("--- {name}:\n{result:#}");
+            u8::from(result["isError"] == true)
         }
-        Err(error) => {
-            eprintln!("host: {error}");
+        // Chosen by variant and code, never by the message's text.
+        Err(error @ (HubError::UnknownServer { .. } | HubError::UnknownTool { .. })) => {
+            eprintln!("host: no such tool: {error}");
             2
         }
-    };
-    while let Ok(event) = events.try_recv() {
-        match event {
-            HubEvent::Failed { server, reason } => eprintln!("host: {server} ended: {reason}"),
-            other => eprintln!("host: {other:?}"),
+        Err(error @ (HubError::ToolDenied { .. } | HubError::NotApproved { .. })) => {
+            eprintln!("host: refused: {error}");
+            4
+        }
+        Err(error) => {
+            match error.rpc_code() {
+                Some(code) => eprintln!("host: the server answered error {code}: {error}"),
+                None => eprintln!("host: {error}"),
+            }
+            3
         }
     }
-    code
 }
 
-/// A call's result as the server sent it; the exit code says whether the tool reported an
-/// error.
-fn show(name: &str, result: Value) -> i32 {
-    println!("--- {name}:\n{result:#}");
-    i32::from(result["isError"] == true)
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Run from a folder whose `.mcp.json` and `.mcp-cli.toml` define servers, the agent
+    /// reaches neither them nor a built-in preset's name: only the file it is given. (The only
+    /// test in this binary, so changing the working directory disturbs no other.)
+    #[tokio::test(flavor = "current_thread")]
+    async fn names_outside_the_named_file_reach_nothing() {
+        let dir = std::env::temp_dir().join(format!("mcp-example-host-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // Either project server, started, would leave this file behind.
+        let reached = dir.join("reached");
+        let touch = json!({"command": "touch", "args": [reached]});
+        let project = json!({"mcpServers": {"proj": touch}}).to_string();
+        std::fs::write(dir.join(".mcp.json"), project).unwrap();
+        let local = format!("[mcp.local]\ncommand = \"touch\"\nargs = [{reached:?}]\n");
+        std::fs::write(dir.join(".mcp-cli.toml"), local).unwrap();
+        std::fs::write(dir.join("agent.toml"), "[mcp.named]\ncommand = \"true\"\n").unwrap();
+        std::env::set_current_dir(&dir).unwrap();
+
+        let config = Config::from_files(&["agent.toml"]).unwrap();
+        let hub = Hub::new(config, Settings::builder().client("test", "0").build());
+        let guesses = [
+            "filesystem__read_text_file",
+            "everything__echo",
+            "memory__read_graph",
+            "proj__anything",
+            "local__anything",
+        ];
+        for guess in guesses {
+            assert_eq!(host(&hub, &[guess.to_owned()]).await, 2, "{guess}");
+            let error = hub.call(guess, json!({})).await.unwrap_err();
+            assert!(
+                matches!(&error, HubError::UnknownServer { known, .. } if known == &["named"]),
+                "{guess}: {error:?}"
+            );
+        }
+        let servers: Vec<String> = hub.status().into_iter().map(|s| s.name).collect();
+        assert_eq!(servers, ["named"]);
+        hub.shutdown().await;
+        assert!(
+            !reached.exists(),
+            "a server of the working directory was started"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -1,7 +1,6 @@
 //! `ask` rules on the command line: a y/N question on the terminal, or `--yes`.
 
 use std::io::{BufRead, IsTerminal, Write};
-use std::sync::Arc;
 
 use crate::hub::{Approval, Ask, AskHandler};
 use crate::output;
@@ -9,8 +8,8 @@ use crate::spinner;
 
 /// Approves everything with `--yes`; else asks on the terminal, and refuses without one.
 pub(crate) fn handler(yes: bool) -> AskHandler {
-    Arc::new(move |ask: Ask| {
-        Box::pin(async move {
+    AskHandler::new(move |ask: Ask| {
+        async move {
             if yes {
                 return Ok(());
             }
@@ -19,7 +18,7 @@ pub(crate) fn handler(yes: bool) -> AskHandler {
             }
             // Off the executor's thread, so that Ctrl-C is still noticed while we wait.
             blocking::unblock(move || ask_on_terminal(&ask)).await
-        })
+        }
     })
 }
 

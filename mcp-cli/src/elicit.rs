@@ -5,7 +5,6 @@
 //! a form is declined at once, unless `--yes` lets its defaults answer it.
 
 use std::io::{BufRead, IsTerminal, Write};
-use std::sync::Arc;
 
 use serde_json::{Map, Number, Value};
 
@@ -15,8 +14,8 @@ use crate::spinner;
 /// Asks on the terminal. Without one, `yes` (`--yes`) accepts a form every required field
 /// of which has a default, with every default filled in; otherwise it is declined.
 pub(crate) fn handler(yes: bool) -> ElicitHandler {
-    Arc::new(move |elicitation: Elicitation| {
-        Box::pin(async move {
+    ElicitHandler::new(move |elicitation: Elicitation| {
+        async move {
             if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
                 return match yes {
                     true => defaults(&elicitation.schema),
@@ -30,7 +29,7 @@ pub(crate) fn handler(yes: bool) -> ElicitHandler {
                 form(&elicitation, &mut input, &mut std::io::stderr())
             })
             .await
-        })
+        }
     })
 }
 

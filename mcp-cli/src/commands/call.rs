@@ -39,14 +39,10 @@ pub(crate) async fn run(
             progress_text(progress)
         ));
     };
-    let called = ctx
-        .hub
-        .call_within(
-            &tool,
-            Value::Object(arguments),
-            ctx.call_timeout,
-            &show_progress,
-        )
+    let called = (ctx.hub)
+        .call(&tool, Value::Object(arguments))
+        .timeout(ctx.call_timeout)
+        .on_progress(show_progress)
         .await;
     drop(spinner);
     // Shown before the servers are closed: one that outlives its stdin would otherwise hold

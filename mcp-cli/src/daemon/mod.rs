@@ -189,7 +189,7 @@ async fn answer_forms(
             "elicitation/create" => {
                 let params = request.params.as_ref();
                 let form = crate::hub::Elicitation::of_relayed("the daemon", params);
-                Ok(handler(form).await.to_result())
+                Ok(handler.fill(form).await.to_result())
             }
             method => Err(mcp_smol::proto::RpcError::method_not_found(method)),
         };

@@ -67,9 +67,9 @@ impl HostLink {
     /// declared that it can; otherwise the call is refused with the reason.
     pub(crate) fn ask_handler(&self) -> AskHandler {
         let (server, can_ask) = (self.server.clone(), self.client.declares("elicitation"));
-        Arc::new(move |ask: Ask| {
+        AskHandler::new(move |ask: Ask| {
             let server = server.clone();
-            Box::pin(async move {
+            async move {
                 if !can_ask {
                     return Err(
                         "the host cannot be asked: it did not declare the elicitation \
@@ -91,7 +91,7 @@ impl HostLink {
                     Ok(answer) => Err(format!("the host answered {}", answer.action)),
                     Err(error) => Err(format!("asking the host failed: {error}")),
                 }
-            })
+            }
         })
     }
 }
@@ -156,9 +156,9 @@ impl Relay {
     /// The hub's handler: each form to the host waiting on the server that asks.
     pub(crate) fn handler(&self) -> ElicitHandler {
         let relay = self.clone();
-        Arc::new(move |elicitation: Elicitation| {
+        ElicitHandler::new(move |elicitation: Elicitation| {
             let host = relay.host_for(&elicitation.server);
-            Box::pin(async move {
+            async move {
                 let Some(host) = host else {
                     return ElicitAnswer::Decline;
                 };
@@ -169,7 +169,7 @@ impl Relay {
                     // A host that cannot answer has not said yes.
                     Err(_) => ElicitAnswer::Cancel,
                 }
-            })
+            }
         })
     }
 }

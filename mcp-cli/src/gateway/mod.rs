@@ -382,7 +382,9 @@ impl Gateway {
         // What the server asks of a person while the call runs goes to this host.
         let _waiting = self.relay.wait_on(Some(&entry.server), host);
         match (self.hub)
-            .call_within(entry, arguments, self.call_timeout, &report)
+            .call(entry, arguments)
+            .timeout(self.call_timeout)
+            .on_progress(report)
             .await
         {
             Ok(result) => result,

@@ -2,9 +2,7 @@
 //! each mapped back to its server, beside its resources, resource templates and prompts; and
 //! calls through it.
 
-use std::time::Duration;
-
-use mcp_smol::proto::{Notification, Progress, Request, Tool};
+use mcp_smol::proto::Tool;
 use serde_json::Value;
 
 use crate::config::{Action, Rule};
@@ -197,6 +195,13 @@ impl Hub {
     /// Finds a tool by the name a program or a person gives: `SERVER__TOOL` (as the
     /// catalogue shows it) or `SERVER.TOOL`. Starts the server if it must.
     pub async fn find(&self, qualified: &str) -> Result<ToolEntry, HubError> {
+        let (server, tool) = self.locate(qualified)?;
+        self.find_tool(&server, &tool).await
+    }
+
+    /// The configured server a qualified tool name (`SERVER__TOOL`, `SERVER.TOOL`) names, and
+    /// the tool part as given; starts nothing.
+    pub(crate) fn locate(&self, qualified: &str) -> Result<(String, String), HubError> {
         let is_server = |name: &str| self.resolve(name).is_ok();
         let Some((server, tool)) = names::split_qualified(qualified, is_server) else {
             return Err(HubError::UnknownServer {
@@ -204,8 +209,7 @@ impl Hub {
                 known: self.status().into_iter().map(|s| s.name).collect(),
             });
         };
-        let server = self.resolve(&server)?;
-        self.find_tool(&server, &tool).await
+        Ok((self.resolve(&server)?, tool))
     }
 
     /// Finds one tool of `server` (a configured name) by its own name, its name without the
@@ -272,72 +276,6 @@ impl Hub {
         }
     }
 
-    /// Calls a tool found through the catalogue, asking first if an `ask` rule covers it.
-    /// Returns the result object as the server sent it (decode it with
-    /// [`CallToolResult::from_value`](crate::CallToolResult::from_value)); a result with
-    /// `isError` is still `Ok`. `on_progress`
-    /// hears the server's progress notifications while the call runs.
-    ///
-    /// The policy is applied again here, to the server's tools as they are now: an entry
-    /// found before a pin changed, or made by hand, gets no further than a fresh one would.
-    pub async fn call(
-        &self,
-        tool: &ToolEntry,
-        arguments: Value,
-        on_progress: &(dyn Fn(Progress) + Sync),
-    ) -> Result<Value, HubError> {
-        self.call_within(tool, arguments, None, on_progress).await
-    }
-
-    /// [`call`](Self::call), given `timeout` instead of the server's own call timeout (the
-    /// CLI's `--timeout`): it limits this call alone, not the server's handshake, its
-    /// listings, or anyone else's calls to it.
-    pub async fn call_within(
-        &self,
-        tool: &ToolEntry,
-        arguments: Value,
-        timeout: Option<Duration>,
-        on_progress: &(dyn Fn(Progress) + Sync),
-    ) -> Result<Value, HubError> {
-        let tool = &self
-            .admit(&tool.server, &tool.tool.name, &arguments)
-            .await?;
-        let slot = self.inner.slot(&tool.server)?;
-        let live = slot.ensure_running(&self.inner).await?;
-        let notes = live.client.notifications().await;
-        // A token of the hub's own, so that calls running side by side on one server (a
-        // gateway's hosts) each hear only their own progress.
-        let token = Value::String(format!("mcp-cli-{}", self.inner.next_progress_token()));
-        let mut request =
-            Request::call_tool(&tool.tool.name, arguments).progress_token(token.clone());
-        if let Some(timeout) = timeout {
-            request = request.timeout(timeout);
-        }
-        let call = live.client.request(request.untyped());
-        let ours = |note: Notification| note.progress().filter(|p| p.progress_token == token);
-        let progress = async {
-            while let Ok(note) = notes.recv().await {
-                if let Some(progress) = ours(note) {
-                    on_progress(progress);
-                }
-            }
-            // The connection ended; the call is about to fail and say why.
-            std::future::pending().await
-        };
-        let result = futures_lite::future::or(call, progress).await;
-        // Progress the server sent just before its answer is already in the channel: it was
-        // dispatched first, so it is passed on before the result is.
-        while let Ok(note) = notes.try_recv() {
-            if let Some(progress) = ours(note) {
-                on_progress(progress);
-            }
-        }
-        result.map_err(|error| HubError::Server {
-            server: tool.server.clone(),
-            error,
-        })
-    }
-
     /// The one gate every route to a tool passes: the tool of `server` named `name` (its own
     /// name) as the policy and the pins let it be called, once an `ask` rule covering it has
     /// been answered yes.
@@ -355,7 +293,7 @@ impl Hub {
                 rule: rule.clone(),
             };
             let approval = match &self.inner.settings.ask {
-                Some(handler) => handler(ask).await,
+                Some(handler) => handler.decide(ask).await,
                 None => Err("nobody to ask".to_owned()),
             };
             if let Err(why) = approval {

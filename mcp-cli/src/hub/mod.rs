@@ -13,8 +13,7 @@
 //! for tool in &catalogue.tools {
 //!     println!("{}", tool.name);                    // everything__echo, ...
 //! }
-//! let echo = hub.find("everything__echo").await?;
-//! let result = hub.call(&echo, serde_json::json!({"message": "hi"}), &|_| {}).await?;
+//! let result = hub.call("everything__echo", serde_json::json!({"message": "hi"})).await?;
 //! hub.shutdown().await;                             // every server stopped, in parallel
 //! # Ok(()) }
 //! ```
@@ -29,9 +28,11 @@
 //!   ([`config::load_with_presets`](crate::config::load_with_presets)): they are listed, but
 //!   join the catalogue (and start) only when no file defines any server, or when they are
 //!   named.
-//! - **Neutral**: servers hear [`Settings::client_name`] and [`Settings::client_version`]; the
-//!   hub reads no `MCP_CLI_*` variable and prints nothing (a browser login's URL goes to
-//!   [`auth::Settings::notice`](crate::auth::Settings::notice)).
+//! - **Neutral**: servers hear [`Settings::client_name`] and [`Settings::client_version`]; no
+//!   `MCP_CLI_*` variable changes what the hub does, and it prints nothing (a browser login's
+//!   URL goes to [`auth::Settings::notice`](crate::auth::Settings::notice)). The one such
+//!   variable it reads, `MCP_CLI_GATEWAY_DEPTH`, it passes to its servers one higher, so that
+//!   a config whose server runs mcp-cli's own gateway cannot start itself without end.
 //! - **Policy**: a server the allow/deny lists keep out is `denied` and never spawned; a tool
 //!   that `enabled_tools`/`disabled_tools` or a `deny` rule leaves out is never listed and
 //!   cannot be called; a tool an `ask` rule covers is called only once [`Settings::ask`]
@@ -55,9 +56,27 @@
 //!   `file://` URIs; with [`Settings::elicit`] the hub fills in servers' forms.
 //! - **Shutdown**: [`shutdown`](Hub::shutdown) closes every server in parallel through
 //!   mcp-smol; [`terminate`](Hub::terminate) does it without the grace period (for signals).
+//!
+//! # Dropping and cancelling
+//!
+//! - **The hub**: every clone is a handle to one hub. When the last one is dropped without
+//!   [`shutdown`](Hub::shutdown), each running server is closed all the same (stdin closed,
+//!   the grace period, SIGTERM, SIGKILL to its process group), in the background on the
+//!   hub's executor: its own thread, or [`Settings::executor`], which must then keep running
+//!   until they are gone. Await [`shutdown`](Hub::shutdown) to know when they are.
+//! - **A call's future** ([`Hub::call`]): dropped before the request is sent (while the server
+//!   starts, or an `ask` handler decides), nothing is sent; dropped after, the server is sent
+//!   `notifications/cancelled` for it and its answer, if one still comes, is discarded. The
+//!   server keeps running; other calls to it go on. A call's own
+//!   [`timeout`](Call::timeout) cancels it the same way and fails it as timed out.
+//! - **An event receiver** ([`Hub::events`]): dropped, the hub stops sending to it; the other
+//!   receivers are not affected. One that is kept but not read costs at most 256 events,
+//!   then learns how many it missed ([`HubEvent::Lagged`]). Every receiver ends (after the
+//!   events it holds) once the last clone of the hub is dropped.
 
 mod ask;
 mod cache;
+mod call;
 mod catalogue;
 mod eras;
 mod error;
@@ -68,10 +87,10 @@ mod pins;
 mod reload;
 mod sandbox;
 mod server_requests;
+mod settings;
 mod slot;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
@@ -82,11 +101,13 @@ use mcp_smol::proto::Era;
 use serde::Serialize;
 
 pub use ask::{Approval, Ask, AskHandler};
+pub use call::{Call, ToolRef};
 pub use catalogue::{Catalogue, ToolEntry};
 pub use error::HubError;
 pub use features::{PromptEntry, ResourceEntry, Skipped, TemplateEntry};
 pub use pins::{ApproveChanges, PinChange};
 pub use server_requests::{ElicitAnswer, ElicitHandler, Elicitation};
+pub use settings::{Settings, SettingsBuilder};
 
 #[cfg(feature = "cli")]
 pub(crate) use eras::short_digest;
@@ -95,82 +116,6 @@ use crate::config::{Config, Policy, Server, ServerSpec, Source};
 use crate::logs::RunLog;
 use crate::names;
 use slot::Slot;
-
-/// How the hub runs its servers.
-#[derive(Clone)]
-pub struct Settings {
-    /// Where each server's stderr log goes (`<name>.log`); `None` keeps only the tail.
-    pub log_dir: Option<PathBuf>,
-    /// Sent to servers as `clientInfo.name`: the embedder's own name; the crate's by default.
-    pub client_name: String,
-    /// Sent to servers as `clientInfo.version`; the crate's by default.
-    pub client_version: String,
-    /// How long a server gets to exit after its stdin closes, before SIGTERM.
-    pub grace_period: Duration,
-    /// How long a server gets between SIGTERM and SIGKILL when it is stopped.
-    pub term_period: Duration,
-    /// The handshake budget of servers whose entry sets none (hosts' `MCP_TIMEOUT`); else
-    /// 10 s, or 120 s for launchers that install on first use (`npx`, `uvx`, ...).
-    pub handshake_timeout: Option<Duration>,
-    /// Runs the servers' drivers and the hub's watchers. The caller must run it; `None` gives
-    /// the hub an executor of its own, on a thread of its own.
-    pub executor: Option<Arc<Executor<'static>>>,
-    /// Decides on calls that an `ask` rule covers; `None` refuses them.
-    pub ask: Option<AskHandler>,
-    /// Fills in forms servers ask for; with it, every server is told the hub can
-    /// (`elicitation` capability). `None` declares nothing and servers do not ask.
-    pub elicit: Option<ElicitHandler>,
-    /// Where tool definitions are pinned (`<server>.json`): a pinned tool whose definition
-    /// changes is withheld until [`Hub::trust`]. `None` pins nothing.
-    pub pin_dir: Option<PathBuf>,
-    /// Where the revision each `auto` server spoke last is kept (`eras.json`), so that the
-    /// next connection speaks it at once instead of probing. `None` keeps nothing.
-    pub era_file: Option<PathBuf>,
-    /// The OAuth of remote servers: whether one asking for authorization may start a login
-    /// ([`auth::Settings::login`](crate::auth::Settings::login)), where tokens are kept, who
-    /// shows the login URL. Nothing here comes from `MCP_CLI_*` variables; a server entry's
-    /// own client and scopes win over it.
-    pub auth: crate::auth::Settings,
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        Self {
-            log_dir: None,
-            client_name: env!("CARGO_PKG_NAME").to_owned(),
-            client_version: env!("CARGO_PKG_VERSION").to_owned(),
-            grace_period: Duration::from_secs(2),
-            // Long enough to flush a file, short enough that Ctrl-C still feels immediate.
-            term_period: Duration::from_millis(500),
-            handshake_timeout: None,
-            executor: None,
-            ask: None,
-            elicit: None,
-            pin_dir: None,
-            era_file: None,
-            auth: crate::auth::Settings::default(),
-        }
-    }
-}
-
-impl std::fmt::Debug for Settings {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Settings")
-            .field("log_dir", &self.log_dir)
-            .field("client_name", &self.client_name)
-            .field("client_version", &self.client_version)
-            .field("grace_period", &self.grace_period)
-            .field("term_period", &self.term_period)
-            .field("handshake_timeout", &self.handshake_timeout)
-            .field("executor", &self.executor.is_some())
-            .field("ask", &self.ask.is_some())
-            .field("elicit", &self.elicit.is_some())
-            .field("pin_dir", &self.pin_dir)
-            .field("era_file", &self.era_file)
-            .field("auth", &self.auth)
-            .finish()
-    }
-}
 
 /// Where a server stands, as `servers` shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

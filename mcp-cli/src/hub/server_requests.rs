@@ -83,10 +83,34 @@ impl ElicitAnswer {
     }
 }
 
+type Fill = dyn Fn(Elicitation) -> Pin<Box<dyn Future<Output = ElicitAnswer> + Send>> + Send + Sync;
+
 /// Fills in servers' forms: a form on the terminal in the CLI. With one in the settings, the
 /// hub declares the `elicitation` capability; without, it does not, and servers do not ask.
-pub type ElicitHandler =
-    Arc<dyn Fn(Elicitation) -> Pin<Box<dyn Future<Output = ElicitAnswer> + Send>> + Send + Sync>;
+/// Cheap to clone.
+#[derive(Clone)]
+pub struct ElicitHandler(Arc<Fill>);
+
+impl ElicitHandler {
+    /// A handler from an async closure (or any function returning a future).
+    pub fn new<F, Fut>(fill: F) -> Self
+    where
+        F: Fn(Elicitation) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ElicitAnswer> + Send + 'static,
+    {
+        Self(Arc::new(move |elicitation| Box::pin(fill(elicitation))))
+    }
+
+    pub(crate) async fn fill(&self, elicitation: Elicitation) -> ElicitAnswer {
+        (self.0)(elicitation).await
+    }
+}
+
+impl std::fmt::Debug for ElicitHandler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ElicitHandler")
+    }
+}
 
 /// Answers one server's requests until its connection ends; `roots_answered` hears once a
 /// `roots/list` has been answered.
@@ -103,7 +127,7 @@ pub(crate) async fn serve(
             ("roots/list", _) => Ok(roots_result(&roots)),
             ("elicitation/create", Some(handler)) => {
                 let elicitation = Elicitation::of(&server, request.params.as_ref());
-                Ok(handler(elicitation).await.to_result())
+                Ok(handler.fill(elicitation).await.to_result())
             }
             (method, _) => Err(RpcError::method_not_found(method)),
         };

@@ -1,6 +1,7 @@
 //! The host layer embedded as an agent would: lazy starts, crash and restart, the restart
 //! limit, list changes, parallel starts, policy and shutdown.
 
+use std::future::IntoFuture;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -51,7 +52,7 @@ async fn shut_down(hub: &Hub, name: &str) {
 
 async fn echo(hub: &Hub, name: &str, text: &str) -> Result<Value, HubError> {
     let tool = hub.find(&format!("{name}__echo")).await?;
-    hub.call(&tool, json!({ "text": text }), &|_| {}).await
+    hub.call(&tool, json!({ "text": text })).await
 }
 
 fn text_of(result: &Value) -> &str {
@@ -213,16 +214,16 @@ fn policy_denies_servers_and_tools_and_asks_for_others() {
     let config = mcp_cli::config::load(&[(path, true)], &env).unwrap();
     let asked = Arc::new(std::sync::Mutex::new(Vec::<Ask>::new()));
     let record = asked.clone();
-    let handler: AskHandler = Arc::new(move |ask: Ask| {
+    let handler = AskHandler::new(move |ask: Ask| {
         let allow = ask.arguments["a"] == 1;
         record.lock().unwrap().push(ask);
-        Box::pin(async move {
+        async move {
             if allow {
                 Ok(())
             } else {
                 Err("declined".into())
             }
-        })
+        }
     });
     bounded(async {
         let hub = Hub::new(
@@ -270,12 +271,9 @@ fn policy_denies_servers_and_tools_and_asks_for_others() {
 
         let add = hub.find("fx__add").await.unwrap();
         assert!(add.ask.is_some());
-        let sum = hub
-            .call(&add, json!({"a": 1, "b": 2}), &|_| {})
-            .await
-            .unwrap();
+        let sum = hub.call(&add, json!({"a": 1, "b": 2})).await.unwrap();
         assert_eq!(text_of(&sum), "3");
-        let refused = hub.call(&add, json!({"a": 2, "b": 2}), &|_| {}).await;
+        let refused = hub.call(&add, json!({"a": 2, "b": 2})).await;
         assert!(
             matches!(&refused, Err(HubError::NotApproved { why, .. }) if why == "declined"),
             "{refused:?}"
@@ -329,11 +327,28 @@ fn every_route_to_a_tool_passes_the_policy() {
         let mut forged = hub.find("fx__echo").await.unwrap();
         forged.tool.name = "add".to_owned();
         forged.name = "fx__echo".to_owned();
-        let called = hub.call(&forged, json!({"a": 1, "b": 2}), &|_| {}).await;
+        let called = hub.call(&forged, json!({"a": 1, "b": 2})).await;
         assert!(
             matches!(called, Err(HubError::NotApproved { .. })),
             "{called:?}"
         );
+
+        // The name a model gives goes through the same gate, and so does a name that
+        // reaches a tool only once made provider-safe.
+        let by_name = hub.call("fx__fail", json!({})).await;
+        assert!(
+            matches!(by_name, Err(HubError::ToolDenied { .. })),
+            "{by_name:?}"
+        );
+        let by_name = hub.call("fx.blob", json!({})).await;
+        let filtered = matches!(by_name, Err(HubError::ToolFiltered { .. }));
+        assert!(filtered, "{by_name:?}");
+        let by_name = hub.call("fx__add", json!({"a": 1, "b": 2})).await;
+        let refused = matches!(by_name, Err(HubError::NotApproved { .. }));
+        assert!(refused, "{by_name:?}");
+        let name = String::from("fx__echo");
+        let echoed = hub.call(&name, echo_args("by name")).await.unwrap();
+        assert_eq!(text_of(&echoed), "by name");
 
         // What the gate lets through still goes the request way.
         let echoed = hub
@@ -351,6 +366,58 @@ fn every_route_to_a_tool_passes_the_policy() {
             "{stopped} reached the server: {received}"
         );
     }
+}
+
+/// A call whose future is dropped, and one whose own timeout runs out, are cancelled on the
+/// server (`notifications/cancelled` naming each call's request), and the server goes on
+/// serving.
+#[test]
+fn a_dropped_or_timed_out_call_is_cancelled_on_the_server() {
+    let dir = Scratch::new("hub-cancel");
+    let log = dir.0.join("received");
+    let command = fixture("good", &["--log-received", log.to_str().unwrap()]);
+    let hub = hub_of(vec![server("fx", command)], Policy::default(), None);
+    bounded(async {
+        // Dropped once its first progress report shows the server is working on it.
+        let (working, first_report) = smol::channel::bounded(1);
+        let call = (hub.call("fx__progress", json!({"steps": 1000, "ms": 20})))
+            .on_progress(move |_| _ = working.try_send(()))
+            .into_future();
+        let gave_up = async {
+            first_report.recv().await.unwrap();
+            None
+        };
+        let finished = futures_lite::future::or(async { Some(call.await) }, gave_up).await;
+        assert!(finished.is_none(), "{finished:?}");
+        let timed_out = (hub.call("fx__sleep", json!({"ms": 10_000})))
+            .timeout(Duration::from_millis(200))
+            .await;
+        assert!(
+            matches!(
+                timed_out,
+                Err(HubError::Server {
+                    error: mcp_cli::smol::Error::Request(mcp_cli::RequestError::TimedOut { .. }),
+                    ..
+                })
+            ),
+            "{timed_out:?}"
+        );
+        assert_eq!(text_of(&echo(&hub, "fx", "after").await.unwrap()), "after");
+        shut_down(&hub, "fx").await;
+    });
+    let received: Vec<Value> = (std::fs::read_to_string(&log).unwrap().lines())
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let call_id = |tool: &str| {
+        let call = received.iter().find(|m| m["params"]["name"] == tool);
+        call.map(|message| message["id"].clone())
+    };
+    let cancelled: Vec<Value> = (received.iter())
+        .filter(|message| message["method"] == "notifications/cancelled")
+        .map(|message| message["params"]["requestId"].clone())
+        .collect();
+    let (progress, sleep) = (call_id("progress").unwrap(), call_id("sleep").unwrap());
+    assert_eq!(cancelled, [progress, sleep], "{received:?}");
 }
 
 #[test]
@@ -387,8 +454,11 @@ fn a_hub_dropped_without_shutdown_still_lets_its_servers_go() {
         assert_group_gone(pid);
         assert_eq!(text_of(&echo(&hub, "fx", "again").await.unwrap()), "again");
         let pid = pid_of(&hub, "fx");
+        let events = hub.events();
         drop(hub);
         assert_group_gone(pid);
+        // The event stream ends with the hub.
+        while events.recv().await.is_ok() {}
     });
 }
 
@@ -407,7 +477,10 @@ fn every_progress_report_reaches_the_caller() {
             let count = |_| {
                 seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             };
-            let result = hub.call(&tool, json!({"steps": 3, "ms": 0}), &count).await;
+            let result = hub
+                .call(&tool, json!({"steps": 3, "ms": 0}))
+                .on_progress(count)
+                .await;
             assert_eq!(text_of(&result.unwrap()), "done 3 steps");
             assert_eq!(seen.load(std::sync::atomic::Ordering::SeqCst), 3);
         }
@@ -428,8 +501,12 @@ fn calls_side_by_side_each_hear_their_own_progress() {
         let (three, five) = (AtomicUsize::new(0), AtomicUsize::new(0));
         let on_three = |_| _ = three.fetch_add(1, SeqCst);
         let on_five = |_| _ = five.fetch_add(1, SeqCst);
-        let a = hub.call(&tool, json!({"steps": 3, "ms": 20}), &on_three);
-        let b = hub.call(&tool, json!({"steps": 5, "ms": 20}), &on_five);
+        let a = (hub.call(&tool, json!({"steps": 3, "ms": 20})))
+            .on_progress(on_three)
+            .into_future();
+        let b = (hub.call(&tool, json!({"steps": 5, "ms": 20})))
+            .on_progress(on_five)
+            .into_future();
         let (a, b) = futures_lite::future::zip(a, b).await;
         assert_eq!(text_of(&a.unwrap()), "done 3 steps");
         assert_eq!(text_of(&b.unwrap()), "done 5 steps");
@@ -450,14 +527,14 @@ fn errors_are_matched_by_code_and_key_not_by_text() {
             None,
         );
         let fail = hub.find("fx__fail").await.unwrap();
-        let error = (hub.call(&fail, json!({ "rpc": true }), &|_| {}).await).unwrap_err();
+        let error = (hub.call(&fail, json!({ "rpc": true })).await).unwrap_err();
         assert_eq!(error.rpc_code(), Some(-32603));
         assert!(matches!(
             error.rpc_error(),
             Some(mcp_cli::RpcError { code: -32603, .. })
         ));
         // A tool's own failure is a result, decoded with the re-exported type; no code.
-        let result = hub.call(&fail, json!({}), &|_| {}).await.unwrap();
+        let result = hub.call(&fail, json!({})).await.unwrap();
         assert!(
             mcp_cli::CallToolResult::from_value(result)
                 .unwrap()

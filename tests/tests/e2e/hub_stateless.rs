@@ -65,7 +65,7 @@ async fn until(what: &str, done: impl Fn() -> bool) {
 
 async fn echo(hub: &Hub, name: &str) -> Result<Value, mcp_cli::hub::HubError> {
     let tool = hub.find(&format!("{name}__echo")).await?;
-    hub.call(&tool, json!({ "text": "hi" }), &|_| {}).await
+    hub.call(&tool, json!({ "text": "hi" })).await
 }
 
 #[test]

@@ -505,7 +505,7 @@ fn filesystem_confines_itself_to_the_roots_in_its_config() {
             let hub = hub.clone();
             async move {
                 let tool = hub.find_tool("fs", tool).await.unwrap();
-                let raw = hub.call(&tool, arguments, &|_| {}).await.unwrap();
+                let raw = hub.call(&tool, arguments).await.unwrap();
                 let result = CallToolResult::from_value(raw).unwrap();
                 (result.is_error, crate::support::text(&result))
             }

@@ -1,0 +1,192 @@
+//! Calling a tool: by the name a model gives or by a catalogue entry, with per-call options,
+//! through the one policy gate.
+
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
+use std::time::Duration;
+
+use mcp_smol::proto::{Notification, Progress, Request};
+use serde_json::Value;
+
+use crate::hub::{Hub, HubError, ToolEntry};
+
+/// The tool a [`Call`] calls: a qualified name (`SERVER__TOOL` as the catalogue shows it, or
+/// `SERVER.TOOL`), or an entry found before. Made from `&str`, `&String` or `&ToolEntry`.
+#[derive(Debug, Clone, Copy)]
+pub enum ToolRef<'a> {
+    /// A qualified name, looked up when the call starts.
+    Name(&'a str),
+    /// An entry from the catalogue or [`Hub::find`]; looked up again when the call starts.
+    Entry(&'a ToolEntry),
+}
+
+impl<'a> From<&'a str> for ToolRef<'a> {
+    fn from(name: &'a str) -> Self {
+        Self::Name(name)
+    }
+}
+
+impl<'a> From<&'a String> for ToolRef<'a> {
+    fn from(name: &'a String) -> Self {
+        Self::Name(name)
+    }
+}
+
+impl<'a> From<&'a ToolEntry> for ToolRef<'a> {
+    fn from(entry: &'a ToolEntry) -> Self {
+        Self::Entry(entry)
+    }
+}
+
+type OnProgress<'a> = Box<dyn Fn(Progress) + Send + Sync + 'a>;
+
+/// One tool call, made by [`Hub::call`]: set its options, then `.await` it.
+///
+/// Dropping it before it is awaited does nothing. Dropping the awaited future (a `select!`, a
+/// timeout of the caller's own, an aborted task) stops the call where it is: before the
+/// request is sent (while the server starts, or an `ask` handler decides) nothing is sent;
+/// once it is sent, the server is told with `notifications/cancelled` and the answer, if it
+/// still comes, is dropped. The server keeps running for other calls.
+#[must_use = "a call does nothing until it is awaited"]
+pub struct Call<'a> {
+    hub: &'a Hub,
+    tool: ToolRef<'a>,
+    arguments: Value,
+    timeout: Option<Duration>,
+    on_progress: Option<OnProgress<'a>>,
+}
+
+impl std::fmt::Debug for Call<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Call")
+            .field("tool", &self.tool)
+            .field("arguments", &self.arguments)
+            .field("timeout", &self.timeout)
+            .field("on_progress", &self.on_progress.is_some())
+            .finish()
+    }
+}
+
+impl<'a> Call<'a> {
+    /// Gives this call `timeout` instead of the server's own call timeout (the CLI's
+    /// `--timeout`): it limits this call alone, not the server's start, its listings, or
+    /// anyone else's calls to it. When it runs out the call fails with
+    /// [`RequestError::TimedOut`](crate::RequestError::TimedOut) and the server is told
+    /// (`notifications/cancelled`). A progress report from the server starts it again, up to
+    /// the connection's longest total (ten minutes by default). `None` keeps the server's own.
+    pub fn timeout(mut self, timeout: impl Into<Option<Duration>>) -> Self {
+        self.timeout = timeout.into();
+        self
+    }
+
+    /// Hears the server's progress notifications for this call (and no other call's) while
+    /// it runs; every report sent before the answer arrives before the call returns.
+    pub fn on_progress(mut self, on_progress: impl Fn(Progress) + Send + Sync + 'a) -> Self {
+        self.on_progress = Some(Box::new(on_progress));
+        self
+    }
+}
+
+impl<'a> IntoFuture for Call<'a> {
+    type Output = Result<Value, HubError>;
+    type IntoFuture = Pin<Box<dyn Future<Output = Self::Output> + Send + 'a>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.run())
+    }
+}
+
+impl Hub {
+    /// Calls a tool, found by `tool`: the name a model gives (`"server__tool"`) or an entry
+    /// from the catalogue. Await the [`Call`], after setting its options if need be:
+    ///
+    /// ```no_run
+    /// # async fn demo(hub: &mcp_cli::hub::Hub) -> Result<(), mcp_cli::hub::HubError> {
+    /// use std::time::Duration;
+    /// use serde_json::json;
+    /// let result = hub.call("everything__echo", json!({"message": "hi"})).await?;
+    /// let slow = hub
+    ///     .call("everything__trigger-long-running-operation", json!({"duration": 5, "steps": 5}))
+    ///     .timeout(Duration::from_secs(30))
+    ///     .on_progress(|p| eprintln!("{} of {:?}", p.progress, p.total))
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// Starts the server if it must. The policy is applied when the call starts, to the
+    /// server's tools as they are then, exactly as for [`find`](Self::find): a name the config
+    /// does not define is [`HubError::UnknownServer`] and starts nothing; a tool a `deny` rule,
+    /// a tool filter or a changed pin leaves out is refused; one an `ask` rule covers waits
+    /// for [`Settings::ask`](crate::hub::Settings::ask) and is refused without it. An entry
+    /// found before a pin changed, or made by hand, gets no further than a fresh name would.
+    ///
+    /// Returns the result object as the server sent it (decode it with
+    /// [`CallToolResult::from_value`](crate::CallToolResult::from_value)); a result with
+    /// `isError` is still `Ok`. A JSON-RPC error from the server is
+    /// [`HubError::Server`], its code one call away ([`HubError::rpc_code`]).
+    pub fn call<'a>(&'a self, tool: impl Into<ToolRef<'a>>, arguments: Value) -> Call<'a> {
+        Call {
+            hub: self,
+            tool: tool.into(),
+            arguments,
+            timeout: None,
+            on_progress: None,
+        }
+    }
+}
+
+impl Call<'_> {
+    async fn run(self) -> Result<Value, HubError> {
+        let Call {
+            hub,
+            tool,
+            arguments,
+            timeout,
+            on_progress,
+        } = self;
+        let on_progress = |progress| {
+            if let Some(on_progress) = &on_progress {
+                on_progress(progress);
+            }
+        };
+        let (server, name) = match tool {
+            ToolRef::Name(qualified) => hub.locate(qualified)?,
+            ToolRef::Entry(entry) => (entry.server.clone(), entry.tool.name.clone()),
+        };
+        let tool = hub.admit(&server, &name, &arguments).await?;
+        let slot = hub.inner.slot(&tool.server)?;
+        let live = slot.ensure_running(&hub.inner).await?;
+        let notes = live.client.notifications().await;
+        // A token of the hub's own, so that calls running side by side on one server (a
+        // gateway's hosts) each hear only their own progress.
+        let token = Value::String(format!("mcp-cli-{}", hub.inner.next_progress_token()));
+        let mut request =
+            Request::call_tool(&tool.tool.name, arguments).progress_token(token.clone());
+        if let Some(timeout) = timeout {
+            request = request.timeout(timeout);
+        }
+        let call = live.client.request(request.untyped());
+        let ours = |note: Notification| note.progress().filter(|p| p.progress_token == token);
+        let progress = async {
+            while let Ok(note) = notes.recv().await {
+                if let Some(progress) = ours(note) {
+                    on_progress(progress);
+                }
+            }
+            // The connection ended; the call is about to fail and say why.
+            std::future::pending().await
+        };
+        let result = futures_lite::future::or(call, progress).await;
+        // Progress the server sent just before its answer is already in the channel: it was
+        // dispatched first, so it is passed on before the result is.
+        while let Ok(note) = notes.try_recv() {
+            if let Some(progress) = ours(note) {
+                on_progress(progress);
+            }
+        }
+        result.map_err(|error| HubError::Server {
+            server: tool.server.clone(),
+            error,
+        })
+    }
+}
