@@ -3,8 +3,8 @@
 //! punctuation, lowercased, and folded by a light stemmer so `files`, `file`, `creating` and
 //! `create` meet.
 //!
-//! Our own rather than a search crate's: the corpus is a few hundred short documents rebuilt in
-//! well under a millisecond, so an engine with segments, a query parser and its own storage
+//! Our own rather than a search crate's: the corpus is a few hundred short documents, indexed
+//! afresh for each search, so an engine with segments, a query parser and its own storage
 //! (tantivy) would cost minutes of build time for nothing the ranking needs.
 
 use std::collections::HashMap;
@@ -72,10 +72,8 @@ impl Hit<'_> {
 impl Index {
     /// Indexes `tools`, keeping them for [`search`](Self::search) and [`get`](Self::get).
     pub fn new(tools: Vec<ToolEntry>) -> Self {
-        let mut index = Index {
-            average: [0.0; FIELDS],
-            ..Index::default()
-        };
+        let mut index = Index::default();
+        let deprecated = stem("deprecated");
         for (at, entry) in tools.iter().enumerate() {
             let fields = fields(entry);
             let mut counts: HashMap<String, [f32; FIELDS]> = HashMap::new();
@@ -94,11 +92,12 @@ impl Index {
                 *sum += length;
             }
             index.lengths.push(lengths);
-            let deprecated = stem("deprecated");
-            let deprecated = words(&fields[1])
+            let says_deprecated = words(&fields[1])
                 .chain(words(&fields[2]))
                 .any(|(_, word)| word == deprecated);
-            index.boosts.push(if deprecated { DEPRECATED } else { 1.0 });
+            index
+                .boosts
+                .push(if says_deprecated { DEPRECATED } else { 1.0 });
         }
         let count = tools.len().max(1) as f32;
         for sum in &mut index.average {
@@ -182,13 +181,15 @@ fn fields(entry: &ToolEntry) -> [String; FIELDS] {
     [names, title, description, parameters]
 }
 
-/// The first line of a tool's description, at most about 200 characters, for a result list.
+/// The first sentence of a tool's description (or its title), at most 200 characters, for a
+/// result list: short, since each result costs the model's context.
 pub fn summary(entry: &ToolEntry) -> String {
     let text = (entry.tool.description.as_deref())
         .or(entry.tool.title.as_deref())
         .unwrap_or_default();
     let line = text.lines().map(str::trim).find(|l| !l.is_empty());
     let line = line.unwrap_or_default();
+    let line = line.find(". ").map_or(line, |end| &line[..=end]);
     match line.char_indices().nth(200) {
         Some((cut, _)) => format!("{}…", line[..cut].trim_end()),
         None => line.to_owned(),
@@ -460,7 +461,7 @@ mod tests {
         let index = Index::new(vec![
             entry(
                 "s",
-                json!({"name": "a", "description": "\n  First line.\nSecond."}),
+                json!({"name": "a", "description": "\n  First line. More.\nSecond."}),
             ),
             entry("s", json!({"name": "b", "title": "Only a title"})),
             entry("s", json!({"name": "c", "description": long})),
