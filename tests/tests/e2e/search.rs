@@ -186,11 +186,12 @@ fn search_finds_the_right_tool_among_eight_real_servers() {
     assert!(hits[0]["score"].as_f64().unwrap() >= hits[1]["score"].as_f64().unwrap());
 }
 
-/// The fixture as `fx` with its `add` tool denied, and as `search`, whose tools bear the
-/// gateway's own tool names.
+/// The fixture as `fx` with its `add` tool denied and its `structured` tool asked about, and
+/// as `search`, whose tools bear the gateway's own tool names.
 fn fixture_config(scratch: &Scratch) -> String {
     let text = format!(
-        "{}\n{}\n[[permissions.rules]]\ntool = \"fx__add\"\naction = \"deny\"\n",
+        "{}\n{}\n[[permissions.rules]]\ntool = \"fx__add\"\naction = \"deny\"\n\n\
+         [[permissions.rules]]\ntool = \"fx__structured\"\naction = \"ask\"\n",
         fixture_block("fx", "good"),
         fixture_block("search", "gateway-names"),
     );
@@ -219,7 +220,7 @@ fn serve_search_describes_and_calls_through_the_policy() {
     let scratch = Scratch::new("search-serve");
     let config = fixture_config(&scratch);
     let args = ["--config", &config, "serve", "--search"];
-    let (mut serve, mut host) = RawHost::start_patient(&scratch, &args, "{}");
+    let (mut serve, mut host) = RawHost::start_patient(&scratch, &args, r#"{"elicitation": {}}"#);
     assert_eq!(
         host.tool_names(1),
         ["search_tools", "describe_tool", "call_tool"]
@@ -260,6 +261,23 @@ fn serve_search_describes_and_calls_through_the_policy() {
     );
     let unknown = call(&mut host, 7, "describe_tool", json!({"name": "fx__nope"}));
     assert_eq!(unknown["isError"], true, "{unknown}");
+
+    // An `ask` rule asks the host, as for a direct call, and the call waits for the answer.
+    let asked = json!({"jsonrpc": "2.0", "id": 10, "method": "tools/call", "params": {
+        "name": "call_tool", "arguments": {"name": "fx__structured"}}});
+    host.send(&asked.to_string());
+    let question = host.next();
+    assert_eq!(question["method"], "elicitation/create", "{question}");
+    let message = question["params"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("fx__structured"), "{question}");
+    let accept = json!({"jsonrpc": "2.0", "id": question["id"], "result": {"action": "accept"}});
+    host.send(&accept.to_string());
+    let answered = host.next();
+    assert_eq!(answered["id"], 10, "{answered}");
+    assert_eq!(
+        answered["result"]["structuredContent"]["answer"], 42,
+        "{answered}"
+    );
 
     let empty = call(&mut host, 8, "search_tools", json!({"query": " "}));
     assert_eq!(empty["isError"], true, "{empty}");
