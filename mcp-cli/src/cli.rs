@@ -91,6 +91,15 @@ pub(crate) enum Command {
     },
     /// List the tools of the named servers (all enabled ones if none), with parameters.
     Tools { servers: Vec<String> },
+    /// The tools that best match QUERY (plain words: `search read a file`), best first, with
+    /// a one-line description and a score; over every enabled server.
+    Search {
+        #[arg(required = true, value_name = "QUERY")]
+        query: Vec<String>,
+        /// How many tools to show at most.
+        #[arg(long, default_value_t = 10, value_name = "N")]
+        limit: usize,
+    },
     /// Start every enabled server in parallel and show NAME STATE TOOLS PID PROTOCOL COMMAND.
     Servers,
     /// Print the last lines of a server's stderr log.
@@ -127,9 +136,13 @@ pub(crate) enum Command {
     /// stdout, for hosts such as Claude Desktop or Cursor: tools as SERVER__TOOL, policy
     /// applied, config edits applied live.
     Serve {
-        /// Offer one tool, `mcp` (action list | call), instead of every tool.
-        #[arg(long)]
+        /// Offer one tool, `mcp` (action search | list | call), instead of every tool.
+        #[arg(long, conflicts_with = "search")]
         proxy: bool,
+        /// Offer three tools, `search_tools`, `describe_tool` and `call_tool`, instead of
+        /// every tool: the model finds the tool it needs rather than reading them all.
+        #[arg(long)]
+        search: bool,
         servers: Vec<String>,
     },
     /// The warm daemon: `start` serves the configured servers in the background, and while

@@ -232,6 +232,37 @@ mod tests {
     }
 
     #[test]
+    fn no_shown_name_is_one_of_the_gateways_own_tools() {
+        // `serve --search` and `--proxy` offer these beside no backend tool: a shown name holds
+        // `__` after its server's part, or is a 64-character shortened one, so none can shadow.
+        let gateway = ["search_tools", "describe_tool", "call_tool", "mcp"];
+        let long = "search_tools".repeat(6);
+        for (server, tool) in [
+            ("search", "search_tools"),
+            ("search", "tools"),
+            ("describe", "describe_tool"),
+            ("call", "_tool"),
+            ("mcp", "mcp"),
+            ("", "search_tools"),
+            ("search_tools", ""),
+            (long.as_str(), "x"),
+            ("s", long.as_str()),
+        ] {
+            for shown in [qualified(server, tool)]
+                .into_iter()
+                .chain(shown_names(server, &[tool, tool]))
+            {
+                assert!(
+                    !gateway.contains(&shown.as_str()),
+                    "{server} {tool}: {shown}"
+                );
+                assert!(shown.contains("__") || shown.len() == MAX_LEN, "{shown}");
+            }
+        }
+        assert_eq!(qualified("search", "search_tools"), "search__tools");
+    }
+
+    #[test]
     fn nearest_names_forgive_typos_only() {
         let names = ["message", "messages", "text", "filesystem"];
         assert_eq!(nearest("msg", names), Some("message"));

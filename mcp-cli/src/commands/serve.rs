@@ -1,4 +1,4 @@
-//! `serve [--proxy] [SERVER]...`: one MCP server on stdin and stdout standing for the
+//! `serve [--proxy | --search] [SERVER]...`: one MCP server on stdin and stdout standing for the
 //! configured servers (or the ones named), through a hub of its own whose `ask` rules ask the
 //! host. The config files are watched and edits applied while it runs.
 
@@ -9,7 +9,7 @@ use crate::exit::{Exit, Failure};
 use crate::gateway::{Gateway, Host, Mode, Relay, server_config};
 use crate::hub::{Hub, Settings};
 
-pub(crate) async fn run(ctx: &mut Context, proxy: bool, named: &[String]) -> Result<Exit, Failure> {
+pub(crate) async fn run(ctx: &mut Context, mode: Mode, named: &[String]) -> Result<Exit, Failure> {
     if ctx.adhoc.is_some() {
         return Err(Failure::usage(
             "serve stands for configured servers; --stdio and --http are not supported with it",
@@ -53,7 +53,7 @@ pub(crate) async fn run(ctx: &mut Context, proxy: bool, named: &[String]) -> Res
     let gateway = Arc::new(Gateway {
         hub: hub.clone(),
         named: named.to_vec(),
-        mode: if proxy { Mode::Proxy } else { Mode::Tools },
+        mode,
         relay,
         list_wait: crate::gateway::list_wait(&env),
         call_timeout: ctx.call_timeout,

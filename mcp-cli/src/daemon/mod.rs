@@ -113,6 +113,7 @@ fn runs_warm(cli: &Cli) -> bool {
         // Arguments from our stdin are ours to read.
         Command::Call { args_json, .. } => args_json.as_deref() != Some("-"),
         Command::Tools { .. }
+        | Command::Search { .. }
         | Command::Servers
         | Command::Resources { .. }
         | Command::Read { .. }

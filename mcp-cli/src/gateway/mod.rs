@@ -7,6 +7,7 @@
 
 mod host;
 mod proxy;
+mod search;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -28,8 +29,10 @@ pub(crate) use host::{Host, HostLink, Relay};
 pub(crate) enum Mode {
     /// Every tool of every server, under `<server>__<tool>`.
     Tools,
-    /// One tool, `mcp`, that lists and calls the others.
+    /// One tool, `mcp`, that lists, searches and calls the others.
     Proxy,
+    /// Three tools that search, describe and call the others.
+    Search,
 }
 
 /// The namespace of the methods an [`Extension`] answers.
@@ -198,6 +201,7 @@ impl Gateway {
         match (method, self.mode) {
             ("tools/list", Mode::Tools) => Ok(self.list_tools(host).await),
             ("tools/list", Mode::Proxy) => Ok(json!({ "tools": [proxy::tool()] })),
+            ("tools/list", Mode::Search) => Ok(json!({ "tools": search::tools() })),
             ("tools/call", mode) => {
                 let name = params
                     .get("name")
@@ -216,6 +220,7 @@ impl Gateway {
                         "unknown tool {name}; in proxy mode the only tool is {}",
                         proxy::NAME
                     ))),
+                    Mode::Search => search::run(self, host, id, name, arguments).await,
                 }
             }
             ("resources/list", _) => {

@@ -9,17 +9,23 @@ use crate::gateway::{Gateway, HostLink, tool_error};
 /// The one tool's name.
 pub(crate) const NAME: &str = "mcp";
 
+/// How many tools `action: "search"` returns.
+const SEARCH_LIMIT: usize = 10;
+
 /// The one tool's definition.
 pub(crate) fn tool() -> Value {
     json!({
         "name": NAME,
-        "description": "Use the tools of other MCP servers. action \"list\" with a server \
-                        returns that server's tools and their input schemas (without a server, \
-                        the servers); action \"call\" calls one tool of one server with input.",
+        "description": "Use the tools of other MCP servers. action \"search\" with a query \
+                        returns the tools that best match it, best first; action \"list\" \
+                        with a server returns that server's tools and their input schemas \
+                        (without a server, the servers); action \"call\" calls one tool of \
+                        one server with input.",
         "inputSchema": {
             "type": "object",
             "properties": {
-                "action": {"type": "string", "enum": ["list", "call"]},
+                "action": {"type": "string", "enum": ["search", "list", "call"]},
+                "query": {"type": "string", "description": "What you want to do (for search)."},
                 "server": {"type": "string", "description": "A server name."},
                 "tool": {"type": "string", "description": "The tool's own name (for call)."},
                 "input": {"type": "object", "description": "The tool's arguments (for call)."},
@@ -84,10 +90,15 @@ pub(crate) async fn run(
             gateway.call(host, id, &entry, arguments).await
         }
         (Some("call"), None) => tool_error("call needs a server"),
-        _ => tool_error("action must be \"list\" or \"call\""),
+        (Some("search"), _) => {
+            let query = text("query").unwrap_or_default();
+            super::search::found(gateway, &query, SEARCH_LIMIT).await
+        }
+        _ => tool_error("action must be \"search\", \"list\" or \"call\""),
     }
 }
 
-fn text_result(value: &Value) -> Value {
+/// A tool result holding `value`, as text for the model and as structured content.
+pub(crate) fn text_result(value: &Value) -> Value {
     json!({"content": [{"type": "text", "text": value.to_string()}], "structuredContent": value})
 }

@@ -36,6 +36,8 @@
 //! - `odd-tools`: adds `get.weather` and `get_weather` (alike once made safe), `research`
 //!   (runs only as a task; carries `icons` and `_meta`) and `schemas` (JSON Schema 2020-12
 //!   input and output schemas, `stateless::SCHEMA_2020_*`, to be passed on as sent).
+//! - `gateway-names`: adds `search_tools`, `describe_tool`, `call_tool` and `mcp`, the names
+//!   of the gateway's own tools, each answering `this is NAME`.
 //! - `slow-start`: waits `--delay-ms N` before answering `initialize`.
 //! - `resources`: also resources (paginated, `--page-size N` as for tools; a text one and a
 //!   binary one), a resource template, and prompts `greet` (argument `name` required) and
@@ -579,6 +581,11 @@ impl Server {
                        "outputSchema": from_text(stateless::SCHEMA_2020_OUTPUT)}),
             ]);
         }
+        if self.mode == "gateway-names" {
+            for name in ["search_tools", "describe_tool", "call_tool", "mcp"] {
+                tools.push(json!({"name": name, "inputSchema": object(json!({}), &[])}));
+            }
+        }
         if self.mode == "list-changed" && *self.calls.lock().unwrap() > 0 {
             tools.push(json!({"name": "extra", "inputSchema": object(json!({}), &[])}));
         }
@@ -815,6 +822,11 @@ impl Server {
             "shifty" => text("shifty".to_owned()),
             "extra" if self.mode == "list-changed" => text("extra".to_owned()),
             "get.weather" | "get_weather" | "research" | "schemas" if self.mode == "odd-tools" => {
+                text(format!("this is {name}"))
+            }
+            "search_tools" | "describe_tool" | "call_tool" | "mcp"
+                if self.mode == "gateway-names" =>
+            {
                 text(format!("this is {name}"))
             }
             _ => return Some(Err((-32602, format!("Unknown tool: {name}")))),

@@ -122,6 +122,8 @@ fn warm_runs_print_what_cold_runs_print() {
         (&["call", "fx", "sleep", "ms=5000"], 4),
         (&["tools", "fx"], 0),
         (&["tools"], 3),
+        (&["search", "echo", "the", "text"], 3),
+        (&["--json", "search", "--limit", "2", "add"], 3),
         (&["servers"], 3),
         (&["--json", "servers"], 3),
         (&["resources", "fx"], 0),

@@ -64,6 +64,9 @@ mod trust;
 /// `mcp-cli serve` driven by the official TypeScript and Python SDK clients, and by raw lines.
 mod gateway;
 
+/// Tool search: `mcp-cli search` and `serve --search`, on eight real servers and the fixture.
+mod search;
+
 /// `mcp-cli daemon`: warm runs against cold ones, peer uid, stop, idle exit, stale sockets.
 mod daemon;
 

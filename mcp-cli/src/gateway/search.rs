@@ -1,0 +1,126 @@
+//! `serve --search`: three tools instead of every tool of every server. `search_tools` ranks
+//! the tools by a plain-language query, `describe_tool` gives one tool's whole definition, and
+//! `call_tool` calls it through the same path, policy, pins and `ask` as a direct call.
+
+use mcp_smol::proto::{HostRequestId, RpcError};
+use serde_json::{Value, json};
+
+use crate::gateway::proxy::text_result;
+use crate::gateway::{Gateway, HostLink, invalid_params};
+use crate::search::{self, Index};
+
+/// The tool that searches.
+pub(crate) const SEARCH: &str = "search_tools";
+/// The tool that gives one tool's whole definition.
+pub(crate) const DESCRIBE: &str = "describe_tool";
+/// The tool that calls one tool.
+pub(crate) const CALL: &str = "call_tool";
+
+/// How many results `search_tools` gives unless asked.
+const LIMIT: usize = 10;
+
+/// The three tools' definitions.
+pub(crate) fn tools() -> Value {
+    let name = json!({"type": "string",
+                      "description": "The tool's name as search_tools gives it (SERVER__TOOL)."});
+    json!([
+        {
+            "name": SEARCH,
+            "description": "Find tools of the connected MCP servers by what they do. Returns \
+                            the best matches first, each with its name, a one-line \
+                            description and a score; then describe_tool gives a tool's \
+                            parameters and call_tool calls it.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string",
+                              "description": "What you want to do, in plain words."},
+                    "limit": {"type": "integer", "minimum": 1,
+                              "description": "How many tools to return (default 10)."},
+                },
+                "required": ["query"],
+            },
+        },
+        {
+            "name": DESCRIBE,
+            "description": "The whole definition of one tool: its description and the JSON \
+                            Schema of its arguments.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"name": name},
+                "required": ["name"],
+            },
+        },
+        {
+            "name": CALL,
+            "description": "Call one tool by name with its arguments.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "name": name,
+                    "arguments": {"type": "object",
+                                  "description": "The tool's arguments, as describe_tool's \
+                                                  inputSchema says."},
+                },
+                "required": ["name"],
+            },
+        },
+    ])
+}
+
+/// Runs one of the three tools; an unknown tool name is the host's mistake (-32602), as for a
+/// direct call, and every other failure a tool result with `isError`.
+pub(crate) async fn run(
+    gateway: &Gateway,
+    host: &HostLink,
+    id: HostRequestId,
+    tool: &str,
+    input: Value,
+) -> Result<Value, RpcError> {
+    let text = |key: &str| input.get(key).and_then(Value::as_str).unwrap_or_default();
+    match tool {
+        SEARCH => {
+            let limit = input.get("limit").and_then(Value::as_u64);
+            let limit = limit.map_or(LIMIT, |n| usize::try_from(n).unwrap_or(usize::MAX));
+            Ok(found(gateway, text("query"), limit).await)
+        }
+        DESCRIBE => match gateway.find(text("name")).await {
+            Ok(entry) => {
+                let mut definition = serde_json::to_value(&entry.tool).unwrap_or_default();
+                definition["name"] = json!(entry.name);
+                Ok(text_result(&definition))
+            }
+            Err(error) => Ok(crate::gateway::tool_error(&error.message)),
+        },
+        CALL => match gateway.find(text("name")).await {
+            Ok(entry) => {
+                let arguments = input.get("arguments").cloned().unwrap_or(json!({}));
+                Ok(gateway.call(host, id, &entry, arguments).await)
+            }
+            Err(error) => Ok(crate::gateway::tool_error(&error.message)),
+        },
+        _ => Err(invalid_params(format!(
+            "unknown tool {tool}; with --search the tools are {SEARCH}, {DESCRIBE} and {CALL}"
+        ))),
+    }
+}
+
+/// The `limit` tools of the served servers that best match `query`, as a tool result.
+pub(crate) async fn found(gateway: &Gateway, query: &str, limit: usize) -> Value {
+    if query.trim().is_empty() {
+        return crate::gateway::tool_error("search needs a query: what you want to do");
+    }
+    let catalogue = search::catalogue(&gateway.hub, &gateway.servers()).await;
+    let left_out: Vec<String> = (catalogue.failures.iter())
+        .map(|(server, error)| format!("{server}: {}", crate::hints::explained(error)))
+        .collect();
+    let index = Index::new(catalogue.tools);
+    let hits: Vec<Value> = (index.search(query, limit).iter())
+        .map(search::Hit::to_json)
+        .collect();
+    let mut result = json!({ "tools": hits });
+    if !left_out.is_empty() {
+        result["serversLeftOut"] = json!(left_out);
+    }
+    text_result(&result)
+}
