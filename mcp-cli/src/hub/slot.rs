@@ -331,7 +331,8 @@ impl Slot {
         // Held like a start, so that a list change's refresh and a second asker wait for this
         // listing instead of sending their own beside it.
         let _listing = self.start.lock().await;
-        if let Some(features) = self.listed_features(live.conn).filter(fresh) {
+        let held = self.listed_features(live.conn);
+        if let Some(features) = held.clone().filter(fresh) {
             return Ok(features);
         }
         let listed = async {
@@ -341,7 +342,15 @@ impl Slot {
         match listed.await {
             Ok(features) => {
                 let features = Arc::new(features);
-                self.set_features(live.conn, features.clone());
+                // Listed again because the old listing's ttl ran out: what differs is a list
+                // change the server had no way to announce.
+                if self.set_features(live.conn, features.clone())
+                    && let Some(held) = held
+                {
+                    for event in held.changes(&features, self.name()) {
+                        hub.emit(event);
+                    }
+                }
                 Ok(features)
             }
             Err(error) => Err(HubError::Server {
@@ -373,7 +382,13 @@ impl Slot {
                 server: self.server.name.clone(),
                 error,
             })?;
-        self.set_tools(live.conn, tools.clone(), fresh);
+        // What differs is a list change the server had no way to announce.
+        let changed = *live.tools != tools;
+        if self.set_tools(live.conn, tools.clone(), fresh) && changed {
+            hub.emit(HubEvent::ToolsChanged {
+                server: self.name().to_owned(),
+            });
+        }
         Ok(Live {
             tools: Arc::new(tools),
             tools_fresh: fresh,
