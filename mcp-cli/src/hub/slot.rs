@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::io::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use mcp_smol::proto::{Listing, Notification, Protocol, Tool};
 use mcp_smol::{Client, HttpServer, HttpTransport, ServerCommand};
@@ -411,7 +411,7 @@ impl Slot {
         spec: &ServerSpec,
     ) -> Result<Live, HubError> {
         let key = eras::key(spec);
-        let (cached, mut note) = match hub.eras.get(&key) {
+        let (cached, mut note) = match hub.eras.get(&key, SystemTime::now()) {
             Ok(cached) => (cached, None),
             Err(note) => (None, Some(note)),
         };
@@ -420,7 +420,7 @@ impl Slot {
             let error = match self.connect(hub, spec, protocol, note.take()).await {
                 Ok(live) => {
                     if basis.is_verdict() {
-                        hub.eras.record(&key, &live.protocol);
+                        hub.eras.record(&key, &live.protocol, SystemTime::now());
                     }
                     return Ok(live);
                 }
@@ -577,7 +577,7 @@ impl Slot {
     }
 
     /// The revision the running connection speaks, else the configured one, else the cached
-    /// verdict.
+    /// verdict while it is trusted.
     pub(crate) fn protocol(&self, eras: &eras::Eras) -> Option<String> {
         if let Phase::Running(live) = &self.life().phase {
             return Some(live.protocol.clone());
@@ -585,7 +585,10 @@ impl Slot {
         let spec = self.spec().ok()?;
         match spec.protocol {
             Protocol::Revision(revision) => Some(revision.to_owned()),
-            Protocol::Auto => eras.get(&eras::key(spec)).ok().flatten().map(str::to_owned),
+            Protocol::Auto => {
+                let cached = eras.get(&eras::key(spec), SystemTime::now());
+                cached.ok().flatten().map(str::to_owned)
+            }
         }
     }
 
