@@ -453,6 +453,12 @@ impl Slot {
                 hub.eras.forget(&key);
             }
             (protocol, basis) = next;
+            if basis == Basis::AfterProbe {
+                note = Some(format!(
+                    "the handshake era ({protocol}): the server ended on the `server/discover` \
+                     probe"
+                ));
+            }
         }
     }
 
@@ -554,6 +560,11 @@ impl Slot {
         };
         match listed.await {
             Ok((info, tools, tools_fresh)) => {
+                if let (Some(fallback), Some(log)) = (&info.fallback, &run_log) {
+                    let revision = &info.protocol_version;
+                    let line = format!("mcp-cli: the handshake era ({revision}): {fallback}");
+                    let _ = writeln!(log.clone(), "{line}");
+                }
                 let listening = listen::filter(&info)
                     .map(|filter| listen::start(hub, client.clone(), filter, ack_within, run_log));
                 let live = Live {
