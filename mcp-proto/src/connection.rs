@@ -11,7 +11,7 @@ use crate::jsonrpc::{self, Input, Message, ResponseError, StatelessMeta};
 use crate::pending::{Origin, Outstanding, ProgressToken, deadline_after, read_id};
 use crate::request::{Params, Request};
 use crate::stateless::{self, Outcome};
-use crate::types::{Implementation, Notification, ServerInfo};
+use crate::types::{Fallback, Implementation, Notification, ServerInfo};
 use crate::{
     Era, HANDSHAKE_VERSIONS, LATEST_PROTOCOL_VERSION, LATEST_STATELESS_VERSION, Protocol,
     STATELESS_VERSIONS,
@@ -238,6 +238,8 @@ enum State {
         requested: &'static str,
         /// Answers to server requests, held until `notifications/initialized` is out.
         held_replies: Vec<Vec<u8>>,
+        /// Why the probe gave way to the handshake, if it did.
+        fallback: Option<Fallback>,
     },
     /// Stateless era at a fixed revision: `server/discover` is in flight and requests go
     /// out beside it.
@@ -363,7 +365,9 @@ impl Connection {
             Protocol::Revision(version) if Era::of(version) == Some(Era::Stateless) => {
                 connection.discover(now, version, false);
             }
-            Protocol::Revision(version) => connection.begin_handshake(now, version, Vec::new()),
+            Protocol::Revision(version) => {
+                connection.begin_handshake(now, version, Vec::new(), None);
+            }
         }
         connection
     }
@@ -439,6 +443,7 @@ impl Connection {
         now: Instant,
         requested: &'static str,
         held_replies: Vec<Vec<u8>>,
+        fallback: Option<Fallback>,
     ) {
         self.speak(None);
         let id = self.pending.take_id();
@@ -447,6 +452,7 @@ impl Connection {
             deadline: deadline_after(now, self.config.handshake_timeout),
             requested,
             held_replies,
+            fallback,
         };
         let params = json!({
             "protocolVersion": requested,
@@ -470,10 +476,11 @@ impl Connection {
 
     /// For HTTP: the probe was refused in a way no stateless server refuses (a 4xx whose body
     /// is no stateless-era error), which means the handshake era, as when the probe times out.
-    pub(crate) fn probe_refused(&mut self, now: Instant) {
+    pub(crate) fn probe_refused(&mut self, now: Instant, detail: String) {
         if let State::Probing { held_replies, .. } = &mut self.state {
             let held_replies = std::mem::take(held_replies);
-            self.begin_handshake(now, self.handshake_version(), held_replies);
+            let fallback = Some(Fallback::Refused(detail));
+            self.begin_handshake(now, self.handshake_version(), held_replies, fallback);
         }
     }
 
@@ -594,7 +601,8 @@ impl Connection {
                 ..
             } if *deadline <= now => {
                 let held_replies = std::mem::take(held_replies);
-                self.begin_handshake(now, self.handshake_version(), held_replies);
+                let fallback = Some(Fallback::Unanswered { after });
+                self.begin_handshake(now, self.handshake_version(), held_replies, fallback);
             }
             State::Initializing { deadline, .. } if *deadline <= now => {
                 return self.close_with(CloseReason::HandshakeTimedOut { after });
@@ -838,7 +846,7 @@ impl Connection {
         }
         // Answers to the old session's server requests have nowhere to go.
         self.server_requests.clear();
-        self.begin_handshake(now, self.handshake_version(), Vec::new());
+        self.begin_handshake(now, self.handshake_version(), Vec::new(), None);
     }
 
     /// Ends the connection: every pending request fails with [`CloseReason::Local`]. The
@@ -1206,36 +1214,45 @@ impl Connection {
         };
         let retried = *retried;
         let held_replies = std::mem::take(held_replies);
-        let handshake = match result {
+        let (handshake, detail) = match result {
             Ok(result) => match stateless::read_discover_result(result, server_info) {
                 Ok(server) => {
-                    match stateless::mutual(&server.supported_versions, STATELESS_VERSIONS) {
+                    let supported = &server.supported_versions;
+                    match stateless::mutual(supported, STATELESS_VERSIONS) {
                         Some(version) => {
                             self.speak(Some(version));
                             return self.ready(server, version, held_replies);
                         }
                         // A modern server of only revisions we do not speak, or one that also
                         // speaks the handshake era.
-                        None => stateless::mutual(&server.supported_versions, HANDSHAKE_VERSIONS),
+                        None => (
+                            stateless::mutual(supported, HANDSHAKE_VERSIONS),
+                            format!(
+                                "it supports {}, no stateless revision we speak",
+                                supported.join(", ")
+                            ),
+                        ),
                     }
                 }
-                Err(_) => None,
+                Err(detail) => (None, format!("its answer is unreadable: {detail}")),
             },
             Err(ResponseError::Remote(error)) => {
                 if let Some(version) = other_stateless_revision(&error).filter(|_| !retried) {
                     return self.probe(now, version, true, held_replies);
                 }
-                match error.kind() {
+                let handshake = match error.kind() {
                     ErrorKind::UnsupportedVersion { supported, .. } => {
                         stateless::mutual(&supported, HANDSHAKE_VERSIONS)
                     }
                     _ => None,
-                }
+                };
+                (handshake, error.to_string())
             }
-            Err(ResponseError::Invalid(_)) => None,
+            Err(ResponseError::Invalid(detail)) => (None, detail),
         };
         let version = handshake.unwrap_or_else(|| self.handshake_version());
-        self.begin_handshake(now, version, held_replies);
+        let fallback = Some(Fallback::Refused(detail));
+        self.begin_handshake(now, version, held_replies, fallback);
     }
 
     /// The answer to `server/discover` at a fixed stateless revision.
@@ -1318,9 +1335,15 @@ impl Connection {
     }
 
     fn finish_handshake(&mut self, now: Instant, result: Result<Value, ResponseError>) {
-        let State::Initializing { requested, .. } = self.state else {
+        let State::Initializing {
+            requested,
+            fallback,
+            ..
+        } = &mut self.state
+        else {
             return;
         };
+        let (requested, fallback) = (*requested, fallback.take());
         let server = match result {
             Ok(result) => parse_initialize_result(result, requested),
             Err(ResponseError::Remote(error)) => {
@@ -1338,7 +1361,7 @@ impl Connection {
             }
         };
         let server = match server {
-            Ok(server) => server,
+            Ok(server) => ServerInfo { fallback, ..server },
             Err(reason) => return self.close_with(reason),
         };
         let previous = std::mem::replace(
@@ -1431,6 +1454,7 @@ fn parse_initialize_result(result: Value, requested: &str) -> Result<ServerInfo,
         server,
         capabilities,
         instructions,
+        fallback: None,
     })
 }
 

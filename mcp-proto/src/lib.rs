@@ -40,7 +40,7 @@
 //! the stateless era, any other error or no answer within [`Config::handshake_timeout`] the
 //! handshake era, on the same connection (whose `initialize`, if refused with a -32022 naming
 //! a stateless revision we speak, as a server too slow for the probe does, gives way to
-//! `server/discover` in it). A server that closes its output on the probe ends
+//! `server/discover` in it); [`ServerInfo::fallback`] then says which of the two it was. A server that closes its output on the probe ends
 //! the connection with [`CloseReason::EndedOnProbe`]: start it again at a handshake revision.
 //! A fixed stateless revision (a verdict cached from an earlier probe) costs no round trip:
 //! `server/discover` goes first and requests right behind it; if it is refused, the
@@ -164,7 +164,7 @@ pub use streamable::{
     session_lost,
 };
 pub use types::{
-    CallToolResult, Content, Implementation, ListCapability, ListToolsResult, LogMessage,
+    CallToolResult, Content, Fallback, Implementation, ListCapability, ListToolsResult, LogMessage,
     Notification, Progress, ResourcesCapability, ServerCapabilities, ServerInfo, Tool,
 };
 pub use versions::{

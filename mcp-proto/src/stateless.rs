@@ -180,6 +180,7 @@ pub(crate) fn read_discover_result(
         server,
         capabilities,
         instructions,
+        fallback: None,
     })
 }
 

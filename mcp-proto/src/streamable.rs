@@ -541,7 +541,8 @@ impl HttpConnection {
                     }
                 } else if probe && (400..500).contains(&status) && !matches!(status, 401 | 403) {
                     // A handshake-era server refusing a request outside a session.
-                    self.connection.probe_refused(now);
+                    self.connection
+                        .probe_refused(now, format!("HTTP status {status}"));
                 } else if let Some(session) = session {
                     if session_lost(status, &body) {
                         self.session_refused(now, exchange, &session, &detail);

@@ -40,6 +40,35 @@ pub struct ServerInfo {
     pub capabilities: ServerCapabilities,
     /// How to use the server, for the model; if sent.
     pub instructions: Option<String>,
+    /// Why the handshake era is spoken, when [`Protocol::Auto`](crate::Protocol::Auto) chose
+    /// it because the `server/discover` probe went unanswered or was refused; `None` otherwise.
+    pub fallback: Option<Fallback>,
+}
+
+/// Why a connection that was to find out its era ([`Protocol::Auto`](crate::Protocol::Auto))
+/// speaks the handshake era.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fallback {
+    /// `server/discover` had no answer within this budget (the handshake's).
+    Unanswered {
+        /// The budget.
+        after: std::time::Duration,
+    },
+    /// `server/discover` was refused, or answered without a stateless revision we speak; the
+    /// detail says how.
+    Refused(String),
+}
+
+impl std::fmt::Display for Fallback {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Unanswered { after } => write!(
+                f,
+                "the server did not answer `server/discover` within {after:?}"
+            ),
+            Self::Refused(detail) => write!(f, "the server refused `server/discover`: {detail}"),
+        }
+    }
 }
 
 impl ServerInfo {

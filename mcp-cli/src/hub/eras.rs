@@ -3,26 +3,43 @@
 //!
 //! A verdict is keyed by what identifies the server: its name and a digest of its command,
 //! arguments, environment and folder, or of its URL and headers. Edit the entry and it is a
-//! new server, probed afresh. The file is a cache: one that cannot be read is taken as empty
+//! new server, probed afresh. A verdict older than [`MAX_AGE`] is probed afresh too. The file
+//! is a cache: one that cannot be read is taken as empty
 //! (the caller notes why in the server's log) and replaced whole on the next verdict, and one
 //! that cannot be written only costs the next run a probe.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use mcp_proto::Protocol;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{ServerSpec, read_original, write_back};
 
-/// One server's verdict: the revision it spoke and when that was last seen to change.
+/// How long a verdict is trusted. A verdict that proves wrong is dropped at once, but one
+/// that merely went out of date never fails: a server upgraded to the stateless era (an
+/// `npx -y` entry that runs the latest release, a remote URL) still answers the handshake
+/// era, and without an end it would be spoken to in that era for ever. A week bounds that,
+/// at the cost of one probe a week per server.
+pub(crate) const MAX_AGE: Duration = Duration::from_secs(7 * 24 * 60 * 60);
+
+/// One server's verdict: the revision it spoke and when that was found out.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 struct Verdict {
     protocol: String,
     /// Seconds since the Unix epoch.
     at: u64,
+}
+
+impl Verdict {
+    /// Whether it is still to be trusted at `now`. One dated after `now` (a clock set back)
+    /// has no age to go by, so it is not.
+    fn is_fresh(&self, now: SystemTime) -> bool {
+        let at = UNIX_EPOCH + Duration::from_secs(self.at);
+        now.duration_since(at).is_ok_and(|age| age < MAX_AGE)
+    }
 }
 
 /// The cache file, read afresh on every use (several processes share it) and written
@@ -43,27 +60,31 @@ impl Eras {
         }
     }
 
-    /// The revision `key` last spoke, if it is one we still speak; `Err` says why the file
-    /// could not be read (then nothing is known).
-    pub(crate) fn get(&self, key: &str) -> Result<Option<&'static str>, String> {
+    /// The revision `key` last spoke, if it is one we still speak and the verdict is younger
+    /// than [`MAX_AGE`] at `now`; `Err` says why the file could not be read (then nothing is
+    /// known).
+    pub(crate) fn get(&self, key: &str, now: SystemTime) -> Result<Option<&'static str>, String> {
         let Some(path) = &self.path else {
             return Ok(None);
         };
         let verdicts = read(path)?;
-        let protocol = verdicts.get(key).map(|v| Protocol::parse(&v.protocol));
+        let fresh = verdicts.get(key).filter(|v| v.is_fresh(now));
+        let protocol = fresh.map(|v| Protocol::parse(&v.protocol));
         Ok(match protocol {
             Some(Ok(Protocol::Revision(revision))) => Some(revision),
             _ => None,
         })
     }
 
-    /// Records that `key` spoke `revision`, unless that is already known.
-    pub(crate) fn record(&self, key: &str, revision: &str) {
+    /// Records that `key` spoke `revision` at `now`, unless a verdict still trusted says so
+    /// already.
+    pub(crate) fn record(&self, key: &str, revision: &str, now: SystemTime) {
         self.update(|verdicts| {
-            if verdicts.get(key).is_some_and(|v| v.protocol == revision) {
+            let known = |v: &Verdict| v.protocol == revision && v.is_fresh(now);
+            if verdicts.get(key).is_some_and(known) {
                 return false;
             }
-            let at = SystemTime::now().duration_since(UNIX_EPOCH);
+            let at = now.duration_since(UNIX_EPOCH);
             let verdict = Verdict {
                 protocol: revision.to_owned(),
                 at: at.map_or(0, |at| at.as_secs()),
@@ -153,6 +174,11 @@ pub(crate) fn short_digest<'a>(parts: impl IntoIterator<Item = &'a [u8]>) -> Str
 mod tests {
     use super::*;
     use crate::config::{Command, Remote};
+    use crate::hub::options::{self, Basis};
+
+    fn now() -> SystemTime {
+        SystemTime::now()
+    }
 
     fn temp_file(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("mcp-cli-eras-{name}-{}", std::process::id()));
@@ -164,13 +190,17 @@ mod tests {
     fn verdicts_round_trip_and_are_forgotten() {
         let path = temp_file("round");
         let eras = Eras::new(Some(path.clone()));
-        assert_eq!(eras.get("fx-1"), Ok(None), "no file yet: nothing known");
-        eras.record("fx-1", "2026-07-28");
-        eras.record("old-2", "2025-06-18");
+        assert_eq!(
+            eras.get("fx-1", now()),
+            Ok(None),
+            "no file yet: nothing known"
+        );
+        eras.record("fx-1", "2026-07-28", now());
+        eras.record("old-2", "2025-06-18", now());
         // Another process (a new `Eras`) reads what this one wrote.
         let again = Eras::new(Some(path.clone()));
-        assert_eq!(again.get("fx-1"), Ok(Some("2026-07-28")));
-        assert_eq!(again.get("old-2"), Ok(Some("2025-06-18")));
+        assert_eq!(again.get("fx-1", now()), Ok(Some("2026-07-28")));
+        assert_eq!(again.get("old-2", now()), Ok(Some("2025-06-18")));
         let text = std::fs::read_to_string(&path).unwrap();
         let file: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(file["fx-1"]["protocol"], "2026-07-28");
@@ -179,15 +209,50 @@ mod tests {
             "{text}"
         );
         again.forget("fx-1");
-        assert_eq!(eras.get("fx-1"), Ok(None));
-        assert_eq!(eras.get("old-2"), Ok(Some("2025-06-18")));
+        assert_eq!(eras.get("fx-1", now()), Ok(None));
+        assert_eq!(eras.get("old-2", now()), Ok(Some("2025-06-18")));
         // A revision we no longer speak is no verdict.
         std::fs::write(&path, r#"{"x": {"protocol": "2099-01-01", "at": 1}}"#).unwrap();
-        assert_eq!(eras.get("x"), Ok(None));
+        assert_eq!(eras.get("x", now()), Ok(None));
         // Without a file, nothing is kept.
         let none = Eras::new(None);
-        none.record("fx-1", "2026-07-28");
-        assert_eq!(none.get("fx-1"), Ok(None));
+        none.record("fx-1", "2026-07-28", now());
+        assert_eq!(none.get("fx-1", now()), Ok(None));
+        std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+    }
+
+    #[test]
+    fn an_old_verdict_is_probed_again_and_replaced() {
+        let path = temp_file("old");
+        let eras = Eras::new(Some(path.clone()));
+        let then = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let second = Duration::from_secs(1);
+        let at = || {
+            let text = std::fs::read_to_string(&path).unwrap();
+            let file: serde_json::Value = serde_json::from_str(&text).unwrap();
+            file["fx-1"]["at"].as_u64().unwrap()
+        };
+        eras.record("fx-1", "2025-11-25", then);
+        let trusted = eras.get("fx-1", then + MAX_AGE - second).unwrap();
+        assert_eq!(trusted, Some("2025-11-25"));
+        // Too old: not trusted, so an `auto` server is probed.
+        let expired = then + MAX_AGE;
+        assert_eq!(eras.get("fx-1", expired), Ok(None));
+        let (protocol, basis) = options::choose(Protocol::Auto, eras.get("fx-1", expired).unwrap());
+        assert_eq!((protocol, basis), (Protocol::Auto, Basis::Probe));
+        // The probe's verdict replaces it, even when it says the same.
+        eras.record("fx-1", "2025-11-25", expired);
+        assert_eq!(at(), 1_800_000_000 + MAX_AGE.as_secs());
+        let trusted = eras.get("fx-1", expired + MAX_AGE - second).unwrap();
+        assert_eq!(trusted, Some("2025-11-25"));
+        // While it is trusted, saying the same again does not make it younger.
+        eras.record("fx-1", "2025-11-25", expired + second);
+        assert_eq!(at(), 1_800_000_000 + MAX_AGE.as_secs());
+        let later = expired + MAX_AGE * 3;
+        eras.record("fx-1", "2026-07-28", later);
+        assert_eq!(eras.get("fx-1", later), Ok(Some("2026-07-28")));
+        // A verdict dated after now (a clock set back) has no age to trust.
+        assert_eq!(eras.get("fx-1", then), Ok(None));
         std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
     }
 
@@ -197,13 +262,13 @@ mod tests {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, "{\"fx-1\": {\"protocol\": ").unwrap();
         let eras = Eras::new(Some(path.clone()));
-        let note = eras.get("fx-1").unwrap_err();
+        let note = eras.get("fx-1", now()).unwrap_err();
         assert!(
             note.contains("eras.json is not an era cache, ignored: "),
             "{note}"
         );
-        eras.record("fx-1", "2025-11-25");
-        assert_eq!(eras.get("fx-1"), Ok(Some("2025-11-25")));
+        eras.record("fx-1", "2025-11-25", now());
+        assert_eq!(eras.get("fx-1", now()), Ok(Some("2025-11-25")));
         std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
     }
 

@@ -11,7 +11,7 @@ use mcp_smol::proto::{
 };
 
 use crate::hub::cache::Freshness;
-use crate::hub::{Hub, HubError};
+use crate::hub::{Hub, HubError, HubEvent};
 use crate::names;
 
 /// A server's features besides tools (resources, resource templates, prompts), as last listed.
@@ -68,6 +68,18 @@ impl Features {
             features.prompts = features.note("prompt", prompts, asked);
         }
         Ok(features)
+    }
+
+    /// What changed from this listing to `listed`, told as `server`'s list changes would be.
+    pub(crate) fn changes(&self, listed: &Features, server: &str) -> Vec<HubEvent> {
+        let server = server.to_owned();
+        let resources = (self.resources != listed.resources || self.templates != listed.templates)
+            .then(|| HubEvent::ResourcesChanged {
+                server: server.clone(),
+            });
+        let prompts =
+            (self.prompts != listed.prompts).then_some(HubEvent::PromptsChanged { server });
+        resources.into_iter().chain(prompts).collect()
     }
 
     /// Takes in one listing asked for at `asked`: its skipped entries, its freshness.

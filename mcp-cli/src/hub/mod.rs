@@ -43,7 +43,8 @@
 //!   [`restart`](Hub::restart).
 //! - **Change**: `notifications/tools/list_changed` refreshes that server's tools and is
 //!   passed on to [`events`](Hub::events) as [`HubEvent::ToolsChanged`]; the resources and
-//!   prompts ones likewise refresh those lists.
+//!   prompts ones likewise refresh those lists. A listing listed again because its `ttlMs`
+//!   ran out that differs from the one held is told the same way.
 //! - **Resources and prompts** of every running server are in the catalogue beside its tools
 //!   (prompts under `<server>__<prompt>` names), listed the first time something asks for
 //!   them: [`tools_of`](Hub::tools_of), [`find_tool`](Hub::find_tool) and calls never wait
@@ -189,19 +190,22 @@ fn era_name<S: serde::Serializer>(era: &Option<Era>, serializer: S) -> Result<S:
 /// What the hub tells its listeners.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HubEvent {
-    /// A server's tools changed (it sent `notifications/tools/list_changed`); the catalogue
-    /// already has the new list.
+    /// A server's tools changed: it sent `notifications/tools/list_changed`, or a listing
+    /// listed again once its `ttlMs` ran out differs from the one held. The catalogue already
+    /// has the new list.
     ToolsChanged {
         /// The server.
         server: String,
     },
     /// A server's resources or resource templates changed
-    /// (`notifications/resources/list_changed`); the catalogue already has the new list.
+    /// (`notifications/resources/list_changed`, or found on listing them again once their
+    /// `ttlMs` ran out); the catalogue already has the new list.
     ResourcesChanged {
         /// The server.
         server: String,
     },
-    /// A server's prompts changed (`notifications/prompts/list_changed`).
+    /// A server's prompts changed (`notifications/prompts/list_changed`, or found on listing
+    /// them again once their `ttlMs` ran out).
     PromptsChanged {
         /// The server.
         server: String,

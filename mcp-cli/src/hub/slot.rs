@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::io::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use mcp_smol::proto::{Listing, Notification, Protocol, Tool};
 use mcp_smol::{Client, HttpServer, HttpTransport, ServerCommand};
@@ -331,7 +331,8 @@ impl Slot {
         // Held like a start, so that a list change's refresh and a second asker wait for this
         // listing instead of sending their own beside it.
         let _listing = self.start.lock().await;
-        if let Some(features) = self.listed_features(live.conn).filter(fresh) {
+        let held = self.listed_features(live.conn);
+        if let Some(features) = held.clone().filter(fresh) {
             return Ok(features);
         }
         let listed = async {
@@ -341,7 +342,15 @@ impl Slot {
         match listed.await {
             Ok(features) => {
                 let features = Arc::new(features);
-                self.set_features(live.conn, features.clone());
+                // Listed again because the old listing's ttl ran out: what differs is a list
+                // change the server had no way to announce.
+                if self.set_features(live.conn, features.clone())
+                    && let Some(held) = held
+                {
+                    for event in held.changes(&features, self.name()) {
+                        hub.emit(event);
+                    }
+                }
                 Ok(features)
             }
             Err(error) => Err(HubError::Server {
@@ -373,7 +382,13 @@ impl Slot {
                 server: self.server.name.clone(),
                 error,
             })?;
-        self.set_tools(live.conn, tools.clone(), fresh);
+        // What differs is a list change the server had no way to announce.
+        let changed = *live.tools != tools;
+        if self.set_tools(live.conn, tools.clone(), fresh) && changed {
+            hub.emit(HubEvent::ToolsChanged {
+                server: self.name().to_owned(),
+            });
+        }
         Ok(Live {
             tools: Arc::new(tools),
             tools_fresh: fresh,
@@ -396,7 +411,7 @@ impl Slot {
         spec: &ServerSpec,
     ) -> Result<Live, HubError> {
         let key = eras::key(spec);
-        let (cached, mut note) = match hub.eras.get(&key) {
+        let (cached, mut note) = match hub.eras.get(&key, SystemTime::now()) {
             Ok(cached) => (cached, None),
             Err(note) => (None, Some(note)),
         };
@@ -405,7 +420,7 @@ impl Slot {
             let error = match self.connect(hub, spec, protocol, note.take()).await {
                 Ok(live) => {
                     if basis.is_verdict() {
-                        hub.eras.record(&key, &live.protocol);
+                        hub.eras.record(&key, &live.protocol, SystemTime::now());
                     }
                     return Ok(live);
                 }
@@ -438,6 +453,12 @@ impl Slot {
                 hub.eras.forget(&key);
             }
             (protocol, basis) = next;
+            if basis == Basis::AfterProbe {
+                note = Some(format!(
+                    "the handshake era ({protocol}): the server ended on the `server/discover` \
+                     probe"
+                ));
+            }
         }
     }
 
@@ -539,6 +560,11 @@ impl Slot {
         };
         match listed.await {
             Ok((info, tools, tools_fresh)) => {
+                if let (Some(fallback), Some(log)) = (&info.fallback, &run_log) {
+                    let revision = &info.protocol_version;
+                    let line = format!("mcp-cli: the handshake era ({revision}): {fallback}");
+                    let _ = writeln!(log.clone(), "{line}");
+                }
                 let listening = listen::filter(&info)
                     .map(|filter| listen::start(hub, client.clone(), filter, ack_within, run_log));
                 let live = Live {
@@ -562,7 +588,7 @@ impl Slot {
     }
 
     /// The revision the running connection speaks, else the configured one, else the cached
-    /// verdict.
+    /// verdict while it is trusted.
     pub(crate) fn protocol(&self, eras: &eras::Eras) -> Option<String> {
         if let Phase::Running(live) = &self.life().phase {
             return Some(live.protocol.clone());
@@ -570,7 +596,10 @@ impl Slot {
         let spec = self.spec().ok()?;
         match spec.protocol {
             Protocol::Revision(revision) => Some(revision.to_owned()),
-            Protocol::Auto => eras.get(&eras::key(spec)).ok().flatten().map(str::to_owned),
+            Protocol::Auto => {
+                let cached = eras.get(&eras::key(spec), SystemTime::now());
+                cached.ok().flatten().map(str::to_owned)
+            }
         }
     }
 

@@ -4,8 +4,9 @@
 use std::time::{Duration, Instant};
 
 use mcp_proto::{
-    ClientCapabilities, CloseReason, Config, Connection, Era, Event, LATEST_PROTOCOL_VERSION,
-    LATEST_STATELESS_VERSION, Protocol, Request, RequestError, RpcError, SendError,
+    ClientCapabilities, CloseReason, Config, Connection, Era, Event, Fallback,
+    LATEST_PROTOCOL_VERSION, LATEST_STATELESS_VERSION, Protocol, Request, RequestError, RpcError,
+    SendError,
 };
 use serde_json::{Value, json};
 
@@ -172,9 +173,15 @@ fn a_probe_refused_with_any_error_means_the_handshake_era() {
         let mut init = init_response("2025-11-25");
         init["id"] = sent[0]["id"].clone();
         server.send(&mut conn, now, init);
-        assert!(
-            matches!(conn.poll_event(), Some(Event::Ready(info)) if info.supported_versions.is_empty())
-        );
+        let Some(Event::Ready(info)) = conn.poll_event() else {
+            panic!("{code}: not ready");
+        };
+        assert!(info.supported_versions.is_empty());
+        // Why the handshake era, for the caller's log: the refusal, in the server's words.
+        let Some(Fallback::Refused(detail)) = &info.fallback else {
+            panic!("{code}: {:?}", info.fallback);
+        };
+        assert!(detail.contains(&code.to_string()), "{code}: {detail}");
         let sent = server.absorb(&mut conn);
         assert_eq!(sent[0], initialized());
         assert_eq!(sent[1]["id"], json!(held));
@@ -223,7 +230,11 @@ fn an_unanswered_probe_falls_back_after_the_timeout_and_its_late_answer_is_ignor
     let mut init = init_response("2025-11-25");
     init["id"] = json!(2);
     server.send(&mut conn, deadline, init);
-    assert!(matches!(conn.poll_event(), Some(Event::Ready(_))));
+    let Some(Event::Ready(info)) = conn.poll_event() else {
+        panic!("not ready");
+    };
+    let after = Config::default().handshake_timeout;
+    assert_eq!(info.fallback, Some(Fallback::Unanswered { after }));
 }
 
 #[test]

@@ -5,8 +5,9 @@ use std::time::{Duration, Instant};
 
 use crate::peer::handshake_config;
 use mcp_proto::{
-    Affected, Answer, CloseReason, Config, Era, Event, Exchange, ExchangeId, Get, HeaderRule,
-    HttpConnection, HttpTransport, Post, Reply, Request, RequestError, RequestId, RpcError,
+    Affected, Answer, CloseReason, Config, Era, Event, Exchange, ExchangeId, Fallback, Get,
+    HeaderRule, HttpConnection, HttpTransport, Post, Reply, Request, RequestError, RequestId,
+    RpcError,
 };
 use serde_json::{Value, json};
 
@@ -589,7 +590,10 @@ fn a_probe_refused_with_a_handshake_era_error_means_the_handshake() {
     );
     let initialized = one_post(&mut http);
     assert_eq!(header(&initialized.headers, "mcp-session-id"), Some("s1"));
-    assert!(matches!(events(&mut http).as_slice(), [Event::Ready(_)]));
+    let refused = Some(Fallback::Refused("HTTP status 400".to_owned()));
+    assert!(
+        matches!(events(&mut http).as_slice(), [Event::Ready(info)] if info.fallback == refused)
+    );
     assert_eq!(http.connection().era(), Some(Era::Handshake));
 }
 

@@ -5,6 +5,7 @@ use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
+use mcp_smol::proto::LATEST_PROTOCOL_VERSION;
 use serde_json::Value;
 
 use crate::support::{FIXTURE, Run, Scratch};
@@ -72,6 +73,22 @@ fn a_server_that_exits_on_the_probe_works_and_is_not_probed_again() {
         (protocol.as_str(), era.as_str()),
         (Some("2025-11-25"), Some("handshake"))
     );
+    let ended = format!(
+        "mcp-cli: the handshake era ({LATEST_PROTOCOL_VERSION}): the server ended on the \
+         `server/discover` probe"
+    );
+    assert_eq!(era_choices(&scratch), [ended]);
+}
+
+/// The lines of `mcp-cli logs fx` that say which era the probe chose and why.
+fn era_choices(scratch: &Scratch) -> Vec<String> {
+    let run = ok(scratch, &["logs", "fx"]);
+    let chosen = |line: &&str| line.starts_with("mcp-cli: ") && line.contains("era (");
+    run.stdout
+        .lines()
+        .filter(chosen)
+        .map(str::to_owned)
+        .collect()
 }
 
 /// The probe waits out the server's start budget (`timeout_sec`), then the handshake begins;
@@ -83,9 +100,31 @@ fn a_server_silent_on_the_probe_works_after_the_probe_timeout() {
     let run = ok(&scratch, &["call", "fx", "echo", "text=late"]);
     assert_eq!(run.stdout, "late\n");
     assert_eq!(count(&log, "initialize"), 1);
+    let handshake = format!("mcp-cli: the handshake era ({LATEST_PROTOCOL_VERSION}): ");
+    let why = "the server did not answer `server/discover` within 1s";
+    assert_eq!(era_choices(&scratch), [format!("{handshake}{why}")]);
     let run = ok(&scratch, &["call", "fx", "echo", "text=soon"]);
     assert_eq!(run.stdout, "soon\n");
     assert_eq!(count(&log, "server/discover"), 1, "the verdict was cached");
+    // The cached verdict was not chosen by a probe: nothing more to say.
+    assert_eq!(era_choices(&scratch).len(), 1);
+}
+
+#[test]
+fn a_server_refusing_the_probe_is_logged_with_the_refusal() {
+    let (scratch, log) = stdio_fixture("eras-cli-refused", "good", "");
+    let run = ok(&scratch, &["call", "fx", "echo", "text=hi"]);
+    assert_eq!(run.stdout, "hi\n");
+    assert_eq!(count(&log, "server/discover"), 1);
+    let choices = era_choices(&scratch);
+    let handshake = format!("mcp-cli: the handshake era ({LATEST_PROTOCOL_VERSION}): ");
+    let why = "the server refused `server/discover`: ";
+    assert_eq!(choices.len(), 1, "{choices:?}");
+    assert!(
+        choices[0].starts_with(&format!("{handshake}{why}")),
+        "{choices:?}"
+    );
+    assert!(choices[0].contains("server/discover"), "{choices:?}");
 }
 
 #[test]

@@ -246,6 +246,50 @@ fn a_listing_is_kept_for_its_ttl_and_listed_again_after() {
     });
 }
 
+/// The events `events` holds now, without waiting.
+fn held(events: &smol::channel::Receiver<HubEvent>) -> Vec<HubEvent> {
+    std::iter::from_fn(|| events.try_recv().ok()).collect()
+}
+
+#[test]
+fn a_listing_listed_again_for_its_ttl_tells_what_changed() {
+    let dir = Scratch::new("hub-st-ttl-changed");
+    let log = dir.0.join("received");
+    let describe = dir.write("description.txt", "Says hello.");
+    // A ttl of 0: every use lists again.
+    let extra = ["--ttl-ms", "0", "--describe", describe.to_str().unwrap()];
+    let command = stateless("resources", &log, &extra);
+    bounded(async {
+        let hub = hub_of(vec![server("fx", command)], &dir.0);
+        let events = hub.events();
+        let first = hub.catalogue().await;
+        assert!(first.failures.is_empty(), "{:?}", first.failures);
+        // Listed again and found the same: nothing to tell.
+        let (tools, prompts) = (received(&log, "tools/list"), received(&log, "prompts/list"));
+        hub.catalogue().await;
+        assert!(received(&log, "tools/list") > tools, "not listed again");
+        assert!(received(&log, "prompts/list") > prompts, "not listed again");
+        assert_eq!(held(&events), []);
+        // Listed again and found changed: told as a list change would be, once each.
+        dir.write("description.txt", "Says goodbye.");
+        let after = hub.catalogue().await;
+        let server = || "fx".to_owned();
+        assert_eq!(
+            held(&events),
+            [
+                HubEvent::ToolsChanged { server: server() },
+                HubEvent::ResourcesChanged { server: server() },
+                HubEvent::PromptsChanged { server: server() },
+            ]
+        );
+        let tool = after.get("fx__shifty").unwrap();
+        assert_eq!(tool.tool.description.as_deref(), Some("Says goodbye."));
+        hub.catalogue().await;
+        assert_eq!(held(&events), []);
+        hub.shutdown().await;
+    });
+}
+
 #[test]
 fn a_missing_resource_reads_alike_in_both_eras() {
     let dir = Scratch::new("hub-st-missing");
