@@ -4,9 +4,14 @@
 //!
 //! Each host request runs as a task of its own, so a slow call never holds up the others; a
 //! host's `notifications/cancelled` drops that task, which cancels the backend's request.
+//!
+//! A stateless-era host (2026-07-28) is served the same way, request by request: the core
+//! reads each request's `_meta` and serves `subscriptions/listen` (list changes go to it), and
+//! what a backend asks of the person reaches the host as `input_required` rounds ([`rounds`]).
 
 mod host;
 mod proxy;
+mod rounds;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -14,7 +19,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use futures_lite::future::FutureExt;
-use mcp_smol::proto::{HostRequestId, Request, RpcError, ServerConfig, ServerEvent};
+use mcp_smol::proto::{
+    ClientInfo, HostInput, HostRequestId, Request, RpcError, ServerConfig, ServerEvent,
+};
 use serde_json::{Map, Value, json};
 
 use crate::hints;
@@ -129,7 +136,9 @@ impl Gateway {
                     let id = request.id;
                     let task = self.executor.spawn(async move {
                         let method = request.method.as_str();
-                        let result = gateway.handle(&link, id, method, request.params).await;
+                        let era = request.client.as_ref();
+                        let result = (gateway.handle(&link, id, method, request.params.clone(), era))
+                            .await;
                         link.server.respond(id, result);
                     });
                     running.insert(id, task);
@@ -177,12 +186,15 @@ impl Gateway {
             .collect()
     }
 
+    /// Answers one host request; `era` is what a stateless-era request's `_meta` said of the
+    /// host (`None` in the handshake era).
     async fn handle(
-        &self,
+        self: &Arc<Self>,
         host: &HostLink,
         id: HostRequestId,
         method: &str,
         params: Option<Value>,
+        era: Option<&ClientInfo>,
     ) -> Result<Value, RpcError> {
         if let Some(extension) = &self.extension {
             extension.touch();
@@ -205,6 +217,12 @@ impl Gateway {
                     .unwrap_or_default();
                 let arguments = params.get("arguments").cloned().unwrap_or(json!({}));
                 match mode {
+                    Mode::Tools if era.is_some() => {
+                        let input = HostInput::of(method, Some(&params));
+                        let entry = self.find(name).await?;
+                        self.call_in_rounds(host, id, entry, arguments, era, input)
+                            .await
+                    }
                     Mode::Tools => {
                         let entry = self.find(name).await?;
                         Ok(self.call(host, id, &entry, arguments).await)
@@ -367,6 +385,31 @@ impl Gateway {
         Ok(entry)
     }
 
+    /// A stateless-era host's tool call: a retry resumes the call it answers; otherwise the
+    /// call starts, and the forms its server asks for while it runs come back to the host as
+    /// `input_required` rounds, when this request declared elicitation (else they are
+    /// declined, as for a handshake-era host that cannot show them).
+    async fn call_in_rounds(
+        self: &Arc<Self>,
+        host: &HostLink,
+        id: HostRequestId,
+        entry: ToolEntry,
+        arguments: Value,
+        era: Option<&ClientInfo>,
+        input: Option<HostInput>,
+    ) -> Result<Value, RpcError> {
+        let can_ask = era.is_some_and(|client| client.declares("elicitation"));
+        let origin = format!("tools/call {}", entry.name);
+        let (gateway, link) = (self.clone(), host.clone());
+        let start = move |questions| {
+            self.executor.spawn(async move {
+                let _waiting = can_ask.then(|| gateway.relay.wait_in_rounds(&entry.server, questions));
+                gateway.call_unrelayed(&link, id, &entry, arguments).await
+            })
+        };
+        host.rounds.answer(&self.executor, origin, input, start).await
+    }
+
     /// Calls through the hub with progress passed on; every failure but the backend's own
     /// JSON-RPC error is a tool result with `isError`, so the model sees why.
     async fn call(
@@ -376,11 +419,22 @@ impl Gateway {
         entry: &ToolEntry,
         arguments: Value,
     ) -> Value {
+        // What the server asks of a person while the call runs goes to this host.
+        let _waiting = self.relay.wait_on(Some(&entry.server), host);
+        self.call_unrelayed(host, id, entry, arguments).await
+    }
+
+    /// [`call`](Self::call), the caller having told the relay where forms go.
+    async fn call_unrelayed(
+        &self,
+        host: &HostLink,
+        id: HostRequestId,
+        entry: &ToolEntry,
+        arguments: Value,
+    ) -> Value {
         let report = |progress: mcp_smol::proto::Progress| {
             (host.server).progress(id, progress.progress, progress.total, progress.message);
         };
-        // What the server asks of a person while the call runs goes to this host.
-        let _waiting = self.relay.wait_on(Some(&entry.server), host);
         match (self.hub)
             .call_within(entry, arguments, self.call_timeout, &report)
             .await
