@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use futures_lite::future::FutureExt;
 use mcp_smol::proto::{
-    ClientInfo, HostInput, HostRequestId, Request, RpcError, ServerConfig, ServerEvent,
+    CacheScope, ClientInfo, HostInput, HostRequestId, Request, RpcError, ServerConfig, ServerEvent,
 };
 use serde_json::{Map, Value, json};
 
@@ -137,8 +137,11 @@ impl Gateway {
                     let task = self.executor.spawn(async move {
                         let method = request.method.as_str();
                         let era = request.client.as_ref();
-                        let result = (gateway.handle(&link, id, method, request.params.clone(), era))
-                            .await;
+                        let mut result =
+                            (gateway.handle(&link, id, method, request.params.clone(), era)).await;
+                        if let (Some(_), Ok(result)) = (era, &mut result) {
+                            gateway.add_cache_hint(method, result);
+                        }
                         link.server.respond(id, result);
                     });
                     running.insert(id, task);
@@ -174,6 +177,39 @@ impl Gateway {
         }
         drop(running);
         driver.await;
+    }
+
+    /// Stateless era: a listing or a read carries `ttlMs` and `cacheScope`. A backend's read
+    /// keeps its own; a listing made of several servers' gets the strictest of theirs; with
+    /// none to go by, it is fresh for no time and private, which is never wrong.
+    fn add_cache_hint(&self, method: &str, result: &mut Value) {
+        let features = match method {
+            "tools/list" => false,
+            "resources/list" | "resources/templates/list" | "prompts/list" | "resources/read" => {
+                true
+            }
+            _ => return,
+        };
+        let Value::Object(result) = result else {
+            return;
+        };
+        if result.contains_key("ttlMs") {
+            return;
+        }
+        let hint = match method {
+            "resources/read" => None,
+            _ => self.hub.cache_hint(&self.servers(), features),
+        };
+        let (ttl, scope) = match hint {
+            Some(hint) => (hint.ttl.as_millis(), hint.scope),
+            None => (0, CacheScope::Private),
+        };
+        let scope = match scope {
+            CacheScope::Public => "public",
+            CacheScope::Private => "private",
+        };
+        result.insert("ttlMs".to_owned(), json!(u64::try_from(ttl).unwrap_or(u64::MAX)));
+        result.insert("cacheScope".to_owned(), json!(scope));
     }
 
     /// The configured names this gateway stands for.
