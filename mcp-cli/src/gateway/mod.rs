@@ -208,7 +208,10 @@ impl Gateway {
             CacheScope::Public => "public",
             CacheScope::Private => "private",
         };
-        result.insert("ttlMs".to_owned(), json!(u64::try_from(ttl).unwrap_or(u64::MAX)));
+        result.insert(
+            "ttlMs".to_owned(),
+            json!(u64::try_from(ttl).unwrap_or(u64::MAX)),
+        );
         result.insert("cacheScope".to_owned(), json!(scope));
     }
 
@@ -439,11 +442,14 @@ impl Gateway {
         let (gateway, link) = (self.clone(), host.clone());
         let start = move |questions| {
             self.executor.spawn(async move {
-                let _waiting = can_ask.then(|| gateway.relay.wait_in_rounds(&entry.server, questions));
+                let _waiting =
+                    can_ask.then(|| gateway.relay.wait_in_rounds(&entry.server, questions));
                 gateway.call_unrelayed(&link, id, &entry, arguments).await
             })
         };
-        host.rounds.answer(&self.executor, origin, input, start).await
+        host.rounds
+            .answer(&self.executor, origin, input, start)
+            .await
     }
 
     /// Calls through the hub with progress passed on; every failure but the backend's own

@@ -129,7 +129,8 @@ impl Rounds {
                 "the server asked for input more than {MAX_ROUNDS} times in one call; gave up"
             )));
         }
-        let questions = std::iter::once(first).chain(std::iter::from_fn(|| parked.questions.try_recv().ok()));
+        let questions =
+            std::iter::once(first).chain(std::iter::from_fn(|| parked.questions.try_recv().ok()));
         let mut round = InputRequired::default();
         for (n, question) in questions.enumerate() {
             let key = format!("input-{}-{n}", parked.rounds);
@@ -170,12 +171,15 @@ impl Rounds {
             }
             Some(_) => {}
         }
-        let mut parked = parking.parked.remove(&state).ok_or_else(|| invalid(state.clone()))?;
+        let mut parked = parking
+            .parked
+            .remove(&state)
+            .ok_or_else(|| invalid(state.clone()))?;
         drop(parking);
         for (key, answer) in std::mem::take(&mut parked.waiting) {
             // An answer the host left out has not said yes.
-            let response = (input.responses.get(&key).cloned())
-                .unwrap_or_else(|| json!({"action": "cancel"}));
+            let response =
+                (input.responses.get(&key).cloned()).unwrap_or_else(|| json!({"action": "cancel"}));
             let _ = answer.try_send(response);
         }
         parked._expiry = None;
@@ -183,7 +187,11 @@ impl Rounds {
     }
 
     /// Keeps `parked` until the host retries or its wait ends; returns its `requestState`.
-    fn park(&self, executor: &Arc<async_executor::Executor<'static>>, mut parked: Parked) -> String {
+    fn park(
+        &self,
+        executor: &Arc<async_executor::Executor<'static>>,
+        mut parked: Parked,
+    ) -> String {
         let mut parking = self.parking();
         parking.next += 1;
         let state = format!("mcp-cli-{}", parking.next);

@@ -8,8 +8,8 @@ use mcp_smol::proto::{CacheHint, CacheScope, Notification, Progress, Request, To
 use serde_json::Value;
 
 use crate::config::{Action, Rule};
-use crate::hub::features::{self, PromptEntry, ResourceEntry, Skipped, TemplateEntry};
 use crate::hub::cache::Freshness;
+use crate::hub::features::{self, PromptEntry, ResourceEntry, Skipped, TemplateEntry};
 use crate::hub::{ApproveChanges, Ask, Hub, HubError, PinChange};
 use crate::names;
 

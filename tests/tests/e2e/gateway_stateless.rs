@@ -30,8 +30,11 @@ fn config(scratch: &Scratch) -> (PathBuf, PathBuf) {
 /// `mcp-cli serve` on `config`, in the scratch folder's isolated environment.
 fn serve(scratch: &Scratch, config: &std::path::Path, extra_env: &[(&str, &str)]) -> ServerCommand {
     let dir = |name: &str| scratch.0.join(name).display().to_string();
-    let mut command = ServerCommand::new(cli_binary().display().to_string())
-        .args(["--config", &config.display().to_string(), "serve"]);
+    let mut command = ServerCommand::new(cli_binary().display().to_string()).args([
+        "--config",
+        &config.display().to_string(),
+        "serve",
+    ]);
     command.cwd = Some(scratch.0.clone());
     let env = [
         ("XDG_STATE_HOME", dir("state")),
@@ -116,24 +119,42 @@ fn our_client_at_2026_07_28_lists_calls_answers_a_form_and_hears_a_list_change()
         let listening = client.clone();
         let listen = smol::spawn(async move { listening.request(Request::listen(&filter)).await });
         let ack = next_of(&notifications, "notifications/subscriptions/acknowledged").await;
-        let subscription = ack.subscription_id().expect("the ack names the subscription");
-        assert_eq!(ack.acknowledged().map(|agreed| agreed.tools_list_changed), Some(true));
+        let subscription = ack
+            .subscription_id()
+            .expect("the ack names the subscription");
+        assert_eq!(
+            ack.acknowledged().map(|agreed| agreed.tools_list_changed),
+            Some(true)
+        );
 
         let tools = client.list_all::<Tool>().await.unwrap();
         let names: Vec<&str> = tools.items.iter().map(|tool| tool.name.as_str()).collect();
-        assert!(names.contains(&"fx__echo") && names.contains(&"fx__ask"), "{names:?}");
+        assert!(
+            names.contains(&"fx__echo") && names.contains(&"fx__ask"),
+            "{names:?}"
+        );
         assert!(!names.contains(&"fx__extra"), "{names:?}");
 
-        let echoed = client.call_tool("fx__echo", json!({"text": "hi fx"})).await.unwrap();
+        let echoed = client
+            .call_tool("fx__echo", json!({"text": "hi fx"}))
+            .await
+            .unwrap();
         assert_eq!(text(&echoed), "hi fx");
         let changed = next_of(&notifications, "notifications/tools/list_changed").await;
         assert_eq!(changed.subscription_id(), Some(subscription));
         let tools = client.list_tools().await.unwrap();
-        assert!(tools.iter().any(|tool| tool.name == "fx__extra"), "{tools:?}");
+        assert!(
+            tools.iter().any(|tool| tool.name == "fx__extra"),
+            "{tools:?}"
+        );
 
         // The backend's form comes to us as an input round of our call, and our answer
         // reaches the backend, which also checks its own `requestState` came back whole.
-        let asked = answer_forms(&client, json!({"action": "accept", "content": {"name": "Ada"}})).await;
+        let asked = answer_forms(
+            &client,
+            json!({"action": "accept", "content": {"name": "Ada"}}),
+        )
+        .await;
         let greeted = client.call_tool("fx__ask", json!({})).await.unwrap();
         assert!(!greeted.is_error, "{greeted:?}");
         assert_eq!(text(&greeted), r#"accept {"name":"Ada"}"#);
@@ -203,7 +224,7 @@ impl Drop for RawModernHost {
 }
 
 #[test]
-fn a_raw_modern_host_gets_version_refusals_and_a_call_left_waiting_is_cancelled() {
+fn a_raw_modern_host_gets_version_refusals_and_a_call_left_waiting_is_dropped() {
     let scratch = Scratch::new("gateway-modern-raw");
     let (config, _) = config(&scratch);
     let command = serve(&scratch, &config, &[("MCP_CLI_INPUT_WAIT_MS", "200")]);
@@ -212,7 +233,10 @@ fn a_raw_modern_host_gets_version_refusals_and_a_call_left_waiting_is_cancelled(
     let refused = host.request(1, "server/discover", json!({}), "2099-01-01");
     assert_eq!(refused["error"]["code"], -32022, "{refused}");
     let supported = &refused["error"]["data"]["supported"];
-    assert!(supported.as_array().unwrap().contains(&json!("2026-07-28")), "{refused}");
+    assert!(
+        supported.as_array().unwrap().contains(&json!("2026-07-28")),
+        "{refused}"
+    );
     let found = host.request(2, "server/discover", json!({}), "2026-07-28");
     assert_eq!(found["result"]["resultType"], "complete", "{found}");
 
@@ -220,7 +244,12 @@ fn a_raw_modern_host_gets_version_refusals_and_a_call_left_waiting_is_cancelled(
     let round = host.request(3, "tools/call", call.clone(), "2026-07-28");
     let result = &round["result"];
     assert_eq!(result["resultType"], "input_required", "{round}");
-    let (key, form) = result["inputRequests"].as_object().unwrap().iter().next().unwrap();
+    let (key, form) = result["inputRequests"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .next()
+        .unwrap();
     assert_eq!(form["method"], "elicitation/create");
     assert_eq!(form["params"]["message"], "What is your name?");
     // Our own state, not the backend's: that one stays between the gateway and the backend.
@@ -233,7 +262,10 @@ fn a_raw_modern_host_gets_version_refusals_and_a_call_left_waiting_is_cancelled(
     let refused = host.request(4, "tools/call", wrong.clone(), "2026-07-28");
     assert_eq!(refused["error"]["code"], -32602, "{refused}");
     let message = refused["error"]["message"].as_str().unwrap();
-    assert!(message.contains("belongs to tools/call fx__ask"), "{message}");
+    assert!(
+        message.contains("belongs to tools/call fx__ask"),
+        "{message}"
+    );
 
     // The host never retries: once its wait ends, the call is dropped (a stateless-era
     // backend holds nothing for it; a handshake-era one would be sent a cancellation).
@@ -245,7 +277,10 @@ fn a_raw_modern_host_gets_version_refusals_and_a_call_left_waiting_is_cancelled(
             break;
         }
         assert!(message.contains("belongs to"), "{message}");
-        assert!(Instant::now() < deadline, "the parked call outlived its wait");
+        assert!(
+            Instant::now() < deadline,
+            "the parked call outlived its wait"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     let mut late = call;
@@ -255,4 +290,172 @@ fn a_raw_modern_host_gets_version_refusals_and_a_call_left_waiting_is_cancelled(
     assert_eq!(expired["error"]["code"], -32602, "{expired}");
     let message = expired["error"]["message"].as_str().unwrap();
     assert!(message.contains("no call waiting"), "{message}");
+}
+
+/// A TypeScript SDK v2 host at `era` (a pinned revision, or `auto`): connect, listen for tool
+/// changes, list, call, hear the change, list again, and a call whose backend asks for a form
+/// (answered by the SDK's own `elicitation/create` handler through its input rounds).
+const TS_HOST: &str = r#"
+const [pkg, config, era] = process.argv.slice(2);
+const { Client } = await import(`${pkg}/dist/index.mjs`);
+const { StdioClientTransport } = await import(`${pkg}/dist/stdio.mjs`);
+const print = (step, value) => console.log(JSON.stringify({ step, ...value }));
+const text = (result) => result.content.map((item) => item.text ?? "").join("");
+
+const transport = new StdioClientTransport({
+  command: process.env.MCP_CLI,
+  args: ["--config", config, "serve"],
+  env: process.env,
+  stderr: "inherit",
+});
+const mode = era === "auto" ? "auto" : { pin: era };
+const client = new Client({ name: "ts-modern", version: "1" }, {
+  capabilities: { elicitation: { form: {} } },
+  versionNegotiation: { mode },
+});
+const forms = [];
+client.setRequestHandler("elicitation/create", async (request) => {
+  forms.push(request.params.message);
+  return { action: "accept", content: { name: "Ada" } };
+});
+let changed = null;
+const listChanged = new Promise((resolve) => { changed = resolve; });
+client.setNotificationHandler("notifications/tools/list_changed", () => changed());
+await client.connect(transport);
+print("connected", { version: client.getNegotiatedProtocolVersion?.() ?? null });
+
+const subscription = await client.listen({ toolsListChanged: true });
+print("listen", { honored: subscription.honoredFilter });
+const names = (await client.listTools()).tools.map((tool) => tool.name);
+print("list", { names });
+print("echo", { text: text(await client.callTool({ name: "fx__echo", arguments: { text: "hi ts" } })) });
+const timeout = new Promise((_, reject) => setTimeout(() => reject(new Error("no list_changed within 20 s")), 20000));
+await Promise.race([listChanged, timeout]);
+const after = (await client.listTools({}, { cacheMode: "refresh" }).catch(() => client.listTools())).tools.map((tool) => tool.name);
+print("list-changed", { names: after });
+const asked = await client.callTool({ name: "fx__ask", arguments: {} });
+print("ask", { text: text(asked), isError: asked.isError === true, forms });
+await subscription.close();
+await client.close();
+"#;
+
+/// The Python SDK 2.x host, which chooses the era itself: the same steps.
+const PY_HOST: &str = r#"
+import asyncio, json, os, sys
+from mcp import Client, StdioServerParameters
+from mcp import types
+
+def show(step, **value):
+    print(json.dumps({"step": step, **value}), flush=True)
+
+def text(result):
+    return "".join(getattr(item, "text", "") for item in result.content)
+
+async def main(config):
+    forms = []
+    async def elicit(context, params):
+        forms.append(params.message)
+        return types.ElicitResult(action="accept", content={"name": "Ada"})
+    server = StdioServerParameters(command=os.environ["MCP_CLI"], args=["--config", config, "serve"], env=dict(os.environ))
+    async with Client(server, elicitation_callback=elicit) as client:
+        show("connected", version=client.protocol_version)
+        async with client.listen(tools_list_changed=True) as sub:
+            show("listen", honored=sub.honored.model_dump(exclude_none=True))
+            names = [tool.name for tool in (await client.list_tools()).tools]
+            show("list", names=names)
+            show("echo", text=text(await client.call_tool("fx__echo", {"text": "hi py"})))
+            event = await asyncio.wait_for(sub.__anext__(), 20)
+            show("event", kind=type(event).__name__)
+            names = [tool.name for tool in (await client.list_tools()).tools]
+            show("list-changed", names=names)
+        asked = await client.call_tool("fx__ask", {})
+        show("ask", text=text(asked), isError=bool(asked.is_error), forms=forms)
+
+asyncio.run(main(sys.argv[1]))
+"#;
+
+/// Runs a host script against `serve` on the test config; returns each JSON line it printed.
+fn run_host(
+    scratch: &Scratch,
+    config: &std::path::Path,
+    program: &std::path::Path,
+    args: &[&str],
+) -> Vec<Value> {
+    let command = serve(scratch, config, &[]);
+    let output = std::process::Command::new(program)
+        .args(args)
+        .current_dir(&scratch.0)
+        .envs(&command.env)
+        .env("MCP_CLI", &command.program)
+        .env_remove("MCP_CLI_CONFIG")
+        .output()
+        .expect("run the host script");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the host script failed:\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    stdout
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect()
+}
+
+/// What every host must have seen: the stateless revision, the listen honoured, the tools,
+/// the call, the change, and the form answered.
+fn check_host_steps(lines: &[Value]) {
+    let step = |name: &str| {
+        (lines.iter().find(|line| line["step"] == name))
+            .unwrap_or_else(|| panic!("no step {name} in {lines:#?}"))
+    };
+    assert_eq!(step("connected")["version"], "2026-07-28", "{lines:#?}");
+    let names = step("list")["names"].as_array().unwrap();
+    assert!(
+        names.contains(&json!("fx__ask")) && !names.contains(&json!("fx__extra")),
+        "{names:?}"
+    );
+    assert!(
+        step("echo")["text"].as_str().unwrap().starts_with("hi "),
+        "{lines:#?}"
+    );
+    let after = step("list-changed")["names"].as_array().unwrap();
+    assert!(after.contains(&json!("fx__extra")), "{after:?}");
+    let ask = step("ask");
+    assert_eq!(ask["text"], r#"accept {"name":"Ada"}"#, "{ask}");
+    assert_eq!(ask["isError"], false);
+    assert_eq!(ask["forms"], json!(["What is your name?"]));
+}
+
+#[test]
+fn typescript_sdk_v2_host_pinned_and_auto() {
+    let Some((node, package)) = mcp_tests::ts_client() else {
+        return;
+    };
+    let scratch = Scratch::new("gateway-modern-ts");
+    let (config, _) = config(&scratch);
+    let script = scratch.write("host.mjs", TS_HOST);
+    let (script, package, config_arg) = (
+        script.display().to_string(),
+        package.display().to_string(),
+        config.display().to_string(),
+    );
+    for era in ["2026-07-28", "auto"] {
+        let args = [script.as_str(), package.as_str(), config_arg.as_str(), era];
+        let lines = run_host(&scratch, &config, &node, &args);
+        check_host_steps(&lines);
+    }
+}
+
+#[test]
+fn python_sdk_2_host_chooses_the_stateless_era() {
+    let Some(peer) = mcp_tests::mcpserver_peer() else {
+        return;
+    };
+    let scratch = Scratch::new("gateway-modern-py");
+    let (config, _) = config(&scratch);
+    let script = scratch.write("host.py", PY_HOST);
+    let (script, config_arg) = (script.display().to_string(), config.display().to_string());
+    let lines = run_host(&scratch, &config, &peer.program, &[&script, &config_arg]);
+    check_host_steps(&lines);
 }
