@@ -255,16 +255,17 @@ impl Gateway {
                     .and_then(Value::as_str)
                     .unwrap_or_default();
                 let arguments = params.get("arguments").cloned().unwrap_or(json!({}));
+                let trace = trace_context(&params);
                 match mode {
                     Mode::Tools if era.is_some() => {
                         let input = HostInput::of(method, Some(&params));
                         let entry = self.find(name).await?;
-                        self.call_in_rounds(host, id, entry, arguments, era, input)
+                        self.call_in_rounds(host, id, entry, arguments, trace, era, input)
                             .await
                     }
                     Mode::Tools => {
                         let entry = self.find(name).await?;
-                        Ok(self.call(host, id, &entry, arguments).await)
+                        Ok(self.call(host, id, &entry, arguments, trace).await)
                     }
                     Mode::Proxy if name == proxy::NAME => {
                         Ok(proxy::run(self, host, id, arguments).await)
@@ -434,6 +435,7 @@ impl Gateway {
         id: HostRequestId,
         entry: ToolEntry,
         arguments: Value,
+        trace: Map<String, Value>,
         era: Option<&ClientInfo>,
         input: Option<HostInput>,
     ) -> Result<Value, RpcError> {
@@ -444,7 +446,9 @@ impl Gateway {
             self.executor.spawn(async move {
                 let _waiting =
                     can_ask.then(|| gateway.relay.wait_in_rounds(&entry.server, questions));
-                gateway.call_unrelayed(&link, id, &entry, arguments).await
+                gateway
+                    .call_unrelayed(&link, id, &entry, arguments, trace)
+                    .await
             })
         };
         host.rounds
@@ -452,18 +456,20 @@ impl Gateway {
             .await
     }
 
-    /// Calls through the hub with progress passed on; every failure but the backend's own
-    /// JSON-RPC error is a tool result with `isError`, so the model sees why.
+    /// Calls through the hub with progress passed on, and the host's `trace` context; every
+    /// failure but the backend's own JSON-RPC error is a tool result with `isError`, so the
+    /// model sees why.
     async fn call(
         &self,
         host: &HostLink,
         id: HostRequestId,
         entry: &ToolEntry,
         arguments: Value,
+        trace: Map<String, Value>,
     ) -> Value {
         // What the server asks of a person while the call runs goes to this host.
         let _waiting = self.relay.wait_on(Some(&entry.server), host);
-        self.call_unrelayed(host, id, entry, arguments).await
+        self.call_unrelayed(host, id, entry, arguments, trace).await
     }
 
     /// [`call`](Self::call), the caller having told the relay where forms go.
@@ -473,12 +479,13 @@ impl Gateway {
         id: HostRequestId,
         entry: &ToolEntry,
         arguments: Value,
+        trace: Map<String, Value>,
     ) -> Value {
         let report = |progress: mcp_smol::proto::Progress| {
             (host.server).progress(id, progress.progress, progress.total, progress.message);
         };
         match (self.hub)
-            .call_within(entry, arguments, self.call_timeout, &report)
+            .call_with_meta(entry, arguments, self.call_timeout, trace, &report)
             .await
         {
             Ok(result) => result,
@@ -522,6 +529,19 @@ impl Gateway {
             .await
             .map_err(backend_error)
     }
+}
+
+/// The members of a host request's `_meta` that carry its trace context (W3C Trace Context
+/// and Baggage, as the 2026-07-28 revision names them), to pass on to the backend's call.
+fn trace_context(params: &Value) -> Map<String, Value> {
+    const TRACE_KEYS: [&str; 3] = ["traceparent", "tracestate", "baggage"];
+    let meta = params.get("_meta");
+    (TRACE_KEYS.iter())
+        .filter_map(|key| {
+            let value = meta?.get(*key)?.as_str()?;
+            Some(((*key).to_owned(), json!(value)))
+        })
+        .collect()
 }
 
 fn invalid_params(message: String) -> RpcError {

@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use mcp_smol::proto::{CacheHint, CacheScope, Notification, Progress, Request, Tool};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::config::{Action, Rule};
 use crate::hub::cache::Freshness;
@@ -325,6 +325,19 @@ impl Hub {
         timeout: Option<Duration>,
         on_progress: &(dyn Fn(Progress) + Sync),
     ) -> Result<Value, HubError> {
+        (self.call_with_meta(tool, arguments, timeout, Map::new(), on_progress)).await
+    }
+
+    /// [`call_within`](Self::call_within), with `meta` added to the call's `_meta`: a
+    /// gateway passes its host's trace context (`traceparent`, `tracestate`, `baggage`) on.
+    pub async fn call_with_meta(
+        &self,
+        tool: &ToolEntry,
+        arguments: Value,
+        timeout: Option<Duration>,
+        meta: Map<String, Value>,
+        on_progress: &(dyn Fn(Progress) + Sync),
+    ) -> Result<Value, HubError> {
         let tool = &self
             .admit(&tool.server, &tool.tool.name, &arguments)
             .await?;
@@ -334,8 +347,9 @@ impl Hub {
         // A token of the hub's own, so that calls running side by side on one server (a
         // gateway's hosts) each hear only their own progress.
         let token = Value::String(format!("mcp-cli-{}", self.inner.next_progress_token()));
-        let mut request =
-            Request::call_tool(&tool.tool.name, arguments).progress_token(token.clone());
+        let mut request = (Request::call_tool(&tool.tool.name, arguments))
+            .progress_token(token.clone())
+            .meta(meta);
         if let Some(timeout) = timeout {
             request = request.timeout(timeout);
         }

@@ -51,6 +51,9 @@ fn serve(scratch: &Scratch, config: &std::path::Path, extra_env: &[(&str, &str)]
     command
 }
 
+/// A W3C trace context a host sends in `_meta`.
+const TRACEPARENT: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+
 /// Our client at the stateless revision, declaring elicitation, patient with a backend that
 /// starts on a loaded machine.
 fn modern_host() -> Options {
@@ -135,10 +138,11 @@ fn our_client_at_2026_07_28_lists_calls_answers_a_form_and_hears_a_list_change()
         );
         assert!(!names.contains(&"fx__extra"), "{names:?}");
 
-        let echoed = client
-            .call_tool("fx__echo", json!({"text": "hi fx"}))
-            .await
-            .unwrap();
+        // The host's trace context goes on to the backend's call.
+        let trace = json!({"traceparent": TRACEPARENT, "tracestate": "gw=1", "baggage": "k=v"});
+        let call = Request::call_tool("fx__echo", json!({"text": "hi fx"}));
+        let call = call.meta(trace.as_object().unwrap().clone());
+        let echoed = client.request(call).await.unwrap();
         assert_eq!(text(&echoed), "hi fx");
         let changed = next_of(&notifications, "notifications/tools/list_changed").await;
         assert_eq!(changed.subscription_id(), Some(subscription));
@@ -165,6 +169,16 @@ fn our_client_at_2026_07_28_lists_calls_answers_a_form_and_hears_a_list_change()
     // The backend's own round went to it with its state; our host never saw that state.
     let received = std::fs::read_to_string(log).unwrap();
     assert!(received.contains("inputResponses"), "{received}");
+    let traced = (received.lines())
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .find(|line| line["params"]["name"] == "echo")
+        .expect("the backend received the echo call");
+    let meta = &traced["params"]["_meta"];
+    assert_eq!(meta["traceparent"], TRACEPARENT, "{traced}");
+    assert_eq!(
+        (meta["tracestate"].clone(), meta["baggage"].clone()),
+        (json!("gw=1"), json!("k=v"))
+    );
 }
 
 /// A host that writes raw stateless-era lines to `serve` and reads its answers.
