@@ -112,6 +112,8 @@ impl Gateway {
         let changes = self.hub.events();
         let mut running: BTreeMap<HostRequestId, async_executor::Task<()>> = BTreeMap::new();
         loop {
+            // One lives at a time, for one turn of this loop: not worth a box per request.
+            #[allow(clippy::large_enum_variant)]
             enum Wake {
                 Host(Option<ServerEvent>),
                 Hub(Option<HubEvent>),
@@ -260,8 +262,12 @@ impl Gateway {
                     Mode::Tools if era.is_some() => {
                         let input = HostInput::of(method, Some(&params));
                         let entry = self.find(name).await?;
-                        self.call_in_rounds(host, id, entry, arguments, trace, era, input)
-                            .await
+                        let call = HostCall {
+                            entry,
+                            arguments,
+                            trace,
+                        };
+                        self.call_in_rounds(host, id, call, era, input).await
                     }
                     Mode::Tools => {
                         let entry = self.find(name).await?;
@@ -433,12 +439,15 @@ impl Gateway {
         self: &Arc<Self>,
         host: &HostLink,
         id: HostRequestId,
-        entry: ToolEntry,
-        arguments: Value,
-        trace: Map<String, Value>,
+        call: HostCall,
         era: Option<&ClientInfo>,
         input: Option<HostInput>,
     ) -> Result<Value, RpcError> {
+        let HostCall {
+            entry,
+            arguments,
+            trace,
+        } = call;
         let can_ask = era.is_some_and(|client| client.declares("elicitation"));
         let origin = format!("tools/call {}", entry.name);
         let (gateway, link) = (self.clone(), host.clone());
@@ -529,6 +538,14 @@ impl Gateway {
             .await
             .map_err(backend_error)
     }
+}
+
+/// A host's tool call, as it goes to the backend.
+struct HostCall {
+    entry: ToolEntry,
+    arguments: Value,
+    /// The host's trace context, from [`trace_context`].
+    trace: Map<String, Value>,
 }
 
 /// The members of a host request's `_meta` that carry its trace context (W3C Trace Context

@@ -216,3 +216,107 @@ impl Rounds {
         state
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A call that asks `times` questions, one after another, and returns the answers.
+    fn asking(
+        executor: &Arc<async_executor::Executor<'static>>,
+        times: usize,
+    ) -> impl FnOnce(Sender<Question>) -> async_executor::Task<Value> {
+        let executor = executor.clone();
+        move |questions| {
+            executor.spawn(async move {
+                let mut answers = Vec::new();
+                for n in 0..times {
+                    let (answer, answered) = async_channel::bounded(1);
+                    let params = json!({"message": format!("question {n}")});
+                    questions.send(Question { params, answer }).await.unwrap();
+                    answers.push(answered.recv().await.unwrap());
+                }
+                json!(answers)
+            })
+        }
+    }
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    #[test]
+    fn a_question_becomes_a_round_and_the_retry_brings_the_answer() {
+        let executor = Arc::new(async_executor::Executor::new());
+        let rounds = Rounds::new(&no_env);
+        futures_lite::future::block_on(executor.run(async {
+            let origin = "tools/call fx__ask".to_owned();
+            let start = asking(&executor, 1);
+            let round = rounds
+                .answer(&executor, origin.clone(), None, start)
+                .await
+                .unwrap();
+            assert_eq!(round["resultType"], "input_required");
+            let (key, form) = round["inputRequests"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .next()
+                .unwrap();
+            assert_eq!(form["method"], "elicitation/create");
+            assert_eq!(form["params"]["message"], "question 0");
+            assert_eq!(rounds.parked(), 1);
+            let state = round["requestState"].as_str().unwrap().to_owned();
+
+            // Another tool's retry cannot take it; an unknown state is refused.
+            let answer = json!({"action": "accept", "content": {"name": "Ada"}});
+            let input = |state: &str| HostInput {
+                responses: [(key.clone(), answer.clone())].into_iter().collect(),
+                state: Some(state.to_owned()),
+            };
+            let never = |_| unreachable!("a retry starts nothing");
+            let other = "tools/call fx__echo".to_owned();
+            let refused = rounds
+                .answer(&executor, other, Some(input(&state)), never)
+                .await;
+            assert_eq!(refused.unwrap_err().code, RpcError::INVALID_PARAMS);
+            let unknown = rounds.answer(&executor, origin.clone(), Some(input("x")), never);
+            assert_eq!(unknown.await.unwrap_err().code, RpcError::INVALID_PARAMS);
+            assert_eq!(rounds.parked(), 1);
+
+            let done = rounds
+                .answer(&executor, origin, Some(input(&state)), never)
+                .await;
+            assert_eq!(done.unwrap(), json!([answer]));
+            assert_eq!(rounds.parked(), 0);
+        }));
+    }
+
+    #[test]
+    fn a_call_that_keeps_asking_ends_with_a_tool_error() {
+        let executor = Arc::new(async_executor::Executor::new());
+        let rounds = Rounds::new(&no_env);
+        futures_lite::future::block_on(executor.run(async {
+            let origin = "tools/call loop".to_owned();
+            let start = asking(&executor, usize::MAX);
+            let mut round = rounds
+                .answer(&executor, origin.clone(), None, start)
+                .await
+                .unwrap();
+            for _ in 0..MAX_ROUNDS {
+                assert_eq!(round["resultType"], "input_required", "{round}");
+                // The host answers nothing: each question is cancelled, and asked again.
+                let input = HostInput {
+                    responses: serde_json::Map::new(),
+                    state: round["requestState"].as_str().map(str::to_owned),
+                };
+                let never = |_| unreachable!("a retry starts nothing");
+                round = (rounds.answer(&executor, origin.clone(), Some(input), never))
+                    .await
+                    .unwrap();
+            }
+            assert_eq!(round["isError"], true, "{round}");
+            assert_eq!(rounds.parked(), 0);
+        }));
+    }
+}
