@@ -7,7 +7,7 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_channel::{Receiver, Sender};
-use mcp_smol::proto::{ClientInfo, ElicitResult, Request, ServerConfig, ServerEvent};
+use mcp_smol::proto::{ClientInfo, ElicitResult, Era, Request, ServerConfig, ServerEvent};
 use mcp_smol::{ServeDriver, Server};
 use serde_json::json;
 
@@ -77,12 +77,19 @@ impl Host {
 
 impl HostLink {
     /// Decides `ask` rules by asking this host for a yes through elicitation, when it
-    /// declared that it can; otherwise the call is refused with the reason.
-    pub(crate) fn ask_handler(&self) -> AskHandler {
+    /// declared that it can; otherwise the call is refused with the reason. A stateless-era
+    /// host is asked in an input round of the call the rule covers, found through `relay`.
+    pub(crate) fn ask_handler(&self, relay: &Relay) -> AskHandler {
         let (server, can_ask) = (self.server.clone(), self.client.declares("elicitation"));
+        let stateless = Era::of(&self.client.protocol_version) == Some(Era::Stateless);
+        let relay = relay.clone();
         Arc::new(move |ask: Ask| {
             let server = server.clone();
+            let round = stateless.then(|| relay.round_for_tool(&ask.tool));
             Box::pin(async move {
+                if let Some(round) = round {
+                    return ask_in_round(round, &ask).await;
+                }
                 if !can_ask {
                     return Err(
                         "the host cannot be asked: it did not declare the elicitation \
@@ -90,15 +97,7 @@ impl HostLink {
                             .to_owned(),
                     );
                 }
-                let message = format!(
-                    "Allow {} with arguments {}? (rule tool = {:?}, {})",
-                    ask.tool,
-                    ask.arguments,
-                    ask.rule.tool.as_str(),
-                    ask.rule.origin
-                );
-                // A plain yes or no: a form without fields.
-                let form = json!({"type": "object", "properties": {}});
+                let (message, form) = ask_form(&ask);
                 match server.request(Request::elicit(message, form)).await {
                     Ok(answer) if answer.accepted() => Ok(()),
                     Ok(answer) => Err(format!("the host answered {}", answer.action)),
@@ -106,6 +105,41 @@ impl HostLink {
                 }
             })
         })
+    }
+}
+
+/// The question an `ask` rule puts to the host: a plain yes or no, a form without fields.
+fn ask_form(ask: &Ask) -> (String, serde_json::Value) {
+    let message = format!(
+        "Allow {} with arguments {}? (rule tool = {:?}, {})",
+        ask.tool,
+        ask.arguments,
+        ask.rule.tool.as_str(),
+        ask.rule.origin
+    );
+    (message, json!({"type": "object", "properties": {}}))
+}
+
+/// Asks a stateless-era host about an `ask` rule in an input round of the call it covers;
+/// without such a call (the request did not declare elicitation), refuses with the reason.
+async fn ask_in_round(round: Option<Sender<Question>>, ask: &Ask) -> Result<(), String> {
+    let Some(questions) = round else {
+        return Err(
+            "the host cannot be asked: its request did not declare the elicitation \
+                    capability; change the rule to allow, or use a host that can"
+                .to_owned(),
+        );
+    };
+    let (message, form) = ask_form(ask);
+    let params = json!({"message": message, "requestedSchema": form});
+    let (answer, answered) = async_channel::bounded(1);
+    if questions.send(Question { params, answer }).await.is_err() {
+        return Err("asking the host failed: the call ended".to_owned());
+    }
+    match answered.recv().await.map(|answer| answer_of(&answer)) {
+        Ok(ElicitAnswer::Accept(_)) => Ok(()),
+        Ok(ElicitAnswer::Decline) => Err("the host answered decline".to_owned()),
+        _ => Err("the host answered cancel".to_owned()),
     }
 }
 
@@ -177,6 +211,23 @@ impl Relay {
             relay: self.clone(),
             ticket,
         }
+    }
+
+    /// The input rounds of the latest stateless-era call waiting on the server of `tool` (a
+    /// shown name, `<server>__<tool>`).
+    fn round_for_tool(&self, tool: &str) -> Option<Sender<Question>> {
+        let waiting = self.waiting();
+        let mut hosts = waiting.hosts.iter().rev();
+        hosts.find_map(|(_, on, asker)| match (on, asker) {
+            (Some(on), Asker::Round(questions))
+                if tool
+                    .strip_prefix(on.as_str())
+                    .is_some_and(|t| t.starts_with("__")) =>
+            {
+                Some(questions.clone())
+            }
+            _ => None,
+        })
     }
 
     fn host_for(&self, server: &str) -> Option<Asker> {

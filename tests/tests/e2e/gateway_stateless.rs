@@ -473,3 +473,63 @@ fn python_sdk_2_host_chooses_the_stateless_era() {
     let lines = run_host(&scratch, &config, &peer.program, &[&script, &config_arg]);
     check_host_steps(&lines);
 }
+
+/// An `ask` rule before a stateless-era host: the yes-or-no comes as an input round of the
+/// call it covers (accepted: the call goes through; declined: a tool error), and a request
+/// that did not declare elicitation gets a tool error that says why.
+#[test]
+fn an_ask_rule_is_an_input_round_of_the_call() {
+    let scratch = Scratch::new("gateway-modern-ask");
+    let config = scratch.write(
+        "ask.toml",
+        &format!(
+            "[mcp.fx]\ncommand = {FIXTURE:?}\nargs = [\"good\"]\n\n\
+             [[permissions.rules]]\ntool = \"fx__add\"\naction = \"ask\"\n"
+        ),
+    );
+    let mut host = RawModernHost::start(&serve(&scratch, &config, &[]));
+    let add = json!({"name": "fx__add", "arguments": {"a": 1, "b": 2}});
+    for (id, action, sum) in [(1, "accept", Some("3")), (3, "decline", None)] {
+        let round = host.request(id, "tools/call", add.clone(), "2026-07-28");
+        let result = &round["result"];
+        assert_eq!(result["resultType"], "input_required", "{round}");
+        let (key, form) = result["inputRequests"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .next()
+            .unwrap();
+        assert!(
+            form["params"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("fx__add"),
+            "{form}"
+        );
+        let mut retry = add.clone();
+        retry["requestState"] = result["requestState"].clone();
+        retry["inputResponses"] = json!({ key: {"action": action} });
+        let done = host.request(id + 1, "tools/call", retry, "2026-07-28");
+        assert_eq!(done["result"]["resultType"], "complete", "{done}");
+        match sum {
+            Some(sum) => assert_eq!(done["result"]["content"][0]["text"], sum, "{done}"),
+            None => assert_eq!(done["result"]["isError"], true, "{done}"),
+        }
+    }
+    // Without elicitation in this request's `_meta`: refused, saying why.
+    let mut bare = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": add});
+    bare["params"]["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                                      "io.modelcontextprotocol/clientCapabilities": {}});
+    writeln!(host.stdin, "{bare}").unwrap();
+    let refused = loop {
+        let mut line = String::new();
+        host.stdout.read_line(&mut line).unwrap();
+        let line: Value = serde_json::from_str(&line).unwrap();
+        if line["id"] == 9 {
+            break line;
+        }
+    };
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    let why = refused["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(why.contains("elicitation"), "{why}");
+}
