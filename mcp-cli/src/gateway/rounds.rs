@@ -31,6 +31,11 @@ const INPUT_WAIT: Duration = Duration::from_secs(300);
 /// At most this many `input_required` answers per call; one more ends it with a tool error.
 const MAX_ROUNDS: u32 = 8;
 
+/// At most this many calls of one host wait for its answers at once (as many as the requests
+/// it may have open); a call that would be one more ends with a tool error instead, so a host
+/// that starts calls and never retries them cannot grow our memory.
+const MAX_PARKED: usize = 256;
+
 /// The calls of one host parked on its answers, by `requestState`.
 #[derive(Clone)]
 pub(crate) struct Rounds {
@@ -138,9 +143,16 @@ impl Rounds {
             round.requests.insert(key.clone(), request);
             parked.waiting.insert(key, question.answer);
         }
-        let state = self.park(executor, parked);
-        round.state = Some(state);
-        Ok(round.to_result())
+        match self.park(executor, parked) {
+            Some(state) => {
+                round.state = Some(state);
+                Ok(round.to_result())
+            }
+            None => Ok(tool_error(&format!(
+                "the server asked for input, and {MAX_PARKED} calls of this host already wait \
+                 for theirs; answer or abandon those first"
+            ))),
+        }
     }
 
     /// Takes the call a retry names, and gives it the host's answers.
@@ -186,13 +198,17 @@ impl Rounds {
         Ok(parked)
     }
 
-    /// Keeps `parked` until the host retries or its wait ends; returns its `requestState`.
+    /// Keeps `parked` until the host retries or its wait ends; returns its `requestState`, or
+    /// `None` (and drops it) when [`MAX_PARKED`] calls wait already.
     fn park(
         &self,
         executor: &Arc<async_executor::Executor<'static>>,
         mut parked: Parked,
-    ) -> String {
+    ) -> Option<String> {
         let mut parking = self.parking();
+        if parking.parked.len() >= MAX_PARKED {
+            return None;
+        }
         parking.next += 1;
         let state = format!("mcp-cli-{}", parking.next);
         let inner: Weak<Mutex<Parking>> = Arc::downgrade(&self.inner);
@@ -213,7 +229,7 @@ impl Rounds {
             }
         }));
         parking.parked.insert(state.clone(), parked);
-        state
+        Some(state)
     }
 }
 
@@ -289,6 +305,24 @@ mod tests {
                 .await;
             assert_eq!(done.unwrap(), json!([answer]));
             assert_eq!(rounds.parked(), 0);
+        }));
+    }
+
+    #[test]
+    fn a_host_that_never_retries_cannot_park_without_end() {
+        let executor = Arc::new(async_executor::Executor::new());
+        let rounds = Rounds::new(&no_env);
+        futures_lite::future::block_on(executor.run(async {
+            for n in 0..MAX_PARKED {
+                let origin = format!("tools/call t{n}");
+                let round = rounds.answer(&executor, origin, None, asking(&executor, 1));
+                assert_eq!(round.await.unwrap()["resultType"], "input_required");
+            }
+            let origin = "tools/call one-more".to_owned();
+            let refused = rounds.answer(&executor, origin, None, asking(&executor, 1));
+            let refused = refused.await.unwrap();
+            assert_eq!(refused["isError"], true, "{refused}");
+            assert_eq!(rounds.parked(), MAX_PARKED);
         }));
     }
 
