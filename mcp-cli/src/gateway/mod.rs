@@ -14,8 +14,8 @@ mod proxy;
 mod rounds;
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
 use futures_lite::future::FutureExt;
@@ -451,17 +451,19 @@ impl Gateway {
         let can_ask = era.is_some_and(|client| client.declares("elicitation"));
         let origin = format!("tools/call {}", entry.name);
         let (gateway, link) = (self.clone(), host.clone());
-        let start = move |questions| {
+        let start = move |questions, answering: rounds::Answering| {
             self.executor.spawn(async move {
                 let _waiting =
                     can_ask.then(|| gateway.relay.wait_in_rounds(&entry.server, questions));
+                // Progress goes to the request the call answers now: the latest retry.
+                let progress_to = || *answering.lock().unwrap_or_else(PoisonError::into_inner);
                 gateway
-                    .call_unrelayed(&link, id, &entry, arguments, trace)
+                    .call_unrelayed(&link, &progress_to, &entry, arguments, trace)
                     .await
             })
         };
-        host.rounds
-            .answer(&self.executor, origin, input, start)
+        (host.rounds)
+            .answer(&self.executor, origin, id, input, start)
             .await
     }
 
@@ -478,19 +480,22 @@ impl Gateway {
     ) -> Value {
         // What the server asks of a person while the call runs goes to this host.
         let _waiting = self.relay.wait_on(Some(&entry.server), host);
-        self.call_unrelayed(host, id, entry, arguments, trace).await
+        self.call_unrelayed(host, &|| id, entry, arguments, trace)
+            .await
     }
 
-    /// [`call`](Self::call), the caller having told the relay where forms go.
+    /// [`call`](Self::call), the caller having told the relay where forms go; progress goes
+    /// to the host request `progress_to` names when it comes.
     async fn call_unrelayed(
         &self,
         host: &HostLink,
-        id: HostRequestId,
+        progress_to: &(dyn Fn() -> HostRequestId + Sync),
         entry: &ToolEntry,
         arguments: Value,
         trace: Map<String, Value>,
     ) -> Value {
         let report = |progress: mcp_smol::proto::Progress| {
+            let id = progress_to();
             (host.server).progress(id, progress.progress, progress.total, progress.message);
         };
         match (self.hub)

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use async_channel::{Receiver, Sender};
 use futures_lite::future::FutureExt;
-use mcp_smol::proto::{HostInput, InputRequired, Request, RpcError};
+use mcp_smol::proto::{HostInput, HostRequestId, InputRequired, Request, RpcError};
 use serde_json::{Value, json};
 
 use crate::gateway::tool_error;
@@ -23,6 +23,10 @@ pub(crate) struct Question {
     /// The host's result for it (`{"action": "cancel"}` when it sent none).
     pub(crate) answer: Sender<Value>,
 }
+
+/// The host request a call answers now: its first, then each retry in turn (its progress
+/// goes there).
+pub(crate) type Answering = Arc<Mutex<HostRequestId>>;
 
 /// How long a parked call waits for the host's retry unless `MCP_CLI_INPUT_WAIT_MS` says:
 /// long enough for a person to fill in a form.
@@ -54,6 +58,7 @@ struct Parked {
     /// The host's method and tool (or prompt, or URI): a retry must name the same.
     origin: String,
     call: async_executor::Task<Value>,
+    answering: Answering,
     questions: Receiver<Question>,
     /// The answers the call waits for, by the key the host answers under.
     waiting: BTreeMap<String, Sender<Value>>,
@@ -86,24 +91,28 @@ impl Rounds {
     /// resumes its parked call with the host's answers; anything else starts a call with
     /// `start`, which is given where the call's questions go. Either way the answer is the
     /// call's result, or `input_required` when it asks something first. `origin` names what
-    /// is called, so that a retry cannot resume another call.
+    /// is called, so that a retry cannot resume another call; `id` is the host request this
+    /// answers, which the call is told of through [`Answering`].
     pub(crate) async fn answer<F>(
         &self,
         executor: &Arc<async_executor::Executor<'static>>,
         origin: String,
+        id: HostRequestId,
         input: Option<HostInput>,
         start: F,
     ) -> Result<Value, RpcError>
     where
-        F: FnOnce(Sender<Question>) -> async_executor::Task<Value>,
+        F: FnOnce(Sender<Question>, Answering) -> async_executor::Task<Value>,
     {
         let mut parked = match input {
             Some(input) => self.resume(&origin, input)?,
             None => {
                 let (questions, asked) = async_channel::unbounded();
+                let answering = Arc::new(Mutex::new(id));
                 Parked {
                     origin,
-                    call: start(questions),
+                    call: start(questions, answering.clone()),
+                    answering,
                     questions: asked,
                     waiting: BTreeMap::new(),
                     rounds: 0,
@@ -111,6 +120,7 @@ impl Rounds {
                 }
             }
         };
+        *(parked.answering.lock()).unwrap_or_else(PoisonError::into_inner) = id;
         enum Next {
             Done(Value),
             Asked(Question),
@@ -241,9 +251,9 @@ mod tests {
     fn asking(
         executor: &Arc<async_executor::Executor<'static>>,
         times: usize,
-    ) -> impl FnOnce(Sender<Question>) -> async_executor::Task<Value> {
+    ) -> impl FnOnce(Sender<Question>, Answering) -> async_executor::Task<Value> {
         let executor = executor.clone();
-        move |questions| {
+        move |questions, _| {
             executor.spawn(async move {
                 let mut answers = Vec::new();
                 for n in 0..times {
@@ -255,6 +265,23 @@ mod tests {
                 json!(answers)
             })
         }
+    }
+
+    /// A host request's id, as the server role hands one out.
+    fn host_request_id() -> HostRequestId {
+        use mcp_smol::proto::{ServerConfig, ServerConnection, ServerEvent};
+        let now = std::time::Instant::now();
+        let mut connection = ServerConnection::new(now, ServerConfig::default());
+        let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28"});
+        let request = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                             "params": {"name": "t", "_meta": meta}});
+        connection.handle_bytes(now, format!("{request}\n").as_bytes());
+        std::iter::from_fn(|| connection.poll_event())
+            .find_map(|event| match event {
+                ServerEvent::Request(request) => Some(request.id),
+                _ => None,
+            })
+            .unwrap()
     }
 
     fn no_env(_: &str) -> Option<String> {
@@ -269,7 +296,7 @@ mod tests {
             let origin = "tools/call fx__ask".to_owned();
             let start = asking(&executor, 1);
             let round = rounds
-                .answer(&executor, origin.clone(), None, start)
+                .answer(&executor, origin.clone(), host_request_id(), None, start)
                 .await
                 .unwrap();
             assert_eq!(round["resultType"], "input_required");
@@ -290,18 +317,36 @@ mod tests {
                 responses: [(key.clone(), answer.clone())].into_iter().collect(),
                 state: Some(state.to_owned()),
             };
-            let never = |_| unreachable!("a retry starts nothing");
+            let never = |_, _| unreachable!("a retry starts nothing");
             let other = "tools/call fx__echo".to_owned();
             let refused = rounds
-                .answer(&executor, other, Some(input(&state)), never)
+                .answer(
+                    &executor,
+                    other,
+                    host_request_id(),
+                    Some(input(&state)),
+                    never,
+                )
                 .await;
             assert_eq!(refused.unwrap_err().code, RpcError::INVALID_PARAMS);
-            let unknown = rounds.answer(&executor, origin.clone(), Some(input("x")), never);
+            let unknown = rounds.answer(
+                &executor,
+                origin.clone(),
+                host_request_id(),
+                Some(input("x")),
+                never,
+            );
             assert_eq!(unknown.await.unwrap_err().code, RpcError::INVALID_PARAMS);
             assert_eq!(rounds.parked(), 1);
 
             let done = rounds
-                .answer(&executor, origin, Some(input(&state)), never)
+                .answer(
+                    &executor,
+                    origin,
+                    host_request_id(),
+                    Some(input(&state)),
+                    never,
+                )
                 .await;
             assert_eq!(done.unwrap(), json!([answer]));
             assert_eq!(rounds.parked(), 0);
@@ -315,11 +360,23 @@ mod tests {
         futures_lite::future::block_on(executor.run(async {
             for n in 0..MAX_PARKED {
                 let origin = format!("tools/call t{n}");
-                let round = rounds.answer(&executor, origin, None, asking(&executor, 1));
+                let round = rounds.answer(
+                    &executor,
+                    origin,
+                    host_request_id(),
+                    None,
+                    asking(&executor, 1),
+                );
                 assert_eq!(round.await.unwrap()["resultType"], "input_required");
             }
             let origin = "tools/call one-more".to_owned();
-            let refused = rounds.answer(&executor, origin, None, asking(&executor, 1));
+            let refused = rounds.answer(
+                &executor,
+                origin,
+                host_request_id(),
+                None,
+                asking(&executor, 1),
+            );
             let refused = refused.await.unwrap();
             assert_eq!(refused["isError"], true, "{refused}");
             assert_eq!(rounds.parked(), MAX_PARKED);
@@ -334,7 +391,7 @@ mod tests {
             let origin = "tools/call loop".to_owned();
             let start = asking(&executor, usize::MAX);
             let mut round = rounds
-                .answer(&executor, origin.clone(), None, start)
+                .answer(&executor, origin.clone(), host_request_id(), None, start)
                 .await
                 .unwrap();
             for _ in 0..MAX_ROUNDS {
@@ -344,10 +401,16 @@ mod tests {
                     responses: serde_json::Map::new(),
                     state: round["requestState"].as_str().map(str::to_owned),
                 };
-                let never = |_| unreachable!("a retry starts nothing");
-                round = (rounds.answer(&executor, origin.clone(), Some(input), never))
-                    .await
-                    .unwrap();
+                let never = |_, _| unreachable!("a retry starts nothing");
+                round = (rounds.answer(
+                    &executor,
+                    origin.clone(),
+                    host_request_id(),
+                    Some(input),
+                    never,
+                ))
+                .await
+                .unwrap();
             }
             assert_eq!(round["isError"], true, "{round}");
             assert_eq!(rounds.parked(), 0);
