@@ -97,14 +97,6 @@ pub struct HostRequest {
     pub client: Option<ClientInfo>,
 }
 
-impl HostRequest {
-    /// What the host declared for this request: its own `_meta` in the stateless era, else
-    /// the handshake's `client`.
-    pub fn client<'a>(&'a self, handshake: &'a ClientInfo) -> &'a ClientInfo {
-        self.client.as_ref().unwrap_or(handshake)
-    }
-}
-
 /// What happened, drained with [`ServerConnection::poll_event`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ServerEvent {

@@ -187,9 +187,12 @@ impl Relay {
     }
 
     /// Notes that `host` waits on `server` (`None`: on whichever server) until the ticket is
-    /// dropped. A host that cannot answer forms is not noted, and gets none.
+    /// dropped. A host that cannot answer forms is not noted, and gets none; nor is a
+    /// stateless-era host, which takes no requests of ours (its calls wait in rounds instead:
+    /// [`wait_in_rounds`](Self::wait_in_rounds)).
     pub(crate) fn wait_on(&self, server: Option<&str>, host: &HostLink) -> Option<Ticket> {
-        if !host.client.declares("elicitation") {
+        let stateless = Era::of(&host.client.protocol_version) == Some(Era::Stateless);
+        if stateless || !host.client.declares("elicitation") {
             return None;
         }
         Some(self.note(server, Asker::Request(host.server.clone())))
