@@ -1489,6 +1489,7 @@ fn encode(
             name,
             arguments,
             progress_token,
+            meta: added,
         } => {
             let empty = Value::Object(Map::new());
             let arguments = if arguments.is_null() {
@@ -1503,7 +1504,7 @@ fn encode(
                 request_state: input.state,
                 meta: jsonrpc::Meta {
                     progress_token: Some(token),
-                    caller: None,
+                    caller: added.as_ref(),
                     era: meta,
                 },
             };

@@ -494,9 +494,9 @@ pub(crate) struct StatelessMeta {
     members: String,
 }
 
-const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
-const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
-const CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+pub(crate) const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+pub(crate) const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+pub(crate) const CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
 const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 
 impl StatelessMeta {

@@ -91,7 +91,12 @@
 //! and hands the host's requests over as [`ServerEvent::Request`], to be answered with
 //! [`ServerConnection::respond`]; [`ServerEvent::Cancelled`] says the host gave one up. Bad
 //! lines are answered with JSON-RPC errors (-32700, -32600) and skipped, and at most
-//! [`ServerConfig::max_open_requests`] requests are open at once.
+//! [`ServerConfig::max_open_requests`] requests are open at once. A stateless-era host needs
+//! no handshake: it answers `server/discover`, reads each request's `_meta` (its revision,
+//! -32022 for one we do not speak, and the host's capabilities in [`HostRequest::client`]),
+//! serves `subscriptions/listen` (what [`ServerConnection::notify`] sends goes to the
+//! subscriptions that asked for it), and takes [`InputRequired`] results whose retries
+//! [`HostInput`] reads.
 //!
 //! # Example
 //!
@@ -131,6 +136,7 @@ mod listing;
 mod pending;
 mod request;
 mod server;
+mod server_stateless;
 mod sse;
 mod stateless;
 mod streamable;
@@ -157,6 +163,7 @@ pub use request::{FromResult, Request};
 pub use server::{
     ClientInfo, HostRequest, HostRequestId, ServerConfig, ServerConnection, ServerEvent,
 };
+pub use server_stateless::{HostInput, InputRequired};
 pub use sse::{SseDecoder, SseEvent, SseTooLong};
 pub use stateless::ListenFilter;
 pub use streamable::{

@@ -5,7 +5,7 @@
 use std::marker::PhantomData;
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::error::RequestError;
 
@@ -29,6 +29,8 @@ pub(crate) enum Params {
         name: String,
         arguments: Value,
         progress_token: Option<Value>,
+        /// Members of `_meta` the caller adds (a host's trace context, passed on).
+        meta: Option<Map<String, Value>>,
     },
 }
 

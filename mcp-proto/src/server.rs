@@ -1,9 +1,12 @@
 //! The server role: the peer of [`Connection`](crate::Connection), for a program that stands as
 //! an MCP server before a host. Every state transition of that role lives in this file.
 //!
-//! It answers `initialize` (with the host's revision when we support it, else our latest),
-//! refuses every request but `ping` until `notifications/initialized`, turns the host's requests
-//! into [`ServerEvent::Request`] under ids of our own (the host's id is echoed exactly in the
+//! It answers both eras, as the host chooses: `initialize` (with the host's revision when we
+//! support it, else our latest), refusing every request but `ping` until
+//! `notifications/initialized`; or, in the stateless era, `server/discover` and requests that
+//! carry their revision and the host's capabilities in `_meta` (-32022 for a revision we do
+//! not speak), `subscriptions/listen` served here. It turns the host's requests into
+//! [`ServerEvent::Request`] under ids of our own (the host's id is echoed exactly in the
 //! answer), and the host's `notifications/cancelled` into [`ServerEvent::Cancelled`].
 
 use std::collections::{BTreeMap, VecDeque};
@@ -17,6 +20,7 @@ use crate::framing::{LineDecoder, LineError};
 use crate::jsonrpc::{self, Message, ResponseError};
 use crate::pending::Outstanding;
 use crate::request::{Params, Request};
+use crate::server_stateless::{self as stateless, RequestEra, Subscriptions};
 use crate::types::{Implementation, Notification};
 use crate::{HANDSHAKE_VERSIONS, LATEST_PROTOCOL_VERSION};
 
@@ -59,10 +63,11 @@ impl Default for ServerConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct HostRequestId(pub(crate) u64);
 
-/// What the host said about itself in `initialize`.
+/// What the host said about itself: in `initialize`, or in a stateless-era request's `_meta`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientInfo {
-    /// The negotiated revision, one of [`HANDSHAKE_VERSIONS`].
+    /// The negotiated revision, one of [`HANDSHAKE_VERSIONS`]; in the stateless era the
+    /// request's, one of [`STATELESS_VERSIONS`](crate::STATELESS_VERSIONS).
     pub protocol_version: String,
     /// The host's `clientInfo`; empty names when it sent none.
     pub client: Implementation,
@@ -86,12 +91,18 @@ pub struct HostRequest {
     pub method: String,
     /// As sent; `None` when the host sent no `params`.
     pub params: Option<Value>,
+    /// Stateless era: what this request's `_meta` says of the host (its capabilities may
+    /// differ from one request to the next); `None` in the handshake era, where
+    /// [`ServerEvent::Ready`] said it once.
+    pub client: Option<ClientInfo>,
 }
 
 /// What happened, drained with [`ServerConnection::poll_event`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ServerEvent {
-    /// The host sent `notifications/initialized`: requests flow from now on.
+    /// The host sent `notifications/initialized`, or its first stateless-era request (whose
+    /// `_meta` this is; each request then brings its own, in [`HostRequest::client`]):
+    /// requests flow from now on.
     Ready(ClientInfo),
     /// A host request; answer it with [`ServerConnection::respond`].
     Request(HostRequest),
@@ -125,6 +136,9 @@ enum State {
     Initializing { client: ClientInfo },
     /// Handshake done: host requests become events.
     Ready { client: ClientInfo },
+    /// The host speaks the stateless era (`client` is what its first request said): each
+    /// request carries its revision, `initialize` is refused.
+    Stateless { client: ClientInfo },
     /// Terminal: inputs are ignored and every pending request has already failed.
     Closed { reason: CloseReason },
 }
@@ -135,6 +149,8 @@ struct OpenRequest {
     id: Value,
     /// `params._meta.progressToken`, if the host sent one.
     progress_token: Option<Value>,
+    /// Stateless era: the result gets its `resultType`.
+    stateless: bool,
 }
 
 /// One MCP server connection, as a state machine: bytes from the host in; bytes to write,
@@ -155,6 +171,8 @@ pub struct ServerConnection {
     next_host_request: u64,
     /// Our requests to the host.
     pending: Outstanding,
+    /// Stateless era: the host's `subscriptions/listen` requests, open until it cancels them.
+    subscriptions: Subscriptions,
     transmits: VecDeque<Vec<u8>>,
     events: VecDeque<ServerEvent>,
     stats: Stats,
@@ -166,6 +184,7 @@ impl std::fmt::Debug for ServerConnection {
             State::AwaitingInitialize => "AwaitingInitialize",
             State::Initializing { .. } => "Initializing",
             State::Ready { .. } => "Ready",
+            State::Stateless { .. } => "Stateless",
             State::Closed { .. } => "Closed",
         };
         f.debug_struct("ServerConnection")
@@ -194,6 +213,7 @@ impl ServerConnection {
             by_host_id: BTreeMap::new(),
             next_host_request: 1,
             pending: Outstanding::default(),
+            subscriptions: Subscriptions::default(),
             transmits: VecDeque::new(),
             events: VecDeque::new(),
             stats: Stats::default(),
@@ -211,17 +231,26 @@ impl ServerConnection {
         self.stats
     }
 
-    /// What the host said in `initialize`, once it has been answered.
+    /// What the host said in `initialize`, once it has been answered (in the stateless era,
+    /// in its first request).
     pub fn client_info(&self) -> Option<&ClientInfo> {
         match &self.state {
-            State::Initializing { client } | State::Ready { client } => Some(client),
+            State::Initializing { client }
+            | State::Ready { client }
+            | State::Stateless { client } => Some(client),
             _ => None,
         }
     }
 
-    /// Whether `notifications/initialized` has arrived (and the connection is open).
+    /// Whether `notifications/initialized` (or a stateless-era request) has arrived, and the
+    /// connection is open.
     pub fn is_ready(&self) -> bool {
-        matches!(self.state, State::Ready { .. })
+        matches!(self.state, State::Ready { .. } | State::Stateless { .. })
+    }
+
+    /// Whether the host speaks the stateless era.
+    pub fn is_stateless(&self) -> bool {
+        matches!(self.state, State::Stateless { .. })
     }
 
     /// Whether the connection has ended; see [`ServerEvent::Closed`].
@@ -276,16 +305,20 @@ impl ServerConnection {
 
     /// Answers a [`ServerEvent::Request`] with a result or a JSON-RPC error. Returns `false`
     /// (and sends nothing) if it was answered already, cancelled by the host, or the
-    /// connection has closed.
+    /// connection has closed. In the stateless era a result without `resultType` is sent as
+    /// `"complete"`; an [`InputRequired`](crate::InputRequired) result keeps its own.
     pub fn respond(
         &mut self,
         _now: Instant,
         id: HostRequestId,
-        result: Result<Value, RpcError>,
+        mut result: Result<Value, RpcError>,
     ) -> bool {
         let Some(open) = self.forget(id) else {
             return false;
         };
+        if let (true, Ok(result)) = (open.stateless, &mut result) {
+            stateless::mark_complete(result);
+        }
         self.transmits.push_back(jsonrpc::response(open.id, result));
         true
     }
@@ -317,8 +350,16 @@ impl ServerConnection {
 
     /// Sends a notification (`notifications/tools/list_changed`, `notifications/message`,
     /// ...). Before `notifications/initialized` only log messages may go, as the spec says;
-    /// returns `false` (and sends nothing) for anything else then, or once closed.
+    /// returns `false` (and sends nothing) for anything else then, or once closed. In the
+    /// stateless era a notification goes once to each `subscriptions/listen` that asked for
+    /// it, tagged with its id, and to no one else (`false` when none asked).
     pub fn notify(&mut self, method: &str, params: Option<Value>) -> bool {
+        if let State::Stateless { .. } = self.state {
+            let routed = self.subscriptions.route(method, params.as_ref());
+            let sent = !routed.is_empty();
+            self.transmits.extend(routed);
+            return sent;
+        }
         let allowed = match self.state {
             State::Ready { .. } => true,
             State::Initializing { .. } => method == Notification::MESSAGE,
@@ -333,7 +374,8 @@ impl ServerConnection {
 
     /// Sends the host a request, built like the client role's: [`Request::elicit`], or
     /// [`Request::new`] for any method (`roots/list`, ...), whose `params` must be an object or
-    /// an array. Only once ready ([`SendError::NotReady`] before). It ends with a
+    /// an array. Only once ready ([`SendError::NotReady`] before, and in the stateless era,
+    /// where such questions go in an [`InputRequired`](crate::InputRequired) result). It ends with a
     /// [`ServerEvent::Response`], failed with a timeout after its own
     /// [`Request::timeout`], else [`ServerConfig::request_timeout`].
     pub fn request<T>(
@@ -371,9 +413,12 @@ impl ServerConnection {
     }
 
     /// Ends the connection: our pending requests fail with [`CloseReason::Local`], open host
-    /// requests are dropped. The caller then closes its output.
+    /// requests are dropped, and each open subscription is answered (its graceful end). The
+    /// caller then closes its output.
     pub fn close(&mut self) {
         if !self.is_closed() {
+            let answers = self.subscriptions.close_all();
+            self.transmits.extend(answers);
             self.close_with(CloseReason::Local);
         }
     }
@@ -456,11 +501,88 @@ impl ServerConnection {
     }
 
     fn handle_request(&mut self, id: Value, method: String, params: Option<Value>) {
-        match (&self.state, method.as_str()) {
+        // A handshake-era request in the stateless era, or the era's own without `_meta`,
+        // is refused under the era's rules below.
+        let era = match (&self.state, method.as_str()) {
+            (State::Closed { .. }, _) => return,
             (_, "ping") => {
                 let reply = jsonrpc::response(id, Ok(json!({})));
-                self.transmits.push_back(reply);
+                return self.transmits.push_back(reply);
             }
+            (_, stateless::DISCOVER) => match stateless::request_era(params.as_ref()) {
+                RequestEra::Unsupported(requested) => {
+                    let error = stateless::unsupported_version(requested.as_deref());
+                    return self.transmits.push_back(jsonrpc::response(id, Err(error)));
+                }
+                _ => {
+                    let result = stateless::discover_result(&self.config);
+                    return self.transmits.push_back(jsonrpc::response(id, Ok(result)));
+                }
+            },
+            (State::AwaitingInitialize | State::Stateless { .. }, _) => {
+                stateless::request_era(params.as_ref())
+            }
+            _ => RequestEra::Unstated,
+        };
+        match (era, &self.state) {
+            (RequestEra::Unsupported(requested), _) => {
+                let error = stateless::unsupported_version(requested.as_deref());
+                self.transmits.push_back(jsonrpc::response(id, Err(error)));
+            }
+            (RequestEra::Stateless(client), _) => {
+                if let State::AwaitingInitialize = self.state {
+                    self.state = State::Stateless {
+                        client: client.clone(),
+                    };
+                    self.events.push_back(ServerEvent::Ready(client.clone()));
+                }
+                self.handle_stateless(id, method, params, client);
+            }
+            (RequestEra::Unstated, State::Stateless { .. }) => {
+                let error = stateless::unsupported_version(None);
+                let message = format!(
+                    "{method}: the host speaks the stateless era, and the request's `_meta`                      names no `io.modelcontextprotocol/protocolVersion`"
+                );
+                let error = RpcError { message, ..error };
+                self.transmits.push_back(jsonrpc::response(id, Err(error)));
+            }
+            (RequestEra::Unstated, _) => self.handle_handshake_request(id, method, params),
+        }
+    }
+
+    fn handle_stateless(
+        &mut self,
+        id: Value,
+        method: String,
+        params: Option<Value>,
+        client: ClientInfo,
+    ) {
+        match method.as_str() {
+            "initialize" => {
+                let message = "initialize: this connection speaks the stateless era";
+                self.refuse(id, Self::INVALID_REQUEST, message);
+            }
+            crate::stateless::LISTEN => {
+                let key = id.to_string();
+                if self.by_host_id.contains_key(&key) || self.subscriptions.contains(&key) {
+                    let message = format!("request id {key} is already in use by an open request");
+                    return self.refuse(id, Self::INVALID_REQUEST, &message);
+                }
+                if self.subscriptions.len() >= self.config.max_open_requests {
+                    let limit = self.config.max_open_requests;
+                    let message = format!("too many subscriptions open (at most {limit})");
+                    return self.refuse(id, Self::TOO_MANY_REQUESTS, &message);
+                }
+                let capabilities = &self.config.capabilities;
+                let acknowledgement = self.subscriptions.open(id, params.as_ref(), capabilities);
+                self.transmits.push_back(acknowledgement);
+            }
+            _ => self.open_request(id, method, params, Some(client)),
+        }
+    }
+
+    fn handle_handshake_request(&mut self, id: Value, method: String, params: Option<Value>) {
+        match (&self.state, method.as_str()) {
             (State::AwaitingInitialize, "initialize") => self.handle_initialize(id, params),
             (State::AwaitingInitialize | State::Initializing { .. }, _) => {
                 let message = format!(
@@ -472,8 +594,8 @@ impl ServerConnection {
             (State::Ready { .. }, "initialize") => {
                 self.refuse(id, Self::INVALID_REQUEST, "already initialized");
             }
-            (State::Ready { .. }, _) => self.open_request(id, method, params),
-            (State::Closed { .. }, _) => {}
+            (State::Ready { .. }, _) => self.open_request(id, method, params, None),
+            (State::Stateless { .. } | State::Closed { .. }, _) => {}
         }
     }
 
@@ -516,9 +638,15 @@ impl ServerConnection {
         self.state = State::Initializing { client };
     }
 
-    fn open_request(&mut self, id: Value, method: String, params: Option<Value>) {
+    fn open_request(
+        &mut self,
+        id: Value,
+        method: String,
+        params: Option<Value>,
+        client: Option<ClientInfo>,
+    ) {
         let key = id.to_string();
-        if self.by_host_id.contains_key(&key) {
+        if self.by_host_id.contains_key(&key) || self.subscriptions.contains(&key) {
             let message = format!("request id {key} is already in use by an open request");
             return self.refuse(id, Self::INVALID_REQUEST, &message);
         }
@@ -535,9 +663,20 @@ impl ServerConnection {
         let ours = self.next_host_request;
         self.next_host_request += 1;
         self.by_host_id.insert(key, ours);
-        self.open.insert(ours, OpenRequest { id, progress_token });
+        let stateless = client.is_some();
+        let open = OpenRequest {
+            id,
+            progress_token,
+            stateless,
+        };
+        self.open.insert(ours, open);
         let id = HostRequestId(ours);
-        let request = HostRequest { id, method, params };
+        let request = HostRequest {
+            id,
+            method,
+            params,
+            client,
+        };
         self.events.push_back(ServerEvent::Request(request));
     }
 
@@ -560,6 +699,10 @@ impl ServerConnection {
                 else {
                     return;
                 };
+                if self.subscriptions.cancel(&key) {
+                    // The host ended a subscription: nothing more goes on it, no answer.
+                    return;
+                }
                 let Some(&ours) = self.by_host_id.get(&key) else {
                     // Already answered, or never seen: nothing to stop.
                     return;
@@ -618,6 +761,7 @@ impl ServerConnection {
         }
         self.open.clear();
         self.by_host_id.clear();
+        self.subscriptions = Subscriptions::default();
         self.events.push_back(ServerEvent::Closed(reason.clone()));
         self.state = State::Closed { reason };
     }

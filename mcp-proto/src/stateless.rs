@@ -22,7 +22,7 @@ pub(crate) const ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged"
 pub(crate) const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
 /// The `_meta` member of a result that names the server.
-const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+pub(crate) const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 
 /// The newest of `ours` (newest first) that `theirs` lists.
 pub(crate) fn mutual<S: AsRef<str>>(theirs: &[S], ours: &[&'static str]) -> Option<&'static str> {
@@ -315,7 +315,7 @@ pub struct ListenFilter {
 
 impl ListenFilter {
     /// The `notifications` object; a field left at its default is omitted.
-    fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         let mut filter = Map::new();
         let flags = [
             ("toolsListChanged", self.tools_list_changed),
@@ -338,7 +338,7 @@ impl ListenFilter {
 impl ListenFilter {
     /// Reads a `notifications` filter: a flag counts only when it is `true`, and a URI only
     /// when it is a string.
-    fn from_json(filter: &Value) -> Self {
+    pub(crate) fn from_json(filter: &Value) -> Self {
         let flag = |name: &str| filter.get(name) == Some(&Value::Bool(true));
         let resource_uris = match filter.get("resourceSubscriptions") {
             Some(Value::Array(uris)) => (uris.iter())

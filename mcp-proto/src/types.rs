@@ -5,7 +5,7 @@
 //! whole result.
 
 use serde::{Deserialize, Deserializer, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::headers::{HeaderParams, InvalidHeaderAnnotation};
 use crate::listing::{ListResult, Listed};
@@ -282,8 +282,20 @@ impl Request<CallToolResult> {
                 name,
                 arguments,
                 progress_token: None,
+                meta: None,
             },
         )
+    }
+
+    /// The call with `members` in its `params._meta`: for a gateway passing on its host's
+    /// trace context (`traceparent`, `tracestate`, `baggage`). The progress token and the
+    /// stateless era's own members win over members of the same name.
+    #[must_use]
+    pub fn meta(mut self, members: Map<String, Value>) -> Self {
+        if let Params::CallTool { meta, .. } = &mut self.params {
+            *meta = Some(members).filter(|members| !members.is_empty());
+        }
+        self
     }
 
     /// The call with a progress token the caller chose instead of its own id: for a caller

@@ -208,6 +208,33 @@ pub fn ts_peer() -> Option<Peer> {
     })
 }
 
+/// The TypeScript SDK v2 client package, pinned: a real host of either era for the gateway.
+pub const MODERN_NPM_CLIENT_PACKAGES: &[&str] = &["@modelcontextprotocol/client@2.4.0"];
+
+/// The TypeScript SDK v2 client on Node 22 from [`node22`]: the node binary and the package's
+/// folder (a script imports `PACKAGE/dist/index.mjs` and `PACKAGE/dist/stdio.mjs`); `None`
+/// (after saying why) when npm is missing outside CI.
+pub fn ts_client() -> Option<(PathBuf, PathBuf)> {
+    let node = node22()?;
+    let prefix = servers_dir().join("modern-npm-client");
+    install_once(
+        &prefix.join(".installed"),
+        "npm",
+        "install Node.js and npm",
+        || {
+            let mut npm = Command::new("npm");
+            npm.args(["install", "--no-audit", "--no-fund", "--prefix"])
+                .arg(&prefix)
+                .args(MODERN_NPM_CLIENT_PACKAGES);
+            vec![npm]
+        },
+    )?;
+    Some((
+        node,
+        prefix.join("node_modules/@modelcontextprotocol/client"),
+    ))
+}
+
 /// The Python SDK `mcp` 2.x peer (`MCPServer`, formerly FastMCP), in a virtual environment of
 /// its own; `None` (after saying why) when Python is missing outside CI.
 pub fn mcpserver_peer() -> Option<Peer> {

@@ -42,7 +42,7 @@ pub(crate) async fn run(ctx: &mut Context, mode: Mode, named: &[String]) -> Resu
     // The command's own executor, on its thread: a message crosses no thread on its way
     // through the gateway to a server and back.
     let settings = Settings {
-        ask: Some(host.link.ask_handler()),
+        ask: Some(host.link.ask_handler(&relay)),
         // Servers may ask for a form only when the host can show one.
         elicit: (host.link.client.declares("elicitation")).then(|| relay.handler()),
         ..crate::host::settings(&ctx.state, &ctx.executor, &env)

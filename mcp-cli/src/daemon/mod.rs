@@ -100,8 +100,12 @@ pub(crate) async fn connect(place: &Place) -> Option<mcp_smol::Client> {
         return None;
     }
     let mut options = mcp_smol::Options::default();
-    // The daemon passes its servers' forms to us, for our terminal, as a cold run asks them.
+    // The daemon passes its servers' forms to us, for our terminal, as a cold run asks them:
+    // requests of its own in the middle of `mcp-cli/run`, which only the handshake era has
+    // (and the socket needs no probe to find that out).
     options.core.capabilities.elicitation = true;
+    options.core.protocol =
+        mcp_smol::proto::Protocol::Revision(mcp_smol::proto::LATEST_PROTOCOL_VERSION);
     mcp_smol::connect((stream.clone(), stream), options)
         .await
         .ok()

@@ -1,33 +1,40 @@
-//! The gateway's side of its host: the connection once the host's handshake is done (what it
-//! declared decides what the gateway may offer its servers), and the questions passed up to
-//! it: `ask` rules, and the forms a server asks for (`elicitation/create`).
+//! The gateway's side of its host: the connection once the host's handshake is done (or its
+//! first stateless-era request came; what it declared decides what the gateway may offer its
+//! servers), and the questions passed up to it: `ask` rules, and the forms a server asks for
+//! (`elicitation/create`), as requests of ours to a handshake-era host or as `input_required`
+//! rounds to a stateless-era one.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use async_channel::Receiver;
-use mcp_smol::proto::{ClientInfo, ElicitResult, Request, ServerConfig, ServerEvent};
+use async_channel::{Receiver, Sender};
+use mcp_smol::proto::{ClientInfo, ElicitResult, Era, Request, ServerConfig, ServerEvent};
 use mcp_smol::{ServeDriver, Server};
 use serde_json::json;
 
+use crate::gateway::rounds::{Question, Rounds};
 use crate::hub::{Ask, AskHandler, ElicitAnswer, ElicitHandler, Elicitation};
 
-/// A host whose handshake is done.
+/// A host whose handshake is done, or whose first stateless-era request came.
 pub(crate) struct Host {
     pub(crate) link: HostLink,
     pub(crate) events: Receiver<ServerEvent>,
     pub(crate) driver: async_executor::Task<()>,
 }
 
-/// How the gateway reaches its host: requests to it, and what it declared about itself.
+/// How the gateway reaches its host: requests to it, and what it declared about itself (in
+/// the stateless era, in its first request; each request then says it again).
 #[derive(Clone)]
 pub(crate) struct HostLink {
     pub(crate) server: Server,
     pub(crate) client: ClientInfo,
+    /// Stateless era: its calls waiting on its answers; dropped with the last link, which
+    /// cancels them.
+    pub(crate) rounds: Rounds,
 }
 
 impl Host {
     /// Serves the server role over `reader` and `writer` until the host has finished its
-    /// handshake; `None` if it hung up first.
+    /// handshake or sent its first stateless-era request; `None` if it hung up first.
     pub(crate) async fn connect<R, W>(
         reader: R,
         writer: W,
@@ -45,7 +52,13 @@ impl Host {
         loop {
             match events.recv().await {
                 Ok(ServerEvent::Ready(client)) => {
-                    let link = HostLink { server, client };
+                    let env = |key: &str| std::env::var(key).ok();
+                    let rounds = Rounds::new(&env);
+                    let link = HostLink {
+                        server,
+                        client,
+                        rounds,
+                    };
                     return Some(Host {
                         link,
                         events,
@@ -64,12 +77,19 @@ impl Host {
 
 impl HostLink {
     /// Decides `ask` rules by asking this host for a yes through elicitation, when it
-    /// declared that it can; otherwise the call is refused with the reason.
-    pub(crate) fn ask_handler(&self) -> AskHandler {
+    /// declared that it can; otherwise the call is refused with the reason. A stateless-era
+    /// host is asked in an input round of the call the rule covers, found through `relay`.
+    pub(crate) fn ask_handler(&self, relay: &Relay) -> AskHandler {
         let (server, can_ask) = (self.server.clone(), self.client.declares("elicitation"));
+        let stateless = Era::of(&self.client.protocol_version) == Some(Era::Stateless);
+        let relay = relay.clone();
         AskHandler::new(move |ask: Ask| {
             let server = server.clone();
+            let round = stateless.then(|| relay.round_for_tool(&ask.tool));
             async move {
+                if let Some(round) = round {
+                    return ask_in_round(round, &ask).await;
+                }
                 if !can_ask {
                     return Err(
                         "the host cannot be asked: it did not declare the elicitation \
@@ -77,15 +97,7 @@ impl HostLink {
                             .to_owned(),
                     );
                 }
-                let message = format!(
-                    "Allow {} with arguments {}? (rule tool = {:?}, {})",
-                    ask.tool,
-                    ask.arguments,
-                    ask.rule.tool.as_str(),
-                    ask.rule.origin
-                );
-                // A plain yes or no: a form without fields.
-                let form = json!({"type": "object", "properties": {}});
+                let (message, form) = ask_form(&ask);
                 match server.request(Request::elicit(message, form)).await {
                     Ok(answer) if answer.accepted() => Ok(()),
                     Ok(answer) => Err(format!("the host answered {}", answer.action)),
@@ -93,6 +105,41 @@ impl HostLink {
                 }
             }
         })
+    }
+}
+
+/// The question an `ask` rule puts to the host: a plain yes or no, a form without fields.
+fn ask_form(ask: &Ask) -> (String, serde_json::Value) {
+    let message = format!(
+        "Allow {} with arguments {}? (rule tool = {:?}, {})",
+        ask.tool,
+        ask.arguments,
+        ask.rule.tool.as_str(),
+        ask.rule.origin
+    );
+    (message, json!({"type": "object", "properties": {}}))
+}
+
+/// Asks a stateless-era host about an `ask` rule in an input round of the call it covers;
+/// without such a call (the request did not declare elicitation), refuses with the reason.
+async fn ask_in_round(round: Option<Sender<Question>>, ask: &Ask) -> Result<(), String> {
+    let Some(questions) = round else {
+        return Err(
+            "the host cannot be asked: its request did not declare the elicitation \
+                    capability; change the rule to allow, or use a host that can"
+                .to_owned(),
+        );
+    };
+    let (message, form) = ask_form(ask);
+    let params = json!({"message": message, "requestedSchema": form});
+    let (answer, answered) = async_channel::bounded(1);
+    if questions.send(Question { params, answer }).await.is_err() {
+        return Err("asking the host failed: the call ended".to_owned());
+    }
+    match answered.recv().await.map(|answer| answer_of(&answer)) {
+        Ok(ElicitAnswer::Accept(_)) => Ok(()),
+        Ok(ElicitAnswer::Decline) => Err("the host answered decline".to_owned()),
+        _ => Err("the host answered cancel".to_owned()),
     }
 }
 
@@ -107,7 +154,16 @@ pub(crate) struct Relay(Arc<Mutex<Waiting>>);
 struct Waiting {
     next: u64,
     /// `(ticket, server or any, host)`, oldest first.
-    hosts: Vec<(u64, Option<String>, Server)>,
+    hosts: Vec<(u64, Option<String>, Asker)>,
+}
+
+/// Where a form goes to reach a host.
+#[derive(Clone)]
+enum Asker {
+    /// A handshake-era host: a request of ours.
+    Request(Server),
+    /// A stateless-era host's call: an `input_required` round of that call.
+    Round(Sender<Question>),
 }
 
 /// A host's place in the [`Relay`], given up when dropped.
@@ -131,22 +187,53 @@ impl Relay {
     }
 
     /// Notes that `host` waits on `server` (`None`: on whichever server) until the ticket is
-    /// dropped. A host that cannot answer forms is not noted, and gets none.
+    /// dropped. A host that cannot answer forms is not noted, and gets none; nor is a
+    /// stateless-era host, which takes no requests of ours (its calls wait in rounds instead:
+    /// [`wait_in_rounds`](Self::wait_in_rounds)).
     pub(crate) fn wait_on(&self, server: Option<&str>, host: &HostLink) -> Option<Ticket> {
-        if !host.client.declares("elicitation") {
+        let stateless = Era::of(&host.client.protocol_version) == Some(Era::Stateless);
+        if stateless || !host.client.declares("elicitation") {
             return None;
         }
+        Some(self.note(server, Asker::Request(host.server.clone())))
+    }
+
+    /// Notes that a stateless-era host's call waits on `server`: its forms go to `questions`,
+    /// to become that call's `input_required` rounds. The caller checks that the request
+    /// declared elicitation.
+    pub(crate) fn wait_in_rounds(&self, server: &str, questions: Sender<Question>) -> Ticket {
+        self.note(Some(server), Asker::Round(questions))
+    }
+
+    fn note(&self, server: Option<&str>, asker: Asker) -> Ticket {
         let mut waiting = self.waiting();
         let ticket = waiting.next;
         waiting.next += 1;
-        (waiting.hosts).push((ticket, server.map(str::to_owned), host.server.clone()));
-        Some(Ticket {
+        (waiting.hosts).push((ticket, server.map(str::to_owned), asker));
+        Ticket {
             relay: self.clone(),
             ticket,
+        }
+    }
+
+    /// The input rounds of the latest stateless-era call waiting on the server of `tool` (a
+    /// shown name, `<server>__<tool>`).
+    fn round_for_tool(&self, tool: &str) -> Option<Sender<Question>> {
+        let waiting = self.waiting();
+        let mut hosts = waiting.hosts.iter().rev();
+        hosts.find_map(|(_, on, asker)| match (on, asker) {
+            (Some(on), Asker::Round(questions))
+                if tool
+                    .strip_prefix(on.as_str())
+                    .is_some_and(|t| t.starts_with("__")) =>
+            {
+                Some(questions.clone())
+            }
+            _ => None,
         })
     }
 
-    fn host_for(&self, server: &str) -> Option<Server> {
+    fn host_for(&self, server: &str) -> Option<Asker> {
         let waiting = self.waiting();
         let mut hosts = waiting.hosts.iter().rev();
         let found = hosts.find(|(_, on, _)| on.as_deref().is_none_or(|on| on == server));
@@ -163,11 +250,26 @@ impl Relay {
                     return ElicitAnswer::Decline;
                 };
                 let params = elicitation.relayed();
-                let request = Request::new("elicitation/create", Some(params));
-                match host.request(request).await {
-                    Ok(answer) => answer_of(&answer),
-                    // A host that cannot answer has not said yes.
-                    Err(_) => ElicitAnswer::Cancel,
+                match host {
+                    Asker::Request(host) => {
+                        let request = Request::new("elicitation/create", Some(params));
+                        match host.request(request).await {
+                            Ok(answer) => answer_of(&answer),
+                            // A host that cannot answer has not said yes.
+                            Err(_) => ElicitAnswer::Cancel,
+                        }
+                    }
+                    Asker::Round(questions) => {
+                        let (answer, answered) = async_channel::bounded(1);
+                        let question = Question { params, answer };
+                        match questions.send(question).await {
+                            Ok(()) => match answered.recv().await {
+                                Ok(answer) => answer_of(&answer),
+                                Err(_) => ElicitAnswer::Cancel,
+                            },
+                            Err(_) => ElicitAnswer::Cancel,
+                        }
+                    }
                 }
             }
         })

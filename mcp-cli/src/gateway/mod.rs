@@ -4,18 +4,25 @@
 //!
 //! Each host request runs as a task of its own, so a slow call never holds up the others; a
 //! host's `notifications/cancelled` drops that task, which cancels the backend's request.
+//!
+//! A stateless-era host (2026-07-28) is served the same way, request by request: the core
+//! reads each request's `_meta` and serves `subscriptions/listen` (list changes go to it), and
+//! what a backend asks of the person reaches the host as `input_required` rounds ([`rounds`]).
 
 mod host;
 mod proxy;
+mod rounds;
 mod search;
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
 use futures_lite::future::FutureExt;
-use mcp_smol::proto::{HostRequestId, Request, RpcError, ServerConfig, ServerEvent};
+use mcp_smol::proto::{
+    CacheScope, ClientInfo, HostInput, HostRequestId, Request, RpcError, ServerConfig, ServerEvent,
+};
 use serde_json::{Map, Value, json};
 
 use crate::hints;
@@ -108,6 +115,8 @@ impl Gateway {
         let changes = self.hub.events();
         let mut running: BTreeMap<HostRequestId, async_executor::Task<()>> = BTreeMap::new();
         loop {
+            // One lives at a time, for one turn of this loop: not worth a box per request.
+            #[allow(clippy::large_enum_variant)]
             enum Wake {
                 Host(Option<ServerEvent>),
                 Hub(Option<HubEvent>),
@@ -132,7 +141,12 @@ impl Gateway {
                     let id = request.id;
                     let task = self.executor.spawn(async move {
                         let method = request.method.as_str();
-                        let result = gateway.handle(&link, id, method, request.params).await;
+                        let era = request.client.as_ref();
+                        let mut result =
+                            (gateway.handle(&link, id, method, request.params.clone(), era)).await;
+                        if let (Some(_), Ok(result)) = (era, &mut result) {
+                            gateway.add_cache_hint(method, result);
+                        }
                         link.server.respond(id, result);
                     });
                     running.insert(id, task);
@@ -170,6 +184,42 @@ impl Gateway {
         driver.await;
     }
 
+    /// Stateless era: a listing or a read carries `ttlMs` and `cacheScope`. A backend's read
+    /// keeps its own; a listing made of several servers' gets the strictest of theirs; with
+    /// none to go by, it is fresh for no time and private, which is never wrong.
+    fn add_cache_hint(&self, method: &str, result: &mut Value) {
+        let features = match method {
+            "tools/list" => false,
+            "resources/list" | "resources/templates/list" | "prompts/list" | "resources/read" => {
+                true
+            }
+            _ => return,
+        };
+        let Value::Object(result) = result else {
+            return;
+        };
+        if result.contains_key("ttlMs") {
+            return;
+        }
+        let hint = match method {
+            "resources/read" => None,
+            _ => self.hub.cache_hint(&self.servers(), features),
+        };
+        let (ttl, scope) = match hint {
+            Some(hint) => (hint.ttl.as_millis(), hint.scope),
+            None => (0, CacheScope::Private),
+        };
+        let scope = match scope {
+            CacheScope::Public => "public",
+            CacheScope::Private => "private",
+        };
+        result.insert(
+            "ttlMs".to_owned(),
+            json!(u64::try_from(ttl).unwrap_or(u64::MAX)),
+        );
+        result.insert("cacheScope".to_owned(), json!(scope));
+    }
+
     /// The configured names this gateway stands for.
     fn servers(&self) -> Vec<String> {
         if self.named.is_empty() {
@@ -180,12 +230,15 @@ impl Gateway {
             .collect()
     }
 
+    /// Answers one host request; `era` is what a stateless-era request's `_meta` said of the
+    /// host (`None` in the handshake era).
     async fn handle(
-        &self,
+        self: &Arc<Self>,
         host: &HostLink,
         id: HostRequestId,
         method: &str,
         params: Option<Value>,
+        era: Option<&ClientInfo>,
     ) -> Result<Value, RpcError> {
         if let Some(extension) = &self.extension {
             extension.touch();
@@ -208,10 +261,32 @@ impl Gateway {
                     .and_then(Value::as_str)
                     .unwrap_or_default();
                 let arguments = params.get("arguments").cloned().unwrap_or(json!({}));
+                let trace = trace_context(&params);
+                let input = HostInput::of(method, Some(&params));
                 match mode {
                     Mode::Tools => {
                         let entry = self.find(name).await?;
-                        Ok(self.call(host, id, &entry, arguments).await)
+                        let call = HostCall {
+                            entry,
+                            arguments,
+                            trace,
+                        };
+                        self.call_for_host(host, id, call, era, input).await
+                    }
+                    // `call_tool` names the tool inside its arguments; a wrong name there is
+                    // the model's to correct, so a tool result, not a protocol error.
+                    Mode::Search if name == search::CALL => {
+                        let inner = arguments.get("name").and_then(Value::as_str);
+                        let entry = match self.find(inner.unwrap_or_default()).await {
+                            Ok(entry) => entry,
+                            Err(error) => return Ok(tool_error(&error.message)),
+                        };
+                        let call = HostCall {
+                            entry,
+                            arguments: arguments.get("arguments").cloned().unwrap_or(json!({})),
+                            trace,
+                        };
+                        self.call_for_host(host, id, call, era, input).await
                     }
                     Mode::Proxy if name == proxy::NAME => {
                         Ok(proxy::run(self, host, id, arguments).await)
@@ -220,7 +295,7 @@ impl Gateway {
                         "unknown tool {name}; in proxy mode the only tool is {}",
                         proxy::NAME
                     ))),
-                    Mode::Search => search::run(self, host, id, name, arguments).await,
+                    Mode::Search => search::run(self, name, arguments).await,
                 }
             }
             ("resources/list", _) => {
@@ -372,23 +447,98 @@ impl Gateway {
         Ok(entry)
     }
 
-    /// Calls through the hub with progress passed on; every failure but the backend's own
-    /// JSON-RPC error is a tool result with `isError`, so the model sees why.
+    /// A host's call of one tool: in input rounds for a stateless-era host, relayed as it
+    /// runs for a handshake-era one.
+    async fn call_for_host(
+        self: &Arc<Self>,
+        host: &HostLink,
+        id: HostRequestId,
+        call: HostCall,
+        era: Option<&ClientInfo>,
+        input: Option<HostInput>,
+    ) -> Result<Value, RpcError> {
+        if era.is_some() {
+            return self.call_in_rounds(host, id, call, era, input).await;
+        }
+        let HostCall {
+            entry,
+            arguments,
+            trace,
+        } = call;
+        Ok(self.call(host, id, &entry, arguments, trace).await)
+    }
+
+    /// A stateless-era host's tool call: a retry resumes the call it answers; otherwise the
+    /// call starts, and the forms its server asks for while it runs come back to the host as
+    /// `input_required` rounds, when this request declared elicitation (else they are
+    /// declined, as for a handshake-era host that cannot show them).
+    async fn call_in_rounds(
+        self: &Arc<Self>,
+        host: &HostLink,
+        id: HostRequestId,
+        call: HostCall,
+        era: Option<&ClientInfo>,
+        input: Option<HostInput>,
+    ) -> Result<Value, RpcError> {
+        let HostCall {
+            entry,
+            arguments,
+            trace,
+        } = call;
+        let can_ask = era.is_some_and(|client| client.declares("elicitation"));
+        let origin = format!("tools/call {}", entry.name);
+        let (gateway, link) = (self.clone(), host.clone());
+        let start = move |questions, answering: rounds::Answering| {
+            self.executor.spawn(async move {
+                let _waiting =
+                    can_ask.then(|| gateway.relay.wait_in_rounds(&entry.server, questions));
+                // Progress goes to the request the call answers now: the latest retry.
+                let progress_to = || *answering.lock().unwrap_or_else(PoisonError::into_inner);
+                gateway
+                    .call_unrelayed(&link, &progress_to, &entry, arguments, trace)
+                    .await
+            })
+        };
+        (host.rounds)
+            .answer(&self.executor, origin, id, input, start)
+            .await
+    }
+
+    /// Calls through the hub with progress passed on, and the host's `trace` context; every
+    /// failure but the backend's own JSON-RPC error is a tool result with `isError`, so the
+    /// model sees why.
     async fn call(
         &self,
         host: &HostLink,
         id: HostRequestId,
         entry: &ToolEntry,
         arguments: Value,
+        trace: Map<String, Value>,
     ) -> Value {
-        let report = |progress: mcp_smol::proto::Progress| {
-            (host.server).progress(id, progress.progress, progress.total, progress.message);
-        };
         // What the server asks of a person while the call runs goes to this host.
         let _waiting = self.relay.wait_on(Some(&entry.server), host);
+        self.call_unrelayed(host, &|| id, entry, arguments, trace)
+            .await
+    }
+
+    /// [`call`](Self::call), the caller having told the relay where forms go; progress goes
+    /// to the host request `progress_to` names when it comes.
+    async fn call_unrelayed(
+        &self,
+        host: &HostLink,
+        progress_to: &(dyn Fn() -> HostRequestId + Sync),
+        entry: &ToolEntry,
+        arguments: Value,
+        trace: Map<String, Value>,
+    ) -> Value {
+        let report = |progress: mcp_smol::proto::Progress| {
+            let id = progress_to();
+            (host.server).progress(id, progress.progress, progress.total, progress.message);
+        };
         match (self.hub)
             .call(entry, arguments)
             .timeout(self.call_timeout)
+            .meta(trace)
             .on_progress(report)
             .await
         {
@@ -433,6 +583,27 @@ impl Gateway {
             .await
             .map_err(backend_error)
     }
+}
+
+/// A host's tool call, as it goes to the backend.
+struct HostCall {
+    entry: ToolEntry,
+    arguments: Value,
+    /// The host's trace context, from [`trace_context`].
+    trace: Map<String, Value>,
+}
+
+/// The members of a host request's `_meta` that carry its trace context (W3C Trace Context
+/// and Baggage, as the 2026-07-28 revision names them), to pass on to the backend's call.
+fn trace_context(params: &Value) -> Map<String, Value> {
+    const TRACE_KEYS: [&str; 3] = ["traceparent", "tracestate", "baggage"];
+    let meta = params.get("_meta");
+    (TRACE_KEYS.iter())
+        .filter_map(|key| {
+            let value = meta?.get(*key)?.as_str()?;
+            Some(((*key).to_owned(), json!(value)))
+        })
+        .collect()
 }
 
 fn invalid_params(message: String) -> RpcError {

@@ -87,7 +87,9 @@ pub(crate) async fn run(
                 Err(error) => return tool_error(&crate::hints::explained(&error)),
             };
             let arguments = input.get("input").cloned().unwrap_or(json!({}));
-            gateway.call(host, id, &entry, arguments).await
+            gateway
+                .call(host, id, &entry, arguments, serde_json::Map::new())
+                .await
         }
         (Some("call"), None) => tool_error("call needs a server"),
         (Some("search"), _) => {

@@ -2,11 +2,11 @@
 //! the tools by a plain-language query, `describe_tool` gives one tool's whole definition, and
 //! `call_tool` calls it through the same path, policy, pins and `ask` as a direct call.
 
-use mcp_smol::proto::{HostRequestId, RpcError};
+use mcp_smol::proto::RpcError;
 use serde_json::{Value, json};
 
 use crate::gateway::proxy::text_result;
-use crate::gateway::{Gateway, HostLink, invalid_params};
+use crate::gateway::{Gateway, invalid_params};
 use crate::search::{self, Index};
 
 /// The tool that searches.
@@ -68,15 +68,10 @@ pub(crate) fn tools() -> Value {
     ])
 }
 
-/// Runs one of the three tools; an unknown tool name is the host's mistake (-32602), as for a
-/// direct call, and every other failure a tool result with `isError`.
-pub(crate) async fn run(
-    gateway: &Gateway,
-    host: &HostLink,
-    id: HostRequestId,
-    tool: &str,
-    input: Value,
-) -> Result<Value, RpcError> {
+/// Runs `search_tools` or `describe_tool` (the gateway runs `call_tool` as it runs any call);
+/// an unknown tool name is the host's mistake (-32602), as for a direct call, and every other
+/// failure a tool result with `isError`.
+pub(crate) async fn run(gateway: &Gateway, tool: &str, input: Value) -> Result<Value, RpcError> {
     let text = |key: &str| input.get(key).and_then(Value::as_str).unwrap_or_default();
     match tool {
         SEARCH => {
@@ -89,13 +84,6 @@ pub(crate) async fn run(
                 let mut definition = serde_json::to_value(&entry.tool).unwrap_or_default();
                 definition["name"] = json!(entry.name);
                 Ok(text_result(&definition))
-            }
-            Err(error) => Ok(crate::gateway::tool_error(&error.message)),
-        },
-        CALL => match gateway.find(text("name")).await {
-            Ok(entry) => {
-                let arguments = input.get("arguments").cloned().unwrap_or(json!({}));
-                Ok(gateway.call(host, id, &entry, arguments).await)
             }
             Err(error) => Ok(crate::gateway::tool_error(&error.message)),
         },

@@ -4,13 +4,15 @@
 
 use std::time::Instant;
 
-use mcp_smol::proto::CacheHint;
+use mcp_smol::proto::{CacheHint, CacheScope};
 
-/// Until when a listing is fresh.
+/// Until when a listing is fresh, and whether it may be shared.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Freshness {
     /// `None`: no end but a list change.
     until: Option<Instant>,
+    /// A part came marked `cacheScope: private`.
+    private: bool,
 }
 
 impl Freshness {
@@ -19,6 +21,7 @@ impl Freshness {
         Self {
             // A life too long for the clock is as good as none.
             until: hint.and_then(|hint| asked.checked_add(hint.ttl)),
+            private: hint.is_some_and(|hint| hint.scope == CacheScope::Private),
         }
     }
 
@@ -28,7 +31,22 @@ impl Freshness {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        Self { until }
+        Self {
+            until,
+            private: self.private || other.private,
+        }
+    }
+
+    /// The hint to pass on at `now` for a whole made of this: what is left of its life, and
+    /// `private` when any part is; `None` when no part came with a hint.
+    pub(crate) fn hint(self, now: Instant) -> Option<CacheHint> {
+        let until = self.until?;
+        let scope = match self.private {
+            true => CacheScope::Private,
+            false => CacheScope::Public,
+        };
+        let ttl = until.saturating_duration_since(now);
+        Some(CacheHint { ttl, scope })
     }
 
     /// Whether it must be listed again before it is used at `now`.
@@ -73,5 +91,24 @@ mod tests {
         assert!(short.and(long).is_stale(later));
         assert!(Freshness::of(None, asked).and(short).is_stale(later));
         assert!(!long.and(Freshness::of(None, asked)).is_stale(later));
+    }
+
+    #[test]
+    fn the_hint_passed_on_is_the_strictest_part() {
+        let asked = Instant::now();
+        let public = CacheHint {
+            ttl: Duration::from_millis(50),
+            scope: CacheScope::Public,
+        };
+        let whole = Freshness::of(Some(public), asked).and(Freshness::of(hint(100), asked));
+        let later = asked + Duration::from_millis(20);
+        let expected = CacheHint {
+            ttl: Duration::from_millis(30),
+            scope: CacheScope::Private,
+        };
+        assert_eq!(whole.hint(later), Some(expected));
+        let alone = Freshness::of(Some(public), asked).hint(asked);
+        assert_eq!(alone, Some(public));
+        assert_eq!(Freshness::of(None, asked).hint(asked), None);
     }
 }

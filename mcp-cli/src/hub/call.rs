@@ -6,7 +6,7 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use mcp_smol::proto::{Notification, Progress, Request};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::hub::{Hub, HubError, ToolEntry};
 
@@ -53,6 +53,7 @@ pub struct Call<'a> {
     tool: ToolRef<'a>,
     arguments: Value,
     timeout: Option<Duration>,
+    meta: Map<String, Value>,
     on_progress: Option<OnProgress<'a>>,
 }
 
@@ -62,6 +63,7 @@ impl std::fmt::Debug for Call<'_> {
             .field("tool", &self.tool)
             .field("arguments", &self.arguments)
             .field("timeout", &self.timeout)
+            .field("meta", &self.meta)
             .field("on_progress", &self.on_progress.is_some())
             .finish()
     }
@@ -76,6 +78,14 @@ impl<'a> Call<'a> {
     /// the connection's longest total (ten minutes by default). `None` keeps the server's own.
     pub fn timeout(mut self, timeout: impl Into<Option<Duration>>) -> Self {
         self.timeout = timeout.into();
+        self
+    }
+
+    /// Adds `meta` to the call's `_meta`: a gateway passes its host's trace context
+    /// (`traceparent`, `tracestate`, `baggage`) on. The hub's own members (the progress token,
+    /// the era's) win over these.
+    pub fn meta(mut self, meta: Map<String, Value>) -> Self {
+        self.meta = meta;
         self
     }
 
@@ -130,6 +140,7 @@ impl Hub {
             tool: tool.into(),
             arguments,
             timeout: None,
+            meta: Map::new(),
             on_progress: None,
         }
     }
@@ -142,6 +153,7 @@ impl Call<'_> {
             tool,
             arguments,
             timeout,
+            meta,
             on_progress,
         } = self;
         let on_progress = |progress| {
@@ -160,8 +172,9 @@ impl Call<'_> {
         // A token of the hub's own, so that calls running side by side on one server (a
         // gateway's hosts) each hear only their own progress.
         let token = Value::String(format!("mcp-cli-{}", hub.inner.next_progress_token()));
-        let mut request =
-            Request::call_tool(&tool.tool.name, arguments).progress_token(token.clone());
+        let mut request = (Request::call_tool(&tool.tool.name, arguments))
+            .progress_token(token.clone())
+            .meta(meta);
         if let Some(timeout) = timeout {
             request = request.timeout(timeout);
         }

@@ -2,10 +2,13 @@
 //! each mapped back to its server, beside its resources, resource templates and prompts; and
 //! calls through it.
 
-use mcp_smol::proto::Tool;
+use std::time::Instant;
+
+use mcp_smol::proto::{CacheHint, CacheScope, Tool};
 use serde_json::Value;
 
 use crate::config::{Action, Rule};
+use crate::hub::cache::Freshness;
 use crate::hub::features::{self, PromptEntry, ResourceEntry, Skipped, TemplateEntry};
 use crate::hub::{ApproveChanges, Ask, Hub, HubError, PinChange};
 use crate::names;
@@ -121,6 +124,31 @@ impl Hub {
             }
         }
         catalogue
+    }
+
+    /// The cache hint for a listing of `servers` made of what they last listed (their tools,
+    /// and with `features` their resources and prompts): the shortest life left among them,
+    /// `private` when any is (or when one that runs gave no hint, as a handshake-era server
+    /// does: what it lists is this configuration's); `None` when none gave a hint.
+    pub fn cache_hint(&self, servers: &[String], features: bool) -> Option<CacheHint> {
+        let mut whole: Option<Freshness> = None;
+        let mut unhinted = false;
+        let now = Instant::now();
+        for server in servers {
+            let Some(fresh) = (self.inner.slot(server).ok()).and_then(|s| s.freshness(features))
+            else {
+                continue;
+            };
+            match fresh.hint(now) {
+                Some(_) => whole = Some(whole.map_or(fresh, |whole| whole.and(fresh))),
+                None => unhinted = true,
+            }
+        }
+        let mut hint = whole?.hint(now)?;
+        if unhinted {
+            hint.scope = CacheScope::Private;
+        }
+        Some(hint)
     }
 
     /// The tools of one running server, policy applied, and those withheld; it must have been

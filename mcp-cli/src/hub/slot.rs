@@ -604,6 +604,18 @@ impl Slot {
     }
 
     /// The tools of the running connection, if it is running and alive.
+    /// How fresh the running connection's listings are: its tools, and with `features` its
+    /// resources and prompts too (when listed); `None` when it is not running.
+    pub(crate) fn freshness(&self, features: bool) -> Option<Freshness> {
+        match &self.life().phase {
+            Phase::Running(live) => {
+                let listed = (live.features.as_ref()).filter(|_| features);
+                Some(listed.map_or(live.tools_fresh, |f| live.tools_fresh.and(f.fresh)))
+            }
+            _ => None,
+        }
+    }
+
     pub(crate) fn client_tools(&self) -> Option<Arc<Vec<Tool>>> {
         match &self.life().phase {
             Phase::Running(live) if live.client.disconnect().is_none() => Some(live.tools.clone()),

@@ -24,3 +24,7 @@ mod streamable;
 /// The stateless era: era selection, `_meta`, removed methods, `resultType`, input rounds,
 /// subscriptions, cache hints.
 mod stateless;
+
+/// The server role in the stateless era: discover, per-request `_meta`, version refusals,
+/// input rounds, subscriptions.
+mod server_stateless;

@@ -775,6 +775,22 @@ fn progress_with_an_unknown_token_changes_nothing() {
 }
 
 #[test]
+fn a_call_carries_the_callers_meta_members_but_not_over_its_own() {
+    let start = Instant::now();
+    let (mut conn, mut server) = handshake(start);
+    let meta = json!({"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+                      "baggage": "k=v", "progressToken": "not-this-one"});
+    let call = Request::call_tool("traced", json!({})).progress_token(json!("mine"));
+    let call = call.meta(meta.as_object().unwrap().clone());
+    conn.request(start, call).unwrap();
+    let sent = server.absorb(&mut conn);
+    let sent = &sent[0]["params"]["_meta"];
+    assert_eq!(sent["traceparent"], meta["traceparent"]);
+    assert_eq!(sent["baggage"], "k=v");
+    assert_eq!(sent["progressToken"], "mine");
+}
+
+#[test]
 fn a_call_can_carry_a_progress_token_of_the_callers() {
     let start = Instant::now();
     let config = Config {

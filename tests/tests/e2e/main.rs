@@ -84,3 +84,7 @@ mod remote;
 
 /// mcp-cli kept from starting itself: its own gateway in its config, import, the depth marker.
 mod nesting;
+
+/// `mcp-cli serve` before stateless-era hosts (2026-07-28): our own client, raw lines, and the
+/// TypeScript and Python SDK clients; forms as `input_required` rounds, `subscriptions/listen`.
+mod gateway_stateless;

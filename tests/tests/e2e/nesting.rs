@@ -100,5 +100,5 @@ fn import_skips_entries_that_run_our_own_gateway() {
         "{run:?}"
     );
     let native = std::fs::read_to_string(config_home.join("mcp-cli/config.toml")).unwrap();
-    assert!(!native.contains("gw"), "{native}");
+    assert!(!native.contains("[mcp.gw]"), "{native}");
 }

@@ -1,0 +1,419 @@
+//! Multi-round-trip calls for a stateless-era host, which takes no requests of ours: what a
+//! backend asks of the person while the host's call runs (a form) goes back to the host as an
+//! `input_required` result, and the backend call waits, parked under the `requestState` we
+//! gave. The host's retry brings the answers, and the call goes on where it waited. A host
+//! that never retries does not hold the backend call for ever: it is dropped (and so
+//! cancelled) when its wait ends, when the rounds run out, or when the host hangs up.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::Duration;
+
+use async_channel::{Receiver, Sender};
+use futures_lite::future::FutureExt;
+use mcp_smol::proto::{HostInput, HostRequestId, InputRequired, Request, RpcError};
+use serde_json::{Value, json};
+
+use crate::gateway::tool_error;
+
+/// A backend's question to the person, on its way to the host, and where the answer goes.
+pub(crate) struct Question {
+    /// The `elicitation/create` params.
+    pub(crate) params: Value,
+    /// The host's result for it (`{"action": "cancel"}` when it sent none).
+    pub(crate) answer: Sender<Value>,
+}
+
+/// The host request a call answers now: its first, then each retry in turn (its progress
+/// goes there).
+pub(crate) type Answering = Arc<Mutex<HostRequestId>>;
+
+/// How long a parked call waits for the host's retry unless `MCP_CLI_INPUT_WAIT_MS` says:
+/// long enough for a person to fill in a form.
+const INPUT_WAIT: Duration = Duration::from_secs(300);
+
+/// At most this many `input_required` answers per call; one more ends it with a tool error.
+const MAX_ROUNDS: u32 = 8;
+
+/// At most this many calls of one host wait for its answers at once (as many as the requests
+/// it may have open); a call that would be one more ends with a tool error instead, so a host
+/// that starts calls and never retries them cannot grow our memory.
+const MAX_PARKED: usize = 256;
+
+/// The calls of one host parked on its answers, by `requestState`.
+#[derive(Clone)]
+pub(crate) struct Rounds {
+    inner: Arc<Mutex<Parking>>,
+    wait: Duration,
+}
+
+#[derive(Default)]
+struct Parking {
+    next: u64,
+    parked: BTreeMap<String, Parked>,
+}
+
+/// A backend call between rounds.
+struct Parked {
+    /// The host's method and tool (or prompt, or URI): a retry must name the same.
+    origin: String,
+    call: async_executor::Task<Value>,
+    answering: Answering,
+    questions: Receiver<Question>,
+    /// The answers the call waits for, by the key the host answers under.
+    waiting: BTreeMap<String, Sender<Value>>,
+    rounds: u32,
+    /// Drops this call when the host has not retried in time.
+    _expiry: Option<async_executor::Task<()>>,
+}
+
+impl Rounds {
+    /// `MCP_CLI_INPUT_WAIT_MS` (for tests), else five minutes.
+    pub(crate) fn new(env: crate::config::Env<'_>) -> Self {
+        let millis = env("MCP_CLI_INPUT_WAIT_MS").and_then(|text| text.trim().parse().ok());
+        Self {
+            inner: Arc::default(),
+            wait: millis.map_or(INPUT_WAIT, Duration::from_millis),
+        }
+    }
+
+    fn parking(&self) -> std::sync::MutexGuard<'_, Parking> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Calls parked now (for tests and diagnostics).
+    #[cfg(test)]
+    pub(crate) fn parked(&self) -> usize {
+        self.parking().parked.len()
+    }
+
+    /// Answers one request of a stateless host: a retry (`input` with our `requestState`)
+    /// resumes its parked call with the host's answers; anything else starts a call with
+    /// `start`, which is given where the call's questions go. Either way the answer is the
+    /// call's result, or `input_required` when it asks something first. `origin` names what
+    /// is called, so that a retry cannot resume another call; `id` is the host request this
+    /// answers, which the call is told of through [`Answering`].
+    pub(crate) async fn answer<F>(
+        &self,
+        executor: &Arc<async_executor::Executor<'static>>,
+        origin: String,
+        id: HostRequestId,
+        input: Option<HostInput>,
+        start: F,
+    ) -> Result<Value, RpcError>
+    where
+        F: FnOnce(Sender<Question>, Answering) -> async_executor::Task<Value>,
+    {
+        let mut parked = match input {
+            Some(input) => self.resume(&origin, input)?,
+            None => {
+                let (questions, asked) = async_channel::unbounded();
+                let answering = Arc::new(Mutex::new(id));
+                Parked {
+                    origin,
+                    call: start(questions, answering.clone()),
+                    answering,
+                    questions: asked,
+                    waiting: BTreeMap::new(),
+                    rounds: 0,
+                    _expiry: None,
+                }
+            }
+        };
+        *(parked.answering.lock()).unwrap_or_else(PoisonError::into_inner) = id;
+        enum Next {
+            Done(Value),
+            Asked(Question),
+        }
+        let done = async { Next::Done((&mut parked.call).await) };
+        let asked = async {
+            match parked.questions.recv().await {
+                Ok(question) => Next::Asked(question),
+                // The call holds the sender until it ends, which `done` sees.
+                Err(_) => std::future::pending().await,
+            }
+        };
+        let first = match done.or(asked).await {
+            Next::Done(result) => return Ok(result),
+            Next::Asked(question) => question,
+        };
+        parked.rounds += 1;
+        if parked.rounds > MAX_ROUNDS {
+            // Dropping the call cancels it on the backend.
+            return Ok(tool_error(&format!(
+                "the server asked for input more than {MAX_ROUNDS} times in one call; gave up"
+            )));
+        }
+        let questions =
+            std::iter::once(first).chain(std::iter::from_fn(|| parked.questions.try_recv().ok()));
+        let mut round = InputRequired::default();
+        for (n, question) in questions.enumerate() {
+            let key = format!("input-{}-{n}", parked.rounds);
+            let request = Request::new("elicitation/create", Some(question.params));
+            round.requests.insert(key.clone(), request);
+            parked.waiting.insert(key, question.answer);
+        }
+        match self.park(executor, parked) {
+            Some(state) => {
+                round.state = Some(state);
+                Ok(round.to_result())
+            }
+            None => Ok(tool_error(&format!(
+                "the server asked for input, and {MAX_PARKED} calls of this host already wait \
+                 for theirs; answer or abandon those first"
+            ))),
+        }
+    }
+
+    /// Takes the call a retry names, and gives it the host's answers.
+    fn resume(&self, origin: &str, input: HostInput) -> Result<Parked, RpcError> {
+        let invalid = |message: String| RpcError {
+            code: RpcError::INVALID_PARAMS,
+            message,
+            data: None,
+        };
+        let Some(state) = input.state else {
+            return Err(invalid(
+                "`inputResponses` without the `requestState` they answer".to_owned(),
+            ));
+        };
+        let mut parking = self.parking();
+        match parking.parked.get(&state) {
+            None => {
+                return Err(invalid(format!(
+                    "`requestState` {state:?} names no call waiting for input (it ended, or \
+                     waited too long); call again without it"
+                )));
+            }
+            Some(parked) if parked.origin != origin => {
+                return Err(invalid(format!(
+                    "`requestState` {state:?} belongs to {}, not to {origin}",
+                    parked.origin
+                )));
+            }
+            Some(_) => {}
+        }
+        let mut parked = parking
+            .parked
+            .remove(&state)
+            .ok_or_else(|| invalid(state.clone()))?;
+        drop(parking);
+        for (key, answer) in std::mem::take(&mut parked.waiting) {
+            // An answer the host left out has not said yes.
+            let response =
+                (input.responses.get(&key).cloned()).unwrap_or_else(|| json!({"action": "cancel"}));
+            let _ = answer.try_send(response);
+        }
+        parked._expiry = None;
+        Ok(parked)
+    }
+
+    /// Keeps `parked` until the host retries or its wait ends; returns its `requestState`, or
+    /// `None` (and drops it) when [`MAX_PARKED`] calls wait already.
+    fn park(
+        &self,
+        executor: &Arc<async_executor::Executor<'static>>,
+        mut parked: Parked,
+    ) -> Option<String> {
+        let mut parking = self.parking();
+        if parking.parked.len() >= MAX_PARKED {
+            return None;
+        }
+        parking.next += 1;
+        let state = format!("mcp-cli-{}", parking.next);
+        let inner: Weak<Mutex<Parking>> = Arc::downgrade(&self.inner);
+        let (key, wait) = (state.clone(), self.wait);
+        parked._expiry = Some(executor.spawn(async move {
+            async_io::Timer::after(wait).await;
+            if let Some(inner) = inner.upgrade() {
+                let expired = (inner.lock().unwrap_or_else(PoisonError::into_inner))
+                    .parked
+                    .remove(&key);
+                if let Some(mut expired) = expired {
+                    // Not this task's own handle: it is running, and ends on its own.
+                    if let Some(expiry) = expired._expiry.take() {
+                        expiry.detach();
+                    }
+                    drop(expired);
+                }
+            }
+        }));
+        parking.parked.insert(state.clone(), parked);
+        Some(state)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A call that asks `times` questions, one after another, and returns the answers.
+    fn asking(
+        executor: &Arc<async_executor::Executor<'static>>,
+        times: usize,
+    ) -> impl FnOnce(Sender<Question>, Answering) -> async_executor::Task<Value> {
+        let executor = executor.clone();
+        move |questions, _| {
+            executor.spawn(async move {
+                let mut answers = Vec::new();
+                for n in 0..times {
+                    let (answer, answered) = async_channel::bounded(1);
+                    let params = json!({"message": format!("question {n}")});
+                    questions.send(Question { params, answer }).await.unwrap();
+                    answers.push(answered.recv().await.unwrap());
+                }
+                json!(answers)
+            })
+        }
+    }
+
+    /// A host request's id, as the server role hands one out.
+    fn host_request_id() -> HostRequestId {
+        use mcp_smol::proto::{ServerConfig, ServerConnection, ServerEvent};
+        let now = std::time::Instant::now();
+        let mut connection = ServerConnection::new(now, ServerConfig::default());
+        let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28"});
+        let request = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                             "params": {"name": "t", "_meta": meta}});
+        connection.handle_bytes(now, format!("{request}\n").as_bytes());
+        std::iter::from_fn(|| connection.poll_event())
+            .find_map(|event| match event {
+                ServerEvent::Request(request) => Some(request.id),
+                _ => None,
+            })
+            .unwrap()
+    }
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    #[test]
+    fn a_question_becomes_a_round_and_the_retry_brings_the_answer() {
+        let executor = Arc::new(async_executor::Executor::new());
+        let rounds = Rounds::new(&no_env);
+        futures_lite::future::block_on(executor.run(async {
+            let origin = "tools/call fx__ask".to_owned();
+            let start = asking(&executor, 1);
+            let round = rounds
+                .answer(&executor, origin.clone(), host_request_id(), None, start)
+                .await
+                .unwrap();
+            assert_eq!(round["resultType"], "input_required");
+            let (key, form) = round["inputRequests"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .next()
+                .unwrap();
+            assert_eq!(form["method"], "elicitation/create");
+            assert_eq!(form["params"]["message"], "question 0");
+            assert_eq!(rounds.parked(), 1);
+            let state = round["requestState"].as_str().unwrap().to_owned();
+
+            // Another tool's retry cannot take it; an unknown state is refused.
+            let answer = json!({"action": "accept", "content": {"name": "Ada"}});
+            let input = |state: &str| HostInput {
+                responses: [(key.clone(), answer.clone())].into_iter().collect(),
+                state: Some(state.to_owned()),
+            };
+            let never = |_, _| unreachable!("a retry starts nothing");
+            let other = "tools/call fx__echo".to_owned();
+            let refused = rounds
+                .answer(
+                    &executor,
+                    other,
+                    host_request_id(),
+                    Some(input(&state)),
+                    never,
+                )
+                .await;
+            assert_eq!(refused.unwrap_err().code, RpcError::INVALID_PARAMS);
+            let unknown = rounds.answer(
+                &executor,
+                origin.clone(),
+                host_request_id(),
+                Some(input("x")),
+                never,
+            );
+            assert_eq!(unknown.await.unwrap_err().code, RpcError::INVALID_PARAMS);
+            assert_eq!(rounds.parked(), 1);
+
+            let done = rounds
+                .answer(
+                    &executor,
+                    origin,
+                    host_request_id(),
+                    Some(input(&state)),
+                    never,
+                )
+                .await;
+            assert_eq!(done.unwrap(), json!([answer]));
+            assert_eq!(rounds.parked(), 0);
+        }));
+    }
+
+    #[test]
+    fn a_host_that_never_retries_cannot_park_without_end() {
+        let executor = Arc::new(async_executor::Executor::new());
+        let rounds = Rounds::new(&no_env);
+        futures_lite::future::block_on(executor.run(async {
+            for n in 0..MAX_PARKED {
+                let origin = format!("tools/call t{n}");
+                let round = rounds.answer(
+                    &executor,
+                    origin,
+                    host_request_id(),
+                    None,
+                    asking(&executor, 1),
+                );
+                assert_eq!(round.await.unwrap()["resultType"], "input_required");
+            }
+            let origin = "tools/call one-more".to_owned();
+            let refused = rounds.answer(
+                &executor,
+                origin,
+                host_request_id(),
+                None,
+                asking(&executor, 1),
+            );
+            let refused = refused.await.unwrap();
+            assert_eq!(refused["isError"], true, "{refused}");
+            assert_eq!(rounds.parked(), MAX_PARKED);
+        }));
+    }
+
+    #[test]
+    fn a_call_that_keeps_asking_ends_with_a_tool_error() {
+        let executor = Arc::new(async_executor::Executor::new());
+        let rounds = Rounds::new(&no_env);
+        futures_lite::future::block_on(executor.run(async {
+            let origin = "tools/call loop".to_owned();
+            let start = asking(&executor, usize::MAX);
+            let mut round = rounds
+                .answer(&executor, origin.clone(), host_request_id(), None, start)
+                .await
+                .unwrap();
+            for _ in 0..MAX_ROUNDS {
+                assert_eq!(round["resultType"], "input_required", "{round}");
+                // The host answers nothing: each question is cancelled, and asked again.
+                let input = HostInput {
+                    responses: serde_json::Map::new(),
+                    state: round["requestState"].as_str().map(str::to_owned),
+                };
+                let never = |_, _| unreachable!("a retry starts nothing");
+                round = (rounds.answer(
+                    &executor,
+                    origin.clone(),
+                    host_request_id(),
+                    Some(input),
+                    never,
+                ))
+                .await
+                .unwrap();
+            }
+            assert_eq!(round["isError"], true, "{round}");
+            assert_eq!(rounds.parked(), 0);
+        }));
+    }
+}
