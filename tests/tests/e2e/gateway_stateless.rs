@@ -533,3 +533,36 @@ fn an_ask_rule_is_an_input_round_of_the_call() {
     let why = refused["result"]["content"][0]["text"].as_str().unwrap();
     assert!(why.contains("elicitation"), "{why}");
 }
+
+/// Under `--search`, `call_tool` is a call like any other: a stateless-era host gets the
+/// backend's form as an input round of it, and a wrong inner name is a tool error to correct.
+#[test]
+fn call_tool_under_search_takes_input_rounds() {
+    let scratch = Scratch::new("gateway-modern-search");
+    let (config, _log) = config(&scratch);
+    let mut command = serve(&scratch, &config, &[]);
+    command.args.push("--search".to_owned());
+    bounded(async {
+        let (client, driver) = mcp_smol::start(&command, modern_host()).unwrap();
+        smol::spawn(driver).detach();
+        client.wait_ready().await.unwrap();
+        let asked = answer_forms(
+            &client,
+            json!({"action": "accept", "content": {"name": "Ada"}}),
+        )
+        .await;
+        let greeted = (client.call_tool("call_tool", json!({"name": "fx__ask", "arguments": {}})))
+            .await
+            .unwrap();
+        assert!(!greeted.is_error, "{greeted:?}");
+        assert_eq!(text(&greeted), r#"accept {"name":"Ada"}"#);
+        assert_eq!(asked.load(Ordering::SeqCst), 1);
+
+        let wrong = (client.call_tool("call_tool", json!({"name": "fx__nope"})))
+            .await
+            .unwrap();
+        assert!(wrong.is_error, "{wrong:?}");
+        assert!(text(&wrong).contains("no tool nope"), "{}", text(&wrong));
+        close_and_check(&client).await;
+    });
+}
