@@ -87,6 +87,7 @@ mod options;
 mod pins;
 mod reload;
 mod sandbox;
+mod scanning;
 mod server_requests;
 mod settings;
 mod slot;
@@ -107,6 +108,7 @@ pub use catalogue::{Catalogue, ToolEntry};
 pub use error::HubError;
 pub use features::{PromptEntry, ResourceEntry, Skipped, TemplateEntry};
 pub use pins::{ApproveChanges, PinChange};
+pub use scanning::{ServerScan, ToolScan};
 pub use server_requests::{ElicitAnswer, ElicitHandler, Elicitation};
 pub use settings::{Settings, SettingsBuilder};
 
