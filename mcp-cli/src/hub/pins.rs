@@ -445,6 +445,26 @@ mod tests {
     }
 
     #[test]
+    fn only_what_trust_accepted_is_trusted_and_only_while_unchanged() {
+        let dir = std::env::temp_dir().join(format!("mcp-cli-pins-trust-{}", std::process::id()));
+        let pins = Pins::new(Some(dir.clone()));
+        // Read only (pinning off): nothing is written, nothing trusted.
+        pins.observe("s", &[tool("one")], false);
+        assert!(!dir.join("s.json").exists());
+        assert!(!pins.trusted("s", &tool("one")));
+        // Pinned on first sight is not trusted either.
+        pins.observe("s", &[tool("one")], true);
+        assert!(!pins.trusted("s", &tool("one")));
+
+        pins.accept("s", &[tool("one")], &|_| true).unwrap();
+        let fresh = Pins::new(Some(dir.clone()));
+        fresh.observe("s", &[tool("one")], false);
+        assert!(fresh.trusted("s", &tool("one")));
+        assert!(!fresh.trusted("s", &tool("two")), "a changed definition");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
     fn a_long_lived_hub_sees_pins_another_process_wrote() {
         let dir = std::env::temp_dir().join(format!("mcp-cli-pins-live-{}", std::process::id()));
         let pins = Pins::new(Some(dir.clone()));

@@ -2,8 +2,9 @@
 //! first sight until `trust`, `scan_tools = false`, the `scan` command, and no false alarm on
 //! the real servers the suites install.
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
+use crate::gateway::RawHost;
 use crate::support::{FIXTURE, Scratch};
 
 /// The `poisoned` mode's tools that carry a pattern (the fixture's `POISONED` but `clean`).
@@ -153,6 +154,32 @@ fn a_tool_that_changes_is_scanned_again() {
     let call = scratch.cli(&["--config", &config, "call", "fx", "shifty"]);
     assert_eq!(call.code, 2, "accepted was the old text only: {call:?}");
     assert!(call.stderr.contains("says \"do not reveal\""), "{call:?}");
+}
+
+/// The gateway withholds what `call` does: a flagged tool is neither listed nor run.
+#[test]
+fn the_gateway_withholds_a_flagged_tool() {
+    let scratch = Scratch::new("scan-gateway");
+    let config = poisoned_config(&scratch, "");
+    let args = ["--config", &config, "serve", "fx"];
+    let (mut serve, mut host) = RawHost::start_patient(&scratch, &args, "{}");
+    let names = host.tool_names(1);
+    assert!(names.contains(&"fx__clean".to_owned()), "{names:?}");
+    for tool in POISONED {
+        assert!(!names.contains(&format!("fx__{tool}")), "{tool}: {names:?}");
+    }
+    let run = host.request(
+        2,
+        "tools/call",
+        json!({"name": "fx__padding", "arguments": {}}),
+    );
+    let said = run["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        said.contains("the poisoning scan flagged it") && said.contains("mcp-cli trust fx"),
+        "{run}"
+    );
+    drop(host);
+    assert!(serve.wait().unwrap().success());
 }
 
 #[test]
