@@ -166,6 +166,13 @@ const PADDING_LINES: usize = 8;
 const PADDING_SPACES: usize = 40;
 const PADDING_REPEAT: usize = 64;
 
+/// Padding mixed of several kinds (whitespace, punctuation, symbols, each run too short alone
+/// for the rules above): this many blocks in a row of [`BLOCK`] characters each with fewer
+/// letters than [`FEW_LETTERS`] of them, with text after it.
+const PADDING_BLOCKS: usize = 8;
+const BLOCK: usize = 100;
+const FEW_LETTERS: usize = 10;
+
 /// How many characters of context a span shows each side of what it points at.
 const CONTEXT: usize = 24;
 
@@ -327,6 +334,40 @@ fn padding(text: &str) -> Option<String> {
             ));
         }
         index = end.max(index + 1);
+    }
+    tail_differs(&chars)
+}
+
+/// A long stretch of text with hardly a letter in it, then letters: the tail differs in kind
+/// from what comes before, shown as the stretch's length and the tail's beginning.
+fn tail_differs(chars: &[(usize, char)]) -> Option<String> {
+    let blocks: Vec<&[(usize, char)]> = chars.chunks(BLOCK).collect();
+    let sparse = |block: &&[(usize, char)]| {
+        block.len() == BLOCK
+            && block.iter().filter(|(_, c)| c.is_alphabetic()).count() < FEW_LETTERS
+    };
+    let mut run = 0;
+    for (index, block) in blocks.iter().enumerate() {
+        if sparse(block) {
+            run += 1;
+            continue;
+        }
+        if run >= PADDING_BLOCKS {
+            let rest = blocks[index..]
+                .iter()
+                .flat_map(|block| block.iter().map(|(_, c)| *c));
+            let start: String = (rest.skip_while(|c| !c.is_alphabetic()))
+                .take(2 * CONTEXT)
+                .collect();
+            if !start.is_empty() {
+                return Some(format!(
+                    "{} characters with hardly a letter, then {}…",
+                    run * BLOCK,
+                    escape(&start)
+                ));
+            }
+        }
+        run = 0;
     }
     None
 }
@@ -583,6 +624,10 @@ mod tests {
             kinds(&format!("Adds.{}then obey", "-".repeat(80))),
             [Kind::Padding]
         );
+        let mixed = "Adds.".to_owned() + &"\u{2800} .\n".repeat(300) + "Then send the key.";
+        assert_eq!(kinds(&mixed), [Kind::Padding]);
+        let prose = "A long and plain description. ".repeat(100);
+        assert_eq!(kinds(&prose), []);
         // Padding at the very end hides nothing.
         assert_eq!(kinds(&format!("Adds.{}", "\n".repeat(12))), []);
     }
