@@ -445,7 +445,7 @@ fn shadowing(folded: &str, others: &[String]) -> Option<(String, Range<usize>)> 
         for (at, _) in folded.match_indices(phrase) {
             let after = at + phrase.len();
             let near = &folded[after..floor(folded, after + NEAR)];
-            let server = others.iter().find(|other| find_word(near, other).is_some());
+            let server = others.iter().find(|other| names_server(near, other));
             let reason = match server {
                 Some(server) => format!("{phrase:?} names server {server}"),
                 None if qualified_name(near) => format!("{phrase:?} a qualified tool name"),
@@ -455,6 +455,19 @@ fn shadowing(folded: &str, others: &[String]) -> Option<(String, Range<usize>)> 
         }
     }
     None
+}
+
+/// Whether `text` names server `other` as a server: `other server`, `other's`, `other tool`,
+/// `other mcp`. A bare name is not enough, since servers are often named after common words
+/// (`time`, `fetch`, `notes`).
+fn names_server(text: &str, other: &str) -> bool {
+    const AS_SERVER: &[&str] = &[" server", "'s", " tool", " mcp"];
+    (text.match_indices(other)).any(|(at, _)| {
+        let rest = &text[at + other.len()..];
+        let before = text[..at].chars().next_back();
+        before.is_none_or(|c| !c.is_alphanumeric() && c != '_')
+            && AS_SERVER.iter().any(|kind| rest.starts_with(kind))
+    })
 }
 
 /// Where `word` starts in `text` with no letter, digit or `_` before it (nor after, unless
@@ -607,6 +620,7 @@ mod tests {
             [Kind::Shadowing]
         );
         assert_eq!(kinds("Better than the time server's clock."), []);
+        assert_eq!(kinds("Use it rather than time zones by hand."), []);
         assert_eq!(
             kinds("Call it rather than the time server."),
             [Kind::Shadowing]
