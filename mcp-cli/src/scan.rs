@@ -378,6 +378,8 @@ struct Folded {
     text: String,
     /// For each byte of `text`, and one past its end, where it came from in the original.
     origin: Vec<usize>,
+    /// Whitespace was passed over since the last character added.
+    space: bool,
 }
 
 impl Folded {
@@ -385,9 +387,14 @@ impl Folded {
         let mut folded = Folded {
             text: String::with_capacity(original.len()),
             origin: Vec::with_capacity(original.len() + 1),
+            space: false,
         };
-        let mut space = false;
         for (at, whole) in original.char_indices() {
+            // ASCII needs no folding but to lowercase: most text, and the quick way through.
+            if whole.is_ascii() {
+                folded.add(whole.to_ascii_lowercase(), at);
+                continue;
+            }
             // Folded one character at a time, so that each output character has its origin.
             for c in whole.nfkc().flat_map(char::to_lowercase) {
                 let c = match c {
@@ -395,22 +402,27 @@ impl Folded {
                     '\u{201C}' | '\u{201D}' => '"',
                     c => c,
                 };
-                if is_hidden(c) {
-                    continue;
-                }
-                if c.is_whitespace() {
-                    space = true;
-                    continue;
-                }
-                if space && !folded.text.is_empty() {
-                    folded.push(' ', at);
-                }
-                space = false;
-                folded.push(c, at);
+                folded.add(c, at);
             }
         }
         folded.origin.push(original.len());
         folded
+    }
+
+    /// Adds `c`, which came from byte `origin` of the original: hidden characters dropped,
+    /// whitespace held back to become one space before the next character.
+    fn add(&mut self, c: char, origin: usize) {
+        if is_hidden(c) {
+            return;
+        }
+        if c.is_whitespace() {
+            self.space = true;
+            return;
+        }
+        if std::mem::take(&mut self.space) && !self.text.is_empty() {
+            self.push(' ', origin);
+        }
+        self.push(c, origin);
     }
 
     fn push(&mut self, c: char, origin: usize) {

@@ -271,6 +271,7 @@ pub(crate) struct Inner {
     slots: RwLock<BTreeMap<String, Arc<Slot>>>,
     policy: Policy,
     pins: pins::Pins,
+    scans: scanning::Scans,
     /// The cached era verdicts.
     pub(crate) eras: eras::Eras,
     settings: Settings,
@@ -328,6 +329,7 @@ impl Hub {
             slots: RwLock::new(BTreeMap::new()),
             policy,
             pins: pins::Pins::new(settings.pin_dir.clone()),
+            scans: scanning::Scans::default(),
             eras: eras::Eras::new(settings.era_file.clone()),
             settings,
             stopping: AtomicBool::new(false),
