@@ -303,25 +303,23 @@ fn padding(text: &str) -> Option<String> {
     while index < chars.len() {
         let (start, first) = chars[index];
         let mut end = index;
-        let (mut lines, mut spaces, mut blank) = (0, 0, true);
-        if first.is_whitespace() {
+        let long = if first.is_whitespace() {
+            let (mut lines, mut spaces, mut widest) = (0, 0, 0);
             while end < chars.len() && chars[end].1.is_whitespace() {
                 match chars[end].1 {
                     '\n' => (lines, spaces) = (lines + 1, 0),
                     _ => spaces += 1,
                 }
+                widest = spaces.max(widest);
                 end += 1;
-                if spaces >= PADDING_SPACES {
-                    blank = false;
-                }
             }
+            lines >= PADDING_LINES || widest >= PADDING_SPACES
         } else {
             while end < chars.len() && chars[end].1 == first {
                 end += 1;
             }
-            blank = end - index < PADDING_REPEAT;
-        }
-        let long = lines >= PADDING_LINES || !blank;
+            end - index >= PADDING_REPEAT
+        };
         let rest = chars.get(end..).unwrap_or_default();
         if long && rest.iter().any(|(_, c)| !c.is_whitespace()) {
             let run = &text[start..rest.first().map_or(text.len(), |(at, _)| *at)];
