@@ -168,6 +168,7 @@ impl From<HubError> for Failure {
             | HubError::NeedsTasks { .. }
             | HubError::ToolDenied { .. }
             | HubError::ToolWithheld { .. }
+            | HubError::ToolFlagged { .. }
             | HubError::ToolRejected { .. }
             | HubError::NotApproved { .. } => Self::usage(error.to_string()),
         };

@@ -45,6 +45,7 @@ mod nesting;
 pub mod output;
 #[cfg(feature = "cli")]
 mod run;
+pub mod scan;
 pub mod search;
 #[cfg(feature = "cli")]
 mod spinner;

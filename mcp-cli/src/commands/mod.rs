@@ -15,6 +15,7 @@ mod prompts;
 mod read;
 mod remove;
 mod resources;
+mod scan;
 pub(crate) mod search;
 mod serve;
 pub(crate) mod servers;
@@ -114,6 +115,7 @@ pub(crate) async fn dispatch(ctx: &mut Context, command: Command) -> Result<Exit
             let server = ctx.named_or_adhoc(server.as_deref(), "trust SERVER")?;
             trust::run(ctx, &server).await
         }
+        Command::Scan { servers } => scan::run(ctx, &servers).await,
         Command::Auth { server, reset } => run_auth(ctx, server.as_deref(), reset).await,
         Command::Daemon { action } => daemon::run(ctx, action).await,
     }

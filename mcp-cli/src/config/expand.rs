@@ -37,6 +37,8 @@ pub(super) struct RawServer {
     pub roots: Vec<String>,
     /// `pin_tools`; `None` is the default, on.
     pub pin_tools: Option<bool>,
+    /// `scan_tools` (`scanTools` in JSON); `None` is the default, on.
+    pub scan_tools: Option<bool>,
     /// The per-server sandbox (`permissions`, reeboot's spelling too).
     pub permissions: Option<Permissions>,
     /// `protocol`: the revision to speak, or `auto` (the default).
@@ -114,6 +116,7 @@ pub(super) fn finish(name: &str, raw: RawServer, env: Env<'_>, base: &Path) -> E
     let (handshake_timeout, call_timeout) = (raw.handshake_timeout, raw.call_timeout);
     let (max_message_len, tools) = (raw.max_message_len, raw.tools);
     let (pin_tools, protocol) = (raw.pin_tools.unwrap_or(true), raw.protocol);
+    let scan_tools = raw.scan_tools.unwrap_or(true);
     let roots = raw
         .roots
         .iter()
@@ -128,6 +131,7 @@ pub(super) fn finish(name: &str, raw: RawServer, env: Env<'_>, base: &Path) -> E
         tools,
         roots,
         pin_tools,
+        scan_tools,
         pin_key: None,
         protocol,
         remote: None,

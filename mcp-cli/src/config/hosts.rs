@@ -41,6 +41,8 @@ pub(super) struct HostServer {
     include_tools: Option<Vec<Glob>>,
     #[serde(default)]
     exclude_tools: Vec<Glob>,
+    /// Ours, as the native `scan_tools`: `false` turns the poisoning scan off.
+    scan_tools: Option<bool>,
     // Known to other hosts, not used here: Cursor and VS Code `envFile`; Gemini CLI `trust`,
     // `description`, `oauth`, `authProviderType`, `targetAudience`, `targetServiceAccount`,
     // `tcp`, `cwd`-less `httpUrl` peers; VS Code `dev`, `gallery`, `version`; Cline and Roo
@@ -119,6 +121,7 @@ pub(super) fn servers(table: BTreeMap<String, HostServer>) -> RawServers {
                 enabled: s.include_tools,
                 disabled: s.exclude_tools,
             },
+            scan_tools: s.scan_tools,
             ..RawServer::default()
         }
     };

@@ -80,6 +80,9 @@ pub struct ServerSpec {
     pub roots: Vec<std::path::PathBuf>,
     /// Whether its tool definitions are pinned (`pin_tools`, default true).
     pub pin_tools: bool,
+    /// Whether its tools are scanned for poisoning when first seen or changed (`scan_tools`,
+    /// default true).
+    pub scan_tools: bool,
     /// The name its pins are kept under, when not its own: an ad hoc server's name (its host,
     /// its program) is shared by servers that have nothing else in common, so its pins are
     /// kept under what identifies it instead.
@@ -158,6 +161,7 @@ impl ServerSpec {
             tools: ToolFilter::default(),
             roots: Vec::new(),
             pin_tools: true,
+            scan_tools: true,
             pin_key: None,
             protocol: Protocol::Auto,
             remote: None,

@@ -75,6 +75,7 @@ struct NativeServer {
     #[serde(default)]
     roots: Vec<String>,
     pin_tools: Option<bool>,
+    scan_tools: Option<bool>,
     permissions: Option<ServerPermissions>,
     #[serde(default, deserialize_with = "protocol")]
     protocol: Option<Protocol>,
@@ -117,6 +118,7 @@ fn servers(table: BTreeMap<String, NativeServer>) -> RawServers {
         },
         roots: s.roots,
         pin_tools: s.pin_tools,
+        scan_tools: s.scan_tools,
         permissions: s.permissions,
         protocol: s.protocol.unwrap_or_default(),
         unusable: None,

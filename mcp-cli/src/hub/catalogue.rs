@@ -52,7 +52,8 @@ pub struct Catalogue {
     /// Servers that were asked for but could not be listed, with why.
     pub failures: Vec<(String, HubError)>,
     /// Tools left out, with a warning each: their definition changed since it was pinned
-    /// ([`HubError::ToolWithheld`]), or an `x-mcp-header` annotation of theirs is invalid
+    /// ([`HubError::ToolWithheld`]), the poisoning scan flagged it ([`HubError::ToolFlagged`]),
+    /// or an `x-mcp-header` annotation of theirs is invalid
     /// ([`HubError::ToolRejected`]).
     pub withheld: Vec<HubError>,
 }
@@ -70,6 +71,7 @@ enum Verdict {
     Filtered,
     Denied(Rule),
     Withheld(PinChange),
+    Flagged(Vec<crate::scan::Finding>),
 }
 
 impl Hub {
@@ -167,6 +169,7 @@ impl Hub {
             match self.verdict(server, tool, &shown) {
                 Verdict::Shown(ask) => entries.push(entry(server, tool, shown, ask)),
                 Verdict::Withheld(change) => withheld.push(withheld_error(server, tool, change)),
+                Verdict::Flagged(findings) => withheld.push(flagged_error(server, tool, findings)),
                 Verdict::Filtered | Verdict::Denied(_) => {}
             }
         }
@@ -179,10 +182,12 @@ impl Hub {
         self.tools(server).ok().map(|(tools, _)| tools.len())
     }
 
-    /// Pins the tools of `server` not pinned yet, unless its config turns pinning off.
+    /// Pins the tools of `server` not pinned yet, unless its config turns pinning off (then
+    /// only reads what `trust` accepted, for the poisoning scan).
     fn observe_pins(&self, server: &str, tools: &[Tool]) {
-        if let Some(key) = self.pin_key(server) {
-            self.inner.pins.observe(&key, tools);
+        match self.pin_key(server) {
+            Some(key) => self.inner.pins.observe(&key, tools, true),
+            None => self.observe_trust(server, tools),
         }
     }
 
@@ -214,7 +219,7 @@ impl Hub {
                 "this hub pins no tools (no pin folder)".to_owned(),
             ));
         }
-        let key = self.pin_key(server).unwrap_or_else(|| server.to_owned());
+        let key = self.trust_key(server);
         (self.inner.pins)
             .accept(&key, &live.tools, approve)
             .map_err(unpinnable)
@@ -301,6 +306,7 @@ impl Hub {
             }),
             Verdict::Denied(rule) => Err(HubError::ToolDenied { tool: shown, rule }),
             Verdict::Withheld(change) => Err(withheld_error(server, tool, change)),
+            Verdict::Flagged(findings) => Err(flagged_error(server, tool, findings)),
         }
     }
 
@@ -346,6 +352,9 @@ impl Hub {
         {
             return Verdict::Withheld(change);
         }
+        if let Some(findings) = self.flagged(server, tool) {
+            return Verdict::Flagged(findings);
+        }
         match self.inner.policy.rule_for(shown, server, &tool.name) {
             Some(rule) if rule.action == Action::Deny => Verdict::Denied(rule.clone()),
             Some(rule) if rule.action == Action::Ask => Verdict::Shown(Some(rule.clone())),
@@ -366,6 +375,14 @@ fn withheld_error(server: &str, tool: &Tool, change: PinChange) -> HubError {
         server: server.to_owned(),
         tool: tool.name.clone(),
         change,
+    }
+}
+
+fn flagged_error(server: &str, tool: &Tool, findings: Vec<crate::scan::Finding>) -> HubError {
+    HubError::ToolFlagged {
+        server: server.to_owned(),
+        tool: tool.name.clone(),
+        findings,
     }
 }
 

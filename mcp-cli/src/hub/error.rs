@@ -101,6 +101,21 @@ pub enum HubError {
         /// What changed.
         change: PinChange,
     },
+    /// The poisoning scan flagged the tool's definition when it was first seen or changed
+    /// (invisible characters, instructions to the model, shadowing, hidden padding): it is
+    /// neither listed nor called until it is trusted ([`Hub::trust`](crate::hub::Hub::trust)).
+    #[error(
+        "tool {tool} of server {server} is withheld: the poisoning scan flagged it{}",
+        findings_text(findings)
+    )]
+    ToolFlagged {
+        /// The server.
+        server: String,
+        /// The tool's own name.
+        tool: String,
+        /// What the scan found.
+        findings: Vec<crate::scan::Finding>,
+    },
     /// The server offered the tool with an invalid `x-mcp-header` annotation (the 2026-07-28
     /// revision over HTTP): the adapter left it out of the listing, and it is neither listed
     /// nor called.
@@ -177,4 +192,12 @@ fn did_you_mean(given: &str, known: &[String]) -> String {
         Some(nearest) => format!("; did you mean {nearest}?"),
         None => String::new(),
     }
+}
+
+/// Findings one to a line, under the message that names the tool.
+fn findings_text(findings: &[crate::scan::Finding]) -> String {
+    findings
+        .iter()
+        .map(|finding| format!("\n    {finding}"))
+        .collect()
 }

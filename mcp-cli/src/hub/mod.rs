@@ -87,6 +87,7 @@ mod options;
 mod pins;
 mod reload;
 mod sandbox;
+mod scanning;
 mod server_requests;
 mod settings;
 mod slot;
@@ -107,6 +108,7 @@ pub use catalogue::{Catalogue, ToolEntry};
 pub use error::HubError;
 pub use features::{PromptEntry, ResourceEntry, Skipped, TemplateEntry};
 pub use pins::{ApproveChanges, PinChange};
+pub use scanning::{ServerScan, ToolScan};
 pub use server_requests::{ElicitAnswer, ElicitHandler, Elicitation};
 pub use settings::{Settings, SettingsBuilder};
 
@@ -269,6 +271,7 @@ pub(crate) struct Inner {
     slots: RwLock<BTreeMap<String, Arc<Slot>>>,
     policy: Policy,
     pins: pins::Pins,
+    scans: scanning::Scans,
     /// The cached era verdicts.
     pub(crate) eras: eras::Eras,
     settings: Settings,
@@ -326,6 +329,7 @@ impl Hub {
             slots: RwLock::new(BTreeMap::new()),
             policy,
             pins: pins::Pins::new(settings.pin_dir.clone()),
+            scans: scanning::Scans::default(),
             eras: eras::Eras::new(settings.era_file.clone()),
             settings,
             stopping: AtomicBool::new(false),

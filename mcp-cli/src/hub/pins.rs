@@ -7,7 +7,8 @@
 //! is the party we guard against: with a small non-cryptographic hash it could craft a new
 //! description that keeps the old digest. Beside the digest the file keeps the definition
 //! itself, so that a change can be shown (which fields, and the description's lines), not
-//! only detected. Files are replaced atomically (a temporary file renamed over the old one):
+//! only detected. A pin also says whether `trust` accepted that definition, which lets a tool
+//! the poisoning scan flags through ([`crate::scan`]). Files are replaced atomically (a temporary file renamed over the old one):
 //! a crash mid-write leaves the old pins whole.
 
 use std::collections::BTreeMap;
@@ -63,6 +64,9 @@ struct PinFile {
 struct Pin {
     sha256: String,
     definition: Value,
+    /// Accepted by `mcp-cli trust`, not only pinned on first sight.
+    #[serde(default)]
+    trusted: bool,
 }
 
 /// A pin file as read for checking: each tool's digest. The definitions are skipped, not
@@ -76,14 +80,16 @@ struct Digests {
 #[derive(Debug, Deserialize)]
 struct Digest {
     sha256: String,
+    #[serde(default)]
+    trusted: bool,
 }
 
 impl From<&PinFile> for Digests {
     fn from(file: &PinFile) -> Self {
         let tools = (file.tools.iter())
             .map(|(name, pin)| {
-                let sha256 = pin.sha256.clone();
-                (name.clone(), Digest { sha256 })
+                let (sha256, trusted) = (pin.sha256.clone(), pin.trusted);
+                (name.clone(), Digest { sha256, trusted })
             })
             .collect();
         Digests { tools }
@@ -96,6 +102,7 @@ impl Pin {
         Pin {
             sha256: digest(&definition),
             definition,
+            trusted: false,
         }
     }
 }
@@ -124,23 +131,25 @@ impl Pins {
         }
     }
 
-    /// Reads `server`'s pins afresh, unless the file is as last read, and pins the tools not
-    /// pinned yet.
-    pub(crate) fn observe(&self, server: &str, tools: &[Tool]) {
+    /// Reads `server`'s pins afresh, unless the file is as last read, and with `pin_new` pins
+    /// the tools not pinned yet (without, the pins are only read: for what `trust` accepted).
+    pub(crate) fn observe(&self, server: &str, tools: &[Tool], pin_new: bool) {
         let Some(dir) = &self.dir else { return };
         let path = log_path(dir, server).with_extension("json");
         let before = stamp(&path);
+        let all_pinned = |digests: &Digests| {
+            !pin_new || tools.iter().all(|t| digests.tools.contains_key(&t.name))
+        };
         let unchanged = |observed: &Observed| {
-            before.is_some()
+            (before.is_some() || !pin_new)
                 && observed.stamp == before
-                && (observed.read.as_ref())
-                    .is_ok_and(|file| tools.iter().all(|t| file.tools.contains_key(&t.name)))
+                && observed.read.as_ref().is_ok_and(all_pinned)
         };
         if self.lock().get(server).is_some_and(unchanged) {
             return;
         }
         let read = read_digests(&path).and_then(|digests| {
-            if tools.iter().all(|t| digests.tools.contains_key(&t.name)) {
+            if all_pinned(&digests) {
                 return Ok(digests);
             }
             // New tools to pin: the whole file is read, added to and written back.
@@ -188,6 +197,17 @@ impl Pins {
         }
     }
 
+    /// Whether `mcp-cli trust` accepted `tool` as it is now (read by the last
+    /// [`observe`](Self::observe)).
+    pub(crate) fn trusted(&self, server: &str, tool: &Tool) -> bool {
+        let lock = self.lock();
+        let Some(Ok(digests)) = lock.get(server).map(|observed| &observed.read) else {
+            return false;
+        };
+        (digests.tools.get(&tool.name))
+            .is_some_and(|pin| pin.trusted && pin.sha256 == Pin::of(tool).sha256)
+    }
+
     /// Replaces `server`'s pins with `tools`' definitions once `approve` has seen what changed
     /// (by tool); returns the changes.
     pub(crate) fn accept(
@@ -220,7 +240,15 @@ impl Pins {
             return Err("not accepted; the pins are left as they were".to_owned());
         }
         let new = PinFile {
-            tools: tools.iter().map(|t| (t.name.clone(), Pin::of(t))).collect(),
+            tools: (tools.iter())
+                .map(|t| {
+                    let trusted = Pin {
+                        trusted: true,
+                        ..Pin::of(t)
+                    };
+                    (t.name.clone(), trusted)
+                })
+                .collect(),
         };
         write_pins(&path, &original, &new)?;
         let observed = Observed {
@@ -393,26 +421,46 @@ mod tests {
     fn pins_are_kept_on_first_sight_withheld_on_change_and_replaced_by_accept() {
         let dir = std::env::temp_dir().join(format!("mcp-cli-pins-{}", std::process::id()));
         let pins = Pins::new(Some(dir.clone()));
-        pins.observe("s", &[tool("one")]);
+        pins.observe("s", &[tool("one")], true);
         assert_eq!(pins.check("s", &tool("one")), None);
 
         // A fresh hub (a new run) reads the pins from disk.
         let pins = Pins::new(Some(dir.clone()));
-        pins.observe("s", &[tool("two")]);
+        pins.observe("s", &[tool("two")], true);
         let change = pins.check("s", &tool("two")).unwrap();
         assert_eq!(change.diff, ["- one", "+ two"]);
 
         let accepted = pins.accept("s", &[tool("two")], &|_| true).unwrap();
         assert_eq!(accepted.len(), 1);
         let pins = Pins::new(Some(dir.clone()));
-        pins.observe("s", &[tool("two")]);
+        pins.observe("s", &[tool("two")], true);
         assert_eq!(pins.check("s", &tool("two")), None);
 
         // A broken file withholds everything rather than trusting anything.
         std::fs::write(dir.join("s.json"), "{").unwrap();
         let pins = Pins::new(Some(dir.clone()));
-        pins.observe("s", &[tool("two")]);
+        pins.observe("s", &[tool("two")], true);
         assert!(pins.check("s", &tool("two")).unwrap().fields[0].contains("unreadable"));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn only_what_trust_accepted_is_trusted_and_only_while_unchanged() {
+        let dir = std::env::temp_dir().join(format!("mcp-cli-pins-trust-{}", std::process::id()));
+        let pins = Pins::new(Some(dir.clone()));
+        // Read only (pinning off): nothing is written, nothing trusted.
+        pins.observe("s", &[tool("one")], false);
+        assert!(!dir.join("s.json").exists());
+        assert!(!pins.trusted("s", &tool("one")));
+        // Pinned on first sight is not trusted either.
+        pins.observe("s", &[tool("one")], true);
+        assert!(!pins.trusted("s", &tool("one")));
+
+        pins.accept("s", &[tool("one")], &|_| true).unwrap();
+        let fresh = Pins::new(Some(dir.clone()));
+        fresh.observe("s", &[tool("one")], false);
+        assert!(fresh.trusted("s", &tool("one")));
+        assert!(!fresh.trusted("s", &tool("two")), "a changed definition");
         std::fs::remove_dir_all(dir).unwrap();
     }
 
@@ -420,20 +468,20 @@ mod tests {
     fn a_long_lived_hub_sees_pins_another_process_wrote() {
         let dir = std::env::temp_dir().join(format!("mcp-cli-pins-live-{}", std::process::id()));
         let pins = Pins::new(Some(dir.clone()));
-        pins.observe("s", &[tool("one")]);
-        pins.observe("s", &[tool("two")]);
+        pins.observe("s", &[tool("one")], true);
+        pins.observe("s", &[tool("two")], true);
         assert!(pins.check("s", &tool("two")).is_some(), "withheld");
 
         // `mcp-cli trust s` in another process accepts the new definition.
         Pins::new(Some(dir.clone()))
             .accept("s", &[tool("two")], &|_| true)
             .unwrap();
-        pins.observe("s", &[tool("two")]);
+        pins.observe("s", &[tool("two")], true);
         assert_eq!(pins.check("s", &tool("two")), None);
 
         // And a file broken behind its back is seen too.
         std::fs::write(dir.join("s.json"), "{").unwrap();
-        pins.observe("s", &[tool("two")]);
+        pins.observe("s", &[tool("two")], true);
         assert!(pins.check("s", &tool("two")).is_some());
         std::fs::remove_dir_all(dir).unwrap();
     }

@@ -61,6 +61,10 @@ mod resources;
 /// Trust and sandbox: tool pinning and `trust`, and `permissions` (network, Landlock).
 mod trust;
 
+/// The poisoning scan: poisoned fixture tools withheld on first sight, `scan`, no false alarm on
+/// the real servers.
+mod scan;
+
 /// `mcp-cli serve` driven by the official TypeScript and Python SDK clients, and by raw lines.
 mod gateway;
 
