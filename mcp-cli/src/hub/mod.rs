@@ -90,6 +90,7 @@ mod sandbox;
 mod server_requests;
 mod settings;
 mod slot;
+mod stored;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -171,6 +172,10 @@ pub struct ServerStatus {
     /// How many of its tools the catalogue offers while it runs: those the policy and the
     /// pins let through, as [`Hub::tools_of`] lists them.
     pub tools: Option<usize>,
+    /// How many seconds ago its tools were listed and kept in the catalogue on disk, from which
+    /// listings are answered while it is not running; `None` when none is kept (never listed,
+    /// a private listing, or no catalogue folder).
+    pub catalogue_age: Option<u64>,
     /// Why it failed, is denied or is invalid.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
@@ -271,6 +276,8 @@ pub(crate) struct Inner {
     pins: pins::Pins,
     /// The cached era verdicts.
     pub(crate) eras: eras::Eras,
+    /// The catalogue on disk.
+    pub(crate) stored: stored::Stored,
     settings: Settings,
     stopping: AtomicBool,
     listeners: Mutex<Vec<Listener>>,
@@ -327,6 +334,7 @@ impl Hub {
             policy,
             pins: pins::Pins::new(settings.pin_dir.clone()),
             eras: eras::Eras::new(settings.era_file.clone()),
+            stored: stored::Stored::new(settings.catalogue_dir.clone()),
             settings,
             stopping: AtomicBool::new(false),
             listeners: Mutex::new(Vec::new()),
@@ -373,6 +381,7 @@ impl Hub {
                 if status.tools.is_some() {
                     status.tools = self.shown_count(&status.name);
                 }
+                status.catalogue_age = self.stored_age(&status.name).map(|age| age.as_secs());
                 status
             })
             .collect()

@@ -164,6 +164,7 @@ impl Slot {
             protocol: None,
             era: None,
             tools: None,
+            catalogue_age: None,
             reason: None,
             stderr: Vec::new(),
         };
@@ -238,6 +239,9 @@ impl Slot {
             async_io::Timer::after(backoff).await;
         }
         let started = self.start(hub, spec).await;
+        if let Ok(live) = &started {
+            self.store_tools(hub, &live.tools, live.tools_fresh);
+        }
         let mut life = self.life();
         match started {
             Ok(live) => {
@@ -344,9 +348,11 @@ impl Slot {
                 let features = Arc::new(features);
                 // Listed again because the old listing's ttl ran out: what differs is a list
                 // change the server had no way to announce.
-                if self.set_features(live.conn, features.clone())
-                    && let Some(held) = held
-                {
+                let current = self.set_features(live.conn, features.clone());
+                if current {
+                    self.store_features(hub, &features);
+                }
+                if current && let Some(held) = held {
                     for event in held.changes(&features, self.name()) {
                         hub.emit(event);
                     }
@@ -384,7 +390,11 @@ impl Slot {
             })?;
         // What differs is a list change the server had no way to announce.
         let changed = *live.tools != tools;
-        if self.set_tools(live.conn, tools.clone(), fresh) && changed {
+        let current = self.set_tools(live.conn, tools.clone(), fresh);
+        if current {
+            self.store_tools(hub, &tools, fresh);
+        }
+        if current && changed {
             hub.emit(HubEvent::ToolsChanged {
                 server: self.name().to_owned(),
             });
@@ -394,6 +404,22 @@ impl Slot {
             tools_fresh: fresh,
             ..live
         })
+    }
+
+    /// Keeps a listing of this server's tools in the catalogue on disk (unless it is private).
+    fn store_tools(&self, hub: &Inner, tools: &[Tool], fresh: Freshness) {
+        if let Ok(spec) = self.spec() {
+            (hub.stored).save_tools(&eras::key(spec), tools, fresh, SystemTime::now());
+        }
+    }
+
+    /// Keeps a listing of this server's resources and prompts, as [`store_tools`] does.
+    ///
+    /// [`store_tools`]: Self::store_tools
+    fn store_features(&self, hub: &Inner, features: &Features) {
+        if let Ok(spec) = self.spec() {
+            (hub.stored).save_features(&eras::key(spec), features, SystemTime::now());
+        }
     }
 
     /// Forgets the restart count: the next use starts the server again even after it gave up.
@@ -748,7 +774,13 @@ async fn watch(
                         Ok(info) => Features::list(&client, info).await.ok(),
                         Err(_) => None,
                     };
-                    features.is_some_and(|features| slot.set_features(conn, Arc::new(features)))
+                    let features = features.map(Arc::new);
+                    let current = (features.clone())
+                        .is_some_and(|features| slot.set_features(conn, features));
+                    if current && let (Some(features), Some(hub)) = (features, hub.upgrade()) {
+                        slot.store_features(&hub, &features);
+                    }
+                    current
                 } else {
                     // Never listed: the first to ask lists the new ones.
                     slot.runs(conn)
@@ -765,7 +797,13 @@ async fn watch(
         let refreshed = {
             let _refreshing = slot.start.lock().await;
             match list_tools(&client).await {
-                Ok((tools, fresh)) => slot.set_tools(conn, tools, fresh),
+                Ok((tools, fresh)) => {
+                    let current = slot.set_tools(conn, tools.clone(), fresh);
+                    if current && let Some(hub) = hub.upgrade() {
+                        slot.store_tools(&hub, &tools, fresh);
+                    }
+                    current
+                }
                 // A failing listing is the connection failing: the stream ends next.
                 Err(_) => false,
             }
