@@ -143,7 +143,9 @@ impl Stored {
                 _ => '_',
             })
             .collect();
-        // A leading dot would hide it, and `.`/`..` are no file names.
+        // A leading dot would hide it; a name that differs only there is told apart by the
+        // key inside.
+        let name = name.trim_start_matches('.');
         Some(self.dir.as_ref()?.join(format!("{name}.json")))
     }
 
