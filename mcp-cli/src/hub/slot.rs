@@ -239,8 +239,14 @@ impl Slot {
             async_io::Timer::after(backoff).await;
         }
         let started = self.start(hub, spec).await;
-        if let Ok(live) = &started {
-            self.store_tools(hub, &live.tools, live.tools_fresh);
+        // A listing kept on disk may have been served for this server before it started: if
+        // the server now lists other tools, that is a list change.
+        if let Ok(live) = &started
+            && self.store_tools(hub, &live.tools, live.tools_fresh)
+        {
+            hub.emit(HubEvent::ToolsChanged {
+                server: self.name().to_owned(),
+            });
         }
         let mut life = self.life();
         match started {
@@ -349,10 +355,14 @@ impl Slot {
                 // Listed again because the old listing's ttl ran out: what differs is a list
                 // change the server had no way to announce.
                 let current = self.set_features(live.conn, features.clone());
-                if current {
-                    self.store_features(hub, &features);
-                }
-                if current && let Some(held) = held {
+                let kept = match current {
+                    true => self.store_features(hub, &features),
+                    false => None,
+                };
+                // Listed again because the old listing's ttl ran out, or for the first time
+                // since one kept on disk may have been served: what differs is a list change
+                // the server had no way to announce.
+                if current && let Some(held) = held.map(|held| (*held).clone()).or(kept) {
                     for event in held.changes(&features, self.name()) {
                         hub.emit(event);
                     }
@@ -406,20 +416,20 @@ impl Slot {
         })
     }
 
-    /// Keeps a listing of this server's tools in the catalogue on disk (unless it is private).
-    fn store_tools(&self, hub: &Inner, tools: &[Tool], fresh: Freshness) {
-        if let Ok(spec) = self.spec() {
-            (hub.stored).save_tools(&eras::key(spec), tools, fresh, SystemTime::now());
-        }
+    /// Keeps a listing of this server's tools in the catalogue on disk (unless it is private);
+    /// returns whether the listing kept before held other tools.
+    fn store_tools(&self, hub: &Inner, tools: &[Tool], fresh: Freshness) -> bool {
+        let Ok(spec) = self.spec() else { return false };
+        (hub.stored).save_tools(&eras::key(spec), tools, fresh, SystemTime::now())
     }
 
-    /// Keeps a listing of this server's resources and prompts, as [`store_tools`] does.
+    /// Keeps a listing of this server's resources and prompts, as [`store_tools`] does;
+    /// returns the one kept before.
     ///
     /// [`store_tools`]: Self::store_tools
-    fn store_features(&self, hub: &Inner, features: &Features) {
-        if let Ok(spec) = self.spec() {
-            (hub.stored).save_features(&eras::key(spec), features, SystemTime::now());
-        }
+    fn store_features(&self, hub: &Inner, features: &Features) -> Option<Features> {
+        let spec = self.spec().ok()?;
+        (hub.stored).save_features(&eras::key(spec), features, SystemTime::now())
     }
 
     /// Forgets the restart count: the next use starts the server again even after it gave up.

@@ -62,6 +62,18 @@ struct StoredFeatures {
     prompts: Vec<Prompt>,
 }
 
+impl From<StoredFeatures> for Features {
+    fn from(stored: StoredFeatures) -> Self {
+        Features {
+            resources: stored.resources,
+            templates: stored.templates,
+            prompts: stored.prompts,
+            skipped: Vec::new(),
+            fresh: Freshness::default(),
+        }
+    }
+}
+
 /// One server's file.
 #[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
 struct Entry {
@@ -100,18 +112,7 @@ impl Stored {
     /// The resources, templates and prompts kept under `key`, if they may still be served.
     pub(crate) fn features(&self, key: &str, now: SystemTime) -> Option<Features> {
         let features = self.read(key)?.features?;
-        let StoredFeatures {
-            resources,
-            templates,
-            prompts,
-        } = features.is_fresh(now).then_some(features.items)?;
-        Some(Features {
-            resources,
-            templates,
-            prompts,
-            skipped: Vec::new(),
-            fresh: Freshness::default(),
-        })
+        features.is_fresh(now).then(|| features.items.into())
     }
 
     /// How long ago the tools kept under `key` were listed, fresh or not.
@@ -120,20 +121,42 @@ impl Stored {
     }
 
     /// Keeps `tools`, listed at `now` with `fresh`'s hint; a private listing is not kept,
-    /// and removes the one kept before.
-    pub(crate) fn save_tools(&self, key: &str, tools: &[Tool], fresh: Freshness, now: SystemTime) {
+    /// and removes the one kept before. Returns whether a listing kept before held other
+    /// tools: one that may have been served for them.
+    pub(crate) fn save_tools(
+        &self,
+        key: &str,
+        tools: &[Tool],
+        fresh: Freshness,
+        now: SystemTime,
+    ) -> bool {
         let listed = kept(fresh.hint(), now, || tools.to_vec());
-        self.update(key, |entry| entry.tools = listed);
+        let mut differs = false;
+        self.update(key, |entry| {
+            let before = std::mem::replace(&mut entry.tools, listed);
+            differs = before.is_some_and(|before| before.items != tools);
+        });
+        differs
     }
 
-    /// Keeps `features` as [`save_tools`](Self::save_tools) keeps tools.
-    pub(crate) fn save_features(&self, key: &str, features: &Features, now: SystemTime) {
+    /// Keeps `features` as [`save_tools`](Self::save_tools) keeps tools; returns the ones
+    /// kept before, if any.
+    pub(crate) fn save_features(
+        &self,
+        key: &str,
+        features: &Features,
+        now: SystemTime,
+    ) -> Option<Features> {
         let listed = kept(features.fresh.hint(), now, || StoredFeatures {
             resources: features.resources.clone(),
             templates: features.templates.clone(),
             prompts: features.prompts.clone(),
         });
-        self.update(key, |entry| entry.features = listed);
+        let mut before = None;
+        self.update(key, |entry| {
+            before = std::mem::replace(&mut entry.features, listed);
+        });
+        before.map(|before| before.items.into())
     }
 
     fn path(&self, key: &str) -> Option<PathBuf> {

@@ -4,9 +4,9 @@
 //! eight real servers listed from disk.
 
 use std::collections::BTreeSet;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::gateway::RawHost;
 use crate::search::eight_servers;
@@ -243,6 +243,56 @@ fn a_denied_tool_stays_denied_when_read_from_disk() {
     let call = cli(&scratch, &["call", "fx", "echo", "text=hi"]);
     assert_ne!(call.code, 0, "{call:?}");
     assert!(call.stderr.contains("denied"), "{call:?}");
+}
+
+#[test]
+fn a_host_served_from_disk_is_told_when_the_started_server_lists_other_tools() {
+    let scratch = Scratch::new("catalogue-changed");
+    let mode = scratch.0.join("mode");
+    let args = ["good", "--mode-file", mode.to_str().unwrap()];
+    scratch.write("config.toml", &block("fx", &args));
+    assert_eq!(cli(&scratch, &["tools"]).code, 0);
+    // The server changed since it was listed (an upgrade, say): four more tools.
+    scratch.write("mode", "odd-tools");
+    let config = scratch.0.join("config.toml");
+    let args = ["--config", config.to_str().unwrap(), "serve"];
+    let (mut serve, mut host) = RawHost::start_patient(&scratch, &args, "{}");
+    let listed = host.tool_names(1);
+    assert!(
+        !listed.contains(&"fx__research".to_owned()),
+        "{listed:?}"
+    );
+    assert_eq!(starts(&scratch, "fx"), 1, "listed from disk");
+    // A host that waits for ever fails the test instead.
+    let pid = serve.id();
+    let (done, finished) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        let waited = finished.recv_timeout(Duration::from_secs(60));
+        if waited == Err(std::sync::mpsc::RecvTimeoutError::Timeout) {
+            let kill = std::process::Command::new("kill")
+                .arg(pid.to_string())
+                .status();
+            drop(kill);
+        }
+    });
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "fx__echo", "arguments": {"text": "hi"}}});
+    host.send(&call.to_string());
+    let (mut answered, mut changed) = (false, false);
+    while !(answered && changed) {
+        let line = host.next();
+        answered |= line["id"] == 2;
+        changed |= line["method"] == "notifications/tools/list_changed";
+    }
+    drop(done);
+    let listed = host.tool_names(3);
+    assert!(listed.contains(&"fx__research".to_owned()), "{listed:?}");
+    drop(host);
+    assert!(serve.wait().unwrap().success());
+    // And the new listing is kept.
+    let tools = cli(&scratch, &["tools"]);
+    assert!(tools.stdout.contains("fx__research"), "{tools:?}");
+    assert_eq!(starts(&scratch, "fx"), 2);
 }
 
 /// Eight real servers (see `search::eight_servers`) that speak both eras.
