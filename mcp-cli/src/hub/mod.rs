@@ -19,7 +19,8 @@
 //! ```
 //!
 //! - **Lazy and fail-soft**: nothing starts when the hub is made. A server starts on first use,
-//!   or every one at once when the whole [`catalogue`](Hub::catalogue) is asked for. One that
+//!   or every one at once when the whole [`catalogue`](Hub::catalogue) is asked for, save
+//!   those whose listing the catalogue on disk keeps ([`Settings::catalogue_dir`]). One that
 //!   cannot start is recorded with its state and reason and never blocks the others.
 //! - **Only what is configured**: the hub runs the servers of its [`Config`] and nothing else;
 //!   a name no server of it has is [`HubError::UnknownServer`], listing the configured ones.
