@@ -258,10 +258,7 @@ fn a_host_served_from_disk_is_told_when_the_started_server_lists_other_tools() {
     let args = ["--config", config.to_str().unwrap(), "serve"];
     let (mut serve, mut host) = RawHost::start_patient(&scratch, &args, "{}");
     let listed = host.tool_names(1);
-    assert!(
-        !listed.contains(&"fx__research".to_owned()),
-        "{listed:?}"
-    );
+    assert!(!listed.contains(&"fx__research".to_owned()), "{listed:?}");
     assert_eq!(starts(&scratch, "fx"), 1, "listed from disk");
     // A host that waits for ever fails the test instead.
     let pid = serve.id();
