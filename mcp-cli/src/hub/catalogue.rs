@@ -9,7 +9,6 @@ use mcp_smol::proto::Tool;
 use serde_json::Value;
 
 use crate::config::{Action, Rule};
-use crate::hub::eras;
 use crate::hub::features::{self, Features, PromptEntry, ResourceEntry, Skipped, TemplateEntry};
 use crate::hub::{ApproveChanges, Ask, Hub, HubError, PinChange};
 use crate::names;
@@ -74,8 +73,9 @@ impl Catalogue {
     }
 }
 
-/// A server's tools kept on disk, and its resources and prompts when they were asked for.
-type StoredListing = (Vec<Tool>, Option<Features>);
+/// A server's tools kept on disk, those its connection rejected, and its resources and prompts
+/// when they were asked for.
+type StoredListing = (Vec<Tool>, Vec<HubError>, Option<Features>);
 
 /// How the policy treats one tool.
 enum Verdict {
@@ -131,8 +131,8 @@ impl Hub {
         let mut catalogue = Catalogue::default();
         for (server, stored) in servers.iter().zip(stored) {
             let (tools, listed) = match stored {
-                Some((tools, features)) => {
-                    let shown = self.shown_tools(server, &tools, Vec::new());
+                Some((tools, rejected, features)) => {
+                    let shown = self.shown_tools(server, &tools, rejected);
                     (Ok(shown), features.map(|features| Ok(Arc::new(features))))
                 }
                 None => {
@@ -177,20 +177,27 @@ impl Hub {
         if slot.client_tools().is_some() {
             return None;
         }
-        let key = eras::key(slot.spec().ok()?);
+        let key = self.inner.catalogue_key(slot.spec().ok()?);
         let now = SystemTime::now();
-        let tools = self.inner.stored.tools(&key, now)?;
+        let (tools, rejected) = self.inner.stored.tools(&key, now)?;
+        let rejected = (rejected.into_iter())
+            .map(|(tool, reason)| HubError::ToolRejected {
+                server: server.to_owned(),
+                tool,
+                reason,
+            })
+            .collect();
         let features = match features {
             true => Some(self.inner.stored.features(&key, now)?),
             false => None,
         };
-        Some((tools, features))
+        Some((tools, rejected, features))
     }
 
     /// How long ago `server`'s tools were listed and kept in the catalogue on disk.
     pub(crate) fn stored_age(&self, server: &str) -> Option<std::time::Duration> {
         let slot = self.inner.slot(server).ok()?;
-        let key = eras::key(slot.spec().ok()?);
+        let key = self.inner.catalogue_key(slot.spec().ok()?);
         self.inner.stored.age(&key, SystemTime::now())
     }
 

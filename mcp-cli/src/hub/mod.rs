@@ -584,6 +584,11 @@ impl Inner {
             })
     }
 
+    /// What `spec`'s listings are kept under in the catalogue on disk.
+    pub(crate) fn catalogue_key(&self, spec: &ServerSpec) -> String {
+        stored::key(spec, self.settings.elicit.is_some())
+    }
+
     pub(crate) fn is_stopping(&self) -> bool {
         self.stopping.load(Ordering::SeqCst)
     }

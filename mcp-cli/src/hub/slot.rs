@@ -242,7 +242,7 @@ impl Slot {
         // A listing kept on disk may have been served for this server before it started: if
         // the server now lists other tools, that is a list change.
         if let Ok(live) = &started
-            && self.store_tools(hub, &live.tools, live.tools_fresh)
+            && self.store_tools(hub, &live.client, &live.tools, live.tools_fresh)
         {
             hub.emit(HubEvent::ToolsChanged {
                 server: self.name().to_owned(),
@@ -402,7 +402,7 @@ impl Slot {
         let changed = *live.tools != tools;
         let current = self.set_tools(live.conn, tools.clone(), fresh);
         if current {
-            self.store_tools(hub, &tools, fresh);
+            self.store_tools(hub, &live.client, &tools, fresh);
         }
         if current && changed {
             hub.emit(HubEvent::ToolsChanged {
@@ -416,11 +416,16 @@ impl Slot {
         })
     }
 
-    /// Keeps a listing of this server's tools in the catalogue on disk (unless it is private);
-    /// returns whether the listing kept before held other tools.
-    fn store_tools(&self, hub: &Inner, tools: &[Tool], fresh: Freshness) -> bool {
+    /// Keeps a listing of this server's tools, and those `client` rejected, in the catalogue
+    /// on disk (unless it is private); returns whether the listing kept before held other
+    /// tools.
+    fn store_tools(&self, hub: &Inner, client: &Client, tools: &[Tool], fresh: Freshness) -> bool {
         let Ok(spec) = self.spec() else { return false };
-        (hub.stored).save_tools(&eras::key(spec), tools, fresh, SystemTime::now())
+        let rejected = (client.rejected_tools().into_iter())
+            .map(|rejected| (rejected.name, rejected.reason.to_string()))
+            .collect();
+        let key = hub.catalogue_key(spec);
+        (hub.stored).save_tools(&key, (tools, rejected), fresh, SystemTime::now())
     }
 
     /// Keeps a listing of this server's resources and prompts, as [`store_tools`] does;
@@ -429,7 +434,7 @@ impl Slot {
     /// [`store_tools`]: Self::store_tools
     fn store_features(&self, hub: &Inner, features: &Features) -> Option<Features> {
         let spec = self.spec().ok()?;
-        (hub.stored).save_features(&eras::key(spec), features, SystemTime::now())
+        (hub.stored).save_features(&hub.catalogue_key(spec), features, SystemTime::now())
     }
 
     /// Forgets the restart count: the next use starts the server again even after it gave up.
@@ -810,7 +815,7 @@ async fn watch(
                 Ok((tools, fresh)) => {
                     let current = slot.set_tools(conn, tools.clone(), fresh);
                     if current && let Some(hub) = hub.upgrade() {
-                        slot.store_tools(&hub, &tools, fresh);
+                        slot.store_tools(&hub, &client, &tools, fresh);
                     }
                     current
                 }

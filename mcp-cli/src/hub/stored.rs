@@ -4,7 +4,9 @@
 //!
 //! One file per server in the catalogue folder, named and keyed like the era verdicts
 //! ([`eras::key`]): the server's name and a digest of what it runs or where it is, so an
-//! edited entry is a new server and never reuses the old one's listing. A listing is served
+//! edited entry is a new server and never reuses the old one's listing; then a digest of what
+//! the hub offers it (forms, roots), since a server may list other tools to a client that can
+//! fill in forms. A listing is served
 //! until its `ttlMs` runs out, or, without one, for [`MAX_AGE`]; one marked
 //! `cacheScope: private` (or with no scope, which counts as private) is never written, and a
 //! private listing replacing a stored one removes it. The files are a cache: one that cannot
@@ -17,8 +19,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use mcp_smol::proto::{CacheHint, CacheScope, Prompt, Resource, ResourceTemplate, Tool};
 use serde::{Deserialize, Serialize};
 
+use crate::config::ServerSpec;
 use crate::files;
 use crate::hub::cache::Freshness;
+use crate::hub::eras;
 use crate::hub::features::Features;
 
 /// How long a listing without a `ttlMs` (every handshake-era server's) is served: a server
@@ -54,6 +58,25 @@ impl<T> Listed<T> {
     }
 }
 
+/// What `spec`'s listings are kept under, when the hub offers forms (`elicit`) or not.
+pub(crate) fn key(spec: &ServerSpec, elicit: bool) -> String {
+    let roots = spec
+        .roots
+        .iter()
+        .map(|root| root.as_os_str().as_encoded_bytes());
+    let offered = [&b"elicitation"[..], if elicit { b"yes" } else { b"no" }];
+    let offered = eras::short_digest(offered.into_iter().chain(roots));
+    format!("{}-{offered}", eras::key(spec))
+}
+
+/// A server's tools as kept, with those its connection rejected (and why), to be told again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct StoredTools {
+    tools: Vec<Tool>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    rejected: Vec<(String, String)>,
+}
+
 /// A server's features besides tools, as kept.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 struct StoredFeatures {
@@ -80,7 +103,7 @@ struct Entry {
     /// The key it was written under: two names that make the same file name are told apart.
     key: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    tools: Option<Listed<Vec<Tool>>>,
+    tools: Option<Listed<StoredTools>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     features: Option<Listed<StoredFeatures>>,
 }
@@ -103,10 +126,16 @@ impl Stored {
         }
     }
 
-    /// The tools kept under `key`, if they may still be served at `now`.
-    pub(crate) fn tools(&self, key: &str, now: SystemTime) -> Option<Vec<Tool>> {
+    /// The tools kept under `key`, if they may still be served at `now`, and the names of
+    /// those the connection rejected, with why.
+    pub(crate) fn tools(
+        &self,
+        key: &str,
+        now: SystemTime,
+    ) -> Option<(Vec<Tool>, Vec<(String, String)>)> {
         let tools = self.read(key)?.tools?;
-        tools.is_fresh(now).then_some(tools.items)
+        let StoredTools { tools, rejected } = tools.is_fresh(now).then_some(tools.items)?;
+        Some((tools, rejected))
     }
 
     /// The resources, templates and prompts kept under `key`, if they may still be served.
@@ -126,15 +155,18 @@ impl Stored {
     pub(crate) fn save_tools(
         &self,
         key: &str,
-        tools: &[Tool],
+        (tools, rejected): (&[Tool], Vec<(String, String)>),
         fresh: Freshness,
         now: SystemTime,
     ) -> bool {
-        let listed = kept(fresh.hint(), now, || tools.to_vec());
+        let listed = kept(fresh.hint(), now, || StoredTools {
+            tools: tools.to_vec(),
+            rejected,
+        });
         let mut differs = false;
         self.update(key, |entry| {
             let before = std::mem::replace(&mut entry.tools, listed);
-            differs = before.is_some_and(|before| before.items != tools);
+            differs = before.is_some_and(|before| before.items.tools != tools);
         });
         differs
     }
@@ -261,10 +293,18 @@ mod tests {
         let then = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
         let second = Duration::from_secs(1);
         assert_eq!(stored.tools("fx-1", then), None, "nothing kept yet");
-        stored.save_tools("fx-1", &[tool("echo")], Freshness::default(), then);
+        stored.save_tools(
+            "fx-1",
+            (&[tool("echo")], Vec::new()),
+            Freshness::default(),
+            then,
+        );
         // Another process (a new `Stored`) reads what this one wrote.
         let again = Stored::new(Some(dir.clone()));
-        assert_eq!(again.tools("fx-1", then + second), Some(vec![tool("echo")]));
+        assert_eq!(
+            again.tools("fx-1", then + second),
+            Some((vec![tool("echo")], Vec::new()))
+        );
         assert_eq!(again.age("fx-1", then + second), Some(second));
         assert!(again.tools("fx-1", then + MAX_AGE - second).is_some());
         assert_eq!(again.tools("fx-1", then + MAX_AGE), None, "too old");
@@ -272,14 +312,14 @@ mod tests {
         // A ttl ends it sooner; the stale listing's age is still told.
         stored.save_tools(
             "fx-1",
-            &[tool("add")],
+            (&[tool("add")], Vec::new()),
             hinted(500, CacheScope::Public),
             then,
         );
         let ms = Duration::from_millis;
         assert_eq!(
             stored.tools("fx-1", then + ms(499)),
-            Some(vec![tool("add")])
+            Some((vec![tool("add")], Vec::new()))
         );
         assert_eq!(stored.tools("fx-1", then + ms(500)), None);
         assert_eq!(stored.age("fx-1", then + second), Some(second));
@@ -293,27 +333,42 @@ mod tests {
     }
 
     #[test]
+    fn what_the_hub_offers_is_part_of_the_key() {
+        let spec = ServerSpec::new("fx", crate::config::Command::new("node"));
+        let plain = key(&spec, false);
+        assert!(
+            plain.starts_with(&format!("{}-", eras::key(&spec))),
+            "{plain}"
+        );
+        assert_eq!(key(&spec, false), plain);
+        assert_ne!(key(&spec, true), plain, "forms offered");
+        let mut rooted = spec.clone();
+        rooted.roots.push("/srv".into());
+        assert_ne!(key(&rooted, false), plain, "roots offered");
+    }
+
+    #[test]
     fn a_private_listing_is_never_written_and_removes_the_old_one() {
         let dir = temp_dir("private");
         let stored = Stored::new(Some(dir.clone()));
         let now = SystemTime::now();
         stored.save_tools(
             "fx-1",
-            &[tool("secret")],
+            (&[tool("secret")], Vec::new()),
             hinted(60_000, CacheScope::Private),
             now,
         );
         assert!(!dir.join("fx-1.json").exists());
         stored.save_tools(
             "fx-1",
-            &[tool("echo")],
+            (&[tool("echo")], Vec::new()),
             hinted(60_000, CacheScope::Public),
             now,
         );
         assert!(stored.tools("fx-1", now).is_some());
         stored.save_tools(
             "fx-1",
-            &[tool("secret")],
+            (&[tool("secret")], Vec::new()),
             hinted(60_000, CacheScope::Private),
             now,
         );
@@ -328,17 +383,32 @@ mod tests {
         let stored = Stored::new(Some(dir.clone()));
         let now = SystemTime::now();
         // `a/b` and `a_b` make the same file name; the key inside tells them apart.
-        stored.save_tools("a/b-1", &[tool("echo")], Freshness::default(), now);
+        stored.save_tools(
+            "a/b-1",
+            (&[tool("echo")], Vec::new()),
+            Freshness::default(),
+            now,
+        );
         assert_eq!(stored.tools("a_b-1", now), None);
         assert!(stored.tools("a/b-1", now).is_some());
         std::fs::write(dir.join("a_b-1.json"), "{\"key\": ").unwrap();
         assert_eq!(stored.tools("a/b-1", now), None);
         // Replaced whole on the next listing.
-        stored.save_tools("a/b-1", &[tool("echo")], Freshness::default(), now);
+        stored.save_tools(
+            "a/b-1",
+            (&[tool("echo")], Vec::new()),
+            Freshness::default(),
+            now,
+        );
         assert!(stored.tools("a/b-1", now).is_some());
         // Without a folder, nothing is kept.
         let none = Stored::new(None);
-        none.save_tools("fx-1", &[tool("echo")], Freshness::default(), now);
+        none.save_tools(
+            "fx-1",
+            (&[tool("echo")], Vec::new()),
+            Freshness::default(),
+            now,
+        );
         assert_eq!(none.tools("fx-1", now), None);
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -12,6 +12,9 @@ use crate::gateway::RawHost;
 use crate::search::eight_servers;
 use crate::support::{FIXTURE, Run, Scratch};
 
+/// The capabilities of a host that fills in forms.
+const FORMS: &str = r#"{"elicitation": {}}"#;
+
 /// A config block running the fixture with `args` as server `name`.
 fn block(name: &str, args: &[&str]) -> String {
     format!("[mcp.{name}]\ncommand = {FIXTURE:?}\nargs = {args:?}\n\n")
@@ -24,7 +27,8 @@ fn starts(scratch: &Scratch, name: &str) -> usize {
     text.matches(" started: ").count()
 }
 
-/// The servers whose listings the catalogue folder holds, by the key written in each file.
+/// The servers whose listings the catalogue folder holds, by the key written in each file
+/// (`NAME-DIGEST-DIGEST`).
 fn kept(scratch: &Scratch) -> BTreeSet<String> {
     let dir = scratch.0.join("state/mcp-cli/catalogue");
     let Ok(files) = std::fs::read_dir(dir) else {
@@ -35,7 +39,7 @@ fn kept(scratch: &Scratch) -> BTreeSet<String> {
             let text = std::fs::read_to_string(&path).unwrap();
             let file: Value = serde_json::from_str(&text).unwrap();
             let key = file["key"].as_str().unwrap();
-            key.rsplit_once('-').unwrap().0.to_owned()
+            key.rsplitn(3, '-').last().unwrap().to_owned()
         })
         .collect()
 }
@@ -70,7 +74,9 @@ fn listed_once_then_answered_from_disk_until_a_tool_is_called() {
     assert!(search.stdout.starts_with("fx__echo"), "{search:?}");
     let config = scratch.0.join("config.toml");
     let args = ["--config", config.to_str().unwrap(), "serve"];
-    let (mut serve, mut host) = RawHost::start_patient(&scratch, &args, "{}");
+    // A host that fills in forms, as the command line does: a server may list other tools
+    // to a client that cannot, so those listings are kept apart.
+    let (mut serve, mut host) = RawHost::start_patient(&scratch, &args, FORMS);
     assert!(host.tool_names(1).contains(&"fx__echo".to_owned()));
     drop(host);
     assert!(serve.wait().unwrap().success());
@@ -256,7 +262,9 @@ fn a_host_served_from_disk_is_told_when_the_started_server_lists_other_tools() {
     scratch.write("mode", "odd-tools");
     let config = scratch.0.join("config.toml");
     let args = ["--config", config.to_str().unwrap(), "serve"];
-    let (mut serve, mut host) = RawHost::start_patient(&scratch, &args, "{}");
+    // A host that fills in forms, as the command line does: a server may list other tools
+    // to a client that cannot, so those listings are kept apart.
+    let (mut serve, mut host) = RawHost::start_patient(&scratch, &args, FORMS);
     let listed = host.tool_names(1);
     assert!(!listed.contains(&"fx__research".to_owned()), "{listed:?}");
     assert_eq!(starts(&scratch, "fx"), 1, "listed from disk");
