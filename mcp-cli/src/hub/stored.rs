@@ -69,12 +69,15 @@ pub(crate) fn key(spec: &ServerSpec, elicit: bool) -> String {
     format!("{}-{offered}", eras::key(spec))
 }
 
+/// A tool the connection rejected, and why.
+pub(crate) type Rejected = (String, String);
+
 /// A server's tools as kept, with those its connection rejected (and why), to be told again.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 struct StoredTools {
     tools: Vec<Tool>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    rejected: Vec<(String, String)>,
+    rejected: Vec<Rejected>,
 }
 
 /// A server's features besides tools, as kept.
@@ -128,11 +131,7 @@ impl Stored {
 
     /// The tools kept under `key`, if they may still be served at `now`, and the names of
     /// those the connection rejected, with why.
-    pub(crate) fn tools(
-        &self,
-        key: &str,
-        now: SystemTime,
-    ) -> Option<(Vec<Tool>, Vec<(String, String)>)> {
+    pub(crate) fn tools(&self, key: &str, now: SystemTime) -> Option<(Vec<Tool>, Vec<Rejected>)> {
         let tools = self.read(key)?.tools?;
         let StoredTools { tools, rejected } = tools.is_fresh(now).then_some(tools.items)?;
         Some((tools, rejected))
@@ -155,7 +154,7 @@ impl Stored {
     pub(crate) fn save_tools(
         &self,
         key: &str,
-        (tools, rejected): (&[Tool], Vec<(String, String)>),
+        (tools, rejected): (&[Tool], Vec<Rejected>),
         fresh: Freshness,
         now: SystemTime,
     ) -> bool {
