@@ -352,8 +352,6 @@ impl Slot {
         match listed.await {
             Ok(features) => {
                 let features = Arc::new(features);
-                // Listed again because the old listing's ttl ran out: what differs is a list
-                // change the server had no way to announce.
                 let current = self.set_features(live.conn, features.clone());
                 let kept = match current {
                     true => self.store_features(hub, &features),

@@ -6,7 +6,8 @@
 //! ([`eras::key`]): the server's name and a digest of what it runs or where it is, so an
 //! edited entry is a new server and never reuses the old one's listing; then a digest of what
 //! the hub offers it (forms, roots), since a server may list other tools to a client that can
-//! fill in forms. A listing is served
+//! fill in forms. A live listing under one such key drops the server's listings under the
+//! others: they may predate a change it shows. A listing is served
 //! until its `ttlMs` runs out, or, without one, for [`MAX_AGE`]; one marked
 //! `cacheScope: private` (or with no scope, which counts as private) is never written, and a
 //! private listing replacing a stored one removes it. The files are a cache: one that cannot
@@ -167,7 +168,38 @@ impl Stored {
             let before = std::mem::replace(&mut entry.tools, listed);
             differs = before.is_some_and(|before| before.items.tools != tools);
         });
+        self.forget_others(key);
         differs
+    }
+
+    /// Removes the listings kept for the same server under what another client offered
+    /// (forms or not): a live listing is the newest word on the server, and one of theirs may
+    /// predate a change (a tool's description rewritten) that this one shows.
+    fn forget_others(&self, key: &str) {
+        let (Some(dir), Some(path)) = (&self.dir, self.path(key)) else {
+            return;
+        };
+        let Some(mine) = path.file_name().and_then(|name| name.to_str()) else {
+            return;
+        };
+        let Some((server, _)) = mine.rsplit_once('-') else {
+            return;
+        };
+        let server = format!("{server}-");
+        let Ok(files) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for file in files.flatten() {
+            let name = file.file_name();
+            let Some(name) = name.to_str() else { continue };
+            let offered = name
+                .strip_prefix(&server)
+                .and_then(|rest| rest.strip_suffix(".json"));
+            // Only this server's: another whose name ends like this one's digest has two more.
+            if offered.is_some_and(|offered| !offered.contains('-')) && name != mine {
+                let _ = std::fs::remove_file(file.path());
+            }
+        }
     }
 
     /// Keeps `features` as [`save_tools`](Self::save_tools) keeps tools; returns the ones
@@ -344,6 +376,27 @@ mod tests {
         let mut rooted = spec.clone();
         rooted.roots.push("/srv".into());
         assert_ne!(key(&rooted, false), plain, "roots offered");
+    }
+
+    #[test]
+    fn a_live_listing_makes_the_same_servers_other_listings_go() {
+        let dir = temp_dir("others");
+        let stored = Stored::new(Some(dir.clone()));
+        let now = SystemTime::now();
+        let echo = [tool("echo")];
+        let listed = || (&echo[..], Vec::new());
+        stored.save_tools("fx-aaa-forms", listed(), Freshness::default(), now);
+        // A server whose name ends like fx's digest keeps its own.
+        stored.save_tools("fx-aaa-bbb-forms", listed(), Freshness::default(), now);
+        stored.save_tools("fx-aaa-plain", listed(), Freshness::default(), now);
+        assert_eq!(
+            stored.tools("fx-aaa-forms", now),
+            None,
+            "replaced by a newer one"
+        );
+        assert!(stored.tools("fx-aaa-plain", now).is_some());
+        assert!(stored.tools("fx-aaa-bbb-forms", now).is_some());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
