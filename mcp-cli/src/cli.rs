@@ -89,8 +89,15 @@ pub(crate) enum Command {
         #[arg(long = "args", value_name = "JSON")]
         args_json: Option<String>,
     },
-    /// List the tools of the named servers (all enabled ones if none), with parameters.
-    Tools { servers: Vec<String> },
+    /// List the tools of the named servers (all enabled ones if none), with parameters: from
+    /// the catalogue of listings kept in the state folder for servers not running, the others
+    /// (and those never listed) started.
+    Tools {
+        servers: Vec<String>,
+        /// Start the servers and list their tools afresh, keeping the new listings.
+        #[arg(long)]
+        refresh: bool,
+    },
     /// The tools that best match QUERY (plain words: `search read a file`), best first, with
     /// a one-line description and a score; over every enabled server.
     Search {
@@ -100,7 +107,8 @@ pub(crate) enum Command {
         #[arg(long, default_value_t = 10, value_name = "N")]
         limit: usize,
     },
-    /// Start every enabled server in parallel and show NAME STATE TOOLS PID PROTOCOL COMMAND.
+    /// Start every enabled server in parallel and show NAME STATE TOOLS LISTED PID PROTOCOL
+    /// COMMAND (LISTED: the age of the server's listing in the catalogue on disk).
     Servers,
     /// Print the last lines of a server's stderr log.
     Logs {

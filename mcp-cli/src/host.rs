@@ -95,7 +95,7 @@ impl Watch {
 }
 
 /// What every hub of this program starts from, whether a command, `serve` or the daemon runs
-/// it: the same state folder (logs, pins, eras), the same handshake budget, the same executor, so
+/// it: the same state folder (logs, pins, eras, catalogue), the same handshake budget, the same executor, so
 /// that a tool withheld from `call` is withheld from the gateway too, and the OAuth the
 /// `MCP_CLI_*` variables ask for (the hub itself reads none). Each caller adds only how it
 /// asks and answers.
@@ -108,6 +108,7 @@ pub(crate) fn settings(
         log_dir: Some(state.logs()),
         pin_dir: Some(state.pins()),
         era_file: Some(state.eras()),
+        catalogue_dir: Some(state.catalogue()),
         client_name: "mcp-cli".to_owned(),
         handshake_timeout: mcp_timeout(env),
         executor: Some(executor.clone()),

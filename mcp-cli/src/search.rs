@@ -25,7 +25,8 @@ const B: f32 = 0.75;
 /// A tool that says it is deprecated ranks below a current one that matches as well.
 const DEPRECATED: f32 = 0.5;
 
-/// The tools to search, as [`Hub::tools_of`] lists them: the one place search reads the
+/// The tools to search, as [`Hub::tools_of`] lists them (from the catalogue on disk for a
+/// server not running, when it keeps a fresh listing): the one place search reads the
 /// catalogue, so that the command line and the gateway keep to the same source.
 pub async fn catalogue(hub: &Hub, servers: &[String]) -> Catalogue {
     hub.tools_of(servers).await

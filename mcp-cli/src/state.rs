@@ -1,6 +1,7 @@
 //! Where the program keeps what outlives a run, named in one place: the state folder
 //! (`$XDG_STATE_HOME/mcp-cli`, default `~/.local/state/mcp-cli`) with the servers' logs, the
-//! tool pins, the OAuth tokens, the servers' protocol eras and the daemons' own logs; and the
+//! tool pins, the OAuth tokens, the servers' protocol eras, the catalogue of their listings and
+//! the daemons' own logs; and the
 //! per-user runtime folder that holds the daemons' sockets.
 
 use std::path::PathBuf;
@@ -45,6 +46,11 @@ impl Folder {
         self.root.join("eras.json")
     }
 
+    /// Each server's listings as last listed (the catalogue on disk), one file per server.
+    pub fn catalogue(&self) -> PathBuf {
+        self.root.join("catalogue")
+    }
+
     /// The stderr of the daemon whose socket is named `key`.
     pub fn daemon_log(&self, key: &str) -> PathBuf {
         self.root.join(format!("daemon-{key}.log"))
@@ -83,6 +89,10 @@ mod tests {
         assert_eq!(
             state.eras(),
             PathBuf::from("/home/u/.local/state/mcp-cli/eras.json")
+        );
+        assert_eq!(
+            state.catalogue(),
+            PathBuf::from("/home/u/.local/state/mcp-cli/catalogue")
         );
         let env = |key: &str| (key == "XDG_STATE_HOME").then(|| "/s".to_owned());
         let state = Folder::of_env(&env);

@@ -130,7 +130,7 @@ pub(crate) async fn dispatch_warm(ctx: &mut Context, command: Command) -> Result
             rest,
             args_json,
         } => call::run(ctx, &server, &rest, args_json.as_deref()).await,
-        Command::Tools { servers } => tools::run(ctx, &servers).await,
+        Command::Tools { servers, refresh } => tools::run(ctx, &servers, refresh).await,
         Command::Search { query, limit } => search::run(ctx, &query.join(" "), limit).await,
         Command::Servers => servers::run(ctx).await,
         Command::Resources { servers } => resources::run(ctx, &servers).await,

@@ -33,7 +33,7 @@ pub(crate) async fn run(ctx: &mut Context) -> Result<Exit, Failure> {
     Ok(if failed { Exit::Server } else { Exit::Success })
 }
 
-/// NAME STATE TOOLS PID PROTOCOL COMMAND, aligned, then a line per server that has a reason (the
+/// NAME STATE TOOLS LISTED PID PROTOCOL COMMAND, aligned, then a line per server that has a reason (the
 /// daemon's, whose servers are all configured).
 pub(crate) fn table(rows: &[ServerStatus]) -> Vec<String> {
     let mut lines = rows_table(rows);
@@ -41,10 +41,13 @@ pub(crate) fn table(rows: &[ServerStatus]) -> Vec<String> {
     lines
 }
 
-/// NAME STATE TOOLS PID PROTOCOL COMMAND, aligned.
+/// NAME STATE TOOLS LISTED PID PROTOCOL COMMAND, aligned; LISTED is the age of the server's
+/// listing in the catalogue on disk.
 fn rows_table(rows: &[ServerStatus]) -> Vec<String> {
     let count = |value: Option<usize>| value.map_or_else(|| "-".to_owned(), |n| n.to_string());
-    let header = ["NAME", "STATE", "TOOLS", "PID", "PROTOCOL", "COMMAND"];
+    let header = [
+        "NAME", "STATE", "TOOLS", "LISTED", "PID", "PROTOCOL", "COMMAND",
+    ];
     let mut cells = vec![header.map(str::to_owned)];
     for row in rows {
         // Marked after the command, so that every column before it stays one word.
@@ -56,6 +59,7 @@ fn rows_table(rows: &[ServerStatus]) -> Vec<String> {
             row.name.clone(),
             row.state.to_string(),
             count(row.tools),
+            row.catalogue_age.map_or_else(|| "-".to_owned(), age),
             count(row.pid.map(|pid| pid as usize)),
             row.protocol.clone().unwrap_or_else(|| "-".to_owned()),
             command,
@@ -94,4 +98,29 @@ fn reasons(rows: &[ServerStatus], naming: &Naming) -> Vec<String> {
             ))
         })
         .collect()
+}
+
+/// An age in seconds as the table shows it: `42s`, `5m`, `3h`, `2d` (whole units, rounded
+/// down).
+fn age(seconds: u64) -> String {
+    match seconds {
+        0..60 => format!("{seconds}s"),
+        60..3600 => format!("{}m", seconds / 60),
+        3600..86_400 => format!("{}h", seconds / 3600),
+        _ => format!("{}d", seconds / 86_400),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ages_in_whole_units() {
+        let shown: Vec<String> = [0, 59, 60, 3599, 3600, 86_399, 86_400, 900_000]
+            .into_iter()
+            .map(age)
+            .collect();
+        assert_eq!(shown, ["0s", "59s", "1m", "59m", "1h", "23h", "1d", "10d"]);
+    }
 }

@@ -1,5 +1,5 @@
-//! `tools [SERVER]...`: the tools of the named servers (or the whole catalogue) with their
-//! parameters, policy applied.
+//! `tools [SERVER]... [--refresh]`: the tools of the named servers (or the whole catalogue) with
+//! their parameters, policy applied; from the catalogue on disk, or listed live with `--refresh`.
 
 use serde_json::{Value, json};
 
@@ -9,11 +9,18 @@ use crate::hub::ToolEntry;
 use crate::spinner::Spinner;
 use crate::{arguments, output};
 
-pub(crate) async fn run(ctx: &mut Context, given: &[String]) -> Result<Exit, Failure> {
+pub(crate) async fn run(
+    ctx: &mut Context,
+    given: &[String],
+    refresh: bool,
+) -> Result<Exit, Failure> {
     let servers = ctx.hub.named_or_default(given)?;
     let catalogue = {
-        let _spinner = Spinner::start(format!("starting {} server(s)", servers.len()));
-        ctx.hub.tools_of(&servers).await
+        let _spinner = Spinner::start(format!("listing {} server(s)", servers.len()));
+        match refresh {
+            true => ctx.hub.tools_live(&servers).await,
+            false => ctx.hub.tools_of(&servers).await,
+        }
     };
     let mut exit = Exit::Success;
     // Listed as warnings: the other tools are fine to use.

@@ -1,18 +1,19 @@
 //! How long a listing the hub holds may be served from memory: for its cache hint's `ttlMs`
 //! from when it was asked for (stateless era); without a hint (handshake era), until a list
-//! change says otherwise.
+//! change says otherwise. The hint itself is kept beside it, for the catalogue on disk
+//! ([`stored`](super::stored)), which must know a listing's `ttlMs` and `cacheScope`.
 
 use std::time::Instant;
 
 use mcp_smol::proto::{CacheHint, CacheScope};
 
-/// Until when a listing is fresh, and whether it may be shared.
+/// Until when a listing is fresh, and the hint that says so.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Freshness {
     /// `None`: no end but a list change.
     until: Option<Instant>,
-    /// A part came marked `cacheScope: private`.
-    private: bool,
+    /// The hint it came with; for a whole, the strictest of its parts'.
+    hint: Option<CacheHint>,
 }
 
 impl Freshness {
@@ -21,8 +22,13 @@ impl Freshness {
         Self {
             // A life too long for the clock is as good as none.
             until: hint.and_then(|hint| asked.checked_add(hint.ttl)),
-            private: hint.is_some_and(|hint| hint.scope == CacheScope::Private),
+            hint,
         }
+    }
+
+    /// The cache hint it came with (the strictest, for a whole).
+    pub(crate) fn hint(self) -> Option<CacheHint> {
+        self.hint
     }
 
     /// The freshness of a whole made of both: it ends with the first.
@@ -31,20 +37,24 @@ impl Freshness {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        Self {
-            until,
-            private: self.private || other.private,
-        }
+        let hint = match (self.hint, other.hint) {
+            (Some(a), Some(b)) => Some(CacheHint {
+                ttl: a.ttl.min(b.ttl),
+                scope: match (a.scope, b.scope) {
+                    (CacheScope::Public, CacheScope::Public) => CacheScope::Public,
+                    _ => CacheScope::Private,
+                },
+            }),
+            (a, b) => a.or(b),
+        };
+        Self { until, hint }
     }
 
     /// The hint to pass on at `now` for a whole made of this: what is left of its life, and
     /// `private` when any part is; `None` when no part came with a hint.
-    pub(crate) fn hint(self, now: Instant) -> Option<CacheHint> {
+    pub(crate) fn hint_left(self, now: Instant) -> Option<CacheHint> {
         let until = self.until?;
-        let scope = match self.private {
-            true => CacheScope::Private,
-            false => CacheScope::Public,
-        };
+        let scope = self.hint?.scope;
         let ttl = until.saturating_duration_since(now);
         Some(CacheHint { ttl, scope })
     }
@@ -58,8 +68,6 @@ impl Freshness {
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
-
-    use mcp_smol::proto::CacheScope;
 
     use super::*;
 
@@ -91,6 +99,19 @@ mod tests {
         assert!(short.and(long).is_stale(later));
         assert!(Freshness::of(None, asked).and(short).is_stale(later));
         assert!(!long.and(Freshness::of(None, asked)).is_stale(later));
+        // The strictest hint: the shorter ttl, private if either part is.
+        let public = Some(CacheHint {
+            ttl: Duration::from_millis(5),
+            scope: CacheScope::Public,
+        });
+        let whole = Freshness::of(public, asked).and(long);
+        let expected = Some(CacheHint {
+            ttl: Duration::from_millis(5),
+            scope: CacheScope::Private,
+        });
+        assert_eq!(whole.hint(), expected);
+        let alone = Freshness::of(None, asked).and(Freshness::of(public, asked));
+        assert_eq!(alone.hint(), public);
     }
 
     #[test]
@@ -106,9 +127,9 @@ mod tests {
             ttl: Duration::from_millis(30),
             scope: CacheScope::Private,
         };
-        assert_eq!(whole.hint(later), Some(expected));
-        let alone = Freshness::of(Some(public), asked).hint(asked);
+        assert_eq!(whole.hint_left(later), Some(expected));
+        let alone = Freshness::of(Some(public), asked).hint_left(asked);
         assert_eq!(alone, Some(public));
-        assert_eq!(Freshness::of(None, asked).hint(asked), None);
+        assert_eq!(Freshness::of(None, asked).hint_left(asked), None);
     }
 }

@@ -1,15 +1,16 @@
-//! The catalogue: every running server's tools under `<server>__<tool>` names, policy applied,
-//! each mapped back to its server, beside its resources, resource templates and prompts; and
-//! calls through it.
+//! The catalogue: every server's tools under `<server>__<tool>` names, policy applied, each
+//! mapped back to its server, beside its resources, resource templates and prompts, listed
+//! live or read from the catalogue on disk; and calls through it.
 
-use std::time::Instant;
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
 
 use mcp_smol::proto::{CacheHint, CacheScope, Tool};
 use serde_json::Value;
 
 use crate::config::{Action, Rule};
 use crate::hub::cache::Freshness;
-use crate::hub::features::{self, PromptEntry, ResourceEntry, Skipped, TemplateEntry};
+use crate::hub::features::{self, Features, PromptEntry, ResourceEntry, Skipped, TemplateEntry};
 use crate::hub::{ApproveChanges, Ask, Hub, HubError, PinChange};
 use crate::names;
 
@@ -28,15 +29,24 @@ pub struct ToolEntry {
 
 /// The tools, resources and prompts of many servers, and the servers that could not be listed.
 ///
-/// Built from the listings one hub holds in memory, each served until its cache hint's `ttlMs`
-/// runs out (then listed again on next use) or a list change says otherwise; a listing without
-/// a hint is kept until a list change. They were all listed under the one set of credentials
-/// the hub's servers run with, so a listing marked `cacheScope: private` is never shared beyond
-/// this hub: no listing is written anywhere (pins keep each tool's definition in the user's own
-/// state folder, to compare against, never to serve), and the daemon, which serves many
+/// Built from the listings one hub holds in memory for its running servers, each served until
+/// its cache hint's `ttlMs` runs out (then listed again on next use) or a list change says
+/// otherwise (a listing without a hint is kept until a list change), and, for a server that
+/// is not running, from the catalogue on disk ([`Settings::catalogue_dir`]) while the listing
+/// kept there is fresh: its `ttlMs`, or a week without one. A server with no fresh listing
+/// there is started and listed, and the listing kept.
+///
+/// What is read from disk passes the same filters, rules and pin checks as a live listing: a
+/// tool denied or withheld stays so. The listings were all made under the one set of
+/// credentials the hub's servers run with, and the folder is the user's own (0700, files
+/// 0600), read by nobody else; still, a listing marked `cacheScope: private` (or unmarked in
+/// the stateless era, which counts as private) is kept in memory only, never written, as the
+/// spec asks, so such a server is started for every listing. The daemon, which serves many
 /// commands from one hub, serves only its own user (the socket's peer uid is checked) under its
 /// own credentials: a command's environment and tokens are not passed to it, so no request
 /// reaches a listing under other credentials.
+///
+/// [`Settings::catalogue_dir`]: crate::hub::Settings::catalogue_dir
 #[derive(Debug, Default)]
 pub struct Catalogue {
     /// Every tool the policy lets through, by server, in each server's order.
@@ -65,6 +75,10 @@ impl Catalogue {
     }
 }
 
+/// A server's tools kept on disk, those its connection rejected, and its resources and prompts
+/// when they were asked for.
+type StoredListing = (Vec<Tool>, Vec<HubError>, Option<Features>);
+
 /// How the policy treats one tool.
 enum Verdict {
     Shown(Option<Rule>),
@@ -76,33 +90,63 @@ enum Verdict {
 
 impl Hub {
     /// The tools, resources and prompts of every server the catalogue stands for
-    /// ([`default_servers`]), starting them in parallel; the wait is about that of the slowest
-    /// server.
+    /// ([`default_servers`]): from the catalogue on disk for those not running that have a
+    /// fresh listing there, the others started in parallel; the wait is about that of the
+    /// slowest server started.
     ///
     /// [`default_servers`]: Hub::default_servers
     pub async fn catalogue(&self) -> Catalogue {
         self.catalogue_of(&self.default_servers()).await
     }
 
-    /// The tools, resources and prompts of the named servers (configured names), started and
-    /// listed in parallel. A server whose tools are listed but whose resources or prompts
-    /// cannot be is in both [`tools`](Catalogue::tools) and
+    /// The tools, resources and prompts of the named servers (configured names): read from
+    /// the catalogue on disk, or started and listed in parallel, as
+    /// [`catalogue`](Self::catalogue) says. A server whose tools are listed but whose
+    /// resources or prompts cannot be is in both [`tools`](Catalogue::tools) and
     /// [`failures`](Catalogue::failures).
     pub async fn catalogue_of(&self, servers: &[String]) -> Catalogue {
-        self.listing(servers, true).await
+        self.listing(servers, true, true).await
     }
 
     /// The tools of the named servers, as [`catalogue_of`](Self::catalogue_of) lists them,
     /// without their resources and prompts: those are not asked for, so the wait is that of
     /// the tools alone.
     pub async fn tools_of(&self, servers: &[String]) -> Catalogue {
-        self.listing(servers, false).await
+        self.listing(servers, false, true).await
     }
 
-    async fn listing(&self, servers: &[String], features: bool) -> Catalogue {
+    /// The tools of the named servers listed live, each started if it is not running, the
+    /// catalogue on disk left unread (and refreshed with what they list): `tools --refresh`.
+    pub async fn tools_live(&self, servers: &[String]) -> Catalogue {
+        self.listing(servers, false, false).await
+    }
+
+    async fn listing(&self, servers: &[String], features: bool, from_disk: bool) -> Catalogue {
+        let stored: Vec<Option<StoredListing>> = (servers.iter())
+            .map(|server| from_disk.then(|| self.stored(server, features)).flatten())
+            .collect();
+        let to_start: Vec<String> = (servers.iter().zip(&stored))
+            .filter(|(_, stored)| stored.is_none())
+            .map(|(server, _)| server.clone())
+            .collect();
+        // In the order asked for, whichever way each was listed: hosts want a stable order.
+        let mut started = self.start_listing(&to_start, features).await.into_iter();
         let mut catalogue = Catalogue::default();
-        for (server, started, listed) in self.start_listing(servers, features).await {
-            match started.and_then(|()| self.tools(&server)) {
+        for (server, stored) in servers.iter().zip(stored) {
+            let (tools, listed) = match stored {
+                Some((tools, rejected, features)) => {
+                    let shown = self.shown_tools(server, &tools, rejected);
+                    (Ok(shown), features.map(|features| Ok(Arc::new(features))))
+                }
+                None => {
+                    let Some((server, started, listed)) = started.next() else {
+                        break;
+                    };
+                    (started.and_then(|()| self.tools(&server)), listed)
+                }
+            };
+            let server = server.clone();
+            match tools {
                 Ok((tools, withheld)) => {
                     catalogue.tools.extend(tools);
                     catalogue.withheld.extend(withheld);
@@ -141,16 +185,48 @@ impl Hub {
             else {
                 continue;
             };
-            match fresh.hint(now) {
+            match fresh.hint_left(now) {
                 Some(_) => whole = Some(whole.map_or(fresh, |whole| whole.and(fresh))),
                 None => unhinted = true,
             }
         }
-        let mut hint = whole?.hint(now)?;
+        let mut hint = whole?.hint_left(now)?;
         if unhinted {
             hint.scope = CacheScope::Private;
         }
         Some(hint)
+    }
+
+    /// The listing of `server` kept in the catalogue on disk, its tools and, with `features`,
+    /// its resources and prompts, if it is not running (then its live listing is at hand)
+    /// and what is asked for is kept there and fresh.
+    fn stored(&self, server: &str, features: bool) -> Option<StoredListing> {
+        let slot = self.inner.slot(server).ok()?;
+        if slot.client_tools().is_some() {
+            return None;
+        }
+        let key = self.inner.catalogue_key(slot.spec().ok()?);
+        let now = SystemTime::now();
+        let (tools, rejected) = self.inner.stored.tools(&key, now)?;
+        let rejected = (rejected.into_iter())
+            .map(|(tool, reason)| HubError::ToolRejected {
+                server: server.to_owned(),
+                tool,
+                reason,
+            })
+            .collect();
+        let features = match features {
+            true => Some(self.inner.stored.features(&key, now)?),
+            false => None,
+        };
+        Some((tools, rejected, features))
+    }
+
+    /// How long ago `server`'s tools were listed and kept in the catalogue on disk.
+    pub(crate) fn stored_age(&self, server: &str) -> Option<std::time::Duration> {
+        let slot = self.inner.slot(server).ok()?;
+        let key = self.inner.catalogue_key(slot.spec().ok()?);
+        self.inner.stored.age(&key, SystemTime::now())
     }
 
     /// The tools of one running server, policy applied, and those withheld; it must have been
@@ -162,9 +238,20 @@ impl Hub {
             state: slot.status().state,
             reason: "not running".to_owned(),
         })?;
-        self.observe_pins(server, &live);
-        let shown = shown_names(server, &live);
-        let (mut entries, mut withheld) = (Vec::new(), slot.rejected_tools());
+        Ok(self.shown_tools(server, &live, slot.rejected_tools()))
+    }
+
+    /// `server`'s `tools` as the policy and the pins let them through, live or from disk alike,
+    /// and those withheld (after `withheld`, those the connection rejected).
+    fn shown_tools(
+        &self,
+        server: &str,
+        live: &[Tool],
+        mut withheld: Vec<HubError>,
+    ) -> (Vec<ToolEntry>, Vec<HubError>) {
+        self.observe_pins(server, live);
+        let shown = shown_names(server, live);
+        let mut entries = Vec::new();
         for (tool, shown) in live.iter().zip(shown) {
             match self.verdict(server, tool, &shown) {
                 Verdict::Shown(ask) => entries.push(entry(server, tool, shown, ask)),
@@ -173,7 +260,7 @@ impl Hub {
                 Verdict::Filtered | Verdict::Denied(_) => {}
             }
         }
-        Ok((entries, withheld))
+        (entries, withheld)
     }
 
     /// How many tools of a running server the policy and the pins let through; `None` when

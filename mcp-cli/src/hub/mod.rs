@@ -19,7 +19,8 @@
 //! ```
 //!
 //! - **Lazy and fail-soft**: nothing starts when the hub is made. A server starts on first use,
-//!   or every one at once when the whole [`catalogue`](Hub::catalogue) is asked for. One that
+//!   or every one at once when the whole [`catalogue`](Hub::catalogue) is asked for, save
+//!   those whose listing the catalogue on disk keeps ([`Settings::catalogue_dir`]). One that
 //!   cannot start is recorded with its state and reason and never blocks the others.
 //! - **Only what is configured**: the hub runs the servers of its [`Config`] and nothing else;
 //!   a name no server of it has is [`HubError::UnknownServer`], listing the configured ones.
@@ -91,6 +92,7 @@ mod scanning;
 mod server_requests;
 mod settings;
 mod slot;
+mod stored;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -173,6 +175,10 @@ pub struct ServerStatus {
     /// How many of its tools the catalogue offers while it runs: those the policy and the
     /// pins let through, as [`Hub::tools_of`] lists them.
     pub tools: Option<usize>,
+    /// How many seconds ago its tools were listed and kept in the catalogue on disk, from which
+    /// listings are answered while it is not running; `None` when none is kept (never listed,
+    /// a private listing, or no catalogue folder).
+    pub catalogue_age: Option<u64>,
     /// Why it failed, is denied or is invalid.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
@@ -274,6 +280,8 @@ pub(crate) struct Inner {
     scans: scanning::Scans,
     /// The cached era verdicts.
     pub(crate) eras: eras::Eras,
+    /// The catalogue on disk.
+    pub(crate) stored: stored::Stored,
     settings: Settings,
     stopping: AtomicBool,
     listeners: Mutex<Vec<Listener>>,
@@ -331,6 +339,7 @@ impl Hub {
             pins: pins::Pins::new(settings.pin_dir.clone()),
             scans: scanning::Scans::default(),
             eras: eras::Eras::new(settings.era_file.clone()),
+            stored: stored::Stored::new(settings.catalogue_dir.clone()),
             settings,
             stopping: AtomicBool::new(false),
             listeners: Mutex::new(Vec::new()),
@@ -377,6 +386,7 @@ impl Hub {
                 if status.tools.is_some() {
                     status.tools = self.shown_count(&status.name);
                 }
+                status.catalogue_age = self.stored_age(&status.name).map(|age| age.as_secs());
                 status
             })
             .collect()
@@ -576,6 +586,11 @@ impl Inner {
                 given: name.to_owned(),
                 known: slots.keys().cloned().collect(),
             })
+    }
+
+    /// What `spec`'s listings are kept under in the catalogue on disk.
+    pub(crate) fn catalogue_key(&self, spec: &ServerSpec) -> String {
+        stored::key(spec, self.settings.elicit.is_some())
     }
 
     pub(crate) fn is_stopping(&self) -> bool {

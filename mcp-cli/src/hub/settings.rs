@@ -53,6 +53,11 @@ pub struct Settings {
     /// Where the revision each `auto` server spoke last is kept (`eras.json`), so that the
     /// next connection speaks it at once instead of probing. `None` keeps nothing.
     pub era_file: Option<PathBuf>,
+    /// Where each server's listings are kept (the catalogue on disk, one file per server), so
+    /// that [`Hub::catalogue`](crate::hub::Hub::catalogue), [`tools_of`](crate::hub::Hub::tools_of)
+    /// and what is built on them answer without starting a server that is not running.
+    /// `None` keeps nothing: every listing starts its servers.
+    pub catalogue_dir: Option<PathBuf>,
     /// The OAuth of remote servers: whether one asking for authorization may start a login
     /// ([`auth::Settings::login`](crate::auth::Settings::login)), where tokens are kept, who
     /// shows the login URL. Nothing here comes from `MCP_CLI_*` variables; a server entry's
@@ -75,6 +80,7 @@ impl Default for Settings {
             elicit: None,
             pin_dir: None,
             era_file: None,
+            catalogue_dir: None,
             auth: crate::auth::Settings::default(),
         }
     }
@@ -142,6 +148,12 @@ impl SettingsBuilder {
         self
     }
 
+    /// Keeps each server's listings in `dir` ([`Settings::catalogue_dir`]).
+    pub fn catalogue_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.settings.catalogue_dir = Some(dir.into());
+        self
+    }
+
     /// [`Settings::grace_period`].
     pub fn grace_period(mut self, period: Duration) -> Self {
         self.settings.grace_period = period;
@@ -191,6 +203,7 @@ mod tests {
             .log_dir("/logs")
             .pin_dir("/pins")
             .era_file("/eras.json")
+            .catalogue_dir("/catalogue")
             .grace_period(Duration::from_secs(5))
             .term_period(Duration::from_secs(1))
             .handshake_timeout(Duration::from_secs(30))
@@ -207,6 +220,7 @@ mod tests {
         assert_eq!(settings.log_dir, Some(PathBuf::from("/logs")));
         assert_eq!(settings.pin_dir, Some(PathBuf::from("/pins")));
         assert_eq!(settings.era_file, Some(PathBuf::from("/eras.json")));
+        assert_eq!(settings.catalogue_dir, Some(PathBuf::from("/catalogue")));
         assert_eq!(settings.grace_period, Duration::from_secs(5));
         assert_eq!(settings.term_period, Duration::from_secs(1));
         assert_eq!(settings.handshake_timeout, Some(Duration::from_secs(30)));

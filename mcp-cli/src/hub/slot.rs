@@ -164,6 +164,7 @@ impl Slot {
             protocol: None,
             era: None,
             tools: None,
+            catalogue_age: None,
             reason: None,
             stderr: Vec::new(),
         };
@@ -238,6 +239,15 @@ impl Slot {
             async_io::Timer::after(backoff).await;
         }
         let started = self.start(hub, spec).await;
+        // A listing kept on disk may have been served for this server before it started: if
+        // the server now lists other tools, that is a list change.
+        if let Ok(live) = &started
+            && self.store_tools(hub, &live.client, &live.tools, live.tools_fresh)
+        {
+            hub.emit(HubEvent::ToolsChanged {
+                server: self.name().to_owned(),
+            });
+        }
         let mut life = self.life();
         match started {
             Ok(live) => {
@@ -342,11 +352,15 @@ impl Slot {
         match listed.await {
             Ok(features) => {
                 let features = Arc::new(features);
-                // Listed again because the old listing's ttl ran out: what differs is a list
-                // change the server had no way to announce.
-                if self.set_features(live.conn, features.clone())
-                    && let Some(held) = held
-                {
+                let current = self.set_features(live.conn, features.clone());
+                let kept = match current {
+                    true => self.store_features(hub, &features),
+                    false => None,
+                };
+                // Listed again because the old listing's ttl ran out, or for the first time
+                // since one kept on disk may have been served: what differs is a list change
+                // the server had no way to announce.
+                if current && let Some(held) = held.map(|held| (*held).clone()).or(kept) {
                     for event in held.changes(&features, self.name()) {
                         hub.emit(event);
                     }
@@ -384,7 +398,11 @@ impl Slot {
             })?;
         // What differs is a list change the server had no way to announce.
         let changed = *live.tools != tools;
-        if self.set_tools(live.conn, tools.clone(), fresh) && changed {
+        let current = self.set_tools(live.conn, tools.clone(), fresh);
+        if current {
+            self.store_tools(hub, &live.client, &tools, fresh);
+        }
+        if current && changed {
             hub.emit(HubEvent::ToolsChanged {
                 server: self.name().to_owned(),
             });
@@ -394,6 +412,27 @@ impl Slot {
             tools_fresh: fresh,
             ..live
         })
+    }
+
+    /// Keeps a listing of this server's tools, and those `client` rejected, in the catalogue
+    /// on disk (unless it is private); returns whether the listing kept before held other
+    /// tools.
+    fn store_tools(&self, hub: &Inner, client: &Client, tools: &[Tool], fresh: Freshness) -> bool {
+        let Ok(spec) = self.spec() else { return false };
+        let rejected = (client.rejected_tools().into_iter())
+            .map(|rejected| (rejected.name, rejected.reason.to_string()))
+            .collect();
+        let key = hub.catalogue_key(spec);
+        (hub.stored).save_tools(&key, (tools, rejected), fresh, SystemTime::now())
+    }
+
+    /// Keeps a listing of this server's resources and prompts, as [`store_tools`] does;
+    /// returns the one kept before.
+    ///
+    /// [`store_tools`]: Self::store_tools
+    fn store_features(&self, hub: &Inner, features: &Features) -> Option<Features> {
+        let spec = self.spec().ok()?;
+        (hub.stored).save_features(&hub.catalogue_key(spec), features, SystemTime::now())
     }
 
     /// Forgets the restart count: the next use starts the server again even after it gave up.
@@ -760,7 +799,13 @@ async fn watch(
                         Ok(info) => Features::list(&client, info).await.ok(),
                         Err(_) => None,
                     };
-                    features.is_some_and(|features| slot.set_features(conn, Arc::new(features)))
+                    let features = features.map(Arc::new);
+                    let current = (features.clone())
+                        .is_some_and(|features| slot.set_features(conn, features));
+                    if current && let (Some(features), Some(hub)) = (features, hub.upgrade()) {
+                        slot.store_features(&hub, &features);
+                    }
+                    current
                 } else {
                     // Never listed: the first to ask lists the new ones.
                     slot.runs(conn)
@@ -777,7 +822,13 @@ async fn watch(
         let refreshed = {
             let _refreshing = slot.start.lock().await;
             match list_tools(&client).await {
-                Ok((tools, fresh)) => slot.set_tools(conn, tools, fresh),
+                Ok((tools, fresh)) => {
+                    let current = slot.set_tools(conn, tools.clone(), fresh);
+                    if current && let Some(hub) = hub.upgrade() {
+                        slot.store_tools(&hub, &client, &tools, fresh);
+                    }
+                    current
+                }
                 // A failing listing is the connection failing: the stream ends next.
                 Err(_) => false,
             }

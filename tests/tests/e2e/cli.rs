@@ -945,7 +945,7 @@ fn a_configured_revision_is_spoken_and_shown() {
         .find(|line| line.starts_with("fx "))
         .map(|line| line.split_whitespace().collect::<Vec<_>>());
     assert_eq!(
-        row.as_ref().map(|row| (row[1], row[4])),
+        row.as_ref().map(|row| (row[1], row[5])),
         Some(("running", "2025-11-25")),
         "{}",
         run.stdout

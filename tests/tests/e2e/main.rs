@@ -71,6 +71,10 @@ mod gateway;
 /// Tool search: `mcp-cli search` and `serve --search`, on eight real servers and the fixture.
 mod search;
 
+/// The catalogue on disk: listings answered without starting servers, refreshed, private ones
+/// never written.
+mod catalogue;
+
 /// `mcp-cli daemon`: warm runs against cold ones, peer uid, stop, idle exit, stale sockets.
 mod daemon;
 

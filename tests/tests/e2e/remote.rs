@@ -118,13 +118,13 @@ fn a_configured_url_is_listed_called_and_shown() {
     assert!(run.stdout.contains("over http"), "{}", run.stdout);
 
     let run = dir.cli(&["--config", config, "servers"]);
-    // NAME STATE TOOLS PID PROTOCOL COMMAND: no process of ours, so no pid; the URL as the
-    // command.
+    // NAME STATE TOOLS LISTED PID PROTOCOL COMMAND: no process of ours, so no pid; the URL as
+    // the command.
     let ev = row(&run, "ev");
     assert_eq!(ev[1], "running", "{}", run.stdout);
     assert!(ev[2].parse::<usize>().unwrap() > 0, "{}", run.stdout);
-    assert_eq!(ev[3], "-", "{}", run.stdout);
-    assert_eq!(ev[5], url, "{}", run.stdout);
+    assert_eq!(ev[4], "-", "{}", run.stdout);
+    assert_eq!(ev[6], url, "{}", run.stdout);
 
     let run = dir.cli(&["--config", config, "--json", "servers"]);
     let rows: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();

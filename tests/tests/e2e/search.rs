@@ -56,7 +56,7 @@ const QUERIES: &[(&str, &str)] = &[
 
 /// A config with eight real servers: filesystem, everything, memory, sequential-thinking and
 /// github from npm, git, time and fetch from PyPI; `None` when they cannot be installed.
-fn eight_servers(scratch: &Scratch) -> Option<PathBuf> {
+pub(crate) fn eight_servers(scratch: &Scratch) -> Option<PathBuf> {
     let npm = mcp_tests::npm_bin()?;
     let python = mcp_tests::python_bin()?;
     let (search_npm, search_python) = mcp_tests::search_bins()?;

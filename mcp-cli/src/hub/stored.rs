@@ -1,0 +1,467 @@
+//! The catalogue on disk: each server's tools, and its resources, resource templates and
+//! prompts, as last listed, with the listing's cache hint and the time it was listed, so that
+//! listing and searching need no server start (DESIGN §15).
+//!
+//! One file per server in the catalogue folder, named and keyed like the era verdicts
+//! ([`eras::key`]): the server's name and a digest of what it runs or where it is, so an
+//! edited entry is a new server and never reuses the old one's listing; then a digest of what
+//! the hub offers it (forms, roots), since a server may list other tools to a client that can
+//! fill in forms. A live listing under one such key drops the server's listings under the
+//! others: they may predate a change it shows. A listing is served
+//! until its `ttlMs` runs out, or, without one, for [`MAX_AGE`]; one marked
+//! `cacheScope: private` (or with no scope, which counts as private) is never written, and a
+//! private listing replacing a stored one removes it. The files are a cache: one that cannot
+//! be read or written only costs a server start.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use mcp_smol::proto::{CacheHint, CacheScope, Prompt, Resource, ResourceTemplate, Tool};
+use serde::{Deserialize, Serialize};
+
+use crate::config::ServerSpec;
+use crate::files;
+use crate::hub::cache::Freshness;
+use crate::hub::eras;
+use crate::hub::features::Features;
+
+/// How long a listing without a `ttlMs` (every handshake-era server's) is served: a server
+/// upgraded meanwhile (an `npx -y` entry) is listed again at least this often, and every time
+/// one of its tools is called.
+/// (The era verdicts' own bound, for the same reason.)
+pub(crate) const MAX_AGE: Duration = crate::hub::eras::MAX_AGE;
+
+/// One listing as kept: when it was listed, for how long it is fresh, and what it held.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Listed<T> {
+    /// Milliseconds since the Unix epoch.
+    listed_at: u64,
+    /// The listing's `ttlMs`, if it had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    ttl_ms: Option<u64>,
+    items: T,
+}
+
+impl<T> Listed<T> {
+    /// Whether it may be served at `now`. One dated after `now` (a clock set back) has no age
+    /// to go by, so it may not.
+    fn is_fresh(&self, now: SystemTime) -> bool {
+        let listed = UNIX_EPOCH + Duration::from_millis(self.listed_at);
+        let life = self.ttl_ms.map_or(MAX_AGE, Duration::from_millis);
+        now.duration_since(listed).is_ok_and(|age| age < life)
+    }
+
+    fn age(&self, now: SystemTime) -> Option<Duration> {
+        let listed = UNIX_EPOCH + Duration::from_millis(self.listed_at);
+        now.duration_since(listed).ok()
+    }
+}
+
+/// What `spec`'s listings are kept under, when the hub offers forms (`elicit`) or not.
+pub(crate) fn key(spec: &ServerSpec, elicit: bool) -> String {
+    let roots = spec
+        .roots
+        .iter()
+        .map(|root| root.as_os_str().as_encoded_bytes());
+    let offered = [&b"elicitation"[..], if elicit { b"yes" } else { b"no" }];
+    let offered = eras::short_digest(offered.into_iter().chain(roots));
+    format!("{}-{offered}", eras::key(spec))
+}
+
+/// A tool the connection rejected, and why.
+pub(crate) type Rejected = (String, String);
+
+/// A server's tools as kept, with those its connection rejected (and why), to be told again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct StoredTools {
+    tools: Vec<Tool>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    rejected: Vec<Rejected>,
+}
+
+/// A server's features besides tools, as kept.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct StoredFeatures {
+    resources: Vec<Resource>,
+    templates: Vec<ResourceTemplate>,
+    prompts: Vec<Prompt>,
+}
+
+impl From<StoredFeatures> for Features {
+    fn from(stored: StoredFeatures) -> Self {
+        Features {
+            resources: stored.resources,
+            templates: stored.templates,
+            prompts: stored.prompts,
+            skipped: Vec::new(),
+            fresh: Freshness::default(),
+        }
+    }
+}
+
+/// One server's file.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Entry {
+    /// The key it was written under: two names that make the same file name are told apart.
+    key: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tools: Option<Listed<StoredTools>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    features: Option<Listed<StoredFeatures>>,
+}
+
+/// The catalogue folder, read afresh on every use (several processes share it) and each file
+/// replaced whole.
+#[derive(Debug)]
+pub(crate) struct Stored {
+    /// `None` keeps nothing.
+    dir: Option<PathBuf>,
+    /// Serialises this process's read-modify-write cycles.
+    writing: Mutex<()>,
+}
+
+impl Stored {
+    pub(crate) fn new(dir: Option<PathBuf>) -> Self {
+        Self {
+            dir,
+            writing: Mutex::new(()),
+        }
+    }
+
+    /// The tools kept under `key`, if they may still be served at `now`, and the names of
+    /// those the connection rejected, with why.
+    pub(crate) fn tools(&self, key: &str, now: SystemTime) -> Option<(Vec<Tool>, Vec<Rejected>)> {
+        let tools = self.read(key)?.tools?;
+        let StoredTools { tools, rejected } = tools.is_fresh(now).then_some(tools.items)?;
+        Some((tools, rejected))
+    }
+
+    /// The resources, templates and prompts kept under `key`, if they may still be served.
+    pub(crate) fn features(&self, key: &str, now: SystemTime) -> Option<Features> {
+        let features = self.read(key)?.features?;
+        features.is_fresh(now).then(|| features.items.into())
+    }
+
+    /// How long ago the tools kept under `key` were listed, fresh or not.
+    pub(crate) fn age(&self, key: &str, now: SystemTime) -> Option<Duration> {
+        self.read(key)?.tools?.age(now)
+    }
+
+    /// Keeps `tools`, listed at `now` with `fresh`'s hint; a private listing is not kept,
+    /// and removes the one kept before. Returns whether a listing kept before held other
+    /// tools: one that may have been served for them.
+    pub(crate) fn save_tools(
+        &self,
+        key: &str,
+        (tools, rejected): (&[Tool], Vec<Rejected>),
+        fresh: Freshness,
+        now: SystemTime,
+    ) -> bool {
+        let listed = kept(fresh.hint(), now, || StoredTools {
+            tools: tools.to_vec(),
+            rejected,
+        });
+        let mut differs = false;
+        self.update(key, |entry| {
+            let before = std::mem::replace(&mut entry.tools, listed);
+            differs = before.is_some_and(|before| before.items.tools != tools);
+        });
+        self.forget_others(key);
+        differs
+    }
+
+    /// Removes the listings kept for the same server under what another client offered
+    /// (forms or not): a live listing is the newest word on the server, and one of theirs may
+    /// predate a change (a tool's description rewritten) that this one shows.
+    fn forget_others(&self, key: &str) {
+        let (Some(dir), Some(path)) = (&self.dir, self.path(key)) else {
+            return;
+        };
+        let Some(mine) = path.file_name().and_then(|name| name.to_str()) else {
+            return;
+        };
+        let Some((server, _)) = mine.rsplit_once('-') else {
+            return;
+        };
+        let server = format!("{server}-");
+        let Ok(files) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for file in files.flatten() {
+            let name = file.file_name();
+            let Some(name) = name.to_str() else { continue };
+            let offered = name
+                .strip_prefix(&server)
+                .and_then(|rest| rest.strip_suffix(".json"));
+            // Only this server's: another whose name ends like this one's digest has two more.
+            if offered.is_some_and(|offered| !offered.contains('-')) && name != mine {
+                let _ = std::fs::remove_file(file.path());
+            }
+        }
+    }
+
+    /// Keeps `features` as [`save_tools`](Self::save_tools) keeps tools; returns the ones
+    /// kept before, if any.
+    pub(crate) fn save_features(
+        &self,
+        key: &str,
+        features: &Features,
+        now: SystemTime,
+    ) -> Option<Features> {
+        let listed = kept(features.fresh.hint(), now, || StoredFeatures {
+            resources: features.resources.clone(),
+            templates: features.templates.clone(),
+            prompts: features.prompts.clone(),
+        });
+        let mut before = None;
+        self.update(key, |entry| {
+            before = std::mem::replace(&mut entry.features, listed);
+        });
+        before.map(|before| before.items.into())
+    }
+
+    fn path(&self, key: &str) -> Option<PathBuf> {
+        let name: String = (key.chars())
+            .map(|c| match c {
+                'a'..='z' | 'A'..='Z' | '0'..='9' | '-' | '_' | '.' => c,
+                _ => '_',
+            })
+            .collect();
+        // A leading dot would hide it; a name that differs only there is told apart by the
+        // key inside.
+        let name = name.trim_start_matches('.');
+        Some(self.dir.as_ref()?.join(format!("{name}.json")))
+    }
+
+    fn read(&self, key: &str) -> Option<Entry> {
+        let text = std::fs::read(self.path(key)?).ok()?;
+        let entry: Entry = serde_json::from_slice(&text).ok()?;
+        (entry.key == key).then_some(entry)
+    }
+
+    /// Reads `key`'s file, lets `change` edit it, and writes it back (or removes it, once it
+    /// holds nothing).
+    fn update(&self, key: &str, change: impl FnOnce(&mut Entry)) {
+        let (Some(dir), Some(path)) = (&self.dir, self.path(key)) else {
+            return;
+        };
+        let _writing = self.writing.lock().unwrap_or_else(PoisonError::into_inner);
+        let before = self.read(key);
+        let mut entry = before.clone().unwrap_or_else(|| Entry {
+            key: key.to_owned(),
+            ..Entry::default()
+        });
+        change(&mut entry);
+        if before.as_ref() == Some(&entry) {
+            return;
+        }
+        if entry.tools.is_none() && entry.features.is_none() {
+            let _ = std::fs::remove_file(&path);
+            return;
+        }
+        let Ok(text) = serde_json::to_vec(&entry) else {
+            return;
+        };
+        let _ = write(dir, &path, &text);
+    }
+}
+
+/// The listing to keep, or `None` for one that must not be: marked private.
+fn kept<T>(
+    hint: Option<CacheHint>,
+    now: SystemTime,
+    items: impl FnOnce() -> T,
+) -> Option<Listed<T>> {
+    if hint.is_some_and(|hint| hint.scope == CacheScope::Private) {
+        return None;
+    }
+    let since = now.duration_since(UNIX_EPOCH).unwrap_or_default();
+    Some(Listed {
+        listed_at: u64::try_from(since.as_millis()).unwrap_or(u64::MAX),
+        ttl_ms: hint.map(|hint| u64::try_from(hint.ttl.as_millis()).unwrap_or(u64::MAX)),
+        items: items(),
+    })
+}
+
+/// Writes `path` in `dir`, made (0700) if missing; the listings are the user's own (0600).
+fn write(dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), String> {
+    use std::os::unix::fs::DirBuilderExt;
+    let made = std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir);
+    made.map_err(|error| error.to_string())?;
+    files::replace(path, bytes, 0o600, || Ok::<(), ()>(())).map_err(|_| "not written".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp_dir(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("mcp-cli-stored-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        dir
+    }
+
+    fn tool(name: &str) -> Tool {
+        serde_json::from_value(serde_json::json!({"name": name, "inputSchema": {"type": "object"}}))
+            .unwrap()
+    }
+
+    fn hinted(ms: u64, scope: CacheScope) -> Freshness {
+        let ttl = Duration::from_millis(ms);
+        Freshness::of(Some(CacheHint { ttl, scope }), std::time::Instant::now())
+    }
+
+    #[test]
+    fn tools_are_served_for_their_ttl_or_max_age() {
+        let dir = temp_dir("ttl");
+        let stored = Stored::new(Some(dir.clone()));
+        let then = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let second = Duration::from_secs(1);
+        assert_eq!(stored.tools("fx-1", then), None, "nothing kept yet");
+        stored.save_tools(
+            "fx-1",
+            (&[tool("echo")], Vec::new()),
+            Freshness::default(),
+            then,
+        );
+        // Another process (a new `Stored`) reads what this one wrote.
+        let again = Stored::new(Some(dir.clone()));
+        assert_eq!(
+            again.tools("fx-1", then + second),
+            Some((vec![tool("echo")], Vec::new()))
+        );
+        assert_eq!(again.age("fx-1", then + second), Some(second));
+        assert!(again.tools("fx-1", then + MAX_AGE - second).is_some());
+        assert_eq!(again.tools("fx-1", then + MAX_AGE), None, "too old");
+        assert_eq!(again.tools("fx-1", then - second), None, "clock set back");
+        // A ttl ends it sooner; the stale listing's age is still told.
+        stored.save_tools(
+            "fx-1",
+            (&[tool("add")], Vec::new()),
+            hinted(500, CacheScope::Public),
+            then,
+        );
+        let ms = Duration::from_millis;
+        assert_eq!(
+            stored.tools("fx-1", then + ms(499)),
+            Some((vec![tool("add")], Vec::new()))
+        );
+        assert_eq!(stored.tools("fx-1", then + ms(500)), None);
+        assert_eq!(stored.age("fx-1", then + second), Some(second));
+        let mode = std::os::unix::fs::PermissionsExt::mode(
+            &std::fs::metadata(dir.join("fx-1.json"))
+                .unwrap()
+                .permissions(),
+        );
+        assert_eq!(mode & 0o777, 0o600);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn what_the_hub_offers_is_part_of_the_key() {
+        let spec = ServerSpec::new("fx", crate::config::Command::new("node"));
+        let plain = key(&spec, false);
+        assert!(
+            plain.starts_with(&format!("{}-", eras::key(&spec))),
+            "{plain}"
+        );
+        assert_eq!(key(&spec, false), plain);
+        assert_ne!(key(&spec, true), plain, "forms offered");
+        let mut rooted = spec.clone();
+        rooted.roots.push("/srv".into());
+        assert_ne!(key(&rooted, false), plain, "roots offered");
+    }
+
+    #[test]
+    fn a_live_listing_makes_the_same_servers_other_listings_go() {
+        let dir = temp_dir("others");
+        let stored = Stored::new(Some(dir.clone()));
+        let now = SystemTime::now();
+        let echo = [tool("echo")];
+        let listed = || (&echo[..], Vec::new());
+        stored.save_tools("fx-aaa-forms", listed(), Freshness::default(), now);
+        // A server whose name ends like fx's digest keeps its own.
+        stored.save_tools("fx-aaa-bbb-forms", listed(), Freshness::default(), now);
+        stored.save_tools("fx-aaa-plain", listed(), Freshness::default(), now);
+        assert_eq!(
+            stored.tools("fx-aaa-forms", now),
+            None,
+            "replaced by a newer one"
+        );
+        assert!(stored.tools("fx-aaa-plain", now).is_some());
+        assert!(stored.tools("fx-aaa-bbb-forms", now).is_some());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_private_listing_is_never_written_and_removes_the_old_one() {
+        let dir = temp_dir("private");
+        let stored = Stored::new(Some(dir.clone()));
+        let now = SystemTime::now();
+        stored.save_tools(
+            "fx-1",
+            (&[tool("secret")], Vec::new()),
+            hinted(60_000, CacheScope::Private),
+            now,
+        );
+        assert!(!dir.join("fx-1.json").exists());
+        stored.save_tools(
+            "fx-1",
+            (&[tool("echo")], Vec::new()),
+            hinted(60_000, CacheScope::Public),
+            now,
+        );
+        assert!(stored.tools("fx-1", now).is_some());
+        stored.save_tools(
+            "fx-1",
+            (&[tool("secret")], Vec::new()),
+            hinted(60_000, CacheScope::Private),
+            now,
+        );
+        assert_eq!(stored.tools("fx-1", now), None);
+        assert!(!dir.join("fx-1.json").exists(), "nothing left to keep");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_file_under_another_key_or_unreadable_is_nothing() {
+        let dir = temp_dir("other");
+        let stored = Stored::new(Some(dir.clone()));
+        let now = SystemTime::now();
+        // `a/b` and `a_b` make the same file name; the key inside tells them apart.
+        stored.save_tools(
+            "a/b-1",
+            (&[tool("echo")], Vec::new()),
+            Freshness::default(),
+            now,
+        );
+        assert_eq!(stored.tools("a_b-1", now), None);
+        assert!(stored.tools("a/b-1", now).is_some());
+        std::fs::write(dir.join("a_b-1.json"), "{\"key\": ").unwrap();
+        assert_eq!(stored.tools("a/b-1", now), None);
+        // Replaced whole on the next listing.
+        stored.save_tools(
+            "a/b-1",
+            (&[tool("echo")], Vec::new()),
+            Freshness::default(),
+            now,
+        );
+        assert!(stored.tools("a/b-1", now).is_some());
+        // Without a folder, nothing is kept.
+        let none = Stored::new(None);
+        none.save_tools(
+            "fx-1",
+            (&[tool("echo")], Vec::new()),
+            Freshness::default(),
+            now,
+        );
+        assert_eq!(none.tools("fx-1", now), None);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
