@@ -446,15 +446,17 @@ fn typescript_sdk_v2_host_pinned_and_auto() {
     let Some((node, package)) = mcp_tests::ts_client() else {
         return;
     };
-    let scratch = Scratch::new("gateway-modern-ts");
-    let (config, _) = config(&scratch);
-    let script = scratch.write("host.mjs", TS_HOST);
-    let (script, package, config_arg) = (
-        script.display().to_string(),
-        package.display().to_string(),
-        config.display().to_string(),
-    );
-    for era in ["2026-07-28", "auto"] {
+    let package = package.display().to_string();
+    // A state folder each: the second host would otherwise be served the first one's
+    // listing from the catalogue on disk, taken after its call changed the tools.
+    for (era, name) in [
+        ("2026-07-28", "gateway-modern-ts"),
+        ("auto", "gateway-auto-ts"),
+    ] {
+        let scratch = Scratch::new(name);
+        let (config, _) = config(&scratch);
+        let script = scratch.write("host.mjs", TS_HOST).display().to_string();
+        let config_arg = config.display().to_string();
         let args = [script.as_str(), package.as_str(), config_arg.as_str(), era];
         let lines = run_host(&scratch, &config, &node, &args);
         check_host_steps(&lines);
