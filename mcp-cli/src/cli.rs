@@ -143,6 +143,15 @@ pub(crate) enum Command {
         /// every tool: the model finds the tool it needs rather than reading them all.
         #[arg(long)]
         search: bool,
+        /// Serve over Streamable HTTP at ADDR (PORT, IP:PORT or [IPV6]:PORT; default
+        /// 127.0.0.1:8931; port 0 picks a free one) instead of stdin and stdout, on the
+        /// endpoint /mcp. Hosts must send `Authorization: Bearer TOKEN` (see --print-token).
+        #[arg(long, value_name = "ADDR", num_args = 0..=1,
+              default_missing_value = crate::gateway::listen::DEFAULT_ADDRESS)]
+        listen: Option<String>,
+        /// Print the bearer token `serve --listen` requires (made on first use) and exit.
+        #[arg(long, conflicts_with = "listen")]
+        print_token: bool,
         servers: Vec<String>,
     },
     /// The warm daemon: `start` serves the configured servers in the background, and while
