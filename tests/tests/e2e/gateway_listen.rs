@@ -1,0 +1,409 @@
+//! `mcp-cli serve --listen` over Streamable HTTP: our own client in both eras (two hosts at
+//! once), and raw HTTP for what no client would send: no token or a wrong one, a foreign
+//! `Origin` or `Host`, a body over the limit, a host that hangs up mid-call, SIGTERM with a
+//! call in flight.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use mcp_smol::proto::Protocol;
+use mcp_smol::serde_json::{Value, json};
+use mcp_smol::{HttpServer, Options};
+
+use crate::support::{FIXTURE, Scratch, bounded, cli_binary, quick, text};
+
+/// `mcp-cli serve --listen 127.0.0.1:0` on a config with the fixture as `fx`, which logs
+/// every line it receives; killed when dropped.
+struct Listening {
+    child: Child,
+    /// `http://127.0.0.1:PORT/mcp`, as serve printed it.
+    url: String,
+    /// `127.0.0.1:PORT`.
+    address: String,
+    token: String,
+    log: PathBuf,
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn env(scratch: &Scratch) -> Vec<(&'static str, String)> {
+    let dir = |name: &str| scratch.0.join(name).display().to_string();
+    vec![
+        ("XDG_STATE_HOME", dir("state")),
+        ("XDG_CONFIG_HOME", dir("config-home")),
+        ("MCP_CLI_NPM_PREFIX", dir("no-npm")),
+        ("MCP_CLI_LIST_WAIT_MS", "120000".to_owned()),
+    ]
+}
+
+fn listen(scratch: &Scratch, extra_env: &[(&str, &str)]) -> Listening {
+    let log = scratch.0.join("received.log");
+    let config = scratch.write(
+        "listen.toml",
+        &format!(
+            "[mcp.fx]\ncommand = {FIXTURE:?}\nargs = [\"good\", \"--log-received\", {log:?}]\n"
+        ),
+    );
+    let mut child = Command::new(cli_binary())
+        .args([
+            "--config",
+            &config.display().to_string(),
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .envs(env(scratch))
+        .envs(extra_env.iter().copied())
+        .env_remove("MCP_CLI_CONFIG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    let url = loop {
+        line.clear();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "serve ended before listening"
+        );
+        if let Some(url) = line.trim().strip_prefix("mcp-cli serve: listening on ") {
+            break url.to_owned();
+        }
+    };
+    // The rest of its stderr is drained, so that it never blocks on a full pipe.
+    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    let address = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    let printed = Command::new(cli_binary())
+        .args(["serve", "--print-token"])
+        .envs(env(scratch))
+        .output()
+        .unwrap();
+    assert!(printed.status.success());
+    let token = String::from_utf8(printed.stdout).unwrap().trim().to_owned();
+    assert_eq!(token.len(), 64, "32 bytes as hex: {token}");
+    Listening {
+        child,
+        url,
+        address,
+        token,
+        log,
+    }
+}
+
+/// What a raw exchange came back with.
+struct Answer {
+    status: u16,
+    head: String,
+    body: String,
+}
+
+impl Answer {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|_| panic!("not JSON: {}", self.body))
+    }
+}
+
+/// Sends one request on a new connection and reads the whole answer. `headers` are added to
+/// `Host` (this address unless given) and `Content-Length`.
+fn exchange(address: &str, method: &str, headers: &[(&str, &str)], body: &[u8]) -> Answer {
+    let mut stream = TcpStream::connect(address).unwrap();
+    stream
+        .write_all(&raw_request(address, method, headers, body))
+        .unwrap();
+    read_answer(&mut stream)
+}
+
+fn raw_request(address: &str, method: &str, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
+    let mut head = format!("{method} /mcp HTTP/1.1\r\nConnection: close\r\n");
+    if !headers
+        .iter()
+        .any(|(name, _)| name.eq_ignore_ascii_case("host"))
+    {
+        head.push_str(&format!("Host: {address}\r\n"));
+    }
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str(&format!(
+        "Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    ));
+    let mut bytes = head.into_bytes();
+    bytes.extend_from_slice(body);
+    bytes
+}
+
+fn read_answer(stream: &mut TcpStream) -> Answer {
+    let mut bytes = Vec::new();
+    stream.read_to_end(&mut bytes).unwrap();
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    Answer {
+        status,
+        head: head.to_owned(),
+        body: body.to_owned(),
+    }
+}
+
+/// A stateless-era `tools/call` of the fixture's tool, as raw bytes.
+fn stateless_call(id: u64, tool: &str, arguments: Value) -> Vec<u8> {
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    let message = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": format!("fx__{tool}"), "arguments": arguments, "_meta": meta}});
+    serde_json::to_vec(&message).unwrap()
+}
+
+/// Waits until the fixture's log of received lines holds a line with `needle`.
+fn wait_for_log(log: &Path, needle: &str) {
+    bounded(async {
+        loop {
+            let text = std::fs::read_to_string(log).unwrap_or_default();
+            if text.lines().any(|line| line.contains(needle)) {
+                return;
+            }
+            smol::Timer::after(Duration::from_millis(20)).await;
+        }
+    });
+}
+
+/// Our client over HTTP at `revision`, with the token.
+fn host(listening: &Listening, revision: &'static str) -> (mcp_smol::Client, mcp_smol::Driver) {
+    let mut server = HttpServer::new(listening.url.clone());
+    let bearer = format!("Bearer {}", listening.token);
+    server.headers.push(("Authorization".to_owned(), bearer));
+    let mut options: Options = quick();
+    options.core.protocol = Protocol::Revision(revision);
+    options.core.handshake_timeout = Duration::from_secs(30);
+    options.core.request_timeout = Duration::from_secs(30);
+    mcp_smol::start(server, options).unwrap()
+}
+
+#[test]
+fn hosts_of_both_eras_list_and_call_at_once_through_listen() {
+    let scratch = Scratch::new("listen-eras");
+    let listening = listen(&scratch, &[]);
+    bounded(async {
+        let (old, old_driver) = host(&listening, "2025-06-18");
+        let (new, new_driver) = host(&listening, "2026-07-28");
+        smol::spawn(old_driver).detach();
+        smol::spawn(new_driver).detach();
+        assert_eq!(
+            old.wait_ready().await.unwrap().protocol_version,
+            "2025-06-18"
+        );
+        assert_eq!(
+            new.wait_ready().await.unwrap().protocol_version,
+            "2026-07-28"
+        );
+        for client in [&old, &new] {
+            let tools = client.list_tools().await.unwrap();
+            assert!(
+                tools.iter().any(|tool| tool.name == "fx__echo"),
+                "{tools:?}"
+            );
+        }
+        // A slow call of one host holds up neither its own other calls nor the other host.
+        let slow = {
+            let old = old.clone();
+            smol::spawn(async move { old.call_tool("fx__sleep", json!({"ms": 400})).await })
+        };
+        wait_for_log(&listening.log, "\"sleep\"");
+        let echoed = old
+            .call_tool("fx__echo", json!({"text": "old"}))
+            .await
+            .unwrap();
+        assert_eq!(text(&echoed), "old");
+        let added = new
+            .call_tool("fx__add", json!({"a": 2, "b": 3}))
+            .await
+            .unwrap();
+        assert_eq!(text(&added), "5");
+        let slept = slow.await.unwrap();
+        assert!(!slept.is_error, "{slept:?}");
+        old.close().await;
+        new.close().await;
+    });
+}
+
+#[test]
+fn no_token_a_wrong_one_a_foreign_origin_or_host_and_a_big_body_are_refused() {
+    let scratch = Scratch::new("listen-refusals");
+    let listening = listen(&scratch, &[]);
+    let address = listening.address.as_str();
+    let bearer = format!("Bearer {}", listening.token);
+    let call = stateless_call(1, "echo", json!({"text": "x"}));
+
+    let none = exchange(address, "POST", &[], &call);
+    assert_eq!(none.status, 401, "{}", none.head);
+    assert!(
+        none.head
+            .to_lowercase()
+            .contains("www-authenticate: bearer"),
+        "{}",
+        none.head
+    );
+    let wrong = exchange(address, "POST", &[("Authorization", "Bearer 00ff")], &call);
+    assert_eq!(wrong.status, 401);
+    let near = format!("Bearer {}0", &listening.token[..63]);
+    assert_eq!(
+        exchange(address, "POST", &[("Authorization", &near)], &call).status,
+        401
+    );
+
+    let origin = [
+        ("Authorization", bearer.as_str()),
+        ("Origin", "http://evil.example"),
+    ];
+    let foreign = exchange(address, "POST", &origin, &call);
+    assert_eq!(foreign.status, 403, "{}", foreign.body);
+    assert!(foreign.body.contains("Origin"), "{}", foreign.body);
+    let rebound = [
+        ("Authorization", bearer.as_str()),
+        ("Host", "evil.example:80"),
+    ];
+    assert_eq!(exchange(address, "POST", &rebound, &call).status, 403);
+    let port = address.rsplit_once(':').unwrap().1;
+    let named = format!("attacker.example:{port}");
+    let rebound = [("Authorization", bearer.as_str()), ("Host", named.as_str())];
+    assert_eq!(exchange(address, "POST", &rebound, &call).status, 403);
+
+    let big = vec![b' '; 5 * 1024 * 1024];
+    let too_big = exchange(address, "POST", &[("Authorization", &bearer)], &big);
+    assert_eq!(too_big.status, 413);
+    let unknown = [
+        ("Authorization", bearer.as_str()),
+        ("Mcp-Session-Id", "nope"),
+    ];
+    assert_eq!(exchange(address, "POST", &unknown, &call).status, 404);
+    let garbage = exchange(address, "POST", &[("Authorization", &bearer)], b"{not json");
+    assert_eq!(garbage.status, 400);
+    assert_eq!(garbage.json()["error"]["code"], -32700);
+
+    // Nothing refused reached the backend.
+    let received = std::fs::read_to_string(&listening.log).unwrap_or_default();
+    assert!(!received.contains("tools/call"), "{received}");
+
+    // Our own origin, with the token, is served.
+    let own = format!("http://{address}");
+    let ours = [("Authorization", bearer.as_str()), ("Origin", own.as_str())];
+    let served = exchange(address, "POST", &ours, &call);
+    assert_eq!(served.status, 200, "{}", served.body);
+    assert_eq!(served.json()["result"]["content"][0]["text"], "x");
+}
+
+#[test]
+fn a_session_host_hanging_up_mid_call_cancels_the_backend_call() {
+    let scratch = Scratch::new("listen-hangup");
+    let listening = listen(&scratch, &[]);
+    let address = listening.address.as_str();
+    let bearer = format!("Bearer {}", listening.token);
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}});
+    let body = serde_json::to_vec(&initialize).unwrap();
+    let opened = exchange(address, "POST", &[("Authorization", &bearer)], &body);
+    assert_eq!(opened.status, 200, "{}", opened.body);
+    let session = (opened.head.lines())
+        .find_map(|line| {
+            line.to_lowercase()
+                .strip_prefix("mcp-session-id: ")
+                .map(str::to_owned)
+        })
+        .expect("a session id");
+    let headers = [
+        ("Authorization", bearer.as_str()),
+        ("Mcp-Session-Id", session.as_str()),
+    ];
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let body = serde_json::to_vec(&initialized).unwrap();
+    assert_eq!(exchange(address, "POST", &headers, &body).status, 202);
+
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "fx__sleep", "arguments": {"ms": 60000}}});
+    let mut stream = TcpStream::connect(address).unwrap();
+    let request = raw_request(
+        address,
+        "POST",
+        &headers,
+        &serde_json::to_vec(&call).unwrap(),
+    );
+    stream.write_all(&request).unwrap();
+    wait_for_log(&listening.log, "\"sleep\"");
+    drop(stream);
+    wait_for_log(&listening.log, "notifications/cancelled");
+
+    // DELETE ends the session; it is then unknown.
+    let ended = exchange(address, "DELETE", &headers, b"");
+    assert_eq!(ended.status, 200);
+    let ping = serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": 8, "method": "ping"})).unwrap();
+    assert_eq!(exchange(address, "POST", &headers, &ping).status, 404);
+}
+
+/// SIGTERM to serve, then: the call in flight is answered, and serve exits 0.
+fn terminate_with_a_call_in_flight(extra_env: &[(&str, &str)], ms: u64) -> (Answer, i32) {
+    let scratch = Scratch::new(&format!("listen-sigterm-{ms}"));
+    let mut listening = listen(&scratch, extra_env);
+    let address = listening.address.clone();
+    let bearer = format!("Bearer {}", listening.token);
+    let call = std::thread::spawn(move || {
+        let body = stateless_call(3, "sleep", json!({"ms": ms}));
+        exchange(&address, "POST", &[("Authorization", &bearer)], &body)
+    });
+    wait_for_log(&listening.log, "\"sleep\"");
+    let killed = Command::new("kill")
+        .args(["-TERM", &listening.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let answer = call.join().unwrap();
+    let status = listening.child.wait().unwrap();
+    (answer, status.code().unwrap_or(-1))
+}
+
+#[test]
+fn sigterm_answers_the_call_in_flight_then_exits_0() {
+    let (answer, code) = terminate_with_a_call_in_flight(&[], 500);
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert_ne!(answer.json()["result"]["isError"], true, "{}", answer.body);
+    assert!(
+        answer.json()["result"]["content"].is_array(),
+        "{}",
+        answer.body
+    );
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn sigterm_fails_a_call_that_outlasts_the_grace_with_an_error_then_exits_0() {
+    let (answer, code) =
+        terminate_with_a_call_in_flight(&[("MCP_CLI_STOP_GRACE_MS", "200")], 60000);
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let message = answer.json()["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(message.contains("stopping"), "{}", answer.body);
+    assert_eq!(code, 0);
+}
