@@ -133,8 +133,8 @@ pub(crate) enum Command {
         rest: Vec<String>,
     },
     /// Serve the configured servers (or the ones named) as one MCP server on stdin and
-    /// stdout, for hosts such as Claude Desktop or Cursor: tools as SERVER__TOOL, policy
-    /// applied, config edits applied live.
+    /// stdout (or over HTTP with --listen), for hosts such as Claude Desktop or Cursor: tools
+    /// as SERVER__TOOL, policy applied, config edits applied live.
     Serve {
         /// Offer one tool, `mcp` (action search | list | call), instead of every tool.
         #[arg(long, conflicts_with = "search")]

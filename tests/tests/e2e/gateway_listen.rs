@@ -16,7 +16,7 @@ use mcp_smol::{HttpServer, Options};
 use crate::support::{FIXTURE, Scratch, bounded, cli_binary, quick, text};
 
 /// `mcp-cli serve --listen 127.0.0.1:0` on a config with the fixture as `fx`, which logs
-/// every line it receives; killed when dropped.
+/// every line it receives, calls timing out after 600 s; killed when dropped.
 struct Listening {
     child: Child,
     /// `http://127.0.0.1:PORT/mcp`, as serve printed it.
@@ -53,13 +53,14 @@ fn listen(scratch: &Scratch, extra_env: &[(&str, &str)]) -> Listening {
         ),
     );
     let mut child = Command::new(cli_binary())
+        // Calls outlast any test: only a cancellation ends one early.
         .args([
             "--config",
             &config.display().to_string(),
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
+            "--timeout",
+            "600",
         ])
+        .args(["serve", "--listen", "127.0.0.1:0"])
         .envs(env(scratch))
         .envs(extra_env.iter().copied())
         .env_remove("MCP_CLI_CONFIG")
@@ -406,4 +407,68 @@ fn sigterm_fails_a_call_that_outlasts_the_grace_with_an_error_then_exits_0() {
         .to_owned();
     assert!(message.contains("stopping"), "{}", answer.body);
     assert_eq!(code, 0);
+}
+
+/// A TypeScript SDK v2 host over Streamable HTTP at `era` (a pinned revision, `legacy` for the
+/// handshake era, or `auto`):
+/// connect with the token, list, call, close.
+const TS_HOST: &str = r#"
+const [pkg, url, token, era] = process.argv.slice(2);
+const { Client, StreamableHTTPClientTransport } = await import(`${pkg}/dist/index.mjs`);
+const print = (step, value) => console.log(JSON.stringify({ step, ...value }));
+const transport = new StreamableHTTPClientTransport(new URL(url), {
+  requestInit: { headers: { Authorization: `Bearer ${token}` } },
+});
+const mode = era === "auto" || era === "legacy" ? era : { pin: era };
+const client = new Client({ name: "ts-http", version: "1" }, { versionNegotiation: { mode } });
+await client.connect(transport);
+print("connected", { version: client.getNegotiatedProtocolVersion?.() ?? null });
+const names = (await client.listTools()).tools.map((tool) => tool.name);
+print("list", { names });
+const echoed = await client.callTool({ name: "fx__echo", arguments: { text: "hi over http" } });
+print("echo", { text: echoed.content.map((item) => item.text ?? "").join("") });
+await client.close();
+"#;
+
+#[test]
+fn typescript_sdk_v2_host_over_http_in_both_eras() {
+    let Some((node, package)) = mcp_tests::ts_client() else {
+        return;
+    };
+    let scratch = Scratch::new("listen-ts");
+    let listening = listen(&scratch, &[]);
+    let script = scratch.write("host.mjs", TS_HOST);
+    for era in ["legacy", "2026-07-28", "auto"] {
+        let output = Command::new(&node)
+            .arg(&script)
+            .arg(&package)
+            .args([&listening.url, &listening.token, era])
+            .current_dir(&scratch.0)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{era}:\n{stdout}\n{stderr}");
+        let lines: Vec<Value> = (stdout.lines())
+            .filter_map(|line| serde_json::from_str(line).ok())
+            .collect();
+        let step = |name: &str| {
+            let found = lines.iter().find(|line| line["step"] == name);
+            found
+                .unwrap_or_else(|| panic!("{era}: no step {name} in {stdout}"))
+                .clone()
+        };
+        let version = step("connected")["version"].clone();
+        match era {
+            "legacy" => assert!(version.as_str().is_some_and(|v| v < "2026"), "{stdout}"),
+            "auto" => {}
+            pinned => assert_eq!(version, pinned, "{stdout}"),
+        }
+        let names = step("list")["names"].clone();
+        assert!(
+            names.as_array().unwrap().contains(&json!("fx__echo")),
+            "{names}"
+        );
+        assert_eq!(step("echo")["text"], "hi over http", "{stdout}");
+    }
 }
