@@ -20,6 +20,8 @@ use hyper::header::{self, HeaderValue};
 use hyper::{Method, StatusCode};
 use serde_json::{Value, json};
 
+use mcp_smol::proto::{META_PROTOCOL_VERSION, RpcError};
+
 use crate::gateway::Gateway;
 use crate::gateway::bridge::{Bridge, MAX_IN_FLIGHT, Refused};
 use crate::gateway::rounds::Rounds;
@@ -294,6 +296,7 @@ impl Listener {
         let session = (request.headers().get(SESSION_HEADER))
             .and_then(|value| value.to_str().ok())
             .map(str::to_owned);
+        let headers = request.headers().clone();
         let body = match Limited::new(request.into_body(), BODY_LIMIT)
             .collect()
             .await
@@ -333,7 +336,8 @@ impl Listener {
                     let error = rpc_error(Value::Null, -32001, "unknown session");
                     return json_response(StatusCode::NOT_FOUND, &error);
                 };
-                self.forward(&bridge, &message, is_request, true).await
+                self.forward(&bridge, &message, is_request, Machine::Session)
+                    .await
             }
             None if is_request && message["method"] == "initialize" => {
                 self.initialize(&message).await
@@ -343,7 +347,10 @@ impl Listener {
                 .status(StatusCode::ACCEPTED)
                 .body(Full::default())
                 .unwrap_or_default(),
-            None => self.stateless(&message).await,
+            None => match mirror_mismatch(&headers, &message) {
+                Some(error) => json_response(StatusCode::BAD_REQUEST, &error),
+                None => self.stateless(&message).await,
+            },
         }
     }
 
@@ -369,7 +376,7 @@ impl Listener {
             Err(error) => return internal(message, &error.to_string()),
         };
         let id = session_id();
-        let mut response = self.forward(&bridge, message, true, false).await;
+        let mut response = self.forward(&bridge, message, true, Machine::Opening).await;
         if response.status() == StatusCode::OK {
             let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
             sessions.insert(id.clone(), bridge);
@@ -395,7 +402,8 @@ impl Listener {
             Ok(bridge) => bridge,
             Err(error) => return internal(message, &error.to_string()),
         };
-        self.forward(&bridge, message, true, false).await
+        self.forward(&bridge, message, true, Machine::Stateless)
+            .await
     }
 
     /// Passes one message to a machine: a request's answer comes back as JSON (or an error
@@ -405,7 +413,7 @@ impl Listener {
         bridge: &Bridge,
         message: &Value,
         is_request: bool,
-        cancel: bool,
+        machine: Machine,
     ) -> Response {
         if !is_request {
             return match bridge.send(message).await {
@@ -417,13 +425,14 @@ impl Listener {
             };
         }
         let id = message["id"].clone();
+        let cancel = machine == Machine::Session;
         let answer = async { Some(bridge.request(message, cancel).await) };
         let aborted = async {
             let _ = self.abort.recv().await;
             None
         };
         match answer.or(aborted).await {
-            Some(Ok(answer)) => json_response(StatusCode::OK, &answer),
+            Some(Ok(answer)) => json_response(answer_status(&answer, machine), &answer),
             Some(Err(Refused::Busy)) => {
                 let text = format!("{MAX_IN_FLIGHT} requests of this host are open; retry later");
                 json_response(StatusCode::TOO_MANY_REQUESTS, &rpc_error(id, -32000, &text))
@@ -452,6 +461,65 @@ impl Listener {
             Some(_) => plain(StatusCode::OK, "session ended"),
             None => plain(StatusCode::NOT_FOUND, "unknown session"),
         }
+    }
+}
+
+/// A request without a session that its headers contradict, as the era's transport forbids
+/// (`MCP-Protocol-Version` and `Mcp-Method` mirror the body), or that is of neither era (no
+/// revision in `_meta`, and not `initialize`): the JSON-RPC error to answer with 400.
+fn mirror_mismatch(headers: &hyper::HeaderMap, message: &Value) -> Option<Value> {
+    let header = |name: &str| headers.get(name).map(|v| v.to_str().unwrap_or("\u{fffd}"));
+    let id = message["id"].clone();
+    let method = message["method"].as_str().unwrap_or_default();
+    let stated = message["params"]["_meta"][META_PROTOCOL_VERSION].as_str();
+    let mismatch = |text: String| Some(rpc_error(id.clone(), RpcError::HEADER_MISMATCH, &text));
+    match (stated, header("mcp-protocol-version")) {
+        (None, _) if method == "server/discover" => {}
+        (None, _) => {
+            return Some(rpc_error(
+                id,
+                -32600,
+                "no Mcp-Session-Id: send initialize first for a session, or name the \
+                 2026-07-28 revision in the request's _meta",
+            ));
+        }
+        (Some(stated), Some(given)) if stated != given => {
+            return mismatch(format!(
+                "MCP-Protocol-Version {given} does not match the _meta's {stated}"
+            ));
+        }
+        (Some(_), None) => return mismatch("MCP-Protocol-Version is missing".to_owned()),
+        _ => {}
+    }
+    match header("mcp-method") {
+        Some(given) if given != method => mismatch(format!(
+            "Mcp-Method {given} does not match the body's {method}"
+        )),
+        _ => None,
+    }
+}
+
+/// Which machine a message goes to.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Machine {
+    /// A session's: a host hanging up mid-request cancels the request.
+    Session,
+    /// A session's, on its `initialize`.
+    Opening,
+    /// A stateless-era request's own: ended with the request.
+    Stateless,
+}
+
+/// The status of a request's answer: 200, but for what the stateless era's transport gives a
+/// status of its own.
+fn answer_status(answer: &Value, machine: Machine) -> StatusCode {
+    let code = answer["error"]["code"].as_i64();
+    match (machine, code) {
+        (Machine::Stateless, Some(RpcError::UNSUPPORTED_PROTOCOL_VERSION)) => {
+            StatusCode::BAD_REQUEST
+        }
+        (Machine::Stateless, Some(RpcError::METHOD_NOT_FOUND)) => StatusCode::NOT_FOUND,
+        _ => StatusCode::OK,
     }
 }
 

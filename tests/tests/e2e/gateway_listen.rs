@@ -164,6 +164,12 @@ fn read_answer(stream: &mut TcpStream) -> Answer {
     }
 }
 
+/// The headers that mirror [`stateless_call`]'s body.
+const STATELESS: [(&str, &str); 2] = [
+    ("MCP-Protocol-Version", "2026-07-28"),
+    ("Mcp-Method", "tools/call"),
+];
+
 /// A stateless-era `tools/call` of the fixture's tool, as raw bytes.
 fn stateless_call(id: u64, tool: &str, arguments: Value) -> Vec<u8> {
     let meta = json!({
@@ -267,7 +273,13 @@ fn no_token_a_wrong_one_a_foreign_origin_or_host_and_a_big_body_are_refused() {
     );
     let wrong = exchange(address, "POST", &[("Authorization", "Bearer 00ff")], &call);
     assert_eq!(wrong.status, 401);
-    let near = format!("Bearer {}0", &listening.token[..63]);
+    // The right length, the last character changed.
+    let last = if listening.token.ends_with('0') {
+        '1'
+    } else {
+        '0'
+    };
+    let near = format!("Bearer {}{last}", &listening.token[..63]);
     assert_eq!(
         exchange(address, "POST", &[("Authorization", &near)], &call).status,
         401
@@ -302,13 +314,38 @@ fn no_token_a_wrong_one_a_foreign_origin_or_host_and_a_big_body_are_refused() {
     assert_eq!(garbage.status, 400);
     assert_eq!(garbage.json()["error"]["code"], -32700);
 
+    // Headers that contradict the body, or a request of neither era without a session.
+    let stated = [
+        ("Authorization", bearer.as_str()),
+        STATELESS[0],
+        ("Mcp-Method", "tools/list"),
+    ];
+    let contradicted = exchange(address, "POST", &stated, &call);
+    assert_eq!(contradicted.status, 400, "{}", contradicted.body);
+    assert_eq!(contradicted.json()["error"]["code"], -32020);
+    let unstated = [("Authorization", bearer.as_str()), STATELESS[1]];
+    assert_eq!(exchange(address, "POST", &unstated, &call).status, 400);
+    let ping = serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": 2, "method": "ping"})).unwrap();
+    let sessionless = exchange(address, "POST", &[("Authorization", &bearer)], &ping);
+    assert_eq!(sessionless.status, 400, "{}", sessionless.body);
+    assert!(
+        sessionless.body.contains("Mcp-Session-Id"),
+        "{}",
+        sessionless.body
+    );
+
     // Nothing refused reached the backend.
     let received = std::fs::read_to_string(&listening.log).unwrap_or_default();
     assert!(!received.contains("tools/call"), "{received}");
 
     // Our own origin, with the token, is served.
     let own = format!("http://{address}");
-    let ours = [("Authorization", bearer.as_str()), ("Origin", own.as_str())];
+    let ours = [
+        ("Authorization", bearer.as_str()),
+        ("Origin", own.as_str()),
+        STATELESS[0],
+        STATELESS[1],
+    ];
     let served = exchange(address, "POST", &ours, &call);
     assert_eq!(served.status, 200, "{}", served.body);
     assert_eq!(served.json()["result"]["content"][0]["text"], "x");
@@ -370,7 +407,12 @@ fn terminate_with_a_call_in_flight(extra_env: &[(&str, &str)], ms: u64) -> (Answ
     let bearer = format!("Bearer {}", listening.token);
     let call = std::thread::spawn(move || {
         let body = stateless_call(3, "sleep", json!({"ms": ms}));
-        exchange(&address, "POST", &[("Authorization", &bearer)], &body)
+        let headers = [
+            ("Authorization", bearer.as_str()),
+            STATELESS[0],
+            STATELESS[1],
+        ];
+        exchange(&address, "POST", &headers, &body)
     });
     wait_for_log(&listening.log, "\"sleep\"");
     let killed = Command::new("kill")
