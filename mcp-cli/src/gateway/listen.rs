@@ -297,6 +297,12 @@ impl Listener {
             .and_then(|value| value.to_str().ok())
             .map(str::to_owned);
         let headers = request.headers().clone();
+        let declared = (headers.get(header::CONTENT_LENGTH))
+            .and_then(|value| value.to_str().ok()?.parse::<u64>().ok());
+        if declared.is_some_and(|length| length > BODY_LIMIT as u64) {
+            let message = format!("the body is over {BODY_LIMIT} bytes");
+            return plain(StatusCode::PAYLOAD_TOO_LARGE, &message);
+        }
         let body = match Limited::new(request.into_body(), BODY_LIMIT)
             .collect()
             .await
@@ -349,6 +355,14 @@ impl Listener {
                 .unwrap_or_default(),
             None => match mirror_mismatch(&headers, &message) {
                 Some(error) => json_response(StatusCode::BAD_REQUEST, &error),
+                // Its notifications need a stream, which this transport does not offer yet:
+                // refused at once rather than held open with nothing to say.
+                None if message["method"] == "subscriptions/listen" => {
+                    let text = "subscriptions/listen needs a server stream, which serve \
+                                --listen does not offer; read the lists again instead";
+                    let error = rpc_error(message["id"].clone(), RpcError::METHOD_NOT_FOUND, text);
+                    json_response(StatusCode::NOT_FOUND, &error)
+                }
                 None => self.stateless(&message).await,
             },
         }

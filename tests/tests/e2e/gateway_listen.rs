@@ -148,8 +148,10 @@ fn raw_request(address: &str, method: &str, headers: &[(&str, &str)], body: &[u8
 }
 
 fn read_answer(stream: &mut TcpStream) -> Answer {
+    // A server that answers before reading all of a body may reset the connection after
+    // its answer: what came before counts.
     let mut bytes = Vec::new();
-    stream.read_to_end(&mut bytes).unwrap();
+    let _ = stream.read_to_end(&mut bytes);
     let text = String::from_utf8_lossy(&bytes).into_owned();
     let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
     let status = head
@@ -302,9 +304,27 @@ fn no_token_a_wrong_one_a_foreign_origin_or_host_and_a_big_body_are_refused() {
     let rebound = [("Authorization", bearer.as_str()), ("Host", named.as_str())];
     assert_eq!(exchange(address, "POST", &rebound, &call).status, 403);
 
+    // Refused from its declared length, before it is read.
     let big = vec![b' '; 5 * 1024 * 1024];
-    let too_big = exchange(address, "POST", &[("Authorization", &bearer)], &big);
-    assert_eq!(too_big.status, 413);
+    let mut request = raw_request(address, "POST", &[("Authorization", &bearer)], &big);
+    request.truncate(request.len() - big.len());
+    let mut stream = TcpStream::connect(address).unwrap();
+    stream.write_all(&request).unwrap();
+    assert_eq!(read_answer(&mut stream).status, 413);
+    // And one sent in chunks, with no length, as it comes.
+    let chunk = format!("{:x}\r\n{}\r\n", 1024 * 1024, " ".repeat(1024 * 1024));
+    let mut stream = TcpStream::connect(address).unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {address}\r\nAuthorization: {bearer}\r\n\
+         Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    for _ in 0..5 {
+        if stream.write_all(chunk.as_bytes()).is_err() {
+            break;
+        }
+    }
+    assert_eq!(read_answer(&mut stream).status, 413);
     let unknown = [
         ("Authorization", bearer.as_str()),
         ("Mcp-Session-Id", "nope"),
@@ -346,13 +366,25 @@ fn no_token_a_wrong_one_a_foreign_origin_or_host_and_a_big_body_are_refused() {
         STATELESS[0],
         STATELESS[1],
     ];
+    let listen = json!({"jsonrpc": "2.0", "id": 4, "method": "subscriptions/listen", "params": {
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}});
+    let listen = serde_json::to_vec(&listen).unwrap();
+    let streamless = [
+        ("Authorization", bearer.as_str()),
+        STATELESS[0],
+        ("Mcp-Method", "subscriptions/listen"),
+    ];
+    let refused = exchange(address, "POST", &streamless, &listen);
+    assert_eq!(refused.status, 404, "{}", refused.body);
+    assert_eq!(refused.json()["error"]["code"], -32601);
+
     let served = exchange(address, "POST", &ours, &call);
     assert_eq!(served.status, 200, "{}", served.body);
     assert_eq!(served.json()["result"]["content"][0]["text"], "x");
 }
 
 #[test]
-fn a_session_host_hanging_up_mid_call_cancels_the_backend_call() {
+fn a_session_host_hanging_up_mid_call_cancels_the_backend_call_and_64_calls_are_its_most() {
     let scratch = Scratch::new("listen-hangup");
     let listening = listen(&scratch, &[]);
     let address = listening.address.as_str();
@@ -391,6 +423,41 @@ fn a_session_host_hanging_up_mid_call_cancels_the_backend_call() {
     wait_for_log(&listening.log, "\"sleep\"");
     drop(stream);
     wait_for_log(&listening.log, "notifications/cancelled");
+
+    // 64 requests of one host at once at most: one more is refused, not queued.
+    let calls: Vec<TcpStream> = (0..64)
+        .map(|n| {
+            let call = json!({"jsonrpc": "2.0", "id": 100 + n, "method": "tools/call",
+                "params": {"name": "fx__sleep", "arguments": {"ms": 60000}}});
+            let mut stream = TcpStream::connect(address).unwrap();
+            let body = serde_json::to_vec(&call).unwrap();
+            stream
+                .write_all(&raw_request(address, "POST", &headers, &body))
+                .unwrap();
+            stream
+        })
+        .collect();
+    bounded(async {
+        loop {
+            let text = std::fs::read_to_string(&listening.log).unwrap_or_default();
+            if text
+                .lines()
+                .filter(|line| line.contains("\"sleep\""))
+                .count()
+                >= 65
+            {
+                return;
+            }
+            smol::Timer::after(Duration::from_millis(20)).await;
+        }
+    });
+    let call = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+        "params": {"name": "fx__echo", "arguments": {"text": "one more"}}});
+    let body = serde_json::to_vec(&call).unwrap();
+    let refused = exchange(address, "POST", &headers, &body);
+    assert_eq!(refused.status, 429, "{}", refused.body);
+    assert!(refused.body.contains("retry later"), "{}", refused.body);
+    drop(calls);
 
     // DELETE ends the session; it is then unknown.
     let ended = exchange(address, "DELETE", &headers, b"");
