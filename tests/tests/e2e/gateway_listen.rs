@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use mcp_smol::proto::Protocol;
+use mcp_smol::proto::{ClientCapabilities, Protocol};
 use mcp_smol::serde_json::{Value, json};
 use mcp_smol::{HttpServer, Options};
 
@@ -45,12 +45,17 @@ fn env(scratch: &Scratch) -> Vec<(&'static str, String)> {
 }
 
 fn listen(scratch: &Scratch, extra_env: &[(&str, &str)]) -> Listening {
+    listen_to(scratch, &["good"], extra_env)
+}
+
+/// [`listen`] with the fixture in `mode` (its first arguments).
+fn listen_to(scratch: &Scratch, mode: &[&str], extra_env: &[(&str, &str)]) -> Listening {
     let log = scratch.0.join("received.log");
+    let mut args: Vec<String> = mode.iter().map(|word| (*word).to_owned()).collect();
+    args.extend(["--log-received".to_owned(), log.display().to_string()]);
     let config = scratch.write(
         "listen.toml",
-        &format!(
-            "[mcp.fx]\ncommand = {FIXTURE:?}\nargs = [\"good\", \"--log-received\", {log:?}]\n"
-        ),
+        &format!("[mcp.fx]\ncommand = {FIXTURE:?}\nargs = {args:?}\n"),
     );
     let mut child = Command::new(cli_binary())
         // Calls outlast any test: only a cancellation ends one early.
@@ -254,6 +259,44 @@ fn hosts_of_both_eras_list_and_call_at_once_through_listen() {
         old.close().await;
         new.close().await;
     });
+}
+
+#[test]
+fn a_backends_form_reaches_a_stateless_era_http_host_as_input_rounds_across_requests() {
+    let scratch = Scratch::new("listen-rounds");
+    let listening = listen_to(&scratch, &["list-changed", "--era", "stateless"], &[]);
+    bounded(async {
+        let (client, driver) = {
+            let mut server = HttpServer::new(listening.url.clone());
+            let bearer = format!("Bearer {}", listening.token);
+            server.headers.push(("Authorization".to_owned(), bearer));
+            let mut options: Options = quick();
+            options.core.protocol = Protocol::Revision("2026-07-28");
+            options.core.handshake_timeout = Duration::from_secs(30);
+            options.core.request_timeout = Duration::from_secs(30);
+            options.core.capabilities = ClientCapabilities {
+                elicitation: true,
+                ..ClientCapabilities::default()
+            };
+            mcp_smol::start(server, options).unwrap()
+        };
+        smol::spawn(driver).detach();
+        let asked = client.server_requests().await;
+        let answering = client.clone();
+        let forms = smol::spawn(async move {
+            let request = asked.recv().await.unwrap();
+            assert_eq!(request.method, "elicitation/create");
+            let answer = json!({"action": "accept", "content": {"name": "Ada"}});
+            answering.respond(request.id, Ok(answer)).await;
+        });
+        let greeted = client.call_tool("fx__ask", json!({})).await.unwrap();
+        assert!(!greeted.is_error, "{greeted:?}");
+        assert_eq!(text(&greeted), r#"accept {"name":"Ada"}"#);
+        forms.await;
+        client.close().await;
+    });
+    let received = std::fs::read_to_string(&listening.log).unwrap();
+    assert!(received.contains("inputResponses"), "{received}");
 }
 
 #[test]
