@@ -141,8 +141,8 @@ pub(crate) enum Command {
         rest: Vec<String>,
     },
     /// Serve the configured servers (or the ones named) as one MCP server on stdin and
-    /// stdout, for hosts such as Claude Desktop or Cursor: tools as SERVER__TOOL, policy
-    /// applied, config edits applied live.
+    /// stdout (or over HTTP with --listen), for hosts such as Claude Desktop or Cursor: tools
+    /// as SERVER__TOOL, policy applied, config edits applied live.
     Serve {
         /// Offer one tool, `mcp` (action search | list | call), instead of every tool.
         #[arg(long, conflicts_with = "search")]
@@ -151,6 +151,15 @@ pub(crate) enum Command {
         /// every tool: the model finds the tool it needs rather than reading them all.
         #[arg(long)]
         search: bool,
+        /// Serve over Streamable HTTP at ADDR (PORT, IP:PORT or [IPV6]:PORT; default
+        /// 127.0.0.1:8931; port 0 picks a free one) instead of stdin and stdout, on the
+        /// endpoint /mcp. Hosts must send `Authorization: Bearer TOKEN` (see --print-token).
+        #[arg(long, value_name = "ADDR", num_args = 0..=1,
+              default_missing_value = crate::gateway::listen::DEFAULT_ADDRESS)]
+        listen: Option<String>,
+        /// Print the bearer token `serve --listen` requires (made on first use) and exit.
+        #[arg(long, conflicts_with = "listen")]
+        print_token: bool,
         servers: Vec<String>,
     },
     /// The warm daemon: `start` serves the configured servers in the background, and while

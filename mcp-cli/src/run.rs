@@ -114,6 +114,7 @@ async fn run_command(cli: cli::Cli, args: Vec<OsString>, mut signals: Signals) -
                 naming: naming.clone(),
                 call_timeout: cli.timeout,
                 executor: executor.clone(),
+                stop: None,
             };
             Ok(executor
                 .run(until_signal(&mut ctx, cli.command, signals))
@@ -186,8 +187,28 @@ async fn next_signal(signals: &mut Signals) -> Signal {
 /// where it stands. Either way every server it started is stopped before we return: closed
 /// in the ordinary way after the command, terminated after a signal.
 async fn until_signal(ctx: &mut Context, command: cli::Command, mut signals: Signals) -> Ending {
+    // `serve --listen` is told instead, and answers what it is answering before it returns.
+    let graceful = matches!(
+        &command,
+        cli::Command::Serve {
+            listen: Some(_),
+            ..
+        }
+    );
+    let (stop, stopped) = async_channel::bounded(1);
+    if graceful {
+        ctx.stop = Some(stopped);
+    }
     let done = async { Ending::Done(commands::dispatch(ctx, command).await) };
-    let signalled = async { Ending::Signal(next_signal(&mut signals).await) };
+    let signalled = async {
+        let signal = next_signal(&mut signals).await;
+        if graceful {
+            let _ = stop.try_send(());
+            // A second signal does not wait.
+            return Ending::Signal(next_signal(&mut signals).await);
+        }
+        Ending::Signal(signal)
+    };
     // The command is dropped as soon as a signal wins, so it prints nothing more.
     let ending = futures_lite::future::or(done, signalled).await;
     // Read afterwards: `serve` and the daemon put a hub of their own in the context.

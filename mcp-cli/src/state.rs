@@ -51,6 +51,11 @@ impl Folder {
         self.root.join("catalogue")
     }
 
+    /// The bearer token `serve --listen` requires of its hosts.
+    pub fn listen_token(&self) -> PathBuf {
+        self.root.join("listen-token")
+    }
+
     /// The stderr of the daemon whose socket is named `key`.
     pub fn daemon_log(&self, key: &str) -> PathBuf {
         self.root.join(format!("daemon-{key}.log"))

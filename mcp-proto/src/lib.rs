@@ -156,6 +156,7 @@ pub use framing::{LineDecoder, LineError};
 pub use headers::{
     HeaderParams, HeaderRule, InvalidHeaderAnnotation, RejectedTool, encode_header_value,
 };
+pub use jsonrpc::PROTOCOL_VERSION as META_PROTOCOL_VERSION;
 pub use listing::{
     CacheHint, CacheScope, DEFAULT_MAX_PAGES, ListResult, Listed, Listing, PageError, Pager,
 };

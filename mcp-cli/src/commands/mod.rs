@@ -54,6 +54,9 @@ pub(crate) struct Context {
     /// Runs the hub's servers, on the command's thread. A command that builds a hub of its own
     /// gives it this executor and puts it in [`hub`](Self::hub), so that a signal stops it.
     pub(crate) executor: std::sync::Arc<async_executor::Executor<'static>>,
+    /// Says when Ctrl-C or SIGTERM asks a command that stops gracefully (`serve --listen`)
+    /// to stop; other commands are dropped where they stand.
+    pub(crate) stop: Option<async_channel::Receiver<()>>,
 }
 
 pub(crate) async fn dispatch(ctx: &mut Context, command: Command) -> Result<Exit, Failure> {
@@ -72,14 +75,22 @@ pub(crate) async fn dispatch(ctx: &mut Context, command: Command) -> Result<Exit
         Command::Serve {
             proxy,
             search,
+            listen,
+            print_token,
             servers,
         } => {
+            if print_token {
+                return serve::print_token(ctx);
+            }
             let mode = match (proxy, search) {
                 (true, _) => crate::gateway::Mode::Proxy,
                 (false, true) => crate::gateway::Mode::Search,
                 (false, false) => crate::gateway::Mode::Tools,
             };
-            serve::run(ctx, mode, &servers).await
+            match listen {
+                Some(address) => serve::listen(ctx, mode, &servers, &address).await,
+                None => serve::run(ctx, mode, &servers).await,
+            }
         }
         Command::Enable { server } => enable::run(ctx, &server, true),
         Command::Disable { server } => enable::run(ctx, &server, false),

@@ -1,38 +1,20 @@
-//! `serve [--proxy | --search] [SERVER]...`: one MCP server on stdin and stdout standing for the
-//! configured servers (or the ones named), through a hub of its own whose `ask` rules ask the
-//! host. The config files are watched and edits applied while it runs.
+//! `serve [--proxy | --search] [--listen [ADDR]] [SERVER]...`: one MCP server on stdin and
+//! stdout (or over Streamable HTTP) standing for the configured servers (or the ones named),
+//! through a hub of its own whose `ask` rules ask the host. The config files are watched and
+//! edits applied while it runs. `serve --print-token` shows the HTTP hosts' bearer token.
 
 use std::sync::Arc;
 
 use crate::commands::Context;
+use crate::config::Config;
 use crate::exit::{Exit, Failure};
-use crate::gateway::{Gateway, Host, Mode, Relay, server_config};
+use crate::gateway::{Gateway, Host, Mode, Relay, listen, server_config};
+use crate::host::Watch;
 use crate::hub::{Hub, Settings};
 
 pub(crate) async fn run(ctx: &mut Context, mode: Mode, named: &[String]) -> Result<Exit, Failure> {
-    if ctx.adhoc.is_some() {
-        return Err(Failure::usage(
-            "serve stands for configured servers; --stdio and --http are not supported with it",
-        ));
-    }
-    crate::nesting::check_depth().map_err(Failure::usage)?;
+    let (watch, config) = load(ctx, named)?;
     let env = |key: &str| std::env::var(key).ok();
-    // Watched from before the first read: an edit made meanwhile is applied, not missed.
-    let watch = ctx.files.watch();
-    let config = (ctx.files.load(&env)).map_err(|error| Failure::usage(error.to_string()))?;
-    // Mistyped names are found before the host connects.
-    let executor = Some(ctx.executor.clone());
-    let names = Hub::new(
-        config.clone(),
-        Settings {
-            executor,
-            ..Settings::default()
-        },
-    );
-    for name in named {
-        names.resolve(name)?;
-    }
-    drop(names);
     let stdin = blocking::Unblock::new(std::io::stdin());
     let stdout = blocking::Unblock::new(std::io::stdout());
     let Some(host) = Host::connect(stdin, stdout, server_config(), &ctx.executor).await else {
@@ -61,6 +43,106 @@ pub(crate) async fn run(ctx: &mut Context, mode: Mode, named: &[String]) -> Resu
         executor: ctx.executor.clone(),
     });
     gateway.serve(host, Some(watch)).await;
+    hub.shutdown().await;
+    Ok(Exit::Success)
+}
+
+/// The config to serve, checked, and its watch (made before the first read: an edit made
+/// meanwhile is applied, not missed). Mistyped names are found before any host connects.
+fn load(ctx: &Context, named: &[String]) -> Result<(Watch, Config), Failure> {
+    if ctx.adhoc.is_some() {
+        return Err(Failure::usage(
+            "serve stands for configured servers; --stdio and --http are not supported with it",
+        ));
+    }
+    crate::nesting::check_depth().map_err(Failure::usage)?;
+    let env = |key: &str| std::env::var(key).ok();
+    let watch = ctx.files.watch();
+    let config = (ctx.files.load(&env)).map_err(|error| Failure::usage(error.to_string()))?;
+    let executor = Some(ctx.executor.clone());
+    let names = Hub::new(
+        config.clone(),
+        Settings {
+            executor,
+            ..Settings::default()
+        },
+    );
+    for name in named {
+        names.resolve(name)?;
+    }
+    Ok((watch, config))
+}
+
+/// `serve --print-token`: the bearer token HTTP hosts must send, made on first use.
+pub(crate) fn print_token(ctx: &mut Context) -> Result<Exit, Failure> {
+    let token = listen::token(&ctx.state.listen_token()).map_err(Failure::usage)?;
+    ctx.out.line(&token);
+    Ok(Exit::Success)
+}
+
+/// `serve --listen ADDR`: the gateway over Streamable HTTP for any number of hosts, one hub
+/// for all. Prints the bound address on stderr (`listening on http://IP:PORT/mcp`); stops on
+/// Ctrl-C or SIGTERM once the calls in flight are answered.
+pub(crate) async fn listen(
+    ctx: &mut Context,
+    mode: Mode,
+    named: &[String],
+    address: &str,
+) -> Result<Exit, Failure> {
+    let address = listen::parse_address(address).map_err(Failure::usage)?;
+    let (mut watch, config) = load(ctx, named)?;
+    let token = listen::token(&ctx.state.listen_token()).map_err(Failure::usage)?;
+    let env = |key: &str| std::env::var(key).ok();
+    let listener = async_net::TcpListener::bind(address)
+        .await
+        .map_err(|error| Failure::usage(format!("cannot listen on {address}: {error}")))?;
+    let bound = listener.local_addr().unwrap_or(address);
+    if !bound.ip().is_loopback() {
+        crate::output::diagnostic(&format!(
+            "mcp-cli serve: warning: listening on {bound}, which other machines can reach; \
+             only the bearer token keeps them out"
+        ));
+    }
+    crate::output::diagnostic(&format!(
+        "mcp-cli serve: listening on http://{bound}{}",
+        listen::ENDPOINT
+    ));
+    let relay = Relay::default();
+    // Many hosts share the hub: a server's form goes to the host whose call waits on it;
+    // `ask` rules have no one host to ask, and refuse with the reason.
+    let refuse = |_: crate::hub::Ask| async {
+        Err("serve --listen has no one host to ask; change the rule to allow or deny".to_owned())
+    };
+    let settings = Settings {
+        ask: Some(crate::hub::AskHandler::new(refuse)),
+        elicit: Some(relay.handler()),
+        ..crate::host::settings(&ctx.state, &ctx.executor, &env)
+    };
+    let hub = Hub::new(config, settings);
+    ctx.hub = hub.clone();
+    let gateway = Arc::new(Gateway {
+        hub: hub.clone(),
+        named: named.to_vec(),
+        mode,
+        relay,
+        list_wait: crate::gateway::list_wait(&env),
+        call_timeout: ctx.call_timeout,
+        extension: None,
+        executor: ctx.executor.clone(),
+    });
+    let applying = gateway.clone();
+    let edits = ctx.executor.spawn(async move {
+        loop {
+            watch.changed().await;
+            applying.apply(watch.files());
+        }
+    });
+    let stop = ctx
+        .stop
+        .take()
+        .unwrap_or_else(|| async_channel::bounded(1).1);
+    listen::serve(gateway, listener, token, stop).await;
+    drop(edits);
     hub.shutdown().await;
     Ok(Exit::Success)
 }

@@ -45,6 +45,23 @@ impl Host {
         R: futures_lite::io::AsyncRead + Unpin + Send + 'static,
         W: futures_lite::io::AsyncWrite + Unpin + Send + 'static,
     {
+        Self::connect_sharing(reader, writer, config, executor, None).await
+    }
+
+    /// [`connect`](Self::connect), with the parked calls of `rounds` when given: a
+    /// stateless-era host over HTTP gets a connection per request, and its retry must find
+    /// the call its previous request parked.
+    pub(crate) async fn connect_sharing<R, W>(
+        reader: R,
+        writer: W,
+        config: ServerConfig,
+        executor: &async_executor::Executor<'static>,
+        rounds: Option<Rounds>,
+    ) -> Option<Host>
+    where
+        R: futures_lite::io::AsyncRead + Unpin + Send + 'static,
+        W: futures_lite::io::AsyncWrite + Unpin + Send + 'static,
+    {
         let (server, events, driver): (Server, Receiver<ServerEvent>, ServeDriver) =
             mcp_smol::serve(reader, writer, config);
         let driver = executor.spawn(driver);
@@ -53,7 +70,7 @@ impl Host {
             match events.recv().await {
                 Ok(ServerEvent::Ready(client)) => {
                     let env = |key: &str| std::env::var(key).ok();
-                    let rounds = Rounds::new(&env);
+                    let rounds = rounds.unwrap_or_else(|| Rounds::new(&env));
                     let link = HostLink {
                         server,
                         client,

@@ -9,7 +9,9 @@
 //! reads each request's `_meta` and serves `subscriptions/listen` (list changes go to it), and
 //! what a backend asks of the person reaches the host as `input_required` rounds ([`rounds`]).
 
+mod bridge;
 mod host;
+pub(crate) mod listen;
 mod proxy;
 mod rounds;
 mod search;
@@ -411,7 +413,7 @@ impl Gateway {
 
     /// Reads the edited config and applies it to the hub; `true` if the servers changed. A
     /// config that no longer reads is reported and changes nothing.
-    fn apply(&self, files: &ConfigFiles) -> bool {
+    pub(crate) fn apply(&self, files: &ConfigFiles) -> bool {
         match files.load(&|key: &str| std::env::var(key).ok()) {
             Ok(config) => self.hub.apply(config),
             Err(error) => {

@@ -280,6 +280,7 @@ impl Daemon {
             // Carried by each call's request, so the shared hub's servers are untouched.
             call_timeout: cli.timeout,
             executor: self.executor.clone(),
+            stop: None,
         };
         let exit = match commands::dispatch_warm(&mut ctx, command).await {
             Ok(exit) => exit,

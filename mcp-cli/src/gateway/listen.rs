@@ -1,0 +1,586 @@
+//! `serve --listen`: the gateway over Streamable HTTP, one endpoint (`POST /mcp`) for hosts of
+//! both eras. A handshake-era host gets a session (`Mcp-Session-Id`, issued on `initialize`)
+//! with a server-role machine of its own; a stateless-era request gets a machine for itself.
+//! Every request must bring the bearer token, and its `Host` and `Origin` must name this
+//! address (DNS rebinding); bodies and open requests are bounded. Answers are JSON.
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use async_channel::Receiver;
+use async_net::{TcpListener, TcpStream};
+use futures_lite::future::FutureExt;
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
+use hyper::body::{Bytes, Incoming};
+use hyper::header::{self, HeaderValue};
+use hyper::{Method, StatusCode};
+use serde_json::{Value, json};
+
+use mcp_smol::proto::{META_PROTOCOL_VERSION, RpcError};
+
+use crate::gateway::Gateway;
+use crate::gateway::bridge::{Bridge, MAX_IN_FLIGHT, Refused};
+use crate::gateway::rounds::Rounds;
+
+/// Where `serve --listen` without an address listens.
+pub(crate) const DEFAULT_ADDRESS: &str = "127.0.0.1:8931";
+
+/// The one MCP endpoint.
+pub(crate) const ENDPOINT: &str = "/mcp";
+
+/// The largest body taken; a larger one is refused with 413.
+const BODY_LIMIT: usize = 4 * 1024 * 1024;
+
+/// At most this many sessions at once; an `initialize` beyond them is refused with 503.
+const MAX_SESSIONS: usize = 256;
+
+/// At most this many stateless-era requests open at once; one more is refused with 429.
+const MAX_STATELESS: usize = 256;
+
+/// How long a stop waits for the calls in flight before failing them, unless
+/// `MCP_CLI_STOP_GRACE_MS` says.
+const STOP_GRACE: Duration = Duration::from_secs(10);
+
+/// The session header, as the transport names it.
+const SESSION_HEADER: &str = "mcp-session-id";
+
+type Response = hyper::Response<Full<Bytes>>;
+
+/// The address `--listen` names: `PORT`, `HOST:PORT` or `[V6]:PORT`; `localhost` is
+/// 127.0.0.1.
+pub(crate) fn parse_address(text: &str) -> Result<SocketAddr, String> {
+    let text = text.trim();
+    if let Ok(port) = text.parse::<u16>() {
+        return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port));
+    }
+    if let Some(port) = text.strip_prefix("localhost:")
+        && let Ok(port) = port.parse::<u16>()
+    {
+        return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port));
+    }
+    text.parse()
+        .map_err(|_| format!("--listen {text}: not an address; give PORT, IP:PORT or [IPV6]:PORT"))
+}
+
+/// The bearer token in `path`, made on first use: 32 random bytes as hex, kept mode 0600.
+pub(crate) fn token(path: &std::path::Path) -> Result<String, String> {
+    if let Ok(text) = std::fs::read_to_string(path) {
+        let token = text.trim();
+        if token.len() >= 32 {
+            return Ok(token.to_owned());
+        }
+    }
+    let mut bytes = [0u8; 32];
+    getrandom::getrandom(&mut bytes).map_err(|e| format!("no random bytes for a token: {e}"))?;
+    let token: String = bytes.iter().map(|byte| format!("{byte:02x}")).collect();
+    if let Some(folder) = path.parent() {
+        std::fs::create_dir_all(folder)
+            .map_err(|e| format!("cannot create {}: {e}", folder.display()))?;
+    }
+    let written = crate::files::replace(path, format!("{token}\n").as_bytes(), 0o600, || {
+        Ok::<(), Infallible>(())
+    });
+    written.map_err(|_| format!("cannot write the token to {}", path.display()))?;
+    Ok(token)
+}
+
+/// What the connections share.
+struct Listener {
+    gateway: Arc<Gateway>,
+    token: String,
+    bound: SocketAddr,
+    sessions: Mutex<BTreeMap<String, Arc<Bridge>>>,
+    /// The stateless-era hosts' calls parked between input rounds.
+    rounds: Rounds,
+    stateless_open: AtomicUsize,
+    /// Closed when a stop's grace has run out: the calls still open are failed.
+    abort: Receiver<()>,
+}
+
+/// Serves hosts on `listener` until `stop` says, then stops accepting, lets the requests in
+/// flight finish (or fails them after the grace) and returns.
+pub(crate) async fn serve(
+    gateway: Arc<Gateway>,
+    listener: TcpListener,
+    token: String,
+    stop: Receiver<()>,
+) {
+    let env = |key: &str| std::env::var(key).ok();
+    let grace = env("MCP_CLI_STOP_GRACE_MS")
+        .and_then(|text| text.trim().parse().ok())
+        .map_or(STOP_GRACE, Duration::from_millis);
+    let (aborting, abort) = async_channel::bounded::<()>(1);
+    let (stopping, stopped) = async_channel::bounded::<()>(1);
+    let bound = listener
+        .local_addr()
+        .unwrap_or(SocketAddr::from(([127, 0, 0, 1], 0)));
+    let executor = gateway.executor.clone();
+    let shared = Arc::new(Listener {
+        rounds: Rounds::new(&env),
+        gateway,
+        token,
+        bound,
+        sessions: Mutex::default(),
+        stateless_open: AtomicUsize::new(0),
+        abort,
+    });
+    let mut connections: Vec<async_executor::Task<()>> = Vec::new();
+    loop {
+        let accepted = async { Some(listener.accept().await) };
+        let stop = async {
+            let _ = stop.recv().await;
+            None
+        };
+        match accepted.or(stop).await {
+            Some(Ok((stream, _))) => {
+                connections.retain(|task| !task.is_finished());
+                let connection = connection(shared.clone(), stream, stopped.clone());
+                connections.push(executor.spawn(connection));
+            }
+            Some(Err(error)) => eprintln!("mcp-cli serve: accept: {error}"),
+            None => break,
+        }
+    }
+    drop(listener);
+    eprintln!("mcp-cli serve: stopping; waiting for the calls in flight");
+    // Each connection finishes what it is answering, then closes.
+    drop(stopping);
+    let all = async {
+        for task in &mut connections {
+            task.await;
+        }
+        true
+    };
+    let finished = all
+        .or(async {
+            async_io::Timer::after(grace).await;
+            false
+        })
+        .await;
+    if !finished {
+        eprintln!("mcp-cli serve: grace over; failing the calls still open");
+        drop(aborting);
+        let ended = async {
+            for task in connections.iter_mut().filter(|task| !task.is_finished()) {
+                task.await;
+            }
+        };
+        ended
+            .or(async {
+                async_io::Timer::after(Duration::from_secs(2)).await;
+            })
+            .await;
+    }
+    shared
+        .sessions
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clear();
+}
+
+/// One TCP connection: HTTP/1.1 with keep-alive, closed gracefully when the gateway stops.
+async fn connection(shared: Arc<Listener>, stream: TcpStream, stopped: Receiver<()>) {
+    let service = hyper::service::service_fn(move |request| {
+        let shared = shared.clone();
+        async move { Ok::<_, Infallible>(shared.handle(request).await) }
+    });
+    let connection = hyper::server::conn::http1::Builder::new()
+        .timer(smol_hyper::rt::SmolTimer::new())
+        .serve_connection(smol_hyper::rt::FuturesIo::new(stream), service);
+    let mut connection = std::pin::pin!(connection);
+    let stop = async {
+        let _ = stopped.recv().await;
+        None
+    };
+    let ended = async { Some(connection.as_mut().await) }.or(stop).await;
+    if ended.is_none() {
+        connection.as_mut().graceful_shutdown();
+        let _ = connection.await;
+    }
+}
+
+impl Listener {
+    async fn handle(self: Arc<Self>, request: hyper::Request<Incoming>) -> Response {
+        if let Some(refusal) = self.foreign(&request) {
+            return refusal;
+        }
+        if !self.authorized(&request) {
+            let mut response = plain(StatusCode::UNAUTHORIZED, "a bearer token is required");
+            let challenge = HeaderValue::from_static("Bearer realm=\"mcp-cli\"");
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, challenge);
+            return response;
+        }
+        if request.uri().path() != ENDPOINT {
+            return plain(StatusCode::NOT_FOUND, "the MCP endpoint is /mcp");
+        }
+        match *request.method() {
+            Method::POST => self.post(request).await,
+            Method::DELETE => self.delete(&request),
+            _ => {
+                let mut response = plain(
+                    StatusCode::METHOD_NOT_ALLOWED,
+                    "POST a message, or DELETE the session; no server stream is offered",
+                );
+                let allow = HeaderValue::from_static("POST, DELETE");
+                response.headers_mut().insert(header::ALLOW, allow);
+                response
+            }
+        }
+    }
+
+    /// A 403 for a request whose `Host` or `Origin` is not this address: a web page that
+    /// got a name of its own resolved to us (DNS rebinding) or a page of another origin.
+    fn foreign(&self, request: &hyper::Request<Incoming>) -> Option<Response> {
+        let text = |name: header::HeaderName| {
+            let value = request.headers().get(name)?;
+            Some(value.to_str().unwrap_or("\u{fffd}").to_owned())
+        };
+        let host = text(header::HOST);
+        if !host.as_deref().is_some_and(|host| self.is_us(host)) {
+            let shown = host.unwrap_or_else(|| "none".to_owned());
+            return Some(plain(
+                StatusCode::FORBIDDEN,
+                &format!("Host {shown} is not this gateway's address"),
+            ));
+        }
+        let origin = text(header::ORIGIN)?;
+        let ours = origin
+            .strip_prefix("http://")
+            .is_some_and(|o| self.is_us(o));
+        (!ours).then(|| {
+            plain(
+                StatusCode::FORBIDDEN,
+                &format!("Origin {origin} is not this gateway's"),
+            )
+        })
+    }
+
+    /// Whether `authority` (`name:port`) names this address: our IP (any IP when we listen
+    /// on all of them) or `localhost`, and our port. Names other than `localhost` are
+    /// refused: they are what DNS rebinding uses.
+    fn is_us(&self, authority: &str) -> bool {
+        let Some((name, port)) = authority.rsplit_once(':') else {
+            return false;
+        };
+        if port.parse::<u16>() != Ok(self.bound.port()) {
+            return false;
+        }
+        let ip = self.bound.ip();
+        if name.eq_ignore_ascii_case("localhost") {
+            return ip.is_loopback() || ip.is_unspecified();
+        }
+        let name = name.trim_start_matches('[').trim_end_matches(']');
+        name.parse::<IpAddr>()
+            .is_ok_and(|given| given == ip || ip.is_unspecified())
+    }
+
+    fn authorized(&self, request: &hyper::Request<Incoming>) -> bool {
+        let given = request.headers().get(header::AUTHORIZATION);
+        let given = given.and_then(|value| value.to_str().ok());
+        let Some(token) = given.and_then(|value| value.strip_prefix("Bearer ")) else {
+            return false;
+        };
+        let (given, ours) = (token.trim().as_bytes(), self.token.as_bytes());
+        // Every byte compared whatever the first difference, so timing tells nothing.
+        given.len() == ours.len()
+            && given.iter().zip(ours).fold(0, |all, (a, b)| all | (a ^ b)) == 0
+    }
+
+    async fn post(self: Arc<Self>, request: hyper::Request<Incoming>) -> Response {
+        let session = (request.headers().get(SESSION_HEADER))
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned);
+        let headers = request.headers().clone();
+        let declared = (headers.get(header::CONTENT_LENGTH))
+            .and_then(|value| value.to_str().ok()?.parse::<u64>().ok());
+        if declared.is_some_and(|length| length > BODY_LIMIT as u64) {
+            let message = format!("the body is over {BODY_LIMIT} bytes");
+            return plain(StatusCode::PAYLOAD_TOO_LARGE, &message);
+        }
+        let body = match Limited::new(request.into_body(), BODY_LIMIT)
+            .collect()
+            .await
+        {
+            Ok(body) => body.to_bytes(),
+            Err(error) if error.downcast_ref::<LengthLimitError>().is_some() => {
+                let message = format!("the body is over {BODY_LIMIT} bytes");
+                return plain(StatusCode::PAYLOAD_TOO_LARGE, &message);
+            }
+            Err(error) => {
+                return plain(
+                    StatusCode::BAD_REQUEST,
+                    &format!("reading the body: {error}"),
+                );
+            }
+        };
+        let message: Value = match serde_json::from_slice(&body) {
+            Ok(message @ Value::Object(_)) => message,
+            Ok(Value::Array(_)) => {
+                let error = rpc_error(Value::Null, -32600, "batches are not supported");
+                return json_response(StatusCode::BAD_REQUEST, &error);
+            }
+            Ok(_) => {
+                let error = rpc_error(Value::Null, -32600, "a message must be a JSON object");
+                return json_response(StatusCode::BAD_REQUEST, &error);
+            }
+            Err(error) => {
+                let error = rpc_error(Value::Null, -32700, &format!("parse error: {error}"));
+                return json_response(StatusCode::BAD_REQUEST, &error);
+            }
+        };
+        let is_request = message.get("method").is_some() && message.get("id").is_some();
+        match session {
+            Some(session) => {
+                let bridge = self.session(&session);
+                let Some(bridge) = bridge else {
+                    let error = rpc_error(Value::Null, -32001, "unknown session");
+                    return json_response(StatusCode::NOT_FOUND, &error);
+                };
+                self.forward(&bridge, &message, is_request, Machine::Session)
+                    .await
+            }
+            None if is_request && message["method"] == "initialize" => {
+                self.initialize(&message).await
+            }
+            // Without a session a notification or an answer has no machine to go to.
+            None if !is_request => hyper::Response::builder()
+                .status(StatusCode::ACCEPTED)
+                .body(Full::default())
+                .unwrap_or_default(),
+            None => match mirror_mismatch(&headers, &message) {
+                Some(error) => json_response(StatusCode::BAD_REQUEST, &error),
+                // Its notifications need a stream, which this transport does not offer yet:
+                // refused at once rather than held open with nothing to say.
+                None if message["method"] == "subscriptions/listen" => {
+                    let text = "subscriptions/listen needs a server stream, which serve \
+                                --listen does not offer; read the lists again instead";
+                    let error = rpc_error(message["id"].clone(), RpcError::METHOD_NOT_FOUND, text);
+                    json_response(StatusCode::NOT_FOUND, &error)
+                }
+                None => self.stateless(&message).await,
+            },
+        }
+    }
+
+    fn session(&self, id: &str) -> Option<Arc<Bridge>> {
+        let sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+        sessions.get(id).cloned()
+    }
+
+    /// A handshake-era host's `initialize`: a session of its own, named in the answer.
+    async fn initialize(&self, message: &Value) -> Response {
+        if self
+            .sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+            >= MAX_SESSIONS
+        {
+            let error = rpc_error(message["id"].clone(), -32000, "too many sessions open");
+            return json_response(StatusCode::SERVICE_UNAVAILABLE, &error);
+        }
+        let bridge = match Bridge::open(self.gateway.clone(), None) {
+            Ok(bridge) => Arc::new(bridge),
+            Err(error) => return internal(message, &error.to_string()),
+        };
+        let id = session_id();
+        let mut response = self.forward(&bridge, message, true, Machine::Opening).await;
+        if response.status() == StatusCode::OK {
+            let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+            sessions.insert(id.clone(), bridge);
+            if let Ok(value) = HeaderValue::from_str(&id) {
+                response.headers_mut().insert(SESSION_HEADER, value);
+            }
+        }
+        response
+    }
+
+    /// A request with no session: a machine for itself, ended (and its calls with it) when
+    /// answered or when the host hangs up.
+    async fn stateless(&self, message: &Value) -> Response {
+        let open = self.stateless_open.fetch_add(1, Ordering::SeqCst);
+        let _open = Decrement(&self.stateless_open);
+        if open >= MAX_STATELESS {
+            let text = format!("{MAX_STATELESS} requests are open; retry later");
+            let error = rpc_error(message["id"].clone(), -32000, &text);
+            return json_response(StatusCode::TOO_MANY_REQUESTS, &error);
+        }
+        let rounds = Some(self.rounds.clone());
+        let bridge = match Bridge::open(self.gateway.clone(), rounds) {
+            Ok(bridge) => bridge,
+            Err(error) => return internal(message, &error.to_string()),
+        };
+        self.forward(&bridge, message, true, Machine::Stateless)
+            .await
+    }
+
+    /// Passes one message to a machine: a request's answer comes back as JSON (or an error
+    /// when refused, or when a stop's grace ran out); anything else is accepted with 202.
+    async fn forward(
+        &self,
+        bridge: &Bridge,
+        message: &Value,
+        is_request: bool,
+        machine: Machine,
+    ) -> Response {
+        if !is_request {
+            return match bridge.send(message).await {
+                Ok(()) => hyper::Response::builder()
+                    .status(StatusCode::ACCEPTED)
+                    .body(Full::default())
+                    .unwrap_or_default(),
+                Err(_) => plain(StatusCode::NOT_FOUND, "the session has ended"),
+            };
+        }
+        let id = message["id"].clone();
+        let cancel = machine == Machine::Session;
+        let answer = async { Some(bridge.request(message, cancel).await) };
+        let aborted = async {
+            let _ = self.abort.recv().await;
+            None
+        };
+        match answer.or(aborted).await {
+            Some(Ok(answer)) => json_response(answer_status(&answer, machine), &answer),
+            Some(Err(Refused::Busy)) => {
+                let text = format!("{MAX_IN_FLIGHT} requests of this host are open; retry later");
+                json_response(StatusCode::TOO_MANY_REQUESTS, &rpc_error(id, -32000, &text))
+            }
+            Some(Err(Refused::DuplicateId)) => {
+                let text = "a request with this id is already open";
+                json_response(StatusCode::BAD_REQUEST, &rpc_error(id, -32600, text))
+            }
+            Some(Err(Refused::Closed)) => internal(message, "the session ended first"),
+            None => internal(
+                message,
+                "mcp-cli serve is stopping; the call did not finish",
+            ),
+        }
+    }
+
+    /// DELETE: the host ends its session, and its calls still running are cancelled.
+    fn delete(&self, request: &hyper::Request<Incoming>) -> Response {
+        let session = (request.headers().get(SESSION_HEADER)).and_then(|value| value.to_str().ok());
+        let Some(session) = session else {
+            return plain(StatusCode::BAD_REQUEST, "no Mcp-Session-Id to end");
+        };
+        let removed =
+            (self.sessions.lock().unwrap_or_else(PoisonError::into_inner)).remove(session);
+        match removed {
+            Some(_) => plain(StatusCode::OK, "session ended"),
+            None => plain(StatusCode::NOT_FOUND, "unknown session"),
+        }
+    }
+}
+
+/// A request without a session that its headers contradict, as the era's transport forbids
+/// (`MCP-Protocol-Version` and `Mcp-Method` mirror the body), or that is of neither era (no
+/// revision in `_meta`, and not `initialize`): the JSON-RPC error to answer with 400.
+fn mirror_mismatch(headers: &hyper::HeaderMap, message: &Value) -> Option<Value> {
+    let header = |name: &str| headers.get(name).map(|v| v.to_str().unwrap_or("\u{fffd}"));
+    let id = message["id"].clone();
+    let method = message["method"].as_str().unwrap_or_default();
+    let stated = message["params"]["_meta"][META_PROTOCOL_VERSION].as_str();
+    let mismatch = |text: String| Some(rpc_error(id.clone(), RpcError::HEADER_MISMATCH, &text));
+    match (stated, header("mcp-protocol-version")) {
+        (None, _) if method == "server/discover" => {}
+        (None, _) => {
+            return Some(rpc_error(
+                id,
+                -32600,
+                "no Mcp-Session-Id: send initialize first for a session, or name the \
+                 2026-07-28 revision in the request's _meta",
+            ));
+        }
+        (Some(stated), Some(given)) if stated != given => {
+            return mismatch(format!(
+                "MCP-Protocol-Version {given} does not match the _meta's {stated}"
+            ));
+        }
+        (Some(_), None) => return mismatch("MCP-Protocol-Version is missing".to_owned()),
+        _ => {}
+    }
+    match header("mcp-method") {
+        Some(given) if given != method => mismatch(format!(
+            "Mcp-Method {given} does not match the body's {method}"
+        )),
+        _ => None,
+    }
+}
+
+/// Which machine a message goes to.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Machine {
+    /// A session's: a host hanging up mid-request cancels the request.
+    Session,
+    /// A session's, on its `initialize`.
+    Opening,
+    /// A stateless-era request's own: ended with the request.
+    Stateless,
+}
+
+/// The status of a request's answer: 200, but for what the stateless era's transport gives a
+/// status of its own.
+fn answer_status(answer: &Value, machine: Machine) -> StatusCode {
+    let code = answer["error"]["code"].as_i64();
+    match (machine, code) {
+        (Machine::Stateless, Some(RpcError::UNSUPPORTED_PROTOCOL_VERSION)) => {
+            StatusCode::BAD_REQUEST
+        }
+        (Machine::Stateless, Some(RpcError::METHOD_NOT_FOUND)) => StatusCode::NOT_FOUND,
+        _ => StatusCode::OK,
+    }
+}
+
+/// Takes one off a count when dropped.
+struct Decrement<'a>(&'a AtomicUsize);
+
+impl Drop for Decrement<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// A new session id: 16 random bytes as hex (visible ASCII, as the transport asks).
+fn session_id() -> String {
+    let mut bytes = [0u8; 16];
+    // Without the system's random source the time and a count still keep ids apart.
+    if getrandom::getrandom(&mut bytes).is_err() {
+        static COUNT: AtomicUsize = AtomicUsize::new(0);
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+        let seed = now.map_or(0, |d| d.as_nanos()) ^ COUNT.fetch_add(1, Ordering::SeqCst) as u128;
+        bytes = seed.to_le_bytes();
+    }
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+fn rpc_error(id: Value, code: i64, message: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+}
+
+fn internal(message: &Value, text: &str) -> Response {
+    let error = rpc_error(message["id"].clone(), -32603, text);
+    json_response(StatusCode::OK, &error)
+}
+
+fn json_response(status: StatusCode, body: &Value) -> Response {
+    let bytes = serde_json::to_vec(body).unwrap_or_default();
+    let mut response = hyper::Response::new(Full::new(Bytes::from(bytes)));
+    *response.status_mut() = status;
+    let json = HeaderValue::from_static("application/json");
+    response.headers_mut().insert(header::CONTENT_TYPE, json);
+    response
+}
+
+fn plain(status: StatusCode, text: &str) -> Response {
+    let mut response = hyper::Response::new(Full::new(Bytes::from(format!("{text}\n"))));
+    *response.status_mut() = status;
+    let plain = HeaderValue::from_static("text/plain; charset=utf-8");
+    response.headers_mut().insert(header::CONTENT_TYPE, plain);
+    response
+}
