@@ -29,9 +29,25 @@ pub(crate) async fn run(ctx: &mut Context, mode: Mode, named: &[String]) -> Resu
         elicit: (host.link.client.declares("elicitation")).then(|| relay.handler()),
         ..crate::host::settings(&ctx.state, &ctx.executor, &env)
     };
+    let (hub, gateway) = gateway(ctx, config, settings, mode, named, relay);
+    gateway.serve(host, Some(watch)).await;
+    hub.shutdown().await;
+    Ok(Exit::Success)
+}
+
+/// The hub on `config` (the command's from now on, which a signal terminates) and the
+/// gateway standing for it.
+fn gateway(
+    ctx: &mut Context,
+    config: Config,
+    settings: Settings,
+    mode: Mode,
+    named: &[String],
+    relay: Relay,
+) -> (Hub, Arc<Gateway>) {
     let hub = Hub::new(config, settings);
-    // The command's hub from now on, which a signal terminates.
     ctx.hub = hub.clone();
+    let env = |key: &str| std::env::var(key).ok();
     let gateway = Arc::new(Gateway {
         hub: hub.clone(),
         named: named.to_vec(),
@@ -42,9 +58,7 @@ pub(crate) async fn run(ctx: &mut Context, mode: Mode, named: &[String]) -> Resu
         extension: None,
         executor: ctx.executor.clone(),
     });
-    gateway.serve(host, Some(watch)).await;
-    hub.shutdown().await;
-    Ok(Exit::Success)
+    (hub, gateway)
 }
 
 /// The config to serve, checked, and its watch (made before the first read: an edit made
@@ -118,18 +132,7 @@ pub(crate) async fn listen(
         elicit: Some(relay.handler()),
         ..crate::host::settings(&ctx.state, &ctx.executor, &env)
     };
-    let hub = Hub::new(config, settings);
-    ctx.hub = hub.clone();
-    let gateway = Arc::new(Gateway {
-        hub: hub.clone(),
-        named: named.to_vec(),
-        mode,
-        relay,
-        list_wait: crate::gateway::list_wait(&env),
-        call_timeout: ctx.call_timeout,
-        extension: None,
-        executor: ctx.executor.clone(),
-    });
+    let (hub, gateway) = gateway(ctx, config, settings, mode, named, relay);
     let applying = gateway.clone();
     let edits = ctx.executor.spawn(async move {
         loop {
