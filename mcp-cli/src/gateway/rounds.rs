@@ -220,7 +220,13 @@ impl Rounds {
             return None;
         }
         parking.next += 1;
-        let state = format!("mcp-cli-{}", parking.next);
+        // Unguessable as well as unique: hosts of `serve --listen` share this table, and
+        // one must not resume another's call by guessing its state (were the system to give no
+        // random bytes, the count alone still keeps states apart).
+        let mut secret = [0u8; 16];
+        let _ = getrandom::getrandom(&mut secret);
+        let secret: String = secret.iter().map(|byte| format!("{byte:02x}")).collect();
+        let state = format!("mcp-cli-{}-{secret}", parking.next);
         let inner: Weak<Mutex<Parking>> = Arc::downgrade(&self.inner);
         let (key, wait) = (state.clone(), self.wait);
         parked._expiry = Some(executor.spawn(async move {
