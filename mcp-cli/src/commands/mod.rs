@@ -30,7 +30,7 @@ use serde_json::Value;
 use crate::cli::Command;
 use crate::exit::{Exit, Failure};
 use crate::hints::Naming;
-use crate::hub::Hub;
+use crate::hub::{Catalogue, Hub};
 use crate::output::Stdout;
 
 /// What the commands need from the world around them.
@@ -214,5 +214,20 @@ impl Context {
     pub(crate) fn report(&mut self, failure: &Failure) {
         let text = failure.text(self.json, &self.naming);
         self.out.diagnostic(&text);
+    }
+
+    /// Reports what a listing left out: withheld tools as warnings (the other tools are fine
+    /// to use), and servers that could not be listed, whose failure is the exit code.
+    pub(crate) fn report_left_out(&mut self, catalogue: &mut Catalogue) -> Exit {
+        for error in std::mem::take(&mut catalogue.withheld) {
+            self.report(&Failure::from(error));
+        }
+        let mut exit = Exit::Success;
+        for (_, error) in std::mem::take(&mut catalogue.failures) {
+            let failure = Failure::from(error);
+            self.report(&failure);
+            exit = failure.exit;
+        }
+        exit
     }
 }

@@ -15,20 +15,11 @@ pub(crate) async fn run(ctx: &mut Context, query: &str, limit: usize) -> Result<
         ));
     }
     let servers = ctx.hub.default_servers();
-    let catalogue = {
+    let mut catalogue = {
         let _spinner = Spinner::start(format!("starting {} server(s)", servers.len()));
         search::catalogue(&ctx.hub, &servers).await
     };
-    let mut exit = Exit::Success;
-    // As `tools` reports them: the other servers' tools are still searched.
-    for error in catalogue.withheld {
-        ctx.report(&Failure::from(error));
-    }
-    for (_, error) in catalogue.failures {
-        let failure = Failure::from(error);
-        ctx.report(&failure);
-        exit = failure.exit;
-    }
+    let exit = ctx.report_left_out(&mut catalogue);
     let index = Index::new(catalogue.tools);
     let hits = index.search(query, limit);
     if ctx.json {

@@ -15,23 +15,14 @@ pub(crate) async fn run(
     refresh: bool,
 ) -> Result<Exit, Failure> {
     let servers = ctx.hub.named_or_default(given)?;
-    let catalogue = {
+    let mut catalogue = {
         let _spinner = Spinner::start(format!("listing {} server(s)", servers.len()));
         match refresh {
             true => ctx.hub.tools_live(&servers).await,
             false => ctx.hub.tools_of(&servers).await,
         }
     };
-    let mut exit = Exit::Success;
-    // Listed as warnings: the other tools are fine to use.
-    for error in catalogue.withheld {
-        ctx.report(&Failure::from(error));
-    }
-    for (_, error) in catalogue.failures {
-        let failure = Failure::from(error);
-        ctx.report(&failure);
-        exit = failure.exit;
-    }
+    let exit = ctx.report_left_out(&mut catalogue);
     if ctx.json {
         let tools: Vec<Value> = catalogue.tools.iter().map(as_json).collect();
         ctx.out.line(&output::pretty(&Value::Array(tools)));
