@@ -105,7 +105,7 @@ pub struct Disconnect {
 
 impl Disconnect {
     /// A disconnect known only by its reason.
-    pub(crate) fn bare(reason: CloseReason) -> Self {
+    pub fn bare(reason: CloseReason) -> Self {
         Self {
             reason,
             exit_status: None,

@@ -5,7 +5,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use mcp_smol::Options;
-use mcp_smol::proto::{CloseReason, Era, LATEST_PROTOCOL_VERSION, Protocol};
+use mcp_smol::proto::{
+    CloseReason, Era, LATEST_PROTOCOL_VERSION, Protocol, RequestError, ServerInfo,
+};
 
 use crate::config::{Command, ServerSpec};
 use crate::hub::Settings;
@@ -102,9 +104,10 @@ pub(crate) fn choose(configured: Protocol, cached: Option<&'static str>) -> (Pro
 
 /// What to connect with after a connection of `basis` speaking `protocol` ended with `reason`
 /// before it was ready; `None` reports the failure. A cached verdict the failure shows wrong
-/// is dropped for one probe ([`Protocol::Auto`]); a server that ended on the probe is started
-/// again in the handshake era. Neither step leads back to itself, so at most two retries
-/// follow a failure and nothing loops.
+/// is dropped for one probe ([`Protocol::Auto`]); a server that ended on the probe, or that
+/// the probe found stateless and whose first listing then asked for `initialize`
+/// ([`claimed_stateless`]), is started again in the handshake era. Neither step leads back to
+/// itself, so at most two retries follow a failure and nothing loops.
 pub(crate) fn after_failure(
     basis: Basis,
     protocol: Protocol,
@@ -112,10 +115,17 @@ pub(crate) fn after_failure(
 ) -> Option<(Protocol, Basis)> {
     match basis {
         Basis::Cached if era_mismatch(protocol, reason) => Some((Protocol::Auto, Basis::Probe)),
-        Basis::Probe if *reason == CloseReason::EndedOnProbe => Some((
-            Protocol::Revision(LATEST_PROTOCOL_VERSION),
-            Basis::AfterProbe,
-        )),
+        Basis::Probe
+            if matches!(
+                reason,
+                CloseReason::EndedOnProbe | CloseReason::NotStateless(_)
+            ) =>
+        {
+            Some((
+                Protocol::Revision(LATEST_PROTOCOL_VERSION),
+                Basis::AfterProbe,
+            ))
+        }
         _ => None,
     }
 }
@@ -135,6 +145,37 @@ pub(crate) fn era_mismatch(protocol: Protocol, reason: &CloseReason) -> bool {
             )
             | (Some(Era::Stateless), CloseReason::NotStateless(_))
     )
+}
+
+/// Why a server found to speak the stateless era is not one after all, when its first listing
+/// (`error`) is refused as a handshake-era server refuses requests before `initialize`: it
+/// claimed the revision in `server/discover` and then asked for the handshake.
+pub(crate) fn claimed_stateless(
+    server: &ServerInfo,
+    method: &str,
+    error: &mcp_smol::Error,
+) -> Option<CloseReason> {
+    let mcp_smol::Error::Request(RequestError::Remote(refusal)) = error else {
+        return None;
+    };
+    let asks_for_handshake = refusal.message.to_ascii_lowercase().contains("initializ");
+    (server.era() == Some(Era::Stateless) && asks_for_handshake).then(|| {
+        CloseReason::NotStateless(format!(
+            "it claimed revision {} in `server/discover`, then refused `{method}` as a \
+             handshake-era server does before `initialize`: {refusal}",
+            server.protocol_version
+        ))
+    })
+}
+
+/// The line the server's log gets when it is started again in the handshake era after
+/// `reason`.
+pub(crate) fn handshake_after(protocol: Protocol, reason: &CloseReason) -> String {
+    let why = match reason {
+        CloseReason::NotStateless(detail) => detail.as_str(),
+        _ => "the server ended on the `server/discover` probe",
+    };
+    format!("the handshake era ({protocol}): {why}")
 }
 
 /// Whether the command runs through a launcher that installs on first use (`npx -y pkg`,
@@ -196,8 +237,12 @@ mod tests {
             let cached = if *reason == not_stateless { NEW } else { OLD };
             let retry = after_failure(Basis::Cached, cached, reason);
             assert_eq!(retry, Some((Protocol::Auto, Basis::Probe)));
-            // The probe fails the same way: reported, not retried.
-            assert_eq!(after_failure(Basis::Probe, Protocol::Auto, reason), None);
+            // The probe fails the same way: reported, not retried. (A probe ends with
+            // `NotStateless` only when the server claimed the era and then asked for
+            // `initialize`: the handshake follows, below.)
+            if *reason != not_stateless {
+                assert_eq!(after_failure(Basis::Probe, Protocol::Auto, reason), None);
+            }
             // Configured: the server's error, as it is.
             assert_eq!(after_failure(Basis::Configured, cached, reason), None);
             assert_eq!(after_failure(Basis::AfterProbe, OLD, reason), None);
@@ -210,6 +255,15 @@ mod tests {
             Some((handshake, Basis::AfterProbe))
         );
         assert_eq!(after_failure(Basis::AfterProbe, handshake, &ended), None);
+        // So is one that claimed the stateless era and then asked for `initialize`.
+        assert_eq!(
+            after_failure(Basis::Probe, Protocol::Auto, &not_stateless),
+            Some((handshake, Basis::AfterProbe))
+        );
+        assert_eq!(
+            after_failure(Basis::AfterProbe, handshake, &not_stateless),
+            None
+        );
         assert_eq!(after_failure(Basis::Configured, NEW, &ended), None);
         // A crash or a timeout says nothing about the era.
         let crash = [
@@ -248,6 +302,40 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_stateless_server_that_asks_for_initialize_claimed_the_era_wrongly() {
+        let speaking = |revision: &str| ServerInfo {
+            protocol_version: revision.to_owned(),
+            supported_versions: Vec::new(),
+            server: Default::default(),
+            capabilities: Default::default(),
+            instructions: None,
+            fallback: None,
+        };
+        let (stateless, handshake) = (speaking("2026-07-28"), speaking(LATEST_PROTOCOL_VERSION));
+        let refusal = |message: &str| {
+            mcp_smol::Error::Request(RequestError::Remote(mcp_smol::proto::RpcError {
+                code: -32600,
+                message: message.to_owned(),
+                data: None,
+            }))
+        };
+        let not_initialized = refusal("Server not initialized");
+        let reason = claimed_stateless(&stateless, "tools/list", &not_initialized);
+        let Some(CloseReason::NotStateless(detail)) = reason else {
+            panic!("{reason:?}");
+        };
+        assert!(detail.contains("claimed revision 2026-07-28"), "{detail}");
+        assert!(detail.contains("Server not initialized"), "{detail}");
+        // Another refusal, or the handshake era, says nothing about the era.
+        let other = refusal("Invalid request");
+        assert_eq!(claimed_stateless(&stateless, "tools/list", &other), None);
+        assert_eq!(
+            claimed_stateless(&handshake, "tools/list", &not_initialized),
+            None
+        );
     }
 
     fn budget(program: &str, configured: Option<Duration>, from_env: Option<Duration>) -> Duration {

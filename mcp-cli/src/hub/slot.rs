@@ -472,8 +472,11 @@ impl Slot {
                 } => Some(&disconnect.reason),
                 _ => None,
             };
-            let next = reason.and_then(|reason| options::after_failure(basis, protocol, reason));
-            let Some(next) = next else {
+            let next = reason.and_then(|reason| {
+                let next = options::after_failure(basis, protocol, reason)?;
+                Some((next, options::handshake_after(next.0, reason)))
+            });
+            let Some((next, handshake_note)) = next else {
                 let mismatch = reason.is_some_and(|reason| options::era_mismatch(protocol, reason));
                 return Err(match error {
                     HubError::Server { server, error }
@@ -493,10 +496,7 @@ impl Slot {
             }
             (protocol, basis) = next;
             if basis == Basis::AfterProbe {
-                note = Some(format!(
-                    "the handshake era ({protocol}): the server ended on the `server/discover` \
-                     probe"
-                ));
+                note = Some(handshake_note);
             }
         }
     }
@@ -587,7 +587,14 @@ impl Slot {
             if info.capabilities.tools.is_none() {
                 return Ok((info, Vec::new(), Freshness::default()));
             }
-            let mut tools = list_tools(&client).await?;
+            let mut tools = list_tools(&client).await.map_err(|error| {
+                match options::claimed_stateless(&info, "tools/list", &error) {
+                    Some(reason) => {
+                        mcp_smol::Error::Disconnected(Box::new(mcp_smol::Disconnect::bare(reason)))
+                    }
+                    None => error,
+                }
+            })?;
             // A change announced before the listing was answered (server-everything adds
             // tools once initialized) is already in the channel: list once more to catch it.
             let changed = std::iter::from_fn(|| notes.try_recv().ok())

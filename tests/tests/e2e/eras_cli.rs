@@ -128,14 +128,33 @@ fn a_server_refusing_the_probe_is_logged_with_the_refusal() {
 }
 
 #[test]
-fn a_server_that_claims_the_stateless_era_and_is_not_fails_clearly() {
+fn a_server_that_claims_the_stateless_era_and_is_not_is_spoken_to_in_the_handshake_era() {
     let (scratch, log) = stdio_fixture("eras-cli-claims", "claims-stateless", "");
+    let run = ok(&scratch, &["call", "fx", "echo", "text=x"]);
+    assert_eq!(run.stdout.trim(), "x", "{run:?}");
+    // Probed once; its first listing asked for `initialize`, so the handshake followed.
+    assert_eq!(count(&log, "server/discover"), 1, "{log:?}");
+    assert_eq!(count(&log, "initialize"), 1, "{log:?}");
+    let logs = ok(&scratch, &["logs", "fx"]);
+    assert!(
+        logs.stdout
+            .contains("claimed revision 2026-07-28 in `server/discover`"),
+        "{logs:?}"
+    );
+    // The verdict kept is the handshake era's: the next run does not probe.
+    ok(&scratch, &["call", "fx", "echo", "text=y"]);
+    assert_eq!(count(&log, "server/discover"), 1, "{log:?}");
+}
+
+#[test]
+fn a_server_configured_stateless_that_asks_for_initialize_fails_saying_so() {
+    let protocol = "protocol = \"2026-07-28\"\n";
+    let (scratch, log) = stdio_fixture("eras-cli-claims-fixed", "claims-stateless", protocol);
     let run = scratch.cli(&["call", "fx", "echo", "text=x"]);
     assert_eq!(run.code, 3, "{run:?}");
-    assert!(run.stderr.contains("fx"), "{run:?}");
-    assert!(run.stderr.contains("Server not initialized"), "{run:?}");
-    // Probed at most twice (the verdict proven wrong is probed again once), never looped.
-    assert!(count(&log, "server/discover") <= 2, "{log:?}");
+    assert!(run.stderr.contains("2026-07-28"), "{run:?}");
+    assert!(run.stderr.contains("before `initialize`"), "{run:?}");
+    assert_eq!(count(&log, "initialize"), 0, "{log:?}");
 }
 
 #[test]
