@@ -986,7 +986,7 @@ impl Server {
     }
 
     fn send(&self, message: &Value) {
-        let mut line = message.to_string().into_bytes();
+        let mut line = serde_json::to_vec(message).expect("a Value serializes");
         line.extend_from_slice(if self.mode == "noisy-stdout" {
             b"\r\n"
         } else {
@@ -1016,12 +1016,16 @@ fn outcome(result: std::io::Result<String>) -> Value {
 }
 
 fn response(id: &Value, result: Result<Value, (i64, String)>) -> Value {
-    match result {
-        Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
-        Err((code, message)) => {
-            json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
-        }
-    }
+    // Built member by member: `json!` would copy `result` through the serializer.
+    let (key, value) = match result {
+        Ok(result) => ("result", result),
+        Err((code, message)) => ("error", json!({"code": code, "message": message})),
+    };
+    let mut response = serde_json::Map::with_capacity(3);
+    response.insert("jsonrpc".to_owned(), Value::from("2.0"));
+    response.insert("id".to_owned(), id.clone());
+    response.insert(key.to_owned(), value);
+    Value::Object(response)
 }
 
 /// The `resources` modes: what they list, read and get.
