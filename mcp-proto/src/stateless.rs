@@ -2,7 +2,11 @@
 //! the connection: the `server/discover` result, `resultType` and the input rounds of
 //! multi-round-trip requests, and the `subscriptions/listen` filter.
 
-use serde::de::{Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use std::borrow::Cow;
+
+use serde::de::{
+    Deserialize, DeserializeSeed, Deserializer, Error as _, MapAccess, SeqAccess, Visitor,
+};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
@@ -60,6 +64,37 @@ impl<'de> DeserializeSeed<'de> for ObjectVisitor {
     }
 }
 
+/// An object's key, borrowed from the input when it has no escapes.
+struct Key<'de>(Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_str(KeyVisitor)
+    }
+}
+
+struct KeyVisitor;
+
+impl<'de> Visitor<'de> for KeyVisitor {
+    type Value = Key<'de>;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("an object key")
+    }
+
+    fn visit_borrowed_str<E>(self, key: &'de str) -> Result<Key<'de>, E> {
+        Ok(Key(Cow::Borrowed(key)))
+    }
+
+    fn visit_str<E>(self, key: &str) -> Result<Key<'de>, E> {
+        Ok(Key(Cow::Owned(key.to_owned())))
+    }
+
+    fn visit_string<E>(self, key: String) -> Result<Key<'de>, E> {
+        Ok(Key(Cow::Owned(key)))
+    }
+}
+
 impl ObjectVisitor {
     fn plain<E>(value: Value) -> Result<ResultMembers, E> {
         Ok(ResultMembers {
@@ -79,12 +114,14 @@ impl<'de> Visitor<'de> for ObjectVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ResultMembers, A::Error> {
         let mut members = Map::new();
         let mut server_info = None;
-        while let Some(key) = map.next_key::<String>()? {
-            match (self.meta, key.as_str()) {
+        // Keys are borrowed from the line: only those kept in `members` are copied.
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+            match (self.meta, key.as_ref()) {
                 (false, "resultType") => {
-                    let kind: Value = map.next_value()?;
-                    if kind != "complete" {
-                        members.insert(key, kind);
+                    let kind: &'de RawValue = map.next_value()?;
+                    if kind.get() != "\"complete\"" {
+                        let kind = serde_json::from_str(kind.get()).map_err(A::Error::custom)?;
+                        members.insert(key.into_owned(), kind);
                     }
                 }
                 (false, "_meta") => {
@@ -94,7 +131,7 @@ impl<'de> Visitor<'de> for ObjectVisitor {
                         && meta.result.as_object().is_some_and(Map::is_empty);
                     server_info = meta.server_info;
                     if !emptied {
-                        members.insert(key, meta.result);
+                        members.insert(key.into_owned(), meta.result);
                     }
                 }
                 (true, SERVER_INFO) => {
@@ -103,7 +140,7 @@ impl<'de> Visitor<'de> for ObjectVisitor {
                 }
                 _ => {
                     let value = map.next_value()?;
-                    members.insert(key, value);
+                    members.insert(key.into_owned(), value);
                 }
             }
         }

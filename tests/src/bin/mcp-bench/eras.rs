@@ -199,6 +199,67 @@ fn fixture_in(bins: &Bins, revision: &'static str) -> Server {
     server
 }
 
+/// [`crate::canned`]'s server in one era, asked for that era's revision.
+fn canned_in(bins: &Bins, revision: &'static str) -> Server {
+    let era = if revision == STATELESS {
+        "stateless"
+    } else {
+        "handshake"
+    };
+    let me = bins.me.to_str().unwrap();
+    Server {
+        command: mcp_smol::ServerCommand::new(me).args(["--child", "canned-server", era]),
+        protocol: Protocol::Revision(revision),
+    }
+}
+
+/// Rows: the client's cost in each era against a server whose own cost does not grow with
+/// the stateless era's larger messages: sequential latency and CPU, pipelined rate and CPU.
+pub(crate) fn canned_rows(bins: &Bins, table: &mut Table) {
+    let [handshake, stateless] = ERAS.map(|(_, revision)| canned_in(bins, revision));
+    let (stateless_runs, handshake_runs) = crate::alternate(
+        || client_sequential(&stateless, false),
+        || client_sequential(&handshake, false),
+    );
+    for (what, pick) in [
+        (
+            "median latency",
+            (|run: &Sequential| run.median) as fn(&Sequential) -> f64,
+        ),
+        ("CPU per call", |run| run.cpu_per_call),
+    ] {
+        let column = |runs: &[Sequential]| runs.iter().map(pick).collect::<Vec<_>>();
+        table.row_latency(
+            &format!("canned server, sequential echo, {what}"),
+            &column(&stateless_runs),
+            &column(&handshake_runs),
+        );
+    }
+    let (stateless_runs, handshake_runs) = crate::alternate(
+        || client_pipelined_cpu(&stateless),
+        || client_pipelined_cpu(&handshake),
+    );
+    let column = |runs: &[(f64, f64)], pick: fn(&(f64, f64)) -> f64| -> Vec<f64> {
+        runs.iter().map(pick).collect()
+    };
+    table.row_rate(
+        &format!("canned server, pipelined echo ({IN_FLIGHT} in flight), calls/s"),
+        &column(&stateless_runs, |run| run.0),
+        &column(&handshake_runs, |run| run.0),
+    );
+    table.row_latency(
+        &format!("canned server, pipelined echo ({IN_FLIGHT} in flight), client CPU per call"),
+        &column(&stateless_runs, |run| run.1),
+        &column(&handshake_runs, |run| run.1),
+    );
+}
+
+/// Pipelined calls against the canned server in one era, for a profiler.
+pub(crate) fn canned_profile(bins: &Bins, stateless: bool) {
+    let server = canned_in(bins, ERAS[usize::from(stateless)].1);
+    std::hint::black_box(client_pipelined_cpu(&server));
+}
+
 /// Rows: sequential and pipelined calls through `mcp_smol` in each era, and the first call
 /// from the server's start with the era known (as a cached verdict gives it) or probed.
 pub(crate) fn end_to_end_rows(bins: &Bins, table: &mut Table) {

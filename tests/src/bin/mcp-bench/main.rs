@@ -18,6 +18,7 @@ use std::time::Instant;
 use mcp_smol::proto;
 use serde_json::{Value, json};
 
+mod canned;
 mod decode;
 mod eras;
 
@@ -44,7 +45,7 @@ fn main() {
     }
 }
 
-const SECTIONS: [&str; 8] = [
+const SECTIONS: [&str; 9] = [
     "echo",
     "pipelined",
     "blob",
@@ -53,12 +54,14 @@ const SECTIONS: [&str; 8] = [
     "daemon",
     "encode",
     "eras",
+    "canned",
 ];
 
 const USAGE: &str = "usage: mcp-bench [SECTION...]\n\
     Runs the named sections (all of them when none is named): \
     echo, pipelined, blob, decode, cold, daemon (the client against the floor), \
-    encode, eras (the stateless era against the handshake era).";
+    encode, eras (the stateless era against the handshake era), canned (the same, against \
+    a server whose cost does not grow with the era's messages).";
 
 fn run_all(sections: &[String]) {
     // Only the sections asked for run: a change to the decoder need not wait for the daemon rows.
@@ -175,7 +178,7 @@ fn run_all(sections: &[String]) {
         table.print();
     }
 
-    if wants("encode") || wants("eras") {
+    if wants("encode") || wants("eras") || wants("canned") {
         println!(
             "\nthe stateless era (2026-07-28) against the handshake era ({}), medians (min-max)\n",
             proto::LATEST_PROTOCOL_VERSION
@@ -186,6 +189,9 @@ fn run_all(sections: &[String]) {
         }
         if wants("eras") {
             eras::end_to_end_rows(&bins, &mut table);
+        }
+        if wants("canned") {
+            eras::canned_rows(&bins, &mut table);
         }
         table.print();
     }
@@ -565,6 +571,12 @@ fn child_mode(args: Vec<String>) {
         cli: PathBuf::new(),
         me: PathBuf::new(),
     };
+    match args[0].as_str() {
+        "canned-server" => return canned::serve(args[1] == "stateless"),
+        // For profilers: the client's pipelined calls against the canned server in one era.
+        "canned-profile" => return eras::canned_profile(&Bins::locate(), args[1] == "stateless"),
+        _ => {}
+    }
     let bytes = args[1].parse::<usize>().unwrap() * 1024 * 1024;
     let seconds = match args[0].as_str() {
         // For profilers: the core's decoding alone, many times over.
