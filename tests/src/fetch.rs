@@ -1,6 +1,7 @@
 //! The fixture's `fetch` tool: plain HTTP/1.1 GETs through the proxy that `HTTP_PROXY` (or
 //! `http_proxy`) names, as an absolute URI, unless `NO_PROXY` names the host; else straight to
-//! the host. Several requests go over one kept-alive connection and are timed one by one.
+//! the host; with `tunnel`, through a `CONNECT` tunnel of that proxy instead. Several requests
+//! go over one kept-alive connection and are timed one by one.
 //! A test client for servers we control (every answer has a `Content-Length`), not a general
 //! one.
 
@@ -17,7 +18,7 @@ pub struct Fetched {
 }
 
 /// GETs `url` (`http://host[:port]/path`) `count` times over one connection.
-pub fn fetch(url: &str, count: usize) -> std::io::Result<Fetched> {
+pub fn fetch(url: &str, count: usize, tunnel: bool) -> std::io::Result<Fetched> {
     let invalid = |why: &str| std::io::Error::new(std::io::ErrorKind::InvalidInput, why.to_owned());
     let rest = url
         .strip_prefix("http://")
@@ -34,9 +35,13 @@ pub fn fetch(url: &str, count: usize) -> std::io::Result<Fetched> {
         std::env::var(key).is_ok_and(|list| list.split(',').any(|name| name.trim() == host))
     });
     let (dial, target) = match proxy.filter(|_| !bypassed) {
-        Some(proxy) => {
+        Some(proxy) if !tunnel => {
             let proxy = proxy.trim_start_matches("http://").trim_end_matches('/');
             (proxy.to_owned(), url.to_owned())
+        }
+        Some(proxy) => {
+            let proxy = proxy.trim_start_matches("http://").trim_end_matches('/');
+            (proxy.to_owned(), path.to_owned())
         }
         None => {
             let dial = match authority.contains(':') {
@@ -55,6 +60,15 @@ pub fn fetch(url: &str, count: usize) -> std::io::Result<Fetched> {
         body: String::new(),
         micros: Vec::with_capacity(count),
     };
+    if tunnel {
+        let request = format!("CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n\r\n");
+        writer.write_all(request.as_bytes())?;
+        let (status, length) = head(&mut reader)?;
+        if status != 200 {
+            (fetched.status, fetched.body) = (status, body(&mut reader, length)?);
+            return Ok(fetched);
+        }
+    }
     for _ in 0..count.max(1) {
         let started = Instant::now();
         let request = format!("GET {target} HTTP/1.1\r\nHost: {authority}\r\n\r\n");
@@ -67,6 +81,12 @@ pub fn fetch(url: &str, count: usize) -> std::io::Result<Fetched> {
 
 /// Reads one response: its status and its body (by `Content-Length`, else to the end).
 fn response(reader: &mut impl BufRead) -> std::io::Result<(u16, String)> {
+    let (status, length) = head(reader)?;
+    Ok((status, body(reader, length)?))
+}
+
+/// Reads a response's status line and headers: its status and `Content-Length`.
+fn head(reader: &mut impl BufRead) -> std::io::Result<(u16, Option<usize>)> {
     let mut line = String::new();
     reader.read_line(&mut line)?;
     let status = line.split_whitespace().nth(1).and_then(|s| s.parse().ok());
@@ -86,6 +106,10 @@ fn response(reader: &mut impl BufRead) -> std::io::Result<(u16, String)> {
             length = value.trim().parse::<usize>().ok();
         }
     }
+    Ok((status, length))
+}
+
+fn body(reader: &mut impl BufRead, length: Option<usize>) -> std::io::Result<String> {
     let mut body = Vec::new();
     match length {
         Some(length) => {
@@ -96,5 +120,5 @@ fn response(reader: &mut impl BufRead) -> std::io::Result<(u16, String)> {
             reader.read_to_end(&mut body)?;
         }
     }
-    Ok((status, String::from_utf8_lossy(&body).into_owned()))
+    Ok(String::from_utf8_lossy(&body).into_owned())
 }

@@ -107,10 +107,11 @@ impl Permissions {
             None => false,
         };
         if self.install == Some(true) {
-            if isolate_network && allow.is_empty() {
+            if matches!(self.network, Some(Network::Switch(false))) {
                 return Err(
-                    "permissions.install = true needs a `network` list to add the \
-                            package registries to; `network = false` (or `[]`) cuts them off"
+                    "permissions.install = true needs a `network` list (`[]` for the \
+                            package registries alone) to add the registries to; \
+                            `network = false` cuts them off"
                         .to_owned(),
                 );
             }

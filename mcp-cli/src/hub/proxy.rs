@@ -143,6 +143,8 @@ impl Shared {
 /// One connection from the server: HTTP/1.1 requests, kept alive, each answered by
 /// [`handle`]; a `CONNECT` turns it into a tunnel.
 async fn connection(shared: Arc<Shared>, stream: TcpStream) {
+    // A relay must not hold back small writes (Nagle) waiting for an acknowledgement.
+    let _ = stream.set_nodelay(true);
     let upstream = Arc::new(async_lock::Mutex::new(None));
     let service = hyper::service::service_fn(move |request| {
         let (shared, upstream) = (shared.clone(), upstream.clone());
@@ -225,6 +227,7 @@ async fn tunnel(
         Ok(target) => target,
         Err(error) => return unreachable(host, port, &error),
     };
+    let _ = target.set_nodelay(true);
     shared.spawn(async move {
         let Ok(upgraded) = hyper::upgrade::on(request).await else {
             return;
@@ -280,6 +283,7 @@ async fn forward(
             Ok(stream) => stream,
             Err(error) => return unreachable(host, port, &error),
         };
+        let _ = stream.set_nodelay(true);
         let handshake = hyper::client::conn::http1::handshake(FuturesIo::new(stream)).await;
         let (sender, connection) = match handshake {
             Ok(parts) => parts,
