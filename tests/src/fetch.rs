@@ -6,7 +6,7 @@
 //! one.
 
 use std::io::{BufRead, BufReader, Write};
-use std::net::TcpStream;
+use std::net::{TcpListener, TcpStream};
 use std::time::Instant;
 
 /// What the requests got: the last status and body, and how long each request took.
@@ -121,4 +121,44 @@ fn body(reader: &mut impl BufRead, length: Option<usize>) -> std::io::Result<Str
         }
     }
     Ok(String::from_utf8_lossy(&body).into_owned())
+}
+
+/// For the tests and the bench: an HTTP/1.1 server on a free loopback port that answers every
+/// GET with `hello PATH` in one write, keeping connections alive; it runs until the process
+/// ends. Returns its port.
+pub fn hello_server() -> std::io::Result<u16> {
+    let listener = TcpListener::bind("127.0.0.1:0")?;
+    let port = listener.local_addr()?.port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || answer(stream));
+        }
+    });
+    Ok(port)
+}
+
+fn answer(stream: TcpStream) {
+    let _ = stream.set_nodelay(true);
+    let Ok(reading) = stream.try_clone() else {
+        return;
+    };
+    let mut reader = BufReader::new(reading);
+    let mut writer = stream;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let path = line.split_whitespace().nth(1).unwrap_or("?").to_owned();
+        // The headers, up to the blank line.
+        while reader.read_line(&mut line).unwrap_or(0) > 0 && !line.ends_with("\r\n\r\n") {}
+        let body = format!("hello {path}");
+        let response = format!(
+            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        if writer.write_all(response.as_bytes()).is_err() {
+            return;
+        }
+    }
 }

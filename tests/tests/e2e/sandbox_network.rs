@@ -2,45 +2,9 @@
 //! hub's proxy (plain HTTP and CONNECT), refusals in the server's log, `network = []`, and the
 //! README's sandbox examples with the real filesystem (npx) and git (venv) servers.
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
+use mcp_tests::fetch::hello_server;
 
 use crate::support::{FIXTURE, Run, Scratch};
-
-/// An HTTP/1.1 server on a free loopback port that answers every GET with `hello PATH`,
-/// keeping connections alive; it runs until the test process ends.
-fn hello_server() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            std::thread::spawn(move || answer(stream));
-        }
-    });
-    port
-}
-
-fn answer(stream: TcpStream) {
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let mut writer = stream;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-            return;
-        }
-        let path = line.split_whitespace().nth(1).unwrap_or("?").to_owned();
-        // The headers, up to the blank line.
-        while reader.read_line(&mut line).unwrap_or(0) > 0 && !line.ends_with("\r\n\r\n") {}
-        let body = format!("hello {path}");
-        let response = format!(
-            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{body}",
-            body.len()
-        );
-        if writer.write_all(response.as_bytes()).is_err() {
-            return;
-        }
-    }
-}
 
 /// The fixture's `fetch` mode as `fx`, confined by `permissions`.
 fn fetching(scratch: &Scratch, permissions: &str) -> String {
@@ -58,9 +22,9 @@ fn call(scratch: &Scratch, config: &str, tool: &str, args: &[&str]) -> Run {
 #[test]
 fn an_allowed_host_is_reached_through_the_proxy_and_another_port_is_refused_and_logged() {
     let scratch = Scratch::new("allowlist");
-    let allowed = hello_server();
+    let allowed = hello_server().unwrap();
     // A port that answers too, so that a refusal can only be the proxy's.
-    let other = hello_server();
+    let other = hello_server().unwrap();
     let config = fetching(
         &scratch,
         &format!("{{ network = [\"127.0.0.1:{allowed}\"] }}"),
@@ -118,7 +82,7 @@ fn an_allowed_host_is_reached_through_the_proxy_and_another_port_is_refused_and_
 #[test]
 fn an_empty_network_list_is_network_false() {
     let scratch = Scratch::new("allowlist-empty");
-    let port = hello_server();
+    let port = hello_server().unwrap();
     let environments: Vec<Vec<String>> = ["{ network = [] }", "{ network = false }"]
         .iter()
         .map(|permissions| {

@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 
 mod decode;
 mod eras;
+mod sandbox;
 
 use decode::{CoreDecoder, Feed, core_decoding, megabytes, recorded_stream};
 
@@ -44,7 +45,7 @@ fn main() {
     }
 }
 
-const SECTIONS: [&str; 8] = [
+const SECTIONS: [&str; 9] = [
     "echo",
     "pipelined",
     "blob",
@@ -53,12 +54,14 @@ const SECTIONS: [&str; 8] = [
     "daemon",
     "encode",
     "eras",
+    "sandbox",
 ];
 
 const USAGE: &str = "usage: mcp-bench [SECTION...]\n\
     Runs the named sections (all of them when none is named): \
     echo, pipelined, blob, decode, cold, daemon (the client against the floor), \
-    encode, eras (the stateless era against the handshake era).";
+    encode, eras (the stateless era against the handshake era), \
+    sandbox (the network allowlist against no sandbox).";
 
 fn run_all(sections: &[String]) {
     // Only the sections asked for run: a change to the decoder need not wait for the daemon rows.
@@ -188,6 +191,10 @@ fn run_all(sections: &[String]) {
             eras::end_to_end_rows(&bins, &mut table);
         }
         table.print();
+    }
+
+    if wants("sandbox") {
+        sandbox::rows(&bins);
     }
 }
 
