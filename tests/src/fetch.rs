@@ -17,7 +17,8 @@ pub struct Fetched {
     pub micros: Vec<u64>,
 }
 
-/// GETs `url` (`http://host[:port]/path`) `count` times over one connection.
+/// GETs `url` (`http://host[:port]/path`) `count` times over one connection; `tunnel` asks
+/// for a `CONNECT` tunnel when there is a proxy.
 pub fn fetch(url: &str, count: usize, tunnel: bool) -> std::io::Result<Fetched> {
     let invalid = |why: &str| std::io::Error::new(std::io::ErrorKind::InvalidInput, why.to_owned());
     let rest = url
@@ -34,7 +35,10 @@ pub fn fetch(url: &str, count: usize, tunnel: bool) -> std::io::Result<Fetched> 
     let bypassed = ["NO_PROXY", "no_proxy"].iter().any(|key| {
         std::env::var(key).is_ok_and(|list| list.split(',').any(|name| name.trim() == host))
     });
-    let (dial, target) = match proxy.filter(|_| !bypassed) {
+    let proxy = proxy.filter(|_| !bypassed);
+    // Without a proxy there is nothing to tunnel through: the request goes straight there.
+    let tunnel = tunnel && proxy.is_some();
+    let (dial, target) = match proxy {
         Some(proxy) if !tunnel => {
             let proxy = proxy.trim_start_matches("http://").trim_end_matches('/');
             (proxy.to_owned(), url.to_owned())

@@ -265,4 +265,43 @@ mod tests {
         let expected = ["/home/u/.npm", "/uv", "/c/pip"].map(PathBuf::from);
         assert_eq!(caches, expected);
     }
+
+    #[test]
+    fn launchers_stay_offline_unless_their_registry_is_admitted() {
+        let sandbox = |hosts: &[&str]| config::Sandbox {
+            isolate_network: true,
+            allow: (hosts.iter())
+                .map(|host| config::HostPattern::parse(host).unwrap())
+                .collect(),
+            filesystem: None,
+        };
+        let keys = |hosts: &[&str]| environment(&sandbox(hosts)).into_keys().collect::<Vec<_>>();
+        let offline = ["PIP_NO_INDEX", "UV_OFFLINE", "npm_config_offline"];
+        assert_eq!(keys(&[]), offline);
+        let proxied = keys(&["example.com"]);
+        assert!(offline.iter().all(|key| proxied.contains(&key.to_string())));
+        assert!(proxied.contains(&"HTTPS_PROXY".to_owned()));
+        let npm = keys(&["*.npmjs.org:443"]);
+        assert!(!npm.contains(&"npm_config_offline".to_owned()), "{npm:?}");
+        assert!(npm.contains(&"UV_OFFLINE".to_owned()), "{npm:?}");
+        let all = keys(config::REGISTRIES);
+        assert!(
+            offline.iter().all(|key| !all.contains(&key.to_string())),
+            "{all:?}"
+        );
+    }
+
+    #[test]
+    fn no_proxy_keeps_loopback_names_the_list_does_not_claim() {
+        let allow = vec![config::HostPattern::parse("localhost:8080").unwrap()];
+        let sandbox = config::Sandbox {
+            isolate_network: true,
+            allow,
+            filesystem: None,
+        };
+        let env = environment(&sandbox);
+        assert_eq!(env["NO_PROXY"], "127.0.0.1,::1");
+        assert_eq!(env["no_proxy"], "127.0.0.1,::1");
+        assert_eq!(env["all_proxy"], "http://127.0.0.1:3128");
+    }
 }

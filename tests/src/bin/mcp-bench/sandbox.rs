@@ -1,7 +1,8 @@
 //! The `sandbox` section: what `permissions.network = [hosts]` costs, through the `mcp-cli`
 //! binary against the same fixture with no sandbox. Per HTTP request: the fixture's `fetch`
 //! tool GETs a loopback server in-process `REQUESTS` times on one kept-alive connection and
-//! reports the median; sandboxed, each request crosses the hub's proxy. Per start: a whole
+//! reports the median; sandboxed, each request crosses the hub's proxy, forwarded by hyper
+//! (absolute URI) or relayed as bytes (a `CONNECT` tunnel); unsandboxed it goes direct. Per start: a whole
 //! `mcp-cli call` (spawn, namespace and proxy set-up, handshake, listing, call, close).
 
 use std::path::Path;
@@ -14,7 +15,7 @@ use super::{Bins, REPETITIONS, Table};
 const REQUESTS: usize = 2000;
 
 /// `mcp-cli call` runs per configuration for the start-up figures.
-const STARTS: usize = 21;
+const STARTS: usize = 41;
 
 pub(crate) fn rows(bins: &Bins) {
     let port = mcp_tests::fetch::hello_server().unwrap();
@@ -39,17 +40,22 @@ pub(crate) fn rows(bins: &Bins) {
     let mut table = Table::new(["sandboxed", "no sandbox", "sandboxed/none"]);
     let url = format!("url=http://127.0.0.1:{port}/x");
     let count = format!("count={REQUESTS}");
-    let request = |config: &Path| {
-        let answer = cli(bins, &dir, config, &["fetch", &url, &count]);
+    let request = |config: &Path, tunnel: &str| {
+        let answer = cli(bins, &dir, config, &["fetch", &url, &count, tunnel]);
         let micros = answer.trim().strip_prefix("200 median_us=");
         let micros: f64 = micros.and_then(|m| m.parse().ok()).expect(&answer);
         micros / 1e6
     };
-    let (sandboxed, direct) = (0..REPETITIONS)
-        .map(|_| (request(&allowlist), request(&open)))
-        .unzip::<_, _, Vec<_>, Vec<_>>();
-    let name = format!("HTTP GET over keep-alive (median of {REQUESTS}), proxy vs direct");
-    table.row_latency(&name, &sandboxed, &direct);
+    for (how, tunnel) in [
+        ("absolute URI", "tunnel=false"),
+        ("CONNECT tunnel", "tunnel=true"),
+    ] {
+        let (sandboxed, direct) = (0..REPETITIONS)
+            .map(|_| (request(&allowlist, tunnel), request(&open, tunnel)))
+            .unzip::<_, _, Vec<_>, Vec<_>>();
+        let name = format!("HTTP GET, keep-alive, {how} (median of {REQUESTS})");
+        table.row_latency(&name, &sandboxed, &direct);
+    }
 
     let start = |config: &Path| {
         let started = Instant::now();
