@@ -534,11 +534,13 @@ mod tests {
             reason.contains("permissions.network[1] \"https://x/\": a host with"),
             "{reason}"
         );
-        let reason = sandbox("{ network = [], install = true }", "c.toml").unwrap_err();
+        let reason = sandbox("{ network = false, install = true }", "c.toml").unwrap_err();
         assert!(
             reason.contains("install = true needs a `network` list"),
             "{reason}"
         );
+        let registries = sandbox("{ network = [], install = true }", "c.toml");
+        assert_eq!(shown(registries.unwrap()).1, *REGISTRIES);
         let error = parse(
             "c.toml",
             "[mcp.x]\ncommand = \"x\"\npermissions = { network = 3 }\n",
