@@ -13,6 +13,7 @@
 use std::convert::Infallible;
 use std::io::Write;
 use std::net::Shutdown;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_channel::Receiver;
@@ -33,13 +34,17 @@ use crate::logs::RunLog;
 /// the server's own, so any port is free; this one is the customary proxy port.
 pub(crate) const PROXY_PORT: u16 = 3128;
 
+/// At most this many connections, tunnels and upstream connections of one server at once; a
+/// connection past them is closed as it arrives, so a server cannot exhaust the hub.
+const MAX_TASKS: usize = 512;
+
 type Body = Either<Incoming, Full<Bytes>>;
 
 /// The tool calls a server is running, for a refusal's log line.
 #[derive(Debug, Default)]
 pub(crate) struct InFlight {
     calls: Mutex<Vec<(u64, String)>>,
-    next: std::sync::atomic::AtomicU64,
+    next: AtomicU64,
 }
 
 /// A call counted in [`InFlight`] until dropped.
@@ -51,7 +56,7 @@ pub(crate) struct Flight {
 impl InFlight {
     /// Counts a call of `tool` until the returned guard is dropped.
     pub(crate) fn enter(self: &Arc<Self>, tool: &str) -> Flight {
-        let id = (self.next).fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
         self.lock().push((id, tool.to_owned()));
         Flight {
             calls: self.clone(),
@@ -95,6 +100,17 @@ struct Shared {
     /// Closes when the server's connection has ended: every tunnel and upstream connection
     /// of it stops then.
     ended: Receiver<()>,
+    /// How many of its tasks are running.
+    tasks: Arc<AtomicUsize>,
+}
+
+/// Counts a running task in [`Shared::tasks`] until dropped, finished or cancelled.
+struct Counted(Arc<AtomicUsize>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// Serves `guest`'s proxy on `listener` until `notes` (the connection's notifications)
@@ -110,6 +126,7 @@ pub(crate) async fn serve<T>(
         guest,
         executor,
         ended,
+        tasks: Arc::default(),
     });
     let accepting = async {
         let Ok(listener) = TcpListener::try_from(listener) else {
@@ -117,6 +134,12 @@ pub(crate) async fn serve<T>(
         };
         loop {
             match listener.accept().await {
+                Ok((stream, _)) if shared.tasks.load(Ordering::Relaxed) >= MAX_TASKS => {
+                    shared.log(&format!(
+                        "mcp-cli: proxy closed a connection: {MAX_TASKS} are open already"
+                    ));
+                    drop(stream);
+                }
                 Ok((stream, _)) => shared.spawn(connection(shared.clone(), stream)),
                 // Out of descriptors, say: the server's next connection may fare better.
                 Err(_) => {
@@ -136,7 +159,20 @@ impl Shared {
         let until_ended = async move {
             let _ = ended.recv().await;
         };
-        self.executor.spawn(task.or(until_ended)).detach();
+        self.tasks.fetch_add(1, Ordering::Relaxed);
+        let counted = Counted(self.tasks.clone());
+        let task = async move {
+            let _counted = counted;
+            task.or(until_ended).await;
+        };
+        self.executor.spawn(task).detach();
+    }
+
+    /// Writes `line` to the server's log.
+    fn log(&self, line: &str) {
+        if let Some(log) = &self.guest.log {
+            let _ = writeln!(log.clone(), "{line}");
+        }
     }
 }
 
@@ -179,15 +215,12 @@ async fn handle(
         .any(|pattern| pattern.admits(&host, port))
     {
         let allowed: Vec<String> = guest.allow.iter().map(ToString::to_string).collect();
-        let line = format!(
+        shared.log(&format!(
             "mcp-cli: proxy refused {} {host}:{port}, not in permissions.network ({}), {}",
             request.method(),
             allowed.join(", "),
             guest.calls.describe()
-        );
-        if let Some(log) = &guest.log {
-            let _ = writeln!(log.clone(), "{line}");
-        }
+        ));
         let why = format!("{host}:{port} is not in this server's permissions.network");
         return text(StatusCode::FORBIDDEN, &why);
     }
