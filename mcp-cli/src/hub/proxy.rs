@@ -354,3 +354,43 @@ fn text(status: StatusCode, text: &str) -> Response<Body> {
     *response.status_mut() = status;
     response
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::Read;
+
+    use super::*;
+
+    #[test]
+    fn a_connection_past_the_cap_is_closed_and_logged() {
+        let dir = std::env::temp_dir().join(format!("mcp-cli-proxy-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let path = dir.join("fx.log");
+        let guest = Guest {
+            allow: Vec::new(),
+            log: Some(RunLog::open(path.clone(), "fx").unwrap()),
+            calls: Arc::default(),
+        };
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap();
+        let executor = Arc::new(Executor::new());
+        let (_connection, notes) = async_channel::unbounded::<()>();
+        let task = executor.spawn(serve(listener, guest, executor.clone(), notes));
+        let running = executor.clone();
+        std::thread::spawn(move || async_io::block_on(running.run(task)));
+        // Each holds its connection open, sending nothing: hyper waits for a request.
+        let open: Vec<std::net::TcpStream> = (0..MAX_TASKS)
+            .map(|_| std::net::TcpStream::connect(address).unwrap())
+            .collect();
+        let mut past = std::net::TcpStream::connect(address).unwrap();
+        // A guard against a hang, not a measure: the answer is an immediate end of stream.
+        past.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+            .unwrap();
+        assert_eq!(past.read(&mut [0; 16]).unwrap(), 0);
+        let log = std::fs::read_to_string(&path).unwrap();
+        let line = format!("mcp-cli: proxy closed a connection: {MAX_TASKS} are open already");
+        assert!(log.contains(&line), "{log}");
+        drop(open);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}
