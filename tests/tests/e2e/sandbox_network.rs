@@ -179,6 +179,10 @@ fn the_readme_examples_start_the_npx_and_venv_servers_sandboxed() {
     let cli =
         |args: &[&str]| scratch.cli_with(&[&["--config", &config], args].concat(), &env, None);
 
+    // As the README shows them.
+    let run = cli(&["call", "filesystem", "list_directory", "path=."]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.contains("[FILE] note.txt"), "{run:?}");
     let run = cli(&["call", "filesystem", "read_text_file", "path=note.txt"]);
     assert_eq!(
         (run.code, run.stdout.trim()),
