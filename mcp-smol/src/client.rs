@@ -205,6 +205,14 @@ impl Client {
         self.shared.pid
     }
 
+    /// The listener a sandbox with a [`proxy_port`](crate::Sandbox::proxy_port) made inside
+    /// the server's network namespace: the first call takes it, later ones get `None`. The
+    /// caller serves the server's proxy on it; connections accepted on it come from inside
+    /// the namespace.
+    pub fn take_proxy_listener(&self) -> Option<std::net::TcpListener> {
+        (self.shared.proxy_listener.lock()).map_or(None, |mut slot| slot.take())
+    }
+
     /// The last lines the server wrote to stderr.
     pub fn stderr_tail(&self) -> Vec<String> {
         self.shared.stderr_tail()

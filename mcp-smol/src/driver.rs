@@ -111,6 +111,8 @@ pub(crate) struct Shared {
     /// The tools the last `tools/list` left out (HTTP, stateless era), as the driver last
     /// saw them.
     pub(crate) rejected_tools: Mutex<Vec<proto::RejectedTool>>,
+    /// The sandbox's proxy listener, until the host takes it.
+    pub(crate) proxy_listener: Mutex<Option<std::net::TcpListener>>,
 }
 
 impl Shared {
@@ -134,6 +136,7 @@ impl Shared {
             done,
             terminate,
             rejected_tools: Mutex::default(),
+            proxy_listener: Mutex::default(),
         }
     }
 
@@ -469,10 +472,15 @@ pub(crate) fn spawn(
     mut options: Options,
 ) -> Result<(Sender<Op>, Arc<Shared>, Driver), Error> {
     let tail = Arc::new(Mutex::new(StderrTail::default()));
-    let (process, stdin) = process::spawn(command, tail.clone(), options.stderr_sink.take())?;
+    let (mut process, stdin) = process::spawn(command, tail.clone(), options.stderr_sink.take())?;
     let pid = process.pid();
+    let listener = process.proxy_listener.take();
     let incoming = Incoming::Process(Box::new(process));
-    Ok(client(incoming, Box::new(stdin), pid, tail, options))
+    let (ops, shared, driver) = client(incoming, Box::new(stdin), pid, tail, options);
+    if let Ok(mut slot) = shared.proxy_listener.lock() {
+        *slot = listener;
+    }
+    Ok((ops, shared, driver))
 }
 
 /// Drives a connection over a stream someone else opened; there is no process to watch or

@@ -122,6 +122,8 @@ pub(crate) struct ServerProcess {
     child: Option<async_process::Child>,
     /// The sandbox's temporary folder lives as long as the group.
     _temporary: Option<TempDir>,
+    /// The proxy's listener inside the server's namespace, until the host takes it.
+    pub(crate) proxy_listener: Option<std::net::TcpListener>,
 }
 
 /// What is watched beside whatever the driver waits for.
@@ -154,10 +156,6 @@ pub(crate) fn spawn(
     };
     let mut std_command = std::process::Command::new(&program);
     std_command.args(&command.args);
-    if command.sandbox.as_ref().is_some_and(|s| s.isolate_network) {
-        std_command.envs(sandbox::OFFLINE_SWITCHES.iter().copied());
-    }
-    // After the offline switches: what the config sets wins.
     std_command.envs(&command.env);
     if let Some(cwd) = &command.cwd {
         std_command.current_dir(cwd);
@@ -188,6 +186,8 @@ pub(crate) fn spawn(
             _ => error.to_string(),
         })
     })?;
+    // Dropped on an error, the child is killed and reaped.
+    let proxy_listener = sandbox::proxy_listener(prepared.as_ref()).map_err(spawn_error)?;
     // Stdout is read by our own reader, over the pipe async-process made (see `crate::pipe`).
     let stdout = child.stdout.take().map(|pipe| {
         let pipe = PipeReader::from(OwnedFd::try_from(pipe)?);
@@ -214,6 +214,7 @@ pub(crate) fn spawn(
         },
         child: Some(child),
         _temporary: prepared.and_then(|prepared| prepared.temporary),
+        proxy_listener,
     };
     match pipes {
         (Some(stdin), Some(stdout), Some(stderr)) => Ok((process(stdout, stderr), stdin)),

@@ -12,8 +12,13 @@
 //! on a kernel without them, so that path can be tested; nothing else reads it.
 
 use std::ffi::CString;
+use std::mem::MaybeUninit;
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
+
+use rustix::net::{AddressFamily, SocketFlags, SocketType};
 
 use landlock::{
     ABI, Access, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetCreated,
@@ -25,10 +30,13 @@ use landlock::{
 pub struct Sandbox {
     /// Runs the server in a network namespace of its own whose only interface is loopback
     /// (up): it cannot reach any other host, nor ports on this host's loopback. Through an
-    /// unprivileged user namespace when we are not root. Launchers are told to stay offline
-    /// (`npm_config_offline`, `UV_OFFLINE`, `PIP_NO_INDEX`) unless the command's env says
-    /// otherwise.
+    /// unprivileged user namespace when we are not root.
     pub isolate_network: bool,
+    /// Under [`isolate_network`](Self::isolate_network): a TCP listener on `127.0.0.1:PORT`
+    /// inside the server's namespace, made before the server runs and handed to the host
+    /// ([`Client::take_proxy_listener`](crate::Client::take_proxy_listener)), which serves
+    /// a proxy on it: the one way out of the namespace, the host's to police.
+    pub proxy_port: Option<u16>,
     /// With Landlock: the server may read and write only beneath these paths and a private
     /// temporary folder (`TMPDIR`), and read (and run) only beneath them and
     /// [`readable`](Self::readable). An empty list leaves only the temporary folder writable.
@@ -41,15 +49,6 @@ pub struct Sandbox {
     pub readable: Vec<PathBuf>,
 }
 
-/// Set in the environment of a server whose network is cut, for the launchers it may run:
-/// without them `npx` and `uvx` spend a minute retrying DNS before they give up, while offline
-/// they run what is installed or cached at once (or fail at once). The config's own values win.
-pub(crate) const OFFLINE_SWITCHES: &[(&str, &str)] = &[
-    ("npm_config_offline", "true"),
-    ("UV_OFFLINE", "1"),
-    ("PIP_NO_INDEX", "1"),
-];
-
 /// The highest Landlock ABI whose rights we ask for; older kernels get what they offer, as
 /// long as they offer Landlock at all.
 const ABI_WANTED: ABI = ABI::V6;
@@ -58,6 +57,9 @@ const ABI_WANTED: ABI = ABI::V6;
 #[derive(Debug)]
 pub(crate) struct Prepared {
     network: Option<UserMaps>,
+    /// The port of the proxy's listener and the channel it comes back over: the child's end
+    /// (sent on) and ours.
+    proxy: Option<(u16, OwnedFd, OwnedFd)>,
     ruleset: Option<RulesetCreated>,
     /// The private temporary folder, removed when the server's group is gone.
     pub(crate) temporary: Option<TempDir>,
@@ -81,6 +83,22 @@ pub(crate) fn prepare(sandbox: &Sandbox) -> Result<Prepared, String> {
     } else {
         None
     };
+    let proxy = match sandbox.proxy_port {
+        Some(_) if !sandbox.isolate_network => {
+            return Err("a proxy port needs a network namespace of its own".to_owned());
+        }
+        Some(port) => {
+            let (ours, theirs) = rustix::net::socketpair(
+                AddressFamily::UNIX,
+                SocketType::DGRAM,
+                SocketFlags::CLOEXEC,
+                None,
+            )
+            .map_err(|error| format!("no channel for the proxy's listener: {error}"))?;
+            Some((port, theirs, ours))
+        }
+        None => None,
+    };
     let mut readable = Vec::new();
     let (ruleset, temporary) = match &sandbox.filesystem {
         Some(paths) => {
@@ -94,6 +112,7 @@ pub(crate) fn prepare(sandbox: &Sandbox) -> Result<Prepared, String> {
     };
     Ok(Prepared {
         network,
+        proxy,
         ruleset,
         temporary,
         readable,
@@ -218,10 +237,15 @@ impl Drop for TempDir {
 pub(crate) fn enter_in_child(command: &mut std::process::Command, prepared: &mut Prepared) {
     use std::os::unix::process::CommandExt;
     let network = prepared.network.take();
+    let proxy = (prepared.proxy.as_ref())
+        .and_then(|(port, theirs, _)| Some((*port, theirs.try_clone().ok()?)));
     let mut ruleset = prepared.ruleset.take();
     let closure = move || -> std::io::Result<()> {
         if let Some(network) = &network {
             enter_network(network)?;
+        }
+        if let Some((port, channel)) = &proxy {
+            hand_over_listener(*port, channel)?;
         }
         if let Some(ruleset) = ruleset.take() {
             ruleset.restrict_self().map_err(|_| {
@@ -232,10 +256,65 @@ pub(crate) fn enter_in_child(command: &mut std::process::Command, prepared: &mut
     };
     // SAFETY: the closure only makes system calls on data prepared before the fork: unshare,
     // open/write/close of /proc files named by C strings already built, a netlink socket fed
-    // a fixed-size message on the stack, and Landlock's prctl and restrict_self on a ruleset
+    // a fixed-size message on the stack, a TCP socket bound and sent over a socket pair made
+    // before (its control message built in a buffer on the stack), and Landlock's prctl and restrict_self on a ruleset
     // built in the parent (that call allocates nothing, and its error carries only errno).
     // Nothing allocates or takes a lock.
     unsafe { command.pre_exec(closure) };
+}
+
+/// In the child's new namespace: listens on `127.0.0.1:port` and sends the listener to the
+/// parent over `channel`. The child's own copy is closed at `exec`.
+fn hand_over_listener(port: u16, channel: &OwnedFd) -> std::io::Result<()> {
+    use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
+    let listener = rustix::net::socket_with(
+        AddressFamily::INET,
+        SocketType::STREAM,
+        SocketFlags::CLOEXEC,
+        None,
+    )?;
+    rustix::net::bind(&listener, &SocketAddrV4::new(Ipv4Addr::LOCALHOST, port))?;
+    rustix::net::listen(&listener, 128)?;
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+    let mut control = SendAncillaryBuffer::new(&mut space);
+    let fds = [listener.as_fd()];
+    control.push(SendAncillaryMessage::ScmRights(&fds));
+    let byte = [0u8];
+    rustix::net::sendmsg(
+        channel,
+        &[std::io::IoSlice::new(&byte)],
+        &mut control,
+        SendFlags::empty(),
+    )?;
+    Ok(())
+}
+
+/// The listener the child sent (see [`hand_over_listener`]), once it has been spawned: the
+/// child sent it before `exec`, so it is waiting. `None` without a proxy port.
+pub(crate) fn proxy_listener(
+    prepared: Option<&Prepared>,
+) -> Result<Option<std::net::TcpListener>, String> {
+    use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
+    let Some((_, _, ours)) = prepared.and_then(|prepared| prepared.proxy.as_ref()) else {
+        return Ok(None);
+    };
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+    let mut control = RecvAncillaryBuffer::new(&mut space);
+    let mut byte = [0u8];
+    let flags = RecvFlags::DONTWAIT | RecvFlags::CMSG_CLOEXEC;
+    rustix::net::recvmsg(
+        ours,
+        &mut [std::io::IoSliceMut::new(&mut byte)],
+        &mut control,
+        flags,
+    )
+    .map_err(|error| format!("the proxy's listener did not arrive: {error}"))?;
+    let listener = control.drain().find_map(|message| match message {
+        RecvAncillaryMessage::ScmRights(mut fds) => fds.next(),
+        _ => None,
+    });
+    let listener = listener.ok_or("the proxy's listener did not arrive")?;
+    Ok(Some(std::net::TcpListener::from(listener)))
 }
 
 /// A new network namespace (and user namespace, when not root) with loopback up.
@@ -266,7 +345,6 @@ fn enter_network(network: &UserMaps) -> std::io::Result<()> {
 /// Sets `lo` (index 1 in a new namespace) up with one rtnetlink `RTM_NEWLINK` request, and
 /// reads the kernel's acknowledgement.
 fn loopback_up() -> std::io::Result<()> {
-    use rustix::net::{AddressFamily, SocketFlags, SocketType};
     const RTM_NEWLINK: u16 = 16;
     const NLM_F_REQUEST_ACK: u16 = 1 | 4;
     const IFF_UP: u32 = 1;

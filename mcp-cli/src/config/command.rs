@@ -7,6 +7,8 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
+use super::HostPattern;
+
 /// A server's program: what mcp-smol's `ServerCommand` is made from.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Command {
@@ -54,12 +56,16 @@ impl Command {
     }
 }
 
-/// `permissions = { network = false, filesystem = [paths] }`, resolved: mcp-smol's `Sandbox`
-/// says what each field confines.
+/// `permissions = { network = false | [hosts], install, filesystem = [paths] }`, resolved:
+/// mcp-smol's `Sandbox` says what each field confines.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Sandbox {
-    /// `network = false`: no network but loopback inside the server's own namespace.
+    /// `network = false` (or `[]`, or a list): the server in a network namespace of its own,
+    /// with only loopback.
     pub isolate_network: bool,
+    /// `network = [hosts]`: what the hub's proxy admits for it (with `install = true`, the
+    /// package registries too); empty when the network is cut or open.
+    pub allow: Vec<HostPattern>,
     /// Absolute paths it may read and write; `None` does not confine the filesystem.
     pub filesystem: Option<Vec<PathBuf>>,
 }

@@ -7,7 +7,10 @@ use std::time::Duration;
 
 use mcp_proto::Protocol;
 
-use super::{Command, Entry, Env, Remote, Sandbox, ServerSpec, ToolFilter, Transport};
+use super::{
+    Command, Entry, Env, HostPattern, REGISTRIES, Remote, Sandbox, ServerSpec, ToolFilter,
+    Transport,
+};
 
 /// The fields every format maps onto, before variables are expanded.
 #[derive(Debug, Default)]
@@ -47,14 +50,26 @@ pub(super) struct RawServer {
     pub unusable: Option<String>,
 }
 
-/// `permissions = { network = false, filesystem = [paths] }`: what the server may reach.
+/// `permissions = { network = false | [hosts], install, filesystem = [paths] }`: what the
+/// server may reach.
 #[derive(Debug, Default, Clone, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct Permissions {
-    /// `false` isolates the server from the network.
-    pub network: Option<bool>,
+    /// `false` (or `[]`) isolates the server from the network; a list of host patterns lets
+    /// it reach those through the hub's proxy.
+    pub network: Option<Network>,
+    /// With a `network` list: the package registries admitted too, so launchers may install.
+    pub install: Option<bool>,
     /// Paths it may read and write (relative to the file), or `false` for none.
     pub filesystem: Option<Filesystem>,
+}
+
+/// `network = true | false | ["host", "*.domain:443"]`.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(untagged, expecting = "true, false, or a list of host patterns")]
+pub(super) enum Network {
+    Switch(bool),
+    Hosts(Vec<String>),
 }
 
 /// `filesystem = [paths]`, or `false` (nothing writable but a private temporary folder), or
@@ -78,10 +93,36 @@ impl Permissions {
             Some(Filesystem::Switch(false)) => Some(Vec::new()),
             Some(Filesystem::Switch(true)) | None => None,
         };
-        let isolate_network = self.network == Some(false);
+        let mut allow = Vec::new();
+        let isolate_network = match &self.network {
+            Some(Network::Switch(open)) => !open,
+            Some(Network::Hosts(hosts)) => {
+                for (index, host) in hosts.iter().enumerate() {
+                    let pattern = HostPattern::parse(&expand(host, env)?)
+                        .map_err(|why| format!("permissions.network[{index}] {host:?}: {why}"))?;
+                    allow.push(pattern);
+                }
+                true
+            }
+            None => false,
+        };
+        if self.install == Some(true) {
+            if matches!(self.network, Some(Network::Switch(false))) {
+                return Err(
+                    "permissions.install = true needs a `network` list (`[]` for the \
+                            package registries alone) to add the registries to; \
+                            `network = false` cuts them off"
+                        .to_owned(),
+                );
+            }
+            if isolate_network {
+                allow.extend(REGISTRIES.iter().filter_map(|r| HostPattern::parse(r).ok()));
+            }
+        }
         let confined = isolate_network || filesystem.is_some();
         Ok(confined.then_some(Sandbox {
             isolate_network,
+            allow,
             filesystem,
         }))
     }
@@ -446,6 +487,69 @@ mod tests {
                 reason: "no command given (in /cfg/c.toml)".into(),
                 command: String::new(),
             }
+        );
+    }
+
+    #[test]
+    fn network_lists_are_allowlists_and_empty_is_cut() {
+        let sandbox = |permissions: &str, file: &str| {
+            let text = match file {
+                "c.toml" => format!("[mcp.x]\ncommand = \"x\"\npermissions = {permissions}\n"),
+                _ => format!(
+                    "{{\"mcp\": {{\"servers\": [{{\"name\": \"x\", \"command\": \"x\", \
+                     \"permissions\": {permissions}}}]}}}}"
+                ),
+            };
+            let servers = parse(file, &text).unwrap().servers;
+            match entry_of(&servers, "x") {
+                Entry::Enabled(spec) => Ok(spec.command.sandbox.clone()),
+                Entry::Invalid { reason, .. } => Err(reason.clone()),
+                other => panic!("{permissions}: {other:?}"),
+            }
+        };
+        let shown = |sandbox: Option<Sandbox>| {
+            let sandbox = sandbox.unwrap();
+            let allow: Vec<String> = sandbox.allow.iter().map(ToString::to_string).collect();
+            (sandbox.isolate_network, allow)
+        };
+        let listed = sandbox(
+            "{ network = [\"api.github.com\", \"*.npmjs.org:443\"] }",
+            "c.toml",
+        );
+        let wanted = ["api.github.com", "*.npmjs.org:443"].map(String::from);
+        assert_eq!(shown(listed.unwrap()), (true, wanted.to_vec()));
+        let json = sandbox("{\"network\": [\"127.0.0.1:8080\"]}", "config.json");
+        assert_eq!(shown(json.unwrap()), (true, vec!["127.0.0.1:8080".into()]));
+        let cut = sandbox("{ network = false }", "c.toml").unwrap();
+        assert_eq!(sandbox("{ network = [] }", "c.toml").unwrap(), cut);
+        assert_eq!(shown(cut), (true, Vec::new()));
+        let install = sandbox("{ network = [\"a.example\"], install = true }", "c.toml");
+        let (_, allow) = shown(install.unwrap());
+        assert_eq!(allow[0], "a.example");
+        assert_eq!(allow[1..], *REGISTRIES);
+
+        let reason = sandbox("{ network = [\"ok.example\", \"https://x/\"] }", "c.toml");
+        let reason = reason.unwrap_err();
+        assert!(
+            reason.contains("permissions.network[1] \"https://x/\": a host with"),
+            "{reason}"
+        );
+        let reason = sandbox("{ network = false, install = true }", "c.toml").unwrap_err();
+        assert!(
+            reason.contains("install = true needs a `network` list"),
+            "{reason}"
+        );
+        let registries = sandbox("{ network = [], install = true }", "c.toml");
+        assert_eq!(shown(registries.unwrap()).1, *REGISTRIES);
+        let error = parse(
+            "c.toml",
+            "[mcp.x]\ncommand = \"x\"\npermissions = { network = 3 }\n",
+        );
+        let error = error.unwrap_err().to_string();
+        assert!(error.contains("mcp.x.permissions.network"), "{error}");
+        assert!(
+            error.contains("true, false, or a list of host patterns"),
+            "{error}"
         );
     }
 }

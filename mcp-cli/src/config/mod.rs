@@ -18,6 +18,7 @@
 //! project file cannot widen the user's. Every
 //! server a policy names must exist, which is checked once all files and presets are in.
 
+mod allowlist;
 mod change;
 mod codex;
 mod command;
@@ -49,6 +50,7 @@ use std::time::Duration;
 
 use mcp_proto::Protocol;
 
+pub use allowlist::{HostPattern, REGISTRIES};
 pub use change::NewServer;
 pub use command::{Command, Sandbox, Transport};
 pub use discover::{discover, native_file, user_file};

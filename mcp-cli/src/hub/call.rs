@@ -178,6 +178,7 @@ impl Call<'_> {
         if let Some(timeout) = timeout {
             request = request.timeout(timeout);
         }
+        let _in_flight = live.calls.enter(&tool.tool.name);
         let call = live.client.request(request.untyped());
         let ours = |note: Notification| note.progress().filter(|p| p.progress_token == token);
         let progress = async {

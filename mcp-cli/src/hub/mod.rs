@@ -86,6 +86,7 @@ mod features;
 mod listen;
 mod options;
 mod pins;
+mod proxy;
 mod reload;
 mod sandbox;
 mod scanning;

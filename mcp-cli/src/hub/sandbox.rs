@@ -1,12 +1,15 @@
-//! What a sandboxed server may read and run besides its own `filesystem` paths. The host
-//! decides it, here, where the server's command, its interpreter and the launchers' caches
-//! are known, and passes the list down in [`Sandbox::readable`](mcp_smol::Sandbox::readable);
-//! the adapter only applies it.
+//! What a sandboxed server may read and run besides its own `filesystem` paths, and what its
+//! environment says when it has a network namespace of its own. The host decides it, here,
+//! where the server's command, its interpreter, the launchers' caches and the allowlist are
+//! known, and passes it down in [`Sandbox::readable`](mcp_smol::Sandbox::readable) and the
+//! server's environment; the adapter only applies it.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use mcp_smol::ServerCommand;
+
+use crate::config;
 
 /// Read-only for every confined server: what programs need to load and run.
 const SYSTEM_FOLDERS: &[&str] = &[
@@ -37,6 +40,52 @@ pub(crate) fn with_readable(mut command: ServerCommand) -> ServerCommand {
         sandbox.readable = readable;
     }
     command
+}
+
+/// The environment a server in a network namespace of its own gets: each launcher whose
+/// registry the allowlist does not admit told to stay offline (without that `npx` and `uvx`
+/// spend a minute retrying before they give up, while offline they run what is installed or
+/// cached at once, or fail at once), and with an allowlist the proxy, in both spellings
+/// clients read. `NO_PROXY` keeps the namespace's own loopback names out of the proxy, except
+/// those the allowlist names (they mean this machine's loopback, reached through it).
+pub(crate) fn environment(sandbox: &config::Sandbox) -> BTreeMap<String, String> {
+    let admitted = |hosts: &[&str]| {
+        hosts.iter().all(|host| {
+            let (name, port) = host.split_once(':').unwrap_or((host, "443"));
+            let port = port.parse().unwrap_or(443);
+            sandbox
+                .allow
+                .iter()
+                .any(|pattern| pattern.admits(name, port))
+        })
+    };
+    let mut env = BTreeMap::new();
+    if !admitted(&config::REGISTRIES[..1]) {
+        env.insert("npm_config_offline".to_owned(), "true".to_owned());
+    }
+    if !admitted(&config::REGISTRIES[1..]) {
+        env.insert("UV_OFFLINE".to_owned(), "1".to_owned());
+        env.insert("PIP_NO_INDEX".to_owned(), "1".to_owned());
+    }
+    if sandbox.allow.is_empty() {
+        return env;
+    }
+    let proxy = format!("http://127.0.0.1:{}", super::proxy::PROXY_PORT);
+    let local: Vec<&str> = ["localhost", "127.0.0.1", "::1"]
+        .into_iter()
+        .filter(|name| !sandbox.allow.iter().any(|p| p.is_loopback_name(name)))
+        .collect();
+    let no_proxy = local.join(",");
+    for (key, value) in [
+        ("HTTP_PROXY", &proxy),
+        ("HTTPS_PROXY", &proxy),
+        ("ALL_PROXY", &proxy),
+        ("NO_PROXY", &no_proxy),
+    ] {
+        env.insert(key.to_ascii_lowercase(), value.clone());
+        env.insert(key.to_owned(), value.clone());
+    }
+    env
 }
 
 /// The file `command` runs: a path as given (beneath its `cwd` when relative), a bare name
@@ -215,5 +264,44 @@ mod tests {
         let caches = launcher_caches(&env);
         let expected = ["/home/u/.npm", "/uv", "/c/pip"].map(PathBuf::from);
         assert_eq!(caches, expected);
+    }
+
+    #[test]
+    fn launchers_stay_offline_unless_their_registry_is_admitted() {
+        let sandbox = |hosts: &[&str]| config::Sandbox {
+            isolate_network: true,
+            allow: (hosts.iter())
+                .map(|host| config::HostPattern::parse(host).unwrap())
+                .collect(),
+            filesystem: None,
+        };
+        let keys = |hosts: &[&str]| environment(&sandbox(hosts)).into_keys().collect::<Vec<_>>();
+        let offline = ["PIP_NO_INDEX", "UV_OFFLINE", "npm_config_offline"];
+        assert_eq!(keys(&[]), offline);
+        let proxied = keys(&["example.com"]);
+        assert!(offline.iter().all(|key| proxied.contains(&key.to_string())));
+        assert!(proxied.contains(&"HTTPS_PROXY".to_owned()));
+        let npm = keys(&["*.npmjs.org:443"]);
+        assert!(!npm.contains(&"npm_config_offline".to_owned()), "{npm:?}");
+        assert!(npm.contains(&"UV_OFFLINE".to_owned()), "{npm:?}");
+        let all = keys(config::REGISTRIES);
+        assert!(
+            offline.iter().all(|key| !all.contains(&key.to_string())),
+            "{all:?}"
+        );
+    }
+
+    #[test]
+    fn no_proxy_keeps_loopback_names_the_list_does_not_claim() {
+        let allow = vec![config::HostPattern::parse("localhost:8080").unwrap()];
+        let sandbox = config::Sandbox {
+            isolate_network: true,
+            allow,
+            filesystem: None,
+        };
+        let env = environment(&sandbox);
+        assert_eq!(env["NO_PROXY"], "127.0.0.1,::1");
+        assert_eq!(env["no_proxy"], "127.0.0.1,::1");
+        assert_eq!(env["all_proxy"], "http://127.0.0.1:3128");
     }
 }

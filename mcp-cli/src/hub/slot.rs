@@ -17,6 +17,7 @@ use crate::hub::eras;
 use crate::hub::features::Features;
 use crate::hub::listen::{self, Listening};
 use crate::hub::options::{self, Basis};
+use crate::hub::proxy::{self, InFlight};
 use crate::hub::{HubError, HubEvent, Inner, ServerStatus, State, server_requests};
 
 /// At most this many restarts in a minute; after that the server stays `failed` until
@@ -63,6 +64,8 @@ pub(crate) struct Live {
     /// Listed on first need ([`Slot::features`]): a command that only calls tools does not
     /// wait for lists it never shows.
     features: Option<Arc<Features>>,
+    /// Its tool calls under way, which the proxy names when it refuses a connection.
+    pub(crate) calls: Arc<InFlight>,
 }
 
 enum Phase {
@@ -516,6 +519,7 @@ impl Slot {
             error,
         };
         let conn = CONNECTIONS.fetch_add(1, Ordering::Relaxed);
+        let mut proxy_guest = None;
         let (client, ack_within, run_log) = {
             let mut life = self.life();
             if hub.is_stopping() {
@@ -548,11 +552,26 @@ impl Slot {
                 log.started(client.pid());
             }
             hub.spawn(driver).detach();
+            if let Some(listener) = client.take_proxy_listener() {
+                let allow = (spec.command.sandbox.as_ref()).map(|s| s.allow.clone());
+                proxy_guest = Some((listener, allow.unwrap_or_default()));
+            }
             if let Phase::Starting { client: slot, .. } = &mut life.phase {
                 *slot = Some(client.clone());
             }
             (client, ack_within, log)
         };
+        let calls = Arc::new(InFlight::default());
+        if let Some((listener, allow)) = proxy_guest {
+            let guest = proxy::Guest {
+                allow,
+                log: run_log.clone(),
+                calls: calls.clone(),
+            };
+            let ended = client.notifications().await;
+            let serve = proxy::serve(listener, guest, hub.executor.clone(), ended);
+            hub.spawn_watcher(serve);
+        }
         // Subscribed before the handshake ends, so no list change and no question is missed.
         let notes = client.notifications().await;
         let requests = client.server_requests().await;
@@ -621,6 +640,7 @@ impl Slot {
                     tools_fresh,
                     listening,
                     features: None,
+                    calls,
                 };
                 let watch = watch(Arc::downgrade(hub), self.clone(), client, conn, notes);
                 hub.spawn_watcher(watch);
@@ -905,13 +925,21 @@ fn http_server(name: &str, remote: &Remote, base: &auth::Settings) -> HttpServer
 }
 
 /// What mcp-smol runs for a configured program (the config holds it as plain data), with
-/// what a confined server may read besides its own paths decided here, by the host.
+/// what a confined server may read besides its own paths decided here, by the host, and for
+/// one in a network namespace of its own, its launchers' offline switches and its proxy.
 pub(crate) fn server_command(command: &config::Command) -> ServerCommand {
     let mut server = ServerCommand::new(&command.program).args(command.args.iter().cloned());
-    server.env = command.env.clone();
     server.cwd = command.cwd.clone();
+    let isolated = (command.sandbox.as_ref()).filter(|sandbox| sandbox.isolate_network);
+    // What the config's `env` sets wins over what the sandbox sets.
+    server.env = isolated
+        .map(super::sandbox::environment)
+        .unwrap_or_default();
+    server.env.extend(command.env.clone());
     server.sandbox = (command.sandbox.as_ref()).map(|sandbox| mcp_smol::Sandbox {
         isolate_network: sandbox.isolate_network,
+        proxy_port: (sandbox.isolate_network && !sandbox.allow.is_empty())
+            .then_some(super::proxy::PROXY_PORT),
         filesystem: sandbox.filesystem.clone(),
         readable: Vec::new(),
     });

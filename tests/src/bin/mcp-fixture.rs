@@ -34,6 +34,10 @@
 //! - `odd-ids`: requests with ids null, "abc", 1.5 and -7.
 //! - `list-changed`: after the first call, announces a changed list with a tool `extra`.
 //! - `repeat-cursor`: `tools/list` always returns the same `nextCursor`.
+//! - `fetch`: adds `fetch` (`url`, an `http://` URL; `count`, default 1; `tunnel`): GETs it
+//!   through the proxy `HTTP_PROXY` names, with `tunnel` through its `CONNECT` (see
+//!   `mcp_tests::fetch`); answers `STATUS BODY`, or with a count `STATUS median_us=N`, the
+//!   median time of one request on the kept-alive connection.
 //! - `odd-tools`: adds `get.weather` and `get_weather` (alike once made safe), `research`
 //!   (runs only as a task; carries `icons` and `_meta`) and `schemas` (JSON Schema 2020-12
 //!   input and output schemas, `stateless::SCHEMA_2020_*`, to be passed on as sent).
@@ -658,6 +662,9 @@ impl Server {
         if let Some(description) = self.shifty() {
             tools.push(json!({"name": "shifty", "description": description, "inputSchema": object(json!({}), &[])}));
         }
+        if self.mode == "fetch" {
+            tools.push(json!({"name": "fetch", "description": "GETs an http:// URL, count times over one connection.", "inputSchema": object(json!({"url": {"type": "string"}, "count": {"type": "integer"}, "tunnel": {"type": "boolean"}}), &["url"])}));
+        }
         if self.mode == "odd-tools" {
             tools.extend([
                 json!({"name": "get.weather", "inputSchema": object(json!({}), &[])}),
@@ -910,6 +917,21 @@ impl Server {
                     .and_then(Value::as_str)
                     .unwrap_or_default();
                 outcome(std::fs::write(path, contents).map(|()| "written".to_owned()))
+            }
+            "fetch" if self.mode == "fetch" => {
+                let url = arguments.get("url").and_then(Value::as_str);
+                let count = integer("count", 1).max(1) as usize;
+                let tunnel = arguments.get("tunnel").and_then(Value::as_bool) == Some(true);
+                outcome(
+                    mcp_tests::fetch::fetch(url.unwrap_or_default(), count, tunnel).map(|got| {
+                        let mut micros = got.micros;
+                        micros.sort_unstable();
+                        match count {
+                            1 => format!("{} {}", got.status, got.body.trim_end()),
+                            _ => format!("{} median_us={}", got.status, micros[micros.len() / 2]),
+                        }
+                    }),
+                )
             }
             "shifty" => text("shifty".to_owned()),
             "extra" if self.mode == "list-changed" => text("extra".to_owned()),

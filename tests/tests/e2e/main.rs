@@ -61,6 +61,10 @@ mod resources;
 /// Trust and sandbox: tool pinning and `trust`, and `permissions` (network, Landlock).
 mod trust;
 
+/// The network allowlist: the hub's proxy, refusals logged, `network = []`, the README's
+/// sandbox examples with real servers.
+mod sandbox_network;
+
 /// The poisoning scan: poisoned fixture tools withheld on first sight, `scan`, no false alarm on
 /// the real servers.
 mod scan;

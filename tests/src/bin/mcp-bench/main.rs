@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 mod canned;
 mod decode;
 mod eras;
+mod sandbox;
 
 use decode::{CoreDecoder, Feed, core_decoding, megabytes, recorded_stream};
 
@@ -45,7 +46,7 @@ fn main() {
     }
 }
 
-const SECTIONS: [&str; 9] = [
+const SECTIONS: &[&str] = &[
     "echo",
     "pipelined",
     "blob",
@@ -55,13 +56,15 @@ const SECTIONS: [&str; 9] = [
     "encode",
     "eras",
     "canned",
+    "sandbox",
 ];
 
 const USAGE: &str = "usage: mcp-bench [SECTION...]\n\
     Runs the named sections (all of them when none is named): \
     echo, pipelined, blob, decode, cold, daemon (the client against the floor), \
     encode, eras (the stateless era against the handshake era), canned (the same, against \
-    a server whose cost does not grow with the era's messages).";
+    a server whose cost does not grow with the era's messages), \
+    sandbox (the network allowlist against no sandbox).";
 
 fn run_all(sections: &[String]) {
     // Only the sections asked for run: a change to the decoder need not wait for the daemon rows.
@@ -194,6 +197,10 @@ fn run_all(sections: &[String]) {
             eras::canned_rows(&bins, &mut table);
         }
         table.print();
+    }
+
+    if wants("sandbox") {
+        sandbox::rows(&bins);
     }
 }
 
