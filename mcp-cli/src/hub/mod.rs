@@ -93,6 +93,7 @@ mod server_requests;
 mod settings;
 mod slot;
 mod stored;
+mod tasks;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -113,6 +114,7 @@ pub use pins::{ApproveChanges, PinChange};
 pub use scanning::{ServerScan, ToolScan};
 pub use server_requests::{ElicitAnswer, ElicitHandler, Elicitation};
 pub use settings::{Settings, SettingsBuilder};
+pub use tasks::{Started, TaskHandle, TaskRecord};
 
 #[cfg(feature = "cli")]
 pub(crate) use eras::short_digest;
@@ -282,6 +284,8 @@ pub(crate) struct Inner {
     pub(crate) eras: eras::Eras,
     /// The catalogue on disk.
     pub(crate) stored: stored::Stored,
+    /// The task records.
+    pub(crate) tasks: tasks::Records,
     settings: Settings,
     stopping: AtomicBool,
     listeners: Mutex<Vec<Listener>>,
@@ -340,6 +344,7 @@ impl Hub {
             scans: scanning::Scans::default(),
             eras: eras::Eras::new(settings.era_file.clone()),
             stored: stored::Stored::new(settings.catalogue_dir.clone()),
+            tasks: tasks::Records::new(settings.task_dir.clone()),
             settings,
             stopping: AtomicBool::new(false),
             listeners: Mutex::new(Vec::new()),

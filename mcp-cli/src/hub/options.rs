@@ -58,7 +58,7 @@ pub(crate) fn for_server(
                 sampling: false,
                 // The hub takes a task wherever a call may become one: it waits for it, or
                 // hands it to a caller that asked for it.
-                tasks: false,
+                tasks: true,
             },
             protocol,
             ..defaults.core
