@@ -386,13 +386,19 @@ impl TaskWatch {
     /// Watches `task`, as a call just created it or as a record remembered it, on a
     /// connection speaking `era`.
     pub fn new(now: Instant, era: Era, task: Task) -> Self {
+        let ended = matches!(task.status, TaskStatus::Completed | TaskStatus::Failed);
         let mut watch = Self {
             era,
             state: WatchState::Polling,
             task: task.clone(),
             asked: BTreeSet::new(),
         };
-        watch.handle_task(now, task);
+        if era == Era::Stateless && ended && task.result.is_none() && task.error.is_none() {
+            // A call's `CreateTaskResult` carries no outcome: `tasks/get` has it.
+            watch.state = WatchState::Waiting(now);
+        } else {
+            watch.handle_task(now, task);
+        }
         watch
     }
 
@@ -611,6 +617,14 @@ mod tests {
             watch.step(start),
             Some(TaskStep::Wait(start + MAX_POLL_INTERVAL))
         );
+    }
+
+    #[test]
+    fn a_task_created_ended_is_polled_once_for_its_outcome() {
+        let now = Instant::now();
+        let seed = task(json!({"taskId": "t1", "status": "failed", "statusMessage": "x"}));
+        let mut watch = TaskWatch::new(now, Era::Stateless, seed);
+        assert!(matches!(watch.step(now), Some(TaskStep::Get(_))));
     }
 
     #[test]

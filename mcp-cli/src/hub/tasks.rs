@@ -84,7 +84,9 @@ pub enum Started {
 }
 
 fn now_ms() -> u64 {
-    let since = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    let since = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
     u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
 }
 
@@ -135,7 +137,11 @@ impl Records {
 
     /// Every readable record, oldest first.
     pub(crate) fn all(&self) -> Vec<TaskRecord> {
-        let Some(entries) = self.dir.as_ref().and_then(|dir| std::fs::read_dir(dir).ok()) else {
+        let Some(entries) = self
+            .dir
+            .as_ref()
+            .and_then(|dir| std::fs::read_dir(dir).ok())
+        else {
             return Vec::new();
         };
         let mut records: Vec<TaskRecord> = (entries.flatten())
@@ -143,7 +149,9 @@ impl Records {
             .filter_map(|entry| std::fs::read(entry.path()).ok())
             .filter_map(|bytes| serde_json::from_slice(&bytes).ok())
             .collect();
-        records.sort_by(|a, b| (a.started, &a.server, &a.task_id).cmp(&(b.started, &b.server, &b.task_id)));
+        records.sort_by(|a, b| {
+            (a.started, &a.server, &a.task_id).cmp(&(b.started, &b.server, &b.task_id))
+        });
         records
     }
 }
@@ -251,14 +259,19 @@ impl Hub {
 
     /// Brings the record of `task` up to date, if its status or message changed.
     fn note_task(&self, server: &str, task: &Task) {
-        self.note_status(server, &task.id, task.status.as_str(), task.message.as_deref());
+        self.note_status(
+            server,
+            &task.id,
+            task.status.as_str(),
+            task.message.as_deref(),
+        );
     }
 
     fn note_status(&self, server: &str, id: &str, status: &str, message: Option<&str>) {
         let kept = self.inner.tasks.load(server, id);
-        let same = kept.as_ref().is_some_and(|kept| {
-            kept.status == status && kept.status_message.as_deref() == message
-        });
+        let same = kept
+            .as_ref()
+            .is_some_and(|kept| kept.status == status && kept.status_message.as_deref() == message);
         if same {
             return;
         }
@@ -346,7 +359,11 @@ impl Hub {
             TaskEnd::Cancelled(message) => {
                 let status = TaskStatus::Cancelled.as_str();
                 self.note_status(&server, &id, status, message.as_deref());
-                Err(HubError::TaskCancelled { server, id, message })
+                Err(HubError::TaskCancelled {
+                    server,
+                    id,
+                    message,
+                })
             }
             TaskEnd::Lost(error) => {
                 self.note_status(&server, &id, LOST, Some(error.text()));
