@@ -1,0 +1,331 @@
+//! Tasks through the `mcp-cli` binary, on the fixture's `tasks` mode in both eras: `call`
+//! waiting for a task, `call --async` and `tasks get|wait|cancel` through the daemon, a
+//! failed, a forgotten, an asking and a never-ending task, bounded poll intervals, and the
+//! daemon watching its tasks again after a restart.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::support::{FIXTURE, Run, Scratch};
+
+const ERAS: [&str; 2] = ["handshake", "stateless"];
+
+/// A scratch folder whose config has the task fixture as `fx` in `era`, with `extra`
+/// arguments, logging what it receives to `received.log`; a daemon, if one is started, is
+/// stopped on drop.
+struct Tasks {
+    scratch: Scratch,
+}
+
+impl Tasks {
+    fn new(name: &str, era: &str, extra: &[&str]) -> Self {
+        let scratch = Scratch::new(&format!("tasks-{name}-{era}"));
+        let log = scratch.0.join("received.log");
+        let mut args = vec![
+            "tasks",
+            "--era",
+            era,
+            "--log-received",
+            log.to_str().unwrap(),
+        ];
+        args.extend(extra);
+        let config = format!("[mcp.fx]\ncommand = {FIXTURE:?}\nargs = {args:?}\n");
+        scratch.write(".mcp-cli.toml", &config);
+        Self { scratch }
+    }
+
+    fn runtime(&self) -> PathBuf {
+        self.scratch.0.join("run")
+    }
+
+    /// `mcp-cli args`, through the daemon when one runs.
+    fn cli(&self, args: &[&str]) -> Run {
+        let runtime = self.runtime();
+        let env = [("XDG_RUNTIME_DIR", runtime.to_str().unwrap())];
+        self.scratch.cli_with(args, &env, None)
+    }
+
+    /// `mcp-cli args`, never through the daemon.
+    fn cold(&self, args: &[&str]) -> Run {
+        let runtime = self.runtime();
+        let env = [
+            ("XDG_RUNTIME_DIR", runtime.to_str().unwrap()),
+            ("MCP_CLI_NO_DAEMON", "1"),
+        ];
+        self.scratch.cli_with(args, &env, None)
+    }
+
+    fn start_daemon(&self) {
+        let run = self.cli(&["daemon", "start"]);
+        assert_eq!(run.code, 0, "{run:?}");
+    }
+
+    /// How many lines the server received that name `method`.
+    fn received(&self, method: &str) -> usize {
+        let log = std::fs::read_to_string(self.scratch.0.join("received.log")).unwrap_or_default();
+        let needle = format!("\"method\":\"{method}\"");
+        log.lines().filter(|line| line.contains(&needle)).count()
+    }
+
+    /// The task records, as `tasks --json` prints them (never starting a server).
+    fn records(&self) -> Vec<Value> {
+        let run = self.cold(&["--json", "tasks"]);
+        assert_eq!(run.code, 0, "{run:?}");
+        serde_json::from_str::<Value>(&run.stdout)
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .clone()
+    }
+
+    fn status_of(&self, id: &str) -> String {
+        let records = self.records();
+        let record = records.iter().find(|record| record["taskId"] == id);
+        record.map_or_else(String::new, |record| {
+            record["status"].as_str().unwrap().to_owned()
+        })
+    }
+}
+
+impl Drop for Tasks {
+    fn drop(&mut self) {
+        let _ = self.cli(&["daemon", "stop"]);
+    }
+}
+
+#[test]
+fn a_call_waits_for_its_task_in_both_eras() {
+    for era in ERAS {
+        let tasks = Tasks::new("call", era, &[]);
+        // Every task tool requires a task: called as one, not refused.
+        let run = tasks.cold(&["call", "fx", "task_sleep", "ms=300"]);
+        assert_eq!(
+            (run.code, run.stdout.as_str()),
+            (0, "slept 300 ms\n"),
+            "{era}: {run:?}"
+        );
+        assert!(tasks.received("tasks/get") >= 1, "{era}: polled");
+        let records = tasks.records();
+        assert_eq!(records.len(), 1, "{era}: {records:?}");
+        assert_eq!(records[0]["server"], "fx");
+        assert_eq!(records[0]["tool"], "fx__task_sleep");
+        assert_eq!(records[0]["status"], "completed", "{era}");
+        // Plain, a tool that may run as a task runs at once in the handshake era; the
+        // stateless era's server decides for itself.
+        let run = tasks.cold(&["call", "fx", "task_optional"]);
+        assert_eq!(run.code, 0, "{era}: {run:?}");
+        let expected = match era {
+            "handshake" => "ran task_optional at once\n",
+            _ => "ran task_optional\n",
+        };
+        assert_eq!(run.stdout, expected, "{era}");
+        let run = tasks.cold(&["tools", "fx"]);
+        assert!(run.stdout.contains("fx__task_sleep  A task that ends after `ms` (never, with a huge one).  [runs as a task]"), "{run:?}");
+    }
+}
+
+#[test]
+fn a_failed_task_exits_1_and_a_forgotten_one_3() {
+    for era in ERAS {
+        let tasks = Tasks::new("failed", era, &[]);
+        let run = tasks.cold(&["call", "fx", "task_fail"]);
+        assert_eq!(run.code, 1, "{era}: {run:?}");
+        assert!(
+            run.stderr.contains("failed: the work failed: disk full"),
+            "{era}: {run:?}"
+        );
+        let run = tasks.cold(&["--json", "call", "fx", "task_fail"]);
+        let error: Value = serde_json::from_str(&run.stderr).unwrap();
+        assert_eq!(error["error"]["kind"], "tool_error", "{era}");
+
+        let forgetful = Tasks::new("forgotten", era, &["--forget", "1"]);
+        let run = forgetful.cold(&["call", "fx", "task_sleep", "ms=10"]);
+        assert_eq!(run.code, 3, "{era}: {run:?}");
+        assert!(
+            run.stderr.contains("server fx does not know task task-"),
+            "{era}: {run:?}"
+        );
+        assert!(run.stderr.contains("Unknown task"), "{era}: {run:?}");
+        assert_eq!(forgetful.records()[0]["status"], "lost", "{era}");
+    }
+}
+
+#[test]
+fn a_task_that_asks_for_input_mid_way_gets_its_answer() {
+    for era in ERAS {
+        let tasks = Tasks::new("ask", era, &[]);
+        // `--yes` answers forms with their defaults.
+        let run = tasks.cold(&["--yes", "call", "fx", "task_ask"]);
+        assert_eq!(
+            (run.code, run.stdout.as_str()),
+            (0, "hello Ada\n"),
+            "{era}: {run:?}"
+        );
+        let method = match era {
+            "stateless" => "tasks/update",
+            _ => "tasks/result",
+        };
+        assert_eq!(tasks.received(method), 1, "{era}");
+    }
+}
+
+#[test]
+fn a_task_that_never_ends_is_ended_by_the_timeout_and_the_cancel_reaches_the_server() {
+    for era in ERAS {
+        let tasks = Tasks::new("never", era, &[]);
+        let run = tasks.cold(&[
+            "--timeout",
+            "1",
+            "call",
+            "fx",
+            "task_sleep",
+            "ms=1000000000",
+        ]);
+        assert_eq!(run.code, 4, "{era}: {run:?}");
+        assert!(
+            run.stderr
+                .contains("is still working after 1s; it was cancelled"),
+            "{era}: {run:?}"
+        );
+        assert_eq!(tasks.received("tasks/cancel"), 1, "{era}");
+        assert_eq!(tasks.records()[0]["status"], "cancelled", "{era}");
+    }
+}
+
+#[test]
+fn poll_intervals_of_zero_and_an_hour_are_bounded() {
+    // 0 ms: a second's task is polled at most every 100 ms, not in a busy loop.
+    let tasks = Tasks::new("poll-zero", "handshake", &["--poll-ms", "0"]);
+    let run = tasks.cold(&["call", "fx", "task_sleep", "ms=1000"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let polls = tasks.received("tasks/get");
+    assert!((1..=15).contains(&polls), "{polls} polls");
+    // An hour: polled within 30 s all the same, well inside the wait's 50.
+    let tasks = Tasks::new("poll-hour", "stateless", &["--poll-ms", "3600000"]);
+    let run = tasks.cold(&["--timeout", "50", "call", "fx", "task_sleep", "ms=100"]);
+    assert_eq!(
+        (run.code, run.stdout.as_str()),
+        (0, "slept 100 ms\n"),
+        "{run:?}"
+    );
+}
+
+#[test]
+fn async_calls_are_waited_for_polled_and_cancelled_through_the_daemon() {
+    for era in ERAS {
+        let tasks = Tasks::new("async", era, &[]);
+        tasks.start_daemon();
+        let run = tasks.cli(&["call", "--async", "fx", "task_sleep", "ms=1500"]);
+        assert_eq!(run.code, 0, "{era}: {run:?}");
+        let id = run.stdout.trim().to_owned();
+        assert!(id.starts_with("task-"), "{era}: {run:?}");
+        assert!(
+            run.stderr
+                .contains(&format!("`mcp-cli tasks wait fx {id}`")),
+            "{run:?}"
+        );
+        let run = tasks.cli(&["tasks"]);
+        assert!(run.stdout.starts_with("SERVER  ID"), "{run:?}");
+        assert!(
+            run.stdout
+                .contains(&format!("fx      {id}  fx__task_sleep  working")),
+            "{era}: {run:?}"
+        );
+        let run = tasks.cli(&["--json", "tasks", "get", "fx", &id]);
+        assert_eq!(run.code, 0, "{era}: {run:?}");
+        let task: Value = serde_json::from_str(&run.stdout).unwrap();
+        assert_eq!(
+            (task["taskId"].as_str(), task["status"].as_str()),
+            (Some(id.as_str()), Some("working"))
+        );
+        let run = tasks.cli(&["tasks", "wait", "fx", &id]);
+        assert_eq!(
+            (run.code, run.stdout.as_str()),
+            (0, "slept 1500 ms\n"),
+            "{era}: {run:?}"
+        );
+        assert_eq!(tasks.status_of(&id), "completed");
+
+        let run = tasks.cli(&[
+            "--json",
+            "call",
+            "--async",
+            "fx",
+            "task_sleep",
+            "ms=1000000000",
+        ]);
+        assert_eq!(run.code, 0, "{era}: {run:?}");
+        let handle: Value = serde_json::from_str(&run.stdout).unwrap();
+        assert_eq!(handle["server"], "fx");
+        assert_eq!(handle["tool"], "fx__task_sleep");
+        assert_eq!(handle["task"]["status"], "working");
+        let long = handle["taskId"].as_str().unwrap();
+        // A wait that runs out leaves the task running.
+        let run = tasks.cli(&["--timeout", "0.5", "tasks", "wait", "fx", long]);
+        assert_eq!(run.code, 4, "{era}: {run:?}");
+        assert!(run.stderr.contains("it runs on"), "{run:?}");
+        assert_eq!(tasks.received("tasks/cancel"), 0, "{era}");
+        let run = tasks.cli(&["tasks", "cancel", "fx", long]);
+        assert_eq!(run.code, 0, "{era}: {run:?}");
+        assert_eq!(tasks.received("tasks/cancel"), 1, "{era}");
+        let run = tasks.cli(&["tasks", "wait", "fx", long]);
+        assert_eq!(run.code, 130, "{era}: {run:?}");
+        assert!(
+            run.stderr.contains("was cancelled: cancelled by request"),
+            "{run:?}"
+        );
+        assert_eq!(tasks.status_of(long), "cancelled");
+        // An id the server never made: a clear error, not a hang.
+        let run = tasks.cli(&["tasks", "wait", "fx", "no-such-task"]);
+        assert_eq!(run.code, 3, "{era}: {run:?}");
+        assert!(
+            run.stderr
+                .contains("server fx does not know task no-such-task"),
+            "{run:?}"
+        );
+    }
+}
+
+#[test]
+fn a_restarted_daemon_watches_its_tasks_again() {
+    for era in ERAS {
+        let tasks = Tasks::new("restart", era, &[]);
+        // The server keeps its tasks on disk, so the one the new daemon starts knows them.
+        let dir = tasks.scratch.0.join("server-tasks");
+        let log = tasks.scratch.0.join("received.log");
+        let args = [
+            "tasks",
+            "--era",
+            era,
+            "--log-received",
+            log.to_str().unwrap(),
+            "--task-dir",
+            dir.to_str().unwrap(),
+        ];
+        tasks.scratch.write(
+            ".mcp-cli.toml",
+            &format!("[mcp.fx]\ncommand = {FIXTURE:?}\nargs = {args:?}\n"),
+        );
+        tasks.start_daemon();
+        let run = tasks.cli(&["call", "--async", "fx", "task_sleep", "ms=2000"]);
+        assert_eq!(run.code, 0, "{era}: {run:?}");
+        let id = run.stdout.trim().to_owned();
+        assert_eq!(tasks.cli(&["daemon", "stop"]).code, 0);
+        assert_eq!(tasks.status_of(&id), "working");
+        tasks.start_daemon();
+        // Nobody waits: the daemon's own watch brings the record up to date.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while tasks.status_of(&id) != "completed" {
+            assert!(Instant::now() < deadline, "{era}: {:?}", tasks.records());
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let run = tasks.cli(&["tasks", "wait", "fx", &id]);
+        assert_eq!(
+            (run.code, run.stdout.as_str()),
+            (0, "slept 2000 ms\n"),
+            "{era}: {run:?}"
+        );
+    }
+}
