@@ -166,16 +166,45 @@ impl Hub {
 
     /// Where task `id` of `server` stands now: one `tasks/get` (starting the server if it must),
     /// its record brought up to date.
+    /// Once the task has ended, its outcome comes with it in either era (the handshake era's
+    /// from `tasks/result`).
     pub async fn get_task(&self, server: &str, id: &str) -> Result<Task, HubError> {
         let slot = self.inner.slot(server)?;
         let live = slot.ensure_running(&self.inner).await?;
-        match live.client.get_task(id).await {
-            Ok(task) => {
-                self.note_task(server, &task);
-                Ok(task)
+        let mut task = match live.client.get_task(id).await {
+            Ok(task) => task,
+            Err(error) => return Err(self.task_error(server, id, error)),
+        };
+        self.note_task(server, &task);
+        let handshake =
+            (live.client.wait_ready().await).is_ok_and(|info| info.era() != Some(Era::Stateless));
+        let ended = matches!(task.status, TaskStatus::Completed | TaskStatus::Failed);
+        if handshake && ended {
+            match live
+                .client
+                .request(mcp_smol::proto::Request::task_result(id))
+                .await
+            {
+                Ok(result) => task.result = Some(result),
+                Err(mcp_smol::Error::Request(mcp_smol::proto::RequestError::Remote(error))) => {
+                    task.error = Some(error);
+                }
+                Err(error) => return Err(self.task_error(server, id, error)),
             }
-            Err(error) => Err(self.task_error(server, id, error)),
         }
+        Ok(task)
+    }
+
+    /// Answers a task's input requests (`tasks/update`, stateless era): for a gateway passing
+    /// its host's answers on.
+    pub async fn update_task(
+        &self,
+        server: &str,
+        id: &str,
+        responses: serde_json::Map<String, Value>,
+    ) -> Result<(), HubError> {
+        let request = mcp_smol::proto::Request::update_task(id, responses);
+        self.request(server, request).await.map(|_| ())
     }
 
     /// Waits for task `id` of `server` to end and returns the call's result as the server sent

@@ -6,9 +6,15 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use mcp_smol::proto::{
+    CallToolResult, ClientCapabilities, Era, Protocol, Request, Task, TaskEnd, TaskWatch,
+};
+use mcp_smol::{Options, ServerCommand};
+use serde_json::{Value, json};
 
-use crate::support::{FIXTURE, Run, Scratch};
+use crate::support::{
+    FIXTURE, Run, Scratch, bounded, cli_binary, close_and_check, quick, start, text,
+};
 
 const ERAS: [&str; 2] = ["handshake", "stateless"];
 
@@ -327,5 +333,84 @@ fn a_restarted_daemon_watches_its_tasks_again() {
             (0, "slept 2000 ms\n"),
             "{era}: {run:?}"
         );
+    }
+}
+
+/// `mcp-cli serve` on the scratch folder's config, in its isolated environment.
+fn gateway(scratch: &Scratch) -> ServerCommand {
+    let dir = |name: &str| scratch.0.join(name).display().to_string();
+    let config = scratch.0.join(".mcp-cli.toml").display().to_string();
+    let mut command =
+        ServerCommand::new(cli_binary().display().to_string()).args(["--config", &config, "serve"]);
+    command.cwd = Some(scratch.0.clone());
+    for (key, value) in [
+        ("XDG_STATE_HOME", dir("state")),
+        ("XDG_CONFIG_HOME", dir("config-home")),
+        ("MCP_CLI_NPM_PREFIX", dir("no-npm")),
+        ("MCP_CLI_NO_DAEMON", "1".to_owned()),
+    ] {
+        command.env.insert(key.to_owned(), value);
+    }
+    command
+}
+
+/// A stateless-era host (our own client), declaring the tasks extension or not.
+fn host(takes_tasks: bool) -> Options {
+    let mut options = quick();
+    options.core.protocol = Protocol::Revision("2026-07-28");
+    options.core.handshake_timeout = Duration::from_secs(30);
+    options.core.request_timeout = Duration::from_secs(30);
+    options.core.capabilities = ClientCapabilities {
+        tasks: takes_tasks,
+        ..ClientCapabilities::default()
+    };
+    options
+}
+
+#[test]
+fn the_gateway_hands_tasks_to_a_host_that_takes_them_and_waits_for_one_that_does_not() {
+    for era in ERAS {
+        let tasks = Tasks::new("gateway", era, &[]);
+        let command = gateway(&tasks.scratch);
+        bounded(async {
+            // Declared: the task itself, under an id naming the backend, driven to its end
+            // through the gateway's `tasks/get`.
+            let client = start(&command, host(true));
+            let call = Request::call_tool("fx__task_sleep", json!({"ms": 300})).untyped();
+            let raw = client.request(call).await.unwrap();
+            let task = Task::created_by(&raw).unwrap().unwrap();
+            assert!(task.id.starts_with("fx/task-"), "{era}: {raw}");
+            let mut watch = TaskWatch::new(Instant::now(), Era::Stateless, task);
+            let end = client.wait_task(&mut watch, None, &|_| {}).await.unwrap();
+            let TaskEnd::Completed(result) = end else {
+                panic!("{era}: {end:?}")
+            };
+            let result = CallToolResult::from_value(result).unwrap();
+            assert_eq!(text(&result), "slept 300 ms", "{era}");
+            // Cancelled through the gateway, the backend hears of it.
+            let call = Request::call_tool("fx__task_sleep", json!({"ms": 1_000_000_000}));
+            let raw = client.request(call.untyped()).await.unwrap();
+            let long = Task::created_by(&raw).unwrap().unwrap();
+            client.cancel_task(&long.id).await.unwrap();
+            assert_eq!(
+                client.get_task(&long.id).await.unwrap().status.as_str(),
+                "cancelled"
+            );
+            // An id the gateway never gave out.
+            let refused = client.get_task("nope/task-1").await.unwrap_err();
+            assert!(
+                refused.to_string().contains("unknown task nope/task-1"),
+                "{refused}"
+            );
+            close_and_check(&client).await;
+
+            // Not declared: the gateway waits for the task and answers with its result.
+            let client = start(&command, host(false));
+            let call = Request::call_tool("fx__task_sleep", json!({"ms": 300}));
+            let result = client.request(call).await.unwrap();
+            assert_eq!(text(&result), "slept 300 ms", "{era}");
+            close_and_check(&client).await;
+        });
+        assert_eq!(tasks.received("tasks/cancel"), 1, "{era}");
     }
 }
