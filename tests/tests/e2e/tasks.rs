@@ -414,3 +414,96 @@ fn the_gateway_hands_tasks_to_a_host_that_takes_them_and_waits_for_one_that_does
         assert_eq!(tasks.received("tasks/cancel"), 1, "{era}");
     }
 }
+
+impl Tasks {
+    /// A scratch folder whose config is `config`, for the real peers.
+    fn with_config(name: &str, config: &str) -> Self {
+        let scratch = Scratch::new(&format!("tasks-{name}"));
+        scratch.write(".mcp-cli.toml", config);
+        Self { scratch }
+    }
+}
+
+/// What every real task server goes through: a call that waits, `call --async` and `tasks
+/// wait` through the daemon, `tasks cancel`, and a daemon restart (whose new server, with
+/// its tasks in memory, no longer knows the task: a clear error, and the record says so).
+fn drive_a_real_task_server(tasks: &Tasks, tool: &[&str], done: &str) {
+    let call: Vec<&str> = ["call", "peer"].iter().chain(tool).copied().collect();
+    let run = tasks.cold(&call);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.contains(done), "{run:?}");
+    assert_eq!(tasks.records()[0]["status"], "completed", "a task ran it");
+
+    tasks.start_daemon();
+    let detached: Vec<&str> = ["call", "--async", "peer"]
+        .iter()
+        .chain(tool)
+        .copied()
+        .collect();
+    let run = tasks.cli(&detached);
+    assert_eq!(run.code, 0, "{run:?}");
+    let id = run.stdout.trim().to_owned();
+    let run = tasks.cli(&["tasks", "peer"]);
+    assert!(run.stdout.contains(&id), "{run:?}");
+    let run = tasks.cli(&["tasks", "wait", "peer", &id]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.contains(done), "{run:?}");
+    assert_eq!(tasks.status_of(&id), "completed");
+
+    let run = tasks.cli(&detached);
+    let cancelled = run.stdout.trim().to_owned();
+    assert_eq!(tasks.cli(&["tasks", "cancel", "peer", &cancelled]).code, 0);
+    let run = tasks.cli(&["tasks", "wait", "peer", &cancelled]);
+    assert_eq!(run.code, 130, "{run:?}");
+
+    let run = tasks.cli(&detached);
+    let orphan = run.stdout.trim().to_owned();
+    assert_eq!(tasks.cli(&["daemon", "stop"]).code, 0);
+    tasks.start_daemon();
+    let run = tasks.cli(&["tasks", "wait", "peer", &orphan]);
+    assert_eq!(run.code, 3, "{run:?}");
+    assert!(
+        run.stderr
+            .contains(&format!("server peer does not know task {orphan}")),
+        "{run:?}"
+    );
+    assert_eq!(tasks.status_of(&orphan), "lost");
+}
+
+#[test]
+fn rmcp_tasks_extension_through_the_binary() {
+    let Some(peer) = mcp_tests::rmcp_peer() else {
+        return;
+    };
+    let config = format!("[mcp.peer]\ncommand = {:?}\n", peer.program);
+    let tasks = Tasks::with_config("rmcp", &config);
+    drive_a_real_task_server(&tasks, &["research", "ms=1500"], "researched 1500 ms");
+}
+
+#[test]
+fn server_everything_experimental_tasks_through_the_binary() {
+    let Some(bin) = mcp_tests::npm_bin() else {
+        return;
+    };
+    let program = bin.join("mcp-server-everything");
+    let config = format!("[mcp.peer]\ncommand = {program:?}\n");
+    let tasks = Tasks::with_config("everything", &config);
+    let tool = ["simulate-research-query", "topic=rust"];
+    drive_a_real_task_server(&tasks, &tool, "# Research Report: rust");
+    // Asking mid-way: its form goes out during `tasks/result` and `--yes` declines it (no
+    // default to accept), which the report says.
+    let run = tasks.cold(&[
+        "--yes",
+        "call",
+        "peer",
+        "simulate-research-query",
+        "topic=py",
+        "ambiguous=true",
+    ]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stdout
+            .contains("User declined - using default interpretation"),
+        "{run:?}"
+    );
+}
