@@ -1524,7 +1524,7 @@ fn encode(
                 arguments,
                 input_responses: input.responses,
                 request_state: input.state,
-                task: task.as_ref(),
+                task: task.as_deref(),
                 meta: jsonrpc::Meta {
                     progress_token: Some(token),
                     caller: added.as_ref(),

@@ -32,7 +32,7 @@ pub(crate) enum Params {
         /// Members of `_meta` the caller adds (a host's trace context, passed on).
         meta: Option<Map<String, Value>>,
         /// Handshake era: the `task` parameter asking for a task ([`Request::as_task`]).
-        task: Option<Value>,
+        task: Option<Box<Value>>,
     },
 }
 

@@ -275,10 +275,10 @@ impl Request<CallToolResult> {
     pub fn as_task(mut self, ttl: Option<Duration>) -> Self {
         if let Params::CallTool { task, .. } = &mut self.params {
             let ttl = ttl.map(|ttl| u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
-            *task = Some(match ttl {
+            *task = Some(Box::new(match ttl {
                 Some(ttl) => json!({ "ttl": ttl }),
                 None => json!({}),
-            });
+            }));
         }
         self
     }

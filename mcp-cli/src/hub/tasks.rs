@@ -80,7 +80,7 @@ pub enum Started {
     /// The result, as the server sent it.
     Done(Value),
     /// A task runs it.
-    Task(TaskHandle),
+    Task(Box<TaskHandle>),
 }
 
 fn now_ms() -> u64 {
@@ -269,7 +269,7 @@ impl Hub {
     }
 
     /// Records a task a call of `tool` on `server` just made.
-    pub(crate) fn record_task(&self, server: &str, tool: &str, task: Task) -> TaskHandle {
+    pub(crate) fn record_task(&self, server: &str, tool: &str, task: Task) -> Box<TaskHandle> {
         let now = now_ms();
         let record = TaskRecord {
             server: server.to_owned(),
@@ -283,7 +283,7 @@ impl Hub {
         if let Err(error) = self.inner.tasks.save(&record) {
             crate::output::diagnostic(&format!("mcp-cli: warning: task {}: {error}", task.id));
         }
-        TaskHandle { record, task }
+        Box::new(TaskHandle { record, task })
     }
 
     /// Brings the record of `task` up to date, if its status or message changed.

@@ -17,14 +17,14 @@ use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::{InputResponses, RequestState, ToolCallContext};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
-    ElicitRequest, ElicitRequestParams, ErrorData, GetPromptRequestParams, GetPromptResponse,
-    GetPromptResult, InputRequest, InputRequests, InputRequiredResult, ListPromptsResult,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
-    Prompt, PromptArgument, PromptMessage, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, Resource, ResourceContents, Role, ServerCapabilities, ServerConfig,
-    SubscriptionFilter, CancelTaskParams, CreateTaskResult, DetailedTask, GetTaskParams,
-    GetTaskResult, Task, TaskPayload, TaskStatus,
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
+    ContentBlock, CreateTaskResult, DetailedTask, ElicitRequest, ElicitRequestParams, ErrorData,
+    GetPromptRequestParams, GetPromptResponse, GetPromptResult, GetTaskParams, GetTaskResult,
+    InputRequest, InputRequests, InputRequiredResult, ListPromptsResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, Prompt, PromptArgument,
+    PromptMessage, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceContents, Role, ServerCapabilities, ServerConfig, SubscriptionFilter, Task,
+    TaskPayload, TaskStatus,
 };
 use rmcp::schemars::JsonSchema;
 use rmcp::serde::Deserialize;
@@ -155,7 +155,10 @@ impl Peer {
     }
 
     #[tool(description = "Researches for ms milliseconds, in the background (a task)")]
-    async fn research(&self, Parameters(SleepArgs { ms }): Parameters<SleepArgs>) -> CallToolResult {
+    async fn research(
+        &self,
+        Parameters(SleepArgs { ms }): Parameters<SleepArgs>,
+    ) -> CallToolResult {
         // Reached only by a client that takes no tasks: `call_tool` makes one for the others.
         text(format!("researched {ms} ms at once"))
     }
@@ -221,7 +224,9 @@ impl ServerHandler for Peer {
         if request.name == "extra" && !self.extra_added() {
             return Err(ErrorData::invalid_params("tool not found", None));
         }
-        let takes_tasks = context.client_capabilities().is_some_and(|caps| caps.supports_tasks());
+        let takes_tasks = context
+            .client_capabilities()
+            .is_some_and(|caps| caps.supports_tasks());
         if request.name == "research" && takes_tasks {
             let ms = (request.arguments.as_ref())
                 .and_then(|arguments| arguments.get("ms"))
@@ -230,8 +235,13 @@ impl ServerHandler for Peer {
             let mut tasks = self.shared.tasks.lock().unwrap();
             let id = format!("research-{}", tasks.len() + 1);
             tasks.insert(id.clone(), (Instant::now(), ms, false));
-            let task = Task::new(id, TaskStatus::Working, "2026-07-28T00:00:00Z", "2026-07-28T00:00:00Z")
-                .with_poll_interval_ms(100);
+            let task = Task::new(
+                id,
+                TaskStatus::Working,
+                "2026-07-28T00:00:00Z",
+                "2026-07-28T00:00:00Z",
+            )
+            .with_poll_interval_ms(100);
             return Ok(CreateTaskResult::new(task).into());
         }
         let call = ToolCallContext::new(self, request, context);
@@ -301,21 +311,31 @@ impl ServerHandler for Peer {
     ) -> Result<GetTaskResult, ErrorData> {
         let tasks = self.shared.tasks.lock().unwrap();
         let Some(&(began, ms, cancelled)) = tasks.get(&request.task_id) else {
-            return Err(ErrorData::invalid_params(format!("no task {}", request.task_id), None));
+            return Err(ErrorData::invalid_params(
+                format!("no task {}", request.task_id),
+                None,
+            ));
         };
         let elapsed = began.elapsed().as_millis() as u64;
         let payload = if cancelled {
             TaskPayload::Cancelled
         } else if elapsed >= ms {
-            let result = json!({"content": [{"type": "text", "text": format!("researched {ms} ms")}]});
-            let result = serde_json::from_value(result).map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+            let result =
+                json!({"content": [{"type": "text", "text": format!("researched {ms} ms")}]});
+            let result = serde_json::from_value(result)
+                .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
             TaskPayload::Completed { result }
         } else {
             TaskPayload::Working
         };
-        let task = Task::new(&request.task_id, TaskStatus::Working, "2026-07-28T00:00:00Z", "2026-07-28T00:00:00Z")
-            .with_poll_interval_ms(100)
-            .with_status_message(format!("{} of {ms} ms", elapsed.min(ms)));
+        let task = Task::new(
+            &request.task_id,
+            TaskStatus::Working,
+            "2026-07-28T00:00:00Z",
+            "2026-07-28T00:00:00Z",
+        )
+        .with_poll_interval_ms(100)
+        .with_status_message(format!("{} of {ms} ms", elapsed.min(ms)));
         Ok(GetTaskResult::new(DetailedTask::new(task, payload)))
     }
 
@@ -326,7 +346,10 @@ impl ServerHandler for Peer {
     ) -> Result<(), ErrorData> {
         let mut tasks = self.shared.tasks.lock().unwrap();
         let Some(task) = tasks.get_mut(&request.task_id) else {
-            return Err(ErrorData::invalid_params(format!("no task {}", request.task_id), None));
+            return Err(ErrorData::invalid_params(
+                format!("no task {}", request.task_id),
+                None,
+            ));
         };
         task.2 = true;
         eprintln!("rmcp-peer: task {} cancelled", request.task_id);
