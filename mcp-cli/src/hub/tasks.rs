@@ -446,3 +446,62 @@ impl Hub {
         }))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn record(server: &str, id: &str, started: u64, status: &str) -> TaskRecord {
+        TaskRecord {
+            server: server.to_owned(),
+            task_id: id.to_owned(),
+            tool: format!("{server}__slow"),
+            started,
+            status: status.to_owned(),
+            status_message: None,
+            updated: started,
+        }
+    }
+
+    #[test]
+    fn records_are_private_files_listed_oldest_first_and_replaced_whole() {
+        let dir = std::env::temp_dir().join(format!("mcp-cli-task-records-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let records = Records::new(Some(dir.clone()));
+        // Ids need not be file names: they are hashed with the server's name.
+        let odd = record("a", "../../etc/passwd", 2, "working");
+        records.save(&odd).unwrap();
+        records.save(&record("b", "t-1", 1, "completed")).unwrap();
+        records
+            .save(&record("a", "t-1", 3, "input_required"))
+            .unwrap();
+        let listed: Vec<(String, String)> = (records.all().into_iter())
+            .map(|record| (record.server, record.task_id))
+            .collect();
+        let expected = [("b", "t-1"), ("a", "../../etc/passwd"), ("a", "t-1")];
+        let expected: Vec<(String, String)> = (expected.iter())
+            .map(|(server, id)| ((*server).to_owned(), (*id).to_owned()))
+            .collect();
+        assert_eq!(listed, expected);
+        let replaced = record("a", "../../etc/passwd", 2, "lost");
+        records.save(&replaced).unwrap();
+        assert_eq!(
+            records.load("a", "../../etc/passwd"),
+            Some(replaced.clone())
+        );
+        assert!(replaced.is_done() && !record("a", "x", 0, "working").is_done());
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let mode = entry.metadata().unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600, "{:?}", entry.path());
+        }
+        let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700);
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 3);
+        let _ = std::fs::remove_dir_all(&dir);
+        // Without a folder nothing is kept, and nothing fails.
+        let none = Records::new(None);
+        none.save(&odd).unwrap();
+        assert!(none.all().is_empty() && none.load("a", "t-1").is_none());
+    }
+}
