@@ -238,10 +238,11 @@ impl Hub {
     pub async fn cancel_task(&self, server: &str, id: &str) -> Result<(), HubError> {
         let slot = self.inner.slot(server)?;
         let live = slot.ensure_running(&self.inner).await?;
-        live.client
-            .cancel_task(id)
-            .await
-            .map_err(|error| self.task_error(server, id, error))?;
+        // A refusal here is not the task lost: servers refuse to cancel a task already ended.
+        (live.client.cancel_task(id).await).map_err(|error| HubError::Server {
+            server: server.to_owned(),
+            error,
+        })?;
         // Asked of the server, whether it honours it: a fresh look says.
         if let Ok(task) = live.client.get_task(id).await {
             self.note_task(server, &task);

@@ -253,6 +253,11 @@ fn async_calls_are_waited_for_polled_and_cancelled_through_the_daemon() {
             "{era}: {run:?}"
         );
         assert_eq!(tasks.status_of(&id), "completed");
+        // Too late to cancel: the server says so, and the record keeps what it knew.
+        let run = tasks.cli(&["tasks", "cancel", "fx", &id]);
+        assert_eq!(run.code, 2, "{era}: {run:?}");
+        assert!(run.stderr.contains("has already ended"), "{run:?}");
+        assert_eq!(tasks.status_of(&id), "completed");
 
         let run = tasks.cli(&[
             "--json",
@@ -272,10 +277,11 @@ fn async_calls_are_waited_for_polled_and_cancelled_through_the_daemon() {
         let run = tasks.cli(&["--timeout", "0.5", "tasks", "wait", "fx", long]);
         assert_eq!(run.code, 4, "{era}: {run:?}");
         assert!(run.stderr.contains("it runs on"), "{run:?}");
-        assert_eq!(tasks.received("tasks/cancel"), 0, "{era}");
+        // Only the one too late above so far.
+        assert_eq!(tasks.received("tasks/cancel"), 1, "{era}");
         let run = tasks.cli(&["tasks", "cancel", "fx", long]);
         assert_eq!(run.code, 0, "{era}: {run:?}");
-        assert_eq!(tasks.received("tasks/cancel"), 1, "{era}");
+        assert_eq!(tasks.received("tasks/cancel"), 2, "{era}");
         let run = tasks.cli(&["tasks", "wait", "fx", long]);
         assert_eq!(run.code, 130, "{era}: {run:?}");
         assert!(
