@@ -9,7 +9,7 @@ use async_io::Timer;
 use futures_lite::future;
 use serde_json::{Map, Value};
 
-use crate::proto::{Request, RpcError, Task, TaskEnd, TaskStep, TaskWatch};
+use crate::proto::{Era, ListenFilter, Request, RpcError, Task, TaskEnd, TaskStep, TaskWatch};
 use crate::{Client, Error};
 
 /// Answers one input request a task makes (stateless era): its method and params in, the
@@ -22,10 +22,34 @@ impl Client {
     /// Watches a task until it ends: `tasks/get` at the server's (bounded) poll interval,
     /// `tasks/result` in the handshake era, `tasks/update` with what `input` answers in the
     /// stateless era (without `input` every input request is left unanswered). `on_update`
-    /// hears each new state of the task, from a poll or a notification. A failed poll of our
+    /// hears each new state of the task, from a poll or a notification: a stateless-era server
+    /// that declares the tasks extension is asked for the task's notifications with a
+    /// `subscriptions/listen` naming it, for as long as the wait lasts. A failed poll of our
     /// own (a timeout) is tried again at the next interval; the connection ending is an
     /// error. Dropping the future stops watching and leaves the task running.
     pub async fn wait_task(
+        &self,
+        watch: &mut TaskWatch,
+        input: Option<&TaskInput>,
+        on_update: &(dyn Fn(&Task) + Send + Sync),
+    ) -> Result<TaskEnd, Error> {
+        let info = self.wait_ready().await?;
+        let listen = (info.era() == Some(Era::Stateless) && info.capabilities.tasks.extension)
+            .then(|| ListenFilter {
+                task_ids: vec![watch.task().id.clone()],
+                ..ListenFilter::default()
+            });
+        let listening = async {
+            if let Some(filter) = listen {
+                // Ended by the server or refused: polling goes on alone.
+                let _ = self.request(Request::listen(&filter)).await;
+            }
+            future::pending().await
+        };
+        future::or(self.follow_task(watch, input, on_update), listening).await
+    }
+
+    async fn follow_task(
         &self,
         watch: &mut TaskWatch,
         input: Option<&TaskInput>,

@@ -19,6 +19,9 @@ use serde_json::{Value, json};
 /// The extension's name.
 pub const EXTENSION: &str = "io.modelcontextprotocol/tasks";
 
+/// The stateless era's task status notification.
+pub const STATUS_NOTIFICATION: &str = "notifications/tasks";
+
 /// The tools of mode `tasks`: each runs only as a task.
 pub fn tools() -> Vec<Value> {
     let object = |properties: Value| json!({"type": "object", "properties": properties});
@@ -272,6 +275,13 @@ impl Tasks {
     pub fn get(&self, params: &Value) -> Answer {
         let record = self.known(params)?;
         Ok(self.task(&record, true))
+    }
+
+    /// Task `id` as `tasks/get` gives it, and whether it has ended; `None` when unknown.
+    pub fn snapshot(&self, id: &str) -> Option<(Value, bool)> {
+        let record = self.load(id).filter(|_| !self.forget)?;
+        let ended = !matches!(record.status(), Status::Working(_) | Status::InputRequired);
+        Some((self.task(&record, true), ended))
     }
 
     /// `tasks/update` (stateless era): a name for `task_ask`.

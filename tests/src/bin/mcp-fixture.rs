@@ -72,6 +72,8 @@
 //!   `--poll-ms N` (default 100) is the poll interval it suggests; `--forget 1` refuses every
 //!   `tasks/get`, as a server that lost its tasks; `--task-dir DIR` keeps the tasks there, so
 //!   a server started again knows them. Logs `created ID` and `cancelled task ID` on stderr.
+//!   In the stateless era a `subscriptions/listen` naming `taskIds` gets `notifications/tasks`
+//!   (the whole task) on its stream once each ends.
 //!
 //! Any mode takes `--list-delay-ms N`: each `tools/list` is answered after N ms; in the
 //! stateless era, `--ttl-ms N` and `--cache-scope S` set the cache hints of lists and reads.
@@ -658,8 +660,9 @@ impl Server {
         result
     }
 
-    /// `subscriptions/listen`: acknowledged, then kept open for list changes.
-    fn listen(&self, id: Value, params: &Value) {
+    /// `subscriptions/listen`: acknowledged, then kept open for list changes (and, in mode
+    /// `tasks`, for the end of the tasks it names).
+    fn listen(self: &Arc<Self>, id: Value, params: &Value) {
         if self.mode == "listen-no-ack" {
             return;
         }
@@ -667,13 +670,55 @@ impl Server {
         if resources::served(&self.mode) {
             honoured.extend(["resourcesListChanged", "promptsListChanged"]);
         }
-        self.send(&stateless::acknowledge(&id, params, &honoured));
+        let mut acknowledgement = stateless::acknowledge(&id, params, &honoured);
+        let task_ids = params["notifications"]["taskIds"].clone();
+        let watch_tasks = self.tasks.is_some() && task_ids.is_array();
+        if watch_tasks {
+            acknowledgement["params"]["notifications"]["taskIds"] = task_ids.clone();
+        }
+        self.send(&acknowledgement);
         if self.mode == "listen-ends" {
             let ended = json!({"_meta": {stateless::META_SUBSCRIPTION: id}});
             return self.answer(&id, Ok(stateless::complete(ended, NAME)));
         }
         let tools = params["notifications"]["toolsListChanged"] == json!(true);
-        self.listens.lock().unwrap().push((id, tools));
+        self.listens.lock().unwrap().push((id.clone(), tools));
+        if watch_tasks {
+            for task in task_ids
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(Value::as_str)
+            {
+                self.notify_task_end(id.clone(), task.to_owned());
+            }
+        }
+    }
+
+    /// Mode `tasks`: once task `task` ends, `notifications/tasks` with the whole task on the
+    /// listen stream `listen`, unless that stream was cancelled first.
+    fn notify_task_end(self: &Arc<Self>, listen: Value, task: String) {
+        let server = self.clone();
+        thread::spawn(move || {
+            loop {
+                thread::sleep(Duration::from_millis(20));
+                let open = (server.listens.lock().unwrap())
+                    .iter()
+                    .any(|(id, _)| *id == listen);
+                if !open {
+                    return;
+                }
+                match server.tasks().snapshot(&task) {
+                    Some((mut detailed, true)) => {
+                        detailed["_meta"] = json!({ stateless::META_SUBSCRIPTION: listen });
+                        return server.send(&json!({"jsonrpc": "2.0",
+                            "method": tasks::STATUS_NOTIFICATION, "params": detailed}));
+                    }
+                    Some((_, false)) => {}
+                    None => return,
+                }
+            }
+        });
     }
 
     /// The tool list changed: a bare notification in the handshake era, a tagged one on every

@@ -208,14 +208,41 @@ fn poll_intervals_of_zero_and_an_hour_are_bounded() {
     assert_eq!(run.code, 0, "{run:?}");
     let polls = tasks.received("tasks/get");
     assert!((1..=15).contains(&polls), "{polls} polls");
-    // An hour: polled within 30 s all the same, well inside the wait's 50.
-    let tasks = Tasks::new("poll-hour", "stateless", &["--poll-ms", "3600000"]);
+    // An hour: polled within 30 s all the same, well inside the wait's 50 (in the handshake
+    // era, where no notification comes to end the wait sooner).
+    let tasks = Tasks::new("poll-hour", "handshake", &["--poll-ms", "3600000"]);
     let run = tasks.cold(&["--timeout", "50", "call", "fx", "task_sleep", "ms=100"]);
     assert_eq!(
         (run.code, run.stdout.as_str()),
         (0, "slept 100 ms\n"),
         "{run:?}"
     );
+}
+
+#[test]
+fn a_stateless_task_ends_on_its_notification_without_waiting_for_a_poll() {
+    // The first poll would come after 30 s, past the wait's 20: only the notification the
+    // listen asks for can end it in time.
+    let tasks = Tasks::new("notified", "stateless", &["--poll-ms", "3600000"]);
+    let run = tasks.cold(&["--timeout", "20", "call", "fx", "task_sleep", "ms=300"]);
+    assert_eq!(
+        (run.code, run.stdout.as_str()),
+        (0, "slept 300 ms\n"),
+        "{run:?}"
+    );
+    // One listen for the task, beside the hub's own for list changes.
+    let log = std::fs::read_to_string(tasks.scratch.0.join("received.log")).unwrap();
+    let for_tasks = log
+        .lines()
+        .filter(|line| line.contains(r#""taskIds":["task-"#));
+    assert_eq!(for_tasks.count(), 1, "{log}");
+    assert_eq!(tasks.records()[0]["status"], "completed");
+    // The handshake era has no such subscription.
+    let tasks = Tasks::new("notified", "handshake", &[]);
+    let run = tasks.cold(&["call", "fx", "task_sleep", "ms=100"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let log = std::fs::read_to_string(tasks.scratch.0.join("received.log")).unwrap();
+    assert!(!log.contains("taskIds"), "{log}");
 }
 
 #[test]
