@@ -219,6 +219,7 @@ pub fn check_connection(data: &[u8]) {
             roots: true,
             elicitation: true,
             sampling: true,
+            tasks: true,
         },
         server_request_timeout: Duration::from_millis(500),
         protocol,

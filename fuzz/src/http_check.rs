@@ -187,6 +187,7 @@ pub fn check_http(data: &[u8]) {
             roots: true,
             elicitation: true,
             sampling: false,
+            tasks: true,
         },
         protocol,
         max_input_rounds: 2,

@@ -9,8 +9,8 @@ use clap::{Parser, Subcommand};
     name = "mcp-cli",
     version,
     about = "Call the tools of MCP servers from the shell",
-    after_help = "Exit codes: 0 success, 1 the tool reported an error, 2 usage or config error, \
-                  3 server failure, 4 timeout."
+    after_help = "Exit codes: 0 success, 1 the tool reported an error (or its task failed), 2 usage \
+                  or config error, 3 server failure, 4 timeout, 130 the task was cancelled."
 )]
 #[command(group = clap::ArgGroup::new("adhoc").args(["stdio", "http"]))]
 pub(crate) struct Cli {
@@ -88,6 +88,19 @@ pub(crate) enum Command {
         /// override its keys.
         #[arg(long = "args", value_name = "JSON")]
         args_json: Option<String>,
+        /// Run the call in the background where the server can (as a task): print the task id
+        /// (--json: the whole task) and exit 0; `tasks wait SERVER ID` gets the result.
+        #[arg(long = "async")]
+        detach: bool,
+    },
+    /// The tasks servers run in the background for calls, as kept in the state folder:
+    /// `tasks [SERVER]` lists them with their last status; `tasks get|wait|cancel SERVER ID`.
+    #[command(args_conflicts_with_subcommands = true)]
+    Tasks {
+        #[command(subcommand)]
+        action: Option<TasksAction>,
+        /// Only this server's tasks.
+        server: Option<String>,
     },
     /// List the tools of the named servers (all enabled ones if none), with parameters: from
     /// the catalogue of listings kept in the state folder for servers not running, the others
@@ -233,6 +246,17 @@ pub(crate) enum Command {
     /// invisible characters, instructions to the model, shadowing, hidden padding. Calls no
     /// tool; exits 1 when anything is flagged.
     Scan { servers: Vec<String> },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum TasksAction {
+    /// Ask the server where a task stands now.
+    Get { server: String, id: String },
+    /// Wait for a task to end and print its result as `call` would; --timeout bounds the
+    /// wait (exit 4), and the task runs on past it.
+    Wait { server: String, id: String },
+    /// Ask the server to cancel a task.
+    Cancel { server: String, id: String },
 }
 
 #[derive(Debug, Subcommand)]

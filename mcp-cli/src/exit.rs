@@ -20,6 +20,8 @@ pub enum Exit {
     Server = 3,
     /// The handshake budget or the call timeout ran out.
     Timeout = 4,
+    /// The task was cancelled (as a shell reports a command stopped by Ctrl-C).
+    Cancelled = 130,
 }
 
 impl Exit {
@@ -34,6 +36,7 @@ impl Exit {
             Self::Usage => "usage",
             Self::Server => "server",
             Self::Timeout => "timeout",
+            Self::Cancelled => "cancelled",
         }
     }
 }
@@ -157,7 +160,11 @@ impl From<HubError> for Failure {
                 ..
             }
             | HubError::WrongProtocol { .. }
-            | HubError::ShuttingDown { .. } => Self::new(Exit::Server, error.to_string()),
+            | HubError::ShuttingDown { .. }
+            | HubError::TaskLost { .. } => Self::new(Exit::Server, error.to_string()),
+            HubError::TaskFailed { .. } => Self::new(Exit::ToolError, error.to_string()),
+            HubError::TaskCancelled { .. } => Self::new(Exit::Cancelled, error.to_string()),
+            HubError::TaskWaitTimedOut { .. } => Self::new(Exit::Timeout, error.to_string()),
             HubError::UnknownServer { .. }
             | HubError::AmbiguousServer { .. }
             | HubError::Unavailable { .. }
@@ -165,7 +172,6 @@ impl From<HubError> for Failure {
             | HubError::UnknownPrompt { .. }
             | HubError::AmbiguousTool { .. }
             | HubError::ToolFiltered { .. }
-            | HubError::NeedsTasks { .. }
             | HubError::ToolDenied { .. }
             | HubError::ToolWithheld { .. }
             | HubError::ToolFlagged { .. }

@@ -109,6 +109,7 @@ pub(crate) fn settings(
         pin_dir: Some(state.pins()),
         era_file: Some(state.eras()),
         catalogue_dir: Some(state.catalogue()),
+        task_dir: Some(state.tasks()),
         client_name: "mcp-cli".to_owned(),
         handshake_timeout: mcp_timeout(env),
         executor: Some(executor.clone()),

@@ -64,19 +64,29 @@ pub struct ClientCapabilities {
     pub elicitation: bool,
     /// `sampling/createMessage`: the caller runs a language model for the server.
     pub sampling: bool,
+    /// Stateless era: the tasks extension (`io.modelcontextprotocol/tasks`), so a
+    /// `tools/call` may answer with a task ([`Task::created_by`](crate::Task::created_by)).
+    /// The handshake era needs no declaration: a call asks with
+    /// [`Request::as_task`](crate::Request::as_task).
+    pub tasks: bool,
 }
 
 impl ClientCapabilities {
-    fn to_json(self) -> Value {
+    fn to_json(self, stateless: bool) -> Value {
         let declared = [
             ("roots", self.roots),
             ("elicitation", self.elicitation),
             ("sampling", self.sampling),
         ];
-        let capabilities = (declared.into_iter())
+        let mut capabilities: Map<String, Value> = (declared.into_iter())
             .filter(|(_, on)| *on)
-            .map(|(name, _)| (name.to_owned(), json!({})));
-        Value::Object(capabilities.collect())
+            .map(|(name, _)| (name.to_owned(), json!({})))
+            .collect();
+        if stateless && self.tasks {
+            let extensions = json!({ crate::TASKS_EXTENSION: {} });
+            capabilities.insert("extensions".to_owned(), extensions);
+        }
+        Value::Object(capabilities)
     }
 
     /// Whether a server request of this method is the caller's to answer.
@@ -427,7 +437,7 @@ impl Connection {
                 "name": self.config.client_name,
                 "version": self.config.client_version,
             });
-            let capabilities = self.config.capabilities.to_json();
+            let capabilities = self.config.capabilities.to_json(true);
             StatelessMeta::new(
                 version,
                 capabilities,
@@ -456,7 +466,7 @@ impl Connection {
         };
         let params = json!({
             "protocolVersion": requested,
-            "capabilities": self.config.capabilities.to_json(),
+            "capabilities": self.config.capabilities.to_json(false),
             "clientInfo": {
                 "name": self.config.client_name,
                 "version": self.config.client_version,
@@ -1101,6 +1111,17 @@ impl Connection {
                 self.finish(id, Err(RequestError::InvalidResponse(error)));
             }
             Outcome::InputRequired => self.handle_input_required(now, id, result),
+            Outcome::Task => {
+                let method = self.pending.get(id).and_then(|p| p.origin.as_deref());
+                let method = method.map_or("", |origin| origin.method.as_str());
+                if method == "tools/call" {
+                    // The caller reads it with `Task::created_by`.
+                    self.finish(id, Ok(result));
+                } else {
+                    let error = format!("{method}: a task answers a request that cannot be one");
+                    self.finish(id, Err(RequestError::InvalidResponse(error)));
+                }
+            }
         }
     }
 
@@ -1490,6 +1511,7 @@ fn encode(
             arguments,
             progress_token,
             meta: added,
+            task,
         } => {
             let empty = Value::Object(Map::new());
             let arguments = if arguments.is_null() {
@@ -1502,6 +1524,7 @@ fn encode(
                 arguments,
                 input_responses: input.responses,
                 request_state: input.state,
+                task: task.as_deref(),
                 meta: jsonrpc::Meta {
                     progress_token: Some(token),
                     caller: added.as_ref(),
@@ -1552,6 +1575,7 @@ fn outgoing(version: &'static str, method: &str, params: &Params) -> Outgoing {
         ("tools/call", Params::Value(params)) => (member("name"), params.get("arguments").cloned()),
         ("prompts/get", _) => (member("name"), None),
         ("resources/read", _) => (member("uri"), None),
+        (method, _) if crate::tasks::TASK_METHODS.contains(&method) => (member("taskId"), None),
         _ => (None, None),
     };
     Outgoing {

@@ -439,6 +439,8 @@ pub(crate) struct CallToolParams<'a, T> {
     pub(crate) input_responses: Option<&'a Map<String, Value>>,
     #[serde(rename = "requestState", skip_serializing_if = "Option::is_none")]
     pub(crate) request_state: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) task: Option<&'a Value>,
     #[serde(rename = "_meta")]
     pub(crate) meta: Meta<'a, T>,
 }

@@ -58,6 +58,15 @@
 //! [`RequestId`]); [`Request::listen`] opens a subscription, which
 //! has no deadline once acknowledged. Listings and `resources/read` carry a [`CacheHint`].
 //!
+//! # Tasks
+//!
+//! A `tools/call` may run in the background as a task: in the stateless era when the caller
+//! declares [`ClientCapabilities::tasks`] and the server decides so, in the handshake era when
+//! the call asks with [`Request::as_task`]. [`Task::created_by`] reads the task from the
+//! call's result; a [`TaskWatch`] then says what to send (`tasks/get`, `tasks/result`,
+//! `tasks/update`) and when, at the server's poll interval bounded by [`MIN_POLL_INTERVAL`]
+//! and [`MAX_POLL_INTERVAL`], until the task ends.
+//!
 //! # Guarantees
 //!
 //! - A panic means a bug in this crate, never bad input: any bytes from the server are either
@@ -140,6 +149,7 @@ mod server_stateless;
 mod sse;
 mod stateless;
 mod streamable;
+mod tasks;
 mod types;
 mod versions;
 
@@ -170,6 +180,11 @@ pub use stateless::ListenFilter;
 pub use streamable::{
     Affected, Answer, Exchange, ExchangeId, Get, HttpConnection, HttpTransport, Post, Reply,
     session_lost,
+};
+pub use tasks::{
+    DEFAULT_POLL_INTERVAL, HANDSHAKE_STATUS_NOTIFICATION, MAX_POLL_INTERVAL, MIN_POLL_INTERVAL,
+    STATUS_NOTIFICATION, TASKS_EXTENSION, Task, TaskEnd, TaskStatus, TaskStep, TaskWatch,
+    TasksCapability,
 };
 pub use types::{
     CallToolResult, Content, Fallback, Implementation, ListCapability, ListToolsResult, LogMessage,

@@ -31,6 +31,8 @@ pub(crate) enum Params {
         progress_token: Option<Value>,
         /// Members of `_meta` the caller adds (a host's trace context, passed on).
         meta: Option<Map<String, Value>>,
+        /// Handshake era: the `task` parameter asking for a task ([`Request::as_task`]).
+        task: Option<Box<Value>>,
     },
 }
 

@@ -138,6 +138,8 @@ impl Subscriptions {
                 true => asked.resource_uris,
                 false => Vec::new(),
             },
+            // The gateway relays no task notifications: its hosts poll.
+            task_ids: Vec::new(),
         };
         let params = json!({
             "_meta": { SUBSCRIPTION_ID: id },

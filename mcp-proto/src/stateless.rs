@@ -242,6 +242,8 @@ pub(crate) enum Outcome {
     Complete,
     /// `"input_required"`: another round.
     InputRequired,
+    /// `"task"`: the tasks extension's `CreateTaskResult`.
+    Task,
     /// Anything else, as text for the error.
     Unknown(String),
 }
@@ -251,6 +253,7 @@ pub(crate) fn outcome(result: &Value) -> Outcome {
         None => Outcome::Complete,
         Some(Value::String(kind)) if kind == "complete" => Outcome::Complete,
         Some(Value::String(kind)) if kind == "input_required" => Outcome::InputRequired,
+        Some(Value::String(kind)) if kind == "task" => Outcome::Task,
         Some(other) => Outcome::Unknown(other.to_string()),
     }
 }
@@ -348,6 +351,8 @@ pub struct ListenFilter {
     pub resources_list_changed: bool,
     /// `notifications/resources/updated` for these URIs.
     pub resource_uris: Vec<String>,
+    /// Tasks extension: `notifications/tasks` for these task ids.
+    pub task_ids: Vec<String>,
 }
 
 impl ListenFilter {
@@ -368,6 +373,9 @@ impl ListenFilter {
                 json!(self.resource_uris),
             );
         }
+        if !self.task_ids.is_empty() {
+            filter.insert("taskIds".to_owned(), json!(self.task_ids));
+        }
         Value::Object(filter)
     }
 }
@@ -377,17 +385,19 @@ impl ListenFilter {
     /// when it is a string.
     pub(crate) fn from_json(filter: &Value) -> Self {
         let flag = |name: &str| filter.get(name) == Some(&Value::Bool(true));
-        let resource_uris = match filter.get("resourceSubscriptions") {
-            Some(Value::Array(uris)) => (uris.iter())
-                .filter_map(|uri| uri.as_str().map(str::to_owned))
+        let strings = |name: &str| match filter.get(name) {
+            Some(Value::Array(items)) => (items.iter())
+                .filter_map(|item| item.as_str().map(str::to_owned))
                 .collect(),
             _ => Vec::new(),
         };
+        let resource_uris = strings("resourceSubscriptions");
         Self {
             tools_list_changed: flag("toolsListChanged"),
             prompts_list_changed: flag("promptsListChanged"),
             resources_list_changed: flag("resourcesListChanged"),
             resource_uris,
+            task_ids: strings("taskIds"),
         }
     }
 }

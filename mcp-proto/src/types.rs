@@ -95,6 +95,8 @@ pub struct ServerCapabilities {
     pub completions: bool,
     /// `experimental`, as sent: non-standard capabilities, for whoever knows them.
     pub experimental: Option<Value>,
+    /// What it offers of tasks, in either era.
+    pub tasks: crate::TasksCapability,
 }
 
 /// A list the server offers (`tools`, `prompts`).
@@ -134,6 +136,7 @@ impl ServerCapabilities {
             logging: declared("logging").is_some(),
             completions: declared("completions").is_some(),
             experimental: declared("experimental").cloned(),
+            tasks: crate::TasksCapability::read(value),
         }
     }
 }
@@ -184,11 +187,20 @@ impl Tool {
         HeaderParams::from_schema(&self.input_schema)
     }
 
-    /// Whether it can only run as a task (`execution.taskSupport: "required"`), which this
-    /// client does not do yet.
+    /// Whether it can only run as a task (`execution.taskSupport: "required"`): in the
+    /// handshake era it must be called with [`Request::as_task`].
     pub fn requires_tasks(&self) -> bool {
         let support = self.execution.as_ref().and_then(|e| e.get("taskSupport"));
         support.and_then(Value::as_str) == Some("required")
+    }
+
+    /// Whether it may run as a task (`execution.taskSupport` `"required"` or `"optional"`).
+    pub fn allows_tasks(&self) -> bool {
+        let support = self.execution.as_ref().and_then(|e| e.get("taskSupport"));
+        matches!(
+            support.and_then(Value::as_str),
+            Some("required" | "optional")
+        )
     }
 }
 
@@ -283,6 +295,7 @@ impl Request<CallToolResult> {
                 arguments,
                 progress_token: None,
                 meta: None,
+                task: None,
             },
         )
     }

@@ -67,6 +67,7 @@ mod pipe;
 mod process;
 mod sandbox;
 mod serve;
+mod task;
 
 pub use client::{Client, Transport, connect, start};
 pub use driver::Driver;
@@ -81,6 +82,7 @@ pub use sandbox::Sandbox;
 /// its own for them.
 pub use serde_json;
 pub use serve::{ServeDriver, Server, serve};
+pub use task::TaskInput;
 
 /// What an [`Authorizer`] needs beyond the connection: one plain HTTP(S) exchange at a time
 /// (OAuth metadata, registration, tokens) with the transport's TLS setup, so the host does not

@@ -1,12 +1,13 @@
 //! Shared helpers for the end-to-end suites: installing the real reference servers and the
 //! modern (2026-07-28) test peers of `tests/servers/` under `target/` on first use, and checking
 //! that no server process outlives a test; in [`http`], the socket plumbing of the HTTP fixture
-//! servers; in [`stateless`], what both fixture servers say in the stateless era; in [`fetch`],
-//! the fixture's HTTP GETs for the sandbox's proxy.
+//! servers; in [`stateless`], what both fixture servers say in the stateless era; in [`tasks`], the
+//! stdio fixture's tasks; in [`fetch`], the fixture's HTTP GETs for the sandbox's proxy.
 
 pub mod fetch;
 pub mod http;
 pub mod stateless;
+pub mod tasks;
 
 use std::ffi::OsString;
 use std::fs::File;

@@ -2,11 +2,12 @@
 
 use std::io::Read;
 
-use mcp_smol::proto::{CallToolResult, Progress};
+use mcp_smol::proto::{CallToolResult, Progress, Task};
 use serde_json::{Value, json};
 
-use crate::commands::{Context, with_raw};
+use crate::commands::{Context, tasks, with_raw};
 use crate::exit::{Exit, Failure};
+use crate::hub::Started;
 use crate::spinner::Spinner;
 use crate::{arguments, names, output};
 
@@ -15,6 +16,7 @@ pub(crate) async fn run(
     target: &str,
     rest: &[String],
     args_json: Option<&str>,
+    detach: bool,
 ) -> Result<Exit, Failure> {
     let (server, tool, pairs) = split_target(ctx, target, rest)?;
     let base = match args_json {
@@ -39,12 +41,30 @@ pub(crate) async fn run(
             progress_text(progress)
         ));
     };
-    let called = (ctx.hub)
+    let show_task = |task: &Task| spinner.set_label(tasks::status_text(&tool.name, task));
+    let mut call = (ctx.hub)
         .call(&tool, Value::Object(arguments))
         .timeout(ctx.call_timeout)
         .on_progress(show_progress)
-        .await;
+        .on_task(show_task);
+    if detach {
+        call = call.detach();
+    }
+    let called = call.start().await;
     drop(spinner);
+    let called = match called {
+        Ok(Started::Task(handle)) => return Ok(tasks::show_handle(ctx, &handle)),
+        Ok(Started::Done(raw)) => {
+            if detach {
+                ctx.out.diagnostic(&format!(
+                    "mcp-cli: {} ran to its end: the server made no task of it",
+                    tool.name
+                ));
+            }
+            Ok(raw)
+        }
+        Err(error) => Err(error),
+    };
     // Shown before the servers are closed: one that outlives its stdin would otherwise hold
     // the answer back for the grace and SIGTERM periods.
     let decoded = called
@@ -59,7 +79,8 @@ pub(crate) async fn run(
     })
 }
 
-fn show(ctx: &mut Context, result: &CallToolResult, raw: &Value) -> Exit {
+/// Prints a call's result (as `tasks wait` does a task's), and the exit code it earns.
+pub(crate) fn show(ctx: &mut Context, result: &CallToolResult, raw: &Value) -> Exit {
     if ctx.json {
         ctx.out.line(&raw.to_string());
     } else if result.is_error {

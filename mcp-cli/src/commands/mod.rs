@@ -4,7 +4,7 @@
 
 mod add;
 mod auth;
-mod call;
+pub(crate) mod call;
 mod completions;
 mod daemon;
 mod enable;
@@ -19,6 +19,7 @@ mod scan;
 pub(crate) mod search;
 mod serve;
 pub(crate) mod servers;
+mod tasks;
 mod tools;
 mod trust;
 
@@ -62,6 +63,7 @@ pub(crate) struct Context {
 pub(crate) async fn dispatch(ctx: &mut Context, command: Command) -> Result<Exit, Failure> {
     match command {
         Command::Call { .. }
+        | Command::Tasks { .. }
         | Command::Tools { .. }
         | Command::Search { .. }
         | Command::Servers
@@ -140,7 +142,9 @@ pub(crate) async fn dispatch_warm(ctx: &mut Context, command: Command) -> Result
             server,
             rest,
             args_json,
-        } => call::run(ctx, &server, &rest, args_json.as_deref()).await,
+            detach,
+        } => call::run(ctx, &server, &rest, args_json.as_deref(), detach).await,
+        Command::Tasks { action, server } => tasks::run(ctx, action, server.as_deref()).await,
         Command::Tools { servers, refresh } => tools::run(ctx, &servers, refresh).await,
         Command::Search { query, limit } => search::run(ctx, &query.join(" "), limit).await,
         Command::Servers => servers::run(ctx).await,

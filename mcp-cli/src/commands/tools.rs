@@ -54,7 +54,7 @@ fn describe(entry: &ToolEntry) -> Vec<String> {
         _ => entry.name.clone(),
     };
     if tool.requires_tasks() {
-        first.push_str("  [runs only as a task: not supported yet]");
+        first.push_str("  [runs as a task]");
     }
     let mut lines = vec![first];
     let schema = &tool.input_schema;

@@ -116,7 +116,9 @@ fn runs_warm(cli: &Cli) -> bool {
     let warm_command = match &cli.command {
         // Arguments from our stdin are ours to read.
         Command::Call { args_json, .. } => args_json.as_deref() != Some("-"),
-        Command::Tools { .. }
+        // The daemon keeps the servers, and so the tasks they run, alive.
+        Command::Tasks { .. }
+        | Command::Tools { .. }
         | Command::Search { .. }
         | Command::Servers
         | Command::Resources { .. }

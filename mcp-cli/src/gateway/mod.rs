@@ -15,6 +15,7 @@ pub(crate) mod listen;
 mod proxy;
 mod rounds;
 mod search;
+mod tasks;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -99,6 +100,8 @@ pub(crate) fn server_config() -> ServerConfig {
             "tools": {"listChanged": true},
             "resources": {"listChanged": true},
             "prompts": {"listChanged": true},
+            // Stateless-era hosts that declare it may get tasks ([`tasks`]).
+            "extensions": {mcp_smol::proto::TASKS_EXTENSION: {}},
         }),
         ..ServerConfig::default()
     }
@@ -266,6 +269,10 @@ impl Gateway {
                 let trace = trace_context(&params);
                 let input = HostInput::of(method, Some(&params));
                 match mode {
+                    Mode::Tools if tasks::declared(era) => {
+                        let entry = self.find(name).await?;
+                        Ok(self.call_as_task(&entry, arguments, trace).await)
+                    }
                     Mode::Tools => {
                         let entry = self.find(name).await?;
                         let call = HostCall {
@@ -346,6 +353,9 @@ impl Gateway {
                     .map_err(backend_error)
             }
             ("logging/setLevel", _) => Ok(json!({})),
+            (method, _) if tasks::METHODS.contains(&method) => {
+                self.handle_task(method, &params).await
+            }
             _ => Err(RpcError::method_not_found(method)),
         }
     }

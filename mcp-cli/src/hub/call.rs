@@ -5,10 +5,10 @@ use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 use std::time::Duration;
 
-use mcp_smol::proto::{Notification, Progress, Request};
+use mcp_smol::proto::{Era, Notification, Progress, Request, RequestError, Task};
 use serde_json::{Map, Value};
 
-use crate::hub::{Hub, HubError, ToolEntry};
+use crate::hub::{Hub, HubError, Started, ToolEntry};
 
 /// The tool a [`Call`] calls: a qualified name (`SERVER__TOOL` as the catalogue shows it, or
 /// `SERVER.TOOL`), or an entry found before. Made from `&str`, `&String` or `&ToolEntry`.
@@ -39,6 +39,7 @@ impl<'a> From<&'a ToolEntry> for ToolRef<'a> {
 }
 
 type OnProgress<'a> = Box<dyn Fn(Progress) + Send + Sync + 'a>;
+type OnTask<'a> = Box<dyn Fn(&Task) + Send + Sync + 'a>;
 
 /// One tool call, made by [`Hub::call`]: set its options, then `.await` it.
 ///
@@ -55,6 +56,8 @@ pub struct Call<'a> {
     timeout: Option<Duration>,
     meta: Map<String, Value>,
     on_progress: Option<OnProgress<'a>>,
+    on_task: Option<OnTask<'a>>,
+    detach: bool,
 }
 
 impl std::fmt::Debug for Call<'_> {
@@ -65,6 +68,7 @@ impl std::fmt::Debug for Call<'_> {
             .field("timeout", &self.timeout)
             .field("meta", &self.meta)
             .field("on_progress", &self.on_progress.is_some())
+            .field("detach", &self.detach)
             .finish()
     }
 }
@@ -95,14 +99,55 @@ impl<'a> Call<'a> {
         self.on_progress = Some(Box::new(on_progress));
         self
     }
+
+    /// Hears each new state of the task, when the server runs the call as one (its status
+    /// and message), while the call waits for it.
+    pub fn on_task(mut self, on_task: impl Fn(&Task) + Send + Sync + 'a) -> Self {
+        self.on_task = Some(Box::new(on_task));
+        self
+    }
+
+    /// Asks for the call to run in the background: [`start`](Self::start) then returns the
+    /// task as soon as the server made one, instead of waiting for it. In the handshake era
+    /// the call asks the server for a task where the tool allows one; in the stateless era
+    /// the server decides.
+    pub fn detach(mut self) -> Self {
+        self.detach = true;
+        self
+    }
+
+    /// Makes the call and returns its result, or the task running it
+    /// ([`Started::Task`]) when [`detach`](Self::detach) asked for one and the server made
+    /// one; without `detach` a task is waited for, as awaiting the call does. A task is
+    /// recorded in the state folder either way, so a later process can wait for it.
+    pub async fn start(self) -> Result<Started, HubError> {
+        Box::pin(self.run()).await
+    }
 }
 
 impl<'a> IntoFuture for Call<'a> {
     type Output = Result<Value, HubError>;
     type IntoFuture = Pin<Box<dyn Future<Output = Self::Output> + Send + 'a>>;
 
-    fn into_future(self) -> Self::IntoFuture {
-        Box::pin(self.run())
+    /// The result; a call the server runs as a task is waited for (past the call's timeout
+    /// the task is cancelled: the call was not asked to outlive it).
+    fn into_future(mut self) -> Self::IntoFuture {
+        // Awaited, a call gives its result: a task is waited for, `detach` or not.
+        self.detach = false;
+        let run = self.run();
+        Box::pin(async move {
+            match run.await? {
+                Started::Done(result) => Ok(result),
+                // Not detached, so `run` waited for it: never here.
+                Started::Task(handle) => Err(HubError::TaskWaitTimedOut {
+                    server: handle.record.server,
+                    id: handle.record.task_id,
+                    status: handle.task.status,
+                    after: Duration::ZERO,
+                    cancelled: false,
+                }),
+            }
+        })
     }
 }
 
@@ -142,12 +187,14 @@ impl Hub {
             timeout: None,
             meta: Map::new(),
             on_progress: None,
+            on_task: None,
+            detach: false,
         }
     }
 }
 
 impl Call<'_> {
-    async fn run(self) -> Result<Value, HubError> {
+    async fn run(self) -> Result<Started, HubError> {
         let Call {
             hub,
             tool,
@@ -155,6 +202,8 @@ impl Call<'_> {
             timeout,
             meta,
             on_progress,
+            on_task,
+            detach,
         } = self;
         let on_progress = |progress| {
             if let Some(on_progress) = &on_progress {
@@ -178,8 +227,48 @@ impl Call<'_> {
         if let Some(timeout) = timeout {
             request = request.timeout(timeout);
         }
+        let info = (live.client.wait_ready().await).map_err(|error| HubError::Server {
+            server: tool.server.clone(),
+            error,
+        })?;
+        // Handshake era: a call is a task only when it asks to be one, which a tool that
+        // requires it must, where the server takes tasks for calls.
+        let handshake = info.era() != Some(Era::Stateless);
+        let wants_task = tool.tool.requires_tasks() || (detach && tool.tool.allows_tasks());
+        if handshake && info.capabilities.tasks.tool_calls && wants_task {
+            request = request.as_task(None);
+        }
+        let on_task = |task: &Task| {
+            if let Some(on_task) = &on_task {
+                on_task(task);
+            }
+        };
         let _in_flight = live.calls.enter(&tool.tool.name);
-        let call = live.client.request(request.untyped());
+        let call = async {
+            let raw = live.client.request(request.untyped()).await;
+            let raw = raw.map_err(|error| HubError::Server {
+                server: tool.server.clone(),
+                error,
+            })?;
+            let task = match Task::created_by(&raw) {
+                None => return Ok(Started::Done(raw)),
+                Some(Ok(task)) => task,
+                Some(Err(detail)) => {
+                    let detail = format!("tools/call: {detail}");
+                    return Err(HubError::Server {
+                        server: tool.server.clone(),
+                        error: mcp_smol::Error::Request(RequestError::InvalidResponse(detail)),
+                    });
+                }
+            };
+            let handle = hub.record_task(&tool.server, &tool.name, task.clone());
+            if detach {
+                return Ok(Started::Task(handle));
+            }
+            on_task(&task);
+            let result = hub.follow(&tool.server, &live.client, task, timeout, true, &on_task);
+            result.await.map(Started::Done)
+        };
         let ours = |note: Notification| note.progress().filter(|p| p.progress_token == token);
         let progress = async {
             while let Ok(note) = notes.recv().await {
@@ -198,9 +287,6 @@ impl Call<'_> {
                 on_progress(progress);
             }
         }
-        result.map_err(|error| HubError::Server {
-            server: tool.server.clone(),
-            error,
-        })
+        result
     }
 }

@@ -385,7 +385,6 @@ impl Hub {
         };
         let (tool, shown) = (&tools[index], shown[index].clone());
         match self.verdict(server, tool, &shown) {
-            Verdict::Shown(_) if tool.requires_tasks() => Err(HubError::NeedsTasks { tool: shown }),
             Verdict::Shown(ask) => Ok(entry(server, tool, shown, ask)),
             Verdict::Filtered => Err(HubError::ToolFiltered {
                 server: server.to_owned(),

@@ -74,13 +74,6 @@ pub enum HubError {
         /// The tool's own name.
         tool: String,
     },
-    /// The tool runs only as a task (`execution.taskSupport: "required"`), which is not
-    /// supported yet.
-    #[error("tool {tool} runs only as a task, which this client does not support yet")]
-    NeedsTasks {
-        /// The tool's shown name.
-        tool: String,
-    },
     /// A `deny` rule matches the tool.
     #[error("tool {tool} is denied by the rule tool = {:?} ({})", rule.tool.as_str(), rule.origin)]
     ToolDenied {
@@ -159,6 +152,50 @@ pub enum HubError {
         configured: String,
         /// How the connection ended.
         error: mcp_smol::Error,
+    },
+    /// The task ended with an error (`failed`).
+    #[error("task {id} of server {server} failed: {}", error.text())]
+    TaskFailed {
+        /// The server.
+        server: String,
+        /// The task's id.
+        id: String,
+        /// What the server said.
+        error: RpcError,
+    },
+    /// The task was cancelled.
+    #[error("task {id} of server {server} was cancelled{}", message.as_deref().map(|m| format!(": {m}")).unwrap_or_default())]
+    TaskCancelled {
+        /// The server.
+        server: String,
+        /// The task's id.
+        id: String,
+        /// The server's message, if any.
+        message: Option<String>,
+    },
+    /// The server does not know the task (any more): it refused `tasks/get`.
+    #[error("server {server} does not know task {id} (it may have ended and been forgotten, or the server restarted since): {}", error.text())]
+    TaskLost {
+        /// The server.
+        server: String,
+        /// The task's id.
+        id: String,
+        /// The server's refusal.
+        error: RpcError,
+    },
+    /// The wait for a task ran out before it ended.
+    #[error("task {id} of server {server} is still {status} after {}s; {}", after.as_secs_f64(), if *cancelled { "it was cancelled" } else { "it runs on" })]
+    TaskWaitTimedOut {
+        /// The server.
+        server: String,
+        /// The task's id.
+        id: String,
+        /// Where it stood.
+        status: mcp_smol::proto::TaskStatus,
+        /// The wait's limit.
+        after: std::time::Duration,
+        /// Whether it was cancelled then (a call that was to wait for its result).
+        cancelled: bool,
     },
     /// The hub is shutting down and starts nothing more.
     #[error("server {server}: not started, the hub is shutting down")]

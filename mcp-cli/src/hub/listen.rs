@@ -30,6 +30,7 @@ pub(crate) fn filter(info: &ServerInfo) -> Option<ListenFilter> {
         prompts_list_changed: capabilities.prompts.is_some_and(|c| c.list_changed),
         resources_list_changed: capabilities.resources.is_some_and(|c| c.list_changed),
         resource_uris: Vec::new(),
+        task_ids: Vec::new(),
     };
     (filter != ListenFilter::default()).then_some(filter)
 }

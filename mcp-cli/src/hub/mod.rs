@@ -94,6 +94,7 @@ mod server_requests;
 mod settings;
 mod slot;
 mod stored;
+mod tasks;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -114,6 +115,7 @@ pub use pins::{ApproveChanges, PinChange};
 pub use scanning::{ServerScan, ToolScan};
 pub use server_requests::{ElicitAnswer, ElicitHandler, Elicitation};
 pub use settings::{Settings, SettingsBuilder};
+pub use tasks::{Started, TaskHandle, TaskRecord};
 
 #[cfg(feature = "cli")]
 pub(crate) use eras::short_digest;
@@ -283,6 +285,8 @@ pub(crate) struct Inner {
     pub(crate) eras: eras::Eras,
     /// The catalogue on disk.
     pub(crate) stored: stored::Stored,
+    /// The task records.
+    pub(crate) tasks: tasks::Records,
     settings: Settings,
     stopping: AtomicBool,
     listeners: Mutex<Vec<Listener>>,
@@ -341,6 +345,7 @@ impl Hub {
             scans: scanning::Scans::default(),
             eras: eras::Eras::new(settings.era_file.clone()),
             stored: stored::Stored::new(settings.catalogue_dir.clone()),
+            tasks: tasks::Records::new(settings.task_dir.clone()),
             settings,
             stopping: AtomicBool::new(false),
             listeners: Mutex::new(Vec::new()),

@@ -58,6 +58,9 @@ pub(crate) fn for_server(
                 roots: !spec.roots.is_empty(),
                 elicitation: settings.elicit.is_some(),
                 sampling: false,
+                // The hub takes a task wherever a call may become one: it waits for it, or
+                // hands it to a caller that asked for it.
+                tasks: true,
             },
             protocol,
             ..defaults.core

@@ -58,6 +58,12 @@ pub struct Settings {
     /// and what is built on them answer without starting a server that is not running.
     /// `None` keeps nothing: every listing starts its servers.
     pub catalogue_dir: Option<PathBuf>,
+    /// Where the tasks of calls that servers run in the background are recorded (one file
+    /// each), so that a later process can wait for them ([`Hub::wait_task`]) and the daemon
+    /// can resume watching them. `None` keeps nothing.
+    ///
+    /// [`Hub::wait_task`]: crate::hub::Hub::wait_task
+    pub task_dir: Option<PathBuf>,
     /// The OAuth of remote servers: whether one asking for authorization may start a login
     /// ([`auth::Settings::login`](crate::auth::Settings::login)), where tokens are kept, who
     /// shows the login URL. Nothing here comes from `MCP_CLI_*` variables; a server entry's
@@ -81,6 +87,7 @@ impl Default for Settings {
             pin_dir: None,
             era_file: None,
             catalogue_dir: None,
+            task_dir: None,
             auth: crate::auth::Settings::default(),
         }
     }

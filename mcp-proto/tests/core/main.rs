@@ -28,3 +28,6 @@ mod stateless;
 /// The server role in the stateless era: discover, per-request `_meta`, version refusals,
 /// input rounds, subscriptions.
 mod server_stateless;
+
+/// Tasks on the wire: the extension declared, task results handed over, the `task` param.
+mod tasks;

@@ -1208,6 +1208,7 @@ fn declaring(roots: bool, elicitation: bool, sampling: bool) -> Config {
             roots,
             elicitation,
             sampling,
+            tasks: false,
         },
         server_request_timeout: Duration::from_secs(30),
         ..handshake_config()

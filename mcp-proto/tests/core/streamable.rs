@@ -681,6 +681,14 @@ fn each_post_names_its_method_and_what_it_acts_on() {
             Some("file:///projects/my app/a.json"),
         ),
         (Request::list_prompts(None).untyped(), "prompts/list", None),
+        // The tasks extension routes by task id.
+        (Request::get_task("t-7").untyped(), "tasks/get", Some("t-7")),
+        (Request::cancel_task("t-7"), "tasks/cancel", Some("t-7")),
+        (
+            Request::update_task("t-7", Default::default()),
+            "tasks/update",
+            Some("t-7"),
+        ),
     ];
     for (request, method, name) in requests {
         http.connection_mut().request(now, request).unwrap();

@@ -69,6 +69,15 @@
 //! - `listen-no-ack` (stateless era): `subscriptions/listen` is never acknowledged nor answered.
 //! - `listen-ends` (stateless era): `subscriptions/listen` is acknowledged, then at once ended
 //!   with its result (as a server shutting a subscription down gracefully does).
+//! - `tasks`: declares tasks (the handshake era's `tasks` capability, the stateless era's
+//!   extension) and adds the task tools of [`mcp_tests::tasks`]: `task_sleep` (`ms`),
+//!   `task_fail`, `task_ask` (asks for a name mid-way: `inputRequests` in the stateless era,
+//!   an `elicitation/create` during `tasks/result` in the handshake era) and `task_optional`.
+//!   `--poll-ms N` (default 100) is the poll interval it suggests; `--forget 1` refuses every
+//!   `tasks/get`, as a server that lost its tasks; `--task-dir DIR` keeps the tasks there, so
+//!   a server started again knows them. Logs `created ID` and `cancelled task ID` on stderr.
+//!   In the stateless era a `subscriptions/listen` naming `taskIds` gets `notifications/tasks`
+//!   (the whole task) on its stream once each ends.
 //!
 //! Any mode takes `--list-delay-ms N`: each `tools/list` is answered after N ms; in the
 //! stateless era, `--ttl-ms N` and `--cache-scope S` set the cache hints of lists and reads.
@@ -107,6 +116,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use mcp_tests::stateless::{self, Ask};
+use mcp_tests::tasks::{self, Tasks};
 use serde_json::{Value, json};
 
 const NAME: &str = "mcp-fixture";
@@ -185,6 +195,15 @@ fn poisoned_tools() -> Vec<Value> {
 
 const TINY_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
 
+/// A task module's error object as the fixture's `(code, message)`.
+fn rpc(error: Value) -> (i64, String) {
+    let code = error["code"].as_i64().unwrap_or(-32603);
+    (
+        code,
+        error["message"].as_str().unwrap_or_default().to_owned(),
+    )
+}
+
 fn main() {
     let mut args = std::env::args().skip(1);
     let mode = args.next().unwrap_or_else(|| "good".to_owned());
@@ -238,6 +257,8 @@ struct Server {
     /// Open `subscriptions/listen` streams: the request's id, and whether it asked for
     /// `toolsListChanged`.
     listens: Mutex<Vec<(Value, bool)>>,
+    /// Mode `tasks`: the tasks it runs.
+    tasks: Option<Tasks>,
 }
 
 /// Which era the fixture speaks (`--era`).
@@ -263,8 +284,15 @@ impl Server {
             None if stateless_mode => Era::Stateless,
             None => Era::Handshake,
         };
+        let tasks = (mode == "tasks").then(|| {
+            let poll_ms = (options.get("poll-ms").and_then(|v| v.parse().ok())).unwrap_or(100);
+            let forget = options.contains_key("forget");
+            let dir = options.get("task-dir").map(std::path::PathBuf::from);
+            Tasks::new(era == Era::Stateless, poll_ms, forget, dir)
+        });
         Self {
             era,
+            tasks,
             initialized: Mutex::new(false),
             listens: Mutex::new(Vec::new()),
             mode,
@@ -499,6 +527,16 @@ impl Server {
                 thread::sleep(Duration::from_millis(self.option("list-delay-ms", 0)));
                 self.answer(&id, Ok(self.tools_page(&params, false)));
             }
+            ("tasks", "tools/call")
+                if tasks::is_task_tool(params["name"].as_str().unwrap_or("")) =>
+            {
+                let answer = self.tasks().call(&params);
+                self.reply(&id, answer);
+            }
+            ("tasks", "tasks/get") => self.reply(&id, self.tasks().get(&params)),
+            ("tasks", "tasks/cancel") => self.reply(&id, self.tasks().cancel(&params)),
+            ("tasks", "tasks/list") => self.reply(&id, self.tasks().list()),
+            ("tasks", "tasks/result") => self.task_result(id, params),
             (_, "tools/call") => self.call(id, params, false),
             (mode, method) if resources::served(mode) && method.starts_with("resources/") => self
                 .answer(
@@ -535,6 +573,15 @@ impl Server {
                 thread::sleep(Duration::from_millis(self.option("list-delay-ms", 0)));
                 Ok(self.cacheable(self.tools_page(&params, true)))
             }
+            "tools/call"
+                if self.tasks.is_some()
+                    && tasks::is_task_tool(params["name"].as_str().unwrap_or("")) =>
+            {
+                return self.reply(&id, self.tasks().call(&params));
+            }
+            "tasks/get" if self.tasks.is_some() => self.tasks().get(&params).map_err(rpc),
+            "tasks/update" if self.tasks.is_some() => self.tasks().update(&params).map_err(rpc),
+            "tasks/cancel" if self.tasks.is_some() => self.tasks().cancel(&params).map_err(rpc),
             "tools/call" => return self.call(id, params, true),
             "subscriptions/listen" => return self.listen(id, &params),
             method if resources::served(&self.mode) && method.contains('/') => {
@@ -550,7 +597,58 @@ impl Server {
             // `ping` and `logging/setLevel` are gone from this era, and nothing else is served.
             _ => Err((-32601, format!("Method not found: {method}"))),
         };
+        let result = match (method, result) {
+            ("tasks/get" | "tasks/update" | "tasks/cancel", Ok(result)) => {
+                Ok(stateless::complete(result, NAME))
+            }
+            (_, result) => result,
+        };
         self.answer(&id, result);
+    }
+
+    fn tasks(&self) -> &Tasks {
+        self.tasks.as_ref().expect("mode tasks")
+    }
+
+    /// Answers with a result or an error object, as the task module gives them.
+    fn reply(&self, id: &Value, answer: Result<Value, Value>) {
+        match answer {
+            Ok(result) => self.answer(id, Ok(result)),
+            Err(error) => self.refuse(id, error),
+        }
+    }
+
+    /// Handshake era: `tasks/result` waits until the task ends, asking the client for
+    /// `task_ask`'s name meanwhile (an `elicitation/create` tied to the task).
+    fn task_result(self: &Arc<Self>, id: Value, params: Value) {
+        let server = self.clone();
+        thread::spawn(move || {
+            let mut asked = None;
+            loop {
+                match server.tasks().result(&params) {
+                    Some(Ok(answer)) => return server.reply(&id, answer),
+                    Some(Err(key)) if asked.as_ref() != Some(&key) => {
+                        let task = params["taskId"].clone();
+                        let mut form = tasks::ask_form();
+                        form["_meta"] =
+                            json!({"io.modelcontextprotocol/related-task": {"taskId": task}});
+                        server.send(&json!({"jsonrpc": "2.0", "id": key, "method": "elicitation/create", "params": form}));
+                        asked = Some(key);
+                    }
+                    Some(Err(key)) => {
+                        let answers = server.answers.lock().unwrap().clone();
+                        if let Some(answer) =
+                            answers.iter().find(|answer| answer["id"] == key.as_str())
+                        {
+                            let task = params["taskId"].as_str().unwrap_or_default();
+                            server.tasks().answered(task, &answer["result"]);
+                        }
+                    }
+                    None => {}
+                }
+                thread::sleep(Duration::from_millis(20));
+            }
+        });
     }
 
     /// A list or read result of the stateless era, its cache hints `--ttl-ms` and
@@ -566,8 +664,9 @@ impl Server {
         result
     }
 
-    /// `subscriptions/listen`: acknowledged, then kept open for list changes.
-    fn listen(&self, id: Value, params: &Value) {
+    /// `subscriptions/listen`: acknowledged, then kept open for list changes (and, in mode
+    /// `tasks`, for the end of the tasks it names).
+    fn listen(self: &Arc<Self>, id: Value, params: &Value) {
         if self.mode == "listen-no-ack" {
             return;
         }
@@ -575,13 +674,55 @@ impl Server {
         if resources::served(&self.mode) {
             honoured.extend(["resourcesListChanged", "promptsListChanged"]);
         }
-        self.send(&stateless::acknowledge(&id, params, &honoured));
+        let mut acknowledgement = stateless::acknowledge(&id, params, &honoured);
+        let task_ids = params["notifications"]["taskIds"].clone();
+        let watch_tasks = self.tasks.is_some() && task_ids.is_array();
+        if watch_tasks {
+            acknowledgement["params"]["notifications"]["taskIds"] = task_ids.clone();
+        }
+        self.send(&acknowledgement);
         if self.mode == "listen-ends" {
             let ended = json!({"_meta": {stateless::META_SUBSCRIPTION: id}});
             return self.answer(&id, Ok(stateless::complete(ended, NAME)));
         }
         let tools = params["notifications"]["toolsListChanged"] == json!(true);
-        self.listens.lock().unwrap().push((id, tools));
+        self.listens.lock().unwrap().push((id.clone(), tools));
+        if watch_tasks {
+            for task in task_ids
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(Value::as_str)
+            {
+                self.notify_task_end(id.clone(), task.to_owned());
+            }
+        }
+    }
+
+    /// Mode `tasks`: once task `task` ends, `notifications/tasks` with the whole task on the
+    /// listen stream `listen`, unless that stream was cancelled first.
+    fn notify_task_end(self: &Arc<Self>, listen: Value, task: String) {
+        let server = self.clone();
+        thread::spawn(move || {
+            loop {
+                thread::sleep(Duration::from_millis(20));
+                let open = (server.listens.lock().unwrap())
+                    .iter()
+                    .any(|(id, _)| *id == listen);
+                if !open {
+                    return;
+                }
+                match server.tasks().snapshot(&task) {
+                    Some((mut detailed, true)) => {
+                        detailed["_meta"] = json!({ stateless::META_SUBSCRIPTION: listen });
+                        return server.send(&json!({"jsonrpc": "2.0",
+                            "method": tasks::STATUS_NOTIFICATION, "params": detailed}));
+                    }
+                    Some((_, false)) => {}
+                    None => return,
+                }
+            }
+        });
     }
 
     /// The tool list changed: a bare notification in the handshake era, a tagged one on every
@@ -601,6 +742,11 @@ impl Server {
 
     fn capabilities(&self) -> Value {
         let mut capabilities = json!({"tools": {"listChanged": true}});
+        if let Some(tasks) = &self.tasks
+            && let Value::Object(declared) = tasks.capabilities()
+        {
+            capabilities.as_object_mut().unwrap().extend(declared);
+        }
         if resources::served(&self.mode) {
             capabilities["resources"] = json!({"listChanged": true});
             capabilities["prompts"] = json!({});
@@ -679,6 +825,9 @@ impl Server {
         }
         if self.mode == "poisoned" {
             tools.extend(poisoned_tools());
+        }
+        if self.tasks.is_some() {
+            tools.extend(tasks::tools());
         }
         if self.mode == "gateway-names" {
             for name in ["search_tools", "describe_tool", "call_tool", "mcp"] {

@@ -104,3 +104,7 @@ mod gateway_stateless;
 /// `mcp-cli serve --listen` over Streamable HTTP: both eras, many hosts, the token, the
 /// Host/Origin checks, bounds, a host hanging up, SIGTERM.
 mod gateway_listen;
+
+/// Tasks through the binary: `call` waiting for one, `call --async` and `tasks` through the
+/// daemon, failed, forgotten, asking and never-ending tasks, bounded polls, a daemon restart.
+mod tasks;

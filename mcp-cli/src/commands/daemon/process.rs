@@ -154,7 +154,14 @@ pub(crate) async fn run(ctx: &mut Context, idle: Duration) -> Result<Exit, Failu
         daemon.files_text(),
         daemon.place.socket.display()
     );
+    // Tasks a daemon before this one left running: watched until they end, so their
+    // records say how.
+    let resumed = executor.spawn({
+        let hub = hub.clone();
+        async move { hub.resume_tasks().await }
+    });
     daemon.accept(listener, stopped).await;
+    drop(resumed);
     hub.shutdown().await;
     Ok(Exit::Success)
 }

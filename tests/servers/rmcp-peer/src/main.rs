@@ -5,23 +5,26 @@
 //!
 //! Offers: `add {a, b}`, `confirm {action}` (asks through `input_required`), `sleep {ms}`
 //! (reports progress until cancelled), `add_tool` (adds `extra`, so the tool list changes),
-//! the resource `peer://greeting`, and the prompt `greet {name}`.
+//! `research {ms}` (a task of the tasks extension, to a client that declares it: done after
+//! `ms`, cancelled by `tasks/cancel`), the resource `peer://greeting`, and the prompt
+//! `greet {name}`.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::{InputResponses, RequestState, ToolCallContext};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
-    ElicitRequest, ElicitRequestParams, ErrorData, GetPromptRequestParams, GetPromptResponse,
-    GetPromptResult, InputRequest, InputRequests, InputRequiredResult, ListPromptsResult,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
-    Prompt, PromptArgument, PromptMessage, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, Resource, ResourceContents, Role, ServerCapabilities, ServerConfig,
-    SubscriptionFilter,
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
+    ContentBlock, CreateTaskResult, DetailedTask, ElicitRequest, ElicitRequestParams, ErrorData,
+    GetPromptRequestParams, GetPromptResponse, GetPromptResult, GetTaskParams, GetTaskResult,
+    InputRequest, InputRequests, InputRequiredResult, ListPromptsResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, Prompt, PromptArgument,
+    PromptMessage, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceContents, Role, ServerCapabilities, ServerConfig, SubscriptionFilter, Task,
+    TaskPayload, TaskStatus,
 };
 use rmcp::schemars::JsonSchema;
 use rmcp::serde::Deserialize;
@@ -37,6 +40,8 @@ use tokio::sync::watch;
 struct Shared {
     /// Whether `add_tool` has run; bumping it is the tool-list change listeners wait for.
     extra_added: watch::Sender<bool>,
+    /// `research` tasks by id: when each began, how long it runs, whether it was cancelled.
+    tasks: Mutex<HashMap<String, (Instant, u64, bool)>>,
 }
 
 #[derive(Clone)]
@@ -149,6 +154,15 @@ impl Peer {
         text("slept")
     }
 
+    #[tool(description = "Researches for ms milliseconds, in the background (a task)")]
+    async fn research(
+        &self,
+        Parameters(SleepArgs { ms }): Parameters<SleepArgs>,
+    ) -> CallToolResult {
+        // Reached only by a client that takes no tasks: `call_tool` makes one for the others.
+        text(format!("researched {ms} ms at once"))
+    }
+
     #[tool(description = "Adds the tool `extra`")]
     async fn add_tool(&self) -> CallToolResult {
         self.shared
@@ -184,6 +198,7 @@ impl ServerHandler for Peer {
                 .enable_tool_list_changed()
                 .enable_resources()
                 .enable_prompts()
+                .enable_tasks()
                 .build(),
         )
         .with_server_info(rmcp::model::Implementation::new("rmcp-peer", "1.0.0"))
@@ -208,6 +223,26 @@ impl ServerHandler for Peer {
     ) -> Result<CallToolResponse, ErrorData> {
         if request.name == "extra" && !self.extra_added() {
             return Err(ErrorData::invalid_params("tool not found", None));
+        }
+        let takes_tasks = context
+            .client_capabilities()
+            .is_some_and(|caps| caps.supports_tasks());
+        if request.name == "research" && takes_tasks {
+            let ms = (request.arguments.as_ref())
+                .and_then(|arguments| arguments.get("ms"))
+                .and_then(|ms| ms.as_u64())
+                .unwrap_or(0);
+            let mut tasks = self.shared.tasks.lock().unwrap();
+            let id = format!("research-{}", tasks.len() + 1);
+            tasks.insert(id.clone(), (Instant::now(), ms, false));
+            let task = Task::new(
+                id,
+                TaskStatus::Working,
+                "2026-07-28T00:00:00Z",
+                "2026-07-28T00:00:00Z",
+            )
+            .with_poll_interval_ms(100);
+            return Ok(CreateTaskResult::new(task).into());
         }
         let call = ToolCallContext::new(self, request, context);
         self.tool_router.call(call).await
@@ -269,6 +304,58 @@ impl ServerHandler for Peer {
         Ok(GetPromptResult::new(vec![message]).into())
     }
 
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let tasks = self.shared.tasks.lock().unwrap();
+        let Some(&(began, ms, cancelled)) = tasks.get(&request.task_id) else {
+            return Err(ErrorData::invalid_params(
+                format!("no task {}", request.task_id),
+                None,
+            ));
+        };
+        let elapsed = began.elapsed().as_millis() as u64;
+        let payload = if cancelled {
+            TaskPayload::Cancelled
+        } else if elapsed >= ms {
+            let result =
+                json!({"content": [{"type": "text", "text": format!("researched {ms} ms")}]});
+            let result = serde_json::from_value(result)
+                .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+            TaskPayload::Completed { result }
+        } else {
+            TaskPayload::Working
+        };
+        let task = Task::new(
+            &request.task_id,
+            TaskStatus::Working,
+            "2026-07-28T00:00:00Z",
+            "2026-07-28T00:00:00Z",
+        )
+        .with_poll_interval_ms(100)
+        .with_status_message(format!("{} of {ms} ms", elapsed.min(ms)));
+        Ok(GetTaskResult::new(DetailedTask::new(task, payload)))
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let mut tasks = self.shared.tasks.lock().unwrap();
+        let Some(task) = tasks.get_mut(&request.task_id) else {
+            return Err(ErrorData::invalid_params(
+                format!("no task {}", request.task_id),
+                None,
+            ));
+        };
+        task.2 = true;
+        eprintln!("rmcp-peer: task {} cancelled", request.task_id);
+        Ok(())
+    }
+
     fn accepted_subscription_filter(
         &self,
         requested: &SubscriptionFilter,
@@ -312,6 +399,7 @@ async fn serve_http(shared: Arc<Shared>, port: u16) -> std::io::Result<()> {
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let shared = Arc::new(Shared {
         extra_added: watch::Sender::new(false),
+        tasks: Mutex::default(),
     });
     let args: Vec<String> = std::env::args().collect();
     if let Some(flag) = args.iter().position(|arg| arg == "--http") {
