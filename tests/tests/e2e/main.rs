@@ -100,3 +100,7 @@ mod gateway_stateless;
 /// `mcp-cli serve --listen` over Streamable HTTP: both eras, many hosts, the token, the
 /// Host/Origin checks, bounds, a host hanging up, SIGTERM.
 mod gateway_listen;
+
+/// `mcp-cli serve --listen` answering with event streams: progress, forms and list changes to
+/// HTTP hosts of both eras (our client, the TypeScript SDK), `subscriptions/listen`, `GET`.
+mod gateway_sse;
