@@ -34,7 +34,7 @@ impl Drop for Listening {
     }
 }
 
-fn env(scratch: &Scratch) -> Vec<(&'static str, String)> {
+pub(crate) fn env(scratch: &Scratch) -> Vec<(&'static str, String)> {
     let dir = |name: &str| scratch.0.join(name).display().to_string();
     vec![
         ("XDG_STATE_HOME", dir("state")),

@@ -104,3 +104,6 @@ mod gateway_listen;
 /// `mcp-cli serve --listen` answering with event streams: progress, forms and list changes to
 /// HTTP hosts of both eras (our client, the TypeScript SDK), `subscriptions/listen`, `GET`.
 mod gateway_sse;
+
+/// The MCP Inspector's command line as a host of `mcp-cli serve`, over stdio and `--listen`.
+mod gateway_inspector;

@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 
 mod decode;
 mod eras;
+mod gateway;
 
 use decode::{CoreDecoder, Feed, core_decoding, megabytes, recorded_stream};
 
@@ -44,13 +45,14 @@ fn main() {
     }
 }
 
-const SECTIONS: [&str; 8] = [
+const SECTIONS: [&str; 9] = [
     "echo",
     "pipelined",
     "blob",
     "decode",
     "cold",
     "daemon",
+    "gateway",
     "encode",
     "eras",
 ];
@@ -58,6 +60,7 @@ const SECTIONS: [&str; 8] = [
 const USAGE: &str = "usage: mcp-bench [SECTION...]\n\
     Runs the named sections (all of them when none is named): \
     echo, pipelined, blob, decode, cold, daemon (the client against the floor), \
+    gateway (a call through `mcp-cli serve`, stdio and --listen, against a direct one), \
     encode, eras (the stateless era against the handshake era).";
 
 fn run_all(sections: &[String]) {
@@ -170,6 +173,9 @@ fn run_all(sections: &[String]) {
         for target in WarmTarget::available(&bins) {
             target.measure(&bins, &mut table);
         }
+    }
+    if wants("gateway") {
+        gateway::rows(&bins, &mut table);
     }
     if !table.rows.is_empty() {
         table.print();
