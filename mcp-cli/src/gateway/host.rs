@@ -12,7 +12,7 @@ use mcp_smol::{ServeDriver, Server};
 use serde_json::json;
 
 use crate::gateway::rounds::{Question, Rounds};
-use crate::hub::{Ask, AskHandler, ElicitAnswer, ElicitHandler, Elicitation};
+use crate::hub::{Ask, AskHandler, ElicitAnswer, ElicitHandler, Elicitation, RootsHandler};
 
 /// A host whose handshake is done, or whose first stateless-era request came.
 pub(crate) struct Host {
@@ -117,6 +117,22 @@ impl HostLink {
                 ask_by_request(&server, &ask).await
             }
         })
+    }
+}
+
+impl HostLink {
+    /// The roots of servers with none configured: this host's own, asked of it each time a
+    /// server asks (a handshake-era host that declared `roots`; `None` for any other).
+    pub(crate) fn roots_handler(&self) -> Option<RootsHandler> {
+        let stateless = Era::of(&self.client.protocol_version) == Some(Era::Stateless);
+        if stateless || !self.client.declares("roots") {
+            return None;
+        }
+        let server = self.server.clone();
+        Some(RootsHandler::new(move |_asking: String| {
+            let server = server.clone();
+            async move { server.request(Request::new("roots/list", None)).await.ok() }
+        }))
     }
 }
 

@@ -111,7 +111,7 @@ pub use error::HubError;
 pub use features::{PromptEntry, ResourceEntry, Skipped, TemplateEntry};
 pub use pins::{ApproveChanges, PinChange};
 pub use scanning::{ServerScan, ToolScan};
-pub use server_requests::{ElicitAnswer, ElicitHandler, Elicitation};
+pub use server_requests::{ElicitAnswer, ElicitHandler, Elicitation, RootsHandler};
 pub use settings::{Settings, SettingsBuilder};
 
 #[cfg(feature = "cli")]
