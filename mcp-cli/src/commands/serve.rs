@@ -27,6 +27,8 @@ pub(crate) async fn run(ctx: &mut Context, mode: Mode, named: &[String]) -> Resu
         ask: Some(host.link.ask_handler(&relay)),
         // Servers may ask for a form only when the host can show one.
         elicit: (host.link.client.declares("elicitation")).then(|| relay.handler()),
+        // Servers with no roots configured are given the host's.
+        roots: host.link.roots_handler(),
         ..crate::host::settings(&ctx.state, &ctx.executor, &env)
     };
     let (hub, gateway) = gateway(ctx, config, settings, mode, named, relay);

@@ -675,7 +675,7 @@ fn a_backends_roots_question_is_relayed_to_a_host_that_declared_roots() {
     let roots = json!({"roots": [{"uri": "file:///host/project", "name": "project"}]});
     // Reads lines until the answer to `id`, answering each roots question meanwhile; how
     // many were asked.
-    let mut until_answered = |host: &mut RawHost, id: u64| {
+    let until_answered = |host: &mut RawHost, id: u64| {
         let mut asked = 0;
         loop {
             let line = host.next();
