@@ -147,7 +147,12 @@ pub(crate) fn exchange(
     read_answer(&mut stream)
 }
 
-fn raw_request(address: &str, method: &str, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
+pub(crate) fn raw_request(
+    address: &str,
+    method: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Vec<u8> {
     let mut head = format!("{method} /mcp HTTP/1.1\r\nConnection: close\r\n");
     if !headers
         .iter()
@@ -193,7 +198,7 @@ pub(crate) const STATELESS: [(&str, &str); 2] = [
 ];
 
 /// A stateless-era `tools/call` of the fixture's tool, as raw bytes.
-fn stateless_call(id: u64, tool: &str, arguments: Value) -> Vec<u8> {
+pub(crate) fn stateless_call(id: u64, tool: &str, arguments: Value) -> Vec<u8> {
     let meta = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},

@@ -11,7 +11,9 @@ use mcp_smol::proto::{ClientCapabilities, ListenFilter, Protocol, Request};
 use mcp_smol::serde_json::{Value, json};
 use mcp_smol::{HttpServer, Notification, Options};
 
-use crate::gateway_listen::{Listening, exchange, listen_configured};
+use crate::gateway_listen::{
+    Listening, STATELESS, exchange, listen_configured, raw_request, wait_for_log,
+};
 use crate::support::{Scratch, bounded, quick, text};
 
 /// An `ask` rule on the fixture's `add`: the gateway asks the host before each call of it.
@@ -194,6 +196,47 @@ fn a_stream_asked_for_wrongly_is_refused_with_the_reason() {
         "{}",
         refused.body
     );
+}
+
+/// A stateless-era host that closes its call's event stream cancels the call at its backend
+/// (the transport's cancellation), after the stream had carried its progress.
+#[test]
+fn closing_a_calls_event_stream_cancels_the_backend_call() {
+    use std::io::{Read, Write};
+    let scratch = Scratch::new("sse-hangup");
+    let listening = listening(&scratch);
+    let address = listening.address.as_str();
+    let bearer = format!("Bearer {}", listening.token);
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "progressToken": "slow",
+    });
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+        "name": "fx__progress", "arguments": {"steps": 100000, "ms": 20}, "_meta": meta}});
+    let headers = [
+        ("Authorization", bearer.as_str()),
+        ("Accept", "application/json, text/event-stream"),
+        STATELESS[0],
+        STATELESS[1],
+    ];
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    let body = serde_json::to_vec(&call).unwrap();
+    stream
+        .write_all(&raw_request(address, "POST", &headers, &body))
+        .unwrap();
+    let mut seen = Vec::new();
+    let mut buffer = [0u8; 4096];
+    while !String::from_utf8_lossy(&seen).contains("notifications/progress") {
+        let read = stream.read(&mut buffer).unwrap();
+        assert!(read > 0, "{}", String::from_utf8_lossy(&seen));
+        seen.extend_from_slice(&buffer[..read]);
+    }
+    let head = String::from_utf8_lossy(&seen).to_lowercase();
+    assert!(head.contains("content-type: text/event-stream"), "{head}");
+    assert!(head.contains(r#""progresstoken":"slow""#), "{head}");
+    drop(stream);
+    wait_for_log(&listening.log, "notifications/cancelled");
 }
 
 /// A TypeScript SDK v2 host over Streamable HTTP at `era` (`legacy` for the handshake era, or
