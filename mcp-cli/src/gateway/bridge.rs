@@ -193,6 +193,8 @@ impl Reply {
         let message = self.messages.recv().await.ok()?;
         if message.get("method").is_none() && message.get("id") == Some(&self.id) {
             self.answered = true;
+            // Nothing more goes to it, even while its stream is still being written.
+            lock(&self.bridge.routes).open.remove(&self.key);
         }
         Some(message)
     }

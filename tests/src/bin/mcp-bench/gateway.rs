@@ -42,6 +42,10 @@ pub(crate) fn rows(bins: &Bins, table: &mut Table) {
         let mut sequential = [Vec::new(), Vec::new(), Vec::new()];
         let mut added = [Vec::new(), Vec::new()];
         let mut rates = [Vec::new(), Vec::new(), Vec::new()];
+        // The CPU each process uses per call: the backend's (direct), `serve`'s (stdio), and
+        // `serve --listen`'s.
+        let mut cpu = [Vec::new(), Vec::new(), Vec::new()];
+        let pids = [paths.direct.pid(), paths.stdio.pid(), paths.serving.id()];
         let clients = [
             (&paths.direct, "echo"),
             (&paths.stdio, "fx__echo"),
@@ -59,7 +63,9 @@ pub(crate) fn rows(bins: &Bins, table: &mut Table) {
             added[0].push(medians[1] - medians[0]);
             added[1].push(medians[2] - medians[0]);
             for (at, (client, tool)) in clients.iter().enumerate() {
+                let before = process_cpu(pids[at]);
                 rates[at].push(rate(client, tool).await);
+                cpu[at].push((process_cpu(pids[at]) - before) / PIPELINED as f64);
             }
         }
         let [direct, stdio, listen] = &sequential;
@@ -78,6 +84,13 @@ pub(crate) fn rows(bins: &Bins, table: &mut Table) {
         table.row_rate(&name, stdio_rate, direct_rate);
         let name = format!("gateway: `serve --listen` / direct, {IN_FLIGHT} in flight, calls/s");
         table.row_rate(&name, listen_rate, direct_rate);
+        let [backend_cpu, stdio_cpu, listen_cpu] = &cpu;
+        let name =
+            format!("gateway: CPU per call, `serve` (stdio) / the backend, {IN_FLIGHT} in flight");
+        table.row_latency(&name, stdio_cpu, backend_cpu);
+        let name =
+            format!("gateway: CPU per call, `serve --listen` / the backend, {IN_FLIGHT} in flight");
+        table.row_latency(&name, listen_cpu, backend_cpu);
         let show = |values: &[f64]| time(median(values));
         println!(
             "gateway: added to a direct call's median, one in flight (median of {REPETITIONS} \
@@ -163,6 +176,18 @@ impl Paths {
             dir,
         }
     }
+}
+
+/// The CPU time process `pid`'s threads have used so far, in seconds.
+fn process_cpu(pid: u32) -> f64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0.0;
+    };
+    let nanoseconds: u64 = tasks
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok())
+        .filter_map(|stat| stat.split_whitespace().next()?.parse::<u64>().ok())
+        .sum();
+    nanoseconds as f64 / 1e9
 }
 
 /// The median latency of `calls` sequential calls of `tool`, in seconds.
