@@ -295,6 +295,8 @@ pub(crate) struct Inner {
     pub(crate) no_thread: Option<String>,
     /// Counts the progress tokens of the hub's calls.
     progress_tokens: std::sync::atomic::AtomicU64,
+    /// Each server's shown tool names as last made, with the tool names they were made of.
+    shown: Mutex<BTreeMap<String, catalogue::ShownNames>>,
 }
 
 impl std::fmt::Debug for Inner {
@@ -343,6 +345,7 @@ impl Hub {
             settings,
             stopping: AtomicBool::new(false),
             listeners: Mutex::new(Vec::new()),
+            shown: Mutex::default(),
             _alive: alive,
             gone,
             executor,
