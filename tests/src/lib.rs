@@ -197,6 +197,20 @@ pub fn ts_client() -> Option<(PathBuf, PathBuf)> {
     ))
 }
 
+/// The MCP Inspector, pinned: its current release.
+pub const INSPECTOR_PACKAGE: &str = "@modelcontextprotocol/inspector@2.12.0";
+
+/// The MCP Inspector's command line on Node 22 from [`node22`] (it needs 22.19 or later): the
+/// node binary and its launcher script, which `--cli` turns into the scriptable client; `None`
+/// (after saying why) when npm is missing outside CI. Its own install script does nothing when
+/// it is installed as a dependency, and nothing it depends on fetches a browser.
+pub fn inspector_cli() -> Option<(PathBuf, PathBuf)> {
+    let node = node22()?;
+    let prefix = npm_prefix_with("inspector", &[INSPECTOR_PACKAGE])?;
+    let launcher = "node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js";
+    Some((node, prefix.join(launcher)))
+}
+
 /// The Python SDK `mcp` 2.x peer (`MCPServer`, formerly FastMCP), in a virtual environment of
 /// its own; `None` (after saying why) when Python is missing outside CI.
 pub fn mcpserver_peer() -> Option<Peer> {

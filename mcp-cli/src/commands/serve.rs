@@ -27,6 +27,8 @@ pub(crate) async fn run(ctx: &mut Context, mode: Mode, named: &[String]) -> Resu
         ask: Some(host.link.ask_handler(&relay)),
         // Servers may ask for a form only when the host can show one.
         elicit: (host.link.client.declares("elicitation")).then(|| relay.handler()),
+        // Servers with no roots configured are given the host's.
+        roots: host.link.roots_handler(),
         ..crate::host::settings(&ctx.state, &ctx.executor, &env)
     };
     let (hub, gateway) = gateway(ctx, config, settings, mode, named, relay);
@@ -122,13 +124,10 @@ pub(crate) async fn listen(
         listen::ENDPOINT
     ));
     let relay = Relay::default();
-    // Many hosts share the hub: a server's form goes to the host whose call waits on it;
-    // `ask` rules have no one host to ask, and refuse with the reason.
-    let refuse = |_: crate::hub::Ask| async {
-        Err("serve --listen has no one host to ask; change the rule to allow or deny".to_owned())
-    };
+    // Many hosts share the hub: a server's form, and an `ask` rule's question, go to the
+    // host whose call waits on it.
     let settings = Settings {
-        ask: Some(crate::hub::AskHandler::new(refuse)),
+        ask: Some(relay.ask_handler()),
         elicit: Some(relay.handler()),
         ..crate::host::settings(&ctx.state, &ctx.executor, &env)
     };

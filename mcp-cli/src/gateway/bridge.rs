@@ -1,16 +1,19 @@
 //! One host of `serve --listen`, in memory: the server-role machine over a socket pair,
 //! served by the gateway as a stdio host is, with the messages of the host's HTTP requests
-//! written into it and each answer routed back to the HTTP request waiting on its id.
+//! written into it and what it writes routed back to the HTTP request it belongs to.
 //!
-//! The host's HTTP requests carry no stream for requests of ours (answers are plain JSON), so
-//! a request the gateway would send the host (a form) is answered at once with an error,
-//! which the gateway takes as the host's "cancel": nothing waits for ever on a host that
-//! cannot be reached.
+//! Each host request gets a [`Reply`]: its answer, and before it what relates to it when its
+//! HTTP answer may be an event stream (the host accepts `text/event-stream`): its progress
+//! notifications, the subscription's notifications of a `subscriptions/listen`, and in a
+//! session the requests of ours (forms, `roots/list`) asked while it is open. A session's
+//! other notifications (list changes) go to its standalone stream (`GET`) when one is open.
+//! A request of ours with nowhere to go is answered at once with an error, which the gateway
+//! takes as the host's "cancel": nothing waits for ever on a host that cannot be reached.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use async_channel::Sender;
+use async_channel::{Receiver, Sender};
 use async_net::unix::UnixStream;
 use futures_lite::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use futures_lite::stream::StreamExt;
@@ -21,6 +24,15 @@ use crate::gateway::{Gateway, Host, server_config};
 
 /// At most this many requests of one host are answered at once; one more is refused.
 pub(crate) const MAX_IN_FLIGHT: usize = 64;
+
+/// A stream this far behind its host loses notifications rather than holding them all.
+const MAX_QUEUED: usize = 1024;
+
+/// At most this many notifications wait for a session's standalone stream to open.
+const MAX_HELD: usize = 16;
+
+/// The `_meta` member that names the `subscriptions/listen` a notification is sent on.
+const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
 /// Why a request was not answered by the gateway.
 #[derive(Debug)]
@@ -33,14 +45,39 @@ pub(crate) enum Refused {
     Closed,
 }
 
-/// The requests waiting on an answer, by their id's JSON text.
-type Waiting = Arc<Mutex<BTreeMap<String, Sender<Value>>>>;
+/// Where one open host request's messages go.
+struct Route {
+    to: Sender<Value>,
+    /// Its `_meta.progressToken`, as JSON text.
+    progress_token: Option<String>,
+    /// Whether more than its answer may go to it: its HTTP answer may be an event stream.
+    streams: bool,
+    /// When it was opened, in this machine's count: a request of ours goes to the latest.
+    opened: u64,
+}
+
+/// The open host requests by their id's JSON text, and the session's standalone stream.
+#[derive(Default)]
+struct Routes {
+    opened: u64,
+    open: BTreeMap<String, Route>,
+    standalone: Option<Sender<Value>>,
+    /// Notifications for the standalone stream before the host opened it (a list change
+    /// right after `initialize`), the latest [`MAX_HELD`].
+    held: VecDeque<Value>,
+}
+
+type Shared = Arc<Mutex<Routes>>;
+
+fn lock(routes: &Shared) -> std::sync::MutexGuard<'_, Routes> {
+    routes.lock().unwrap_or_else(PoisonError::into_inner)
+}
 
 /// A server-role machine of the gateway's, for one session or one stateless-era request.
 /// Dropping it ends the machine, which drops its calls and so cancels them at their backends.
 pub(crate) struct Bridge {
     writer: Arc<async_lock::Mutex<UnixStream>>,
-    waiting: Waiting,
+    routes: Shared,
     executor: Arc<async_executor::Executor<'static>>,
     _routing: async_executor::Task<()>,
     _serving: async_executor::Task<()>,
@@ -61,66 +98,122 @@ impl Bridge {
             }
         });
         let writer = Arc::new(async_lock::Mutex::new(ours.clone()));
-        let waiting = Waiting::default();
-        let routing = executor.spawn(route(ours, writer.clone(), waiting.clone()));
+        let routes = Shared::default();
+        let routing = executor.spawn(route(ours, writer.clone(), routes.clone()));
         Ok(Self {
             writer,
-            waiting,
+            routes,
             executor,
             _routing: routing,
             _serving: serving,
         })
     }
 
-    /// Sends a request and waits for its answer. If the caller stops waiting (the host hung
-    /// up) and `cancel` is set, the gateway is told the host cancelled it.
-    pub(crate) async fn request(&self, message: &Value, cancel: bool) -> Result<Value, Refused> {
+    /// Sends a request; its answer, and what relates to it when `streams`, come through the
+    /// [`Reply`]. If the reply is dropped before the answer (the host hung up) and `cancel`
+    /// is set, the gateway is told the host cancelled the request.
+    pub(crate) async fn request(
+        self: &Arc<Self>,
+        message: &Value,
+        cancel: bool,
+        streams: bool,
+    ) -> Result<Reply, Refused> {
         let id = message.get("id").cloned().unwrap_or(Value::Null);
         let key = id.to_string();
-        let (answer, answered) = async_channel::bounded(1);
+        let (to, messages) = async_channel::unbounded();
         {
-            let mut waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
-            if waiting.len() >= MAX_IN_FLIGHT {
+            let mut routes = lock(&self.routes);
+            if routes.open.len() >= MAX_IN_FLIGHT {
                 return Err(Refused::Busy);
             }
-            if waiting.contains_key(&key) {
+            if routes.open.contains_key(&key) {
                 return Err(Refused::DuplicateId);
             }
-            waiting.insert(key.clone(), answer);
+            let token = &message["params"]["_meta"]["progressToken"];
+            let route = Route {
+                to,
+                progress_token: (!token.is_null()).then(|| token.to_string()),
+                streams,
+                opened: routes.opened,
+            };
+            routes.opened += 1;
+            routes.open.insert(key.clone(), route);
         }
-        let mut pending = Pending {
-            bridge: self,
+        let reply = Reply {
+            bridge: self.clone(),
+            messages,
             key,
             id,
             cancel,
+            answered: false,
         };
         if write_line(&self.writer, message).await.is_err() {
             return Err(Refused::Closed);
         }
-        let result = answered.recv().await.map_err(|_| Refused::Closed);
-        pending.cancel = false;
-        result
+        Ok(reply)
     }
 
     /// Sends a notification, or the host's answer to a request of ours.
     pub(crate) async fn send(&self, message: &Value) -> Result<(), Refused> {
         (write_line(&self.writer, message).await).map_err(|_| Refused::Closed)
     }
+
+    /// The session's standalone stream: what the machine sends that relates to no open
+    /// request (list changes), until the machine ends, beginning with what came before it
+    /// opened. A new one replaces the one before.
+    pub(crate) fn standalone(&self) -> Receiver<Value> {
+        let (to, messages) = async_channel::unbounded();
+        let mut routes = lock(&self.routes);
+        for message in routes.held.drain(..) {
+            let _ = to.try_send(message);
+        }
+        routes.standalone = Some(to);
+        messages
+    }
 }
 
-/// A request on its way; when dropped before its answer, the gateway hears it was cancelled.
-struct Pending<'a> {
-    bridge: &'a Bridge,
+/// One host request on its way: its answer, and before it what relates to it. When dropped
+/// before the answer and it was to be cancelled, the gateway hears the host cancelled it.
+pub(crate) struct Reply {
+    bridge: Arc<Bridge>,
+    messages: Receiver<Value>,
     key: String,
     id: Value,
     cancel: bool,
+    answered: bool,
 }
 
-impl Drop for Pending<'_> {
+impl Reply {
+    /// The next message for the host, `None` once the answer has come (or the machine ended
+    /// first: then [`answered`](Self::answered) stays `false`).
+    pub(crate) async fn next(&mut self) -> Option<Value> {
+        if self.answered {
+            return None;
+        }
+        let message = self.messages.recv().await.ok()?;
+        if message.get("method").is_none() && message.get("id") == Some(&self.id) {
+            self.answered = true;
+            // Nothing more goes to it, even while its stream is still being written.
+            lock(&self.bridge.routes).open.remove(&self.key);
+        }
+        Some(message)
+    }
+
+    /// The host's id of the request.
+    pub(crate) fn id(&self) -> &Value {
+        &self.id
+    }
+
+    /// Whether the last message [`next`](Self::next) gave was the answer.
+    pub(crate) fn answered(&self) -> bool {
+        self.answered
+    }
+}
+
+impl Drop for Reply {
     fn drop(&mut self) {
-        let waiting = &self.bridge.waiting;
-        (waiting.lock().unwrap_or_else(PoisonError::into_inner)).remove(&self.key);
-        if !self.cancel {
+        lock(&self.bridge.routes).open.remove(&self.key);
+        if self.answered || !self.cancel {
             return;
         }
         let note = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
@@ -141,30 +234,76 @@ async fn write_line(
     writer.lock().await.write_all(&line).await
 }
 
-/// Reads what the machine writes: answers go to the requests waiting on them, requests of
-/// ours are refused (the host has no stream to take them), notifications are dropped.
-async fn route(ours: UnixStream, writer: Arc<async_lock::Mutex<UnixStream>>, waiting: Waiting) {
+/// Reads what the machine writes and passes each message on to where it belongs; a request
+/// of ours with nowhere to go is refused.
+async fn route(ours: UnixStream, writer: Arc<async_lock::Mutex<UnixStream>>, routes: Shared) {
     let mut lines = BufReader::new(ours).lines();
     while let Some(Ok(line)) = lines.next().await {
         let Ok(message) = serde_json::from_str::<Value>(&line) else {
             continue;
         };
-        let id = message.get("id");
-        match (id, message.get("method")) {
-            (Some(id), None) => {
-                let waiting = waiting.lock().unwrap_or_else(PoisonError::into_inner);
-                if let Some(answer) = waiting.get(&id.to_string()) {
-                    let _ = answer.try_send(message.clone());
-                }
-            }
-            (Some(id), Some(method)) => {
-                let refusal = json!({"jsonrpc": "2.0", "id": id, "error": {
-                    "code": -32601,
-                    "message": format!("{method}: this host is served over HTTP without a stream for requests of the server's"),
-                }});
-                let _ = write_line(&writer, &refusal).await;
-            }
-            (None, _) => {}
+        let refusal = deliver(&routes, message);
+        if let Some(refusal) = refusal {
+            let _ = write_line(&writer, &refusal).await;
         }
+    }
+}
+
+/// Passes one message of the machine's on: an answer to the request it answers; a request of
+/// ours to the latest open request that streams, else to the standalone stream; progress to
+/// the request whose token it names; a subscription's notification to its
+/// `subscriptions/listen`; any other notification to the standalone stream. Returns the
+/// refusal to send back for a request of ours that none of these can take.
+fn deliver(routes: &Shared, message: Value) -> Option<Value> {
+    let mut routes = lock(routes);
+    let method = message.get("method").and_then(Value::as_str);
+    let target = match (message.get("id"), method) {
+        (Some(id), None) => (routes.open.get(&id.to_string())).map(|route| &route.to),
+        (Some(_), Some(_)) => {
+            let latest = (routes.open.values())
+                .filter(|route| route.streams)
+                .max_by_key(|route| route.opened);
+            latest.map(|route| &route.to).or(routes.standalone.as_ref())
+        }
+        (None, _) => {
+            let params = message.get("params").unwrap_or(&Value::Null);
+            let subscription = params
+                .get("_meta")
+                .and_then(|meta| meta.get(SUBSCRIPTION_ID));
+            // `Some` when it relates to a request: it goes there or nowhere.
+            let related = match (subscription, method) {
+                (Some(subscription), _) => Some(routes.open.get(&subscription.to_string())),
+                (None, Some("notifications/progress")) => {
+                    let token = params.get("progressToken").map(Value::to_string);
+                    let mut open = routes.open.values();
+                    Some(open.find(|route| token.is_some() && route.progress_token == token))
+                }
+                (None, _) => None,
+            };
+            let to = match related {
+                Some(route) => route.filter(|route| route.streams).map(|route| &route.to),
+                None if routes.standalone.as_ref().is_none_or(Sender::is_closed) => {
+                    if routes.held.len() == MAX_HELD {
+                        routes.held.pop_front();
+                    }
+                    routes.held.push_back(message);
+                    return None;
+                }
+                None => routes.standalone.as_ref(),
+            };
+            // Notifications may be lost to a host that does not read them; nothing else is.
+            to.filter(|to| to.len() < MAX_QUEUED)
+        }
+    };
+    let refused = match target {
+        Some(to) => to.try_send(message.clone()).is_err(),
+        None => true,
+    };
+    match (refused, message.get("id"), method) {
+        (true, Some(id), Some(method)) => Some(json!({"jsonrpc": "2.0", "id": id, "error": {
+            "code": -32601,
+            "message": format!("{method}: this host is served over HTTP with no stream open to take requests of the server's"),
+        }})),
+        _ => None,
     }
 }

@@ -12,7 +12,7 @@ use mcp_smol::{ServeDriver, Server};
 use serde_json::json;
 
 use crate::gateway::rounds::{Question, Rounds};
-use crate::hub::{Ask, AskHandler, ElicitAnswer, ElicitHandler, Elicitation};
+use crate::hub::{Ask, AskHandler, ElicitAnswer, ElicitHandler, Elicitation, RootsHandler};
 
 /// A host whose handshake is done, or whose first stateless-era request came.
 pub(crate) struct Host {
@@ -114,14 +114,35 @@ impl HostLink {
                             .to_owned(),
                     );
                 }
-                let (message, form) = ask_form(&ask);
-                match server.request(Request::elicit(message, form)).await {
-                    Ok(answer) if answer.accepted() => Ok(()),
-                    Ok(answer) => Err(format!("the host answered {}", answer.action)),
-                    Err(error) => Err(format!("asking the host failed: {error}")),
-                }
+                ask_by_request(&server, &ask).await
             }
         })
+    }
+}
+
+impl HostLink {
+    /// The roots of servers with none configured: this host's own, asked of it each time a
+    /// server asks (a handshake-era host that declared `roots`; `None` for any other).
+    pub(crate) fn roots_handler(&self) -> Option<RootsHandler> {
+        let stateless = Era::of(&self.client.protocol_version) == Some(Era::Stateless);
+        if stateless || !self.client.declares("roots") {
+            return None;
+        }
+        let server = self.server.clone();
+        Some(RootsHandler::new(move |_asking: String| {
+            let server = server.clone();
+            async move { server.request(Request::new("roots/list", None)).await.ok() }
+        }))
+    }
+}
+
+/// Asks a handshake-era host about an `ask` rule with a form of ours.
+async fn ask_by_request(server: &Server, ask: &Ask) -> Result<(), String> {
+    let (message, form) = ask_form(ask);
+    match server.request(Request::elicit(message, form)).await {
+        Ok(answer) if answer.accepted() => Ok(()),
+        Ok(answer) => Err(format!("the host answered {}", answer.action)),
+        Err(error) => Err(format!("asking the host failed: {error}")),
     }
 }
 
@@ -236,17 +257,41 @@ impl Relay {
     /// The input rounds of the latest stateless-era call waiting on the server of `tool` (a
     /// shown name, `<server>__<tool>`).
     fn round_for_tool(&self, tool: &str) -> Option<Sender<Question>> {
+        match self.asker_for_tool(tool) {
+            Some(Asker::Round(questions)) => Some(questions),
+            _ => None,
+        }
+    }
+
+    /// The latest host whose call waits on the server of `tool` (a shown name,
+    /// `<server>__<tool>`) and can be asked.
+    fn asker_for_tool(&self, tool: &str) -> Option<Asker> {
         let waiting = self.waiting();
         let mut hosts = waiting.hosts.iter().rev();
-        hosts.find_map(|(_, on, asker)| match (on, asker) {
-            (Some(on), Asker::Round(questions))
-                if tool
-                    .strip_prefix(on.as_str())
-                    .is_some_and(|t| t.starts_with("__")) =>
-            {
-                Some(questions.clone())
+        hosts.find_map(|(_, on, asker)| {
+            let on = on.as_deref()?;
+            let calls = tool.strip_prefix(on).is_some_and(|t| t.starts_with("__"));
+            calls.then(|| asker.clone())
+        })
+    }
+
+    /// `ask` rules where many hosts share the hub (`serve --listen`): each is put to the host
+    /// whose call it covers, as a form of ours or an input round of that call; a host that
+    /// did not declare elicitation cannot be asked, and the call is refused with the reason.
+    pub(crate) fn ask_handler(&self) -> AskHandler {
+        let relay = self.clone();
+        AskHandler::new(move |ask: Ask| {
+            let asker = relay.asker_for_tool(&ask.tool);
+            async move {
+                match asker {
+                    Some(Asker::Request(server)) => ask_by_request(&server, &ask).await,
+                    Some(Asker::Round(questions)) => ask_in_round(Some(questions), &ask).await,
+                    None => Err("the host cannot be asked: its request did not declare the \
+                                 elicitation capability; change the rule to allow, or use a \
+                                 host that can"
+                        .to_owned()),
+                }
             }
-            _ => None,
         })
     }
 

@@ -2,7 +2,13 @@
 //! both eras. A handshake-era host gets a session (`Mcp-Session-Id`, issued on `initialize`)
 //! with a server-role machine of its own; a stateless-era request gets a machine for itself.
 //! Every request must bring the bearer token, and its `Host` and `Origin` must name this
-//! address (DNS rebinding); bodies and open requests are bounded. Answers are JSON.
+//! address (DNS rebinding); bodies and open requests are bounded.
+//!
+//! A request is answered with JSON when its answer is the first thing to say; when something
+//! relating to it comes first (progress, a form or `roots/list` asked of a session's host), and
+//! the host accepts `text/event-stream`, the answer becomes an event stream that carries it
+//! and ends with the answer. A stateless-era `subscriptions/listen` is such a stream that
+//! stays open; a session's `GET` opens its standalone stream (list changes).
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -14,7 +20,9 @@ use std::time::Duration;
 use async_channel::Receiver;
 use async_net::{TcpListener, TcpStream};
 use futures_lite::future::FutureExt;
-use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited, StreamBody};
+use hyper::body::Frame;
 use hyper::body::{Bytes, Incoming};
 use hyper::header::{self, HeaderValue};
 use hyper::{Method, StatusCode};
@@ -23,7 +31,7 @@ use serde_json::{Value, json};
 use mcp_smol::proto::{META_PROTOCOL_VERSION, RpcError};
 
 use crate::gateway::Gateway;
-use crate::gateway::bridge::{Bridge, MAX_IN_FLIGHT, Refused};
+use crate::gateway::bridge::{Bridge, MAX_IN_FLIGHT, Refused, Reply};
 use crate::gateway::rounds::Rounds;
 
 /// Where `serve --listen` without an address listens.
@@ -48,7 +56,14 @@ const STOP_GRACE: Duration = Duration::from_secs(10);
 /// The session header, as the transport names it.
 const SESSION_HEADER: &str = "mcp-session-id";
 
-type Response = hyper::Response<Full<Bytes>>;
+/// The stateless era's long-lived request.
+const LISTEN: &str = "subscriptions/listen";
+
+/// What must live as long as a request's answer (its machine's place among the open ones).
+type Keep = Box<dyn Send>;
+
+type Body = UnsyncBoxBody<Bytes, Infallible>;
+type Response = hyper::Response<Body>;
 
 /// The address `--listen` names: `PORT`, `HOST:PORT` or `[V6]:PORT`; `localhost` is
 /// 127.0.0.1.
@@ -96,7 +111,9 @@ struct Listener {
     sessions: Mutex<BTreeMap<String, Arc<Bridge>>>,
     /// The stateless-era hosts' calls parked between input rounds.
     rounds: Rounds,
-    stateless_open: AtomicUsize,
+    stateless_open: Arc<AtomicUsize>,
+    /// Closed when the gateway begins to stop: the streams that never end on their own do.
+    stopping: Receiver<()>,
     /// Closed when a stop's grace has run out: the calls still open are failed.
     abort: Receiver<()>,
 }
@@ -125,7 +142,8 @@ pub(crate) async fn serve(
         token,
         bound,
         sessions: Mutex::default(),
-        stateless_open: AtomicUsize::new(0),
+        stateless_open: Arc::default(),
+        stopping: stopped.clone(),
         abort,
     });
     let mut connections: Vec<async_executor::Task<()>> = Vec::new();
@@ -221,13 +239,14 @@ impl Listener {
         }
         match *request.method() {
             Method::POST => self.post(request).await,
+            Method::GET => self.get(&request),
             Method::DELETE => self.delete(&request),
             _ => {
                 let mut response = plain(
                     StatusCode::METHOD_NOT_ALLOWED,
-                    "POST a message, or DELETE the session; no server stream is offered",
+                    "POST a message, GET a session's stream, or DELETE the session",
                 );
-                let allow = HeaderValue::from_static("POST, DELETE");
+                let allow = HeaderValue::from_static("GET, POST, DELETE");
                 response.headers_mut().insert(header::ALLOW, allow);
                 response
             }
@@ -297,6 +316,7 @@ impl Listener {
             .and_then(|value| value.to_str().ok())
             .map(str::to_owned);
         let headers = request.headers().clone();
+        let streams = accepts_events(&headers);
         let declared = (headers.get(header::CONTENT_LENGTH))
             .and_then(|value| value.to_str().ok()?.parse::<u64>().ok());
         if declared.is_some_and(|length| length > BODY_LIMIT as u64) {
@@ -342,7 +362,10 @@ impl Listener {
                     let error = rpc_error(Value::Null, -32001, "unknown session");
                     return json_response(StatusCode::NOT_FOUND, &error);
                 };
-                self.forward(&bridge, &message, is_request, Machine::Session)
+                if !is_request {
+                    return self.pass(&bridge, &message).await;
+                }
+                self.forward(&bridge, &message, Machine::Session, streams, None)
                     .await
             }
             None if is_request && message["method"] == "initialize" => {
@@ -351,19 +374,18 @@ impl Listener {
             // Without a session a notification or an answer has no machine to go to.
             None if !is_request => hyper::Response::builder()
                 .status(StatusCode::ACCEPTED)
-                .body(Full::default())
+                .body(empty())
                 .unwrap_or_default(),
             None => match mirror_mismatch(&headers, &message) {
                 Some(error) => json_response(StatusCode::BAD_REQUEST, &error),
-                // Its notifications need a stream, which this transport does not offer yet:
-                // refused at once rather than held open with nothing to say.
-                None if message["method"] == "subscriptions/listen" => {
-                    let text = "subscriptions/listen needs a server stream, which serve \
-                                --listen does not offer; read the lists again instead";
-                    let error = rpc_error(message["id"].clone(), RpcError::METHOD_NOT_FOUND, text);
-                    json_response(StatusCode::NOT_FOUND, &error)
+                // Its notifications come on an event stream, which this host must take.
+                None if message["method"] == LISTEN && !streams => {
+                    let text = "subscriptions/listen is answered with an event stream: \
+                                send Accept: text/event-stream";
+                    let error = rpc_error(message["id"].clone(), -32600, text);
+                    json_response(StatusCode::NOT_ACCEPTABLE, &error)
                 }
-                None => self.stateless(&message).await,
+                None => self.stateless(&message, streams).await,
             },
         }
     }
@@ -390,7 +412,7 @@ impl Listener {
             Err(error) => return internal(message, &error.to_string()),
         };
         let id = session_id();
-        let mut response = self.forward(&bridge, message, true, Machine::Opening).await;
+        let mut response = (self.forward(&bridge, message, Machine::Opening, false, None)).await;
         if response.status() == StatusCode::OK {
             let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
             sessions.insert(id.clone(), bridge);
@@ -403,9 +425,9 @@ impl Listener {
 
     /// A request with no session: a machine for itself, ended (and its calls with it) when
     /// answered or when the host hangs up.
-    async fn stateless(&self, message: &Value) -> Response {
+    async fn stateless(&self, message: &Value, streams: bool) -> Response {
         let open = self.stateless_open.fetch_add(1, Ordering::SeqCst);
-        let _open = Decrement(&self.stateless_open);
+        let open_slot = Decrement(self.stateless_open.clone());
         if open >= MAX_STATELESS {
             let text = format!("{MAX_STATELESS} requests are open; retry later");
             let error = rpc_error(message["id"].clone(), -32000, &text);
@@ -413,54 +435,128 @@ impl Listener {
         }
         let rounds = Some(self.rounds.clone());
         let bridge = match Bridge::open(self.gateway.clone(), rounds) {
-            Ok(bridge) => bridge,
+            Ok(bridge) => Arc::new(bridge),
             Err(error) => return internal(message, &error.to_string()),
         };
-        self.forward(&bridge, message, true, Machine::Stateless)
-            .await
+        // The slot is held as long as the request's stream, which holds its machine.
+        let open_slot: Keep = Box::new(open_slot);
+        (self.forward(
+            &bridge,
+            message,
+            Machine::Stateless,
+            streams,
+            Some(open_slot),
+        ))
+        .await
     }
 
-    /// Passes one message to a machine: a request's answer comes back as JSON (or an error
-    /// when refused, or when a stop's grace ran out); anything else is accepted with 202.
+    /// Passes a notification, or the host's answer to a request of ours, to its session's
+    /// machine: 202 when taken.
+    async fn pass(&self, bridge: &Bridge, message: &Value) -> Response {
+        match bridge.send(message).await {
+            Ok(()) => hyper::Response::builder()
+                .status(StatusCode::ACCEPTED)
+                .body(empty())
+                .unwrap_or_default(),
+            Err(_) => plain(StatusCode::NOT_FOUND, "the session has ended"),
+        }
+    }
+
+    /// Passes a request to a machine: its answer comes back as JSON when it is the first
+    /// thing to say, else (when the host `streams`) as an event stream of what relates to it
+    /// and then the answer; an error when refused, or when a stop's grace ran out. `keep`
+    /// lives as long as the answer does.
     async fn forward(
         &self,
-        bridge: &Bridge,
+        bridge: &Arc<Bridge>,
         message: &Value,
-        is_request: bool,
         machine: Machine,
+        streams: bool,
+        keep: Option<Keep>,
     ) -> Response {
-        if !is_request {
-            return match bridge.send(message).await {
-                Ok(()) => hyper::Response::builder()
-                    .status(StatusCode::ACCEPTED)
-                    .body(Full::default())
-                    .unwrap_or_default(),
-                Err(_) => plain(StatusCode::NOT_FOUND, "the session has ended"),
-            };
-        }
         let id = message["id"].clone();
         let cancel = machine == Machine::Session;
-        let answer = async { Some(bridge.request(message, cancel).await) };
+        let mut reply = match bridge.request(message, cancel, streams).await {
+            Ok(reply) => reply,
+            Err(Refused::Busy) => {
+                let text = format!("{MAX_IN_FLIGHT} requests of this host are open; retry later");
+                let error = rpc_error(id, -32000, &text);
+                return json_response(StatusCode::TOO_MANY_REQUESTS, &error);
+            }
+            Err(Refused::DuplicateId) => {
+                let text = "a request with this id is already open";
+                return json_response(StatusCode::BAD_REQUEST, &rpc_error(id, -32600, text));
+            }
+            Err(Refused::Closed) => return internal(message, "the session ended first"),
+        };
+        let first = async { Some(reply.next().await) };
         let aborted = async {
             let _ = self.abort.recv().await;
             None
         };
-        match answer.or(aborted).await {
-            Some(Ok(answer)) => json_response(answer_status(&answer, machine), &answer),
-            Some(Err(Refused::Busy)) => {
-                let text = format!("{MAX_IN_FLIGHT} requests of this host are open; retry later");
-                json_response(StatusCode::TOO_MANY_REQUESTS, &rpc_error(id, -32000, &text))
+        match first.or(aborted).await {
+            Some(Some(answer)) if reply.answered() => {
+                json_response(answer_status(&answer, machine), &answer)
             }
-            Some(Err(Refused::DuplicateId)) => {
-                let text = "a request with this id is already open";
-                json_response(StatusCode::BAD_REQUEST, &rpc_error(id, -32600, text))
+            Some(Some(first)) => {
+                // A long-lived stream ends (gracefully) when the gateway begins to stop.
+                let listens = message["method"] == LISTEN;
+                let stream = Events {
+                    first: Some(first),
+                    reply,
+                    abort: self.abort.clone(),
+                    closing: listens.then(|| self.stopping.clone()),
+                    ended: false,
+                    _keep: keep,
+                };
+                event_stream(stream.into_stream())
             }
-            Some(Err(Refused::Closed)) => internal(message, "the session ended first"),
+            Some(None) => internal(message, "the session ended first"),
             None => internal(
                 message,
                 "mcp-cli serve is stopping; the call did not finish",
             ),
         }
+    }
+
+    /// GET: a session's standalone stream, for what its machine sends that relates to no
+    /// request of the host's (list changes); it ends with the session or when the gateway
+    /// begins to stop.
+    fn get(&self, request: &hyper::Request<Incoming>) -> Response {
+        if !accepts_events(request.headers()) {
+            return plain(
+                StatusCode::NOT_ACCEPTABLE,
+                "GET opens an event stream: send Accept: text/event-stream",
+            );
+        }
+        let session = (request.headers().get(SESSION_HEADER)).and_then(|value| value.to_str().ok());
+        let Some(session) = session else {
+            let mut response = plain(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "GET opens a session's stream: send its Mcp-Session-Id (stateless-era hosts \
+                 send subscriptions/listen instead)",
+            );
+            let allow = HeaderValue::from_static("GET, POST, DELETE");
+            response.headers_mut().insert(header::ALLOW, allow);
+            return response;
+        };
+        let Some(bridge) = self.session(session) else {
+            let error = rpc_error(Value::Null, -32001, "unknown session");
+            return json_response(StatusCode::NOT_FOUND, &error);
+        };
+        let messages = bridge.standalone();
+        let stopping = self.stopping.clone();
+        let stream =
+            futures_lite::stream::unfold((messages, stopping), |(messages, stopping)| async move {
+                let next = async { messages.recv().await.ok() };
+                let stop = async {
+                    let _ = stopping.recv().await;
+                    None
+                };
+                let message = next.or(stop).await?;
+                Some((event(&message), (messages, stopping)))
+            });
+        event_stream(stream)
     }
 
     /// DELETE: the host ends its session, and its calls still running are cancelled.
@@ -538,9 +634,9 @@ fn answer_status(answer: &Value, machine: Machine) -> StatusCode {
 }
 
 /// Takes one off a count when dropped.
-struct Decrement<'a>(&'a AtomicUsize);
+struct Decrement(Arc<AtomicUsize>);
 
-impl Drop for Decrement<'_> {
+impl Drop for Decrement {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::SeqCst);
     }
@@ -568,9 +664,111 @@ fn internal(message: &Value, text: &str) -> Response {
     json_response(StatusCode::OK, &error)
 }
 
+/// A request's messages as events: the first one, then the rest until its answer. A stop's
+/// grace running out ends it with an error; a long-lived one (`closing`) ends gracefully,
+/// with its answer, as soon as the gateway begins to stop.
+struct Events {
+    first: Option<Value>,
+    reply: Reply,
+    abort: Receiver<()>,
+    closing: Option<Receiver<()>>,
+    ended: bool,
+    _keep: Option<Keep>,
+}
+
+impl Events {
+    fn into_stream(self) -> impl futures_lite::Stream<Item = Bytes> + Send + 'static {
+        futures_lite::stream::unfold(self, |mut events| async move {
+            let message = events.next().await?;
+            Some((event(&message), events))
+        })
+    }
+
+    async fn next(&mut self) -> Option<Value> {
+        if let Some(first) = self.first.take() {
+            return Some(first);
+        }
+        if self.ended || self.reply.answered() {
+            return None;
+        }
+        enum Next {
+            Message(Option<Value>),
+            Abort,
+            Close,
+        }
+        let message = async { Next::Message(self.reply.next().await) };
+        let abort = async {
+            let _ = self.abort.recv().await;
+            Next::Abort
+        };
+        let close = async {
+            match &self.closing {
+                Some(closing) => {
+                    let _ = closing.recv().await;
+                    Next::Close
+                }
+                None => std::future::pending().await,
+            }
+        };
+        let next = message.or(abort).or(close).await;
+        let id = self.reply.id().clone();
+        match next {
+            Next::Message(message) => message,
+            Next::Abort => {
+                self.ended = true;
+                let text = "mcp-cli serve is stopping; the call did not finish";
+                Some(rpc_error(id, -32603, text))
+            }
+            Next::Close => {
+                self.ended = true;
+                let meta = json!({ "io.modelcontextprotocol/subscriptionId": id });
+                let result = json!({"resultType": "complete", "_meta": meta});
+                Some(json!({"jsonrpc": "2.0", "id": id, "result": result}))
+            }
+        }
+    }
+}
+
+/// One server-sent event carrying `message`.
+fn event(message: &Value) -> Bytes {
+    let mut bytes = b"event: message\ndata: ".to_vec();
+    bytes.extend(serde_json::to_vec(message).unwrap_or_default());
+    bytes.extend(b"\n\n");
+    Bytes::from(bytes)
+}
+
+/// A 200 whose body is the events of `stream`.
+fn event_stream(stream: impl futures_lite::Stream<Item = Bytes> + Send + 'static) -> Response {
+    use futures_lite::StreamExt;
+    let frames = stream.map(|bytes| Ok::<_, Infallible>(Frame::data(bytes)));
+    let mut response = hyper::Response::new(StreamBody::new(frames).boxed_unsync());
+    let headers = response.headers_mut();
+    let events = HeaderValue::from_static("text/event-stream");
+    headers.insert(header::CONTENT_TYPE, events);
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    // Proxies such as nginx would otherwise hold the events back.
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
+}
+
+/// Whether the request's `Accept` takes an event stream.
+fn accepts_events(headers: &hyper::HeaderMap) -> bool {
+    (headers.get_all(header::ACCEPT).iter())
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .any(|kind| {
+            let kind = kind.split(';').next().unwrap_or_default().trim();
+            kind.eq_ignore_ascii_case("text/event-stream")
+        })
+}
+
+fn empty() -> Body {
+    Full::default().boxed_unsync()
+}
+
 fn json_response(status: StatusCode, body: &Value) -> Response {
     let bytes = serde_json::to_vec(body).unwrap_or_default();
-    let mut response = hyper::Response::new(Full::new(Bytes::from(bytes)));
+    let mut response = hyper::Response::new(Full::new(Bytes::from(bytes)).boxed_unsync());
     *response.status_mut() = status;
     let json = HeaderValue::from_static("application/json");
     response.headers_mut().insert(header::CONTENT_TYPE, json);
@@ -578,7 +776,8 @@ fn json_response(status: StatusCode, body: &Value) -> Response {
 }
 
 fn plain(status: StatusCode, text: &str) -> Response {
-    let mut response = hyper::Response::new(Full::new(Bytes::from(format!("{text}\n"))));
+    let text = Bytes::from(format!("{text}\n"));
+    let mut response = hyper::Response::new(Full::new(text).boxed_unsync());
     *response.status_mut() = status;
     let plain = HeaderValue::from_static("text/plain; charset=utf-8");
     response.headers_mut().insert(header::CONTENT_TYPE, plain);

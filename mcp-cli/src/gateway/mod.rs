@@ -298,7 +298,14 @@ impl Gateway {
                         self.call_for_host(host, id, call, era, input).await
                     }
                     Mode::Proxy if name == proxy::NAME => {
-                        Ok(proxy::run(self, host, id, arguments).await)
+                        let asked = proxy::Asked {
+                            host,
+                            id,
+                            era,
+                            rounds: input,
+                            trace,
+                        };
+                        proxy::run(self, asked, arguments).await
                     }
                     Mode::Proxy => Err(invalid_params(format!(
                         "unknown tool {name}; in proxy mode the only tool is {}",

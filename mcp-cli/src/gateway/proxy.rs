@@ -1,10 +1,12 @@
 //! `serve --proxy`: one tool, `mcp`, instead of every tool of every server, so that a model's
 //! context holds one short definition however many servers there are.
 
-use mcp_smol::proto::HostRequestId;
-use serde_json::{Value, json};
+use std::sync::Arc;
 
-use crate::gateway::{Gateway, HostLink, tool_error};
+use mcp_smol::proto::{ClientInfo, HostInput, HostRequestId, RpcError};
+use serde_json::{Map, Value, json};
+
+use crate::gateway::{Gateway, HostCall, HostLink, tool_error};
 
 /// The one tool's name.
 pub(crate) const NAME: &str = "mcp";
@@ -35,13 +37,24 @@ pub(crate) fn tool() -> Value {
     })
 }
 
-/// Runs one `mcp` call; every outcome is a tool result, a mistake one with `isError`.
+/// How a host's `mcp` call came: its request, and for a stateless-era host what its `_meta`
+/// said and the input rounds it answers.
+pub(crate) struct Asked<'a> {
+    pub(crate) host: &'a HostLink,
+    pub(crate) id: HostRequestId,
+    pub(crate) era: Option<&'a ClientInfo>,
+    pub(crate) rounds: Option<HostInput>,
+    /// The host's trace context, passed on to the backend.
+    pub(crate) trace: Map<String, Value>,
+}
+
+/// Runs one `mcp` call; every outcome is a tool result, a mistake one with `isError`. A
+/// `call` is a call like any other: a stateless-era host answers its forms in input rounds.
 pub(crate) async fn run(
-    gateway: &Gateway,
-    host: &HostLink,
-    id: HostRequestId,
+    gateway: &Arc<Gateway>,
+    asked: Asked<'_>,
     input: Value,
-) -> Value {
+) -> Result<Value, RpcError> {
     let text = |key: &str| input.get(key).and_then(Value::as_str).map(str::to_owned);
     let served = gateway.servers();
     let backend = match text("server") {
@@ -50,11 +63,13 @@ pub(crate) async fn run(
             Ok(name) if served.contains(&name) => Some(name),
             _ => {
                 let known = served.join(", ");
-                return tool_error(&format!("unknown server {given}; servers: {known}"));
+                return Ok(tool_error(&format!(
+                    "unknown server {given}; servers: {known}"
+                )));
             }
         },
     };
-    match (text("action").as_deref(), backend) {
+    let result = match (text("action").as_deref(), backend) {
         (Some("list"), None) => {
             let listed: Vec<Value> = (gateway.hub.status().into_iter())
                 .filter(|status| served.contains(&status.name))
@@ -65,7 +80,7 @@ pub(crate) async fn run(
         (Some("list"), Some(backend)) => {
             let catalogue = gateway.hub.tools_of(std::slice::from_ref(&backend)).await;
             if let Some((_, error)) = catalogue.failures.first() {
-                return tool_error(&crate::hints::explained(error));
+                return Ok(tool_error(&crate::hints::explained(error)));
             }
             let tools: Vec<Value> = (catalogue.tools.iter())
                 .map(|entry| {
@@ -80,16 +95,25 @@ pub(crate) async fn run(
         }
         (Some("call"), Some(backend)) => {
             let Some(tool) = text("tool") else {
-                return tool_error("call needs a tool");
+                return Ok(tool_error("call needs a tool"));
             };
             let entry = match gateway.hub.find_tool(&backend, &tool).await {
                 Ok(entry) => entry,
-                Err(error) => return tool_error(&crate::hints::explained(&error)),
+                Err(error) => return Ok(tool_error(&crate::hints::explained(&error))),
             };
-            let arguments = input.get("input").cloned().unwrap_or(json!({}));
-            gateway
-                .call(host, id, &entry, arguments, serde_json::Map::new())
-                .await
+            let call = HostCall {
+                entry,
+                arguments: input.get("input").cloned().unwrap_or(json!({})),
+                trace: asked.trace,
+            };
+            let Asked {
+                host,
+                id,
+                era,
+                rounds,
+                ..
+            } = asked;
+            return gateway.call_for_host(host, id, call, era, rounds).await;
         }
         (Some("call"), None) => tool_error("call needs a server"),
         (Some("search"), _) => {
@@ -97,7 +121,8 @@ pub(crate) async fn run(
             super::search::found(gateway, &query, SEARCH_LIMIT).await
         }
         _ => tool_error("action must be \"search\", \"list\" or \"call\""),
-    }
+    };
+    Ok(result)
 }
 
 /// A tool result holding `value`, as text for the model and as structured content.

@@ -250,9 +250,9 @@ impl Hub {
         mut withheld: Vec<HubError>,
     ) -> (Vec<ToolEntry>, Vec<HubError>) {
         self.observe_pins(server, live);
-        let shown = shown_names(server, live);
+        let shown = self.shown_names(server, live);
         let mut entries = Vec::new();
-        for (tool, shown) in live.iter().zip(shown) {
+        for (tool, shown) in live.iter().zip(shown.iter().cloned()) {
             match self.verdict(server, tool, &shown) {
                 Verdict::Shown(ask) => entries.push(entry(server, tool, shown, ask)),
                 Verdict::Withheld(change) => withheld.push(withheld_error(server, tool, change)),
@@ -340,7 +340,7 @@ impl Hub {
         let live = slot.listed(&self.inner).await?;
         let tools = &live.tools;
         self.observe_pins(server, tools);
-        let shown = shown_names(server, tools);
+        let shown = self.shown_names(server, tools);
         // As the catalogue shows it (`SERVER__` left out), which may carry a hash.
         let shown_given = format!("{}__{given}", names::safe(server));
         let index = match tools.iter().position(|tool| tool.name == given) {
@@ -364,7 +364,7 @@ impl Hub {
                         return Err(HubError::UnknownTool {
                             server: server.to_owned(),
                             given: given.to_owned(),
-                            known: (tools.iter().zip(&shown))
+                            known: (tools.iter().zip(shown.iter()))
                                 .filter(|(t, s)| {
                                     matches!(self.verdict(server, t, s), Verdict::Shown(_))
                                 })
@@ -449,11 +449,34 @@ impl Hub {
     }
 }
 
-/// The shown name of each of a server's tools, in order: distinct even where two tools'
-/// provider-safe names would collide.
-fn shown_names(server: &str, tools: &[Tool]) -> Vec<String> {
-    let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_str()).collect();
-    names::shown_names(server, &names)
+/// A server's shown tool names, and the tool names they were made of.
+pub(crate) struct ShownNames {
+    tools: Vec<String>,
+    shown: Arc<[String]>,
+}
+
+impl Hub {
+    /// The shown name of each of a server's tools, in order: distinct even where two tools'
+    /// provider-safe names would collide. Made again only when the tools' names change: each
+    /// call looks its tool up by them.
+    fn shown_names(&self, server: &str, tools: &[Tool]) -> Arc<[String]> {
+        let mut cache =
+            (self.inner.shown.lock()).unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(cached) = cache.get(server)
+            && cached.tools.iter().eq(tools.iter().map(|tool| &tool.name))
+        {
+            return cached.shown.clone();
+        }
+        let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_str()).collect();
+        let shown: Arc<[String]> = names::shown_names(server, &names).into();
+        let tools = tools.iter().map(|tool| tool.name.clone()).collect();
+        let made = ShownNames {
+            tools,
+            shown: shown.clone(),
+        };
+        cache.insert(server.to_owned(), made);
+        shown
+    }
 }
 
 fn withheld_error(server: &str, tool: &Tool, change: PinChange) -> HubError {

@@ -113,7 +113,7 @@ pub use error::HubError;
 pub use features::{PromptEntry, ResourceEntry, Skipped, TemplateEntry};
 pub use pins::{ApproveChanges, PinChange};
 pub use scanning::{ServerScan, ToolScan};
-pub use server_requests::{ElicitAnswer, ElicitHandler, Elicitation};
+pub use server_requests::{ElicitAnswer, ElicitHandler, Elicitation, RootsHandler};
 pub use settings::{Settings, SettingsBuilder};
 pub use tasks::{Started, TaskHandle, TaskRecord};
 
@@ -300,6 +300,8 @@ pub(crate) struct Inner {
     pub(crate) no_thread: Option<String>,
     /// Counts the progress tokens of the hub's calls.
     progress_tokens: std::sync::atomic::AtomicU64,
+    /// Each server's shown tool names as last made, with the tool names they were made of.
+    shown: Mutex<BTreeMap<String, catalogue::ShownNames>>,
 }
 
 impl std::fmt::Debug for Inner {
@@ -349,6 +351,7 @@ impl Hub {
             settings,
             stopping: AtomicBool::new(false),
             listeners: Mutex::new(Vec::new()),
+            shown: Mutex::default(),
             _alive: alive,
             gone,
             executor,

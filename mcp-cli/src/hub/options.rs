@@ -55,7 +55,7 @@ pub(crate) fn for_server(
             request_timeout: spec.call_timeout.unwrap_or(defaults.core.request_timeout),
             max_line_len: spec.max_message_len.unwrap_or(defaults.core.max_line_len),
             capabilities: mcp_smol::proto::ClientCapabilities {
-                roots: !spec.roots.is_empty(),
+                roots: !spec.roots.is_empty() || settings.roots.is_some(),
                 elicitation: settings.elicit.is_some(),
                 sampling: false,
                 // The hub takes a task wherever a call may become one: it waits for it, or

@@ -1,6 +1,7 @@
-//! Answering what servers ask of the hub: `roots/list` from the server's configured roots,
-//! `elicitation/create` through the [`ElicitHandler`] in the settings. Anything else, and
-//! anything asked of a hub that declared nothing, is refused by the core.
+//! Answering what servers ask of the hub: `roots/list` from the server's configured roots
+//! (else through the [`RootsHandler`] in the settings), `elicitation/create` through the
+//! [`ElicitHandler`] in the settings. Anything else, and anything asked of a hub that declared
+//! nothing, is refused by the core.
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -112,19 +113,69 @@ impl std::fmt::Debug for ElicitHandler {
     }
 }
 
+type ListRoots =
+    dyn Fn(String) -> Pin<Box<dyn Future<Output = Option<Value>> + Send>> + Send + Sync;
+
+/// Names the roots of servers that have none configured: a gateway's host's own. With one in
+/// the settings, every server is told the hub has roots. Cheap to clone.
+#[derive(Clone)]
+pub struct RootsHandler(Arc<ListRoots>);
+
+impl RootsHandler {
+    /// A handler from an async closure given the asking server's name, answering the
+    /// `roots/list` result (`{"roots": [...]}`), or `None` for no roots.
+    pub fn new<F, Fut>(list: F) -> Self
+    where
+        F: Fn(String) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Option<Value>> + Send + 'static,
+    {
+        Self(Arc::new(move |server| Box::pin(list(server))))
+    }
+
+    /// The roots for `server`: the handler's answer when it is a list of roots, else none.
+    async fn list(&self, server: &str) -> Value {
+        match (self.0)(server.to_owned()).await {
+            Some(result) if result.get("roots").is_some_and(Value::is_array) => result,
+            _ => roots_result(&[]),
+        }
+    }
+}
+
+impl std::fmt::Debug for RootsHandler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RootsHandler")
+    }
+}
+
+/// What a server's requests are answered from.
+pub(crate) struct Answers {
+    /// The server's configured roots.
+    pub(crate) roots: Vec<PathBuf>,
+    /// The roots of a server with none configured.
+    pub(crate) host_roots: Option<RootsHandler>,
+    pub(crate) elicit: Option<ElicitHandler>,
+}
+
 /// Answers one server's requests until its connection ends; `roots_answered` hears once a
 /// `roots/list` has been answered.
 pub(crate) async fn serve(
     server: String,
     client: Client,
     requests: async_channel::Receiver<ServerRequest>,
-    roots: Vec<PathBuf>,
-    elicit: Option<ElicitHandler>,
+    answers: Answers,
     roots_answered: async_channel::Sender<()>,
 ) {
+    let Answers {
+        roots,
+        host_roots,
+        elicit,
+    } = answers;
     while let Ok(request) = requests.recv().await {
         let result = match (request.method.as_str(), &elicit) {
-            ("roots/list", _) => Ok(roots_result(&roots)),
+            ("roots/list", _) => match &host_roots {
+                Some(handler) if roots.is_empty() => Ok(handler.list(&server).await),
+                _ => Ok(roots_result(&roots)),
+            },
             ("elicitation/create", Some(handler)) => {
                 let elicitation = Elicitation::of(&server, request.params.as_ref());
                 Ok(handler.fill(elicitation).await.to_result())

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use async_executor::Executor;
 
-use crate::hub::{Approval, Ask, AskHandler, ElicitAnswer, ElicitHandler, Elicitation};
+use crate::hub::{
+    Approval, Ask, AskHandler, ElicitAnswer, ElicitHandler, Elicitation, RootsHandler,
+};
 
 /// How the hub runs its servers. Build it with [`Settings::builder`], or as a struct literal
 /// over [`Settings::default`]:
@@ -47,6 +49,10 @@ pub struct Settings {
     /// Fills in forms servers ask for; with it, every server is told the hub can
     /// (`elicitation` capability). `None` declares nothing and servers do not ask.
     pub elicit: Option<ElicitHandler>,
+    /// Names the roots of servers with none configured (a gateway's host's own); with it,
+    /// every server is told the hub has roots. `None`: only servers with roots configured
+    /// are told, and given those.
+    pub roots: Option<RootsHandler>,
     /// Where tool definitions are pinned (`<server>.json`): a pinned tool whose definition
     /// changes is withheld until [`Hub::trust`](crate::hub::Hub::trust). `None` pins nothing.
     pub pin_dir: Option<PathBuf>,
@@ -84,6 +90,7 @@ impl Default for Settings {
             executor: None,
             ask: None,
             elicit: None,
+            roots: None,
             pin_dir: None,
             era_file: None,
             catalogue_dir: None,

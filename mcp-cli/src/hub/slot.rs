@@ -576,12 +576,16 @@ impl Slot {
         let notes = client.notifications().await;
         let requests = client.server_requests().await;
         let (roots_answered, roots_known) = async_channel::bounded(1);
+        let answers = server_requests::Answers {
+            roots: spec.roots.clone(),
+            host_roots: hub.settings.roots.clone(),
+            elicit: hub.settings.elicit.clone(),
+        };
         let answering = server_requests::serve(
             name.clone(),
             client.clone(),
             requests,
-            spec.roots.clone(),
-            hub.settings.elicit.clone(),
+            answers,
             roots_answered,
         );
         hub.spawn_watcher(answering);

@@ -17,14 +17,14 @@ use crate::support::{FIXTURE, Scratch, bounded, cli_binary, quick, text};
 
 /// `mcp-cli serve --listen 127.0.0.1:0` on a config with the fixture as `fx`, which logs
 /// every line it receives, calls timing out after 600 s; killed when dropped.
-struct Listening {
-    child: Child,
+pub(crate) struct Listening {
+    pub(crate) child: Child,
     /// `http://127.0.0.1:PORT/mcp`, as serve printed it.
-    url: String,
+    pub(crate) url: String,
     /// `127.0.0.1:PORT`.
-    address: String,
-    token: String,
-    log: PathBuf,
+    pub(crate) address: String,
+    pub(crate) token: String,
+    pub(crate) log: PathBuf,
 }
 
 impl Drop for Listening {
@@ -34,7 +34,7 @@ impl Drop for Listening {
     }
 }
 
-fn env(scratch: &Scratch) -> Vec<(&'static str, String)> {
+pub(crate) fn env(scratch: &Scratch) -> Vec<(&'static str, String)> {
     let dir = |name: &str| scratch.0.join(name).display().to_string();
     vec![
         ("XDG_STATE_HOME", dir("state")),
@@ -49,13 +49,23 @@ fn listen(scratch: &Scratch, extra_env: &[(&str, &str)]) -> Listening {
 }
 
 /// [`listen`] with the fixture in `mode` (its first arguments).
-fn listen_to(scratch: &Scratch, mode: &[&str], extra_env: &[(&str, &str)]) -> Listening {
+pub(crate) fn listen_to(scratch: &Scratch, mode: &[&str], extra_env: &[(&str, &str)]) -> Listening {
+    listen_configured(scratch, mode, "", extra_env)
+}
+
+/// [`listen_to`], with `more` (rules, say) added to the config.
+pub(crate) fn listen_configured(
+    scratch: &Scratch,
+    mode: &[&str],
+    more: &str,
+    extra_env: &[(&str, &str)],
+) -> Listening {
     let log = scratch.0.join("received.log");
     let mut args: Vec<String> = mode.iter().map(|word| (*word).to_owned()).collect();
     args.extend(["--log-received".to_owned(), log.display().to_string()]);
     let config = scratch.write(
         "listen.toml",
-        &format!("[mcp.fx]\ncommand = {FIXTURE:?}\nargs = {args:?}\n"),
+        &format!("[mcp.fx]\ncommand = {FIXTURE:?}\nargs = {args:?}\n\n{more}"),
     );
     let mut child = Command::new(cli_binary())
         // Calls outlast any test: only a cancellation ends one early.
@@ -110,21 +120,26 @@ fn listen_to(scratch: &Scratch, mode: &[&str], extra_env: &[(&str, &str)]) -> Li
 }
 
 /// What a raw exchange came back with.
-struct Answer {
-    status: u16,
-    head: String,
-    body: String,
+pub(crate) struct Answer {
+    pub(crate) status: u16,
+    pub(crate) head: String,
+    pub(crate) body: String,
 }
 
 impl Answer {
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_str(&self.body).unwrap_or_else(|_| panic!("not JSON: {}", self.body))
     }
 }
 
 /// Sends one request on a new connection and reads the whole answer. `headers` are added to
 /// `Host` (this address unless given) and `Content-Length`.
-fn exchange(address: &str, method: &str, headers: &[(&str, &str)], body: &[u8]) -> Answer {
+pub(crate) fn exchange(
+    address: &str,
+    method: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Answer {
     let mut stream = TcpStream::connect(address).unwrap();
     stream
         .write_all(&raw_request(address, method, headers, body))
@@ -132,7 +147,12 @@ fn exchange(address: &str, method: &str, headers: &[(&str, &str)], body: &[u8]) 
     read_answer(&mut stream)
 }
 
-fn raw_request(address: &str, method: &str, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
+pub(crate) fn raw_request(
+    address: &str,
+    method: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Vec<u8> {
     let mut head = format!("{method} /mcp HTTP/1.1\r\nConnection: close\r\n");
     if !headers
         .iter()
@@ -172,13 +192,13 @@ fn read_answer(stream: &mut TcpStream) -> Answer {
 }
 
 /// The headers that mirror [`stateless_call`]'s body.
-const STATELESS: [(&str, &str); 2] = [
+pub(crate) const STATELESS: [(&str, &str); 2] = [
     ("MCP-Protocol-Version", "2026-07-28"),
     ("Mcp-Method", "tools/call"),
 ];
 
 /// A stateless-era `tools/call` of the fixture's tool, as raw bytes.
-fn stateless_call(id: u64, tool: &str, arguments: Value) -> Vec<u8> {
+pub(crate) fn stateless_call(id: u64, tool: &str, arguments: Value) -> Vec<u8> {
     let meta = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
@@ -190,7 +210,7 @@ fn stateless_call(id: u64, tool: &str, arguments: Value) -> Vec<u8> {
 }
 
 /// Waits until the fixture's log of received lines holds a line with `needle`.
-fn wait_for_log(log: &Path, needle: &str) {
+pub(crate) fn wait_for_log(log: &Path, needle: &str) {
     bounded(async {
         loop {
             let text = std::fs::read_to_string(log).unwrap_or_default();
@@ -418,8 +438,8 @@ fn no_token_a_wrong_one_a_foreign_origin_or_host_and_a_big_body_are_refused() {
         ("Mcp-Method", "subscriptions/listen"),
     ];
     let refused = exchange(address, "POST", &streamless, &listen);
-    assert_eq!(refused.status, 404, "{}", refused.body);
-    assert_eq!(refused.json()["error"]["code"], -32601);
+    assert_eq!(refused.status, 406, "{}", refused.body);
+    assert_eq!(refused.json()["error"]["code"], -32600);
 
     let served = exchange(address, "POST", &ours, &call);
     assert_eq!(served.status, 200, "{}", served.body);

@@ -568,3 +568,31 @@ fn call_tool_under_search_takes_input_rounds() {
         close_and_check(&client).await;
     });
 }
+
+/// Under `--proxy`, the `mcp` tool's `call` is a call like any other: a stateless-era host
+/// gets the backend's form as an input round of it, and its answer reaches the backend.
+#[test]
+fn the_proxys_call_takes_input_rounds() {
+    let scratch = Scratch::new("gateway-modern-proxy");
+    let (config, log) = config(&scratch);
+    let mut command = serve(&scratch, &config, &[]);
+    command.args.push("--proxy".to_owned());
+    bounded(async {
+        let (client, driver) = mcp_smol::start(&command, modern_host()).unwrap();
+        smol::spawn(driver).detach();
+        client.wait_ready().await.unwrap();
+        let asked = answer_forms(
+            &client,
+            json!({"action": "accept", "content": {"name": "Ada"}}),
+        )
+        .await;
+        let call = json!({"action": "call", "server": "fx", "tool": "ask", "input": {}});
+        let greeted = client.call_tool("mcp", call).await.unwrap();
+        assert!(!greeted.is_error, "{greeted:?}");
+        assert_eq!(text(&greeted), r#"accept {"name":"Ada"}"#);
+        assert_eq!(asked.load(Ordering::SeqCst), 1);
+        close_and_check(&client).await;
+    });
+    let received = std::fs::read_to_string(log).unwrap();
+    assert!(received.contains("inputResponses"), "{received}");
+}

@@ -108,3 +108,10 @@ mod gateway_listen;
 /// Tasks through the binary: `call` waiting for one, `call --async` and `tasks` through the
 /// daemon, failed, forgotten, asking and never-ending tasks, bounded polls, a daemon restart.
 mod tasks;
+
+/// `mcp-cli serve --listen` answering with event streams: progress, forms and list changes to
+/// HTTP hosts of both eras (our client, the TypeScript SDK), `subscriptions/listen`, `GET`.
+mod gateway_sse;
+
+/// The MCP Inspector's command line as a host of `mcp-cli serve`, over stdio and `--listen`.
+mod gateway_inspector;

@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 mod canned;
 mod decode;
 mod eras;
+mod gateway;
 mod sandbox;
 
 use decode::{CoreDecoder, Feed, core_decoding, megabytes, recorded_stream};
@@ -53,6 +54,7 @@ const SECTIONS: &[&str] = &[
     "decode",
     "cold",
     "daemon",
+    "gateway",
     "encode",
     "eras",
     "canned",
@@ -62,6 +64,7 @@ const SECTIONS: &[&str] = &[
 const USAGE: &str = "usage: mcp-bench [SECTION...]\n\
     Runs the named sections (all of them when none is named): \
     echo, pipelined, blob, decode, cold, daemon (the client against the floor), \
+    gateway (a call through `mcp-cli serve`, stdio and --listen, against a direct one), \
     encode, eras (the stateless era against the handshake era), canned (the same, against \
     a server whose cost does not grow with the era's messages), \
     sandbox (the network allowlist against no sandbox).";
@@ -176,6 +179,9 @@ fn run_all(sections: &[String]) {
         for target in WarmTarget::available(&bins) {
             target.measure(&bins, &mut table);
         }
+    }
+    if wants("gateway") {
+        gateway::rows(&bins, &mut table);
     }
     if !table.rows.is_empty() {
         table.print();

@@ -1,0 +1,225 @@
+//! The `gateway` section: a call through `mcp-cli serve` against a direct call on the same
+//! backend (the fixture), side by side in one run: one call in flight (the median latency,
+//! and what the gateway adds to it) and 32 in flight (calls per second), over stdio and over
+//! `serve --listen` (HTTP/1.1 on loopback, the connection kept alive, a session).
+
+use std::io::BufRead;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Instant;
+
+use mcp_smol::proto::Protocol;
+use serde_json::json;
+
+use crate::{Bins, IN_FLIGHT, REPETITIONS, Table, median, time};
+
+/// Sequential calls per repetition and path.
+const CALLS: usize = 400;
+
+/// Calls per repetition and path with [`IN_FLIGHT`] outstanding.
+const PIPELINED: usize = 3200;
+
+/// The three paths to the same backend, connected and warm.
+struct Paths {
+    direct: mcp_smol::Client,
+    stdio: mcp_smol::Client,
+    listen: mcp_smol::Client,
+    serving: Child,
+    dir: PathBuf,
+}
+
+impl Drop for Paths {
+    fn drop(&mut self) {
+        let _ = self.serving.kill();
+        let _ = self.serving.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+pub(crate) fn rows(bins: &Bins, table: &mut Table) {
+    smol::block_on(async {
+        let paths = Paths::open(bins).await;
+        let mut sequential = [Vec::new(), Vec::new(), Vec::new()];
+        let mut added = [Vec::new(), Vec::new()];
+        let mut rates = [Vec::new(), Vec::new(), Vec::new()];
+        // The CPU each process uses per call: the backend's (direct), `serve`'s (stdio), and
+        // `serve --listen`'s.
+        let mut cpu = [Vec::new(), Vec::new(), Vec::new()];
+        let pids = [paths.direct.pid(), paths.stdio.pid(), paths.serving.id()];
+        let clients = [
+            (&paths.direct, "echo"),
+            (&paths.stdio, "fx__echo"),
+            (&paths.listen, "fx__echo"),
+        ];
+        for (client, tool) in clients {
+            latency(client, tool, 50).await;
+        }
+        for _ in 0..REPETITIONS {
+            let mut medians = [0.0; 3];
+            for (at, (client, tool)) in clients.iter().enumerate() {
+                medians[at] = latency(client, tool, CALLS).await;
+                sequential[at].push(medians[at]);
+            }
+            added[0].push(medians[1] - medians[0]);
+            added[1].push(medians[2] - medians[0]);
+            for (at, (client, tool)) in clients.iter().enumerate() {
+                let before = process_cpu(pids[at]);
+                rates[at].push(rate(client, tool).await);
+                cpu[at].push((process_cpu(pids[at]) - before) / PIPELINED as f64);
+            }
+        }
+        let [direct, stdio, listen] = &sequential;
+        table.row_latency(
+            "gateway: a call through `serve` (stdio) / direct, median latency",
+            stdio,
+            direct,
+        );
+        table.row_latency(
+            "gateway: a call through `serve --listen` (HTTP) / direct, median latency",
+            listen,
+            direct,
+        );
+        let [direct_rate, stdio_rate, listen_rate] = &rates;
+        let name = format!("gateway: `serve` (stdio) / direct, {IN_FLIGHT} in flight, calls/s");
+        table.row_rate(&name, stdio_rate, direct_rate);
+        let name = format!("gateway: `serve --listen` / direct, {IN_FLIGHT} in flight, calls/s");
+        table.row_rate(&name, listen_rate, direct_rate);
+        let [backend_cpu, stdio_cpu, listen_cpu] = &cpu;
+        let name =
+            format!("gateway: CPU per call, `serve` (stdio) / the backend, {IN_FLIGHT} in flight");
+        table.row_latency(&name, stdio_cpu, backend_cpu);
+        let name =
+            format!("gateway: CPU per call, `serve --listen` / the backend, {IN_FLIGHT} in flight");
+        table.row_latency(&name, listen_cpu, backend_cpu);
+        let show = |values: &[f64]| time(median(values));
+        println!(
+            "gateway: added to a direct call's median, one in flight (median of {REPETITIONS} \
+             repetitions): stdio {}, --listen {}\n",
+            show(&added[0]),
+            show(&added[1])
+        );
+        for client in [&paths.direct, &paths.stdio, &paths.listen] {
+            client.close().await;
+        }
+    });
+}
+
+impl Paths {
+    async fn open(bins: &Bins) -> Self {
+        let dir = std::env::temp_dir().join(format!("mcp-bench-gateway-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let config = dir.join("config.toml");
+        let fixture = bins.fixture.to_string_lossy().into_owned();
+        std::fs::write(
+            &config,
+            format!("[mcp.fx]\ncommand = {fixture:?}\nargs = [\"good\"]\n"),
+        )
+        .unwrap();
+        let env = [
+            ("XDG_STATE_HOME", dir.join("state")),
+            ("XDG_CONFIG_HOME", dir.join("config-home")),
+            ("XDG_RUNTIME_DIR", dir.join("run")),
+        ];
+        let cli = bins.cli.to_string_lossy().into_owned();
+        let config_arg = config.to_string_lossy().into_owned();
+        let options = || {
+            let mut options = mcp_smol::Options::default();
+            options.core.protocol = Protocol::Revision("2025-11-25");
+            options
+        };
+
+        let direct = mcp_smol::ServerCommand::new(&fixture).arg("good");
+        let direct = mcp_smol::connect(&direct, options()).await.unwrap();
+
+        let mut stdio = mcp_smol::ServerCommand::new(&cli).args(["--config", &config_arg, "serve"]);
+        for (key, value) in &env {
+            (stdio.env).insert((*key).to_owned(), value.to_string_lossy().into_owned());
+        }
+        let stdio = mcp_smol::connect(&stdio, options()).await.unwrap();
+
+        let mut serving = Command::new(&cli)
+            .args(["--config", &config_arg, "serve", "--listen", "127.0.0.1:0"])
+            .envs(env.iter().map(|(key, value)| (key, value)))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stderr = std::io::BufReader::new(serving.stderr.take().unwrap());
+        let url = loop {
+            let mut line = String::new();
+            assert!(
+                stderr.read_line(&mut line).unwrap() > 0,
+                "serve --listen ended"
+            );
+            if let Some(url) = line.trim().strip_prefix("mcp-cli serve: listening on ") {
+                break url.to_owned();
+            }
+        };
+        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+        let token = Command::new(&cli)
+            .args(["serve", "--print-token"])
+            .envs(env.iter().map(|(key, value)| (key, value)))
+            .output()
+            .unwrap();
+        let token = String::from_utf8(token.stdout).unwrap().trim().to_owned();
+        let mut http = mcp_smol::HttpServer::new(url);
+        http.headers
+            .push(("Authorization".to_owned(), format!("Bearer {token}")));
+        let listen = mcp_smol::connect(http, options()).await.unwrap();
+        Self {
+            direct,
+            stdio,
+            listen,
+            serving,
+            dir,
+        }
+    }
+}
+
+/// The CPU time process `pid`'s threads have used so far, in seconds.
+fn process_cpu(pid: u32) -> f64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0.0;
+    };
+    let nanoseconds: u64 = tasks
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok())
+        .filter_map(|stat| stat.split_whitespace().next()?.parse::<u64>().ok())
+        .sum();
+    nanoseconds as f64 / 1e9
+}
+
+/// The median latency of `calls` sequential calls of `tool`, in seconds.
+async fn latency(client: &mcp_smol::Client, tool: &str, calls: usize) -> f64 {
+    let mut times = Vec::with_capacity(calls);
+    for i in 0..calls {
+        let started = Instant::now();
+        let text = format!("call {i}");
+        let result = client.call_tool(tool, json!({ "text": text })).await;
+        times.push(started.elapsed().as_secs_f64());
+        assert!(!result.unwrap().is_error);
+    }
+    median(&times)
+}
+
+/// Calls of `tool` per second with [`IN_FLIGHT`] outstanding.
+async fn rate(client: &mcp_smol::Client, tool: &'static str) -> f64 {
+    let started = Instant::now();
+    let workers: Vec<_> = (0..IN_FLIGHT)
+        .map(|worker| {
+            let client = client.clone();
+            smol::spawn(async move {
+                for i in 0..PIPELINED / IN_FLIGHT {
+                    let text = format!("call {worker}-{i}");
+                    let result = client.call_tool(tool, json!({ "text": text })).await;
+                    assert!(!result.unwrap().is_error);
+                }
+            })
+        })
+        .collect();
+    for worker in workers {
+        worker.await;
+    }
+    PIPELINED as f64 / started.elapsed().as_secs_f64()
+}
