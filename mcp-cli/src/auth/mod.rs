@@ -3,23 +3,27 @@
 //! [`OAuth`] is the [`mcp_smol::Authorizer`] of one remote server: it supplies the stored
 //! token, refreshes it when it expires, and on a `401` (or a `403` asking for more scope) runs
 //! discovery, client registration and the authorization code grant with PKCE, if its
-//! [`Login`] mode allows a login at all. Tokens live in `$XDG_STATE_HOME/mcp-cli/auth/`.
+//! [`Login`] mode allows a login at all. Tokens live in the OS keychain or in
+//! `$XDG_STATE_HOME/mcp-cli/auth/` ([`TokenStore`]); a refresh happens under a lock file there,
+//! so that concurrent processes refresh once and never replay a rotated refresh token.
 //!
 //! The steps, one module each: `discovery` (challenge, resource and server metadata),
 //! `register` (who we are to the server), `flow` (PKCE, the authorization URL, the code
-//! exchange, refresh), `loopback` and `browser` (the person's side), `store` (disk).
+//! exchange, refresh), `loopback` and `browser` (the person's side), `store` and `keychain`
+//! (where tokens are kept).
 
 mod browser;
 mod discovery;
 mod flow;
 mod http;
+mod keychain;
 mod loopback;
+mod machine;
 mod register;
 mod store;
 mod urls;
 
-use std::io;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -29,9 +33,10 @@ use mcp_smol::{Authorizer, Challenge};
 use self::discovery::{Bearer, Discovered};
 use self::flow::Attempt;
 use self::http::{BoxFuture, Http, Network, Request, printable};
-use self::store::{Record, Secret};
+use self::store::{Place, Record, Secret};
 
-pub use self::store::auth_dir;
+pub use self::machine::{Grant, PrivateKey, SigningAlg};
+pub use self::store::{TokenStore, auth_dir};
 
 /// Whether, and how, a login may start when a server asks for one.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -61,8 +66,15 @@ pub struct Settings {
     pub client_metadata_url: Option<String>,
     /// Scopes to ask for when the server's challenge names none (`oauth_scopes`).
     pub scopes: Vec<String>,
+    /// How tokens are obtained (`oauth_grant`).
+    pub grant: Grant,
+    /// A private key to authenticate the client with instead of a secret
+    /// (`oauth_private_key_file`, `oauth_signing_alg`).
+    pub private_key: Option<PrivateKey>,
     pub login: Login,
-    /// Where tokens are kept: [`auth_dir`].
+    /// Where tokens are kept (`token_store`, `MCP_CLI_TOKEN_STORE`).
+    pub token_store: TokenStore,
+    /// The folder of the token files and refresh locks: [`auth_dir`].
     pub dir: PathBuf,
     /// Budget of each HTTP exchange with the servers.
     pub timeout: Duration,
@@ -102,7 +114,10 @@ impl std::fmt::Debug for Settings {
             )
             .field("client_metadata_url", &self.client_metadata_url)
             .field("scopes", &self.scopes)
+            .field("grant", &self.grant)
+            .field("private_key", &self.private_key)
             .field("login", &self.login)
+            .field("token_store", &self.token_store)
             .field("dir", &self.dir)
             .field("timeout", &self.timeout)
             .field("login_timeout", &self.login_timeout)
@@ -129,19 +144,26 @@ impl Settings {
 
     /// Defaults, with what the environment says: `MCP_CLI_AUTH_FOLLOW=1` for [`Login::Follow`],
     /// `MCP_CLI_OAUTH_CLIENT_ID`, `MCP_CLI_OAUTH_CLIENT_SECRET` and
-    /// `MCP_CLI_OAUTH_CLIENT_METADATA_URL` for a server configured with none (ad hoc `--http`).
+    /// `MCP_CLI_OAUTH_CLIENT_METADATA_URL` for a server configured with none (ad hoc `--http`),
+    /// `MCP_CLI_TOKEN_STORE` for every server whose config names no `token_store` (a value
+    /// that is none of `auto`, `keyring`, `file` counts as `auto`; the command line refuses it
+    /// before this).
     pub fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Self {
         let var = |key: &str| env(key).filter(|value| !value.is_empty());
+        let token_store = var("MCP_CLI_TOKEN_STORE").and_then(|text| text.parse().ok());
         Self {
             client_id: var("MCP_CLI_OAUTH_CLIENT_ID"),
             client_secret: var("MCP_CLI_OAUTH_CLIENT_SECRET"),
             client_metadata_url: var("MCP_CLI_OAUTH_CLIENT_METADATA_URL"),
             scopes: Vec::new(),
+            grant: Grant::default(),
+            private_key: None,
             login: if follow_requested(env) {
                 Login::Follow
             } else {
                 Login::Never
             },
+            token_store: token_store.unwrap_or_default(),
             dir: auth_dir(env),
             timeout: Duration::from_secs(30),
             login_timeout: Duration::from_secs(300),
@@ -165,13 +187,30 @@ pub fn follow_requested(env: &dyn Fn(&str) -> Option<String>) -> bool {
 }
 
 /// Whether server `name` at `url` has a stored token (or a refresh token) to try.
-pub fn has_token(dir: &Path, name: &str, url: &str) -> bool {
-    store::load(dir, name).is_some_and(|r| r.server_url == url && r.tokens.is_some())
+pub fn has_token(settings: &Settings, name: &str, url: &str) -> bool {
+    place(settings, name, url)
+        .load()
+        .is_some_and(|r| r.tokens.is_some())
 }
 
-/// Forgets server `name`'s tokens and client registration; whether there were any.
-pub fn reset(dir: &Path, name: &str) -> io::Result<bool> {
-    store::remove(dir, name)
+/// Forgets server `name`'s tokens and client registration, from the keychain and the file
+/// alike; whether there were any.
+pub fn reset(settings: &Settings, name: &str, url: &str) -> Result<bool, String> {
+    place(settings, name, url).remove()
+}
+
+/// Where server `name`'s login is kept, for messages: "the system keychain" or the folder.
+pub fn kept_in(settings: &Settings, name: &str, url: &str) -> String {
+    place(settings, name, url).describe()
+}
+
+fn place(settings: &Settings, name: &str, url: &str) -> Place {
+    Place {
+        dir: settings.dir.clone(),
+        name: name.to_owned(),
+        url: url.to_owned(),
+        choice: settings.token_store,
+    }
 }
 
 /// Logs in to server `name` at `url` now, whatever is stored (`mcp-cli auth`): asks the
@@ -221,6 +260,7 @@ pub struct OAuth {
     url: String,
     settings: Settings,
     http: Box<dyn Http>,
+    place: Place,
     state: async_lock::Mutex<State>,
     /// Bumped on every new token, so a challenge that raced a login can tell it is stale.
     generation: AtomicU64,
@@ -254,30 +294,52 @@ impl OAuth {
     }
 
     fn with_http(name: &str, url: &str, settings: Settings, http: Box<dyn Http>) -> Arc<Self> {
-        let mut record = store::load(&settings.dir, name).filter(|r| r.server_url == url);
-        // A configured client's secret is never written down; it comes from the config.
-        if let Some(client) = record.as_mut().and_then(|r| r.client.as_mut())
-            && client.source == "configured"
-        {
-            client.client_secret = settings.client_secret.clone().map(Secret);
-        }
-        Arc::new(Self {
+        let place = place(&settings, name, url);
+        let mut oauth = Self {
             name: name.to_owned(),
             url: url.to_owned(),
             settings,
             http,
-            state: async_lock::Mutex::new(State {
-                record,
-                ..State::default()
-            }),
+            place,
+            state: async_lock::Mutex::new(State::default()),
             generation: AtomicU64::new(0),
-        })
+        };
+        let mut record = oauth.place.load();
+        if let Some(record) = record.as_mut() {
+            oauth.keep_configured_secret(record);
+        }
+        oauth.state.get_mut().record = record;
+        Arc::new(oauth)
     }
 
     /// A new token from the refresh token, saved. When the server refuses, the tokens are
     /// forgotten (only a new login helps); when it cannot be reached, they are kept.
+    ///
+    /// It runs under the server's lock file and starts by reading the store again: a token
+    /// another process refreshed meanwhile is taken as it is, and its refresh token (a rotated
+    /// one is only good once) is the one used next, never ours again.
     async fn refresh(&self, state: &mut State) -> Result<(), flow::TokenError> {
         let refused = |text: &str| flow::TokenError::Refused(text.to_owned());
+        let _lock = self
+            .place
+            .lock()
+            .await
+            .map_err(flow::TokenError::Unreachable)?;
+        let ours = (state.record.as_ref())
+            .and_then(|r| r.tokens.as_ref())
+            .map(|t| t.access_token.clone());
+        if let Some(mut stored) = self.place.load() {
+            let theirs = stored.tokens.as_ref();
+            let newer = theirs.is_some_and(|t| Some(&t.access_token) != ours.as_ref());
+            let usable = theirs.is_some_and(|t| !t.expires_within(0));
+            self.keep_configured_secret(&mut stored);
+            state.record = Some(stored);
+            if newer && usable {
+                self.generation.fetch_add(1, Ordering::SeqCst);
+                state.refreshed = Some(self.generation.load(Ordering::SeqCst));
+                return Ok(());
+            }
+        }
         let Some(record) = &state.record else {
             return Err(refused("not logged in"));
         };
@@ -310,17 +372,26 @@ impl OAuth {
         }
     }
 
+    /// A configured client's secret is never written down: it comes from the config.
+    fn keep_configured_secret(&self, record: &mut Record) {
+        if let Some(client) = record.client.as_mut()
+            && client.source == "configured"
+        {
+            client.client_secret = self.settings.client_secret.clone().map(Secret);
+        }
+    }
+
     fn save(&self, state: &mut State, record: Record) -> Result<(), String> {
-        let saved = store::save(&self.settings.dir, &self.name, &record);
+        let mut written = record.clone();
+        if let Some(client) = written.client.as_mut()
+            && client.source == "configured"
+        {
+            client.client_secret = None;
+        }
+        let saved = self.place.save(&written);
         state.record = Some(record);
         self.generation.fetch_add(1, Ordering::SeqCst);
-        saved.map_err(|error| {
-            format!(
-                "cannot save the login for {} in {}: {error}",
-                self.name,
-                self.settings.dir.display()
-            )
-        })
+        saved.map_err(|error| format!("{}: {error}", self.name))
     }
 
     /// Discovery, registration, the grant and the exchange; the new token saved.

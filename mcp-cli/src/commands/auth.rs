@@ -18,13 +18,10 @@ pub(crate) async fn run(
     reset: bool,
 ) -> Result<Exit, Failure> {
     if reset {
-        let removed = auth::reset(&settings.dir, name).map_err(|error| {
+        let removed = auth::reset(&settings, name, url).map_err(|error| {
             Failure::new(
                 Exit::Server,
-                format!(
-                    "cannot delete the stored login for {name} in {}: {error}",
-                    settings.dir.display()
-                ),
+                format!("cannot delete the stored login for {name}: {error}"),
             )
         })?;
         if ctx.json {
@@ -40,7 +37,7 @@ pub(crate) async fn run(
     if settings.login != Login::Follow {
         settings.login = Login::Browser;
     }
-    let dir = settings.dir.clone();
+    let kept = settings.clone();
     auth::login(name, url, settings).await.map_err(|error| {
         Failure::new(
             Exit::Server,
@@ -54,9 +51,10 @@ pub(crate) async fn run(
         ctx.out
             .line(&json!({"server": name, "logged_in": true}).to_string());
     } else {
-        let path = dir.display();
-        ctx.out
-            .line(&format!("logged in to {name}; the token is kept in {path}"));
+        let place = auth::kept_in(&kept, name, url);
+        ctx.out.line(&format!(
+            "logged in to {name}; the token is kept in {place}"
+        ));
     }
     Ok(Exit::Success)
 }

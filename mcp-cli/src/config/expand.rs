@@ -29,6 +29,14 @@ pub(super) struct RawServer {
     pub oauth_client_secret_env: Option<String>,
     pub oauth_client_metadata_url: Option<String>,
     pub oauth_scopes: Vec<String>,
+    /// Remote only: `authorization_code` (the default) or `client_credentials`.
+    pub oauth_grant: Option<String>,
+    /// Remote only: a PEM private key for `private_key_jwt` client authentication.
+    pub oauth_private_key_file: Option<String>,
+    /// Remote only: `ES256` or `RS256`, the key's algorithm.
+    pub oauth_signing_alg: Option<String>,
+    /// Remote only: `auto`, `keyring` or `file`.
+    pub token_store: Option<String>,
     pub handshake_timeout: Option<Duration>,
     pub call_timeout: Option<Duration>,
     pub max_message_len: Option<usize>,
@@ -239,6 +247,23 @@ fn remote(raw: &RawServer, env: Env<'_>) -> Result<Remote, String> {
     }
     remote.oauth_client_metadata_url = raw.oauth_client_metadata_url.clone();
     remote.oauth_scopes = raw.oauth_scopes.clone();
+    if let Some(grant) = &raw.oauth_grant {
+        remote.oauth_grant = Some(grant.parse()?);
+    }
+    remote.oauth_private_key = match (&raw.oauth_private_key_file, &raw.oauth_signing_alg) {
+        (Some(file), alg) => {
+            let path = std::path::PathBuf::from(expand(file, env)?);
+            let alg = alg.as_deref().unwrap_or("ES256").parse()?;
+            Some(crate::auth::PrivateKey { path, alg })
+        }
+        (None, Some(_)) => {
+            return Err("oauth_signing_alg without oauth_private_key_file".into());
+        }
+        (None, None) => None,
+    };
+    if let Some(store) = &raw.token_store {
+        remote.token_store = Some(store.parse()?);
+    }
     Ok(remote)
 }
 

@@ -63,6 +63,10 @@ struct NativeServer {
     oauth_client_metadata_url: Option<String>,
     #[serde(default)]
     oauth_scopes: Vec<String>,
+    oauth_grant: Option<String>,
+    oauth_private_key_file: Option<String>,
+    oauth_signing_alg: Option<String>,
+    token_store: Option<String>,
     #[serde(default, deserialize_with = "seconds")]
     timeout_sec: Option<Duration>,
     #[serde(default, deserialize_with = "seconds")]
@@ -109,6 +113,10 @@ fn servers(table: BTreeMap<String, NativeServer>) -> RawServers {
         oauth_client_secret_env: s.oauth_client_secret_env,
         oauth_client_metadata_url: s.oauth_client_metadata_url,
         oauth_scopes: s.oauth_scopes,
+        oauth_grant: s.oauth_grant,
+        oauth_private_key_file: s.oauth_private_key_file,
+        oauth_signing_alg: s.oauth_signing_alg,
+        token_store: s.token_store,
         handshake_timeout: s.timeout_sec,
         call_timeout: s.call_timeout_sec,
         max_message_len: s.max_message_mb,

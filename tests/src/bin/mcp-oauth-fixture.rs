@@ -18,6 +18,10 @@
 //! `--log FILE` appends one line per OAuth step or MCP request, e.g. `authorize scope=read`,
 //! `token grant=refresh_token`, `register`, `mcp rpc=tools/list auth=bearer`.
 //!
+//! Refresh tokens rotate: each is good once. `GET /stats` answers the counts so far,
+//! `{"refreshes": n, "replays": m}`: refresh grants that succeeded, and spent refresh tokens
+//! presented again (a client that replays a rotated token; providers revoke the login for it).
+//!
 //! `mcp-oauth-fixture browse URL`: a stand-in for a browser (for `$BROWSER`): GETs `URL`,
 //! follows redirects, exits 0 once a page answers 2xx.
 
@@ -53,6 +57,10 @@ struct State {
     codes: Mutex<HashMap<String, Grant>>,
     tokens: Mutex<HashMap<String, Token>>,
     refresh: Mutex<HashMap<String, Vec<String>>>,
+    /// Refresh tokens already used once.
+    spent: Mutex<Vec<String>>,
+    refreshes: AtomicU64,
+    replays: AtomicU64,
     next: AtomicU64,
     log: Option<Mutex<std::fs::File>>,
 }
@@ -125,6 +133,9 @@ fn main() {
         codes: Mutex::default(),
         tokens: Mutex::default(),
         refresh: Mutex::default(),
+        spent: Mutex::default(),
+        refreshes: AtomicU64::new(0),
+        replays: AtomicU64::new(0),
         next: AtomicU64::new(1),
         log,
     };
@@ -173,6 +184,13 @@ fn route(state: &State, request: &Request) -> Response {
             }
             reply("200 OK", &metadata)
         }
+        ("GET", "/stats") => reply(
+            "200 OK",
+            &json!({
+                "refreshes": state.refreshes.load(Ordering::SeqCst),
+                "replays": state.replays.load(Ordering::SeqCst),
+            }),
+        ),
         ("POST", "/register") => register(state, request),
         ("GET", "/authorize") => authorize(state, request),
         ("POST", "/token") => token(state, request),
@@ -276,9 +294,16 @@ fn token(state: &State, request: &Request) -> Response {
             oauth_error("400 Bad Request", "invalid_grant", "refresh token revoked")
         }
         "refresh_token" => {
-            let Some(scopes) = state.refresh.lock().unwrap().remove(&get("refresh_token")) else {
+            let presented = get("refresh_token");
+            let Some(scopes) = state.refresh.lock().unwrap().remove(&presented) else {
+                if state.spent.lock().unwrap().contains(&presented) {
+                    state.replays.fetch_add(1, Ordering::SeqCst);
+                    state.log("replay".into());
+                }
                 return oauth_error("400 Bad Request", "invalid_grant", "unknown refresh token");
             };
+            state.spent.lock().unwrap().push(presented);
+            state.refreshes.fetch_add(1, Ordering::SeqCst);
             reply("200 OK", &state.issue(scopes))
         }
         _ => oauth_error("400 Bad Request", "unsupported_grant_type", &grant),

@@ -1,0 +1,278 @@
+//! OAuth for real use through the `mcp-cli` binary against `mcp-oauth-fixture`: tokens in a
+//! real Secret Service (gnome-keyring on a D-Bus session bus of the test's own) and moved
+//! between stores, one refresh for twelve concurrent processes.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+use serde_json::{Value, json};
+
+use crate::oauth::{Fixture, configure};
+use crate::support::{Run, Scratch};
+
+/// A Secret Service of the test's own: `gnome-keyring-daemon` on a private session bus
+/// (`dbus-run-session`), its login keyring unlocked with an empty password, its files under
+/// the scratch folder. It stops when the session's shell sees its stdin close.
+struct SecretService {
+    session: Child,
+    address: String,
+}
+
+impl Drop for SecretService {
+    fn drop(&mut self) {
+        // Closing stdin ends the session's shell, and with it the bus and the daemon on it.
+        drop(self.session.stdin.take());
+        let _ = self.session.wait();
+    }
+}
+
+fn found(program: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {program}")])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
+}
+
+/// Installs gnome-keyring (and `secret-tool`, to look inside it) where it is missing and we
+/// are root; the reason it cannot be had otherwise.
+fn install_gnome_keyring() -> Result<(), String> {
+    if found("gnome-keyring-daemon") && found("secret-tool") && found("dbus-run-session") {
+        return Ok(());
+    }
+    let uid = Command::new("id")
+        .arg("-u")
+        .output()
+        .map_err(|e| e.to_string())?;
+    if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
+        return Err("gnome-keyring is not installed and we are not root to install it".into());
+    }
+    let install = || {
+        Command::new("apt-get")
+            .args([
+                "install",
+                "-y",
+                "-q",
+                "gnome-keyring",
+                "libsecret-tools",
+                "dbus",
+            ])
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success())
+    };
+    let updated = || {
+        Command::new("apt-get")
+            .args(["update", "-q"])
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success())
+    };
+    if install() || (updated() && install()) {
+        Ok(())
+    } else {
+        Err("apt-get could not install gnome-keyring".into())
+    }
+}
+
+impl SecretService {
+    /// `None`, with the reason printed, where gnome-keyring cannot be installed.
+    fn start(scratch: &Scratch) -> Option<Self> {
+        if let Err(reason) = install_gnome_keyring() {
+            eprintln!("skipped: no Secret Service to test against: {reason}");
+            return None;
+        }
+        let home = scratch.0.join("keyring-home");
+        std::fs::create_dir_all(&home).unwrap();
+        let script = "echo '' | gnome-keyring-daemon --unlock --components=secrets >/dev/null \
+                      && echo \"$DBUS_SESSION_BUS_ADDRESS\" && exec cat >/dev/null";
+        let mut session = Command::new("dbus-run-session")
+            .args(["--", "sh", "-c", script])
+            .env("HOME", &home)
+            .env("XDG_DATA_HOME", home.join("data"))
+            .env_remove("DBUS_SESSION_BUS_ADDRESS")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut address = String::new();
+        BufReader::new(session.stdout.take().unwrap())
+            .read_line(&mut address)
+            .unwrap();
+        assert!(address.starts_with("unix:"), "no session bus: {address:?}");
+        Some(Self {
+            session,
+            address: address.trim().to_owned(),
+        })
+    }
+
+    /// What the keychain holds for `url`, looked up by `secret-tool` (libsecret), not by us.
+    fn lookup(&self, url: &str) -> Option<Value> {
+        let output = Command::new("secret-tool")
+            .args(["lookup", "service", "mcp-cli oauth", "username", url])
+            .env("DBUS_SESSION_BUS_ADDRESS", &self.address)
+            .output()
+            .unwrap();
+        serde_json::from_slice(&output.stdout).ok()
+    }
+}
+
+/// The token file of server `fx` in the scratch folder's state.
+fn token_file(scratch: &Scratch) -> PathBuf {
+    scratch.0.join("state/mcp-cli/auth/fx.json")
+}
+
+/// `mcp-cli args` with `token_store` from the environment and the given session bus.
+fn cli(scratch: &Scratch, bus: &str, store: &str, args: &[&str]) -> Run {
+    let env = [
+        ("DBUS_SESSION_BUS_ADDRESS", bus),
+        ("MCP_CLI_TOKEN_STORE", store),
+    ];
+    scratch.cli_with(args, &env, None)
+}
+
+#[test]
+fn tokens_live_in_the_keychain_move_between_stores_and_reset_clears_both() {
+    let scratch = Scratch::new("oauth-keychain");
+    let Some(service) = SecretService::start(&scratch) else {
+        return;
+    };
+    let fixture = Fixture::start("good", &scratch);
+    configure(&scratch, &fixture);
+    let bus = service.address.as_str();
+    let url = fixture.url.as_str();
+
+    let login = cli(&scratch, bus, "auto", &["--auth-follow", "auth", "fx"]);
+    assert_eq!(
+        (login.code, login.stdout.as_str()),
+        (
+            0,
+            "logged in to fx; the token is kept in the system keychain\n"
+        ),
+        "{login:?}"
+    );
+    let kept = service.lookup(url).expect("the keychain holds the login");
+    assert_eq!(kept["server_url"], url);
+    assert!(kept["tokens"]["access_token"].is_string(), "{kept}");
+    assert!(!token_file(&scratch).exists());
+    let call = cli(&scratch, bus, "keyring", &["call", "fx", "whoami"]);
+    assert_eq!(
+        (call.code, call.stdout.as_str()),
+        (0, "scopes: read\n"),
+        "{call:?}"
+    );
+
+    // To the file and back: the same login each time, no new one.
+    let call = cli(&scratch, bus, "file", &["call", "fx", "whoami"]);
+    assert_eq!(
+        (call.code, call.stdout.as_str()),
+        (0, "scopes: read\n"),
+        "{call:?}"
+    );
+    assert!(token_file(&scratch).exists());
+    assert_eq!(service.lookup(url), None, "moved, not copied");
+    let call = cli(&scratch, bus, "keyring", &["call", "fx", "whoami"]);
+    assert_eq!(
+        (call.code, call.stdout.as_str()),
+        (0, "scopes: read\n"),
+        "{call:?}"
+    );
+    assert!(!token_file(&scratch).exists());
+    assert!(service.lookup(url).is_some());
+    assert_eq!(fixture.seen("authorize").len(), 1);
+
+    // A copy in both places: reset forgets both.
+    let record = service.lookup(url).unwrap();
+    std::fs::write(token_file(&scratch), record.to_string()).unwrap();
+    let reset = cli(&scratch, bus, "keyring", &["auth", "fx", "--reset"]);
+    assert_eq!(
+        (reset.code, reset.stdout.as_str()),
+        (0, "forgot the login for fx\n"),
+        "{reset:?}"
+    );
+    assert_eq!(service.lookup(url), None);
+    assert!(!token_file(&scratch).exists());
+
+    // Where no keychain answers: `auto` keeps the file, `keyring` says why it cannot.
+    let nowhere = format!("unix:path={}", scratch.0.join("no-bus").display());
+    let refused = cli(
+        &scratch,
+        &nowhere,
+        "keyring",
+        &["--auth-follow", "auth", "fx"],
+    );
+    assert_eq!(refused.code, 3, "{refused:?}");
+    assert!(
+        refused
+            .stderr
+            .contains("token_store is \"keyring\" but the keychain cannot be used"),
+        "{refused:?}"
+    );
+    let login = cli(&scratch, &nowhere, "auto", &["--auth-follow", "auth", "fx"]);
+    assert_eq!(login.code, 0, "{login:?}");
+    assert!(login.stdout.contains("state/mcp-cli/auth"), "{login:?}");
+    assert!(token_file(&scratch).exists());
+}
+
+/// Moves the stored token's expiry to `secs` from now (negative: already expired).
+fn age_token(scratch: &Scratch, secs: i64) {
+    let file = token_file(scratch);
+    let mut record: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    record["tokens"]["expires_at"] = json!(now + secs);
+    record["tokens"]["issued_at"] = json!(now + secs - 3600);
+    std::fs::write(&file, record.to_string()).unwrap();
+}
+
+/// The fixture's `/stats`: refreshes granted and rotated refresh tokens replayed.
+fn stats(fixture: &Fixture) -> Value {
+    let authority = fixture
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp");
+    let mut stream = TcpStream::connect(authority).unwrap();
+    let request = format!("GET /stats HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    let body = answer.split("\r\n\r\n").nth(1).unwrap_or_default();
+    serde_json::from_str(body).unwrap()
+}
+
+#[test]
+fn twelve_concurrent_calls_with_an_expired_token_refresh_once() {
+    let scratch = Scratch::new("oauth-twelve");
+    let fixture = Fixture::start("good", &scratch);
+    configure(&scratch, &fixture);
+    let login = scratch.cli(&["--auth-follow", "auth", "fx"]);
+    assert_eq!(login.code, 0, "{login:?}");
+    // A first call pins the tool: twelve first calls would race to write the pins file.
+    let first = scratch.cli(&["call", "fx", "whoami"]);
+    assert_eq!(first.code, 0, "{first:?}");
+    age_token(&scratch, -5);
+    let calls: Vec<Child> = (0..12)
+        .map(|_| scratch.command(&["call", "fx", "whoami"]).spawn().unwrap())
+        .collect();
+    for call in calls {
+        let output = call.wait_with_output().unwrap();
+        assert_eq!(
+            (
+                output.status.code(),
+                String::from_utf8_lossy(&output.stdout).as_ref()
+            ),
+            (Some(0), "scopes: read\n"),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let stats = stats(&fixture);
+    eprintln!("twelve concurrent calls with an expired token: {stats}");
+    assert_eq!(stats, json!({"refreshes": 1, "replays": 0}));
+}
