@@ -61,6 +61,12 @@ pub(crate) struct Cli {
     #[arg(long, global = true)]
     pub(crate) auth_follow: bool,
 
+    /// Use stored OAuth tokens (and refresh them) but never start a login, not even with
+    /// --auth-follow: a server without a usable token fails as needs-auth, naming the
+    /// `mcp-cli auth` command to run. For CI. Same as MCP_CLI_STORED_AUTH_ONLY=1.
+    #[arg(long, global = true)]
+    pub(crate) stored_auth_only: bool,
+
     #[command(subcommand)]
     pub(crate) command: Command,
 }

@@ -72,6 +72,9 @@ pub struct Settings {
     /// (`oauth_private_key_file`, `oauth_signing_alg`).
     pub private_key: Option<PrivateKey>,
     pub login: Login,
+    /// `--stored-auth-only`: no login at all, not even one asked for with `mcp-cli auth`
+    /// (the command line's business; here it only makes [`login`](Self::login) `Never`).
+    pub stored_only: bool,
     /// Where tokens are kept (`token_store`, `MCP_CLI_TOKEN_STORE`).
     pub token_store: TokenStore,
     /// The folder of the token files and refresh locks: [`auth_dir`].
@@ -117,6 +120,7 @@ impl std::fmt::Debug for Settings {
             .field("grant", &self.grant)
             .field("private_key", &self.private_key)
             .field("login", &self.login)
+            .field("stored_only", &self.stored_only)
             .field("token_store", &self.token_store)
             .field("dir", &self.dir)
             .field("timeout", &self.timeout)
@@ -158,6 +162,7 @@ impl Settings {
             scopes: Vec::new(),
             grant: Grant::default(),
             private_key: None,
+            stored_only: false,
             login: if follow_requested(env) {
                 Login::Follow
             } else {

@@ -34,6 +34,12 @@ pub(crate) async fn run(
         }
         return Ok(Exit::Success);
     }
+    if settings.stored_only {
+        return Err(Failure::usage(format!(
+            "--stored-auth-only (or MCP_CLI_STORED_AUTH_ONLY) forbids logging in; run `mcp-cli \
+             auth {name}` without it"
+        )));
+    }
     if settings.login != Login::Follow {
         settings.login = Login::Browser;
     }

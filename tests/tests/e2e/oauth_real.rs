@@ -276,3 +276,52 @@ fn twelve_concurrent_calls_with_an_expired_token_refresh_once() {
     eprintln!("twelve concurrent calls with an expired token: {stats}");
     assert_eq!(stats, json!({"refreshes": 1, "replays": 0}));
 }
+
+#[test]
+fn stored_auth_only_never_logs_in_but_uses_and_refreshes_a_stored_token() {
+    let scratch = Scratch::new("oauth-stored-only");
+    let fixture = Fixture::start("good", &scratch);
+    configure(&scratch, &fixture);
+    let hint = "run `mcp-cli auth fx`";
+    let flagged = scratch.cli(&[
+        "--stored-auth-only",
+        "--auth-follow",
+        "call",
+        "fx",
+        "whoami",
+    ]);
+    assert_eq!(flagged.code, 3, "{flagged:?}");
+    assert!(flagged.stderr.contains(hint), "{flagged:?}");
+    let env = [
+        ("MCP_CLI_STORED_AUTH_ONLY", "1"),
+        ("MCP_CLI_AUTH_FOLLOW", "1"),
+    ];
+    let from_env = scratch.cli_with(&["call", "fx", "whoami"], &env, None);
+    assert_eq!(from_env.code, 3, "{from_env:?}");
+    assert!(from_env.stderr.contains(hint), "{from_env:?}");
+    let auth = scratch.cli(&["--stored-auth-only", "auth", "fx"]);
+    assert_eq!(auth.code, 2, "{auth:?}");
+    assert!(auth.stderr.contains("forbids logging in"), "{auth:?}");
+    // An ad hoc server on no terminal does not wait for a person either.
+    let adhoc = scratch.cli(&[
+        "--stored-auth-only",
+        "--http",
+        &fixture.url,
+        "call",
+        "whoami",
+    ]);
+    assert_eq!(adhoc.code, 3, "{adhoc:?}");
+    assert!(fixture.seen("authorize").is_empty());
+
+    let login = scratch.cli(&["--auth-follow", "auth", "fx"]);
+    assert_eq!(login.code, 0, "{login:?}");
+    age_token(&scratch, -5);
+    let call = scratch.cli_with(&["call", "fx", "whoami"], &env, None);
+    assert_eq!(
+        (call.code, call.stdout.as_str()),
+        (0, "scopes: read\n"),
+        "{call:?}"
+    );
+    assert_eq!(fixture.seen("token grant=refresh_token").len(), 1);
+    assert_eq!(fixture.seen("authorize").len(), 1);
+}
