@@ -227,9 +227,17 @@ pub(crate) enum Command {
     /// Under --http the SERVER word may be left out.
     Auth {
         server: Option<String>,
-        /// Forget the stored token and client registration instead.
-        #[arg(long)]
+        /// Forget the stored token and client registration, in the keychain and the file.
+        #[arg(long, conflicts_with_all = ["device", "no_browser"])]
         reset: bool,
+        /// Log in with a code typed on any other device (the device authorization grant),
+        /// for machines without a browser; the authorization server must offer it.
+        #[arg(long, conflicts_with = "no_browser")]
+        device: bool,
+        /// Print the login URL instead of opening a browser, then read the address the
+        /// browser ends on, pasted on stdin.
+        #[arg(long)]
+        no_browser: bool,
     },
     /// Accept a server's current tool definitions after they changed (tools whose definition
     /// changed since first seen are withheld until then); shows what changed first.

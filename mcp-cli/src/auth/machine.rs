@@ -56,3 +56,72 @@ pub struct PrivateKey {
     pub path: PathBuf,
     pub alg: SigningAlg,
 }
+
+/// `client_assertion_type` of a JWT client assertion (RFC 7523 §2.2).
+pub(crate) const ASSERTION_TYPE: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
+
+/// How long a signed assertion is good for: it is made for one request.
+const ASSERTION_LIFETIME: u64 = 300;
+
+/// A client assertion for `audience` (the endpoint it is sent to), signed with `key`: issuer
+/// and subject the client id, a fresh `jti`, five minutes to live (RFC 7523 §3).
+pub(crate) fn assertion(
+    key: &PrivateKey,
+    client_id: &str,
+    audience: &str,
+) -> Result<String, String> {
+    let path = key.path.display();
+    let pem = std::fs::read(&key.path)
+        .map_err(|error| format!("cannot read the private key {path}: {error}"))?;
+    let (algorithm, encoding) = match key.alg {
+        SigningAlg::Es256 => (
+            jsonwebtoken::Algorithm::ES256,
+            jsonwebtoken::EncodingKey::from_ec_pem(&pem),
+        ),
+        SigningAlg::Rs256 => (
+            jsonwebtoken::Algorithm::RS256,
+            jsonwebtoken::EncodingKey::from_rsa_pem(&pem),
+        ),
+    };
+    let wanted = match key.alg {
+        SigningAlg::Es256 => "a P-256 EC key in PKCS#8 PEM (BEGIN PRIVATE KEY)",
+        SigningAlg::Rs256 => "an RSA key in PEM (BEGIN PRIVATE KEY or BEGIN RSA PRIVATE KEY)",
+    };
+    let encoding =
+        encoding.map_err(|error| format!("the private key {path} is not {wanted}: {error}"))?;
+    let now = super::store::now_secs();
+    let claims = serde_json::json!({
+        "iss": client_id,
+        "sub": client_id,
+        "aud": audience,
+        "iat": now,
+        "exp": now + ASSERTION_LIFETIME,
+        "jti": super::flow::random_token()?,
+    });
+    let header = jsonwebtoken::Header::new(algorithm);
+    jsonwebtoken::encode(&header, &claims, &encoding)
+        .map_err(|error| format!("cannot sign with the private key {path} as {wanted}: {error}"))
+}
+
+/// A token in the client's own name from `token_endpoint` (the client authenticated as
+/// [`flow::post_as_client`](super::flow::post_as_client) does).
+pub(crate) async fn client_credentials(
+    http: &dyn super::http::Http,
+    token_endpoint: &str,
+    client: &super::store::Client,
+    scopes: &[String],
+    resource: &str,
+) -> Result<super::store::Tokens, String> {
+    let scope = scopes.join(" ");
+    let mut params = vec![("grant_type", "client_credentials"), ("resource", resource)];
+    if !scope.is_empty() {
+        params.push(("scope", &scope));
+    }
+    let response = super::flow::post_as_client(http, token_endpoint, client, &params).await?;
+    super::flow::tokens_from(
+        &response,
+        token_endpoint,
+        "the client credentials grant",
+        scopes.to_vec(),
+    )
+}

@@ -13,6 +13,7 @@
 //! (where tokens are kept).
 
 mod browser;
+mod device;
 mod discovery;
 mod flow;
 mod http;
@@ -48,6 +49,11 @@ pub enum Login {
     /// Open the browser (and show the URL through [`Settings::notice`]), then wait on the
     /// loopback redirect for up to [`Settings::login_timeout`].
     Browser,
+    /// `mcp-cli auth --no-browser`: show the authorization URL and read the redirect URL the
+    /// person pastes on stdin.
+    Pasted,
+    /// `mcp-cli auth --device`: the device authorization grant (RFC 8628).
+    Device,
     /// Unattended (`--auth-follow`, `MCP_CLI_AUTH_FOLLOW=1`): GET the authorization URL
     /// ourselves and take the code from its redirect. Only for servers that approve at once
     /// (test and conformance servers); a login page is an error.
@@ -101,6 +107,18 @@ pub enum LoginPrompt {
     },
     /// No browser could be opened: the person must open `url` themselves.
     NoBrowser { server: String, url: String },
+    /// `--no-browser`: the person opens `url` anywhere and pastes the address the browser
+    /// ends on (our redirect URI, which may not load there) on stdin.
+    Paste { server: String, url: String },
+    /// `--device`: the person opens `verification_uri` on any device and enters `user_code`
+    /// (or opens `verification_uri_complete`, which carries it) within `expires_in`.
+    DeviceCode {
+        server: String,
+        user_code: String,
+        verification_uri: String,
+        verification_uri_complete: Option<String>,
+        expires_in: Duration,
+    },
 }
 
 /// Renders a [`LoginPrompt`].
@@ -149,19 +167,26 @@ impl Settings {
     /// Defaults, with what the environment says: `MCP_CLI_AUTH_FOLLOW=1` for [`Login::Follow`],
     /// `MCP_CLI_OAUTH_CLIENT_ID`, `MCP_CLI_OAUTH_CLIENT_SECRET` and
     /// `MCP_CLI_OAUTH_CLIENT_METADATA_URL` for a server configured with none (ad hoc `--http`),
-    /// `MCP_CLI_TOKEN_STORE` for every server whose config names no `token_store` (a value
-    /// that is none of `auto`, `keyring`, `file` counts as `auto`; the command line refuses it
-    /// before this).
+    /// `MCP_CLI_OAUTH_GRANT=client_credentials` with `MCP_CLI_OAUTH_PRIVATE_KEY_FILE` and
+    /// `MCP_CLI_OAUTH_SIGNING_ALG` (`ES256`, the default, or `RS256`) for a machine client,
+    /// `MCP_CLI_TOKEN_STORE` for every server whose config names no `token_store`. A value
+    /// these do not know counts as unset.
     pub fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Self {
         let var = |key: &str| env(key).filter(|value| !value.is_empty());
         let token_store = var("MCP_CLI_TOKEN_STORE").and_then(|text| text.parse().ok());
+        let private_key = var("MCP_CLI_OAUTH_PRIVATE_KEY_FILE").map(|path| PrivateKey {
+            path: path.into(),
+            alg: (var("MCP_CLI_OAUTH_SIGNING_ALG").and_then(|alg| alg.parse().ok()))
+                .unwrap_or(SigningAlg::Es256),
+        });
+        let grant = var("MCP_CLI_OAUTH_GRANT").and_then(|grant| grant.parse().ok());
         Self {
             client_id: var("MCP_CLI_OAUTH_CLIENT_ID"),
             client_secret: var("MCP_CLI_OAUTH_CLIENT_SECRET"),
             client_metadata_url: var("MCP_CLI_OAUTH_CLIENT_METADATA_URL"),
             scopes: Vec::new(),
-            grant: Grant::default(),
-            private_key: None,
+            grant: grant.unwrap_or_default(),
+            private_key,
             stored_only: false,
             login: if follow_requested(env) {
                 Login::Follow
@@ -182,6 +207,7 @@ impl Settings {
             client_id: self.client_id.clone(),
             client_secret: self.client_secret.clone(),
             metadata_url: self.client_metadata_url.clone(),
+            private_key: self.private_key.clone(),
         }
     }
 }
@@ -377,12 +403,13 @@ impl OAuth {
         }
     }
 
-    /// A configured client's secret is never written down: it comes from the config.
+    /// A configured client's secret and key are never written down: they come from the config.
     fn keep_configured_secret(&self, record: &mut Record) {
         if let Some(client) = record.client.as_mut()
             && client.source == "configured"
         {
             client.client_secret = self.settings.client_secret.clone().map(Secret);
+            client.private_key = self.settings.private_key.clone();
         }
     }
 
@@ -418,6 +445,9 @@ impl OAuth {
         }
         state.logins.push(now);
         let found = discovery::discover(&*self.http, &self.url, bearer).await?;
+        if self.settings.grant == Grant::ClientCredentials {
+            return self.machine_login(state, &found, wanted).await;
+        }
         flow::check_pkce(&found.server)?;
         // What was stored for this issuer still counts (its registration, its scopes);
         // after a move to another authorization server none of it does.
@@ -454,10 +484,27 @@ impl OAuth {
                 self.browser_login(&loopback, &url, &attempt, &found)
                     .await?
             }
+            Login::Pasted => self.pasted_login(&url, &attempt, &found).await?,
+            Login::Device => {
+                let tokens = self.device_login(&found, &client, &attempt).await?;
+                return self.keep(state, &found, client, tokens);
+            }
             Login::Never => return Err(self.needs_login()),
         };
         let token_endpoint = &found.server.token_endpoint;
         let tokens = flow::exchange(&*self.http, token_endpoint, &client, &attempt, &code).await?;
+        self.keep(state, &found, client, tokens)
+    }
+
+    /// Saves what a login brought.
+    fn keep(
+        &self,
+        state: &mut State,
+        found: &Discovered,
+        client: store::Client,
+        tokens: store::Tokens,
+    ) -> Result<(), String> {
+        let token_endpoint = &found.server.token_endpoint;
         let mut kept = client.clone();
         if kept.source == "configured" {
             kept.client_secret = None;
@@ -466,7 +513,7 @@ impl OAuth {
             server_url: self.url.clone(),
             issuer: found.server.issuer.clone(),
             token_endpoint: token_endpoint.clone(),
-            resource: found.resource,
+            resource: found.resource.clone(),
             client: Some(kept),
             tokens: Some(tokens),
         };
@@ -476,6 +523,101 @@ impl OAuth {
             stored.client_secret = client.client_secret;
         }
         Ok(())
+    }
+
+    /// The client credentials grant: a token in the configured client's own name.
+    async fn machine_login(
+        &self,
+        state: &mut State,
+        found: &Discovered,
+        wanted: Vec<String>,
+    ) -> Result<(), String> {
+        let identity = self.settings.identity();
+        if identity.client_id.is_none() {
+            return Err(
+                "the client_credentials grant needs a client id: set `oauth_client_id` \
+                        in the server's config entry (or MCP_CLI_OAUTH_CLIENT_ID)"
+                    .into(),
+            );
+        }
+        if identity.client_secret.is_none() && identity.private_key.is_none() {
+            return Err("the client_credentials grant needs a client secret \
+                        (`oauth_client_secret_env`, MCP_CLI_OAUTH_CLIENT_SECRET) or a private key \
+                        (`oauth_private_key_file`, MCP_CLI_OAUTH_PRIVATE_KEY_FILE)"
+                .into());
+        }
+        let client = register::client(&*self.http, &found.server, &identity, None, "").await?;
+        let scopes = self.choose_scopes(found, wanted, Vec::new());
+        let endpoint = &found.server.token_endpoint;
+        let tokens =
+            machine::client_credentials(&*self.http, endpoint, &client, &scopes, &found.resource)
+                .await?;
+        self.keep(state, found, client, tokens)
+    }
+
+    /// `--device`: the code shown through the notice, the grant polled to its end.
+    async fn device_login(
+        &self,
+        found: &Discovered,
+        client: &store::Client,
+        attempt: &Attempt,
+    ) -> Result<store::Tokens, String> {
+        let show = |code: device::Code| {
+            if let Some(notice) = &self.settings.notice {
+                notice(LoginPrompt::DeviceCode {
+                    server: self.name.clone(),
+                    user_code: code.user_code,
+                    verification_uri: code.verification_uri,
+                    verification_uri_complete: code.verification_uri_complete,
+                    expires_in: code.expires_in,
+                });
+            }
+        };
+        let (scopes, resource) = (&attempt.scopes, &attempt.resource);
+        device::login(&*self.http, &found.server, client, scopes, resource, show).await
+    }
+
+    /// `--no-browser`: the URL shown, the redirect URL the person pastes read from stdin and
+    /// checked as the loopback checks it (`state`, `iss`; the verifier at the exchange).
+    async fn pasted_login(
+        &self,
+        url: &str,
+        attempt: &Attempt,
+        found: &Discovered,
+    ) -> Result<String, String> {
+        if let Some(notice) = &self.settings.notice {
+            notice(LoginPrompt::Paste {
+                server: self.name.clone(),
+                url: url.to_owned(),
+            });
+        }
+        let line = blocking::unblock(|| {
+            let mut line = String::new();
+            std::io::stdin().read_line(&mut line).map(|_| line)
+        });
+        let timeout = async {
+            async_io::Timer::after(self.settings.login_timeout).await;
+            Ok(String::new())
+        };
+        let line = futures_lite::future::or(line, timeout)
+            .await
+            .map_err(|error| format!("cannot read the redirect URL from stdin: {error}"))?;
+        let pasted = line.trim();
+        if pasted.is_empty() {
+            return Err(format!(
+                "no redirect URL was pasted for the login to {} (stdin ended or the wait ran out)",
+                self.name
+            ));
+        }
+        let redirect = urls::parse(pasted)
+            .map_err(|_| format!("the pasted text is not a URL: {}", printable(pasted)))?;
+        if !flow::is_redirect(&redirect, &attempt.redirect_uri) {
+            return Err(format!(
+                "the pasted URL is not the login's redirect (it should start with {})",
+                attempt.redirect_uri
+            ));
+        }
+        flow::read_redirect(&redirect, attempt, &found.server)
     }
 
     /// The scopes to ask for: the challenge's, else the configured ones, else the resource's
@@ -603,7 +745,8 @@ impl OAuth {
         {
             return Ok(true);
         }
-        if self.settings.login == Login::Never {
+        // A machine client needs no person: its grant is not a login to hold back.
+        if self.settings.login == Login::Never && self.settings.grant != Grant::ClientCredentials {
             return Ok(false);
         }
         self.log_in(&mut state, bearer.as_ref(), asked).await?;

@@ -231,17 +231,22 @@ fn age_token(scratch: &Scratch, secs: i64) {
     std::fs::write(&file, record.to_string()).unwrap();
 }
 
-/// The fixture's `/stats`: refreshes granted and rotated refresh tokens replayed.
-fn stats(fixture: &Fixture) -> Value {
-    let authority = fixture
-        .url
-        .trim_start_matches("http://")
-        .trim_end_matches("/mcp");
+/// GETs `url` (http only, no redirect followed): the whole answer, head and body.
+fn get(url: &str) -> String {
+    let rest = url.strip_prefix("http://").unwrap();
+    let (authority, target) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
     let mut stream = TcpStream::connect(authority).unwrap();
-    let request = format!("GET /stats HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n");
+    let request =
+        format!("GET {target} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n");
     stream.write_all(request.as_bytes()).unwrap();
     let mut answer = String::new();
     stream.read_to_string(&mut answer).unwrap();
+    answer
+}
+
+/// The fixture's `/stats`: refreshes granted and rotated refresh tokens replayed.
+fn stats(fixture: &Fixture) -> Value {
+    let answer = get(&fixture.url.replace("/mcp", "/stats"));
     let body = answer.split("\r\n\r\n").nth(1).unwrap_or_default();
     serde_json::from_str(body).unwrap()
 }
@@ -324,4 +329,165 @@ fn stored_auth_only_never_logs_in_but_uses_and_refreshes_a_stored_token() {
     );
     assert_eq!(fixture.seen("token grant=refresh_token").len(), 1);
     assert_eq!(fixture.seen("authorize").len(), 1);
+}
+
+/// A login running in the background: its stderr read line by line as it comes.
+struct Login {
+    child: Child,
+    stderr: BufReader<std::process::ChildStderr>,
+    transcript: String,
+}
+
+impl Login {
+    fn start(scratch: &Scratch, args: &[&str]) -> Self {
+        let mut child = scratch.command(args).stdin(Stdio::piped()).spawn().unwrap();
+        let stderr = BufReader::new(child.stderr.take().unwrap());
+        Self {
+            child,
+            stderr,
+            transcript: format!("$ mcp-cli {}\n", args.join(" ")),
+        }
+    }
+
+    /// Reads stderr up to the first line containing `marker`; that line.
+    fn wait_for(&mut self, marker: &str) -> String {
+        loop {
+            let mut line = String::new();
+            let read = self.stderr.read_line(&mut line).unwrap();
+            assert!(
+                read > 0,
+                "stderr ended before {marker:?}:\n{}",
+                self.transcript
+            );
+            self.transcript.push_str(&line);
+            if line.contains(marker) {
+                return line;
+            }
+        }
+    }
+
+    fn type_line(&mut self, text: &str) {
+        let mut stdin = self.child.stdin.take().unwrap();
+        stdin.write_all(format!("{text}\n").as_bytes()).unwrap();
+        self.transcript.push_str(&format!("(pasted) {text}\n"));
+    }
+
+    /// Waits for the end: the exit code, and the transcript with the rest of the output.
+    fn finish(mut self) -> (i32, String) {
+        drop(self.child.stdin.take());
+        let mut rest = String::new();
+        self.stderr.read_to_string(&mut rest).unwrap();
+        let output = self.child.wait_with_output().unwrap();
+        self.transcript.push_str(&rest);
+        self.transcript
+            .push_str(&String::from_utf8_lossy(&output.stdout));
+        (output.status.code().unwrap_or(-1), self.transcript)
+    }
+}
+
+/// The user code in the device login's prompt.
+fn user_code(line: &str) -> String {
+    line.split_whitespace().last().unwrap().to_owned()
+}
+
+#[test]
+fn a_device_login_shows_the_code_polls_and_honours_slow_down() {
+    let scratch = Scratch::new("oauth-device");
+    let fixture = Fixture::start("slow-down", &scratch);
+    configure(&scratch, &fixture);
+    let mut login = Login::start(&scratch, &["auth", "fx", "--device"]);
+    let line = login.wait_for("enter the code");
+    let code = user_code(&line);
+    assert!(line.contains(&format!("{}/device", fixture.url.trim_end_matches("/mcp"))));
+    let approve = fixture
+        .url
+        .replace("/mcp", &format!("/device?user_code={code}&action=approve"));
+    assert!(get(&approve).starts_with("HTTP/1.1 200"));
+    let (code, transcript) = login.finish();
+    eprintln!("{transcript}");
+    assert_eq!(code, 0, "{transcript}");
+    assert!(transcript.contains("logged in to fx"), "{transcript}");
+    // The first poll was told to slow down; none came sooner than asked.
+    assert_eq!(fixture.seen("device slow_down").len(), 1);
+    assert!(fixture.seen("device poll too early").is_empty());
+    assert_eq!(fixture.seen("token grant=device_code").len(), 1);
+    let call = scratch.cli(&["--stored-auth-only", "call", "fx", "whoami"]);
+    assert_eq!(
+        (call.code, call.stdout.as_str()),
+        (0, "scopes: read\n"),
+        "{call:?}"
+    );
+}
+
+#[test]
+fn a_device_login_refused_expired_or_not_offered_says_so() {
+    let scratch = Scratch::new("oauth-device-no");
+    let fixture = Fixture::start("good", &scratch);
+    configure(&scratch, &fixture);
+    for (action, expected) in [
+        (
+            "deny",
+            "the login was refused on the authorization server's page (access_denied)",
+        ),
+        (
+            "expire",
+            "the device code expired before the login was approved",
+        ),
+    ] {
+        let mut login = Login::start(&scratch, &["auth", "fx", "--device"]);
+        let code = user_code(&login.wait_for("enter the code"));
+        let url = fixture
+            .url
+            .replace("/mcp", &format!("/device?user_code={code}&action={action}"));
+        assert!(get(&url).starts_with("HTTP/1.1 200"));
+        let (status, transcript) = login.finish();
+        assert_eq!(status, 3, "{transcript}");
+        assert!(transcript.contains(expected), "{action}: {transcript}");
+    }
+    let other = Fixture::start("no-device", &scratch);
+    let run = scratch.cli(&["--http", &other.url, "auth", "--device"]);
+    assert_eq!(run.code, 3, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("does not offer the device authorization grant"),
+        "{run:?}"
+    );
+    assert!(run.stderr.contains("--no-browser"), "{run:?}");
+}
+
+#[test]
+fn a_no_browser_login_takes_the_pasted_redirect_and_checks_its_state() {
+    let scratch = Scratch::new("oauth-paste");
+    let fixture = Fixture::start("good", &scratch);
+    configure(&scratch, &fixture);
+    // The person's browser, elsewhere: it ends on our redirect URI, which it cannot load.
+    let redirect_of = |line: &str| {
+        let url = line.trim();
+        let answer = get(url);
+        (answer.lines())
+            .find_map(|l| l.strip_prefix("Location: "))
+            .unwrap()
+            .trim()
+            .to_owned()
+    };
+    let mut tampered = Login::start(&scratch, &["auth", "fx", "--no-browser"]);
+    let redirect = redirect_of(&tampered.wait_for("/authorize?"));
+    tampered.type_line(&redirect.replace("state=", "state=x"));
+    let (status, transcript) = tampered.finish();
+    assert_eq!(status, 3, "{transcript}");
+    assert!(transcript.contains("wrong `state`"), "{transcript}");
+
+    let mut login = Login::start(&scratch, &["auth", "fx", "--no-browser"]);
+    let line = login.wait_for("/authorize?");
+    login.type_line(&redirect_of(&line));
+    let (status, transcript) = login.finish();
+    eprintln!("{transcript}");
+    assert_eq!(status, 0, "{transcript}");
+    assert!(transcript.contains("logged in to fx"), "{transcript}");
+    let call = scratch.cli(&["--stored-auth-only", "call", "fx", "whoami"]);
+    assert_eq!(
+        (call.code, call.stdout.as_str()),
+        (0, "scopes: read\n"),
+        "{call:?}"
+    );
 }
