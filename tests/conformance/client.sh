@@ -50,6 +50,22 @@ sse-retry)
     # on the GET stream we must open that long after, with Last-Event-ID.
     "$mcp_cli" --http "$url" call test_reconnection
     ;;
+auth/client-credentials-basic | auth/client-credentials-jwt)
+    # A machine client (an extension scenario): no login, a token in the client's own name,
+    # the client proven by its secret or by a JWT signed with the context's private key.
+    MCP_CLI_OAUTH_GRANT=client_credentials
+    MCP_CLI_OAUTH_CLIENT_ID="$(context client_id)"
+    export MCP_CLI_OAUTH_GRANT MCP_CLI_OAUTH_CLIENT_ID
+    if [ "$scenario" = auth/client-credentials-jwt ]; then
+        context private_key_pem >"$state/client-key.pem"
+        MCP_CLI_OAUTH_SIGNING_ALG="$(context signing_algorithm)"
+        export MCP_CLI_OAUTH_PRIVATE_KEY_FILE="$state/client-key.pem" MCP_CLI_OAUTH_SIGNING_ALG
+    else
+        MCP_CLI_OAUTH_CLIENT_SECRET="$(context client_secret)"
+        export MCP_CLI_OAUTH_CLIENT_SECRET
+    fi
+    "$mcp_cli" --http "$url" call test-tool
+    ;;
 auth/*)
     # The suite's authorization server approves at once and redirects: the unattended login.
     export MCP_CLI_OAUTH_CLIENT_METADATA_URL="https://conformance-test.local/client-metadata.json"

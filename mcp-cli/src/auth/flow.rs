@@ -267,9 +267,9 @@ pub(crate) async fn post_as_client(
     let secret = client.client_secret.as_ref().map(|s| s.0.as_str());
     let mut basic = None;
     let assertion;
-    match (client.auth_method.as_str(), secret, &client.private_key) {
-        ("private_key_jwt", _, Some(key)) => {
-            assertion = super::machine::assertion(key, &client.client_id, endpoint)?;
+    match (client.auth_method.as_str(), secret, &client.signer) {
+        ("private_key_jwt", _, Some(signer)) => {
+            assertion = super::machine::assertion(signer, &client.client_id)?;
             params.push(("client_id", &client.client_id));
             params.push(("client_assertion_type", super::machine::ASSERTION_TYPE));
             params.push(("client_assertion", &assertion));
@@ -400,7 +400,7 @@ mod tests {
             auth_method: method.into(),
             redirect_uri: None,
             source: "configured".into(),
-            private_key: None,
+            signer: None,
         }
     }
 

@@ -409,7 +409,10 @@ impl OAuth {
             && client.source == "configured"
         {
             client.client_secret = self.settings.client_secret.clone().map(Secret);
-            client.private_key = self.settings.private_key.clone();
+            client.signer = (self.settings.private_key.clone()).map(|key| machine::Signer {
+                key,
+                audience: record.issuer.clone(),
+            });
         }
     }
 

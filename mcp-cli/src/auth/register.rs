@@ -41,7 +41,10 @@ pub(crate) async fn client(
             client_secret: secret,
             redirect_uri: None,
             source: "configured".into(),
-            private_key: identity.private_key.clone(),
+            signer: (identity.private_key.clone()).map(|key| super::machine::Signer {
+                key,
+                audience: server.issuer.clone(),
+            }),
         });
     }
     if server.client_id_metadata_document_supported
@@ -53,7 +56,7 @@ pub(crate) async fn client(
             auth_method: "none".into(),
             redirect_uri: None,
             source: "metadata-document".into(),
-            private_key: None,
+            signer: None,
         });
     }
     if let Some(client) = stored.filter(|c| c.redirect_uri.as_deref() == Some(redirect_uri)) {
@@ -121,7 +124,7 @@ async fn register(
         client_secret: secret,
         redirect_uri: Some(redirect_uri.to_owned()),
         source: "dynamic".into(),
-        private_key: None,
+        signer: None,
     })
 }
 

@@ -48,9 +48,9 @@ pub(crate) struct Client {
     pub(crate) redirect_uri: Option<String>,
     /// `configured`, `metadata-document` or `dynamic`; only `dynamic` ones are stored.
     pub(crate) source: String,
-    /// The key a `private_key_jwt` client signs with: from the config, never written down.
+    /// What a `private_key_jwt` client signs with: from the config, never written down.
     #[serde(skip)]
-    pub(crate) private_key: Option<super::machine::PrivateKey>,
+    pub(crate) signer: Option<super::machine::Signer>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -295,7 +295,7 @@ mod tests {
                 auth_method: "client_secret_basic".into(),
                 redirect_uri: None,
                 source: "dynamic".into(),
-                private_key: None,
+                signer: None,
             }),
             tokens: Some(Tokens {
                 access_token: Secret("tok".into()),

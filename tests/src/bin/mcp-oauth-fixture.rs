@@ -16,6 +16,7 @@
 //! - `plain-pkce`: the server metadata lists only the `plain` PKCE method.
 //! - `slow-down`: as `good`, but the first device-code poll is answered `slow_down`.
 //! - `no-device`: the server metadata offers no device authorization endpoint.
+//! - `post-only`: the token endpoint takes client secrets only in the form.
 //!
 //! The device authorization grant (RFC 8628): `POST /device_authorization` hands out a code
 //! (poll interval 1 s); `GET /device?user_code=CODE&action=approve|deny|expire` is the
@@ -221,6 +222,10 @@ fn route(state: &State, request: &Request) -> Response {
                         .remove("registration_endpoint");
                 }
                 "plain-pkce" => metadata["code_challenge_methods_supported"] = json!(["plain"]),
+                "post-only" => {
+                    metadata["token_endpoint_auth_methods_supported"] =
+                        json!(["client_secret_post"]);
+                }
                 "no-device" => {
                     metadata
                         .as_object_mut()

@@ -491,3 +491,75 @@ fn a_no_browser_login_takes_the_pasted_redirect_and_checks_its_state() {
         "{call:?}"
     );
 }
+
+#[test]
+fn a_machine_client_gets_its_token_with_a_secret_by_basic_or_post() {
+    let scratch = Scratch::new("oauth-machine");
+    let fixture = Fixture::start("good", &scratch);
+    scratch.write(
+        ".mcp-cli.toml",
+        &format!(
+            "[mcp.fx]\nurl = \"{}\"\noauth_grant = \"client_credentials\"\n\
+             oauth_client_id = \"machine\"\noauth_client_secret_env = \"FX_SECRET\"\n",
+            fixture.url
+        ),
+    );
+    // No terminal, no --auth-follow: a machine client needs no person.
+    let call = scratch.cli_with(
+        &["call", "fx", "whoami"],
+        &[("FX_SECRET", "machine-secret")],
+        None,
+    );
+    assert_eq!(
+        (call.code, call.stdout.as_str()),
+        (0, "scopes: read\n"),
+        "{call:?}"
+    );
+    assert_eq!(
+        fixture
+            .seen("token grant=client_credentials auth=basic")
+            .len(),
+        1
+    );
+    assert!(fixture.seen("authorize").is_empty());
+    let kept = std::fs::read_to_string(token_file(&scratch)).unwrap();
+    assert!(
+        !kept.contains("machine-secret"),
+        "the secret is never written down: {kept}"
+    );
+    let wrong = scratch.cli_with(&["call", "fx", "whoami"], &[("FX_SECRET", "guess")], None);
+    // The stored token still serves; only a new grant would show the wrong secret.
+    assert_eq!(wrong.code, 0, "{wrong:?}");
+    std::fs::remove_file(token_file(&scratch)).unwrap();
+    let wrong = scratch.cli_with(&["call", "fx", "whoami"], &[("FX_SECRET", "guess")], None);
+    assert_eq!(wrong.code, 3, "{wrong:?}");
+    assert!(wrong.stderr.contains("invalid_client"), "{wrong:?}");
+
+    // A server with no config entry, through the environment; this one takes the secret in
+    // the form only.
+    let post = Fixture::start("post-only", &scratch);
+    let env = [
+        ("MCP_CLI_OAUTH_GRANT", "client_credentials"),
+        ("MCP_CLI_OAUTH_CLIENT_ID", "machine"),
+        ("MCP_CLI_OAUTH_CLIENT_SECRET", "machine-secret"),
+    ];
+    let call = scratch.cli_with(&["--http", &post.url, "call", "whoami"], &env, None);
+    assert_eq!(
+        (call.code, call.stdout.as_str()),
+        (0, "scopes: read\n"),
+        "{call:?}"
+    );
+    assert_eq!(
+        post.seen("token grant=client_credentials auth=post").len(),
+        1
+    );
+    let fresh = Scratch::new("oauth-machine-secretless");
+    let secretless = fresh.cli_with(&["--http", &post.url, "call", "whoami"], &env[..2], None);
+    assert_eq!(secretless.code, 3, "{secretless:?}");
+    assert!(
+        secretless
+            .stderr
+            .contains("the client_credentials grant needs a client secret"),
+        "{secretless:?}"
+    );
+}
