@@ -81,6 +81,10 @@ async fn run_command(cli: cli::Cli, args: Vec<OsString>, mut signals: Signals) -
     }
     let state = state::Folder::of_env(&env);
     let login = login_mode(&cli, &env);
+    if let Err(message) = auth::check_env(&env) {
+        Failure::usage(message).report(cli.json, &naming(&cli));
+        return Exit::Usage.code();
+    }
     // Drivers run on the main thread's executor, so a call crosses no thread on its way to
     // the server and back.
     let executor = Arc::new(async_executor::Executor::new());

@@ -212,6 +212,31 @@ impl Settings {
     }
 }
 
+/// The OAuth variables [`Settings::from_env`] reads that hold a value it does not know (it
+/// reads those as unset): the error to show before anything runs.
+pub fn check_env(env: &dyn Fn(&str) -> Option<String>) -> Result<(), String> {
+    let var = |key: &str| env(key).filter(|value| !value.is_empty());
+    let named = |key: &str, error: String| format!("{key}: {error}");
+    if let Some(text) = var("MCP_CLI_TOKEN_STORE") {
+        text.parse::<TokenStore>()
+            .map_err(|e| named("MCP_CLI_TOKEN_STORE", e))?;
+    }
+    if let Some(text) = var("MCP_CLI_OAUTH_GRANT") {
+        text.parse::<Grant>()
+            .map_err(|e| named("MCP_CLI_OAUTH_GRANT", e))?;
+    }
+    if let Some(text) = var("MCP_CLI_OAUTH_SIGNING_ALG") {
+        text.parse::<SigningAlg>()
+            .map_err(|e| named("MCP_CLI_OAUTH_SIGNING_ALG", e))?;
+        if var("MCP_CLI_OAUTH_PRIVATE_KEY_FILE").is_none() {
+            return Err(
+                "MCP_CLI_OAUTH_SIGNING_ALG is set without MCP_CLI_OAUTH_PRIVATE_KEY_FILE".into(),
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Whether `MCP_CLI_AUTH_FOLLOW` asks for unattended logins.
 pub fn follow_requested(env: &dyn Fn(&str) -> Option<String>) -> bool {
     env("MCP_CLI_AUTH_FOLLOW").is_some_and(|v| matches!(v.trim(), "1" | "true" | "yes"))

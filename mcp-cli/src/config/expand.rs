@@ -460,6 +460,50 @@ mod tests {
             reason.contains("NOPE is not set (named by bearer_token_env_var)"),
             "{reason}"
         );
+        let remote_with = |keys: &str| {
+            let text = format!("[mcp.m]\nurl = \"https://m/mcp\"\n{keys}\n");
+            let servers = parse("c.toml", &text).unwrap().servers;
+            crate::config::testing::spec(&servers, "m")
+                .remote
+                .clone()
+                .expect("remote")
+        };
+        let machine = remote_with(
+            "oauth_grant = \"client_credentials\"\ntoken_store = \"keyring\"\n\
+             oauth_private_key_file = \"${HOME}/k.pem\"\noauth_signing_alg = \"RS256\"",
+        );
+        assert_eq!(
+            machine.oauth_grant,
+            Some(crate::auth::Grant::ClientCredentials)
+        );
+        assert_eq!(machine.token_store, Some(crate::auth::TokenStore::Keyring));
+        assert_eq!(
+            machine.oauth_private_key,
+            Some(crate::auth::PrivateKey {
+                path: "/home/u/k.pem".into(),
+                alg: crate::auth::SigningAlg::Rs256,
+            })
+        );
+        let plain = remote_with("");
+        assert_eq!((plain.oauth_grant, plain.token_store), (None, None));
+        for (keys, expected) in [
+            (
+                "token_store = \"vault\"",
+                "token_store is \"auto\", \"keyring\" or \"file\"",
+            ),
+            ("oauth_grant = \"password\"", "oauth_grant is"),
+            (
+                "oauth_signing_alg = \"ES256\"",
+                "oauth_signing_alg without oauth_private_key_file",
+            ),
+            (
+                "oauth_private_key_file = \"k.pem\"\noauth_signing_alg = \"HS256\"",
+                "oauth_signing_alg is \"ES256\" or \"RS256\"",
+            ),
+        ] {
+            let reason = invalid(&format!("url = \"http://x\"\n{keys}"));
+            assert!(reason.contains(expected), "{keys}: {reason}");
+        }
     }
 
     #[test]

@@ -554,6 +554,15 @@ fn a_machine_client_gets_its_token_with_a_secret_by_basic_or_post() {
         1
     );
     let fresh = Scratch::new("oauth-machine-secretless");
+    let typo = [("MCP_CLI_OAUTH_GRANT", "client_credential")];
+    let refused = fresh.cli_with(&["--http", &post.url, "call", "whoami"], &typo, None);
+    assert_eq!(refused.code, 2, "{refused:?}");
+    assert!(
+        refused
+            .stderr
+            .contains("MCP_CLI_OAUTH_GRANT: oauth_grant is"),
+        "{refused:?}"
+    );
     let secretless = fresh.cli_with(&["--http", &post.url, "call", "whoami"], &env[..2], None);
     assert_eq!(secretless.code, 3, "{secretless:?}");
     assert!(
