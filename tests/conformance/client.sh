@@ -10,7 +10,8 @@ url="${!#}"
 scenario="${MCP_CONFORMANCE_SCENARIO:?the conformance suite sets MCP_CONFORMANCE_SCENARIO}"
 mcp_cli="${MCP_CLI:-mcp-cli}"
 
-# Tokens, client registrations and logs of this run only; no warm daemon.
+# Tokens (in a file, never the keychain), client registrations and logs of this run only; no
+# warm daemon.
 state="$(mktemp -d)"
 finish() {
     local status=$?
@@ -20,7 +21,7 @@ finish() {
     fi
 }
 trap finish EXIT
-export XDG_STATE_HOME="$state" MCP_CLI_NO_DAEMON=1
+export XDG_STATE_HOME="$state" MCP_CLI_NO_DAEMON=1 MCP_CLI_TOKEN_STORE=file
 
 # The JSON context, read by the Node.js the suite itself runs on: `context FIELD` prints one
 # string field; `tool_calls` prints each of `toolCalls` as a tool name, a tab, then its
