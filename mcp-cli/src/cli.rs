@@ -61,6 +61,12 @@ pub(crate) struct Cli {
     #[arg(long, global = true)]
     pub(crate) auth_follow: bool,
 
+    /// Use stored OAuth tokens (and refresh them) but never start a login, not even with
+    /// --auth-follow: a server without a usable token fails as needs-auth, naming the
+    /// `mcp-cli auth` command to run. For CI. Same as MCP_CLI_STORED_AUTH_ONLY=1.
+    #[arg(long, global = true)]
+    pub(crate) stored_auth_only: bool,
+
     #[command(subcommand)]
     pub(crate) command: Command,
 }
@@ -234,9 +240,17 @@ pub(crate) enum Command {
     /// Under --http the SERVER word may be left out.
     Auth {
         server: Option<String>,
-        /// Forget the stored token and client registration instead.
-        #[arg(long)]
+        /// Forget the stored token and client registration, in the keychain and the file.
+        #[arg(long, conflicts_with_all = ["device", "no_browser"])]
         reset: bool,
+        /// Log in with a code typed on any other device (the device authorization grant),
+        /// for machines without a browser; the authorization server must offer it.
+        #[arg(long, conflicts_with = "no_browser")]
+        device: bool,
+        /// Print the login URL instead of opening a browser, then read the address the
+        /// browser ends on, pasted on stdin.
+        #[arg(long)]
+        no_browser: bool,
     },
     /// Accept a server's current tool definitions after they changed (tools whose definition
     /// changed since first seen are withheld until then); shows what changed first.

@@ -134,6 +134,30 @@ fn print_login(prompt: auth::LoginPrompt) {
         auth::LoginPrompt::NoBrowser { .. } => {
             eprintln!("No browser could be opened: open the URL above yourself.");
         }
+        auth::LoginPrompt::Paste { server, url } => {
+            eprintln!(
+                "To log in to {server}, open this URL in a browser on any machine:\n  {url}\n\
+                 Once you approve, the browser goes to a 127.0.0.1 address that may not load: \
+                 paste that whole address here and press Enter."
+            );
+        }
+        auth::LoginPrompt::DeviceCode {
+            server,
+            user_code,
+            verification_uri,
+            verification_uri_complete,
+            expires_in,
+        } => {
+            let minutes = expires_in.as_secs().div_ceil(60);
+            eprintln!(
+                "To log in to {server}, open {verification_uri} on any device and enter the \
+                 code {user_code}"
+            );
+            if let Some(complete) = verification_uri_complete {
+                eprintln!("(or open {complete}, which carries the code)");
+            }
+            eprintln!("Waiting up to {minutes} minutes for the approval (Ctrl-C cancels).");
+        }
     }
 }
 

@@ -81,6 +81,10 @@ async fn run_command(cli: cli::Cli, args: Vec<OsString>, mut signals: Signals) -
     }
     let state = state::Folder::of_env(&env);
     let login = login_mode(&cli, &env);
+    if let Err(message) = auth::check_env(&env) {
+        Failure::usage(message).report(cli.json, &naming(&cli));
+        return Exit::Usage.code();
+    }
     // Drivers run on the main thread's executor, so a call crosses no thread on its way to
     // the server and back.
     let executor = Arc::new(async_executor::Executor::new());
@@ -100,7 +104,11 @@ async fn run_command(cli: cli::Cli, args: Vec<OsString>, mut signals: Signals) -
                 grace_period: Duration::from_millis(300),
                 ask: Some(approve::handler(cli.yes)),
                 elicit: Some(elicit::handler(cli.yes)),
-                auth: auth::Settings { login, ..base.auth },
+                auth: auth::Settings {
+                    login,
+                    stored_only: stored_auth_only(&cli, &env),
+                    ..base.auth
+                },
                 ..base
             };
             let mut ctx = Context {
@@ -220,20 +228,28 @@ async fn until_signal(ctx: &mut Context, command: cli::Command, mut signals: Sig
     ending
 }
 
-/// Whether a remote server that asks for a login may start one: unattended with
-/// `--auth-follow` or `MCP_CLI_AUTH_FOLLOW=1`; through the browser for the ad hoc `--http`
-/// server on a terminal; else never (a configured server is then listed `needs-auth`, to log
-/// in with `mcp-cli auth`).
+/// Whether a remote server that asks for a login may start one: never with
+/// `--stored-auth-only` or `MCP_CLI_STORED_AUTH_ONLY=1`; unattended with `--auth-follow` or
+/// `MCP_CLI_AUTH_FOLLOW=1`; through the browser for the ad hoc `--http` server on a terminal;
+/// else never (a configured server is then listed `needs-auth`, to log in with `mcp-cli auth`).
 fn login_mode(cli: &cli::Cli, env: config::Env<'_>) -> auth::Login {
     use std::io::IsTerminal;
     let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
-    if cli.auth_follow || auth::follow_requested(env) {
+    if stored_auth_only(cli, env) {
+        auth::Login::Never
+    } else if cli.auth_follow || auth::follow_requested(env) {
         auth::Login::Follow
     } else if cli.http.is_some() && terminal {
         auth::Login::Browser
     } else {
         auth::Login::Never
     }
+}
+
+/// `--stored-auth-only` or `MCP_CLI_STORED_AUTH_ONLY=1`.
+pub(crate) fn stored_auth_only(cli: &cli::Cli, env: config::Env<'_>) -> bool {
+    cli.stored_auth_only
+        || env("MCP_CLI_STORED_AUTH_ONLY").is_some_and(|v| matches!(v.trim(), "1" | "true" | "yes"))
 }
 
 /// The config, and under `--stdio` or `--http` the ad hoc server's name: then that server is

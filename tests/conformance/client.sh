@@ -10,7 +10,8 @@ url="${!#}"
 scenario="${MCP_CONFORMANCE_SCENARIO:?the conformance suite sets MCP_CONFORMANCE_SCENARIO}"
 mcp_cli="${MCP_CLI:-mcp-cli}"
 
-# Tokens, client registrations and logs of this run only; no warm daemon.
+# Tokens (in a file, never the keychain), client registrations and logs of this run only; no
+# warm daemon.
 state="$(mktemp -d)"
 finish() {
     local status=$?
@@ -20,7 +21,7 @@ finish() {
     fi
 }
 trap finish EXIT
-export XDG_STATE_HOME="$state" MCP_CLI_NO_DAEMON=1
+export XDG_STATE_HOME="$state" MCP_CLI_NO_DAEMON=1 MCP_CLI_TOKEN_STORE=file
 
 # The JSON context, read by the Node.js the suite itself runs on: `context FIELD` prints one
 # string field; `tool_calls` prints each of `toolCalls` as a tool name, a tab, then its
@@ -49,6 +50,22 @@ sse-retry)
     # The server ends the call's event stream after a priming event with `retry`, and answers
     # on the GET stream we must open that long after, with Last-Event-ID.
     "$mcp_cli" --http "$url" call test_reconnection
+    ;;
+auth/client-credentials-basic | auth/client-credentials-jwt)
+    # A machine client (an extension scenario): no login, a token in the client's own name,
+    # the client proven by its secret or by a JWT signed with the context's private key.
+    MCP_CLI_OAUTH_GRANT=client_credentials
+    MCP_CLI_OAUTH_CLIENT_ID="$(context client_id)"
+    export MCP_CLI_OAUTH_GRANT MCP_CLI_OAUTH_CLIENT_ID
+    if [ "$scenario" = auth/client-credentials-jwt ]; then
+        context private_key_pem >"$state/client-key.pem"
+        MCP_CLI_OAUTH_SIGNING_ALG="$(context signing_algorithm)"
+        export MCP_CLI_OAUTH_PRIVATE_KEY_FILE="$state/client-key.pem" MCP_CLI_OAUTH_SIGNING_ALG
+    else
+        MCP_CLI_OAUTH_CLIENT_SECRET="$(context client_secret)"
+        export MCP_CLI_OAUTH_CLIENT_SECRET
+    fi
+    "$mcp_cli" --http "$url" call test-tool
     ;;
 auth/*)
     # The suite's authorization server approves at once and redirects: the unattended login.

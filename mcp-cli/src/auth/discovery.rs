@@ -130,6 +130,9 @@ pub(crate) struct ServerMetadata {
     pub(crate) authorization_endpoint: String,
     pub(crate) token_endpoint: String,
     pub(crate) registration_endpoint: Option<String>,
+    /// RFC 8628: where device codes are asked for, when the server offers the grant.
+    #[serde(default)]
+    pub(crate) device_authorization_endpoint: Option<String>,
     pub(crate) scopes_supported: Option<Vec<String>>,
     pub(crate) token_endpoint_auth_methods_supported: Option<Vec<String>>,
     pub(crate) code_challenge_methods_supported: Option<Vec<String>>,
@@ -299,6 +302,7 @@ fn default_endpoints(origin: &Url) -> ServerMetadata {
         authorization_endpoint: format!("{base}/authorize"),
         token_endpoint: format!("{base}/token"),
         registration_endpoint: Some(format!("{base}/register")),
+        device_authorization_endpoint: None,
         scopes_supported: None,
         token_endpoint_auth_methods_supported: None,
         code_challenge_methods_supported: None,

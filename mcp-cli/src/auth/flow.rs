@@ -248,11 +248,33 @@ async fn token_request(
     params: &[(&str, &str)],
     what: &str,
 ) -> Result<TokenResponse, TokenError> {
+    let response = post_as_client(http, endpoint, client, params)
+        .await
+        .map_err(TokenError::Unreachable)?;
+    read_tokens(&response, endpoint, what)
+}
+
+/// POSTs the form `params` to `endpoint` (the token or device authorization endpoint) with
+/// the client authenticated as it registered: HTTP Basic, the secret in the form, a signed
+/// assertion (RFC 7523), or only its id. Fails only when no answer came.
+pub(crate) async fn post_as_client(
+    http: &dyn Http,
+    endpoint: &str,
+    client: &Client,
+    params: &[(&str, &str)],
+) -> Result<super::http::Response, String> {
     let mut params = params.to_vec();
     let secret = client.client_secret.as_ref().map(|s| s.0.as_str());
     let mut basic = None;
-    match (client.auth_method.as_str(), secret) {
-        ("client_secret_basic", Some(secret)) => {
+    let assertion;
+    match (client.auth_method.as_str(), secret, &client.signer) {
+        ("private_key_jwt", _, Some(signer)) => {
+            assertion = super::machine::assertion(signer, &client.client_id)?;
+            params.push(("client_id", &client.client_id));
+            params.push(("client_assertion_type", super::machine::ASSERTION_TYPE));
+            params.push(("client_assertion", &assertion));
+        }
+        ("client_secret_basic", Some(secret), _) => {
             // RFC 6749 §2.3.1: each part form-encoded before the Basic encoding.
             let pair = format!(
                 "{}:{}",
@@ -261,7 +283,7 @@ async fn token_request(
             );
             basic = Some(format!("Basic {}", urls::base64(pair.as_bytes())));
         }
-        ("client_secret_post", Some(secret)) => {
+        ("client_secret_post", Some(secret), _) => {
             params.push(("client_id", &client.client_id));
             params.push(("client_secret", secret));
         }
@@ -275,7 +297,21 @@ async fn token_request(
     if let Some(basic) = basic {
         request = request.header("Authorization", basic);
     }
-    let response = http.send(request).await.map_err(TokenError::Unreachable)?;
+    http.send(request).await
+}
+
+/// The OAuth error code of a refused request (`invalid_grant`, `authorization_pending`...).
+pub(crate) fn error_code(response: &super::http::Response) -> Option<String> {
+    let body: serde_json::Value = serde_json::from_slice(&response.body).ok()?;
+    body.get("error")?.as_str().map(str::to_owned)
+}
+
+/// A token endpoint's answer, when it is a Bearer token.
+fn read_tokens(
+    response: &super::http::Response,
+    endpoint: &str,
+    what: &str,
+) -> Result<TokenResponse, TokenError> {
     if !response.is_success() {
         return Err(TokenError::Refused(format!(
             "{what} at {endpoint} failed: {}",
@@ -293,6 +329,17 @@ async fn token_request(
         )));
     }
     Ok(tokens)
+}
+
+/// A successful token answer as [`Tokens`], `asked` the scopes when it names none.
+pub(crate) fn tokens_from(
+    response: &super::http::Response,
+    endpoint: &str,
+    what: &str,
+    asked: Vec<String>,
+) -> Result<Tokens, String> {
+    let tokens = read_tokens(response, endpoint, what).map_err(String::from)?;
+    to_tokens(tokens, asked, None)
 }
 
 fn to_tokens(
@@ -353,6 +400,7 @@ mod tests {
             auth_method: method.into(),
             redirect_uri: None,
             source: "configured".into(),
+            signer: None,
         }
     }
 

@@ -3,23 +3,29 @@
 //! [`OAuth`] is the [`mcp_smol::Authorizer`] of one remote server: it supplies the stored
 //! token, refreshes it when it expires, and on a `401` (or a `403` asking for more scope) runs
 //! discovery, client registration and the authorization code grant with PKCE, if its
-//! [`Login`] mode allows a login at all. Tokens live in `$XDG_STATE_HOME/mcp-cli/auth/`.
+//! [`Login`] mode allows a login at all. Tokens live in the OS keychain or in
+//! `$XDG_STATE_HOME/mcp-cli/auth/` ([`TokenStore`]); a refresh happens under a lock file there,
+//! so that concurrent processes refresh once and never replay a rotated refresh token.
 //!
 //! The steps, one module each: `discovery` (challenge, resource and server metadata),
 //! `register` (who we are to the server), `flow` (PKCE, the authorization URL, the code
-//! exchange, refresh), `loopback` and `browser` (the person's side), `store` (disk).
+//! exchange, refresh), `person` with `loopback`, `browser` and `device` (the person's side of a
+//! login), `machine` (clients without one), `store` and `keychain` (where tokens are kept).
 
 mod browser;
+mod device;
 mod discovery;
 mod flow;
 mod http;
+mod keychain;
 mod loopback;
+mod machine;
+mod person;
 mod register;
 mod store;
 mod urls;
 
-use std::io;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -29,9 +35,10 @@ use mcp_smol::{Authorizer, Challenge};
 use self::discovery::{Bearer, Discovered};
 use self::flow::Attempt;
 use self::http::{BoxFuture, Http, Network, Request, printable};
-use self::store::{Record, Secret};
+use self::store::{Place, Record, Secret};
 
-pub use self::store::auth_dir;
+pub use self::machine::{Grant, PrivateKey, SigningAlg};
+pub use self::store::{TokenStore, auth_dir};
 
 /// Whether, and how, a login may start when a server asks for one.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -43,6 +50,11 @@ pub enum Login {
     /// Open the browser (and show the URL through [`Settings::notice`]), then wait on the
     /// loopback redirect for up to [`Settings::login_timeout`].
     Browser,
+    /// `mcp-cli auth --no-browser`: show the authorization URL and read the redirect URL the
+    /// person pastes on stdin.
+    Pasted,
+    /// `mcp-cli auth --device`: the device authorization grant (RFC 8628).
+    Device,
     /// Unattended (`--auth-follow`, `MCP_CLI_AUTH_FOLLOW=1`): GET the authorization URL
     /// ourselves and take the code from its redirect. Only for servers that approve at once
     /// (test and conformance servers); a login page is an error.
@@ -61,8 +73,18 @@ pub struct Settings {
     pub client_metadata_url: Option<String>,
     /// Scopes to ask for when the server's challenge names none (`oauth_scopes`).
     pub scopes: Vec<String>,
+    /// How tokens are obtained (`oauth_grant`).
+    pub grant: Grant,
+    /// A private key to authenticate the client with instead of a secret
+    /// (`oauth_private_key_file`, `oauth_signing_alg`).
+    pub private_key: Option<PrivateKey>,
     pub login: Login,
-    /// Where tokens are kept: [`auth_dir`].
+    /// `--stored-auth-only`: no login at all, not even one asked for with `mcp-cli auth`
+    /// (the command line's business; here it only makes [`login`](Self::login) `Never`).
+    pub stored_only: bool,
+    /// Where tokens are kept (`token_store`, `MCP_CLI_TOKEN_STORE`).
+    pub token_store: TokenStore,
+    /// The folder of the token files and refresh locks: [`auth_dir`].
     pub dir: PathBuf,
     /// Budget of each HTTP exchange with the servers.
     pub timeout: Duration,
@@ -86,6 +108,18 @@ pub enum LoginPrompt {
     },
     /// No browser could be opened: the person must open `url` themselves.
     NoBrowser { server: String, url: String },
+    /// `--no-browser`: the person opens `url` anywhere and pastes the address the browser
+    /// ends on (our redirect URI, which may not load there) on stdin.
+    Paste { server: String, url: String },
+    /// `--device`: the person opens `verification_uri` on any device and enters `user_code`
+    /// (or opens `verification_uri_complete`, which carries it) within `expires_in`.
+    DeviceCode {
+        server: String,
+        user_code: String,
+        verification_uri: String,
+        verification_uri_complete: Option<String>,
+        expires_in: Duration,
+    },
 }
 
 /// Renders a [`LoginPrompt`].
@@ -102,7 +136,11 @@ impl std::fmt::Debug for Settings {
             )
             .field("client_metadata_url", &self.client_metadata_url)
             .field("scopes", &self.scopes)
+            .field("grant", &self.grant)
+            .field("private_key", &self.private_key)
             .field("login", &self.login)
+            .field("stored_only", &self.stored_only)
+            .field("token_store", &self.token_store)
             .field("dir", &self.dir)
             .field("timeout", &self.timeout)
             .field("login_timeout", &self.login_timeout)
@@ -129,19 +167,34 @@ impl Settings {
 
     /// Defaults, with what the environment says: `MCP_CLI_AUTH_FOLLOW=1` for [`Login::Follow`],
     /// `MCP_CLI_OAUTH_CLIENT_ID`, `MCP_CLI_OAUTH_CLIENT_SECRET` and
-    /// `MCP_CLI_OAUTH_CLIENT_METADATA_URL` for a server configured with none (ad hoc `--http`).
+    /// `MCP_CLI_OAUTH_CLIENT_METADATA_URL` for a server configured with none (ad hoc `--http`),
+    /// `MCP_CLI_OAUTH_GRANT=client_credentials` with `MCP_CLI_OAUTH_PRIVATE_KEY_FILE` and
+    /// `MCP_CLI_OAUTH_SIGNING_ALG` (`ES256`, the default, or `RS256`) for a machine client,
+    /// `MCP_CLI_TOKEN_STORE` for every server whose config names no `token_store`. A value
+    /// these do not know counts as unset.
     pub fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Self {
         let var = |key: &str| env(key).filter(|value| !value.is_empty());
+        let token_store = var("MCP_CLI_TOKEN_STORE").and_then(|text| text.parse().ok());
+        let private_key = var("MCP_CLI_OAUTH_PRIVATE_KEY_FILE").map(|path| PrivateKey {
+            path: path.into(),
+            alg: (var("MCP_CLI_OAUTH_SIGNING_ALG").and_then(|alg| alg.parse().ok()))
+                .unwrap_or(SigningAlg::Es256),
+        });
+        let grant = var("MCP_CLI_OAUTH_GRANT").and_then(|grant| grant.parse().ok());
         Self {
             client_id: var("MCP_CLI_OAUTH_CLIENT_ID"),
             client_secret: var("MCP_CLI_OAUTH_CLIENT_SECRET"),
             client_metadata_url: var("MCP_CLI_OAUTH_CLIENT_METADATA_URL"),
             scopes: Vec::new(),
+            grant: grant.unwrap_or_default(),
+            private_key,
+            stored_only: false,
             login: if follow_requested(env) {
                 Login::Follow
             } else {
                 Login::Never
             },
+            token_store: token_store.unwrap_or_default(),
             dir: auth_dir(env),
             timeout: Duration::from_secs(30),
             login_timeout: Duration::from_secs(300),
@@ -155,8 +208,34 @@ impl Settings {
             client_id: self.client_id.clone(),
             client_secret: self.client_secret.clone(),
             metadata_url: self.client_metadata_url.clone(),
+            private_key: self.private_key.clone(),
         }
     }
+}
+
+/// The OAuth variables [`Settings::from_env`] reads that hold a value it does not know (it
+/// reads those as unset): the error to show before anything runs.
+pub fn check_env(env: &dyn Fn(&str) -> Option<String>) -> Result<(), String> {
+    let var = |key: &str| env(key).filter(|value| !value.is_empty());
+    let named = |key: &str, error: String| format!("{key}: {error}");
+    if let Some(text) = var("MCP_CLI_TOKEN_STORE") {
+        text.parse::<TokenStore>()
+            .map_err(|e| named("MCP_CLI_TOKEN_STORE", e))?;
+    }
+    if let Some(text) = var("MCP_CLI_OAUTH_GRANT") {
+        text.parse::<Grant>()
+            .map_err(|e| named("MCP_CLI_OAUTH_GRANT", e))?;
+    }
+    if let Some(text) = var("MCP_CLI_OAUTH_SIGNING_ALG") {
+        text.parse::<SigningAlg>()
+            .map_err(|e| named("MCP_CLI_OAUTH_SIGNING_ALG", e))?;
+        if var("MCP_CLI_OAUTH_PRIVATE_KEY_FILE").is_none() {
+            return Err(
+                "MCP_CLI_OAUTH_SIGNING_ALG is set without MCP_CLI_OAUTH_PRIVATE_KEY_FILE".into(),
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Whether `MCP_CLI_AUTH_FOLLOW` asks for unattended logins.
@@ -165,13 +244,30 @@ pub fn follow_requested(env: &dyn Fn(&str) -> Option<String>) -> bool {
 }
 
 /// Whether server `name` at `url` has a stored token (or a refresh token) to try.
-pub fn has_token(dir: &Path, name: &str, url: &str) -> bool {
-    store::load(dir, name).is_some_and(|r| r.server_url == url && r.tokens.is_some())
+pub fn has_token(settings: &Settings, name: &str, url: &str) -> bool {
+    place(settings, name, url)
+        .load()
+        .is_some_and(|r| r.tokens.is_some())
 }
 
-/// Forgets server `name`'s tokens and client registration; whether there were any.
-pub fn reset(dir: &Path, name: &str) -> io::Result<bool> {
-    store::remove(dir, name)
+/// Forgets server `name`'s tokens and client registration, from the keychain and the file
+/// alike; whether there were any.
+pub fn reset(settings: &Settings, name: &str, url: &str) -> Result<bool, String> {
+    place(settings, name, url).remove()
+}
+
+/// Where server `name`'s login is kept, for messages: "the system keychain" or the folder.
+pub fn kept_in(settings: &Settings, name: &str, url: &str) -> String {
+    place(settings, name, url).describe()
+}
+
+fn place(settings: &Settings, name: &str, url: &str) -> Place {
+    Place {
+        dir: settings.dir.clone(),
+        name: name.to_owned(),
+        url: url.to_owned(),
+        choice: settings.token_store,
+    }
 }
 
 /// Logs in to server `name` at `url` now, whatever is stored (`mcp-cli auth`): asks the
@@ -221,6 +317,7 @@ pub struct OAuth {
     url: String,
     settings: Settings,
     http: Box<dyn Http>,
+    place: Place,
     state: async_lock::Mutex<State>,
     /// Bumped on every new token, so a challenge that raced a login can tell it is stale.
     generation: AtomicU64,
@@ -254,30 +351,52 @@ impl OAuth {
     }
 
     fn with_http(name: &str, url: &str, settings: Settings, http: Box<dyn Http>) -> Arc<Self> {
-        let mut record = store::load(&settings.dir, name).filter(|r| r.server_url == url);
-        // A configured client's secret is never written down; it comes from the config.
-        if let Some(client) = record.as_mut().and_then(|r| r.client.as_mut())
-            && client.source == "configured"
-        {
-            client.client_secret = settings.client_secret.clone().map(Secret);
-        }
-        Arc::new(Self {
+        let place = place(&settings, name, url);
+        let mut oauth = Self {
             name: name.to_owned(),
             url: url.to_owned(),
             settings,
             http,
-            state: async_lock::Mutex::new(State {
-                record,
-                ..State::default()
-            }),
+            place,
+            state: async_lock::Mutex::new(State::default()),
             generation: AtomicU64::new(0),
-        })
+        };
+        let mut record = oauth.place.load();
+        if let Some(record) = record.as_mut() {
+            oauth.keep_configured_secret(record);
+        }
+        oauth.state.get_mut().record = record;
+        Arc::new(oauth)
     }
 
     /// A new token from the refresh token, saved. When the server refuses, the tokens are
     /// forgotten (only a new login helps); when it cannot be reached, they are kept.
+    ///
+    /// It runs under the server's lock file and starts by reading the store again: a token
+    /// another process refreshed meanwhile is taken as it is, and its refresh token (a rotated
+    /// one is only good once) is the one used next, never ours again.
     async fn refresh(&self, state: &mut State) -> Result<(), flow::TokenError> {
         let refused = |text: &str| flow::TokenError::Refused(text.to_owned());
+        let _lock = self
+            .place
+            .lock()
+            .await
+            .map_err(flow::TokenError::Unreachable)?;
+        let ours = (state.record.as_ref())
+            .and_then(|r| r.tokens.as_ref())
+            .map(|t| t.access_token.clone());
+        if let Some(mut stored) = self.place.load() {
+            let theirs = stored.tokens.as_ref();
+            let newer = theirs.is_some_and(|t| Some(&t.access_token) != ours.as_ref());
+            let usable = theirs.is_some_and(|t| !t.expires_within(0));
+            self.keep_configured_secret(&mut stored);
+            state.record = Some(stored);
+            if newer && usable {
+                self.generation.fetch_add(1, Ordering::SeqCst);
+                state.refreshed = Some(self.generation.load(Ordering::SeqCst));
+                return Ok(());
+            }
+        }
         let Some(record) = &state.record else {
             return Err(refused("not logged in"));
         };
@@ -310,17 +429,30 @@ impl OAuth {
         }
     }
 
+    /// A configured client's secret and key are never written down: they come from the config.
+    fn keep_configured_secret(&self, record: &mut Record) {
+        if let Some(client) = record.client.as_mut()
+            && client.source == "configured"
+        {
+            client.client_secret = self.settings.client_secret.clone().map(Secret);
+            client.signer = (self.settings.private_key.clone()).map(|key| machine::Signer {
+                key,
+                audience: record.issuer.clone(),
+            });
+        }
+    }
+
     fn save(&self, state: &mut State, record: Record) -> Result<(), String> {
-        let saved = store::save(&self.settings.dir, &self.name, &record);
+        let mut written = record.clone();
+        if let Some(client) = written.client.as_mut()
+            && client.source == "configured"
+        {
+            client.client_secret = None;
+        }
+        let saved = self.place.save(&written);
         state.record = Some(record);
         self.generation.fetch_add(1, Ordering::SeqCst);
-        saved.map_err(|error| {
-            format!(
-                "cannot save the login for {} in {}: {error}",
-                self.name,
-                self.settings.dir.display()
-            )
-        })
+        saved.map_err(|error| format!("{}: {error}", self.name))
     }
 
     /// Discovery, registration, the grant and the exchange; the new token saved.
@@ -342,6 +474,9 @@ impl OAuth {
         }
         state.logins.push(now);
         let found = discovery::discover(&*self.http, &self.url, bearer).await?;
+        if self.settings.grant == Grant::ClientCredentials {
+            return self.machine_login(state, &found, wanted).await;
+        }
         flow::check_pkce(&found.server)?;
         // What was stored for this issuer still counts (its registration, its scopes);
         // after a move to another authorization server none of it does.
@@ -378,10 +513,27 @@ impl OAuth {
                 self.browser_login(&loopback, &url, &attempt, &found)
                     .await?
             }
+            Login::Pasted => self.pasted_login(&url, &attempt, &found).await?,
+            Login::Device => {
+                let tokens = self.device_login(&found, &client, &attempt).await?;
+                return self.keep(state, &found, client, tokens);
+            }
             Login::Never => return Err(self.needs_login()),
         };
         let token_endpoint = &found.server.token_endpoint;
         let tokens = flow::exchange(&*self.http, token_endpoint, &client, &attempt, &code).await?;
+        self.keep(state, &found, client, tokens)
+    }
+
+    /// Saves what a login brought.
+    fn keep(
+        &self,
+        state: &mut State,
+        found: &Discovered,
+        client: store::Client,
+        tokens: store::Tokens,
+    ) -> Result<(), String> {
+        let token_endpoint = &found.server.token_endpoint;
         let mut kept = client.clone();
         if kept.source == "configured" {
             kept.client_secret = None;
@@ -390,7 +542,7 @@ impl OAuth {
             server_url: self.url.clone(),
             issuer: found.server.issuer.clone(),
             token_endpoint: token_endpoint.clone(),
-            resource: found.resource,
+            resource: found.resource.clone(),
             client: Some(kept),
             tokens: Some(tokens),
         };
@@ -400,6 +552,36 @@ impl OAuth {
             stored.client_secret = client.client_secret;
         }
         Ok(())
+    }
+
+    /// The client credentials grant: a token in the configured client's own name.
+    async fn machine_login(
+        &self,
+        state: &mut State,
+        found: &Discovered,
+        wanted: Vec<String>,
+    ) -> Result<(), String> {
+        let identity = self.settings.identity();
+        if identity.client_id.is_none() {
+            return Err(
+                "the client_credentials grant needs a client id: set `oauth_client_id` \
+                        in the server's config entry (or MCP_CLI_OAUTH_CLIENT_ID)"
+                    .into(),
+            );
+        }
+        if identity.client_secret.is_none() && identity.private_key.is_none() {
+            return Err("the client_credentials grant needs a client secret \
+                        (`oauth_client_secret_env`, MCP_CLI_OAUTH_CLIENT_SECRET) or a private key \
+                        (`oauth_private_key_file`, MCP_CLI_OAUTH_PRIVATE_KEY_FILE)"
+                .into());
+        }
+        let client = register::client(&*self.http, &found.server, &identity, None, "").await?;
+        let scopes = self.choose_scopes(found, wanted, Vec::new());
+        let endpoint = &found.server.token_endpoint;
+        let tokens =
+            machine::client_credentials(&*self.http, endpoint, &client, &scopes, &found.resource)
+                .await?;
+        self.keep(state, found, client, tokens)
     }
 
     /// The scopes to ask for: the challenge's, else the configured ones, else the resource's
@@ -430,64 +612,6 @@ impl OAuth {
             scopes.push(offline);
         }
         scopes
-    }
-
-    /// The loopback listener, on the port a stored registration names when it is free.
-    async fn bind_loopback(
-        &self,
-        stored: Option<&store::Client>,
-    ) -> Result<loopback::Loopback, String> {
-        let port = (stored.and_then(|c| c.redirect_uri.as_deref()))
-            .and_then(|uri| urls::parse(uri).ok())
-            .and_then(|uri| uri.port());
-        if let Some(port) = port
-            && let Ok(listener) = loopback::Loopback::bind(port).await
-        {
-            return Ok(listener);
-        }
-        (loopback::Loopback::bind(0).await)
-            .map_err(|error| format!("cannot listen on 127.0.0.1 for the login redirect: {error}"))
-    }
-
-    async fn browser_login(
-        &self,
-        loopback: &loopback::Loopback,
-        url: &str,
-        attempt: &Attempt,
-        found: &Discovered,
-    ) -> Result<String, String> {
-        let minutes = self.settings.login_timeout.as_secs().div_ceil(60);
-        let tell = |prompt| {
-            if let Some(notice) = &self.settings.notice {
-                notice(prompt);
-            }
-        };
-        tell(LoginPrompt::Opening {
-            server: self.name.clone(),
-            url: url.to_owned(),
-            wait: self.settings.login_timeout,
-        });
-        // The opener runs beside the wait: a text-mode browser in `$BROWSER` only exits once
-        // it is done, which needs our loopback answering it.
-        let opener = browser::open(url.to_owned(), self.settings.browser.clone());
-        let notice = async {
-            if !opener.await {
-                tell(LoginPrompt::NoBrowser {
-                    server: self.name.clone(),
-                    url: url.to_owned(),
-                });
-            }
-            std::future::pending().await
-        };
-        let wait = loopback.wait(|redirect| flow::read_redirect(redirect, attempt, &found.server));
-        let timeout = async {
-            async_io::Timer::after(self.settings.login_timeout).await;
-            Err(format!(
-                "the login for {} was not finished within {minutes} minutes",
-                self.name
-            ))
-        };
-        futures_lite::future::or(wait, futures_lite::future::or(timeout, notice)).await
     }
 
     fn needs_login(&self) -> String {
@@ -527,7 +651,8 @@ impl OAuth {
         {
             return Ok(true);
         }
-        if self.settings.login == Login::Never {
+        // A machine client needs no person: its grant is not a login to hold back.
+        if self.settings.login == Login::Never && self.settings.grant != Grant::ClientCredentials {
             return Ok(false);
         }
         self.log_in(&mut state, bearer.as_ref(), asked).await?;

@@ -16,6 +16,8 @@ pub(crate) struct Identity {
     pub(crate) client_secret: Option<String>,
     /// An https URL serving our client ID metadata document.
     pub(crate) metadata_url: Option<String>,
+    /// A key to sign client assertions with (`private_key_jwt`), instead of a secret.
+    pub(crate) private_key: Option<super::machine::PrivateKey>,
 }
 
 /// The client to use with `server`, whose redirect URI will be `redirect_uri`. `stored` is a
@@ -29,12 +31,20 @@ pub(crate) async fn client(
 ) -> Result<Client, String> {
     if let Some(client_id) = &identity.client_id {
         let secret = identity.client_secret.clone().map(Secret);
+        let method = match &identity.private_key {
+            Some(_) => "private_key_jwt".into(),
+            None => auth_method(server, secret.is_some(), None),
+        };
         return Ok(Client {
             client_id: client_id.clone(),
-            auth_method: auth_method(server, secret.is_some(), None),
+            auth_method: method,
             client_secret: secret,
             redirect_uri: None,
             source: "configured".into(),
+            signer: (identity.private_key.clone()).map(|key| super::machine::Signer {
+                key,
+                audience: server.issuer.clone(),
+            }),
         });
     }
     if server.client_id_metadata_document_supported
@@ -46,6 +56,7 @@ pub(crate) async fn client(
             auth_method: "none".into(),
             redirect_uri: None,
             source: "metadata-document".into(),
+            signer: None,
         });
     }
     if let Some(client) = stored.filter(|c| c.redirect_uri.as_deref() == Some(redirect_uri)) {
@@ -113,6 +124,7 @@ async fn register(
         client_secret: secret,
         redirect_uri: Some(redirect_uri.to_owned()),
         source: "dynamic".into(),
+        signer: None,
     })
 }
 
@@ -162,6 +174,7 @@ mod tests {
             client_id: Some("mine".into()),
             client_secret: Some("s".into()),
             metadata_url: Some("https://me/client.json".into()),
+            private_key: None,
         };
         let server = server(json!({
             "token_endpoint_auth_methods_supported": ["client_secret_post"],

@@ -1,15 +1,18 @@
-//! Tokens and client registrations on disk: one JSON file per server under
-//! `$XDG_STATE_HOME/mcp-cli/auth/`, mode 0600, replaced atomically (temp file + rename).
+//! Tokens and client registrations: in the OS keychain ([`keychain`](super::keychain)), or
+//! one JSON file per server under `$XDG_STATE_HOME/mcp-cli/auth/`, mode 0600, replaced
+//! atomically (temp file + rename), as `token_store` says. Beside them a lock file per server,
+//! held while a token is refreshed, so processes refresh one at a time.
 
 use std::fmt;
 use std::fs;
 use std::io;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+use super::keychain::{self, Unavailable};
 use crate::files::{self, ReplaceError};
 
 /// `$XDG_STATE_HOME/mcp-cli/auth`, default `~/.local/state/mcp-cli/auth`.
@@ -45,6 +48,9 @@ pub(crate) struct Client {
     pub(crate) redirect_uri: Option<String>,
     /// `configured`, `metadata-document` or `dynamic`; only `dynamic` ones are stored.
     pub(crate) source: String,
+    /// What a `private_key_jwt` client signs with: from the config, never written down.
+    #[serde(skip)]
+    pub(crate) signer: Option<super::machine::Signer>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -99,16 +105,160 @@ pub(crate) struct Record {
     pub(crate) tokens: Option<Tokens>,
 }
 
-/// The record for `name`, if there is a readable one. A damaged file is treated as absent
-/// (the next login rewrites it).
-pub(crate) fn load(dir: &Path, name: &str) -> Option<Record> {
-    let text = fs::read(path(dir, name)).ok()?;
-    serde_json::from_slice(&text).ok()
+/// `token_store`: where tokens are kept.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TokenStore {
+    /// The keychain when one answers, else the file.
+    #[default]
+    Auto,
+    /// The keychain only: without one, logins cannot be kept (a clear error).
+    Keyring,
+    /// The 0600 file in the state folder only.
+    File,
+}
+
+impl std::str::FromStr for TokenStore {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text {
+            "auto" => Ok(Self::Auto),
+            "keyring" => Ok(Self::Keyring),
+            "file" => Ok(Self::File),
+            other => Err(format!(
+                "token_store is \"auto\", \"keyring\" or \"file\", not {other:?}"
+            )),
+        }
+    }
+}
+
+/// Where one server's record lives: the keychain entry for its URL or the file for its name
+/// in `dir`, as `choice` says; what sits in the other place is moved over when found, so
+/// changing `token_store` loses no login.
+#[derive(Clone, Debug)]
+pub(crate) struct Place {
+    pub(crate) dir: PathBuf,
+    pub(crate) name: String,
+    pub(crate) url: String,
+    pub(crate) choice: TokenStore,
+}
+
+/// Which store a [`Place`] uses now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kept {
+    Keychain,
+    File,
+}
+
+impl Place {
+    /// `Auto` settles on the keychain when it answers.
+    fn kept(&self) -> Result<Kept, String> {
+        match (self.choice, keychain::available()) {
+            (TokenStore::File, _) | (TokenStore::Auto, Err(_)) => Ok(Kept::File),
+            (_, Ok(())) => Ok(Kept::Keychain),
+            (TokenStore::Keyring, Err(Unavailable(why))) => Err(format!(
+                "token_store is \"keyring\" but the keychain cannot be used: {why}"
+            )),
+        }
+    }
+
+    /// Where the record is kept, for messages.
+    pub(crate) fn describe(&self) -> String {
+        match self.kept() {
+            Ok(Kept::Keychain) => "the system keychain".into(),
+            Ok(Kept::File) | Err(_) => self.dir.display().to_string(),
+        }
+    }
+
+    /// The record for this server, if there is a readable one for its URL; one found in the
+    /// other store is moved to this one. A damaged file is treated as absent (the next login
+    /// rewrites it).
+    pub(crate) fn load(&self) -> Option<Record> {
+        let kept = self.kept().ok()?;
+        let here = match kept {
+            Kept::Keychain => keychain::load(&self.url).ok().flatten(),
+            Kept::File => self.load_file(),
+        };
+        if here.is_some() {
+            return here;
+        }
+        let there = match kept {
+            Kept::Keychain => self.load_file(),
+            Kept::File => keychain::load(&self.url).ok().flatten(),
+        }?;
+        // Moved only once safely kept here.
+        if self.save(&there).is_ok() {
+            // A copy left behind is only a duplicate of this one.
+            let _ = match kept {
+                Kept::Keychain => remove_file(&self.dir, &self.name).is_ok(),
+                Kept::File => keychain::remove(&self.url).is_ok(),
+            };
+        }
+        Some(there)
+    }
+
+    fn load_file(&self) -> Option<Record> {
+        let text = fs::read(path(&self.dir, &self.name)).ok()?;
+        let record: Record = serde_json::from_slice(&text).ok()?;
+        (record.server_url == self.url).then_some(record)
+    }
+
+    pub(crate) fn save(&self, record: &Record) -> Result<(), String> {
+        match self.kept()? {
+            Kept::Keychain => keychain::save(record).map_err(|Unavailable(why)| {
+                format!("cannot keep the login in the system keychain: {why}")
+            }),
+            Kept::File => save_file(&self.dir, &self.name, record).map_err(|error| {
+                format!("cannot keep the login in {}: {error}", self.dir.display())
+            }),
+        }
+    }
+
+    /// Forgets the record in both stores; whether either held one.
+    pub(crate) fn remove(&self) -> Result<bool, String> {
+        let in_file = remove_file(&self.dir, &self.name).map_err(|error| {
+            format!(
+                "cannot delete {}: {error}",
+                path(&self.dir, &self.name).display()
+            )
+        })?;
+        let in_keychain = match keychain::remove(&self.url) {
+            Ok(found) => found,
+            // Nothing can be there when no keychain answers.
+            Err(_) if self.choice != TokenStore::Keyring => false,
+            Err(Unavailable(why)) => {
+                return Err(format!(
+                    "cannot delete the login from the system keychain: {why}"
+                ));
+            }
+        };
+        Ok(in_file || in_keychain)
+    }
+
+    /// Takes this server's refresh lock (`NAME.lock` beside the files), waiting while another
+    /// process holds it; released when the returned file is dropped.
+    pub(crate) async fn lock(&self) -> Result<fs::File, String> {
+        let file = path(&self.dir, &self.name).with_extension("lock");
+        let failed = |error: io::Error| format!("cannot lock {}: {error}", file.display());
+        fs::create_dir_all(&self.dir).map_err(failed)?;
+        let _ = fs::set_permissions(&self.dir, fs::Permissions::from_mode(0o700));
+        let lock = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(&file)
+            .map_err(failed)?;
+        // `flock` blocks the thread: off the executor, so other servers keep going.
+        blocking::unblock(move || lock.lock().map(|()| lock))
+            .await
+            .map_err(failed)
+    }
 }
 
 /// Writes the record: to a private temp file first, renamed over the old one, so a crash
 /// never leaves half a file and the token is never readable by others, not even briefly.
-pub(crate) fn save(dir: &Path, name: &str, record: &Record) -> io::Result<()> {
+fn save_file(dir: &Path, name: &str, record: &Record) -> io::Result<()> {
     fs::create_dir_all(dir)?;
     // The folder holds credentials: keep others out of it too.
     fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
@@ -120,8 +270,8 @@ pub(crate) fn save(dir: &Path, name: &str, record: &Record) -> io::Result<()> {
     })
 }
 
-/// Deletes the record; whether there was one.
-pub(crate) fn remove(dir: &Path, name: &str) -> io::Result<bool> {
+/// Deletes the file; whether there was one.
+fn remove_file(dir: &Path, name: &str) -> io::Result<bool> {
     match fs::remove_file(path(dir, name)) {
         Ok(()) => Ok(true),
         Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(false),
@@ -145,6 +295,7 @@ mod tests {
                 auth_method: "client_secret_basic".into(),
                 redirect_uri: None,
                 source: "dynamic".into(),
+                signer: None,
             }),
             tokens: Some(Tokens {
                 access_token: Secret("tok".into()),
@@ -162,21 +313,33 @@ mod tests {
         let _ = fs::remove_dir_all(&dir);
         // One record: two would differ across a second boundary (its expiry reads the clock).
         let saved = record();
-        save(&dir, "../evil name", &saved).expect("save");
+        let place = Place {
+            dir: dir.clone(),
+            name: "../evil name".into(),
+            url: saved.server_url.clone(),
+            choice: TokenStore::File,
+        };
+        place.save(&saved).expect("save");
         let file = path(&dir, "../evil name");
         assert_eq!(file.parent(), Some(dir.as_path()));
         let mode = fs::metadata(&file).expect("file").permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
-        assert_eq!(load(&dir, "../evil name"), Some(saved));
+        assert_eq!(place.load(), Some(saved.clone()));
+        // Another URL's record is not this server's.
+        let elsewhere = Place {
+            url: "https://other/mcp".into(),
+            ..place.clone()
+        };
+        assert_eq!(elsewhere.load(), None);
         assert_eq!(
             fs::read_dir(&dir).expect("dir").count(),
             1,
             "no temp file left"
         );
-        assert!(remove(&dir, "../evil name").expect("remove"));
-        assert!(!remove(&dir, "../evil name").expect("gone"));
+        assert!(place.remove().expect("remove"));
+        assert!(!place.remove().expect("gone"));
         fs::write(&file, "{not json").expect("write");
-        assert_eq!(load(&dir, "../evil name"), None);
+        assert_eq!(place.load(), None);
         let _ = fs::remove_dir_all(&dir);
     }
 

@@ -1,5 +1,6 @@
-//! `auth SERVER [--reset]`: log in to a remote server now (browser, or unattended with
-//! `--auth-follow` / `MCP_CLI_AUTH_FOLLOW=1`), or forget its tokens and registration.
+//! `auth SERVER [--reset | --device | --no-browser]`: log in to a remote server now (browser,
+//! device code, pasted redirect, or unattended with `--auth-follow` / `MCP_CLI_AUTH_FOLLOW=1`),
+//! or forget its tokens and registration.
 
 use serde_json::json;
 
@@ -8,23 +9,33 @@ use crate::commands::Context;
 use crate::exit::{Exit, Failure};
 use crate::output;
 
+/// What `auth` was asked to do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum How {
+    /// Log in through the browser (or unattended, under `--auth-follow`).
+    Browser,
+    /// `--device`.
+    Device,
+    /// `--no-browser`.
+    Paste,
+    /// `--reset`.
+    Reset,
+}
+
 /// Runs `auth` for server `name` at `url`. `settings` come from the server's config entry and
-/// the environment; unless they ask for [`Login::Follow`], the login goes through the browser.
+/// the environment; unless they ask for [`Login::Follow`], the login goes the way `how` says.
 pub(crate) async fn run(
     ctx: &mut Context,
     name: &str,
     url: &str,
     mut settings: Settings,
-    reset: bool,
+    how: How,
 ) -> Result<Exit, Failure> {
-    if reset {
-        let removed = auth::reset(&settings.dir, name).map_err(|error| {
+    if how == How::Reset {
+        let removed = auth::reset(&settings, name, url).map_err(|error| {
             Failure::new(
                 Exit::Server,
-                format!(
-                    "cannot delete the stored login for {name} in {}: {error}",
-                    settings.dir.display()
-                ),
+                format!("cannot delete the stored login for {name}: {error}"),
             )
         })?;
         if ctx.json {
@@ -37,10 +48,19 @@ pub(crate) async fn run(
         }
         return Ok(Exit::Success);
     }
-    if settings.login != Login::Follow {
-        settings.login = Login::Browser;
+    if settings.stored_only {
+        return Err(Failure::usage(format!(
+            "--stored-auth-only (or MCP_CLI_STORED_AUTH_ONLY) forbids logging in; run `mcp-cli \
+             auth {name}` without it"
+        )));
     }
-    let dir = settings.dir.clone();
+    settings.login = match how {
+        How::Device => Login::Device,
+        How::Paste => Login::Pasted,
+        _ if settings.login == Login::Follow => Login::Follow,
+        _ => Login::Browser,
+    };
+    let kept = settings.clone();
     auth::login(name, url, settings).await.map_err(|error| {
         Failure::new(
             Exit::Server,
@@ -54,9 +74,10 @@ pub(crate) async fn run(
         ctx.out
             .line(&json!({"server": name, "logged_in": true}).to_string());
     } else {
-        let path = dir.display();
-        ctx.out
-            .line(&format!("logged in to {name}; the token is kept in {path}"));
+        let place = auth::kept_in(&kept, name, url);
+        ctx.out.line(&format!(
+            "logged in to {name}; the token is kept in {place}"
+        ));
     }
     Ok(Exit::Success)
 }

@@ -129,7 +129,20 @@ pub(crate) async fn dispatch(ctx: &mut Context, command: Command) -> Result<Exit
             trust::run(ctx, &server).await
         }
         Command::Scan { servers } => scan::run(ctx, &servers).await,
-        Command::Auth { server, reset } => run_auth(ctx, server.as_deref(), reset).await,
+        Command::Auth {
+            server,
+            reset,
+            device,
+            no_browser,
+        } => {
+            let how = match (reset, device, no_browser) {
+                (true, _, _) => auth::How::Reset,
+                (_, true, _) => auth::How::Device,
+                (_, _, true) => auth::How::Paste,
+                _ => auth::How::Browser,
+            };
+            run_auth(ctx, server.as_deref(), how).await
+        }
         Command::Daemon { action } => daemon::run(ctx, action).await,
     }
 }
@@ -170,7 +183,11 @@ pub(crate) async fn dispatch_warm(ctx: &mut Context, command: Command) -> Result
 
 /// `auth [SERVER] [--reset]`: the server's URL and OAuth settings from its config entry (or
 /// `--http`), then the auth module's login or reset.
-async fn run_auth(ctx: &mut Context, server: Option<&str>, reset: bool) -> Result<Exit, Failure> {
+async fn run_auth(
+    ctx: &mut Context,
+    server: Option<&str>,
+    how: auth::How,
+) -> Result<Exit, Failure> {
     let given = match (server, &ctx.adhoc) {
         (Some(given), _) => given.to_owned(),
         (None, Some(adhoc)) => adhoc.clone(),
@@ -183,7 +200,7 @@ async fn run_auth(ctx: &mut Context, server: Option<&str>, reset: bool) -> Resul
         )));
     };
     let settings = ctx.hub.auth_settings(&remote);
-    auth::run(ctx, &name, &remote.url, settings, reset).await
+    auth::run(ctx, &name, &remote.url, settings, how).await
 }
 
 /// A server's answer read as `T`, beside the answer as sent (which `--json` prints whole).

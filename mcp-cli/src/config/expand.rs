@@ -32,6 +32,14 @@ pub(super) struct RawServer {
     pub oauth_client_secret_env: Option<String>,
     pub oauth_client_metadata_url: Option<String>,
     pub oauth_scopes: Vec<String>,
+    /// Remote only: `authorization_code` (the default) or `client_credentials`.
+    pub oauth_grant: Option<String>,
+    /// Remote only: a PEM private key for `private_key_jwt` client authentication.
+    pub oauth_private_key_file: Option<String>,
+    /// Remote only: `ES256` or `RS256`, the key's algorithm.
+    pub oauth_signing_alg: Option<String>,
+    /// Remote only: `auto`, `keyring` or `file`.
+    pub token_store: Option<String>,
     pub handshake_timeout: Option<Duration>,
     pub call_timeout: Option<Duration>,
     pub max_message_len: Option<usize>,
@@ -280,6 +288,23 @@ fn remote(raw: &RawServer, env: Env<'_>) -> Result<Remote, String> {
     }
     remote.oauth_client_metadata_url = raw.oauth_client_metadata_url.clone();
     remote.oauth_scopes = raw.oauth_scopes.clone();
+    if let Some(grant) = &raw.oauth_grant {
+        remote.oauth_grant = Some(grant.parse()?);
+    }
+    remote.oauth_private_key = match (&raw.oauth_private_key_file, &raw.oauth_signing_alg) {
+        (Some(file), alg) => {
+            let path = std::path::PathBuf::from(expand(file, env)?);
+            let alg = alg.as_deref().unwrap_or("ES256").parse()?;
+            Some(crate::auth::PrivateKey { path, alg })
+        }
+        (None, Some(_)) => {
+            return Err("oauth_signing_alg without oauth_private_key_file".into());
+        }
+        (None, None) => None,
+    };
+    if let Some(store) = &raw.token_store {
+        remote.token_store = Some(store.parse()?);
+    }
     Ok(remote)
 }
 
@@ -476,6 +501,50 @@ mod tests {
             reason.contains("NOPE is not set (named by bearer_token_env_var)"),
             "{reason}"
         );
+        let remote_with = |keys: &str| {
+            let text = format!("[mcp.m]\nurl = \"https://m/mcp\"\n{keys}\n");
+            let servers = parse("c.toml", &text).unwrap().servers;
+            crate::config::testing::spec(&servers, "m")
+                .remote
+                .clone()
+                .expect("remote")
+        };
+        let machine = remote_with(
+            "oauth_grant = \"client_credentials\"\ntoken_store = \"keyring\"\n\
+             oauth_private_key_file = \"${HOME}/k.pem\"\noauth_signing_alg = \"RS256\"",
+        );
+        assert_eq!(
+            machine.oauth_grant,
+            Some(crate::auth::Grant::ClientCredentials)
+        );
+        assert_eq!(machine.token_store, Some(crate::auth::TokenStore::Keyring));
+        assert_eq!(
+            machine.oauth_private_key,
+            Some(crate::auth::PrivateKey {
+                path: "/home/u/k.pem".into(),
+                alg: crate::auth::SigningAlg::Rs256,
+            })
+        );
+        let plain = remote_with("");
+        assert_eq!((plain.oauth_grant, plain.token_store), (None, None));
+        for (keys, expected) in [
+            (
+                "token_store = \"vault\"",
+                "token_store is \"auto\", \"keyring\" or \"file\"",
+            ),
+            ("oauth_grant = \"password\"", "oauth_grant is"),
+            (
+                "oauth_signing_alg = \"ES256\"",
+                "oauth_signing_alg without oauth_private_key_file",
+            ),
+            (
+                "oauth_private_key_file = \"k.pem\"\noauth_signing_alg = \"HS256\"",
+                "oauth_signing_alg is \"ES256\" or \"RS256\"",
+            ),
+        ] {
+            let reason = invalid(&format!("url = \"http://x\"\n{keys}"));
+            assert!(reason.contains(expected), "{keys}: {reason}");
+        }
     }
 
     #[test]

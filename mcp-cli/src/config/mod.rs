@@ -113,6 +113,13 @@ pub struct Remote {
     pub oauth_client_metadata_url: Option<String>,
     /// `oauth_scopes`: asked for when the server's challenge names none.
     pub oauth_scopes: Vec<String>,
+    /// `oauth_grant`: how tokens are obtained; `None` is the authorization code grant.
+    pub oauth_grant: Option<crate::auth::Grant>,
+    /// `oauth_private_key_file` and `oauth_signing_alg`: the client authenticates with a
+    /// private-key JWT instead of a secret.
+    pub oauth_private_key: Option<crate::auth::PrivateKey>,
+    /// `token_store`: where this server's tokens are kept, over the global choice.
+    pub token_store: Option<crate::auth::TokenStore>,
 }
 
 impl Remote {
@@ -126,6 +133,9 @@ impl Remote {
             oauth_client_secret: None,
             oauth_client_metadata_url: None,
             oauth_scopes: Vec::new(),
+            oauth_grant: None,
+            oauth_private_key: None,
+            token_store: None,
         }
     }
 
@@ -147,6 +157,9 @@ impl std::fmt::Debug for Remote {
             .field("oauth_client_secret", &self.oauth_client_secret.is_some())
             .field("oauth_client_metadata_url", &self.oauth_client_metadata_url)
             .field("oauth_scopes", &self.oauth_scopes)
+            .field("oauth_grant", &self.oauth_grant)
+            .field("oauth_private_key", &self.oauth_private_key)
+            .field("token_store", &self.token_store)
             .finish()
     }
 }

@@ -25,6 +25,9 @@ struct TomlTables {
     servers: Option<RawServers>,
     security: Option<Security>,
     permissions: Option<Permissions>,
+    /// `token_store` (or Codex's `mcp_oauth_credentials_store`) at the top: the default of
+    /// every remote server in the file.
+    token_store: Option<String>,
 }
 
 /// The server tables, for the error when a file holds none.
@@ -37,6 +40,9 @@ impl Tables for TomlTables {
             "mcp_servers" => add(&mut self.servers, codex::servers(map.next_value()?)),
             "security" => self.security = Some(map.next_value()?),
             "permissions" => self.permissions = Some(map.next_value()?),
+            "token_store" | "mcp_oauth_credentials_store" => {
+                self.token_store = Some(map.next_value()?);
+            }
             _ => return Ok(false),
         }
         Ok(true)
@@ -63,6 +69,10 @@ struct NativeServer {
     oauth_client_metadata_url: Option<String>,
     #[serde(default)]
     oauth_scopes: Vec<String>,
+    oauth_grant: Option<String>,
+    oauth_private_key_file: Option<String>,
+    oauth_signing_alg: Option<String>,
+    token_store: Option<String>,
     #[serde(default, deserialize_with = "seconds")]
     timeout_sec: Option<Duration>,
     #[serde(default, deserialize_with = "seconds")]
@@ -109,6 +119,10 @@ fn servers(table: BTreeMap<String, NativeServer>) -> RawServers {
         oauth_client_secret_env: s.oauth_client_secret_env,
         oauth_client_metadata_url: s.oauth_client_metadata_url,
         oauth_scopes: s.oauth_scopes,
+        oauth_grant: s.oauth_grant,
+        oauth_private_key_file: s.oauth_private_key_file,
+        oauth_signing_alg: s.oauth_signing_alg,
+        token_store: s.token_store,
         handshake_timeout: s.timeout_sec,
         call_timeout: s.call_timeout_sec,
         max_message_len: s.max_message_mb,
@@ -177,10 +191,16 @@ pub(super) fn read(path: &Path, text: &str) -> Result<RawFile, ConfigError> {
             )
         })?;
     let TomlTables {
-        servers,
+        mut servers,
         security,
         permissions,
+        token_store,
     } = top.tables;
+    for (_, server) in servers.iter_mut().flatten() {
+        if server.url.is_some() && server.token_store.is_none() {
+            server.token_store.clone_from(&token_store);
+        }
+    }
     // A file with nothing in it yet is a start, not a mistake; other keys only are.
     if servers.is_none() && security.is_none() && permissions.is_none() && !top.empty {
         return Err(no_servers_key(path, SERVER_KEYS));
@@ -224,6 +244,28 @@ mod tests {
     use super::*;
     use crate::config::Entry;
     use crate::config::testing::{entry, parse, spec};
+
+    #[test]
+    fn a_top_level_token_store_is_the_default_of_the_files_remote_servers() {
+        use crate::auth::TokenStore;
+        let text = "token_store = \"file\"\n\n[mcp.a]\nurl = \"https://a/mcp\"\n\n\
+                    [mcp.b]\nurl = \"https://b/mcp\"\ntoken_store = \"keyring\"\n";
+        let servers = parse("c.toml", text).unwrap().servers;
+        let store = |name: &str| {
+            spec(&servers, name)
+                .remote
+                .as_ref()
+                .and_then(|r| r.token_store)
+        };
+        assert_eq!(store("a"), Some(TokenStore::File));
+        assert_eq!(store("b"), Some(TokenStore::Keyring));
+        // Codex's spelling, in Codex's file.
+        let codex = "mcp_oauth_credentials_store = \"keyring\"\n\n\
+                     [mcp_servers.c]\nurl = \"https://c/mcp\"\n";
+        let servers = parse("config.toml", codex).unwrap().servers;
+        let remote = spec(&servers, "c").remote.clone().expect("remote");
+        assert_eq!(remote.token_store, Some(TokenStore::Keyring));
+    }
 
     #[test]
     fn native_toml_maps_every_field() {

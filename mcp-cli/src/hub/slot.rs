@@ -964,5 +964,14 @@ pub(crate) fn auth_settings(remote: &Remote, base: &auth::Settings) -> auth::Set
     if !remote.oauth_scopes.is_empty() {
         settings.scopes = remote.oauth_scopes.clone();
     }
+    if let Some(grant) = remote.oauth_grant {
+        settings.grant = grant;
+    }
+    if remote.oauth_private_key.is_some() {
+        settings.private_key = remote.oauth_private_key.clone();
+    }
+    if let Some(store) = remote.token_store {
+        settings.token_store = store;
+    }
     settings
 }

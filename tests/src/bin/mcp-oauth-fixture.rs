@@ -14,9 +14,24 @@
 //!   `error="insufficient_scope"` until the token has both.
 //! - `no-registration`: the server metadata offers no registration endpoint.
 //! - `plain-pkce`: the server metadata lists only the `plain` PKCE method.
+//! - `slow-down`: as `good`, but the first device-code poll is answered `slow_down`.
+//! - `no-device`: the server metadata offers no device authorization endpoint.
+//! - `post-only`: the token endpoint takes client secrets only in the form.
+//!
+//! The device authorization grant (RFC 8628): `POST /device_authorization` hands out a code
+//! (poll interval 1 s); `GET /device?user_code=CODE&action=approve|deny|expire` is the
+//! person's page (the tests call it). A poll sooner than the interval is answered `slow_down`
+//! and logged `device poll too early`.
+//!
+//! The client credentials grant: client `machine` with secret `machine-secret`, sent by HTTP
+//! Basic or in the form (logged `token grant=client_credentials auth=basic|post`).
 //!
 //! `--log FILE` appends one line per OAuth step or MCP request, e.g. `authorize scope=read`,
 //! `token grant=refresh_token`, `register`, `mcp rpc=tools/list auth=bearer`.
+//!
+//! Refresh tokens rotate: each is good once. `GET /stats` answers the counts so far,
+//! `{"refreshes": n, "replays": m}`: refresh grants that succeeded, and spent refresh tokens
+//! presented again (a client that replays a rotated token; providers revoke the login for it).
 //!
 //! `mcp-oauth-fixture browse URL`: a stand-in for a browser (for `$BROWSER`): GETs `URL`,
 //! follows redirects, exits 0 once a page answers 2xx.
@@ -46,6 +61,24 @@ struct Token {
     expires: Instant,
 }
 
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Approval {
+    Pending,
+    Approved,
+    Denied,
+    Expired,
+}
+
+/// One device code: what the person decided and how often the client polls.
+struct Device {
+    user_code: String,
+    scopes: Vec<String>,
+    approval: Approval,
+    interval: Duration,
+    last_poll: Option<Instant>,
+    polls: u32,
+}
+
 struct State {
     mode: String,
     base: String,
@@ -53,6 +86,12 @@ struct State {
     codes: Mutex<HashMap<String, Grant>>,
     tokens: Mutex<HashMap<String, Token>>,
     refresh: Mutex<HashMap<String, Vec<String>>>,
+    /// Device codes by `device_code`.
+    devices: Mutex<HashMap<String, Device>>,
+    /// Refresh tokens already used once.
+    spent: Mutex<Vec<String>>,
+    refreshes: AtomicU64,
+    replays: AtomicU64,
     next: AtomicU64,
     log: Option<Mutex<std::fs::File>>,
 }
@@ -125,6 +164,10 @@ fn main() {
         codes: Mutex::default(),
         tokens: Mutex::default(),
         refresh: Mutex::default(),
+        devices: Mutex::default(),
+        spent: Mutex::default(),
+        refreshes: AtomicU64::new(0),
+        replays: AtomicU64::new(0),
         next: AtomicU64::new(1),
         log,
     };
@@ -157,9 +200,19 @@ fn route(state: &State, request: &Request) -> Response {
                 "token_endpoint": format!("{base}/token"),
                 "registration_endpoint": format!("{base}/register"),
                 "response_types_supported": ["code"],
-                "grant_types_supported": ["authorization_code", "refresh_token"],
+                "device_authorization_endpoint": format!("{base}/device_authorization"),
+                "grant_types_supported": [
+                    "authorization_code",
+                    "refresh_token",
+                    "client_credentials",
+                    "urn:ietf:params:oauth:grant-type:device_code",
+                ],
                 "code_challenge_methods_supported": ["S256"],
-                "token_endpoint_auth_methods_supported": ["none"],
+                "token_endpoint_auth_methods_supported": [
+                    "none",
+                    "client_secret_basic",
+                    "client_secret_post",
+                ],
             });
             match state.mode.as_str() {
                 "no-registration" => {
@@ -169,11 +222,30 @@ fn route(state: &State, request: &Request) -> Response {
                         .remove("registration_endpoint");
                 }
                 "plain-pkce" => metadata["code_challenge_methods_supported"] = json!(["plain"]),
+                "post-only" => {
+                    metadata["token_endpoint_auth_methods_supported"] =
+                        json!(["client_secret_post"]);
+                }
+                "no-device" => {
+                    metadata
+                        .as_object_mut()
+                        .unwrap()
+                        .remove("device_authorization_endpoint");
+                }
                 _ => {}
             }
             reply("200 OK", &metadata)
         }
+        ("GET", "/stats") => reply(
+            "200 OK",
+            &json!({
+                "refreshes": state.refreshes.load(Ordering::SeqCst),
+                "replays": state.replays.load(Ordering::SeqCst),
+            }),
+        ),
         ("POST", "/register") => register(state, request),
+        ("POST", "/device_authorization") => device_authorization(state, request),
+        ("GET", "/device") => device_page(state, request),
         ("GET", "/authorize") => authorize(state, request),
         ("POST", "/token") => token(state, request),
         ("POST", "/mcp") => mcp(state, request),
@@ -276,12 +348,143 @@ fn token(state: &State, request: &Request) -> Response {
             oauth_error("400 Bad Request", "invalid_grant", "refresh token revoked")
         }
         "refresh_token" => {
-            let Some(scopes) = state.refresh.lock().unwrap().remove(&get("refresh_token")) else {
+            let presented = get("refresh_token");
+            let Some(scopes) = state.refresh.lock().unwrap().remove(&presented) else {
+                if state.spent.lock().unwrap().contains(&presented) {
+                    state.replays.fetch_add(1, Ordering::SeqCst);
+                    state.log("replay".into());
+                }
                 return oauth_error("400 Bad Request", "invalid_grant", "unknown refresh token");
             };
+            state.spent.lock().unwrap().push(presented);
+            state.refreshes.fetch_add(1, Ordering::SeqCst);
             reply("200 OK", &state.issue(scopes))
         }
+        "client_credentials" => client_credentials(state, request, &body),
+        "urn:ietf:params:oauth:grant-type:device_code" => device_poll(state, &get("device_code")),
         _ => oauth_error("400 Bad Request", "unsupported_grant_type", &grant),
+    }
+}
+
+/// The machine client `machine`, authenticated by HTTP Basic or in the form.
+fn client_credentials(
+    state: &State,
+    request: &Request,
+    body: &HashMap<String, String>,
+) -> Response {
+    let basic = (request.header("authorization"))
+        .and_then(|value| value.strip_prefix("Basic "))
+        .map(str::to_owned);
+    let form = body.get("client_secret").cloned();
+    let (how, good) = match (basic, form) {
+        // base64("machine:machine-secret")
+        (Some(basic), None) => ("basic", basic == "bWFjaGluZTptYWNoaW5lLXNlY3JldA=="),
+        (None, Some(secret)) => (
+            "post",
+            secret == "machine-secret"
+                && body.get("client_id").map(String::as_str) == Some("machine"),
+        ),
+        _ => ("none", false),
+    };
+    state.log(format!("token grant=client_credentials auth={how}"));
+    if !good {
+        return oauth_error(
+            "401 Unauthorized",
+            "invalid_client",
+            "bad client credentials",
+        );
+    }
+    let scopes = (body.get("scope").map(String::as_str).unwrap_or_default())
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect();
+    reply("200 OK", &state.issue(scopes))
+}
+
+fn device_authorization(state: &State, request: &Request) -> Response {
+    let body = form(std::str::from_utf8(&request.body).unwrap_or_default());
+    let client = body.get("client_id").cloned().unwrap_or_default();
+    if !state.clients.lock().unwrap().contains_key(&client) {
+        return oauth_error("401 Unauthorized", "invalid_client", "unknown client_id");
+    }
+    let device_code = state.fresh("device");
+    let user_code = format!("CODE-{}", state.next.fetch_add(1, Ordering::SeqCst));
+    state.log(format!("device_authorization user_code={user_code}"));
+    let scopes = (body.get("scope").map(String::as_str).unwrap_or_default())
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect();
+    state.devices.lock().unwrap().insert(
+        device_code.clone(),
+        Device {
+            user_code: user_code.clone(),
+            scopes,
+            approval: Approval::Pending,
+            interval: Duration::from_secs(1),
+            last_poll: None,
+            polls: 0,
+        },
+    );
+    reply(
+        "200 OK",
+        &json!({
+            "device_code": device_code,
+            "user_code": user_code,
+            "verification_uri": format!("{}/device", state.base),
+            "verification_uri_complete": format!("{}/device?user_code={user_code}", state.base),
+            "expires_in": 600,
+            "interval": 1,
+        }),
+    )
+}
+
+/// The person's page: approves, denies or expires the code named.
+fn device_page(state: &State, request: &Request) -> Response {
+    let query = form(request.query());
+    let code = query.get("user_code").cloned().unwrap_or_default();
+    let approval = match query.get("action").map(String::as_str) {
+        Some("approve") => Approval::Approved,
+        Some("deny") => Approval::Denied,
+        Some("expire") => Approval::Expired,
+        _ => return reply("400 Bad Request", &json!({"error": "action?"})),
+    };
+    let mut devices = state.devices.lock().unwrap();
+    let Some(device) = devices.values_mut().find(|d| d.user_code == code) else {
+        return reply("404 Not Found", &json!({"error": "no such code"}));
+    };
+    device.approval = approval;
+    reply("200 OK", &json!({"ok": true}))
+}
+
+fn device_poll(state: &State, device_code: &str) -> Response {
+    let mut devices = state.devices.lock().unwrap();
+    let Some(device) = devices.get_mut(device_code) else {
+        return oauth_error("400 Bad Request", "invalid_grant", "unknown device_code");
+    };
+    let now = Instant::now();
+    let early = device
+        .last_poll
+        .is_some_and(|last| now.duration_since(last) < device.interval);
+    device.last_poll = Some(now);
+    device.polls += 1;
+    if early || (state.mode == "slow-down" && device.polls == 1) {
+        if early {
+            state.log("device poll too early".into());
+        }
+        state.log("device slow_down".into());
+        device.interval += Duration::from_secs(5);
+        return oauth_error("400 Bad Request", "slow_down", "poll less often");
+    }
+    match device.approval {
+        Approval::Pending => oauth_error("400 Bad Request", "authorization_pending", "not yet"),
+        Approval::Denied => oauth_error("400 Bad Request", "access_denied", "the person said no"),
+        Approval::Expired => oauth_error("400 Bad Request", "expired_token", "too late"),
+        Approval::Approved => {
+            let scopes = device.scopes.clone();
+            drop(devices);
+            state.log("token grant=device_code".into());
+            reply("200 OK", &state.issue(scopes))
+        }
     }
 }
 

@@ -346,3 +346,33 @@ fn every_client_scenario_of_both_requirement_sets_passes_with_mcp_cli_as_the_cli
         table.join("\n")
     );
 }
+
+/// Extension scenarios outside the frozen sets, run by name: machine clients (the
+/// `client_credentials` grant with a secret sent by HTTP Basic, and with a private-key JWT).
+const CLIENT_CREDENTIALS: [&str; 2] = [
+    "auth/client-credentials-basic",
+    "auth/client-credentials-jwt",
+];
+
+#[test]
+fn the_client_credentials_extension_scenarios_pass_with_mcp_cli_as_the_client() {
+    let Some(node) = mcp_tests::node22() else {
+        return;
+    };
+    let scratch = Scratch::new("conformance-client-credentials");
+    cli_binary();
+    let (table, failed) = run_set(
+        &node,
+        &scratch,
+        ("client-credentials", &CLIENT_CREDENTIALS),
+        &VERSIONS,
+        None,
+    );
+    eprintln!("{}", table.join("\n"));
+    assert!(
+        failed.is_empty(),
+        "failing scenarios:\n{}\n{}",
+        failed.join("\n"),
+        table.join("\n")
+    );
+}

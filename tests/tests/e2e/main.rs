@@ -88,6 +88,10 @@ mod http;
 /// OAuth for remote servers: `mcp_cli::auth` against `mcp-oauth-fixture` over real HTTP.
 mod oauth;
 
+/// OAuth for real use through the `mcp-cli` binary: the keychain (a private gnome-keyring),
+/// one refresh across processes, headless logins, stored-auth-only, machine clients.
+mod oauth_real;
+
 /// The official conformance suite's client scenarios with `mcp-cli --http` as the client.
 mod conformance;
 

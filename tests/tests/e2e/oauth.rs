@@ -17,9 +17,9 @@ use crate::support::{Scratch, bounded, text};
 const OAUTH_FIXTURE: &str = env!("CARGO_BIN_EXE_mcp-oauth-fixture");
 
 /// The fixture, killed when the test ends however it ends.
-struct Fixture {
+pub(crate) struct Fixture {
     child: Child,
-    url: String,
+    pub(crate) url: String,
     log: std::path::PathBuf,
 }
 
@@ -31,7 +31,7 @@ impl Drop for Fixture {
 }
 
 impl Fixture {
-    fn start(mode: &str, scratch: &Scratch) -> Self {
+    pub(crate) fn start(mode: &str, scratch: &Scratch) -> Self {
         let log = scratch.0.join("fixture.log");
         let mut child = Command::new(OAUTH_FIXTURE)
             .arg(mode)
@@ -53,7 +53,7 @@ impl Fixture {
     }
 
     /// The fixture's log lines that start with `prefix`.
-    fn seen(&self, prefix: &str) -> Vec<String> {
+    pub(crate) fn seen(&self, prefix: &str) -> Vec<String> {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
         (text.lines())
             .filter(|line| line.starts_with(prefix))
@@ -66,6 +66,8 @@ fn settings(dir: &Path, login: Login) -> Settings {
     Settings {
         login,
         dir: dir.join("auth"),
+        // Never a developer's own keychain.
+        token_store: auth::TokenStore::File,
         timeout: Duration::from_secs(10),
         login_timeout: Duration::from_secs(30),
         browser: None,
@@ -116,7 +118,8 @@ fn an_unattended_login_is_used_and_kept_for_the_next_run() {
         "{authorize:?}"
     );
     assert_eq!(fixture.seen("register").len(), 1);
-    assert!(auth::has_token(&scratch.0.join("auth"), "fx", &fixture.url));
+    let kept = settings(&scratch.0, Login::Never);
+    assert!(auth::has_token(&kept, "fx", &fixture.url));
     let file = scratch.0.join("auth/fx.json");
     let mode =
         std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&file).unwrap().permissions());
@@ -207,7 +210,7 @@ fn a_refused_refresh_means_a_new_login() {
     });
     assert!(matches!(error, Error::Unauthorized { .. }), "{error:?}");
     assert!(!auth::has_token(
-        &scratch.0.join("auth"),
+        &settings(&scratch.0, Login::Never),
         "fx",
         &fixture.url
     ));
@@ -269,17 +272,17 @@ fn auth_login_goes_through_the_browser_and_reset_forgets() {
     let mut settings = settings(&scratch.0, Login::Browser);
     // The stand-in browser follows the authorization server's redirect to our loopback.
     settings.browser = Some(format!("{OAUTH_FIXTURE} browse"));
-    let dir = settings.dir.clone();
+    let kept = settings.clone();
     bounded(auth::login("fx", &fixture.url, settings)).unwrap();
-    assert!(auth::has_token(&dir, "fx", &fixture.url));
+    assert!(auth::has_token(&kept, "fx", &fixture.url));
     assert_eq!(fixture.seen("authorize").len(), 1);
-    assert!(auth::reset(&dir, "fx").unwrap());
-    assert!(!auth::has_token(&dir, "fx", &fixture.url));
-    assert!(!auth::reset(&dir, "fx").unwrap());
+    assert!(auth::reset(&kept, "fx", &fixture.url).unwrap());
+    assert!(!auth::has_token(&kept, "fx", &fixture.url));
+    assert!(!auth::reset(&kept, "fx", &fixture.url).unwrap());
 }
 
 /// A project config naming the fixture as server `fx`.
-fn configure(scratch: &Scratch, fixture: &Fixture) {
+pub(crate) fn configure(scratch: &Scratch, fixture: &Fixture) {
     scratch.write(
         ".mcp-cli.toml",
         &format!("[mcp.fx]\nurl = \"{}\"\n", fixture.url),

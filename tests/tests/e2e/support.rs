@@ -138,6 +138,8 @@ impl Scratch {
             .env("XDG_STATE_HOME", self.0.join("state"))
             .env("XDG_CONFIG_HOME", self.0.join("config-home"))
             .env("MCP_CLI_NPM_PREFIX", self.0.join("no-npm"))
+            // Logins go to a file in the scratch folder, never a developer's own keychain.
+            .env("MCP_CLI_TOKEN_STORE", "file")
             .env_remove("MCP_CLI_CONFIG")
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())

@@ -1,0 +1,64 @@
+//! The OS keychain through the `keyring` crate: the Secret Service on Linux (over D-Bus),
+//! Keychain on macOS, the Credential Manager on Windows. One entry per MCP server URL, its
+//! secret the whole stored [`Record`] as JSON.
+
+use super::store::Record;
+
+/// The service name our entries are filed under.
+const SERVICE: &str = "mcp-cli oauth";
+
+/// Why the keychain could not be used.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Unavailable(pub(crate) String);
+
+fn unavailable(error: keyring::Error) -> Unavailable {
+    Unavailable(describe(&error))
+}
+
+fn describe(error: &keyring::Error) -> String {
+    match error {
+        keyring::Error::NoDefaultStore => {
+            "no keychain answers (on Linux: no Secret Service on the D-Bus session bus)".into()
+        }
+        error => error.to_string(),
+    }
+}
+
+/// Whether a keychain answers at all (it is connected to once per process).
+pub(crate) fn available() -> Result<(), Unavailable> {
+    let status = keyring::Entry::store_status().as_ref();
+    status
+        .map_err(|error| Unavailable(describe(error)))
+        .copied()
+}
+
+fn entry(server_url: &str) -> Result<keyring::Entry, Unavailable> {
+    available()?;
+    keyring::Entry::new(SERVICE, server_url).map_err(unavailable)
+}
+
+/// The record kept for `server_url`; `Ok(None)` when there is none (or it is unreadable: the
+/// next login rewrites it).
+pub(crate) fn load(server_url: &str) -> Result<Option<Record>, Unavailable> {
+    match entry(server_url)?.get_secret() {
+        Ok(bytes) => Ok(serde_json::from_slice(&bytes).ok()),
+        Err(keyring::Error::NoEntry) => Ok(None),
+        Err(error) => Err(unavailable(error)),
+    }
+}
+
+pub(crate) fn save(record: &Record) -> Result<(), Unavailable> {
+    let text = serde_json::to_vec(record).map_err(|error| Unavailable(error.to_string()))?;
+    entry(&record.server_url)?
+        .set_secret(&text)
+        .map_err(unavailable)
+}
+
+/// Deletes the entry; whether there was one.
+pub(crate) fn remove(server_url: &str) -> Result<bool, Unavailable> {
+    match entry(server_url)?.delete_credential() {
+        Ok(()) => Ok(true),
+        Err(keyring::Error::NoEntry) => Ok(false),
+        Err(error) => Err(unavailable(error)),
+    }
+}
