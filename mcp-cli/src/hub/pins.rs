@@ -125,6 +125,9 @@ struct Observed {
     matched: BTreeMap<String, Tool>,
 }
 
+/// How many times new tools are pinned when other processes keep writing the file meanwhile.
+const PIN_ATTEMPTS: usize = 5;
+
 impl Pins {
     /// Pins kept in `dir`; `None` pins nothing.
     pub(crate) fn new(dir: Option<PathBuf>) -> Pins {
@@ -151,7 +154,8 @@ impl Pins {
         if self.lock().get(server).is_some_and(unchanged) {
             return;
         }
-        let read = read_digests(&path).and_then(|digests| {
+        let pin = || {
+            let digests = read_digests(&path)?;
             if all_pinned(&digests) {
                 return Ok(digests);
             }
@@ -164,7 +168,16 @@ impl Pins {
             }
             write_pins(&path, &original, &file)?;
             Ok(Digests::from(&file))
-        });
+        };
+        // A write refused because another process wrote the file since it was read (many
+        // first calls at once, each pinning the same tools) is tried again on what it wrote.
+        let mut read = pin();
+        for _ in 1..PIN_ATTEMPTS {
+            if read.is_ok() || stamp(&path) == before {
+                break;
+            }
+            read = pin();
+        }
         let observed = Observed {
             stamp: stamp(&path),
             read,

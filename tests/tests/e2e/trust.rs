@@ -135,6 +135,36 @@ fn new_tools_are_pinned_and_pinning_can_be_turned_off() {
     );
 }
 
+#[test]
+fn many_first_calls_at_once_all_pin_and_succeed() {
+    let scratch = Scratch::new("pin-race");
+    let config = scratch.write(
+        "config.toml",
+        &format!("[mcp.fx]\ncommand = {FIXTURE:?}\nargs = [\"good\"]\n"),
+    );
+    let config = config.display().to_string();
+    // Each process sees the tools for the first time and pins them: their writes cross.
+    let runs: Vec<_> = std::thread::scope(|threads| {
+        let calls: Vec<_> = (0..12)
+            .map(|i| {
+                let (scratch, config) = (&scratch, &config);
+                threads.spawn(move || {
+                    let text = format!("text={i}");
+                    scratch.cli(&["--config", config, "call", "fx", "echo", &text])
+                })
+            })
+            .collect();
+        calls.into_iter().map(|call| call.join().unwrap()).collect()
+    });
+    for (i, run) in runs.iter().enumerate() {
+        assert_eq!(run.code, 0, "{run:?}");
+        assert_eq!(run.stdout.trim(), i.to_string(), "{run:?}");
+    }
+    let pins = std::fs::read_to_string(scratch.0.join("state/mcp-cli/pins/fx.json")).unwrap();
+    let pins: serde_json::Value = serde_json::from_str(&pins).unwrap();
+    assert!(pins["tools"]["echo"].is_object(), "{pins}");
+}
+
 /// A config with `command` and `args` as `fx`, confined by `permissions` (a TOML inline table,
 /// or nothing).
 fn sandboxed(scratch: &Scratch, command: &str, args: &[&str], permissions: &str) -> String {
