@@ -158,6 +158,7 @@ impl From<HubError> for Failure {
             }
             | HubError::WrongProtocol { .. }
             | HubError::ShuttingDown { .. } => Self::new(Exit::Server, error.to_string()),
+            HubError::OutputMismatch { .. } => Self::new(Exit::ToolError, error.to_string()),
             HubError::UnknownServer { .. }
             | HubError::AmbiguousServer { .. }
             | HubError::Unavailable { .. }

@@ -1,7 +1,7 @@
 //! Where the program keeps what outlives a run, named in one place: the state folder
 //! (`$XDG_STATE_HOME/mcp-cli`, default `~/.local/state/mcp-cli`) with the servers' logs, the
-//! tool pins, the OAuth tokens, the servers' protocol eras, the catalogue of their listings and
-//! the daemons' own logs; and the
+//! tool pins, the OAuth tokens, the servers' protocol eras, the catalogue of their listings,
+//! results too large to print, and the daemons' own logs; and the
 //! per-user runtime folder that holds the daemons' sockets.
 
 use std::path::PathBuf;
@@ -49,6 +49,11 @@ impl Folder {
     /// Each server's listings as last listed (the catalogue on disk), one file per server.
     pub fn catalogue(&self) -> PathBuf {
         self.root.join("catalogue")
+    }
+
+    /// Tool results too large to print (or to hand a gateway's host) whole, one file each.
+    pub fn results(&self) -> PathBuf {
+        self.root.join("results")
     }
 
     /// The bearer token `serve --listen` requires of its hosts.

@@ -55,6 +55,7 @@ pub struct Call<'a> {
     timeout: Option<Duration>,
     meta: Map<String, Value>,
     on_progress: Option<OnProgress<'a>>,
+    validate_output: bool,
 }
 
 impl std::fmt::Debug for Call<'_> {
@@ -65,6 +66,7 @@ impl std::fmt::Debug for Call<'_> {
             .field("timeout", &self.timeout)
             .field("meta", &self.meta)
             .field("on_progress", &self.on_progress.is_some())
+            .field("validate_output", &self.validate_output)
             .finish()
     }
 }
@@ -86,6 +88,14 @@ impl<'a> Call<'a> {
     /// the era's) win over these.
     pub fn meta(mut self, meta: Map<String, Value>) -> Self {
         self.meta = meta;
+        self
+    }
+
+    /// Whether the result's `structuredContent` is checked against the tool's
+    /// `outputSchema` (the default, unless the server's config says `validate_output =
+    /// false`); `false` (the CLI's `--no-validate`) returns it unchecked.
+    pub fn validate_output(mut self, validate: bool) -> Self {
+        self.validate_output = validate;
         self
     }
 
@@ -133,7 +143,10 @@ impl Hub {
     /// Returns the result object as the server sent it (decode it with
     /// [`CallToolResult::from_value`](crate::CallToolResult::from_value)); a result with
     /// `isError` is still `Ok`. A JSON-RPC error from the server is
-    /// [`HubError::Server`], its code one call away ([`HubError::rpc_code`]).
+    /// [`HubError::Server`], its code one call away ([`HubError::rpc_code`]). A result whose
+    /// `structuredContent` does not match the tool's `outputSchema` is
+    /// [`HubError::OutputMismatch`], which holds the result and the first failing path
+    /// ([`Call::validate_output`] and the server's `validate_output` turn the check off).
     pub fn call<'a>(&'a self, tool: impl Into<ToolRef<'a>>, arguments: Value) -> Call<'a> {
         Call {
             hub: self,
@@ -142,6 +155,7 @@ impl Hub {
             timeout: None,
             meta: Map::new(),
             on_progress: None,
+            validate_output: true,
         }
     }
 }
@@ -155,6 +169,7 @@ impl Call<'_> {
             timeout,
             meta,
             on_progress,
+            validate_output,
         } = self;
         let on_progress = |progress| {
             if let Some(on_progress) = &on_progress {
@@ -197,9 +212,23 @@ impl Call<'_> {
                 on_progress(progress);
             }
         }
-        result.map_err(|error| HubError::Server {
+        let result = result.map_err(|error| HubError::Server {
             server: tool.server.clone(),
             error,
-        })
+        })?;
+        let validate = validate_output && slot.spec().is_ok_and(|spec| spec.validate_output);
+        let listing = slot.client_tools();
+        let mismatch = validate
+            .then(|| (hub.inner.validators).check(&tool.server, listing, &tool.tool, &result))
+            .flatten();
+        match mismatch {
+            Some(mismatch) => Err(HubError::OutputMismatch {
+                server: tool.server.clone(),
+                tool: tool.name.clone(),
+                mismatch,
+                result: Box::new(result),
+            }),
+            None => Ok(result),
+        }
     }
 }

@@ -271,7 +271,8 @@ impl Daemon {
             hub: self.hub.clone(),
             json: cli.json,
             state: self.state.clone(),
-            out: Stdout::capturing(),
+            // `call` limits what it prints by where the caller's output goes.
+            out: Stdout::capturing_for(params["terminal"] == true),
             configs: cli.configs,
             // The daemon's own, which the commands it runs only talk to servers about.
             files: self.seen().watch.files().clone(),
