@@ -200,7 +200,7 @@ pub(crate) fn write(
     Ok(path)
 }
 
-/// `<seconds since 1970>-<label>-<16 hex digits>.<ext>`: sorted by time, saying whose
+/// `<seconds since 1970>-<label>-<32 hex digits>.<ext>`: sorted by time, saying whose
 /// result it is, and not to be guessed (a gateway's hosts read theirs by this name).
 fn file_name(label: &str, ext: &str) -> String {
     let seconds = (SystemTime::now().duration_since(SystemTime::UNIX_EPOCH))
@@ -218,15 +218,21 @@ fn file_name(label: &str, ext: &str) -> String {
     format!("{seconds}-{label}-{}.{ext}", random_hex())
 }
 
-/// 8 random bytes as hex; from the clock and the pid if the system has no random source.
+/// 16 random bytes as hex; from the clock and the pid if the system has no random source.
 fn random_hex() -> String {
-    let mut bytes = [0u8; 8];
+    let mut bytes = [0u8; 16];
     if getrandom::getrandom(&mut bytes).is_err() {
         let nanos = (SystemTime::now().duration_since(SystemTime::UNIX_EPOCH))
             .map_or(0, |elapsed| elapsed.as_nanos());
-        bytes = (nanos as u64 ^ u64::from(std::process::id())).to_le_bytes();
+        bytes = (nanos ^ u128::from(std::process::id())).to_le_bytes();
     }
     bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// Whether `name` is one [`write`] could have made: what a gateway's host may ask to read.
+pub(crate) fn is_result_name(name: &str) -> bool {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
+    !name.is_empty() && !name.starts_with('.') && !name.contains("..") && name.chars().all(allowed)
 }
 
 /// Keeps the newest results within [`KEEP_FILES`] and [`KEEP_BYTES`] (and always `newest`),
@@ -331,6 +337,8 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let mode = fs::metadata(last).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
+        assert!(is_result_name(&last.file_name().unwrap().to_string_lossy()));
+        assert!(!is_result_name("../config.toml") && !is_result_name(".hidden"));
         let left = fs::read_dir(&dir).unwrap().count();
         assert_eq!(left, KEEP_FILES);
         assert!(!paths[0].exists() && !paths[1].exists());

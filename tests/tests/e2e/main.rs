@@ -100,3 +100,11 @@ mod gateway_stateless;
 /// `mcp-cli serve --listen` over Streamable HTTP: both eras, many hosts, the token, the
 /// Host/Origin checks, bounds, a host hanging up, SIGTERM.
 mod gateway_listen;
+
+/// Results too large to print: `call --max-output`, `max_result_bytes`, and the gateway's cut
+/// to a host's `maxResultSizeChars` with the whole readable as a resource.
+mod large;
+
+/// Output schemas: `structuredContent` checked against the tool's `outputSchema` by `call` and
+/// the gateway, the fixture's lying tool caught, the reference servers' tools clean.
+mod output_schema;

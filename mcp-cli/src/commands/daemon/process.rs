@@ -234,6 +234,7 @@ impl Daemon {
                         call_timeout: None,
                         extension: Some(daemon.clone()),
                         executor: daemon.executor.clone(),
+                        results: daemon.state.results(),
                     });
                     gateway.serve(host, None).await;
                 }
