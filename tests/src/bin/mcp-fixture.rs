@@ -1025,7 +1025,7 @@ mod output_schema {
         match i % 4 {
             0 => ("integer", json!(i)),
             1 => ("string", json!(format!("value {i}"))),
-            2 => ("boolean", json!(i % 3 == 0)),
+            2 => ("boolean", json!(i.is_multiple_of(3))),
             _ => ("number", json!(i as f64 + 0.5)),
         }
     }
