@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 
 mod decode;
 mod eras;
+mod schema;
 
 use decode::{CoreDecoder, Feed, core_decoding, megabytes, recorded_stream};
 
@@ -44,7 +45,7 @@ fn main() {
     }
 }
 
-const SECTIONS: [&str; 8] = [
+const SECTIONS: [&str; 9] = [
     "echo",
     "pipelined",
     "blob",
@@ -53,12 +54,14 @@ const SECTIONS: [&str; 8] = [
     "daemon",
     "encode",
     "eras",
+    "schema",
 ];
 
 const USAGE: &str = "usage: mcp-bench [SECTION...]\n\
     Runs the named sections (all of them when none is named): \
     echo, pipelined, blob, decode, cold, daemon (the client against the floor), \
-    encode, eras (the stateless era against the handshake era).";
+    encode, eras (the stateless era against the handshake era), \
+    schema (calls with the outputSchema check against calls without).";
 
 fn run_all(sections: &[String]) {
     // Only the sections asked for run: a change to the decoder need not wait for the daemon rows.
@@ -187,6 +190,13 @@ fn run_all(sections: &[String]) {
         if wants("eras") {
             eras::end_to_end_rows(&bins, &mut table);
         }
+        table.print();
+    }
+
+    if wants("schema") {
+        println!("\nthe outputSchema check against none, medians (min-max)\n");
+        let mut table = Table::new(["checked", "unchecked", "checked/unchecked"]);
+        schema::rows(&bins, &mut table);
         table.print();
     }
 }
