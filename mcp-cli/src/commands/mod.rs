@@ -5,6 +5,7 @@
 mod add;
 mod auth;
 mod call;
+mod call_result;
 mod completions;
 mod daemon;
 mod enable;
