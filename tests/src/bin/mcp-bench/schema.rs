@@ -8,12 +8,13 @@ use mcp_cli::config::{Command, Config};
 use mcp_cli::hub::{Hub, Settings, ToolEntry};
 use serde_json::json;
 
-use crate::{Bins, REPETITIONS, Table, percentile};
+use crate::{Bins, REPETITIONS, Table, percentile, process_cpu};
 
 /// Calls per measurement.
 const CALLS: usize = 1000;
 
-/// One row: the median per-call latency with the check against without it.
+/// Two rows: the median per-call latency, and the CPU per call of this process (the hub's
+/// thread included, where the check runs), with the check against without it.
 pub(crate) fn rows(bins: &Bins, table: &mut Table) {
     let mut config = Config::default();
     let fixture = Command::new(bins.fixture.to_str().unwrap()).args(["output-schema"]);
@@ -33,21 +34,25 @@ pub(crate) fn rows(bins: &Bins, table: &mut Table) {
         hub.shutdown().await;
         (checked, unchecked)
     });
-    table.row_latency(
-        "call of a 100-field structured result, median latency",
-        &checked,
-        &unchecked,
-    );
+    let latency = |runs: &[(f64, f64)]| runs.iter().map(|run| run.0).collect::<Vec<_>>();
+    let cpu = |runs: &[(f64, f64)]| runs.iter().map(|run| run.1).collect::<Vec<_>>();
+    let name = "call of a 100-field structured result, median latency";
+    table.row_latency(name, &latency(&checked), &latency(&unchecked));
+    let name = "call of a 100-field structured result, CPU per call";
+    table.row_latency(name, &cpu(&checked), &cpu(&unchecked));
 }
 
-/// The median latency of `count` sequential calls of `tool`, checked or not.
-async fn calls(hub: &Hub, tool: &ToolEntry, validate: bool, count: usize) -> f64 {
+/// The median latency of `count` sequential calls of `tool`, checked or not, and the CPU
+/// this process spent per call.
+async fn calls(hub: &Hub, tool: &ToolEntry, validate: bool, count: usize) -> (f64, f64) {
     let mut latencies = Vec::with_capacity(count);
+    let cpu = process_cpu();
     for _ in 0..count {
         let started = Instant::now();
         let result = hub.call(tool, json!({})).validate_output(validate).await;
         latencies.push(started.elapsed().as_secs_f64());
         assert_eq!(result.unwrap()["structuredContent"]["f0"], 0);
     }
-    percentile(&mut latencies, 0.5)
+    let cpu = (process_cpu() - cpu) / count as f64;
+    (percentile(&mut latencies, 0.5), cpu)
 }
