@@ -71,6 +71,21 @@ pub(crate) struct Cli {
     pub(crate) command: Command,
 }
 
+/// How `call` shows and checks a result.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub(crate) struct CallOutput {
+    /// Past this many bytes of output (65536, 64K, 1M), the whole result is written to a file
+    /// in the state folder and only its first part printed, with the file's path; `none`
+    /// prints everything. Default: the server's max_result_bytes, else 64K on a terminal and
+    /// no limit into a pipe or a file.
+    #[arg(long, value_name = "BYTES", value_parser = crate::spill::parse_max_output)]
+    pub(crate) max_output: Option<crate::spill::MaxOutput>,
+    /// Do not check the result's structuredContent against the tool's outputSchema (a
+    /// mismatch is otherwise reported on stderr, with exit code 1).
+    #[arg(long)]
+    pub(crate) no_validate: bool,
+}
+
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
     /// Print a completion script: `source <(mcp-cli completions bash)`; server names complete
@@ -98,6 +113,8 @@ pub(crate) enum Command {
         /// (--json: the whole task) and exit 0; `tasks wait SERVER ID` gets the result.
         #[arg(long = "async")]
         detach: bool,
+        #[command(flatten)]
+        output: CallOutput,
     },
     /// The tasks servers run in the background for calls, as kept in the state folder:
     /// `tasks [SERVER]` lists them with their last status; `tasks get|wait|cancel SERVER ID`.

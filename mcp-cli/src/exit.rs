@@ -165,6 +165,7 @@ impl From<HubError> for Failure {
             HubError::TaskFailed { .. } => Self::new(Exit::ToolError, error.to_string()),
             HubError::TaskCancelled { .. } => Self::new(Exit::Cancelled, error.to_string()),
             HubError::TaskWaitTimedOut { .. } => Self::new(Exit::Timeout, error.to_string()),
+            HubError::OutputMismatch { .. } => Self::new(Exit::ToolError, error.to_string()),
             HubError::UnknownServer { .. }
             | HubError::AmbiguousServer { .. }
             | HubError::Unavailable { .. }

@@ -49,15 +49,30 @@ pub(crate) fn replace<E>(
     mode: u32,
     ready: impl FnOnce() -> Result<(), E>,
 ) -> Result<(), ReplaceError<E>> {
+    replace_with(path, mode, |file| file.write_all(bytes), ready)
+}
+
+/// [`replace`] with the contents written by `write`, through a buffer, as they are made: a
+/// large file (a spilled tool result) is never held whole in memory.
+pub(crate) fn replace_with<E>(
+    path: &Path,
+    mode: u32,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+    ready: impl FnOnce() -> Result<(), E>,
+) -> Result<(), ReplaceError<E>> {
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     let temporary = path.with_file_name(format!(".{name}.mcp-cli-{}.tmp", std::process::id()));
     let written = (|| {
-        let mut file = OpenOptions::new()
+        let file = OpenOptions::new()
             .write(true)
             .create_new(true)
             .mode(mode)
             .open(&temporary)?;
-        file.write_all(bytes)?;
+        let mut buffered = io::BufWriter::with_capacity(64 * 1024, file);
+        write(&mut buffered)?;
+        let file = buffered
+            .into_inner()
+            .map_err(io::IntoInnerError::into_error)?;
         // The umask may have narrowed the mode asked for at creation.
         file.set_permissions(fs::Permissions::from_mode(mode))?;
         file.sync_all()

@@ -48,6 +48,8 @@ mod run;
 pub mod scan;
 pub mod search;
 #[cfg(feature = "cli")]
+mod spill;
+#[cfg(feature = "cli")]
 mod spinner;
 pub mod state;
 

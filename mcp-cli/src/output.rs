@@ -11,12 +11,58 @@ use serde_json::Value;
 /// structured content as JSON when there is no text at all. Each is printed with a newline
 /// after it, so a text that already ends in one comes back without it: text prints as it is.
 pub fn render_call(result: &CallToolResult) -> Vec<String> {
-    let mut lines: Vec<String> = result.content.iter().map(render_content).collect();
-    let has_text = (result.content.iter()).any(|item| matches!(item, Content::Text { .. }));
-    if !has_text && let Some(structured) = &result.structured_content {
-        lines.push(pretty(structured));
+    call_pieces(result).map(Piece::into_string).collect()
+}
+
+/// One line of a tool result as [`render_call`] shows it, borrowed from the result where it
+/// can be: a large result is measured, printed and written out without a second copy.
+#[derive(Debug)]
+pub enum Piece<'a> {
+    /// Text, without its final newline.
+    Text(Cow<'a, str>),
+    /// Structured content, printed pretty.
+    Json(&'a Value),
+}
+
+impl Piece<'_> {
+    /// The line as text, borrowed where it can be.
+    pub fn text(&self) -> Cow<'_, str> {
+        match self {
+            Piece::Text(text) => Cow::Borrowed(text),
+            Piece::Json(value) => Cow::Owned(pretty(value)),
+        }
     }
-    lines
+
+    /// The line as owned text.
+    pub fn into_string(self) -> String {
+        match self {
+            Piece::Text(text) => text.into_owned(),
+            Piece::Json(value) => pretty(value),
+        }
+    }
+
+    /// Writes the line and its newline to `out`, as it is made.
+    pub fn write_line(&self, out: &mut dyn Write) -> io::Result<()> {
+        match self {
+            Piece::Text(text) => out.write_all(text.as_bytes())?,
+            Piece::Json(value) => serde_json::to_writer_pretty(&mut *out, value)?,
+        }
+        out.write_all(b"\n")
+    }
+}
+
+/// The lines of [`render_call`], as [`Piece`]s.
+pub fn call_pieces(result: &CallToolResult) -> impl Iterator<Item = Piece<'_>> {
+    let items = result.content.iter().map(|item| match item {
+        Content::Text { text }
+        | Content::Resource {
+            text: Some(text), ..
+        } => Piece::Text(Cow::Borrowed(text.strip_suffix('\n').unwrap_or(text))),
+        other => Piece::Text(Cow::Owned(render_content(other))),
+    });
+    let has_text = (result.content.iter()).any(|item| matches!(item, Content::Text { .. }));
+    let structured = result.structured_content.as_ref().filter(|_| !has_text);
+    items.chain(structured.map(Piece::Json))
 }
 
 /// One content item as a line: its text, or a placeholder.
@@ -160,6 +206,21 @@ impl Stdout {
             } else {
                 self.line(&line.text);
             }
+        }
+    }
+
+    /// Whether what is printed reaches a terminal (for a capturing one in the daemon, the
+    /// terminal of the command line it prints for).
+    pub fn is_terminal(&self) -> bool {
+        self.terminal
+    }
+
+    /// A capturing one ([`capturing`](Self::capturing)) for a command line whose output is
+    /// a terminal or not: what it prints is kept as it is either way.
+    pub fn capturing_for(terminal: bool) -> Self {
+        Self {
+            terminal,
+            ..Self::capturing()
         }
     }
 

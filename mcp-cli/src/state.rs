@@ -1,7 +1,7 @@
 //! Where the program keeps what outlives a run, named in one place: the state folder
 //! (`$XDG_STATE_HOME/mcp-cli`, default `~/.local/state/mcp-cli`) with the servers' logs, the
 //! tool pins, the OAuth tokens, the servers' protocol eras, the catalogue of their listings, the
-//! records of their tasks and the daemons' own logs; and the
+//! records of their tasks, results too large to print, and the daemons' own logs; and the
 //! per-user runtime folder that holds the daemons' sockets.
 
 use std::path::PathBuf;
@@ -54,6 +54,11 @@ impl Folder {
     /// The tasks servers run for calls, one record each.
     pub fn tasks(&self) -> PathBuf {
         self.root.join("tasks")
+    }
+
+    /// Tool results too large to print (or to hand a gateway's host) whole, one file each.
+    pub fn results(&self) -> PathBuf {
+        self.root.join("results")
     }
 
     /// The bearer token `serve --listen` requires of its hosts.

@@ -2,14 +2,15 @@
 
 use std::io::Read;
 
-use mcp_smol::proto::{CallToolResult, Progress, Task};
+use mcp_smol::proto::{Progress, Task};
 use serde_json::{Value, json};
 
-use crate::commands::{Context, tasks, with_raw};
+use crate::cli::CallOutput;
+use crate::commands::{Context, call_result, tasks};
 use crate::exit::{Exit, Failure};
 use crate::hub::Started;
 use crate::spinner::Spinner;
-use crate::{arguments, names, output};
+use crate::{arguments, names};
 
 pub(crate) async fn run(
     ctx: &mut Context,
@@ -17,6 +18,7 @@ pub(crate) async fn run(
     rest: &[String],
     args_json: Option<&str>,
     detach: bool,
+    options: &CallOutput,
 ) -> Result<Exit, Failure> {
     let (server, tool, pairs) = split_target(ctx, target, rest)?;
     let base = match args_json {
@@ -46,7 +48,8 @@ pub(crate) async fn run(
         .call(&tool, Value::Object(arguments))
         .timeout(ctx.call_timeout)
         .on_progress(show_progress)
-        .on_task(show_task);
+        .on_task(show_task)
+        .validate_output(!options.no_validate);
     if detach {
         call = call.detach();
     }
@@ -67,36 +70,7 @@ pub(crate) async fn run(
     };
     // Shown before the servers are closed: one that outlives its stdin would otherwise hold
     // the answer back for the grace and SIGTERM periods.
-    let decoded = called
-        .map_err(|error| Failure::of_call(&tool.name, error))
-        .and_then(|raw| with_raw::<CallToolResult>(&server, "tools/call", raw));
-    Ok(match decoded {
-        Ok((result, raw)) => show(ctx, &result, &raw),
-        Err(failure) => {
-            ctx.report(&failure);
-            failure.exit
-        }
-    })
-}
-
-/// Prints a call's result (as `tasks wait` does a task's), and the exit code it earns.
-pub(crate) fn show(ctx: &mut Context, result: &CallToolResult, raw: &Value) -> Exit {
-    if ctx.json {
-        ctx.out.line(&raw.to_string());
-    } else if result.is_error {
-        for line in output::render_call(result) {
-            ctx.out.diagnostic(&line);
-        }
-    } else {
-        for line in output::render_call(result) {
-            ctx.out.line(&line);
-        }
-    }
-    if result.is_error {
-        Exit::ToolError
-    } else {
-        Exit::Success
-    }
+    Ok(call_result::show(ctx, &server, &tool.name, called, options))
 }
 
 /// `SERVER TOOL args...`, or `SERVER__TOOL args...` / `SERVER.TOOL args...`.

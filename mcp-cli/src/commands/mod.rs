@@ -5,6 +5,7 @@
 mod add;
 mod auth;
 pub(crate) mod call;
+mod call_result;
 mod completions;
 mod daemon;
 mod enable;
@@ -156,7 +157,8 @@ pub(crate) async fn dispatch_warm(ctx: &mut Context, command: Command) -> Result
             rest,
             args_json,
             detach,
-        } => call::run(ctx, &server, &rest, args_json.as_deref(), detach).await,
+            output,
+        } => call::run(ctx, &server, &rest, args_json.as_deref(), detach, &output).await,
         Command::Tasks { action, server } => tasks::run(ctx, action, server.as_deref()).await,
         Command::Tools { servers, refresh } => tools::run(ctx, &servers, refresh).await,
         Command::Search { query, limit } => search::run(ctx, &query.join(" "), limit).await,

@@ -59,6 +59,7 @@ fn gateway(
         call_timeout: ctx.call_timeout,
         extension: None,
         executor: ctx.executor.clone(),
+        results: ctx.state.results(),
     });
     (hub, gateway)
 }

@@ -3,11 +3,11 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use mcp_smol::proto::{CallToolResult, Task};
+use mcp_smol::proto::Task;
 use serde_json::Value;
 
 use crate::cli::TasksAction;
-use crate::commands::{Context, with_raw};
+use crate::commands::{Context, call_result};
 use crate::exit::{Exit, Failure};
 use crate::hub::{TaskHandle, TaskRecord};
 use crate::output;
@@ -82,16 +82,9 @@ async fn wait(ctx: &mut Context, server: &str, id: &str) -> Result<Exit, Failure
         })
         .await;
     drop(spinner);
-    let shown = waited
-        .map_err(Failure::from)
-        .and_then(|raw| with_raw::<CallToolResult>(&server, "tasks/result", raw));
-    Ok(match shown {
-        Ok((result, raw)) => crate::commands::call::show(ctx, &result, &raw),
-        Err(failure) => {
-            ctx.report(&failure);
-            failure.exit
-        }
-    })
+    // Shown as a call's result is, past the output limit in a file.
+    let options = crate::cli::CallOutput::default();
+    Ok(call_result::show(ctx, &server, id, waited, &options))
 }
 
 async fn cancel(ctx: &mut Context, server: &str, id: &str) -> Result<Exit, Failure> {

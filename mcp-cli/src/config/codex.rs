@@ -8,7 +8,7 @@ use serde::Deserialize;
 
 use super::expand::{RawServer, RawServers};
 use super::policy::{Glob, ToolFilter};
-use super::units::{milliseconds, protocol, seconds};
+use super::units::{bytes, milliseconds, protocol, seconds};
 
 /// Unknown keys are skipped: Codex has more than this reader needs (`tools`, `env_vars`, ...).
 #[derive(Deserialize)]
@@ -39,6 +39,11 @@ pub(super) struct CodexServer {
     /// Ours, not Codex's (which ignores keys it does not know): the revision to speak.
     #[serde(default, deserialize_with = "protocol")]
     protocol: Option<Protocol>,
+    /// Ours too: what `call` prints before it writes the result to a file.
+    #[serde(default, deserialize_with = "bytes")]
+    max_result_bytes: Option<u64>,
+    /// Ours too: `false` turns the outputSchema check off.
+    validate_output: Option<bool>,
 }
 
 pub(super) fn servers(table: BTreeMap<String, CodexServer>) -> RawServers {
@@ -64,6 +69,8 @@ pub(super) fn servers(table: BTreeMap<String, CodexServer>) -> RawServers {
             disabled: s.disabled_tools,
         },
         protocol: s.protocol.unwrap_or_default(),
+        max_result_bytes: s.max_result_bytes,
+        validate_output: s.validate_output,
         ..RawServer::default()
     };
     table.into_iter().map(|(name, s)| (name, raw(s))).collect()

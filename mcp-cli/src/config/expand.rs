@@ -43,6 +43,10 @@ pub(super) struct RawServer {
     pub handshake_timeout: Option<Duration>,
     pub call_timeout: Option<Duration>,
     pub max_message_len: Option<usize>,
+    /// `max_result_bytes` (`maxResultBytes` in JSON).
+    pub max_result_bytes: Option<u64>,
+    /// `validate_output` (`validateOutput` in JSON); `None` is the default, on.
+    pub validate_output: Option<bool>,
     pub tools: ToolFilter,
     /// Directories offered as MCP roots, relative to the file's folder.
     pub roots: Vec<String>,
@@ -166,6 +170,8 @@ pub(super) fn finish(name: &str, raw: RawServer, env: Env<'_>, base: &Path) -> E
     let (max_message_len, tools) = (raw.max_message_len, raw.tools);
     let (pin_tools, protocol) = (raw.pin_tools.unwrap_or(true), raw.protocol);
     let scan_tools = raw.scan_tools.unwrap_or(true);
+    let (max_result_bytes, validate_output) =
+        (raw.max_result_bytes, raw.validate_output.unwrap_or(true));
     let roots = raw
         .roots
         .iter()
@@ -177,6 +183,8 @@ pub(super) fn finish(name: &str, raw: RawServer, env: Env<'_>, base: &Path) -> E
         handshake_timeout,
         call_timeout,
         max_message_len,
+        max_result_bytes,
+        validate_output,
         tools,
         roots,
         pin_tools,

@@ -11,7 +11,7 @@ use serde::de::IgnoredAny;
 
 use super::expand::{RawServer, RawServers};
 use super::policy::{Glob, ToolFilter};
-use super::units::milliseconds;
+use super::units::{bytes, milliseconds};
 
 /// Strict like the native format, so that a misspelt key is an error rather than silently
 /// ignored; the keys other hosts define and this reader does not use are listed at the end.
@@ -43,6 +43,11 @@ pub(super) struct HostServer {
     exclude_tools: Vec<Glob>,
     /// Ours, as the native `scan_tools`: `false` turns the poisoning scan off.
     scan_tools: Option<bool>,
+    /// Ours, as the native `max_result_bytes`: what `call` prints before it spills to a file.
+    #[serde(default, deserialize_with = "bytes")]
+    max_result_bytes: Option<u64>,
+    /// Ours, as the native `validate_output`: `false` turns the outputSchema check off.
+    validate_output: Option<bool>,
     // Known to other hosts, not used here: Cursor and VS Code `envFile`; Gemini CLI `trust`,
     // `description`, `oauth`, `authProviderType`, `targetAudience`, `targetServiceAccount`,
     // `tcp`, `cwd`-less `httpUrl` peers; VS Code `dev`, `gallery`, `version`; Cline and Roo
@@ -122,6 +127,8 @@ pub(super) fn servers(table: BTreeMap<String, HostServer>) -> RawServers {
                 disabled: s.exclude_tools,
             },
             scan_tools: s.scan_tools,
+            max_result_bytes: s.max_result_bytes,
+            validate_output: s.validate_output,
             ..RawServer::default()
         }
     };

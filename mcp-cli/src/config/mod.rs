@@ -76,6 +76,12 @@ pub struct ServerSpec {
     pub call_timeout: Option<Duration>,
     /// Longest message accepted from this server, in bytes (`max_message_mb`); `None` = default.
     pub max_message_len: Option<usize>,
+    /// How many bytes of a call's result `call` prints before it writes the whole result to
+    /// a file instead (`max_result_bytes`); `None`: the command line's default.
+    pub max_result_bytes: Option<u64>,
+    /// Whether `structuredContent` is checked against the tool's `outputSchema`
+    /// (`validate_output`, default true).
+    pub validate_output: bool,
     /// Which of the server's own tool names may be shown and called.
     pub tools: ToolFilter,
     /// Absolute directories offered to the server as MCP roots; none declared when empty.
@@ -173,6 +179,8 @@ impl ServerSpec {
             handshake_timeout: None,
             call_timeout: None,
             max_message_len: None,
+            max_result_bytes: None,
+            validate_output: true,
             tools: ToolFilter::default(),
             roots: Vec::new(),
             pin_tools: true,

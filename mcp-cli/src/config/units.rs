@@ -69,6 +69,17 @@ pub(super) fn megabytes<'de, D: Deserializer<'de>>(
     }
 }
 
+/// `max_result_bytes`: a whole number of bytes, at least 1.
+pub(super) fn bytes<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<u64>, D::Error> {
+    match Option::<i64>::deserialize(deserializer)? {
+        None => Ok(None),
+        Some(value) if value >= 1 => Ok(Some(value.unsigned_abs())),
+        Some(value) => Err(D::Error::custom(format!(
+            "{value} is not a positive number of bytes"
+        ))),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use mcp_proto::Protocol;

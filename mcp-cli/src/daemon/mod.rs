@@ -150,7 +150,8 @@ pub(crate) async fn run_warm(
         return None;
     }
     let client = connect(&place).await?;
-    let params = json!({ "args": args, "cwd": cwd });
+    let terminal = std::io::IsTerminal::is_terminal(&std::io::stdout());
+    let params = json!({ "args": args, "cwd": cwd, "terminal": terminal });
     // No deadline of ours: the daemon's hub times every step of the run as a cold run's
     // would (handshake budgets, each call's timeout, `--timeout` among the args), and a
     // daemon that dies closes the socket, which fails the request at once.

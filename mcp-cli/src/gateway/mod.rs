@@ -11,6 +11,7 @@
 
 mod bridge;
 mod host;
+mod large;
 pub(crate) mod listen;
 mod proxy;
 mod rounds;
@@ -80,6 +81,8 @@ pub(crate) struct Gateway {
     pub(crate) extension: Option<Arc<dyn Extension>>,
     /// Runs the gateway's tasks: the hub's executor, so that a call stays on one thread.
     pub(crate) executor: Arc<async_executor::Executor<'static>>,
+    /// Where results cut to a host's `maxResultSizeChars` are kept whole, for it to read.
+    pub(crate) results: std::path::PathBuf,
 }
 
 /// How long `tools/list` waits for servers still starting, unless `MCP_CLI_LIST_WAIT_MS` says.
@@ -268,7 +271,8 @@ impl Gateway {
                 let arguments = params.get("arguments").cloned().unwrap_or(json!({}));
                 let trace = trace_context(&params);
                 let input = HostInput::of(method, Some(&params));
-                match mode {
+                let max_chars = large::requested(&params);
+                let called = match mode {
                     Mode::Tools if tasks::declared(era) => {
                         let entry = self.find(name).await?;
                         Ok(self.call_as_task(&entry, arguments, trace).await)
@@ -312,7 +316,11 @@ impl Gateway {
                         proxy::NAME
                     ))),
                     Mode::Search => search::run(self, name, arguments).await,
-                }
+                };
+                Ok(match max_chars {
+                    Some(max) => large::cut(called?, max, &self.results, name),
+                    None => called?,
+                })
             }
             ("resources/list", _) => {
                 let catalogue = self.hub.catalogue_of(&self.servers()).await;
@@ -566,6 +574,7 @@ impl Gateway {
                 error: mcp_smol::Error::Request(mcp_smol::proto::RequestError::Remote(rpc)),
                 ..
             }) => tool_error(&format!("{} failed: {}", entry.name, rpc.text())),
+            Err(error @ HubError::OutputMismatch { .. }) => mismatched(error),
             Err(error) => tool_error(&hints::explained(&error)),
         }
     }
@@ -575,6 +584,13 @@ impl Gateway {
             .get("uri")
             .and_then(Value::as_str)
             .unwrap_or_default();
+        if let Some(kept) = large::read(uri, &self.results) {
+            return kept.map_err(|message| RpcError {
+                code: -32002,
+                message,
+                data: None,
+            });
+        }
         let catalogue = self.hub.catalogue_of(&self.servers()).await;
         let listed = catalogue.resources.iter().find(|e| e.resource.uri == uri);
         let server = match listed {
@@ -650,6 +666,32 @@ fn backend_error(error: HubError) -> RpcError {
 }
 
 /// A tool result that reports a failure to the model.
+/// A result whose `structuredContent` fails the tool's `outputSchema`, for the host: its
+/// content kept, with why it failed first, as a tool error (which need not match the schema
+/// the host was shown, so the structured content that breaks it is left out).
+fn mismatched(error: HubError) -> Value {
+    let message = error.to_string();
+    let HubError::OutputMismatch { result, .. } = error else {
+        return tool_error(&message);
+    };
+    let mut result = *result;
+    let note = json!({"type": "text", "text": message});
+    match result.as_object_mut() {
+        Some(object) => {
+            object.remove("structuredContent");
+            object.insert("isError".to_owned(), json!(true));
+            match object.get_mut("content").and_then(Value::as_array_mut) {
+                Some(content) => content.insert(0, note),
+                None => {
+                    object.insert("content".to_owned(), json!([note]));
+                }
+            }
+            result
+        }
+        None => tool_error(&message),
+    }
+}
+
 pub(crate) fn tool_error(text: &str) -> Value {
     json!({"content": [{"type": "text", "text": text}], "isError": true})
 }

@@ -58,6 +58,7 @@ pub struct Call<'a> {
     on_progress: Option<OnProgress<'a>>,
     on_task: Option<OnTask<'a>>,
     detach: bool,
+    validate_output: bool,
 }
 
 impl std::fmt::Debug for Call<'_> {
@@ -69,6 +70,7 @@ impl std::fmt::Debug for Call<'_> {
             .field("meta", &self.meta)
             .field("on_progress", &self.on_progress.is_some())
             .field("detach", &self.detach)
+            .field("validate_output", &self.validate_output)
             .finish()
     }
 }
@@ -90,6 +92,14 @@ impl<'a> Call<'a> {
     /// the era's) win over these.
     pub fn meta(mut self, meta: Map<String, Value>) -> Self {
         self.meta = meta;
+        self
+    }
+
+    /// Whether the result's `structuredContent` is checked against the tool's
+    /// `outputSchema` (the default, unless the server's config says `validate_output =
+    /// false`); `false` (the CLI's `--no-validate`) returns it unchecked.
+    pub fn validate_output(mut self, validate: bool) -> Self {
+        self.validate_output = validate;
         self
     }
 
@@ -178,7 +188,10 @@ impl Hub {
     /// Returns the result object as the server sent it (decode it with
     /// [`CallToolResult::from_value`](crate::CallToolResult::from_value)); a result with
     /// `isError` is still `Ok`. A JSON-RPC error from the server is
-    /// [`HubError::Server`], its code one call away ([`HubError::rpc_code`]).
+    /// [`HubError::Server`], its code one call away ([`HubError::rpc_code`]). A result whose
+    /// `structuredContent` does not match the tool's `outputSchema` is
+    /// [`HubError::OutputMismatch`], which holds the result and the first failing path
+    /// ([`Call::validate_output`] and the server's `validate_output` turn the check off).
     pub fn call<'a>(&'a self, tool: impl Into<ToolRef<'a>>, arguments: Value) -> Call<'a> {
         Call {
             hub: self,
@@ -189,6 +202,7 @@ impl Hub {
             on_progress: None,
             on_task: None,
             detach: false,
+            validate_output: true,
         }
     }
 }
@@ -204,6 +218,7 @@ impl Call<'_> {
             on_progress,
             on_task,
             detach,
+            validate_output,
         } = self;
         let on_progress = |progress| {
             if let Some(on_progress) = &on_progress {
@@ -287,6 +302,24 @@ impl Call<'_> {
                 on_progress(progress);
             }
         }
-        result
+        let result = match result? {
+            Started::Done(result) => result,
+            task => return Ok(task),
+        };
+        // A task's result is checked as a direct one is, once it has arrived.
+        let validate = validate_output && slot.spec().is_ok_and(|spec| spec.validate_output);
+        let listing = slot.client_tools();
+        let mismatch = validate
+            .then(|| (hub.inner.validators).check(&tool.server, listing, &tool.tool, &result))
+            .flatten();
+        match mismatch {
+            Some(mismatch) => Err(HubError::OutputMismatch {
+                server: tool.server.clone(),
+                tool: tool.name.clone(),
+                mismatch,
+                result: Box::new(result),
+            }),
+            None => Ok(Started::Done(result)),
+        }
     }
 }

@@ -197,6 +197,20 @@ pub enum HubError {
         /// Whether it was cancelled then (a call that was to wait for its result).
         cancelled: bool,
     },
+    /// The tool answered, but its `structuredContent` does not match the tool's
+    /// `outputSchema` (or is missing although the tool declares one). The result is here
+    /// whole, for a caller that shows it all the same; the CLI prints it and exits 1.
+    #[error("tool {tool}: the result does not match the tool's outputSchema {mismatch}")]
+    OutputMismatch {
+        /// The server.
+        server: String,
+        /// The tool's shown name.
+        tool: String,
+        /// The first place that fails, and why.
+        mismatch: crate::hub::OutputMismatch,
+        /// The result as the server sent it.
+        result: Box<serde_json::Value>,
+    },
     /// The hub is shutting down and starts nothing more.
     #[error("server {server}: not started, the hub is shutting down")]
     ShuttingDown {

@@ -56,6 +56,11 @@
 //!   verdict is kept. A verdict that proves wrong is forgotten and the server probed once.
 //! - **Client capabilities**: a server whose config names `roots` is offered them as
 //!   `file://` URIs; with [`Settings::elicit`] the hub fills in servers' forms.
+//! - **Output schemas**: a call's `structuredContent` is checked against its tool's
+//!   `outputSchema` (compiled once per listing; 2020-12 unless the schema names its dialect;
+//!   no `$ref` ever fetched) before [`Hub::call`] returns: a mismatch is
+//!   [`HubError::OutputMismatch`], which carries the result beside the first failing path.
+//!   A server's `validate_output = false`, or [`Call::validate_output`], turns it off.
 //! - **Shutdown**: [`shutdown`](Hub::shutdown) closes every server in parallel through
 //!   mcp-smol; [`terminate`](Hub::terminate) does it without the grace period (for signals).
 //!
@@ -95,6 +100,7 @@ mod settings;
 mod slot;
 mod stored;
 mod tasks;
+mod validate;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -116,6 +122,7 @@ pub use scanning::{ServerScan, ToolScan};
 pub use server_requests::{ElicitAnswer, ElicitHandler, Elicitation, RootsHandler};
 pub use settings::{Settings, SettingsBuilder};
 pub use tasks::{Started, TaskHandle, TaskRecord};
+pub use validate::OutputMismatch;
 
 #[cfg(feature = "cli")]
 pub(crate) use eras::short_digest;
@@ -302,6 +309,8 @@ pub(crate) struct Inner {
     progress_tokens: std::sync::atomic::AtomicU64,
     /// Each server's shown tool names as last made, with the tool names they were made of.
     shown: Mutex<BTreeMap<String, catalogue::ShownNames>>,
+    /// The tools' output schemas, compiled once per listing.
+    validators: validate::Validators,
 }
 
 impl std::fmt::Debug for Inner {
@@ -357,6 +366,7 @@ impl Hub {
             executor,
             no_thread,
             progress_tokens: std::sync::atomic::AtomicU64::new(0),
+            validators: validate::Validators::default(),
         });
         let hub = Self { inner };
         for server in servers {
@@ -478,6 +488,11 @@ impl Hub {
                 Ok(server)
             })
             .collect()
+    }
+
+    /// Server `server`'s settings as configured (`max_result_bytes`, `validate_output`, ...).
+    pub fn server_spec(&self, server: &str) -> Result<ServerSpec, HubError> {
+        self.inner.slot(server)?.spec().cloned()
     }
 
     /// Whether `server` can be used at all (not disabled, denied, invalid or remote); starts

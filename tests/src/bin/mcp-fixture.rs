@@ -41,6 +41,10 @@
 //! - `odd-tools`: adds `get.weather` and `get_weather` (alike once made safe), `research`
 //!   (runs only as a task; carries `icons` and `_meta`) and `schemas` (JSON Schema 2020-12
 //!   input and output schemas, `stateless::SCHEMA_2020_*`, to be passed on as sent).
+//! - `output-schema`: adds tools with an `outputSchema`: `wide` (100 fields of four types,
+//!   answered to match, with the JSON as text too, as SDKs do), `lying` (its schema says
+//!   `temperature` is a number; it answers `"hot"`) and `unstructured` (declares a schema,
+//!   answers text only).
 //! - `gateway-names`: adds `search_tools`, `describe_tool`, `call_tool` and `mcp`, the names
 //!   of the gateway's own tools, each answering `this is NAME`.
 //! - `poisoned`: adds one tool per pattern of tool poisoning the scan must catch, and one
@@ -829,6 +833,9 @@ impl Server {
         if self.tasks.is_some() {
             tools.extend(tasks::tools());
         }
+        if self.mode == "output-schema" {
+            tools.extend(output_schema::tools());
+        }
         if self.mode == "gateway-names" {
             for name in ["search_tools", "describe_tool", "call_tool", "mcp"] {
                 tools.push(json!({"name": name, "inputSchema": object(json!({}), &[])}));
@@ -1090,6 +1097,9 @@ impl Server {
             name if self.mode == "poisoned" && POISONED.iter().any(|(n, _)| *n == name) => {
                 text(format!("ran {name}"))
             }
+            "wide" | "lying" | "unstructured" if self.mode == "output-schema" => {
+                output_schema::answer(name)
+            }
             "search_tools" | "describe_tool" | "call_tool" | "mcp"
                 if self.mode == "gateway-names" =>
             {
@@ -1177,6 +1187,52 @@ impl Server {
 }
 
 /// A tool result: the text, or the error as a tool error.
+/// The `output-schema` mode's tools and answers.
+mod output_schema {
+    use serde_json::{Map, Value, json};
+
+    /// Field `i` of `wide`: its schema type and the value it answers.
+    fn field(i: usize) -> (&'static str, Value) {
+        match i % 4 {
+            0 => ("integer", json!(i)),
+            1 => ("string", json!(format!("value {i}"))),
+            2 => ("boolean", json!(i.is_multiple_of(3))),
+            _ => ("number", json!(i as f64 + 0.5)),
+        }
+    }
+
+    pub(super) fn tools() -> Vec<Value> {
+        let properties: Map<String, Value> = (0..100)
+            .map(|i| (format!("f{i}"), json!({"type": field(i).0})))
+            .collect();
+        let required: Vec<String> = (0..100).map(|i| format!("f{i}")).collect();
+        let weather = json!({"type": "object", "properties": {
+            "temperature": {"type": "number"}, "conditions": {"type": "string"}
+        }, "required": ["temperature", "conditions"]});
+        let no_input = json!({"type": "object", "properties": {}});
+        vec![
+            json!({"name": "wide", "description": "Returns 100 structured fields.",
+                   "inputSchema": no_input,
+                   "outputSchema": {"type": "object", "properties": properties,
+                                    "required": required, "additionalProperties": false}}),
+            json!({"name": "lying", "description": "Returns what its schema forbids.",
+                   "inputSchema": no_input, "outputSchema": weather}),
+            json!({"name": "unstructured", "description": "Declares a schema, returns text.",
+                   "inputSchema": no_input, "outputSchema": weather}),
+        ]
+    }
+
+    pub(super) fn answer(name: &str) -> Value {
+        let structured = match name {
+            "wide" => Value::Object((0..100).map(|i| (format!("f{i}"), field(i).1)).collect()),
+            "lying" => json!({"temperature": "hot", "conditions": "sunny"}),
+            _ => return json!({"content": [{"type": "text", "text": "sunny, 21 degrees"}]}),
+        };
+        json!({"content": [{"type": "text", "text": structured.to_string()}],
+               "structuredContent": structured})
+    }
+}
+
 fn outcome(result: std::io::Result<String>) -> Value {
     match result {
         Ok(text) => json!({"content": [{"type": "text", "text": text}]}),

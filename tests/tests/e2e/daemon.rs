@@ -159,6 +159,46 @@ fn warm_runs_print_what_cold_runs_print() {
 
 /// `--timeout` runs warm: it travels with the call, so the daemon's `fx` (whose own call
 /// timeout is 1 s) serves it and stays as it was for the next run.
+/// `call`'s output limit follows the caller's stdout through the daemon: 64 KiB by default on
+/// a terminal, everything into a pipe, `--max-output` as given.
+#[test]
+fn a_warm_call_limits_its_output_as_a_cold_one_does() {
+    let daemon = Daemon::new("large");
+    daemon.start(&[]);
+    let runtime = daemon.runtime();
+    let env = [("XDG_RUNTIME_DIR", runtime.to_str().unwrap())];
+    let args = ["call", "fx", "blob", "bytes=100000"];
+    let shown = daemon.scratch.on_terminal_with(&args, &env, true, None);
+    assert_eq!(shown.code, 0, "{}", shown.screen);
+    let notice = "[output cut at 65536 of 100001 bytes; the whole result is in ";
+    assert!(
+        shown.screen.contains(notice),
+        "no notice at the end of the screen"
+    );
+    let piped = daemon.cli(&args);
+    assert_eq!(
+        (piped.code, piped.stdout.len()),
+        (0, 100_001),
+        "{}",
+        piped.stderr
+    );
+    let limited = daemon.cli(&["call", "fx", "blob", "bytes=100000", "--max-output", "10"]);
+    assert!(
+        limited
+            .stdout
+            .starts_with("xxxxxxxxxx\n[output cut at 10 of 100001 bytes")
+    );
+    // The daemon's server ran the calls: a cold run would have started one of its own.
+    let servers = daemon.status()["servers"].clone();
+    let fx = servers
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "fx")
+        .cloned();
+    assert_eq!(fx.unwrap()["state"], "running");
+}
+
 #[test]
 fn a_run_with_its_own_timeout_is_served_warm() {
     let daemon = Daemon::new("timeout");

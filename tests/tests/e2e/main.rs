@@ -119,3 +119,11 @@ mod gateway_sse;
 
 /// The MCP Inspector's command line as a host of `mcp-cli serve`, over stdio and `--listen`.
 mod gateway_inspector;
+
+/// Results too large to print: `call --max-output`, `max_result_bytes`, and the gateway's cut
+/// to a host's `maxResultSizeChars` with the whole readable as a resource.
+mod large;
+
+/// Output schemas: `structuredContent` checked against the tool's `outputSchema` by `call` and
+/// the gateway, the fixture's lying tool caught, the reference servers' tools clean.
+mod output_schema;

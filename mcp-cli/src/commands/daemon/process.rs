@@ -241,6 +241,7 @@ impl Daemon {
                         call_timeout: None,
                         extension: Some(daemon.clone()),
                         executor: daemon.executor.clone(),
+                        results: daemon.state.results(),
                     });
                     gateway.serve(host, None).await;
                 }
@@ -278,7 +279,8 @@ impl Daemon {
             hub: self.hub.clone(),
             json: cli.json,
             state: self.state.clone(),
-            out: Stdout::capturing(),
+            // `call` limits what it prints by where the caller's output goes.
+            out: Stdout::capturing_for(params["terminal"] == true),
             configs: cli.configs,
             // The daemon's own, which the commands it runs only talk to servers about.
             files: self.seen().watch.files().clone(),

@@ -23,6 +23,7 @@ mod decode;
 mod eras;
 mod gateway;
 mod sandbox;
+mod schema;
 
 use decode::{CoreDecoder, Feed, core_decoding, megabytes, recorded_stream};
 
@@ -59,6 +60,7 @@ const SECTIONS: &[&str] = &[
     "eras",
     "canned",
     "sandbox",
+    "schema",
 ];
 
 const USAGE: &str = "usage: mcp-bench [SECTION...]\n\
@@ -67,7 +69,8 @@ const USAGE: &str = "usage: mcp-bench [SECTION...]\n\
     gateway (a call through `mcp-cli serve`, stdio and --listen, against a direct one), \
     encode, eras (the stateless era against the handshake era), canned (the same, against \
     a server whose cost does not grow with the era's messages), \
-    sandbox (the network allowlist against no sandbox).";
+    sandbox (the network allowlist against no sandbox), \
+    schema (calls with the outputSchema check against calls without).";
 
 fn run_all(sections: &[String]) {
     // Only the sections asked for run: a change to the decoder need not wait for the daemon rows.
@@ -207,6 +210,12 @@ fn run_all(sections: &[String]) {
 
     if wants("sandbox") {
         sandbox::rows(&bins);
+    }
+    if wants("schema") {
+        println!("\nthe outputSchema check against none, medians (min-max)\n");
+        let mut table = Table::new(["checked", "unchecked", "checked/unchecked"]);
+        schema::rows(&bins, &mut table);
+        table.print();
     }
 }
 
