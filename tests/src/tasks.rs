@@ -27,8 +27,8 @@ pub fn tools() -> Vec<Value> {
     let object = |properties: Value| json!({"type": "object", "properties": properties});
     let required = json!({"taskSupport": "required"});
     vec![
-        json!({"name": "task_sleep", "description": "A task that ends after `ms` (never, with a huge one).",
-               "inputSchema": object(json!({"ms": {"type": "integer"}})), "execution": required}),
+        json!({"name": "task_sleep", "description": "A task that ends after `ms` (never, with a huge one); with `bytes`, its result is that many bytes of text.",
+               "inputSchema": object(json!({"ms": {"type": "integer"}, "bytes": {"type": "integer"}})), "execution": required}),
         json!({"name": "task_fail", "description": "A task that fails.",
                "inputSchema": object(json!({})), "execution": required}),
         json!({"name": "task_ask", "description": "A task that asks for a name mid-way, then greets it.",
@@ -106,7 +106,11 @@ impl Record {
                 let ms = self.arguments["ms"].as_u64().unwrap_or(0);
                 let elapsed = now_ms().saturating_sub(self.created);
                 if elapsed >= ms {
-                    Status::Completed(text(format!("slept {ms} ms")))
+                    let done = match self.arguments["bytes"].as_u64() {
+                        Some(bytes) => "x".repeat(usize::try_from(bytes).unwrap_or(0)),
+                        None => format!("slept {ms} ms"),
+                    };
+                    Status::Completed(text(done))
                 } else {
                     Status::Working(format!("slept {elapsed} of {ms} ms"))
                 }

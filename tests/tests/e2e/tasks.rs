@@ -128,7 +128,7 @@ fn a_call_waits_for_its_task_in_both_eras() {
         };
         assert_eq!(run.stdout, expected, "{era}");
         let run = tasks.cold(&["tools", "fx"]);
-        assert!(run.stdout.contains("fx__task_sleep  A task that ends after `ms` (never, with a huge one).  [runs as a task]"), "{run:?}");
+        assert!(run.stdout.contains("fx__task_sleep  A task that ends after `ms` (never, with a huge one); with `bytes`, its result is that many bytes of text.  [runs as a task]"), "{run:?}");
     }
 }
 
@@ -539,4 +539,30 @@ fn server_everything_experimental_tasks_through_the_binary() {
             .contains("User declined - using default interpretation"),
         "{run:?}"
     );
+}
+
+#[test]
+fn a_large_task_result_is_spilled_whole_past_max_output() {
+    for era in ERAS {
+        let tasks = Tasks::new("large", era, &[]);
+        let run = tasks.cold(&[
+            "call",
+            "fx",
+            "task_sleep",
+            "ms=0",
+            "bytes=300000",
+            "--max-output",
+            "64K",
+        ]);
+        assert_eq!(run.code, 0, "{era}: {run:?}");
+        let mut lines = run.stdout.lines();
+        assert_eq!(lines.next(), Some("x".repeat(65536).as_str()), "{era}");
+        let notice = lines.next().unwrap_or_default();
+        let prefix = "[output cut at 65536 of 300001 bytes; the whole result is in ";
+        let path = (notice.strip_prefix(prefix))
+            .and_then(|rest| rest.strip_suffix(']'))
+            .unwrap_or_else(|| panic!("{era}: no spill notice in {notice:?}"));
+        let whole = std::fs::read_to_string(path).unwrap();
+        assert_eq!(whole, "x".repeat(300_000) + "\n", "{era}");
+    }
 }
