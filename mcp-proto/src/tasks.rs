@@ -213,8 +213,14 @@ impl Task {
 
 impl FromResult for Task {
     /// A `tasks/get` result: the task itself (stateless era, and 2025-11-25).
-    fn from_result(result: Value) -> Result<Self, String> {
-        Self::read(&result)
+    fn from_result(mut result: Value) -> Result<Self, String> {
+        // The call's outcome is moved, not copied: it may be most of a large answer.
+        let outcome = (result.as_object_mut())
+            .and_then(|task| task.remove("result"))
+            .filter(Value::is_object);
+        let mut task = Self::read(&result)?;
+        task.result = outcome;
+        Ok(task)
     }
 }
 
@@ -416,9 +422,10 @@ impl TaskWatch {
     }
 
     /// What to do now; `None` while an answer of ours is awaited (a `tasks/get`, a
-    /// `tasks/result`, the answers to input requests).
+    /// `tasks/result`, the answers to input requests). The first `Done` step hands a completed
+    /// task's result over; later ones (and [`end`](Self::end)) carry `null` in its place.
     pub fn step(&mut self, now: Instant) -> Option<TaskStep> {
-        let step = match &self.state {
+        let step = match &mut self.state {
             WatchState::Waiting(at) if *at > now => TaskStep::Wait(*at),
             WatchState::Waiting(_) => {
                 self.state = WatchState::Polling;
@@ -432,6 +439,10 @@ impl TaskWatch {
                 self.state = WatchState::Answering;
                 TaskStep::Input(self.take_input())
             }
+            // Handed over, not copied: the result may be large, and the watch is done.
+            WatchState::Done(TaskEnd::Completed(result)) => {
+                TaskStep::Done(TaskEnd::Completed(std::mem::take(result)))
+            }
             WatchState::Done(end) => TaskStep::Done(end.clone()),
             WatchState::Polling | WatchState::Fetching | WatchState::Answering => return None,
         };
@@ -440,14 +451,15 @@ impl TaskWatch {
 
     /// A `tasks/get` answer or a status notification: where the task stands now. A task of
     /// another id, or one seen after the end, changes nothing.
-    pub fn handle_task(&mut self, now: Instant, task: Task) {
+    pub fn handle_task(&mut self, now: Instant, mut task: Task) {
         if task.id != self.task.id || matches!(self.state, WatchState::Done(_)) {
             return;
         }
         let poll = now + task.poll_interval();
         self.state = match (self.era, task.status) {
-            (Era::Stateless, TaskStatus::Completed) => match &task.result {
-                Some(result) => WatchState::Done(TaskEnd::Completed(result.clone())),
+            // The result moves to the end: the task as last seen keeps no second copy.
+            (Era::Stateless, TaskStatus::Completed) => match task.result.take() {
+                Some(result) => WatchState::Done(TaskEnd::Completed(result)),
                 // Seen before its result: the next poll carries it.
                 None => WatchState::Waiting(poll),
             },
