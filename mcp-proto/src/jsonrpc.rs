@@ -208,7 +208,7 @@ impl<'de> Deserialize<'de> for Member {
 
 /// A member that should be a string: its text, borrowed from the line when it has no escapes,
 /// or `None` when it is something else.
-struct Text<'de>(Option<Cow<'de, str>>);
+pub(crate) struct Text<'de>(pub(crate) Option<Cow<'de, str>>);
 
 impl<'de> Deserialize<'de> for Text<'de> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {

@@ -2,14 +2,13 @@
 //! the connection: the `server/discover` result, `resultType` and the input rounds of
 //! multi-round-trip requests, and the `subscriptions/listen` filter.
 
-use std::borrow::Cow;
-
 use serde::de::{
     Deserialize, DeserializeSeed, Deserializer, Error as _, MapAccess, SeqAccess, Visitor,
 };
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
+use crate::jsonrpc::Text;
 use crate::request::{Params, Request};
 use crate::types::{Implementation, ServerCapabilities, ServerInfo};
 
@@ -64,37 +63,6 @@ impl<'de> DeserializeSeed<'de> for ObjectVisitor {
     }
 }
 
-/// An object's key, borrowed from the input when it has no escapes.
-struct Key<'de>(Cow<'de, str>);
-
-impl<'de> Deserialize<'de> for Key<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_str(KeyVisitor)
-    }
-}
-
-struct KeyVisitor;
-
-impl<'de> Visitor<'de> for KeyVisitor {
-    type Value = Key<'de>;
-
-    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter.write_str("an object key")
-    }
-
-    fn visit_borrowed_str<E>(self, key: &'de str) -> Result<Key<'de>, E> {
-        Ok(Key(Cow::Borrowed(key)))
-    }
-
-    fn visit_str<E>(self, key: &str) -> Result<Key<'de>, E> {
-        Ok(Key(Cow::Owned(key.to_owned())))
-    }
-
-    fn visit_string<E>(self, key: String) -> Result<Key<'de>, E> {
-        Ok(Key(Cow::Owned(key)))
-    }
-}
-
 impl ObjectVisitor {
     fn plain<E>(value: Value) -> Result<ResultMembers, E> {
         Ok(ResultMembers {
@@ -115,7 +83,8 @@ impl<'de> Visitor<'de> for ObjectVisitor {
         let mut members = Map::new();
         let mut server_info = None;
         // Keys are borrowed from the line: only those kept in `members` are copied.
-        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+        while let Some(Text(key)) = map.next_key::<Text<'de>>()? {
+            let key = key.unwrap_or_default();
             match (self.meta, key.as_ref()) {
                 (false, "resultType") => {
                     let kind: &'de RawValue = map.next_value()?;

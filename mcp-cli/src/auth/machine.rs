@@ -1,61 +1,7 @@
 //! Machine clients: the `client_credentials` grant (RFC 6749 §4.4), the client proving who
 //! it is with its secret or with a private-key JWT (RFC 7523), and no person involved.
 
-use std::path::PathBuf;
-
-/// `oauth_grant` (`MCP_CLI_OAUTH_GRANT`): how this client gets its tokens.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Grant {
-    /// A person logs in (browser, device code, pasted redirect, or `--auth-follow`).
-    #[default]
-    AuthorizationCode,
-    /// The client asks for a token in its own name.
-    ClientCredentials,
-}
-
-impl std::str::FromStr for Grant {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, String> {
-        match text {
-            "authorization_code" => Ok(Self::AuthorizationCode),
-            "client_credentials" => Ok(Self::ClientCredentials),
-            other => Err(format!(
-                "oauth_grant is \"authorization_code\" or \"client_credentials\", not {other:?}"
-            )),
-        }
-    }
-}
-
-/// `oauth_signing_alg` (`MCP_CLI_OAUTH_SIGNING_ALG`): the private key's algorithm.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SigningAlg {
-    /// ECDSA on P-256 with SHA-256.
-    Es256,
-    /// RSASSA-PKCS1-v1_5 with SHA-256.
-    Rs256,
-}
-
-impl std::str::FromStr for SigningAlg {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, String> {
-        match text {
-            "ES256" => Ok(Self::Es256),
-            "RS256" => Ok(Self::Rs256),
-            other => Err(format!(
-                "oauth_signing_alg is \"ES256\" or \"RS256\", not {other:?}"
-            )),
-        }
-    }
-}
-
-/// A private key in a PEM file (`oauth_private_key_file`), read when a token is needed.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PrivateKey {
-    pub path: PathBuf,
-    pub alg: SigningAlg,
-}
+use crate::config::oauth::{PrivateKey, SigningAlg};
 
 /// A client's private key with the authorization server its assertions are for.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -136,7 +82,10 @@ pub(crate) async fn client_credentials(
 
 #[cfg(test)]
 mod tests {
+    use std::path::PathBuf;
+
     use super::*;
+    use crate::config::oauth::Grant;
 
     /// Test keys made for these tests with openssl (`testdata/`), each with its public half.
     fn key_file(name: &str, pem: &[u8]) -> PathBuf {

@@ -37,8 +37,8 @@ use self::flow::Attempt;
 use self::http::{BoxFuture, Http, Network, Request, printable};
 use self::store::{Place, Record, Secret};
 
-pub use self::machine::{Grant, PrivateKey, SigningAlg};
-pub use self::store::{TokenStore, auth_dir};
+pub use self::store::auth_dir;
+pub use crate::config::oauth::{Grant, PrivateKey, SigningAlg, TokenStore};
 
 /// Whether, and how, a login may start when a server asks for one.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

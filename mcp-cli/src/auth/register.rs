@@ -17,7 +17,7 @@ pub(crate) struct Identity {
     /// An https URL serving our client ID metadata document.
     pub(crate) metadata_url: Option<String>,
     /// A key to sign client assertions with (`private_key_jwt`), instead of a secret.
-    pub(crate) private_key: Option<super::machine::PrivateKey>,
+    pub(crate) private_key: Option<super::PrivateKey>,
 }
 
 /// The client to use with `server`, whose redirect URI will be `redirect_uri`. `stored` is a

@@ -13,6 +13,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use super::keychain::{self, Unavailable};
+use crate::config::oauth::TokenStore;
 use crate::files::{self, ReplaceError};
 
 /// `$XDG_STATE_HOME/mcp-cli/auth`, default `~/.local/state/mcp-cli/auth`.
@@ -103,33 +104,6 @@ pub(crate) struct Record {
     pub(crate) resource: String,
     pub(crate) client: Option<Client>,
     pub(crate) tokens: Option<Tokens>,
-}
-
-/// `token_store`: where tokens are kept.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum TokenStore {
-    /// The keychain when one answers, else the file.
-    #[default]
-    Auto,
-    /// The keychain only: without one, logins cannot be kept (a clear error).
-    Keyring,
-    /// The 0600 file in the state folder only.
-    File,
-}
-
-impl std::str::FromStr for TokenStore {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, String> {
-        match text {
-            "auto" => Ok(Self::Auto),
-            "keyring" => Ok(Self::Keyring),
-            "file" => Ok(Self::File),
-            other => Err(format!(
-                "token_store is \"auto\", \"keyring\" or \"file\", not {other:?}"
-            )),
-        }
-    }
 }
 
 /// Where one server's record lives: the keychain entry for its URL or the file for its name

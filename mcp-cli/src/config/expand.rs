@@ -303,7 +303,7 @@ fn remote(raw: &RawServer, env: Env<'_>) -> Result<Remote, String> {
         (Some(file), alg) => {
             let path = std::path::PathBuf::from(expand(file, env)?);
             let alg = alg.as_deref().unwrap_or("ES256").parse()?;
-            Some(crate::auth::PrivateKey { path, alg })
+            Some(crate::config::oauth::PrivateKey { path, alg })
         }
         (None, Some(_)) => {
             return Err("oauth_signing_alg without oauth_private_key_file".into());
@@ -523,14 +523,17 @@ mod tests {
         );
         assert_eq!(
             machine.oauth_grant,
-            Some(crate::auth::Grant::ClientCredentials)
+            Some(crate::config::oauth::Grant::ClientCredentials)
         );
-        assert_eq!(machine.token_store, Some(crate::auth::TokenStore::Keyring));
+        assert_eq!(
+            machine.token_store,
+            Some(crate::config::oauth::TokenStore::Keyring)
+        );
         assert_eq!(
             machine.oauth_private_key,
-            Some(crate::auth::PrivateKey {
+            Some(crate::config::oauth::PrivateKey {
                 path: "/home/u/k.pem".into(),
-                alg: crate::auth::SigningAlg::Rs256,
+                alg: crate::config::oauth::SigningAlg::Rs256,
             })
         );
         let plain = remote_with("");

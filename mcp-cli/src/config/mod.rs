@@ -33,6 +33,7 @@ mod import;
 mod json;
 mod jsonc;
 mod native;
+pub mod oauth;
 mod opencode;
 mod policy;
 mod presets;
@@ -120,12 +121,12 @@ pub struct Remote {
     /// `oauth_scopes`: asked for when the server's challenge names none.
     pub oauth_scopes: Vec<String>,
     /// `oauth_grant`: how tokens are obtained; `None` is the authorization code grant.
-    pub oauth_grant: Option<crate::auth::Grant>,
+    pub oauth_grant: Option<crate::config::oauth::Grant>,
     /// `oauth_private_key_file` and `oauth_signing_alg`: the client authenticates with a
     /// private-key JWT instead of a secret.
-    pub oauth_private_key: Option<crate::auth::PrivateKey>,
+    pub oauth_private_key: Option<crate::config::oauth::PrivateKey>,
     /// `token_store`: where this server's tokens are kept, over the global choice.
-    pub token_store: Option<crate::auth::TokenStore>,
+    pub token_store: Option<crate::config::oauth::TokenStore>,
 }
 
 impl Remote {

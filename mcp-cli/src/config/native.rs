@@ -252,7 +252,7 @@ mod tests {
 
     #[test]
     fn a_top_level_token_store_is_the_default_of_the_files_remote_servers() {
-        use crate::auth::TokenStore;
+        use crate::config::oauth::TokenStore;
         let text = "token_store = \"file\"\n\n[mcp.a]\nurl = \"https://a/mcp\"\n\n\
                     [mcp.b]\nurl = \"https://b/mcp\"\ntoken_store = \"keyring\"\n";
         let servers = parse("c.toml", text).unwrap().servers;
