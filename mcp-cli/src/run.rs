@@ -123,6 +123,7 @@ async fn run_command(cli: cli::Cli, args: Vec<OsString>, mut signals: Signals) -
                 call_timeout: cli.timeout,
                 executor: executor.clone(),
                 stop: None,
+                servers_outlive_command: false,
             };
             Ok(executor
                 .run(until_signal(&mut ctx, cli.command, signals))

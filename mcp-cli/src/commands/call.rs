@@ -56,7 +56,10 @@ pub(crate) async fn run(
     let called = call.start().await;
     drop(spinner);
     let called = match called {
-        Ok(Started::Task(handle)) => return Ok(tasks::show_handle(ctx, &handle)),
+        Ok(Started::Task(handle)) => {
+            warn_if_lost(ctx, &server, &handle.record.task_id);
+            return Ok(tasks::show_handle(ctx, &handle));
+        }
         Ok(Started::Done(raw)) => {
             if detach {
                 ctx.out.diagnostic(&format!(
@@ -71,6 +74,23 @@ pub(crate) async fn run(
     // Shown before the servers are closed: one that outlives its stdin would otherwise hold
     // the answer back for the grace and SIGTERM periods.
     Ok(call_result::show(ctx, &server, &tool.name, called, options))
+}
+
+/// Warns that task `id` of a local `server` ends with this command: the server is stopped
+/// when it exits, unless the command runs in the daemon.
+fn warn_if_lost(ctx: &mut Context, server: &str, id: &str) {
+    let local = ctx
+        .hub
+        .server_spec(server)
+        .is_ok_and(|spec| spec.remote.is_none());
+    if local && !ctx.servers_outlive_command {
+        ctx.out.diagnostic(&format!(
+            "mcp-cli: warning: {server} is started by this command and stops when it ends, and \
+             task {} with it; `mcp-cli daemon start` first keeps its servers, and their tasks, \
+             running",
+            crate::output::escape_controls(id)
+        ));
+    }
 }
 
 /// `SERVER TOOL args...`, or `SERVER__TOOL args...` / `SERVER.TOOL args...`.

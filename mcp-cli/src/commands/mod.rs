@@ -59,6 +59,9 @@ pub(crate) struct Context {
     /// Says when Ctrl-C or SIGTERM asks a command that stops gracefully (`serve --listen`)
     /// to stop; other commands are dropped where they stand.
     pub(crate) stop: Option<async_channel::Receiver<()>>,
+    /// Whether the hub's servers keep running once the command ends (it runs in the daemon),
+    /// so that a task a local server runs can be waited for later.
+    pub(crate) servers_outlive_command: bool,
 }
 
 pub(crate) async fn dispatch(ctx: &mut Context, command: Command) -> Result<Exit, Failure> {

@@ -259,6 +259,8 @@ fn async_calls_are_waited_for_polled_and_cancelled_through_the_daemon() {
                 .contains(&format!("`mcp-cli tasks wait fx {id}`")),
             "{run:?}"
         );
+        // The daemon keeps the server, and so the task: nothing to warn of.
+        assert!(!run.stderr.contains("warning"), "{era}: {run:?}");
         let run = tasks.cli(&["tasks"]);
         assert!(run.stdout.starts_with("SERVER  ID"), "{run:?}");
         assert!(
@@ -565,4 +567,17 @@ fn a_large_task_result_is_spilled_whole_past_max_output() {
         let whole = std::fs::read_to_string(path).unwrap();
         assert_eq!(whole, "x".repeat(300_000) + "\n", "{era}");
     }
+}
+
+#[test]
+fn an_async_call_without_the_daemon_warns_that_its_task_ends_with_the_command() {
+    let tasks = Tasks::new("async-cold", "stateless", &[]);
+    let run = tasks.cold(&["call", "--async", "fx", "task_sleep", "ms=100000"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let id = run.stdout.trim();
+    let warning = format!(
+        "mcp-cli: warning: fx is started by this command and stops when it ends, and task {id} \
+         with it; `mcp-cli daemon start` first keeps its servers, and their tasks, running"
+    );
+    assert!(run.stderr.contains(&warning), "{run:?}");
 }

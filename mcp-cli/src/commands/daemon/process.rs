@@ -290,6 +290,7 @@ impl Daemon {
             call_timeout: cli.timeout,
             executor: self.executor.clone(),
             stop: None,
+            servers_outlive_command: true,
         };
         let exit = match commands::dispatch_warm(&mut ctx, command).await {
             Ok(exit) => exit,
