@@ -38,8 +38,14 @@ impl ConfigFiles {
         self
     }
 
+    /// The files' full paths, whatever folder they were named from: `--config c.toml` and
+    /// `--config /that/c.toml` must name one daemon.
     pub(crate) fn paths(&self) -> Vec<PathBuf> {
-        self.files.iter().map(|(path, _)| path.clone()).collect()
+        let full = |path: &PathBuf| {
+            let joined = self.cwd.join(path);
+            std::fs::canonicalize(&joined).unwrap_or(joined)
+        };
+        self.files.iter().map(|(path, _)| full(path)).collect()
     }
 
     /// Reads them as they are now, with the presets: the command line opts into them (an

@@ -73,6 +73,9 @@ impl Daemon {
 impl Drop for Daemon {
     fn drop(&mut self) {
         let _ = self.cli(&["daemon", "stop"]);
+        // The daemon of the project file alone, which a test may start with `--config`.
+        let config = self.scratch.0.join(".mcp-cli.toml");
+        let _ = self.cli(&["--config", config.to_str().unwrap(), "daemon", "stop"]);
     }
 }
 
@@ -314,6 +317,32 @@ fn stop_leaves_no_process_behind() {
         daemon.cli(&["call", "fx", "echo", "text=cold"]).stdout,
         "cold\n"
     );
+}
+
+#[test]
+fn a_config_named_relatively_or_absolutely_reaches_one_daemon() {
+    let daemon = Daemon::new("relative");
+    let absolute = daemon.scratch.0.join(".mcp-cli.toml");
+    let absolute = absolute.to_str().unwrap();
+    let start = |config: &str| daemon.cli(&["--config", config, "daemon", "start"]);
+    let started = start(".mcp-cli.toml");
+    assert_eq!(started.code, 0, "{started:?}");
+    let run = daemon.cli(&["--json", "--config", absolute, "daemon", "status"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let status: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let pid = status["pid"].as_u64().unwrap() as u32;
+    let again = start(absolute);
+    let running = format!("already running (pid {pid})");
+    assert!(again.stdout.contains(&running), "{again:?}");
+    for config in [".mcp-cli.toml", "./.mcp-cli.toml", absolute] {
+        let run = daemon.cli(&["--json", "--config", config, "daemon", "status"]);
+        assert_eq!(run.code, 0, "{config}: {run:?}");
+        let status: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+        assert_eq!(status["pid"].as_u64(), Some(u64::from(pid)), "{config}");
+    }
+    let run = daemon.cli(&["--config", ".mcp-cli.toml", "daemon", "stop"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(gone(pid), "the relative name stopped the daemon");
 }
 
 #[test]
