@@ -12,6 +12,9 @@ use crate::exit::{Exit, Failure};
 const TAKE_A_SERVER: &str =
     "call tools logs resources read prompts prompt enable disable remove trust";
 
+/// `tasks ACTION SERVER ID`: the actions, each followed by a server name.
+const TASK_ACTIONS: &str = "get wait cancel";
+
 pub(crate) fn run(ctx: &mut Context, shell: Shell) -> Result<Exit, Failure> {
     let mut script = Vec::new();
     clap_complete::generate(shell, &mut Cli::command(), "mcp-cli", &mut script);
@@ -50,9 +53,21 @@ _mcp_cli_servers() {{
             *) if [[ -z $command ]]; then command=$word; else ((position++)); fi ;;
         esac
     done
-    if [[ " {TAKE_A_SERVER} " == *" $command "* && $position -eq 0 && ${{COMP_WORDS[COMP_CWORD]}} != -* ]]; then
-        COMPREPLY=($(compgen -W "$(mcp-cli __servers 2>/dev/null)" -- "${{COMP_WORDS[COMP_CWORD]}}"))
-        return 0
+    local current=${{COMP_WORDS[COMP_CWORD]}} previous=${{COMP_WORDS[COMP_CWORD-1]}}
+    if [[ $current != -* ]]; then
+        if [[ " {TAKE_A_SERVER} " == *" $command "* && $position -eq 0 ]]; then
+            COMPREPLY=($(compgen -W "$(mcp-cli __servers 2>/dev/null)" -- "$current"))
+            return 0
+        fi
+        # `tasks [SERVER]` and `tasks get|wait|cancel SERVER ID`.
+        if [[ $command == tasks && $position -eq 0 ]]; then
+            COMPREPLY=($(compgen -W "{TASK_ACTIONS} $(mcp-cli __servers 2>/dev/null)" -- "$current"))
+            return 0
+        fi
+        if [[ $command == tasks && $position -eq 1 && " {TASK_ACTIONS} " == *" $previous "* ]]; then
+            COMPREPLY=($(compgen -W "$(mcp-cli __servers 2>/dev/null)" -- "$current"))
+            return 0
+        fi
     fi
     _mcp__cli "$@"
 }}
@@ -63,6 +78,6 @@ complete -F _mcp_cli_servers -o bashdefault -o default mcp-cli
 
 fn fish_servers() -> String {
     format!(
-        "complete -c mcp-cli -n '__fish_seen_subcommand_from {TAKE_A_SERVER}' -f -a '(mcp-cli __servers 2>/dev/null)'\n"
+        "complete -c mcp-cli -n '__fish_seen_subcommand_from {TAKE_A_SERVER} tasks' -f -a '(mcp-cli __servers 2>/dev/null)'\n"
     )
 }

@@ -359,6 +359,11 @@ fn completions_offer_the_configured_servers() {
     );
     // Past the server word, clap's own completion takes over again.
     assert!(!complete("mcp-cli call fx ").contains("other"));
+    // `tasks [SERVER]` and `tasks get|wait|cancel SERVER ID`.
+    assert_eq!(complete("mcp-cli tasks o"), "other");
+    assert_eq!(complete("mcp-cli tasks w"), "wait");
+    assert_eq!(complete("mcp-cli tasks wait f"), "filesystem fx");
+    assert!(!complete("mcp-cli tasks wait fx ").contains("other"));
     let fish = dir.cli(&["completions", "fish"]);
     assert!(
         fish.stdout.contains("(mcp-cli __servers 2>/dev/null)"),
