@@ -142,6 +142,10 @@ pub(crate) enum Command {
         /// How many tools to show at most.
         #[arg(long, default_value_t = 10, value_name = "N")]
         limit: usize,
+        /// Start the servers and list their tools afresh before searching, keeping the new
+        /// listings.
+        #[arg(long)]
+        refresh: bool,
     },
     /// Start every enabled server in parallel and show NAME STATE TOOLS LISTED PID PROTOCOL
     /// COMMAND (LISTED: the age of the server's listing in the catalogue on disk).

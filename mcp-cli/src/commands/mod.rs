@@ -164,7 +164,11 @@ pub(crate) async fn dispatch_warm(ctx: &mut Context, command: Command) -> Result
         } => call::run(ctx, &server, &rest, args_json.as_deref(), detach, &output).await,
         Command::Tasks { action, server } => tasks::run(ctx, action, server.as_deref()).await,
         Command::Tools { servers, refresh } => tools::run(ctx, &servers, refresh).await,
-        Command::Search { query, limit } => search::run(ctx, &query.join(" "), limit).await,
+        Command::Search {
+            query,
+            limit,
+            refresh,
+        } => search::run(ctx, &query.join(" "), limit, refresh).await,
         Command::Servers => servers::run(ctx).await,
         Command::Resources { servers } => resources::run(ctx, &servers).await,
         Command::Read {

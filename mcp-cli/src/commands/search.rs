@@ -1,5 +1,5 @@
-//! `search QUERY [--limit N]`: the tools that best match a plain-language query, best first,
-//! each with a one-line description and its score.
+//! `search QUERY [--limit N] [--refresh]`: the tools that best match a plain-language query,
+//! best first, each with a one-line description and its score.
 
 use serde_json::Value;
 
@@ -8,7 +8,12 @@ use crate::exit::{Exit, Failure};
 use crate::search::{self, Index};
 use crate::spinner::Spinner;
 
-pub(crate) async fn run(ctx: &mut Context, query: &str, limit: usize) -> Result<Exit, Failure> {
+pub(crate) async fn run(
+    ctx: &mut Context,
+    query: &str,
+    limit: usize,
+    refresh: bool,
+) -> Result<Exit, Failure> {
     if query.trim().is_empty() {
         return Err(Failure::usage(
             "search needs a query, such as `search read a file`",
@@ -16,8 +21,11 @@ pub(crate) async fn run(ctx: &mut Context, query: &str, limit: usize) -> Result<
     }
     let servers = ctx.hub.default_servers();
     let mut catalogue = {
-        let _spinner = Spinner::start(format!("starting {} server(s)", servers.len()));
-        search::catalogue(&ctx.hub, &servers).await
+        let _spinner = Spinner::start(format!("listing {} server(s)", servers.len()));
+        match refresh {
+            true => ctx.hub.tools_live(&servers).await,
+            false => search::catalogue(&ctx.hub, &servers).await,
+        }
     };
     let exit = ctx.report_left_out(&mut catalogue);
     let index = Index::new(catalogue.tools);

@@ -89,6 +89,9 @@ fn listed_once_then_answered_from_disk_until_a_tool_is_called() {
     let refreshed = cli(&scratch, &["tools", "--refresh"]);
     assert_eq!(refreshed.stdout, first.stdout, "{refreshed:?}");
     assert_eq!(starts(&scratch, "fx"), 3);
+    let searched = cli(&scratch, &["search", "--refresh", "echo", "the", "text"]);
+    assert_eq!(searched.stdout, search.stdout, "{searched:?}");
+    assert_eq!(starts(&scratch, "fx"), 4, "search --refresh lists it live");
 
     // `servers` shows how old the listing is.
     let servers = cli(&scratch, &["servers"]);
