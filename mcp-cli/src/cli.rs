@@ -289,7 +289,13 @@ pub(crate) enum TasksAction {
     Get { server: String, id: String },
     /// Wait for a task to end and print its result as `call` would; --timeout bounds the
     /// wait (exit 4), and the task runs on past it.
-    Wait { server: String, id: String },
+    Wait {
+        server: String,
+        id: String,
+        /// As for `call`: past this many bytes the result goes to a file.
+        #[arg(long, value_name = "BYTES", value_parser = crate::spill::parse_max_output)]
+        max_output: Option<crate::spill::MaxOutput>,
+    },
     /// Ask the server to cancel a task.
     Cancel { server: String, id: String },
 }

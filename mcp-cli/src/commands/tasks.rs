@@ -6,11 +6,13 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use mcp_smol::proto::Task;
 use serde_json::Value;
 
+use crate::cli::CallOutput;
 use crate::cli::TasksAction;
 use crate::commands::{Context, call_result};
 use crate::exit::{Exit, Failure};
 use crate::hub::{TaskHandle, TaskRecord};
 use crate::output;
+use crate::spill::MaxOutput;
 use crate::spinner::Spinner;
 
 pub(crate) async fn run(
@@ -21,7 +23,11 @@ pub(crate) async fn run(
     match action {
         None => list(ctx, server),
         Some(TasksAction::Get { server, id }) => get(ctx, &server, &id).await,
-        Some(TasksAction::Wait { server, id }) => wait(ctx, &server, &id).await,
+        Some(TasksAction::Wait {
+            server,
+            id,
+            max_output,
+        }) => wait(ctx, &server, &id, max_output).await,
         Some(TasksAction::Cancel { server, id }) => cancel(ctx, &server, &id).await,
     }
 }
@@ -73,7 +79,12 @@ async fn get(ctx: &mut Context, server: &str, id: &str) -> Result<Exit, Failure>
     Ok(Exit::Success)
 }
 
-async fn wait(ctx: &mut Context, server: &str, id: &str) -> Result<Exit, Failure> {
+async fn wait(
+    ctx: &mut Context,
+    server: &str,
+    id: &str,
+    max_output: Option<MaxOutput>,
+) -> Result<Exit, Failure> {
     let server = ctx.hub.resolve(server)?;
     let spinner = Spinner::start(format!("waiting for task {id} of {server}"));
     let waited = (ctx.hub)
@@ -83,7 +94,10 @@ async fn wait(ctx: &mut Context, server: &str, id: &str) -> Result<Exit, Failure
         .await;
     drop(spinner);
     // Shown as a call's result is, past the output limit in a file.
-    let options = crate::cli::CallOutput::default();
+    let options = CallOutput {
+        max_output,
+        ..CallOutput::default()
+    };
     Ok(call_result::show(ctx, &server, id, waited, &options))
 }
 

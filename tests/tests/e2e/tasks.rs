@@ -288,6 +288,19 @@ fn async_calls_are_waited_for_polled_and_cancelled_through_the_daemon() {
         assert!(run.stderr.contains("has already ended"), "{run:?}");
         assert_eq!(tasks.status_of(&id), "completed");
 
+        // `tasks wait --max-output` cuts the result as `call --max-output` does.
+        let args = ["call", "--async", "fx", "task_sleep", "ms=0", "bytes=3000"];
+        let run = tasks.cli(&args);
+        assert_eq!(run.code, 0, "{era}: {run:?}");
+        let large = run.stdout.trim().to_owned();
+        let run = tasks.cli(&["tasks", "wait", "fx", &large, "--max-output", "1K"]);
+        assert_eq!(run.code, 0, "{era}: {run:?}");
+        let mut lines = run.stdout.lines();
+        assert_eq!(lines.next(), Some("x".repeat(1024).as_str()), "{era}");
+        let notice = lines.next().unwrap_or_default();
+        let cut = "[output cut at 1024 of 3001 bytes; the whole result is in ";
+        assert!(notice.starts_with(cut), "{era}: {run:?}");
+
         let run = tasks.cli(&[
             "--json",
             "call",
