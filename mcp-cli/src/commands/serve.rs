@@ -60,6 +60,7 @@ fn gateway(
         extension: None,
         executor: ctx.executor.clone(),
         results: ctx.state.results(),
+        handed: Default::default(),
     });
     (hub, gateway)
 }

@@ -83,6 +83,8 @@ pub(crate) struct Gateway {
     pub(crate) executor: Arc<async_executor::Executor<'static>>,
     /// Where results cut to a host's `maxResultSizeChars` are kept whole, for it to read.
     pub(crate) results: std::path::PathBuf,
+    /// The tasks handed to hosts, for `tasks/list` ([`tasks`]).
+    pub(crate) handed: tasks::Handed,
 }
 
 /// How long `tools/list` waits for servers still starting, unless `MCP_CLI_LIST_WAIT_MS` says.
@@ -103,8 +105,9 @@ pub(crate) fn server_config() -> ServerConfig {
             "tools": {"listChanged": true},
             "resources": {"listChanged": true},
             "prompts": {"listChanged": true},
-            // Stateless-era hosts that declare it may get tasks ([`tasks`]).
+            // Hosts that ask may get tasks, in either era ([`tasks`]).
             "extensions": {mcp_smol::proto::TASKS_EXTENSION: {}},
+            "tasks": tasks::handshake_capability(),
         }),
         ..ServerConfig::default()
     }
@@ -273,9 +276,9 @@ impl Gateway {
                 let input = HostInput::of(method, Some(&params));
                 let max_chars = large::requested(&params);
                 let called = match mode {
-                    Mode::Tools if tasks::declared(era) => {
-                        let entry = self.find(name).await?;
-                        Ok(self.call_as_task(&entry, arguments, trace).await)
+                    Mode::Tools if tasks::wanted(era, &params) => {
+                        let call = (self.find(name).await?, arguments, trace);
+                        self.call_as_task(host, id, call, era, input).await
                     }
                     Mode::Tools => {
                         let entry = self.find(name).await?;
@@ -369,7 +372,7 @@ impl Gateway {
             }
             ("logging/setLevel", _) => Ok(json!({})),
             (method, _) if tasks::METHODS.contains(&method) => {
-                self.handle_task(method, &params).await
+                self.handle_task(host, method, &params, era).await
             }
             _ => Err(RpcError::method_not_found(method)),
         }

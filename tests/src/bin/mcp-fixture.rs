@@ -76,7 +76,9 @@
 //! - `tasks`: declares tasks (the handshake era's `tasks` capability, the stateless era's
 //!   extension) and adds the task tools of [`mcp_tests::tasks`]: `task_sleep` (`ms`),
 //!   `task_fail`, `task_ask` (asks for a name mid-way: `inputRequests` in the stateless era,
-//!   an `elicitation/create` during `tasks/result` in the handshake era) and `task_optional`.
+//!   an `elicitation/create` during `tasks/result` in the handshake era), `task_ask_first`
+//!   (asks for the name before it makes its task: an input round of the call, or an
+//!   `elicitation/create` before the call's answer) and `task_optional`.
 //!   `--poll-ms N` (default 100) is the poll interval it suggests; `--forget 1` refuses every
 //!   `tasks/get`, as a server that lost its tasks; `--task-dir DIR` keeps the tasks there, so
 //!   a server started again knows them. Logs `created ID` and `cancelled task ID` on stderr.
@@ -531,6 +533,9 @@ impl Server {
                 thread::sleep(Duration::from_millis(self.option("list-delay-ms", 0)));
                 self.answer(&id, Ok(self.tools_page(&params, false)));
             }
+            ("tasks", "tools/call") if self.tasks().asks_first(&params) => {
+                self.ask_first(id, params);
+            }
             ("tasks", "tools/call")
                 if tasks::is_task_tool(params["name"].as_str().unwrap_or("")) =>
             {
@@ -620,6 +625,24 @@ impl Server {
             Ok(result) => self.answer(id, Ok(result)),
             Err(error) => self.refuse(id, error),
         }
+    }
+
+    /// Handshake era, `task_ask_first`: asks the client for the name before the call makes
+    /// its task (an `elicitation/create` tied to the call's request).
+    fn ask_first(self: &Arc<Self>, id: Value, mut params: Value) {
+        let server = self.clone();
+        thread::spawn(move || {
+            let key = format!("first-{id}");
+            server.send(&json!({"jsonrpc": "2.0", "id": key, "method": "elicitation/create", "params": tasks::ask_form()}));
+            loop {
+                let answers = server.answers.lock().unwrap().clone();
+                if let Some(answer) = answers.iter().find(|answer| answer["id"] == key.as_str()) {
+                    params["inputResponses"] = json!({"name": answer["result"]});
+                    return server.reply(&id, server.tasks().call(&params));
+                }
+                thread::sleep(Duration::from_millis(20));
+            }
+        });
     }
 
     /// Handshake era: `tasks/result` waits until the task ends, asking the client for

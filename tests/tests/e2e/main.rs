@@ -127,3 +127,8 @@ mod large;
 /// Output schemas: `structuredContent` checked against the tool's `outputSchema` by `call` and
 /// the gateway, the fixture's lying tool caught, the reference servers' tools clean.
 mod output_schema;
+
+/// Tasks through `mcp-cli serve` for hosts that ask: a handshake-era host's `task` parameter
+/// on backends of both eras, forms before and during a task, and the stateless-era host's
+/// form before its task.
+mod gateway_tasks;
