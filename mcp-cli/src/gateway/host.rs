@@ -198,8 +198,8 @@ struct Waiting {
 /// Where a form goes to reach a host.
 #[derive(Clone)]
 enum Asker {
-    /// A handshake-era host: a request of ours.
-    Request(Server),
+    /// A handshake-era host: a request of ours; whether it takes URL-mode elicitations.
+    Request(Server, bool),
     /// A stateless-era host's call: an `input_required` round of that call.
     Round(Sender<Question>),
 }
@@ -233,7 +233,8 @@ impl Relay {
         if stateless || !host.client.declares("elicitation") {
             return None;
         }
-        Some(self.note(server, Asker::Request(host.server.clone())))
+        let urls = host.client.takes_url_elicitation();
+        Some(self.note(server, Asker::Request(host.server.clone(), urls)))
     }
 
     /// Notes that a stateless-era host's call waits on `server`: its forms go to `questions`,
@@ -284,7 +285,7 @@ impl Relay {
             let asker = relay.asker_for_tool(&ask.tool);
             async move {
                 match asker {
-                    Some(Asker::Request(server)) => ask_by_request(&server, &ask).await,
+                    Some(Asker::Request(server, _)) => ask_by_request(&server, &ask).await,
                     Some(Asker::Round(questions)) => ask_in_round(Some(questions), &ask).await,
                     None => Err("the host cannot be asked: its request did not declare the \
                                  elicitation capability; change the rule to allow, or use a \
@@ -311,9 +312,14 @@ impl Relay {
                 let Some(host) = host else {
                     return ElicitAnswer::Decline;
                 };
+                // A link goes only to a host that said it can show one.
+                let takes_urls = matches!(host, Asker::Request(_, true));
+                if elicitation.url.is_some() && !takes_urls {
+                    return ElicitAnswer::Decline;
+                }
                 let params = elicitation.relayed();
                 match host {
-                    Asker::Request(host) => {
+                    Asker::Request(host, _) => {
                         let request = Request::new("elicitation/create", Some(params));
                         match host.request(request).await {
                             Ok(answer) => answer_of(&answer),
@@ -335,6 +341,7 @@ impl Relay {
                 }
             }
         })
+        .taking_urls()
     }
 }
 

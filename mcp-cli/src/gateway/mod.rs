@@ -17,6 +17,7 @@ mod proxy;
 mod rounds;
 mod search;
 mod tasks;
+mod url_elicitation;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -173,6 +174,10 @@ impl Gateway {
                         HubEvent::PromptsChanged { .. } => &["prompts"],
                         // Whatever changed among the missed events, the host reads it again.
                         HubEvent::Lagged { .. } => &["tools", "resources", "prompts"],
+                        HubEvent::ElicitationComplete { id, .. } => {
+                            url_elicitation::complete(&link, &id);
+                            continue;
+                        }
                         _ => continue,
                     };
                     for list in lists {

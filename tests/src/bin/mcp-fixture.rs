@@ -73,6 +73,9 @@
 //! - `listen-no-ack` (stateless era): `subscriptions/listen` is never acknowledged nor answered.
 //! - `listen-ends` (stateless era): `subscriptions/listen` is acknowledged, then at once ended
 //!   with its result (as a server shutting a subscription down gracefully does).
+//! - `url-elicitation` (handshake era): tool `open_link` asks the client to open a link
+//!   (a URL-mode `elicitation/create`, id `link-1`), sends `notifications/elicitation/complete`
+//!   for it once answered, and answers `link ACTION`.
 //! - `tasks`: declares tasks (the handshake era's `tasks` capability, the stateless era's
 //!   extension) and adds the task tools of [`mcp_tests::tasks`]: `task_sleep` (`ms`),
 //!   `task_fail`, `task_ask` (asks for a name mid-way: `inputRequests` in the stateless era,
@@ -627,6 +630,32 @@ impl Server {
         }
     }
 
+    /// Mode `url-elicitation`: a URL-mode form, then its completion, then the answer.
+    fn open_link(self: &Arc<Self>, id: Value) {
+        let server = self.clone();
+        thread::spawn(move || {
+            let key = format!("link-{id}");
+            let form = json!({"mode": "url", "message": "Connect your account",
+                              "url": "https://auth.example.com/connect?id=link-1",
+                              "elicitationId": "link-1"});
+            server.send(&json!({"jsonrpc": "2.0", "id": key, "method": "elicitation/create", "params": form}));
+            loop {
+                let answers = server.answers.lock().unwrap().clone();
+                if let Some(answer) = answers.iter().find(|answer| answer["id"] == key.as_str()) {
+                    let action = answer["result"]["action"].as_str().unwrap_or("none");
+                    server.send(
+                        &json!({"jsonrpc": "2.0", "method": "notifications/elicitation/complete",
+                                        "params": {"elicitationId": "link-1"}}),
+                    );
+                    let text = format!("link {action}");
+                    let result = json!({"content": [{"type": "text", "text": text}]});
+                    return server.answer(&id, Ok(result));
+                }
+                thread::sleep(Duration::from_millis(20));
+            }
+        });
+    }
+
     /// Handshake era, `task_ask_first`: asks the client for the name before the call makes
     /// its task (an `elicitation/create` tied to the call's request).
     fn ask_first(self: &Arc<Self>, id: Value, mut params: Value) {
@@ -853,6 +882,12 @@ impl Server {
         if self.mode == "poisoned" {
             tools.extend(poisoned_tools());
         }
+        if self.mode == "url-elicitation" {
+            tools.push(
+                json!({"name": "open_link", "description": "Asks the client to open a link.",
+                              "inputSchema": object(json!({}), &[])}),
+            );
+        }
         if self.tasks.is_some() {
             tools.extend(tasks::tools());
         }
@@ -893,6 +928,9 @@ impl Server {
     /// A `tools/call`; `stateless`: of that era, where `ask` plays its rounds and results are
     /// marked complete.
     fn call(self: &Arc<Self>, id: Value, params: Value, stateless: bool) {
+        if self.mode == "url-elicitation" && params["name"] == "open_link" {
+            return self.open_link(id);
+        }
         if stateless && params["name"] == "ask" {
             let how = match self.mode.as_str() {
                 "input-loop" => Ask::Loop,

@@ -132,3 +132,7 @@ mod output_schema;
 /// on backends of both eras, forms before and during a task, and the stateless-era host's
 /// form before its task.
 mod gateway_tasks;
+
+/// URL-mode elicitation through `mcp-cli serve`: a backend's link to a host that declared URL
+/// mode, its completion notification after it, and a decline for a host that did not.
+mod gateway_url_elicitation;
