@@ -11,6 +11,7 @@
 
 mod bridge;
 mod host;
+mod keepalive;
 mod large;
 pub(crate) mod listen;
 mod proxy;

@@ -136,3 +136,6 @@ mod gateway_tasks;
 /// URL-mode elicitation through `mcp-cli serve`: a backend's link to a host that declared URL
 /// mode, its completion notification after it, and a decline for a host that did not.
 mod gateway_url_elicitation;
+
+/// `serve --listen` keeps its long-lived event streams alive with comment lines.
+mod gateway_keepalive;
