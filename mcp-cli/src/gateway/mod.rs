@@ -523,20 +523,25 @@ impl Gateway {
         } = call;
         let can_ask = era.is_some_and(|client| client.declares("elicitation"));
         let origin = format!("tools/call {}", entry.name);
-        let (gateway, link) = (self.clone(), host.clone());
+        let gateway = self.clone();
         let start = move |questions, answering: rounds::Answering| {
             self.executor.spawn(async move {
                 let _waiting =
                     can_ask.then(|| gateway.relay.wait_in_rounds(&entry.server, questions));
                 // Progress goes to the request the call answers now: the latest retry.
-                let progress_to = || *answering.lock().unwrap_or_else(PoisonError::into_inner);
+                let progress_to = || {
+                    answering
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .clone()
+                };
                 gateway
-                    .call_unrelayed(&link, &progress_to, &entry, arguments, trace)
+                    .call_unrelayed(&progress_to, &entry, arguments, trace)
                     .await
             })
         };
         (host.rounds)
-            .answer(&self.executor, origin, id, input, start)
+            .answer(&self.executor, origin, host.reply_to(id), input, start)
             .await
     }
 
@@ -553,7 +558,7 @@ impl Gateway {
     ) -> Value {
         // What the server asks of a person while the call runs goes to this host.
         let _waiting = self.relay.wait_on(Some(&entry.server), host);
-        self.call_unrelayed(host, &|| id, entry, arguments, trace)
+        self.call_unrelayed(&|| host.reply_to(id), entry, arguments, trace)
             .await
     }
 
@@ -561,16 +566,12 @@ impl Gateway {
     /// to the host request `progress_to` names when it comes.
     async fn call_unrelayed(
         &self,
-        host: &HostLink,
-        progress_to: &(dyn Fn() -> HostRequestId + Sync),
+        progress_to: &(dyn Fn() -> rounds::ReplyTo + Sync),
         entry: &ToolEntry,
         arguments: Value,
         trace: Map<String, Value>,
     ) -> Value {
-        let report = |progress: mcp_smol::proto::Progress| {
-            let id = progress_to();
-            (host.server).progress(id, progress.progress, progress.total, progress.message);
-        };
+        let report = |progress| progress_to().progress(progress);
         match (self.hub)
             .call(entry, arguments)
             .timeout(self.call_timeout)

@@ -216,7 +216,7 @@ impl Gateway {
             })
         };
         (host.rounds)
-            .answer(&self.executor, origin, id, input, start)
+            .answer(&self.executor, origin, host.reply_to(id), input, start)
             .await
     }
 

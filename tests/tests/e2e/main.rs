@@ -139,3 +139,6 @@ mod gateway_url_elicitation;
 
 /// `serve --listen` keeps its long-lived event streams alive with comment lines.
 mod gateway_keepalive;
+
+/// `serve --listen`: a stateless-era call's progress after an input round reaches the host.
+mod gateway_round_progress;
