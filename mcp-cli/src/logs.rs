@@ -159,6 +159,7 @@ fn utc_now() -> String {
 }
 
 /// `2026-11-23T12:00:00Z` (ISO 8601), from the system clock: the protocol's timestamps.
+#[cfg(feature = "cli")]
 pub(crate) fn iso8601_now() -> String {
     let seconds = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
