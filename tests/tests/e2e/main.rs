@@ -142,3 +142,6 @@ mod gateway_keepalive;
 
 /// `serve --listen`: a stateless-era call's progress after an input round reaches the host.
 mod gateway_round_progress;
+
+/// `serve --listen`: a backend's roots question goes to the session host whose call waits on it.
+mod gateway_listen_roots;
