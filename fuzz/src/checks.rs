@@ -220,6 +220,7 @@ pub fn check_connection(data: &[u8]) {
             elicitation: true,
             sampling: true,
             tasks: true,
+            elicitation_url: true,
         },
         server_request_timeout: Duration::from_millis(500),
         protocol,

@@ -188,6 +188,7 @@ pub fn check_http(data: &[u8]) {
             elicitation: true,
             sampling: false,
             tasks: true,
+            elicitation_url: true,
         },
         protocol,
         max_input_rounds: 2,

@@ -16,7 +16,27 @@ use crate::spinner;
 pub(crate) fn handler(yes: bool) -> ElicitHandler {
     ElicitHandler::new(move |elicitation: Elicitation| {
         async move {
-            if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
+            let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+            if let Some(link) = elicitation.url.clone() {
+                // A link is opened only when a person said yes to it, never unattended.
+                if !terminal {
+                    return ElicitAnswer::Decline;
+                }
+                let answer = blocking::unblock(move || {
+                    let _paused = spinner::pause();
+                    let mut input = std::io::stdin().lock();
+                    url_form(&elicitation, &mut input, &mut std::io::stderr())
+                })
+                .await;
+                if answer == ElicitAnswer::Accept(Map::new()) {
+                    let browser = std::env::var("BROWSER").ok();
+                    if !crate::auth::browser::open(link.url.clone(), browser).await {
+                        crate::output::diagnostic(&format!("mcp-cli: open {} yourself", link.url));
+                    }
+                }
+                return answer;
+            }
+            if !terminal {
                 return match yes {
                     true => defaults(&elicitation.schema),
                     false => ElicitAnswer::Decline,
@@ -31,6 +51,41 @@ pub(crate) fn handler(yes: bool) -> ElicitHandler {
             .await
         }
     })
+    .taking_urls()
+}
+
+/// A URL-mode elicitation: the link shown with its host, opened only after a yes (accept);
+/// `n` declines, end of input cancels. A link that is not `https` or `http` is declined
+/// unasked: nothing else is handed to the browser.
+pub(crate) fn url_form(
+    elicitation: &Elicitation,
+    input: &mut impl BufRead,
+    out: &mut impl Write,
+) -> ElicitAnswer {
+    let link = elicitation.url.as_ref().map_or("", |url| url.url.as_str());
+    let parsed = url::Url::parse(link).ok();
+    let web = parsed
+        .as_ref()
+        .filter(|url| matches!(url.scheme(), "https" | "http"));
+    let mut say = |text: &str| {
+        let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+    };
+    let Some(host) = web.and_then(|url| url.host_str()) else {
+        say(&format!(
+            "mcp-cli: server {} asked to open {link:?}, which is not a web link: declined\n",
+            elicitation.server
+        ));
+        return ElicitAnswer::Decline;
+    };
+    say(&format!(
+        "mcp-cli: server {} asks you to open a link: {}\n  {link}\n  (on {host})\nOpen it in the browser? [y/N] ",
+        elicitation.server, elicitation.message
+    ));
+    match read_line(input).map(|answer| answer.to_lowercase()) {
+        None => ElicitAnswer::Cancel,
+        Some(answer) if matches!(answer.as_str(), "y" | "yes") => ElicitAnswer::Accept(Map::new()),
+        Some(_) => ElicitAnswer::Decline,
+    }
 }
 
 /// Asks for each field in turn. End of input cancels; answering `n` to the first question
@@ -255,6 +310,7 @@ mod tests {
             server: "fx".into(),
             message: "Who are you?".into(),
             schema,
+            url: None,
         };
         let mut out = Vec::new();
         let answer = form(&elicitation, &mut typed.as_bytes(), &mut out);
@@ -286,6 +342,34 @@ mod tests {
         assert!(shown.contains("Name (string, required)"));
         assert!(shown.contains("an answer is required; again: "));
         assert!(shown.contains("\"fish\" is not one of cat, dog"));
+    }
+
+    #[test]
+    fn a_link_is_shown_with_its_host_and_opened_only_after_yes() {
+        let asking = |link: &str| Elicitation {
+            server: "fx".into(),
+            message: "Connect your account".into(),
+            schema: json!({}),
+            url: Some(crate::hub::UrlElicitation {
+                url: link.into(),
+                id: "e-1".into(),
+            }),
+        };
+        let link = asking("https://auth.example.com/connect?id=e-1");
+        let ask = |typed: &str| {
+            let mut out = Vec::new();
+            let answer = url_form(&link, &mut typed.as_bytes(), &mut out);
+            (answer, String::from_utf8(out).unwrap())
+        };
+        let (answer, shown) = ask("y\n");
+        assert_eq!(answer, ElicitAnswer::Accept(Map::new()));
+        assert!(shown.contains("(on auth.example.com)"), "{shown}");
+        assert_eq!(ask("\n").0, ElicitAnswer::Decline);
+        assert_eq!(ask("").0, ElicitAnswer::Cancel);
+        let mut out = Vec::new();
+        let odd = asking("file:///etc/passwd");
+        let answer = url_form(&odd, &mut "y\n".as_bytes(), &mut out);
+        assert_eq!(answer, ElicitAnswer::Decline);
     }
 
     #[test]

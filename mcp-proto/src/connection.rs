@@ -62,6 +62,10 @@ pub struct ClientCapabilities {
     pub roots: bool,
     /// `elicitation/create`: the caller asks a person to fill in a form.
     pub elicitation: bool,
+    /// With `elicitation`: URL mode too (2025-11-25), the caller shows a server's link and
+    /// opens it once the person agrees. Declared `elicitation: {"form": {}, "url": {}}`;
+    /// without it, `elicitation: {}`, which every revision reads as forms only.
+    pub elicitation_url: bool,
     /// `sampling/createMessage`: the caller runs a language model for the server.
     pub sampling: bool,
     /// Stateless era: the tasks extension (`io.modelcontextprotocol/tasks`), so a
@@ -82,6 +86,9 @@ impl ClientCapabilities {
             .filter(|(_, on)| *on)
             .map(|(name, _)| (name.to_owned(), json!({})))
             .collect();
+        if self.elicitation && self.elicitation_url {
+            capabilities.insert("elicitation".to_owned(), json!({"form": {}, "url": {}}));
+        }
         if stateless && self.tasks {
             let extensions = json!({ crate::TASKS_EXTENSION: {} });
             capabilities.insert("extensions".to_owned(), extensions);
@@ -1589,6 +1596,22 @@ fn outgoing(version: &'static str, method: &str, params: &Params) -> Outgoing {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn url_mode_elicitation_is_declared_beside_forms_and_plain_forms_stay_empty() {
+        let forms = ClientCapabilities {
+            elicitation: true,
+            ..ClientCapabilities::default()
+        };
+        assert_eq!(forms.to_json(false), json!({"elicitation": {}}));
+        let both = ClientCapabilities {
+            elicitation_url: true,
+            ..forms
+        };
+        let declared = json!({"elicitation": {"form": {}, "url": {}}});
+        assert_eq!(both.to_json(false), declared);
+        assert_eq!(both.to_json(true), declared);
+    }
 
     fn handshake_era() -> Config {
         Config {

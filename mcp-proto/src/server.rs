@@ -80,6 +80,15 @@ impl ClientInfo {
     pub fn declares(&self, name: &str) -> bool {
         self.capabilities.get(name).is_some_and(|c| !c.is_null())
     }
+
+    /// Whether the host takes URL-mode elicitations (2025-11-25: `elicitation.url`); a bare
+    /// `elicitation: {}` means forms only.
+    pub fn takes_url_elicitation(&self) -> bool {
+        let elicitation = self.capabilities.get("elicitation");
+        elicitation
+            .and_then(|e| e.get("url"))
+            .is_some_and(Value::is_object)
+    }
 }
 
 /// A request from the host, for the caller to answer with [`ServerConnection::respond`].

@@ -211,6 +211,30 @@ impl Task {
     }
 }
 
+impl Task {
+    /// The task as the handshake era (2025-11-25) spells it, for a host of that era: `ttl`
+    /// (`null` for unlimited) and `pollInterval`, and no outcome (that comes with
+    /// `tasks/result`). `now` stands in for the timestamps the schema requires where the
+    /// server sent none.
+    pub fn to_handshake_json(&self, now: &str) -> Value {
+        let stamp = |given: &Option<String>| given.clone().unwrap_or_else(|| now.to_owned());
+        let mut task = json!({
+            "taskId": self.id,
+            "status": self.status.as_str(),
+            "createdAt": stamp(&self.created_at),
+            "lastUpdatedAt": stamp(&self.last_updated_at),
+            "ttl": self.ttl_ms,
+        });
+        if let Some(message) = &self.message {
+            task["statusMessage"] = json!(message);
+        }
+        if let Some(interval) = self.poll_interval_ms {
+            task["pollInterval"] = json!(interval);
+        }
+        task
+    }
+}
+
 impl FromResult for Task {
     /// A `tasks/get` result: the task itself (stateless era, and 2025-11-25).
     fn from_result(mut result: Value) -> Result<Self, String> {
@@ -703,6 +727,21 @@ mod tests {
             Some(TaskStep::Done(TaskEnd::Completed(result)))
         );
         assert_eq!(watch.task().status, TaskStatus::Completed);
+    }
+
+    #[test]
+    fn a_task_is_spelt_for_a_handshake_host_without_its_outcome() {
+        let mut stateless = task(json!({"taskId": "t", "status": "completed",
+            "ttlMs": 60000, "pollIntervalMs": 500, "createdAt": "2026-01-01T00:00:00Z"}));
+        stateless.result = Some(json!({"content": []}));
+        let spelt = stateless.to_handshake_json("2026-02-02T00:00:00Z");
+        assert_eq!(
+            spelt,
+            json!({"taskId": "t", "status": "completed", "createdAt": "2026-01-01T00:00:00Z",
+                   "lastUpdatedAt": "2026-02-02T00:00:00Z", "ttl": 60000, "pollInterval": 500})
+        );
+        let unlimited = task(json!({"taskId": "u", "status": "working"}));
+        assert_eq!(unlimited.to_handshake_json("x")["ttl"], Value::Null);
     }
 
     #[test]

@@ -33,6 +33,8 @@ pub fn tools() -> Vec<Value> {
                "inputSchema": object(json!({})), "execution": required}),
         json!({"name": "task_ask", "description": "A task that asks for a name mid-way, then greets it.",
                "inputSchema": object(json!({})), "execution": required}),
+        json!({"name": "task_ask_first", "description": "Asks for a name before it makes its task, which then greets it.",
+               "inputSchema": object(json!({})), "execution": required}),
         json!({"name": "task_optional", "description": "Runs as a task only when asked to.",
                "inputSchema": object(json!({})), "execution": {"taskSupport": "optional"}}),
     ]
@@ -118,7 +120,7 @@ impl Record {
             "task_fail" => {
                 Status::Failed(json!({"code": -32000, "message": "the work failed: disk full"}))
             }
-            "task_ask" => match &self.answer {
+            "task_ask" | "task_ask_first" => match &self.answer {
                 Some(name) => Status::Completed(text(format!("hello {name}"))),
                 None => Status::InputRequired,
             },
@@ -187,6 +189,14 @@ impl Tasks {
         Record::from_json(&serde_json::from_slice(&bytes).ok()?)
     }
 
+    /// Handshake era: whether this `tools/call` must first ask for a name (`task_ask_first`
+    /// without the answer the fixture puts in its `inputResponses`).
+    pub fn asks_first(&self, params: &Value) -> bool {
+        !self.stateless
+            && params["name"] == "task_ask_first"
+            && params.get("inputResponses").is_none()
+    }
+
     /// A `tools/call` of a task tool: the task it makes, or a refusal. `params` as sent.
     pub fn call(&self, params: &Value) -> Answer {
         let name = params["name"].as_str().unwrap_or_default().to_owned();
@@ -208,13 +218,27 @@ impl Tasks {
                 false => error(-32601, format!("{name} runs only as a task")),
             });
         }
+        // `task_ask_first`'s name comes before the task: an input round of the call in the
+        // stateless era, a form the fixture asked for and put here in the handshake era.
+        let given = &params["inputResponses"]["name"];
+        let mut answer = given["content"]["name"].as_str().map(str::to_owned);
+        if name == "task_ask_first" && answer.is_none() && !self.stateless {
+            answer = Some("nobody".to_owned());
+        }
+        if name == "task_ask_first" && answer.is_none() {
+            let form = json!({"method": "elicitation/create", "params": ask_form()});
+            return Ok(
+                json!({"resultType": "input_required", "inputRequests": {"name": form},
+                             "requestState": "asked-first"}),
+            );
+        }
         let record = Record {
             id: format!("task-{}-{}", std::process::id(), now_ms()),
             tool: name,
             arguments: params.get("arguments").cloned().unwrap_or(json!({})),
             created: now_ms(),
             cancelled: false,
-            answer: None,
+            answer,
         };
         self.save(&record);
         eprintln!("created {}", record.id);

@@ -12,7 +12,7 @@
 //! exchange, refresh), `person` with `loopback`, `browser` and `device` (the person's side of a
 //! login), `machine` (clients without one), `store` and `keychain` (where tokens are kept).
 
-mod browser;
+pub(crate) mod browser;
 mod device;
 mod discovery;
 mod flow;

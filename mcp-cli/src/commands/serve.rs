@@ -60,6 +60,7 @@ fn gateway(
         extension: None,
         executor: ctx.executor.clone(),
         results: ctx.state.results(),
+        handed: Default::default(),
     });
     (hub, gateway)
 }
@@ -130,6 +131,7 @@ pub(crate) async fn listen(
     let settings = Settings {
         ask: Some(relay.ask_handler()),
         elicit: Some(relay.handler()),
+        roots: Some(relay.roots_handler()),
         ..crate::host::settings(&ctx.state, &ctx.executor, &env)
     };
     let (hub, gateway) = gateway(ctx, config, settings, mode, named, relay);

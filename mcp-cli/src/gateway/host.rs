@@ -198,10 +198,24 @@ struct Waiting {
 /// Where a form goes to reach a host.
 #[derive(Clone)]
 enum Asker {
-    /// A handshake-era host: a request of ours.
-    Request(Server),
+    /// A handshake-era host: a request of ours, of the kinds it declared it takes.
+    Request(Server, Takes),
     /// A stateless-era host's call: an `input_required` round of that call.
     Round(Sender<Question>),
+}
+
+/// What a handshake-era host declared it answers.
+#[derive(Clone, Copy)]
+struct Takes {
+    forms: bool,
+    urls: bool,
+    roots: bool,
+}
+
+impl Asker {
+    fn takes_forms(&self) -> bool {
+        !matches!(self, Asker::Request(_, takes) if !takes.forms)
+    }
 }
 
 /// A host's place in the [`Relay`], given up when dropped.
@@ -225,15 +239,20 @@ impl Relay {
     }
 
     /// Notes that `host` waits on `server` (`None`: on whichever server) until the ticket is
-    /// dropped. A host that cannot answer forms is not noted, and gets none; nor is a
+    /// dropped. A host that can answer neither forms nor roots is not noted; nor is a
     /// stateless-era host, which takes no requests of ours (its calls wait in rounds instead:
     /// [`wait_in_rounds`](Self::wait_in_rounds)).
     pub(crate) fn wait_on(&self, server: Option<&str>, host: &HostLink) -> Option<Ticket> {
         let stateless = Era::of(&host.client.protocol_version) == Some(Era::Stateless);
-        if stateless || !host.client.declares("elicitation") {
+        let takes = Takes {
+            forms: host.client.declares("elicitation"),
+            urls: host.client.takes_url_elicitation(),
+            roots: host.client.declares("roots"),
+        };
+        if stateless || !(takes.forms || takes.roots) {
             return None;
         }
-        Some(self.note(server, Asker::Request(host.server.clone())))
+        Some(self.note(server, Asker::Request(host.server.clone(), takes)))
     }
 
     /// Notes that a stateless-era host's call waits on `server`: its forms go to `questions`,
@@ -269,7 +288,7 @@ impl Relay {
         let waiting = self.waiting();
         let mut hosts = waiting.hosts.iter().rev();
         hosts.find_map(|(_, on, asker)| {
-            let on = on.as_deref()?;
+            let on = on.as_deref().filter(|_| asker.takes_forms())?;
             let calls = tool.strip_prefix(on).is_some_and(|t| t.starts_with("__"));
             calls.then(|| asker.clone())
         })
@@ -284,7 +303,7 @@ impl Relay {
             let asker = relay.asker_for_tool(&ask.tool);
             async move {
                 match asker {
-                    Some(Asker::Request(server)) => ask_by_request(&server, &ask).await,
+                    Some(Asker::Request(server, _)) => ask_by_request(&server, &ask).await,
                     Some(Asker::Round(questions)) => ask_in_round(Some(questions), &ask).await,
                     None => Err("the host cannot be asked: its request did not declare the \
                                  elicitation capability; change the rule to allow, or use a \
@@ -295,10 +314,34 @@ impl Relay {
         })
     }
 
+    /// The roots of servers with none configured where many hosts share the hub (`serve
+    /// --listen`): the roots of the latest handshake-era host whose call waits on the server
+    /// that asks, asked of it each time, when it declared `roots`; none otherwise.
+    pub(crate) fn roots_handler(&self) -> RootsHandler {
+        let relay = self.clone();
+        RootsHandler::new(move |asking: String| {
+            let host = relay.roots_host(&asking);
+            async move { host?.request(Request::new("roots/list", None)).await.ok() }
+        })
+    }
+
+    fn roots_host(&self, server: &str) -> Option<Server> {
+        let waiting = self.waiting();
+        let mut hosts = waiting.hosts.iter().rev();
+        hosts.find_map(|(_, on, host)| match host {
+            Asker::Request(host, takes) if takes.roots && on.as_deref() == Some(server) => {
+                Some(host.clone())
+            }
+            _ => None,
+        })
+    }
+
     fn host_for(&self, server: &str) -> Option<Asker> {
         let waiting = self.waiting();
         let mut hosts = waiting.hosts.iter().rev();
-        let found = hosts.find(|(_, on, _)| on.as_deref().is_none_or(|on| on == server));
+        let found = hosts.find(|(_, on, host)| {
+            host.takes_forms() && on.as_deref().is_none_or(|on| on == server)
+        });
         found.map(|(_, _, host)| host.clone())
     }
 
@@ -311,9 +354,14 @@ impl Relay {
                 let Some(host) = host else {
                     return ElicitAnswer::Decline;
                 };
+                // A link goes only to a host that said it can show one.
+                let takes_urls = matches!(host, Asker::Request(_, takes) if takes.urls);
+                if elicitation.url.is_some() && !takes_urls {
+                    return ElicitAnswer::Decline;
+                }
                 let params = elicitation.relayed();
                 match host {
-                    Asker::Request(host) => {
+                    Asker::Request(host, _) => {
                         let request = Request::new("elicitation/create", Some(params));
                         match host.request(request).await {
                             Ok(answer) => answer_of(&answer),
@@ -335,6 +383,7 @@ impl Relay {
                 }
             }
         })
+        .taking_urls()
     }
 }
 

@@ -740,6 +740,7 @@ fn event(message: &Value) -> Bytes {
 /// A 200 whose body is the events of `stream`.
 fn event_stream(stream: impl futures_lite::Stream<Item = Bytes> + Send + 'static) -> Response {
     use futures_lite::StreamExt;
+    let stream = crate::gateway::keepalive::every(stream, crate::gateway::keepalive::interval());
     let frames = stream.map(|bytes| Ok::<_, Infallible>(Frame::data(bytes)));
     let mut response = hyper::Response::new(StreamBody::new(frames).boxed_unsync());
     let headers = response.headers_mut();

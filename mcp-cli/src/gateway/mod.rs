@@ -11,12 +11,14 @@
 
 mod bridge;
 mod host;
+mod keepalive;
 mod large;
 pub(crate) mod listen;
 mod proxy;
 mod rounds;
 mod search;
 mod tasks;
+mod url_elicitation;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -83,6 +85,8 @@ pub(crate) struct Gateway {
     pub(crate) executor: Arc<async_executor::Executor<'static>>,
     /// Where results cut to a host's `maxResultSizeChars` are kept whole, for it to read.
     pub(crate) results: std::path::PathBuf,
+    /// The tasks handed to hosts, for `tasks/list` ([`tasks`]).
+    pub(crate) handed: tasks::Handed,
 }
 
 /// How long `tools/list` waits for servers still starting, unless `MCP_CLI_LIST_WAIT_MS` says.
@@ -103,8 +107,9 @@ pub(crate) fn server_config() -> ServerConfig {
             "tools": {"listChanged": true},
             "resources": {"listChanged": true},
             "prompts": {"listChanged": true},
-            // Stateless-era hosts that declare it may get tasks ([`tasks`]).
+            // Hosts that ask may get tasks, in either era ([`tasks`]).
             "extensions": {mcp_smol::proto::TASKS_EXTENSION: {}},
+            "tasks": tasks::handshake_capability(),
         }),
         ..ServerConfig::default()
     }
@@ -170,6 +175,10 @@ impl Gateway {
                         HubEvent::PromptsChanged { .. } => &["prompts"],
                         // Whatever changed among the missed events, the host reads it again.
                         HubEvent::Lagged { .. } => &["tools", "resources", "prompts"],
+                        HubEvent::ElicitationComplete { id, .. } => {
+                            url_elicitation::complete(&link, &id);
+                            continue;
+                        }
                         _ => continue,
                     };
                     for list in lists {
@@ -273,9 +282,9 @@ impl Gateway {
                 let input = HostInput::of(method, Some(&params));
                 let max_chars = large::requested(&params);
                 let called = match mode {
-                    Mode::Tools if tasks::declared(era) => {
-                        let entry = self.find(name).await?;
-                        Ok(self.call_as_task(&entry, arguments, trace).await)
+                    Mode::Tools if tasks::wanted(era, &params) => {
+                        let call = (self.find(name).await?, arguments, trace);
+                        self.call_as_task(host, id, call, era, input).await
                     }
                     Mode::Tools => {
                         let entry = self.find(name).await?;
@@ -369,7 +378,7 @@ impl Gateway {
             }
             ("logging/setLevel", _) => Ok(json!({})),
             (method, _) if tasks::METHODS.contains(&method) => {
-                self.handle_task(method, &params).await
+                self.handle_task(host, method, &params, era).await
             }
             _ => Err(RpcError::method_not_found(method)),
         }
@@ -514,20 +523,25 @@ impl Gateway {
         } = call;
         let can_ask = era.is_some_and(|client| client.declares("elicitation"));
         let origin = format!("tools/call {}", entry.name);
-        let (gateway, link) = (self.clone(), host.clone());
+        let gateway = self.clone();
         let start = move |questions, answering: rounds::Answering| {
             self.executor.spawn(async move {
                 let _waiting =
                     can_ask.then(|| gateway.relay.wait_in_rounds(&entry.server, questions));
                 // Progress goes to the request the call answers now: the latest retry.
-                let progress_to = || *answering.lock().unwrap_or_else(PoisonError::into_inner);
+                let progress_to = || {
+                    answering
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .clone()
+                };
                 gateway
-                    .call_unrelayed(&link, &progress_to, &entry, arguments, trace)
+                    .call_unrelayed(&progress_to, &entry, arguments, trace)
                     .await
             })
         };
         (host.rounds)
-            .answer(&self.executor, origin, id, input, start)
+            .answer(&self.executor, origin, host.reply_to(id), input, start)
             .await
     }
 
@@ -544,7 +558,7 @@ impl Gateway {
     ) -> Value {
         // What the server asks of a person while the call runs goes to this host.
         let _waiting = self.relay.wait_on(Some(&entry.server), host);
-        self.call_unrelayed(host, &|| id, entry, arguments, trace)
+        self.call_unrelayed(&|| host.reply_to(id), entry, arguments, trace)
             .await
     }
 
@@ -552,16 +566,12 @@ impl Gateway {
     /// to the host request `progress_to` names when it comes.
     async fn call_unrelayed(
         &self,
-        host: &HostLink,
-        progress_to: &(dyn Fn() -> HostRequestId + Sync),
+        progress_to: &(dyn Fn() -> rounds::ReplyTo + Sync),
         entry: &ToolEntry,
         arguments: Value,
         trace: Map<String, Value>,
     ) -> Value {
-        let report = |progress: mcp_smol::proto::Progress| {
-            let id = progress_to();
-            (host.server).progress(id, progress.progress, progress.total, progress.message);
-        };
+        let report = |progress| progress_to().progress(progress);
         match (self.hub)
             .call(entry, arguments)
             .timeout(self.call_timeout)

@@ -24,9 +24,36 @@ pub(crate) struct Question {
     pub(crate) answer: Sender<Value>,
 }
 
-/// The host request a call answers now: its first, then each retry in turn (its progress
-/// goes there).
-pub(crate) type Answering = Arc<Mutex<HostRequestId>>;
+/// The host request a call answers now, on the connection it came by: its first, then each
+/// retry in turn (its progress goes there; over HTTP each request has a connection of its
+/// own, which ends with its answer).
+pub(crate) type Answering = Arc<Mutex<ReplyTo>>;
+
+/// A host request, and the connection to send its progress on (`None`: nowhere).
+#[derive(Clone)]
+pub(crate) struct ReplyTo {
+    pub(crate) id: HostRequestId,
+    pub(crate) server: Option<mcp_smol::Server>,
+}
+
+impl crate::gateway::HostLink {
+    /// Request `id` of this host, on this connection.
+    pub(crate) fn reply_to(&self, id: HostRequestId) -> ReplyTo {
+        ReplyTo {
+            id,
+            server: Some(self.server.clone()),
+        }
+    }
+}
+
+impl ReplyTo {
+    /// Sends `progress` to the host, as this request's.
+    pub(crate) fn progress(&self, progress: mcp_smol::proto::Progress) {
+        if let Some(server) = &self.server {
+            server.progress(self.id, progress.progress, progress.total, progress.message);
+        }
+    }
+}
 
 /// How long a parked call waits for the host's retry unless `MCP_CLI_INPUT_WAIT_MS` says:
 /// long enough for a person to fill in a form.
@@ -91,13 +118,13 @@ impl Rounds {
     /// resumes its parked call with the host's answers; anything else starts a call with
     /// `start`, which is given where the call's questions go. Either way the answer is the
     /// call's result, or `input_required` when it asks something first. `origin` names what
-    /// is called, so that a retry cannot resume another call; `id` is the host request this
+    /// is called, so that a retry cannot resume another call; `to` is the host request this
     /// answers, which the call is told of through [`Answering`].
     pub(crate) async fn answer<F>(
         &self,
         executor: &Arc<async_executor::Executor<'static>>,
         origin: String,
-        id: HostRequestId,
+        to: ReplyTo,
         input: Option<HostInput>,
         start: F,
     ) -> Result<Value, RpcError>
@@ -108,7 +135,7 @@ impl Rounds {
             Some(input) => self.resume(&origin, input)?,
             None => {
                 let (questions, asked) = async_channel::unbounded();
-                let answering = Arc::new(Mutex::new(id));
+                let answering = Arc::new(Mutex::new(to.clone()));
                 Parked {
                     origin,
                     call: start(questions, answering.clone()),
@@ -120,7 +147,7 @@ impl Rounds {
                 }
             }
         };
-        *(parked.answering.lock()).unwrap_or_else(PoisonError::into_inner) = id;
+        *(parked.answering.lock()).unwrap_or_else(PoisonError::into_inner) = to;
         enum Next {
             Done(Value),
             Asked(Question),
@@ -290,6 +317,14 @@ mod tests {
             .unwrap()
     }
 
+    /// A host request with no connection to send progress on.
+    fn to() -> ReplyTo {
+        ReplyTo {
+            id: host_request_id(),
+            server: None,
+        }
+    }
+
     fn no_env(_: &str) -> Option<String> {
         None
     }
@@ -302,7 +337,7 @@ mod tests {
             let origin = "tools/call fx__ask".to_owned();
             let start = asking(&executor, 1);
             let round = rounds
-                .answer(&executor, origin.clone(), host_request_id(), None, start)
+                .answer(&executor, origin.clone(), to(), None, start)
                 .await
                 .unwrap();
             assert_eq!(round["resultType"], "input_required");
@@ -326,33 +361,15 @@ mod tests {
             let never = |_, _| unreachable!("a retry starts nothing");
             let other = "tools/call fx__echo".to_owned();
             let refused = rounds
-                .answer(
-                    &executor,
-                    other,
-                    host_request_id(),
-                    Some(input(&state)),
-                    never,
-                )
+                .answer(&executor, other, to(), Some(input(&state)), never)
                 .await;
             assert_eq!(refused.unwrap_err().code, RpcError::INVALID_PARAMS);
-            let unknown = rounds.answer(
-                &executor,
-                origin.clone(),
-                host_request_id(),
-                Some(input("x")),
-                never,
-            );
+            let unknown = rounds.answer(&executor, origin.clone(), to(), Some(input("x")), never);
             assert_eq!(unknown.await.unwrap_err().code, RpcError::INVALID_PARAMS);
             assert_eq!(rounds.parked(), 1);
 
             let done = rounds
-                .answer(
-                    &executor,
-                    origin,
-                    host_request_id(),
-                    Some(input(&state)),
-                    never,
-                )
+                .answer(&executor, origin, to(), Some(input(&state)), never)
                 .await;
             assert_eq!(done.unwrap(), json!([answer]));
             assert_eq!(rounds.parked(), 0);
@@ -366,23 +383,11 @@ mod tests {
         futures_lite::future::block_on(executor.run(async {
             for n in 0..MAX_PARKED {
                 let origin = format!("tools/call t{n}");
-                let round = rounds.answer(
-                    &executor,
-                    origin,
-                    host_request_id(),
-                    None,
-                    asking(&executor, 1),
-                );
+                let round = rounds.answer(&executor, origin, to(), None, asking(&executor, 1));
                 assert_eq!(round.await.unwrap()["resultType"], "input_required");
             }
             let origin = "tools/call one-more".to_owned();
-            let refused = rounds.answer(
-                &executor,
-                origin,
-                host_request_id(),
-                None,
-                asking(&executor, 1),
-            );
+            let refused = rounds.answer(&executor, origin, to(), None, asking(&executor, 1));
             let refused = refused.await.unwrap();
             assert_eq!(refused["isError"], true, "{refused}");
             assert_eq!(rounds.parked(), MAX_PARKED);
@@ -397,7 +402,7 @@ mod tests {
             let origin = "tools/call loop".to_owned();
             let start = asking(&executor, usize::MAX);
             let mut round = rounds
-                .answer(&executor, origin.clone(), host_request_id(), None, start)
+                .answer(&executor, origin.clone(), to(), None, start)
                 .await
                 .unwrap();
             for _ in 0..MAX_ROUNDS {
@@ -408,15 +413,9 @@ mod tests {
                     state: round["requestState"].as_str().map(str::to_owned),
                 };
                 let never = |_, _| unreachable!("a retry starts nothing");
-                round = (rounds.answer(
-                    &executor,
-                    origin.clone(),
-                    host_request_id(),
-                    Some(input),
-                    never,
-                ))
-                .await
-                .unwrap();
+                round = (rounds.answer(&executor, origin.clone(), to(), Some(input), never))
+                    .await
+                    .unwrap();
             }
             assert_eq!(round["isError"], true, "{round}");
             assert_eq!(rounds.parked(), 0);

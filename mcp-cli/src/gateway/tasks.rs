@@ -1,66 +1,268 @@
-//! Tasks for a host that declared the tasks extension (stateless era): a call a backend runs
-//! as a task is handed to the host as one (`resultType: "task"`), under an id that names the
-//! backend (`SERVER/ID`), and the host's `tasks/get`, `tasks/update` and `tasks/cancel` go
-//! to that backend. A host that did not declare it never sees a task: the hub waits for it.
+//! Tasks for a host that asks for them, in either era, whatever era the backend speaks: a
+//! call a backend runs as a task is handed to the host as one, under an id that names the
+//! backend (`SERVER/ID`), and the host's task requests go to that backend.
+//!
+//! Stateless era: the host declared the tasks extension; it gets `resultType: "task"` and
+//! drives it with `tasks/get`, `tasks/update` and `tasks/cancel`. Handshake era (2025-11-25,
+//! experimental tasks): the host sent `task` on its `tools/call`; it gets `{"task": ...}` and
+//! drives it with `tasks/get`, `tasks/result` (which relays the backend's forms while it
+//! waits, and tells the host each new status with `notifications/tasks/status`), `tasks/list`
+//! and `tasks/cancel`. A handshake-era call the backend answered at once still gets the task
+//! the host asked for: one of the gateway's own, already ended (`gateway-N`, no `/`).
+//!
+//! A host that asked for neither never sees a task: the hub waits for it. Forms the backend
+//! asks for before it makes the task reach the host as any call's do.
 
-use mcp_smol::proto::{ClientInfo, RpcError, TASKS_EXTENSION, Task};
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use mcp_smol::proto::{
+    ClientInfo, HostInput, HostRequestId, RpcError, TASKS_EXTENSION, Task, TaskStatus,
+};
 use serde_json::{Map, Value, json};
 
-use crate::gateway::{Gateway, backend_error, invalid_params, tool_error};
+use crate::gateway::rounds::Answering;
+use crate::gateway::{Gateway, HostLink, backend_error, invalid_params, mismatched, tool_error};
 use crate::hints;
-use crate::hub::{Started, ToolEntry};
+use crate::hub::{HubError, Started, ToolEntry};
 
-/// The methods a host drives its tasks with.
-pub(crate) const METHODS: &[&str] = &["tasks/get", "tasks/update", "tasks/cancel"];
+/// The methods a host drives its tasks with, in both eras.
+pub(crate) const METHODS: &[&str] = &[
+    "tasks/get",
+    "tasks/update",
+    "tasks/cancel",
+    "tasks/result",
+    "tasks/list",
+];
 
-/// Whether this request's host takes tasks.
-pub(crate) fn declared(era: Option<&ClientInfo>) -> bool {
-    let extensions = era.and_then(|client| client.capabilities.get("extensions"));
-    extensions.is_some_and(|extensions| extensions.get(TASKS_EXTENSION).is_some())
+/// The handshake era's `tasks` server capability: what the gateway honours for any backend
+/// (a call the backend answers at once becomes a task of the gateway's own).
+pub(crate) fn handshake_capability() -> Value {
+    json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}})
 }
 
-/// The task as the host sees it: the backend's, under the gateway's id.
+/// At most this many tasks are remembered for `tasks/list`, and at most this many of the
+/// gateway's own ended tasks are kept for `tasks/result`; older ones are forgotten first.
+const KEPT: usize = 128;
+
+/// Whether this host request asks for a task: a stateless-era host that declared the
+/// extension, or a handshake-era call with the `task` parameter.
+pub(crate) fn wanted(era: Option<&ClientInfo>, params: &Value) -> bool {
+    match era {
+        Some(client) => {
+            let extensions = client.capabilities.get("extensions");
+            extensions.is_some_and(|extensions| extensions.get(TASKS_EXTENSION).is_some())
+        }
+        None => params.get("task").is_some_and(Value::is_object),
+    }
+}
+
+/// The tasks handed to this gateway's hosts, newest last, and the gateway's own ended ones.
+#[derive(Default)]
+pub(crate) struct Handed(Mutex<HandedInner>);
+
+#[derive(Default)]
+struct HandedInner {
+    next: u64,
+    /// `(server, id)` of the backends' tasks, for `tasks/list`.
+    relayed: VecDeque<(String, String)>,
+    /// The gateway's own: the task, ended, and the call's result.
+    own: VecDeque<(Task, Value)>,
+}
+
+impl Handed {
+    fn inner(&self) -> std::sync::MutexGuard<'_, HandedInner> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn note(&self, server: &str, id: &str) {
+        let mut inner = self.inner();
+        if inner.relayed.len() == KEPT {
+            inner.relayed.pop_front();
+        }
+        inner.relayed.push_back((server.to_owned(), id.to_owned()));
+    }
+
+    /// Makes an ended task of the gateway's own for `result`.
+    fn own(&self, result: Value, now: &str) -> Task {
+        let mut inner = self.inner();
+        inner.next += 1;
+        // A tool result with `isError` is a failed task, as the spec says.
+        let failed = result.get("isError") == Some(&json!(true));
+        let task = Task {
+            id: format!("gateway-{}", inner.next),
+            status: if failed {
+                TaskStatus::Failed
+            } else {
+                TaskStatus::Completed
+            },
+            message: None,
+            created_at: Some(now.to_owned()),
+            last_updated_at: Some(now.to_owned()),
+            ttl_ms: None,
+            poll_interval_ms: None,
+            result: None,
+            error: None,
+            input_requests: Map::new(),
+        };
+        if inner.own.len() == KEPT {
+            inner.own.pop_front();
+        }
+        inner.own.push_back((task.clone(), result));
+        task
+    }
+
+    fn find_own(&self, id: &str) -> Option<(Task, Value)> {
+        let inner = self.inner();
+        inner.own.iter().find(|(task, _)| task.id == id).cloned()
+    }
+
+    fn listed(&self) -> (Vec<(String, String)>, Vec<Task>) {
+        let inner = self.inner();
+        let relayed = inner.relayed.iter().cloned().collect();
+        (
+            relayed,
+            inner.own.iter().map(|(task, _)| task.clone()).collect(),
+        )
+    }
+}
+
+/// The task as a stateless-era host sees it: the backend's, under the gateway's id.
 fn for_host(server: &str, mut task: Task) -> Value {
     task.id = format!("{server}/{}", task.id);
     task.to_json()
 }
 
+/// The task as a handshake-era host sees it: the backend's, under the gateway's id.
+fn for_handshake_host(server: &str, task: &Task) -> Value {
+    let mut task = task.to_handshake_json(&crate::logs::iso8601_now());
+    task["taskId"] = json!(format!(
+        "{server}/{}",
+        task["taskId"].as_str().unwrap_or("")
+    ));
+    task
+}
+
+/// A failed call as the host sees its result, as [`Gateway::call`] reports it.
+fn failed_call(entry: &ToolEntry, error: HubError) -> Value {
+    match error {
+        HubError::Server {
+            error: mcp_smol::Error::Request(mcp_smol::proto::RequestError::Remote(rpc)),
+            ..
+        } => tool_error(&format!("{} failed: {}", entry.name, rpc.text())),
+        error @ HubError::OutputMismatch { .. } => mismatched(error),
+        error => tool_error(&hints::explained(&error)),
+    }
+}
+
+/// A task that did not end well, as `tasks/result` answers it.
+fn ended_badly(error: HubError) -> RpcError {
+    match error {
+        HubError::TaskFailed { error, .. } => error,
+        HubError::TaskLost { server, id, error } => {
+            invalid_params(format!("unknown task {server}/{id}: {}", error.text()))
+        }
+        other @ HubError::TaskCancelled { .. } => RpcError {
+            code: -32603,
+            message: hints::explained(&other),
+            data: None,
+        },
+        other => backend_error(other),
+    }
+}
+
 impl Gateway {
-    /// Calls `entry` for a host that takes tasks: its result, or the task running it.
+    /// Calls `entry` for a host that asked for a task ([`wanted`]): its result, or the task
+    /// running it, as the host's era spells it.
     pub(crate) async fn call_as_task(
+        self: &Arc<Self>,
+        host: &HostLink,
+        id: HostRequestId,
+        (entry, arguments, trace): (ToolEntry, Value, Map<String, Value>),
+        era: Option<&ClientInfo>,
+        input: Option<HostInput>,
+    ) -> Result<Value, RpcError> {
+        if era.is_none() {
+            // What the backend asks before it makes the task goes to this host.
+            let _waiting = self.relay.wait_on(Some(&entry.server), host);
+            let started = self.start_task(&entry, arguments, trace).await;
+            let task = match started {
+                Ok(Started::Task(handle)) => {
+                    self.handed.note(&entry.server, &handle.task.id);
+                    for_handshake_host(&entry.server, &handle.task)
+                }
+                Ok(Started::Done(result)) => self.own_task(result),
+                Err(error) => self.own_task(failed_call(&entry, error)),
+            };
+            return Ok(json!({ "task": task }));
+        }
+        // Stateless era: a form before the task comes back as an input round, as in any call.
+        let can_ask = era.is_some_and(|client| client.declares("elicitation"));
+        let origin = format!("tools/call {}", entry.name);
+        let gateway = self.clone();
+        let start = move |questions, _: Answering| {
+            self.executor.spawn(async move {
+                let _waiting =
+                    can_ask.then(|| gateway.relay.wait_in_rounds(&entry.server, questions));
+                match gateway.start_task(&entry, arguments, trace).await {
+                    Ok(Started::Done(result)) => result,
+                    Ok(Started::Task(handle)) => {
+                        let mut task = for_host(&entry.server, handle.task);
+                        task["resultType"] = json!("task");
+                        task
+                    }
+                    Err(error) => failed_call(&entry, error),
+                }
+            })
+        };
+        (host.rounds)
+            .answer(&self.executor, origin, host.reply_to(id), input, start)
+            .await
+    }
+
+    async fn start_task(
         &self,
         entry: &ToolEntry,
         arguments: Value,
         trace: Map<String, Value>,
-    ) -> Value {
-        let started = (self.hub)
+    ) -> Result<Started, HubError> {
+        (self.hub)
             .call(entry, arguments)
             .timeout(self.call_timeout)
             .meta(trace)
             .detach()
             .start()
-            .await;
-        match started {
-            Ok(Started::Done(result)) => result,
-            Ok(Started::Task(handle)) => {
-                let mut task = for_host(&entry.server, handle.task);
-                task["resultType"] = json!("task");
-                task
-            }
-            Err(error) => tool_error(&hints::explained(&error)),
-        }
+            .await
     }
 
-    /// A host's `tasks/get`, `tasks/update` or `tasks/cancel`.
+    fn own_task(&self, result: Value) -> Value {
+        let now = crate::logs::iso8601_now();
+        self.handed.own(result, &now).to_handshake_json(&now)
+    }
+
+    /// A host's task request (one of [`METHODS`]); `era` is `None` for a handshake-era host.
     pub(crate) async fn handle_task(
         &self,
+        host: &HostLink,
         method: &str,
         params: &Value,
+        era: Option<&ClientInfo>,
     ) -> Result<Value, RpcError> {
+        if method == "tasks/list" {
+            return Ok(self.list_tasks(era.is_some()).await);
+        }
         let given = params
             .get("taskId")
             .and_then(Value::as_str)
             .unwrap_or_default();
+        if let Some((task, result)) = self.handed.find_own(given) {
+            return match method {
+                "tasks/result" => Ok(related(result, given)),
+                "tasks/cancel" => Err(invalid_params(format!("task {given} has already ended"))),
+                _ if era.is_some() => Ok(task.to_json()),
+                _ => Ok(task.to_handshake_json(&crate::logs::iso8601_now())),
+            };
+        }
         // The longest served name the id starts with: names may hold a `/` themselves.
         let servers = self.servers();
         let owner = (servers.iter())
@@ -70,12 +272,16 @@ impl Gateway {
             return Err(invalid_params(format!("unknown task {given}")));
         };
         let id = &given[server.len() + 1..];
-        match method {
-            "tasks/get" => {
+        match (method, era) {
+            ("tasks/get", Some(_)) => {
                 let task = self.hub.get_task(server, id).await.map_err(backend_error)?;
                 Ok(for_host(server, task))
             }
-            "tasks/update" => {
+            ("tasks/get", None) => {
+                let task = (self.hub.peek_task(server, id).await).map_err(ended_badly)?;
+                Ok(for_handshake_host(server, &task))
+            }
+            ("tasks/update", _) => {
                 let responses = match params.get("inputResponses") {
                     Some(Value::Object(responses)) => responses.clone(),
                     _ => Map::new(),
@@ -83,13 +289,57 @@ impl Gateway {
                 (self.hub.update_task(server, id, responses).await).map_err(backend_error)?;
                 Ok(json!({}))
             }
-            _ => {
-                self.hub
-                    .cancel_task(server, id)
-                    .await
-                    .map_err(backend_error)?;
-                Ok(json!({}))
+            ("tasks/result", _) => {
+                // The backend's forms while the task waits on them go to this host.
+                let _waiting = self.relay.wait_on(Some(server), host);
+                let status = |task: &Task| {
+                    let task = for_handshake_host(server, task);
+                    (host.server).notify("notifications/tasks/status", Some(task));
+                };
+                let waited = self.hub.wait_task(server, id, None, status).await;
+                Ok(related(waited.map_err(ended_badly)?, given))
+            }
+            (_, era) => {
+                (self.hub.cancel_task(server, id).await).map_err(backend_error)?;
+                if era.is_some() {
+                    return Ok(json!({}));
+                }
+                let task = (self.hub.peek_task(server, id).await).map_err(ended_badly)?;
+                Ok(for_handshake_host(server, &task))
             }
         }
     }
+
+    /// `tasks/list`: the tasks handed to hosts here, each as its backend says it stands now
+    /// (those it no longer knows left out), then the gateway's own.
+    async fn list_tasks(&self, stateless: bool) -> Value {
+        let (relayed, own) = self.handed.listed();
+        let now = crate::logs::iso8601_now();
+        let mut tasks = Vec::new();
+        for (server, id) in relayed {
+            if let Ok(task) = self.hub.peek_task(&server, &id).await {
+                tasks.push(match stateless {
+                    true => for_host(&server, task),
+                    false => for_handshake_host(&server, &task),
+                });
+            }
+        }
+        tasks.extend(own.iter().map(|task| match stateless {
+            true => task.to_json(),
+            false => task.to_handshake_json(&now),
+        }));
+        json!({ "tasks": tasks })
+    }
+}
+
+/// A task's result as `tasks/result` answers it: naming the task, as the spec asks.
+fn related(mut result: Value, id: &str) -> Value {
+    if let Value::Object(object) = &mut result {
+        let meta = object.entry("_meta").or_insert_with(|| json!({}));
+        if let Value::Object(meta) = meta {
+            let related = json!({ "taskId": id });
+            meta.insert("io.modelcontextprotocol/related-task".to_owned(), related);
+        }
+    }
+    result
 }

@@ -119,7 +119,7 @@ pub use error::HubError;
 pub use features::{PromptEntry, ResourceEntry, Skipped, TemplateEntry};
 pub use pins::{ApproveChanges, PinChange};
 pub use scanning::{ServerScan, ToolScan};
-pub use server_requests::{ElicitAnswer, ElicitHandler, Elicitation, RootsHandler};
+pub use server_requests::{ElicitAnswer, ElicitHandler, Elicitation, RootsHandler, UrlElicitation};
 pub use settings::{Settings, SettingsBuilder};
 pub use tasks::{Started, TaskHandle, TaskRecord};
 pub use validate::OutputMismatch;
@@ -235,6 +235,14 @@ pub enum HubEvent {
         server: String,
         /// The resource.
         uri: String,
+    },
+    /// A server says the interaction it sent the person to with a URL-mode elicitation has
+    /// finished (`notifications/elicitation/complete`).
+    ElicitationComplete {
+        /// The server.
+        server: String,
+        /// The `elicitationId` of its request.
+        id: String,
     },
     /// A running server ended by itself.
     Failed {

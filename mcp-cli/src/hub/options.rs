@@ -57,6 +57,7 @@ pub(crate) fn for_server(
             capabilities: mcp_smol::proto::ClientCapabilities {
                 roots: !spec.roots.is_empty() || settings.roots.is_some(),
                 elicitation: settings.elicit.is_some(),
+                elicitation_url: (settings.elicit.as_ref()).is_some_and(|e| e.takes_urls()),
                 sampling: false,
                 // The hub takes a task wherever a call may become one: it waits for it, or
                 // hands it to a caller that asked for it.

@@ -22,6 +22,20 @@ pub struct Elicitation {
     /// The requested schema: an object whose `properties` are flat fields (string, number,
     /// integer, boolean, enums), some `required`, some with a `default`.
     pub schema: Value,
+    /// URL mode (2025-11-25): the link the server asks the person to open, and its id for
+    /// the interaction; `None` for a form. Reaches only a handler that
+    /// [takes URLs](ElicitHandler::taking_urls).
+    pub url: Option<UrlElicitation>,
+}
+
+/// What a URL-mode elicitation asks: open `url` (out of band; the answer `accept` is consent,
+/// not completion).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UrlElicitation {
+    /// The link.
+    pub url: String,
+    /// `elicitationId`, which `notifications/elicitation/complete` names later.
+    pub id: String,
 }
 
 /// The `_meta` key that names the server asking, on a form passed on to another program (the
@@ -34,11 +48,20 @@ impl Elicitation {
     /// The `elicitation/create` params that pass this form on, naming the server asking.
     #[cfg(feature = "cli")]
     pub(crate) fn relayed(&self) -> Value {
-        json!({
-            "message": self.message,
-            "requestedSchema": self.schema,
-            "_meta": { ASKING_SERVER: self.server },
-        })
+        match &self.url {
+            Some(url) => json!({
+                "mode": "url",
+                "message": self.message,
+                "url": url.url,
+                "elicitationId": url.id,
+                "_meta": { ASKING_SERVER: self.server },
+            }),
+            None => json!({
+                "message": self.message,
+                "requestedSchema": self.schema,
+                "_meta": { ASKING_SERVER: self.server },
+            }),
+        }
     }
 
     /// A form passed on with [`relayed`](Self::relayed): as the server it names asks it, else
@@ -58,6 +81,10 @@ impl Elicitation {
             server: server.to_owned(),
             message: text("message").unwrap_or_default().to_owned(),
             schema: schema.cloned().unwrap_or(json!({})),
+            url: (text("mode") == Some("url")).then(|| UrlElicitation {
+                url: text("url").unwrap_or_default().to_owned(),
+                id: text("elicitationId").unwrap_or_default().to_owned(),
+            }),
         }
     }
 }
@@ -90,20 +117,39 @@ type Fill = dyn Fn(Elicitation) -> Pin<Box<dyn Future<Output = ElicitAnswer> + S
 /// hub declares the `elicitation` capability; without, it does not, and servers do not ask.
 /// Cheap to clone.
 #[derive(Clone)]
-pub struct ElicitHandler(Arc<Fill>);
+pub struct ElicitHandler {
+    fill: Arc<Fill>,
+    urls: bool,
+}
 
 impl ElicitHandler {
-    /// A handler from an async closure (or any function returning a future).
+    /// A handler from an async closure (or any function returning a future), for forms
+    /// only.
     pub fn new<F, Fut>(fill: F) -> Self
     where
         F: Fn(Elicitation) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ElicitAnswer> + Send + 'static,
     {
-        Self(Arc::new(move |elicitation| Box::pin(fill(elicitation))))
+        let fill: Arc<Fill> = Arc::new(move |elicitation| Box::pin(fill(elicitation)));
+        Self { fill, urls: false }
+    }
+
+    /// The handler takes URL-mode elicitations too ([`Elicitation::url`]), so servers are
+    /// told the hub can (`elicitation: {"form": {}, "url": {}}`). It must show the link's
+    /// host and open it only once the person agrees.
+    #[must_use]
+    pub fn taking_urls(mut self) -> Self {
+        self.urls = true;
+        self
+    }
+
+    /// Whether it takes URL-mode elicitations.
+    pub(crate) fn takes_urls(&self) -> bool {
+        self.urls
     }
 
     pub(crate) async fn fill(&self, elicitation: Elicitation) -> ElicitAnswer {
-        (self.0)(elicitation).await
+        (self.fill)(elicitation).await
     }
 }
 
@@ -189,6 +235,21 @@ pub(crate) async fn serve(
             let _ = roots_answered.try_send(());
         }
     }
+}
+
+/// The event a server's `notifications/elicitation/complete` makes, if `note` is one.
+pub(crate) fn elicitation_complete(
+    note: &mcp_smol::proto::Notification,
+    server: impl Fn() -> String,
+) -> Option<crate::hub::HubEvent> {
+    if note.method != "notifications/elicitation/complete" {
+        return None;
+    }
+    let id = note.params.as_ref()?.get("elicitationId")?.as_str()?;
+    Some(crate::hub::HubEvent::ElicitationComplete {
+        server: server(),
+        id: id.to_owned(),
+    })
 }
 
 /// `{"roots": [{"uri": "file:///...", "name": "..."}]}` for absolute paths.

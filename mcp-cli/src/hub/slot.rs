@@ -812,6 +812,12 @@ async fn watch(
             }
             continue;
         }
+        if let Some(event) = super::server_requests::elicitation_complete(&note, server) {
+            if let Some(hub) = hub.upgrade() {
+                hub.emit(event);
+            }
+            continue;
+        }
         let features_changed = match note.method.as_str() {
             Notification::RESOURCES_LIST_CHANGED => {
                 Some(HubEvent::ResourcesChanged { server: server() })

@@ -195,6 +195,17 @@ impl Hub {
         Ok(task)
     }
 
+    /// Where task `id` of `server` stands now, by one `tasks/get` and nothing more (its
+    /// outcome, in the handshake era, stays with the server until `tasks/result`): for a
+    /// gateway answering its host's `tasks/get` or `tasks/list`.
+    pub async fn peek_task(&self, server: &str, id: &str) -> Result<Task, HubError> {
+        let slot = self.inner.slot(server)?;
+        let live = slot.ensure_running(&self.inner).await?;
+        let task = (live.client.get_task(id).await).map_err(|e| self.task_error(server, id, e))?;
+        self.note_task(server, &task);
+        Ok(task)
+    }
+
     /// Answers a task's input requests (`tasks/update`, stateless era): for a gateway passing
     /// its host's answers on.
     pub async fn update_task(

@@ -280,7 +280,7 @@ proptest! {
         declare in any::<bool>(),
     ) {
         let start = Instant::now();
-        let capabilities = ClientCapabilities { roots: declare, elicitation: declare, sampling: declare, tasks: false };
+        let capabilities = ClientCapabilities { roots: declare, elicitation: declare, sampling: declare, tasks: false, elicitation_url: false };
         let protocol = match lifecycle {
             Lifecycle::Handshake => handshake_config().protocol,
             _ => Protocol::Auto,

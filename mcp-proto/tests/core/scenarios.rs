@@ -1209,6 +1209,7 @@ fn declaring(roots: bool, elicitation: bool, sampling: bool) -> Config {
             elicitation,
             sampling,
             tasks: false,
+            elicitation_url: false,
         },
         server_request_timeout: Duration::from_secs(30),
         ..handshake_config()

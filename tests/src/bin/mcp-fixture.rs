@@ -73,10 +73,15 @@
 //! - `listen-no-ack` (stateless era): `subscriptions/listen` is never acknowledged nor answered.
 //! - `listen-ends` (stateless era): `subscriptions/listen` is acknowledged, then at once ended
 //!   with its result (as a server shutting a subscription down gracefully does).
+//! - `url-elicitation` (handshake era): tool `open_link` asks the client to open a link
+//!   (a URL-mode `elicitation/create`, id `link-1`), sends `notifications/elicitation/complete`
+//!   for it once answered, and answers `link ACTION`.
 //! - `tasks`: declares tasks (the handshake era's `tasks` capability, the stateless era's
 //!   extension) and adds the task tools of [`mcp_tests::tasks`]: `task_sleep` (`ms`),
 //!   `task_fail`, `task_ask` (asks for a name mid-way: `inputRequests` in the stateless era,
-//!   an `elicitation/create` during `tasks/result` in the handshake era) and `task_optional`.
+//!   an `elicitation/create` during `tasks/result` in the handshake era), `task_ask_first`
+//!   (asks for the name before it makes its task: an input round of the call, or an
+//!   `elicitation/create` before the call's answer) and `task_optional`.
 //!   `--poll-ms N` (default 100) is the poll interval it suggests; `--forget 1` refuses every
 //!   `tasks/get`, as a server that lost its tasks; `--task-dir DIR` keeps the tasks there, so
 //!   a server started again knows them. Logs `created ID` and `cancelled task ID` on stderr.
@@ -531,6 +536,9 @@ impl Server {
                 thread::sleep(Duration::from_millis(self.option("list-delay-ms", 0)));
                 self.answer(&id, Ok(self.tools_page(&params, false)));
             }
+            ("tasks", "tools/call") if self.tasks().asks_first(&params) => {
+                self.ask_first(id, params);
+            }
             ("tasks", "tools/call")
                 if tasks::is_task_tool(params["name"].as_str().unwrap_or("")) =>
             {
@@ -620,6 +628,50 @@ impl Server {
             Ok(result) => self.answer(id, Ok(result)),
             Err(error) => self.refuse(id, error),
         }
+    }
+
+    /// Mode `url-elicitation`: a URL-mode form, then its completion, then the answer.
+    fn open_link(self: &Arc<Self>, id: Value) {
+        let server = self.clone();
+        thread::spawn(move || {
+            let key = format!("link-{id}");
+            let form = json!({"mode": "url", "message": "Connect your account",
+                              "url": "https://auth.example.com/connect?id=link-1",
+                              "elicitationId": "link-1"});
+            server.send(&json!({"jsonrpc": "2.0", "id": key, "method": "elicitation/create", "params": form}));
+            loop {
+                let answers = server.answers.lock().unwrap().clone();
+                if let Some(answer) = answers.iter().find(|answer| answer["id"] == key.as_str()) {
+                    let action = answer["result"]["action"].as_str().unwrap_or("none");
+                    server.send(
+                        &json!({"jsonrpc": "2.0", "method": "notifications/elicitation/complete",
+                                        "params": {"elicitationId": "link-1"}}),
+                    );
+                    let text = format!("link {action}");
+                    let result = json!({"content": [{"type": "text", "text": text}]});
+                    return server.answer(&id, Ok(result));
+                }
+                thread::sleep(Duration::from_millis(20));
+            }
+        });
+    }
+
+    /// Handshake era, `task_ask_first`: asks the client for the name before the call makes
+    /// its task (an `elicitation/create` tied to the call's request).
+    fn ask_first(self: &Arc<Self>, id: Value, mut params: Value) {
+        let server = self.clone();
+        thread::spawn(move || {
+            let key = format!("first-{id}");
+            server.send(&json!({"jsonrpc": "2.0", "id": key, "method": "elicitation/create", "params": tasks::ask_form()}));
+            loop {
+                let answers = server.answers.lock().unwrap().clone();
+                if let Some(answer) = answers.iter().find(|answer| answer["id"] == key.as_str()) {
+                    params["inputResponses"] = json!({"name": answer["result"]});
+                    return server.reply(&id, server.tasks().call(&params));
+                }
+                thread::sleep(Duration::from_millis(20));
+            }
+        });
     }
 
     /// Handshake era: `tasks/result` waits until the task ends, asking the client for
@@ -830,6 +882,12 @@ impl Server {
         if self.mode == "poisoned" {
             tools.extend(poisoned_tools());
         }
+        if self.mode == "url-elicitation" {
+            tools.push(
+                json!({"name": "open_link", "description": "Asks the client to open a link.",
+                              "inputSchema": object(json!({}), &[])}),
+            );
+        }
         if self.tasks.is_some() {
             tools.extend(tasks::tools());
         }
@@ -870,6 +928,9 @@ impl Server {
     /// A `tools/call`; `stateless`: of that era, where `ask` plays its rounds and results are
     /// marked complete.
     fn call(self: &Arc<Self>, id: Value, params: Value, stateless: bool) {
+        if self.mode == "url-elicitation" && params["name"] == "open_link" {
+            return self.open_link(id);
+        }
         if stateless && params["name"] == "ask" {
             let how = match self.mode.as_str() {
                 "input-loop" => Ask::Loop,

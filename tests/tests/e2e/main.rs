@@ -127,3 +127,21 @@ mod large;
 /// Output schemas: `structuredContent` checked against the tool's `outputSchema` by `call` and
 /// the gateway, the fixture's lying tool caught, the reference servers' tools clean.
 mod output_schema;
+
+/// Tasks through `mcp-cli serve` for hosts that ask: a handshake-era host's `task` parameter
+/// on backends of both eras, forms before and during a task, and the stateless-era host's
+/// form before its task.
+mod gateway_tasks;
+
+/// URL-mode elicitation through `mcp-cli serve`: a backend's link to a host that declared URL
+/// mode, its completion notification after it, and a decline for a host that did not.
+mod gateway_url_elicitation;
+
+/// `serve --listen` keeps its long-lived event streams alive with comment lines.
+mod gateway_keepalive;
+
+/// `serve --listen`: a stateless-era call's progress after an input round reaches the host.
+mod gateway_round_progress;
+
+/// `serve --listen`: a backend's roots question goes to the session host whose call waits on it.
+mod gateway_listen_roots;

@@ -16,17 +16,17 @@ use crate::support::{
     FIXTURE, Run, Scratch, bounded, cli_binary, close_and_check, quick, start, text,
 };
 
-const ERAS: [&str; 2] = ["handshake", "stateless"];
+pub(crate) const ERAS: [&str; 2] = ["handshake", "stateless"];
 
 /// A scratch folder whose config has the task fixture as `fx` in `era`, with `extra`
 /// arguments, logging what it receives to `received.log`; a daemon, if one is started, is
 /// stopped on drop.
-struct Tasks {
-    scratch: Scratch,
+pub(crate) struct Tasks {
+    pub(crate) scratch: Scratch,
 }
 
 impl Tasks {
-    fn new(name: &str, era: &str, extra: &[&str]) -> Self {
+    pub(crate) fn new(name: &str, era: &str, extra: &[&str]) -> Self {
         let scratch = Scratch::new(&format!("tasks-{name}-{era}"));
         let log = scratch.0.join("received.log");
         let mut args = vec![
@@ -69,7 +69,7 @@ impl Tasks {
     }
 
     /// How many lines the server received that name `method`.
-    fn received(&self, method: &str) -> usize {
+    pub(crate) fn received(&self, method: &str) -> usize {
         let log = std::fs::read_to_string(self.scratch.0.join("received.log")).unwrap_or_default();
         let needle = format!("\"method\":\"{method}\"");
         log.lines().filter(|line| line.contains(&needle)).count()
@@ -385,7 +385,7 @@ fn a_restarted_daemon_watches_its_tasks_again() {
 }
 
 /// `mcp-cli serve` on the scratch folder's config, in its isolated environment.
-fn gateway(scratch: &Scratch) -> ServerCommand {
+pub(crate) fn gateway(scratch: &Scratch) -> ServerCommand {
     let dir = |name: &str| scratch.0.join(name).display().to_string();
     let config = scratch.0.join(".mcp-cli.toml").display().to_string();
     let mut command =

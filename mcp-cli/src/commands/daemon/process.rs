@@ -242,6 +242,7 @@ impl Daemon {
                         extension: Some(daemon.clone()),
                         executor: daemon.executor.clone(),
                         results: daemon.state.results(),
+                        handed: Default::default(),
                     });
                     gateway.serve(host, None).await;
                 }

@@ -1,0 +1,52 @@
+//! `serve --listen` shares one hub among its hosts: a backend with no roots configured that
+//! asks for its roots (`roots/list`) is given the roots of the handshake-era host whose call
+//! waits on it, asked of that host over its session.
+
+use std::time::Duration;
+
+use mcp_smol::proto::{ClientCapabilities, Protocol};
+use mcp_smol::{HttpServer, Options};
+use serde_json::json;
+
+use crate::gateway_listen::listen_to;
+use crate::support::{Scratch, bounded, quick, text};
+
+#[test]
+fn a_backends_roots_question_reaches_the_session_host_whose_call_waits_on_it() {
+    let scratch = Scratch::new("listen-roots");
+    // The backend asks half a second after its handshake: while the call that started it runs.
+    let listening = listen_to(&scratch, &["late-roots", "--delay-ms", "500"], &[]);
+    let mut server = HttpServer::new(listening.url.clone());
+    let bearer = format!("Bearer {}", listening.token);
+    server.headers.push(("Authorization".to_owned(), bearer));
+    let mut options: Options = quick();
+    options.core.protocol = Protocol::Revision("2025-11-25");
+    options.core.request_timeout = Duration::from_secs(60);
+    options.core.capabilities = ClientCapabilities {
+        roots: true,
+        ..ClientCapabilities::default()
+    };
+    bounded(async {
+        let (client, driver) = mcp_smol::start(server, options).unwrap();
+        smol::spawn(driver).detach();
+        let asked = client.server_requests().await;
+        let answering = client.clone();
+        smol::spawn(async move {
+            while let Ok(request) = asked.recv().await {
+                assert_eq!(request.method, "roots/list");
+                let roots = json!({"roots": [{"uri": "file:///host/project", "name": "project"}]});
+                answering.respond(request.id, Ok(roots)).await;
+            }
+        })
+        .detach();
+        let slow = json!({"steps": 20, "ms": 100});
+        let done = client.call_tool("fx__progress", slow).await.unwrap();
+        assert_eq!(text(&done), "done 20 steps");
+        let reported = client.call_tool("fx__report", json!({})).await.unwrap();
+        assert!(
+            text(&reported).contains("file:///host/project"),
+            "{reported:?}"
+        );
+        client.close().await;
+    });
+}

@@ -1,0 +1,88 @@
+//! URL-mode elicitation (2025-11-25) through `mcp-cli serve`: the hub declares
+//! `elicitation: {"form": {}, "url": {}}` to its servers; a backend's link reaches a host that
+//! declared URL mode, with the backend's `notifications/elicitation/complete` after it; a host
+//! that declared forms only never sees the link, and the backend is told `decline`.
+
+use std::time::Duration;
+
+use mcp_smol::proto::{ClientCapabilities, Protocol, Request};
+use mcp_smol::{Client, Options};
+use serde_json::{Value, json};
+
+use crate::support::{FIXTURE, Scratch, bounded, close_and_check, quick, start, text};
+use crate::tasks::gateway;
+
+fn host(urls: bool) -> Options {
+    let mut options = quick();
+    options.core.protocol = Protocol::Revision("2025-11-25");
+    options.core.request_timeout = Duration::from_secs(30);
+    options.core.capabilities = ClientCapabilities {
+        elicitation: true,
+        elicitation_url: urls,
+        ..ClientCapabilities::default()
+    };
+    options
+}
+
+/// Accepts every elicitation the host is asked; the params of each, in order.
+async fn accept_all(client: &Client) -> smol::channel::Receiver<Value> {
+    let asked = client.server_requests().await;
+    let (seen, heard) = smol::channel::unbounded();
+    let client = client.clone();
+    smol::spawn(async move {
+        while let Ok(request) = asked.recv().await {
+            let _ = seen.send(request.params.clone().unwrap_or_default()).await;
+            client
+                .respond(request.id, Ok(json!({"action": "accept"})))
+                .await;
+        }
+    })
+    .detach();
+    heard
+}
+
+#[test]
+fn a_backends_link_reaches_a_host_that_takes_links_and_its_completion_follows() {
+    let scratch = Scratch::new("gateway-url-elicitation");
+    let log = scratch.0.join("received.log");
+    let args = ["url-elicitation", "--log-received", log.to_str().unwrap()];
+    let config = format!("[mcp.fx]\ncommand = {FIXTURE:?}\nargs = {args:?}\n");
+    scratch.write(".mcp-cli.toml", &config);
+    let command = gateway(&scratch);
+    bounded(async {
+        let client = start(&command, host(true));
+        let notes = client.notifications().await;
+        let asked = accept_all(&client).await;
+        let call = Request::call_tool("fx__open_link", json!({}));
+        assert_eq!(text(&client.request(call).await.unwrap()), "link accept");
+        let form = asked.recv().await.unwrap();
+        assert_eq!(form["mode"], "url", "{form}");
+        assert_eq!(form["url"], "https://auth.example.com/connect?id=link-1");
+        assert_eq!(form["elicitationId"], "link-1");
+        loop {
+            let note = notes.recv().await.unwrap();
+            if note.method == "notifications/elicitation/complete" {
+                assert_eq!(note.params.unwrap()["elicitationId"], "link-1");
+                break;
+            }
+        }
+        close_and_check(&client).await;
+
+        // Forms only: the link never reaches the host, and the backend hears `decline`.
+        let client = start(&command, host(false));
+        let asked = accept_all(&client).await;
+        let call = Request::call_tool("fx__open_link", json!({}));
+        assert_eq!(text(&client.request(call).await.unwrap()), "link decline");
+        assert!(asked.try_recv().is_err());
+        close_and_check(&client).await;
+    });
+    // The hub told the backend it takes links.
+    let received = std::fs::read_to_string(&log).unwrap();
+    let initialize = received
+        .lines()
+        .find(|l| l.contains("\"initialize\""))
+        .unwrap();
+    let initialize: Value = serde_json::from_str(initialize).unwrap();
+    let declared = &initialize["params"]["capabilities"]["elicitation"];
+    assert_eq!(declared, &json!({"form": {}, "url": {}}), "{initialize}");
+}
