@@ -788,10 +788,7 @@ impl Connection {
             }
             Answer::Input { request, key } => (request, key),
         };
-        let origin = self
-            .pending
-            .get_mut(request)
-            .and_then(|p| p.origin.as_mut());
+        let origin = self.pending.origin_mut(request);
         if let (Some(origin), Ok(result)) = (origin, result) {
             origin
                 .input_responses
@@ -1112,7 +1109,7 @@ impl Connection {
             }
             Outcome::InputRequired => self.handle_input_required(now, id, result),
             Outcome::Task => {
-                let method = self.pending.get(id).and_then(|p| p.origin.as_deref());
+                let method = self.pending.origin(id);
                 let method = method.map_or("", |origin| origin.method.as_str());
                 if method == "tools/call" {
                     // The caller reads it with `Task::created_by`.
@@ -1129,7 +1126,7 @@ impl Connection {
     fn handle_input_required(&mut self, now: Instant, id: u64, result: Value) {
         let capabilities = self.config.capabilities;
         let max_rounds = self.config.max_input_rounds;
-        let Some(origin) = self.pending.get_mut(id).and_then(|p| p.origin.as_mut()) else {
+        let Some(origin) = self.pending.origin_mut(id) else {
             return;
         };
         let round = stateless::read_input_round(&origin.method, result, |m| capabilities.covers(m));
@@ -1172,7 +1169,7 @@ impl Connection {
     fn resend(&mut self, now: Instant, id: u64) {
         let wire = self.pending.take_id();
         self.pending.resend(id, wire, now);
-        let Some(origin) = self.pending.get(id).and_then(|p| p.origin.as_deref()) else {
+        let Some(origin) = self.pending.origin(id) else {
             return;
         };
         let input = Input {
@@ -1191,7 +1188,7 @@ impl Connection {
         let Some(version) = other_stateless_revision(error) else {
             return false;
         };
-        let Some(origin) = self.pending.get_mut(id).and_then(|p| p.origin.as_mut()) else {
+        let Some(origin) = self.pending.origin_mut(id) else {
             return false;
         };
         if origin.version_retried {
@@ -1323,7 +1320,7 @@ impl Connection {
     /// Queues the requests held until the era was known, in the era now spoken.
     fn release_held(&mut self) {
         for id in self.pending.release_held() {
-            let Some(origin) = self.pending.get(id).and_then(|p| p.origin.as_deref()) else {
+            let Some(origin) = self.pending.origin(id) else {
                 continue;
             };
             if self.era_meta.is_some() && not_stateless(&origin.method) {
@@ -1346,11 +1343,9 @@ impl Connection {
             );
             let sent = self.sent_request(id, &origin.method, &origin.params);
             self.transmits.push_back((bytes, sent));
-            if self.era_meta.is_none()
-                && let Some(pending) = self.pending.get_mut(id)
-            {
+            if self.era_meta.is_none() {
                 // Nothing in the handshake era sends it again.
-                pending.origin = None;
+                self.pending.forget_origin(id);
             }
         }
     }
