@@ -1,212 +1,36 @@
-//! The client connection: every state transition of the protocol lives in this file.
+//! The client connection: every state transition of the protocol lives in this file. Beside
+//! it: the settings ([`config`]), what it tells its caller ([`events`]), how a request goes
+//! on the wire ([`wire`]), and what the stateless era does with a request's answer between
+//! its rounds ([`rounds`]).
 
 use std::collections::{BTreeMap, VecDeque};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::error::{CloseReason, ErrorKind, RequestError, RpcError, SendError};
 use crate::framing::{LineDecoder, LineError};
 use crate::jsonrpc::{self, Input, Message, ResponseError, StatelessMeta};
 use crate::pending::{Origin, Outstanding, ProgressToken, deadline_after, read_id};
 use crate::request::{Params, Request};
-use crate::stateless::{self, Outcome};
+use crate::stateless;
 use crate::types::{Fallback, Implementation, Notification, ServerInfo};
 use crate::{
     Era, HANDSHAKE_VERSIONS, LATEST_PROTOCOL_VERSION, LATEST_STATELESS_VERSION, Protocol,
     STATELESS_VERSIONS,
 };
 
-/// Settings fixed for the life of a connection.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Config {
-    /// Sent as `clientInfo`.
-    pub client_name: String,
-    /// Sent as `clientInfo.version`.
-    pub client_version: String,
-    /// Budget for the `initialize` answer (on expiry the connection closes), for the
-    /// `server/discover` probe's (on expiry the handshake era begins) and for the `server/discover`
-    /// answer at a fixed stateless revision (on expiry the connection closes).
-    pub handshake_timeout: Duration,
-    /// Default deadline of each request, restarted by progress notifications.
-    pub request_timeout: Duration,
-    /// However much progress a server reports, a request fails after this long in total
-    /// (or after its own timeout, if that is longer).
-    pub max_request_time: Duration,
-    /// Longest line accepted from the server, in bytes, without its newline.
-    pub max_line_len: usize,
-    /// What we offer the server; by default nothing, so every server request but `ping` is
-    /// refused.
-    pub capabilities: ClientCapabilities,
-    /// How long a declared server request ([`Event::ServerRequest`]) waits for
-    /// [`Connection::respond`] before it is refused (an input request of the stateless era is
-    /// then left out of the retry's `inputResponses`).
-    pub server_request_timeout: Duration,
-    /// Which revision to speak: found out by a `server/discover` probe, or fixed.
-    pub protocol: Protocol,
-    /// Stateless era: the least severe log level the server should send
-    /// (`io.modelcontextprotocol/logLevel` in every request's `_meta`); none when `None`. The
-    /// handshake era sets it with `logging/setLevel` instead.
-    pub log_level: Option<String>,
-    /// Stateless era: at most this many `input_required` answers per request; one more fails
-    /// it with [`RequestError::TooManyInputRounds`].
-    pub max_input_rounds: u32,
-}
+mod config;
+mod events;
+mod rounds;
+#[cfg(test)]
+mod tests;
+mod wire;
 
-/// Client capabilities the caller declares (in `initialize`, or in every stateless-era
-/// request's `_meta`). Each one declared turns the matching server request (or stateless-era
-/// input request) into an [`Event::ServerRequest`] for the caller to answer.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ClientCapabilities {
-    /// `roots/list`: the caller names the directories the server may work in.
-    pub roots: bool,
-    /// `elicitation/create`: the caller asks a person to fill in a form.
-    pub elicitation: bool,
-    /// With `elicitation`: URL mode too (2025-11-25), the caller shows a server's link and
-    /// opens it once the person agrees. Declared `elicitation: {"form": {}, "url": {}}`;
-    /// without it, `elicitation: {}`, which every revision reads as forms only.
-    pub elicitation_url: bool,
-    /// `sampling/createMessage`: the caller runs a language model for the server.
-    pub sampling: bool,
-    /// Stateless era: the tasks extension (`io.modelcontextprotocol/tasks`), so a
-    /// `tools/call` may answer with a task ([`Task::created_by`](crate::Task::created_by)).
-    /// The handshake era needs no declaration: a call asks with
-    /// [`Request::as_task`](crate::Request::as_task).
-    pub tasks: bool,
-}
-
-impl ClientCapabilities {
-    fn to_json(self, stateless: bool) -> Value {
-        let declared = [
-            ("roots", self.roots),
-            ("elicitation", self.elicitation),
-            ("sampling", self.sampling),
-        ];
-        let mut capabilities: Map<String, Value> = (declared.into_iter())
-            .filter(|(_, on)| *on)
-            .map(|(name, _)| (name.to_owned(), json!({})))
-            .collect();
-        if self.elicitation && self.elicitation_url {
-            capabilities.insert("elicitation".to_owned(), json!({"form": {}, "url": {}}));
-        }
-        if stateless && self.tasks {
-            let extensions = json!({ crate::TASKS_EXTENSION: {} });
-            capabilities.insert("extensions".to_owned(), extensions);
-        }
-        Value::Object(capabilities)
-    }
-
-    /// Whether a server request of this method is the caller's to answer.
-    fn covers(self, method: &str) -> bool {
-        match method {
-            "roots/list" => self.roots,
-            "elicitation/create" => self.elicitation,
-            "sampling/createMessage" => self.sampling,
-            _ => false,
-        }
-    }
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Self {
-            client_name: "mcp-proto".to_owned(),
-            client_version: env!("CARGO_PKG_VERSION").to_owned(),
-            handshake_timeout: Duration::from_secs(10),
-            request_timeout: Duration::from_secs(60),
-            max_request_time: Duration::from_secs(600),
-            max_line_len: 64 * 1024 * 1024,
-            capabilities: ClientCapabilities::default(),
-            // Long enough for a person to fill in a form.
-            server_request_timeout: Duration::from_secs(300),
-            protocol: Protocol::Auto,
-            log_level: None,
-            max_input_rounds: 8,
-        }
-    }
-}
-
-/// Identifies one request of ours. Ids count up from 1 and are never reused (0 is skipped
-/// because some servers treat a falsy id as absent).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct RequestId(pub(crate) u64);
-
-impl serde::Serialize for RequestId {
-    /// As it goes on the wire: the number in the message's `id`.
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_u64(self.0)
-    }
-}
-
-impl std::fmt::Display for RequestId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
-/// Identifies one server request that waits for [`Connection::respond`]. Our own counter:
-/// the server's id, whatever its type, is echoed by the connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ServerRequestId(pub(crate) u64);
-
-/// A request from the server that a declared capability makes the caller's to answer: a
-/// JSON-RPC request of the server's, or (stateless era) one input request of an
-/// `input_required` result. Both are answered alike, with [`Connection::respond`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServerRequest {
-    /// What to pass to [`Connection::respond`].
-    pub id: ServerRequestId,
-    /// `roots/list`, `elicitation/create` or `sampling/createMessage`.
-    pub method: String,
-    /// As sent; `None` when the server sent no `params`.
-    pub params: Option<Value>,
-    /// The request of ours it is asked for: the one answered `input_required` (stateless
-    /// era); `None` for a request the server sent on its own.
-    pub request: Option<RequestId>,
-}
-
-/// What happened, drained with [`Connection::poll_event`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Event {
-    /// The server is known: the handshake is done (held requests have been queued after
-    /// `notifications/initialized`), or `server/discover` answered (stateless era).
-    Ready(ServerInfo),
-    /// A request of ours ended. Every request ends exactly once.
-    Response {
-        /// The request, as [`Connection::request`] returned it.
-        id: RequestId,
-        /// Its `result` member, or why it failed.
-        result: Result<Value, RequestError>,
-    },
-    /// A notification from the server (progress, logging, list changes, anything else).
-    Notification(Notification),
-    /// The server asks something a declared capability covers; answer it with
-    /// [`Connection::respond`] before [`Config::server_request_timeout`], or it is refused.
-    ///
-    /// In the stateless era a `tools/call`, `prompts/get` or `resources/read` may answer
-    /// `input_required`: each of its input requests comes as one of these (its
-    /// [`request`](ServerRequest::request) names ours), and once every one is answered, or
-    /// refused at its deadline, our request goes again under a new wire id (its
-    /// [`RequestId`] stays) with the `requestState` and the answers in `inputResponses`
-    /// under the server's keys. An `Err` answer, or none in time, leaves its key out: the
-    /// server may ask again, within [`Config::max_input_rounds`].
-    ServerRequest(ServerRequest),
-    /// A line from the server was skipped; the connection goes on.
-    Malformed(LineError),
-    /// The connection ended; always the last event. Pending requests have already failed.
-    Closed(CloseReason),
-}
-
-/// Counters for diagnostics.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Stats {
-    /// Responses whose id matched no pending request (late, duplicate or invented).
-    pub stray_responses: u64,
-    /// Lines reported as [`Event::Malformed`].
-    pub malformed_lines: u64,
-    /// Refusals of server requests dropped because too many piled up during the handshake.
-    pub dropped_replies: u64,
-}
+pub use config::{ClientCapabilities, Config};
+pub use events::{Event, RequestId, ServerRequest, ServerRequestId, Stats};
+pub(crate) use wire::{Outgoing, Sent};
+use wire::{encode, outgoing};
 
 /// At most this many refusals of server requests wait for the handshake to end.
 const MAX_HELD_REPLIES: usize = 64;
@@ -270,49 +94,6 @@ enum State {
     Ready { server: ServerInfo },
     /// Terminal: inputs are ignored and every pending request has already failed.
     Closed { reason: CloseReason },
-}
-
-/// What a queued message is, for a transport that sends each message on its own (HTTP), so
-/// that it never parses what it sends:
-///
-/// - `Initialize` and `Initialized`: the handshake era's two messages.
-/// - `Discover`: `server/discover`, either the probe of [`Protocol::Auto`] (`probe`) or the
-///   discover of a fixed stateless revision; `version` is the revision in its `_meta` (the
-///   `MCP-Protocol-Version` header).
-/// - `Request`: any other request of ours, by the caller's id (a request sent again, for a
-///   multi-round-trip retry or in another revision, keeps it under a new wire id). Its
-///   [`Outgoing`] details come only in the stateless era, and only once the transport asked
-///   for them with [`Connection::tag_requests`], so stdio pays nothing for them.
-/// - `Cancelled`: `notifications/cancelled` for that request (over HTTP, the stateless era
-///   cancels by closing the request's stream instead).
-/// - `Other`: any other notification, or an answer to the server.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Sent {
-    Initialize(RequestId),
-    Initialized,
-    Discover {
-        id: RequestId,
-        probe: bool,
-        version: &'static str,
-    },
-    Request(RequestId, Option<Box<Outgoing>>),
-    Cancelled(RequestId),
-    Other,
-}
-
-/// A stateless-era request as its HTTP headers need it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Outgoing {
-    /// The `Mcp-Method` header.
-    pub(crate) method: String,
-    /// The `MCP-Protocol-Version` header, equal to the `_meta`'s.
-    pub(crate) version: &'static str,
-    /// The `Mcp-Name` header: `params.name` of `tools/call` and `prompts/get`, `params.uri`
-    /// of `resources/read`.
-    pub(crate) name: Option<String>,
-    /// `tools/call`: the arguments, for the `Mcp-Param-*` headers a tool's `x-mcp-header`
-    /// asks for.
-    pub(crate) arguments: Option<Value>,
 }
 
 /// One MCP client connection, as a state machine. See the crate docs for the run loop.
@@ -785,41 +566,6 @@ impl Connection {
         true
     }
 
-    /// Sends the caller's answer to the server, or keeps it for the retry of the request it
-    /// was asked for (an error is left out), which goes once nothing of its round is open.
-    fn answer(&mut self, now: Instant, answer: Answer, result: Result<Value, RpcError>) {
-        let (request, key) = match answer {
-            Answer::Wire(id) => {
-                let answer = jsonrpc::response(id, result);
-                return self.transmits.push_back((answer, Sent::Other));
-            }
-            Answer::Input { request, key } => (request, key),
-        };
-        let origin = self
-            .pending
-            .get_mut(request)
-            .and_then(|p| p.origin.as_mut());
-        if let (Some(origin), Ok(result)) = (origin, result) {
-            origin
-                .input_responses
-                .get_or_insert_default()
-                .insert(key, result);
-        }
-        self.resend_when_settled(now, request);
-    }
-
-    /// Sends request `id` again once it waits for input and none of its round is open.
-    fn resend_when_settled(&mut self, now: Instant, id: u64) {
-        let waiting = (self.pending.get(id)).is_some_and(|p| p.wire.is_none() && !p.held);
-        let open = self
-            .server_requests
-            .values()
-            .any(|open| open.answer.is_for(id));
-        if waiting && !open {
-            self.resend(now, id);
-        }
-    }
-
     /// Gives up on a request: it fails with [`RequestError::Cancelled`] and, if the server has
     /// seen it, `notifications/cancelled` is queued. Returns `false` if it had already ended.
     pub fn cancel(&mut self, _now: Instant, id: RequestId) -> bool {
@@ -1109,122 +855,6 @@ impl Connection {
         self.finish(id, result);
     }
 
-    /// A stateless-era result: complete, another round, or not a result at all.
-    fn handle_stateless_result(&mut self, now: Instant, id: u64, result: Value) {
-        match stateless::outcome(&result) {
-            Outcome::Complete => self.finish(id, Ok(result)),
-            Outcome::Unknown(kind) => {
-                let error = format!("unknown `resultType` {kind}");
-                self.finish(id, Err(RequestError::InvalidResponse(error)));
-            }
-            Outcome::InputRequired => self.handle_input_required(now, id, result),
-            Outcome::Task => {
-                let method = self.pending.get(id).and_then(|p| p.origin.as_deref());
-                let method = method.map_or("", |origin| origin.method.as_str());
-                if method == "tools/call" {
-                    // The caller reads it with `Task::created_by`.
-                    self.finish(id, Ok(result));
-                } else {
-                    let error = format!("{method}: a task answers a request that cannot be one");
-                    self.finish(id, Err(RequestError::InvalidResponse(error)));
-                }
-            }
-        }
-    }
-
-    /// An `input_required` answer: ask the caller for input, or go again at once.
-    fn handle_input_required(&mut self, now: Instant, id: u64, result: Value) {
-        let capabilities = self.config.capabilities;
-        let max_rounds = self.config.max_input_rounds;
-        let Some(origin) = self.pending.get_mut(id).and_then(|p| p.origin.as_mut()) else {
-            return;
-        };
-        let round = stateless::read_input_round(&origin.method, result, |m| capabilities.covers(m));
-        let round = match round {
-            Ok(round) => round,
-            Err(detail) => {
-                let error = format!("{}: {detail}", origin.method);
-                return self.finish(id, Err(RequestError::InvalidResponse(error)));
-            }
-        };
-        if origin.rounds >= max_rounds {
-            let rounds = origin.rounds;
-            return self.finish(id, Err(RequestError::TooManyInputRounds { rounds }));
-        }
-        origin.rounds += 1;
-        // Each round stands alone: nothing of an earlier one goes again.
-        origin.request_state = round.state;
-        origin.input_responses = None;
-        let requests = round.requests.unwrap_or_default();
-        if requests.is_empty() {
-            return self.resend(now, id);
-        }
-        // Each input request has its own deadline, and the retry goes once all are settled.
-        self.pending.await_input(id, now);
-        for request in requests {
-            // With too many open already it is left out, as if refused.
-            if self.has_room() {
-                let answer = Answer::Input {
-                    request: id,
-                    key: request.key,
-                };
-                self.ask_caller(now, answer, request.method, request.params);
-            }
-        }
-        self.resend_when_settled(now, id);
-    }
-
-    /// Sends request `id` again under a new wire id, with what its rounds added, in the
-    /// revision spoken now.
-    fn resend(&mut self, now: Instant, id: u64) {
-        let wire = self.pending.take_id();
-        self.pending.resend(id, wire, now);
-        let Some(origin) = self.pending.get(id).and_then(|p| p.origin.as_deref()) else {
-            return;
-        };
-        let input = Input {
-            responses: origin.input_responses.as_ref(),
-            state: origin.request_state.as_deref(),
-        };
-        let meta = self.era_meta.as_ref();
-        let bytes = encode(meta, wire, id, &origin.method, &origin.params, input);
-        let sent = self.sent_request(id, &origin.method, &origin.params);
-        self.transmits.push_back((bytes, sent));
-    }
-
-    /// A request refused with -32022 naming a stateless revision we speak goes again in it,
-    /// once; whether it did.
-    fn retry_in_other_revision(&mut self, now: Instant, id: u64, error: &RpcError) -> bool {
-        let Some(version) = other_stateless_revision(error) else {
-            return false;
-        };
-        let Some(origin) = self.pending.get_mut(id).and_then(|p| p.origin.as_mut()) else {
-            return false;
-        };
-        if origin.version_retried {
-            return false;
-        }
-        origin.version_retried = true;
-        self.switch_revision(version);
-        self.resend(now, id);
-        true
-    }
-
-    /// Speaks stateless revision `version` from now on (the server refused another).
-    fn switch_revision(&mut self, version: &'static str) {
-        if self
-            .era_meta
-            .as_ref()
-            .is_some_and(|meta| meta.version == version)
-        {
-            return;
-        }
-        self.speak(Some(version));
-        if let State::Ready { server } = &mut self.state {
-            server.protocol_version = version.to_owned();
-        }
-    }
-
     /// The probe's answer decides the era.
     fn finish_probe(
         &mut self,
@@ -1330,7 +960,7 @@ impl Connection {
     /// Queues the requests held until the era was known, in the era now spoken.
     fn release_held(&mut self) {
         for id in self.pending.release_held() {
-            let Some(origin) = self.pending.get(id).and_then(|p| p.origin.as_deref()) else {
+            let Some(origin) = self.pending.origin(id) else {
                 continue;
             };
             if self.era_meta.is_some() && not_stateless(&origin.method) {
@@ -1353,11 +983,9 @@ impl Connection {
             );
             let sent = self.sent_request(id, &origin.method, &origin.params);
             self.transmits.push_back((bytes, sent));
-            if self.era_meta.is_none()
-                && let Some(pending) = self.pending.get_mut(id)
-            {
+            if self.era_meta.is_none() {
                 // Nothing in the handshake era sends it again.
-                pending.origin = None;
+                self.pending.forget_origin(id);
             }
         }
     }
@@ -1498,187 +1126,5 @@ fn other_stateless_revision(error: &RpcError) -> Option<&'static str> {
             stateless::mutual(&supported, STATELESS_VERSIONS)
         }
         _ => None,
-    }
-}
-
-/// Request `caller` as it goes on the wire under id `wire`: in the stateless era with `meta`'s
-/// `_meta` members, and on a retry with `input`.
-fn encode(
-    meta: Option<&StatelessMeta>,
-    wire: u64,
-    caller: u64,
-    method: &str,
-    params: &Params,
-    input: Input<'_>,
-) -> Vec<u8> {
-    let plain = meta.is_none() && input.responses.is_none() && input.state.is_none();
-    match params {
-        Params::CallTool {
-            name,
-            arguments,
-            progress_token,
-            meta: added,
-            task,
-        } => {
-            let empty = Value::Object(Map::new());
-            let arguments = if arguments.is_null() {
-                &empty
-            } else {
-                arguments
-            };
-            let call = |token| jsonrpc::CallToolParams {
-                name,
-                arguments,
-                input_responses: input.responses,
-                request_state: input.state,
-                task: task.as_deref(),
-                meta: jsonrpc::Meta {
-                    progress_token: Some(token),
-                    caller: added.as_ref(),
-                    era: meta,
-                },
-            };
-            match progress_token {
-                // The caller's id, whatever the round: it stays the request's one token.
-                None => jsonrpc::request(wire, method, Some(&call(&Value::from(caller)))),
-                Some(token) => jsonrpc::request(wire, method, Some(&call(token))),
-            }
-        }
-        Params::Value(Value::Object(params)) if !plain => {
-            let params = jsonrpc::ObjectParams {
-                params: Some(params),
-                input,
-                era: meta,
-            };
-            jsonrpc::request(wire, method, Some(&params))
-        }
-        // Array params have nowhere to put `_meta`; they go as given.
-        Params::Value(params) => jsonrpc::request(wire, method, Some(params)),
-        Params::None if !plain => {
-            let params = jsonrpc::ObjectParams {
-                params: None,
-                input,
-                era: meta,
-            };
-            jsonrpc::request(wire, method, Some(&params))
-        }
-        Params::None => jsonrpc::request::<Value>(wire, method, None),
-    }
-}
-
-/// What the HTTP headers of a stateless-era request need.
-fn outgoing(version: &'static str, method: &str, params: &Params) -> Outgoing {
-    let member = |name: &str| match params {
-        Params::Value(params) => params.get(name)?.as_str().map(str::to_owned),
-        _ => None,
-    };
-    let (name, arguments) = match (method, params) {
-        (
-            "tools/call",
-            Params::CallTool {
-                name, arguments, ..
-            },
-        ) => (Some(name.clone()), Some(arguments.clone())),
-        ("tools/call", Params::Value(params)) => (member("name"), params.get("arguments").cloned()),
-        ("prompts/get", _) => (member("name"), None),
-        ("resources/read", _) => (member("uri"), None),
-        (method, _) if crate::tasks::TASK_METHODS.contains(&method) => (member("taskId"), None),
-        _ => (None, None),
-    };
-    Outgoing {
-        method: method.to_owned(),
-        version,
-        name,
-        arguments,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn url_mode_elicitation_is_declared_beside_forms_and_plain_forms_stay_empty() {
-        let forms = ClientCapabilities {
-            elicitation: true,
-            ..ClientCapabilities::default()
-        };
-        assert_eq!(forms.to_json(false), json!({"elicitation": {}}));
-        let both = ClientCapabilities {
-            elicitation_url: true,
-            ..forms
-        };
-        let declared = json!({"elicitation": {"form": {}, "url": {}}});
-        assert_eq!(both.to_json(false), declared);
-        assert_eq!(both.to_json(true), declared);
-    }
-
-    fn handshake_era() -> Config {
-        Config {
-            protocol: Protocol::Revision(LATEST_PROTOCOL_VERSION),
-            ..Config::default()
-        }
-    }
-
-    /// The pending map is unordered; what leaves the connection must still follow the ids.
-    #[test]
-    fn held_requests_and_close_failures_follow_request_order() {
-        let now = Instant::now();
-        let mut connection = Connection::new(now, handshake_era());
-        while connection.poll_transmit().is_some() {}
-        let ids: Vec<RequestId> = (0..200)
-            .map(|_| connection.request(now, Request::list_tools(None)))
-            .collect::<Result<_, _>>()
-            .unwrap_or_default();
-        assert_eq!(ids.len(), 200);
-        let init = br#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25"}}
-"#;
-        connection.handle_bytes(now, init);
-        let written: Vec<Sent> = std::iter::from_fn(|| connection.poll_transmit_with())
-            .skip(1) // notifications/initialized
-            .map(|(_, sent)| sent)
-            .collect();
-        let expected: Vec<Sent> = ids.iter().map(|&id| Sent::Request(id, None)).collect();
-        assert_eq!(written, expected);
-
-        while connection.poll_event().is_some() {}
-        connection.close();
-        let failed: Vec<RequestId> = std::iter::from_fn(|| connection.poll_event())
-            .filter_map(|event| match event {
-                Event::Response { id, .. } => Some(id),
-                _ => None,
-            })
-            .collect();
-        assert_eq!(failed, ids);
-    }
-
-    /// Requests answered while an earlier deadline stays pending leave entries behind it;
-    /// they must not pile up, nor show in `poll_timeout`.
-    #[test]
-    fn deadlines_of_ended_requests_do_not_pile_up() {
-        let now = Instant::now();
-        let mut connection = Connection::new(now, handshake_era());
-        let init = br#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25"}}
-"#;
-        connection.handle_bytes(now, init);
-        let request = |timeout| Request::list_tools(None).timeout(Duration::from_secs(timeout));
-        let first = connection.request(now, request(1)).map(|id| id.0);
-        let first = first.unwrap_or_default();
-        for round in 0..1000u32 {
-            let later = request(100 + u64::from(round % 7));
-            let id = connection.request(now, later).map(|id| id.0);
-            let id = id.unwrap_or_default();
-            let answer = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{}}}}\n");
-            connection.handle_bytes(now, answer.as_bytes());
-            assert!(
-                connection.pending.deadline_entries() <= 2 + 64,
-                "round {round}"
-            );
-            let earliest = now + Duration::from_secs(1);
-            assert_eq!(connection.poll_timeout(), Some(earliest));
-        }
-        assert!(connection.fail_request(now, RequestId(first), RequestError::Cancelled));
-        assert_eq!(connection.poll_timeout(), None);
-        assert_eq!(connection.pending.deadline_entries(), 0);
     }
 }

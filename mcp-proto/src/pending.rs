@@ -38,6 +38,11 @@ pub(crate) struct Outstanding {
     /// The caller's id of each request re-sent under a new wire id (a multi-round-trip
     /// retry, a retry in another revision), by that wire id.
     aliases: HashMap<u64, u64, BuildHasherDefault<IdHasher>>,
+    /// What was asked, by id, for the requests that may have to go again: held ones, and
+    /// every one of the stateless era (a retry in another revision, a multi-round-trip retry).
+    /// Apart from the requests, so that keeping one costs no allocation of its own: the map
+    /// keeps its room, where a box per request cost the stateless era a tenth of a call.
+    origins: HashMap<u64, Origin, BuildHasherDefault<IdHasher>>,
     next_id: u64,
 }
 
@@ -47,6 +52,7 @@ impl Default for Outstanding {
             requests: PendingMap::default(),
             deadlines: Deadlines::default(),
             aliases: HashMap::default(),
+            origins: HashMap::default(),
             next_id: 1,
         }
     }
@@ -73,7 +79,7 @@ impl Outstanding {
         timeout: Duration,
         progress_token: Option<ProgressToken>,
         held: bool,
-        origin: Option<Box<Origin>>,
+        origin: Option<Origin>,
     ) -> u64 {
         let id = self.take_id();
         let deadline = deadline_after(now, timeout);
@@ -85,8 +91,10 @@ impl Outstanding {
             wire: (!held).then_some(id),
             held,
             awaiting_ack: false,
-            origin,
         };
+        if let Some(origin) = origin {
+            self.origins.insert(id, origin);
+        }
         self.deadlines.push(deadline, id);
         self.requests.insert(id, pending);
         id
@@ -98,6 +106,20 @@ impl Outstanding {
 
     pub(crate) fn get_mut(&mut self, id: u64) -> Option<&mut Pending> {
         self.requests.get_mut(&id)
+    }
+
+    /// What outstanding request `id` asked, if it is kept.
+    pub(crate) fn origin(&self, id: u64) -> Option<&Origin> {
+        self.origins.get(&id)
+    }
+
+    pub(crate) fn origin_mut(&mut self, id: u64) -> Option<&mut Origin> {
+        self.origins.get_mut(&id)
+    }
+
+    /// Stops keeping what request `id` asked: nothing will send it again.
+    pub(crate) fn forget_origin(&mut self, id: u64) {
+        self.origins.remove(&id);
     }
 
     /// The outstanding request whose current wire id is `wire`: neither held, nor waiting for
@@ -121,6 +143,7 @@ impl Outstanding {
     /// Ends request `id`, if it is outstanding.
     pub(crate) fn remove(&mut self, id: u64) -> Option<Pending> {
         let pending = self.requests.remove(&id)?;
+        self.origins.remove(&id);
         if let Some(wire) = pending.wire {
             self.aliases.remove(&wire);
         }
@@ -237,6 +260,7 @@ impl Outstanding {
         ids.sort_unstable();
         self.deadlines.clear();
         self.aliases.clear();
+        self.origins.clear();
         ids
     }
 
@@ -265,13 +289,10 @@ pub(crate) struct Pending {
     pub(crate) progress_token: Option<ProgressToken>,
     /// The id it is on the wire under; `None` while held or waiting for input.
     pub(crate) wire: Option<u64>,
-    /// Held back until the handshake (or the probe) ends; `origin` says what to send then.
+    /// Held back until the handshake (or the probe) ends; its origin says what to send then.
     pub(crate) held: bool,
     /// A `subscriptions/listen` whose acknowledgement has not come yet.
     pub(crate) awaiting_ack: bool,
-    /// What was asked, kept while it may have to be sent again: while held, and in the
-    /// stateless era (a retry in another revision, a multi-round-trip retry).
-    pub(crate) origin: Option<Box<Origin>>,
 }
 
 /// A request as the caller made it, and what its rounds so far added.
@@ -290,15 +311,15 @@ pub(crate) struct Origin {
 }
 
 impl Origin {
-    pub(crate) fn new(method: String, params: Params) -> Box<Self> {
-        Box::new(Self {
+    pub(crate) fn new(method: String, params: Params) -> Self {
+        Self {
             method,
             params,
             rounds: 0,
             request_state: None,
             input_responses: None,
             version_retried: false,
-        })
+        }
     }
 }
 

@@ -39,31 +39,22 @@ pub(crate) fn mutual<S: AsRef<str>>(theirs: &[S], ours: &[&'static str]) -> Opti
 /// call's answer cost twice the handshake era's.
 pub(crate) struct ResultMembers {
     pub(crate) result: Value,
-    /// `_meta`'s `io.modelcontextprotocol/serverInfo`, as JSON text: `server/discover` reads it.
+    /// `_meta`'s `io.modelcontextprotocol/serverInfo`, as JSON text, kept only for a result
+    /// with `supportedVersions` (a `server/discover` result, the one that reads it): copying
+    /// it out of every other answer cost an allocation per call.
     pub(crate) server_info: Option<String>,
 }
 
 impl<'de> Deserialize<'de> for ResultMembers {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(ObjectVisitor { meta: false })
+        deserializer.deserialize_any(ResultVisitor)
     }
 }
 
-/// Reads a result (`meta: false`) or its `_meta` (`meta: true`), member by member; anything
-/// that is not an object is read as the value it is.
-struct ObjectVisitor {
-    meta: bool,
-}
+/// Reads a result member by member; anything that is not an object is read as the value it is.
+struct ResultVisitor;
 
-impl<'de> DeserializeSeed<'de> for ObjectVisitor {
-    type Value = ResultMembers;
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<ResultMembers, D::Error> {
-        deserializer.deserialize_any(self)
-    }
-}
-
-impl ObjectVisitor {
+impl ResultVisitor {
     fn plain<E>(value: Value) -> Result<ResultMembers, E> {
         Ok(ResultMembers {
             result: value,
@@ -72,7 +63,7 @@ impl ObjectVisitor {
     }
 }
 
-impl<'de> Visitor<'de> for ObjectVisitor {
+impl<'de> Visitor<'de> for ResultVisitor {
     type Value = ResultMembers;
 
     fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -82,37 +73,38 @@ impl<'de> Visitor<'de> for ObjectVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ResultMembers, A::Error> {
         let mut members = Map::new();
         let mut server_info = None;
+        let mut discover = false;
         // Keys are borrowed from the line: only those kept in `members` are copied.
         while let Some(Text(key)) = map.next_key::<Text<'de>>()? {
             let key = key.unwrap_or_default();
-            match (self.meta, key.as_ref()) {
-                (false, "resultType") => {
+            match key.as_ref() {
+                "resultType" => {
                     let kind: &'de RawValue = map.next_value()?;
                     if kind.get() != "\"complete\"" {
                         let kind = serde_json::from_str(kind.get()).map_err(A::Error::custom)?;
                         members.insert(key.into_owned(), kind);
                     }
                 }
-                (false, "_meta") => {
-                    let meta = map.next_value_seed(ObjectVisitor { meta: true })?;
+                "_meta" => {
+                    let meta = map.next_value_seed(MetaVisitor)?;
                     // Nothing else in it: no `_meta` at all, as from a handshake-era server.
                     let emptied = meta.server_info.is_some()
-                        && meta.result.as_object().is_some_and(Map::is_empty);
+                        && meta.rest.as_object().is_some_and(Map::is_empty);
                     server_info = meta.server_info;
                     if !emptied {
-                        members.insert(key.into_owned(), meta.result);
+                        members.insert(key.into_owned(), meta.rest);
                     }
                 }
-                (true, SERVER_INFO) => {
-                    let info: &'de RawValue = map.next_value()?;
-                    server_info = Some(info.get().to_owned());
-                }
                 _ => {
+                    discover |= key == "supportedVersions";
                     let value = map.next_value()?;
                     members.insert(key.into_owned(), value);
                 }
             }
         }
+        let server_info = server_info
+            .filter(|_| discover)
+            .map(|info| info.get().to_owned());
         Ok(ResultMembers {
             result: Value::Object(members),
             server_info,
@@ -146,6 +138,86 @@ impl<'de> Visitor<'de> for ObjectVisitor {
 
     fn visit_unit<E>(self) -> Result<ResultMembers, E> {
         Self::plain(Value::Null)
+    }
+}
+
+/// A result's `_meta`: its `serverInfo` left as text in the line, and the rest.
+struct MetaMembers<'de> {
+    rest: Value,
+    server_info: Option<&'de RawValue>,
+}
+
+/// Reads a result's `_meta`; anything that is not an object is read as the value it is.
+struct MetaVisitor;
+
+impl<'de> DeserializeSeed<'de> for MetaVisitor {
+    type Value = MetaMembers<'de>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for MetaVisitor {
+    type Value = MetaMembers<'de>;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("any JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut members = Map::new();
+        let mut server_info = None;
+        while let Some(Text(key)) = map.next_key::<Text<'de>>()? {
+            let key = key.unwrap_or_default();
+            if key == SERVER_INFO {
+                server_info = Some(map.next_value()?);
+            } else {
+                let value = map.next_value()?;
+                members.insert(key.into_owned(), value);
+            }
+        }
+        Ok(MetaMembers {
+            rest: Value::Object(members),
+            server_info,
+        })
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        ResultVisitor.visit_seq(seq).map(Self::plain)
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, value: bool) -> Result<Self::Value, E> {
+        ResultVisitor.visit_bool(value).map(Self::plain)
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, value: i64) -> Result<Self::Value, E> {
+        ResultVisitor.visit_i64(value).map(Self::plain)
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, value: u64) -> Result<Self::Value, E> {
+        ResultVisitor.visit_u64(value).map(Self::plain)
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, value: f64) -> Result<Self::Value, E> {
+        ResultVisitor.visit_f64(value).map(Self::plain)
+    }
+
+    fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<Self::Value, E> {
+        ResultVisitor.visit_str(value).map(Self::plain)
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        ResultVisitor.visit_unit().map(Self::plain)
+    }
+}
+
+impl MetaVisitor {
+    fn plain(members: ResultMembers) -> MetaMembers<'static> {
+        MetaMembers {
+            rest: members.result,
+            server_info: None,
+        }
     }
 }
 
@@ -402,6 +474,31 @@ impl Request<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn members(text: &str) -> ResultMembers {
+        serde_json::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn server_info_is_kept_for_a_discover_result_wherever_its_meta_comes() {
+        let info = r#"{"name":"s","version":"1"}"#;
+        let meta = format!(r#""_meta":{{"{SERVER_INFO}":{info}}}"#);
+        let versions = r#""supportedVersions":["2026-07-28"]"#;
+        for text in [
+            format!("{{{meta},{versions}}}"),
+            format!("{{{versions},{meta}}}"),
+        ] {
+            let read = members(&text);
+            assert_eq!(read.server_info.as_deref(), Some(info), "{text}");
+            assert_eq!(read.result, json!({"supportedVersions": ["2026-07-28"]}));
+        }
+        // Any other result drops it, and reads as a handshake-era server would send it.
+        let call = members(&format!(
+            r#"{{"content":[],"resultType":"complete",{meta}}}"#
+        ));
+        assert_eq!(call.server_info, None);
+        assert_eq!(call.result, json!({"content": []}));
+    }
 
     #[test]
     fn listen_filter_is_the_spec_object() {

@@ -239,7 +239,10 @@ pub(crate) struct Link {
     /// `None` once closed, or once the peer stopped reading.
     writer: Option<Writer>,
     /// Bytes the core produced that the writer has not taken yet. A ring, so that taking the
-    /// front after each partial write costs nothing however large the backlog.
+    /// front after each partial write costs nothing however large the backlog; made
+    /// contiguous before each write, so that one write takes all that is queued where the
+    /// ring wraps (in two writes, the peer would wake twice). That moves each byte once at
+    /// most per lap of the ring.
     outgoing: VecDeque<u8>,
 }
 
@@ -265,7 +268,7 @@ impl Link {
     /// bytes, or a race lost later would leave them queued to be written again.
     async fn write_some(&mut self) -> std::io::Result<usize> {
         match &mut self.writer {
-            Some(writer) => writer.write(self.outgoing.as_slices().0).await,
+            Some(writer) => writer.write(self.outgoing.make_contiguous()).await,
             None => Ok(self.outgoing.len()),
         }
     }
@@ -430,7 +433,9 @@ impl<R: Role> Loop<R> {
         };
         let write = async {
             match (writer, outgoing.is_empty()) {
-                (Some(writer), false) => Wake::Wrote(writer.write(outgoing.as_slices().0).await),
+                (Some(writer), false) => {
+                    Wake::Wrote(writer.write(outgoing.make_contiguous()).await)
+                }
                 _ => std::future::pending().await,
             }
         };
