@@ -16,6 +16,7 @@ pub(crate) mod listen;
 mod proxy;
 mod rounds;
 mod search;
+pub(crate) mod stdio;
 mod tasks;
 
 use std::collections::BTreeMap;
