@@ -498,6 +498,7 @@ impl Hub {
     /// Makes the next lookup of each server's tools read its pin file afresh, however recently
     /// one did: a long-lived hub (the daemon's) about to run a new command line, which may
     /// follow a `trust` run elsewhere.
+    #[cfg(feature = "cli")]
     pub(crate) fn look_at_pins_again(&self) {
         self.inner.pins.look_again();
     }

@@ -211,6 +211,7 @@ impl Pins {
 
     /// Makes the next [`observe`](Self::observe) of each server look at its file, however
     /// recently it did: a new command line, which may follow a `trust` of another process.
+    #[cfg(any(feature = "cli", test))]
     pub(crate) fn look_again(&self) {
         for observed in self.lock().values_mut() {
             observed.looked = None;
