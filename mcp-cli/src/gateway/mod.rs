@@ -14,6 +14,7 @@ mod host;
 mod large;
 pub(crate) mod listen;
 mod proxy;
+mod readable;
 mod rounds;
 mod search;
 pub(crate) mod stdio;
