@@ -321,7 +321,7 @@ mod tests {
         ToolEntry {
             server: server.to_owned(),
             name: crate::names::qualified(server, &tool.name),
-            tool,
+            tool: tool.into(),
             ask: None,
         }
     }

@@ -15,8 +15,7 @@ use crate::hub::{Hub, Settings};
 pub(crate) async fn run(ctx: &mut Context, mode: Mode, named: &[String]) -> Result<Exit, Failure> {
     let (watch, config) = load(ctx, named)?;
     let env = |key: &str| std::env::var(key).ok();
-    let stdin = blocking::Unblock::new(std::io::stdin());
-    let stdout = blocking::Unblock::new(std::io::stdout());
+    let (stdin, stdout) = crate::gateway::stdio::host_stdio();
     let Some(host) = Host::connect(stdin, stdout, server_config(), &ctx.executor).await else {
         return Ok(Exit::Success);
     };

@@ -37,7 +37,7 @@ pub(crate) async fn run(
 }
 
 fn as_json(entry: &ToolEntry) -> Value {
-    let mut value = serde_json::to_value(&entry.tool).unwrap_or(Value::Null);
+    let mut value = serde_json::to_value(&*entry.tool).unwrap_or(Value::Null);
     value["server"] = json!(entry.server);
     value["qualifiedName"] = json!(entry.name);
     value

@@ -1,4 +1,5 @@
-//! One host of `serve --listen`, in memory: the server-role machine over a socket pair,
+//! One host of `serve --listen`, in memory: the server-role machine over a pair of in-memory
+//! pipes (a socket pair cost each message two system calls and a reactor wake-up each way),
 //! served by the gateway as a stdio host is, with the messages of the host's HTTP requests
 //! written into it and what it writes routed back to the HTTP request it belongs to.
 //!
@@ -14,7 +15,6 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_channel::{Receiver, Sender};
-use async_net::unix::UnixStream;
 use futures_lite::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use futures_lite::stream::StreamExt;
 use serde_json::{Value, json};
@@ -30,6 +30,9 @@ const MAX_QUEUED: usize = 1024;
 
 /// At most this many notifications wait for a session's standalone stream to open.
 const MAX_HELD: usize = 16;
+
+/// Bytes each in-memory pipe holds before its writer waits for its reader.
+const PIPE_BYTES: usize = 64 * 1024;
 
 /// The `_meta` member that names the `subscriptions/listen` a notification is sent on.
 const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
@@ -76,7 +79,7 @@ fn lock(routes: &Shared) -> std::sync::MutexGuard<'_, Routes> {
 /// A server-role machine of the gateway's, for one session or one stateless-era request.
 /// Dropping it ends the machine, which drops its calls and so cancels them at their backends.
 pub(crate) struct Bridge {
-    writer: Arc<async_lock::Mutex<UnixStream>>,
+    writer: Arc<async_lock::Mutex<piper::Writer>>,
     routes: Shared,
     executor: Arc<async_executor::Executor<'static>>,
     _routing: async_executor::Task<()>,
@@ -87,17 +90,18 @@ impl Bridge {
     /// A new machine served by `gateway`; a stateless-era host's `rounds` are shared by all
     /// its requests' machines, so that a retry finds the call it answers.
     pub(crate) fn open(gateway: Arc<Gateway>, rounds: Option<Rounds>) -> std::io::Result<Self> {
-        let (ours, theirs) = UnixStream::pair()?;
+        let (theirs, ours_to_write) = piper::pipe(PIPE_BYTES);
+        let (ours, theirs_to_write) = piper::pipe(PIPE_BYTES);
         let executor = gateway.executor.clone();
         let serving = executor.spawn(async move {
             let executor = gateway.executor.clone();
             let config = server_config();
-            let host = Host::connect_sharing(theirs.clone(), theirs, config, &executor, rounds);
+            let host = Host::connect_sharing(theirs, theirs_to_write, config, &executor, rounds);
             if let Some(host) = host.await {
                 gateway.serve(host, None).await;
             }
         });
-        let writer = Arc::new(async_lock::Mutex::new(ours.clone()));
+        let writer = Arc::new(async_lock::Mutex::new(ours_to_write));
         let routes = Shared::default();
         let routing = executor.spawn(route(ours, writer.clone(), routes.clone()));
         Ok(Self {
@@ -226,7 +230,7 @@ impl Drop for Reply {
 }
 
 async fn write_line(
-    writer: &async_lock::Mutex<UnixStream>,
+    writer: &async_lock::Mutex<piper::Writer>,
     message: &Value,
 ) -> std::io::Result<()> {
     let mut line = serde_json::to_vec(message).unwrap_or_default();
@@ -236,7 +240,7 @@ async fn write_line(
 
 /// Reads what the machine writes and passes each message on to where it belongs; a request
 /// of ours with nowhere to go is refused.
-async fn route(ours: UnixStream, writer: Arc<async_lock::Mutex<UnixStream>>, routes: Shared) {
+async fn route(ours: piper::Reader, writer: Arc<async_lock::Mutex<piper::Writer>>, routes: Shared) {
     let mut lines = BufReader::new(ours).lines();
     while let Some(Ok(line)) = lines.next().await {
         let Ok(message) = serde_json::from_str::<Value>(&line) else {

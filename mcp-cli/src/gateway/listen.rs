@@ -32,6 +32,7 @@ use mcp_smol::proto::{META_PROTOCOL_VERSION, RpcError};
 
 use crate::gateway::Gateway;
 use crate::gateway::bridge::{Bridge, MAX_IN_FLIGHT, Refused, Reply};
+use crate::gateway::readable::ReadWhenReady;
 use crate::gateway::rounds::Rounds;
 
 /// Where `serve --listen` without an address listens.
@@ -208,7 +209,10 @@ async fn connection(shared: Arc<Listener>, stream: TcpStream, stopped: Receiver<
     });
     let connection = hyper::server::conn::http1::Builder::new()
         .timer(smol_hyper::rt::SmolTimer::new())
-        .serve_connection(smol_hyper::rt::FuturesIo::new(stream), service);
+        .serve_connection(
+            smol_hyper::rt::FuturesIo::new(ReadWhenReady::new(stream)),
+            service,
+        );
     let mut connection = std::pin::pin!(connection);
     let stop = async {
         let _ = stopped.recv().await;

@@ -15,8 +15,10 @@ mod keepalive;
 mod large;
 pub(crate) mod listen;
 mod proxy;
+mod readable;
 mod rounds;
 mod search;
+pub(crate) mod stdio;
 mod tasks;
 mod url_elicitation;
 
@@ -153,10 +155,11 @@ impl Gateway {
                     let link = link.clone();
                     let id = request.id;
                     let task = self.executor.spawn(async move {
+                        let mut request = request;
+                        let params = request.params.take();
                         let method = request.method.as_str();
                         let era = request.client.as_ref();
-                        let mut result =
-                            (gateway.handle(&link, id, method, request.params.clone(), era)).await;
+                        let mut result = (gateway.handle(&link, id, method, params, era)).await;
                         if let (Some(_), Ok(result)) = (era, &mut result) {
                             gateway.add_cache_hint(method, result);
                         }
@@ -261,10 +264,12 @@ impl Gateway {
             extension.touch();
             // A command line run here may call any server: its forms come back to this host.
             let _waiting = self.relay.wait_on(None, host);
-            if method.starts_with(EXTENSION_PREFIX)
-                && let Some(answer) = extension.handle(method, params.clone()).await
-            {
-                return answer;
+            if method.starts_with(EXTENSION_PREFIX) {
+                // A command line of a new process: it may follow a `trust` run elsewhere.
+                self.hub.look_at_pins_again();
+                if let Some(answer) = extension.handle(method, params.clone()).await {
+                    return answer;
+                }
             }
         }
         let params = params.unwrap_or(Value::Null);
@@ -273,11 +278,15 @@ impl Gateway {
             ("tools/list", Mode::Proxy) => Ok(json!({ "tools": [proxy::tool()] })),
             ("tools/list", Mode::Search) => Ok(json!({ "tools": search::tools() })),
             ("tools/call", mode) => {
+                let mut params = params;
+                // Moved out, not copied: the rest of the request is read below.
+                let arguments = (params.as_object_mut())
+                    .and_then(|params| params.remove("arguments"))
+                    .unwrap_or(json!({}));
                 let name = params
                     .get("name")
                     .and_then(Value::as_str)
                     .unwrap_or_default();
-                let arguments = params.get("arguments").cloned().unwrap_or(json!({}));
                 let trace = trace_context(&params);
                 let input = HostInput::of(method, Some(&params));
                 let max_chars = large::requested(&params);
@@ -437,7 +446,7 @@ impl Gateway {
         }
         let tools: Vec<Value> = (catalogue.tools.iter())
             .map(|entry| {
-                let mut tool = serde_json::to_value(&entry.tool).unwrap_or_default();
+                let mut tool = serde_json::to_value(&*entry.tool).unwrap_or_default();
                 tool["name"] = json!(entry.name);
                 tool
             })

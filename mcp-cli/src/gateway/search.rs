@@ -81,7 +81,7 @@ pub(crate) async fn run(gateway: &Gateway, tool: &str, input: Value) -> Result<V
         }
         DESCRIBE => match gateway.find(text("name")).await {
             Ok(entry) => {
-                let mut definition = serde_json::to_value(&entry.tool).unwrap_or_default();
+                let mut definition = serde_json::to_value(&*entry.tool).unwrap_or_default();
                 definition["name"] = json!(entry.name);
                 Ok(text_result(&definition))
             }

@@ -21,8 +21,9 @@ pub struct ToolEntry {
     pub server: String,
     /// Its provider-safe shown name, `<server>__<tool>`.
     pub name: String,
-    /// The tool as the server describes it (its own name, schema, description).
-    pub tool: Tool,
+    /// The tool as the server describes it (its own name, schema, description), shared
+    /// with the hub's listing.
+    pub tool: Arc<Tool>,
     /// The `ask` rule that covers it: calls wait for approval.
     pub ask: Option<Rule>,
 }
@@ -135,7 +136,7 @@ impl Hub {
         for (server, stored) in servers.iter().zip(stored) {
             let (tools, listed) = match stored {
                 Some((tools, rejected, features)) => {
-                    let shown = self.shown_tools(server, &tools, rejected);
+                    let shown = self.shown_tools(server, &Arc::new(tools), rejected);
                     (Ok(shown), features.map(|features| Ok(Arc::new(features))))
                 }
                 None => {
@@ -246,13 +247,13 @@ impl Hub {
     fn shown_tools(
         &self,
         server: &str,
-        live: &[Tool],
+        live: &Arc<Vec<Tool>>,
         mut withheld: Vec<HubError>,
     ) -> (Vec<ToolEntry>, Vec<HubError>) {
         self.observe_pins(server, live);
-        let shown = self.shown_names(server, live);
+        let looked = self.looked(server, live);
         let mut entries = Vec::new();
-        for (tool, shown) in live.iter().zip(shown.iter().cloned()) {
+        for (tool, shown) in looked.tools.iter().zip(looked.shown.iter().cloned()) {
             match self.verdict(server, tool, &shown) {
                 Verdict::Shown(ask) => entries.push(entry(server, tool, shown, ask)),
                 Verdict::Withheld(change) => withheld.push(withheld_error(server, tool, change)),
@@ -338,9 +339,9 @@ impl Hub {
     pub async fn find_tool(&self, server: &str, given: &str) -> Result<ToolEntry, HubError> {
         let slot = self.inner.slot(server)?;
         let live = slot.listed(&self.inner).await?;
-        let tools = &live.tools;
-        self.observe_pins(server, tools);
-        let shown = self.shown_names(server, tools);
+        self.observe_pins(server, &live.tools);
+        let looked = self.looked(server, &live.tools);
+        let (tools, shown) = (&looked.tools, &looked.shown);
         // As the catalogue shows it (`SERVER__` left out), which may carry a hash.
         let shown_given = format!("{}__{given}", names::safe(server));
         let index = match tools.iter().position(|tool| tool.name == given) {
@@ -427,7 +428,7 @@ impl Hub {
         Ok(entry)
     }
 
-    fn verdict(&self, server: &str, tool: &Tool, shown: &str) -> Verdict {
+    fn verdict(&self, server: &str, tool: &Arc<Tool>, shown: &str) -> Verdict {
         let slot = self.inner.slot(server);
         let filter = slot.as_ref().ok().and_then(|slot| slot.spec().ok());
         if filter.is_some_and(|spec| !spec.tools.allows(&tool.name)) {
@@ -449,33 +450,34 @@ impl Hub {
     }
 }
 
-/// A server's shown tool names, and the tool names they were made of.
-pub(crate) struct ShownNames {
-    tools: Vec<String>,
-    shown: Arc<[String]>,
+/// A server's listing as lookups use it: each tool shared (an entry holds it without a copy)
+/// and its shown name. Made once per listing: every call looks its tool up in it.
+pub(crate) struct Looked {
+    /// The listing these were made from, held so that its address names it.
+    listing: Arc<Vec<Tool>>,
+    tools: Vec<Arc<Tool>>,
+    shown: Vec<String>,
 }
 
 impl Hub {
-    /// The shown name of each of a server's tools, in order: distinct even where two tools'
-    /// provider-safe names would collide. Made again only when the tools' names change: each
-    /// call looks its tool up by them.
-    fn shown_names(&self, server: &str, tools: &[Tool]) -> Arc<[String]> {
+    /// `listing` of `server`, its tools shared and their shown names (distinct even where two
+    /// tools' provider-safe names would collide), made again only for another listing.
+    fn looked(&self, server: &str, listing: &Arc<Vec<Tool>>) -> Arc<Looked> {
         let mut cache =
-            (self.inner.shown.lock()).unwrap_or_else(std::sync::PoisonError::into_inner);
+            (self.inner.looked.lock()).unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(cached) = cache.get(server)
-            && cached.tools.iter().eq(tools.iter().map(|tool| &tool.name))
+            && Arc::ptr_eq(&cached.listing, listing)
         {
-            return cached.shown.clone();
+            return cached.clone();
         }
-        let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_str()).collect();
-        let shown: Arc<[String]> = names::shown_names(server, &names).into();
-        let tools = tools.iter().map(|tool| tool.name.clone()).collect();
-        let made = ShownNames {
-            tools,
-            shown: shown.clone(),
-        };
-        cache.insert(server.to_owned(), made);
-        shown
+        let names: Vec<&str> = listing.iter().map(|tool| tool.name.as_str()).collect();
+        let made = Arc::new(Looked {
+            listing: listing.clone(),
+            tools: listing.iter().cloned().map(Arc::new).collect(),
+            shown: names::shown_names(server, &names),
+        });
+        cache.insert(server.to_owned(), made.clone());
+        made
     }
 }
 
@@ -495,7 +497,7 @@ fn flagged_error(server: &str, tool: &Tool, findings: Vec<crate::scan::Finding>)
     }
 }
 
-fn entry(server: &str, tool: &Tool, name: String, ask: Option<Rule>) -> ToolEntry {
+fn entry(server: &str, tool: &Arc<Tool>, name: String, ask: Option<Rule>) -> ToolEntry {
     ToolEntry {
         server: server.to_owned(),
         name,

@@ -315,8 +315,8 @@ pub(crate) struct Inner {
     pub(crate) no_thread: Option<String>,
     /// Counts the progress tokens of the hub's calls.
     progress_tokens: std::sync::atomic::AtomicU64,
-    /// Each server's shown tool names as last made, with the tool names they were made of.
-    shown: Mutex<BTreeMap<String, catalogue::ShownNames>>,
+    /// Each server's listing as last looked up in.
+    looked: Mutex<BTreeMap<String, Arc<catalogue::Looked>>>,
     /// The tools' output schemas, compiled once per listing.
     validators: validate::Validators,
 }
@@ -368,7 +368,7 @@ impl Hub {
             settings,
             stopping: AtomicBool::new(false),
             listeners: Mutex::new(Vec::new()),
-            shown: Mutex::default(),
+            looked: Mutex::default(),
             _alive: alive,
             gone,
             executor,
@@ -501,6 +501,14 @@ impl Hub {
     /// Server `server`'s settings as configured (`max_result_bytes`, `validate_output`, ...).
     pub fn server_spec(&self, server: &str) -> Result<ServerSpec, HubError> {
         self.inner.slot(server)?.spec().cloned()
+    }
+
+    /// Makes the next lookup of each server's tools read its pin file afresh, however recently
+    /// one did: a long-lived hub (the daemon's) about to run a new command line, which may
+    /// follow a `trust` run elsewhere.
+    #[cfg(feature = "cli")]
+    pub(crate) fn look_at_pins_again(&self) {
+        self.inner.pins.look_again();
     }
 
     /// Whether `server` can be used at all (not disabled, denied, invalid or remote); starts

@@ -13,7 +13,8 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use mcp_smol::proto::Tool;
 use serde::{Deserialize, Serialize};
@@ -108,7 +109,9 @@ impl Pin {
 }
 
 /// Every server's pins, read from disk when the server's tools are listed and the file has
-/// changed since (another process may have run `trust`).
+/// changed since (another process may have run `trust`). The file is looked at no more than
+/// once per [`LOOK_EVERY`], and again at once after [`Pins::look_again`]: every call looks its
+/// tool up, and the look was a tenth of a call through the gateway.
 #[derive(Debug, Default)]
 pub(crate) struct Pins {
     dir: Option<PathBuf>,
@@ -122,8 +125,16 @@ struct Observed {
     read: Result<Digests, String>,
     /// The definitions found to match their pins since: each call checks its tool, and an
     /// equal definition needs no digest again (a tenth of a call through the gateway).
-    matched: BTreeMap<String, Tool>,
+    matched: BTreeMap<String, Arc<Tool>>,
+    /// When the file's stamp was last taken; `None` once [`Pins::look_again`] asked for a
+    /// fresh look.
+    looked: Option<Instant>,
 }
+
+/// How long a look at a pin file serves: what another process's `trust` changed reaches a
+/// long-lived hub (a gateway, the daemon) within this, or at its next command line
+/// ([`Pins::look_again`]). Tools not pinned yet are pinned at once, whatever the time.
+const LOOK_EVERY: Duration = Duration::from_secs(1);
 
 /// How many times new tools are pinned when other processes keep writing the file meanwhile.
 const PIN_ATTEMPTS: usize = 5;
@@ -141,17 +152,28 @@ impl Pins {
     /// the tools not pinned yet (without, the pins are only read: for what `trust` accepted).
     pub(crate) fn observe(&self, server: &str, tools: &[Tool], pin_new: bool) {
         let Some(dir) = &self.dir else { return };
-        let path = log_path(dir, server).with_extension("json");
-        let before = stamp(&path);
         let all_pinned = |digests: &Digests| {
             !pin_new || tools.iter().all(|t| digests.tools.contains_key(&t.name))
         };
+        let now = Instant::now();
+        let recent = |observed: &Observed| {
+            (observed.looked).is_some_and(|looked| now.duration_since(looked) < LOOK_EVERY)
+                && observed.read.as_ref().is_ok_and(all_pinned)
+        };
+        if self.lock().get(server).is_some_and(recent) {
+            return;
+        }
+        let path = log_path(dir, server).with_extension("json");
+        let before = stamp(&path);
         let unchanged = |observed: &Observed| {
             (before.is_some() || !pin_new)
                 && observed.stamp == before
                 && observed.read.as_ref().is_ok_and(all_pinned)
         };
-        if self.lock().get(server).is_some_and(unchanged) {
+        if let Some(observed) = self.lock().get_mut(server)
+            && unchanged(observed)
+        {
+            observed.looked = Some(now);
             return;
         }
         let pin = || {
@@ -182,8 +204,18 @@ impl Pins {
             stamp: stamp(&path),
             read,
             matched: BTreeMap::new(),
+            looked: Some(now),
         };
         self.lock().insert(server.to_owned(), observed);
+    }
+
+    /// Makes the next [`observe`](Self::observe) of each server look at its file, however
+    /// recently it did: a new command line, which may follow a `trust` of another process.
+    #[cfg(any(feature = "cli", test))]
+    pub(crate) fn look_again(&self) {
+        for observed in self.lock().values_mut() {
+            observed.looked = None;
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Observed>> {
@@ -193,7 +225,7 @@ impl Pins {
     }
 
     /// How `tool` differs from its pin, if it does (or if the pins cannot be read).
-    pub(crate) fn check(&self, server: &str, tool: &Tool) -> Option<PinChange> {
+    pub(crate) fn check(&self, server: &str, tool: &Arc<Tool>) -> Option<PinChange> {
         let dir = self.dir.as_ref()?;
         let unreadable = |why: &str| PinChange {
             fields: vec![format!("pins unreadable ({why})")],
@@ -202,7 +234,8 @@ impl Pins {
         let pinned = {
             let lock = self.lock();
             let observed = lock.get(server)?;
-            if observed.matched.get(&tool.name) == Some(tool) {
+            let matched = observed.matched.get(&tool.name);
+            if matched.is_some_and(|matched| Arc::ptr_eq(matched, tool) || matched == tool) {
                 return None;
             }
             match &observed.read {
@@ -282,6 +315,7 @@ impl Pins {
             stamp: stamp(&path),
             read: Ok(Digests::from(&new)),
             matched: BTreeMap::new(),
+            looked: Some(Instant::now()),
         };
         self.lock().insert(server.to_owned(), observed);
         Ok(changes)
@@ -450,25 +484,25 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("mcp-cli-pins-{}", std::process::id()));
         let pins = Pins::new(Some(dir.clone()));
         pins.observe("s", &[tool("one")], true);
-        assert_eq!(pins.check("s", &tool("one")), None);
+        assert_eq!(pins.check("s", &Arc::new(tool("one"))), None);
 
         // A fresh hub (a new run) reads the pins from disk.
         let pins = Pins::new(Some(dir.clone()));
         pins.observe("s", &[tool("two")], true);
-        let change = pins.check("s", &tool("two")).unwrap();
+        let change = pins.check("s", &Arc::new(tool("two"))).unwrap();
         assert_eq!(change.diff, ["- one", "+ two"]);
 
         let accepted = pins.accept("s", &[tool("two")], &|_| true).unwrap();
         assert_eq!(accepted.len(), 1);
         let pins = Pins::new(Some(dir.clone()));
         pins.observe("s", &[tool("two")], true);
-        assert_eq!(pins.check("s", &tool("two")), None);
+        assert_eq!(pins.check("s", &Arc::new(tool("two"))), None);
 
         // A broken file withholds everything rather than trusting anything.
         std::fs::write(dir.join("s.json"), "{").unwrap();
         let pins = Pins::new(Some(dir.clone()));
         pins.observe("s", &[tool("two")], true);
-        assert!(pins.check("s", &tool("two")).unwrap().fields[0].contains("unreadable"));
+        assert!(pins.check("s", &Arc::new(tool("two"))).unwrap().fields[0].contains("unreadable"));
         std::fs::remove_dir_all(dir).unwrap();
     }
 
@@ -498,19 +532,25 @@ mod tests {
         let pins = Pins::new(Some(dir.clone()));
         pins.observe("s", &[tool("one")], true);
         pins.observe("s", &[tool("two")], true);
-        assert!(pins.check("s", &tool("two")).is_some(), "withheld");
+        assert!(
+            pins.check("s", &Arc::new(tool("two"))).is_some(),
+            "withheld"
+        );
 
         // `mcp-cli trust s` in another process accepts the new definition.
         Pins::new(Some(dir.clone()))
             .accept("s", &[tool("two")], &|_| true)
             .unwrap();
+        // Seen at the next look: a new command line asks for one.
+        pins.look_again();
         pins.observe("s", &[tool("two")], true);
-        assert_eq!(pins.check("s", &tool("two")), None);
+        assert_eq!(pins.check("s", &Arc::new(tool("two"))), None);
 
         // And a file broken behind its back is seen too.
         std::fs::write(dir.join("s.json"), "{").unwrap();
+        pins.look_again();
         pins.observe("s", &[tool("two")], true);
-        assert!(pins.check("s", &tool("two")).is_some());
+        assert!(pins.check("s", &Arc::new(tool("two"))).is_some());
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

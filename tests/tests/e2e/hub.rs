@@ -325,7 +325,7 @@ fn every_route_to_a_tool_passes_the_policy() {
 
         // An entry made by hand, claiming no `ask` rule covers it, is asked all the same.
         let mut forged = hub.find("fx__echo").await.unwrap();
-        forged.tool.name = "add".to_owned();
+        std::sync::Arc::make_mut(&mut forged.tool).name = "add".to_owned();
         forged.name = "fx__echo".to_owned();
         let called = hub.call(&forged, json!({"a": 1, "b": 2})).await;
         assert!(

@@ -1,7 +1,8 @@
 //! The `gateway` section: a call through `mcp-cli serve` against a direct call on the same
 //! backend (the fixture), side by side in one run: one call in flight (the median latency,
 //! and what the gateway adds to it) and 32 in flight (calls per second), over stdio and over
-//! `serve --listen` (HTTP/1.1 on loopback, the connection kept alive, a session).
+//! `serve --listen` (HTTP/1.1 on loopback, the connection kept alive, a session). Then
+//! `mcp-cli tools` answered from the catalogue on disk, no server running.
 
 use std::io::BufRead;
 use std::path::PathBuf;
@@ -222,4 +223,59 @@ async fn rate(client: &mcp_smol::Client, tool: &'static str) -> f64 {
         worker.await;
     }
     PIPELINED as f64 / started.elapsed().as_secs_f64()
+}
+
+/// Runs of `mcp-cli tools` timed from the catalogue on disk.
+const LISTINGS: usize = 21;
+
+/// The configured servers `mcp-cli tools` lists from the catalogue on disk.
+const CATALOGUED: usize = 8;
+
+/// `mcp-cli tools` over [`CATALOGUED`] configured servers (the fixture under as many names),
+/// none running, each listed once before so that the catalogue on disk holds them: the whole
+/// command, process start included, as a person or a script meets it.
+pub(crate) fn catalogue_listing(bins: &Bins) {
+    let dir = std::env::temp_dir().join(format!("mcp-bench-catalogue-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let fixture = bins.fixture.to_string_lossy().into_owned();
+    let config: String = (0..CATALOGUED)
+        .map(|at| format!("[mcp.fx{at}]\ncommand = {fixture:?}\nargs = [\"good\"]\n"))
+        .collect();
+    let config_path = dir.join("config.toml");
+    std::fs::write(&config_path, config).unwrap();
+    let tools = || {
+        let mut command = Command::new(&bins.cli);
+        command
+            .arg("--config")
+            .arg(&config_path)
+            .arg("tools")
+            .env("XDG_STATE_HOME", dir.join("state"))
+            .env("XDG_CONFIG_HOME", dir.join("config-home"))
+            .env("XDG_RUNTIME_DIR", dir.join("run"))
+            .stdin(Stdio::null())
+            .stderr(Stdio::null());
+        let output = command.output().unwrap();
+        assert!(output.status.success(), "mcp-cli tools failed");
+        output.stdout
+    };
+    // Lists them live, which fills the catalogue.
+    let live = tools();
+    let mut times = Vec::with_capacity(LISTINGS);
+    for _ in 0..LISTINGS {
+        let started = Instant::now();
+        let listed = tools();
+        times.push(started.elapsed().as_secs_f64());
+        assert_eq!(listed, live, "the catalogue lists what the servers did");
+    }
+    let min = times.iter().copied().fold(f64::MAX, f64::min);
+    let max = times.iter().copied().fold(0.0, f64::max);
+    println!(
+        "gateway: `mcp-cli tools` over {CATALOGUED} configured servers from the catalogue on \
+         disk, none running: median {} ({}-{}) of {LISTINGS} runs\n",
+        time(median(&times)),
+        time(min),
+        time(max),
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -185,6 +185,7 @@ fn run_all(sections: &[String]) {
     }
     if wants("gateway") {
         gateway::rows(&bins, &mut table);
+        gateway::catalogue_listing(&bins);
     }
     if !table.rows.is_empty() {
         table.print();
