@@ -5,7 +5,7 @@ use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 use std::time::Duration;
 
-use mcp_smol::proto::{Era, Notification, Progress, Request, RequestError, Task};
+use mcp_smol::proto::{Notification, Progress, Request, RequestError, Task};
 use serde_json::{Map, Value};
 
 use crate::hub::{Hub, HubError, Started, ToolEntry};
@@ -242,15 +242,10 @@ impl Call<'_> {
         if let Some(timeout) = timeout {
             request = request.timeout(timeout);
         }
-        let info = (live.client.wait_ready().await).map_err(|error| HubError::Server {
-            server: tool.server.clone(),
-            error,
-        })?;
         // Handshake era: a call is a task only when it asks to be one, which a tool that
         // requires it must, where the server takes tasks for calls.
-        let handshake = info.era() != Some(Era::Stateless);
         let wants_task = tool.tool.requires_tasks() || (detach && tool.tool.allows_tasks());
-        if handshake && info.capabilities.tasks.tool_calls && wants_task {
+        if live.asks_for_tasks && wants_task {
             request = request.as_task(None);
         }
         let on_task = |task: &Task| {

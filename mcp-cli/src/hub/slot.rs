@@ -56,6 +56,10 @@ pub(crate) struct Live {
     conn: u64,
     /// The revision it speaks.
     protocol: String,
+    /// Whether a tool call asks to be a task with the `task` parameter: a handshake-era
+    /// server that declared tasks for calls (a stateless one decides itself). Kept here so
+    /// that a call need not ask the driver for the server's info.
+    pub(crate) asks_for_tasks: bool,
     pub(crate) tools: Arc<Vec<Tool>>,
     /// Until when `tools` may be used without listing them again.
     tools_fresh: Freshness,
@@ -636,9 +640,11 @@ impl Slot {
                 }
                 let listening = listen::filter(&info)
                     .map(|filter| listen::start(hub, client.clone(), filter, ack_within, run_log));
+                let handshake = info.era() != Some(mcp_smol::proto::Era::Stateless);
                 let live = Live {
                     client: client.clone(),
                     conn,
+                    asks_for_tasks: handshake && info.capabilities.tasks.tool_calls,
                     protocol: info.protocol_version,
                     tools: Arc::new(tools),
                     tools_fresh,
