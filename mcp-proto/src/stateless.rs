@@ -43,6 +43,35 @@ pub(crate) struct ResultMembers {
     pub(crate) server_info: Option<String>,
 }
 
+impl ResultMembers {
+    /// The same reading of a result already parsed into a value (a line parsed as it
+    /// arrived): its members are moved, never copied.
+    pub(crate) fn from_value(result: Value) -> Self {
+        let Value::Object(mut members) = result else {
+            return Self {
+                result,
+                server_info: None,
+            };
+        };
+        if members.get("resultType").and_then(Value::as_str) == Some("complete") {
+            members.remove("resultType");
+        }
+        let mut server_info = None;
+        if let Some(Value::Object(meta)) = members.get_mut("_meta")
+            && let Some(info) = meta.remove(SERVER_INFO)
+        {
+            server_info = Some(info.to_string());
+            if meta.is_empty() {
+                members.remove("_meta");
+            }
+        }
+        Self {
+            result: Value::Object(members),
+            server_info,
+        }
+    }
+}
+
 impl<'de> Deserialize<'de> for ResultMembers {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         deserializer.deserialize_any(ObjectVisitor { meta: false })
