@@ -719,8 +719,11 @@ impl Server {
                 match server.tasks().snapshot(&task) {
                     Some((mut detailed, true)) => {
                         detailed["_meta"] = json!({ stateless::META_SUBSCRIPTION: listen });
-                        return server.send(&json!({"jsonrpc": "2.0",
-                            "method": tasks::STATUS_NOTIFICATION, "params": detailed}));
+                        let mut note =
+                            json!({"jsonrpc": "2.0", "method": tasks::STATUS_NOTIFICATION});
+                        // Moved in: `json!` would copy a large result.
+                        note["params"] = detailed;
+                        return server.send(&note);
                     }
                     Some((_, false)) => {}
                     None => return,
