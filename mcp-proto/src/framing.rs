@@ -95,8 +95,9 @@ pub struct LineDecoder {
     discarding: Option<Discarded>,
     /// Lines longer than this are parsed as they arrive rather than held.
     parse_from: usize,
-    /// Bytes up to the next `\n` belong to a line being parsed as it arrives.
-    streaming: Option<Streamed>,
+    /// Bytes up to the next `\n` belong to a line being parsed as it arrives. Boxed: the
+    /// decoder is moved in and out of the connection for every read, so it stays small.
+    streaming: Option<Box<Streamed>>,
     /// A discarded or parsed line whose newline has come, to be handed out next.
     finished: Option<Result<Value, LineError>>,
     /// No line has been yielded or skipped yet, so a BOM may still lead the stream.
@@ -210,7 +211,7 @@ impl LineDecoder {
                 discarded.size,
             )));
         }
-        let Streamed { parser, edges } = self.streaming.take()?;
+        let Streamed { parser, edges } = *self.streaming.take()?;
         // One byte over the limit is allowed while it may be the `\r` of a line within it.
         if edges.size - usize::from(edges.tail.ends_with(b"\r")) > self.max_line_len {
             return Some(Err(self.too_long(&edges.head, &edges.tail, edges.size)));
@@ -336,10 +337,10 @@ impl LineDecoder {
             let mut parser = JsonStream::new();
             let bom = std::mem::take(&mut self.at_stream_start) && self.buffer.starts_with(BOM);
             parser.push(&self.buffer[if bom { BOM.len() } else { 0 }..]);
-            self.streaming = Some(Streamed {
+            self.streaming = Some(Box::new(Streamed {
                 parser,
                 edges: discarded,
-            });
+            }));
         } else {
             self.discarding = Some(discarded);
         }

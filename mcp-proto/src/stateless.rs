@@ -53,16 +53,17 @@ impl ResultMembers {
                 server_info: None,
             };
         };
-        if members.get("resultType").and_then(Value::as_str) == Some("complete") {
-            members.remove("resultType");
-        }
+        // `retain`, not `remove`: with serde_json's `preserve_order` (which a dependency may
+        // turn on), `remove` moves the last member into the gap.
+        members.retain(|key, value| key != "resultType" || value != "complete");
         let mut server_info = None;
         if let Some(Value::Object(meta)) = members.get_mut("_meta")
-            && let Some(info) = meta.remove(SERVER_INFO)
+            && let Some(info) = meta.get(SERVER_INFO)
         {
             server_info = Some(info.to_string());
+            meta.retain(|key, _| key != SERVER_INFO);
             if meta.is_empty() {
-                members.remove("_meta");
+                members.retain(|key, _| key != "_meta");
             }
         }
         Self {
