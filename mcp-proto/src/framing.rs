@@ -221,7 +221,7 @@ impl LineDecoder {
 
     /// The next complete, non-blank line without its terminator, or the error of an
     /// overlong one. `None` means more bytes are needed. A line parsed as it arrived (only
-    /// after [`parse_from`](Self::parse_from)) is handed out as its value's JSON text.
+    /// when the connection asked for that) is handed out as its value's JSON text.
     pub fn next_line(&mut self) -> Option<Result<Bytes, LineError>> {
         let range = match self.next_range()? {
             Ok(Next::Range(range)) => range,
