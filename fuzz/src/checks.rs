@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use mcp_proto::{
     ClientCapabilities, CompleteResult, Config, Connection, Event, FromResult, GetPromptResult,
-    LATEST_PROTOCOL_VERSION, LATEST_STATELESS_VERSION, LineDecoder, LineError, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, Protocol,
+    JsonStream, LATEST_PROTOCOL_VERSION, LATEST_STATELESS_VERSION, LineDecoder, LineError,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, Protocol,
     ReadResourceResult, Request, RequestId, ServerRequestId, SseDecoder,
 };
 use serde_json::{Value, json};
@@ -37,6 +37,38 @@ fn drain_lines(decoder: &mut LineDecoder, max: usize, lines: &mut Lines) {
         }
         lines.push(line.map(|bytes| bytes.to_vec()));
     }
+}
+
+/// What a JSON text comes to: its value, blank, or the kind of its fault.
+type Parsed = Option<Result<Value, &'static str>>;
+
+/// The streaming parser, fed the text in any chunks, reads it as `serde_json::from_str`
+/// reads the whole (a line checked to be UTF-8 first, blank if only ASCII whitespace).
+pub fn check_stream_json(data: &[u8]) {
+    let [seed, text @ ..] = data else {
+        return;
+    };
+    let whole: Parsed = match std::str::from_utf8(text) {
+        Err(_) => Some(Err("not UTF-8")),
+        Ok(text) if text.bytes().all(|b| b.is_ascii_whitespace()) => None,
+        Ok(text) => Some(serde_json::from_str(text).map_err(|_| "not JSON")),
+    };
+    let mut rng = Rng(u32::from(*seed) | 1);
+    let mut parser = JsonStream::new();
+    let mut rest = text;
+    while !rest.is_empty() {
+        let take = (rng.next() as usize % 19).min(rest.len());
+        parser.push(&rest[..take]);
+        rest = &rest[take..];
+    }
+    let streamed: Parsed = parser.finish().map(|parsed| {
+        parsed.map_err(|error| match error {
+            LineError::NotUtf8 => "not UTF-8",
+            LineError::NotJson { .. } => "not JSON",
+            other => panic!("the parser reported {other:?}"),
+        })
+    });
+    assert_eq!(streamed, whole, "{:?}", String::from_utf8_lossy(text));
 }
 
 /// Feeding bytes whole or in any chunks yields the same lines; memory stays bounded.

@@ -9,7 +9,7 @@ use std::time::Instant;
 use serde_json::{Value, json};
 
 use crate::error::{CloseReason, ErrorKind, RequestError, RpcError, SendError};
-use crate::framing::{LineDecoder, LineError};
+use crate::framing::{self, Line, LineDecoder, LineError};
 use crate::jsonrpc::{self, Input, Message, ResponseError, StatelessMeta};
 use crate::pending::{Origin, Outstanding, ProgressToken, deadline_after, read_id};
 use crate::request::{Params, Request};
@@ -142,7 +142,7 @@ impl Connection {
     /// the handshake ends.
     pub fn new(now: Instant, config: Config) -> Self {
         let mut connection = Self {
-            decoder: LineDecoder::new(config.max_line_len),
+            decoder: LineDecoder::new(config.max_line_len).parse_from(framing::PARSE_FROM),
             // Replaced at once by the first step of the lifecycle.
             state: State::Closed {
                 reason: CloseReason::Local,
@@ -366,7 +366,7 @@ impl Connection {
             let error = crate::framing::too_long(self.config.max_line_len, message);
             return self.handle_too_long(error);
         }
-        self.handle_line(now, message);
+        self.handle_line(now, Line::Bytes(message));
     }
 
     /// The server's stdout reached end of file. An unterminated last line is still read.
@@ -374,8 +374,12 @@ impl Connection {
         if self.is_closed() {
             return;
         }
-        if let Some(line) = self.decoder.finish() {
-            self.handle_line(now, &line);
+        if let Some(line) = self.decoder.finish_line() {
+            match line {
+                Ok(Line::Bytes(line)) => self.handle_line(now, Line::Bytes(&line)),
+                Ok(Line::Parsed(value)) => self.handle_line(now, Line::Parsed(value)),
+                Err(error) => self.handle_too_long(error),
+            }
             if self.is_closed() {
                 return;
             }
@@ -659,8 +663,12 @@ impl Connection {
 
     // ----- internals -----
 
-    fn handle_line(&mut self, now: Instant, line: &[u8]) {
-        for message in jsonrpc::decode(line) {
+    fn handle_line(&mut self, now: Instant, line: Line<&[u8]>) {
+        let messages = match line {
+            Line::Bytes(line) => jsonrpc::decode(line),
+            Line::Parsed(value) => jsonrpc::decode_value(value),
+        };
+        for message in messages {
             match message {
                 Ok(message) => self.handle_decoded(now, message),
                 Err(error) => self.report_malformed(error),

@@ -5,11 +5,26 @@ use std::ops::Range;
 use bytes::{Buf, Bytes, BytesMut};
 use serde_json::Value;
 
+use crate::stream_json::JsonStream;
+
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// How much of the start and of the end of a discarded line is kept to find its `id`: servers
 /// put it near the start (`{"jsonrpc":"2.0","id":7,"result":...`) or last (`...,"id":7}`).
 const EDGE: usize = 256;
+
+/// Lines longer than this are parsed as their bytes arrive (see
+/// [`LineDecoder::parse_from`]) where the connection reads them: below it, holding the line and
+/// parsing it whole is faster; above it, the line's bytes would double a large result's memory.
+pub(crate) const PARSE_FROM: usize = 1 << 20;
+
+/// A complete line from [`LineDecoder`]: its bytes, or the value of one long enough to have
+/// been parsed as it arrived.
+#[derive(Debug)]
+pub(crate) enum Line<B> {
+    Bytes(B),
+    Parsed(Value),
+}
 
 /// Why a line could not be used. Only [`LineDecoder`] produces `TooLong`; the rest come from
 /// decoding a complete line.
@@ -78,14 +93,33 @@ pub struct LineDecoder {
     max_line_len: usize,
     /// Bytes up to the next `\n` belong to a line too long to keep.
     discarding: Option<Discarded>,
-    /// A discarded line whose newline has come, to be reported next.
-    finished: Option<LineError>,
+    /// Lines longer than this are parsed as they arrive rather than held.
+    parse_from: usize,
+    /// Bytes up to the next `\n` belong to a line being parsed as it arrives. Boxed: the
+    /// decoder is moved in and out of the connection for every read, so it stays small.
+    streaming: Option<Box<Streamed>>,
+    /// A discarded or parsed line whose newline has come, to be handed out next.
+    finished: Option<Result<Value, LineError>>,
     /// No line has been yielded or skipped yet, so a BOM may still lead the stream.
     at_stream_start: bool,
 }
 
-/// What is kept of a line too long to keep.
+/// A line being parsed as it arrives: its parser, and what a discarded line keeps, should it
+/// grow too long after all.
 #[derive(Debug)]
+struct Streamed {
+    parser: JsonStream,
+    edges: Discarded,
+}
+
+/// What the connection gets of the next line, before it is handed out.
+enum Next {
+    Range(Range<usize>),
+    Parsed(Value),
+}
+
+/// What is kept of a line too long to keep.
+#[derive(Debug, Default)]
 struct Discarded {
     size: usize,
     /// The first [`EDGE`] bytes.
@@ -116,24 +150,33 @@ impl LineDecoder {
             moved: false,
             max_line_len,
             discarding: None,
+            parse_from: usize::MAX,
+            streaming: None,
             finished: None,
             at_stream_start: true,
         }
     }
 
+    /// Parses lines longer than `len` bytes as their bytes arrive, and hands out their
+    /// values (through `next_line_in_place`) instead of their bytes: the line is never held
+    /// beside its value. Such a line that is not JSON is reported as
+    /// [`LineError::NotJson`] or [`LineError::NotUtf8`], as decoding it whole would.
+    pub(crate) fn parse_from(mut self, len: usize) -> Self {
+        self.parse_from = len;
+        self
+    }
+
     /// Appends a fragment of the stream.
     pub fn push(&mut self, mut bytes: &[u8]) {
         self.release();
-        if let Some(discarded) = &mut self.discarding {
-            let Some(newline) = find_newline(bytes) else {
-                return discarded.skip(bytes);
+        if self.discarding.is_some() || self.streaming.is_some() {
+            let newline = find_newline(bytes);
+            self.take_long(&bytes[..newline.unwrap_or(bytes.len())]);
+            let Some(newline) = newline else {
+                return;
             };
-            discarded.skip(&bytes[..newline]);
             bytes = &bytes[newline + 1..];
-            if let Some(discarded) = self.discarding.take() {
-                self.finished =
-                    Some(self.too_long(&discarded.head, &discarded.tail, discarded.size));
-            }
+            self.finished = self.end_long();
         }
         if self.buffer.is_empty() && std::mem::take(&mut self.moved) {
             // Start the next line at the front of the allocation once the last line handed out
@@ -144,11 +187,45 @@ impl LineDecoder {
         self.buffer.extend_from_slice(bytes);
     }
 
+    /// Takes more of a line not held: parsed if it is being parsed (until it grows too
+    /// long), else only measured.
+    fn take_long(&mut self, bytes: &[u8]) {
+        if let Some(streamed) = &mut self.streaming {
+            streamed.edges.skip(bytes);
+            if streamed.edges.size <= self.max_line_len + 1 {
+                return streamed.parser.push(bytes);
+            }
+            // Its value so far is dropped here: only its edges are kept, for its `id`.
+            self.discarding = self.streaming.take().map(|streamed| streamed.edges);
+        } else if let Some(discarded) = &mut self.discarding {
+            discarded.skip(bytes);
+        }
+    }
+
+    /// The line not held has ended: its report, its value, or nothing for a blank one.
+    fn end_long(&mut self) -> Option<Result<Value, LineError>> {
+        if let Some(discarded) = self.discarding.take() {
+            return Some(Err(self.too_long(
+                &discarded.head,
+                &discarded.tail,
+                discarded.size,
+            )));
+        }
+        let Streamed { parser, edges } = *self.streaming.take()?;
+        // One byte over the limit is allowed while it may be the `\r` of a line within it.
+        if edges.size - usize::from(edges.tail.ends_with(b"\r")) > self.max_line_len {
+            return Some(Err(self.too_long(&edges.head, &edges.tail, edges.size)));
+        }
+        parser.finish()
+    }
+
     /// The next complete, non-blank line without its terminator, or the error of an
-    /// overlong one. `None` means more bytes are needed.
+    /// overlong one. `None` means more bytes are needed. A line parsed as it arrived (only
+    /// when the connection asked for that) is handed out as its value's JSON text.
     pub fn next_line(&mut self) -> Option<Result<Bytes, LineError>> {
         let range = match self.next_range()? {
-            Ok(range) => range,
+            Ok(Next::Range(range)) => range,
+            Ok(Next::Parsed(value)) => return Some(Ok(Bytes::from(value.to_string()))),
             Err(error) => return Some(Err(error)),
         };
         let mut line = self
@@ -163,18 +240,19 @@ impl LineDecoder {
 
     /// [`next_line`](Self::next_line), borrowed from the buffer until the next call: no
     /// reference count is taken and dropped for each line.
-    pub(crate) fn next_line_in_place(&mut self) -> Option<Result<&[u8], LineError>> {
+    pub(crate) fn next_line_in_place(&mut self) -> Option<Result<Line<&[u8]>, LineError>> {
         match self.next_range()? {
-            Ok(range) => Some(Ok(&self.buffer[range])),
+            Ok(Next::Range(range)) => Some(Ok(Line::Bytes(&self.buffer[range]))),
+            Ok(Next::Parsed(value)) => Some(Ok(Line::Parsed(value))),
             Err(error) => Some(Err(error)),
         }
     }
 
     /// Finds the next line: where its content lies in the buffer. The whole line, with its
     /// terminator, ends at the new `start`.
-    fn next_range(&mut self) -> Option<Result<Range<usize>, LineError>> {
-        if let Some(error) = self.finished.take() {
-            return Some(Err(error));
+    fn next_range(&mut self) -> Option<Result<Next, LineError>> {
+        if let Some(finished) = self.finished.take() {
+            return Some(finished.map(Next::Parsed));
         }
         loop {
             let from = self.start + self.scanned;
@@ -193,7 +271,7 @@ impl LineDecoder {
                 return Some(Err(error));
             }
             if let Some(range) = content(line, &mut self.at_stream_start) {
-                return Some(Ok(begin + range.start..begin + range.end));
+                return Some(Ok(Next::Range(begin + range.start..begin + range.end)));
             }
         }
     }
@@ -210,6 +288,15 @@ impl LineDecoder {
         }
     }
 
+    /// [`finish`](Self::finish), or the value of a line being parsed as it arrived.
+    pub(crate) fn finish_line(&mut self) -> Option<Result<Line<Bytes>, LineError>> {
+        if let Some(streamed) = self.streaming.take() {
+            // Not measured against the limit: neither is an unterminated line held whole.
+            return streamed.parser.finish().map(|line| line.map(Line::Parsed));
+        }
+        self.finish().map(|line| Ok(Line::Bytes(line)))
+    }
+
     /// Takes whatever unterminated bytes remain once the stream has ended.
     pub fn finish(&mut self) -> Option<Bytes> {
         self.release();
@@ -218,6 +305,10 @@ impl LineDecoder {
         self.scanned = 0;
         if self.discarding.take().is_some() {
             return None;
+        }
+        if let Some(streamed) = self.streaming.take() {
+            let value = streamed.parser.finish()?.ok()?;
+            return Some(Bytes::from(value.to_string()));
         }
         let range = content(&rest, &mut self.at_stream_start)?;
         rest.truncate(range.end);
@@ -236,16 +327,23 @@ impl LineDecoder {
         self.release();
         self.scanned = self.buffer.len();
         // One byte over the limit may still be the `\r` of a line just within it.
-        if self.buffer.len() <= self.max_line_len + 1 {
+        if self.buffer.len() <= self.max_line_len + 1 && self.buffer.len() <= self.parse_from {
             return None;
         }
-        let mut discarded = Discarded {
-            size: 0,
-            head: Vec::new(),
-            tail: Vec::new(),
-        };
+        let mut discarded = Discarded::default();
         discarded.skip(&self.buffer);
-        self.discarding = Some(discarded);
+        if self.buffer.len() <= self.max_line_len + 1 {
+            // Long, not too long: parsed from here on, held no more.
+            let mut parser = JsonStream::new();
+            let bom = std::mem::take(&mut self.at_stream_start) && self.buffer.starts_with(BOM);
+            parser.push(&self.buffer[if bom { BOM.len() } else { 0 }..]);
+            self.streaming = Some(Box::new(Streamed {
+                parser,
+                edges: discarded,
+            }));
+        } else {
+            self.discarding = Some(discarded);
+        }
         self.buffer.clear();
         self.scanned = 0;
         self.at_stream_start = false;
@@ -566,7 +664,10 @@ mod tests {
                 in_place.push(chunk);
                 from_shared.extend(lines(&mut shared));
                 while let Some(line) = in_place.next_line_in_place() {
-                    from_in_place.push(line.map(<[u8]>::to_vec));
+                    from_in_place.push(line.map(|line| match line {
+                        Line::Bytes(line) => line.to_vec(),
+                        Line::Parsed(value) => value.to_string().into_bytes(),
+                    }));
                 }
                 proptest::prop_assert_eq!(shared.buffered(), in_place.buffered());
             }
@@ -574,5 +675,167 @@ mod tests {
             let tail = |line: Option<Bytes>| line.map(|line| line.to_vec());
             proptest::prop_assert_eq!(tail(shared.finish()), tail(in_place.finish()));
         }
+
+        /// A decoder that parses long lines as they arrive finds what one holding every line
+        /// whole finds, however the stream is cut: the same values, the same faults.
+        #[test]
+        fn long_lines_parsed_as_they_arrive_read_as_whole_lines(
+            fragments in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    &b"{\"id\":7,\"result\":{\"text\":\""[..], b"abc", b"\\n", b"\\ud83d\\ude00",
+                    b"\"}}", b"\"", b"[", b"]", b",", b":", b"1", b"-2.5e3", b"null", b" ",
+                    b"\r", b"\n", b"\xEF\xBB\xBF", b"\x0C", b"\xc3\xa9", b"\xc3", b"\xff",
+                ]),
+                0..60,
+            ),
+            cuts in proptest::collection::vec(1usize..24, 1..20),
+            parse_from in 0usize..16,
+            limit in 8usize..64,
+        ) {
+            let stream = fragments.concat();
+            let mut whole = LineDecoder::new(limit);
+            let mut parsing = LineDecoder::new(limit).parse_from(parse_from);
+            let (mut from_whole, mut from_parsing) = (Vec::new(), Vec::new());
+            let mut rest = stream.as_slice();
+            for cut in cuts.iter().cycle() {
+                if rest.is_empty() {
+                    break;
+                }
+                let (chunk, after) = rest.split_at((*cut).min(rest.len()));
+                rest = after;
+                whole.push(chunk);
+                parsing.push(chunk);
+                while let Some(line) = whole.next_line_in_place() {
+                    from_whole.push(outcome(line));
+                }
+                while let Some(line) = parsing.next_line_in_place() {
+                    from_parsing.push(outcome(line));
+                }
+            }
+            from_whole.extend(last(&mut whole));
+            from_parsing.extend(last(&mut parsing));
+            proptest::prop_assert_eq!(from_whole, from_parsing);
+        }
+    }
+
+    /// What a line comes to: its value, or the kind of its fault.
+    fn outcome(line: Result<Line<&[u8]>, LineError>) -> Result<Value, LineError> {
+        line.and_then(|line| match line {
+            Line::Parsed(value) => Ok(value),
+            Line::Bytes(bytes) => {
+                let text = std::str::from_utf8(bytes).map_err(|_| LineError::NotUtf8)?;
+                serde_json::from_str(text).map_err(|_| not_json())
+            }
+        })
+        .map_err(|error| match error {
+            LineError::NotJson { .. } => not_json(),
+            error => error,
+        })
+    }
+
+    fn not_json() -> LineError {
+        LineError::NotJson {
+            detail: String::new(),
+        }
+    }
+
+    /// The outcome of the unterminated last line.
+    fn last(decoder: &mut LineDecoder) -> Option<Result<Value, LineError>> {
+        Some(outcome(match decoder.finish_line()? {
+            Ok(Line::Bytes(bytes)) => return Some(outcome(Ok(Line::Bytes(&bytes)))),
+            Ok(Line::Parsed(value)) => Ok(Line::Parsed(value)),
+            Err(error) => Err(error),
+        }))
+    }
+
+    fn parsed(decoder: &mut LineDecoder) -> Vec<Result<Value, LineError>> {
+        std::iter::from_fn(|| decoder.next_line_in_place().map(outcome)).collect()
+    }
+
+    #[test]
+    fn a_long_line_is_parsed_as_it_arrives_and_never_held() {
+        let text = "y".repeat(3000);
+        let line = format!(r#"{{"jsonrpc":"2.0","id":7,"result":{{"text":"{text}\u00e9"}}}}"#);
+        let value: Value = serde_json::from_str(&line).unwrap();
+        for chunk in [1, 7, 100, 4096] {
+            let mut decoder = LineDecoder::new(10_000).parse_from(64);
+            let stream = format!("\u{FEFF}{line}\r\n{}\n{{}}\n", " ".repeat(500));
+            let mut lines = Vec::new();
+            for piece in stream.as_bytes().chunks(chunk) {
+                decoder.push(piece);
+                assert!(decoder.buffered() <= 64 + chunk, "chunks of {chunk}");
+                lines.extend(parsed(&mut decoder));
+            }
+            // The BOM and the `\r` are not the line's; the blank line is skipped.
+            assert_eq!(
+                lines,
+                [Ok(value.clone()), Ok(serde_json::json!({}))],
+                "chunks of {chunk}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_long_line_that_is_not_json_is_reported_as_a_whole_line_would_be() {
+        let long = "z".repeat(200);
+        let cases = [
+            (format!(r#"{{"a":"{long}",}}"#), not_json()),
+            (format!(r#"{{"a":"{long}\u00"}}"#), not_json()),
+            (format!(r#"{{"a":"{long}"}} x"#), not_json()),
+            (format!(r#"{{"a":"{long}"#), not_json()),
+        ];
+        for (line, error) in cases {
+            let mut decoder = LineDecoder::new(1000).parse_from(16);
+            decoder.push(format!("{line}\n[1]\n").as_bytes());
+            assert_eq!(
+                parsed(&mut decoder),
+                [Err(error), Ok(serde_json::json!([1]))],
+                "{line}"
+            );
+        }
+        // Invalid UTF-8 wins over a JSON fault before it, as a whole line is checked first.
+        let mut decoder = LineDecoder::new(1000).parse_from(16);
+        decoder.push(format!(r#"{{"a":"{long}",}} "#).as_bytes());
+        decoder.push(b"\xff\n");
+        assert_eq!(parsed(&mut decoder), [Err(LineError::NotUtf8)]);
+    }
+
+    #[test]
+    fn a_parsed_line_that_grows_too_long_is_discarded_and_names_its_id() {
+        let long = "q".repeat(900);
+        for (line, id) in [
+            (
+                format!(r#"{{"id":7,"result":"{long}{long}"}}"#),
+                Some(serde_json::json!(7)),
+            ),
+            (
+                format!(r#"{{"result":"{long}{long}","id":"x"}}"#),
+                Some(serde_json::json!("x")),
+            ),
+            (format!(r#"{{"result":"{long}{long}"}}"#), None),
+        ] {
+            let mut decoder = LineDecoder::new(1000).parse_from(16);
+            for piece in format!("{line}\n{{}}\n").as_bytes().chunks(100) {
+                decoder.push(piece);
+                assert!(decoder.streaming.is_none() || decoder.discarding.is_none());
+            }
+            assert_eq!(
+                parsed(&mut decoder),
+                [
+                    Err(too_long(1000, line.len(), id)),
+                    Ok(serde_json::json!({}))
+                ]
+            );
+        }
+    }
+
+    #[test]
+    fn an_unterminated_long_line_is_parsed_at_the_end() {
+        let line = format!(r#"["{}"]"#, "w".repeat(100));
+        let mut decoder = LineDecoder::new(1000).parse_from(16);
+        decoder.push(line.as_bytes());
+        assert_eq!(parsed(&mut decoder), []);
+        let last = last(&mut decoder);
+        assert_eq!(last, Some(Ok(serde_json::from_str(&line).unwrap())));
     }
 }

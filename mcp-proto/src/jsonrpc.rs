@@ -70,6 +70,44 @@ pub(crate) fn decode(line: &[u8]) -> Messages {
     }
 }
 
+/// Classifies a line that was parsed as it arrived (see [`JsonStream`](crate::JsonStream)):
+/// the messages [`decode`] finds in the same text, with the value's members moved into them.
+pub(crate) fn decode_value(value: Value) -> Messages {
+    match value {
+        Value::Array(items) if items.is_empty() => {
+            Messages::One(Some(Err(not_jsonrpc("empty batch"))))
+        }
+        Value::Array(items) => {
+            let messages: Vec<_> = items.into_iter().map(message_from_value).collect();
+            Messages::Batch(messages.into_iter())
+        }
+        value => Messages::One(Some(message_from_value(value))),
+    }
+}
+
+/// [`read_message`] for a value: a batch's element, or a whole line.
+fn message_from_value(value: Value) -> Result<Message, LineError> {
+    let Value::Object(mut members) = value else {
+        return Err(not_jsonrpc("not an object"));
+    };
+    if members
+        .get("jsonrpc")
+        .is_some_and(|version| version.as_str() != Some("2.0"))
+    {
+        return Err(not_jsonrpc("`jsonrpc` is not \"2.0\""));
+    }
+    let id = members.remove("id");
+    match members.remove("method") {
+        None => classify_response(
+            id,
+            (members.remove("result")).map(stateless::ResultMembers::from_value),
+            members.remove("error"),
+        ),
+        Some(Value::String(method)) => classify_call(id, method, members.remove("params")),
+        Some(_) => Err(not_jsonrpc("`method` is not a string")),
+    }
+}
+
 /// The messages of one line: no list is built for the usual single message.
 pub(crate) enum Messages {
     One(Option<Result<Message, LineError>>),
@@ -309,7 +347,7 @@ fn not_json(line: &str, error: &serde_json::Error) -> LineError {
 }
 
 /// The start of a line, for error messages about it.
-fn preview(line: &str) -> String {
+pub(crate) fn preview(line: &str) -> String {
     const MAX: usize = 60;
     match line.char_indices().nth(MAX) {
         Some((end, _)) => format!("{}...", &line[..end]),
@@ -637,7 +675,53 @@ mod tests {
     fn one(line: &str) -> Result<Message, LineError> {
         let mut messages: Vec<_> = decode(line.as_bytes()).collect();
         assert_eq!(messages.len(), 1);
+        assert_same_parsed_as_it_arrives(line.as_bytes());
         messages.remove(0)
+    }
+
+    /// Checks that the line, parsed as it arrives and classified from its value, gives the
+    /// messages it gives parsed whole (a parse error's wording aside).
+    fn assert_same_parsed_as_it_arrives(line: &[u8]) {
+        let plain = |error| match error {
+            LineError::NotJson { .. } => LineError::NotJson {
+                detail: String::new(),
+            },
+            error => error,
+        };
+        let whole: Vec<_> = decode(line).map(|message| message.map_err(plain)).collect();
+        let mut parser = crate::JsonStream::new();
+        parser.push(line);
+        let streamed: Vec<_> = match parser.finish() {
+            Some(Ok(value)) => decode_value(value).map(|m| m.map_err(plain)).collect(),
+            Some(Err(error)) => vec![Err(plain(error))],
+            None => Vec::new(),
+        };
+        assert_eq!(streamed, whole, "{}", String::from_utf8_lossy(line));
+    }
+
+    #[test]
+    fn a_line_parsed_as_it_arrives_reads_as_the_line_parsed_whole() {
+        let lines: &[&[u8]] = &[
+            br#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","content":[]}}"#,
+            br#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"task","task":{"taskId":"t"}}}"#,
+            br#"{"id":1,"result":{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s","version":"1"}},"a":1}}"#,
+            br#"{"id":1,"result":{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s"},"k":2}}}"#,
+            br#"{"id":1,"result":{"_meta":7}}"#,
+            br#"{"id":1,"result":"text"}"#,
+            br#"{"id":1,"result":[1,{"a":"\u00e9"}]}"#,
+            br#"{"id":"r","error":{"code":-1,"message":"m","data":{"x":[1]}}}"#,
+            br#"{"id":"r","error":{"code":"x"}}"#,
+            br#"[{"id":1,"result":1},{"method":"n"},7,[]]"#,
+            br#"[[{"id":1,"result":1}]]"#,
+            br#"[]"#,
+            br#"{"method":"notifications/progress","params":{"progress":0.5}}"#,
+            br#"{"method":"roots/list","id":9}"#,
+            b"\xff{}",
+            b"{\"id\":1,\"result\":\"\xc3\"}",
+        ];
+        for line in lines {
+            assert_same_parsed_as_it_arrives(line);
+        }
     }
 
     #[test]

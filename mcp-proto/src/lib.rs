@@ -148,6 +148,7 @@ mod server;
 mod server_stateless;
 mod sse;
 mod stateless;
+mod stream_json;
 mod streamable;
 mod tasks;
 mod types;
@@ -177,6 +178,7 @@ pub use server::{
 pub use server_stateless::{HostInput, InputRequired};
 pub use sse::{SseDecoder, SseEvent, SseTooLong};
 pub use stateless::ListenFilter;
+pub use stream_json::JsonStream;
 pub use streamable::{
     Affected, Answer, Exchange, ExchangeId, Get, HttpConnection, HttpTransport, Post, Reply,
     session_lost,

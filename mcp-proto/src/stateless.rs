@@ -45,6 +45,36 @@ pub(crate) struct ResultMembers {
     pub(crate) server_info: Option<String>,
 }
 
+impl ResultMembers {
+    /// The same reading of a result already parsed into a value (a line parsed as it
+    /// arrived): its members are moved, never copied.
+    pub(crate) fn from_value(result: Value) -> Self {
+        let Value::Object(mut members) = result else {
+            return Self {
+                result,
+                server_info: None,
+            };
+        };
+        // `retain`, not `remove`: with serde_json's `preserve_order` (which a dependency may
+        // turn on), `remove` moves the last member into the gap.
+        members.retain(|key, value| key != "resultType" || value != "complete");
+        let mut server_info = None;
+        if let Some(Value::Object(meta)) = members.get_mut("_meta")
+            && let Some(info) = meta.get(SERVER_INFO)
+        {
+            server_info = Some(info.to_string());
+            meta.retain(|key, _| key != SERVER_INFO);
+            if meta.is_empty() {
+                members.retain(|key, _| key != "_meta");
+            }
+        }
+        Self {
+            result: Value::Object(members),
+            server_info,
+        }
+    }
+}
+
 impl<'de> Deserialize<'de> for ResultMembers {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         deserializer.deserialize_any(ResultVisitor)

@@ -39,6 +39,11 @@ fn line_decoder_corpus() {
 }
 
 #[test]
+fn stream_json_corpus() {
+    replay("stream_json", checks::check_stream_json);
+}
+
+#[test]
 fn connection_corpus() {
     replay("connection", checks::check_connection);
 }

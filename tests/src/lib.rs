@@ -15,6 +15,29 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// A text of `bytes` bytes (fewer by the end of a character cut off) holding what JSON must
+/// escape (quotes, backslashes, tabs, newlines, a control character) and characters of every
+/// UTF-8 width, with line numbers so no two lines are alike: what the fixture's `blob` tool
+/// answers with `varied`, to check a large result arrives byte for byte.
+pub fn varied_text(bytes: usize) -> String {
+    use std::fmt::Write;
+    let mut text = String::with_capacity(bytes + 64);
+    let mut line = 0u64;
+    while text.len() < bytes {
+        let _ = writeln!(
+            text,
+            "{line:08} \"quoted\" back\\slash\ttab \u{7}bell é € 😀"
+        );
+        line += 1;
+    }
+    let mut end = bytes;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.truncate(end);
+    text
+}
+
 /// The npm reference servers the suites use, installed into one local prefix.
 pub const NPM_PACKAGES: &[&str] = &[
     "@modelcontextprotocol/server-filesystem",

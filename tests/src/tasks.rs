@@ -102,7 +102,14 @@ impl Record {
         if self.cancelled {
             return Status::Cancelled;
         }
-        let text = |text: String| json!({"content": [{"type": "text", "text": text}]});
+        // The text is moved in, not copied as `json!` copies what it is given: a large result
+        // costs this server one copy, so a memory figure over the client and its server is the
+        // client's.
+        let text = |text: String| {
+            let mut result = json!({"content": [{"type": "text"}]});
+            result["content"][0]["text"] = Value::String(text);
+            result
+        };
         match self.tool.as_str() {
             "task_sleep" => {
                 let ms = self.arguments["ms"].as_u64().unwrap_or(0);

@@ -771,8 +771,11 @@ impl Server {
                 match server.tasks().snapshot(&task) {
                     Some((mut detailed, true)) => {
                         detailed["_meta"] = json!({ stateless::META_SUBSCRIPTION: listen });
-                        return server.send(&json!({"jsonrpc": "2.0",
-                            "method": tasks::STATUS_NOTIFICATION, "params": detailed}));
+                        let mut note =
+                            json!({"jsonrpc": "2.0", "method": tasks::STATUS_NOTIFICATION});
+                        // Moved in: `json!` would copy a large result.
+                        note["params"] = detailed;
+                        return server.send(&note);
                     }
                     Some((_, false)) => {}
                     None => return,
@@ -842,7 +845,7 @@ impl Server {
         let object = |properties: Value, required: &[&str]| json!({"type": "object", "properties": properties, "required": required});
         let mut tools = vec![
             json!({"name": "echo", "description": "Echoes the text back.\nSecond line.", "inputSchema": object(json!({"text": {"type": "string"}}), &["text"])}),
-            json!({"name": "blob", "description": "Returns a text of that many bytes.", "inputSchema": object(json!({"bytes": {"type": "integer"}}), &["bytes"])}),
+            json!({"name": "blob", "description": "Returns a text of that many bytes: `x`s, or with `varied` every kind of character.", "inputSchema": object(json!({"bytes": {"type": "integer"}, "varied": {"type": "boolean"}}), &["bytes"])}),
             json!({"name": "sleep", "description": "Waits, then answers.", "inputSchema": object(json!({"ms": {"type": "integer"}}), &["ms"])}),
             json!({"name": "progress", "description": "Reports progress while it works.", "inputSchema": object(json!({"steps": {"type": "integer"}, "ms": {"type": "integer"}}), &[])}),
             json!({"name": "fail", "description": "Reports a tool error (with rpc, as a JSON-RPC error).", "inputSchema": object(json!({"message": {"type": "string"}, "rpc": {"type": "boolean"}}), &[])}),
@@ -1034,7 +1037,14 @@ impl Server {
         arguments: &Value,
         token: Option<Value>,
     ) -> Option<Result<Value, (i64, String)>> {
-        let text = |text: String| json!({"content": [{"type": "text", "text": text}]});
+        // The text is moved in, not copied as `json!` copies what it is given: a large result
+        // costs this server one copy, so a memory figure over the client and its server is the
+        // client's.
+        let text = |text: String| {
+            let mut result = json!({"content": [{"type": "text"}]});
+            result["content"][0]["text"] = Value::String(text);
+            result
+        };
         let number = |key: &str| arguments.get(key).and_then(Value::as_f64);
         let integer = |key: &str, default: u64| {
             arguments
@@ -1050,7 +1060,13 @@ impl Server {
                     .unwrap_or("")
                     .to_owned(),
             ),
-            "blob" => text("x".repeat(integer("bytes", 0) as usize)),
+            "blob" => {
+                let bytes = integer("bytes", 0) as usize;
+                match arguments.get("varied").and_then(Value::as_bool) {
+                    Some(true) => text(mcp_tests::varied_text(bytes)),
+                    _ => text("x".repeat(bytes)),
+                }
+            }
             "sleep" => {
                 let ms = integer("ms", 0);
                 let until = Instant::now() + Duration::from_millis(ms);
@@ -1228,13 +1244,23 @@ impl Server {
     }
 
     fn send(&self, message: &Value) {
-        let mut line = serde_json::to_vec(message).expect("a Value serializes");
-        line.extend_from_slice(if self.mode == "noisy-stdout" {
+        if *self.stdout_closed.lock().unwrap() {
+            return;
+        }
+        let end: &[u8] = if self.mode == "noisy-stdout" {
             b"\r\n"
         } else {
             b"\n"
-        });
-        self.raw(&line);
+        };
+        let mut out = self.out.lock().unwrap();
+        // Written as it is serialized: a 200 MiB result costs this server one copy, not two,
+        // so a memory figure over the client and the server it reaped is the client's.
+        let mut line = std::io::BufWriter::with_capacity(64 * 1024, &mut *out);
+        let _ = serde_json::to_writer(&mut line, message);
+        let _ = line.write_all(end);
+        let _ = line.flush();
+        drop(line);
+        let _ = out.flush();
     }
 
     fn raw(&self, bytes: &[u8]) {

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use serde_json::{Value, json};
 
 use crate::gateway::RawHost;
-use crate::support::{Scratch, fixture_block};
+use crate::support::{FIXTURE, Scratch, fixture_block};
 
 /// The file a spilled run's last line names, checked to be a 0600 file in the state folder.
 fn spilled_file(dir: &Scratch, stdout: &str, shown: usize, total: usize) -> PathBuf {
@@ -76,6 +76,54 @@ fn a_result_over_max_output_is_written_whole_and_its_first_part_shown() {
         "{}",
         run.stderr
     );
+}
+
+/// A result of 200 MiB, parsed as it arrives rather than held as a line: the file it is
+/// spilled to holds, byte for byte, the text the server sent, in either era.
+#[test]
+fn a_200_mib_result_arrives_byte_for_byte_in_both_eras() {
+    const BYTES: usize = 200 << 20;
+    let mut sent = mcp_tests::varied_text(BYTES);
+    sent.push('\n');
+    for era in ["handshake", "stateless"] {
+        let dir = Scratch::new(&format!("large-whole-{era}"));
+        let config = format!(
+            "[mcp.fx]\ncommand = {FIXTURE:?}\nargs = [\"good\", \"--era\", {era:?}]\n\
+             max_message_mb = 300\n"
+        );
+        dir.write(".mcp-cli.toml", &config);
+        let bytes = format!("bytes={BYTES}");
+        let args = [
+            "call",
+            "fx",
+            "blob",
+            &bytes,
+            "varied=true",
+            "--max-output",
+            "64K",
+        ];
+        let run = dir.cli(&args);
+        assert_eq!(run.code, 0, "{era}: {}", run.stderr);
+        let last = run.stdout.lines().last().unwrap_or_default();
+        let shown = (last.strip_prefix("[output cut at "))
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|shown| shown.parse().ok())
+            .unwrap_or_else(|| panic!("{era}: no spill notice in {last:?}"));
+        let received = std::fs::read(spilled_file(&dir, &run.stdout, shown, sent.len())).unwrap();
+        let first_difference = (received.iter().zip(sent.as_bytes())).position(|(a, b)| a != b);
+        assert!(
+            received == sent.as_bytes(),
+            "{era}: {} bytes received of {}, first difference at {first_difference:?}",
+            received.len(),
+            sent.len()
+        );
+        // What was shown is the start of it, cut where the notice says.
+        let part = run.stdout[..run.stdout.len() - last.len() - 1].strip_suffix('\n');
+        assert!(
+            part.is_some_and(|part| part.len() == shown && sent.starts_with(part)),
+            "{era}"
+        );
+    }
 }
 
 #[test]

@@ -71,6 +71,8 @@ impl CoreDecoder {
             start,
             proto::Config {
                 max_line_len: 32 * 1024 * 1024,
+                // The recorded stream answers `initialize`: no `server/discover` probe first.
+                protocol: proto::Protocol::Revision("2025-11-25"),
                 ..Default::default()
             },
         );

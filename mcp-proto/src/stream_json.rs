@@ -1,0 +1,859 @@
+//! Parses one JSON text as its bytes arrive, building a `serde_json::Value` without ever
+//! holding the text: a 200 MiB result costs its value, not its value and its line.
+//!
+//! The result is the value `serde_json::from_str` gives for the same text, and a text it
+//! refuses is refused here: numbers are handed to serde_json itself, nesting is bounded as it
+//! bounds it, a lone surrogate in a `\u` escape is an error as there. Invalid UTF-8 anywhere
+//! in the text is reported as such even past a JSON error, as a line is checked whole first.
+
+use serde_json::{Map, Value};
+
+use crate::framing::LineError;
+
+/// serde_json's bound: the 128th open bracket of a nest fails.
+const MAX_DEPTH: usize = 127;
+
+/// How much of the text's start is kept for error messages.
+const HEAD: usize = 256;
+
+/// A JSON text parsed as it arrives: [`push`](Self::push) its bytes in any fragments, then
+/// [`finish`](Self::finish) it. Memory is the value built so far plus the string or number
+/// being read, whatever the fragments.
+#[derive(Debug, Default)]
+pub struct JsonStream {
+    expect: Expect,
+    /// The open arrays and objects, innermost last.
+    stack: Vec<Frame>,
+    /// The string being read, as UTF-8 bytes checked once it ends.
+    text: Vec<u8>,
+    /// The number being read, handed to serde_json once it ends.
+    number: Vec<u8>,
+    /// The top-level value, once complete.
+    root: Option<Value>,
+    /// A form feed before any value: blank to the line decoder, not JSON whitespace.
+    form_feed: bool,
+    /// Bytes pushed so far.
+    offset: usize,
+    /// The text's first bytes, for error messages.
+    head: Vec<u8>,
+    failure: Option<Failure>,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+enum Expect {
+    /// A value: at the top, after `:`, or after `,` in an array.
+    #[default]
+    Value,
+    /// A value or `]`, just after `[`.
+    FirstElement,
+    /// A key or `}`, just after `{`.
+    FirstKey,
+    /// A key, after `,` in an object.
+    Key,
+    /// The `:` after a key.
+    Colon,
+    /// `,` or the innermost container's closing bracket.
+    Comma,
+    /// Inside a string: an object's key or a value.
+    Str {
+        key: bool,
+    },
+    /// Just after a `\` in a string.
+    Escape {
+        key: bool,
+    },
+    /// The hex digits of a `\u` escape; `high` is a leading surrogate awaiting its pair.
+    Hex {
+        key: bool,
+        digits: u8,
+        code: u32,
+        high: Option<u32>,
+    },
+    /// After a leading surrogate: its pair's `\` (`backslash` false), then its `u`.
+    Trail {
+        key: bool,
+        high: u32,
+        backslash: bool,
+    },
+    Number,
+    /// `true`, `false` or `null`, `matched` bytes in.
+    Literal {
+        word: &'static [u8],
+        matched: usize,
+    },
+    /// The top-level value is complete: only whitespace may follow.
+    End,
+}
+
+#[derive(Debug)]
+enum Frame {
+    Array(Vec<Value>),
+    /// An object and the key whose value is being read.
+    Object(Map<String, Value>, String),
+}
+
+/// The text is not JSON: why, where, and whether what followed is still valid UTF-8.
+#[derive(Debug)]
+struct Failure {
+    /// `None` once invalid UTF-8 was seen.
+    message: Option<String>,
+    utf8: Utf8Check,
+}
+
+impl JsonStream {
+    /// A parser at the start of a text.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Parses the next fragment of the text.
+    pub fn push(&mut self, bytes: &[u8]) {
+        let room = HEAD.saturating_sub(self.head.len());
+        self.head.extend_from_slice(&bytes[..bytes.len().min(room)]);
+        if let Some(failure) = &mut self.failure {
+            failure.utf8.push(bytes);
+        } else {
+            let mut at = 0;
+            while at < bytes.len() {
+                match self.step(bytes, at) {
+                    Ok(_) if self.failure.is_some() => break,
+                    Ok(next) => at = next,
+                    Err(message) => {
+                        let offset = self.offset + at;
+                        self.fail(message, offset, &bytes[at..]);
+                        break;
+                    }
+                }
+            }
+        }
+        self.offset += bytes.len();
+    }
+
+    /// Ends the text: its value, `None` if it held nothing but whitespace, or why it is not
+    /// one JSON value.
+    pub fn finish(mut self) -> Option<Result<Value, LineError>> {
+        if self.failure.is_none()
+            && matches!(self.expect, Expect::Number)
+            && let Err(message) = self.end_number()
+        {
+            self.fail(message, self.offset, &[]);
+        }
+        if self.failure.is_none() {
+            match (self.expect, self.root.take()) {
+                (Expect::End, Some(value)) => return Some(Ok(value)),
+                (Expect::Value, None) if self.stack.is_empty() => return None,
+                _ => self.fail("EOF while parsing a value".to_owned(), self.offset, &[]),
+            }
+        }
+        let failure = self.failure.take()?;
+        Some(Err(self.error(failure)))
+    }
+
+    /// Reads from `bytes[at]` on; returns where to go on.
+    fn step(&mut self, bytes: &[u8], at: usize) -> Result<usize, String> {
+        let byte = bytes[at];
+        match self.expect {
+            Expect::Str { key } => return self.string(bytes, at, key),
+            Expect::Number if is_number_byte(byte) => self.number.push(byte),
+            Expect::Number => {
+                self.end_number()?;
+                // The byte that ended the number is read in the state after it.
+                return Ok(at);
+            }
+            Expect::Escape { key } => self.escape(byte, key)?,
+            Expect::Hex {
+                key,
+                digits,
+                code,
+                high,
+            } => {
+                let digit = char::from(byte).to_digit(16).ok_or("invalid escape")?;
+                let code = code * 16 + digit;
+                if digits < 3 {
+                    self.expect = Expect::Hex {
+                        key,
+                        digits: digits + 1,
+                        code,
+                        high,
+                    };
+                } else {
+                    self.unicode(key, code, high)?;
+                }
+            }
+            Expect::Trail {
+                key,
+                high,
+                backslash,
+            } => {
+                self.expect = match (backslash, byte) {
+                    (false, b'\\') => Expect::Trail {
+                        key,
+                        high,
+                        backslash: true,
+                    },
+                    (true, b'u') => Expect::Hex {
+                        key,
+                        digits: 0,
+                        code: 0,
+                        high: Some(high),
+                    },
+                    _ => return Err("unexpected end of hex escape".into()),
+                };
+            }
+            Expect::Literal { word, matched } => {
+                if word[matched] != byte {
+                    return Err("expected ident".into());
+                }
+                if matched + 1 < word.len() {
+                    self.expect = Expect::Literal {
+                        word,
+                        matched: matched + 1,
+                    };
+                } else {
+                    self.complete(match word[0] {
+                        b't' => Value::Bool(true),
+                        b'f' => Value::Bool(false),
+                        _ => Value::Null,
+                    });
+                }
+            }
+            _ if matches!(byte, b' ' | b'\n' | b'\t' | b'\r') => {}
+            Expect::Value | Expect::FirstElement => self.value(byte)?,
+            Expect::FirstKey | Expect::Key => match byte {
+                b'"' => self.expect = Expect::Str { key: true },
+                b'}' if matches!(self.expect, Expect::FirstKey) => self.close()?,
+                b'}' => return Err("trailing comma".into()),
+                _ => return Err("key must be a string".into()),
+            },
+            Expect::Colon if byte == b':' => self.expect = Expect::Value,
+            Expect::Colon => return Err("expected `:`".into()),
+            Expect::Comma => match (self.stack.last(), byte) {
+                (Some(Frame::Array(_)), b',') => self.expect = Expect::Value,
+                (Some(Frame::Object(..)), b',') => self.expect = Expect::Key,
+                (Some(Frame::Array(_)), b']') | (Some(Frame::Object(..)), b'}') => self.close()?,
+                (Some(Frame::Array(_)), _) => return Err("expected `,` or `]`".into()),
+                _ => return Err("expected `,` or `}`".into()),
+            },
+            Expect::End => return Err("trailing characters".into()),
+        }
+        Ok(at + 1)
+    }
+
+    /// The first byte of a value.
+    fn value(&mut self, byte: u8) -> Result<(), String> {
+        let top = self.stack.is_empty();
+        if byte == b'\x0C' && top {
+            // Not JSON whitespace, but a line of nothing else is blank.
+            self.form_feed = true;
+            return Ok(());
+        }
+        if self.form_feed {
+            return Err("expected value".into());
+        }
+        match byte {
+            b'"' => self.expect = Expect::Str { key: false },
+            b'{' => self.open(Frame::Object(Map::new(), String::new()))?,
+            b'[' => self.open(Frame::Array(Vec::new()))?,
+            b't' | b'f' | b'n' => {
+                let word: &'static [u8] = match byte {
+                    b't' => b"true",
+                    b'f' => b"false",
+                    _ => b"null",
+                };
+                self.expect = Expect::Literal { word, matched: 1 };
+            }
+            b'-' | b'0'..=b'9' => {
+                self.number.clear();
+                self.number.push(byte);
+                self.expect = Expect::Number;
+            }
+            b']' if matches!(self.expect, Expect::FirstElement) => self.close()?,
+            b']' if matches!(self.stack.last(), Some(Frame::Array(_))) => {
+                return Err("trailing comma".into());
+            }
+            _ => return Err("expected value".into()),
+        }
+        Ok(())
+    }
+
+    fn open(&mut self, frame: Frame) -> Result<(), String> {
+        if self.stack.len() >= MAX_DEPTH {
+            return Err("recursion limit exceeded".into());
+        }
+        self.expect = match frame {
+            Frame::Array(_) => Expect::FirstElement,
+            Frame::Object(..) => Expect::FirstKey,
+        };
+        self.stack.push(frame);
+        Ok(())
+    }
+
+    fn close(&mut self) -> Result<(), String> {
+        match self.stack.pop() {
+            Some(Frame::Array(items)) => self.complete(Value::Array(items)),
+            Some(Frame::Object(members, _)) => self.complete(Value::Object(members)),
+            None => return Err("unbalanced brackets".into()),
+        }
+        Ok(())
+    }
+
+    /// A value is complete: it joins its container, or is the text's value.
+    fn complete(&mut self, value: Value) {
+        self.expect = Expect::Comma;
+        match self.stack.last_mut() {
+            None => {
+                self.root = Some(value);
+                self.expect = Expect::End;
+            }
+            Some(Frame::Array(items)) => items.push(value),
+            Some(Frame::Object(members, key)) => {
+                members.insert(std::mem::take(key), value);
+            }
+        }
+    }
+
+    /// Reads string content from `bytes[at]` on: a run of plain bytes at once, then the byte
+    /// that ended it.
+    fn string(&mut self, bytes: &[u8], at: usize, key: bool) -> Result<usize, String> {
+        let rest = &bytes[at..];
+        let Some(run) = string_end(rest) else {
+            self.text.extend_from_slice(rest);
+            return Ok(bytes.len());
+        };
+        self.text.extend_from_slice(&rest[..run]);
+        match rest[run] {
+            b'"' => self.end_string(key)?,
+            b'\\' => self.expect = Expect::Escape { key },
+            _ => {
+                let message = "control character (\\u0000-\\u001F) found while parsing a string";
+                self.fail(message.to_owned(), self.offset + at + run, &rest[run..]);
+            }
+        }
+        Ok(at + run + 1)
+    }
+
+    fn end_string(&mut self, key: bool) -> Result<(), String> {
+        let Ok(text) = String::from_utf8(std::mem::take(&mut self.text)) else {
+            self.failure = Some(Failure {
+                message: None,
+                utf8: Utf8Check::default(),
+            });
+            return Ok(());
+        };
+        if !key {
+            self.complete(Value::String(text));
+        } else if let Some(Frame::Object(_, slot)) = self.stack.last_mut() {
+            *slot = text;
+            self.expect = Expect::Colon;
+        }
+        Ok(())
+    }
+
+    fn escape(&mut self, byte: u8, key: bool) -> Result<(), String> {
+        let plain = match byte {
+            b'"' => b'"',
+            b'\\' => b'\\',
+            b'/' => b'/',
+            b'b' => b'\x08',
+            b'f' => b'\x0C',
+            b'n' => b'\n',
+            b'r' => b'\r',
+            b't' => b'\t',
+            b'u' => {
+                self.expect = Expect::Hex {
+                    key,
+                    digits: 0,
+                    code: 0,
+                    high: None,
+                };
+                return Ok(());
+            }
+            _ => return Err("invalid escape".into()),
+        };
+        self.text.push(plain);
+        self.expect = Expect::Str { key };
+        Ok(())
+    }
+
+    /// A `\u` escape's four digits are in: a character, or half of a surrogate pair.
+    fn unicode(&mut self, key: bool, code: u32, high: Option<u32>) -> Result<(), String> {
+        let code = match (high, code) {
+            (None, 0xD800..=0xDBFF) => {
+                self.expect = Expect::Trail {
+                    key,
+                    high: code,
+                    backslash: false,
+                };
+                return Ok(());
+            }
+            (Some(high), 0xDC00..=0xDFFF) => 0x1_0000 + ((high - 0xD800) << 10) + (code - 0xDC00),
+            (Some(_), _) | (None, 0xDC00..=0xDFFF) => {
+                return Err("lone leading surrogate in hex escape".into());
+            }
+            (None, code) => code,
+        };
+        let char = char::from_u32(code).ok_or("invalid unicode code point")?;
+        let mut utf8 = [0; 4];
+        self.text
+            .extend_from_slice(char.encode_utf8(&mut utf8).as_bytes());
+        self.expect = Expect::Str { key };
+        Ok(())
+    }
+
+    /// The number's bytes are all in: serde_json reads it, so it reads as there.
+    fn end_number(&mut self) -> Result<(), String> {
+        match serde_json::from_slice::<Value>(&self.number) {
+            Ok(number @ Value::Number(_)) => {
+                self.complete(number);
+                Ok(())
+            }
+            Ok(_) => Err("invalid number".into()),
+            Err(error) => {
+                let message = error.to_string();
+                // Its position is in the number, not in the text.
+                Err(match message.split_once(" at line ") {
+                    Some((message, _)) => message.to_owned(),
+                    None => message,
+                })
+            }
+        }
+    }
+
+    /// Stops parsing; what is left of the text is only checked to be UTF-8.
+    fn fail(&mut self, message: String, offset: usize, rest: &[u8]) {
+        // The string being read ends at an ASCII byte in the text (the `\` of an escape, or
+        // the control character), so it must be whole UTF-8 on its own.
+        let in_string = matches!(
+            self.expect,
+            Expect::Str { .. } | Expect::Escape { .. } | Expect::Hex { .. } | Expect::Trail { .. }
+        );
+        let mut utf8 = Utf8Check::default();
+        if in_string && std::str::from_utf8(&self.text).is_err() {
+            utf8.valid = false;
+        }
+        utf8.push(rest);
+        self.text = Vec::new();
+        self.stack = Vec::new();
+        self.root = None;
+        self.failure = Some(Failure {
+            message: Some(format!("{message} at byte {offset}")),
+            utf8,
+        });
+    }
+
+    fn error(&self, failure: Failure) -> LineError {
+        match failure.message {
+            Some(message) if failure.utf8.is_valid() => {
+                let head = String::from_utf8_lossy(&self.head);
+                LineError::NotJson {
+                    detail: format!("{message} in {:?}", crate::jsonrpc::preview(&head)),
+                }
+            }
+            _ => LineError::NotUtf8,
+        }
+    }
+}
+
+/// Where the first byte that ends a run of plain string content is: a quote, a backslash or
+/// a control character. Eight bytes are looked at at once, as serde_json does, so a long
+/// string is scanned at the speed of a whole-line parse.
+fn string_end(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = u64::from_ne_bytes([1; 8]);
+    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
+    // Whether any byte of `word` is below `n` (for `n` up to 128): exact as a whole.
+    let any_below = |word: u64, n: u8| word.wrapping_sub(ONES * u64::from(n)) & !word & HIGH != 0;
+    let is_end = |b: &u8| matches!(b, b'"' | b'\\' | 0..0x20);
+    let mut words = bytes.chunks_exact(8);
+    for (index, chunk) in words.by_ref().enumerate() {
+        let word = u64::from_ne_bytes(chunk.try_into().unwrap_or_default());
+        if any_below(word ^ (ONES * u64::from(b'"')), 1)
+            || any_below(word ^ (ONES * u64::from(b'\\')), 1)
+            || any_below(word, 0x20)
+        {
+            return chunk.iter().position(is_end).map(|at| index * 8 + at);
+        }
+    }
+    let tail = words.remainder();
+    let start = bytes.len() - tail.len();
+    tail.iter().position(is_end).map(|at| start + at)
+}
+
+fn is_number_byte(byte: u8) -> bool {
+    matches!(byte, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E')
+}
+
+/// Checks bytes arriving in fragments to be UTF-8, a character split between two fragments
+/// included.
+#[derive(Debug)]
+struct Utf8Check {
+    valid: bool,
+    /// The start of a character whose other bytes have not come yet.
+    partial: Vec<u8>,
+}
+
+impl Default for Utf8Check {
+    fn default() -> Self {
+        Self {
+            valid: true,
+            partial: Vec::new(),
+        }
+    }
+}
+
+impl Utf8Check {
+    fn push(&mut self, mut bytes: &[u8]) {
+        if !self.valid {
+            return;
+        }
+        if let Some(&lead) = self.partial.first() {
+            let width = match lead {
+                0xF0.. => 4,
+                0xE0.. => 3,
+                _ => 2,
+            };
+            let take = (width - self.partial.len()).min(bytes.len());
+            self.partial.extend_from_slice(&bytes[..take]);
+            bytes = &bytes[take..];
+            match std::str::from_utf8(&self.partial) {
+                Ok(_) => self.partial.clear(),
+                Err(error) if error.error_len().is_none() => return,
+                Err(_) => {
+                    self.valid = false;
+                    return;
+                }
+            }
+        }
+        if let Err(error) = std::str::from_utf8(bytes) {
+            match error.error_len() {
+                Some(_) => self.valid = false,
+                None => self.partial = bytes[error.valid_up_to()..].to_vec(),
+            }
+        }
+    }
+
+    fn is_valid(&self) -> bool {
+        self.valid && self.partial.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// What a line decoder makes of `bytes` read whole: checked as UTF-8, blank if nothing
+    /// but ASCII whitespace, else `serde_json::from_str`. Errors are compared by kind.
+    fn whole(bytes: &[u8]) -> Option<Result<Value, &'static str>> {
+        let Ok(text) = std::str::from_utf8(bytes) else {
+            return Some(Err("NotUtf8"));
+        };
+        if text.bytes().all(|b| b.is_ascii_whitespace()) {
+            return None;
+        }
+        Some(serde_json::from_str(text).map_err(|_| "NotJson"))
+    }
+
+    fn streamed<'a>(
+        pieces: impl IntoIterator<Item = &'a [u8]>,
+    ) -> Option<Result<Value, &'static str>> {
+        let mut parser = JsonStream::new();
+        for piece in pieces {
+            parser.push(piece);
+        }
+        parser.finish().map(|parsed| {
+            parsed.map_err(|error| match error {
+                LineError::NotUtf8 => "NotUtf8",
+                LineError::NotJson { .. } => "NotJson",
+                _ => "other",
+            })
+        })
+    }
+
+    /// Parsed in one piece, byte by byte, and cut in two at every byte, `text` gives what
+    /// serde_json gives.
+    fn check(text: &[u8]) {
+        let expected = whole(text);
+        assert_eq!(
+            streamed([text]),
+            expected,
+            "whole: {:?}",
+            String::from_utf8_lossy(text)
+        );
+        assert_eq!(
+            streamed(text.chunks(1)),
+            expected,
+            "bytes: {:?}",
+            String::from_utf8_lossy(text)
+        );
+        for cut in 0..=text.len() {
+            let (a, b) = text.split_at(cut);
+            assert_eq!(
+                streamed([a, b]),
+                expected,
+                "cut at {cut}: {:?}",
+                String::from_utf8_lossy(text)
+            );
+        }
+    }
+
+    #[test]
+    fn strings_and_escapes_read_as_serde_json_reads_them() {
+        let cases: &[&[u8]] = &[
+            br#""""#,
+            br#""plain""#,
+            br#""\" \\ \/ \b \f \n \r \t""#,
+            br#""\u0041\u00e9\u20AC\uFFFF\u0000""#,
+            "\"é€😀 raw\"".as_bytes(),
+            // Surrogate pairs, and every way a surrogate can be alone.
+            br#""\ud83d\ude00 \uD83D\uDE00""#,
+            br#""\ud83d""#,
+            br#""\ude00""#,
+            br#""\ud83dx""#,
+            br#""\ud83d\n""#,
+            br#""\ud83d\u0041""#,
+            br#""\ud83d\ud83d\ude00""#,
+            br#""\ud83d\"#,
+            br#""\u12""#,
+            br#""\u12g4""#,
+            br#""\x""#,
+            b"\"tab\there\"",
+            b"\"nul\x00\"",
+            b"\"del\x7f\"",
+            br#""unterminated"#,
+            br#"{"k\u0065y":"v","\ud83d\ude00":1}"#,
+        ];
+        for case in cases {
+            check(case);
+        }
+    }
+
+    #[test]
+    fn numbers_read_as_serde_json_reads_them() {
+        for case in [
+            "0",
+            "-0",
+            "7",
+            "-7",
+            "1.5",
+            "-1.5e10",
+            "1E+2",
+            "1e-2",
+            "0.1e1",
+            "123456789.123456789",
+            "18446744073709551615",
+            "18446744073709551616",
+            "-9223372036854775808",
+            "-9223372036854775809",
+            "1e308",
+            "1e400",
+            "-1e400",
+            "2.2250738585072014e-308",
+            "4.9e-324",
+            "01",
+            "1.",
+            ".5",
+            "-",
+            "+1",
+            "1e",
+            "1e+",
+            "--1",
+            "1.2.3",
+            "[1,-2.5e-3,0]",
+            "[1-2]",
+            "{\"n\":1e5}",
+            " 42 ",
+            "42x",
+            "[0 1]",
+        ] {
+            check(case.as_bytes());
+        }
+    }
+
+    #[test]
+    fn structure_reads_as_serde_json_reads_it() {
+        for case in [
+            "{}",
+            "[]",
+            " { } ",
+            "[[],{}]",
+            r#"{"a":[1,{"b":null}],"c":true,"d":false}"#,
+            r#"{"a":1,"a":2}"#,
+            "[1,]",
+            r#"{"a":1,}"#,
+            "[,1]",
+            r#"{,}"#,
+            r#"{"a" 1}"#,
+            r#"{"a":}"#,
+            r#"{1:2}"#,
+            "[1 2]",
+            "]",
+            "}",
+            "[}",
+            "{]",
+            "[1]]",
+            "{} {}",
+            "true",
+            "tru",
+            "truex",
+            "nul",
+            "null",
+            "false",
+            "fals",
+            "[true,false,null]",
+            "",
+            "   ",
+            "\t\r\n",
+            "\x0C",
+            " \x0C ",
+            "\x0C{}",
+            "{}\x0C",
+            "[\x0C]",
+            "[",
+            "{",
+            r#"{"a""#,
+            r#"{"a":"#,
+            "[1,",
+        ] {
+            check(case.as_bytes());
+        }
+    }
+
+    #[test]
+    fn nesting_is_bounded_where_serde_json_bounds_it() {
+        for depth in [126, 127, 128, 200] {
+            let arrays = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+            let objects = format!("{}1{}", r#"{"a":"#.repeat(depth), "}".repeat(depth));
+            for text in [arrays, objects] {
+                let expected = whole(text.as_bytes());
+                assert_eq!(streamed([text.as_bytes()]), expected, "depth {depth}");
+            }
+        }
+    }
+
+    #[test]
+    fn invalid_utf8_is_reported_as_such_wherever_it_is() {
+        let cases: &[&[u8]] = &[
+            b"\"\xff\"",
+            b"\"\xc3\"",
+            b"\"\xc3\\n\"",
+            b"\"\\\x80\"",
+            b"\"\\\xc3\xa9\"",
+            b"\"ok\" \xff",
+            b"\xc3\xa9",
+            b"[1, 2 x \xe2\x82",
+            b"[1, 2 x \xe2\x82\xac]",
+            b"{\"a\":\"\x01\xf0\x9f\x98\"}",
+            b"{\"a\":\"\x01\xf0\x9f\x98\x80\"}",
+            b"\xef\xbb\xbf{}",
+            b"\"\xed\xa0\x80\"",
+        ];
+        for case in cases {
+            check(case);
+        }
+    }
+
+    #[test]
+    fn an_error_names_the_fault_its_place_and_the_text() {
+        let mut parser = JsonStream::new();
+        parser.push(br#"{"jsonrpc":"2.0","id":7,"result":[1,]"#);
+        let Some(Err(LineError::NotJson { detail })) = parser.finish() else {
+            panic!("not NotJson");
+        };
+        assert_eq!(
+            detail,
+            r#"trailing comma at byte 36 in "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":[1,]""#
+        );
+    }
+
+    fn json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            any::<f64>()
+                .prop_filter("finite", |x| x.is_finite())
+                .prop_map(Value::from),
+            any::<String>().prop_map(Value::String),
+            "[\"\\\\\u{0}-\u{1f}é😀a]{0,8}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 32, 6, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                proptest::collection::btree_map(any::<String>(), inner, 0..6)
+                    .prop_map(|members| Value::Object(members.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        /// A value written by serde_json (compact or pretty) reads back the same, however its
+        /// text is cut.
+        #[test]
+        fn any_value_cut_anywhere_reads_back(
+            value in json(),
+            pretty in any::<bool>(),
+            cuts in proptest::collection::vec(0usize..64, 0..12),
+        ) {
+            let text = if pretty {
+                serde_json::to_vec_pretty(&value).unwrap()
+            } else {
+                serde_json::to_vec(&value).unwrap()
+            };
+            prop_assert_eq!(streamed(pieces(&text, &cuts)), whole(&text));
+        }
+
+        /// A text with a byte changed, dropped or added is read as serde_json reads it, valid
+        /// or not, however it is cut.
+        #[test]
+        fn a_damaged_text_cut_anywhere_reads_as_serde_json_reads_it(
+            value in json(),
+            at in any::<proptest::sample::Index>(),
+            byte in proptest::sample::select(
+                b"\"\\u{}[],:0-+.eE \x0C\n\x01\x7f\x80\xc3\xa9\xed\xf0dD8t".to_vec()
+            ),
+            damage in 0..3u8,
+            cuts in proptest::collection::vec(0usize..64, 0..12),
+        ) {
+            let mut text = serde_json::to_vec(&value).unwrap();
+            let at = at.index(text.len() + 1);
+            match damage {
+                0 if at < text.len() => text[at] = byte,
+                1 if at < text.len() => {
+                    text.remove(at);
+                }
+                _ => text.insert(at, byte),
+            }
+            prop_assert_eq!(streamed(pieces(&text, &cuts)), whole(&text));
+        }
+    }
+
+    proptest! {
+        /// The eight-at-a-time scan finds the byte a plain one finds.
+        #[test]
+        fn the_end_of_a_run_is_found_as_byte_by_byte(
+            bytes in proptest::collection::vec(
+                prop_oneof![Just(b'"'), Just(b'\\'), 0u8..0x20, 0x20u8..=0xff],
+                0..40,
+            ),
+            plain in 0usize..40,
+        ) {
+            let mut bytes = bytes;
+            bytes.splice(0..0, std::iter::repeat_n(b'a', plain));
+            let expected = bytes.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20);
+            prop_assert_eq!(string_end(&bytes), expected);
+        }
+    }
+
+    /// `text` cut after each of `cuts` bytes in turn, the rest in one piece.
+    fn pieces<'a>(mut text: &'a [u8], cuts: &[usize]) -> Vec<&'a [u8]> {
+        let mut pieces = Vec::new();
+        for cut in cuts {
+            let (piece, rest) = text.split_at((*cut).min(text.len()));
+            pieces.push(piece);
+            text = rest;
+        }
+        pieces.push(text);
+        pieces
+    }
+}
