@@ -58,11 +58,12 @@ impl ResultMembers {
         // `retain`, not `remove`: with serde_json's `preserve_order` (which a dependency may
         // turn on), `remove` moves the last member into the gap.
         members.retain(|key, value| key != "resultType" || value != "complete");
+        let discover = members.contains_key("supportedVersions");
         let mut server_info = None;
         if let Some(Value::Object(meta)) = members.get_mut("_meta")
             && let Some(info) = meta.get(SERVER_INFO)
         {
-            server_info = Some(info.to_string());
+            server_info = discover.then(|| info.to_string());
             meta.retain(|key, _| key != SERVER_INFO);
             if meta.is_empty() {
                 members.retain(|key, _| key != "_meta");
