@@ -149,25 +149,26 @@ impl Write for RunLog {
 
 /// `2026-11-23 12:00:00 UTC`, from the system clock, without a date crate.
 fn utc_now() -> String {
-    let seconds = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |since| since.as_secs());
-    let (days, time) = (seconds / 86_400, seconds % 86_400);
-    let (year, month, day) = civil_from_days(days as i64);
-    let (hour, minute, second) = (time / 3600, time / 60 % 60, time % 60);
+    let [year, month, day, hour, minute, second] = clock();
     format!("{year:04}-{month:02}-{day:02} {hour:02}:{minute:02}:{second:02} UTC")
 }
 
 /// `2026-11-23T12:00:00Z` (ISO 8601), from the system clock: the protocol's timestamps.
 #[cfg(feature = "cli")]
 pub(crate) fn iso8601_now() -> String {
+    let [year, month, day, hour, minute, second] = clock();
+    format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}Z")
+}
+
+/// The system clock as UTC year, month, day, hour, minute and second.
+fn clock() -> [i64; 6] {
     let seconds = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |since| since.as_secs());
-    let (days, time) = (seconds / 86_400, seconds % 86_400);
+    let (days, time) = (seconds / 86_400, (seconds % 86_400) as i64);
     let (year, month, day) = civil_from_days(days as i64);
-    let (hour, minute, second) = (time / 3600, time / 60 % 60, time % 60);
-    format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}Z")
+    let (month, day) = (i64::from(month), i64::from(day));
+    [year, month, day, time / 3600, time / 60 % 60, time % 60]
 }
 
 /// The proleptic Gregorian date of a count of days since 1970-01-01 (Howard Hinnant's

@@ -14,7 +14,7 @@ use mcp_smol::{Client, Options};
 use serde_json::{Value, json};
 
 use crate::support::{bounded, close_and_check, quick, start, text};
-use crate::tasks::{ERAS, Tasks, gateway};
+use crate::tasks::{ERAS, Tasks, completed_through_the_gateway, gateway};
 
 /// Our client as a host at `revision`, declaring elicitation and (stateless era) the tasks
 /// extension.
@@ -156,14 +156,7 @@ fn a_stateless_host_answers_the_form_a_backend_asks_before_its_task() {
             let forms = answer_forms(&client).await;
             let call = Request::call_tool("fx__task_ask_first", json!({})).untyped();
             let raw = client.request(call).await.unwrap();
-            let task = Task::created_by(&raw).unwrap().unwrap();
-            assert!(task.id.starts_with("fx/task-"), "{era}: {raw}");
-            let mut watch = TaskWatch::new(Instant::now(), Era::Stateless, task);
-            let end = client.wait_task(&mut watch, None, &|_| {}).await.unwrap();
-            let TaskEnd::Completed(result) = end else {
-                panic!("{era}: {end:?}")
-            };
-            let result = CallToolResult::from_value(result).unwrap();
+            let result = completed_through_the_gateway(&client, &raw, era).await;
             assert_eq!(text(&result), "hello Grace", "{era}");
             assert_eq!(forms.load(Ordering::SeqCst), 1, "{era}");
             close_and_check(&client).await;

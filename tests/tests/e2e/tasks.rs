@@ -385,6 +385,23 @@ fn a_restarted_daemon_watches_its_tasks_again() {
 }
 
 /// `mcp-cli serve` on the scratch folder's config, in its isolated environment.
+/// The result of the task a stateless-era host got from the gateway in `raw`, for a backend's
+/// task (`fx/task-N`), once the gateway says it completed.
+pub(crate) async fn completed_through_the_gateway(
+    client: &mcp_smol::Client,
+    raw: &Value,
+    era: &str,
+) -> CallToolResult {
+    let task = Task::created_by(raw).unwrap().unwrap();
+    assert!(task.id.starts_with("fx/task-"), "{era}: {raw}");
+    let mut watch = TaskWatch::new(Instant::now(), Era::Stateless, task);
+    let end = client.wait_task(&mut watch, None, &|_| {}).await.unwrap();
+    let TaskEnd::Completed(result) = end else {
+        panic!("{era}: {end:?}")
+    };
+    CallToolResult::from_value(result).unwrap()
+}
+
 pub(crate) fn gateway(scratch: &Scratch) -> ServerCommand {
     let dir = |name: &str| scratch.0.join(name).display().to_string();
     let config = scratch.0.join(".mcp-cli.toml").display().to_string();
@@ -426,14 +443,7 @@ fn the_gateway_hands_tasks_to_a_host_that_takes_them_and_waits_for_one_that_does
             let client = start(&command, host(true));
             let call = Request::call_tool("fx__task_sleep", json!({"ms": 300})).untyped();
             let raw = client.request(call).await.unwrap();
-            let task = Task::created_by(&raw).unwrap().unwrap();
-            assert!(task.id.starts_with("fx/task-"), "{era}: {raw}");
-            let mut watch = TaskWatch::new(Instant::now(), Era::Stateless, task);
-            let end = client.wait_task(&mut watch, None, &|_| {}).await.unwrap();
-            let TaskEnd::Completed(result) = end else {
-                panic!("{era}: {end:?}")
-            };
-            let result = CallToolResult::from_value(result).unwrap();
+            let result = completed_through_the_gateway(&client, &raw, era).await;
             assert_eq!(text(&result), "slept 300 ms", "{era}");
             // Cancelled through the gateway, the backend hears of it.
             let call = Request::call_tool("fx__task_sleep", json!({"ms": 1_000_000_000}));
