@@ -554,6 +554,10 @@ fn result_type_absent_or_complete_is_a_result_and_anything_else_an_error() {
         ),
         (json!({"resultType": 7}), Some("unknown `resultType` 7")),
         (
+            json!({"resultType": {"kind": "complete"}}),
+            Some("unknown `resultType` {\"kind\":\"complete\"}"),
+        ),
+        (
             json!({"resultType": "input_required", "requestState": "s"}),
             Some("tools/list: `input_required` answers `tools/list`, which takes no input"),
         ),
