@@ -348,9 +348,6 @@ impl Client {
                 None => Err(oneshot::Closed),
             };
             waiting.answer = None;
-            // The callers answered with this one that the driver has not woken yet: woken
-            // here, on this caller's thread (see `Answered`).
-            self.shared.answered.wake_all();
             if let Ok(result) = answered {
                 return result;
             }

@@ -28,7 +28,7 @@ use crate::{Disconnect, Error, Options};
 
 mod callers;
 mod on_caller;
-pub(crate) use callers::{Answered, Callers, Waiters};
+pub(crate) use callers::{Callers, Waiters};
 pub(crate) use on_caller::Pilot;
 
 /// Runs one server connection to its end; see [`start`](crate::start). Poll it on any
@@ -113,8 +113,6 @@ pub(crate) struct Shared {
     pub(crate) rejected_tools: Mutex<Vec<proto::RejectedTool>>,
     /// The sandbox's proxy listener, until the host takes it.
     pub(crate) proxy_listener: Mutex<Option<std::net::TcpListener>>,
-    /// Callers answered by a byte-stream driver and not yet woken.
-    pub(crate) answered: Answered,
 }
 
 impl Shared {
@@ -139,7 +137,6 @@ impl Shared {
             terminate,
             rejected_tools: Mutex::default(),
             proxy_listener: Mutex::default(),
-            answered: Answered::default(),
         }
     }
 
@@ -227,8 +224,6 @@ pub(crate) trait Role {
     fn dispatch(&mut self, event: <Self::Core as Core>::Event) -> bool;
     /// The peer stopped reading what we write.
     fn write_failed(&mut self) {}
-    /// Every event queued has been passed on.
-    fn dispatched(&mut self) {}
 }
 
 /// What the peer writes: a child's stdout (read beside its stderr and its exit), or a
@@ -378,7 +373,6 @@ impl<R: Role> Loop<R> {
             while let Some(event) = self.role.core().poll_event() {
                 closed |= self.role.dispatch(event);
             }
-            self.role.dispatched();
             if closed {
                 return;
             }
@@ -518,7 +512,6 @@ fn client(
     let role = ClientRole {
         connection: Connection::new(Instant::now(), options.core.clone()),
         callers: Callers::default(),
-        shared: shared.clone(),
         last_skipped: None,
         reason: None,
     };
@@ -538,8 +531,6 @@ fn client(
 struct ClientRole {
     connection: Connection,
     callers: Callers,
-    /// Where callers answered wait to be woken together.
-    shared: Arc<Shared>,
     /// Why the last skipped line was skipped, for the disconnect report.
     last_skipped: Option<String>,
     /// Set when the core closed.
@@ -558,10 +549,6 @@ impl Role for ClientRole {
         self.callers.apply(&mut self.connection, now, op, true);
     }
 
-    fn dispatched(&mut self) {
-        self.shared.answered.wake_all();
-    }
-
     fn dispatch(&mut self, event: Event) -> bool {
         match event {
             Event::Ready(info) => self.callers.ready(&info),
@@ -571,9 +558,7 @@ impl Role for ClientRole {
                 ..
             } => {}
             Event::Response { id, result } => {
-                let result = result.map_err(Error::from_request);
-                self.callers
-                    .answer_together(id, result, &self.shared.answered);
+                self.callers.answer(id, result.map_err(Error::from_request));
             }
             Event::Notification(notification) => self.callers.notify(&notification),
             Event::ServerRequest(request) => self.callers.pass_on(&mut self.connection, request),

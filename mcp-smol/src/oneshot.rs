@@ -53,15 +53,6 @@ impl<T> Sender<T> {
         self.0.lock().value = Some(value);
     }
 
-    /// Hands `value` over without waking the receiver: its waker, if it waits, is returned
-    /// to be woken later (see [`Answered`](crate::driver::Answered)).
-    pub(crate) fn send_quietly(self, value: T) -> Option<Waker> {
-        let mut state = self.0.lock();
-        state.value = Some(value);
-        // Taken, so that `self` going wakes nobody.
-        state.waker.take()
-    }
-
     /// Whether the receiver has stopped waiting.
     pub(crate) fn is_closed(&self) -> bool {
         self.0.lock().receiver_gone

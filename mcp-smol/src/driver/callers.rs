@@ -4,8 +4,6 @@
 //! in the same [`Waiters`]; what differs between them is how bytes move.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
-use std::task::Waker;
 use std::time::Instant;
 
 use async_channel::Sender;
@@ -17,43 +15,6 @@ use serde_json::Value;
 
 use super::{Op, Reply};
 use crate::Error;
-
-/// The callers whose answers one read brought, woken together once all are in.
-///
-/// Callers often wait on another thread than the driver's (tasks of an executor of their own).
-/// Woken one by one as each answer is handed out, with both threads on one CPU, that thread
-/// takes the CPU at each wake-up, runs the one caller woken, and goes back to sleep: with 32
-/// calls in flight, a read's answers cost several round trips between the threads, and the
-/// callers' next requests leave in as many small writes. So the driver hands out every answer
-/// first and then wakes the callers, and the first caller to run wakes whoever is still
-/// waiting to be woken, on its own thread, where that costs no switch.
-#[derive(Default)]
-pub(crate) struct Answered(Mutex<Vec<Waker>>);
-
-impl Answered {
-    fn push(&self, waker: Waker) {
-        self.lock().push(waker);
-    }
-
-    /// Wakes every caller answered and not yet woken; by the driver after each read's
-    /// answers, and by each caller as its answer arrives.
-    pub(crate) fn wake_all(&self) {
-        // One at a time, outside the lock: waking may run the caller's executor's code,
-        // which may call this again. (A `while let` would hold the guard through the wake.)
-        loop {
-            let waker = self.lock().pop();
-            let Some(waker) = waker else { return };
-            waker.wake();
-        }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Waker>> {
-        // Nothing that can panic runs under the lock.
-        self.0
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-}
 
 /// How many notifications a listener may fall behind before further ones are dropped for it.
 const NOTIFICATION_BACKLOG: usize = 1024;
@@ -83,14 +44,6 @@ impl Waiters {
     pub(crate) fn answer(&mut self, id: RequestId, result: Result<Value, Error>) {
         if let Some(waiter) = self.0.remove(&id) {
             waiter.send(result);
-        }
-    }
-
-    /// Answers the caller of request `id`, if it still waits, without waking it: its waker
-    /// goes to `answered`.
-    fn answer_quietly(&mut self, id: RequestId, result: Result<Value, Error>, answered: &Answered) {
-        if let Some(waker) = (self.0.remove(&id)).and_then(|waiter| waiter.send_quietly(result)) {
-            answered.push(waker);
         }
     }
 
@@ -164,17 +117,6 @@ impl Callers {
         self.waiters.answer(id, result);
     }
 
-    /// Answers the caller of request `id`, if it still waits, and leaves its waking to
-    /// `answered` (see [`Answered`]).
-    pub(crate) fn answer_together(
-        &mut self,
-        id: RequestId,
-        result: Result<Value, Error>,
-        answered: &Answered,
-    ) {
-        self.waiters.answer_quietly(id, result, answered);
-    }
-
     /// Passes `notification` to every listener still listening, except one that has fallen
     /// [`NOTIFICATION_BACKLOG`] behind: a slow reader must not block the driver, nor grow our
     /// memory without bound. (Unbounded channels with this check, where bounded ones would
@@ -208,71 +150,5 @@ impl Callers {
             waiter.send(Err(error.clone()));
         }
         self.waiters.fail_all(error);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::future::Future;
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::task::{Context, Wake, Waker};
-
-    use super::*;
-    use crate::oneshot;
-
-    /// Counts its wake-ups; with `then`, wakes whoever is answered too, as a caller does.
-    struct Counter {
-        woken: AtomicUsize,
-        then: Option<Arc<Answered>>,
-    }
-
-    impl Wake for Counter {
-        fn wake(self: Arc<Self>) {
-            self.woken.fetch_add(1, Ordering::SeqCst);
-            if let Some(answered) = &self.then {
-                answered.wake_all();
-            }
-        }
-    }
-
-    #[test]
-    fn callers_answered_together_are_woken_once_each_when_asked() {
-        let answered = Arc::new(Answered::default());
-        // The first caller to wake wakes the others, from inside its own wake-up.
-        let counters: Vec<_> = (0..3)
-            .map(|i| {
-                let then = (i == 2).then(|| answered.clone());
-                Arc::new(Counter {
-                    woken: AtomicUsize::new(0),
-                    then,
-                })
-            })
-            .collect();
-        let mut waits = Vec::new();
-        for (i, counter) in counters.iter().enumerate() {
-            let (reply, answer) = oneshot::channel::<usize>();
-            let waker = Waker::from(counter.clone());
-            let mut wait = Box::pin(async move { answer.recv().await });
-            assert!(
-                wait.as_mut()
-                    .poll(&mut Context::from_waker(&waker))
-                    .is_pending()
-            );
-            if let Some(waker) = reply.send_quietly(i) {
-                answered.push(waker);
-            }
-            waits.push(wait);
-        }
-        let woken = || -> Vec<usize> {
-            let count = |counter: &Arc<Counter>| counter.woken.load(Ordering::SeqCst);
-            counters.iter().map(count).collect()
-        };
-        assert_eq!(woken(), [0, 0, 0]);
-        answered.wake_all();
-        assert_eq!(woken(), [1, 1, 1]);
-        for (i, wait) in waits.into_iter().enumerate() {
-            assert_eq!(futures_lite::future::block_on(wait), Ok(i));
-        }
     }
 }
