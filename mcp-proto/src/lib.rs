@@ -176,7 +176,7 @@ pub use server::{
     ClientInfo, HostRequest, HostRequestId, ServerConfig, ServerConnection, ServerEvent,
 };
 pub use server_stateless::{HostInput, InputRequired};
-pub use sse::{SseDecoder, SseEvent, SseTooLong};
+pub use sse::{SseDecoder, SseEvent, SsePiece, SseTooLong};
 pub use stateless::ListenFilter;
 pub use stream_json::JsonStream;
 pub use streamable::{
