@@ -78,3 +78,46 @@ impl Pieces {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_message_is_parsed_as_it_comes_and_a_short_one_held_as_it_came() {
+        let text = "é\"\\".repeat(PARSE_FROM);
+        let message = serde_json::json!({"jsonrpc": "2.0", "id": 1, "result": {"text": text}});
+        let bytes = message.to_string().into_bytes();
+        let mut pieces = Pieces::new(usize::MAX);
+        for piece in bytes.chunks(1000) {
+            pieces.push(piece.to_vec());
+            // Nothing past the bound is ever held.
+            if let State::Held(held) = &pieces.state {
+                assert!(held.len() <= PARSE_FROM);
+            }
+        }
+        assert!(matches!(pieces.state, State::Parsing(_)));
+        let Message::Parsed(Ok(value)) = pieces.finish() else {
+            panic!("not parsed");
+        };
+        assert_eq!(value, message);
+
+        let mut short = Pieces::new(usize::MAX);
+        short.push(b"{\"a\":".to_vec());
+        short.push(b"1}".to_vec());
+        assert!(matches!(short.finish(), Message::Bytes(bytes) if bytes == b"{\"a\":1}"));
+    }
+
+    #[test]
+    fn over_the_limit_only_its_length_and_id_are_kept() {
+        let mut pieces = Pieces::new(PARSE_FROM + 10);
+        pieces.push(b"{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":\"".to_vec());
+        pieces.push(vec![b'a'; PARSE_FROM]);
+        pieces.push(b"\"}".to_vec());
+        assert!(matches!(pieces.state, State::TooLong));
+        let Message::Parsed(Err(LineError::TooLong { size, id, .. })) = pieces.finish() else {
+            panic!("not refused");
+        };
+        assert_eq!((size, id), (PARSE_FROM + 36, Some(serde_json::json!(7))));
+    }
+}
