@@ -274,6 +274,13 @@ impl SseDecoder {
         true
     }
 
+    /// A whole short data line of an event being handed out in pieces.
+    fn stream_line(&mut self, value: &[u8]) {
+        if self.stream_data(b"\n") {
+            self.stream_data(value);
+        }
+    }
+
     fn drop_event(&mut self) {
         self.dropping = true;
         self.line.clear();
@@ -304,11 +311,7 @@ impl SseDecoder {
         };
         match field {
             "event" => value.clone_into(&mut self.event),
-            "data" if self.streamed.is_some() => {
-                if self.stream_data(b"\n") {
-                    self.stream_data(value.as_bytes());
-                }
-            }
+            "data" if self.streamed.is_some() => self.stream_line(value.as_bytes()),
             "data" => {
                 if self.data.len() + value.len() + 1 > self.limit {
                     return self.drop_event();

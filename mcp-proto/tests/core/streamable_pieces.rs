@@ -187,7 +187,7 @@ fn pieces_over_the_limit_fail_the_request_they_answer() {
     let events = events_after(limit, |call| {
         let answer = &progress_and_answer(call, &"x".repeat(limit))[1];
         in_pieces(
-            &[answer.clone()],
+            std::slice::from_ref(answer),
             &[10, PIECES_FROM + 3, limit - 1, limit + 5],
         )
     });
