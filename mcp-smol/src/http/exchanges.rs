@@ -229,7 +229,8 @@ async fn relay_body(
     {
         return Some(Reply::TooLarge { size });
     }
-    let mut held = Vec::new();
+    let announced = response.content_length().unwrap_or(0);
+    let mut held = Vec::with_capacity(announced.min(PIECES_FROM + PIECE));
     // The body's start, one byte past what is quoted so that a quote says it was cut.
     let mut start = Vec::new();
     let (mut size, mut in_pieces) = (0, false);
