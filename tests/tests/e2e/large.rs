@@ -85,7 +85,7 @@ fn a_200_mib_result_arrives_byte_for_byte_in_both_eras() {
     for era in ["handshake", "stateless"] {
         let config = format!(
             "[mcp.fx]\ncommand = {FIXTURE:?}\nargs = [\"good\", \"--era\", {era:?}]\n\
-             max_message_mb = 300\n"
+             max_message_mb = 300\ncall_timeout_sec = 600\n"
         );
         arrives_byte_for_byte(&format!("large-whole-{era}"), &config, "blob", 200 << 20);
     }
@@ -104,13 +104,16 @@ fn a_200_mib_result_arrives_byte_for_byte_over_http() {
     ] {
         let server = crate::http::fixture(mode, &[]);
         let url = format!("http://127.0.0.1:{}/mcp", server.port);
-        let config = format!("[mcp.fx]\nurl = {url:?}\nmax_message_mb = 300\n");
+        let config =
+            format!("[mcp.fx]\nurl = {url:?}\nmax_message_mb = 300\ncall_timeout_sec = 600\n");
         arrives_byte_for_byte(&format!("large-http-{mode}"), &config, "big", bytes);
     }
 }
 
 /// Calls `tool` of the server `fx` for a varied text of `bytes` bytes, spilled to a file:
-/// the file holds what was sent, and stdout its start.
+/// the file holds what was sent, and stdout its start. (The configs allow the call ten
+/// minutes: a debug build moving 200 MiB on a loaded machine can take more than the default
+/// minute.)
 fn arrives_byte_for_byte(name: &str, config: &str, tool: &str, bytes: usize) {
     let mut sent = mcp_tests::varied_text(bytes);
     sent.push('\n');
