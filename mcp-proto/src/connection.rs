@@ -369,6 +369,18 @@ impl Connection {
         self.handle_line(now, Line::Bytes(message));
     }
 
+    /// [`handle_message`](Self::handle_message) for a message parsed as it arrived in pieces
+    /// (an HTTP body or event too large to hold whole), or why it could not be.
+    pub(crate) fn handle_parsed(&mut self, now: Instant, parsed: Result<Value, LineError>) {
+        if self.is_closed() {
+            return;
+        }
+        match parsed {
+            Ok(value) => self.handle_line(now, Line::Parsed(value)),
+            Err(error) => self.handle_too_long(error),
+        }
+    }
+
     /// The server's stdout reached end of file. An unterminated last line is still read.
     pub fn handle_eof(&mut self, now: Instant) {
         if self.is_closed() {

@@ -118,9 +118,10 @@ enum Next {
     Parsed(Value),
 }
 
-/// What is kept of a line too long to keep.
+/// What is kept of a line too long to keep (or of a message read in pieces, should it be):
+/// its length and edges, where its `id` is.
 #[derive(Debug, Default)]
-struct Discarded {
+pub(crate) struct Discarded {
     size: usize,
     /// The first [`EDGE`] bytes.
     head: Vec<u8>,
@@ -129,7 +130,7 @@ struct Discarded {
 }
 
 impl Discarded {
-    fn skip(&mut self, bytes: &[u8]) {
+    pub(crate) fn skip(&mut self, bytes: &[u8]) {
         self.size += bytes.len();
         let room = EDGE - self.head.len();
         self.head.extend_from_slice(&bytes[..bytes.len().min(room)]);
@@ -390,6 +391,22 @@ pub(crate) fn too_long(limit: usize, message: &[u8]) -> LineError {
         limit,
         size: message.len(),
         id: id_at_start(head).or_else(|| id_at_end(tail)),
+    }
+}
+
+impl Discarded {
+    /// Bytes seen.
+    pub(crate) fn size(&self) -> usize {
+        self.size
+    }
+
+    /// The report of a message read in pieces that grew over `limit`.
+    pub(crate) fn too_long(&self, limit: usize) -> LineError {
+        LineError::TooLong {
+            limit,
+            size: self.size,
+            id: id_at_start(&self.head).or_else(|| id_at_end(&self.tail)),
+        }
     }
 }
 

@@ -176,12 +176,12 @@ pub use server::{
     ClientInfo, HostRequest, HostRequestId, ServerConfig, ServerConnection, ServerEvent,
 };
 pub use server_stateless::{HostInput, InputRequired};
-pub use sse::{SseDecoder, SseEvent, SseTooLong};
+pub use sse::{SseDecoder, SseEvent, SsePiece, SseTooLong};
 pub use stateless::ListenFilter;
 pub use stream_json::JsonStream;
 pub use streamable::{
-    Affected, Answer, Exchange, ExchangeId, Get, HttpConnection, HttpTransport, Post, Reply,
-    session_lost,
+    Affected, Answer, Exchange, ExchangeId, Get, HttpConnection, HttpTransport, PIECES_FROM, Post,
+    Reply, session_lost,
 };
 pub use tasks::{
     DEFAULT_POLL_INTERVAL, HANDSHAKE_STATUS_NOTIFICATION, MAX_POLL_INTERVAL, MIN_POLL_INTERVAL,

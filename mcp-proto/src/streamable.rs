@@ -15,7 +15,16 @@ use crate::headers::{RejectedTool, ToolHeaders, encode_header_value};
 use crate::request::Request;
 use crate::versions::Era;
 
+mod pieces;
 mod streams;
+
+use pieces::{Message, Pieces};
+
+/// A JSON body or event data longer than this is best handed over in pieces
+/// ([`Reply::Part`]), which are then parsed as they arrive: the bound from which lines are
+/// parsed as they arrive over stdio. Below it, holding the message and parsing it whole is
+/// faster; above it, the message's bytes would double a large result's memory.
+pub const PIECES_FROM: usize = crate::framing::PARSE_FROM;
 
 /// How many times in a row one answer's event stream is resumed from the same event before
 /// the request fails.
@@ -126,8 +135,17 @@ pub enum Reply {
         /// The `Mcp-Session-Id` header, if any.
         session: Option<String>,
     },
-    /// One JSON-RPC message: a JSON body, or one event's data.
+    /// One JSON-RPC message: a JSON body, or one event's data; or, after [`Part`](Self::Part)s,
+    /// the last piece of one (empty if there is no more), which makes it whole.
     Message(Vec<u8>),
+    /// A piece of a JSON body or of one event's data, in order, for a message too large to
+    /// be held whole ([`PIECES_FROM`]): pieces are parsed as they come. A
+    /// [`Message`](Self::Message) ends it. Any other fact about the exchange drops what came
+    /// of it.
+    Part(Vec<u8>),
+    /// The pieces since the last message were not one after all (an event of another type):
+    /// forget them.
+    PartsDropped,
     /// A JSON body was read to its end; `detail` describes it, for when it answered nothing.
     BodyEnded(String),
     /// The answer is unusable (another content type, a body that broke off): the sentence,
@@ -291,6 +309,8 @@ pub struct HttpConnection {
     next_exchange: u64,
     /// The exchange carrying each request's answer.
     by_request: BTreeMap<RequestId, ExchangeId>,
+    /// Messages arriving in pieces, by exchange.
+    pieces: BTreeMap<ExchangeId, Pieces>,
     /// POSTs whose JSON body or event stream carried a response: it answered its request, even
     /// when the answer (`input_required`) sends the request again under another exchange.
     answered: BTreeSet<ExchangeId>,
@@ -361,6 +381,7 @@ impl HttpConnection {
             exchanges: BTreeMap::new(),
             next_exchange: 0,
             by_request: BTreeMap::new(),
+            pieces: BTreeMap::new(),
             answered: BTreeSet::new(),
             resumes: BTreeMap::new(),
             tools: ToolHeaders::default(),
@@ -475,6 +496,38 @@ impl HttpConnection {
     /// [`Reply::Unreachable`] or [`Reply::Unauthorized`] failed.
     pub fn handle_reply(&mut self, now: Instant, id: ExchangeId, reply: Reply) -> Affected {
         self.latest = now;
+        if !self.exchanges.contains_key(&id) {
+            return Affected::Nothing;
+        }
+        let message = match reply {
+            Reply::Part(bytes) => {
+                let limit = self.connection.config().max_line_len;
+                let pieces = self.pieces.entry(id).or_insert_with(|| Pieces::new(limit));
+                pieces.push(bytes);
+                return Affected::Nothing;
+            }
+            Reply::Message(bytes) => match self.pieces.remove(&id) {
+                Some(mut pieces) => {
+                    pieces.push(bytes);
+                    pieces.finish()
+                }
+                None => Message::Bytes(bytes),
+            },
+            reply => {
+                self.pieces.remove(&id);
+                return self.exchange_reply(now, id, reply);
+            }
+        };
+        if matches!(self.exchanges.get(&id), Some(Purpose::Post { .. })) {
+            self.post_message(now, id, message);
+        } else {
+            self.handle_message(now, message);
+        }
+        Affected::Nothing
+    }
+
+    /// [`handle_reply`](Self::handle_reply) for anything but a message.
+    fn exchange_reply(&mut self, now: Instant, id: ExchangeId, reply: Reply) -> Affected {
         let Some(purpose) = self.exchanges.get(&id) else {
             return Affected::Nothing;
         };
@@ -488,7 +541,7 @@ impl HttpConnection {
                 self.listen_reply(now, id, reply);
                 Affected::Nothing
             }
-            Purpose::LegacyStream => self.legacy_reply(now, reply),
+            Purpose::LegacyStream => self.legacy_reply(reply),
         }
     }
 
@@ -539,7 +592,7 @@ impl HttpConnection {
                     .flatten();
                 if let Some(answer) = answer {
                     if !self.relist_for_headers(now, exchange, &answer) {
-                        self.handle_message(now, &answer);
+                        self.handle_message(now, Message::Bytes(answer));
                     }
                 } else if probe && (400..500).contains(&status) && !matches!(status, 401 | 403) {
                     // A handshake-era server refusing a request outside a session.
@@ -567,19 +620,7 @@ impl HttpConnection {
                 }
                 Affected::Nothing
             }
-            Reply::Message(message) => {
-                if is_response(&message) {
-                    self.answered.insert(exchange);
-                }
-                match self.listing_page(exchange) {
-                    Some(first) => {
-                        let message = self.tools.relay(first, message);
-                        self.handle_message(now, &message);
-                    }
-                    None => self.handle_message(now, &message),
-                }
-                Affected::Nothing
-            }
+            Reply::Message(_) | Reply::Part(_) | Reply::PartsDropped => Affected::Nothing,
             Reply::BodyEnded(_) if self.answered.contains(&exchange) => Affected::Nothing,
             // The end of initialize's answered stream still tells where the server's own
             // stream is to take over.
@@ -669,6 +710,25 @@ impl HttpConnection {
             _ => {}
         }
         Affected::Nothing
+    }
+
+    /// A message answering a POST: a response marks the POST answered, and a stateless-era
+    /// `tools/list` result teaches the tools' headers.
+    fn post_message(&mut self, now: Instant, exchange: ExchangeId, message: Message) {
+        if is_response(&message) {
+            self.answered.insert(exchange);
+        }
+        let message = match (self.listing_page(exchange), message) {
+            (Some(first), Message::Bytes(bytes)) => Message::Bytes(self.tools.relay(first, bytes)),
+            (Some(first), Message::Parsed(Ok(mut value))) => {
+                if let Some(result) = value.get_mut("result") {
+                    self.tools.learn(first, result);
+                }
+                Message::Parsed(Ok(value))
+            }
+            (_, message) => message,
+        };
+        self.handle_message(now, message);
     }
 
     /// Whether `exchange` carries a stateless-era `tools/list`, and if so whether it asks for
@@ -766,12 +826,15 @@ impl HttpConnection {
     }
 
     /// A message from the server, from any exchange.
-    fn handle_message(&mut self, now: Instant, message: &[u8]) {
+    fn handle_message(&mut self, now: Instant, message: Message) {
         // It answered as a Streamable HTTP server: no falling back now.
         if matches!(self.mode, Mode::Probing) {
             self.mode = Mode::Streamable;
         }
-        self.connection.handle_message(now, message);
+        match message {
+            Message::Bytes(bytes) => self.connection.handle_message(now, &bytes),
+            Message::Parsed(parsed) => self.connection.handle_parsed(now, parsed),
+        }
         // Taken at once, so that `notifications/initialized` holds the gate before anything
         // else this exchange reports (its end opens the listener).
         self.take_transmits();
@@ -946,6 +1009,7 @@ impl HttpConnection {
 
     fn cancel(&mut self, exchange: ExchangeId) {
         self.answered.remove(&exchange);
+        self.pieces.remove(&exchange);
         if self.exchanges.remove(&exchange).is_some() {
             self.outgoing.push_back(Exchange::Cancel(exchange));
         }
@@ -972,9 +1036,12 @@ impl HttpConnection {
 }
 
 /// Whether `message` is a JSON-RPC response (a result or an error), whatever its id.
-fn is_response(message: &[u8]) -> bool {
-    serde_json::from_slice::<Value>(message)
-        .is_ok_and(|value| value.get("result").is_some() || value.get("error").is_some())
+fn is_response(message: &Message) -> bool {
+    let response = |value: &Value| value.get("result").is_some() || value.get("error").is_some();
+    match message {
+        Message::Bytes(bytes) => serde_json::from_slice::<Value>(bytes).is_ok_and(|v| response(&v)),
+        Message::Parsed(parsed) => parsed.as_ref().is_ok_and(response),
+    }
 }
 
 /// `MCP-Protocol-Version`, `Mcp-Method` and (for `tools/call`, `prompts/get`,

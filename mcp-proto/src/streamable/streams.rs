@@ -105,10 +105,8 @@ impl HttpConnection {
                 let limit = self.connection.config().max_line_len;
                 RequestError::ResponseTooLarge { size, limit }
             }
-            Reply::Message(message) => {
-                self.handle_message(now, &message);
-                return Affected::Nothing;
-            }
+            // Taken by `handle_reply`.
+            Reply::Message(_) | Reply::Part(_) | Reply::PartsDropped => return Affected::Nothing,
             Reply::StreamEnded {
                 why,
                 last_event_id,
@@ -132,9 +130,6 @@ impl HttpConnection {
     /// offers none, which is fine; when it ends, it is opened again after the server's
     /// `retry`, from its last event, unless it failed [`LISTEN_FAILURES`] times in a row.
     pub(super) fn listen_reply(&mut self, now: Instant, exchange: ExchangeId, reply: Reply) {
-        if let Reply::Message(message) = &reply {
-            return self.handle_message(now, message);
-        }
         let Some(listener) = self.listener.as_mut() else {
             return;
         };
@@ -167,7 +162,8 @@ impl HttpConnection {
                     listener.failures += 1;
                 }
             }
-            Reply::Message(_) | Reply::Endpoint(_) => {}
+            // Messages are taken by `handle_reply`.
+            Reply::Message(_) | Reply::Part(_) | Reply::PartsDropped | Reply::Endpoint(_) => {}
             Reply::Done => {
                 self.exchanges.remove(&exchange);
                 listener.exchange = None;
@@ -188,7 +184,7 @@ impl HttpConnection {
     }
 
     /// HTTP+SSE's stream: its end, however it comes, ends the connection.
-    pub(super) fn legacy_reply(&mut self, now: Instant, reply: Reply) -> Affected {
+    pub(super) fn legacy_reply(&mut self, reply: Reply) -> Affected {
         let detail = match reply {
             Reply::Unauthorized(why) => {
                 self.connection.fail(CloseReason::Transport(why));
@@ -203,10 +199,8 @@ impl HttpConnection {
                 }
                 return Affected::Nothing;
             }
-            Reply::Message(message) => {
-                self.handle_message(now, &message);
-                return Affected::Nothing;
-            }
+            // Taken by `handle_reply`.
+            Reply::Message(_) | Reply::Part(_) | Reply::PartsDropped => return Affected::Nothing,
             Reply::Unreachable(detail)
             | Reply::Failed(detail)
             | Reply::BodyEnded(detail)

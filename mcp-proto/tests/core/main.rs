@@ -21,6 +21,9 @@ mod server;
 /// The HTTP transports' machine, without sockets: sessions, restarts, fallback, resumption.
 mod streamable;
 
+/// HTTP bodies and event data fed in pieces: the same events as fed whole.
+mod streamable_pieces;
+
 /// The stateless era: era selection, `_meta`, removed methods, `resultType`, input rounds,
 /// subscriptions, cache hints.
 mod stateless;

@@ -9,10 +9,10 @@ use std::time::Duration;
 use async_channel::Sender;
 use hyper::Method;
 use hyper::body::Bytes;
-use proto::{Answer, ExchangeId, Get, Post, Reply, SseDecoder};
+use proto::{Answer, ExchangeId, Get, PIECES_FROM, Post, Reply, SseDecoder, SsePiece};
 use url::Url;
 
-use super::wire::{self, BodyError, Outgoing, Pool, Response};
+use super::wire::{self, Outgoing, Pool, Response};
 use super::{Authorizer, Challenge};
 use crate::Error;
 
@@ -194,24 +194,12 @@ pub(super) async fn post(endpoint: Arc<Endpoint>, url: Url, post: Post, inbox: S
     }
     let media = response.media_type();
     let reply = match media.as_deref() {
-        Some("application/json") => match response.read_body(endpoint.limit).await {
-            Ok(body) if body.iter().all(u8::is_ascii_whitespace) && post.answer == Answer::None => {
-                return;
+        Some("application/json") => {
+            match relay_body(&mut response, endpoint.limit, &reporter, post.answer).await {
+                Some(reply) => reply,
+                None => return,
             }
-            Ok(body) => {
-                let detail = format!(
-                    "{} with a JSON body that does not answer the request: {}",
-                    response.status_line(),
-                    wire::quote(&body)
-                );
-                reporter.reply(Reply::Message(body)).await;
-                Reply::BodyEnded(detail)
-            }
-            Err(BodyError::TooLarge { size }) => Reply::TooLarge { size },
-            Err(BodyError::Failed(detail)) => {
-                Reply::Failed(format!("the answer broke off: {detail}"))
-            }
-        },
+        }
         Some("text/event-stream") => relay_events(&mut response, &endpoint, &reporter).await,
         _ if post.answer == Answer::None => return,
         _ if response.status.as_u16() == 202 => {
@@ -220,6 +208,70 @@ pub(super) async fn post(endpoint: Arc<Endpoint>, url: Url, post: Post, inbox: S
         _ => Reply::Failed(response.describe().await),
     };
     reporter.reply(reply).await;
+}
+
+/// The most of a large body or event that goes in one [`Reply::Part`]: the driver's inbox
+/// holds a few dozen replies, so while the core parses, little waits there.
+const PIECE: usize = 64 * 1024;
+
+/// Relays a JSON body as it arrives: whole when it is short; in pieces once past
+/// [`PIECES_FROM`], so that a large one is never held here. Returns how it ended, or `None`
+/// when there is nothing more to say (an empty body where no answer was due, or the driver
+/// gone).
+async fn relay_body(
+    response: &mut Response,
+    limit: usize,
+    reporter: &Reporter,
+    answer: Answer,
+) -> Option<Reply> {
+    if let Some(size) = response.content_length()
+        && size > limit
+    {
+        return Some(Reply::TooLarge { size });
+    }
+    let announced = response.content_length().unwrap_or(0);
+    let mut held = Vec::with_capacity(announced.min(PIECES_FROM + PIECE));
+    // The body's start, one byte past what is quoted so that a quote says it was cut.
+    let mut start = Vec::new();
+    let (mut size, mut in_pieces) = (0, false);
+    loop {
+        let chunk = match response.chunk().await {
+            Ok(Some(chunk)) => chunk,
+            Ok(None) => break,
+            Err(detail) => return Some(Reply::Failed(format!("the answer broke off: {detail}"))),
+        };
+        size += chunk.len();
+        if size > limit {
+            return Some(Reply::TooLarge { size });
+        }
+        let room = (wire::SNIPPET_LEN + 1).saturating_sub(start.len());
+        start.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if in_pieces {
+            for piece in chunk.chunks(PIECE) {
+                if !reporter.reply(Reply::Part(piece.to_vec())).await {
+                    return None;
+                }
+            }
+            continue;
+        }
+        held.extend_from_slice(&chunk);
+        if held.len() > PIECES_FROM {
+            in_pieces = true;
+            if !reporter.reply(Reply::Part(std::mem::take(&mut held))).await {
+                return None;
+            }
+        }
+    }
+    if !in_pieces && answer == Answer::None && held.iter().all(u8::is_ascii_whitespace) {
+        return None;
+    }
+    let detail = format!(
+        "{} with a JSON body that does not answer the request: {}",
+        response.status_line(),
+        wire::quote(&start)
+    );
+    reporter.reply(Reply::Message(held)).await;
+    Some(Reply::BodyEnded(detail))
 }
 
 /// GETs an event stream (an answer's, resumed, or the server's own) and relays its events.
@@ -256,11 +308,14 @@ pub(super) async fn get(endpoint: Arc<Endpoint>, url: Url, get: Get, inbox: Send
     reporter.reply(reply).await;
 }
 
-/// Relays each `message` event's data until the stream ends; returns how it ended.
+/// Relays each `message` event's data until the stream ends (a large one in pieces, as it
+/// arrives); returns how it ended.
 async fn relay_events(response: &mut Response, endpoint: &Endpoint, reporter: &Reporter) -> Reply {
-    let mut decoder = SseDecoder::new(endpoint.limit);
+    let mut decoder = SseDecoder::new(endpoint.limit).stream_from(PIECES_FROM);
     // Bytes since the last whole event: the size of the one being cut off, near enough.
     let mut since_event = 0;
+    // Pieces of the current event's data have gone.
+    let mut in_pieces = false;
     loop {
         let chunk = match response.chunk().await {
             Ok(Some(chunk)) => chunk,
@@ -270,22 +325,31 @@ async fn relay_events(response: &mut Response, endpoint: &Endpoint, reporter: &R
                 return stream_ended(&decoder, why);
             }
         };
-        since_event += chunk.len();
-        decoder.push(&chunk);
-        while let Some(event) = decoder.next_event() {
-            match event {
-                Ok(event) => {
-                    since_event = 0;
-                    if event.event == "message"
-                        && !event.data.is_empty()
-                        && !reporter
-                            .reply(Reply::Message(event.data.into_bytes()))
-                            .await
-                    {
-                        return stream_ended(&decoder, "the connection is closing".to_owned());
+        for slice in chunk.chunks(PIECE) {
+            since_event += slice.len();
+            decoder.push(slice);
+            while let Some(piece) = decoder.next_piece() {
+                let reply = match piece {
+                    SsePiece::Data(data) => {
+                        in_pieces = true;
+                        Reply::Part(data)
                     }
+                    SsePiece::Event(event) => {
+                        since_event = 0;
+                        match (event.event == "message", std::mem::take(&mut in_pieces)) {
+                            (true, true) => Reply::Message(Vec::new()),
+                            (true, false) if !event.data.is_empty() => {
+                                Reply::Message(event.data.into_bytes())
+                            }
+                            (false, true) => Reply::PartsDropped,
+                            _ => continue,
+                        }
+                    }
+                    SsePiece::TooLong(_) => return Reply::TooLarge { size: since_event },
+                };
+                if !reporter.reply(reply).await {
+                    return stream_ended(&decoder, "the connection is closing".to_owned());
                 }
-                Err(_) => return Reply::TooLarge { size: since_event },
             }
         }
     }
@@ -300,10 +364,11 @@ fn stream_ended(decoder: &SseDecoder, why: String) -> Reply {
 }
 
 /// HTTP+SSE's one stream: its `endpoint` event says where to POST (on the stream's origin
-/// only); its `message` events are the server's messages.
+/// only); its `message` events are the server's messages (a large one in pieces).
 async fn legacy_events(response: &mut Response, endpoint: &Endpoint, reporter: &Reporter) -> Reply {
     let base = response.url.clone();
-    let mut decoder = SseDecoder::new(endpoint.limit);
+    let mut decoder = SseDecoder::new(endpoint.limit).stream_from(PIECES_FROM);
+    let mut in_pieces = false;
     loop {
         let chunk = match response.chunk().await {
             Ok(Some(chunk)) => chunk,
@@ -313,30 +378,51 @@ async fn legacy_events(response: &mut Response, endpoint: &Endpoint, reporter: &
                 return stream_ended(&decoder, why);
             }
         };
-        decoder.push(&chunk);
-        while let Some(event) = decoder.next_event() {
-            let reply = match event {
-                Ok(event) if event.event == "endpoint" => match base.join(event.data.trim()) {
-                    Ok(target) if target.origin() == base.origin() => {
-                        Reply::Endpoint(target.to_string())
+        for slice in chunk.chunks(PIECE) {
+            decoder.push(slice);
+            while let Some(piece) = decoder.next_piece() {
+                let event = match piece {
+                    SsePiece::Data(data) => {
+                        in_pieces = true;
+                        if !reporter.reply(Reply::Part(data)).await {
+                            return stream_ended(&decoder, "the connection is closing".to_owned());
+                        }
+                        continue;
                     }
-                    Ok(target) => {
-                        let why = format!("the endpoint {target} is on another origin; refused");
+                    SsePiece::Event(event) => event,
+                    SsePiece::TooLong(too_long) => {
+                        return stream_ended(&decoder, too_long.to_string());
+                    }
+                };
+                let reply = match (event.event.as_str(), std::mem::take(&mut in_pieces)) {
+                    ("message", true) => Reply::Message(Vec::new()),
+                    ("message", false) if !event.data.is_empty() => {
+                        Reply::Message(event.data.into_bytes())
+                    }
+                    ("endpoint", true) => {
+                        let why = format!("an endpoint event of over {PIECES_FROM} bytes; refused");
                         return stream_ended(&decoder, why);
                     }
-                    Err(error) => {
-                        let why = format!("unreadable endpoint {:?}: {error}", event.data);
-                        return stream_ended(&decoder, why);
-                    }
-                },
-                Ok(event) if event.event == "message" && !event.data.is_empty() => {
-                    Reply::Message(event.data.into_bytes())
+                    ("endpoint", false) => match base.join(event.data.trim()) {
+                        Ok(target) if target.origin() == base.origin() => {
+                            Reply::Endpoint(target.to_string())
+                        }
+                        Ok(target) => {
+                            let why =
+                                format!("the endpoint {target} is on another origin; refused");
+                            return stream_ended(&decoder, why);
+                        }
+                        Err(error) => {
+                            let why = format!("unreadable endpoint {:?}: {error}", event.data);
+                            return stream_ended(&decoder, why);
+                        }
+                    },
+                    (_, true) => Reply::PartsDropped,
+                    _ => continue,
+                };
+                if !reporter.reply(reply).await {
+                    return stream_ended(&decoder, "the connection is closing".to_owned());
                 }
-                Ok(_) => continue,
-                Err(too_long) => return stream_ended(&decoder, too_long.to_string()),
-            };
-            if !reporter.reply(reply).await {
-                return stream_ended(&decoder, "the connection is closing".to_owned());
             }
         }
     }

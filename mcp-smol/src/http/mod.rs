@@ -16,7 +16,9 @@
 //!   (progress, server requests, then the answer) are handled as they arrive. Connections
 //!   are kept alive and reused.
 //! - [`Options::core`](crate::Options)'s `max_line_len` bounds each body and each event: a
-//!   larger answer fails its request at once with `ResponseTooLarge`. The core's deadlines
+//!   larger answer fails its request at once with `ResponseTooLarge`. A body or an event's
+//!   data over 1 MiB ([`proto::PIECES_FROM`]) goes to the core in pieces as it arrives and is
+//!   parsed as they come, never held whole beside the value it becomes. The core's deadlines
 //!   apply as over stdio; its `handshake_timeout` also bounds connecting (TCP and TLS).
 //! - A failed exchange (a 4xx or 5xx, an HTML page, another content type, a body that
 //!   answers nothing, a stream cut with nothing to resume from) fails its request with

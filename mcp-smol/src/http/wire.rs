@@ -1,5 +1,5 @@
 //! One HTTP/1.1 exchange with hyper over a fresh TCP or TLS connection: request out, response
-//! head back, body read as it arrives within a size limit. Redirects are followed here too.
+//! head back, body read as it arrives (in chunks, or whole within a size limit). Redirects are followed here too.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -26,7 +26,7 @@ use super::tls;
 pub(crate) const MAX_REDIRECTS: usize = 5;
 
 /// How much of an error answer's body is quoted.
-const SNIPPET_LEN: usize = 200;
+pub(crate) const SNIPPET_LEN: usize = 200;
 
 /// How much of a refusal's body is read: enough for any JSON-RPC error (the core reads the
 /// error; a message quotes its first [`SNIPPET_LEN`] bytes), never a whole web page.
@@ -208,11 +208,14 @@ impl Response {
         }
     }
 
+    /// The body's length, if the head announced it.
+    pub(crate) fn content_length(&self) -> Option<usize> {
+        (self.header(CONTENT_LENGTH.as_str())).and_then(|length| length.trim().parse().ok())
+    }
+
     /// The whole body, refused as soon as it is known to be over `limit` bytes.
     pub(crate) async fn read_body(&mut self, limit: usize) -> Result<Vec<u8>, BodyError> {
-        let announced = self
-            .header(CONTENT_LENGTH.as_str())
-            .and_then(|length| length.trim().parse::<usize>().ok());
+        let announced = self.content_length();
         if let Some(size) = announced
             && size > limit
         {

@@ -6,8 +6,8 @@
 //! HTTPS.
 //!
 //! Modes:
-//! - `good`: tools `echo` (`message`) and `big` (`bytes`: a text of that many bytes), answered
-//!   as JSON; `Mcp-Session-Id` from `initialize`; 202 for notifications; 405 for GET; DELETE
+//! - `good`: tools `echo` (`message`) and `big` (`bytes`: a text of that many bytes, `x`s or,
+//!   with `varied: true`, every kind of character JSON escapes), answered as JSON; `Mcp-Session-Id` from `initialize`; 202 for notifications; 405 for GET; DELETE
 //!   ends the session.
 //! - `sse`: `good`, but `tools/call` is answered as an event stream: a progress notification
 //!   (when the call has a progress token), then the answer.
@@ -50,6 +50,8 @@
 //!   `/mcp` gets the event stream, which names
 //!   `/messages`, where POSTs get 202 and their answers come on the stream. `tools/call` ends
 //!   the stream before its answer, as a server dying mid-call does.
+//! - `legacy`: `legacy-dies`, but `tools/call` is answered on the stream, and the tools are
+//!   `echo` and `big` as in `good`.
 //! - `legacy-400`: `good`, but a POST without `Mcp-Session-Id` whose method is not `initialize`
 //!   (a stateless client's first request) gets 400 with a JSON-RPC error -32603 and id null,
 //!   as real handshake-era servers answer it.
@@ -68,6 +70,8 @@
 //!   `notifications/tools/list_changed` after each `change`, and a keep-alive comment each
 //!   second. Results carry `resultType`, the server's identity, and for lists `ttlMs` and
 //!   `cacheScope`.
+//! - `stateless-sse`: `stateless`, but `tools/call` is answered as an event stream of one
+//!   event.
 //! - `stateless-slow-refusal`: `stateless`, but a refusal's JSON-RPC error carries a
 //!   `data.detail` of 1 KiB and the answer goes out 100 bytes at a time, each piece flushed
 //!   after a pause, as a slow proxy delivers it.
@@ -333,8 +337,18 @@ fn answer(state: &State, request: &Request) -> Reply {
         }
         "legacy-foreign" => return full("405 Method Not Allowed", "text/plain", ""),
         "not-found" => return full("404 Not Found", "text/html", "<pre>Cannot find it</pre>"),
-        "legacy-dies" => return legacy(state, request, &message),
+        "legacy-dies" | "legacy" => return legacy(state, request, &message),
         "stateless" => return modern(state, request, &message, &[stateless::REVISION]),
+        "stateless-sse" => {
+            let reply = modern(state, request, &message, &[stateless::REVISION]);
+            return match reply {
+                Reply::Full(response) if rpc == "tools/call" && response.status == "200 OK" => {
+                    let body = String::from_utf8(response.body).unwrap();
+                    Reply::Events(vec![format!("data: {body}\n\n")])
+                }
+                reply => reply,
+            };
+        }
         "stateless-slow-refusal" => {
             return slow_refusal(modern(state, request, &message, &[stateless::REVISION]));
         }
@@ -722,6 +736,10 @@ fn legacy(state: &State, request: &Request, message: &Value) -> Reply {
             "capabilities": {"tools": {}},
             "serverInfo": {"name": "mcp-http-fixture", "version": "1"},
         })),
+        Some("tools/list") if state.mode == "legacy" => Some(json!({"tools": [
+            {"name": "echo", "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}}},
+            {"name": "big", "inputSchema": {"type": "object", "properties": {"bytes": {"type": "integer"}}}},
+        ]})),
         Some("tools/list") => Some(json!({"tools": [
             {"name": "echo", "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}}},
         ]})),
@@ -732,6 +750,9 @@ fn legacy(state: &State, request: &Request, message: &Value) -> Reply {
         let answer = match (result, message["method"].as_str()) {
             (Some(result), _) => {
                 Some(json!({"jsonrpc": "2.0", "id": message["id"], "result": result}).to_string())
+            }
+            (None, Some("tools/call")) if state.mode == "legacy" => {
+                Some(call_answer(message).to_string())
             }
             // The server dies: its stream ends, the call unanswered.
             (None, Some("tools/call")) => None,
@@ -771,7 +792,13 @@ fn progress(message: &Value) -> String {
 fn call_answer(message: &Value) -> Value {
     let arguments = &message["params"]["arguments"];
     let text = match message["params"]["name"].as_str() {
-        Some("big") => "x".repeat(arguments["bytes"].as_u64().unwrap_or(1024) as usize),
+        Some("big") => {
+            let bytes = arguments["bytes"].as_u64().unwrap_or(1024) as usize;
+            match arguments["varied"].as_bool() {
+                Some(true) => mcp_tests::varied_text(bytes),
+                _ => "x".repeat(bytes),
+            }
+        }
         _ => arguments["message"].as_str().unwrap_or_default().to_owned(),
     };
     json!({"jsonrpc": "2.0", "id": message["id"], "result": {"content": [{"type": "text", "text": text}]}})

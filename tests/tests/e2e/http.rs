@@ -37,9 +37,9 @@ fn patient() -> Options {
 }
 
 /// A server process that is killed when the test ends, however it ends.
-struct Server {
+pub(crate) struct Server {
     child: Child,
-    port: u16,
+    pub(crate) port: u16,
 }
 
 impl Drop for Server {
@@ -50,7 +50,7 @@ impl Drop for Server {
 }
 
 /// `mcp-http-fixture MODE` with extra arguments; waits for its port.
-fn fixture(mode: &str, extra: &[&str]) -> Server {
+pub(crate) fn fixture(mode: &str, extra: &[&str]) -> Server {
     let mut child = Command::new(HTTP_FIXTURE)
         .arg(mode)
         .args(extra)

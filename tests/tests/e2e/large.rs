@@ -82,48 +82,74 @@ fn a_result_over_max_output_is_written_whole_and_its_first_part_shown() {
 /// spilled to holds, byte for byte, the text the server sent, in either era.
 #[test]
 fn a_200_mib_result_arrives_byte_for_byte_in_both_eras() {
-    const BYTES: usize = 200 << 20;
-    let mut sent = mcp_tests::varied_text(BYTES);
-    sent.push('\n');
     for era in ["handshake", "stateless"] {
-        let dir = Scratch::new(&format!("large-whole-{era}"));
         let config = format!(
             "[mcp.fx]\ncommand = {FIXTURE:?}\nargs = [\"good\", \"--era\", {era:?}]\n\
-             max_message_mb = 300\n"
+             max_message_mb = 300\ncall_timeout_sec = 600\n"
         );
-        dir.write(".mcp-cli.toml", &config);
-        let bytes = format!("bytes={BYTES}");
-        let args = [
-            "call",
-            "fx",
-            "blob",
-            &bytes,
-            "varied=true",
-            "--max-output",
-            "64K",
-        ];
-        let run = dir.cli(&args);
-        assert_eq!(run.code, 0, "{era}: {}", run.stderr);
-        let last = run.stdout.lines().last().unwrap_or_default();
-        let shown = (last.strip_prefix("[output cut at "))
-            .and_then(|rest| rest.split(' ').next())
-            .and_then(|shown| shown.parse().ok())
-            .unwrap_or_else(|| panic!("{era}: no spill notice in {last:?}"));
-        let received = std::fs::read(spilled_file(&dir, &run.stdout, shown, sent.len())).unwrap();
-        let first_difference = (received.iter().zip(sent.as_bytes())).position(|(a, b)| a != b);
-        assert!(
-            received == sent.as_bytes(),
-            "{era}: {} bytes received of {}, first difference at {first_difference:?}",
-            received.len(),
-            sent.len()
-        );
-        // What was shown is the start of it, cut where the notice says.
-        let part = run.stdout[..run.stdout.len() - last.len() - 1].strip_suffix('\n');
-        assert!(
-            part.is_some_and(|part| part.len() == shown && sent.starts_with(part)),
-            "{era}"
-        );
+        arrives_byte_for_byte(&format!("large-whole-{era}"), &config, "blob", 200 << 20);
     }
+}
+
+/// The same over HTTP, taken in pieces as it arrives: a JSON body and an event stream, in
+/// both eras, and (smaller) over the HTTP+SSE transport.
+#[test]
+fn a_200_mib_result_arrives_byte_for_byte_over_http() {
+    for (mode, bytes) in [
+        ("good", 200 << 20),
+        ("sse", 200 << 20),
+        ("stateless", 200 << 20),
+        ("stateless-sse", 200 << 20),
+        ("legacy", 16 << 20),
+    ] {
+        let server = crate::http::fixture(mode, &[]);
+        let url = format!("http://127.0.0.1:{}/mcp", server.port);
+        let config =
+            format!("[mcp.fx]\nurl = {url:?}\nmax_message_mb = 300\ncall_timeout_sec = 600\n");
+        arrives_byte_for_byte(&format!("large-http-{mode}"), &config, "big", bytes);
+    }
+}
+
+/// Calls `tool` of the server `fx` for a varied text of `bytes` bytes, spilled to a file:
+/// the file holds what was sent, and stdout its start. (The configs allow the call ten
+/// minutes: a debug build moving 200 MiB on a loaded machine can take more than the default
+/// minute.)
+fn arrives_byte_for_byte(name: &str, config: &str, tool: &str, bytes: usize) {
+    let mut sent = mcp_tests::varied_text(bytes);
+    sent.push('\n');
+    let dir = Scratch::new(name);
+    dir.write(".mcp-cli.toml", config);
+    let bytes = format!("bytes={bytes}");
+    let args = [
+        "call",
+        "fx",
+        tool,
+        &bytes,
+        "varied=true",
+        "--max-output",
+        "64K",
+    ];
+    let run = dir.cli(&args);
+    assert_eq!(run.code, 0, "{name}: {}", run.stderr);
+    let last = run.stdout.lines().last().unwrap_or_default();
+    let shown = (last.strip_prefix("[output cut at "))
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|shown| shown.parse().ok())
+        .unwrap_or_else(|| panic!("{name}: no spill notice in {last:?}"));
+    let received = std::fs::read(spilled_file(&dir, &run.stdout, shown, sent.len())).unwrap();
+    let first_difference = (received.iter().zip(sent.as_bytes())).position(|(a, b)| a != b);
+    assert!(
+        received == sent.as_bytes(),
+        "{name}: {} bytes received of {}, first difference at {first_difference:?}",
+        received.len(),
+        sent.len()
+    );
+    // What was shown is the start of it, cut where the notice says.
+    let part = run.stdout[..run.stdout.len() - last.len() - 1].strip_suffix('\n');
+    assert!(
+        part.is_some_and(|part| part.len() == shown && sent.starts_with(part)),
+        "{name}"
+    );
 }
 
 #[test]
