@@ -8,7 +8,7 @@ use mcp_proto::{
     ClientCapabilities, CompleteResult, Config, Connection, Event, FromResult, GetPromptResult,
     JsonStream, LATEST_PROTOCOL_VERSION, LATEST_STATELESS_VERSION, LineDecoder, LineError,
     ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, Protocol,
-    ReadResourceResult, Request, RequestId, ServerRequestId, SseDecoder,
+    ReadResourceResult, Request, RequestId, ServerRequestId, SseDecoder, SsePiece,
 };
 use serde_json::{Value, json};
 
@@ -138,6 +138,42 @@ pub fn check_sse(data: &[u8]) {
     assert_eq!(actual, expected);
     assert_eq!(chunked.last_event_id(), whole.last_event_id());
     assert_eq!(chunked.retry(), whole.retry());
+
+    // Data handed out in pieces past `stream_from`, joined again, is the data held whole
+    // (whose invalid UTF-8 is replaced where pieces keep the raw bytes).
+    let stream_from = usize::from(*seed % 64);
+    let mut pieces = SseDecoder::new(limit).stream_from(stream_from);
+    let (mut joined, mut streamed) = (Vec::new(), Vec::new());
+    let mut rest = input;
+    while !rest.is_empty() {
+        let take = (1 + rng.next() as usize % 17).min(rest.len());
+        let (chunk, tail) = rest.split_at(take);
+        pieces.push(chunk);
+        while let Some(piece) = pieces.next_piece() {
+            match piece {
+                SsePiece::Data(data) => streamed.extend_from_slice(&data),
+                SsePiece::Event(mut event) => {
+                    if !streamed.is_empty() {
+                        assert!(event.data.is_empty(), "streamed data also held");
+                        event.data = String::from_utf8_lossy(&streamed).into_owned();
+                        streamed.clear();
+                    }
+                    joined.push(Ok(event));
+                }
+                SsePiece::TooLong(too_long) => {
+                    streamed.clear();
+                    joined.push(Err(too_long));
+                }
+            }
+            assert!(
+                streamed.len() <= limit,
+                "streamed data over the limit {limit}"
+            );
+        }
+        rest = tail;
+    }
+    assert_eq!(joined, expected);
+    assert_eq!(pieces.last_event_id(), whole.last_event_id());
 }
 
 /// Every transmit is one JSON object on one `\n`-terminated line.
