@@ -34,6 +34,9 @@ use crate::gateway::Gateway;
 use crate::gateway::bridge::{Bridge, MAX_IN_FLIGHT, Refused, Reply};
 use crate::gateway::readable::ReadWhenReady;
 use crate::gateway::rounds::Rounds;
+use clock::CoarseTimer;
+
+mod clock;
 
 /// Where `serve --listen` without an address listens.
 pub(crate) const DEFAULT_ADDRESS: &str = "127.0.0.1:8931";
@@ -113,6 +116,8 @@ struct Listener {
     /// The stateless-era hosts' calls parked between input rounds.
     rounds: Rounds,
     stateless_open: Arc<AtomicUsize>,
+    /// Hyper's, for the time a request's head may take to arrive.
+    timer: CoarseTimer,
     /// Closed when the gateway begins to stop: the streams that never end on their own do.
     stopping: Receiver<()>,
     /// Closed when a stop's grace has run out: the calls still open are failed.
@@ -127,6 +132,13 @@ pub(crate) async fn serve(
     token: String,
     stop: Receiver<()>,
 ) {
+    // A task of its own: awaited in the command's future, which the executor polls whenever
+    // any of its tasks wakes, the listener would try an `accept` twice for every call.
+    let executor = gateway.executor.clone();
+    executor.spawn(accept(gateway, listener, token, stop)).await;
+}
+
+async fn accept(gateway: Arc<Gateway>, listener: TcpListener, token: String, stop: Receiver<()>) {
     let env = |key: &str| std::env::var(key).ok();
     let grace = env("MCP_CLI_STOP_GRACE_MS")
         .and_then(|text| text.trim().parse().ok())
@@ -137,7 +149,10 @@ pub(crate) async fn serve(
         .local_addr()
         .unwrap_or(SocketAddr::from(([127, 0, 0, 1], 0)));
     let executor = gateway.executor.clone();
+    let (timer, ticking) = CoarseTimer::new();
+    let _ticking = executor.spawn(ticking);
     let shared = Arc::new(Listener {
+        timer,
         rounds: Rounds::new(&env),
         gateway,
         token,
@@ -156,6 +171,8 @@ pub(crate) async fn serve(
         };
         match accepted.or(stop).await {
             Some(Ok((stream, _))) => {
+                // An answer goes out in one write; nothing is gained by holding it back.
+                let _ = stream.set_nodelay(true);
                 connections.retain(|task| !task.is_finished());
                 let connection = connection(shared.clone(), stream, stopped.clone());
                 connections.push(executor.spawn(connection));
@@ -203,12 +220,13 @@ pub(crate) async fn serve(
 
 /// One TCP connection: HTTP/1.1 with keep-alive, closed gracefully when the gateway stops.
 async fn connection(shared: Arc<Listener>, stream: TcpStream, stopped: Receiver<()>) {
+    let timer = shared.timer.clone();
     let service = hyper::service::service_fn(move |request| {
         let shared = shared.clone();
         async move { Ok::<_, Infallible>(shared.handle(request).await) }
     });
     let connection = hyper::server::conn::http1::Builder::new()
-        .timer(smol_hyper::rt::SmolTimer::new())
+        .timer(timer)
         .serve_connection(
             smol_hyper::rt::FuturesIo::new(ReadWhenReady::new(stream)),
             service,
@@ -316,10 +334,11 @@ impl Listener {
     }
 
     async fn post(self: Arc<Self>, request: hyper::Request<Incoming>) -> Response {
-        let session = (request.headers().get(SESSION_HEADER))
+        let (parts, body) = request.into_parts();
+        let headers = parts.headers;
+        let session = (headers.get(SESSION_HEADER))
             .and_then(|value| value.to_str().ok())
             .map(str::to_owned);
-        let headers = request.headers().clone();
         let streams = accepts_events(&headers);
         let declared = (headers.get(header::CONTENT_LENGTH))
             .and_then(|value| value.to_str().ok()?.parse::<u64>().ok());
@@ -327,10 +346,7 @@ impl Listener {
             let message = format!("the body is over {BODY_LIMIT} bytes");
             return plain(StatusCode::PAYLOAD_TOO_LARGE, &message);
         }
-        let body = match Limited::new(request.into_body(), BODY_LIMIT)
-            .collect()
-            .await
-        {
+        let body = match Limited::new(body, BODY_LIMIT).collect().await {
             Ok(body) => body.to_bytes(),
             Err(error) if error.downcast_ref::<LengthLimitError>().is_some() => {
                 let message = format!("the body is over {BODY_LIMIT} bytes");
