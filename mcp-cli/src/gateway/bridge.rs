@@ -16,7 +16,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use async_channel::{Receiver, Sender};
 use futures_lite::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use futures_lite::stream::StreamExt;
+use hyper::body::Bytes;
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use crate::gateway::rounds::Rounds;
@@ -34,9 +36,6 @@ const MAX_HELD: usize = 16;
 /// Bytes each in-memory pipe holds before its writer waits for its reader.
 const PIPE_BYTES: usize = 64 * 1024;
 
-/// The `_meta` member that names the `subscriptions/listen` a notification is sent on.
-const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
-
 /// Why a request was not answered by the gateway.
 #[derive(Debug)]
 pub(crate) enum Refused {
@@ -48,9 +47,20 @@ pub(crate) enum Refused {
     Closed,
 }
 
+/// A message of the machine's for the host, as the machine wrote it (JSON without the line's
+/// end): it goes out as written, never decoded and encoded again.
+pub(crate) type Message = Bytes;
+
+/// A message on its way to the host request it relates to.
+struct Delivered {
+    message: Message,
+    /// Whether it is the request's answer.
+    answer: bool,
+}
+
 /// Where one open host request's messages go.
 struct Route {
-    to: Sender<Value>,
+    to: Sender<Delivered>,
     /// Its `_meta.progressToken`, as JSON text.
     progress_token: Option<String>,
     /// Whether more than its answer may go to it: its HTTP answer may be an event stream.
@@ -64,10 +74,10 @@ struct Route {
 struct Routes {
     opened: u64,
     open: BTreeMap<String, Route>,
-    standalone: Option<Sender<Value>>,
+    standalone: Option<Sender<Message>>,
     /// Notifications for the standalone stream before the host opened it (a list change
     /// right after `initialize`), the latest [`MAX_HELD`].
-    held: VecDeque<Value>,
+    held: VecDeque<Message>,
 }
 
 type Shared = Arc<Mutex<Routes>>;
@@ -113,12 +123,14 @@ impl Bridge {
         })
     }
 
-    /// Sends a request; its answer, and what relates to it when `streams`, come through the
-    /// [`Reply`]. If the reply is dropped before the answer (the host hung up) and `cancel`
-    /// is set, the gateway is told the host cancelled the request.
+    /// Sends a request (`message`, whose JSON text is `text`); its answer, and what relates
+    /// to it when `streams`, come through the [`Reply`]. If the reply is dropped before the
+    /// answer (the host hung up) and `cancel` is set, the gateway is told the host cancelled
+    /// the request.
     pub(crate) async fn request(
         self: &Arc<Self>,
         message: &Value,
+        text: &[u8],
         cancel: bool,
         streams: bool,
     ) -> Result<Reply, Refused> {
@@ -151,21 +163,22 @@ impl Bridge {
             cancel,
             answered: false,
         };
-        if write_line(&self.writer, message).await.is_err() {
+        if write_text(&self.writer, text).await.is_err() {
             return Err(Refused::Closed);
         }
         Ok(reply)
     }
 
-    /// Sends a notification, or the host's answer to a request of ours.
-    pub(crate) async fn send(&self, message: &Value) -> Result<(), Refused> {
-        (write_line(&self.writer, message).await).map_err(|_| Refused::Closed)
+    /// Sends a notification, or the host's answer to a request of ours: `text`, one JSON
+    /// message.
+    pub(crate) async fn send(&self, text: &[u8]) -> Result<(), Refused> {
+        (write_text(&self.writer, text).await).map_err(|_| Refused::Closed)
     }
 
     /// The session's standalone stream: what the machine sends that relates to no open
     /// request (list changes), until the machine ends, beginning with what came before it
     /// opened. A new one replaces the one before.
-    pub(crate) fn standalone(&self) -> Receiver<Value> {
+    pub(crate) fn standalone(&self) -> Receiver<Message> {
         let (to, messages) = async_channel::unbounded();
         let mut routes = lock(&self.routes);
         for message in routes.held.drain(..) {
@@ -180,7 +193,7 @@ impl Bridge {
 /// before the answer and it was to be cancelled, the gateway hears the host cancelled it.
 pub(crate) struct Reply {
     bridge: Arc<Bridge>,
-    messages: Receiver<Value>,
+    messages: Receiver<Delivered>,
     key: String,
     id: Value,
     cancel: bool,
@@ -190,12 +203,12 @@ pub(crate) struct Reply {
 impl Reply {
     /// The next message for the host, `None` once the answer has come (or the machine ended
     /// first: then [`answered`](Self::answered) stays `false`).
-    pub(crate) async fn next(&mut self) -> Option<Value> {
+    pub(crate) async fn next(&mut self) -> Option<Message> {
         if self.answered {
             return None;
         }
-        let message = self.messages.recv().await.ok()?;
-        if message.get("method").is_none() && message.get("id") == Some(&self.id) {
+        let Delivered { message, answer } = self.messages.recv().await.ok()?;
+        if answer {
             self.answered = true;
             // Nothing more goes to it, even while its stream is still being written.
             lock(&self.bridge.routes).open.remove(&self.key);
@@ -233,24 +246,91 @@ async fn write_line(
     writer: &async_lock::Mutex<piper::Writer>,
     message: &Value,
 ) -> std::io::Result<()> {
-    let mut line = serde_json::to_vec(message).unwrap_or_default();
-    line.push(b'\n');
-    writer.lock().await.write_all(&line).await
+    write_text(writer, &serde_json::to_vec(message).unwrap_or_default()).await
+}
+
+/// Writes `text`, one JSON message (perhaps pretty-printed, as a host sent it), as a line.
+async fn write_text(writer: &async_lock::Mutex<piper::Writer>, text: &[u8]) -> std::io::Result<()> {
+    let mut writer = writer.lock().await;
+    // A JSON text holds line ends only as white space (never in a string, where they must
+    // be escaped): as spaces it is the same message on one line.
+    match text.iter().any(|&byte| byte == b'\n' || byte == b'\r') {
+        true => {
+            let one_line: Vec<u8> = (text.iter())
+                .map(|&byte| {
+                    if byte == b'\n' || byte == b'\r' {
+                        b' '
+                    } else {
+                        byte
+                    }
+                })
+                .collect();
+            writer.write_all(&one_line).await?;
+        }
+        false => writer.write_all(text).await?,
+    }
+    writer.write_all(b"\n").await
 }
 
 /// Reads what the machine writes and passes each message on to where it belongs; a request
 /// of ours with nowhere to go is refused.
 async fn route(ours: piper::Reader, writer: Arc<async_lock::Mutex<piper::Writer>>, routes: Shared) {
-    let mut lines = BufReader::new(ours).lines();
-    while let Some(Ok(line)) = lines.next().await {
-        let Ok(message) = serde_json::from_str::<Value>(&line) else {
-            continue;
-        };
-        let refusal = deliver(&routes, message);
+    let mut reader = BufReader::new(ours);
+    loop {
+        let mut line = Vec::new();
+        match reader.read_until(b'\n', &mut line).await {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        if line.last() == Some(&b'\n') {
+            line.pop();
+        }
+        let refusal = deliver(&routes, Bytes::from(line));
         if let Some(refusal) = refusal {
             let _ = write_line(&writer, &refusal).await;
         }
     }
+}
+
+/// What routing reads of a message of the machine's; the rest is skipped, not decoded.
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    /// Present (`null` too) in requests and answers.
+    #[serde(borrow, default, deserialize_with = "present")]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    method: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow, default)]
+    params: Option<&'a RawValue>,
+}
+
+/// What routing reads of a notification's `params`.
+#[derive(Deserialize)]
+struct NotificationParams {
+    #[serde(rename = "progressToken", default)]
+    progress_token: Option<Value>,
+    #[serde(rename = "_meta", default)]
+    meta: Option<NotificationMeta>,
+}
+
+#[derive(Deserialize)]
+struct NotificationMeta {
+    /// The `subscriptions/listen` the notification is sent on.
+    #[serde(rename = "io.modelcontextprotocol/subscriptionId", default)]
+    subscription: Option<Value>,
+}
+
+/// A member that is there, whatever its value (`null` too).
+fn present<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(deserializer).map(Some)
+}
+
+/// The key of an id as the routes keep it: its JSON text as serde_json writes it.
+fn key_of(id: &RawValue) -> String {
+    serde_json::from_str::<Value>(id.get())
+        .map_or_else(|_| id.get().to_owned(), |id| id.to_string())
 }
 
 /// Passes one message of the machine's on: an answer to the request it answers; a request of
@@ -258,27 +338,41 @@ async fn route(ours: piper::Reader, writer: Arc<async_lock::Mutex<piper::Writer>
 /// the request whose token it names; a subscription's notification to its
 /// `subscriptions/listen`; any other notification to the standalone stream. Returns the
 /// refusal to send back for a request of ours that none of these can take.
-fn deliver(routes: &Shared, message: Value) -> Option<Value> {
+fn deliver(routes: &Shared, message: Message) -> Option<Value> {
+    let Ok(envelope) = serde_json::from_slice::<Envelope>(&message) else {
+        return None;
+    };
+    let method = envelope.method.as_deref();
     let mut routes = lock(routes);
-    let method = message.get("method").and_then(Value::as_str);
-    let target = match (message.get("id"), method) {
-        (Some(id), None) => (routes.open.get(&id.to_string())).map(|route| &route.to),
+    let mut answer = false;
+    let target = match (envelope.id, method) {
+        (Some(id), None) => {
+            answer = true;
+            (routes.open.get(&key_of(id))).map(|route| &route.to)
+        }
         (Some(_), Some(_)) => {
             let latest = (routes.open.values())
                 .filter(|route| route.streams)
                 .max_by_key(|route| route.opened);
-            latest.map(|route| &route.to).or(routes.standalone.as_ref())
+            match latest {
+                Some(route) => Some(&route.to),
+                None => return refuse_or_stream(&mut routes, message.clone(), &envelope),
+            }
         }
         (None, _) => {
-            let params = message.get("params").unwrap_or(&Value::Null);
+            let params = (envelope.params)
+                .and_then(|params| serde_json::from_str::<NotificationParams>(params.get()).ok());
+            let params = params.as_ref();
             let subscription = params
-                .get("_meta")
-                .and_then(|meta| meta.get(SUBSCRIPTION_ID));
+                .and_then(|params| params.meta.as_ref())
+                .and_then(|meta| meta.subscription.as_ref());
             // `Some` when it relates to a request: it goes there or nowhere.
             let related = match (subscription, method) {
                 (Some(subscription), _) => Some(routes.open.get(&subscription.to_string())),
                 (None, Some("notifications/progress")) => {
-                    let token = params.get("progressToken").map(Value::to_string);
+                    let token = params
+                        .and_then(|params| params.progress_token.as_ref())
+                        .map(Value::to_string);
                     let mut open = routes.open.values();
                     Some(open.find(|route| token.is_some() && route.progress_token == token))
                 }
@@ -286,28 +380,59 @@ fn deliver(routes: &Shared, message: Value) -> Option<Value> {
             };
             let to = match related {
                 Some(route) => route.filter(|route| route.streams).map(|route| &route.to),
-                None if routes.standalone.as_ref().is_none_or(Sender::is_closed) => {
-                    if routes.held.len() == MAX_HELD {
-                        routes.held.pop_front();
-                    }
-                    routes.held.push_back(message);
-                    return None;
-                }
-                None => routes.standalone.as_ref(),
+                None => return to_standalone(&mut routes, message.clone()),
             };
             // Notifications may be lost to a host that does not read them; nothing else is.
             to.filter(|to| to.len() < MAX_QUEUED)
         }
     };
-    let refused = match target {
-        Some(to) => to.try_send(message.clone()).is_err(),
-        None => true,
-    };
-    match (refused, message.get("id"), method) {
-        (true, Some(id), Some(method)) => Some(json!({"jsonrpc": "2.0", "id": id, "error": {
-            "code": -32601,
-            "message": format!("{method}: this host is served over HTTP with no stream open to take requests of the server's"),
-        }})),
-        _ => None,
+    let delivered = target.is_some_and(|to| {
+        let message = message.clone();
+        to.try_send(Delivered { message, answer }).is_ok()
+    });
+    match delivered {
+        true => None,
+        false => refusal(&envelope),
     }
+}
+
+/// A request of ours when no open request streams: to the standalone stream, else refused.
+fn refuse_or_stream(routes: &mut Routes, message: Message, envelope: &Envelope) -> Option<Value> {
+    let taken = (routes.standalone.as_ref()).is_some_and(|to| to.try_send(message).is_ok());
+    match taken {
+        true => None,
+        false => refusal(envelope),
+    }
+}
+
+/// A notification that relates to no request: to the standalone stream, or held for it
+/// until the host opens it.
+fn to_standalone(routes: &mut Routes, message: Message) -> Option<Value> {
+    match &routes.standalone {
+        Some(to) if !to.is_closed() => {
+            if to.len() < MAX_QUEUED {
+                let _ = to.try_send(message);
+            }
+        }
+        _ => {
+            if routes.held.len() == MAX_HELD {
+                routes.held.pop_front();
+            }
+            routes.held.push_back(message);
+        }
+    }
+    None
+}
+
+/// The refusal to send back for a request of ours that nothing can take; `None` for any
+/// other message.
+fn refusal(envelope: &Envelope) -> Option<Value> {
+    let (Some(id), Some(method)) = (envelope.id, envelope.method.as_deref()) else {
+        return None;
+    };
+    let id: Value = serde_json::from_str(id.get()).unwrap_or(Value::Null);
+    Some(json!({"jsonrpc": "2.0", "id": id, "error": {
+        "code": -32601,
+        "message": format!("{method}: this host is served over HTTP with no stream open to take requests of the server's"),
+    }}))
 }

@@ -31,9 +31,12 @@ use serde_json::{Value, json};
 use mcp_smol::proto::{META_PROTOCOL_VERSION, RpcError};
 
 use crate::gateway::Gateway;
-use crate::gateway::bridge::{Bridge, MAX_IN_FLIGHT, Refused, Reply};
+use crate::gateway::bridge::{Bridge, MAX_IN_FLIGHT, Message, Refused, Reply};
 use crate::gateway::readable::ReadWhenReady;
 use crate::gateway::rounds::Rounds;
+use clock::CoarseTimer;
+
+mod clock;
 
 /// Where `serve --listen` without an address listens.
 pub(crate) const DEFAULT_ADDRESS: &str = "127.0.0.1:8931";
@@ -113,6 +116,8 @@ struct Listener {
     /// The stateless-era hosts' calls parked between input rounds.
     rounds: Rounds,
     stateless_open: Arc<AtomicUsize>,
+    /// Hyper's, for the time a request's head may take to arrive.
+    timer: CoarseTimer,
     /// Closed when the gateway begins to stop: the streams that never end on their own do.
     stopping: Receiver<()>,
     /// Closed when a stop's grace has run out: the calls still open are failed.
@@ -127,6 +132,13 @@ pub(crate) async fn serve(
     token: String,
     stop: Receiver<()>,
 ) {
+    // A task of its own: awaited in the command's future, which the executor polls whenever
+    // any of its tasks wakes, the listener would try an `accept` twice for every call.
+    let executor = gateway.executor.clone();
+    executor.spawn(accept(gateway, listener, token, stop)).await;
+}
+
+async fn accept(gateway: Arc<Gateway>, listener: TcpListener, token: String, stop: Receiver<()>) {
     let env = |key: &str| std::env::var(key).ok();
     let grace = env("MCP_CLI_STOP_GRACE_MS")
         .and_then(|text| text.trim().parse().ok())
@@ -137,7 +149,10 @@ pub(crate) async fn serve(
         .local_addr()
         .unwrap_or(SocketAddr::from(([127, 0, 0, 1], 0)));
     let executor = gateway.executor.clone();
+    let (timer, ticking) = CoarseTimer::new();
+    let _ticking = executor.spawn(ticking);
     let shared = Arc::new(Listener {
+        timer,
         rounds: Rounds::new(&env),
         gateway,
         token,
@@ -156,6 +171,8 @@ pub(crate) async fn serve(
         };
         match accepted.or(stop).await {
             Some(Ok((stream, _))) => {
+                // An answer goes out in one write; nothing is gained by holding it back.
+                let _ = stream.set_nodelay(true);
                 connections.retain(|task| !task.is_finished());
                 let connection = connection(shared.clone(), stream, stopped.clone());
                 connections.push(executor.spawn(connection));
@@ -203,12 +220,13 @@ pub(crate) async fn serve(
 
 /// One TCP connection: HTTP/1.1 with keep-alive, closed gracefully when the gateway stops.
 async fn connection(shared: Arc<Listener>, stream: TcpStream, stopped: Receiver<()>) {
+    let timer = shared.timer.clone();
     let service = hyper::service::service_fn(move |request| {
         let shared = shared.clone();
         async move { Ok::<_, Infallible>(shared.handle(request).await) }
     });
     let connection = hyper::server::conn::http1::Builder::new()
-        .timer(smol_hyper::rt::SmolTimer::new())
+        .timer(timer)
         .serve_connection(
             smol_hyper::rt::FuturesIo::new(ReadWhenReady::new(stream)),
             service,
@@ -316,10 +334,11 @@ impl Listener {
     }
 
     async fn post(self: Arc<Self>, request: hyper::Request<Incoming>) -> Response {
-        let session = (request.headers().get(SESSION_HEADER))
+        let (parts, body) = request.into_parts();
+        let headers = parts.headers;
+        let session = (headers.get(SESSION_HEADER))
             .and_then(|value| value.to_str().ok())
             .map(str::to_owned);
-        let headers = request.headers().clone();
         let streams = accepts_events(&headers);
         let declared = (headers.get(header::CONTENT_LENGTH))
             .and_then(|value| value.to_str().ok()?.parse::<u64>().ok());
@@ -327,10 +346,7 @@ impl Listener {
             let message = format!("the body is over {BODY_LIMIT} bytes");
             return plain(StatusCode::PAYLOAD_TOO_LARGE, &message);
         }
-        let body = match Limited::new(request.into_body(), BODY_LIMIT)
-            .collect()
-            .await
-        {
+        let body = match Limited::new(body, BODY_LIMIT).collect().await {
             Ok(body) => body.to_bytes(),
             Err(error) if error.downcast_ref::<LengthLimitError>().is_some() => {
                 let message = format!("the body is over {BODY_LIMIT} bytes");
@@ -367,13 +383,13 @@ impl Listener {
                     return json_response(StatusCode::NOT_FOUND, &error);
                 };
                 if !is_request {
-                    return self.pass(&bridge, &message).await;
+                    return self.pass(&bridge, &body).await;
                 }
-                self.forward(&bridge, &message, Machine::Session, streams, None)
+                self.forward(&bridge, &message, &body, Machine::Session, streams, None)
                     .await
             }
             None if is_request && message["method"] == "initialize" => {
-                self.initialize(&message).await
+                self.initialize(&message, &body).await
             }
             // Without a session a notification or an answer has no machine to go to.
             None if !is_request => hyper::Response::builder()
@@ -389,7 +405,7 @@ impl Listener {
                     let error = rpc_error(message["id"].clone(), -32600, text);
                     json_response(StatusCode::NOT_ACCEPTABLE, &error)
                 }
-                None => self.stateless(&message, streams).await,
+                None => self.stateless(&message, &body, streams).await,
             },
         }
     }
@@ -400,7 +416,7 @@ impl Listener {
     }
 
     /// A handshake-era host's `initialize`: a session of its own, named in the answer.
-    async fn initialize(&self, message: &Value) -> Response {
+    async fn initialize(&self, message: &Value, text: &[u8]) -> Response {
         if self
             .sessions
             .lock()
@@ -416,7 +432,8 @@ impl Listener {
             Err(error) => return internal(message, &error.to_string()),
         };
         let id = session_id();
-        let mut response = (self.forward(&bridge, message, Machine::Opening, false, None)).await;
+        let mut response =
+            (self.forward(&bridge, message, text, Machine::Opening, false, None)).await;
         if response.status() == StatusCode::OK {
             let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
             sessions.insert(id.clone(), bridge);
@@ -429,7 +446,7 @@ impl Listener {
 
     /// A request with no session: a machine for itself, ended (and its calls with it) when
     /// answered or when the host hangs up.
-    async fn stateless(&self, message: &Value, streams: bool) -> Response {
+    async fn stateless(&self, message: &Value, text: &[u8], streams: bool) -> Response {
         let open = self.stateless_open.fetch_add(1, Ordering::SeqCst);
         let open_slot = Decrement(self.stateless_open.clone());
         if open >= MAX_STATELESS {
@@ -447,6 +464,7 @@ impl Listener {
         (self.forward(
             &bridge,
             message,
+            text,
             Machine::Stateless,
             streams,
             Some(open_slot),
@@ -456,8 +474,8 @@ impl Listener {
 
     /// Passes a notification, or the host's answer to a request of ours, to its session's
     /// machine: 202 when taken.
-    async fn pass(&self, bridge: &Bridge, message: &Value) -> Response {
-        match bridge.send(message).await {
+    async fn pass(&self, bridge: &Bridge, text: &[u8]) -> Response {
+        match bridge.send(text).await {
             Ok(()) => hyper::Response::builder()
                 .status(StatusCode::ACCEPTED)
                 .body(empty())
@@ -474,13 +492,14 @@ impl Listener {
         &self,
         bridge: &Arc<Bridge>,
         message: &Value,
+        text: &[u8],
         machine: Machine,
         streams: bool,
         keep: Option<Keep>,
     ) -> Response {
         let id = message["id"].clone();
         let cancel = machine == Machine::Session;
-        let mut reply = match bridge.request(message, cancel, streams).await {
+        let mut reply = match bridge.request(message, text, cancel, streams).await {
             Ok(reply) => reply,
             Err(Refused::Busy) => {
                 let text = format!("{MAX_IN_FLIGHT} requests of this host are open; retry later");
@@ -500,7 +519,7 @@ impl Listener {
         };
         match first.or(aborted).await {
             Some(Some(answer)) if reply.answered() => {
-                json_response(answer_status(&answer, machine), &answer)
+                json_text_response(answer_status(&answer, machine), answer)
             }
             Some(Some(first)) => {
                 // A long-lived stream ends (gracefully) when the gateway begins to stop.
@@ -626,8 +645,20 @@ enum Machine {
 
 /// The status of a request's answer: 200, but for what the stateless era's transport gives a
 /// status of its own.
-fn answer_status(answer: &Value, machine: Machine) -> StatusCode {
-    let code = answer["error"]["code"].as_i64();
+fn answer_status(answer: &[u8], machine: Machine) -> StatusCode {
+    if machine != Machine::Stateless {
+        return StatusCode::OK;
+    }
+    #[derive(serde::Deserialize)]
+    struct Answer {
+        error: Option<Error>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Error {
+        code: Option<i64>,
+    }
+    let answer = serde_json::from_slice::<Answer>(answer).ok();
+    let code = answer.and_then(|answer| answer.error?.code);
     match (machine, code) {
         (Machine::Stateless, Some(RpcError::UNSUPPORTED_PROTOCOL_VERSION)) => {
             StatusCode::BAD_REQUEST
@@ -672,7 +703,7 @@ fn internal(message: &Value, text: &str) -> Response {
 /// grace running out ends it with an error; a long-lived one (`closing`) ends gracefully,
 /// with its answer, as soon as the gateway begins to stop.
 struct Events {
-    first: Option<Value>,
+    first: Option<Message>,
     reply: Reply,
     abort: Receiver<()>,
     closing: Option<Receiver<()>>,
@@ -688,7 +719,7 @@ impl Events {
         })
     }
 
-    async fn next(&mut self) -> Option<Value> {
+    async fn next(&mut self) -> Option<Message> {
         if let Some(first) = self.first.take() {
             return Some(first);
         }
@@ -696,7 +727,7 @@ impl Events {
             return None;
         }
         enum Next {
-            Message(Option<Value>),
+            Message(Option<Message>),
             Abort,
             Close,
         }
@@ -721,22 +752,24 @@ impl Events {
             Next::Abort => {
                 self.ended = true;
                 let text = "mcp-cli serve is stopping; the call did not finish";
-                Some(rpc_error(id, -32603, text))
+                Some(encode(&rpc_error(id, -32603, text)))
             }
             Next::Close => {
                 self.ended = true;
                 let meta = json!({ "io.modelcontextprotocol/subscriptionId": id });
                 let result = json!({"resultType": "complete", "_meta": meta});
-                Some(json!({"jsonrpc": "2.0", "id": id, "result": result}))
+                Some(encode(
+                    &json!({"jsonrpc": "2.0", "id": id, "result": result}),
+                ))
             }
         }
     }
 }
 
 /// One server-sent event carrying `message`.
-fn event(message: &Value) -> Bytes {
+fn event(message: &[u8]) -> Bytes {
     let mut bytes = b"event: message\ndata: ".to_vec();
-    bytes.extend(serde_json::to_vec(message).unwrap_or_default());
+    bytes.extend(message);
     bytes.extend(b"\n\n");
     Bytes::from(bytes)
 }
@@ -772,8 +805,16 @@ fn empty() -> Body {
 }
 
 fn json_response(status: StatusCode, body: &Value) -> Response {
-    let bytes = serde_json::to_vec(body).unwrap_or_default();
-    let mut response = hyper::Response::new(Full::new(Bytes::from(bytes)).boxed_unsync());
+    json_text_response(status, encode(body))
+}
+
+fn encode(message: &Value) -> Bytes {
+    serde_json::to_vec(message).unwrap_or_default().into()
+}
+
+/// A response of one JSON message, `text`.
+fn json_text_response(status: StatusCode, text: Bytes) -> Response {
+    let mut response = hyper::Response::new(Full::new(text).boxed_unsync());
     *response.status_mut() = status;
     let json = HeaderValue::from_static("application/json");
     response.headers_mut().insert(header::CONTENT_TYPE, json);

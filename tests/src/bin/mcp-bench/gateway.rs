@@ -1,7 +1,8 @@
 //! The `gateway` section: a call through `mcp-cli serve` against a direct call on the same
 //! backend (the fixture), side by side in one run: one call in flight (the median latency,
 //! and what the gateway adds to it) and 32 in flight (calls per second), over stdio and over
-//! `serve --listen` (HTTP/1.1 on loopback, the connection kept alive, a session). Then
+//! `serve --listen` (HTTP/1.1 on loopback, the connection kept alive, a session; from the
+//! client, and from a plain host that tells what the client's HTTP transport adds). Then
 //! `mcp-cli tools` answered from the catalogue on disk, no server running.
 
 use std::io::BufRead;
@@ -12,6 +13,7 @@ use std::time::Instant;
 use mcp_smol::proto::Protocol;
 use serde_json::json;
 
+use crate::plain_http::PlainHost;
 use crate::{Bins, IN_FLIGHT, REPETITIONS, Table, median, time};
 
 /// Sequential calls per repetition and path.
@@ -25,6 +27,8 @@ struct Paths {
     direct: mcp_smol::Client,
     stdio: mcp_smol::Client,
     listen: mcp_smol::Client,
+    /// `serve --listen` from a plain HTTP/1.1 host.
+    plain: PlainHost,
     serving: Child,
     dir: PathBuf,
 }
@@ -39,9 +43,9 @@ impl Drop for Paths {
 
 pub(crate) fn rows(bins: &Bins, table: &mut Table) {
     smol::block_on(async {
-        let paths = Paths::open(bins).await;
+        let mut paths = Paths::open(bins).await;
         let mut sequential = [Vec::new(), Vec::new(), Vec::new()];
-        let mut added = [Vec::new(), Vec::new()];
+        let mut added = [Vec::new(), Vec::new(), Vec::new()];
         let mut rates = [Vec::new(), Vec::new(), Vec::new()];
         // The CPU each process uses per call: the backend's (direct), `serve`'s (stdio), and
         // `serve --listen`'s.
@@ -55,6 +59,7 @@ pub(crate) fn rows(bins: &Bins, table: &mut Table) {
         for (client, tool) in clients {
             latency(client, tool, 50).await;
         }
+        paths.plain.latency("fx__echo", 50);
         for _ in 0..REPETITIONS {
             let mut medians = [0.0; 3];
             for (at, (client, tool)) in clients.iter().enumerate() {
@@ -63,6 +68,7 @@ pub(crate) fn rows(bins: &Bins, table: &mut Table) {
             }
             added[0].push(medians[1] - medians[0]);
             added[1].push(medians[2] - medians[0]);
+            added[2].push(paths.plain.latency("fx__echo", CALLS) - medians[0]);
             for (at, (client, tool)) in clients.iter().enumerate() {
                 let before = process_cpu(pids[at]);
                 rates[at].push(rate(client, tool).await);
@@ -95,9 +101,10 @@ pub(crate) fn rows(bins: &Bins, table: &mut Table) {
         let show = |values: &[f64]| time(median(values));
         println!(
             "gateway: added to a direct call's median, one in flight (median of {REPETITIONS} \
-             repetitions): stdio {}, --listen {}\n",
+             repetitions): stdio {}, --listen {} (from a plain HTTP/1.1 host: {})\n",
             show(&added[0]),
-            show(&added[1])
+            show(&added[1]),
+            show(&added[2])
         );
         for client in [&paths.direct, &paths.stdio, &paths.listen] {
             client.close().await;
@@ -165,6 +172,7 @@ impl Paths {
             .output()
             .unwrap();
         let token = String::from_utf8(token.stdout).unwrap().trim().to_owned();
+        let plain = PlainHost::open(&url, &token);
         let mut http = mcp_smol::HttpServer::new(url);
         http.headers
             .push(("Authorization".to_owned(), format!("Bearer {token}")));
@@ -173,6 +181,7 @@ impl Paths {
             direct,
             stdio,
             listen,
+            plain,
             serving,
             dir,
         }

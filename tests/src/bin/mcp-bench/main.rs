@@ -22,6 +22,7 @@ mod decode;
 mod eras;
 mod floor;
 mod gateway;
+mod plain_http;
 mod sandbox;
 mod schema;
 
