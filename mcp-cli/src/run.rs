@@ -208,13 +208,30 @@ async fn until_signal(ctx: &mut Context, command: cli::Command, mut signals: Sig
     if graceful {
         ctx.stop = Some(stopped);
     }
+    // The signals are watched by a task of their own: polled beside the command, their pipe
+    // was read (failing with EAGAIN) every time anything woke the command, once per message
+    // for `serve`.
+    let (caught, signal) = async_channel::bounded(2);
+    let _watcher = ctx.executor.spawn(async move {
+        loop {
+            if caught.send(next_signal(&mut signals).await).await.is_err() {
+                break;
+            }
+        }
+    });
+    let next = || async {
+        match signal.recv().await {
+            Ok(signal) => signal,
+            Err(_) => std::future::pending().await,
+        }
+    };
     let done = async { Ending::Done(commands::dispatch(ctx, command).await) };
     let signalled = async {
-        let signal = next_signal(&mut signals).await;
+        let signal = next().await;
         if graceful {
             let _ = stop.try_send(());
             // A second signal does not wait.
-            return Ending::Signal(next_signal(&mut signals).await);
+            return Ending::Signal(next().await);
         }
         Ending::Signal(signal)
     };
