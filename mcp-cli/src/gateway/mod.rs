@@ -240,6 +240,14 @@ impl Gateway {
         result.insert("cacheScope".to_owned(), json!(scope));
     }
 
+    /// Whether this gateway stands for `server` (a configured name).
+    fn serves(&self, server: &str) -> bool {
+        match self.named.is_empty() {
+            true => self.hub.is_default_server(server),
+            false => self.servers().iter().any(|name| name == server),
+        }
+    }
+
     /// The configured names this gateway stands for.
     fn servers(&self) -> Vec<String> {
         if self.named.is_empty() {
@@ -274,7 +282,9 @@ impl Gateway {
         }
         let params = params.unwrap_or(Value::Null);
         match (method, self.mode) {
-            ("tools/list", Mode::Tools) => Ok(self.list_tools(host).await),
+            // The rarer requests are boxed: their state would otherwise be carried (and
+            // copied) by every call's task.
+            ("tools/list", Mode::Tools) => Ok(Box::pin(self.list_tools(host)).await),
             ("tools/list", Mode::Proxy) => Ok(json!({ "tools": [proxy::tool()] })),
             ("tools/list", Mode::Search) => Ok(json!({ "tools": search::tools() })),
             ("tools/call", mode) => {
@@ -293,7 +303,7 @@ impl Gateway {
                 let called = match mode {
                     Mode::Tools if tasks::wanted(era, &params) => {
                         let call = (self.find(name).await?, arguments, trace);
-                        self.call_as_task(host, id, call, era, input).await
+                        Box::pin(self.call_as_task(host, id, call, era, input)).await
                     }
                     Mode::Tools => {
                         let entry = self.find(name).await?;
@@ -301,6 +311,7 @@ impl Gateway {
                             entry,
                             arguments,
                             trace,
+                            progress: asks_progress(&params),
                         };
                         self.call_for_host(host, id, call, era, input).await
                     }
@@ -316,6 +327,7 @@ impl Gateway {
                             entry,
                             arguments: arguments.get("arguments").cloned().unwrap_or(json!({})),
                             trace,
+                            progress: asks_progress(&params),
                         };
                         self.call_for_host(host, id, call, era, input).await
                     }
@@ -327,13 +339,13 @@ impl Gateway {
                             rounds: input,
                             trace,
                         };
-                        proxy::run(self, asked, arguments).await
+                        Box::pin(proxy::run(self, asked, arguments)).await
                     }
                     Mode::Proxy => Err(invalid_params(format!(
                         "unknown tool {name}; in proxy mode the only tool is {}",
                         proxy::NAME
                     ))),
-                    Mode::Search => search::run(self, name, arguments).await,
+                    Mode::Search => Box::pin(search::run(self, name, arguments)).await,
                 };
                 Ok(match max_chars {
                     Some(max) => large::cut(called?, max, &self.results, name),
@@ -341,22 +353,22 @@ impl Gateway {
                 })
             }
             ("resources/list", _) => {
-                let catalogue = self.hub.catalogue_of(&self.servers()).await;
+                let catalogue = Box::pin(self.hub.catalogue_of(&self.servers())).await;
                 let resources: Vec<Value> = (catalogue.resources.iter())
                     .map(|entry| serde_json::to_value(&entry.resource).unwrap_or_default())
                     .collect();
                 Ok(json!({ "resources": resources }))
             }
             ("resources/templates/list", _) => {
-                let catalogue = self.hub.catalogue_of(&self.servers()).await;
+                let catalogue = Box::pin(self.hub.catalogue_of(&self.servers())).await;
                 let templates: Vec<Value> = (catalogue.templates.iter())
                     .map(|entry| serde_json::to_value(&entry.template).unwrap_or_default())
                     .collect();
                 Ok(json!({ "resourceTemplates": templates }))
             }
-            ("resources/read", _) => self.read(params).await,
+            ("resources/read", _) => Box::pin(self.read(params)).await,
             ("prompts/list", _) => {
-                let catalogue = self.hub.catalogue_of(&self.servers()).await;
+                let catalogue = Box::pin(self.hub.catalogue_of(&self.servers())).await;
                 let prompts: Vec<Value> = (catalogue.prompts.iter())
                     .map(|entry| {
                         let mut prompt = serde_json::to_value(&entry.prompt).unwrap_or_default();
@@ -371,7 +383,7 @@ impl Gateway {
                     .get("name")
                     .and_then(Value::as_str)
                     .unwrap_or_default();
-                let catalogue = self.hub.catalogue_of(&self.servers()).await;
+                let catalogue = Box::pin(self.hub.catalogue_of(&self.servers())).await;
                 let Some(entry) = catalogue.prompts.iter().find(|p| p.name == name) else {
                     return Err(invalid_params(format!("unknown prompt {name}")));
                 };
@@ -380,14 +392,13 @@ impl Gateway {
                     _ => Map::new(),
                 };
                 let request = Request::get_prompt(&entry.prompt.name, arguments).untyped();
-                self.hub
-                    .request(&entry.server, request)
+                Box::pin(self.hub.request(&entry.server, request))
                     .await
                     .map_err(backend_error)
             }
             ("logging/setLevel", _) => Ok(json!({})),
             (method, _) if tasks::METHODS.contains(&method) => {
-                self.handle_task(host, method, &params, era).await
+                Box::pin(self.handle_task(host, method, &params, era)).await
             }
             _ => Err(RpcError::method_not_found(method)),
         }
@@ -471,16 +482,19 @@ impl Gateway {
     /// called; an unknown name is the host's mistake (-32602), as the spec says.
     async fn find(&self, name: &str) -> Result<ToolEntry, RpcError> {
         // Checked before the lookup, which would start the server.
-        let is_server = |given: &str| self.hub.resolve(given).is_ok();
-        if let Some((server, _)) = crate::names::split_qualified(name, is_server)
-            && let Ok(server) = self.hub.resolve(&server)
-            && !self.servers().contains(&server)
+        let located = self.hub.locate(name);
+        if let Ok((server, _)) = &located
+            && !self.serves(server)
         {
             return Err(invalid_params(format!(
                 "unknown tool {name}: server {server} is not served here"
             )));
         }
-        let entry = self.hub.find(name).await.map_err(|error| match error {
+        let found = match located {
+            Ok((server, tool)) => self.hub.find_tool(&server, &tool).await,
+            Err(error) => Err(error),
+        };
+        let entry = found.map_err(|error| match error {
             HubError::Server { .. }
             | HubError::WrongProtocol { .. }
             | HubError::Unavailable { .. } => {
@@ -503,14 +517,18 @@ impl Gateway {
         input: Option<HostInput>,
     ) -> Result<Value, RpcError> {
         if era.is_some() {
-            return self.call_in_rounds(host, id, call, era, input).await;
+            return Box::pin(self.call_in_rounds(host, id, call, era, input)).await;
         }
+        let progress = call.progress;
         let HostCall {
             entry,
             arguments,
             trace,
+            ..
         } = call;
-        Ok(self.call(host, id, &entry, arguments, trace).await)
+        Ok(self
+            .call(host, id, &entry, arguments, trace, progress)
+            .await)
     }
 
     /// A stateless-era host's tool call: a retry resumes the call it answers; otherwise the
@@ -529,6 +547,7 @@ impl Gateway {
             entry,
             arguments,
             trace,
+            ..
         } = call;
         let can_ask = era.is_some_and(|client| client.declares("elicitation"));
         let origin = format!("tools/call {}", entry.name);
@@ -545,7 +564,7 @@ impl Gateway {
                         .clone()
                 };
                 gateway
-                    .call_unrelayed(&progress_to, &entry, arguments, trace)
+                    .call_unrelayed(Some(&progress_to), &entry, arguments, trace)
                     .await
             })
         };
@@ -554,9 +573,9 @@ impl Gateway {
             .await
     }
 
-    /// Calls through the hub with progress passed on, and the host's `trace` context; every
-    /// failure but the backend's own JSON-RPC error is a tool result with `isError`, so the
-    /// model sees why.
+    /// Calls through the hub with the host's `trace` context, and progress passed on when
+    /// the host asked for it (`progress`); every failure but the backend's own JSON-RPC error
+    /// is a tool result with `isError`, so the model sees why.
     async fn call(
         &self,
         host: &HostLink,
@@ -564,30 +583,32 @@ impl Gateway {
         entry: &ToolEntry,
         arguments: Value,
         trace: Map<String, Value>,
+        progress: bool,
     ) -> Value {
         // What the server asks of a person while the call runs goes to this host.
         let _waiting = self.relay.wait_on(Some(&entry.server), host);
-        self.call_unrelayed(&|| host.reply_to(id), entry, arguments, trace)
+        let reply_to = || host.reply_to(id);
+        let progress_to = progress.then_some(&reply_to as &(dyn Fn() -> _ + Sync));
+        self.call_unrelayed(progress_to, entry, arguments, trace)
             .await
     }
 
     /// [`call`](Self::call), the caller having told the relay where forms go; progress goes
-    /// to the host request `progress_to` names when it comes.
+    /// to the host request `progress_to` names when it comes (none without it).
     async fn call_unrelayed(
         &self,
-        progress_to: &(dyn Fn() -> rounds::ReplyTo + Sync),
+        progress_to: Option<&(dyn Fn() -> rounds::ReplyTo + Sync)>,
         entry: &ToolEntry,
         arguments: Value,
         trace: Map<String, Value>,
     ) -> Value {
-        let report = |progress| progress_to().progress(progress);
-        match (self.hub)
-            .call(entry, arguments)
+        let mut call = (self.hub.call(entry, arguments))
             .timeout(self.call_timeout)
-            .meta(trace)
-            .on_progress(report)
-            .await
-        {
+            .meta(trace);
+        if let Some(progress_to) = progress_to {
+            call = call.on_progress(move |progress| progress_to().progress(progress));
+        }
+        match call.await {
             Ok(result) => result,
             Err(HubError::Server {
                 error: mcp_smol::Error::Request(mcp_smol::proto::RequestError::Remote(rpc)),
@@ -610,7 +631,7 @@ impl Gateway {
                 data: None,
             });
         }
-        let catalogue = self.hub.catalogue_of(&self.servers()).await;
+        let catalogue = Box::pin(self.hub.catalogue_of(&self.servers())).await;
         let listed = catalogue.resources.iter().find(|e| e.resource.uri == uri);
         let server = match listed {
             Some(entry) => entry.server.clone(),
@@ -645,6 +666,14 @@ struct HostCall {
     arguments: Value,
     /// The host's trace context, from [`trace_context`].
     trace: Map<String, Value>,
+    /// The host sent a progress token: the backend's progress is passed on (a handshake-era
+    /// host; a stateless-era call's progress goes to its latest retry in any case).
+    progress: bool,
+}
+
+/// Whether a host request's `_meta` carries a progress token.
+fn asks_progress(params: &Value) -> bool {
+    params.pointer("/_meta/progressToken").is_some()
 }
 
 /// The members of a host request's `_meta` that carry its trace context (W3C Trace Context

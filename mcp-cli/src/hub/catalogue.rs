@@ -342,11 +342,11 @@ impl Hub {
         self.observe_pins(server, &live.tools);
         let looked = self.looked(server, &live.tools);
         let (tools, shown) = (&looked.tools, &looked.shown);
-        // As the catalogue shows it (`SERVER__` left out), which may carry a hash.
-        let shown_given = format!("{}__{given}", names::safe(server));
         let index = match tools.iter().position(|tool| tool.name == given) {
             Some(exact) => exact,
             None => {
+                // As the catalogue shows it (`SERVER__` left out), which may carry a hash.
+                let shown_given = format!("{}__{given}", names::safe(server));
                 let matching: Vec<usize> = (0..tools.len())
                     .filter(|&i| {
                         shown[i] == shown_given
