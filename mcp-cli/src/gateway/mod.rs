@@ -120,7 +120,14 @@ pub(crate) fn server_config() -> ServerConfig {
 impl Gateway {
     /// Serves one host, its handshake done, until it hangs up; the hub's servers are left
     /// running (the caller stops them). `watch` applies config edits as they happen.
-    pub(crate) async fn serve(self: Arc<Self>, host: Host, mut watch: Option<Watch>) {
+    pub(crate) async fn serve(self: Arc<Self>, host: Host, watch: Option<Watch>) {
+        // A task of its own: whoever awaits this (a command, with its signal handling) is
+        // then woken once at the end, not at every host request.
+        let executor = self.executor.clone();
+        executor.spawn(self.serve_host(host, watch)).await;
+    }
+
+    async fn serve_host(self: Arc<Self>, host: Host, watch: Option<Watch>) {
         let Host {
             link,
             events,
@@ -128,6 +135,20 @@ impl Gateway {
         } = host;
         let server = link.server.clone();
         let changes = self.hub.events();
+        // The config files are looked at on a timer of their own: looking at each turn of
+        // the loop below cost every request a stat of each file and a timer.
+        let (edited, edits) = async_channel::bounded(1);
+        let _watching = watch.map(|mut watch| {
+            let gateway = self.clone();
+            self.executor.spawn(async move {
+                loop {
+                    watch.changed().await;
+                    if gateway.apply(watch.files()) {
+                        let _ = edited.try_send(());
+                    }
+                }
+            })
+        });
         let mut running: BTreeMap<HostRequestId, async_executor::Task<()>> = BTreeMap::new();
         loop {
             // One lives at a time, for one turn of this loop: not worth a box per request.
@@ -140,12 +161,10 @@ impl Gateway {
             let host = async { Wake::Host(events.recv().await.ok()) };
             let hub = async { Wake::Hub(changes.recv().await.ok()) };
             let edited = async {
-                match &mut watch {
-                    Some(watch) => {
-                        watch.changed().await;
-                        Wake::ConfigChanged
-                    }
-                    None => std::future::pending().await,
+                match edits.recv().await {
+                    Ok(()) => Wake::ConfigChanged,
+                    // Nothing is watched.
+                    Err(_) => std::future::pending().await,
                 }
             };
             match host.or(hub).or(edited).await {
@@ -190,12 +209,8 @@ impl Gateway {
                 }
                 Wake::Hub(None) => {}
                 Wake::ConfigChanged => {
-                    if let Some(watch) = &watch
-                        && self.apply(watch.files())
-                    {
-                        for list in ["tools", "resources", "prompts"] {
-                            server.notify(&format!("notifications/{list}/list_changed"), None);
-                        }
+                    for list in ["tools", "resources", "prompts"] {
+                        server.notify(&format!("notifications/{list}/list_changed"), None);
                     }
                 }
             }
@@ -550,6 +565,14 @@ impl Gateway {
             ..
         } = call;
         let can_ask = era.is_some_and(|client| client.declares("elicitation"));
+        if !can_ask && input.is_none() {
+            // A new call whose host cannot be asked has no rounds to wait in: it runs here,
+            // not parked in a task of its own (one more hand-off per call).
+            let reply_to = host.reply_to(id);
+            let progress_to = || reply_to.clone();
+            let (progress_to, found) = (Some(&progress_to as _), Found::JustNow);
+            return Ok((self.call_unrelayed(progress_to, &entry, found, arguments, trace)).await);
+        }
         let origin = format!("tools/call {}", entry.name);
         let gateway = self.clone();
         let start = move |questions, answering: rounds::Answering| {
@@ -564,7 +587,7 @@ impl Gateway {
                         .clone()
                 };
                 gateway
-                    .call_unrelayed(Some(&progress_to), &entry, arguments, trace)
+                    .call_unrelayed(Some(&progress_to), &entry, Found::Before, arguments, trace)
                     .await
             })
         };
@@ -589,7 +612,9 @@ impl Gateway {
         let _waiting = self.relay.wait_on(Some(&entry.server), host);
         let reply_to = || host.reply_to(id);
         let progress_to = progress.then_some(&reply_to as &(dyn Fn() -> _ + Sync));
-        self.call_unrelayed(progress_to, entry, arguments, trace)
+        // Found by [`find`](Self::find) a moment ago: the hub's gate need not look again.
+        let found = Found::JustNow;
+        self.call_unrelayed(progress_to, entry, found, arguments, trace)
             .await
     }
 
@@ -599,12 +624,16 @@ impl Gateway {
         &self,
         progress_to: Option<&(dyn Fn() -> rounds::ReplyTo + Sync)>,
         entry: &ToolEntry,
+        found: Found,
         arguments: Value,
         trace: Map<String, Value>,
     ) -> Value {
         let mut call = (self.hub.call(entry, arguments))
             .timeout(self.call_timeout)
             .meta(trace);
+        if found == Found::JustNow {
+            call = call.found_just_now();
+        }
         if let Some(progress_to) = progress_to {
             call = call.on_progress(move |progress| progress_to().progress(progress));
         }
@@ -669,6 +698,15 @@ struct HostCall {
     /// The host sent a progress token: the backend's progress is passed on (a handshake-era
     /// host; a stateless-era call's progress goes to its latest retry in any case).
     progress: bool,
+}
+
+/// When a call's tool entry was found.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Found {
+    /// With no wait since: the policy and pins it was found under still hold.
+    JustNow,
+    /// Before a wait (a parked stateless-era call): the hub looks it up again.
+    Before,
 }
 
 /// Whether a host request's `_meta` carries a progress token.

@@ -60,6 +60,8 @@ pub struct Call<'a> {
     on_task: Option<OnTask<'a>>,
     detach: bool,
     validate_output: bool,
+    /// The entry was found this moment: the gate's lookup is not made again.
+    found: bool,
 }
 
 impl std::fmt::Debug for Call<'_> {
@@ -124,6 +126,15 @@ impl<'a> Call<'a> {
     /// the server decides.
     pub fn detach(mut self) -> Self {
         self.detach = true;
+        self
+    }
+
+    /// The entry was found by [`Hub::find`] or [`Hub::find_tool`] just before, with no wait
+    /// between: the policy and the pins it was found under are those of now, so the gate does
+    /// not look it up again (an `ask` rule on it is still asked). A gateway's call looked its
+    /// tool up to tell an unknown one from a failed call.
+    pub(crate) fn found_just_now(mut self) -> Self {
+        self.found = matches!(self.tool, ToolRef::Entry(_));
         self
     }
 
@@ -204,6 +215,7 @@ impl Hub {
             on_task: None,
             detach: false,
             validate_output: true,
+            found: false,
         }
     }
 }
@@ -220,6 +232,7 @@ impl Call<'_> {
             on_task,
             detach,
             validate_output,
+            found,
         } = self;
         let hears_progress = on_progress.is_some();
         let on_progress = |progress| {
@@ -227,11 +240,20 @@ impl Call<'_> {
                 on_progress(progress);
             }
         };
-        let (server, name) = match tool {
-            ToolRef::Name(qualified) => hub.locate(qualified)?,
-            ToolRef::Entry(entry) => (entry.server.clone(), entry.tool.name.clone()),
+        let tool = match tool {
+            ToolRef::Entry(entry) if found => {
+                hub.approve(entry, &arguments).await?;
+                entry.clone()
+            }
+            ToolRef::Name(qualified) => {
+                let (server, name) = hub.locate(qualified)?;
+                hub.admit(&server, &name, &arguments).await?
+            }
+            ToolRef::Entry(entry) => {
+                hub.admit(&entry.server, &entry.tool.name, &arguments)
+                    .await?
+            }
         };
-        let tool = hub.admit(&server, &name, &arguments).await?;
         let slot = hub.inner.slot(&tool.server)?;
         let live = slot.ensure_running(&hub.inner).await?;
         // Only a caller that hears progress subscribes: each subscription is one more

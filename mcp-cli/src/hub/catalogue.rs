@@ -407,6 +407,16 @@ impl Hub {
         arguments: &Value,
     ) -> Result<ToolEntry, HubError> {
         let entry = self.find_tool(server, name).await?;
+        self.approve(&entry, arguments).await?;
+        Ok(entry)
+    }
+
+    /// The `ask` rule covering `entry`, if any, answered: an error unless the answer is yes.
+    pub(crate) async fn approve(
+        &self,
+        entry: &ToolEntry,
+        arguments: &Value,
+    ) -> Result<(), HubError> {
         if let Some(rule) = &entry.ask {
             let ask = Ask {
                 tool: entry.name.clone(),
@@ -425,7 +435,7 @@ impl Hub {
                 });
             }
         }
-        Ok(entry)
+        Ok(())
     }
 
     fn verdict(&self, server: &str, tool: &Arc<Tool>, shown: &str) -> Verdict {
