@@ -121,8 +121,9 @@ impl Gateway {
     /// Serves one host, its handshake done, until it hangs up; the hub's servers are left
     /// running (the caller stops them). `watch` applies config edits as they happen.
     pub(crate) async fn serve(self: Arc<Self>, host: Host, watch: Option<Watch>) {
-        // A task of its own: whoever awaits this (a command, with its signal handling) is
-        // then woken once at the end, not at every host request.
+        // A task of its own: the executor polls the command's future (whose part this is)
+        // at each of its wake-ups, any task's, and this loop's `or` of three waits need not
+        // be polled, and its listeners made again, for another task's message.
         let executor = self.executor.clone();
         executor.spawn(self.serve_host(host, watch)).await;
     }
