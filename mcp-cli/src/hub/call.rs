@@ -133,6 +133,7 @@ impl<'a> Call<'a> {
     /// between: the policy and the pins it was found under are those of now, so the gate does
     /// not look it up again (an `ask` rule on it is still asked). A gateway's call looked its
     /// tool up to tell an unknown one from a failed call.
+    #[cfg(feature = "cli")]
     pub(crate) fn found_just_now(mut self) -> Self {
         self.found = matches!(self.tool, ToolRef::Entry(_));
         self

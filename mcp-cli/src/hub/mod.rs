@@ -443,6 +443,7 @@ impl Hub {
 
     /// Whether `server` (a configured name) is one of the
     /// [`default_servers`](Self::default_servers); asked on every call a gateway relays.
+    #[cfg(feature = "cli")]
     pub(crate) fn is_default_server(&self, server: &str) -> bool {
         let slots = self
             .inner
