@@ -120,7 +120,15 @@ pub(crate) fn server_config() -> ServerConfig {
 impl Gateway {
     /// Serves one host, its handshake done, until it hangs up; the hub's servers are left
     /// running (the caller stops them). `watch` applies config edits as they happen.
-    pub(crate) async fn serve(self: Arc<Self>, host: Host, mut watch: Option<Watch>) {
+    pub(crate) async fn serve(self: Arc<Self>, host: Host, watch: Option<Watch>) {
+        // A task of its own: the executor polls the command's future (whose part this is)
+        // at each of its wake-ups, any task's, and this loop's `or` of three waits need not
+        // be polled, and its listeners made again, for another task's message.
+        let executor = self.executor.clone();
+        executor.spawn(self.serve_host(host, watch)).await;
+    }
+
+    async fn serve_host(self: Arc<Self>, host: Host, watch: Option<Watch>) {
         let Host {
             link,
             events,
@@ -128,6 +136,20 @@ impl Gateway {
         } = host;
         let server = link.server.clone();
         let changes = self.hub.events();
+        // The config files are looked at on a timer of their own: looking at each turn of
+        // the loop below cost every request a stat of each file and a timer.
+        let (edited, edits) = async_channel::bounded(1);
+        let _watching = watch.map(|mut watch| {
+            let gateway = self.clone();
+            self.executor.spawn(async move {
+                loop {
+                    watch.changed().await;
+                    if gateway.apply(watch.files()) {
+                        let _ = edited.try_send(());
+                    }
+                }
+            })
+        });
         let mut running: BTreeMap<HostRequestId, async_executor::Task<()>> = BTreeMap::new();
         loop {
             // One lives at a time, for one turn of this loop: not worth a box per request.
@@ -140,12 +162,10 @@ impl Gateway {
             let host = async { Wake::Host(events.recv().await.ok()) };
             let hub = async { Wake::Hub(changes.recv().await.ok()) };
             let edited = async {
-                match &mut watch {
-                    Some(watch) => {
-                        watch.changed().await;
-                        Wake::ConfigChanged
-                    }
-                    None => std::future::pending().await,
+                match edits.recv().await {
+                    Ok(()) => Wake::ConfigChanged,
+                    // Nothing is watched.
+                    Err(_) => std::future::pending().await,
                 }
             };
             match host.or(hub).or(edited).await {
@@ -190,12 +210,8 @@ impl Gateway {
                 }
                 Wake::Hub(None) => {}
                 Wake::ConfigChanged => {
-                    if let Some(watch) = &watch
-                        && self.apply(watch.files())
-                    {
-                        for list in ["tools", "resources", "prompts"] {
-                            server.notify(&format!("notifications/{list}/list_changed"), None);
-                        }
+                    for list in ["tools", "resources", "prompts"] {
+                        server.notify(&format!("notifications/{list}/list_changed"), None);
                     }
                 }
             }
@@ -240,6 +256,14 @@ impl Gateway {
         result.insert("cacheScope".to_owned(), json!(scope));
     }
 
+    /// Whether this gateway stands for `server` (a configured name).
+    fn serves(&self, server: &str) -> bool {
+        match self.named.is_empty() {
+            true => self.hub.is_default_server(server),
+            false => self.servers().iter().any(|name| name == server),
+        }
+    }
+
     /// The configured names this gateway stands for.
     fn servers(&self) -> Vec<String> {
         if self.named.is_empty() {
@@ -274,7 +298,9 @@ impl Gateway {
         }
         let params = params.unwrap_or(Value::Null);
         match (method, self.mode) {
-            ("tools/list", Mode::Tools) => Ok(self.list_tools(host).await),
+            // The rarer requests are boxed: their state would otherwise be carried (and
+            // copied) by every call's task.
+            ("tools/list", Mode::Tools) => Ok(Box::pin(self.list_tools(host)).await),
             ("tools/list", Mode::Proxy) => Ok(json!({ "tools": [proxy::tool()] })),
             ("tools/list", Mode::Search) => Ok(json!({ "tools": search::tools() })),
             ("tools/call", mode) => {
@@ -293,7 +319,7 @@ impl Gateway {
                 let called = match mode {
                     Mode::Tools if tasks::wanted(era, &params) => {
                         let call = (self.find(name).await?, arguments, trace);
-                        self.call_as_task(host, id, call, era, input).await
+                        Box::pin(self.call_as_task(host, id, call, era, input)).await
                     }
                     Mode::Tools => {
                         let entry = self.find(name).await?;
@@ -301,6 +327,7 @@ impl Gateway {
                             entry,
                             arguments,
                             trace,
+                            progress: asks_progress(&params),
                         };
                         self.call_for_host(host, id, call, era, input).await
                     }
@@ -316,6 +343,7 @@ impl Gateway {
                             entry,
                             arguments: arguments.get("arguments").cloned().unwrap_or(json!({})),
                             trace,
+                            progress: asks_progress(&params),
                         };
                         self.call_for_host(host, id, call, era, input).await
                     }
@@ -327,13 +355,13 @@ impl Gateway {
                             rounds: input,
                             trace,
                         };
-                        proxy::run(self, asked, arguments).await
+                        Box::pin(proxy::run(self, asked, arguments)).await
                     }
                     Mode::Proxy => Err(invalid_params(format!(
                         "unknown tool {name}; in proxy mode the only tool is {}",
                         proxy::NAME
                     ))),
-                    Mode::Search => search::run(self, name, arguments).await,
+                    Mode::Search => Box::pin(search::run(self, name, arguments)).await,
                 };
                 Ok(match max_chars {
                     Some(max) => large::cut(called?, max, &self.results, name),
@@ -341,22 +369,22 @@ impl Gateway {
                 })
             }
             ("resources/list", _) => {
-                let catalogue = self.hub.catalogue_of(&self.servers()).await;
+                let catalogue = Box::pin(self.hub.catalogue_of(&self.servers())).await;
                 let resources: Vec<Value> = (catalogue.resources.iter())
                     .map(|entry| serde_json::to_value(&entry.resource).unwrap_or_default())
                     .collect();
                 Ok(json!({ "resources": resources }))
             }
             ("resources/templates/list", _) => {
-                let catalogue = self.hub.catalogue_of(&self.servers()).await;
+                let catalogue = Box::pin(self.hub.catalogue_of(&self.servers())).await;
                 let templates: Vec<Value> = (catalogue.templates.iter())
                     .map(|entry| serde_json::to_value(&entry.template).unwrap_or_default())
                     .collect();
                 Ok(json!({ "resourceTemplates": templates }))
             }
-            ("resources/read", _) => self.read(params).await,
+            ("resources/read", _) => Box::pin(self.read(params)).await,
             ("prompts/list", _) => {
-                let catalogue = self.hub.catalogue_of(&self.servers()).await;
+                let catalogue = Box::pin(self.hub.catalogue_of(&self.servers())).await;
                 let prompts: Vec<Value> = (catalogue.prompts.iter())
                     .map(|entry| {
                         let mut prompt = serde_json::to_value(&entry.prompt).unwrap_or_default();
@@ -371,7 +399,7 @@ impl Gateway {
                     .get("name")
                     .and_then(Value::as_str)
                     .unwrap_or_default();
-                let catalogue = self.hub.catalogue_of(&self.servers()).await;
+                let catalogue = Box::pin(self.hub.catalogue_of(&self.servers())).await;
                 let Some(entry) = catalogue.prompts.iter().find(|p| p.name == name) else {
                     return Err(invalid_params(format!("unknown prompt {name}")));
                 };
@@ -380,14 +408,13 @@ impl Gateway {
                     _ => Map::new(),
                 };
                 let request = Request::get_prompt(&entry.prompt.name, arguments).untyped();
-                self.hub
-                    .request(&entry.server, request)
+                Box::pin(self.hub.request(&entry.server, request))
                     .await
                     .map_err(backend_error)
             }
             ("logging/setLevel", _) => Ok(json!({})),
             (method, _) if tasks::METHODS.contains(&method) => {
-                self.handle_task(host, method, &params, era).await
+                Box::pin(self.handle_task(host, method, &params, era)).await
             }
             _ => Err(RpcError::method_not_found(method)),
         }
@@ -471,16 +498,19 @@ impl Gateway {
     /// called; an unknown name is the host's mistake (-32602), as the spec says.
     async fn find(&self, name: &str) -> Result<ToolEntry, RpcError> {
         // Checked before the lookup, which would start the server.
-        let is_server = |given: &str| self.hub.resolve(given).is_ok();
-        if let Some((server, _)) = crate::names::split_qualified(name, is_server)
-            && let Ok(server) = self.hub.resolve(&server)
-            && !self.servers().contains(&server)
+        let located = self.hub.locate(name);
+        if let Ok((server, _)) = &located
+            && !self.serves(server)
         {
             return Err(invalid_params(format!(
                 "unknown tool {name}: server {server} is not served here"
             )));
         }
-        let entry = self.hub.find(name).await.map_err(|error| match error {
+        let found = match located {
+            Ok((server, tool)) => self.hub.find_tool(&server, &tool).await,
+            Err(error) => Err(error),
+        };
+        let entry = found.map_err(|error| match error {
             HubError::Server { .. }
             | HubError::WrongProtocol { .. }
             | HubError::Unavailable { .. } => {
@@ -503,14 +533,18 @@ impl Gateway {
         input: Option<HostInput>,
     ) -> Result<Value, RpcError> {
         if era.is_some() {
-            return self.call_in_rounds(host, id, call, era, input).await;
+            return Box::pin(self.call_in_rounds(host, id, call, era, input)).await;
         }
+        let progress = call.progress;
         let HostCall {
             entry,
             arguments,
             trace,
+            ..
         } = call;
-        Ok(self.call(host, id, &entry, arguments, trace).await)
+        Ok(self
+            .call(host, id, &entry, arguments, trace, progress)
+            .await)
     }
 
     /// A stateless-era host's tool call: a retry resumes the call it answers; otherwise the
@@ -529,8 +563,17 @@ impl Gateway {
             entry,
             arguments,
             trace,
+            ..
         } = call;
         let can_ask = era.is_some_and(|client| client.declares("elicitation"));
+        if !can_ask && input.is_none() {
+            // A new call whose host cannot be asked has no rounds to wait in: it runs here,
+            // not parked in a task of its own (one more hand-off per call).
+            let reply_to = host.reply_to(id);
+            let progress_to = || reply_to.clone();
+            let (progress_to, found) = (Some(&progress_to as _), Found::JustNow);
+            return Ok((self.call_unrelayed(progress_to, &entry, found, arguments, trace)).await);
+        }
         let origin = format!("tools/call {}", entry.name);
         let gateway = self.clone();
         let start = move |questions, answering: rounds::Answering| {
@@ -545,7 +588,7 @@ impl Gateway {
                         .clone()
                 };
                 gateway
-                    .call_unrelayed(&progress_to, &entry, arguments, trace)
+                    .call_unrelayed(Some(&progress_to), &entry, Found::Before, arguments, trace)
                     .await
             })
         };
@@ -554,9 +597,9 @@ impl Gateway {
             .await
     }
 
-    /// Calls through the hub with progress passed on, and the host's `trace` context; every
-    /// failure but the backend's own JSON-RPC error is a tool result with `isError`, so the
-    /// model sees why.
+    /// Calls through the hub with the host's `trace` context, and progress passed on when
+    /// the host asked for it (`progress`); every failure but the backend's own JSON-RPC error
+    /// is a tool result with `isError`, so the model sees why.
     async fn call(
         &self,
         host: &HostLink,
@@ -564,30 +607,38 @@ impl Gateway {
         entry: &ToolEntry,
         arguments: Value,
         trace: Map<String, Value>,
+        progress: bool,
     ) -> Value {
         // What the server asks of a person while the call runs goes to this host.
         let _waiting = self.relay.wait_on(Some(&entry.server), host);
-        self.call_unrelayed(&|| host.reply_to(id), entry, arguments, trace)
+        let reply_to = || host.reply_to(id);
+        let progress_to = progress.then_some(&reply_to as &(dyn Fn() -> _ + Sync));
+        // Found by [`find`](Self::find) a moment ago: the hub's gate need not look again.
+        let found = Found::JustNow;
+        self.call_unrelayed(progress_to, entry, found, arguments, trace)
             .await
     }
 
     /// [`call`](Self::call), the caller having told the relay where forms go; progress goes
-    /// to the host request `progress_to` names when it comes.
+    /// to the host request `progress_to` names when it comes (none without it).
     async fn call_unrelayed(
         &self,
-        progress_to: &(dyn Fn() -> rounds::ReplyTo + Sync),
+        progress_to: Option<&(dyn Fn() -> rounds::ReplyTo + Sync)>,
         entry: &ToolEntry,
+        found: Found,
         arguments: Value,
         trace: Map<String, Value>,
     ) -> Value {
-        let report = |progress| progress_to().progress(progress);
-        match (self.hub)
-            .call(entry, arguments)
+        let mut call = (self.hub.call(entry, arguments))
             .timeout(self.call_timeout)
-            .meta(trace)
-            .on_progress(report)
-            .await
-        {
+            .meta(trace);
+        if found == Found::JustNow {
+            call = call.found_just_now();
+        }
+        if let Some(progress_to) = progress_to {
+            call = call.on_progress(move |progress| progress_to().progress(progress));
+        }
+        match call.await {
             Ok(result) => result,
             Err(HubError::Server {
                 error: mcp_smol::Error::Request(mcp_smol::proto::RequestError::Remote(rpc)),
@@ -610,7 +661,7 @@ impl Gateway {
                 data: None,
             });
         }
-        let catalogue = self.hub.catalogue_of(&self.servers()).await;
+        let catalogue = Box::pin(self.hub.catalogue_of(&self.servers())).await;
         let listed = catalogue.resources.iter().find(|e| e.resource.uri == uri);
         let server = match listed {
             Some(entry) => entry.server.clone(),
@@ -645,6 +696,23 @@ struct HostCall {
     arguments: Value,
     /// The host's trace context, from [`trace_context`].
     trace: Map<String, Value>,
+    /// The host sent a progress token: the backend's progress is passed on (a handshake-era
+    /// host; a stateless-era call's progress goes to its latest retry in any case).
+    progress: bool,
+}
+
+/// When a call's tool entry was found.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Found {
+    /// With no wait since: the policy and pins it was found under still hold.
+    JustNow,
+    /// Before a wait (a parked stateless-era call): the hub looks it up again.
+    Before,
+}
+
+/// Whether a host request's `_meta` carries a progress token.
+fn asks_progress(params: &Value) -> bool {
+    params.pointer("/_meta/progressToken").is_some()
 }
 
 /// The members of a host request's `_meta` that carry its trace context (W3C Trace Context

@@ -105,6 +105,7 @@ pub(crate) async fn run(
                 entry,
                 arguments: input.get("input").cloned().unwrap_or(json!({})),
                 trace: asked.trace,
+                progress: true,
             };
             let Asked {
                 host,

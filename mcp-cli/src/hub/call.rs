@@ -5,6 +5,7 @@ use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 use std::time::Duration;
 
+use async_channel::Receiver;
 use mcp_smol::proto::{Notification, Progress, Request, RequestError, Task};
 use serde_json::{Map, Value};
 
@@ -59,6 +60,8 @@ pub struct Call<'a> {
     on_task: Option<OnTask<'a>>,
     detach: bool,
     validate_output: bool,
+    /// The entry was found this moment: the gate's lookup is not made again.
+    found: bool,
 }
 
 impl std::fmt::Debug for Call<'_> {
@@ -123,6 +126,16 @@ impl<'a> Call<'a> {
     /// the server decides.
     pub fn detach(mut self) -> Self {
         self.detach = true;
+        self
+    }
+
+    /// The entry was found by [`Hub::find`] or [`Hub::find_tool`] just before, with no wait
+    /// between: the policy and the pins it was found under are those of now, so the gate does
+    /// not look it up again (an `ask` rule on it is still asked). A gateway's call looked its
+    /// tool up to tell an unknown one from a failed call.
+    #[cfg(feature = "cli")]
+    pub(crate) fn found_just_now(mut self) -> Self {
+        self.found = matches!(self.tool, ToolRef::Entry(_));
         self
     }
 
@@ -203,6 +216,7 @@ impl Hub {
             on_task: None,
             detach: false,
             validate_output: true,
+            found: false,
         }
     }
 }
@@ -219,20 +233,36 @@ impl Call<'_> {
             on_task,
             detach,
             validate_output,
+            found,
         } = self;
+        let hears_progress = on_progress.is_some();
         let on_progress = |progress| {
             if let Some(on_progress) = &on_progress {
                 on_progress(progress);
             }
         };
-        let (server, name) = match tool {
-            ToolRef::Name(qualified) => hub.locate(qualified)?,
-            ToolRef::Entry(entry) => (entry.server.clone(), entry.tool.name.clone()),
+        let tool = match tool {
+            ToolRef::Entry(entry) if found => {
+                hub.approve(entry, &arguments).await?;
+                entry.clone()
+            }
+            ToolRef::Name(qualified) => {
+                let (server, name) = hub.locate(qualified)?;
+                hub.admit(&server, &name, &arguments).await?
+            }
+            ToolRef::Entry(entry) => {
+                hub.admit(&entry.server, &entry.tool.name, &arguments)
+                    .await?
+            }
         };
-        let tool = hub.admit(&server, &name, &arguments).await?;
         let slot = hub.inner.slot(&tool.server)?;
         let live = slot.ensure_running(&hub.inner).await?;
-        let notes = live.client.notifications().await;
+        // Only a caller that hears progress subscribes: each subscription is one more
+        // channel the driver hands every notification to while the call runs.
+        let notes = match hears_progress {
+            true => Some(live.client.notifications().await),
+            false => None,
+        };
         // A token of the hub's own, so that calls running side by side on one server (a
         // gateway's hosts) each hear only their own progress.
         let token = Value::String(format!("mcp-cli-{}", hub.inner.next_progress_token()));
@@ -276,23 +306,26 @@ impl Call<'_> {
                 return Ok(Started::Task(handle));
             }
             on_task(&task);
+            // Boxed: following a task is rare, and its state would weigh on every call's.
             let result = hub.follow(&tool.server, &live.client, task, timeout, true, &on_task);
-            result.await.map(Started::Done)
+            Box::pin(result).await.map(Started::Done)
         };
         let ours = |note: Notification| note.progress().filter(|p| p.progress_token == token);
         let progress = async {
-            while let Ok(note) = notes.recv().await {
-                if let Some(progress) = ours(note) {
-                    on_progress(progress);
+            if let Some(notes) = &notes {
+                while let Ok(note) = notes.recv().await {
+                    if let Some(progress) = ours(note) {
+                        on_progress(progress);
+                    }
                 }
             }
-            // The connection ended; the call is about to fail and say why.
+            // The connection ended (or nobody hears progress); the call goes on to its end.
             std::future::pending().await
         };
         let result = futures_lite::future::or(call, progress).await;
         // Progress the server sent just before its answer is already in the channel: it was
         // dispatched first, so it is passed on before the result is.
-        while let Ok(note) = notes.try_recv() {
+        while let Some(Ok(note)) = notes.as_ref().map(Receiver::try_recv) {
             if let Some(progress) = ours(note) {
                 on_progress(progress);
             }

@@ -342,11 +342,11 @@ impl Hub {
         self.observe_pins(server, &live.tools);
         let looked = self.looked(server, &live.tools);
         let (tools, shown) = (&looked.tools, &looked.shown);
-        // As the catalogue shows it (`SERVER__` left out), which may carry a hash.
-        let shown_given = format!("{}__{given}", names::safe(server));
         let index = match tools.iter().position(|tool| tool.name == given) {
             Some(exact) => exact,
             None => {
+                // As the catalogue shows it (`SERVER__` left out), which may carry a hash.
+                let shown_given = format!("{}__{given}", names::safe(server));
                 let matching: Vec<usize> = (0..tools.len())
                     .filter(|&i| {
                         shown[i] == shown_given
@@ -407,6 +407,16 @@ impl Hub {
         arguments: &Value,
     ) -> Result<ToolEntry, HubError> {
         let entry = self.find_tool(server, name).await?;
+        self.approve(&entry, arguments).await?;
+        Ok(entry)
+    }
+
+    /// The `ask` rule covering `entry`, if any, answered: an error unless the answer is yes.
+    pub(crate) async fn approve(
+        &self,
+        entry: &ToolEntry,
+        arguments: &Value,
+    ) -> Result<(), HubError> {
         if let Some(rule) = &entry.ask {
             let ask = Ask {
                 tool: entry.name.clone(),
@@ -425,7 +435,7 @@ impl Hub {
                 });
             }
         }
-        Ok(entry)
+        Ok(())
     }
 
     fn verdict(&self, server: &str, tool: &Arc<Tool>, shown: &str) -> Verdict {

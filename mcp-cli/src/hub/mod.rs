@@ -329,6 +329,12 @@ impl std::fmt::Debug for Inner {
     }
 }
 
+/// Whether `slot` is one of the servers used when none are named: every usable configured
+/// one, or the presets when nothing is configured (`configured` says which).
+fn is_default(slot: &Slot, configured: bool) -> bool {
+    (!configured || slot.server.source != Source::Preset) && slot.spec().is_ok()
+}
+
 /// An executor for a hub whose host brings none, run on a thread of its own until the hub is
 /// dropped and every task on it (a server still closing) has finished.
 fn own_executor(gone: Receiver<()>) -> (Arc<Executor<'static>>, Option<String>) {
@@ -423,24 +429,44 @@ impl Hub {
     /// (not disabled, denied, invalid or remote), and the presets only when no file defines
     /// any server.
     pub fn default_servers(&self) -> Vec<String> {
-        let slots = self.inner.slots();
-        let configured = slots
-            .iter()
-            .any(|slot| slot.server.source != Source::Preset);
-        (slots.iter())
-            .filter(|slot| !configured || slot.server.source != Source::Preset)
-            .filter(|slot| slot.spec().is_ok())
+        let slots = self
+            .inner
+            .slots
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        let configured = (slots.values()).any(|slot| slot.server.source != Source::Preset);
+        (slots.values())
+            .filter(|slot| is_default(slot, configured))
             .map(|slot| slot.name().to_owned())
             .collect()
+    }
+
+    /// Whether `server` (a configured name) is one of the
+    /// [`default_servers`](Self::default_servers); asked on every call a gateway relays.
+    #[cfg(feature = "cli")]
+    pub(crate) fn is_default_server(&self, server: &str) -> bool {
+        let slots = self
+            .inner
+            .slots
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        let configured = (slots.values()).any(|slot| slot.server.source != Source::Preset);
+        (slots.get(server)).is_some_and(|slot| is_default(slot, configured))
     }
 
     /// The configured name that `given` stands for: the exact name, else the one whose
     /// provider-safe form (as tool names show it) is `given`.
     pub fn resolve(&self, given: &str) -> Result<String, HubError> {
-        let slots = self.inner.slots();
-        if slots.iter().any(|slot| slot.name() == given) {
+        if (self
+            .inner
+            .slots
+            .read()
+            .unwrap_or_else(PoisonError::into_inner))
+        .contains_key(given)
+        {
             return Ok(given.to_owned());
         }
+        let slots = self.inner.slots();
         let matching: Vec<String> = (slots.iter())
             .filter(|slot| names::safe(slot.name()) == given)
             .map(|slot| slot.name().to_owned())

@@ -218,6 +218,18 @@ impl Slot {
         self: &Arc<Self>,
         hub: &Arc<Inner>,
     ) -> Result<Live, HubError> {
+        // Every call comes here: a running server is answered at once, and the future of a
+        // start (kilobytes of state) is boxed, not carried by every call's.
+        self.spec()?;
+        if let Phase::Running(live) = &self.life().phase
+            && live.client.disconnect().is_none()
+        {
+            return Ok(live.clone());
+        }
+        Box::pin(self.start_if_needed(hub)).await
+    }
+
+    async fn start_if_needed(self: &Arc<Self>, hub: &Arc<Inner>) -> Result<Live, HubError> {
         let spec = self.spec()?;
         let _starting = self.start.lock().await;
         let backoff = {
@@ -382,6 +394,11 @@ impl Slot {
         if !live.tools_fresh.is_stale(Instant::now()) {
             return Ok(live);
         }
+        Box::pin(self.list_again(hub, live)).await
+    }
+
+    /// [`listed`](Self::listed) when the listing `live` holds is stale.
+    async fn list_again(self: &Arc<Self>, hub: &Arc<Inner>, live: Live) -> Result<Live, HubError> {
         let _listing = self.start.lock().await;
         let live = match &self.life().phase {
             Phase::Running(now) if now.conn == live.conn => now.clone(),

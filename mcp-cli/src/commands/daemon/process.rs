@@ -160,7 +160,10 @@ pub(crate) async fn run(ctx: &mut Context, idle: Duration) -> Result<Exit, Failu
         let hub = hub.clone();
         async move { hub.resume_tasks().await }
     });
-    daemon.accept(listener, stopped).await;
+    // A task of its own: the command's future is polled at every wake-up of the executor
+    // (each message of each connection), and polling the listener is a system call.
+    let accepting = daemon.clone();
+    (executor.spawn(async move { accepting.accept(listener, stopped).await })).await;
     drop(resumed);
     hub.shutdown().await;
     Ok(Exit::Success)
