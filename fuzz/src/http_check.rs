@@ -247,6 +247,22 @@ pub fn check_http(data: &[u8]) {
                     _ => Reply::Done,
                 };
                 let over = matches!(reply, Reply::Done);
+                // A message may come in pieces, as a large body or event's data does; an
+                // odd `arg` splits it, or drops the pieces sent so far (an event of another
+                // type), or leaves them for whatever fact comes next.
+                let reply = match reply {
+                    Reply::Message(message) if arg % 2 == 1 => {
+                        let cut = (arg / 2) % (message.len() + 1);
+                        let (first, rest) = message.split_at(cut);
+                        http.handle_reply(now, exchange, Reply::Part(first.to_vec()));
+                        match arg / 2 % 5 {
+                            0 => Reply::PartsDropped,
+                            1 => continue,
+                            _ => Reply::Message(rest.to_vec()),
+                        }
+                    }
+                    reply => reply,
+                };
                 http.handle_reply(now, exchange, reply);
                 if over {
                     seen.live.remove(&exchange);
