@@ -104,7 +104,7 @@ mod validate;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard};
 use std::time::Duration;
 
 use async_channel::{Receiver, Sender};
@@ -429,12 +429,7 @@ impl Hub {
     /// (not disabled, denied, invalid or remote), and the presets only when no file defines
     /// any server.
     pub fn default_servers(&self) -> Vec<String> {
-        let slots = self
-            .inner
-            .slots
-            .read()
-            .unwrap_or_else(PoisonError::into_inner);
-        let configured = (slots.values()).any(|slot| slot.server.source != Source::Preset);
+        let (slots, configured) = self.slots_and_whether_configured();
         (slots.values())
             .filter(|slot| is_default(slot, configured))
             .map(|slot| slot.name().to_owned())
@@ -445,13 +440,18 @@ impl Hub {
     /// [`default_servers`](Self::default_servers); asked on every call a gateway relays.
     #[cfg(feature = "cli")]
     pub(crate) fn is_default_server(&self, server: &str) -> bool {
-        let slots = self
-            .inner
-            .slots
-            .read()
-            .unwrap_or_else(PoisonError::into_inner);
-        let configured = (slots.values()).any(|slot| slot.server.source != Source::Preset);
+        let (slots, configured) = self.slots_and_whether_configured();
         (slots.get(server)).is_some_and(|slot| is_default(slot, configured))
+    }
+
+    /// The slots, and whether any server is configured in a file (presets stand for the
+    /// catalogue only when none is).
+    fn slots_and_whether_configured(
+        &self,
+    ) -> (RwLockReadGuard<'_, BTreeMap<String, Arc<Slot>>>, bool) {
+        let slots = (self.inner.slots.read()).unwrap_or_else(PoisonError::into_inner);
+        let configured = (slots.values()).any(|slot| slot.server.source != Source::Preset);
+        (slots, configured)
     }
 
     /// The configured name that `given` stands for: the exact name, else the one whose
