@@ -535,12 +535,11 @@ impl Gateway {
         if era.is_some() {
             return Box::pin(self.call_in_rounds(host, id, call, era, input)).await;
         }
-        let progress = call.progress;
         let HostCall {
             entry,
             arguments,
             trace,
-            ..
+            progress,
         } = call;
         Ok(self
             .call(host, id, &entry, arguments, trace, progress)
