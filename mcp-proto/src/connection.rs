@@ -1,7 +1,7 @@
 //! The client connection: every state transition of the protocol lives in this file. Beside
 //! it: the settings ([`config`]), what it tells its caller ([`events`]), how a request goes
-//! on the wire ([`wire`]), and what the stateless era does with a request's answer between
-//! its rounds ([`rounds`]).
+//! on the wire ([`wire`]), what the server sends besides its answers ([`incoming`]), and
+//! what the stateless era does with a request's answer between its rounds ([`rounds`]).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Instant;
@@ -10,11 +10,11 @@ use serde_json::{Value, json};
 
 use crate::error::{CloseReason, ErrorKind, RequestError, RpcError, SendError};
 use crate::framing::{self, Line, LineDecoder, LineError};
-use crate::jsonrpc::{self, Input, Message, ResponseError, StatelessMeta};
+use crate::jsonrpc::{self, Input, ResponseError, StatelessMeta};
 use crate::pending::{Origin, Outstanding, ProgressToken, deadline_after, read_id};
 use crate::request::{Params, Request};
 use crate::stateless;
-use crate::types::{Fallback, Implementation, Notification, ServerInfo};
+use crate::types::{Fallback, Implementation, ServerInfo};
 use crate::{
     Era, HANDSHAKE_VERSIONS, LATEST_PROTOCOL_VERSION, LATEST_STATELESS_VERSION, Protocol,
     STATELESS_VERSIONS,
@@ -22,6 +22,7 @@ use crate::{
 
 mod config;
 mod events;
+mod incoming;
 mod rounds;
 #[cfg(test)]
 mod tests;
@@ -31,12 +32,6 @@ pub use config::{ClientCapabilities, Config};
 pub use events::{Event, RequestId, ServerRequest, ServerRequestId, Stats};
 pub(crate) use wire::{Outgoing, Sent};
 use wire::{encode, outgoing};
-
-/// At most this many refusals of server requests wait for the handshake to end.
-const MAX_HELD_REPLIES: usize = 64;
-
-/// At most this many server requests wait for the caller's answer; more are refused at once.
-const MAX_OPEN_SERVER_REQUESTS: usize = 64;
 
 /// A server request waiting for the caller's answer.
 struct OpenServerRequest {
@@ -674,164 +669,6 @@ impl Connection {
     }
 
     // ----- internals -----
-
-    fn handle_line(&mut self, now: Instant, line: Line<&[u8]>) {
-        let messages = match line {
-            Line::Bytes(line) => jsonrpc::decode(line),
-            Line::Parsed(value) => jsonrpc::decode_value(value),
-        };
-        for message in messages {
-            match message {
-                Ok(message) => self.handle_decoded(now, message),
-                Err(error) => self.report_malformed(error),
-            }
-            if self.is_closed() {
-                return;
-            }
-        }
-    }
-
-    /// A line too long to keep fails, at once, the request it answers, if it names one.
-    fn handle_too_long(&mut self, error: LineError) {
-        if let LineError::TooLong {
-            limit,
-            size,
-            id: Some(id),
-        } = &error
-            && let Some(id) = read_id(id).and_then(|wire| self.pending.on_wire(wire))
-        {
-            let error = RequestError::ResponseTooLarge {
-                size: *size,
-                limit: *limit,
-            };
-            self.finish(id, Err(error));
-        }
-        self.report_malformed(error);
-    }
-
-    fn report_malformed(&mut self, error: LineError) {
-        self.stats.malformed_lines += 1;
-        self.events.push_back(Event::Malformed(error));
-    }
-
-    fn handle_decoded(&mut self, now: Instant, message: Message) {
-        match message {
-            Message::Request { id, method, params } => {
-                self.handle_server_request(now, id, method, params);
-            }
-            Message::Notification { method, params } => {
-                if method == "notifications/progress" {
-                    self.handle_progress(now, params.as_ref());
-                }
-                let notification = Notification { method, params };
-                if notification.method == stateless::ACKNOWLEDGED {
-                    self.handle_acknowledged(now, &notification);
-                }
-                self.events.push_back(Event::Notification(notification));
-            }
-            Message::Response {
-                id,
-                result,
-                server_info,
-            } => self.handle_response(now, &id, result, server_info),
-        }
-    }
-
-    /// A subscription's acknowledgement: from now on it has no deadline.
-    fn handle_acknowledged(&mut self, now: Instant, notification: &Notification) {
-        let Some(wire) = notification.subscription_id() else {
-            return;
-        };
-        if let Some(id) = self.pending.on_wire(wire.0)
-            && self.pending.get(id).is_some_and(|p| p.awaiting_ack)
-        {
-            self.pending.acknowledge(id, now);
-        }
-    }
-
-    fn handle_server_request(
-        &mut self,
-        now: Instant,
-        id: Value,
-        method: String,
-        params: Option<Value>,
-    ) {
-        // Only once ready: before that, nothing but answers to pings may cross the wire, and
-        // a server may not ask anything else yet anyway.
-        let is_ready = matches!(self.state, State::Ready { .. } | State::Discovering { .. });
-        if is_ready && self.has_room() && self.config.capabilities.covers(&method) {
-            return self.ask_caller(now, Answer::Wire(id), method, params);
-        }
-        let reply = match method.as_str() {
-            "ping" => Ok(json!({})),
-            // Every request that no declared capability covers is refused.
-            _ => Err(RpcError::method_not_found(&method)),
-        };
-        let is_ping = reply.is_ok();
-        let bytes = jsonrpc::response(id, reply);
-        match &mut self.state {
-            // A server flooding requests before it answers `initialize` must not grow memory.
-            State::Initializing { held_replies, .. } | State::Probing { held_replies, .. }
-                if !is_ping =>
-            {
-                if held_replies.len() < MAX_HELD_REPLIES {
-                    held_replies.push(bytes);
-                } else {
-                    self.stats.dropped_replies += 1;
-                }
-            }
-            _ => self.transmits.push_back((bytes, Sent::Other)),
-        }
-    }
-
-    /// Whether another server request may wait for the caller.
-    fn has_room(&self) -> bool {
-        self.server_requests.len() < MAX_OPEN_SERVER_REQUESTS
-    }
-
-    /// Hands a server request to the caller as an [`Event::ServerRequest`].
-    fn ask_caller(&mut self, now: Instant, answer: Answer, method: String, params: Option<Value>) {
-        let request = match &answer {
-            Answer::Input { request, .. } => Some(RequestId(*request)),
-            Answer::Wire(_) => None,
-        };
-        let key = self.next_server_request;
-        self.next_server_request += 1;
-        let deadline = deadline_after(now, self.config.server_request_timeout);
-        let open = OpenServerRequest {
-            answer,
-            method: method.clone(),
-            deadline,
-        };
-        self.server_requests.insert(key, open);
-        let id = ServerRequestId(key);
-        let asked = ServerRequest {
-            id,
-            method,
-            params,
-            request,
-        };
-        self.events.push_back(Event::ServerRequest(asked));
-    }
-
-    fn handle_progress(&mut self, now: Instant, params: Option<&Value>) {
-        let Some(token) = params.and_then(|params| params.get("progressToken")) else {
-            return;
-        };
-        // A caller's own token wins over a call's id that happens to equal it.
-        let other = self.progress_tokens.get(&token.to_string()).copied();
-        let own = || token.as_u64().filter(|&id| self.owns_its_id_as_token(id));
-        let Some(id) = other.or_else(own) else {
-            return;
-        };
-        self.pending.extend(id, now, self.config.max_request_time);
-    }
-
-    /// Whether pending request `id` uses its own id as its progress token.
-    fn owns_its_id_as_token(&self, id: u64) -> bool {
-        let pending = self.pending.get(id);
-        pending.is_some_and(|p| p.progress_token == Some(ProgressToken::OwnId))
-    }
 
     fn handle_response(
         &mut self,
