@@ -177,3 +177,37 @@ pub(crate) fn floor_pipelined(bins: &Bins, stateless: bool) -> f64 {
     server.finish();
     rate
 }
+
+/// A relay that understands nothing: the fixture (run with `args`) behind this process, our
+/// stdin copied to its stdin and its stdout to ours as the bytes come, one blocking thread
+/// each way. What any process between a host and a server adds on this machine (two more
+/// wake-ups, two more copies each way), the floor under what `serve` adds.
+pub(crate) fn relay(fixture: &Path, args: &[String]) {
+    let mut child = Command::new(fixture)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let to_server = child.stdin.take().unwrap();
+    let from_server = child.stdout.take().unwrap();
+    let answers = std::thread::spawn(move || copy(from_server, std::io::stdout()));
+    copy(std::io::stdin(), to_server);
+    let _ = child.wait();
+    let _ = answers.join();
+}
+
+/// Copies `from` to `to` as each read returns, until `from` ends or `to` is closed.
+fn copy(mut from: impl std::io::Read, mut to: impl Write) {
+    let mut buffer = vec![0; 64 * 1024];
+    while let Ok(read @ 1..) = from.read(&mut buffer) {
+        if to
+            .write_all(&buffer[..read])
+            .and_then(|()| to.flush())
+            .is_err()
+        {
+            return;
+        }
+    }
+}

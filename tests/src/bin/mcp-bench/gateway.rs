@@ -27,6 +27,8 @@ struct Paths {
     direct: mcp_smol::Client,
     stdio: mcp_smol::Client,
     listen: mcp_smol::Client,
+    /// The fixture behind a relay that understands nothing ([`crate::floor::relay`]).
+    relay: mcp_smol::Client,
     /// `serve --listen` from a plain HTTP/1.1 host.
     plain: PlainHost,
     serving: Child,
@@ -44,24 +46,30 @@ impl Drop for Paths {
 pub(crate) fn rows(bins: &Bins, table: &mut Table) {
     smol::block_on(async {
         let mut paths = Paths::open(bins).await;
-        let mut sequential = [Vec::new(), Vec::new(), Vec::new()];
-        let mut added = [Vec::new(), Vec::new(), Vec::new()];
-        let mut rates = [Vec::new(), Vec::new(), Vec::new()];
+        let mut sequential = [Vec::new(), Vec::new(), Vec::new(), Vec::new()];
+        let mut added = [Vec::new(), Vec::new(), Vec::new(), Vec::new()];
+        let mut rates = [Vec::new(), Vec::new(), Vec::new(), Vec::new()];
         // The CPU each process uses per call: the backend's (direct), `serve`'s (stdio), and
         // `serve --listen`'s.
-        let mut cpu = [Vec::new(), Vec::new(), Vec::new()];
-        let pids = [paths.direct.pid(), paths.stdio.pid(), paths.serving.id()];
+        let mut cpu = [Vec::new(), Vec::new(), Vec::new(), Vec::new()];
+        let pids = [
+            paths.direct.pid(),
+            paths.stdio.pid(),
+            paths.serving.id(),
+            paths.relay.pid(),
+        ];
         let clients = [
             (&paths.direct, "echo"),
             (&paths.stdio, "fx__echo"),
             (&paths.listen, "fx__echo"),
+            (&paths.relay, "echo"),
         ];
         for (client, tool) in clients {
             latency(client, tool, 50).await;
         }
         paths.plain.latency("fx__echo", 50);
         for _ in 0..REPETITIONS {
-            let mut medians = [0.0; 3];
+            let mut medians = [0.0; 4];
             for (at, (client, tool)) in clients.iter().enumerate() {
                 medians[at] = latency(client, tool, CALLS).await;
                 sequential[at].push(medians[at]);
@@ -69,13 +77,14 @@ pub(crate) fn rows(bins: &Bins, table: &mut Table) {
             added[0].push(medians[1] - medians[0]);
             added[1].push(medians[2] - medians[0]);
             added[2].push(paths.plain.latency("fx__echo", CALLS) - medians[0]);
+            added[3].push(medians[3] - medians[0]);
             for (at, (client, tool)) in clients.iter().enumerate() {
                 let before = process_cpu(pids[at]);
                 rates[at].push(rate(client, tool).await);
                 cpu[at].push((process_cpu(pids[at]) - before) / PIPELINED as f64);
             }
         }
-        let [direct, stdio, listen] = &sequential;
+        let [direct, stdio, listen, _] = &sequential;
         table.row_latency(
             "gateway: a call through `serve` (stdio) / direct, median latency",
             stdio,
@@ -86,27 +95,35 @@ pub(crate) fn rows(bins: &Bins, table: &mut Table) {
             listen,
             direct,
         );
-        let [direct_rate, stdio_rate, listen_rate] = &rates;
+        let [direct_rate, stdio_rate, listen_rate, relay_rate] = &rates;
         let name = format!("gateway: `serve` (stdio) / direct, {IN_FLIGHT} in flight, calls/s");
         table.row_rate(&name, stdio_rate, direct_rate);
         let name = format!("gateway: `serve --listen` / direct, {IN_FLIGHT} in flight, calls/s");
         table.row_rate(&name, listen_rate, direct_rate);
-        let [backend_cpu, stdio_cpu, listen_cpu] = &cpu;
+        let name = format!("gateway floor: a bare relay / direct, {IN_FLIGHT} in flight, calls/s");
+        table.row_rate(&name, relay_rate, direct_rate);
+        let [backend_cpu, stdio_cpu, listen_cpu, relay_cpu] = &cpu;
         let name =
             format!("gateway: CPU per call, `serve` (stdio) / the backend, {IN_FLIGHT} in flight");
         table.row_latency(&name, stdio_cpu, backend_cpu);
         let name =
             format!("gateway: CPU per call, `serve --listen` / the backend, {IN_FLIGHT} in flight");
         table.row_latency(&name, listen_cpu, backend_cpu);
+        let name = format!(
+            "gateway floor: CPU per call, a bare relay / the backend, {IN_FLIGHT} in flight"
+        );
+        table.row_latency(&name, relay_cpu, backend_cpu);
         let show = |values: &[f64]| time(median(values));
         println!(
             "gateway: added to a direct call's median, one in flight (median of {REPETITIONS} \
-             repetitions): stdio {}, --listen {} (from a plain HTTP/1.1 host: {})\n",
+             repetitions): stdio {}, --listen {} (from a plain HTTP/1.1 host: {}); a bare relay \
+             that understands nothing, the floor for any process in between: {}\n",
             show(&added[0]),
             show(&added[1]),
-            show(&added[2])
+            show(&added[2]),
+            show(&added[3])
         );
-        for client in [&paths.direct, &paths.stdio, &paths.listen] {
+        for client in [&paths.direct, &paths.stdio, &paths.listen, &paths.relay] {
             client.close().await;
         }
     });
@@ -139,6 +156,9 @@ impl Paths {
 
         let direct = mcp_smol::ServerCommand::new(&fixture).arg("good");
         let direct = mcp_smol::connect(&direct, options()).await.unwrap();
+        let me = bins.me.to_string_lossy().into_owned();
+        let relay = mcp_smol::ServerCommand::new(&me).args(["--child", "relay", "good"]);
+        let relay = mcp_smol::connect(&relay, options()).await.unwrap();
 
         let mut stdio = mcp_smol::ServerCommand::new(&cli).args(["--config", &config_arg, "serve"]);
         for (key, value) in &env {
@@ -181,6 +201,7 @@ impl Paths {
             direct,
             stdio,
             listen,
+            relay,
             plain,
             serving,
             dir,
