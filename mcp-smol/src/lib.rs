@@ -72,7 +72,7 @@ mod task;
 pub use client::{Client, Transport, connect, start};
 pub use driver::Driver;
 pub use error::{Disconnect, Error};
-pub use http::{Authorizer, Challenge, HttpServer, HttpTransport};
+pub use http::{Authorizer, Challenge, HttpServer, HttpTransport, HyperIo, ReadWhenReady};
 pub use options::Options;
 pub use process::{ServerCommand, StderrSink};
 pub use proto;

@@ -32,7 +32,6 @@ use mcp_smol::proto::{META_PROTOCOL_VERSION, RpcError};
 
 use crate::gateway::Gateway;
 use crate::gateway::bridge::{Bridge, MAX_IN_FLIGHT, Message, Refused, Reply};
-use crate::gateway::readable::ReadWhenReady;
 use crate::gateway::rounds::Rounds;
 use clock::CoarseTimer;
 
@@ -228,7 +227,7 @@ async fn connection(shared: Arc<Listener>, stream: TcpStream, stopped: Receiver<
     let connection = hyper::server::conn::http1::Builder::new()
         .timer(timer)
         .serve_connection(
-            smol_hyper::rt::FuturesIo::new(ReadWhenReady::new(stream)),
+            mcp_smol::HyperIo::new(mcp_smol::ReadWhenReady::new(stream)),
             service,
         );
     let mut connection = std::pin::pin!(connection);

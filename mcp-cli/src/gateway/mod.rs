@@ -15,7 +15,6 @@ mod keepalive;
 mod large;
 pub(crate) mod listen;
 mod proxy;
-mod readable;
 mod rounds;
 mod search;
 pub(crate) mod stdio;

@@ -47,11 +47,13 @@ use crate::{Client, Driver, Options};
 
 mod exchanges;
 mod fetch;
+mod io;
 mod streamable;
 mod tls;
 mod wire;
 
 pub use fetch::{Request, Response, send};
+pub use io::{HyperIo, ReadWhenReady};
 pub use proto::HttpTransport;
 
 /// A remote server: where it is and how to speak to it.

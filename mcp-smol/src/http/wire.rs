@@ -17,9 +17,9 @@ use hyper::body::{Bytes, Incoming};
 use hyper::client::conn::http1::SendRequest;
 use hyper::header::{CONTENT_LENGTH, CONTENT_TYPE, HOST, LOCATION};
 use hyper::{HeaderMap, Method, StatusCode};
-use smol_hyper::rt::FuturesIo;
 use url::Url;
 
+use super::io::{HyperIo, ReadWhenReady};
 use super::tls;
 
 /// How many redirects one exchange follows before calling it a loop.
@@ -374,6 +374,7 @@ async fn connect(
         .await
         .map_err(|error| format!("cannot connect to {host}:{port}: {error}"))?;
     let _ = tcp.set_nodelay(true);
+    let tcp = ReadWhenReady::new(tcp);
     let stream: Box<dyn Stream> = match tls {
         None => Box::new(tcp),
         Some(config) => {
@@ -393,7 +394,7 @@ async fn connect(
             Box::new(stream)
         }
     };
-    let (sender, connection) = hyper::client::conn::http1::handshake(FuturesIo::new(stream))
+    let (sender, connection) = hyper::client::conn::http1::handshake(HyperIo::new(stream))
         .await
         .map_err(|error| describe_hyper(&error))?;
     Ok((sender, Box::pin(connection)))
