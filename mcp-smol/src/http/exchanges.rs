@@ -67,13 +67,16 @@ impl Endpoint {
     pub(super) async fn send(&self, request: Outgoing) -> Result<Response, Refusal> {
         let mut retried: Vec<u16> = Vec::new();
         loop {
-            let mut attempt = request.clone();
+            // Copied only to carry the authorizer's header.
+            let mut authorized = None;
             if let Some(authorizer) = &self.authorizer {
                 match authorizer.authorization().await {
                     Ok(Some(value)) => {
+                        let mut attempt = request.clone();
                         (attempt.headers)
                             .retain(|(name, _)| !name.eq_ignore_ascii_case("authorization"));
                         attempt.headers.push(("Authorization".to_owned(), value));
+                        authorized = Some(attempt);
                     }
                     Ok(None) => {}
                     Err(error) => {
@@ -81,7 +84,8 @@ impl Endpoint {
                     }
                 }
             }
-            let response = wire::send_following(&attempt, self.connect_timeout, Some(&self.pool))
+            let attempt = authorized.as_ref().unwrap_or(&request);
+            let response = wire::send_following(attempt, self.connect_timeout, Some(&self.pool))
                 .await
                 .map_err(Refusal::Unreachable)?;
             let status = response.status.as_u16();

@@ -215,8 +215,12 @@ impl Loop {
         self.tasks.insert(id, task);
     }
 
-    /// The machine's URLs are the configured one and one the server named, both parsed before.
+    /// The machine's URLs are the configured one (most often, not parsed again) and one the
+    /// server named, both parsed before.
     fn url(&self, url: &str) -> Url {
+        if url == self.endpoint.url.as_str() {
+            return self.endpoint.url.clone();
+        }
         Url::parse(url).unwrap_or_else(|_| self.endpoint.url.clone())
     }
 

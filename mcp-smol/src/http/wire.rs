@@ -322,25 +322,20 @@ pub(crate) async fn send(
     connect_timeout: Duration,
     pool: Option<&Arc<Pool>>,
 ) -> Result<Response, String> {
-    let origin = request.url.origin().ascii_serialization();
+    // The pool's key: scheme, user, host and port, as the URL writes them (without its
+    // default port), cheaper per request than the origin's serialization.
+    let origin = &request.url[..url::Position::BeforePath];
     if let Some(pool) = pool
-        && let Some((sender, connection)) = pool.take(&origin).await
+        && let Some((sender, connection)) = pool.take(origin).await
     {
         // A kept-alive connection the server closed as we reused it has no answer for us:
         // the request goes once more, on a new connection.
-        if let Ok(response) = exchange_on(sender, connection, request, Some((pool, &origin))).await
-        {
+        if let Ok(response) = exchange_on(sender, connection, request, Some((pool, origin))).await {
             return Ok(response);
         }
     }
     let (sender, connection) = connect(&request.url, connect_timeout).await?;
-    exchange_on(
-        sender,
-        connection,
-        request,
-        pool.map(|pool| (pool, origin.as_str())),
-    )
-    .await
+    exchange_on(sender, connection, request, pool.map(|pool| (pool, origin))).await
 }
 
 /// Opens a connection (TCP, then TLS for https) and runs hyper's handshake on it.
@@ -455,9 +450,11 @@ pub(crate) async fn send_following(
     connect_timeout: Duration,
     pool: Option<&Arc<Pool>>,
 ) -> Result<Response, String> {
-    let mut request = request.clone();
+    // Copied only to follow a redirect.
+    let mut redirected: Option<Outgoing> = None;
     for _ in 0..=MAX_REDIRECTS {
-        let response = send(&request, connect_timeout, pool).await?;
+        let request = redirected.as_ref().unwrap_or(request);
+        let response = send(request, connect_timeout, pool).await?;
         let status = response.status.as_u16();
         let location = response.header(LOCATION.as_str());
         let (true, Some(location)) = (matches!(status, 301 | 302 | 303 | 307 | 308), location)
@@ -467,25 +464,28 @@ pub(crate) async fn send_following(
         let next = (request.url.join(location)).map_err(|error| {
             format!("HTTP {status} to an unreadable location {location:?}: {error}")
         })?;
-        if (status == 303 && request.method != Method::HEAD)
-            || (matches!(status, 301 | 302) && request.method == Method::POST)
+        let mut following = request.clone();
+        if (status == 303 && following.method != Method::HEAD)
+            || (matches!(status, 301 | 302) && following.method == Method::POST)
         {
-            request.method = Method::GET;
-            request.body = Bytes::new();
-            request
+            following.method = Method::GET;
+            following.body = Bytes::new();
+            following
                 .headers
                 .retain(|(name, _)| !name.eq_ignore_ascii_case("content-type"));
         }
-        if next.origin() != request.url.origin() {
-            request
+        if next.origin() != following.url.origin() {
+            following
                 .headers
                 .retain(|(name, _)| !name.eq_ignore_ascii_case("authorization"));
         }
-        request.url = next;
+        following.url = next;
+        redirected = Some(following);
     }
+    let last = redirected.as_ref().unwrap_or(request);
     Err(format!(
         "redirect loop: more than {MAX_REDIRECTS} redirects, the last to {}",
-        request.url
+        last.url
     ))
 }
 
