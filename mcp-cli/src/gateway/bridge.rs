@@ -123,18 +123,18 @@ impl Bridge {
         })
     }
 
-    /// Sends a request (`message`, whose JSON text is `text`); its answer, and what relates
-    /// to it when `streams`, come through the [`Reply`]. If the reply is dropped before the
-    /// answer (the host hung up) and `cancel` is set, the gateway is told the host cancelled
-    /// the request.
+    /// Sends a request (`text`, one JSON message with this `id` and, as JSON text, this
+    /// `_meta.progressToken`); its answer, and what relates to it when `streams`, come
+    /// through the [`Reply`]. If the reply is dropped before the answer (the host hung up)
+    /// and `cancel` is set, the gateway is told the host cancelled the request.
     pub(crate) async fn request(
         self: &Arc<Self>,
-        message: &Value,
+        id: Value,
+        progress_token: Option<String>,
         text: &[u8],
         cancel: bool,
         streams: bool,
     ) -> Result<Reply, Refused> {
-        let id = message.get("id").cloned().unwrap_or(Value::Null);
         let key = id.to_string();
         let (to, messages) = async_channel::unbounded();
         {
@@ -145,10 +145,9 @@ impl Bridge {
             if routes.open.contains_key(&key) {
                 return Err(Refused::DuplicateId);
             }
-            let token = &message["params"]["_meta"]["progressToken"];
             let route = Route {
                 to,
-                progress_token: (!token.is_null()).then(|| token.to_string()),
+                progress_token,
                 streams,
                 opened: routes.opened,
             };

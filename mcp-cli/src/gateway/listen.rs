@@ -34,8 +34,10 @@ use crate::gateway::Gateway;
 use crate::gateway::bridge::{Bridge, MAX_IN_FLIGHT, Message, Refused, Reply};
 use crate::gateway::rounds::Rounds;
 use clock::CoarseTimer;
+use posted::{Posted, Unread};
 
 mod clock;
+mod posted;
 
 /// Where `serve --listen` without an address listens.
 pub(crate) const DEFAULT_ADDRESS: &str = "127.0.0.1:8931";
@@ -358,22 +360,22 @@ impl Listener {
                 );
             }
         };
-        let message: Value = match serde_json::from_slice(&body) {
-            Ok(message @ Value::Object(_)) => message,
-            Ok(Value::Array(_)) => {
+        let message = match Posted::read(&body) {
+            Ok(message) => message,
+            Err(Unread::Batch) => {
                 let error = rpc_error(Value::Null, -32600, "batches are not supported");
                 return json_response(StatusCode::BAD_REQUEST, &error);
             }
-            Ok(_) => {
+            Err(Unread::NotAnObject) => {
                 let error = rpc_error(Value::Null, -32600, "a message must be a JSON object");
                 return json_response(StatusCode::BAD_REQUEST, &error);
             }
-            Err(error) => {
+            Err(Unread::Invalid(error)) => {
                 let error = rpc_error(Value::Null, -32700, &format!("parse error: {error}"));
                 return json_response(StatusCode::BAD_REQUEST, &error);
             }
         };
-        let is_request = message.get("method").is_some() && message.get("id").is_some();
+        let is_request = message.is_request();
         match session {
             Some(session) => {
                 let bridge = self.session(&session);
@@ -387,7 +389,7 @@ impl Listener {
                 self.forward(&bridge, &message, &body, Machine::Session, streams, None)
                     .await
             }
-            None if is_request && message["method"] == "initialize" => {
+            None if is_request && message.method() == "initialize" => {
                 self.initialize(&message, &body).await
             }
             // Without a session a notification or an answer has no machine to go to.
@@ -398,10 +400,10 @@ impl Listener {
             None => match mirror_mismatch(&headers, &message) {
                 Some(error) => json_response(StatusCode::BAD_REQUEST, &error),
                 // Its notifications come on an event stream, which this host must take.
-                None if message["method"] == LISTEN && !streams => {
+                None if message.method() == LISTEN && !streams => {
                     let text = "subscriptions/listen is answered with an event stream: \
                                 send Accept: text/event-stream";
-                    let error = rpc_error(message["id"].clone(), -32600, text);
+                    let error = rpc_error(message.id(), -32600, text);
                     json_response(StatusCode::NOT_ACCEPTABLE, &error)
                 }
                 None => self.stateless(&message, &body, streams).await,
@@ -415,7 +417,7 @@ impl Listener {
     }
 
     /// A handshake-era host's `initialize`: a session of its own, named in the answer.
-    async fn initialize(&self, message: &Value, text: &[u8]) -> Response {
+    async fn initialize(&self, message: &Posted, text: &[u8]) -> Response {
         if self
             .sessions
             .lock()
@@ -423,7 +425,7 @@ impl Listener {
             .len()
             >= MAX_SESSIONS
         {
-            let error = rpc_error(message["id"].clone(), -32000, "too many sessions open");
+            let error = rpc_error(message.id(), -32000, "too many sessions open");
             return json_response(StatusCode::SERVICE_UNAVAILABLE, &error);
         }
         let bridge = match Bridge::open(self.gateway.clone(), None) {
@@ -445,12 +447,12 @@ impl Listener {
 
     /// A request with no session: a machine for itself, ended (and its calls with it) when
     /// answered or when the host hangs up.
-    async fn stateless(&self, message: &Value, text: &[u8], streams: bool) -> Response {
+    async fn stateless(&self, message: &Posted, text: &[u8], streams: bool) -> Response {
         let open = self.stateless_open.fetch_add(1, Ordering::SeqCst);
         let open_slot = Decrement(self.stateless_open.clone());
         if open >= MAX_STATELESS {
             let text = format!("{MAX_STATELESS} requests are open; retry later");
-            let error = rpc_error(message["id"].clone(), -32000, &text);
+            let error = rpc_error(message.id(), -32000, &text);
             return json_response(StatusCode::TOO_MANY_REQUESTS, &error);
         }
         let rounds = Some(self.rounds.clone());
@@ -490,15 +492,18 @@ impl Listener {
     async fn forward(
         &self,
         bridge: &Arc<Bridge>,
-        message: &Value,
+        message: &Posted,
         text: &[u8],
         machine: Machine,
         streams: bool,
         keep: Option<Keep>,
     ) -> Response {
-        let id = message["id"].clone();
+        let id = message.id();
         let cancel = machine == Machine::Session;
-        let mut reply = match bridge.request(message, text, cancel, streams).await {
+        let token = message.meta("progressToken");
+        let token = (!token.is_null()).then(|| token.to_string());
+        let request = bridge.request(id.clone(), token, text, cancel, streams);
+        let mut reply = match request.await {
             Ok(reply) => reply,
             Err(Refused::Busy) => {
                 let text = format!("{MAX_IN_FLIGHT} requests of this host are open; retry later");
@@ -522,7 +527,7 @@ impl Listener {
             }
             Some(Some(first)) => {
                 // A long-lived stream ends (gracefully) when the gateway begins to stop.
-                let listens = message["method"] == LISTEN;
+                let listens = message.method() == LISTEN;
                 let stream = Events {
                     first: Some(first),
                     reply,
@@ -599,11 +604,11 @@ impl Listener {
 /// A request without a session that its headers contradict, as the era's transport forbids
 /// (`MCP-Protocol-Version` and `Mcp-Method` mirror the body), or that is of neither era (no
 /// revision in `_meta`, and not `initialize`): the JSON-RPC error to answer with 400.
-fn mirror_mismatch(headers: &hyper::HeaderMap, message: &Value) -> Option<Value> {
+fn mirror_mismatch(headers: &hyper::HeaderMap, message: &Posted) -> Option<Value> {
     let header = |name: &str| headers.get(name).map(|v| v.to_str().unwrap_or("\u{fffd}"));
-    let id = message["id"].clone();
-    let method = message["method"].as_str().unwrap_or_default();
-    let stated = message["params"]["_meta"][META_PROTOCOL_VERSION].as_str();
+    let id = message.id();
+    let method = message.method();
+    let stated = message.meta(META_PROTOCOL_VERSION).as_str();
     let mismatch = |text: String| Some(rpc_error(id.clone(), RpcError::HEADER_MISMATCH, &text));
     match (stated, header("mcp-protocol-version")) {
         (None, _) if method == "server/discover" => {}
@@ -693,8 +698,8 @@ fn rpc_error(id: Value, code: i64, message: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
 }
 
-fn internal(message: &Value, text: &str) -> Response {
-    let error = rpc_error(message["id"].clone(), -32603, text);
+fn internal(message: &Posted, text: &str) -> Response {
+    let error = rpc_error(message.id(), -32603, text);
     json_response(StatusCode::OK, &error)
 }
 
