@@ -279,7 +279,8 @@ impl Observer {
 
 /// A live connection under arbitrary server bytes and client commands, in the era the first
 /// byte's top bits choose (without consuming it): below 128 the handshake era, then the
-/// stateless era found by the probe, then the stateless era at a fixed revision.
+/// stateless era found by the probe, then the stateless era at a fixed revision. Its bit 5
+/// keeps results as text, as our driver does ([`Connection::results_as_text`]).
 pub fn check_connection(data: &[u8]) {
     let mut now = Instant::now();
     let (protocol, start) = match data.first().map_or(0, |byte| byte >> 6) {
@@ -305,6 +306,9 @@ pub fn check_connection(data: &[u8]) {
         ..Config::default()
     };
     let mut connection = Connection::new(now, config);
+    if data.first().is_some_and(|byte| byte & 0x20 != 0) {
+        connection = connection.results_as_text();
+    }
     connection.handle_bytes(now, start);
     let mut observer = Observer::new();
     observer.drain(&mut connection);

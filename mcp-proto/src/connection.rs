@@ -12,6 +12,7 @@ use crate::error::{CloseReason, ErrorKind, RequestError, RpcError, SendError};
 use crate::framing::{self, Line, LineDecoder, LineError};
 use crate::jsonrpc::{self, Input, ResponseError, StatelessMeta};
 use crate::pending::{Origin, Outstanding, ProgressToken, deadline_after, read_id};
+use crate::raw_result::RawResult;
 use crate::request::{Params, Request};
 use crate::stateless;
 use crate::types::{Fallback, Implementation, ServerInfo};
@@ -104,12 +105,14 @@ pub struct Connection {
     next_server_request: u64,
     /// What to send, each with what it is (see [`Connection::poll_transmit_with`]).
     transmits: VecDeque<(Vec<u8>, Sent)>,
-    events: VecDeque<Event>,
+    events: VecDeque<Event<RawResult>>,
     stats: Stats,
     /// Stateless era (and while probing): the `_meta` members of every request.
     era_meta: Option<StatelessMeta>,
     /// Whether [`Sent::Request`] carries its [`Outgoing`] details.
     tag_requests: bool,
+    /// Whether answers' results are kept as text ([`Connection::results_as_text`]).
+    results_as_text: bool,
 }
 
 impl std::fmt::Debug for Connection {
@@ -151,6 +154,7 @@ impl Connection {
             stats: Stats::default(),
             era_meta: None,
             tag_requests: false,
+            results_as_text: false,
             config,
         };
         match connection.config.protocol {
@@ -275,6 +279,17 @@ impl Connection {
             let fallback = Some(Fallback::Refused(detail));
             self.begin_handshake(now, self.handshake_version(), held_replies, fallback);
         }
+    }
+
+    /// For a caller that drains events with [`poll_raw_event`](Self::poll_raw_event) and
+    /// reads each result into its own type ([`FromResult::from_raw`](crate::FromResult::from_raw)):
+    /// from now on an answer's result is kept as text ([`RawResult`]), its members walked but
+    /// not read into values. Without this, results are read into values as lines arrive, and
+    /// `poll_raw_event` hands those on.
+    #[must_use]
+    pub fn results_as_text(mut self) -> Self {
+        self.results_as_text = true;
+        self
     }
 
     /// For a transport that sends each message on its own (HTTP): from now on every
@@ -648,6 +663,15 @@ impl Connection {
     #[must_use]
     /// The next event; drain them after every input or command.
     pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front().map(Event::into_values)
+    }
+
+    /// [`poll_event`](Self::poll_event) with each result as a [`RawResult`], for the caller to
+    /// read into its own type ([`FromResult::from_raw`](crate::FromResult::from_raw)) or to
+    /// pass on: kept as text, with no value built, after
+    /// [`results_as_text`](Self::results_as_text).
+    #[must_use]
+    pub fn poll_raw_event(&mut self) -> Option<Event<RawResult>> {
         self.events.pop_front()
     }
 
@@ -674,21 +698,28 @@ impl Connection {
         &mut self,
         now: Instant,
         id: &Value,
-        result: Result<Value, ResponseError>,
+        result: Result<RawResult, ResponseError>,
         server_info: Option<String>,
     ) {
         let wire = read_id(id);
-        match self.state {
-            State::Initializing { id, .. } if wire == Some(id) => {
-                return self.finish_handshake(now, result);
-            }
-            State::Probing { id, .. } if wire == Some(id) => {
-                return self.finish_probe(now, result, server_info);
-            }
-            State::Discovering { id, .. } if wire == Some(id) => {
-                return self.finish_discover(now, result, server_info);
-            }
-            _ => {}
+        let lifecycle = match self.state {
+            State::Initializing { id, .. }
+            | State::Probing { id, .. }
+            | State::Discovering { id, .. } => wire == Some(id),
+            _ => false,
+        };
+        if lifecycle {
+            // Read as values: these few answers are the core's own to read.
+            let (result, server_info) = match result.map(RawResult::into_members) {
+                Ok(Ok(members)) => (Ok(members.result), members.server_info.or(server_info)),
+                Ok(Err(error)) => (Err(ResponseError::Invalid(error)), None),
+                Err(error) => (Err(error), None),
+            };
+            return match self.state {
+                State::Initializing { .. } => self.finish_handshake(now, result),
+                State::Probing { .. } => self.finish_probe(now, result, server_info),
+                _ => self.finish_discover(now, result, server_info),
+            };
         }
         // Neither a held request nor one waiting for input can be answered, nor a former
         // round of one sent again.
@@ -910,7 +941,7 @@ impl Connection {
         }
     }
 
-    fn finish(&mut self, id: u64, result: Result<Value, RequestError>) {
+    fn finish(&mut self, id: u64, result: Result<RawResult, RequestError>) {
         if let Some(pending) = self.pending.remove(id) {
             if let Some(ProgressToken::Other(token)) = pending.progress_token {
                 self.progress_tokens.remove(&token);

@@ -208,7 +208,7 @@ impl<'de> Deserialize<'de> for Element {
 }
 
 /// The members classification reads; the rest are skipped unparsed into values.
-enum Member {
+pub(crate) enum Member {
     Jsonrpc,
     Id,
     Method,

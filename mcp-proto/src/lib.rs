@@ -143,6 +143,7 @@ mod headers;
 mod jsonrpc;
 mod listing;
 mod pending;
+mod raw_result;
 mod request;
 mod server;
 mod server_stateless;
@@ -171,6 +172,7 @@ pub use jsonrpc::PROTOCOL_VERSION as META_PROTOCOL_VERSION;
 pub use listing::{
     CacheHint, CacheScope, DEFAULT_MAX_PAGES, ListResult, Listed, Listing, PageError, Pager,
 };
+pub use raw_result::RawResult;
 pub use request::{FromResult, Request};
 pub use server::{
     ClientInfo, HostRequest, HostRequestId, ServerConfig, ServerConnection, ServerEvent,

@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::error::RequestError;
+use crate::raw_result::RawResult;
 
 /// One request to send, typed by what its result reads as: `Request<CallToolResult>` from
 /// [`Request::call_tool`], `Request<Value>` (the result as sent) from [`Request::new`].
@@ -111,6 +112,21 @@ pub trait FromResult: Sized {
     /// read fails the request with [`RequestError::InvalidResponse`].
     fn answer(method: &str, result: Value) -> Result<Self, RequestError> {
         Self::from_result(result)
+            .map_err(|error| RequestError::InvalidResponse(format!("{method}: {error}")))
+    }
+
+    /// Reads a result as the server sent it ([`Connection::poll_raw_event`]); the same as
+    /// [`from_result`](Self::from_result) of [`RawResult::into_value`]'s value, which is what
+    /// it does unless a type reads the text itself, without that value.
+    ///
+    /// [`Connection::poll_raw_event`]: crate::Connection::poll_raw_event
+    fn from_raw(result: RawResult) -> Result<Self, String> {
+        Self::from_result(result.into_value()?)
+    }
+
+    /// [`answer`](Self::answer) for a result as the server sent it.
+    fn answer_raw(method: &str, result: RawResult) -> Result<Self, RequestError> {
+        Self::from_raw(result)
             .map_err(|error| RequestError::InvalidResponse(format!("{method}: {error}")))
     }
 }

@@ -309,6 +309,7 @@ pub(crate) fn capabilities_and_instructions(
 }
 
 /// What a stateless-era result's `resultType` says.
+#[derive(Debug)]
 pub(crate) enum Outcome {
     /// Absent, or `"complete"`: the result.
     Complete,

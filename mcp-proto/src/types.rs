@@ -5,10 +5,12 @@
 //! whole result.
 
 use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::headers::{HeaderParams, InvalidHeaderAnnotation};
 use crate::listing::{ListResult, Listed};
+use crate::raw_result::RawResult;
 use crate::request::{FromResult, Params, Request};
 
 /// `clientInfo` / `serverInfo`.
@@ -327,6 +329,35 @@ impl FromResult for CallToolResult {
     fn from_result(result: Value) -> Result<Self, String> {
         Self::from_value(result).map_err(|error| error.to_string())
     }
+
+    /// The usual result is read straight from its text, and a text item with no value
+    /// built. Any other (a member of an unexpected type, or given twice) is read as a value
+    /// first, as [`from_result`](Self::from_result) reads it, which says what is wrong with it.
+    fn from_raw(result: RawResult) -> Result<Self, String> {
+        /// The members read, as [`CallToolResult::from_value`] reads them.
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Usual<'a> {
+            #[serde(borrow)]
+            content: Option<Vec<&'a RawValue>>,
+            structured_content: Option<Value>,
+            is_error: Option<bool>,
+        }
+        let usual = (result.as_text()).and_then(|text| {
+            let usual = serde_json::from_str::<Usual>(text).ok()?;
+            let content = usual.content.unwrap_or_default();
+            let content = content.into_iter().map(Content::from_raw);
+            Some(Self {
+                content: content.collect::<Option<_>>()?,
+                structured_content: usual.structured_content,
+                is_error: usual.is_error == Some(true),
+            })
+        });
+        match usual {
+            Some(usual) => Ok(usual),
+            None => Self::from_result(result.into_value()?),
+        }
+    }
 }
 
 /// Optional text the server may send as anything: only a string counts.
@@ -443,6 +474,26 @@ impl Content {
             return Content::Text { text };
         }
         Content::from_value(Value::Object(object))
+    }
+}
+
+impl Content {
+    /// [`from_owned`](Self::from_owned) of an item's text: a text item, read as it reads
+    /// one, builds no value. `None` for text nested too deep to be a value.
+    fn from_raw(item: &RawValue) -> Option<Self> {
+        /// A text item: the members `from_owned` reads of one.
+        #[derive(Deserialize)]
+        struct TextItem<'a> {
+            #[serde(rename = "type", borrow)]
+            kind: std::borrow::Cow<'a, str>,
+            text: String,
+        }
+        match serde_json::from_str::<TextItem>(item.get()) {
+            Ok(TextItem { kind, text }) if kind == "text" => Some(Content::Text { text }),
+            _ => serde_json::from_str(item.get())
+                .ok()
+                .map(Content::from_owned),
+        }
     }
 }
 

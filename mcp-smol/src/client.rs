@@ -235,9 +235,18 @@ impl Client {
     /// [`Request::untyped`]. Every request of this crate goes this way.
     pub async fn request<T: FromResult>(&self, request: Request<T>) -> Result<T, Error> {
         let method = request.method().to_owned();
+        let result = self.request_raw(request).await?;
+        // Read here, on the caller's task, not on the driver's.
+        Ok(T::answer_raw(&method, result)?)
+    }
+
+    /// Sends a request and hands back its result unread, as text: for a caller that passes
+    /// it on ([`RawResult::json`](proto::RawResult::json)) or reads it its own way, with no
+    /// value built for it. [`request`](Self::request) is this, then
+    /// [`FromResult::answer_raw`].
+    pub async fn request_raw<T>(&self, request: Request<T>) -> Result<proto::RawResult, Error> {
         let request = request.untyped();
-        let result: Value = self.ask(|reply| Op::Request { request, reply }).await?;
-        Ok(T::answer(&method, result)?)
+        self.ask(|reply| Op::Request { request, reply }).await
     }
 
     /// Calls a tool with the default timeout. A result with `is_error` is still `Ok`.

@@ -17,8 +17,8 @@ use futures_lite::StreamExt;
 use futures_lite::future::FutureExt;
 use futures_lite::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use proto::{
-    CloseReason, Connection, Event, Notification, Request, RequestError, RpcError, ServerInfo,
-    ServerRequest, ServerRequestId,
+    CloseReason, Connection, Event, Notification, RawResult, Request, RequestError, RpcError,
+    ServerInfo, ServerRequest, ServerRequestId,
 };
 use serde_json::Value;
 
@@ -56,7 +56,7 @@ pub(crate) type Reply<T> = crate::oneshot::Sender<Result<T, Error>>;
 pub(crate) enum Op {
     Request {
         request: Request,
-        reply: Reply<Value>,
+        reply: Reply<RawResult>,
     },
     WaitReady(Reply<ServerInfo>),
     Subscribe(Sender<Notification>),
@@ -183,14 +183,14 @@ pub(crate) trait Core {
 }
 
 macro_rules! core_of {
-    ($core:ty, $event:ty) => {
+    ($core:ty, $event:ty, $poll_event:ident) => {
         impl Core for $core {
             type Event = $event;
             fn poll_transmit(&mut self) -> Option<Vec<u8>> {
                 self.poll_transmit()
             }
             fn poll_event(&mut self) -> Option<$event> {
-                self.poll_event()
+                self.$poll_event()
             }
             fn poll_timeout(&self) -> Option<Instant> {
                 self.poll_timeout()
@@ -211,8 +211,9 @@ macro_rules! core_of {
     };
 }
 
-core_of!(Connection, Event);
-core_of!(proto::ServerConnection, proto::ServerEvent);
+// Results stay text until their callers read them, each on its own task.
+core_of!(Connection, Event<RawResult>, poll_raw_event);
+core_of!(proto::ServerConnection, proto::ServerEvent, poll_event);
 
 /// One role: its core, and what its handles' operations and its core's events mean.
 pub(crate) trait Role {
@@ -510,7 +511,7 @@ fn client(
     let (terminate, terminated) = async_channel::bounded(1);
     let shared = Arc::new(Shared::new(pid, tail, done, terminate));
     let role = ClientRole {
-        connection: Connection::new(Instant::now(), options.core.clone()),
+        connection: Connection::new(Instant::now(), options.core.clone()).results_as_text(),
         callers: Callers::default(),
         last_skipped: None,
         reason: None,
@@ -549,7 +550,7 @@ impl Role for ClientRole {
         self.callers.apply(&mut self.connection, now, op, true);
     }
 
-    fn dispatch(&mut self, event: Event) -> bool {
+    fn dispatch(&mut self, event: Event<RawResult>) -> bool {
         match event {
             Event::Ready(info) => self.callers.ready(&info),
             // Failures caused by the close are answered once we know how the server ended.
@@ -558,7 +559,8 @@ impl Role for ClientRole {
                 ..
             } => {}
             Event::Response { id, result } => {
-                self.callers.answer(id, result.map_err(Error::from_request));
+                self.callers
+                    .answer_raw(id, result.map_err(Error::from_request));
             }
             Event::Notification(notification) => self.callers.notify(&notification),
             Event::ServerRequest(request) => self.callers.pass_on(&mut self.connection, request),

@@ -6,6 +6,7 @@ use serde_json::Value;
 use super::{Config, Connection};
 use crate::error::{CloseReason, RequestError};
 use crate::framing::LineError;
+use crate::raw_result::RawResult;
 use crate::types::{Notification, ServerInfo};
 
 /// Identifies one request of ours. Ids count up from 1 and are never reused (0 is skipped
@@ -47,9 +48,10 @@ pub struct ServerRequest {
     pub request: Option<RequestId>,
 }
 
-/// What happened, drained with [`Connection::poll_event`].
+/// What happened, drained with [`Connection::poll_event`], or with
+/// [`Connection::poll_raw_event`] as `Event<RawResult>`: results left as text.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Event {
+pub enum Event<R = Value> {
     /// The server is known: the handshake is done (held requests have been queued after
     /// `notifications/initialized`), or `server/discover` answered (stateless era).
     Ready(ServerInfo),
@@ -58,7 +60,7 @@ pub enum Event {
         /// The request, as [`Connection::request`] returned it.
         id: RequestId,
         /// Its `result` member, or why it failed.
-        result: Result<Value, RequestError>,
+        result: Result<R, RequestError>,
     },
     /// A notification from the server (progress, logging, list changes, anything else).
     Notification(Notification),
@@ -77,6 +79,24 @@ pub enum Event {
     Malformed(LineError),
     /// The connection ended; always the last event. Pending requests have already failed.
     Closed(CloseReason),
+}
+
+impl Event<RawResult> {
+    /// The event with its result read as a value, as [`Connection::poll_event`] gives it.
+    pub(crate) fn into_values(self) -> Event {
+        match self {
+            Event::Response { id, result } => {
+                let result = result
+                    .and_then(|raw| (raw.into_value()).map_err(RequestError::InvalidResponse));
+                Event::Response { id, result }
+            }
+            Event::Ready(server) => Event::Ready(server),
+            Event::Notification(notification) => Event::Notification(notification),
+            Event::ServerRequest(request) => Event::ServerRequest(request),
+            Event::Malformed(error) => Event::Malformed(error),
+            Event::Closed(reason) => Event::Closed(reason),
+        }
+    }
 }
 
 /// Counters for diagnostics.

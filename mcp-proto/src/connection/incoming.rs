@@ -11,6 +11,7 @@ use crate::error::{RequestError, RpcError};
 use crate::framing::{Line, LineError};
 use crate::jsonrpc::{self, Message};
 use crate::pending::{ProgressToken, deadline_after, read_id};
+use crate::raw_result::{self, RawResult};
 use crate::stateless;
 use crate::types::Notification;
 use crate::{Event, RequestId, ServerRequest, ServerRequestId};
@@ -24,6 +25,13 @@ const MAX_OPEN_SERVER_REQUESTS: usize = 64;
 impl Connection {
     pub(super) fn handle_line(&mut self, now: Instant, line: Line<&[u8]>) {
         let messages = match line {
+            Line::Bytes(line) if self.results_as_text => match raw_result::decode_result(line) {
+                // The usual line: an answer, its result kept as text.
+                Some((id, result, info)) => {
+                    return self.handle_response(now, &id, Ok(result), info);
+                }
+                None => jsonrpc::decode(line),
+            },
             Line::Bytes(line) => jsonrpc::decode(line),
             Line::Parsed(value) => jsonrpc::decode_value(value),
         };
@@ -80,7 +88,7 @@ impl Connection {
                 id,
                 result,
                 server_info,
-            } => self.handle_response(now, &id, result, server_info),
+            } => self.handle_response(now, &id, result.map(RawResult::from), server_info),
         }
     }
 

@@ -9,6 +9,7 @@ use serde_json::Value;
 use super::{Answer, Connection, Sent, State, encode, other_stateless_revision};
 use crate::error::{RequestError, RpcError};
 use crate::jsonrpc::{self, Input};
+use crate::raw_result::RawResult;
 use crate::stateless::{self, Outcome};
 
 impl Connection {
@@ -45,14 +46,17 @@ impl Connection {
     }
 
     /// A stateless-era result: complete, another round, or not a result at all.
-    pub(super) fn handle_stateless_result(&mut self, now: Instant, id: u64, result: Value) {
-        match stateless::outcome(&result) {
+    pub(super) fn handle_stateless_result(&mut self, now: Instant, id: u64, result: RawResult) {
+        match result.outcome() {
             Outcome::Complete => self.finish(id, Ok(result)),
             Outcome::Unknown(kind) => {
                 let error = format!("unknown `resultType` {kind}");
                 self.finish(id, Err(RequestError::InvalidResponse(error)));
             }
-            Outcome::InputRequired => self.handle_input_required(now, id, result),
+            Outcome::InputRequired => match result.into_value() {
+                Ok(result) => self.handle_input_required(now, id, result),
+                Err(error) => self.finish(id, Err(RequestError::InvalidResponse(error))),
+            },
             Outcome::Task => {
                 let method = self.pending.origin(id);
                 let method = method.map_or("", |origin| origin.method.as_str());

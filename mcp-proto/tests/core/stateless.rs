@@ -57,13 +57,27 @@ fn parse(line: &str) -> Value {
 
 /// A connection whose probe found the stateless era, its output drained.
 fn probed(now: Instant, config: Config) -> (Connection, FakeServer) {
+    probed_keeping(now, config, false)
+}
+
+/// [`probed`], with results kept as text when `as_text` (what our driver does): the events
+/// are the same either way.
+fn probed_keeping(now: Instant, config: Config, as_text: bool) -> (Connection, FakeServer) {
     let mut conn = Connection::new(now, config);
+    if as_text {
+        conn = conn.results_as_text();
+    }
     let mut server = FakeServer::default();
     let sent = server.absorb(&mut conn);
     assert_eq!(sent[0]["method"], "server/discover");
     let result = discover_result(&["2026-07-28", "2025-11-25"]);
     server.send(&mut conn, now, answer(&sent[0]["id"], result));
-    assert!(matches!(conn.poll_event(), Some(Event::Ready(_))));
+    let ready = conn.poll_event();
+    assert!(
+        matches!(&ready, Some(Event::Ready(info)) if info.server.name == "modern"
+            && info.instructions.as_deref() == Some("be brief")),
+        "{ready:?}"
+    );
     server.absorb(&mut conn);
     (conn, server)
 }
@@ -507,8 +521,14 @@ fn ping_and_set_level_are_refused_locally_in_the_stateless_era() {
 /// the result as a handshake-era server sends it, with the rest of `_meta` as sent.
 #[test]
 fn a_result_comes_without_the_members_that_describe_the_exchange() {
+    for as_text in [false, true] {
+        a_result_comes_without_the_era_members(as_text);
+    }
+}
+
+fn a_result_comes_without_the_era_members(as_text: bool) {
     let now = Instant::now();
-    let (mut conn, server) = probed(now, Config::default());
+    let (mut conn, server) = probed_keeping(now, Config::default(), as_text);
     let info = json!({"name": "modern", "version": "2"});
     let cases = [
         (
@@ -541,8 +561,14 @@ fn a_result_comes_without_the_members_that_describe_the_exchange() {
 
 #[test]
 fn result_type_absent_or_complete_is_a_result_and_anything_else_an_error() {
+    for as_text in [false, true] {
+        result_type_read(as_text);
+    }
+}
+
+fn result_type_read(as_text: bool) {
     let now = Instant::now();
-    let (mut conn, server) = probed(now, Config::default());
+    let (mut conn, server) = probed_keeping(now, Config::default(), as_text);
     // What the caller gets: the result without the members that describe the exchange.
     let listed = json!({"tools": []});
     let cases = [
@@ -608,8 +634,14 @@ fn ask_name() -> Value {
 
 #[test]
 fn input_rounds_echo_the_state_under_new_ids_and_leave_other_requests_alone() {
+    for as_text in [false, true] {
+        input_rounds_echo_the_state(as_text);
+    }
+}
+
+fn input_rounds_echo_the_state(as_text: bool) {
     let now = Instant::now();
-    let (mut conn, server) = probed(now, eliciting());
+    let (mut conn, server) = probed_keeping(now, eliciting(), as_text);
     let call = conn
         .request(now, Request::call_tool("deploy", json!({"env": "prod"})))
         .unwrap();

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use async_channel::Sender;
 use proto::{
-    Connection, Notification, RequestError, RequestId, RpcError, SendError, ServerInfo,
+    Connection, Notification, RawResult, RequestError, RequestId, RpcError, SendError, ServerInfo,
     ServerRequest,
 };
 use serde_json::Value;
@@ -19,15 +19,21 @@ use crate::Error;
 /// How many notifications a listener may fall behind before further ones are dropped for it.
 const NOTIFICATION_BACKLOG: usize = 1024;
 
-/// Callers waiting for the answers to their requests, by request id.
-#[derive(Default)]
-pub(crate) struct Waiters(BTreeMap<RequestId, Reply<Value>>);
+/// Callers waiting for the answers to their requests, by request id: as values (the server
+/// role's), or as the server sent them (a client's, [`RawResult`]).
+pub(crate) struct Waiters<T = Value>(BTreeMap<RequestId, Reply<T>>);
 
-impl Waiters {
+impl<T> Default for Waiters<T> {
+    fn default() -> Self {
+        Self(BTreeMap::new())
+    }
+}
+
+impl<T> Waiters<T> {
     /// Sends a request through `send` (the core's `request`); its caller waits for the answer.
     pub(crate) fn send(
         &mut self,
-        reply: Reply<Value>,
+        reply: Reply<T>,
         send: impl FnOnce() -> Result<RequestId, SendError>,
     ) {
         match send() {
@@ -41,7 +47,7 @@ impl Waiters {
     }
 
     /// Answers the caller of request `id`, if it still waits.
-    pub(crate) fn answer(&mut self, id: RequestId, result: Result<Value, Error>) {
+    pub(crate) fn answer(&mut self, id: RequestId, result: Result<T, Error>) {
         if let Some(waiter) = self.0.remove(&id) {
             waiter.send(result);
         }
@@ -70,7 +76,7 @@ impl Waiters {
 
 #[derive(Default)]
 pub(crate) struct Callers {
-    waiters: Waiters,
+    waiters: Waiters<RawResult>,
     ready_waiters: Vec<Reply<ServerInfo>>,
     listeners: Vec<Sender<Notification>>,
     answerers: Vec<Sender<ServerRequest>>,
@@ -114,6 +120,11 @@ impl Callers {
 
     /// Answers the caller of request `id`, if it still waits.
     pub(crate) fn answer(&mut self, id: RequestId, result: Result<Value, Error>) {
+        self.waiters.answer(id, result.map(RawResult::from));
+    }
+
+    /// [`answer`](Self::answer) with the result as the server sent it, read by the caller.
+    pub(crate) fn answer_raw(&mut self, id: RequestId, result: Result<RawResult, Error>) {
         self.waiters.answer(id, result);
     }
 
