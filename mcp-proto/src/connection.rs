@@ -1,7 +1,8 @@
 //! The client connection: every state transition of the protocol lives in this file. Beside
 //! it: the settings ([`config`]), what it tells its caller ([`events`]), how a request goes
 //! on the wire ([`wire`]), what the server sends besides its answers ([`incoming`]), and
-//! what the stateless era does with a request's answer between its rounds ([`rounds`]).
+//! what the stateless era does with a request's answer between its rounds ([`rounds`]), and
+//! what a server says of the revision it speaks ([`versions`]).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Instant;
@@ -15,7 +16,7 @@ use crate::pending::{Origin, Outstanding, ProgressToken, deadline_after, read_id
 use crate::raw_result::RawResult;
 use crate::request::{Params, Request};
 use crate::stateless;
-use crate::types::{Fallback, Implementation, ServerInfo};
+use crate::types::{Fallback, ServerInfo};
 use crate::{
     Era, HANDSHAKE_VERSIONS, LATEST_PROTOCOL_VERSION, LATEST_STATELESS_VERSION, Protocol,
     STATELESS_VERSIONS,
@@ -27,10 +28,12 @@ mod incoming;
 mod rounds;
 #[cfg(test)]
 mod tests;
+mod versions;
 mod wire;
 
 pub use config::{ClientCapabilities, Config};
 pub use events::{Event, RequestId, ServerRequest, ServerRequestId, Stats};
+use versions::{not_stateless, other_stateless_revision, parse_initialize_result};
 pub(crate) use wire::{Outgoing, Sent};
 use wire::{encode, outgoing};
 
@@ -966,53 +969,5 @@ impl Connection {
         self.transmits.clear();
         self.events.push_back(Event::Closed(reason.clone()));
         self.state = State::Closed { reason };
-    }
-}
-
-fn parse_initialize_result(result: Value, requested: &str) -> Result<ServerInfo, CloseReason> {
-    let invalid = |detail: &str| CloseReason::InvalidInitializeResult(detail.to_owned());
-    let Value::Object(mut result) = result else {
-        return Err(invalid("not an object"));
-    };
-    let Some(Value::String(version)) = result.remove("protocolVersion") else {
-        return Err(invalid("`protocolVersion` is missing or not a string"));
-    };
-    if !HANDSHAKE_VERSIONS.contains(&version.as_str()) {
-        return Err(CloseReason::UnsupportedVersion {
-            requested: requested.to_owned(),
-            offered: version,
-        });
-    }
-    // `serverInfo` and `capabilities` are required by the spec, but a server that forgets them
-    // is still usable, so only a wrong `serverInfo` is fatal (`null` counts as missing);
-    // capabilities of an odd shape declare nothing.
-    let server = match result.remove("serverInfo") {
-        None | Some(Value::Null) => Implementation::default(),
-        Some(info) => serde_json::from_value(info)
-            .map_err(|error| invalid(&format!("`serverInfo`: {error}")))?,
-    };
-    let (capabilities, instructions) = crate::stateless::capabilities_and_instructions(&mut result);
-    Ok(ServerInfo {
-        protocol_version: version,
-        supported_versions: Vec::new(),
-        server,
-        capabilities,
-        instructions,
-        fallback: None,
-    })
-}
-
-/// Whether `method` is gone from the stateless era.
-fn not_stateless(method: &str) -> bool {
-    matches!(method, "ping" | "logging/setLevel")
-}
-
-/// The stateless revision a -32022 names that we speak, if it is one.
-fn other_stateless_revision(error: &RpcError) -> Option<&'static str> {
-    match error.kind() {
-        ErrorKind::UnsupportedVersion { supported, .. } => {
-            stateless::mutual(&supported, STATELESS_VERSIONS)
-        }
-        _ => None,
     }
 }
