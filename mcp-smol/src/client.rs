@@ -87,7 +87,7 @@ pub fn start(transport: impl Into<Transport>, options: Options) -> Result<(Clien
     let (ops, shared, driver) = match transport.into() {
         Transport::Command(command) => driver::spawn(&command, options)?,
         Transport::Stream(reader, writer) => driver::over_stream(reader, writer, options),
-        Transport::Http(server) => return Ok(crate::http::start(server, options)),
+        Transport::Http(server) => crate::http::start(server, options),
     };
     let (pilot, driver) = Pilot::share(driver);
     let pilot = Some(pilot);
@@ -191,15 +191,6 @@ impl fmt::Debug for Client {
 }
 
 impl Client {
-    /// A handle on a driver built elsewhere in the crate (the HTTP transports).
-    pub(crate) fn from_parts(ops: Sender<Op>, shared: Arc<Shared>) -> Self {
-        Self {
-            ops,
-            shared,
-            pilot: None,
-        }
-    }
-
     /// The server's process id (also its process group id); 0 over a stream.
     pub fn pid(&self) -> u32 {
         self.shared.pid

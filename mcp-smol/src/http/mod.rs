@@ -43,7 +43,10 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use crate::{Client, Driver, Options};
+use async_channel::Sender;
+
+use crate::Options;
+use crate::driver::{Driver, Op, Shared};
 
 mod exchanges;
 mod fetch;
@@ -116,9 +119,9 @@ pub struct Challenge {
     pub www_authenticate: Option<String>,
 }
 
-/// Starts a connection to a remote server: a handle and the driver future, as
-/// [`start`](crate::start) hands them out. Nothing is sent until the driver is polled.
-pub(crate) fn start(server: HttpServer, options: Options) -> (Client, Driver) {
-    let (ops, shared, driver) = streamable::start(server, options);
-    (Client::from_parts(ops, shared), driver)
+/// Starts a connection to a remote server: what a [`Client`](crate::Client) is made of and
+/// the driver future, which [`start`](crate::start) hands a waiting caller to drive as it
+/// does over stdio. Nothing is sent until the driver is polled.
+pub(crate) fn start(server: HttpServer, options: Options) -> (Sender<Op>, Arc<Shared>, Driver) {
+    streamable::start(server, options)
 }
