@@ -11,6 +11,7 @@ use serde_json::Value;
 use crate::config::{Action, Rule};
 use crate::hub::cache::Freshness;
 use crate::hub::features::{self, Features, PromptEntry, ResourceEntry, Skipped, TemplateEntry};
+use crate::hub::slot::Slot;
 use crate::hub::{ApproveChanges, Ask, Hub, HubError, PinChange};
 use crate::names;
 
@@ -352,6 +353,18 @@ impl Hub {
         if let Some(found) = self.inner.found.tool(server, given, lists) {
             return Ok(found);
         }
+        // Boxed: found afresh only after a change, its state would weigh on every call's.
+        Box::pin(self.find_afresh(&slot, server, given)).await
+    }
+
+    /// [`find_tool`](Self::find_tool) when no tool found before stands: the server started
+    /// or listed again if it must, the pins and the policy asked, the finding kept.
+    async fn find_afresh(
+        &self,
+        slot: &Arc<Slot>,
+        server: &str,
+        given: &str,
+    ) -> Result<ToolEntry, HubError> {
         let generation = self.inner.found.generation();
         let live = slot.listed(&self.inner).await?;
         self.observe_pins(server, &live.tools);
