@@ -27,8 +27,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
-use futures_lite::StreamExt;
 use futures_lite::future::FutureExt;
+use futures_lite::{StreamExt, stream};
 use mcp_smol::proto::{
     CacheScope, ClientInfo, HostInput, HostRequestId, Request, RpcError, ServerConfig, ServerEvent,
 };
@@ -161,12 +161,13 @@ impl Gateway {
             ConfigChanged,
         }
         // Each source a stream, polled where it left off: a turn of the loop makes no
-        // listener of its own on each (the three made and dropped per request were a
-        // thirtieth of a call's CPU). The host's come first, as before.
-        let host_wakes = (events.map(|event| Wake::Host(Some(event))))
-            .chain(futures_lite::stream::once(Wake::Host(None)));
-        let hub_wakes = changes.map(Wake::Hub);
-        let edit_wakes = edits.map(|()| Wake::ConfigChanged);
+        // listener of its own on each. The host's come first. Only the host's end ends the
+        // loop: the merged stream ends as soon as a later one does, so those never end (with
+        // nothing watched, the edits' ends at once).
+        let host_wakes =
+            (events.map(|event| Wake::Host(Some(event)))).chain(stream::once(Wake::Host(None)));
+        let hub_wakes = changes.map(Wake::Hub).chain(stream::pending());
+        let edit_wakes = (edits.map(|()| Wake::ConfigChanged)).chain(stream::pending());
         let mut wakes = std::pin::pin!(host_wakes.or(hub_wakes).or(edit_wakes));
         while let Some(wake) = wakes.next().await {
             match wake {
