@@ -157,20 +157,25 @@ impl<'a> IntoFuture for Call<'a> {
     fn into_future(mut self) -> Self::IntoFuture {
         // Awaited, a call gives its result: a task is waited for, `detach` or not.
         self.detach = false;
-        let run = self.run();
-        Box::pin(async move {
-            match run.await? {
-                Started::Done(result) => Ok(result),
-                // Not detached, so `run` waited for it: never here.
-                Started::Task(handle) => Err(HubError::TaskWaitTimedOut {
-                    server: handle.record.server,
-                    id: handle.record.task_id,
-                    status: handle.task.status,
-                    after: Duration::ZERO,
-                    cancelled: false,
-                }),
-            }
-        })
+        Box::pin(self.run_to_end())
+    }
+}
+
+impl Call<'_> {
+    /// The call's result, a task waited for: an `async fn` boxed as it is made, rather than a
+    /// future holding [`run`](Self::run)'s moved into a box, which copied it once more.
+    async fn run_to_end(self) -> Result<Value, HubError> {
+        match self.run().await? {
+            Started::Done(result) => Ok(result),
+            // Not detached, so `run` waited for it: never here.
+            Started::Task(handle) => Err(HubError::TaskWaitTimedOut {
+                server: handle.record.server,
+                id: handle.record.task_id,
+                status: handle.task.status,
+                after: Duration::ZERO,
+                cancelled: false,
+            }),
+        }
     }
 }
 
@@ -285,7 +290,9 @@ impl Call<'_> {
         };
         let _in_flight = live.calls.enter(&tool.tool.name);
         let call = async {
-            let raw = live.client.request(request.untyped()).await;
+            // Boxed: the client's request future is kilobytes, which every move of this
+            // call's future (into its box, into a task) would otherwise copy.
+            let raw = Box::pin(live.client.request(request.untyped())).await;
             let raw = raw.map_err(|error| HubError::Server {
                 server: tool.server.clone(),
                 error,

@@ -11,6 +11,7 @@ use serde_json::Value;
 use crate::config::{Action, Rule};
 use crate::hub::cache::Freshness;
 use crate::hub::features::{self, Features, PromptEntry, ResourceEntry, Skipped, TemplateEntry};
+use crate::hub::slot::Slot;
 use crate::hub::{ApproveChanges, Ask, Hub, HubError, PinChange};
 use crate::names;
 
@@ -273,9 +274,12 @@ impl Hub {
     /// Pins the tools of `server` not pinned yet, unless its config turns pinning off (then
     /// only reads what `trust` accepted, for the poisoning scan).
     fn observe_pins(&self, server: &str, tools: &[Tool]) {
-        match self.pin_key(server) {
+        let read_afresh = match self.pin_key(server) {
             Some(key) => self.inner.pins.observe(&key, tools, true),
             None => self.observe_trust(server, tools),
+        };
+        if read_afresh {
+            self.inner.found.changed();
         }
     }
 
@@ -308,9 +312,9 @@ impl Hub {
             ));
         }
         let key = self.trust_key(server);
-        (self.inner.pins)
-            .accept(&key, &live.tools, approve)
-            .map_err(unpinnable)
+        let accepted = (self.inner.pins).accept(&key, &live.tools, approve);
+        self.inner.found.changed();
+        accepted.map_err(unpinnable)
     }
 
     /// Finds a tool by the name a program or a person gives: `SERVER__TOOL` (as the
@@ -323,6 +327,10 @@ impl Hub {
     /// The configured server a qualified tool name (`SERVER__TOOL`, `SERVER.TOOL`) names, and
     /// the tool part as given; starts nothing.
     pub(crate) fn locate(&self, qualified: &str) -> Result<(String, String), HubError> {
+        if let Some(located) = self.inner.found.located(qualified) {
+            return Ok(located);
+        }
+        let generation = self.inner.found.generation();
         let is_server = |name: &str| self.resolve(name).is_ok();
         let Some((server, tool)) = names::split_qualified(qualified, is_server) else {
             return Err(HubError::UnknownServer {
@@ -330,7 +338,9 @@ impl Hub {
                 known: self.status().into_iter().map(|s| s.name).collect(),
             });
         };
-        Ok((self.resolve(&server)?, tool))
+        let server = self.resolve(&server)?;
+        (self.inner.found).keep_located(qualified, generation, (&server, &tool));
+        Ok((server, tool))
     }
 
     /// Finds one tool of `server` (a configured name) by its own name, its name without the
@@ -338,6 +348,24 @@ impl Hub {
     /// the policy leaves out is an error that says which rule or list did.
     pub async fn find_tool(&self, server: &str, given: &str) -> Result<ToolEntry, HubError> {
         let slot = self.inner.slot(server)?;
+        let now = Instant::now();
+        let lists = |listing: &Arc<Vec<Tool>>| slot.still_lists(listing, now);
+        if let Some(found) = self.inner.found.tool(server, given, lists) {
+            return Ok(found);
+        }
+        // Boxed: found afresh only after a change, its state would weigh on every call's.
+        Box::pin(self.find_afresh(&slot, server, given)).await
+    }
+
+    /// [`find_tool`](Self::find_tool) when no tool found before stands: the server started
+    /// or listed again if it must, the pins and the policy asked, the finding kept.
+    async fn find_afresh(
+        &self,
+        slot: &Arc<Slot>,
+        server: &str,
+        given: &str,
+    ) -> Result<ToolEntry, HubError> {
+        let generation = self.inner.found.generation();
         let live = slot.listed(&self.inner).await?;
         self.observe_pins(server, &live.tools);
         let looked = self.looked(server, &live.tools);
@@ -386,7 +414,13 @@ impl Hub {
         };
         let (tool, shown) = (&tools[index], shown[index].clone());
         match self.verdict(server, tool, &shown) {
-            Verdict::Shown(ask) => Ok(entry(server, tool, shown, ask)),
+            Verdict::Shown(ask) => {
+                let entry = entry(server, tool, shown, ask);
+                let pins = self.inner.pins.next_look(&self.trust_key(server));
+                let asked = (server, given);
+                (self.inner.found).keep(asked, generation, &live.tools, pins, &entry);
+                Ok(entry)
+            }
             Verdict::Filtered => Err(HubError::ToolFiltered {
                 server: server.to_owned(),
                 tool: tool.name.clone(),

@@ -88,6 +88,7 @@ mod catalogue;
 mod eras;
 mod error;
 mod features;
+mod found;
 mod listen;
 mod options;
 mod pins;
@@ -319,6 +320,8 @@ pub(crate) struct Inner {
     looked: Mutex<BTreeMap<String, Arc<catalogue::Looked>>>,
     /// The tools' output schemas, compiled once per listing.
     validators: validate::Validators,
+    /// The tools found before, while nothing their finding stands on changed.
+    found: found::Found,
 }
 
 impl std::fmt::Debug for Inner {
@@ -381,6 +384,7 @@ impl Hub {
             no_thread,
             progress_tokens: std::sync::atomic::AtomicU64::new(0),
             validators: validate::Validators::default(),
+            found: found::Found::default(),
         });
         let hub = Self { inner };
         for server in servers {
@@ -399,7 +403,9 @@ impl Hub {
             .write()
             .unwrap_or_else(PoisonError::into_inner);
         // A server replaced while it runs is closed, not left behind.
-        if let Some(old) = slots.insert(slot.name().to_owned(), slot)
+        let old = slots.insert(slot.name().to_owned(), slot);
+        self.inner.found.changed();
+        if let Some(old) = old
             && let Some(closing) = old.stop()
         {
             self.inner
@@ -535,6 +541,7 @@ impl Hub {
     #[cfg(feature = "cli")]
     pub(crate) fn look_at_pins_again(&self) {
         self.inner.pins.look_again();
+        self.inner.found.changed();
     }
 
     /// Whether `server` can be used at all (not disabled, denied, invalid or remote); starts

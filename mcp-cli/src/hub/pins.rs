@@ -22,6 +22,7 @@ use serde_json::{Map, Value, json};
 
 use crate::config::{read_original, write_back};
 use crate::files::{Stamp, stamp};
+use crate::hub::found::NextLook;
 use crate::logs::log_path;
 
 /// The fields of a definition that are pinned, as the server spells them.
@@ -150,8 +151,9 @@ impl Pins {
 
     /// Reads `server`'s pins afresh, unless the file is as last read, and with `pin_new` pins
     /// the tools not pinned yet (without, the pins are only read: for what `trust` accepted).
-    pub(crate) fn observe(&self, server: &str, tools: &[Tool], pin_new: bool) {
-        let Some(dir) = &self.dir else { return };
+    /// Returns whether they were read afresh (then lookups made before may no longer stand).
+    pub(crate) fn observe(&self, server: &str, tools: &[Tool], pin_new: bool) -> bool {
+        let Some(dir) = &self.dir else { return false };
         let all_pinned = |digests: &Digests| {
             !pin_new || tools.iter().all(|t| digests.tools.contains_key(&t.name))
         };
@@ -161,7 +163,7 @@ impl Pins {
                 && observed.read.as_ref().is_ok_and(all_pinned)
         };
         if self.lock().get(server).is_some_and(recent) {
-            return;
+            return false;
         }
         let path = log_path(dir, server).with_extension("json");
         let before = stamp(&path);
@@ -174,7 +176,7 @@ impl Pins {
             && unchanged(observed)
         {
             observed.looked = Some(now);
-            return;
+            return false;
         }
         let pin = || {
             let digests = read_digests(&path)?;
@@ -207,6 +209,16 @@ impl Pins {
             looked: Some(now),
         };
         self.lock().insert(server.to_owned(), observed);
+        true
+    }
+
+    /// When [`observe`](Self::observe) is to look at `server`'s pin file again.
+    pub(crate) fn next_look(&self, server: &str) -> NextLook {
+        if self.dir.is_none() {
+            return NextLook::Never;
+        }
+        let looked = self.lock().get(server).and_then(|observed| observed.looked);
+        looked.map_or(NextLook::Now, |looked| NextLook::At(looked + LOOK_EVERY))
     }
 
     /// Makes the next [`observe`](Self::observe) of each server look at its file, however

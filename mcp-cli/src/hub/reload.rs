@@ -35,7 +35,9 @@ impl Hub {
     /// Closes a server (if it runs) and forgets it.
     pub fn remove(&self, name: &str) {
         let mut slots = (self.inner.slots.write()).unwrap_or_else(PoisonError::into_inner);
-        if let Some(old) = slots.remove(name)
+        let old = slots.remove(name);
+        self.inner.found.changed();
+        if let Some(old) = old
             && let Some(closing) = old.stop()
         {
             self.inner

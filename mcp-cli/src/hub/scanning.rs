@@ -133,10 +133,11 @@ impl Hub {
 
     /// Reads what `trust` accepted of `server`'s tools when its pins are not otherwise read
     /// (`pin_tools = false`) and its tools are scanned.
-    pub(crate) fn observe_trust(&self, server: &str, tools: &[Tool]) {
+    /// Returns whether they were read afresh.
+    pub(crate) fn observe_trust(&self, server: &str, tools: &[Tool]) -> bool {
         self.inner
             .pins
-            .observe(&self.trust_key(server), tools, false);
+            .observe(&self.trust_key(server), tools, false)
     }
 
     /// The name `server`'s pins, and what `trust` accepted, are kept under.

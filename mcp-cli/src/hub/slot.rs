@@ -548,6 +548,19 @@ impl Slot {
         }
     }
 
+    /// Whether `listing` is the running connection's, fresh at `now`: what was found in it
+    /// stands, as [`listed`](Self::listed) would give it again.
+    pub(crate) fn still_lists(&self, listing: &Arc<Vec<Tool>>, now: Instant) -> bool {
+        match &self.life().phase {
+            Phase::Running(live) => {
+                Arc::ptr_eq(&live.tools, listing)
+                    && !live.tools_fresh.is_stale(now)
+                    && live.client.disconnect().is_none()
+            }
+            _ => false,
+        }
+    }
+
     pub(crate) fn client_tools(&self) -> Option<Arc<Vec<Tool>>> {
         match &self.life().phase {
             Phase::Running(live) if live.client.disconnect().is_none() => Some(live.tools.clone()),
