@@ -12,7 +12,7 @@ use proto::{
 };
 use serde_json::Value;
 
-use crate::driver::{self, Driver, Op, Pilot, Reader, Reply, Shared, Writer};
+use crate::driver::{self, Driver, Op, Pilot, ProgressInbox, Reader, Reply, Shared, Writer};
 use crate::{
     Disconnect, Error, HttpServer, Options, ServerCommand, StderrSink, background, oneshot,
 };
@@ -237,7 +237,33 @@ impl Client {
     /// [`FromResult::answer_raw`].
     pub async fn request_raw<T>(&self, request: Request<T>) -> Result<proto::RawResult, Error> {
         let request = request.untyped();
-        self.ask(|reply| Op::Request { request, reply }).await
+        let progress = None;
+        self.ask(|reply| Op::Request {
+            request,
+            reply,
+            progress,
+        })
+        .await
+    }
+
+    /// [`request_raw`](Self::request_raw) for a caller that hears the request's progress: the
+    /// server's reports with the inbox's token (the one the request carries) go to `inbox`,
+    /// each one sent before the answer there before this returns. The driver routes them by
+    /// token: no subscription to the connection's notifications. They keep coming to the inbox
+    /// after the answer (a task's progress) until it is dropped.
+    pub async fn request_raw_with_progress<T>(
+        &self,
+        request: Request<T>,
+        inbox: &ProgressInbox,
+    ) -> Result<proto::RawResult, Error> {
+        let request = request.untyped();
+        let progress = Some(inbox.route());
+        self.ask(|reply| Op::Request {
+            request,
+            reply,
+            progress,
+        })
+        .await
     }
 
     /// Calls a tool with the default timeout. A result with `is_error` is still `Ok`.

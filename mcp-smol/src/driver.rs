@@ -28,8 +28,11 @@ use crate::{Disconnect, Error, Options};
 
 mod callers;
 mod on_caller;
+mod progress;
 pub(crate) use callers::{Callers, Waiters};
 pub(crate) use on_caller::Pilot;
+pub use progress::ProgressInbox;
+pub(crate) use progress::Route;
 
 /// Runs one server connection to its end; see [`start`](crate::start). Poll it on any
 /// executor. When it completes, the server and its process group are gone.
@@ -57,6 +60,8 @@ pub(crate) enum Op {
     Request {
         request: Request,
         reply: Reply<RawResult>,
+        /// Where the server's progress on the request goes, when its caller hears it.
+        progress: Option<Route>,
     },
     WaitReady(Reply<ServerInfo>),
     Subscribe(Sender<Notification>),

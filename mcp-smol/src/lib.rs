@@ -70,7 +70,7 @@ mod serve;
 mod task;
 
 pub use client::{Client, Transport, connect, start};
-pub use driver::Driver;
+pub use driver::{Driver, ProgressInbox};
 pub use error::{Disconnect, Error};
 pub use http::{Authorizer, Challenge, HttpServer, HttpTransport, HyperIo, ReadWhenReady};
 pub use options::Options;

@@ -5,8 +5,8 @@ use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 use std::time::Duration;
 
-use async_channel::Receiver;
-use mcp_smol::proto::{Notification, Progress, Request, RequestError, Task};
+use mcp_smol::ProgressInbox;
+use mcp_smol::proto::{Progress, Request, RequestError, Task};
 use serde_json::{Map, Value};
 
 use crate::hub::{Hub, HubError, Started, ToolEntry};
@@ -262,17 +262,14 @@ impl Call<'_> {
         };
         let slot = hub.inner.slot(&tool.server)?;
         let live = slot.ensure_running(&hub.inner).await?;
-        // Only a caller that hears progress subscribes: each subscription is one more
-        // channel the driver hands every notification to while the call runs.
-        let notes = match hears_progress {
-            true => Some(live.client.notifications().await),
-            false => None,
-        };
         // A token of the hub's own, so that calls running side by side on one server (a
         // gateway's hosts) each hear only their own progress.
         let token = Value::String(format!("mcp-cli-{}", hub.inner.next_progress_token()));
+        // Only a caller that hears progress has an inbox for it, where the driver routes the
+        // reports that carry this call's token.
+        let inbox = hears_progress.then(|| ProgressInbox::new(token.clone()));
         let mut request = (Request::call_tool(&tool.tool.name, arguments))
-            .progress_token(token.clone())
+            .progress_token(token)
             .meta(meta);
         if let Some(timeout) = timeout {
             request = request.timeout(timeout);
@@ -292,7 +289,18 @@ impl Call<'_> {
         let call = async {
             // Boxed: the client's request future is kilobytes, which every move of this
             // call's future (into its box, into a task) would otherwise copy.
-            let raw = Box::pin(live.client.request(request.untyped())).await;
+            let raw = match &inbox {
+                Some(inbox) => {
+                    let request = live.client.request_raw_with_progress(request, inbox);
+                    Box::pin(request).await
+                }
+                None => Box::pin(live.client.request_raw(request)).await,
+            };
+            let raw = raw.and_then(|raw| {
+                let invalid = |error| RequestError::InvalidResponse(format!("tools/call: {error}"));
+                raw.into_value()
+                    .map_err(|error| mcp_smol::Error::Request(invalid(error)))
+            });
             let raw = raw.map_err(|error| HubError::Server {
                 server: tool.server.clone(),
                 error,
@@ -317,25 +325,20 @@ impl Call<'_> {
             let result = hub.follow(&tool.server, &live.client, task, timeout, true, &on_task);
             Box::pin(result).await.map(Started::Done)
         };
-        let ours = |note: Notification| note.progress().filter(|p| p.progress_token == token);
         let progress = async {
-            if let Some(notes) = &notes {
-                while let Ok(note) = notes.recv().await {
-                    if let Some(progress) = ours(note) {
-                        on_progress(progress);
-                    }
+            if let Some(inbox) = &inbox {
+                loop {
+                    on_progress(inbox.next().await);
                 }
             }
-            // The connection ended (or nobody hears progress); the call goes on to its end.
+            // Nobody hears progress; the call goes on to its end.
             std::future::pending().await
         };
         let result = futures_lite::future::or(call, progress).await;
-        // Progress the server sent just before its answer is already in the channel: it was
-        // dispatched first, so it is passed on before the result is.
-        while let Some(Ok(note)) = notes.as_ref().map(Receiver::try_recv) {
-            if let Some(progress) = ours(note) {
-                on_progress(progress);
-            }
+        // Progress the server sent just before its answer is already in the inbox: it was
+        // routed first, so it is passed on before the result is.
+        while let Some(progress) = inbox.as_ref().and_then(ProgressInbox::try_next) {
+            on_progress(progress);
         }
         let result = match result? {
             Started::Done(result) => result,

@@ -13,6 +13,7 @@ use proto::{
 };
 use serde_json::Value;
 
+use super::progress::Routes;
 use super::{Op, Reply};
 use crate::Error;
 
@@ -79,6 +80,8 @@ pub(crate) struct Callers {
     waiters: Waiters<RawResult>,
     ready_waiters: Vec<Reply<ServerInfo>>,
     listeners: Vec<Sender<Notification>>,
+    /// Where each request's progress goes, by its token, for callers that hear it.
+    progress: Routes,
     answerers: Vec<Sender<ServerRequest>>,
 }
 
@@ -87,7 +90,14 @@ impl Callers {
     /// handshake is done and no new one is under way), or waits for the next.
     pub(crate) fn apply(&mut self, connection: &mut Connection, now: Instant, op: Op, ready: bool) {
         match op {
-            Op::Request { request, reply } => {
+            Op::Request {
+                request,
+                reply,
+                progress,
+            } => {
+                if let Some(route) = progress {
+                    self.progress.add(route);
+                }
                 self.waiters
                     .send(reply, || connection.request(now, request));
             }
@@ -131,8 +141,10 @@ impl Callers {
     /// Passes `notification` to every listener still listening, except one that has fallen
     /// [`NOTIFICATION_BACKLOG`] behind: a slow reader must not block the driver, nor grow our
     /// memory without bound. (Unbounded channels with this check, where bounded ones would
-    /// allocate the whole backlog for each listener up front.)
+    /// allocate the whole backlog for each listener up front.) A progress report also goes to
+    /// the caller its token names, if that caller hears it.
     pub(crate) fn notify(&mut self, notification: &Notification) {
+        self.progress.deliver(notification);
         self.listeners.retain(|listener| {
             if listener.len() >= NOTIFICATION_BACKLOG {
                 return !listener.is_closed();
@@ -160,6 +172,7 @@ impl Callers {
         for waiter in self.ready_waiters.drain(..) {
             waiter.send(Err(error.clone()));
         }
+        self.progress.clear();
         self.waiters.fail_all(error);
     }
 }
