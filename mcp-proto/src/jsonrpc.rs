@@ -648,11 +648,49 @@ pub(crate) fn notification(method: &str, params: Option<Value>) -> Vec<u8> {
 
 /// An answer to a server request, echoing its id exactly as the server wrote it.
 pub(crate) fn response(id: Value, result: Result<Value, RpcError>) -> Vec<u8> {
-    let message = match result {
-        Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
-        Err(error) => json!({ "jsonrpc": "2.0", "id": id, "error": error.to_json() }),
+    /// An answer, serialised from what it borrows: no map built for it.
+    #[derive(Serialize)]
+    struct Answer<'a> {
+        jsonrpc: &'static str,
+        id: &'a Value,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        result: Option<&'a Value>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<Value>,
+    }
+    let (result, error) = match &result {
+        Ok(result) => (Some(result), None),
+        Err(error) => (None, Some(error.to_json())),
     };
-    line(&message)
+    line(&Answer {
+        jsonrpc: "2.0",
+        id: &id,
+        result,
+        error,
+    })
+}
+
+/// An answer whose result is JSON text already, written as it is but for its line breaks:
+/// in valid JSON those are whitespace, which a line-delimited transport cannot carry inside a
+/// message (a result that came over HTTP may be pretty-printed).
+pub(crate) fn response_text(id: &Value, result: &str) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(result.len() + 64);
+    bytes.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    // An id is a number, a string or null: it always serialises.
+    if serde_json::to_writer(&mut bytes, id).is_err() {
+        bytes.extend_from_slice(b"null");
+    }
+    bytes.extend_from_slice(br#","result":"#);
+    let start = bytes.len();
+    bytes.extend_from_slice(result.as_bytes());
+    let text = &mut bytes[start..];
+    if text.contains(&b'\n') || text.contains(&b'\r') {
+        for byte in text.iter_mut().filter(|byte| matches!(byte, b'\n' | b'\r')) {
+            *byte = b' ';
+        }
+    }
+    bytes.extend_from_slice(b"}\n");
+    bytes
 }
 
 fn line(message: &impl Serialize) -> Vec<u8> {

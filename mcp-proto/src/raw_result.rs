@@ -30,6 +30,8 @@ enum Repr {
         json: String,
         /// The text of the `resultType` kept in `json`, if any: one other than `"complete"`.
         kind: Option<String>,
+        /// Whether it has a `task` member (a handshake-era task may have been made).
+        task: bool,
     },
     /// A result already read as a value (one that is not an object, a line parsed as it
     /// arrived, or a value a driver was handed), with the era's members read out as
@@ -94,6 +96,35 @@ impl RawResult {
             Ok(other) => Outcome::Unknown(other.to_string()),
             Err(error) => Outcome::Unknown(error.to_string()),
         }
+    }
+
+    /// Whether the result may say that a task was made for the request
+    /// ([`Task::created_by`](crate::Task::created_by) tells): it has a `resultType` other than
+    /// `"complete"` or a `task` member, or was read as a value. `false` says no task was made,
+    /// with no value built to tell.
+    pub fn may_name_a_task(&self) -> bool {
+        match &self.0 {
+            Repr::Text { kind, task, .. } => kind.is_some() || *task,
+            Repr::Value(_) => true,
+        }
+    }
+
+    /// The text to answer a host with: [`json`](Self::json)'s, with the `resultType:
+    /// "complete"` every result of the stateless era carries (`stateless`) spliced in where it
+    /// has none, as [`ServerConnection::respond`](crate::ServerConnection::respond) adds it to
+    /// a value. `None` for a result read as a value, which is answered as one.
+    pub(crate) fn answer_text(&self, stateless: bool) -> Option<std::borrow::Cow<'_, str>> {
+        let Repr::Text { json, kind, .. } = &self.0 else {
+            return None;
+        };
+        if !stateless || kind.is_some() {
+            return Some(std::borrow::Cow::Borrowed(json));
+        }
+        // Always an object here, written by [`Members`]: `{}` or `{...}`.
+        let members = &json[1..json.len() - 1];
+        let separator = if members.is_empty() { "" } else { "," };
+        let marked = format!(r#"{{{members}{separator}"resultType":"complete"}}"#);
+        Some(std::borrow::Cow::Owned(marked))
     }
 
     /// The text, when the result was kept as text.
@@ -178,6 +209,7 @@ impl<'de> Visitor<'de> for ResultText {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut members = Members::default();
         let (mut kind, mut server_info, mut discover) = (None, None, false);
+        let mut task = false;
         while let Some(Text(key)) = map.next_key::<Text<'de>>()? {
             let key = key.unwrap_or_default();
             match key.as_ref() {
@@ -197,6 +229,7 @@ impl<'de> Visitor<'de> for ResultText {
                 }
                 _ => {
                     discover |= key == "supportedVersions";
+                    task |= key == "task";
                     let value: &'de RawValue = map.next_value()?;
                     members.push(&key, value.get());
                 }
@@ -206,7 +239,7 @@ impl<'de> Visitor<'de> for ResultText {
             .filter(|_| discover)
             .map(|info| info.get().to_owned());
         let json = members.finish();
-        Ok((RawResult(Repr::Text { json, kind }), server_info))
+        Ok((RawResult(Repr::Text { json, kind, task }), server_info))
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
@@ -479,5 +512,52 @@ mod tests {
         let kept = r#"{"a\"b":{},"_meta":{"x":1,"io.modelcontextprotocol/serverInfo":{}}}"#;
         assert_eq!(raw(kept).json(), r#"{"a\"b":{},"_meta":{"x":1}}"#);
         assert_eq!(raw("{}").json(), "{}");
+    }
+
+    #[test]
+    fn a_host_answered_from_the_text_gets_what_the_value_would_give() {
+        let pretty = "{\n  \"content\": [\r\n    {\"type\": \"text\", \"text\": \"a\\nb\"}\n  ]\n}";
+        let id = json!("host-7");
+        for result in RESULTS.iter().copied().chain([pretty]) {
+            for stateless in [false, true] {
+                let kept = raw(result);
+                let Some(text) = kept.answer_text(stateless) else {
+                    continue;
+                };
+                let from_text = jsonrpc::response_text(&id, &text);
+                let mut value = raw(result).into_value().unwrap();
+                if stateless {
+                    crate::server_stateless::mark_complete(&mut value);
+                }
+                let from_value = jsonrpc::response(id.clone(), Ok(value));
+                let one_line = |line: &[u8]| {
+                    assert_eq!(line.iter().filter(|&&b| b == b'\n').count(), 1);
+                    assert!(!line.contains(&b'\r'));
+                    serde_json::from_slice::<Value>(line).unwrap()
+                };
+                let context = format!("{result} (stateless: {stateless})");
+                assert_eq!(one_line(&from_text), one_line(&from_value), "{context}");
+            }
+        }
+        // Results that are not objects are answered as values.
+        assert!(raw("[1,2]").answer_text(true).is_none());
+        assert!(raw("null").answer_text(false).is_none());
+    }
+
+    #[test]
+    fn only_a_result_that_may_name_a_task_is_read_for_one() {
+        let may = |text: &str| raw(text).may_name_a_task();
+        assert!(!may(r#"{"content":[]}"#));
+        assert!(!may(r#"{"content":[],"resultType":"complete"}"#));
+        assert!(may(r#"{"task":{"taskId":"t"}}"#));
+        assert!(may(r#"{"resultType":"task","task":{"taskId":"t"}}"#));
+        assert!(may(r#"{"resultType":"input_required"}"#));
+        assert!(may("[1]"));
+        for result in RESULTS {
+            let value = raw(result).into_value().unwrap();
+            if crate::Task::created_by(&value).is_some() {
+                assert!(may(result), "{result}");
+            }
+        }
     }
 }

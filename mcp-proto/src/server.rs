@@ -19,6 +19,7 @@ use crate::error::{CloseReason, RequestError, RpcError, SendError};
 use crate::framing::{LineDecoder, LineError};
 use crate::jsonrpc::{self, Message, ResponseError};
 use crate::pending::Outstanding;
+use crate::raw_result::RawResult;
 use crate::request::{Params, Request};
 use crate::server_stateless::{self as stateless, RequestEra, Subscriptions};
 use crate::types::{Implementation, Notification};
@@ -318,17 +319,45 @@ impl ServerConnection {
     /// `"complete"`; an [`InputRequired`](crate::InputRequired) result keeps its own.
     pub fn respond(
         &mut self,
+        now: Instant,
+        id: HostRequestId,
+        result: Result<Value, RpcError>,
+    ) -> bool {
+        self.respond_raw(now, id, result.map(RawResult::from))
+    }
+
+    /// [`respond`](Self::respond) with a result as a server sent it
+    /// (a client's `request_raw` hands these on): its text goes to
+    /// the host as it is, never read into a value, but for the `resultType` spliced in for a
+    /// stateless-era host. The host gets what `respond` would send of the result's value, but
+    /// for the order of members and whitespace.
+    pub fn respond_raw(
+        &mut self,
         _now: Instant,
         id: HostRequestId,
-        mut result: Result<Value, RpcError>,
+        result: Result<RawResult, RpcError>,
     ) -> bool {
         let Some(open) = self.forget(id) else {
             return false;
         };
+        let text = (result.as_ref().ok()).and_then(|raw| raw.answer_text(open.stateless));
+        if let Some(text) = text {
+            let line = jsonrpc::response_text(&open.id, &text);
+            self.transmits.push_back(line);
+            return true;
+        }
+        let mut result = result.and_then(|raw| {
+            raw.into_value().map_err(|error| RpcError {
+                code: -32603,
+                message: format!("the result cannot be written: {error}"),
+                data: None,
+            })
+        });
         if let (true, Ok(result)) = (open.stateless, &mut result) {
             stateless::mark_complete(result);
         }
-        self.transmits.push_back(jsonrpc::response(open.id, result));
+        let line = jsonrpc::response(open.id, result);
+        self.transmits.push_back(line);
         true
     }
 

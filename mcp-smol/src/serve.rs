@@ -47,7 +47,7 @@ impl std::fmt::Debug for ServeDriver {
 enum Op {
     Respond {
         id: HostRequestId,
-        result: Result<Value, RpcError>,
+        result: Result<proto::RawResult, RpcError>,
     },
     Progress {
         id: HostRequestId,
@@ -115,6 +115,13 @@ impl Server {
     /// Answers a [`ServerEvent::Request`]. An answer to a request the host cancelled, or after
     /// the connection ended, is dropped.
     pub fn respond(&self, id: HostRequestId, result: Result<Value, RpcError>) {
+        self.respond_raw(id, result.map(proto::RawResult::from));
+    }
+
+    /// [`respond`](Self::respond) with a result as a server sent it, from
+    /// [`Client::request_raw`](crate::Client::request_raw): its text goes to the host unread
+    /// ([`ServerConnection::respond_raw`](proto::ServerConnection::respond_raw)).
+    pub fn respond_raw(&self, id: HostRequestId, result: Result<proto::RawResult, RpcError>) {
         let _ = self.ops.try_send(Op::Respond { id, result });
     }
 
@@ -183,7 +190,7 @@ impl Role for ServerRole {
 
     fn apply(&mut self, now: Instant, op: Op) {
         match op {
-            Op::Respond { id, result } => _ = self.connection.respond(now, id, result),
+            Op::Respond { id, result } => _ = self.connection.respond_raw(now, id, result),
             Op::Progress {
                 id,
                 progress,

@@ -29,7 +29,8 @@ use std::time::{Duration, Instant};
 use futures_lite::future::FutureExt;
 use futures_lite::{StreamExt, stream};
 use mcp_smol::proto::{
-    CacheScope, ClientInfo, HostInput, HostRequestId, Request, RpcError, ServerConfig, ServerEvent,
+    CacheScope, ClientInfo, HostInput, HostRequestId, RawResult, Request, RpcError, ServerConfig,
+    ServerEvent,
 };
 use serde_json::{Map, Value, json};
 
@@ -180,11 +181,8 @@ impl Gateway {
                         let params = request.params.take();
                         let method = request.method.as_str();
                         let era = request.client.as_ref();
-                        let mut result = (gateway.handle(&link, id, method, params, era)).await;
-                        if let (Some(_), Ok(result)) = (era, &mut result) {
-                            gateway.add_cache_hint(method, result);
-                        }
-                        link.server.respond(id, result);
+                        let result = (gateway.handle(&link, id, method, params, era)).await;
+                        link.server.respond_raw(id, result);
                     });
                     running.insert(id, task);
                 }
@@ -275,7 +273,8 @@ impl Gateway {
     }
 
     /// Answers one host request; `era` is what a stateless-era request's `_meta` said of the
-    /// host (`None` in the handshake era).
+    /// host (`None` in the handshake era). A backend's tool result goes back as the text it
+    /// sent, unread where nothing here needs to read it.
     async fn handle(
         self: &Arc<Self>,
         host: &HostLink,
@@ -283,7 +282,7 @@ impl Gateway {
         method: &str,
         params: Option<Value>,
         era: Option<&ClientInfo>,
-    ) -> Result<Value, RpcError> {
+    ) -> Result<RawResult, RpcError> {
         if let Some(extension) = &self.extension {
             extension.touch();
             // A command line run here may call any server: its forms come back to this host.
@@ -292,82 +291,112 @@ impl Gateway {
                 // A command line of a new process: it may follow a `trust` run elsewhere.
                 self.hub.look_at_pins_again();
                 if let Some(answer) = extension.handle(method, params.clone()).await {
-                    return answer;
+                    return answer.map(RawResult::from);
                 }
             }
         }
         let params = params.unwrap_or(Value::Null);
+        if method == "tools/call" {
+            return self.call_tool(host, id, params, era).await;
+        }
+        // The rarer requests are boxed: their state would otherwise be carried (and copied) by
+        // every call's task.
+        let mut result = Box::pin(self.answer(host, method, params, era)).await;
+        if let (Some(_), Ok(result)) = (era, &mut result) {
+            self.add_cache_hint(method, result);
+        }
+        result.map(RawResult::from)
+    }
+
+    /// A host's `tools/call`, in the gateway's mode.
+    async fn call_tool(
+        self: &Arc<Self>,
+        host: &HostLink,
+        id: HostRequestId,
+        mut params: Value,
+        era: Option<&ClientInfo>,
+    ) -> Result<RawResult, RpcError> {
+        let method = "tools/call";
+        // Moved out, not copied: the rest of the request is read below.
+        let arguments = (params.as_object_mut())
+            .and_then(|params| params.remove("arguments"))
+            .unwrap_or(json!({}));
+        let name = params
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let trace = trace_context(&params);
+        let input = HostInput::of(method, Some(&params));
+        let max_chars = large::requested(&params);
+        let called = match self.mode {
+            Mode::Tools if tasks::wanted(era, &params) => {
+                let call = (self.find(name).await?, arguments, trace);
+                let called = Box::pin(self.call_as_task(host, id, call, era, input)).await;
+                called.map(RawResult::from)
+            }
+            Mode::Tools => {
+                let entry = self.find(name).await?;
+                let call = HostCall {
+                    entry,
+                    arguments,
+                    trace,
+                    progress: asks_progress(&params),
+                };
+                self.call_for_host(host, id, call, era, input).await
+            }
+            // `call_tool` names the tool inside its arguments; a wrong name there is the
+            // model's to correct, so a tool result, not a protocol error.
+            Mode::Search if name == search::CALL => {
+                let inner = arguments.get("name").and_then(Value::as_str);
+                let entry = match self.find(inner.unwrap_or_default()).await {
+                    Ok(entry) => entry,
+                    Err(error) => return Ok(tool_error(&error.message).into()),
+                };
+                let call = HostCall {
+                    entry,
+                    arguments: arguments.get("arguments").cloned().unwrap_or(json!({})),
+                    trace,
+                    progress: asks_progress(&params),
+                };
+                self.call_for_host(host, id, call, era, input).await
+            }
+            Mode::Proxy if name == proxy::NAME => {
+                let asked = proxy::Asked {
+                    host,
+                    id,
+                    era,
+                    rounds: input,
+                    trace,
+                };
+                Box::pin(proxy::run(self, asked, arguments)).await
+            }
+            Mode::Proxy => Err(invalid_params(format!(
+                "unknown tool {name}; in proxy mode the only tool is {}",
+                proxy::NAME
+            ))),
+            Mode::Search => Box::pin(search::run(self, name, arguments))
+                .await
+                .map(RawResult::from),
+        };
+        // Cut to the host's size only when it asks: read for that.
+        Ok(match max_chars {
+            Some(max) => large::cut(read_result(called?), max, &self.results, name).into(),
+            None => called?,
+        })
+    }
+
+    /// Answers a host request other than `tools/call`.
+    async fn answer(
+        self: &Arc<Self>,
+        host: &HostLink,
+        method: &str,
+        params: Value,
+        era: Option<&ClientInfo>,
+    ) -> Result<Value, RpcError> {
         match (method, self.mode) {
-            // The rarer requests are boxed: their state would otherwise be carried (and
-            // copied) by every call's task.
             ("tools/list", Mode::Tools) => Ok(Box::pin(self.list_tools(host)).await),
             ("tools/list", Mode::Proxy) => Ok(json!({ "tools": [proxy::tool()] })),
             ("tools/list", Mode::Search) => Ok(json!({ "tools": search::tools() })),
-            ("tools/call", mode) => {
-                let mut params = params;
-                // Moved out, not copied: the rest of the request is read below.
-                let arguments = (params.as_object_mut())
-                    .and_then(|params| params.remove("arguments"))
-                    .unwrap_or(json!({}));
-                let name = params
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                let trace = trace_context(&params);
-                let input = HostInput::of(method, Some(&params));
-                let max_chars = large::requested(&params);
-                let called = match mode {
-                    Mode::Tools if tasks::wanted(era, &params) => {
-                        let call = (self.find(name).await?, arguments, trace);
-                        Box::pin(self.call_as_task(host, id, call, era, input)).await
-                    }
-                    Mode::Tools => {
-                        let entry = self.find(name).await?;
-                        let call = HostCall {
-                            entry,
-                            arguments,
-                            trace,
-                            progress: asks_progress(&params),
-                        };
-                        self.call_for_host(host, id, call, era, input).await
-                    }
-                    // `call_tool` names the tool inside its arguments; a wrong name there is
-                    // the model's to correct, so a tool result, not a protocol error.
-                    Mode::Search if name == search::CALL => {
-                        let inner = arguments.get("name").and_then(Value::as_str);
-                        let entry = match self.find(inner.unwrap_or_default()).await {
-                            Ok(entry) => entry,
-                            Err(error) => return Ok(tool_error(&error.message)),
-                        };
-                        let call = HostCall {
-                            entry,
-                            arguments: arguments.get("arguments").cloned().unwrap_or(json!({})),
-                            trace,
-                            progress: asks_progress(&params),
-                        };
-                        self.call_for_host(host, id, call, era, input).await
-                    }
-                    Mode::Proxy if name == proxy::NAME => {
-                        let asked = proxy::Asked {
-                            host,
-                            id,
-                            era,
-                            rounds: input,
-                            trace,
-                        };
-                        Box::pin(proxy::run(self, asked, arguments)).await
-                    }
-                    Mode::Proxy => Err(invalid_params(format!(
-                        "unknown tool {name}; in proxy mode the only tool is {}",
-                        proxy::NAME
-                    ))),
-                    Mode::Search => Box::pin(search::run(self, name, arguments)).await,
-                };
-                Ok(match max_chars {
-                    Some(max) => large::cut(called?, max, &self.results, name),
-                    None => called?,
-                })
-            }
             ("resources/list", _) => {
                 let catalogue = Box::pin(self.hub.catalogue_of(&self.servers())).await;
                 let resources: Vec<Value> = (catalogue.resources.iter())
@@ -531,7 +560,7 @@ impl Gateway {
         call: HostCall,
         era: Option<&ClientInfo>,
         input: Option<HostInput>,
-    ) -> Result<Value, RpcError> {
+    ) -> Result<RawResult, RpcError> {
         if era.is_some() {
             return Box::pin(self.call_in_rounds(host, id, call, era, input)).await;
         }
@@ -557,7 +586,7 @@ impl Gateway {
         call: HostCall,
         era: Option<&ClientInfo>,
         input: Option<HostInput>,
-    ) -> Result<Value, RpcError> {
+    ) -> Result<RawResult, RpcError> {
         let HostCall {
             entry,
             arguments,
@@ -586,14 +615,19 @@ impl Gateway {
                         .unwrap_or_else(PoisonError::into_inner)
                         .clone()
                 };
-                gateway
-                    .call_unrelayed(Some(&progress_to), &entry, Found::Before, arguments, trace)
-                    .await
+                let called = gateway.call_unrelayed(
+                    Some(&progress_to),
+                    &entry,
+                    Found::Before,
+                    arguments,
+                    trace,
+                );
+                read_result(called.await)
             })
         };
-        (host.rounds)
-            .answer(&self.executor, origin, host.reply_to(id), input, start)
-            .await
+        let answered =
+            (host.rounds).answer(&self.executor, origin, host.reply_to(id), input, start);
+        answered.await.map(RawResult::from)
     }
 
     /// Calls through the hub with the host's `trace` context, and progress passed on when
@@ -607,7 +641,7 @@ impl Gateway {
         arguments: Value,
         trace: Map<String, Value>,
         progress: bool,
-    ) -> Value {
+    ) -> RawResult {
         // What the server asks of a person while the call runs goes to this host.
         let _waiting = self.relay.wait_on(Some(&entry.server), host);
         let reply_to = || host.reply_to(id);
@@ -627,7 +661,7 @@ impl Gateway {
         found: Found,
         arguments: Value,
         trace: Map<String, Value>,
-    ) -> Value {
+    ) -> RawResult {
         let mut call = (self.hub.call(entry, arguments))
             .timeout(self.call_timeout)
             .meta(trace);
@@ -637,15 +671,16 @@ impl Gateway {
         if let Some(progress_to) = progress_to {
             call = call.on_progress(move |progress| progress_to().progress(progress));
         }
-        match call.await {
-            Ok(result) => result,
+        let failed = match call.raw().await {
+            Ok(result) => return result,
             Err(HubError::Server {
                 error: mcp_smol::Error::Request(mcp_smol::proto::RequestError::Remote(rpc)),
                 ..
             }) => tool_error(&format!("{} failed: {}", entry.name, rpc.text())),
             Err(error @ HubError::OutputMismatch { .. }) => mismatched(error),
             Err(error) => tool_error(&hints::explained(&error)),
-        }
+        };
+        RawResult::from(failed)
     }
 
     async fn read(&self, params: Value) -> Result<Value, RpcError> {
@@ -777,6 +812,13 @@ fn mismatched(error: HubError) -> Value {
         }
         None => tool_error(&message),
     }
+}
+
+/// A backend's result read as a value, to change or to hand on as one: one that cannot be
+/// (nested too deep) is a tool error that says so.
+fn read_result(result: RawResult) -> Value {
+    (result.into_value())
+        .unwrap_or_else(|error| tool_error(&format!("the tool's result cannot be read: {error}")))
 }
 
 pub(crate) fn tool_error(text: &str) -> Value {

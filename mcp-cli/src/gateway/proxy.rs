@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use mcp_smol::proto::{ClientInfo, HostInput, HostRequestId, RpcError};
+use mcp_smol::proto::{ClientInfo, HostInput, HostRequestId, RawResult, RpcError};
 use serde_json::{Map, Value, json};
 
 use crate::gateway::{Gateway, HostCall, HostLink, tool_error};
@@ -54,7 +54,7 @@ pub(crate) async fn run(
     gateway: &Arc<Gateway>,
     asked: Asked<'_>,
     input: Value,
-) -> Result<Value, RpcError> {
+) -> Result<RawResult, RpcError> {
     let text = |key: &str| input.get(key).and_then(Value::as_str).map(str::to_owned);
     let served = gateway.servers();
     let backend = match text("server") {
@@ -63,9 +63,8 @@ pub(crate) async fn run(
             Ok(name) if served.contains(&name) => Some(name),
             _ => {
                 let known = served.join(", ");
-                return Ok(tool_error(&format!(
-                    "unknown server {given}; servers: {known}"
-                )));
+                let error = tool_error(&format!("unknown server {given}; servers: {known}"));
+                return Ok(error.into());
             }
         },
     };
@@ -80,7 +79,7 @@ pub(crate) async fn run(
         (Some("list"), Some(backend)) => {
             let catalogue = gateway.hub.tools_of(std::slice::from_ref(&backend)).await;
             if let Some((_, error)) = catalogue.failures.first() {
-                return Ok(tool_error(&crate::hints::explained(error)));
+                return Ok(tool_error(&crate::hints::explained(error)).into());
             }
             let tools: Vec<Value> = (catalogue.tools.iter())
                 .map(|entry| {
@@ -95,11 +94,11 @@ pub(crate) async fn run(
         }
         (Some("call"), Some(backend)) => {
             let Some(tool) = text("tool") else {
-                return Ok(tool_error("call needs a tool"));
+                return Ok(tool_error("call needs a tool").into());
             };
             let entry = match gateway.hub.find_tool(&backend, &tool).await {
                 Ok(entry) => entry,
-                Err(error) => return Ok(tool_error(&crate::hints::explained(&error))),
+                Err(error) => return Ok(tool_error(&crate::hints::explained(&error)).into()),
             };
             let call = HostCall {
                 entry,
@@ -123,7 +122,7 @@ pub(crate) async fn run(
         }
         _ => tool_error("action must be \"search\", \"list\" or \"call\""),
     };
-    Ok(result)
+    Ok(result.into())
 }
 
 /// A tool result holding `value`, as text for the model and as structured content.

@@ -6,10 +6,10 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use mcp_smol::ProgressInbox;
-use mcp_smol::proto::{Progress, Request, RequestError, Task};
+use mcp_smol::proto::{Progress, RawResult, Request, RequestError, Task};
 use serde_json::{Map, Value};
 
-use crate::hub::{Hub, HubError, Started, ToolEntry};
+use crate::hub::{Hub, HubError, Started, TaskHandle, ToolEntry};
 
 /// The tool a [`Call`] calls: a qualified name (`SERVER__TOOL` as the catalogue shows it, or
 /// `SERVER.TOOL`), or an entry found before. Made from `&str`, `&String` or `&ToolEntry`.
@@ -60,6 +60,8 @@ pub struct Call<'a> {
     on_task: Option<OnTask<'a>>,
     detach: bool,
     validate_output: bool,
+    /// The result is handed back as the server's text ([`raw`](Self::raw)), not read.
+    as_text: bool,
     /// The entry was found this moment: the gate's lookup is not made again.
     found: bool,
 }
@@ -144,7 +146,23 @@ impl<'a> Call<'a> {
     /// one; without `detach` a task is waited for, as awaiting the call does. A task is
     /// recorded in the state folder either way, so a later process can wait for it.
     pub async fn start(self) -> Result<Started, HubError> {
-        Box::pin(self.run()).await
+        match Box::pin(self.run()).await? {
+            Started::Done(result) => Ok(Started::Done(value_of(result))),
+            Started::Task(handle) => Ok(Started::Task(handle)),
+        }
+    }
+
+    /// Makes the call, as awaiting it does, and returns its result unread: the text the
+    /// server sent (but for the stateless era's own members), for a caller that passes it on
+    /// ([`RawResult::json`]). It is read only where it must be: to tell whether the server
+    /// made a task, and to check it against the tool's `outputSchema`.
+    pub async fn raw(mut self) -> Result<RawResult, HubError> {
+        self.detach = false;
+        self.as_text = true;
+        match Box::pin(self.run()).await? {
+            Started::Done(result) => Ok(result),
+            Started::Task(handle) => Err(not_waited_for(*handle)),
+        }
     }
 }
 
@@ -166,17 +184,28 @@ impl Call<'_> {
     /// future holding [`run`](Self::run)'s moved into a box, which copied it once more.
     async fn run_to_end(self) -> Result<Value, HubError> {
         match self.run().await? {
-            Started::Done(result) => Ok(result),
+            Started::Done(result) => Ok(value_of(result)),
             // Not detached, so `run` waited for it: never here.
-            Started::Task(handle) => Err(HubError::TaskWaitTimedOut {
-                server: handle.record.server,
-                id: handle.record.task_id,
-                status: handle.task.status,
-                after: Duration::ZERO,
-                cancelled: false,
-            }),
+            Started::Task(handle) => Err(not_waited_for(*handle)),
         }
     }
+}
+
+/// A task a call was not detached from, which `run` therefore waited for: never seen.
+fn not_waited_for(handle: TaskHandle) -> HubError {
+    HubError::TaskWaitTimedOut {
+        server: handle.record.server,
+        id: handle.record.task_id,
+        status: handle.task.status,
+        after: Duration::ZERO,
+        cancelled: false,
+    }
+}
+
+/// A result `run` read as a value already (the call was not [`raw`](Call::raw)): handed
+/// back as it is.
+fn value_of(result: RawResult) -> Value {
+    result.into_value().unwrap_or_default()
 }
 
 impl Hub {
@@ -221,13 +250,14 @@ impl Hub {
             on_task: None,
             detach: false,
             validate_output: true,
+            as_text: false,
             found: false,
         }
     }
 }
 
 impl Call<'_> {
-    async fn run(self) -> Result<Started, HubError> {
+    async fn run(self) -> Result<Started<RawResult>, HubError> {
         let Call {
             hub,
             tool,
@@ -238,6 +268,7 @@ impl Call<'_> {
             on_task,
             detach,
             validate_output,
+            as_text,
             found,
         } = self;
         let hears_progress = on_progress.is_some();
@@ -296,17 +327,17 @@ impl Call<'_> {
                 }
                 None => Box::pin(live.client.request_raw(request)).await,
             };
-            let raw = raw.and_then(|raw| {
-                let invalid = |error| RequestError::InvalidResponse(format!("tools/call: {error}"));
-                raw.into_value()
-                    .map_err(|error| mcp_smol::Error::Request(invalid(error)))
-            });
             let raw = raw.map_err(|error| HubError::Server {
                 server: tool.server.clone(),
                 error,
             })?;
+            // Read only when it may tell of a task: most results go on as text.
+            if !raw.may_name_a_task() {
+                return Ok(Started::Done(raw));
+            }
+            let raw = read(&tool.server, raw)?;
             let task = match Task::created_by(&raw) {
-                None => return Ok(Started::Done(raw)),
+                None => return Ok(Started::Done(RawResult::from(raw))),
                 Some(Ok(task)) => task,
                 Some(Err(detail)) => {
                     let detail = format!("tools/call: {detail}");
@@ -323,7 +354,9 @@ impl Call<'_> {
             on_task(&task);
             // Boxed: following a task is rare, and its state would weigh on every call's.
             let result = hub.follow(&tool.server, &live.client, task, timeout, true, &on_task);
-            Box::pin(result).await.map(Started::Done)
+            Box::pin(result)
+                .await
+                .map(|result| Started::Done(RawResult::from(result)))
         };
         let progress = async {
             if let Some(inbox) = &inbox {
@@ -344,12 +377,16 @@ impl Call<'_> {
             Started::Done(result) => result,
             task => return Ok(task),
         };
-        // A task's result is checked as a direct one is, once it has arrived.
+        // A task's result is checked as a direct one is, once it has arrived; only a tool
+        // with an `outputSchema` has its result read for that.
         let validate = validate_output && slot.spec().is_ok_and(|spec| spec.validate_output);
+        let result = match validate && tool.tool.output_schema.is_some() {
+            true => read(&tool.server, result)?,
+            false if as_text => return Ok(Started::Done(result)),
+            false => return Ok(Started::Done(RawResult::from(read(&tool.server, result)?))),
+        };
         let listing = slot.client_tools();
-        let mismatch = validate
-            .then(|| (hub.inner.validators).check(&tool.server, listing, &tool.tool, &result))
-            .flatten();
+        let mismatch = (hub.inner.validators).check(&tool.server, listing, &tool.tool, &result);
         match mismatch {
             Some(mismatch) => Err(HubError::OutputMismatch {
                 server: tool.server.clone(),
@@ -357,7 +394,19 @@ impl Call<'_> {
                 mismatch,
                 result: Box::new(result),
             }),
-            None => Ok(Started::Done(result)),
+            None => Ok(Started::Done(RawResult::from(result))),
         }
     }
+}
+
+/// A result read as a value; one that cannot be (nested too deep) fails the call, as an
+/// invalid response from `server`.
+fn read(server: &str, result: RawResult) -> Result<Value, HubError> {
+    result.into_value().map_err(|error| {
+        let detail = format!("tools/call: {error}");
+        HubError::Server {
+            server: server.to_owned(),
+            error: mcp_smol::Error::Request(RequestError::InvalidResponse(detail)),
+        }
+    })
 }

@@ -74,11 +74,12 @@ impl TaskHandle {
     }
 }
 
-/// What a call that may become a task came to: its result, or the task it made.
+/// What a call that may become a task came to: its result (a value, or with
+/// [`Call::raw`](crate::hub::Call::raw) the text the server sent), or the task it made.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Started {
+pub enum Started<R = Value> {
     /// The result, as the server sent it.
-    Done(Value),
+    Done(R),
     /// A task runs it.
     Task(Box<TaskHandle>),
 }
