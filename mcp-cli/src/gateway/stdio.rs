@@ -5,11 +5,11 @@
 //! call through the gateway added; the reactor reads a pipe on the thread that handles it.
 
 use std::fs::File;
-use std::io;
+use std::io::{self, Read};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
 
 use async_io::Async;
 use futures_lite::io::{AsyncRead, AsyncWrite};
@@ -52,7 +52,12 @@ fn on_reactor(fd: BorrowedFd<'_>, unless: Option<&File>) -> Option<HostPipe> {
     }
     let flags = fcntl_getfl(&file).ok()?;
     let io = Async::new(file).ok()?;
-    Some(HostPipe { io, flags })
+    let maybe_more = true;
+    Some(HostPipe {
+        io,
+        flags,
+        maybe_more,
+    })
 }
 
 /// A pipe or socket of ours on the reactor; its blocking mode is given back when it is
@@ -61,6 +66,12 @@ struct HostPipe {
     io: Async<File>,
     /// The file's flags before [`Async::new`] made it non-blocking.
     flags: OFlags,
+    /// Whether a read may find bytes without waiting for the reactor: not once one found
+    /// the pipe empty (`EAGAIN`) or drained it (fewer bytes than asked for). `Async`'s own
+    /// read tries the system call first on every poll, and the server's loop polls its
+    /// reader whenever it wakes for anything else (a backend's answer, a write done): three
+    /// reads that found nothing per call.
+    maybe_more: bool,
 }
 
 impl Drop for HostPipe {
@@ -75,7 +86,25 @@ impl AsyncRead for HostPipe {
         cx: &mut Context<'_>,
         buf: &mut [u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.io).poll_read(cx, buf)
+        loop {
+            if !self.maybe_more {
+                // Ready only for an event delivered since the last call: no system call
+                // until the host writes again.
+                ready!(self.io.poll_readable(cx))?;
+                self.maybe_more = true;
+            }
+            match Read::read(&mut self.io.get_ref(), buf) {
+                Ok(read) => {
+                    self.maybe_more = read == buf.len() && read > 0;
+                    return Poll::Ready(Ok(read));
+                }
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                    self.maybe_more = false;
+                }
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                Err(error) => return Poll::Ready(Err(error)),
+            }
+        }
     }
 }
 
