@@ -211,10 +211,23 @@ impl RawModernHost {
 
     /// Sends request `id` with the era's `_meta` (at `version`) and reads lines until its
     /// answer.
-    fn request(&mut self, id: u64, method: &str, mut params: Value, version: &str) -> Value {
+    fn request(&mut self, id: u64, method: &str, params: Value, version: &str) -> Value {
+        let capabilities = json!({"elicitation": {}});
+        self.request_declaring(id, method, params, version, capabilities)
+    }
+
+    /// [`request`](Self::request), declaring `capabilities`.
+    fn request_declaring(
+        &mut self,
+        id: u64,
+        method: &str,
+        mut params: Value,
+        version: &str,
+        capabilities: Value,
+    ) -> Value {
         params["_meta"] = json!({
             "io.modelcontextprotocol/protocolVersion": version,
-            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+            "io.modelcontextprotocol/clientCapabilities": capabilities,
             "io.modelcontextprotocol/clientInfo": {"name": "raw-modern", "version": "0"},
         });
         let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
@@ -234,6 +247,26 @@ impl Drop for RawModernHost {
     fn drop(&mut self) {
         let _ = self.serve.kill();
         let _ = self.serve.wait();
+    }
+}
+
+/// A host that declares no forms has its call run at once, and the backend's result passed on
+/// as the text it sent: the backend's era's own members (its server identity) are gone, the
+/// host's era's `resultType` is there, and the rest is as the backend sent it.
+#[test]
+fn a_result_passed_on_unread_carries_the_hosts_era_not_the_backends() {
+    let scratch = Scratch::new("gateway-modern-unread");
+    let (config, _) = config(&scratch);
+    let command = serve(&scratch, &config, &[]);
+    let mut host = RawModernHost::start(&command);
+    for id in 1..=2 {
+        let call = json!({"name": "fx__echo", "arguments": {"text": format!("hi {id}")}});
+        let answer = host.request_declaring(id, "tools/call", call, "2026-07-28", json!({}));
+        let expected = json!({
+            "content": [{"type": "text", "text": format!("hi {id}")}],
+            "resultType": "complete",
+        });
+        assert_eq!(answer["result"], expected, "{answer}");
     }
 }
 
