@@ -28,7 +28,11 @@ fn config(scratch: &Scratch) -> (PathBuf, PathBuf) {
 }
 
 /// `mcp-cli serve` on `config`, in the scratch folder's isolated environment.
-fn serve(scratch: &Scratch, config: &std::path::Path, extra_env: &[(&str, &str)]) -> ServerCommand {
+pub(crate) fn serve(
+    scratch: &Scratch,
+    config: &std::path::Path,
+    extra_env: &[(&str, &str)],
+) -> ServerCommand {
     let dir = |name: &str| scratch.0.join(name).display().to_string();
     let mut command = ServerCommand::new(cli_binary().display().to_string()).args([
         "--config",
@@ -182,16 +186,16 @@ fn our_client_at_2026_07_28_lists_calls_answers_a_form_and_hears_a_list_change()
 }
 
 /// A host that writes raw stateless-era lines to `serve` and reads its answers.
-struct RawModernHost {
+pub(crate) struct RawModernHost {
     serve: std::process::Child,
     stdin: std::process::ChildStdin,
     stdout: BufReader<std::process::ChildStdout>,
     /// The lines read that answered none of our requests (notifications), in order.
-    others: Vec<Value>,
+    pub(crate) others: Vec<Value>,
 }
 
 impl RawModernHost {
-    fn start(command: &ServerCommand) -> Self {
+    pub(crate) fn start(command: &ServerCommand) -> Self {
         let mut serve = std::process::Command::new(&command.program)
             .args(&command.args)
             .envs(&command.env)
@@ -219,7 +223,7 @@ impl RawModernHost {
     }
 
     /// [`request`](Self::request), declaring `capabilities` in its `_meta`.
-    fn declaring(
+    pub(crate) fn declaring(
         &mut self,
         id: u64,
         method: &str,
@@ -405,7 +409,7 @@ asyncio.run(main(sys.argv[1]))
 "#;
 
 /// Runs a host script against `serve` on the test config; returns each JSON line it printed.
-fn run_host(
+pub(crate) fn run_host(
     scratch: &Scratch,
     config: &std::path::Path,
     program: &std::path::Path,
@@ -611,213 +615,4 @@ fn the_proxys_call_takes_input_rounds() {
     });
     let received = std::fs::read_to_string(log).unwrap();
     assert!(received.contains("inputResponses"), "{received}");
-}
-
-/// The one input request of an `input_required` answer: its key, and the request.
-fn input_request(round: &Value) -> (String, Value) {
-    let result = &round["result"];
-    assert_eq!(result["resultType"], "input_required", "{round}");
-    let requests = result["inputRequests"].as_object().unwrap();
-    assert_eq!(requests.len(), 1, "{round}");
-    let (key, request) = requests.iter().next().unwrap();
-    (key.clone(), request.clone())
-}
-
-/// `call` again, answering `round`'s one input request under `key` with `answer`.
-fn retry(call: &Value, round: &Value, key: &str, answer: Value) -> Value {
-    let mut retry = call.clone();
-    retry["requestState"] = round["result"]["requestState"].clone();
-    retry["inputResponses"] = json!({ key: answer });
-    retry
-}
-
-/// `serve` on a config of one fixture server `fx` with these arguments.
-fn serve_one(scratch: &Scratch, args: &[&str], extra_env: &[(&str, &str)]) -> ServerCommand {
-    let text = format!("[mcp.fx]\ncommand = {FIXTURE:?}\nargs = {args:?}\n");
-    serve(scratch, &scratch.write("one.toml", &text), extra_env)
-}
-
-/// Sends `wrong` (a retry naming a parked call's state, of another tool, which cannot take
-/// the call over) until the call is gone, its wait over; ids from `first` on.
-fn wait_until_dropped(host: &mut RawModernHost, wrong: &Value, first: u64) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    for id in first.. {
-        let refused = host.declaring(id, "tools/call", wrong.clone(), "2026-07-28", json!({}));
-        let message = refused["error"]["message"].as_str().unwrap_or_default();
-        if message.contains("no call waiting") {
-            return;
-        }
-        assert!(message.contains("belongs to"), "{refused}");
-        assert!(
-            Instant::now() < deadline,
-            "the parked call outlived its wait"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// The link the fixture's `open_link` and `needs_link` name.
-const LINK: &str = "https://auth.example.com/connect?id=link-1";
-
-/// A handshake-era backend's link (URL-mode elicitation) comes to a stateless-era host as an
-/// input round when its request declared links, without the `elicitationId` and the
-/// completion notification the 2026-07-28 revision removed, and the host's answer reaches the
-/// backend; a request that declared forms only gets no round, and the backend hears `decline`.
-#[test]
-fn a_backends_link_is_an_input_round_for_a_request_that_declared_links() {
-    let scratch = Scratch::new("gateway-modern-link");
-    let mut host = RawModernHost::start(&serve_one(&scratch, &["url-elicitation"], &[]));
-    let links = json!({"elicitation": {"url": {}}});
-    let call = json!({"name": "fx__open_link", "arguments": {}});
-    let round = host.declaring(1, "tools/call", call.clone(), "2026-07-28", links.clone());
-    let (key, asked) = input_request(&round);
-    assert_eq!(asked["method"], "elicitation/create", "{asked}");
-    let params = &asked["params"];
-    assert_eq!(params["mode"], "url", "{asked}");
-    assert_eq!(params["url"], LINK, "{asked}");
-    assert!(params.get("elicitationId").is_none(), "{asked}");
-    let accepted = retry(&call, &round, &key, json!({"action": "accept"}));
-    let done = host.declaring(2, "tools/call", accepted, "2026-07-28", links);
-    assert_eq!(
-        done["result"]["content"][0]["text"], "link accept",
-        "{done}"
-    );
-
-    let forms = json!({"elicitation": {}});
-    let declined = host.declaring(3, "tools/call", call, "2026-07-28", forms);
-    assert_eq!(declined["result"]["resultType"], "complete", "{declined}");
-    assert_eq!(declined["result"]["content"][0]["text"], "link decline");
-    let completions = (host.others.iter())
-        .filter(|line| line["method"] == "notifications/elicitation/complete")
-        .count();
-    assert_eq!(completions, 0, "{:?}", host.others);
-}
-
-/// A backend with no roots configured that asks for them during a stateless-era host's call
-/// (a handshake-era backend's `roots/list` request, a stateless-era backend's input request)
-/// gets them through an input round of that call when the request declared `roots`; a
-/// request that did not gets no round and the backend no roots; a round the host never
-/// answers ends, and the backend is answered (no roots) rather than left waiting.
-#[test]
-fn a_backends_roots_question_is_an_input_round_for_a_request_that_declared_roots() {
-    let scratch = Scratch::new("gateway-modern-roots");
-    let config = scratch.write(
-        "roots.toml",
-        &format!(
-            "[mcp.old]\ncommand = {FIXTURE:?}\nargs = [\"roots-call\"]\n\n\
-             [mcp.new]\ncommand = {FIXTURE:?}\nargs = [\"roots-call\", \"--era\", \"stateless\"]\n"
-        ),
-    );
-    let command = serve(&scratch, &config, &[("MCP_CLI_INPUT_WAIT_MS", "300")]);
-    let mut host = RawModernHost::start(&command);
-    let roots = json!({"roots": {}});
-    let project = json!({"roots": [{"uri": "file:///host/project", "name": "project"}]});
-    let mut id = 0;
-    for server in ["old", "new"] {
-        let call = json!({"name": format!("{server}__show_roots"), "arguments": {}});
-        id += 1;
-        let round = host.declaring(id, "tools/call", call.clone(), "2026-07-28", roots.clone());
-        let (key, asked) = input_request(&round);
-        assert_eq!(asked["method"], "roots/list", "{asked}");
-        let answered = retry(&call, &round, &key, project.clone());
-        id += 1;
-        let done = host.declaring(id, "tools/call", answered, "2026-07-28", roots.clone());
-        let shown = done["result"]["content"][0]["text"]
-            .as_str()
-            .unwrap_or_default();
-        assert!(shown.contains("file:///host/project"), "{server}: {done}");
-
-        id += 1;
-        let bare = host.declaring(id, "tools/call", call, "2026-07-28", json!({}));
-        assert_eq!(bare["result"]["resultType"], "complete", "{server}: {bare}");
-        assert_eq!(
-            bare["result"]["content"][0]["text"], "[]",
-            "{server}: {bare}"
-        );
-    }
-
-    // Never answered: the call is dropped once its wait ends, and the backend hears no roots.
-    let call = json!({"name": "old__show_roots", "arguments": {}});
-    let round = host.declaring(100, "tools/call", call.clone(), "2026-07-28", roots.clone());
-    let (key, _) = input_request(&round);
-    let echo = json!({"name": "old__echo", "arguments": {"text": "x"}});
-    wait_until_dropped(&mut host, &retry(&echo, &round, &key, project), 101);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let report = json!({"name": "old__report", "arguments": {}});
-    loop {
-        let reported = host.declaring(1000, "tools/call", report.clone(), "2026-07-28", json!({}));
-        let answers = reported["result"]["content"][0]["text"]
-            .as_str()
-            .unwrap()
-            .to_owned();
-        let answers: Vec<Value> = serde_json::from_str(&answers).unwrap();
-        // The fixture's ids are `roots-of-ID`: ours for the three calls above, then this one.
-        if answers.len() == 3 {
-            assert_eq!(answers[2]["result"], json!({"roots": []}), "{answers:?}");
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the backend's question was left waiting"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// A backend's -32042 (URL elicitation required) before a stateless-era host: a request that
-/// declared links gets them as an input round, and once the host accepts, the call is made
-/// again; declined, or not declared, it is a tool error (naming the link when the host could
-/// not be asked); a host that never answers leaves nothing waiting.
-#[test]
-fn a_url_elicitation_required_error_is_an_input_round_and_the_call_is_made_again() {
-    let links = json!({"elicitation": {"url": {}}});
-    let call = json!({"name": "fx__needs_link", "arguments": {}});
-    for (name, answer) in [("accept", "linked after 2 calls"), ("decline", "decline")] {
-        let scratch = Scratch::new(&format!("gateway-modern-required-{name}"));
-        let mut host = RawModernHost::start(&serve_one(&scratch, &["url-required"], &[]));
-        let round = host.declaring(1, "tools/call", call.clone(), "2026-07-28", links.clone());
-        let (key, asked) = input_request(&round);
-        assert_eq!(asked["method"], "elicitation/create", "{asked}");
-        assert_eq!(asked["params"]["mode"], "url", "{asked}");
-        assert_eq!(asked["params"]["url"], LINK, "{asked}");
-        assert_eq!(
-            asked["params"]["message"], "Connect your account",
-            "{asked}"
-        );
-        let answered = retry(&call, &round, &key, json!({"action": name}));
-        let done = host.declaring(2, "tools/call", answered, "2026-07-28", links.clone());
-        let result = &done["result"];
-        assert_eq!(
-            result["isError"].as_bool(),
-            (name == "decline").then_some(true)
-        );
-        let shown = result["content"][0]["text"].as_str().unwrap();
-        assert!(shown.contains(answer), "{done}");
-    }
-
-    let scratch = Scratch::new("gateway-modern-required-forms");
-    let mut host = RawModernHost::start(&serve_one(&scratch, &["url-required"], &[]));
-    let forms = json!({"elicitation": {}});
-    let refused = host.declaring(1, "tools/call", call.clone(), "2026-07-28", forms);
-    assert_eq!(refused["result"]["isError"], true, "{refused}");
-    let why = refused["result"]["content"][0]["text"].as_str().unwrap();
-    assert!(why.contains(LINK) && why.contains("again"), "{why}");
-
-    let scratch = Scratch::new("gateway-modern-required-gone");
-    let env = [("MCP_CLI_INPUT_WAIT_MS", "200")];
-    let mut host = RawModernHost::start(&serve_one(&scratch, &["url-required"], &env));
-    let round = host.declaring(1, "tools/call", call.clone(), "2026-07-28", links.clone());
-    let (key, _) = input_request(&round);
-    let echo = json!({"name": "fx__echo", "arguments": {"text": "x"}});
-    wait_until_dropped(
-        &mut host,
-        &retry(&echo, &round, &key, json!({"action": "accept"})),
-        2,
-    );
-    // The backend is free: a new call goes through (its link counts as opened by now).
-    let again = host.declaring(99, "tools/call", call, "2026-07-28", links);
-    assert_eq!(
-        again["result"]["content"][0]["text"],
-        "linked after 2 calls"
-    );
 }

@@ -104,6 +104,7 @@ mod nesting;
 /// `mcp-cli serve` before stateless-era hosts (2026-07-28): our own client, raw lines, and the
 /// TypeScript and Python SDK clients; forms as `input_required` rounds, `subscriptions/listen`.
 mod gateway_stateless;
+mod gateway_stateless_relays;
 
 /// `mcp-cli serve --listen` over Streamable HTTP: both eras, many hosts, the token, the
 /// Host/Origin checks, bounds, a host hanging up, SIGTERM.
