@@ -487,3 +487,31 @@ fn answer_of(result: &serde_json::Value) -> ElicitAnswer {
         _ => ElicitAnswer::Cancel,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn takes(capabilities: Value) -> (bool, bool, bool) {
+        let client = ClientInfo {
+            protocol_version: "2026-07-28".to_owned(),
+            client: Default::default(),
+            capabilities,
+        };
+        let takes = Takes::of(&client);
+        (takes.forms, takes.urls, takes.roots)
+    }
+
+    #[test]
+    fn what_a_host_takes_is_read_from_its_capabilities_as_the_spec_says() {
+        assert_eq!(takes(json!({})), (false, false, false));
+        // A bare `elicitation` is forms only.
+        assert_eq!(takes(json!({"elicitation": {}})), (true, false, false));
+        assert_eq!(
+            takes(json!({"elicitation": {"url": {}}})),
+            (false, true, false)
+        );
+        let both = json!({"elicitation": {"form": {}, "url": {}}, "roots": {}});
+        assert_eq!(takes(both), (true, true, true));
+    }
+}

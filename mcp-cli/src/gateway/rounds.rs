@@ -448,4 +448,34 @@ mod tests {
             assert_eq!(rounds.parked(), 0);
         }));
     }
+
+    #[test]
+    fn a_roots_question_is_a_round_and_left_unanswered_names_no_roots() {
+        let executor = Arc::new(async_executor::Executor::new());
+        let rounds = Rounds::new(&no_env);
+        futures_lite::future::block_on(executor.run(async {
+            let origin = "tools/call fx__show_roots".to_owned();
+            let spawner = executor.clone();
+            let start = move |questions: Sender<Question>, _| {
+                spawner.spawn(async move {
+                    let (answer, answered) = async_channel::bounded(1);
+                    let asked = Asked::Roots;
+                    questions.send(Question { asked, answer }).await.unwrap();
+                    answered.recv().await.unwrap()
+                })
+            };
+            let round = rounds.answer(&executor, origin.clone(), to(), None, start);
+            let round = round.await.unwrap();
+            let requests = round["inputRequests"].as_object().unwrap();
+            let request = requests.values().next().unwrap();
+            assert_eq!(request, &json!({"method": "roots/list"}));
+            let input = HostInput {
+                responses: serde_json::Map::new(),
+                state: round["requestState"].as_str().map(str::to_owned),
+            };
+            let never = |_, _| unreachable!("a retry starts nothing");
+            let done = rounds.answer(&executor, origin, to(), Some(input), never);
+            assert_eq!(done.await.unwrap(), json!({"roots": []}));
+        }));
+    }
 }

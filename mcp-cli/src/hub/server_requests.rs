@@ -207,6 +207,7 @@ impl RootsHandler {
     }
 
     /// Tells each of `servers` answered from this handler that its roots changed.
+    #[cfg(feature = "cli")]
     fn changed(&self, servers: &[String]) {
         let answered = self.answered.lock().unwrap_or_else(PoisonError::into_inner);
         for (server, tell) in answered.iter() {
@@ -218,6 +219,7 @@ impl RootsHandler {
     }
 }
 
+#[cfg(feature = "cli")]
 impl crate::hub::Hub {
     /// The roots `servers` were given through the settings' [`RootsHandler`] changed: each one
     /// running in the handshake era is sent `notifications/roots/list_changed`, and asks again
