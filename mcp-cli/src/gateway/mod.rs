@@ -600,8 +600,12 @@ impl Gateway {
                 };
                 // A -32042 is put to the host as links, and the call made again once opened.
                 let links = takes.urls.then_some(&questions);
+                // Copied only when the call may be made again.
+                let kept = takes.urls.then(|| (arguments.clone(), trace.clone()));
+                let mut first = Some((arguments, trace));
                 url_elicitation::call_in_rounds(links, &entry.name, || {
-                    let (arguments, trace) = (arguments.clone(), trace.clone());
+                    let (arguments, trace) =
+                        first.take().or_else(|| kept.clone()).unwrap_or_default();
                     gateway.call_unrelayed(
                         Some(&progress_to),
                         &entry,
