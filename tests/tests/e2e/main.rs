@@ -141,6 +141,7 @@ mod gateway_url_elicitation;
 /// `serve --listen` keeps its long-lived event streams alive with comment lines.
 mod gateway_keepalive;
 
+mod gateway_roots;
 /// `serve --listen`: a stateless-era call's progress after an input round reaches the host.
 mod gateway_round_progress;
 
