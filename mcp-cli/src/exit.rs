@@ -134,6 +134,15 @@ impl Failure {
                     rpc.text()
                 ))
             }
+            // Its words name the links to open; then the call can go through.
+            Error::Request(RequestError::Remote(rpc))
+                if rpc.code == RpcError::URL_ELICITATION_REQUIRED =>
+            {
+                Self::new(
+                    Exit::ToolError,
+                    format!("{tool} could not run yet: {rpc}; open the link, then call it again"),
+                )
+            }
             Error::Request(RequestError::Remote(rpc)) => {
                 Self::new(Exit::ToolError, format!("{tool} failed: {}", rpc.text()))
             }

@@ -595,6 +595,18 @@ impl Connection {
         true
     }
 
+    /// Sends the server a notification of ours, such as `notifications/roots/list_changed`
+    /// (whose era, and whether the server may hear it, is the caller's to know). Only once
+    /// the connection is ready and until it closes; returns whether it was queued.
+    pub fn notify(&mut self, method: &str, params: Option<Value>) -> bool {
+        if !matches!(self.state, State::Ready { .. }) {
+            return false;
+        }
+        let notification = jsonrpc::notification(method, params);
+        self.transmits.push_back((notification, Sent::Other));
+        true
+    }
+
     /// Gives up on a request: it fails with [`RequestError::Cancelled`] and, if the server has
     /// seen it, `notifications/cancelled` is queued. Returns `false` if it had already ended.
     pub fn cancel(&mut self, _now: Instant, id: RequestId) -> bool {

@@ -33,6 +33,10 @@ impl RpcError {
     /// Stateless era: the server does not speak the requested revision (`data.supported`,
     /// `data.requested`).
     pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+    /// 2025-11-25 only: the request can go on once the person has opened the URL-mode
+    /// elicitations in `data.elicitations` (see [`ErrorKind::UrlElicitationRequired`]); then
+    /// it is made again.
+    pub const URL_ELICITATION_REQUIRED: i64 = -32042;
 
     /// The refusal we send for server requests we do not serve.
     pub fn method_not_found(method: &str) -> Self {
@@ -79,6 +83,15 @@ impl RpcError {
                 requested: member("requested")
                     .and_then(Value::as_str)
                     .map(str::to_owned),
+            },
+            Self::URL_ELICITATION_REQUIRED => ErrorKind::UrlElicitationRequired {
+                elicitations: match member("elicitations") {
+                    Some(Value::Array(elicitations)) => (elicitations.iter())
+                        .filter(|e| e.get("url").is_some_and(Value::is_string))
+                        .cloned()
+                        .collect(),
+                    _ => Vec::new(),
+                },
             },
             _ => ErrorKind::Other,
         }
@@ -130,6 +143,13 @@ pub enum ErrorKind {
         /// The revision we asked for, as the server read it.
         requested: Option<String>,
     },
+    /// -32042 (2025-11-25 only): the person must open these links first, then the request is
+    /// made again.
+    UrlElicitationRequired {
+        /// The URL-mode elicitations as sent (`mode`, `url`, `message`, `elicitationId`),
+        /// those without a `url` string left out.
+        elicitations: Vec<Value>,
+    },
     /// Any other code.
     Other,
 }
@@ -156,6 +176,27 @@ impl fmt::Display for RpcError {
             ErrorKind::HeaderMismatch => f.write_str(
                 "the server found an HTTP header that does not match the message it carries; ",
             )?,
+            // Its data is the links, said here in words: not repeated after the message.
+            ErrorKind::UrlElicitationRequired { elicitations } => {
+                f.write_str("the server needs the person to open ")?;
+                for (n, elicitation) in elicitations.iter().enumerate() {
+                    let text = |key: &str| elicitation.get(key).and_then(Value::as_str);
+                    let separator = if n == 0 { "" } else { " and " };
+                    write!(f, "{separator}{}", text("url").unwrap_or_default())?;
+                    if let Some(message) = text("message").filter(|m| !m.is_empty()) {
+                        write!(f, " ({message})")?;
+                    }
+                }
+                if elicitations.is_empty() {
+                    f.write_str("a link it did not name")?;
+                }
+                return write!(
+                    f,
+                    " before the request is made again; {} (code {})",
+                    self.text(),
+                    self.code
+                );
+            }
             _ => {}
         }
         write!(f, "{} (code {})", self.text(), self.code)?;

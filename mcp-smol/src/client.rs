@@ -316,6 +316,13 @@ impl Client {
         let _ = self.ops.send(Op::Respond { id, result }).await;
     }
 
+    /// Sends the server a notification (`notifications/roots/list_changed`, ...). Sent once
+    /// the connection is ready; dropped before that and after it ended.
+    pub async fn notify(&self, method: &str, params: Option<Value>) {
+        let method = method.to_owned();
+        let _ = self.ops.send(Op::Notify { method, params }).await;
+    }
+
     /// Closes the connection and waits until the server process has been reaped: stdin
     /// closed, [`Options::grace_period`], SIGTERM to the group, [`Options::term_period`],
     /// SIGKILL to the group.

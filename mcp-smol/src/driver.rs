@@ -71,6 +71,11 @@ pub(crate) enum Op {
         id: ServerRequestId,
         result: Result<Value, RpcError>,
     },
+    /// A notification of ours for the server.
+    Notify {
+        method: String,
+        params: Option<Value>,
+    },
     /// A caller stopped waiting for an answer: cancel the requests nobody waits for.
     Abandoned,
     Close,
@@ -82,7 +87,12 @@ impl Op {
         match self {
             Op::Request { reply, .. } => reply.send(Err(error)),
             Op::WaitReady(reply) => reply.send(Err(error)),
-            Op::Subscribe(_) | Op::Answer(_) | Op::Respond { .. } | Op::Abandoned | Op::Close => {}
+            Op::Subscribe(_)
+            | Op::Answer(_)
+            | Op::Respond { .. }
+            | Op::Notify { .. }
+            | Op::Abandoned
+            | Op::Close => {}
         }
     }
 }

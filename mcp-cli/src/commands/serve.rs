@@ -27,7 +27,7 @@ pub(crate) async fn run(ctx: &mut Context, mode: Mode, named: &[String]) -> Resu
         // Servers may ask for a form only when the host can show one.
         elicit: (host.link.client.declares("elicitation")).then(|| relay.handler()),
         // Servers with no roots configured are given the host's.
-        roots: host.link.roots_handler(),
+        roots: host.link.roots_handler(&relay),
         ..crate::host::settings(&ctx.state, &ctx.executor, &env)
     };
     let (hub, gateway) = gateway(ctx, config, settings, mode, named, relay);

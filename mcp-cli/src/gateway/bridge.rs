@@ -207,11 +207,9 @@ impl Reply {
             return None;
         }
         let Delivered { message, answer } = self.messages.recv().await.ok()?;
-        if answer {
-            self.answered = true;
-            // Nothing more goes to it, even while its stream is still being written.
-            lock(&self.bridge.routes).open.remove(&self.key);
-        }
+        // Its route went with its answer: nothing more goes to it, even while its stream is
+        // still being written.
+        self.answered |= answer;
         Some(message)
     }
 
@@ -228,8 +226,11 @@ impl Reply {
 
 impl Drop for Reply {
     fn drop(&mut self) {
+        if self.answered {
+            return;
+        }
         lock(&self.bridge.routes).open.remove(&self.key);
-        if self.answered || !self.cancel {
+        if !self.cancel {
             return;
         }
         let note = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
@@ -344,10 +345,14 @@ fn deliver(routes: &Shared, message: Message) -> Option<Value> {
     let method = envelope.method.as_deref();
     let mut routes = lock(routes);
     let mut answer = false;
+    // Taken out of the routes with its answer: a request of ours routed to it after that
+    // would be queued behind the answer, which ends its stream, and never reach the host.
+    let answered;
     let target = match (envelope.id, method) {
         (Some(id), None) => {
             answer = true;
-            (routes.open.get(&key_of(id))).map(|route| &route.to)
+            answered = routes.open.remove(&key_of(id));
+            answered.as_ref().map(|route| &route.to)
         }
         (Some(_), Some(_)) => {
             let latest = (routes.open.values())

@@ -1,17 +1,20 @@
 //! The gateway's side of its host: the connection once the host's handshake is done (or its
 //! first stateless-era request came; what it declared decides what the gateway may offer its
-//! servers), and the questions passed up to it: `ask` rules, and the forms a server asks for
-//! (`elicitation/create`), as requests of ours to a handshake-era host or as `input_required`
-//! rounds to a stateless-era one.
+//! servers), and the questions passed up to it: `ask` rules, and what a server asks of the
+//! person (`elicitation/create`, a form or a link, and `roots/list`), as requests of ours to a
+//! handshake-era host or as `input_required` rounds to a stateless-era one.
 
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_channel::{Receiver, Sender};
 use mcp_smol::proto::{ClientInfo, ElicitResult, Era, Request, ServerConfig, ServerEvent};
 use mcp_smol::{ServeDriver, Server};
-use serde_json::json;
+use serde_json::{Value, json};
 
-use crate::gateway::rounds::{Question, Rounds};
+use crate::gateway::rounds::{Asked, Question, Rounds};
+use crate::gateway::url_elicitation;
 use crate::hub::{Ask, AskHandler, ElicitAnswer, ElicitHandler, Elicitation, RootsHandler};
 
 /// A host whose handshake is done, or whose first stateless-era request came.
@@ -25,6 +28,8 @@ pub(crate) struct Host {
 /// the stateless era, in its first request; each request then says it again).
 #[derive(Clone)]
 pub(crate) struct HostLink {
+    /// Tells this host's links from other hosts' (a session's, or a stateless-era request's).
+    pub(crate) id: u64,
     pub(crate) server: Server,
     pub(crate) client: ClientInfo,
     /// Stateless era: its calls waiting on its answers; dropped with the last link, which
@@ -71,7 +76,9 @@ impl Host {
                 Ok(ServerEvent::Ready(client)) => {
                     let env = |key: &str| std::env::var(key).ok();
                     let rounds = rounds.unwrap_or_else(|| Rounds::new(&env));
+                    static NEXT_LINK: AtomicU64 = AtomicU64::new(0);
                     let link = HostLink {
+                        id: NEXT_LINK.fetch_add(1, Ordering::Relaxed),
                         server,
                         client,
                         rounds,
@@ -121,15 +128,20 @@ impl HostLink {
 }
 
 impl HostLink {
-    /// The roots of servers with none configured: this host's own, asked of it each time a
-    /// server asks (a handshake-era host that declared `roots`; `None` for any other).
-    pub(crate) fn roots_handler(&self) -> Option<RootsHandler> {
-        let stateless = Era::of(&self.client.protocol_version) == Some(Era::Stateless);
-        if stateless || !self.client.declares("roots") {
+    /// The roots of servers with none configured: this host's own, when it declared `roots`
+    /// (`None` for any other). A handshake-era host is asked each time a server asks, whether
+    /// or not a call waits; a stateless-era host only in an input round of a call of its
+    /// that waits on the server asking ([`Relay::roots_handler`]).
+    pub(crate) fn roots_handler(&self, relay: &Relay) -> Option<RootsHandler> {
+        if !self.client.declares("roots") {
             return None;
         }
-        let server = self.server.clone();
-        Some(RootsHandler::new(move |_asking: String| {
+        if Era::of(&self.client.protocol_version) == Some(Era::Stateless) {
+            return Some(relay.roots_handler());
+        }
+        let (server, link, relay) = (self.server.clone(), self.id, relay.clone());
+        Some(RootsHandler::new(move |asking: String| {
+            relay.given(&asking, link);
             let server = server.clone();
             async move { server.request(Request::new("roots/list", None)).await.ok() }
         }))
@@ -170,21 +182,30 @@ async fn ask_in_round(round: Option<Sender<Question>>, ask: &Ask) -> Result<(), 
     };
     let (message, form) = ask_form(ask);
     let params = json!({"message": message, "requestedSchema": form});
-    let (answer, answered) = async_channel::bounded(1);
-    if questions.send(Question { params, answer }).await.is_err() {
-        return Err("asking the host failed: the call ended".to_owned());
-    }
-    match answered.recv().await.map(|answer| answer_of(&answer)) {
-        Ok(ElicitAnswer::Accept(_)) => Ok(()),
-        Ok(ElicitAnswer::Decline) => Err("the host answered decline".to_owned()),
-        _ => Err("the host answered cancel".to_owned()),
+    match in_round(&questions, Asked::Elicitation(params)).await {
+        None => Err("asking the host failed: the call ended".to_owned()),
+        Some(answer) => match answer_of(&answer) {
+            ElicitAnswer::Accept(_) => Ok(()),
+            ElicitAnswer::Decline => Err("the host answered decline".to_owned()),
+            ElicitAnswer::Cancel => Err("the host answered cancel".to_owned()),
+        },
     }
 }
 
-/// Passes servers' forms up to the host whose request is waiting on that server. The
-/// daemon's hosts share one hub, so a form goes to the latest host waiting on the server
-/// that asks (or on any server: a command line run in the daemon); with none, it is declined,
-/// as a run without a terminal declines it.
+/// Puts `asked` to a stateless-era host in the next input round of its call; its answer, or
+/// `None` when the call ended first.
+pub(crate) async fn in_round(questions: &Sender<Question>, asked: Asked) -> Option<Value> {
+    let (answer, answered) = async_channel::bounded(1);
+    questions.send(Question { asked, answer }).await.ok()?;
+    answered.recv().await.ok()
+}
+
+/// Passes servers' questions (forms, links, roots) up to the host whose request is waiting on
+/// that server. The daemon's hosts share one hub, so a question goes to the latest host
+/// waiting on the server that asks (or on any server: a command line run in the daemon) that
+/// takes that kind of question; with none, a form or link is declined, as a run without a
+/// terminal declines it. Roots asked while no call waits go to the handshake-era host that
+/// last called the server, while its connection lasts.
 #[derive(Clone, Default)]
 pub(crate) struct Relay(Arc<Mutex<Waiting>>);
 
@@ -193,28 +214,61 @@ struct Waiting {
     next: u64,
     /// `(ticket, server or any, host)`, oldest first.
     hosts: Vec<(u64, Option<String>, Asker)>,
+    /// By server: the handshake-era host that declared `roots` and called it last (its
+    /// link's id, and its connection), asked for the server's roots when no call waits.
+    last_caller: BTreeMap<String, (u64, Server)>,
+    /// By server: the host (its link's id) whose roots it was given last, which its
+    /// `notifications/roots/list_changed` concerns.
+    given: BTreeMap<String, u64>,
 }
 
-/// Where a form goes to reach a host.
+/// Where a question goes to reach a host.
 #[derive(Clone)]
 enum Asker {
     /// A handshake-era host: a request of ours, of the kinds it declared it takes.
-    Request(Server, Takes),
-    /// A stateless-era host's call: an `input_required` round of that call.
-    Round(Sender<Question>),
-}
-
-/// What a handshake-era host declared it answers.
-#[derive(Clone, Copy)]
-struct Takes {
-    forms: bool,
-    urls: bool,
-    roots: bool,
+    Request {
+        host: Server,
+        /// Its link's id.
+        link: u64,
+        takes: Takes,
+    },
+    /// A stateless-era host's call: an `input_required` round of that call, of the kinds its
+    /// request declared.
+    Round(Sender<Question>, Takes),
 }
 
 impl Asker {
-    fn takes_forms(&self) -> bool {
-        !matches!(self, Asker::Request(_, takes) if !takes.forms)
+    fn takes(&self) -> Takes {
+        match self {
+            Asker::Request { takes, .. } | Asker::Round(_, takes) => *takes,
+        }
+    }
+}
+
+/// What a host declared it answers (a stateless-era host: in the request at hand).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Takes {
+    pub(crate) forms: bool,
+    pub(crate) urls: bool,
+    pub(crate) roots: bool,
+}
+
+impl Takes {
+    pub(crate) fn of(client: &ClientInfo) -> Self {
+        let elicitation = client.capabilities.get("elicitation");
+        let elicitation = elicitation.filter(|e| e.is_object());
+        let mode = |name: &str| elicitation.is_some_and(|e| e.get(name).is_some());
+        Takes {
+            // `elicitation: {}` is forms only; `{"url": {}}` is links only.
+            forms: elicitation.is_some() && (mode("form") || !mode("url")),
+            urls: client.takes_url_elicitation(),
+            roots: client.declares("roots"),
+        }
+    }
+
+    /// Whether it takes any question a server may ask.
+    pub(crate) fn any(self) -> bool {
+        self.forms || self.urls || self.roots
     }
 }
 
@@ -239,27 +293,36 @@ impl Relay {
     }
 
     /// Notes that `host` waits on `server` (`None`: on whichever server) until the ticket is
-    /// dropped. A host that can answer neither forms nor roots is not noted; nor is a
-    /// stateless-era host, which takes no requests of ours (its calls wait in rounds instead:
-    /// [`wait_in_rounds`](Self::wait_in_rounds)).
+    /// dropped, and, when it declared `roots`, that it called `server` last. A host that can
+    /// answer no question is not noted; nor is a stateless-era host, which takes no requests
+    /// of ours (its calls wait in rounds instead: [`wait_in_rounds`](Self::wait_in_rounds)).
     pub(crate) fn wait_on(&self, server: Option<&str>, host: &HostLink) -> Option<Ticket> {
         let stateless = Era::of(&host.client.protocol_version) == Some(Era::Stateless);
-        let takes = Takes {
-            forms: host.client.declares("elicitation"),
-            urls: host.client.takes_url_elicitation(),
-            roots: host.client.declares("roots"),
-        };
-        if stateless || !(takes.forms || takes.roots) {
+        let takes = Takes::of(&host.client);
+        if stateless || !takes.any() {
             return None;
         }
-        Some(self.note(server, Asker::Request(host.server.clone(), takes)))
+        if let Some(server) = server.filter(|_| takes.roots) {
+            let caller = (host.id, host.server.clone());
+            self.waiting().last_caller.insert(server.to_owned(), caller);
+        }
+        let asker = Asker::Request {
+            host: host.server.clone(),
+            link: host.id,
+            takes,
+        };
+        Some(self.note(server, asker))
     }
 
-    /// Notes that a stateless-era host's call waits on `server`: its forms go to `questions`,
-    /// to become that call's `input_required` rounds. The caller checks that the request
-    /// declared elicitation.
-    pub(crate) fn wait_in_rounds(&self, server: &str, questions: Sender<Question>) -> Ticket {
-        self.note(Some(server), Asker::Round(questions))
+    /// Notes that a stateless-era host's call waits on `server`: the questions its request
+    /// declared it `takes` go to `questions`, to become that call's `input_required` rounds.
+    pub(crate) fn wait_in_rounds(
+        &self,
+        server: &str,
+        questions: Sender<Question>,
+        takes: Takes,
+    ) -> Ticket {
+        self.note(Some(server), Asker::Round(questions, takes))
     }
 
     fn note(&self, server: Option<&str>, asker: Asker) -> Ticket {
@@ -273,22 +336,35 @@ impl Relay {
         }
     }
 
+    /// Notes that `server` was given the roots of the host whose link is `link`.
+    fn given(&self, server: &str, link: u64) {
+        self.waiting().given.insert(server.to_owned(), link);
+    }
+
+    /// The servers given `host`'s roots last: those its `notifications/roots/list_changed`
+    /// concerns.
+    pub(crate) fn given_roots_of(&self, host: &HostLink) -> Vec<String> {
+        let waiting = self.waiting();
+        let given = waiting.given.iter().filter(|(_, link)| **link == host.id);
+        given.map(|(server, _)| server.clone()).collect()
+    }
+
     /// The input rounds of the latest stateless-era call waiting on the server of `tool` (a
-    /// shown name, `<server>__<tool>`).
+    /// shown name, `<server>__<tool>`) whose request declared forms.
     fn round_for_tool(&self, tool: &str) -> Option<Sender<Question>> {
         match self.asker_for_tool(tool) {
-            Some(Asker::Round(questions)) => Some(questions),
+            Some(Asker::Round(questions, _)) => Some(questions),
             _ => None,
         }
     }
 
     /// The latest host whose call waits on the server of `tool` (a shown name,
-    /// `<server>__<tool>`) and can be asked.
+    /// `<server>__<tool>`) and can be asked with a form.
     fn asker_for_tool(&self, tool: &str) -> Option<Asker> {
         let waiting = self.waiting();
         let mut hosts = waiting.hosts.iter().rev();
         hosts.find_map(|(_, on, asker)| {
-            let on = on.as_deref().filter(|_| asker.takes_forms())?;
+            let on = on.as_deref().filter(|_| asker.takes().forms)?;
             let calls = tool.strip_prefix(on).is_some_and(|t| t.starts_with("__"));
             calls.then(|| asker.clone())
         })
@@ -303,8 +379,8 @@ impl Relay {
             let asker = relay.asker_for_tool(&ask.tool);
             async move {
                 match asker {
-                    Some(Asker::Request(server, _)) => ask_by_request(&server, &ask).await,
-                    Some(Asker::Round(questions)) => ask_in_round(Some(questions), &ask).await,
+                    Some(Asker::Request { host, .. }) => ask_by_request(&host, &ask).await,
+                    Some(Asker::Round(questions, _)) => ask_in_round(Some(questions), &ask).await,
                     None => Err("the host cannot be asked: its request did not declare the \
                                  elicitation capability; change the rule to allow, or use a \
                                  host that can"
@@ -314,54 +390,73 @@ impl Relay {
         })
     }
 
-    /// The roots of servers with none configured where many hosts share the hub (`serve
-    /// --listen`): the roots of the latest handshake-era host whose call waits on the server
-    /// that asks, asked of it each time, when it declared `roots`; none otherwise.
+    /// The roots of servers with none configured, from the host whose call waits on the
+    /// server that asks and declared `roots`, the latest such: a handshake-era host is sent
+    /// `roots/list`, a stateless-era call gets it as an input round. With no call waiting,
+    /// the handshake-era host that last called that server (and declared `roots`) is asked,
+    /// while its connection lasts; otherwise the server gets no roots.
     pub(crate) fn roots_handler(&self) -> RootsHandler {
         let relay = self.clone();
         RootsHandler::new(move |asking: String| {
-            let host = relay.roots_host(&asking);
-            async move { host?.request(Request::new("roots/list", None)).await.ok() }
+            let asker = relay.roots_asker(&asking);
+            let relay = relay.clone();
+            async move {
+                match asker? {
+                    Asker::Request { host, link, .. } => {
+                        relay.given(&asking, link);
+                        host.request(Request::new("roots/list", None)).await.ok()
+                    }
+                    Asker::Round(questions, _) => in_round(&questions, Asked::Roots).await,
+                }
+            }
         })
     }
 
-    fn roots_host(&self, server: &str) -> Option<Server> {
+    fn roots_asker(&self, server: &str) -> Option<Asker> {
         let waiting = self.waiting();
         let mut hosts = waiting.hosts.iter().rev();
-        hosts.find_map(|(_, on, host)| match host {
-            Asker::Request(host, takes) if takes.roots && on.as_deref() == Some(server) => {
-                Some(host.clone())
-            }
-            _ => None,
+        let waits =
+            hosts.find(|(_, on, asker)| asker.takes().roots && on.as_deref() == Some(server));
+        if let Some((_, _, asker)) = waits {
+            return Some(asker.clone());
+        }
+        let (link, host) = waiting.last_caller.get(server)?;
+        let takes = Takes {
+            roots: true,
+            ..Takes::default()
+        };
+        Some(Asker::Request {
+            host: host.clone(),
+            link: *link,
+            takes,
         })
     }
 
-    fn host_for(&self, server: &str) -> Option<Asker> {
+    /// The latest host waiting on `server` (or on any) that takes a link (`url`) or a form.
+    fn host_for(&self, server: &str, url: bool) -> Option<Asker> {
         let waiting = self.waiting();
         let mut hosts = waiting.hosts.iter().rev();
         let found = hosts.find(|(_, on, host)| {
-            host.takes_forms() && on.as_deref().is_none_or(|on| on == server)
+            let takes = host.takes();
+            let takes = if url { takes.urls } else { takes.forms };
+            takes && on.as_deref().is_none_or(|on| on == server)
         });
         found.map(|(_, _, host)| host.clone())
     }
 
-    /// The hub's handler: each form to the host waiting on the server that asks.
+    /// The hub's handler: each form, or link, to the host waiting on the server that asks
+    /// and able to show it; declined when there is none.
     pub(crate) fn handler(&self) -> ElicitHandler {
         let relay = self.clone();
         ElicitHandler::new(move |elicitation: Elicitation| {
-            let host = relay.host_for(&elicitation.server);
+            let host = relay.host_for(&elicitation.server, elicitation.url.is_some());
             async move {
                 let Some(host) = host else {
                     return ElicitAnswer::Decline;
                 };
-                // A link goes only to a host that said it can show one.
-                let takes_urls = matches!(host, Asker::Request(_, takes) if takes.urls);
-                if elicitation.url.is_some() && !takes_urls {
-                    return ElicitAnswer::Decline;
-                }
                 let params = elicitation.relayed();
                 match host {
-                    Asker::Request(host, _) => {
+                    Asker::Request { host, .. } => {
                         let request = Request::new("elicitation/create", Some(params));
                         match host.request(request).await {
                             Ok(answer) => answer_of(&answer),
@@ -369,15 +464,11 @@ impl Relay {
                             Err(_) => ElicitAnswer::Cancel,
                         }
                     }
-                    Asker::Round(questions) => {
-                        let (answer, answered) = async_channel::bounded(1);
-                        let question = Question { params, answer };
-                        match questions.send(question).await {
-                            Ok(()) => match answered.recv().await {
-                                Ok(answer) => answer_of(&answer),
-                                Err(_) => ElicitAnswer::Cancel,
-                            },
-                            Err(_) => ElicitAnswer::Cancel,
+                    Asker::Round(questions, _) => {
+                        let asked = Asked::Elicitation(url_elicitation::for_round(params));
+                        match in_round(&questions, asked).await {
+                            Some(answer) => answer_of(&answer),
+                            None => ElicitAnswer::Cancel,
                         }
                     }
                 }
@@ -394,5 +485,33 @@ fn answer_of(result: &serde_json::Value) -> ElicitAnswer {
         Ok(answer) if answer.accepted() => ElicitAnswer::Accept(answer.content.unwrap_or_default()),
         Ok(answer) if answer.action == "decline" => ElicitAnswer::Decline,
         _ => ElicitAnswer::Cancel,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn takes(capabilities: Value) -> (bool, bool, bool) {
+        let client = ClientInfo {
+            protocol_version: "2026-07-28".to_owned(),
+            client: Default::default(),
+            capabilities,
+        };
+        let takes = Takes::of(&client);
+        (takes.forms, takes.urls, takes.roots)
+    }
+
+    #[test]
+    fn what_a_host_takes_is_read_from_its_capabilities_as_the_spec_says() {
+        assert_eq!(takes(json!({})), (false, false, false));
+        // A bare `elicitation` is forms only.
+        assert_eq!(takes(json!({"elicitation": {}})), (true, false, false));
+        assert_eq!(
+            takes(json!({"elicitation": {"url": {}}})),
+            (false, true, false)
+        );
+        let both = json!({"elicitation": {"form": {}, "url": {}}, "roots": {}});
+        assert_eq!(takes(both), (true, true, true));
     }
 }

@@ -26,6 +26,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
+use async_channel::Sender;
 use futures_lite::future::FutureExt;
 use futures_lite::{StreamExt, stream};
 use mcp_smol::proto::{
@@ -38,7 +39,7 @@ use crate::hints;
 use crate::host::{ConfigFiles, Watch};
 use crate::hub::{Catalogue, Hub, HubError, HubEvent, ToolEntry};
 
-pub(crate) use host::{Host, HostLink, Relay};
+pub(crate) use host::{Host, HostLink, Relay, Takes};
 
 /// How the gateway presents the servers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -188,6 +189,12 @@ impl Gateway {
                 }
                 // Dropping the task drops the backend call, which cancels it there too.
                 Wake::Host(Some(ServerEvent::Cancelled { id, .. })) => _ = running.remove(&id),
+                // The servers given this host's roots ask for them again.
+                Wake::Host(Some(ServerEvent::Notification(note)))
+                    if note.method == "notifications/roots/list_changed" =>
+                {
+                    self.hub.roots_changed(&self.relay.given_roots_of(&link));
+                }
                 Wake::Host(Some(ServerEvent::Closed(_)) | None) => break,
                 Wake::Host(Some(_)) => {}
                 Wake::Hub(event) => {
@@ -570,9 +577,8 @@ impl Gateway {
             trace,
             progress,
         } = call;
-        Ok(self
-            .call(host, id, &entry, arguments, trace, progress)
-            .await)
+        self.call(host, id, &entry, arguments, trace, progress)
+            .await
     }
 
     /// A stateless-era host's tool call: a retry resumes the call it answers; otherwise the
@@ -593,21 +599,26 @@ impl Gateway {
             trace,
             ..
         } = call;
-        let can_ask = era.is_some_and(|client| client.declares("elicitation"));
-        if !can_ask && input.is_none() {
+        let takes = era.map(Takes::of).unwrap_or_default();
+        if !takes.any() && input.is_none() {
             // A new call whose host cannot be asked has no rounds to wait in: it runs here,
             // not parked in a task of its own (one more hand-off per call).
             let reply_to = host.reply_to(id);
             let progress_to = || reply_to.clone();
             let (progress_to, found) = (Some(&progress_to as _), Found::JustNow);
-            return Ok((self.call_unrelayed(progress_to, &entry, found, arguments, trace)).await);
+            let called = self.call_unrelayed(progress_to, &entry, found, arguments, trace);
+            let called = called.await;
+            let explained = |error| url_elicitation::explained(&entry.name, &error).into();
+            return Ok(called.unwrap_or_else(explained));
         }
         let origin = format!("tools/call {}", entry.name);
         let gateway = self.clone();
-        let start = move |questions, answering: rounds::Answering| {
+        let start = move |questions: Sender<rounds::Question>, answering: rounds::Answering| {
             self.executor.spawn(async move {
-                let _waiting =
-                    can_ask.then(|| gateway.relay.wait_in_rounds(&entry.server, questions));
+                let relay = &gateway.relay;
+                let _waiting = takes
+                    .any()
+                    .then(|| relay.wait_in_rounds(&entry.server, questions.clone(), takes));
                 // Progress goes to the request the call answers now: the latest retry.
                 let progress_to = || {
                     answering
@@ -615,14 +626,24 @@ impl Gateway {
                         .unwrap_or_else(PoisonError::into_inner)
                         .clone()
                 };
-                let called = gateway.call_unrelayed(
-                    Some(&progress_to),
-                    &entry,
-                    Found::Before,
-                    arguments,
-                    trace,
-                );
-                read_result(called.await)
+                // A -32042 is put to the host as links, and the call made again once opened.
+                let links = takes.urls.then_some(&questions);
+                // Copied only when the call may be made again.
+                let kept = takes.urls.then(|| (arguments.clone(), trace.clone()));
+                let mut first = Some((arguments, trace));
+                url_elicitation::call_in_rounds(links, &entry.name, || {
+                    let (arguments, trace) =
+                        first.take().or_else(|| kept.clone()).unwrap_or_default();
+                    let called = gateway.call_unrelayed(
+                        Some(&progress_to),
+                        &entry,
+                        Found::Before,
+                        arguments,
+                        trace,
+                    );
+                    async move { called.await.map(read_result) }
+                })
+                .await
             })
         };
         let answered =
@@ -641,19 +662,21 @@ impl Gateway {
         arguments: Value,
         trace: Map<String, Value>,
         progress: bool,
-    ) -> RawResult {
+    ) -> Result<RawResult, RpcError> {
         // What the server asks of a person while the call runs goes to this host.
         let _waiting = self.relay.wait_on(Some(&entry.server), host);
         let reply_to = || host.reply_to(id);
         let progress_to = progress.then_some(&reply_to as &(dyn Fn() -> _ + Sync));
         // Found by [`find`](Self::find) a moment ago: the hub's gate need not look again.
         let found = Found::JustNow;
-        self.call_unrelayed(progress_to, entry, found, arguments, trace)
-            .await
+        let called = self.call_unrelayed(progress_to, entry, found, arguments, trace);
+        url_elicitation::for_handshake_host(called.await, host, &entry.name)
     }
 
     /// [`call`](Self::call), the caller having told the relay where forms go; progress goes
-    /// to the host request `progress_to` names when it comes (none without it).
+    /// to the host request `progress_to` names when it comes (none without it). A backend's
+    /// -32042 (URL elicitation required) is the error, for the caller to pass on or explain
+    /// as its host can take it ([`url_elicitation`]).
     async fn call_unrelayed(
         &self,
         progress_to: Option<&(dyn Fn() -> rounds::ReplyTo + Sync)>,
@@ -661,7 +684,7 @@ impl Gateway {
         found: Found,
         arguments: Value,
         trace: Map<String, Value>,
-    ) -> RawResult {
+    ) -> Result<RawResult, RpcError> {
         let mut call = (self.hub.call(entry, arguments))
             .timeout(self.call_timeout)
             .meta(trace);
@@ -672,7 +695,11 @@ impl Gateway {
             call = call.on_progress(move |progress| progress_to().progress(progress));
         }
         let failed = match call.raw().await {
-            Ok(result) => return result,
+            Ok(result) => return Ok(result),
+            Err(HubError::Server {
+                error: mcp_smol::Error::Request(mcp_smol::proto::RequestError::Remote(rpc)),
+                ..
+            }) if rpc.code == RpcError::URL_ELICITATION_REQUIRED => return Err(rpc),
             Err(HubError::Server {
                 error: mcp_smol::Error::Request(mcp_smol::proto::RequestError::Remote(rpc)),
                 ..
@@ -680,7 +707,7 @@ impl Gateway {
             Err(error @ HubError::OutputMismatch { .. }) => mismatched(error),
             Err(error) => tool_error(&hints::explained(&error)),
         };
-        RawResult::from(failed)
+        Ok(RawResult::from(failed))
     }
 
     async fn read(&self, params: Value) -> Result<Value, RpcError> {

@@ -1,6 +1,6 @@
 //! Multi-round-trip calls for a stateless-era host, which takes no requests of ours: what a
-//! backend asks of the person while the host's call runs (a form) goes back to the host as an
-//! `input_required` result, and the backend call waits, parked under the `requestState` we
+//! backend asks of the person while the host's call runs (a form, a link to open, the roots)
+//! goes back to the host as an `input_required` result, and the backend call waits, parked under the `requestState` we
 //! gave. The host's retry brings the answers, and the call goes on where it waited. A host
 //! that never retries does not hold the backend call for ever: it is dropped (and so
 //! cancelled) when its wait ends, when the rounds run out, or when the host hangs up.
@@ -18,10 +18,37 @@ use crate::gateway::tool_error;
 
 /// A backend's question to the person, on its way to the host, and where the answer goes.
 pub(crate) struct Question {
-    /// The `elicitation/create` params.
-    pub(crate) params: Value,
-    /// The host's result for it (`{"action": "cancel"}` when it sent none).
+    pub(crate) asked: Asked,
+    /// The host's result for it (when it sent none: `{"action": "cancel"}` for an
+    /// elicitation, no roots for `roots/list`).
     pub(crate) answer: Sender<Value>,
+}
+
+/// What a round may ask of a stateless-era host.
+pub(crate) enum Asked {
+    /// `elicitation/create`, a form or a link (URL mode), with these params.
+    Elicitation(Value),
+    /// `roots/list`.
+    Roots,
+}
+
+impl Asked {
+    /// The input request that asks it.
+    fn request(self) -> Request {
+        match self {
+            Asked::Elicitation(params) => Request::new("elicitation/create", Some(params)),
+            Asked::Roots => Request::new("roots/list", None),
+        }
+    }
+
+    /// The answer taken when the host's retry leaves it out: it has not said yes, and named
+    /// no roots.
+    fn unanswered(&self) -> Value {
+        match self {
+            Asked::Elicitation(_) => json!({"action": "cancel"}),
+            Asked::Roots => json!({"roots": []}),
+        }
+    }
 }
 
 /// The host request a call answers now, on the connection it came by: its first, then each
@@ -87,8 +114,9 @@ struct Parked {
     call: async_executor::Task<Value>,
     answering: Answering,
     questions: Receiver<Question>,
-    /// The answers the call waits for, by the key the host answers under.
-    waiting: BTreeMap<String, Sender<Value>>,
+    /// The answers the call waits for, by the key the host answers under, with what it
+    /// takes when the host leaves one out.
+    waiting: BTreeMap<String, (Sender<Value>, Value)>,
     rounds: u32,
     /// Drops this call when the host has not retried in time.
     _expiry: Option<async_executor::Task<()>>,
@@ -176,9 +204,9 @@ impl Rounds {
         let mut round = InputRequired::default();
         for (n, question) in questions.enumerate() {
             let key = format!("input-{}-{n}", parked.rounds);
-            let request = Request::new("elicitation/create", Some(question.params));
-            round.requests.insert(key.clone(), request);
-            parked.waiting.insert(key, question.answer);
+            let unanswered = question.asked.unanswered();
+            round.requests.insert(key.clone(), question.asked.request());
+            parked.waiting.insert(key, (question.answer, unanswered));
         }
         match self.park(executor, parked) {
             Some(state) => {
@@ -225,10 +253,8 @@ impl Rounds {
             .remove(&state)
             .ok_or_else(|| invalid(state.clone()))?;
         drop(parking);
-        for (key, answer) in std::mem::take(&mut parked.waiting) {
-            // An answer the host left out has not said yes.
-            let response =
-                (input.responses.get(&key).cloned()).unwrap_or_else(|| json!({"action": "cancel"}));
+        for (key, (answer, unanswered)) in std::mem::take(&mut parked.waiting) {
+            let response = input.responses.get(&key).cloned().unwrap_or(unanswered);
             let _ = answer.try_send(response);
         }
         parked._expiry = None;
@@ -292,7 +318,8 @@ mod tests {
                 for n in 0..times {
                     let (answer, answered) = async_channel::bounded(1);
                     let params = json!({"message": format!("question {n}")});
-                    questions.send(Question { params, answer }).await.unwrap();
+                    let asked = Asked::Elicitation(params);
+                    questions.send(Question { asked, answer }).await.unwrap();
                     answers.push(answered.recv().await.unwrap());
                 }
                 json!(answers)
@@ -419,6 +446,36 @@ mod tests {
             }
             assert_eq!(round["isError"], true, "{round}");
             assert_eq!(rounds.parked(), 0);
+        }));
+    }
+
+    #[test]
+    fn a_roots_question_is_a_round_and_left_unanswered_names_no_roots() {
+        let executor = Arc::new(async_executor::Executor::new());
+        let rounds = Rounds::new(&no_env);
+        futures_lite::future::block_on(executor.run(async {
+            let origin = "tools/call fx__show_roots".to_owned();
+            let spawner = executor.clone();
+            let start = move |questions: Sender<Question>, _| {
+                spawner.spawn(async move {
+                    let (answer, answered) = async_channel::bounded(1);
+                    let asked = Asked::Roots;
+                    questions.send(Question { asked, answer }).await.unwrap();
+                    answered.recv().await.unwrap()
+                })
+            };
+            let round = rounds.answer(&executor, origin.clone(), to(), None, start);
+            let round = round.await.unwrap();
+            let requests = round["inputRequests"].as_object().unwrap();
+            let request = requests.values().next().unwrap();
+            assert_eq!(request, &json!({"method": "roots/list"}));
+            let input = HostInput {
+                responses: serde_json::Map::new(),
+                state: round["requestState"].as_str().map(str::to_owned),
+            };
+            let never = |_, _| unreachable!("a retry starts nothing");
+            let done = rounds.answer(&executor, origin, to(), Some(input), never);
+            assert_eq!(done.await.unwrap(), json!({"roots": []}));
         }));
     }
 }

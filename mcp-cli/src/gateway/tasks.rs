@@ -197,13 +197,14 @@ impl Gateway {
             return Ok(json!({ "task": task }));
         }
         // Stateless era: a form before the task comes back as an input round, as in any call.
-        let can_ask = era.is_some_and(|client| client.declares("elicitation"));
+        let takes = era.map(super::Takes::of).unwrap_or_default();
         let origin = format!("tools/call {}", entry.name);
         let gateway = self.clone();
         let start = move |questions, _: Answering| {
             self.executor.spawn(async move {
+                let relay = &gateway.relay;
                 let _waiting =
-                    can_ask.then(|| gateway.relay.wait_in_rounds(&entry.server, questions));
+                    (takes.any()).then(|| relay.wait_in_rounds(&entry.server, questions, takes));
                 match gateway.start_task(&entry, arguments, trace).await {
                     Ok(Started::Done(result)) => result,
                     Ok(Started::Task(handle)) => {

@@ -1,16 +1,113 @@
-//! URL-mode elicitation (2025-11-25) through the gateway: a backend's link reaches a host
-//! that declared `elicitation.url` (the [`Relay`](super::Relay) declines it for any other),
-//! and the backend's `notifications/elicitation/complete` follows it to that host.
+//! URL-mode elicitation through the gateway. A backend's link (2025-11-25) reaches a host that
+//! declared `elicitation.url` (the [`Relay`](super::Relay) declines it for any other): a
+//! handshake-era host as a request of ours, followed by the backend's
+//! `notifications/elicitation/complete`; a stateless-era host as an input round of its call,
+//! without the `elicitationId` and the completion, which the 2026-07-28 revision removed (such
+//! a host learns the outcome from its retry, which the backend answers once it knows).
+//!
+//! A backend's -32042 (URL elicitation required, 2025-11-25 only) names links to open before
+//! the call is made again: a handshake-era host that takes links gets the error as it is; a
+//! stateless-era request that declared links gets them as an input round, and the call is
+//! made again once all are accepted; any other host gets a tool error naming the links.
 
-use serde_json::json;
+use std::future::Future;
 
-use crate::gateway::HostLink;
+use async_channel::Sender;
+use mcp_smol::proto::{Era, ErrorKind, RpcError};
+use serde_json::{Value, json};
 
-/// Tells `host` that the interaction `id` names has finished, if it takes URL-mode
-/// elicitations (a host ignores an id it does not know, as the spec says it must).
+use crate::gateway::rounds::{Asked, Question};
+use crate::gateway::{HostLink, host, tool_error};
+
+/// Tells `host` that the interaction `id` names has finished, if it is a handshake-era host
+/// that takes URL-mode elicitations (a host ignores an id it does not know, as the spec says
+/// it must).
 pub(crate) fn complete(host: &HostLink, id: &str) {
-    if host.client.takes_url_elicitation() {
+    let stateless = Era::of(&host.client.protocol_version) == Some(Era::Stateless);
+    if !stateless && host.client.takes_url_elicitation() {
         let params = json!({ "elicitationId": id });
         (host.server).notify("notifications/elicitation/complete", Some(params));
     }
+}
+
+/// A relayed link's `elicitation/create` params as the 2026-07-28 revision has them: without
+/// `elicitationId`, which only its completion notification used.
+pub(crate) fn for_round(mut params: Value) -> Value {
+    if let Some(params) = params.as_object_mut() {
+        params.remove("elicitationId");
+    }
+    params
+}
+
+/// A handshake-era host's answer to a call that ended in `called`: a -32042 goes to a host
+/// that takes links as it came, and to any other as a tool error naming the links.
+pub(crate) fn for_handshake_host<R: From<Value>>(
+    called: Result<R, RpcError>,
+    host: &HostLink,
+    tool: &str,
+) -> Result<R, RpcError> {
+    match called {
+        Err(required) if host::Takes::of(&host.client).urls => Err(required),
+        Err(required) => Ok(explained(tool, &required).into()),
+        Ok(result) => Ok(result),
+    }
+}
+
+/// The tool error for a -32042 a host cannot be shown: the links to open, and that the call
+/// is then to be made again.
+pub(crate) fn explained(tool: &str, required: &RpcError) -> Value {
+    tool_error(&format!(
+        "{tool} could not run yet: {required}; open the link in a browser, then call {tool} \
+         again"
+    ))
+}
+
+/// At most this many -32042 answers to one stateless-era call are put to the host as links.
+const MAX_AGAIN: usize = 4;
+
+/// Makes a stateless-era host's call with `call`; a -32042 is put to the host as an input
+/// round through `questions` (when the request declared links) and, once it accepted every
+/// link, the call is made again. A host that cannot be asked, or that declines, gets a tool
+/// error naming the links.
+pub(crate) async fn call_in_rounds<F, Fut>(
+    questions: Option<&Sender<Question>>,
+    tool: &str,
+    mut call: F,
+) -> Value
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<Value, RpcError>>,
+{
+    let mut required = None;
+    for _ in 0..MAX_AGAIN {
+        let error = match call().await {
+            Ok(result) => return result,
+            Err(error) => error,
+        };
+        let ErrorKind::UrlElicitationRequired { elicitations } = error.kind() else {
+            return explained(tool, &error);
+        };
+        let Some(questions) = questions.filter(|_| !elicitations.is_empty()) else {
+            return explained(tool, &error);
+        };
+        for elicitation in elicitations {
+            let mut params = for_round(elicitation);
+            params["mode"] = json!("url");
+            let answer = host::in_round(questions, Asked::Elicitation(params)).await;
+            let action = answer.as_ref().and_then(|a| a.get("action")?.as_str());
+            if action != Some("accept") {
+                let action = action.unwrap_or("cancel");
+                return tool_error(&format!(
+                    "{tool} could not run: the server needs a link opened first, and the \
+                     host answered {action}"
+                ));
+            }
+        }
+        required = Some(error);
+    }
+    let required = required.map(|error| error.to_string()).unwrap_or_default();
+    tool_error(&format!(
+        "{tool}: the server still asked for links to be opened after {MAX_AGAIN} tries; gave \
+         up: {required}"
+    ))
 }

@@ -1,15 +1,17 @@
 //! Answering what servers ask of the hub: `roots/list` from the server's configured roots
 //! (else through the [`RootsHandler`] in the settings), `elicitation/create` through the
 //! [`ElicitHandler`] in the settings. Anything else, and anything asked of a hub that declared
-//! nothing, is refused by the core.
+//! nothing, is refused by the core. A server given the handler's roots is told when they
+//! change ([`Hub::roots_changed`]), so that it asks again.
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
+use async_channel::{Receiver, Sender};
 use mcp_smol::Client;
-use mcp_smol::proto::{RpcError, ServerRequest};
+use mcp_smol::proto::{Era, RpcError, ServerRequest};
 use serde_json::{Map, Value, json};
 
 /// A form a server wants filled in (`elicitation/create`).
@@ -165,7 +167,13 @@ type ListRoots =
 /// Names the roots of servers that have none configured: a gateway's host's own. With one in
 /// the settings, every server is told the hub has roots. Cheap to clone.
 #[derive(Clone)]
-pub struct RootsHandler(Arc<ListRoots>);
+pub struct RootsHandler {
+    list: Arc<ListRoots>,
+    answered: Arc<Mutex<Vec<Answered>>>,
+}
+
+/// A server whose roots may come from a [`RootsHandler`], and where to tell it they changed.
+type Answered = (String, Sender<()>);
 
 impl RootsHandler {
     /// A handler from an async closure given the asking server's name, answering the
@@ -175,14 +183,50 @@ impl RootsHandler {
         F: Fn(String) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Option<Value>> + Send + 'static,
     {
-        Self(Arc::new(move |server| Box::pin(list(server))))
+        Self {
+            list: Arc::new(move |server| Box::pin(list(server))),
+            answered: Arc::default(),
+        }
     }
 
     /// The roots for `server`: the handler's answer when it is a list of roots, else none.
     async fn list(&self, server: &str) -> Value {
-        match (self.0)(server.to_owned()).await {
+        match (self.list)(server.to_owned()).await {
             Some(result) if result.get("roots").is_some_and(Value::is_array) => result,
             _ => roots_result(&[]),
+        }
+    }
+
+    /// Where a change of `server`'s roots is heard, until the receiver is dropped.
+    fn changes_of(&self, server: &str) -> Receiver<()> {
+        let (tell, hear) = async_channel::bounded(1);
+        let mut answered = self.answered.lock().unwrap_or_else(PoisonError::into_inner);
+        answered.retain(|(_, tell)| !tell.is_closed());
+        answered.push((server.to_owned(), tell));
+        hear
+    }
+
+    /// Tells each of `servers` answered from this handler that its roots changed.
+    #[cfg(feature = "cli")]
+    fn changed(&self, servers: &[String]) {
+        let answered = self.answered.lock().unwrap_or_else(PoisonError::into_inner);
+        for (server, tell) in answered.iter() {
+            if servers.contains(server) {
+                // Full: a change it has yet to hear of, which covers this one.
+                let _ = tell.try_send(());
+            }
+        }
+    }
+}
+
+#[cfg(feature = "cli")]
+impl crate::hub::Hub {
+    /// The roots `servers` were given through the settings' [`RootsHandler`] changed: each one
+    /// running in the handshake era is sent `notifications/roots/list_changed`, and asks again
+    /// (the 2026-07-28 revision has no such notification; its servers ask on each request).
+    pub(crate) fn roots_changed(&self, servers: &[String]) {
+        if let Some(handler) = &self.inner.settings.roots {
+            handler.changed(servers);
         }
     }
 }
@@ -216,7 +260,36 @@ pub(crate) async fn serve(
         host_roots,
         elicit,
     } = answers;
-    while let Ok(request) = requests.recv().await {
+    let changes = (host_roots.as_ref())
+        .filter(|_| roots.is_empty())
+        .map(|handler| handler.changes_of(&server));
+    enum Next {
+        Asked(ServerRequest),
+        RootsChanged,
+    }
+    loop {
+        let asked = async { requests.recv().await.ok().map(Next::Asked) };
+        let changed = async {
+            if let Some(changes) = &changes
+                && changes.recv().await.is_ok()
+            {
+                return Some(Next::RootsChanged);
+            }
+            std::future::pending().await
+        };
+        let request = match futures_lite::future::or(asked, changed).await {
+            Some(Next::Asked(request)) => request,
+            Some(Next::RootsChanged) => {
+                let era = client.wait_ready().await.ok().and_then(|info| info.era());
+                if era == Some(Era::Handshake) {
+                    client
+                        .notify("notifications/roots/list_changed", None)
+                        .await;
+                }
+                continue;
+            }
+            None => break,
+        };
         let result = match (request.method.as_str(), &elicit) {
             ("roots/list", _) => match &host_roots {
                 Some(handler) if roots.is_empty() => Ok(handler.list(&server).await),

@@ -88,3 +88,48 @@ fn deadlines_of_ended_requests_do_not_pile_up() {
     assert_eq!(connection.poll_timeout(), None);
     assert_eq!(connection.pending.deadline_entries(), 0);
 }
+
+/// A notification of ours goes out only once the handshake is done, and not after the close.
+#[test]
+fn a_notification_of_ours_is_sent_only_while_ready() {
+    let now = Instant::now();
+    let mut connection = Connection::new(now, handshake_era());
+    while connection.poll_transmit().is_some() {}
+    assert!(!connection.notify("notifications/roots/list_changed", None));
+    let init = br#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25"}}
+"#;
+    connection.handle_bytes(now, init);
+    while connection.poll_transmit().is_some() {}
+    assert!(connection.notify("notifications/roots/list_changed", None));
+    let sent = connection.poll_transmit().unwrap_or_default();
+    let sent: Value = serde_json::from_slice(&sent).unwrap_or_default();
+    assert_eq!(
+        sent,
+        json!({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"})
+    );
+    connection.close();
+    assert!(!connection.notify("notifications/roots/list_changed", None));
+}
+
+/// -32042 names the links to open, and says so in words.
+#[test]
+fn url_elicitation_required_names_its_links() {
+    let link = json!({"mode": "url", "elicitationId": "e1", "url": "https://x.example/connect",
+                      "message": "Connect your account"});
+    let error = RpcError {
+        code: RpcError::URL_ELICITATION_REQUIRED,
+        message: "This request requires more information.".to_owned(),
+        data: Some(json!({"elicitations": [link, {"mode": "url"}]})),
+    };
+    assert_eq!(
+        error.kind(),
+        ErrorKind::UrlElicitationRequired {
+            elicitations: vec![link]
+        }
+    );
+    assert_eq!(
+        error.to_string(),
+        "the server needs the person to open https://x.example/connect (Connect your account) \
+         before the request is made again; This request requires more information. (code -32042)"
+    );
+}

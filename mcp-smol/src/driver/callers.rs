@@ -108,6 +108,7 @@ impl Callers {
             Op::Subscribe(listener) => self.listeners.push(listener),
             Op::Answer(answerer) => self.answerers.push(answerer),
             Op::Respond { id, result } => _ = connection.respond(now, id, result),
+            Op::Notify { method, params } => _ = connection.notify(&method, params),
             Op::Abandoned => self.cancel_abandoned(connection, now),
             Op::Close => connection.close(),
         }

@@ -711,61 +711,6 @@ fn a_backends_form_is_relayed_to_a_host_that_declared_elicitation() {
     assert!(serve.wait().unwrap().success());
 }
 
-/// A backend's `roots/list` reaches a host that declared roots, and the host's roots go back
-/// to the backend (a server with no roots of its own configured).
-#[test]
-fn a_backends_roots_question_is_relayed_to_a_host_that_declared_roots() {
-    let scratch = Scratch::new("gateway-roots");
-    let config = scratch.write(
-        "roots.toml",
-        &format!("[mcp.fx]\ncommand = {FIXTURE:?}\nargs = [\"late-roots\"]\n"),
-    );
-    let args = ["--config", config.to_str().unwrap(), "serve"];
-    let (mut serve, mut host) = RawHost::start_patient(&scratch, &args, r#"{"roots": {}}"#);
-    let roots = json!({"roots": [{"uri": "file:///host/project", "name": "project"}]});
-    // Reads lines until the answer to `id`, answering each roots question meanwhile; how
-    // many were asked.
-    let until_answered = |host: &mut RawHost, id: u64| {
-        let mut asked = 0;
-        loop {
-            let line = host.next();
-            if line["method"] == "roots/list" {
-                asked += 1;
-                let answer = json!({"jsonrpc": "2.0", "id": line["id"], "result": roots});
-                host.send(&answer.to_string());
-            } else if line["id"] == id {
-                return (line, asked);
-            }
-        }
-    };
-    host.send(&json!({"jsonrpc": "2.0", "id": 100, "method": "tools/list"}).to_string());
-    let (listed, mut asked) = until_answered(&mut host, 100);
-    assert!(listed["result"]["tools"].is_array(), "{listed}");
-    // The backend asks on its own time: until it has had our answer, report again.
-    let mut id = 101;
-    let reported = loop {
-        let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-                          "params": {"name": "fx__report", "arguments": {}}});
-        host.send(&call.to_string());
-        let (reported, more) = until_answered(&mut host, id);
-        asked += more;
-        let text = reported["result"]["content"][0]["text"]
-            .as_str()
-            .unwrap()
-            .to_owned();
-        if asked > 0 && text.contains("roots") {
-            break text;
-        }
-        id += 1;
-        assert!(id < 400, "the backend never had the roots: {text}");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    };
-    assert_eq!(asked, 1, "{reported}");
-    assert!(reported.contains("file:///host/project"), "{reported}");
-    drop(host);
-    assert!(serve.wait().unwrap().success());
-}
-
 /// One slow server does not hold up `tools/list`: the answer comes with the servers ready
 /// within the wait, and the host is told the list changed once the slow one is ready.
 #[test]

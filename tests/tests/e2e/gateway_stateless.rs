@@ -28,7 +28,11 @@ fn config(scratch: &Scratch) -> (PathBuf, PathBuf) {
 }
 
 /// `mcp-cli serve` on `config`, in the scratch folder's isolated environment.
-fn serve(scratch: &Scratch, config: &std::path::Path, extra_env: &[(&str, &str)]) -> ServerCommand {
+pub(crate) fn serve(
+    scratch: &Scratch,
+    config: &std::path::Path,
+    extra_env: &[(&str, &str)],
+) -> ServerCommand {
     let dir = |name: &str| scratch.0.join(name).display().to_string();
     let mut command = ServerCommand::new(cli_binary().display().to_string()).args([
         "--config",
@@ -182,14 +186,16 @@ fn our_client_at_2026_07_28_lists_calls_answers_a_form_and_hears_a_list_change()
 }
 
 /// A host that writes raw stateless-era lines to `serve` and reads its answers.
-struct RawModernHost {
+pub(crate) struct RawModernHost {
     serve: std::process::Child,
     stdin: std::process::ChildStdin,
     stdout: BufReader<std::process::ChildStdout>,
+    /// The lines read that answered none of our requests (notifications), in order.
+    pub(crate) others: Vec<Value>,
 }
 
 impl RawModernHost {
-    fn start(command: &ServerCommand) -> Self {
+    pub(crate) fn start(command: &ServerCommand) -> Self {
         let mut serve = std::process::Command::new(&command.program)
             .args(&command.args)
             .envs(&command.env)
@@ -206,18 +212,18 @@ impl RawModernHost {
             serve,
             stdin,
             stdout,
+            others: Vec::new(),
         }
     }
 
-    /// Sends request `id` with the era's `_meta` (at `version`) and reads lines until its
-    /// answer.
+    /// Sends request `id` with the era's `_meta` (at `version`, declaring forms) and reads
+    /// lines until its answer.
     fn request(&mut self, id: u64, method: &str, params: Value, version: &str) -> Value {
-        let capabilities = json!({"elicitation": {}});
-        self.request_declaring(id, method, params, version, capabilities)
+        self.declaring(id, method, params, version, json!({"elicitation": {}}))
     }
 
-    /// [`request`](Self::request), declaring `capabilities`.
-    fn request_declaring(
+    /// [`request`](Self::request), declaring `capabilities` in its `_meta`.
+    pub(crate) fn declaring(
         &mut self,
         id: u64,
         method: &str,
@@ -239,6 +245,7 @@ impl RawModernHost {
             if line["id"] == id {
                 return line;
             }
+            self.others.push(line);
         }
     }
 }
@@ -261,7 +268,7 @@ fn a_result_passed_on_unread_carries_the_hosts_era_not_the_backends() {
     let mut host = RawModernHost::start(&command);
     for id in 1..=2 {
         let call = json!({"name": "fx__echo", "arguments": {"text": format!("hi {id}")}});
-        let answer = host.request_declaring(id, "tools/call", call, "2026-07-28", json!({}));
+        let answer = host.declaring(id, "tools/call", call, "2026-07-28", json!({}));
         let expected = json!({
             "content": [{"type": "text", "text": format!("hi {id}")}],
             "resultType": "complete",
@@ -422,7 +429,7 @@ asyncio.run(main(sys.argv[1]))
 "#;
 
 /// Runs a host script against `serve` on the test config; returns each JSON line it printed.
-fn run_host(
+pub(crate) fn run_host(
     scratch: &Scratch,
     config: &std::path::Path,
     program: &std::path::Path,

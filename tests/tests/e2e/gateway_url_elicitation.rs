@@ -1,11 +1,13 @@
 //! URL-mode elicitation (2025-11-25) through `mcp-cli serve`: the hub declares
 //! `elicitation: {"form": {}, "url": {}}` to its servers; a backend's link reaches a host that
 //! declared URL mode, with the backend's `notifications/elicitation/complete` after it; a host
-//! that declared forms only never sees the link, and the backend is told `decline`.
+//! that declared forms only never sees the link, and the backend is told `decline`. A
+//! backend's -32042 (URL elicitation required) reaches a host that takes links as it came, and
+//! any other host, and the command line, as a failure naming the link.
 
 use std::time::Duration;
 
-use mcp_smol::proto::{ClientCapabilities, Protocol, Request};
+use mcp_smol::proto::{ClientCapabilities, Protocol, Request, RpcError};
 use mcp_smol::{Client, Options};
 use serde_json::{Value, json};
 
@@ -85,4 +87,67 @@ fn a_backends_link_reaches_a_host_that_takes_links_and_its_completion_follows() 
     let initialize: Value = serde_json::from_str(initialize).unwrap();
     let declared = &initialize["params"]["capabilities"]["elicitation"];
     assert_eq!(declared, &json!({"form": {}, "url": {}}), "{initialize}");
+}
+
+/// The link the fixture's `needs_link` names in its -32042.
+const LINK: &str = "https://auth.example.com/connect?id=link-1";
+
+/// A scratch folder whose only server answers `needs_link`'s first call with -32042.
+fn url_required(name: &str) -> Scratch {
+    let scratch = Scratch::new(name);
+    let config = format!("[mcp.fx]\ncommand = {FIXTURE:?}\nargs = [\"url-required\"]\n");
+    scratch.write(".mcp-cli.toml", &config);
+    scratch
+}
+
+/// A backend's -32042 (URL elicitation required) reaches a handshake-era host that takes links
+/// as it came, `data` and all, and the call made again goes through; a host that takes forms
+/// only gets a tool error naming the link and saying to call again.
+#[test]
+fn a_url_elicitation_required_error_reaches_a_host_that_takes_links_as_it_came() {
+    let scratch = url_required("gateway-url-required");
+    let command = gateway(&scratch);
+    bounded(async {
+        let client = start(&command, host(true));
+        let call = Request::call_tool("fx__needs_link", json!({}));
+        let refused = client.request(call.clone()).await.unwrap_err();
+        let mcp_smol::Error::Request(mcp_smol::proto::RequestError::Remote(rpc)) = refused else {
+            panic!("not the backend's error: {refused:?}");
+        };
+        assert_eq!(rpc.code, RpcError::URL_ELICITATION_REQUIRED, "{rpc:?}");
+        let data = rpc.data.unwrap();
+        assert_eq!(data["elicitations"][0]["url"], LINK, "{data}");
+        assert_eq!(data["elicitations"][0]["elicitationId"], "link-1", "{data}");
+        let again = client.request(call).await.unwrap();
+        assert_eq!(text(&again), "linked after 2 calls");
+        close_and_check(&client).await;
+    });
+
+    let scratch = url_required("gateway-url-required-forms");
+    let command = gateway(&scratch);
+    bounded(async {
+        let client = start(&command, host(false));
+        let call = Request::call_tool("fx__needs_link", json!({}));
+        let result = client.request(call).await.unwrap();
+        assert!(result.is_error, "{result:?}");
+        let why = text(&result);
+        assert!(why.contains(LINK) && why.contains("again"), "{why}");
+        close_and_check(&client).await;
+    });
+}
+
+/// On the command line, a -32042 is a tool failure that names the link to open and says to
+/// make the call again, not an opaque code.
+#[test]
+fn mcp_cli_call_names_the_link_a_url_elicitation_required_error_asks_to_open() {
+    let scratch = url_required("cli-url-required");
+    let run = scratch.cli(&["call", "fx__needs_link"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(run.stderr.contains(LINK), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("Connect your account"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("call it again"), "{}", run.stderr);
 }

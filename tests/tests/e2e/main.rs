@@ -104,6 +104,7 @@ mod nesting;
 /// `mcp-cli serve` before stateless-era hosts (2026-07-28): our own client, raw lines, and the
 /// TypeScript and Python SDK clients; forms as `input_required` rounds, `subscriptions/listen`.
 mod gateway_stateless;
+mod gateway_stateless_relays;
 
 /// `mcp-cli serve --listen` over Streamable HTTP: both eras, many hosts, the token, the
 /// Host/Origin checks, bounds, a host hanging up, SIGTERM.
@@ -140,6 +141,7 @@ mod gateway_url_elicitation;
 /// `serve --listen` keeps its long-lived event streams alive with comment lines.
 mod gateway_keepalive;
 
+mod gateway_roots;
 /// `serve --listen`: a stateless-era call's progress after an input round reaches the host.
 mod gateway_round_progress;
 

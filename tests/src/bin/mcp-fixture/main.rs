@@ -76,6 +76,12 @@
 //! - `url-elicitation` (handshake era): tool `open_link` asks the client to open a link
 //!   (a URL-mode `elicitation/create`, id `link-1`), sends `notifications/elicitation/complete`
 //!   for it once answered, and answers `link ACTION`.
+//! - `url-required` (handshake era): tool `needs_link`, whose first call is answered -32042
+//!   (URL elicitation required) naming the link `https://auth.example.com/connect?id=link-1`
+//!   (id `link-1`); later calls answer `linked after N calls`.
+//! - `roots-call`: tool `show_roots` asks for the client's roots during the call (a
+//!   `roots/list` request, or in the stateless era an input round, which needs the client's
+//!   `roots` capability) and answers them as JSON text.
 //! - `tasks`: declares tasks (the handshake era's `tasks` capability, the stateless era's
 //!   extension) and adds the task tools of [`mcp_tests::tasks`]: `task_sleep` (`ms`),
 //!   `task_fail`, `task_ask` (asks for a name mid-way: `inputRequests` in the stateless era,
@@ -111,7 +117,8 @@
 //! (`server-requests`, a bare `list_changed`) behave as in `handshake`.
 //!
 //! Answers the fixture received for its own requests are returned by the `report` tool as a
-//! JSON array. `--log-received FILE` appends every line the client sends to FILE.
+//! JSON array. In the handshake era, `notifications/roots/list_changed` makes it ask for the
+//! roots again (request ids `roots-again-N`), so `report` shows how often it was told. `--log-received FILE` appends every line the client sends to FILE.
 //! `--mode-file FILE`: when FILE exists, its text (trimmed) is the mode instead, so a test can
 //! change how a server behaves without changing the command line that identifies it.
 
@@ -129,6 +136,7 @@ use mcp_tests::tasks::{self, Tasks};
 use serde_json::{Value, json};
 
 mod output_schema;
+mod relays;
 mod resources;
 mod tasks_and_links;
 mod tools;
@@ -453,6 +461,7 @@ impl Server {
                 });
             }
             "notifications/initialized" => self.after_initialized(),
+            "notifications/roots/list_changed" => self.roots_changed(),
             "notifications/cancelled" => {
                 let request = params.and_then(|p| p.get("requestId"));
                 // A cancelled listen stream ends: nothing more is sent on it.

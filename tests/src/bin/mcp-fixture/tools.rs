@@ -70,6 +70,18 @@ impl Server {
                               "inputSchema": object(json!({}), &[])}),
             );
         }
+        if self.mode == "url-required" {
+            tools.push(
+                json!({"name": "needs_link", "description": "Needs a link opened first.",
+                              "inputSchema": object(json!({}), &[])}),
+            );
+        }
+        if self.mode == "roots-call" {
+            tools.push(
+                json!({"name": "show_roots", "description": "Shows the client's roots.",
+                              "inputSchema": object(json!({}), &[])}),
+            );
+        }
         if self.tasks.is_some() {
             tools.extend(tasks::tools());
         }
@@ -112,6 +124,12 @@ impl Server {
     pub(crate) fn call(self: &Arc<Self>, id: Value, params: Value, stateless: bool) {
         if self.mode == "url-elicitation" && params["name"] == "open_link" {
             return self.open_link(id);
+        }
+        if self.mode == "url-required" && params["name"] == "needs_link" {
+            return self.needs_link(&id);
+        }
+        if self.mode == "roots-call" && params["name"] == "show_roots" {
+            return self.show_roots(id, &params, stateless);
         }
         if stateless && params["name"] == "ask" {
             let how = match self.mode.as_str() {

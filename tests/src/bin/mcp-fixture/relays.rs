@@ -1,0 +1,100 @@
+//! What the fixture asks of the person beyond a form, for the gateway's relays: a -32042
+//! naming a link to open (mode `url-required`), its roots during a call (mode `roots-call`),
+//! and its roots again when the client says they changed (any handshake-era mode).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread;
+use std::time::Duration;
+
+use mcp_tests::stateless;
+use serde_json::{Value, json};
+
+use super::{Era, NAME, Server};
+
+/// The link `needs_link` wants opened.
+pub(crate) const LINK: &str = "https://auth.example.com/connect?id=link-1";
+
+/// How many times `needs_link` has been called.
+static LINK_CALLS: AtomicU64 = AtomicU64::new(0);
+
+/// How many times the client said its roots changed.
+static ROOTS_CHANGED: AtomicU64 = AtomicU64::new(0);
+
+impl Server {
+    /// Mode `url-required`, tool `needs_link`: the first call is answered -32042 (URL
+    /// elicitation required, 2025-11-25) naming [`LINK`]; later ones go through, as if the
+    /// person had opened it meanwhile.
+    pub(crate) fn needs_link(&self, id: &Value) {
+        let calls = LINK_CALLS.fetch_add(1, Ordering::SeqCst) + 1;
+        if calls == 1 {
+            let elicitation = json!({"mode": "url", "elicitationId": "link-1", "url": LINK,
+                                     "message": "Connect your account"});
+            let error = json!({"code": -32042, "message": "This request requires more information.",
+                               "data": {"elicitations": [elicitation]}});
+            return self.refuse(id, error);
+        }
+        let text = format!("linked after {calls} calls");
+        self.answer(id, Ok(json!({"content": [{"type": "text", "text": text}]})));
+    }
+
+    /// Mode `roots-call`, tool `show_roots`: the client's roots, asked during the call, as
+    /// JSON text. Handshake era: a `roots/list` request; stateless era: an input round (the
+    /// client's `roots` capability is needed, else -32021).
+    pub(crate) fn show_roots(self: &Arc<Self>, id: Value, params: &Value, stateless: bool) {
+        if stateless {
+            return self.show_roots_in_rounds(&id, params);
+        }
+        let server = self.clone();
+        thread::spawn(move || {
+            let key = format!("roots-of-{id}");
+            server.send(&json!({"jsonrpc": "2.0", "id": key, "method": "roots/list"}));
+            loop {
+                let answers = server.answers.lock().unwrap().clone();
+                if let Some(answer) = answers.iter().find(|answer| answer["id"] == key.as_str()) {
+                    let text = match answer.get("result") {
+                        Some(result) => result["roots"].to_string(),
+                        None => format!("refused {}", answer["error"]),
+                    };
+                    let result = json!({"content": [{"type": "text", "text": text}]});
+                    return server.answer(&id, Ok(result));
+                }
+                thread::sleep(Duration::from_millis(20));
+            }
+        });
+    }
+
+    fn show_roots_in_rounds(&self, id: &Value, params: &Value) {
+        let declared = &params["_meta"][stateless::META_CAPABILITIES];
+        if declared.get("roots").is_none() {
+            let mut refusal = stateless::error(
+                stateless::MISSING_CAPABILITY,
+                "Missing required client capability: roots",
+            );
+            refusal["data"] = json!({"requiredCapabilities": {"roots": {}}});
+            return self.refuse(id, refusal);
+        }
+        let answered = &params["inputResponses"]["roots"];
+        if params["requestState"] == "roots" && answered.is_object() {
+            let text = answered["roots"].to_string();
+            let result = json!({"content": [{"type": "text", "text": text}]});
+            return self.answer(id, Ok(stateless::complete(result, NAME)));
+        }
+        let mut result = json!({"resultType": "input_required",
+                                "inputRequests": {"roots": {"method": "roots/list"}},
+                                "requestState": "roots"});
+        result["_meta"][stateless::META_SERVER_INFO] = json!({"name": NAME, "version": "1.0.0"});
+        self.answer(id, Ok(result));
+    }
+
+    /// `notifications/roots/list_changed`: asks for the roots again (`roots-again-N`), as
+    /// servers do; `report` shows the answers.
+    pub(crate) fn roots_changed(&self) {
+        if self.era == Era::Stateless {
+            return;
+        }
+        let count = ROOTS_CHANGED.fetch_add(1, Ordering::SeqCst) + 1;
+        let key = format!("roots-again-{count}");
+        self.send(&json!({"jsonrpc": "2.0", "id": key, "method": "roots/list"}));
+    }
+}
