@@ -350,6 +350,17 @@ fn key_of(id: &RawValue) -> String {
 /// `subscriptions/listen`; any other notification to the standalone stream. Returns the
 /// refusal to send back for a request of ours that none of these can take.
 fn deliver(routes: &Shared, message: Message) -> Option<Value> {
+    if let Some(id) = answer_id(&message) {
+        let routes = lock(routes);
+        if let Some(route) = routes.open.get(id) {
+            let message = message.clone();
+            let _ = route.to.try_send(Delivered {
+                message,
+                answer: true,
+            });
+        }
+        return None;
+    }
     let Ok(envelope) = serde_json::from_slice::<Envelope>(&message) else {
         return None;
     };
@@ -407,6 +418,23 @@ fn deliver(routes: &Shared, message: Message) -> Option<Value> {
     }
 }
 
+/// The id of an answer, as the machine writes one (`{"jsonrpc":"2.0","id":ID,"result":...`,
+/// or `"error"`; the `jsonrpc` member first or after the id), read without going through
+/// the rest, which may be large: the route's key, as the id's JSON text is the same. `None`
+/// for any other message, and for an answer written otherwise, which [`Envelope`] reads.
+fn answer_id(message: &[u8]) -> Option<&str> {
+    const VERSION: &[u8] = br#""jsonrpc":"2.0","#;
+    let rest = message.strip_prefix(b"{")?;
+    let rest = rest.strip_prefix(VERSION).unwrap_or(rest);
+    let rest = rest.strip_prefix(br#""id":"#)?;
+    let mut values = serde_json::Deserializer::from_slice(rest).into_iter::<&RawValue>();
+    let id = values.next()?.ok()?;
+    let after = rest.get(values.byte_offset()..)?.strip_prefix(b",")?;
+    let after = after.strip_prefix(VERSION).unwrap_or(after);
+    let answers = after.starts_with(br#""result":"#) || after.starts_with(br#""error":"#);
+    answers.then(|| id.get())
+}
+
 /// A request of ours when no open request streams: to the standalone stream, else refused.
 fn refuse_or_stream(routes: &mut Routes, message: Message, envelope: &Envelope) -> Option<Value> {
     let taken = (routes.standalone.as_ref()).is_some_and(|to| to.try_send(message).is_ok());
@@ -446,4 +474,41 @@ fn refusal(envelope: &Envelope) -> Option<Value> {
         "code": -32601,
         "message": format!("{method}: this host is served over HTTP with no stream open to take requests of the server's"),
     }}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::answer_id;
+    use serde_json::json;
+
+    #[test]
+    fn an_answers_id_is_read_as_the_routes_key_and_nothing_else_is_an_answer() {
+        for id in [
+            json!(7),
+            json!("a\"b\\u00e9"),
+            json!(-1.5e3),
+            json!(u64::MAX),
+        ] {
+            for body in [json!({"x": [1, 2]}), json!(null)] {
+                let answer = json!({"jsonrpc": "2.0", "id": id, "result": body});
+                let text = serde_json::to_vec(&answer).unwrap();
+                assert_eq!(answer_id(&text), Some(id.to_string().as_str()), "{answer}");
+            }
+            let error = json!({"jsonrpc": "2.0", "id": id, "error": {"code": 1, "message": "m"}});
+            let text = serde_json::to_vec(&error).unwrap();
+            assert_eq!(answer_id(&text), Some(id.to_string().as_str()));
+        }
+        // The version after the id, as a map sorted by key writes it.
+        let sorted = br#"{"id":"s","jsonrpc":"2.0","result":{}}"#;
+        assert_eq!(answer_id(sorted), Some(r#""s""#));
+        for other in [
+            &br#"{"jsonrpc":"2.0","id":1,"method":"roots/list"}"#[..],
+            br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#,
+            br#"{"jsonrpc":"2.0","id":1"#,
+            br#"{"result":{},"jsonrpc":"2.0","id":1}"#,
+            b"",
+        ] {
+            assert_eq!(answer_id(other), None, "{}", String::from_utf8_lossy(other));
+        }
+    }
 }

@@ -281,11 +281,11 @@ impl Listener {
     fn foreign(&self, request: &hyper::Request<Incoming>) -> Option<Response> {
         let text = |name: header::HeaderName| {
             let value = request.headers().get(name)?;
-            Some(value.to_str().unwrap_or("\u{fffd}").to_owned())
+            Some(value.to_str().unwrap_or("\u{fffd}"))
         };
         let host = text(header::HOST);
-        if !host.as_deref().is_some_and(|host| self.is_us(host)) {
-            let shown = host.unwrap_or_else(|| "none".to_owned());
+        if !host.is_some_and(|host| self.is_us(host)) {
+            let shown = host.unwrap_or("none");
             return Some(plain(
                 StatusCode::FORBIDDEN,
                 &format!("Host {shown} is not this gateway's address"),
@@ -337,9 +337,7 @@ impl Listener {
     async fn post(self: Arc<Self>, request: hyper::Request<Incoming>) -> Response {
         let (parts, body) = request.into_parts();
         let headers = parts.headers;
-        let session = (headers.get(SESSION_HEADER))
-            .and_then(|value| value.to_str().ok())
-            .map(str::to_owned);
+        let session = (headers.get(SESSION_HEADER)).and_then(|value| value.to_str().ok());
         let streams = accepts_events(&headers);
         let declared = (headers.get(header::CONTENT_LENGTH))
             .and_then(|value| value.to_str().ok()?.parse::<u64>().ok());
@@ -378,7 +376,7 @@ impl Listener {
         let is_request = message.is_request();
         match session {
             Some(session) => {
-                let bridge = self.session(&session);
+                let bridge = self.session(session);
                 let Some(bridge) = bridge else {
                     let error = rpc_error(Value::Null, -32001, "unknown session");
                     return json_response(StatusCode::NOT_FOUND, &error);
