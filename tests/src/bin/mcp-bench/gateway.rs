@@ -249,7 +249,7 @@ impl Paths {
 }
 
 /// The URL `child` prints on stderr after `prefix`; the rest of its stderr is discarded.
-fn listening_url(child: &mut Child, prefix: &str) -> String {
+pub(crate) fn listening_url(child: &mut Child, prefix: &str) -> String {
     let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
     let url = loop {
         let mut line = String::new();

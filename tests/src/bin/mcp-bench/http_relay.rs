@@ -42,9 +42,12 @@ pub(crate) fn relay(fixture: &Path, args: &[String]) {
     };
     let pipes = Rc::new(smol::lock::Mutex::new(pipes));
     let executor = Rc::new(LocalExecutor::new());
-    smol::block_on(executor.run(async {
-        let listener = smol::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        eprintln!("{LISTENING}http://{}/mcp", listener.local_addr().unwrap());
+    let listener = smol::block_on(smol::net::TcpListener::bind("127.0.0.1:0")).unwrap();
+    eprintln!("{LISTENING}http://{}/mcp", listener.local_addr().unwrap());
+    // A task of its own, as in `serve --listen`: the future `run` is given is polled on every
+    // wake-up of any task, and an `accept` would be tried each time.
+    let connections = executor.clone();
+    let accepting = executor.spawn(async move {
         while let Ok((stream, _)) = listener.accept().await {
             let _ = stream.set_nodelay(true);
             let pipes = pipes.clone();
@@ -55,9 +58,10 @@ pub(crate) fn relay(fixture: &Path, args: &[String]) {
             let io = mcp_smol::HyperIo::new(mcp_smol::ReadWhenReady::new(stream));
             let connection =
                 hyper::server::conn::http1::Builder::new().serve_connection(io, service);
-            executor.spawn(connection).detach();
+            connections.spawn(connection).detach();
         }
-    }));
+    });
+    smol::block_on(executor.run(accepting));
     let _ = child.kill();
     let _ = child.wait();
 }
@@ -109,4 +113,52 @@ fn respond(status: StatusCode, body: Bytes) -> Response<Full<Bytes>> {
 
 fn contains(text: &[u8], part: &[u8]) -> bool {
     text.windows(part.len()).any(|window| window == part)
+}
+
+/// For profilers (`mcp-bench --child http-client-profile CALLS`): `calls` sequential calls
+/// from the client over HTTP through a bare HTTP relay, which runs in a process of its own,
+/// so that a profile of this one is the client's alone.
+pub(crate) fn client_profile(calls: usize) {
+    let me = std::env::current_exe().unwrap();
+    let mut relaying = Command::new(&me)
+        .args(["--child", "http-relay", "good"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let url = crate::gateway::listening_url(&mut relaying, LISTENING);
+    smol::block_on(async {
+        let mut options = mcp_smol::Options::default();
+        options.core.protocol = mcp_smol::proto::Protocol::Revision("2025-11-25");
+        let client = mcp_smol::connect(mcp_smol::HttpServer::new(url), options)
+            .await
+            .unwrap();
+        let switches = context_switches();
+        for i in 0..calls {
+            let text = format!("call {i}");
+            let result = client.call_tool("echo", serde_json::json!({ "text": text }));
+            assert!(!result.await.unwrap().is_error);
+        }
+        let switches = (context_switches() - switches) as f64 / calls as f64;
+        println!("the client's threads slept {switches:.2} times per call");
+        client.close().await;
+    });
+    let _ = relaying.kill();
+    let _ = relaying.wait();
+}
+
+/// How many times this process's threads have slept so far (voluntary context switches).
+fn context_switches() -> u64 {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    (tasks.filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("status")).ok()))
+        .filter_map(|status| {
+            let line = status
+                .lines()
+                .find(|line| line.starts_with("voluntary_ctxt_switches"))?;
+            line.split_whitespace().nth(1)?.parse::<u64>().ok()
+        })
+        .sum()
 }
