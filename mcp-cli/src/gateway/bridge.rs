@@ -232,8 +232,12 @@ impl Reply {
 
 impl Drop for Reply {
     fn drop(&mut self) {
+        // Answered, it was taken off the routes then.
+        if self.answered {
+            return;
+        }
         lock(&self.bridge.routes).open.remove(&self.key);
-        if self.answered || !self.cancel {
+        if !self.cancel {
             return;
         }
         let note = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",

@@ -778,12 +778,12 @@ fn event_stream(stream: impl futures_lite::Stream<Item = Bytes> + Send + 'static
 
 /// Whether the request's `Accept` takes an event stream.
 fn accepts_events(headers: &hyper::HeaderMap) -> bool {
+    // Read as bytes: the media types are ASCII, and a value that is not is no event stream.
     (headers.get_all(header::ACCEPT).iter())
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(','))
+        .flat_map(|value| value.as_bytes().split(|&byte| byte == b','))
         .any(|kind| {
-            let kind = kind.split(';').next().unwrap_or_default().trim();
-            kind.eq_ignore_ascii_case("text/event-stream")
+            let kind = kind.split(|&byte| byte == b';').next().unwrap_or_default();
+            kind.trim_ascii().eq_ignore_ascii_case(b"text/event-stream")
         })
 }
 
