@@ -175,7 +175,8 @@ pub use listing::{
 pub use raw_result::RawResult;
 pub use request::{FromResult, Request};
 pub use server::{
-    ClientInfo, HostRequest, HostRequestId, ServerConfig, ServerConnection, ServerEvent,
+    ClientInfo, HostMessage, HostRequest, HostRequestId, ServerConfig, ServerConnection,
+    ServerEvent,
 };
 pub use server_stateless::{HostInput, InputRequired};
 pub use sse::{SseDecoder, SseEvent, SsePiece, SseTooLong};

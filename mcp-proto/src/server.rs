@@ -25,6 +25,9 @@ use crate::server_stateless::{self as stateless, RequestEra, Subscriptions};
 use crate::types::{Implementation, Notification};
 use crate::{HANDSHAKE_VERSIONS, LATEST_PROTOCOL_VERSION};
 
+mod message;
+pub use message::HostMessage;
+
 /// Settings of a [`ServerConnection`], fixed for its life.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerConfig {
@@ -292,6 +295,15 @@ impl ServerConnection {
         }
     }
 
+    /// Feeds one message of the host's decoded already ([`HostMessage::decode`]), as
+    /// [`handle_bytes`](Self::handle_bytes) would a line holding it: for a transport that
+    /// reads each message whole and looks at it first (an HTTP request's body).
+    pub fn handle_message(&mut self, now: Instant, message: HostMessage) {
+        if !self.is_closed() {
+            self.handle_decoded(now, message.0);
+        }
+    }
+
     /// The host closed its end. An unterminated last line is still read.
     pub fn handle_eof(&mut self, now: Instant) {
         if self.is_closed() {
@@ -486,7 +498,7 @@ impl ServerConnection {
     fn handle_line(&mut self, now: Instant, line: &[u8]) {
         for message in jsonrpc::decode(line) {
             match message {
-                Ok(message) => self.handle_message(now, message),
+                Ok(message) => self.handle_decoded(now, message),
                 Err(error) => {
                     // JSON-RPC answers a line it cannot read with an error whose id is null.
                     let code = match error {
@@ -530,7 +542,7 @@ impl ServerConnection {
         self.transmits.push_back(jsonrpc::response(id, Err(error)));
     }
 
-    fn handle_message(&mut self, now: Instant, message: Message) {
+    fn handle_decoded(&mut self, now: Instant, message: Message) {
         match message {
             Message::Request { id, method, params } => self.handle_request(id, method, params),
             Message::Notification { method, params } => self.handle_notification(method, params),

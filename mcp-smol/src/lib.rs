@@ -81,7 +81,7 @@ pub use sandbox::Sandbox;
 /// The JSON values requests and results are made of, so an embedder needs no dependency of
 /// its own for them.
 pub use serde_json;
-pub use serve::{ServeDriver, Server, serve};
+pub use serve::{ServeDriver, Server, serve, serve_messages};
 pub use task::TaskInput;
 
 /// What an [`Authorizer`] needs beyond the connection: one plain HTTP(S) exchange at a time

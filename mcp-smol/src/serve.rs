@@ -1,7 +1,9 @@
 //! The server role over any byte stream: our own stdin and stdout, a Unix socket, a pipe.
 //! One driver future owns the [`proto::ServerConnection`] and both halves of the stream, and
 //! runs the same loop as a client's ([`crate::driver`]); a cheap [`Server`] handle answers the
-//! host's requests and sends it notifications.
+//! host's requests and sends it notifications. A transport that reads each of the host's
+//! messages whole and decodes it itself (an HTTP request's body) hands it over as it is
+//! ([`serve_messages`]), with no byte stream in between to decode it again.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -11,8 +13,8 @@ use std::time::Instant;
 use async_channel::{Receiver, Sender};
 use futures_lite::io::{AsyncRead, AsyncWrite};
 use proto::{
-    FromResult, HostRequestId, Request, RequestError, RpcError, ServerConfig, ServerConnection,
-    ServerEvent,
+    FromResult, HostMessage, HostRequestId, Request, RequestError, RpcError, ServerConfig,
+    ServerConnection, ServerEvent,
 };
 use serde_json::Value;
 
@@ -64,6 +66,10 @@ enum Op {
         reply: oneshot::Sender<Result<Value, Error>>,
     },
     Close,
+    /// A message of the host's, decoded ([`serve_messages`]).
+    Receive(HostMessage),
+    /// The host will send nothing more ([`serve_messages`]).
+    EndInput,
 }
 
 /// A cheap, cloneable handle to one server connection.
@@ -89,6 +95,30 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
+    serve_over(Box::new(reader), writer, config)
+}
+
+/// The server role for a host whose messages come decoded, through [`Server::receive`]
+/// (until [`Server::end_input`], which is the host closing its end); what the machine
+/// writes goes to `writer` as lines. Otherwise as [`serve`].
+pub fn serve_messages<W>(
+    writer: W,
+    config: ServerConfig,
+) -> (Server, Receiver<ServerEvent>, ServeDriver)
+where
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    serve_over(Box::new(NoBytes), writer, config)
+}
+
+fn serve_over<W>(
+    reader: crate::driver::Reader,
+    writer: W,
+    config: ServerConfig,
+) -> (Server, Receiver<ServerEvent>, ServeDriver)
+where
+    W: AsyncWrite + Unpin + Send + 'static,
+{
     let (ops_sender, ops) = async_channel::unbounded();
     let (events_sender, events) = async_channel::unbounded();
     let role = ServerRole {
@@ -96,7 +126,7 @@ where
         events: events_sender,
         waiters: Waiters::default(),
     };
-    let link = Link::new(Incoming::Stream(Box::new(reader)), Box::new(writer));
+    let link = Link::new(Incoming::Stream(reader), Box::new(writer));
     let mut driver = Loop::new(role, link, ops);
     let main = async move {
         driver.run().await;
@@ -171,6 +201,31 @@ impl Server {
     pub fn close(&self) {
         let _ = self.ops.try_send(Op::Close);
     }
+
+    /// Passes on a message of the host's ([`serve_messages`]); `false` once the driver has
+    /// ended.
+    pub fn receive(&self, message: HostMessage) -> bool {
+        self.ops.try_send(Op::Receive(message)).is_ok()
+    }
+
+    /// The host will send nothing more ([`serve_messages`]): as when a stream's host closes
+    /// its end, the driver ends once what is queued is written.
+    pub fn end_input(&self) {
+        let _ = self.ops.try_send(Op::EndInput);
+    }
+}
+
+/// The byte stream of a host whose messages come decoded: nothing ever arrives on it.
+struct NoBytes;
+
+impl AsyncRead for NoBytes {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+        _: &mut [u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Poll::Pending
+    }
 }
 
 /// The server role, run by the same loop as a client's byte stream.
@@ -204,6 +259,8 @@ impl Role for ServerRole {
                     .send(reply, || connection.request(now, request));
             }
             Op::Close => self.connection.close(),
+            Op::Receive(message) => self.connection.handle_message(now, message),
+            Op::EndInput => self.connection.handle_eof(now),
         }
     }
 
@@ -284,6 +341,49 @@ mod tests {
             ));
             driver.await;
             assert!(host_lines.next().await.is_none());
+        }));
+    }
+
+    #[test]
+    fn serves_a_host_whose_messages_come_decoded() {
+        let executor = async_executor::Executor::new();
+        async_io::block_on(executor.run(async {
+            let (ours, host) = UnixStream::pair().unwrap();
+            let (server, events, driver) = serve_messages(ours, ServerConfig::default());
+            let driver = executor.spawn(driver);
+            let mut host_lines = BufReader::new(host).lines();
+            let script = [
+                json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                    "protocolVersion": "2025-06-18", "capabilities": {},
+                    "clientInfo": {"name": "t", "version": "1"}}}),
+                json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+                json!({"jsonrpc": "2.0", "id": "q", "method": "tools/list"}),
+            ];
+            for message in script {
+                let text = serde_json::to_vec(&message).unwrap();
+                assert!(server.receive(HostMessage::decode(&text).unwrap()));
+            }
+            let answer: Value =
+                serde_json::from_str(&host_lines.next().await.unwrap().unwrap()).unwrap();
+            assert_eq!(answer["result"]["protocolVersion"], "2025-06-18");
+            assert!(matches!(events.recv().await, Ok(ServerEvent::Ready(_))));
+            let Ok(ServerEvent::Request(request)) = events.recv().await else {
+                panic!("expected a request");
+            };
+            assert_eq!(request.method, "tools/list");
+            server.respond(request.id, Ok(json!({"tools": []})));
+            let answer: Value =
+                serde_json::from_str(&host_lines.next().await.unwrap().unwrap()).unwrap();
+            assert_eq!(answer["id"], "q");
+            // The end of the host's input ends the driver, as a stream's EOF does.
+            server.end_input();
+            assert!(matches!(
+                events.recv().await,
+                Ok(ServerEvent::Closed(proto::CloseReason::ClientEof))
+            ));
+            driver.await;
+            assert!(host_lines.next().await.is_none());
+            assert!(!server.receive(HostMessage::decode(b"{\"method\":\"x\"}").unwrap()));
         }));
     }
 }

@@ -1,7 +1,7 @@
-//! One host of `serve --listen`, in memory: the server-role machine over a pair of in-memory
-//! pipes (a socket pair cost each message two system calls and a reactor wake-up each way),
-//! served by the gateway as a stdio host is, with the messages of the host's HTTP requests
-//! written into it and what it writes routed back to the HTTP request it belongs to.
+//! One host of `serve --listen`, in memory: a server-role machine served by the gateway as a
+//! stdio host is. The messages of the host's HTTP requests go into it as they were decoded
+//! from their bodies, once (no pipe in between to frame and decode them again), and what it
+//! writes is routed, as it writes it, back to the HTTP request it belongs to.
 //!
 //! Each host request gets a [`Reply`]: its answer, and before it what relates to it when its
 //! HTTP answer may be an event stream (the host accepts `text/event-stream`): its progress
@@ -12,11 +12,15 @@
 //! takes as the host's "cancel": nothing waits for ever on a host that cannot be reached.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::task::{Context, Poll};
 
 use async_channel::{Receiver, Sender};
-use futures_lite::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use futures_lite::io::AsyncWrite;
 use hyper::body::Bytes;
+use mcp_smol::Server;
+use mcp_smol::proto::HostMessage;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
@@ -32,9 +36,6 @@ const MAX_QUEUED: usize = 1024;
 
 /// At most this many notifications wait for a session's standalone stream to open.
 const MAX_HELD: usize = 16;
-
-/// Bytes each in-memory pipe holds before its writer waits for its reader.
-const PIPE_BYTES: usize = 64 * 1024;
 
 /// Why a request was not answered by the gateway.
 #[derive(Debug)]
@@ -89,53 +90,54 @@ fn lock(routes: &Shared) -> std::sync::MutexGuard<'_, Routes> {
 /// A server-role machine of the gateway's, for one session or one stateless-era request.
 /// Dropping it ends the machine, which drops its calls and so cancels them at their backends.
 pub(crate) struct Bridge {
-    writer: Arc<async_lock::Mutex<piper::Writer>>,
+    /// The machine's handle, where the host's messages go in.
+    server: Server,
     routes: Shared,
-    executor: Arc<async_executor::Executor<'static>>,
-    _routing: async_executor::Task<()>,
     _serving: async_executor::Task<()>,
 }
 
 impl Bridge {
     /// A new machine served by `gateway`; a stateless-era host's `rounds` are shared by all
     /// its requests' machines, so that a retry finds the call it answers.
-    pub(crate) fn open(gateway: Arc<Gateway>, rounds: Option<Rounds>) -> std::io::Result<Self> {
-        let (theirs, ours_to_write) = piper::pipe(PIPE_BYTES);
-        let (ours, theirs_to_write) = piper::pipe(PIPE_BYTES);
+    pub(crate) fn open(gateway: Arc<Gateway>, rounds: Option<Rounds>) -> Self {
+        let routes = Shared::default();
+        let refusals = Arc::new(OnceLock::new());
+        let routing = Routing {
+            routes: routes.clone(),
+            refusals: refusals.clone(),
+            partial: Vec::new(),
+        };
+        let served = mcp_smol::serve_messages(routing, server_config());
+        let server = served.0.clone();
+        let _ = refusals.set(server.clone());
         let executor = gateway.executor.clone();
         let serving = executor.spawn(async move {
             let executor = gateway.executor.clone();
-            let config = server_config();
-            let host = Host::connect_sharing(theirs, theirs_to_write, config, &executor, rounds);
-            if let Some(host) = host.await {
+            if let Some(host) = Host::connect_served(served, &executor, rounds).await {
                 gateway.serve(host, None).await;
             }
         });
-        let writer = Arc::new(async_lock::Mutex::new(ours_to_write));
-        let routes = Shared::default();
-        let routing = executor.spawn(route(ours, writer.clone(), routes.clone()));
-        Ok(Self {
-            writer,
+        Self {
+            server,
             routes,
-            executor,
-            _routing: routing,
             _serving: serving,
-        })
+        }
     }
 
-    /// Sends a request (`text`, one JSON message with this `id` and, as JSON text, this
-    /// `_meta.progressToken`); its answer, and what relates to it when `streams`, come
+    /// Sends a request, `message`; its answer, and what relates to it when `streams`, come
     /// through the [`Reply`]. If the reply is dropped before the answer (the host hung up)
     /// and `cancel` is set, the gateway is told the host cancelled the request.
-    pub(crate) async fn request(
+    pub(crate) fn request(
         self: &Arc<Self>,
-        id: Value,
-        progress_token: Option<String>,
-        text: &[u8],
+        message: HostMessage,
         cancel: bool,
         streams: bool,
     ) -> Result<Reply, Refused> {
+        let id = message.id().cloned().unwrap_or(Value::Null);
         let key = id.to_string();
+        let progress_token = (message.meta("progressToken"))
+            .filter(|token| !token.is_null())
+            .map(Value::to_string);
         let (to, messages) = async_channel::unbounded();
         {
             let mut routes = lock(&self.routes);
@@ -162,16 +164,18 @@ impl Bridge {
             cancel,
             answered: false,
         };
-        if write_text(&self.writer, text).await.is_err() {
-            return Err(Refused::Closed);
+        match self.server.receive(message) {
+            true => Ok(reply),
+            false => Err(Refused::Closed),
         }
-        Ok(reply)
     }
 
-    /// Sends a notification, or the host's answer to a request of ours: `text`, one JSON
-    /// message.
-    pub(crate) async fn send(&self, text: &[u8]) -> Result<(), Refused> {
-        (write_text(&self.writer, text).await).map_err(|_| Refused::Closed)
+    /// Sends a notification, or the host's answer to a request of ours.
+    pub(crate) fn send(&self, message: HostMessage) -> Result<(), Refused> {
+        match self.server.receive(message) {
+            true => Ok(()),
+            false => Err(Refused::Closed),
+        }
     }
 
     /// The session's standalone stream: what the machine sends that relates to no open
@@ -226,6 +230,7 @@ impl Reply {
 
 impl Drop for Reply {
     fn drop(&mut self) {
+        // Answered, it was taken off the routes then.
         if self.answered {
             return;
         }
@@ -235,60 +240,68 @@ impl Drop for Reply {
         }
         let note = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
             "params": {"requestId": self.id, "reason": "the host hung up"}});
-        let writer = self.bridge.writer.clone();
-        (self.bridge.executor)
-            .spawn(async move { _ = write_line(&writer, &note).await })
-            .detach();
+        receive(&self.bridge.server, &note);
     }
 }
 
-async fn write_line(
-    writer: &async_lock::Mutex<piper::Writer>,
-    message: &Value,
-) -> std::io::Result<()> {
-    write_text(writer, &serde_json::to_vec(message).unwrap_or_default()).await
-}
-
-/// Writes `text`, one JSON message (perhaps pretty-printed, as a host sent it), as a line.
-async fn write_text(writer: &async_lock::Mutex<piper::Writer>, text: &[u8]) -> std::io::Result<()> {
-    let mut writer = writer.lock().await;
-    // A JSON text holds line ends only as white space (never in a string, where they must
-    // be escaped): as spaces it is the same message on one line.
-    match text.iter().any(|&byte| byte == b'\n' || byte == b'\r') {
-        true => {
-            let one_line: Vec<u8> = (text.iter())
-                .map(|&byte| {
-                    if byte == b'\n' || byte == b'\r' {
-                        b' '
-                    } else {
-                        byte
-                    }
-                })
-                .collect();
-            writer.write_all(&one_line).await?;
-        }
-        false => writer.write_all(text).await?,
+/// Passes `message`, one of ours made as a host's (a cancellation, a refusal), to the
+/// machine.
+fn receive(server: &Server, message: &Value) {
+    let text = serde_json::to_vec(message).unwrap_or_default();
+    if let Ok(message) = HostMessage::decode(&text) {
+        server.receive(message);
     }
-    writer.write_all(b"\n").await
 }
 
-/// Reads what the machine writes and passes each message on to where it belongs; a request
-/// of ours with nowhere to go is refused.
-async fn route(ours: piper::Reader, writer: Arc<async_lock::Mutex<piper::Writer>>, routes: Shared) {
-    let mut reader = BufReader::new(ours);
-    loop {
-        let mut line = Vec::new();
-        match reader.read_until(b'\n', &mut line).await {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {}
+/// Where the machine writes: each line it writes is passed on, as it is written, to where it
+/// belongs ([`deliver`]); a request of ours with nowhere to go is refused at once.
+struct Routing {
+    routes: Shared,
+    /// The machine's handle, for the refusals; set once the machine is made.
+    refusals: Arc<OnceLock<Server>>,
+    /// The start of a line whose end is still to come.
+    partial: Vec<u8>,
+}
+
+impl Routing {
+    fn route(&mut self, line: &[u8]) {
+        let message = match self.partial.is_empty() {
+            true => Bytes::copy_from_slice(line),
+            false => {
+                self.partial.extend_from_slice(line);
+                Bytes::from(std::mem::take(&mut self.partial))
+            }
+        };
+        if let Some(refusal) = deliver(&self.routes, message)
+            && let Some(server) = self.refusals.get()
+        {
+            receive(server, &refusal);
         }
-        if line.last() == Some(&b'\n') {
-            line.pop();
+    }
+}
+
+impl AsyncWrite for Routing {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+        bytes: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let routing = self.get_mut();
+        let mut rest = bytes;
+        while let Some(end) = rest.iter().position(|&byte| byte == b'\n') {
+            routing.route(&rest[..end]);
+            rest = &rest[end + 1..];
         }
-        let refusal = deliver(&routes, Bytes::from(line));
-        if let Some(refusal) = refusal {
-            let _ = write_line(&writer, &refusal).await;
-        }
+        routing.partial.extend_from_slice(rest);
+        Poll::Ready(Ok(bytes.len()))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_close(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
     }
 }
 
@@ -339,6 +352,18 @@ fn key_of(id: &RawValue) -> String {
 /// `subscriptions/listen`; any other notification to the standalone stream. Returns the
 /// refusal to send back for a request of ours that none of these can take.
 fn deliver(routes: &Shared, message: Message) -> Option<Value> {
+    if let Some(id) = answer_id(&message) {
+        // Taken out with its answer, as below.
+        let answered = lock(routes).open.remove(id);
+        if let Some(route) = answered {
+            let message = message.clone();
+            let _ = route.to.try_send(Delivered {
+                message,
+                answer: true,
+            });
+        }
+        return None;
+    }
     let Ok(envelope) = serde_json::from_slice::<Envelope>(&message) else {
         return None;
     };
@@ -400,6 +425,23 @@ fn deliver(routes: &Shared, message: Message) -> Option<Value> {
     }
 }
 
+/// The id of an answer, as the machine writes one (`{"jsonrpc":"2.0","id":ID,"result":...`,
+/// or `"error"`; the `jsonrpc` member first or after the id), read without going through
+/// the rest, which may be large: the route's key, as the id's JSON text is the same. `None`
+/// for any other message, and for an answer written otherwise, which [`Envelope`] reads.
+fn answer_id(message: &[u8]) -> Option<&str> {
+    const VERSION: &[u8] = br#""jsonrpc":"2.0","#;
+    let rest = message.strip_prefix(b"{")?;
+    let rest = rest.strip_prefix(VERSION).unwrap_or(rest);
+    let rest = rest.strip_prefix(br#""id":"#)?;
+    let mut values = serde_json::Deserializer::from_slice(rest).into_iter::<&RawValue>();
+    let id = values.next()?.ok()?;
+    let after = rest.get(values.byte_offset()..)?.strip_prefix(b",")?;
+    let after = after.strip_prefix(VERSION).unwrap_or(after);
+    let answers = after.starts_with(br#""result":"#) || after.starts_with(br#""error":"#);
+    answers.then(|| id.get())
+}
+
 /// A request of ours when no open request streams: to the standalone stream, else refused.
 fn refuse_or_stream(routes: &mut Routes, message: Message, envelope: &Envelope) -> Option<Value> {
     let taken = (routes.standalone.as_ref()).is_some_and(|to| to.try_send(message).is_ok());
@@ -439,4 +481,41 @@ fn refusal(envelope: &Envelope) -> Option<Value> {
         "code": -32601,
         "message": format!("{method}: this host is served over HTTP with no stream open to take requests of the server's"),
     }}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::answer_id;
+    use serde_json::json;
+
+    #[test]
+    fn an_answers_id_is_read_as_the_routes_key_and_nothing_else_is_an_answer() {
+        for id in [
+            json!(7),
+            json!("a\"b\\u00e9"),
+            json!(-1.5e3),
+            json!(u64::MAX),
+        ] {
+            for body in [json!({"x": [1, 2]}), json!(null)] {
+                let answer = json!({"jsonrpc": "2.0", "id": id, "result": body});
+                let text = serde_json::to_vec(&answer).unwrap();
+                assert_eq!(answer_id(&text), Some(id.to_string().as_str()), "{answer}");
+            }
+            let error = json!({"jsonrpc": "2.0", "id": id, "error": {"code": 1, "message": "m"}});
+            let text = serde_json::to_vec(&error).unwrap();
+            assert_eq!(answer_id(&text), Some(id.to_string().as_str()));
+        }
+        // The version after the id, as a map sorted by key writes it.
+        let sorted = br#"{"id":"s","jsonrpc":"2.0","result":{}}"#;
+        assert_eq!(answer_id(sorted), Some(r#""s""#));
+        for other in [
+            &br#"{"jsonrpc":"2.0","id":1,"method":"roots/list"}"#[..],
+            br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#,
+            br#"{"jsonrpc":"2.0","id":1"#,
+            br#"{"result":{},"jsonrpc":"2.0","id":1}"#,
+            b"",
+        ] {
+            assert_eq!(answer_id(other), None, "{}", String::from_utf8_lossy(other));
+        }
+    }
 }

@@ -67,8 +67,17 @@ impl Host {
         R: futures_lite::io::AsyncRead + Unpin + Send + 'static,
         W: futures_lite::io::AsyncWrite + Unpin + Send + 'static,
     {
-        let (server, events, driver): (Server, Receiver<ServerEvent>, ServeDriver) =
-            mcp_smol::serve(reader, writer, config);
+        let served = mcp_smol::serve(reader, writer, config);
+        Self::connect_served(served, executor, rounds).await
+    }
+
+    /// [`connect_sharing`](Self::connect_sharing) for a server role already started (by
+    /// [`mcp_smol::serve_messages`], whose host's messages come decoded).
+    pub(crate) async fn connect_served(
+        (server, events, driver): (Server, Receiver<ServerEvent>, ServeDriver),
+        executor: &async_executor::Executor<'static>,
+        rounds: Option<Rounds>,
+    ) -> Option<Host> {
         let driver = executor.spawn(driver);
         // Before the handshake the host may only ping, which the core answers itself.
         loop {

@@ -281,11 +281,11 @@ impl Listener {
     fn foreign(&self, request: &hyper::Request<Incoming>) -> Option<Response> {
         let text = |name: header::HeaderName| {
             let value = request.headers().get(name)?;
-            Some(value.to_str().unwrap_or("\u{fffd}").to_owned())
+            Some(value.to_str().unwrap_or("\u{fffd}"))
         };
         let host = text(header::HOST);
-        if !host.as_deref().is_some_and(|host| self.is_us(host)) {
-            let shown = host.unwrap_or_else(|| "none".to_owned());
+        if !host.is_some_and(|host| self.is_us(host)) {
+            let shown = host.unwrap_or("none");
             return Some(plain(
                 StatusCode::FORBIDDEN,
                 &format!("Host {shown} is not this gateway's address"),
@@ -337,9 +337,7 @@ impl Listener {
     async fn post(self: Arc<Self>, request: hyper::Request<Incoming>) -> Response {
         let (parts, body) = request.into_parts();
         let headers = parts.headers;
-        let session = (headers.get(SESSION_HEADER))
-            .and_then(|value| value.to_str().ok())
-            .map(str::to_owned);
+        let session = (headers.get(SESSION_HEADER)).and_then(|value| value.to_str().ok());
         let streams = accepts_events(&headers);
         let declared = (headers.get(header::CONTENT_LENGTH))
             .and_then(|value| value.to_str().ok()?.parse::<u64>().ok());
@@ -366,8 +364,8 @@ impl Listener {
                 let error = rpc_error(Value::Null, -32600, "batches are not supported");
                 return json_response(StatusCode::BAD_REQUEST, &error);
             }
-            Err(Unread::NotAnObject) => {
-                let error = rpc_error(Value::Null, -32600, "a message must be a JSON object");
+            Err(Unread::NotAMessage(error)) => {
+                let error = rpc_error(Value::Null, -32600, &error.to_string());
                 return json_response(StatusCode::BAD_REQUEST, &error);
             }
             Err(Unread::Invalid(error)) => {
@@ -378,19 +376,19 @@ impl Listener {
         let is_request = message.is_request();
         match session {
             Some(session) => {
-                let bridge = self.session(&session);
+                let bridge = self.session(session);
                 let Some(bridge) = bridge else {
                     let error = rpc_error(Value::Null, -32001, "unknown session");
                     return json_response(StatusCode::NOT_FOUND, &error);
                 };
                 if !is_request {
-                    return self.pass(&bridge, &body).await;
+                    return self.pass(&bridge, message);
                 }
-                self.forward(&bridge, &message, &body, Machine::Session, streams, None)
+                self.forward(&bridge, message, Machine::Session, streams, None)
                     .await
             }
             None if is_request && message.method() == "initialize" => {
-                self.initialize(&message, &body).await
+                self.initialize(message).await
             }
             // Without a session a notification or an answer has no machine to go to.
             None if !is_request => hyper::Response::builder()
@@ -406,7 +404,7 @@ impl Listener {
                     let error = rpc_error(message.id(), -32600, text);
                     json_response(StatusCode::NOT_ACCEPTABLE, &error)
                 }
-                None => self.stateless(&message, &body, streams).await,
+                None => self.stateless(message, streams).await,
             },
         }
     }
@@ -417,7 +415,7 @@ impl Listener {
     }
 
     /// A handshake-era host's `initialize`: a session of its own, named in the answer.
-    async fn initialize(&self, message: &Posted, text: &[u8]) -> Response {
+    async fn initialize(&self, message: Posted) -> Response {
         if self
             .sessions
             .lock()
@@ -428,13 +426,9 @@ impl Listener {
             let error = rpc_error(message.id(), -32000, "too many sessions open");
             return json_response(StatusCode::SERVICE_UNAVAILABLE, &error);
         }
-        let bridge = match Bridge::open(self.gateway.clone(), None) {
-            Ok(bridge) => Arc::new(bridge),
-            Err(error) => return internal(message, &error.to_string()),
-        };
+        let bridge = Arc::new(Bridge::open(self.gateway.clone(), None));
         let id = session_id();
-        let mut response =
-            (self.forward(&bridge, message, text, Machine::Opening, false, None)).await;
+        let mut response = (self.forward(&bridge, message, Machine::Opening, false, None)).await;
         if response.status() == StatusCode::OK {
             let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
             sessions.insert(id.clone(), bridge);
@@ -447,7 +441,7 @@ impl Listener {
 
     /// A request with no session: a machine for itself, ended (and its calls with it) when
     /// answered or when the host hangs up.
-    async fn stateless(&self, message: &Posted, text: &[u8], streams: bool) -> Response {
+    async fn stateless(&self, message: Posted, streams: bool) -> Response {
         let open = self.stateless_open.fetch_add(1, Ordering::SeqCst);
         let open_slot = Decrement(self.stateless_open.clone());
         if open >= MAX_STATELESS {
@@ -456,16 +450,12 @@ impl Listener {
             return json_response(StatusCode::TOO_MANY_REQUESTS, &error);
         }
         let rounds = Some(self.rounds.clone());
-        let bridge = match Bridge::open(self.gateway.clone(), rounds) {
-            Ok(bridge) => Arc::new(bridge),
-            Err(error) => return internal(message, &error.to_string()),
-        };
+        let bridge = Arc::new(Bridge::open(self.gateway.clone(), rounds));
         // The slot is held as long as the request's stream, which holds its machine.
         let open_slot: Keep = Box::new(open_slot);
         (self.forward(
             &bridge,
             message,
-            text,
             Machine::Stateless,
             streams,
             Some(open_slot),
@@ -475,8 +465,8 @@ impl Listener {
 
     /// Passes a notification, or the host's answer to a request of ours, to its session's
     /// machine: 202 when taken.
-    async fn pass(&self, bridge: &Bridge, text: &[u8]) -> Response {
-        match bridge.send(text).await {
+    fn pass(&self, bridge: &Bridge, message: Posted) -> Response {
+        match bridge.send(message.into_message()) {
             Ok(()) => hyper::Response::builder()
                 .status(StatusCode::ACCEPTED)
                 .body(empty())
@@ -492,18 +482,16 @@ impl Listener {
     async fn forward(
         &self,
         bridge: &Arc<Bridge>,
-        message: &Posted,
-        text: &[u8],
+        message: Posted,
         machine: Machine,
         streams: bool,
         keep: Option<Keep>,
     ) -> Response {
         let id = message.id();
         let cancel = machine == Machine::Session;
-        let token = message.meta("progressToken");
-        let token = (!token.is_null()).then(|| token.to_string());
-        let request = bridge.request(id.clone(), token, text, cancel, streams);
-        let mut reply = match request.await {
+        // A long-lived stream ends (gracefully) when the gateway begins to stop.
+        let listens = message.method() == LISTEN;
+        let mut reply = match bridge.request(message.into_message(), cancel, streams) {
             Ok(reply) => reply,
             Err(Refused::Busy) => {
                 let text = format!("{MAX_IN_FLIGHT} requests of this host are open; retry later");
@@ -514,7 +502,7 @@ impl Listener {
                 let text = "a request with this id is already open";
                 return json_response(StatusCode::BAD_REQUEST, &rpc_error(id, -32600, text));
             }
-            Err(Refused::Closed) => return internal(message, "the session ended first"),
+            Err(Refused::Closed) => return internal(id, "the session ended first"),
         };
         let first = async { Some(reply.next().await) };
         let aborted = async {
@@ -526,8 +514,6 @@ impl Listener {
                 json_text_response(answer_status(&answer, machine), answer)
             }
             Some(Some(first)) => {
-                // A long-lived stream ends (gracefully) when the gateway begins to stop.
-                let listens = message.method() == LISTEN;
                 let stream = Events {
                     first: Some(first),
                     reply,
@@ -538,11 +524,8 @@ impl Listener {
                 };
                 event_stream(stream.into_stream())
             }
-            Some(None) => internal(message, "the session ended first"),
-            None => internal(
-                message,
-                "mcp-cli serve is stopping; the call did not finish",
-            ),
+            Some(None) => internal(id, "the session ended first"),
+            None => internal(id, "mcp-cli serve is stopping; the call did not finish"),
         }
     }
 
@@ -698,8 +681,8 @@ fn rpc_error(id: Value, code: i64, message: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
 }
 
-fn internal(message: &Posted, text: &str) -> Response {
-    let error = rpc_error(message.id(), -32603, text);
+fn internal(id: Value, text: &str) -> Response {
+    let error = rpc_error(id, -32603, text);
     json_response(StatusCode::OK, &error)
 }
 
@@ -795,12 +778,12 @@ fn event_stream(stream: impl futures_lite::Stream<Item = Bytes> + Send + 'static
 
 /// Whether the request's `Accept` takes an event stream.
 fn accepts_events(headers: &hyper::HeaderMap) -> bool {
+    // Read as bytes: the media types are ASCII, and a value that is not is no event stream.
     (headers.get_all(header::ACCEPT).iter())
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(','))
+        .flat_map(|value| value.as_bytes().split(|&byte| byte == b','))
         .any(|kind| {
-            let kind = kind.split(';').next().unwrap_or_default().trim();
-            kind.eq_ignore_ascii_case("text/event-stream")
+            let kind = kind.split(|&byte| byte == b';').next().unwrap_or_default();
+            kind.trim_ascii().eq_ignore_ascii_case(b"text/event-stream")
         })
 }
 

@@ -447,6 +447,60 @@ fn no_token_a_wrong_one_a_foreign_origin_or_host_and_a_big_body_are_refused() {
 }
 
 #[test]
+fn a_session_hosts_body_that_is_not_a_message_is_refused_and_a_pretty_printed_one_is_served() {
+    let scratch = Scratch::new("listen-odd-bodies");
+    let listening = listen(&scratch, &[]);
+    let address = listening.address.as_str();
+    let bearer = format!("Bearer {}", listening.token);
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}});
+    let opened = exchange(
+        address,
+        "POST",
+        &[("Authorization", &bearer)],
+        &serde_json::to_vec(&initialize).unwrap(),
+    );
+    assert_eq!(opened.status, 200, "{}", opened.body);
+    let session = (opened.head.lines())
+        .find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("mcp-session-id")
+                .then(|| value.trim().to_owned())
+        })
+        .expect("a session");
+    let in_session = [
+        ("Authorization", bearer.as_str()),
+        ("Mcp-Session-Id", session.as_str()),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    let initialized = br#"{"jsonrpc": "2.0", "method": "notifications/initialized"}"#;
+    assert_eq!(
+        exchange(address, "POST", &in_session, initialized).status,
+        202
+    );
+    bounded(async {
+        // JSON, but no message (a method that is not a string, a null id): a clear refusal,
+        // where such a request used to wait for an answer that never came.
+        for odd in [
+            r#"{"jsonrpc": "2.0", "id": 9, "method": 5}"#,
+            r#"{"jsonrpc": "2.0", "id": null, "method": "tools/list"}"#,
+        ] {
+            let refused = exchange(address, "POST", &in_session, odd.as_bytes());
+            assert_eq!(refused.status, 400, "{odd}: {}", refused.body);
+            assert_eq!(refused.json()["error"]["code"], -32600, "{}", refused.body);
+        }
+        // Line ends anywhere JSON allows them.
+        let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "fx__echo", "arguments": {"text": "two\nlines"}}});
+        let pretty = serde_json::to_vec_pretty(&call).unwrap();
+        let served = exchange(address, "POST", &in_session, &pretty);
+        assert_eq!(served.status, 200, "{}", served.body);
+        assert_eq!(served.json()["result"]["content"][0]["text"], "two\nlines");
+    });
+}
+
+#[test]
 fn a_session_host_hanging_up_mid_call_cancels_the_backend_call_and_64_calls_are_its_most() {
     let scratch = Scratch::new("listen-hangup");
     let listening = listen(&scratch, &[]);

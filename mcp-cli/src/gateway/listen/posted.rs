@@ -1,106 +1,57 @@
-//! What `serve --listen` reads of a posted message before it passes the text on: its id, its
-//! method and `params._meta`. The rest (a call's arguments) is skipped, not decoded: the
-//! machine reads the text. Decoding the whole message into a `Value` here, to drop it, cost a
-//! twelfth of serving a call.
+//! A posted body read as one message of the host's, decoded once: what `serve --listen` reads
+//! of it (its id, its method, `params._meta`) is read from the message its machine then takes,
+//! never from the text again.
 
-use serde::{Deserialize, Deserializer};
+use mcp_smol::proto::{HostMessage, LineError};
 use serde_json::Value;
-use serde_json::value::RawValue;
 
-/// A posted JSON object, as far as it is read here.
-pub(super) struct Posted {
-    /// `None` when absent (a notification, an answer has one), `Some(Null)` for `null`.
-    id: Option<Value>,
-    method: Option<Value>,
-    /// `params._meta`; `Null` when absent.
-    meta: Value,
-}
+/// A posted JSON-RPC message.
+pub(super) struct Posted(HostMessage);
 
 /// Why a body is not one message.
 pub(super) enum Unread {
     Batch,
-    NotAnObject,
-    Invalid(serde_json::Error),
-}
-
-/// The members read, borrowed from the body.
-#[derive(Deserialize)]
-struct Members<'a> {
-    #[serde(default, deserialize_with = "present")]
-    id: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
-    method: Option<Value>,
-    #[serde(borrow, default)]
-    params: Option<&'a RawValue>,
-}
-
-#[derive(Deserialize)]
-struct Params {
-    #[serde(rename = "_meta", default)]
-    meta: Value,
-}
-
-/// A member that is there, whatever its value (`null` too).
-fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
-    Value::deserialize(deserializer).map(Some)
+    /// JSON, but not a JSON-RPC message (not an object, a request with a null id, ...).
+    NotAMessage(LineError),
+    /// Not JSON.
+    Invalid(LineError),
 }
 
 impl Posted {
     pub(super) fn read(body: &[u8]) -> Result<Self, Unread> {
-        // A struct is also read from an array (its members in order): only an object will do.
-        let object = body.iter().find(|byte| !byte.is_ascii_whitespace()) == Some(&b'{');
-        if object && let Ok(members) = serde_json::from_slice::<Members>(body) {
-            let meta = match members.params {
-                Some(params) if params.get().starts_with('{') => {
-                    match serde_json::from_str::<Params>(params.get()) {
-                        Ok(params) => params.meta,
-                        // `_meta` twice: as a `Value` reads it, the last one.
-                        Err(_) => (serde_json::from_str::<Value>(params.get()))
-                            .map_or(Value::Null, |params| params["_meta"].clone()),
-                    }
-                }
-                // Not an object: no `_meta`.
-                _ => Value::Null,
-            };
-            return Ok(Self {
-                id: members.id,
-                method: members.method,
-                meta,
-            });
+        if body.iter().find(|byte| !byte.is_ascii_whitespace()) == Some(&b'[') {
+            return Err(Unread::Batch);
         }
-        // Not an object, not JSON, or an object with a member twice (the last one counts).
-        match serde_json::from_slice::<Value>(body) {
-            Ok(message @ Value::Object(_)) => Ok(Self {
-                id: message.get("id").cloned(),
-                method: message.get("method").cloned(),
-                meta: message["params"]["_meta"].clone(),
-            }),
-            Ok(Value::Array(_)) => Err(Unread::Batch),
-            Ok(_) => Err(Unread::NotAnObject),
+        match HostMessage::decode(body) {
+            Ok(message) => Ok(Self(message)),
+            Err(error @ LineError::NotJsonRpc { .. }) => Err(Unread::NotAMessage(error)),
             Err(error) => Err(Unread::Invalid(error)),
         }
     }
 
     /// The id, `Null` when there is none.
     pub(super) fn id(&self) -> Value {
-        self.id.clone().unwrap_or(Value::Null)
+        self.0.id().cloned().unwrap_or(Value::Null)
     }
 
     /// A request: a method and an id.
     pub(super) fn is_request(&self) -> bool {
-        self.method.is_some() && self.id.is_some()
+        self.0.is_request()
     }
 
-    /// The method, `""` when there is none or it is not a string.
+    /// The method, `""` when there is none.
     pub(super) fn method(&self) -> &str {
-        (self.method.as_ref())
-            .and_then(Value::as_str)
-            .unwrap_or_default()
+        self.0.method().unwrap_or_default()
     }
 
     /// A member of `params._meta`; `Null` when absent.
     pub(super) fn meta(&self, name: &str) -> &Value {
-        &self.meta[name]
+        self.0.meta(name).unwrap_or(&Value::Null)
+    }
+
+    /// The message, for its machine.
+    pub(super) fn into_message(self) -> HostMessage {
+        self.0
     }
 }
 
@@ -114,7 +65,7 @@ mod tests {
     }
 
     #[test]
-    fn reads_what_a_value_would() {
+    fn reads_id_method_and_meta() {
         let call = read(
             r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x",
                 "arguments":{"a":[1,{"b":null}]},"_meta":{"progressToken":"t"}}}"#,
@@ -127,20 +78,10 @@ mod tests {
         let note = read(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
         assert!(!note.is_request());
         assert_eq!(note.id(), Value::Null);
-        // A null id is an id; a method that is not a string is none by name.
-        let odd = read(r#"{"id":null,"method":5,"params":[{"_meta":{"progressToken":1}}]}"#);
-        assert!(odd.is_request());
-        assert_eq!(
-            (odd.method(), odd.meta("progressToken")),
-            ("", &Value::Null)
-        );
-        // A member twice: the last one counts, as in a `Value`.
-        let twice =
-            read(r#"{"id":1,"id":2,"method":"a","params":{"_meta":{"x":1},"_meta":{"x":2}}}"#);
-        assert_eq!((twice.id(), twice.meta("x")), (json!(2), &json!(2)));
-        let twice = read(r#"{"id":1,"method":"a","params":{"_meta":{"x":1},"_meta":{"x":2}}}"#);
-        assert_eq!(twice.meta("x"), &json!(2));
-        let spaced = read(" {\"id\": 1, \"method\": \"a\", \"params\": {\"_meta\": {\"x\": 3}}}");
+        let answer = read(r#"{"jsonrpc":"2.0","id":"s","result":{}}"#);
+        assert!(!answer.is_request());
+        assert_eq!((answer.id(), answer.method()), (json!("s"), ""));
+        let spaced = read(" {\"id\": 1, \"method\": \"a\",\n \"params\": {\"_meta\": {\"x\": 3}}}");
         assert_eq!(spaced.meta("x"), &json!(3));
     }
 
@@ -148,7 +89,16 @@ mod tests {
     fn refuses_what_is_not_one_message() {
         assert!(matches!(Posted::read(b"[{}]"), Err(Unread::Batch)));
         assert!(matches!(Posted::read(b" [1, 2]"), Err(Unread::Batch)));
-        assert!(matches!(Posted::read(b"\"x\""), Err(Unread::NotAnObject)));
+        assert!(matches!(
+            Posted::read(b"\"x\""),
+            Err(Unread::NotAMessage(_))
+        ));
+        let odd = b"{\"id\":null,\"method\":\"a\"}";
+        assert!(matches!(Posted::read(odd), Err(Unread::NotAMessage(_))));
+        assert!(matches!(
+            Posted::read(b"{\"id\":1,\"method\":5}"),
+            Err(Unread::NotAMessage(_))
+        ));
         assert!(matches!(Posted::read(b"{\"id\":"), Err(Unread::Invalid(_))));
     }
 }

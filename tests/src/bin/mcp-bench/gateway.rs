@@ -2,8 +2,9 @@
 //! backend (the fixture), side by side in one run: one call in flight (the median latency,
 //! and what the gateway adds to it) and 32 in flight (calls per second), over stdio and over
 //! `serve --listen` (HTTP/1.1 on loopback, the connection kept alive, a session; from the
-//! client, and from a plain host that tells what the client's HTTP transport adds). Then
-//! `mcp-cli tools` answered from the catalogue on disk, no server running.
+//! client, and from a plain host that tells what the client's HTTP transport adds), each
+//! beside its floor: a bare relay over stdio, a bare HTTP relay ([`crate::http_relay`]) over
+//! HTTP. Then `mcp-cli tools` answered from the catalogue on disk, no server running.
 
 use std::io::BufRead;
 use std::path::PathBuf;
@@ -13,6 +14,7 @@ use std::time::Instant;
 use mcp_smol::proto::Protocol;
 use serde_json::json;
 
+use crate::http_relay;
 use crate::plain_http::PlainHost;
 use crate::{Bins, IN_FLIGHT, REPETITIONS, Table, median, time};
 
@@ -31,14 +33,21 @@ struct Paths {
     relay: mcp_smol::Client,
     /// `serve --listen` from a plain HTTP/1.1 host.
     plain: PlainHost,
+    /// The fixture behind a bare HTTP relay ([`http_relay`]), from the client and from a
+    /// plain host.
+    http_relay: mcp_smol::Client,
+    http_relay_plain: PlainHost,
     serving: Child,
+    relaying: Child,
     dir: PathBuf,
 }
 
 impl Drop for Paths {
     fn drop(&mut self) {
-        let _ = self.serving.kill();
-        let _ = self.serving.wait();
+        for child in [&mut self.serving, &mut self.relaying] {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
@@ -68,6 +77,11 @@ pub(crate) fn rows(bins: &Bins, table: &mut Table) {
             latency(client, tool, 50).await;
         }
         paths.plain.latency("fx__echo", 50);
+        latency(&paths.http_relay, "echo", 50).await;
+        paths.http_relay_plain.latency("echo", 50);
+        // What the bare HTTP relay adds to a direct call, from the client and a plain host.
+        let mut http_floor = [Vec::new(), Vec::new()];
+        let mut http_relay_sequential = Vec::new();
         for _ in 0..REPETITIONS {
             let mut medians = [0.0; 4];
             for (at, (client, tool)) in clients.iter().enumerate() {
@@ -78,6 +92,10 @@ pub(crate) fn rows(bins: &Bins, table: &mut Table) {
             added[1].push(medians[2] - medians[0]);
             added[2].push(paths.plain.latency("fx__echo", CALLS) - medians[0]);
             added[3].push(medians[3] - medians[0]);
+            let relayed = latency(&paths.http_relay, "echo", CALLS).await;
+            http_relay_sequential.push(relayed);
+            http_floor[0].push(relayed - medians[0]);
+            http_floor[1].push(paths.http_relay_plain.latency("echo", CALLS) - medians[0]);
             for (at, (client, tool)) in clients.iter().enumerate() {
                 let before = process_cpu(pids[at]);
                 rates[at].push(rate(client, tool).await);
@@ -94,6 +112,16 @@ pub(crate) fn rows(bins: &Bins, table: &mut Table) {
             "gateway: a call through `serve --listen` (HTTP) / direct, median latency",
             listen,
             direct,
+        );
+        table.row_latency(
+            "gateway floor: a call through a bare HTTP relay / direct, median latency",
+            &http_relay_sequential,
+            direct,
+        );
+        table.row_latency(
+            "gateway: a call through `serve --listen` / through a bare HTTP relay, median latency",
+            listen,
+            &http_relay_sequential,
         );
         let [direct_rate, stdio_rate, listen_rate, relay_rate] = &rates;
         let name = format!("gateway: `serve` (stdio) / direct, {IN_FLIGHT} in flight, calls/s");
@@ -123,7 +151,14 @@ pub(crate) fn rows(bins: &Bins, table: &mut Table) {
             show(&added[2]),
             show(&added[3])
         );
-        for client in [&paths.direct, &paths.stdio, &paths.listen, &paths.relay] {
+        println!(
+            "gateway: a bare HTTP relay that understands nothing, the floor for --listen, adds \
+             {} from the client, {} from a plain HTTP/1.1 host\n",
+            show(&http_floor[0]),
+            show(&http_floor[1])
+        );
+        let clients = [&paths.direct, &paths.stdio, &paths.listen, &paths.relay];
+        for client in clients.into_iter().chain([&paths.http_relay]) {
             client.close().await;
         }
     });
@@ -174,18 +209,7 @@ impl Paths {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let mut stderr = std::io::BufReader::new(serving.stderr.take().unwrap());
-        let url = loop {
-            let mut line = String::new();
-            assert!(
-                stderr.read_line(&mut line).unwrap() > 0,
-                "serve --listen ended"
-            );
-            if let Some(url) = line.trim().strip_prefix("mcp-cli serve: listening on ") {
-                break url.to_owned();
-            }
-        };
-        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+        let url = listening_url(&mut serving, "mcp-cli serve: listening on ");
         let token = Command::new(&cli)
             .args(["serve", "--print-token"])
             .envs(env.iter().map(|(key, value)| (key, value)))
@@ -197,16 +221,48 @@ impl Paths {
         http.headers
             .push(("Authorization".to_owned(), format!("Bearer {token}")));
         let listen = mcp_smol::connect(http, options()).await.unwrap();
+
+        let mut relaying = Command::new(&bins.me)
+            .args(["--child", "http-relay", "good"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let relay_url = listening_url(&mut relaying, http_relay::LISTENING);
+        let http_relay_plain = PlainHost::open(&relay_url, "");
+        let http = mcp_smol::HttpServer::new(relay_url);
+        let http_relay = mcp_smol::connect(http, options()).await.unwrap();
         Self {
             direct,
             stdio,
             listen,
             relay,
             plain,
+            http_relay,
+            http_relay_plain,
             serving,
+            relaying,
             dir,
         }
     }
+}
+
+/// The URL `child` prints on stderr after `prefix`; the rest of its stderr is discarded.
+pub(crate) fn listening_url(child: &mut Child, prefix: &str) -> String {
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let url = loop {
+        let mut line = String::new();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "the server ended before it listened"
+        );
+        if let Some(url) = line.trim().strip_prefix(prefix) {
+            break url.to_owned();
+        }
+    };
+    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    url
 }
 
 /// The CPU time process `pid`'s threads have used so far, in seconds.

@@ -22,6 +22,7 @@ mod decode;
 mod eras;
 mod floor;
 mod gateway;
+mod http_relay;
 mod plain_http;
 mod sandbox;
 mod schema;
@@ -429,6 +430,8 @@ fn child_mode(args: Vec<String>) {
     match args[0].as_str() {
         "canned-server" => return canned::serve(args[1] == "stateless"),
         "relay" => return floor::relay(&bins.fixture, &args[1..]),
+        "http-relay" => return http_relay::relay(&bins.fixture, &args[1..]),
+        "http-client-profile" => return http_relay::client_profile(args[1].parse().unwrap()),
         // For profilers: the client's pipelined calls against the canned server in one era.
         "canned-profile" => return eras::canned_profile(&Bins::locate(), args[1] == "stateless"),
         _ => {}
