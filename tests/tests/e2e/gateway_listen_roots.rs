@@ -9,7 +9,7 @@ use mcp_smol::proto::{ClientCapabilities, Protocol};
 use mcp_smol::{HttpServer, Options};
 use serde_json::json;
 
-use crate::gateway_listen::listen_to;
+use crate::gateway_listen::{Listening, listen_to};
 use crate::support::{Scratch, bounded, quick, text};
 
 #[test]
@@ -17,16 +17,7 @@ fn a_backends_roots_question_reaches_the_session_host_whose_call_waits_on_it() {
     let scratch = Scratch::new("listen-roots");
     // The backend asks half a second after its handshake: while the call that started it runs.
     let listening = listen_to(&scratch, &["late-roots", "--delay-ms", "500"], &[]);
-    let mut server = HttpServer::new(listening.url.clone());
-    let bearer = format!("Bearer {}", listening.token);
-    server.headers.push(("Authorization".to_owned(), bearer));
-    let mut options: Options = quick();
-    options.core.protocol = Protocol::Revision("2025-11-25");
-    options.core.request_timeout = Duration::from_secs(60);
-    options.core.capabilities = ClientCapabilities {
-        roots: true,
-        ..ClientCapabilities::default()
-    };
+    let (server, options) = roots_host(&listening);
     bounded(async {
         let (client, driver) = mcp_smol::start(server, options).unwrap();
         smol::spawn(driver).detach();
@@ -61,16 +52,7 @@ fn roots_asked_with_no_call_waiting_go_to_the_session_host_that_called_the_serve
     let scratch = Scratch::new("listen-roots-idle");
     // The backend asks two seconds after its handshake: after the call that started it.
     let listening = listen_to(&scratch, &["late-roots", "--delay-ms", "2000"], &[]);
-    let mut server = HttpServer::new(listening.url.clone());
-    let bearer = format!("Bearer {}", listening.token);
-    server.headers.push(("Authorization".to_owned(), bearer));
-    let mut options: Options = quick();
-    options.core.protocol = Protocol::Revision("2025-11-25");
-    options.core.request_timeout = Duration::from_secs(60);
-    options.core.capabilities = ClientCapabilities {
-        roots: true,
-        ..ClientCapabilities::default()
-    };
+    let (server, options) = roots_host(&listening);
     bounded(async {
         let (client, driver) = mcp_smol::start(server, options).unwrap();
         smol::spawn(driver).detach();
@@ -120,4 +102,19 @@ fn roots_asked_with_no_call_waiting_go_to_the_session_host_that_called_the_serve
         assert_eq!(heard.recv().await.unwrap(), 2);
         client.close().await;
     });
+}
+
+/// A handshake-era host of `listening` that declares roots.
+fn roots_host(listening: &Listening) -> (HttpServer, Options) {
+    let mut server = HttpServer::new(listening.url.clone());
+    let bearer = format!("Bearer {}", listening.token);
+    server.headers.push(("Authorization".to_owned(), bearer));
+    let mut options: Options = quick();
+    options.core.protocol = Protocol::Revision("2025-11-25");
+    options.core.request_timeout = Duration::from_secs(60);
+    options.core.capabilities = ClientCapabilities {
+        roots: true,
+        ..ClientCapabilities::default()
+    };
+    (server, options)
 }
