@@ -5,14 +5,16 @@
 //! call through the gateway added; the reactor reads a pipe on the thread that handles it.
 
 use std::fs::File;
-use std::io::{self, Read};
+use std::io;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::pin::Pin;
-use std::task::{Context, Poll, ready};
+use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use async_io::Async;
 use futures_lite::io::{AsyncRead, AsyncWrite};
+use mcp_smol::ReadWhenReady;
 use rustix::fs::{OFlags, fcntl_getfl, fcntl_setfl};
 
 /// What the host writes to us.
@@ -52,31 +54,26 @@ fn on_reactor(fd: BorrowedFd<'_>, unless: Option<&File>) -> Option<HostPipe> {
     }
     let flags = fcntl_getfl(&file).ok()?;
     let io = Async::new(file).ok()?;
-    let maybe_more = true;
     Some(HostPipe {
-        io,
+        io: ReadWhenReady::on_reactor(Arc::new(io)),
         flags,
-        maybe_more,
     })
 }
 
 /// A pipe or socket of ours on the reactor; its blocking mode is given back when it is
 /// dropped, for whoever shares it after us.
 struct HostPipe {
-    io: Async<File>,
+    /// Read only once the reactor says so after a read found it empty or drained it: the
+    /// server's loop polls its reader whenever it wakes for anything else (a backend's
+    /// answer, a write done), which made three reads that found nothing per call.
+    io: ReadWhenReady<File>,
     /// The file's flags before [`Async::new`] made it non-blocking.
     flags: OFlags,
-    /// Whether a read may find bytes without waiting for the reactor: not once one found
-    /// the pipe empty (`EAGAIN`) or drained it (fewer bytes than asked for). `Async`'s own
-    /// read tries the system call first on every poll, and the server's loop polls its
-    /// reader whenever it wakes for anything else (a backend's answer, a write done): three
-    /// reads that found nothing per call.
-    maybe_more: bool,
 }
 
 impl Drop for HostPipe {
     fn drop(&mut self) {
-        let _ = fcntl_setfl(self.io.get_ref(), self.flags);
+        let _ = fcntl_setfl(self.io.get_ref().get_ref(), self.flags);
     }
 }
 
@@ -86,42 +83,24 @@ impl AsyncRead for HostPipe {
         cx: &mut Context<'_>,
         buf: &mut [u8],
     ) -> Poll<io::Result<usize>> {
-        loop {
-            if !self.maybe_more {
-                // Ready only for an event delivered since the last call: no system call
-                // until the host writes again.
-                ready!(self.io.poll_readable(cx))?;
-                self.maybe_more = true;
-            }
-            match Read::read(&mut self.io.get_ref(), buf) {
-                Ok(read) => {
-                    self.maybe_more = read == buf.len() && read > 0;
-                    return Poll::Ready(Ok(read));
-                }
-                Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
-                    self.maybe_more = false;
-                }
-                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-                Err(error) => return Poll::Ready(Err(error)),
-            }
-        }
+        Pin::new(&mut self.io).poll_read(cx, buf)
     }
 }
 
 impl AsyncWrite for HostPipe {
     fn poll_write(
-        mut self: Pin<&mut Self>,
+        self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write(cx, buf)
+        Pin::new(&mut self.io.get_ref()).poll_write(cx, buf)
     }
 
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.io).poll_flush(cx)
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io.get_ref()).poll_flush(cx)
     }
 
-    fn poll_close(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.io).poll_close(cx)
+    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io.get_ref()).poll_close(cx)
     }
 }

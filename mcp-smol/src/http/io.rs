@@ -77,11 +77,13 @@ impl<S: AsyncWrite + Unpin> hyper::rt::Write for HyperIo<S> {
     }
 }
 
-/// A TCP connection whose reads wait for the reactor once the socket was found empty: a read
-/// that failed (`EAGAIN`), or that filled less than it asked for.
+/// A socket or pipe on the reactor whose reads wait for the reactor once it was found empty:
+/// a read that failed (`EAGAIN`), or that filled less than it asked for. An [`Async`]
+/// stream's own read tries the system call first on every poll, and a loop that polls its
+/// reader whenever it wakes for anything else makes reads that find nothing.
 #[derive(Debug)]
-pub struct ReadWhenReady {
-    io: Arc<Async<TcpStream>>,
+pub struct ReadWhenReady<T = TcpStream> {
+    io: Arc<Async<T>>,
     /// Whether a read may find bytes without waiting for the reactor.
     maybe_more: bool,
 }
@@ -89,14 +91,29 @@ pub struct ReadWhenReady {
 impl ReadWhenReady {
     /// Wraps `stream`.
     pub fn new(stream: async_net::TcpStream) -> Self {
-        Self {
-            io: stream.into(),
-            maybe_more: true,
-        }
+        Self::on_reactor(stream.into())
     }
 }
 
-impl AsyncRead for ReadWhenReady {
+impl<T> ReadWhenReady<T> {
+    /// Wraps `io`, a file or socket already on the reactor.
+    pub fn on_reactor(io: Arc<Async<T>>) -> Self {
+        Self {
+            io,
+            maybe_more: true,
+        }
+    }
+
+    /// The file or socket read.
+    pub fn get_ref(&self) -> &Async<T> {
+        &self.io
+    }
+}
+
+impl<T> AsyncRead for ReadWhenReady<T>
+where
+    for<'a> &'a T: Read,
+{
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -104,17 +121,21 @@ impl AsyncRead for ReadWhenReady {
     ) -> Poll<io::Result<usize>> {
         loop {
             if !self.maybe_more {
+                // Ready only for an event delivered since the last call: no system call
+                // until the peer writes again.
                 ready!(self.io.poll_readable(cx))?;
+                self.maybe_more = true;
             }
             match Read::read(&mut self.io.get_ref(), buf) {
+                Ok(read) => {
+                    // Less than asked for: it had no more then.
+                    self.maybe_more = read == buf.len() && read > 0;
+                    return Poll::Ready(Ok(read));
+                }
                 Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
                     self.maybe_more = false;
                 }
-                Ok(read) => {
-                    // Less than asked for: the socket had no more then.
-                    self.maybe_more = read == buf.len();
-                    return Poll::Ready(Ok(read));
-                }
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
                 Err(error) => return Poll::Ready(Err(error)),
             }
         }
