@@ -293,6 +293,17 @@ mod tests {
     use futures_lite::stream::StreamExt;
     use serde_json::json;
 
+    /// A handshake, then a listing the test answers.
+    fn a_hosts_first_messages() -> [Value; 3] {
+        [
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"}}}),
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            json!({"jsonrpc": "2.0", "id": "q", "method": "tools/list"}),
+        ]
+    }
+
     #[test]
     fn serves_a_host_over_a_unix_socket() {
         let executor = async_executor::Executor::new();
@@ -302,14 +313,7 @@ mod tests {
             let driver = executor.spawn(driver);
             let mut host_lines = BufReader::new(host.clone()).lines();
             let mut host_writer = host.clone();
-            let script = [
-                json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                    "protocolVersion": "2025-06-18", "capabilities": {},
-                    "clientInfo": {"name": "t", "version": "1"}}}),
-                json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-                json!({"jsonrpc": "2.0", "id": "q", "method": "tools/list"}),
-            ];
-            for message in script {
+            for message in a_hosts_first_messages() {
                 host_writer
                     .write_all(format!("{message}\n").as_bytes())
                     .await
@@ -352,14 +356,7 @@ mod tests {
             let (server, events, driver) = serve_messages(ours, ServerConfig::default());
             let driver = executor.spawn(driver);
             let mut host_lines = BufReader::new(host).lines();
-            let script = [
-                json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                    "protocolVersion": "2025-06-18", "capabilities": {},
-                    "clientInfo": {"name": "t", "version": "1"}}}),
-                json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-                json!({"jsonrpc": "2.0", "id": "q", "method": "tools/list"}),
-            ];
-            for message in script {
+            for message in a_hosts_first_messages() {
                 let text = serde_json::to_vec(&message).unwrap();
                 assert!(server.receive(HostMessage::decode(&text).unwrap()));
             }
