@@ -265,14 +265,7 @@ fn typescript_sdk_v2_host_answers_links_roots_and_url_elicitation_required_in_ro
         return;
     };
     let scratch = Scratch::new("gateway-modern-ts-relays");
-    let config = scratch.write(
-        "relays.toml",
-        &format!(
-            "[mcp.link]\ncommand = {FIXTURE:?}\nargs = [\"url-elicitation\"]\n\n\
-             [mcp.roots]\ncommand = {FIXTURE:?}\nargs = [\"roots-call\"]\n\n\
-             [mcp.required]\ncommand = {FIXTURE:?}\nargs = [\"url-required\"]\n"
-        ),
-    );
+    let config = relays_config(&scratch);
     let script = scratch
         .write("host.mjs", TS_RELAY_HOST)
         .display()
@@ -281,18 +274,7 @@ fn typescript_sdk_v2_host_answers_links_roots_and_url_elicitation_required_in_ro
     let config_arg = config.display().to_string();
     let args = [script.as_str(), package.as_str(), config_arg.as_str()];
     let lines = run_host(&scratch, &config, &node, &args);
-    let step = |name: &str| {
-        (lines.iter().find(|line| line["step"] == name))
-            .unwrap_or_else(|| panic!("no step {name} in {lines:#?}"))
-    };
-    assert_eq!(step("link__open_link")["text"], "link accept", "{lines:#?}");
-    let roots = step("roots__show_roots")["text"].as_str().unwrap();
-    assert!(roots.contains("file:///ts/project"), "{lines:#?}");
-    let required = step("required__needs_link");
-    assert_eq!(required["text"], "linked after 2 calls", "{lines:#?}");
-    let asked = &step("asked")["asked"];
-    let link = json!({"mode": "url", "url": LINK});
-    assert_eq!(asked, &json!([link, {"roots": true}, link]), "{lines:#?}");
+    check_relay_steps(&lines, "file:///ts/project");
 }
 
 /// The Python SDK 2.x host, which chooses the era itself, with the same steps as
@@ -334,28 +316,44 @@ fn python_sdk_2_host_answers_links_roots_and_url_elicitation_required_in_rounds(
         return;
     };
     let scratch = Scratch::new("gateway-modern-py-relays");
-    let config = scratch.write(
+    let config = relays_config(&scratch);
+    let script = scratch.write("host.py", PY_RELAY_HOST);
+    let (script, config_arg) = (script.display().to_string(), config.display().to_string());
+    let lines = run_host(&scratch, &config, &peer.program, &[&script, &config_arg]);
+    let connected = lines.iter().find(|line| line["step"] == "connected");
+    assert_eq!(
+        connected.map(|line| &line["version"]),
+        Some(&json!("2026-07-28")),
+        "{lines:#?}"
+    );
+    check_relay_steps(&lines, "file:///py/project");
+}
+
+/// A server of each relay the SDK hosts answer: a link, a roots question, a -32042.
+fn relays_config(scratch: &Scratch) -> std::path::PathBuf {
+    scratch.write(
         "relays.toml",
         &format!(
             "[mcp.link]\ncommand = {FIXTURE:?}\nargs = [\"url-elicitation\"]\n\n\
              [mcp.roots]\ncommand = {FIXTURE:?}\nargs = [\"roots-call\"]\n\n\
              [mcp.required]\ncommand = {FIXTURE:?}\nargs = [\"url-required\"]\n"
         ),
-    );
-    let script = scratch.write("host.py", PY_RELAY_HOST);
-    let (script, config_arg) = (script.display().to_string(), config.display().to_string());
-    let lines = run_host(&scratch, &config, &peer.program, &[&script, &config_arg]);
+    )
+}
+
+/// What an SDK host printed for the three relays: each call answered through its handlers,
+/// its roots (`roots_uri`) reaching the server, and what it was asked, in order.
+fn check_relay_steps(lines: &[Value], roots_uri: &str) {
     let step = |name: &str| {
         (lines.iter().find(|line| line["step"] == name))
             .unwrap_or_else(|| panic!("no step {name} in {lines:#?}"))
     };
-    assert_eq!(step("connected")["version"], "2026-07-28", "{lines:#?}");
     assert_eq!(step("link__open_link")["text"], "link accept", "{lines:#?}");
     let roots = step("roots__show_roots")["text"].as_str().unwrap();
-    assert!(roots.contains("file:///py/project"), "{lines:#?}");
+    assert!(roots.contains(roots_uri), "{lines:#?}");
     let required = step("required__needs_link");
     assert_eq!(required["text"], "linked after 2 calls", "{lines:#?}");
-    let link = json!({"mode": "url", "url": LINK});
     let asked = &step("asked")["asked"];
+    let link = json!({"mode": "url", "url": LINK});
     assert_eq!(asked, &json!([link, {"roots": true}, link]), "{lines:#?}");
 }
