@@ -181,14 +181,39 @@ impl Bridge {
     /// The session's standalone stream: what the machine sends that relates to no open
     /// request (list changes), until the machine ends, beginning with what came before it
     /// opened. A new one replaces the one before.
-    pub(crate) fn standalone(&self) -> Receiver<Message> {
+    pub(crate) fn standalone(&self) -> Standalone {
         let (to, messages) = async_channel::unbounded();
         let mut routes = lock(&self.routes);
         for message in routes.held.drain(..) {
             let _ = to.try_send(message);
         }
         routes.standalone = Some(to);
-        messages
+        Standalone {
+            messages,
+            server: self.server.clone(),
+        }
+    }
+}
+
+/// A session's standalone stream. When dropped (its host hung up), the requests of ours
+/// still queued on it are refused, so that nothing waits on a question never written.
+pub(crate) struct Standalone {
+    messages: Receiver<Message>,
+    server: Server,
+}
+
+impl Standalone {
+    /// The next message for the host; `None` once the machine ended or another stream
+    /// replaced this one and all that was sent here has been taken.
+    pub(crate) async fn next(&self) -> Option<Message> {
+        self.messages.recv().await.ok()
+    }
+}
+
+impl Drop for Standalone {
+    fn drop(&mut self) {
+        let queued = std::iter::from_fn(|| self.messages.try_recv().ok());
+        refuse_queued(&self.server, queued);
     }
 }
 
@@ -235,6 +260,13 @@ impl Drop for Reply {
             return;
         }
         lock(&self.bridge.routes).open.remove(&self.key);
+        // What was queued for this request and not written (the host hung up first) never
+        // reaches the host: the requests of ours among it are refused.
+        let queued = std::iter::from_fn(|| self.messages.try_recv().ok());
+        refuse_queued(
+            &self.bridge.server,
+            queued.map(|delivered| delivered.message),
+        );
         if !self.cancel {
             return;
         }
@@ -242,6 +274,23 @@ impl Drop for Reply {
             "params": {"requestId": self.id, "reason": "the host hung up"}});
         receive(&self.bridge.server, &note);
     }
+}
+
+/// Refuses each request of ours among `queued`, messages that will never be written.
+fn refuse_queued(server: &Server, queued: impl Iterator<Item = Message>) {
+    for refusal in refusals_of(queued) {
+        receive(server, &refusal);
+    }
+}
+
+/// The refusals of the requests of ours among `messages`; answers and notifications need
+/// none.
+fn refusals_of(messages: impl Iterator<Item = Message>) -> Vec<Value> {
+    let refusals = messages.filter_map(|message| {
+        let envelope = serde_json::from_slice::<Envelope>(&message).ok()?;
+        refusal(&envelope, HUNG_UP)
+    });
+    refusals.collect()
 }
 
 /// Passes `message`, one of ours made as a host's (a cancellation, a refusal), to the
@@ -421,7 +470,7 @@ fn deliver(routes: &Shared, message: Message) -> Option<Value> {
     });
     match delivered {
         true => None,
-        false => refusal(&envelope),
+        false => refusal(&envelope, NO_STREAM),
     }
 }
 
@@ -447,7 +496,7 @@ fn refuse_or_stream(routes: &mut Routes, message: Message, envelope: &Envelope) 
     let taken = (routes.standalone.as_ref()).is_some_and(|to| to.try_send(message).is_ok());
     match taken {
         true => None,
-        false => refusal(envelope),
+        false => refusal(envelope, NO_STREAM),
     }
 }
 
@@ -470,23 +519,51 @@ fn to_standalone(routes: &mut Routes, message: Message) -> Option<Value> {
     None
 }
 
-/// The refusal to send back for a request of ours that nothing can take; `None` for any
-/// other message.
-fn refusal(envelope: &Envelope) -> Option<Value> {
+/// Why a request of ours went nowhere, when no open request streams.
+const NO_STREAM: &str =
+    "this host is served over HTTP with no stream open to take requests of the server's";
+
+/// Why a request of ours went nowhere, when its stream closed before it was written.
+const HUNG_UP: &str = "the host's stream closed before the request was written to it";
+
+/// The refusal, saying `why`, to send back for a request of ours that nothing can take;
+/// `None` for any other message.
+fn refusal(envelope: &Envelope, why: &str) -> Option<Value> {
     let (Some(id), Some(method)) = (envelope.id, envelope.method.as_deref()) else {
         return None;
     };
     let id: Value = serde_json::from_str(id.get()).unwrap_or(Value::Null);
     Some(json!({"jsonrpc": "2.0", "id": id, "error": {
         "code": -32601,
-        "message": format!("{method}: this host is served over HTTP with no stream open to take requests of the server's"),
+        "message": format!("{method}: {why}"),
     }}))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::answer_id;
+    use super::{Message, answer_id, refusals_of};
     use serde_json::json;
+
+    #[test]
+    fn of_what_was_queued_and_never_written_only_the_requests_of_ours_are_refused() {
+        let queued = [
+            json!({"jsonrpc": "2.0", "id": "g-1", "method": "roots/list"}),
+            json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {}}),
+            json!({"jsonrpc": "2.0", "id": 4, "result": {}}),
+            json!({"jsonrpc": "2.0", "id": 9, "method": "elicitation/create", "params": {}}),
+        ];
+        let queued = queued
+            .iter()
+            .map(|message| Message::from(message.to_string()));
+        let refusals = refusals_of(queued);
+        let ids: Vec<_> = refusals.iter().map(|refusal| &refusal["id"]).collect();
+        assert_eq!(ids, [&json!("g-1"), &json!(9)]);
+        let message = refusals[0]["error"]["message"].as_str().unwrap();
+        assert!(
+            message.starts_with("roots/list: the host's stream closed"),
+            "{message}"
+        );
+    }
 
     #[test]
     fn an_answers_id_is_read_as_the_routes_key_and_nothing_else_is_an_answer() {

@@ -558,7 +558,7 @@ impl Listener {
         let stopping = self.stopping.clone();
         let stream =
             futures_lite::stream::unfold((messages, stopping), |(messages, stopping)| async move {
-                let next = async { messages.recv().await.ok() };
+                let next = messages.next();
                 let stop = async {
                     let _ = stopping.recv().await;
                     None
