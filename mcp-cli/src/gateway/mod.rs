@@ -418,7 +418,7 @@ impl Gateway {
                     .collect();
                 Ok(json!({ "resourceTemplates": templates }))
             }
-            ("resources/read", _) => Box::pin(self.read(params)).await,
+            ("resources/read", _) => Box::pin(self.read(host, params)).await,
             ("prompts/list", _) => {
                 let catalogue = Box::pin(self.hub.catalogue_of(&self.servers())).await;
                 let prompts: Vec<Value> = (catalogue.prompts.iter())
@@ -444,6 +444,8 @@ impl Gateway {
                     _ => Map::new(),
                 };
                 let request = Request::get_prompt(&entry.prompt.name, arguments).untyped();
+                // What the server asks of the person meanwhile goes to this host.
+                let _waiting = self.relay.wait_on(Some(&entry.server), host);
                 Box::pin(self.hub.request(&entry.server, request))
                     .await
                     .map_err(backend_error)
@@ -710,7 +712,9 @@ impl Gateway {
         Ok(RawResult::from(failed))
     }
 
-    async fn read(&self, params: Value) -> Result<Value, RpcError> {
+    /// A host's `resources/read`: a result the gateway kept, or the server's whose resource
+    /// or template it is; what the server asks of the person meanwhile goes to `host`.
+    async fn read(&self, host: &HostLink, params: Value) -> Result<Value, RpcError> {
         let uri = params
             .get("uri")
             .and_then(Value::as_str)
@@ -744,6 +748,8 @@ impl Gateway {
             }
         };
         let request = Request::read_resource(uri).untyped();
+        // What the server asks of the person meanwhile goes to this host.
+        let _waiting = self.relay.wait_on(Some(&server), host);
         self.hub
             .request(&server, request)
             .await

@@ -711,6 +711,61 @@ fn a_backends_form_is_relayed_to_a_host_that_declared_elicitation() {
     assert!(serve.wait().unwrap().success());
 }
 
+/// A form a backend asks while a host's `prompts/get` or `resources/read` waits on it goes to
+/// that host, and its answer back; for a host that cannot show forms it is refused.
+#[test]
+fn a_backends_form_during_a_prompt_or_a_read_reaches_the_host_waiting_on_it() {
+    let scratch = Scratch::new("gateway-ask-in-reads");
+    let config = scratch.write(
+        "reads.toml",
+        &format!("[mcp.fx]\ncommand = {FIXTURE:?}\nargs = [\"ask-in-reads\"]\n"),
+    );
+    let args = ["--config", config.to_str().unwrap(), "serve"];
+    let prompt = ("prompts/get", json!({"name": "fx__plain"}));
+    let read = ("resources/read", json!({"uri": "fx://text/hello"}));
+    // The prompt's text or the resource's.
+    let text_of = |answer: &Value| {
+        let result = &answer["result"];
+        let text = (result["messages"][0]["content"]["text"].as_str())
+            .or(result["contents"][0]["text"].as_str());
+        text.unwrap_or_else(|| panic!("no text in {answer}"))
+            .to_owned()
+    };
+
+    let (mut serve, mut host) = RawHost::start_patient(&scratch, &args, r#"{"elicitation": {}}"#);
+    for (id, (method, params)) in [(1, &prompt), (2, &read)] {
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let mut asked = host.exchange(&request.to_string());
+        while asked["method"] != "elicitation/create" {
+            assert_ne!(asked["id"], id, "answered without asking: {asked}");
+            asked = host.next();
+        }
+        assert_eq!(asked["params"]["message"], "Which colour?", "{asked}");
+        let answer = json!({"jsonrpc": "2.0", "id": asked["id"], "result": {
+            "action": "accept", "content": {"colour": "teal"}}});
+        host.send(&answer.to_string());
+        let mut answer = host.next();
+        while answer["id"] != id {
+            answer = host.next();
+        }
+        let text = text_of(&answer);
+        assert_eq!(text, r#""accept" {"colour":"teal"}"#, "{method}: {answer}");
+    }
+    drop(host);
+    assert!(serve.wait().unwrap().success());
+
+    let (mut serve, mut host) = RawHost::start_patient(&scratch, &args, "{}");
+    for (id, (method, params)) in [(1, &prompt), (2, &read)] {
+        let answer = host.request(id, method, params.clone());
+        // The backends were not told this gateway takes forms: one asked anyway is refused.
+        let text = text_of(&answer);
+        assert!(text.starts_with("refused"), "{method}: {answer}");
+        assert!(text.contains("elicitation/create"), "{method}: {answer}");
+    }
+    drop(host);
+    assert!(serve.wait().unwrap().success());
+}
+
 /// One slow server does not hold up `tools/list`: the answer comes with the servers ready
 /// within the wait, and the host is told the list changed once the slow one is ready.
 #[test]

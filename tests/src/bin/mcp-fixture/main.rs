@@ -82,6 +82,9 @@
 //! - `roots-call`: tool `show_roots` asks for the client's roots during the call (a
 //!   `roots/list` request, or in the stateless era an input round, which needs the client's
 //!   `roots` capability) and answers them as JSON text.
+//! - `ask-in-reads` (handshake era): the `resources` mode's prompts and resources, where a
+//!   `prompts/get` or a `resources/read` first asks a form (`Which colour?`) and answers
+//!   `"ACTION" CONTENT` as the prompt's or the resource's text.
 //! - `tasks`: declares tasks (the handshake era's `tasks` capability, the stateless era's
 //!   extension) and adds the task tools of [`mcp_tests::tasks`]: `task_sleep` (`ms`),
 //!   `task_fail`, `task_ask` (asks for a name mid-way: `inputRequests` in the stateless era,
@@ -564,6 +567,9 @@ impl Server {
             ("tasks", "tasks/list") => self.reply(&id, self.tasks().list()),
             ("tasks", "tasks/result") => self.task_result(id, params),
             (_, "tools/call") => self.call(id, params, false),
+            ("ask-in-reads", "prompts/get" | "resources/read") => {
+                self.ask_then_read(id, method, &params);
+            }
             (mode, method) if resources::served(mode) && method.starts_with("resources/") => self
                 .answer(
                     &id,

@@ -1,6 +1,7 @@
 //! What the fixture asks of the person beyond a form, for the gateway's relays: a -32042
 //! naming a link to open (mode `url-required`), its roots during a call (mode `roots-call`),
-//! and its roots again when the client says they changed (any handshake-era mode).
+//! a form while a prompt or a resource is read (mode `ask-in-reads`), and its roots again
+//! when the client says they changed (any handshake-era mode).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -49,19 +50,56 @@ impl Server {
         thread::spawn(move || {
             let key = format!("roots-of-{id}");
             server.send(&json!({"jsonrpc": "2.0", "id": key, "method": "roots/list"}));
-            loop {
-                let answers = server.answers.lock().unwrap().clone();
-                if let Some(answer) = answers.iter().find(|answer| answer["id"] == key.as_str()) {
-                    let text = match answer.get("result") {
-                        Some(result) => result["roots"].to_string(),
-                        None => format!("refused {}", answer["error"]),
-                    };
-                    let result = json!({"content": [{"type": "text", "text": text}]});
-                    return server.answer(&id, Ok(result));
-                }
-                thread::sleep(Duration::from_millis(20));
-            }
+            let answer = server.answer_to(&key);
+            let text = match answer.get("result") {
+                Some(result) => result["roots"].to_string(),
+                None => format!("refused {}", answer["error"]),
+            };
+            let result = json!({"content": [{"type": "text", "text": text}]});
+            server.answer(&id, Ok(result));
         });
+    }
+
+    /// Mode `ask-in-reads` (handshake era): a `prompts/get` or a `resources/read` asks the
+    /// person a form first, and what they answered is the prompt's text or the resource's.
+    pub(crate) fn ask_then_read(self: &Arc<Self>, id: Value, method: &str, params: &Value) {
+        let server = self.clone();
+        let prompt = method == "prompts/get";
+        let uri = params["uri"].clone();
+        thread::spawn(move || {
+            let key = format!("form-of-{id}");
+            let form = json!({"message": "Which colour?", "requestedSchema": {"type": "object",
+                              "properties": {"colour": {"type": "string"}}}});
+            server.send(
+                &json!({"jsonrpc": "2.0", "id": key, "method": "elicitation/create",
+                                "params": form}),
+            );
+            let answer = server.answer_to(&key);
+            let text = match answer.get("result") {
+                Some(result) => format!("{} {}", result["action"], result["content"]),
+                None => format!("refused {}", answer["error"]),
+            };
+            let result = match prompt {
+                true => json!({"messages": [{"role": "user",
+                                             "content": {"type": "text", "text": text}}]}),
+                false => {
+                    json!({"contents": [{"uri": uri, "mimeType": "text/plain", "text": text}]})
+                }
+            };
+            server.answer(&id, Ok(result));
+        });
+    }
+
+    /// The client's answer to our request `key`, once it came.
+    fn answer_to(&self, key: &str) -> Value {
+        loop {
+            let answers = self.answers.lock().unwrap();
+            if let Some(answer) = answers.iter().find(|answer| answer["id"] == key) {
+                return answer.clone();
+            }
+            drop(answers);
+            thread::sleep(Duration::from_millis(20));
+        }
     }
 
     fn show_roots_in_rounds(&self, id: &Value, params: &Value) {

@@ -13,7 +13,7 @@ pub(crate) const TEXT: &str = "hello from the fixture\n";
 pub(crate) fn served(mode: &str) -> bool {
     matches!(
         mode,
-        "resources" | "repeat-resource-cursor" | "malformed-resources"
+        "resources" | "repeat-resource-cursor" | "malformed-resources" | "ask-in-reads"
     )
 }
 
