@@ -102,6 +102,33 @@ pub(crate) fn list_wait(env: crate::config::Env<'_>) -> Duration {
     millis.map_or(LIST_WAIT, Duration::from_millis)
 }
 
+/// Who a backend request is made for: the host and its request, and, in the stateless era,
+/// what the request declared and the answers it brings (a retry).
+struct Asking<'a> {
+    host: &'a HostLink,
+    id: HostRequestId,
+    era: Option<&'a ClientInfo>,
+    input: Option<HostInput>,
+}
+
+impl<'a> Asking<'a> {
+    fn new(
+        host: &'a HostLink,
+        id: HostRequestId,
+        method: &str,
+        params: &Value,
+        era: Option<&'a ClientInfo>,
+    ) -> Self {
+        let input = era.and_then(|_| HostInput::of(method, Some(params)));
+        Self {
+            host,
+            id,
+            era,
+            input,
+        }
+    }
+}
+
 /// The capabilities the gateway declares: every list may change.
 pub(crate) fn server_config() -> ServerConfig {
     ServerConfig {
@@ -308,7 +335,7 @@ impl Gateway {
         }
         // The rarer requests are boxed: their state would otherwise be carried (and copied) by
         // every call's task.
-        let mut result = Box::pin(self.answer(host, method, params, era)).await;
+        let mut result = Box::pin(self.answer(host, id, method, params, era)).await;
         if let (Some(_), Ok(result)) = (era, &mut result) {
             self.add_cache_hint(method, result);
         }
@@ -396,6 +423,7 @@ impl Gateway {
     async fn answer(
         self: &Arc<Self>,
         host: &HostLink,
+        id: HostRequestId,
         method: &str,
         params: Value,
         era: Option<&ClientInfo>,
@@ -418,7 +446,7 @@ impl Gateway {
                     .collect();
                 Ok(json!({ "resourceTemplates": templates }))
             }
-            ("resources/read", _) => Box::pin(self.read(host, params)).await,
+            ("resources/read", _) => Box::pin(self.read(host, id, params, era)).await,
             ("prompts/list", _) => {
                 let catalogue = Box::pin(self.hub.catalogue_of(&self.servers())).await;
                 let prompts: Vec<Value> = (catalogue.prompts.iter())
@@ -444,11 +472,10 @@ impl Gateway {
                     _ => Map::new(),
                 };
                 let request = Request::get_prompt(&entry.prompt.name, arguments).untyped();
-                // What the server asks of the person meanwhile goes to this host.
-                let _waiting = self.relay.wait_on(Some(&entry.server), host);
-                Box::pin(self.hub.request(&entry.server, request))
-                    .await
-                    .map_err(backend_error)
+                let origin = format!("prompts/get {name}");
+                let asking = Asking::new(host, id, method, &params, era);
+                let requested = self.request_for_host(asking, origin, &entry.server, request);
+                Box::pin(requested).await
             }
             ("logging/setLevel", _) => Ok(json!({})),
             (method, _) if tasks::METHODS.contains(&method) => {
@@ -633,7 +660,7 @@ impl Gateway {
                 // Copied only when the call may be made again.
                 let kept = takes.urls.then(|| (arguments.clone(), trace.clone()));
                 let mut first = Some((arguments, trace));
-                url_elicitation::call_in_rounds(links, &entry.name, || {
+                let called = url_elicitation::call_in_rounds(links, &entry.name, || {
                     let (arguments, trace) =
                         first.take().or_else(|| kept.clone()).unwrap_or_default();
                     let called = gateway.call_unrelayed(
@@ -645,7 +672,8 @@ impl Gateway {
                     );
                     async move { called.await.map(read_result) }
                 })
-                .await
+                .await;
+                Ok(called)
             })
         };
         let answered =
@@ -714,7 +742,13 @@ impl Gateway {
 
     /// A host's `resources/read`: a result the gateway kept, or the server's whose resource
     /// or template it is; what the server asks of the person meanwhile goes to `host`.
-    async fn read(&self, host: &HostLink, params: Value) -> Result<Value, RpcError> {
+    async fn read(
+        self: &Arc<Self>,
+        host: &HostLink,
+        id: HostRequestId,
+        params: Value,
+        era: Option<&ClientInfo>,
+    ) -> Result<Value, RpcError> {
         let uri = params
             .get("uri")
             .and_then(Value::as_str)
@@ -748,12 +782,47 @@ impl Gateway {
             }
         };
         let request = Request::read_resource(uri).untyped();
-        // What the server asks of the person meanwhile goes to this host.
-        let _waiting = self.relay.wait_on(Some(&server), host);
-        self.hub
-            .request(&server, request)
+        let origin = format!("resources/read {uri}");
+        let asking = Asking::new(host, id, "resources/read", &params, era);
+        self.request_for_host(asking, origin, &server, request)
             .await
-            .map_err(backend_error)
+    }
+
+    /// Sends `request` (a host's `prompts/get` or `resources/read`, which `origin` names) to
+    /// `server`; what the server asks of the person meanwhile goes to the host: as requests
+    /// of ours in the handshake era, as `input_required` rounds in the stateless era when the
+    /// request declared it takes them (a retry resumes the request it answers).
+    async fn request_for_host(
+        self: &Arc<Self>,
+        asking: Asking<'_>,
+        origin: String,
+        server: &str,
+        request: Request<Value>,
+    ) -> Result<Value, RpcError> {
+        let Asking {
+            host,
+            id,
+            era,
+            input,
+        } = asking;
+        let takes = era.map(Takes::of).unwrap_or_default();
+        if era.is_none() || (!takes.any() && input.is_none()) {
+            let _waiting = self.relay.wait_on(Some(server), host);
+            return (self.hub.request(server, request).await).map_err(backend_error);
+        }
+        let (gateway, server) = (self.clone(), server.to_owned());
+        let start = move |questions: Sender<rounds::Question>, _: rounds::Answering| {
+            self.executor.spawn(async move {
+                let relay = &gateway.relay;
+                let _waiting =
+                    (takes.any()).then(|| relay.wait_in_rounds(&server, questions, takes));
+                (gateway.hub.request(&server, request).await).map_err(backend_error)
+            })
+        };
+        let reply_to = host.reply_to(id);
+        (host.rounds)
+            .answer(&self.executor, origin, reply_to, input, start)
+            .await
     }
 }
 

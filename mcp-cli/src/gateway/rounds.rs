@@ -1,7 +1,7 @@
-//! Multi-round-trip calls for a stateless-era host, which takes no requests of ours: what a
-//! backend asks of the person while the host's call runs (a form, a link to open, the roots)
-//! goes back to the host as an `input_required` result, and the backend call waits, parked under the `requestState` we
-//! gave. The host's retry brings the answers, and the call goes on where it waited. A host
+//! Multi-round-trip requests for a stateless-era host, which takes no requests of ours: what a
+//! backend asks of the person while the host's call, `prompts/get` or `resources/read` runs (a
+//! form, a link to open, the roots) goes back to the host as an `input_required` result, and
+//! the backend request waits, parked under the `requestState` we gave. The host's retry brings the answers, and the call goes on where it waited. A host
 //! that never retries does not hold the backend call for ever: it is dropped (and so
 //! cancelled) when its wait ends, when the rounds run out, or when the host hangs up.
 
@@ -94,6 +94,19 @@ const MAX_ROUNDS: u32 = 8;
 /// that starts calls and never retries them cannot grow our memory.
 const MAX_PARKED: usize = 256;
 
+/// The answer to a request whose rounds ended in `why`: a tool error for a call, which the
+/// model reads; an internal error (-32603) for a prompt or a read.
+fn gave_up(origin: &str, why: String) -> Result<Value, RpcError> {
+    match origin.starts_with("tools/call") {
+        true => Ok(tool_error(&why)),
+        false => Err(RpcError {
+            code: -32603,
+            message: format!("{origin}: {why}"),
+            data: None,
+        }),
+    }
+}
+
 /// The calls of one host parked on its answers, by `requestState`.
 #[derive(Clone)]
 pub(crate) struct Rounds {
@@ -111,7 +124,7 @@ struct Parking {
 struct Parked {
     /// The host's method and tool (or prompt, or URI): a retry must name the same.
     origin: String,
-    call: async_executor::Task<Value>,
+    call: async_executor::Task<Result<Value, RpcError>>,
     answering: Answering,
     questions: Receiver<Question>,
     /// The answers the call waits for, by the key the host answers under, with what it
@@ -157,7 +170,7 @@ impl Rounds {
         start: F,
     ) -> Result<Value, RpcError>
     where
-        F: FnOnce(Sender<Question>, Answering) -> async_executor::Task<Value>,
+        F: FnOnce(Sender<Question>, Answering) -> async_executor::Task<Result<Value, RpcError>>,
     {
         let mut parked = match input {
             Some(input) => self.resume(&origin, input)?,
@@ -177,7 +190,7 @@ impl Rounds {
         };
         *(parked.answering.lock()).unwrap_or_else(PoisonError::into_inner) = to;
         enum Next {
-            Done(Value),
+            Done(Result<Value, RpcError>),
             Asked(Question),
         }
         let done = async { Next::Done((&mut parked.call).await) };
@@ -189,15 +202,16 @@ impl Rounds {
             }
         };
         let first = match done.or(asked).await {
-            Next::Done(result) => return Ok(result),
+            Next::Done(result) => return result,
             Next::Asked(question) => question,
         };
         parked.rounds += 1;
         if parked.rounds > MAX_ROUNDS {
             // Dropping the call cancels it on the backend.
-            return Ok(tool_error(&format!(
-                "the server asked for input more than {MAX_ROUNDS} times in one call; gave up"
-            )));
+            return gave_up(
+                &parked.origin,
+                format!("the server asked for input more than {MAX_ROUNDS} times; gave up"),
+            );
         }
         let questions =
             std::iter::once(first).chain(std::iter::from_fn(|| parked.questions.try_recv().ok()));
@@ -208,15 +222,19 @@ impl Rounds {
             round.requests.insert(key.clone(), question.asked.request());
             parked.waiting.insert(key, (question.answer, unanswered));
         }
+        let origin = parked.origin.clone();
         match self.park(executor, parked) {
             Some(state) => {
                 round.state = Some(state);
                 Ok(round.to_result())
             }
-            None => Ok(tool_error(&format!(
-                "the server asked for input, and {MAX_PARKED} calls of this host already wait \
-                 for theirs; answer or abandon those first"
-            ))),
+            None => gave_up(
+                &origin,
+                format!(
+                    "the server asked for input, and {MAX_PARKED} requests of this host already \
+                     wait for theirs; answer or abandon those first"
+                ),
+            ),
         }
     }
 
@@ -310,7 +328,8 @@ mod tests {
     fn asking(
         executor: &Arc<async_executor::Executor<'static>>,
         times: usize,
-    ) -> impl FnOnce(Sender<Question>, Answering) -> async_executor::Task<Value> {
+    ) -> impl FnOnce(Sender<Question>, Answering) -> async_executor::Task<Result<Value, RpcError>>
+    {
         let executor = executor.clone();
         move |questions, _| {
             executor.spawn(async move {
@@ -322,7 +341,7 @@ mod tests {
                     questions.send(Question { asked, answer }).await.unwrap();
                     answers.push(answered.recv().await.unwrap());
                 }
-                json!(answers)
+                Ok(json!(answers))
             })
         }
     }
@@ -422,30 +441,42 @@ mod tests {
     }
 
     #[test]
-    fn a_call_that_keeps_asking_ends_with_a_tool_error() {
+    fn a_request_that_keeps_asking_ends_with_a_tool_error_or_an_error() {
         let executor = Arc::new(async_executor::Executor::new());
         let rounds = Rounds::new(&no_env);
         futures_lite::future::block_on(executor.run(async {
-            let origin = "tools/call loop".to_owned();
-            let start = asking(&executor, usize::MAX);
-            let mut round = rounds
-                .answer(&executor, origin.clone(), to(), None, start)
-                .await
-                .unwrap();
-            for _ in 0..MAX_ROUNDS {
-                assert_eq!(round["resultType"], "input_required", "{round}");
-                // The host answers nothing: each question is cancelled, and asked again.
-                let input = HostInput {
-                    responses: serde_json::Map::new(),
-                    state: round["requestState"].as_str().map(str::to_owned),
-                };
-                let never = |_, _| unreachable!("a retry starts nothing");
-                round = (rounds.answer(&executor, origin.clone(), to(), Some(input), never))
-                    .await
-                    .unwrap();
+            let mut ended = Vec::new();
+            for origin in ["tools/call loop", "prompts/get loop"] {
+                let origin = origin.to_owned();
+                let start = asking(&executor, usize::MAX);
+                let mut round = (rounds.answer(&executor, origin.clone(), to(), None, start)).await;
+                for _ in 0..MAX_ROUNDS {
+                    let asked = round.unwrap();
+                    assert_eq!(asked["resultType"], "input_required", "{asked}");
+                    // The host answers nothing: each question is cancelled, and asked again.
+                    let input = HostInput {
+                        responses: serde_json::Map::new(),
+                        state: asked["requestState"].as_str().map(str::to_owned),
+                    };
+                    let never = |_, _| unreachable!("a retry starts nothing");
+                    let retried =
+                        rounds.answer(&executor, origin.clone(), to(), Some(input), never);
+                    round = retried.await;
+                }
+                ended.push(round);
+                assert_eq!(rounds.parked(), 0);
             }
-            assert_eq!(round["isError"], true, "{round}");
-            assert_eq!(rounds.parked(), 0);
+            // A call's ends as a tool error the model reads; a prompt's, as an error.
+            let called = ended[0].as_ref().unwrap();
+            assert_eq!(called["isError"], true, "{called}");
+            let error = ended[1].as_ref().unwrap_err();
+            assert_eq!(error.code, -32603);
+            assert!(
+                error
+                    .message
+                    .starts_with("prompts/get loop: the server asked"),
+                "{error:?}"
+            );
         }));
     }
 
@@ -461,7 +492,7 @@ mod tests {
                     let (answer, answered) = async_channel::bounded(1);
                     let asked = Asked::Roots;
                     questions.send(Question { asked, answer }).await.unwrap();
-                    answered.recv().await.unwrap()
+                    Ok(answered.recv().await.unwrap())
                 })
             };
             let round = rounds.answer(&executor, origin.clone(), to(), None, start);

@@ -205,7 +205,7 @@ impl Gateway {
                 let relay = &gateway.relay;
                 let _waiting =
                     (takes.any()).then(|| relay.wait_in_rounds(&entry.server, questions, takes));
-                match gateway.start_task(&entry, arguments, trace).await {
+                Ok(match gateway.start_task(&entry, arguments, trace).await {
                     Ok(Started::Done(result)) => result,
                     Ok(Started::Task(handle)) => {
                         let mut task = for_host(&entry.server, handle.task);
@@ -213,7 +213,7 @@ impl Gateway {
                         task
                     }
                     Err(error) => failed_call(&entry, error),
-                }
+                })
             })
         };
         (host.rounds)
