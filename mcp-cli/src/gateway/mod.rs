@@ -815,8 +815,14 @@ impl Gateway {
             self.executor.spawn(async move {
                 let relay = &gateway.relay;
                 let _waiting =
-                    (takes.any()).then(|| relay.wait_in_rounds(&server, questions, takes));
-                (gateway.hub.request(&server, request).await).map_err(backend_error)
+                    (takes.any()).then(|| relay.wait_in_rounds(&server, questions.clone(), takes));
+                // A -32042 is put to the host as links, and the request made again once opened.
+                let links = takes.urls.then_some(&questions);
+                let made = url_elicitation::again_once_opened(links, || {
+                    let (hub, request) = (&gateway.hub, request.clone());
+                    async { hub.request(&server, request).await.map_err(backend_error) }
+                });
+                made.await.map_err(url_elicitation::Unopened::into_error)
             })
         };
         let reply_to = host.reply_to(id);

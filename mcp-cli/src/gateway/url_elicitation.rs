@@ -6,9 +6,10 @@
 //! a host learns the outcome from its retry, which the backend answers once it knows).
 //!
 //! A backend's -32042 (URL elicitation required, 2025-11-25 only) names links to open before
-//! the call is made again: a handshake-era host that takes links gets the error as it is; a
-//! stateless-era request that declared links gets them as an input round, and the call is
-//! made again once all are accepted; any other host gets a tool error naming the links.
+//! the request is made again: a handshake-era host that takes links gets the error as it is;
+//! a stateless-era request that declared links gets them as an input round, and the call (or
+//! the `prompts/get`, the `resources/read`) is made again once all are accepted; any other
+//! host gets a tool error naming the links (for a prompt or a read, the error as it came).
 
 use std::future::Future;
 
@@ -62,18 +63,67 @@ pub(crate) fn explained(tool: &str, required: &RpcError) -> Value {
     ))
 }
 
-/// At most this many -32042 answers to one stateless-era call are put to the host as links.
+/// At most this many -32042 answers to one stateless-era request are put to the host as links.
 const MAX_AGAIN: usize = 4;
 
-/// Makes a stateless-era host's call with `call`; a -32042 is put to the host as an input
-/// round through `questions` (when the request declared links) and, once it accepted every
-/// link, the call is made again. A host that cannot be asked, or that declines, gets a tool
-/// error naming the links.
+/// How a request to be made again once its links were opened ended without a result.
+pub(crate) enum Unopened {
+    /// The backend's error: not a -32042, or one whose links the host could not be asked.
+    Failed(RpcError),
+    /// The host answered `action` (not `accept`) to a link of the backend's -32042.
+    Refused { action: String, required: RpcError },
+    /// The backend still asked for links after [`MAX_AGAIN`] tries: its last -32042.
+    GaveUp(RpcError),
+}
+
+impl Unopened {
+    /// The tool error a call of `tool` ends in, which says why.
+    fn for_tool(self, tool: &str) -> Value {
+        match self {
+            Unopened::Failed(error) => explained(tool, &error),
+            Unopened::Refused { action, .. } => tool_error(&format!(
+                "{tool} could not run: the server needs a link opened first, and the host \
+                 answered {action}"
+            )),
+            Unopened::GaveUp(required) => tool_error(&format!(
+                "{tool}: the server still asked for links to be opened after {MAX_AGAIN} tries; \
+                 gave up: {required}"
+            )),
+        }
+    }
+
+    /// The backend's error, for a request that is not a call (`prompts/get`,
+    /// `resources/read`): its own JSON-RPC error, which names the links.
+    pub(crate) fn into_error(self) -> RpcError {
+        match self {
+            Unopened::Failed(error) | Unopened::GaveUp(error) => error,
+            Unopened::Refused { required, .. } => required,
+        }
+    }
+}
+
+/// Makes a stateless-era host's call of `tool` with `call`, a -32042 put to the host as links
+/// ([`again_once_opened`]); a host that cannot be asked, or that declines, gets a tool error
+/// naming the links.
 pub(crate) async fn call_in_rounds<F, Fut>(
     questions: Option<&Sender<Question>>,
     tool: &str,
-    mut call: F,
+    call: F,
 ) -> Value
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<Value, RpcError>>,
+{
+    (again_once_opened(questions, call).await).unwrap_or_else(|unopened| unopened.for_tool(tool))
+}
+
+/// Makes a stateless-era host's request with `call`; a -32042 is put to the host as an input
+/// round through `questions` (when the request declared links) and, once it accepted every
+/// link, the request is made again.
+pub(crate) async fn again_once_opened<F, Fut>(
+    questions: Option<&Sender<Question>>,
+    mut call: F,
+) -> Result<Value, Unopened>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<Value, RpcError>>,
@@ -81,14 +131,14 @@ where
     let mut required = None;
     for _ in 0..MAX_AGAIN {
         let error = match call().await {
-            Ok(result) => return result,
+            Ok(result) => return Ok(result),
             Err(error) => error,
         };
         let ErrorKind::UrlElicitationRequired { elicitations } = error.kind() else {
-            return explained(tool, &error);
+            return Err(Unopened::Failed(error));
         };
         let Some(questions) = questions.filter(|_| !elicitations.is_empty()) else {
-            return explained(tool, &error);
+            return Err(Unopened::Failed(error));
         };
         for elicitation in elicitations {
             let mut params = for_round(elicitation);
@@ -96,18 +146,20 @@ where
             let answer = host::in_round(questions, Asked::Elicitation(params)).await;
             let action = answer.as_ref().and_then(|a| a.get("action")?.as_str());
             if action != Some("accept") {
-                let action = action.unwrap_or("cancel");
-                return tool_error(&format!(
-                    "{tool} could not run: the server needs a link opened first, and the \
-                     host answered {action}"
-                ));
+                let action = action.unwrap_or("cancel").to_owned();
+                return Err(Unopened::Refused {
+                    action,
+                    required: error,
+                });
             }
         }
         required = Some(error);
     }
-    let required = required.map(|error| error.to_string()).unwrap_or_default();
-    tool_error(&format!(
-        "{tool}: the server still asked for links to be opened after {MAX_AGAIN} tries; gave \
-         up: {required}"
-    ))
+    // Asked at least once: `MAX_AGAIN` is not 0.
+    let required = required.unwrap_or_else(|| RpcError {
+        code: RpcError::URL_ELICITATION_REQUIRED,
+        message: "links to open".to_owned(),
+        data: None,
+    });
+    Err(Unopened::GaveUp(required))
 }

@@ -166,7 +166,8 @@ fn a_backends_roots_question_is_an_input_round_for_a_request_that_declared_roots
 /// A form a backend asks during a stateless-era host's `prompts/get` or `resources/read` is an
 /// input round of that request when it declared elicitation, and the retry's answer reaches
 /// the backend; a request that did not declare it gets no round, and the backend hears
-/// `decline`. A retry naming another request's state cannot take it over.
+/// `decline`. A retry naming another request's state cannot take it over. A backend's -32042
+/// answering a prompt is a round of links, and the prompt is got again once they are open.
 #[test]
 fn a_backends_form_during_a_prompt_or_a_read_is_an_input_round() {
     let scratch = Scratch::new("gateway-modern-reads");
@@ -210,6 +211,23 @@ fn a_backends_form_during_a_prompt_or_a_read_is_an_input_round() {
         let bare = host.declaring(id, method, params.clone(), "2026-07-28", json!({}));
         assert_eq!(text_of(&bare), r#""decline" null"#, "{method}");
     }
+
+    // A -32042 answering a prompt is a round of links, and the prompt is got again once open.
+    let links = json!({"elicitation": {"url": {}}});
+    let greet = json!({"name": "fx__greet", "arguments": {"name": "Ada"}});
+    let round = host.declaring(
+        20,
+        "prompts/get",
+        greet.clone(),
+        "2026-07-28",
+        links.clone(),
+    );
+    let (key, asked) = input_request(&round);
+    assert_eq!(asked["params"]["mode"], "url", "{asked}");
+    assert_eq!(asked["params"]["url"], LINK, "{asked}");
+    let accepted = retry(&greet, &round, &key, json!({"action": "accept"}));
+    let done = host.declaring(21, "prompts/get", accepted, "2026-07-28", links);
+    assert_eq!(text_of(&done), "linked after 2 gets");
 }
 
 /// A backend's -32042 (URL elicitation required) before a stateless-era host: a request that

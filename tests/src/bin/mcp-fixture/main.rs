@@ -84,7 +84,9 @@
 //!   `roots` capability) and answers them as JSON text.
 //! - `ask-in-reads` (handshake era): the `resources` mode's prompts and resources, where a
 //!   `prompts/get` or a `resources/read` first asks a form (`Which colour?`) and answers
-//!   `"ACTION" CONTENT` as the prompt's or the resource's text.
+//!   `"ACTION" CONTENT` as the prompt's or the resource's text; but prompt `greet`'s first
+//!   get is answered -32042 naming the link, as `needs_link` is, and later ones `linked after
+//!   N gets`.
 //! - `tasks`: declares tasks (the handshake era's `tasks` capability, the stateless era's
 //!   extension) and adds the task tools of [`mcp_tests::tasks`]: `task_sleep` (`ms`),
 //!   `task_fail`, `task_ask` (asks for a name mid-way: `inputRequests` in the stateless era,

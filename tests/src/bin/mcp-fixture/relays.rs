@@ -19,6 +19,9 @@ pub(crate) const LINK: &str = "https://auth.example.com/connect?id=link-1";
 /// How many times `needs_link` has been called.
 static LINK_CALLS: AtomicU64 = AtomicU64::new(0);
 
+/// How many times prompt `greet` has been got in mode `ask-in-reads`.
+static PROMPT_LINK_GETS: AtomicU64 = AtomicU64::new(0);
+
 /// How many times the client said its roots changed.
 static ROOTS_CHANGED: AtomicU64 = AtomicU64::new(0);
 
@@ -29,11 +32,7 @@ impl Server {
     pub(crate) fn needs_link(&self, id: &Value) {
         let calls = LINK_CALLS.fetch_add(1, Ordering::SeqCst) + 1;
         if calls == 1 {
-            let elicitation = json!({"mode": "url", "elicitationId": "link-1", "url": LINK,
-                                     "message": "Connect your account"});
-            let error = json!({"code": -32042, "message": "This request requires more information.",
-                               "data": {"elicitations": [elicitation]}});
-            return self.refuse(id, error);
+            return self.refuse(id, link_required());
         }
         let text = format!("linked after {calls} calls");
         self.answer(id, Ok(json!({"content": [{"type": "text", "text": text}]})));
@@ -62,9 +61,21 @@ impl Server {
 
     /// Mode `ask-in-reads` (handshake era): a `prompts/get` or a `resources/read` asks the
     /// person a form first, and what they answered is the prompt's text or the resource's.
+    /// Its prompt `greet` is answered -32042 naming [`LINK`] on the first get, as `needs_link`
+    /// is, and `linked after N gets` after.
     pub(crate) fn ask_then_read(self: &Arc<Self>, id: Value, method: &str, params: &Value) {
-        let server = self.clone();
         let prompt = method == "prompts/get";
+        if prompt && params["name"] == "greet" {
+            let gets = PROMPT_LINK_GETS.fetch_add(1, Ordering::SeqCst) + 1;
+            if gets == 1 {
+                return self.refuse(&id, link_required());
+            }
+            let text = format!("linked after {gets} gets");
+            let result = json!({"messages": [{"role": "user",
+                                              "content": {"type": "text", "text": text}}]});
+            return self.answer(&id, Ok(result));
+        }
+        let server = self.clone();
         let uri = params["uri"].clone();
         thread::spawn(move || {
             let key = format!("form-of-{id}");
@@ -135,4 +146,12 @@ impl Server {
         let key = format!("roots-again-{count}");
         self.send(&json!({"jsonrpc": "2.0", "id": key, "method": "roots/list"}));
     }
+}
+
+/// The -32042 (URL elicitation required) naming [`LINK`].
+fn link_required() -> Value {
+    let elicitation = json!({"mode": "url", "elicitationId": "link-1", "url": LINK,
+                             "message": "Connect your account"});
+    json!({"code": -32042, "message": "This request requires more information.",
+           "data": {"elicitations": [elicitation]}})
 }
