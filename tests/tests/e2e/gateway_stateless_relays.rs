@@ -163,15 +163,14 @@ fn a_backends_roots_question_is_an_input_round_for_a_request_that_declared_roots
     }
 }
 
-/// A form a backend asks during a stateless-era host's `prompts/get` or `resources/read` is an
-/// input round of that request when it declared elicitation, and the retry's answer reaches
-/// the backend; a request that did not declare it gets no round, and the backend hears
-/// `decline`. A retry naming another request's state cannot take it over. A backend's -32042
+/// A form a backend of either era asks during a stateless-era host's `prompts/get` or
+/// `resources/read` is an input round of that request when it declared elicitation, and the
+/// retry's answer reaches the backend; a request that did not declare it gets no round, and
+/// the backend hears `decline`. A retry naming another request's state cannot take it over. A backend's -32042
 /// answering a prompt is a round of links, and the prompt is got again once they are open.
 #[test]
 fn a_backends_form_during_a_prompt_or_a_read_is_an_input_round() {
     let scratch = Scratch::new("gateway-modern-reads");
-    let mut host = RawModernHost::start(&serve_one(&scratch, &["ask-in-reads"], &[]));
     let forms = json!({"elicitation": {}});
     let text_of = |answer: &Value| {
         let result = &answer["result"];
@@ -183,35 +182,45 @@ fn a_backends_form_during_a_prompt_or_a_read_is_an_input_round() {
     };
     let prompt = ("prompts/get", json!({"name": "fx__plain"}));
     let read = ("resources/read", json!({"uri": "fx://text/hello"}));
-    let mut id = 0;
-    for (method, params) in [&prompt, &read] {
-        id += 1;
-        let round = host.declaring(id, method, params.clone(), "2026-07-28", forms.clone());
-        let (key, asked) = input_request(&round);
-        assert_eq!(asked["method"], "elicitation/create", "{asked}");
-        assert_eq!(asked["params"]["message"], "Which colour?", "{asked}");
-        let answer = json!({"action": "accept", "content": {"colour": "teal"}});
-        // The other method, with this round's state: it cannot take this request over.
-        let (other, other_params) = if *method == "prompts/get" {
-            &read
-        } else {
-            &prompt
-        };
-        let stolen = retry(other_params, &round, &key, answer.clone());
-        id += 1;
-        let refused = host.declaring(id, other, stolen, "2026-07-28", forms.clone());
-        let message = refused["error"]["message"].as_str().unwrap_or_default();
-        assert!(message.contains("belongs to"), "{refused}");
-        id += 1;
-        let answered = retry(params, &round, &key, answer);
-        let done = host.declaring(id, method, answered, "2026-07-28", forms.clone());
-        assert_eq!(text_of(&done), r#""accept" {"colour":"teal"}"#, "{method}");
+    // A backend of each era: a form request of ours, or an input round of its own.
+    for era in ["handshake", "stateless"] {
+        let args = ["ask-in-reads", "--era", era];
+        let mut host = RawModernHost::start(&serve_one(&scratch, &args, &[]));
+        let mut id = 0;
+        for (method, params) in [&prompt, &read] {
+            id += 1;
+            let round = host.declaring(id, method, params.clone(), "2026-07-28", forms.clone());
+            let (key, asked) = input_request(&round);
+            assert_eq!(asked["method"], "elicitation/create", "{era}: {asked}");
+            assert_eq!(
+                asked["params"]["message"], "Which colour?",
+                "{era}: {asked}"
+            );
+            let answer = json!({"action": "accept", "content": {"colour": "teal"}});
+            // The other method, with this round's state: it cannot take this request over.
+            let (other, other_params) = if *method == "prompts/get" {
+                &read
+            } else {
+                &prompt
+            };
+            let stolen = retry(other_params, &round, &key, answer.clone());
+            id += 1;
+            let refused = host.declaring(id, other, stolen, "2026-07-28", forms.clone());
+            let message = refused["error"]["message"].as_str().unwrap_or_default();
+            assert!(message.contains("belongs to"), "{era}: {refused}");
+            id += 1;
+            let answered = retry(params, &round, &key, answer);
+            let done = host.declaring(id, method, answered, "2026-07-28", forms.clone());
+            let text = text_of(&done);
+            assert_eq!(text, r#""accept" {"colour":"teal"}"#, "{era}: {method}");
 
-        id += 1;
-        let bare = host.declaring(id, method, params.clone(), "2026-07-28", json!({}));
-        assert_eq!(text_of(&bare), r#""decline" null"#, "{method}");
+            id += 1;
+            let bare = host.declaring(id, method, params.clone(), "2026-07-28", json!({}));
+            assert_eq!(text_of(&bare), r#""decline" null"#, "{era}: {method}");
+        }
     }
 
+    let mut host = RawModernHost::start(&serve_one(&scratch, &["ask-in-reads"], &[]));
     // A -32042 answering a prompt is a round of links, and the prompt is got again once open.
     let links = json!({"elicitation": {"url": {}}});
     let greet = json!({"name": "fx__greet", "arguments": {"name": "Ada"}});

@@ -82,11 +82,11 @@
 //! - `roots-call`: tool `show_roots` asks for the client's roots during the call (a
 //!   `roots/list` request, or in the stateless era an input round, which needs the client's
 //!   `roots` capability) and answers them as JSON text.
-//! - `ask-in-reads` (handshake era): the `resources` mode's prompts and resources, where a
-//!   `prompts/get` or a `resources/read` first asks a form (`Which colour?`) and answers
-//!   `"ACTION" CONTENT` as the prompt's or the resource's text; but prompt `greet`'s first
-//!   get is answered -32042 naming the link, as `needs_link` is, and later ones `linked after
-//!   N gets`.
+//! - `ask-in-reads`: the `resources` mode's prompts and resources, where a `prompts/get` or a
+//!   `resources/read` first asks a form (`Which colour?`; in the stateless era as an input
+//!   round) and answers `"ACTION" CONTENT` as the prompt's or the resource's text. In the
+//!   handshake era prompt `greet`'s first get is answered -32042 naming the link instead, as
+//!   `needs_link` is, and later ones `linked after N gets`.
 //! - `tasks`: declares tasks (the handshake era's `tasks` capability, the stateless era's
 //!   extension) and adds the task tools of [`mcp_tests::tasks`]: `task_sleep` (`ms`),
 //!   `task_fail`, `task_ask` (asks for a name mid-way: `inputRequests` in the stateless era,
@@ -618,6 +618,9 @@ impl Server {
             "tasks/cancel" if self.tasks.is_some() => self.tasks().cancel(&params).map_err(rpc),
             "tools/call" => return self.call(id, params, true),
             "subscriptions/listen" => return self.listen(id, &params),
+            "prompts/get" | "resources/read" if self.mode == "ask-in-reads" => {
+                return self.ask_then_read_in_rounds(&id, method, &params);
+            }
             method if resources::served(&self.mode) && method.contains('/') => {
                 let page_size = self.option("page-size", 2);
                 match resources::answer(&self.mode, method, &params, page_size, self.shifty()) {

@@ -101,6 +101,32 @@ impl Server {
         });
     }
 
+    /// Mode `ask-in-reads`, stateless era: the same form as an input round of the
+    /// `prompts/get` or `resources/read` (state `colour`), and on the retry what the person
+    /// answered as the prompt's or the resource's text.
+    pub(crate) fn ask_then_read_in_rounds(&self, id: &Value, method: &str, params: &Value) {
+        let answer = &params["inputResponses"]["colour"];
+        if params["requestState"] != "colour" || !answer.is_object() {
+            let form = json!({"message": "Which colour?", "requestedSchema": {"type": "object",
+                              "properties": {"colour": {"type": "string"}}}});
+            let asked = json!({"method": "elicitation/create", "params": form});
+            let mut result = json!({"resultType": "input_required",
+                                    "inputRequests": {"colour": asked}, "requestState": "colour"});
+            result["_meta"][stateless::META_SERVER_INFO] =
+                json!({"name": NAME, "version": "1.0.0"});
+            return self.answer(id, Ok(result));
+        }
+        let text = format!("{} {}", answer["action"], answer["content"]);
+        let result = match method {
+            "prompts/get" => json!({"messages": [{"role": "user",
+                                                  "content": {"type": "text", "text": text}}]}),
+            _ => {
+                json!({"contents": [{"uri": params["uri"], "mimeType": "text/plain", "text": text}]})
+            }
+        };
+        self.answer(id, Ok(stateless::complete(result, NAME)));
+    }
+
     /// The client's answer to our request `key`, once it came.
     fn answer_to(&self, key: &str) -> Value {
         loop {
