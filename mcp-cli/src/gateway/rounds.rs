@@ -1,9 +1,10 @@
 //! Multi-round-trip requests for a stateless-era host, which takes no requests of ours: what a
 //! backend asks of the person while the host's call, `prompts/get` or `resources/read` runs (a
 //! form, a link to open, the roots) goes back to the host as an `input_required` result, and
-//! the backend request waits, parked under the `requestState` we gave. The host's retry brings the answers, and the call goes on where it waited. A host
-//! that never retries does not hold the backend call for ever: it is dropped (and so
-//! cancelled) when its wait ends, when the rounds run out, or when the host hangs up.
+//! the backend request waits, parked under the `requestState` we gave. The host's retry
+//! brings the answers, and the request goes on where it waited. A host that never retries
+//! does not hold the backend request for ever: it is dropped (and so cancelled) when its wait
+//! ends, when the rounds run out, or when the host hangs up.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
