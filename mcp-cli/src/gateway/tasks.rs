@@ -11,18 +11,21 @@
 //! the host asked for: one of the gateway's own, already ended (`gateway-N`, no `/`).
 //!
 //! A host that asked for neither never sees a task: the hub waits for it. Forms the backend
-//! asks for before it makes the task reach the host as any call's do.
+//! asks for before it makes the task reach the host as any call's do, and so does a -32042
+//! (URL elicitation required) answering the call before any task is made.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use mcp_smol::proto::{
-    ClientInfo, HostInput, HostRequestId, RpcError, TASKS_EXTENSION, Task, TaskStatus,
+    ClientInfo, HostInput, HostRequestId, RequestError, RpcError, TASKS_EXTENSION, Task, TaskStatus,
 };
 use serde_json::{Map, Value, json};
 
 use crate::gateway::rounds::Answering;
-use crate::gateway::{Gateway, HostLink, backend_error, invalid_params, mismatched, tool_error};
+use crate::gateway::{
+    Gateway, HostLink, backend_error, invalid_params, mismatched, tool_error, url_elicitation,
+};
 use crate::hints;
 use crate::hub::{HubError, Started, ToolEntry};
 
@@ -155,6 +158,17 @@ fn failed_call(entry: &ToolEntry, error: HubError) -> Value {
     }
 }
 
+/// A backend's -32042 (URL elicitation required), split from any other failure.
+fn link_required(error: HubError) -> Result<RpcError, HubError> {
+    match error {
+        HubError::Server {
+            error: mcp_smol::Error::Request(RequestError::Remote(rpc)),
+            ..
+        } if rpc.code == RpcError::URL_ELICITATION_REQUIRED => Ok(rpc),
+        error => Err(error),
+    }
+}
+
 /// A task that did not end well, as `tasks/result` answers it.
 fn ended_badly(error: HubError) -> RpcError {
     match error {
@@ -192,7 +206,15 @@ impl Gateway {
                     for_handshake_host(&entry.server, &handle.task)
                 }
                 Ok(Started::Done(result)) => self.own_task(result),
-                Err(error) => self.own_task(failed_call(&entry, error)),
+                // Before any task was made: as for a call without one.
+                Err(error) => match link_required(error) {
+                    Ok(required) => {
+                        let answer =
+                            url_elicitation::for_handshake_host(Err(required), host, &entry.name);
+                        return answer.map(|result: Value| json!({"task": self.own_task(result)}));
+                    }
+                    Err(error) => self.own_task(failed_call(&entry, error)),
+                },
             };
             return Ok(json!({ "task": task }));
         }
@@ -200,20 +222,34 @@ impl Gateway {
         let takes = era.map(super::Takes::of).unwrap_or_default();
         let origin = format!("tools/call {}", entry.name);
         let gateway = self.clone();
-        let start = move |questions, _: Answering| {
+        let start = move |questions: async_channel::Sender<_>, _: Answering| {
             self.executor.spawn(async move {
                 let relay = &gateway.relay;
-                let _waiting =
-                    (takes.any()).then(|| relay.wait_in_rounds(&entry.server, questions, takes));
-                Ok(match gateway.start_task(&entry, arguments, trace).await {
-                    Ok(Started::Done(result)) => result,
-                    Ok(Started::Task(handle)) => {
-                        let mut task = for_host(&entry.server, handle.task);
-                        task["resultType"] = json!("task");
-                        task
+                let _waiting = (takes.any())
+                    .then(|| relay.wait_in_rounds(&entry.server, questions.clone(), takes));
+                // A -32042 before the task is made is put to the host as links, and the call
+                // made again once they are open, as for a call without a task.
+                let links = takes.urls.then_some(&questions);
+                let kept = takes.urls.then(|| (arguments.clone(), trace.clone()));
+                let mut first = Some((arguments, trace));
+                let (gateway, entry) = (&gateway, &entry);
+                let started = url_elicitation::call_in_rounds(links, &entry.name, || {
+                    let (arguments, trace) =
+                        first.take().or_else(|| kept.clone()).unwrap_or_default();
+                    async move {
+                        match gateway.start_task(entry, arguments, trace).await {
+                            Ok(Started::Done(result)) => Ok(result),
+                            Ok(Started::Task(handle)) => {
+                                let mut task = for_host(&entry.server, handle.task);
+                                task["resultType"] = json!("task");
+                                Ok(task)
+                            }
+                            Err(error) => link_required(error)
+                                .map_or_else(|error| Ok(failed_call(entry, error)), Err),
+                        }
                     }
-                    Err(error) => failed_call(&entry, error),
-                })
+                });
+                Ok(started.await)
             })
         };
         (host.rounds)

@@ -241,14 +241,23 @@ fn a_backends_form_during_a_prompt_or_a_read_is_an_input_round() {
 
 /// A backend's -32042 (URL elicitation required) before a stateless-era host: a request that
 /// declared links gets them as an input round, and once the host accepts, the call is made
-/// again; declined, or not declared, it is a tool error (naming the link when the host could
-/// not be asked); a host that never answers leaves nothing waiting.
+/// again (a call that would run as a task too); declined, or not declared, it is a tool error
+/// (naming the link when the host could not be asked); a host that never answers leaves
+/// nothing waiting.
 #[test]
 fn a_url_elicitation_required_error_is_an_input_round_and_the_call_is_made_again() {
     let links = json!({"elicitation": {"url": {}}});
+    // A host that takes tasks: the -32042 comes before any task is made, and is the same round.
+    let tasking = json!({"elicitation": {"url": {}},
+                         "extensions": {mcp_smol::proto::TASKS_EXTENSION: {}}});
     let call = json!({"name": "fx__needs_link", "arguments": {}});
-    for (name, answer) in [("accept", "linked after 2 calls"), ("decline", "decline")] {
-        let scratch = Scratch::new(&format!("gateway-modern-required-{name}"));
+    let cases = [
+        ("accept", "linked after 2 calls", &links),
+        ("decline", "decline", &links),
+        ("accept", "linked after 2 calls", &tasking),
+    ];
+    for (n, (name, answer, links)) in cases.into_iter().enumerate() {
+        let scratch = Scratch::new(&format!("gateway-modern-required-{n}"));
         let mut host = RawModernHost::start(&serve_one(&scratch, &["url-required"], &[]));
         let round = host.declaring(1, "tools/call", call.clone(), "2026-07-28", links.clone());
         let (key, asked) = input_request(&round);

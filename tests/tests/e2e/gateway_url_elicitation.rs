@@ -123,6 +123,24 @@ fn a_url_elicitation_required_error_reaches_a_host_that_takes_links_as_it_came()
         close_and_check(&client).await;
     });
 
+    // Asked to run as a task: the -32042 comes before any task is made, and goes as it came.
+    let scratch = url_required("gateway-url-required-task");
+    let command = gateway(&scratch);
+    bounded(async {
+        let client = start(&command, host(true));
+        let params = json!({"name": "fx__needs_link", "arguments": {}, "task": {}});
+        let as_task = Request::new("tools/call", Some(params));
+        let refused = client.request(as_task.clone()).await.unwrap_err();
+        let mcp_smol::Error::Request(mcp_smol::proto::RequestError::Remote(rpc)) = refused else {
+            panic!("not the backend's error: {refused:?}");
+        };
+        assert_eq!(rpc.code, RpcError::URL_ELICITATION_REQUIRED, "{rpc:?}");
+        // Made again, it runs: the backend answers at once, so the task is the gateway's own.
+        let again = client.request(as_task).await.unwrap();
+        assert!(again["task"]["taskId"].is_string(), "{again}");
+        close_and_check(&client).await;
+    });
+
     let scratch = url_required("gateway-url-required-forms");
     let command = gateway(&scratch);
     bounded(async {
