@@ -657,12 +657,9 @@ impl Gateway {
                 };
                 // A -32042 is put to the host as links, and the call made again once opened.
                 let links = takes.urls.then_some(&questions);
-                // Copied only when the call may be made again.
-                let kept = takes.urls.then(|| (arguments.clone(), trace.clone()));
-                let mut first = Some((arguments, trace));
+                let mut each_try = url_elicitation::each_try((arguments, trace), takes.urls);
                 let called = url_elicitation::call_in_rounds(links, &entry.name, || {
-                    let (arguments, trace) =
-                        first.take().or_else(|| kept.clone()).unwrap_or_default();
+                    let (arguments, trace) = each_try();
                     let called = gateway.call_unrelayed(
                         Some(&progress_to),
                         &entry,

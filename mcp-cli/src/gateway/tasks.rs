@@ -230,12 +230,10 @@ impl Gateway {
                 // A -32042 before the task is made is put to the host as links, and the call
                 // made again once they are open, as for a call without a task.
                 let links = takes.urls.then_some(&questions);
-                let kept = takes.urls.then(|| (arguments.clone(), trace.clone()));
-                let mut first = Some((arguments, trace));
+                let mut each_try = url_elicitation::each_try((arguments, trace), takes.urls);
                 let (gateway, entry) = (&gateway, &entry);
                 let started = url_elicitation::call_in_rounds(links, &entry.name, || {
-                    let (arguments, trace) =
-                        first.take().or_else(|| kept.clone()).unwrap_or_default();
+                    let (arguments, trace) = each_try();
                     async move {
                         match gateway.start_task(entry, arguments, trace).await {
                             Ok(Started::Done(result)) => Ok(result),

@@ -117,6 +117,14 @@ where
     (again_once_opened(questions, call).await).unwrap_or_else(|unopened| unopened.for_tool(tool))
 }
 
+/// What each try of a request made again takes: `value` itself the first time, a copy of it
+/// after; copied only when the request may be made again (`again`).
+pub(crate) fn each_try<T: Clone + Default>(value: T, again: bool) -> impl FnMut() -> T {
+    let kept = again.then(|| value.clone());
+    let mut first = Some(value);
+    move || first.take().or_else(|| kept.clone()).unwrap_or_default()
+}
+
 /// Makes a stateless-era host's request with `call`; a -32042 is put to the host as an input
 /// round through `questions` (when the request declared links) and, once it accepted every
 /// link, the request is made again.
