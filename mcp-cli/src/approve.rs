@@ -1,4 +1,7 @@
-//! `ask` rules on the command line: a y/N question on the terminal, or `--yes`.
+//! What only the person may decide, on the command line: `ask` rules, `trust` and the
+//! approval of project servers. Each is a y/N question on the terminal, or `--yes`; without a
+//! terminal and without `--yes` the answer is no, so that an agent running the command from
+//! a shell tool cannot decide it for the person by running it.
 
 use std::io::{BufRead, IsTerminal, Write};
 
@@ -20,6 +23,37 @@ pub(crate) fn handler(yes: bool) -> AskHandler {
             blocking::unblock(move || ask_on_terminal(&ask)).await
         }
     })
+}
+
+/// How a decision reserved for the person came out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Decision {
+    /// `--yes`, or yes on the terminal.
+    Yes,
+    /// No (or no answer) on the terminal.
+    No,
+    /// No terminal to ask on, and no `--yes`.
+    NoTerminal,
+}
+
+/// Takes a decision reserved for the person: `--yes` decides it; else `question` is asked on
+/// the terminal; without one it is not taken.
+pub(crate) fn decide(yes: bool, question: &str) -> Decision {
+    if yes {
+        return Decision::Yes;
+    }
+    if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
+        return Decision::NoTerminal;
+    }
+    let _paused = spinner::pause();
+    let mut stderr = std::io::stderr();
+    let _ = write!(stderr, "{question} [y/N] ").and_then(|()| stderr.flush());
+    let mut answer = String::new();
+    let read = std::io::stdin().lock().read_line(&mut answer);
+    match read.is_ok() && matches!(answer.trim().to_lowercase().as_str(), "y" | "yes") {
+        true => Decision::Yes,
+        false => Decision::No,
+    }
 }
 
 fn ask_on_terminal(ask: &Ask) -> Approval {

@@ -281,6 +281,11 @@ pub(crate) enum Command {
     /// invisible characters, instructions to the model, shadowing, hidden padding. Calls no
     /// tool; exits 1 when anything is flagged.
     Scan { servers: Vec<String> },
+    /// Let servers of this folder's `.mcp.json` or `.mcp-cli.toml` run (all waiting ones if
+    /// none are named). Until approved they never start; each is shown in full first, and
+    /// asked about on a terminal. Without one, nothing is approved unless --yes is given: that
+    /// is the person's decision, never an agent's.
+    Approve { names: Vec<String> },
 }
 
 #[derive(Debug, Subcommand)]

@@ -6,8 +6,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::approvals::Approvals;
 use crate::auth;
-use crate::config::{self, Config, ConfigError, Env};
+use crate::config::{self, Config, ConfigError, Env, Source};
 use crate::files::{Stamp, stamps};
 use crate::hub::Settings;
 use crate::state;
@@ -20,14 +21,26 @@ const POLL: Duration = Duration::from_secs(1);
 #[derive(Debug, Clone)]
 pub(crate) struct ConfigFiles {
     files: Vec<(PathBuf, bool)>,
+    /// Those of `files` found in the folder rather than chosen: their entries wait for a
+    /// person's approval ([`crate::approvals`]).
+    project: Vec<PathBuf>,
     cwd: PathBuf,
+    /// Where the approvals are kept.
+    approvals: PathBuf,
 }
 
 impl ConfigFiles {
     /// The `--config` files given, else those found from `cwd` (see [`config::discover`]).
     pub(crate) fn discover(configs: &[PathBuf], env: Env<'_>, cwd: PathBuf) -> Self {
         let files = config::discover(configs, env, &cwd);
-        Self { files, cwd }
+        let project = config::project_files(configs, env, &cwd);
+        let approvals = state::Folder::of_env(env).approvals();
+        Self {
+            files,
+            project,
+            cwd,
+            approvals,
+        }
     }
 
     /// The same files, none of them required: `add` creates the one it writes to.
@@ -49,23 +62,59 @@ impl ConfigFiles {
     }
 
     /// Reads them as they are now, with the presets: the command line opts into them (an
-    /// embedder's [`config::load`] has none). An entry that would start our own gateway over
-    /// them is refused here, before anything starts.
+    /// embedder's [`config::load`] has none). A project file's entry not approved for its
+    /// folder as it now stands is held back ([`Config::pending`]), so that no command, `serve`
+    /// or daemon starts it and it replaces no entry of the user's. An entry that would start
+    /// our own gateway over them is refused here, before anything starts.
     pub(crate) fn load(&self, env: Env<'_>) -> Result<Config, ConfigError> {
-        let mut config = config::load_with_presets(&self.files, env, &self.cwd)?;
+        let approvals = Approvals::read(self.approvals.clone());
+        let gate = |server: &config::Server| match &server.source {
+            Source::File(path) if self.project.contains(path) => approvals.admits(server),
+            _ => true,
+        };
+        let mut config = config::load_with_presets(&self.files, env, &self.cwd, &gate)?;
         crate::nesting::refuse_loops(&mut config);
         Ok(config)
     }
 
-    /// A watcher of these files, which have not changed yet.
+    /// Where the approvals of project servers are kept.
+    pub(crate) fn approvals(&self) -> Approvals {
+        Approvals::read(self.approvals.clone())
+    }
+
+    /// A watcher of these files, which have not changed yet. An approval counts as an edit:
+    /// the servers it lets in start without a restart.
     pub(crate) fn watch(&self) -> Watch {
-        let paths = self.paths();
+        let mut paths = self.paths();
+        paths.push(self.approvals.clone());
         Watch {
             seen: stamps(&paths),
             paths,
             files: self.clone(),
         }
     }
+}
+
+/// The one line `tools`, `search` and `serve` say on stderr while project servers wait for
+/// approval, so that nobody wonders where they went; `None` when none waits. It points at
+/// the table that lists them, which alone names the command a person approves them with.
+pub(crate) fn pending_notice(pending: &[config::Pending]) -> Option<String> {
+    let names: Vec<&str> = pending.iter().map(|p| p.server.name.as_str()).collect();
+    let mut files: Vec<String> = (pending.iter())
+        .map(|p| crate::hub::source_name(&p.server.source))
+        .collect();
+    files.dedup();
+    let count = match names.len() {
+        0 => return None,
+        1 => "1 project server".to_owned(),
+        n => format!("{n} project servers"),
+    };
+    Some(format!(
+        "mcp-cli: {count} ({}) in {} wait for a person's approval and did not start; \
+         `mcp-cli servers` lists them",
+        names.join(", "),
+        files.join(", ")
+    ))
 }
 
 /// Notices edits of the config files by their stamps (time and length, [`crate::files`]):

@@ -17,6 +17,8 @@
 #[cfg(feature = "cli")]
 mod adhoc;
 #[cfg(feature = "cli")]
+mod approvals;
+#[cfg(feature = "cli")]
 mod approve;
 pub mod arguments;
 pub mod auth;

@@ -120,6 +120,7 @@ async fn run_command(cli: cli::Cli, args: Vec<OsString>, mut signals: Signals) -
                 files,
                 adhoc,
                 naming: naming.clone(),
+                yes: cli.yes,
                 call_timeout: cli.timeout,
                 executor: executor.clone(),
                 stop: None,

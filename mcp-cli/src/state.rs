@@ -61,6 +61,11 @@ impl Folder {
         self.root.join("results")
     }
 
+    /// Which servers of project files were approved for their folders, `approvals.json`.
+    pub fn approvals(&self) -> PathBuf {
+        self.root.join("approvals.json")
+    }
+
     /// The bearer token `serve --listen` requires of its hosts.
     pub fn listen_token(&self) -> PathBuf {
         self.root.join("listen-token")

@@ -3,6 +3,7 @@
 //! A new command is one new module here and one arm in [`dispatch`].
 
 mod add;
+mod approve;
 mod auth;
 pub(crate) mod call;
 mod call_result;
@@ -51,6 +52,8 @@ pub(crate) struct Context {
     pub(crate) adhoc: Option<String>,
     /// How the commands this run suggests name its servers.
     pub(crate) naming: Naming,
+    /// `--yes`: what only the person may decide (`trust`, `approve`) is decided yes.
+    pub(crate) yes: bool,
     /// `--timeout`: each tool call's own timeout, carried on its request.
     pub(crate) call_timeout: Option<std::time::Duration>,
     /// Runs the hub's servers, on the command's thread. A command that builds a hub of its own
@@ -133,6 +136,7 @@ pub(crate) async fn dispatch(ctx: &mut Context, command: Command) -> Result<Exit
             trust::run(ctx, &server).await
         }
         Command::Scan { servers } => scan::run(ctx, &servers).await,
+        Command::Approve { names } => approve::run(ctx, &names),
         Command::Auth {
             server,
             reset,

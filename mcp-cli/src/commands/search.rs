@@ -20,6 +20,9 @@ pub(crate) async fn run(
         ));
     }
     let servers = ctx.hub.default_servers();
+    if let Some(notice) = crate::host::pending_notice(&ctx.hub.pending()) {
+        ctx.out.diagnostic(&notice);
+    }
     let mut catalogue = {
         let _spinner = Spinner::start(format!("listing {} server(s)", servers.len()));
         match refresh {

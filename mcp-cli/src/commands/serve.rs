@@ -76,6 +76,9 @@ fn load(ctx: &Context, named: &[String]) -> Result<(Watch, Config), Failure> {
     let env = |key: &str| std::env::var(key).ok();
     let watch = ctx.files.watch();
     let config = (ctx.files.load(&env)).map_err(|error| Failure::usage(error.to_string()))?;
+    if let Some(notice) = crate::host::pending_notice(&config.pending) {
+        crate::output::diagnostic(&notice);
+    }
     let executor = Some(ctx.executor.clone());
     let names = Hub::new(
         config.clone(),

@@ -81,16 +81,25 @@ fn rows_table(rows: &[ServerStatus]) -> Vec<String> {
         .collect()
 }
 
-/// `NAME: reason` for each server that failed, is denied or is invalid; one that needs a
-/// login says how to log in.
+/// `NAME: reason` for each server that failed, is denied, is invalid or waits for approval;
+/// one that needs a login says how to log in, one that waits how to approve it.
 fn reasons(rows: &[ServerStatus], naming: &Naming) -> Vec<String> {
     (rows.iter())
         .filter_map(|row| {
             let reason = row.reason.as_ref()?;
-            let hint = (row.state == State::NeedsAuth).then(|| {
-                let server = row.name.clone();
-                Hint::Auth { server }.text(naming)
-            });
+            let hint = match row.state {
+                State::NeedsAuth => {
+                    let server = row.name.clone();
+                    Some(Hint::Auth { server }.text(naming))
+                }
+                // The one place that names the command, for the person reading the table:
+                // `approve` shows the entry in full and asks.
+                State::Pending => Some(format!(
+                    "; `mcp-cli approve {}` shows it in full and asks",
+                    row.name
+                )),
+                _ => None,
+            };
             Some(format!(
                 "{}: {reason}{}",
                 row.name,

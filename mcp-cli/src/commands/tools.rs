@@ -15,6 +15,9 @@ pub(crate) async fn run(
     refresh: bool,
 ) -> Result<Exit, Failure> {
     let servers = ctx.hub.named_or_default(given)?;
+    if let Some(notice) = crate::host::pending_notice(&ctx.hub.pending()) {
+        ctx.out.diagnostic(&notice);
+    }
     let mut catalogue = {
         let _spinner = Spinner::start(format!("listing {} server(s)", servers.len()));
         match refresh {

@@ -1,11 +1,13 @@
 //! `trust SERVER`: accepts the server's current tool definitions as its pins, after showing
-//! what changed since they were pinned and what the poisoning scan flagged (and, on a
-//! terminal, asking first).
+//! what changed since they were pinned and what the poisoning scan flagged. Accepting them is
+//! the person's decision: asked on a terminal, taken by `--yes`, and refused without either,
+//! so that an agent cannot clear a rug pull by running the command.
 
-use std::io::{BufRead, IsTerminal, Write};
+use std::cell::Cell;
 
 use serde_json::json;
 
+use crate::approve::{Decision, decide};
 use crate::commands::Context;
 use crate::exit::{Exit, Failure};
 use crate::hub::{PinChange, ToolScan};
@@ -14,7 +16,8 @@ use crate::output;
 pub(crate) async fn run(ctx: &mut Context, given: &str) -> Result<Exit, Failure> {
     let server = ctx.hub.resolve(given)?;
     ctx.hub.check(&server)?;
-    let json = ctx.json;
+    let (json, yes) = (ctx.json, ctx.yes);
+    let decision = Cell::new(Decision::Yes);
     let flagged: Vec<ToolScan> = match ctx.hub.scan_of(std::slice::from_ref(&server)).await.pop() {
         Some((_, Ok(tools))) => tools.into_iter().filter(|tool| tool.withheld).collect(),
         _ => Vec::new(),
@@ -32,11 +35,28 @@ pub(crate) async fn run(ctx: &mut Context, given: &str) -> Result<Exit, Failure>
                 }
             }
         }
-        // Running the command is the decision; a person at a terminal gets to read first.
-        let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
-        (changes.is_empty() && flagged.is_empty()) || !terminal || ask("Accept these definitions?")
+        if changes.is_empty() && flagged.is_empty() {
+            return true;
+        }
+        decision.set(decide(yes, "Accept these definitions?"));
+        decision.get() == Decision::Yes
     };
-    let changes = ctx.hub.trust(&server, &approve).await?;
+    let changes = match ctx.hub.trust(&server, &approve).await {
+        Ok(changes) => changes,
+        Err(error) => {
+            return Err(match decision.get() {
+                Decision::Yes => error.into(),
+                Decision::No => Failure::usage(format!(
+                    "{server}: not accepted; its pins are left as they were"
+                )),
+                Decision::NoTerminal => Failure::usage(format!(
+                    "{server}: not accepted: there is no terminal to ask on, and accepting \
+                     changed or flagged definitions is the person's decision (a person who \
+                     has read the above may pass --yes); its pins are left as they were"
+                )),
+            });
+        }
+    };
     if json {
         let changed: Vec<_> = (changes.iter())
             .map(|(tool, change)| json!({"tool": tool, "fields": change.fields, "diff": change.diff}))
@@ -55,12 +75,4 @@ pub(crate) async fn run(ctx: &mut Context, given: &str) -> Result<Exit, Failure>
         ));
     }
     Ok(Exit::Success)
-}
-
-fn ask(question: &str) -> bool {
-    let mut stderr = std::io::stderr();
-    let _ = write!(stderr, "{question} [y/N] ").and_then(|()| stderr.flush());
-    let mut answer = String::new();
-    let read = std::io::stdin().lock().read_line(&mut answer);
-    read.is_ok() && matches!(answer.trim().to_lowercase().as_str(), "y" | "yes")
 }

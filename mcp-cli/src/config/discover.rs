@@ -12,11 +12,20 @@ pub fn discover(explicit: &[PathBuf], env: Env<'_>, cwd: &Path) -> Vec<(PathBuf,
     if let Some(path) = env("MCP_CLI_CONFIG").filter(|p| !p.is_empty()) {
         return vec![(PathBuf::from(path), true)];
     }
-    vec![
-        (user_file(env), false),
-        (cwd.join(".mcp-cli.toml"), false),
-        (cwd.join(".mcp.json"), false),
-    ]
+    let user = std::iter::once(user_file(env));
+    let found = user.chain(project_files(explicit, env, cwd));
+    found.map(|path| (path, false)).collect()
+}
+
+/// The files of [`discover`]'s list that were found in `cwd` rather than chosen by the user
+/// (`.mcp-cli.toml`, `.mcp.json`): none when files are named with `--config` or
+/// `$MCP_CLI_CONFIG`. A cloned repository brings them, so their servers wait for approval.
+pub fn project_files(explicit: &[PathBuf], env: Env<'_>, cwd: &Path) -> Vec<PathBuf> {
+    let chosen = !explicit.is_empty() || env("MCP_CLI_CONFIG").is_some_and(|p| !p.is_empty());
+    match chosen {
+        true => Vec::new(),
+        false => vec![cwd.join(".mcp-cli.toml"), cwd.join(".mcp.json")],
+    }
 }
 
 /// The file `add`, `remove` and `import --write` write to: the one `--config FILE` given, else
@@ -77,5 +86,14 @@ mod tests {
                 (PathBuf::from("/project/.mcp.json"), false),
             ]
         );
+        assert_eq!(
+            project_files(&[], &env, cwd),
+            [
+                PathBuf::from("/project/.mcp-cli.toml"),
+                PathBuf::from("/project/.mcp.json")
+            ]
+        );
+        assert!(project_files(&explicit, &env, cwd).is_empty());
+        assert!(project_files(&[], &with_var, cwd).is_empty());
     }
 }

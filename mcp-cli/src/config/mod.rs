@@ -54,7 +54,7 @@ use mcp_proto::Protocol;
 pub use allowlist::{HostPattern, REGISTRIES};
 pub use change::NewServer;
 pub use command::{Command, Sandbox, Transport};
-pub use discover::{discover, native_file, user_file};
+pub use discover::{discover, native_file, project_files, user_file};
 pub use edit::{add_server, remove_server, set_enabled};
 pub use errors::{ConfigError, ConfigErrorKind};
 pub use expand::expand;
@@ -214,6 +214,19 @@ pub enum Entry {
     },
 }
 
+impl Entry {
+    /// Its command line (or URL) as a person reads it, for tables and messages.
+    pub fn command_line(&self) -> String {
+        match self {
+            Entry::Enabled(spec) | Entry::Disabled(spec) => match &spec.remote {
+                Some(remote) => remote.url.clone(),
+                None => spec.command.display(),
+            },
+            Entry::Invalid { command, .. } => command.clone(),
+        }
+    }
+}
+
 /// Where an entry came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Source {
@@ -235,7 +248,23 @@ pub struct Server {
 pub struct Config {
     pub servers: Vec<Server>,
     pub policy: Policy,
+    /// Entries a [`Gate`] held back: never started, shown so that a person can approve them.
+    pub pending: Vec<Pending>,
 }
+
+/// An entry a [`Gate`] held back (the command line's: a project file's entry not approved for
+/// its folder). It replaces nothing while it waits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pending {
+    pub server: Server,
+    /// The entry of the same name that stays in effect meanwhile (an earlier file's or a
+    /// preset), which approving this one would replace.
+    pub replaces: Option<Server>,
+}
+
+/// Whether an entry read from a file takes effect; the entries it refuses are kept in
+/// [`Config::pending`] instead, and replace nothing.
+pub type Gate<'a> = &'a dyn Fn(&Server) -> bool;
 
 impl Config {
     /// The servers and policy of exactly `paths`, each of which must exist, with `${VAR}`s
@@ -279,27 +308,31 @@ pub type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
 /// This is the embedder's path: a hub built from it knows only the servers these files
 /// define. [`load_with_presets`] is the command line's.
 pub fn load(files: &[(PathBuf, bool)], env: Env<'_>) -> Result<Config, ConfigError> {
-    merge(files, env, Vec::new())
+    merge(files, env, Vec::new(), &|_| true)
 }
 
 /// [`load`], with the built-in [`presets`] (`filesystem` rooted at `cwd`, `everything`,
-/// `memory`) filling in names no file defines: the command line opts into them.
+/// `memory`) filling in names no file defines, and `gate` deciding which entries take effect:
+/// the command line's choice, which holds a project file's entries until they are approved.
 pub fn load_with_presets(
     files: &[(PathBuf, bool)],
     env: Env<'_>,
     cwd: &Path,
+    gate: Gate<'_>,
 ) -> Result<Config, ConfigError> {
-    merge(files, env, presets(env, cwd))
+    merge(files, env, presets(env, cwd), gate)
 }
 
-/// The files merged in order, then `fallbacks` under the names no file defines; policy names
-/// are checked against them all.
+/// The files merged in order (the entries `gate` refuses held apart), then `fallbacks` under
+/// the names no file defines; policy names are checked against them all.
 fn merge(
     files: &[(PathBuf, bool)],
     env: Env<'_>,
     fallbacks: Vec<Server>,
+    gate: Gate<'_>,
 ) -> Result<Config, ConfigError> {
     let mut servers: BTreeMap<String, Server> = BTreeMap::new();
+    let mut held = Vec::new();
     let mut policy = Policy::default();
     let mut rule_keys = Vec::new();
     for (path, required) in files {
@@ -312,9 +345,20 @@ fn merge(
         };
         let (file, keys) = read_file(path, &text, env)?;
         for server in file.servers {
-            servers.insert(server.name.clone(), server);
+            match gate(&server) {
+                true => servers.insert(server.name.clone(), server),
+                false => {
+                    held.push(server);
+                    None
+                }
+            };
         }
-        policy.allowlist.extend(file.policy.allowlist);
+        // What each name runs as this file leaves it is what its allowlist admits.
+        let admitted = (file.policy.allowlist.into_iter()).map(|mut entry| {
+            entry.admits = servers.get(&entry.server).map(|s| s.entry.clone());
+            entry
+        });
+        policy.allowlist.extend(admitted);
         policy.denylist.extend(file.policy.denylist);
         policy.rules.extend(file.policy.rules);
         rule_keys.extend(keys);
@@ -322,11 +366,20 @@ fn merge(
     for fallback in fallbacks {
         servers.entry(fallback.name.clone()).or_insert(fallback);
     }
-    let names: Vec<&str> = servers.keys().map(String::as_str).collect();
+    // A rule may name a server that waits for approval: it will apply once it is approved.
+    let held_names = held.iter().map(|server: &Server| server.name.as_str());
+    let names: Vec<&str> = servers.keys().map(String::as_str).chain(held_names).collect();
     policy.check_names(&names, &rule_keys)?;
+    let pending = (held.into_iter())
+        .map(|server| Pending {
+            replaces: servers.get(&server.name).cloned(),
+            server,
+        })
+        .collect();
     Ok(Config {
         servers: servers.into_values().collect(),
         policy,
+        pending,
     })
 }
 
@@ -384,6 +437,7 @@ fn read_file(path: &Path, text: &str, env: Env<'_>) -> Result<(Config, Vec<Strin
     let config = Config {
         servers,
         policy: file.policy,
+        pending: Vec::new(),
     };
     Ok((config, file.rule_keys))
 }
@@ -466,7 +520,7 @@ mod tests {
             (dir.join("absent.toml"), false),
         ];
         assert!(load(&files, &env).unwrap().servers.len() == 2);
-        let servers = load_with_presets(&files, &env, &dir).unwrap().servers;
+        let servers = load_with_presets(&files, &env, &dir, &|_| true).unwrap().servers;
         assert_eq!(spec(&servers, "a").command.program, "two");
         assert_eq!(spec(&servers, "memory").command.program, "mine");
         let filesystem = servers.iter().find(|s| s.name == "filesystem").unwrap();
@@ -498,7 +552,7 @@ mod tests {
         )
         .unwrap();
         let files = [(user.clone(), true), (project, true)];
-        let policy = load_with_presets(&files, &env, &dir).unwrap().policy;
+        let policy = load_with_presets(&files, &env, &dir, &|_| true).unwrap().policy;
         let tools: Vec<_> = policy.rules.iter().map(|r| r.tool.as_str()).collect();
         assert_eq!(tools, ["gh__delete_*", "mcp__filesystem__*", "mcp__gh__*"]);
         // The user's deny beats the project's allow.
@@ -507,7 +561,7 @@ mod tests {
             .unwrap();
         assert_eq!(rule.action, Action::Deny);
         assert_eq!(rule.origin, format!("{} line 8", user.display()));
-        assert!(policy.server_denied("memory").is_some());
+        assert!(policy.server_denied(&policy::tests::named("memory")).is_some());
         std::fs::remove_dir_all(dir).unwrap();
     }
 
@@ -541,7 +595,7 @@ mod tests {
         ];
         for (path, text, expected) in cases {
             std::fs::write(path, text).unwrap();
-            let error = load_with_presets(&[(path.clone(), true)], &env, &dir).unwrap_err();
+            let error = load_with_presets(&[(path.clone(), true)], &env, &dir, &|_| true).unwrap_err();
             let expected = format!(
                 "invalid config {} {expected} (known: everything, filesystem, ",
                 path.display()
@@ -559,7 +613,7 @@ mod tests {
         )
         .unwrap();
         let files = [(toml, true), (json, true)];
-        load_with_presets(&files, &env, &dir).unwrap();
+        load_with_presets(&files, &env, &dir, &|_| true).unwrap();
         // Without the presets, a rule naming one names nothing.
         let error = load(&files, &env).unwrap_err();
         assert!(

@@ -218,6 +218,7 @@ pub(super) fn read(path: &Path, text: &str) -> Result<RawFile, ConfigError> {
         file: path.to_owned(),
         origin: origin(path, text, Some(name.span().start)),
         server: name.into_inner(),
+        admits: None,
     };
     if let Some(security) = security {
         file.policy.allowlist = security

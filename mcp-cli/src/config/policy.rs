@@ -4,7 +4,7 @@
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer};
 
-use super::ConfigError;
+use super::{ConfigError, Entry, Server};
 
 /// A shell-style pattern on a name: `*` is any text, `?` one character, `[abc]` and `[a-z]`
 /// one of a set, `[!x]` (or `[^x]`) one character not in it; all else stands for itself.
@@ -178,6 +178,10 @@ pub struct ListEntry {
     pub file: std::path::PathBuf,
     /// `FILE line N`, for messages.
     pub origin: String,
+    /// In an allowlist: what the server ran when the list was read (defined in the list's
+    /// own file or one before it), if it was defined by then. The list admits that, and no
+    /// later file's replacement that runs something else.
+    pub admits: Option<Entry>,
 }
 
 /// Every file's policy, concatenated in file order.
@@ -192,10 +196,24 @@ pub struct Policy {
 }
 
 impl Policy {
-    /// Why server `name` may not start, naming the list that says so; `None` if it may.
-    pub fn server_denied(&self, name: &str) -> Option<String> {
+    /// Why `server` may not start, naming the list that says so; `None` if it may.
+    pub fn server_denied(&self, server: &Server) -> Option<String> {
+        let name = server.name.as_str();
         if let Some(entry) = self.denylist.iter().find(|entry| entry.server == name) {
             return Some(format!("denied by mcp_server_denylist ({})", entry.origin));
+        }
+        // An allowlist admits what a name ran when it was read, not whatever a later file
+        // puts under that name.
+        let replaced = (self.allowlist.iter()).find(|entry| {
+            entry.server == name && (entry.admits.as_ref()).is_some_and(|e| !runs_the_same(e, &server.entry))
+        });
+        if let Some(entry) = replaced {
+            let admitted = (entry.admits.as_ref()).map(Entry::command_line).unwrap_or_default();
+            return Some(format!(
+                "not in mcp_server_allowlist as it is now: {} admits {name} as `{admitted}`, \
+                 and a later file replaced it",
+                entry.origin
+            ));
         }
         // Each file with an allowlist must list it: a project file cannot widen the user's.
         let mut files = self.allowlist.iter().map(|entry| &entry.file);
@@ -258,6 +276,19 @@ impl Policy {
     }
 }
 
+/// Whether two entries run the same program (or reach the same URL) in the same way, whatever
+/// else differs (enabled or not, timeouts, tool filters).
+fn runs_the_same(a: &Entry, b: &Entry) -> bool {
+    let spec = |entry: &Entry| match entry {
+        Entry::Enabled(spec) | Entry::Disabled(spec) => Some(spec.clone()),
+        Entry::Invalid { .. } => None,
+    };
+    match (spec(a), spec(b)) {
+        (Some(a), Some(b)) => a.command == b.command && a.remote == b.remote,
+        _ => a == b,
+    }
+}
+
 /// The server a tool pattern names outright: the text before its first `__` (after a
 /// leading `mcp__`), if that holds no wildcard.
 fn literal_server(pattern: &str) -> Option<&str> {
@@ -267,7 +298,7 @@ fn literal_server(pattern: &str) -> Option<&str> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn glob(pattern: &str) -> Glob {
@@ -347,11 +378,22 @@ mod tests {
         assert!(!only_disabled.allows("x"));
     }
 
+    /// A server of that name, as a file would define it.
+    pub(crate) fn named(name: &str) -> Server {
+        let spec = super::super::ServerSpec::new(name, super::super::Command::new(name));
+        Server {
+            name: name.to_owned(),
+            entry: Entry::Enabled(spec),
+            source: super::super::Source::File("/c.toml".into()),
+        }
+    }
+
     fn entry(server: &str, line: usize) -> ListEntry {
         ListEntry {
             server: server.to_owned(),
             file: "/c.toml".into(),
             origin: format!("/c.toml line {line}"),
+            admits: None,
         }
     }
 
@@ -366,32 +408,47 @@ mod tests {
     #[test]
     fn server_denied_names_the_list() {
         let mut policy = Policy::default();
-        assert_eq!(policy.server_denied("a"), None);
+        assert_eq!(policy.server_denied(&named("a")), None);
         policy.denylist = vec![entry("bad", 3)];
         assert_eq!(
-            policy.server_denied("bad").as_deref(),
+            policy.server_denied(&named("bad")).as_deref(),
             Some("denied by mcp_server_denylist (/c.toml line 3)")
         );
-        assert_eq!(policy.server_denied("a"), None);
+        assert_eq!(policy.server_denied(&named("a")), None);
         policy.allowlist = vec![entry("a", 2), entry("bad", 2)];
-        assert_eq!(policy.server_denied("a"), None);
+        assert_eq!(policy.server_denied(&named("a")), None);
         assert_eq!(
-            policy.server_denied("other").as_deref(),
+            policy.server_denied(&named("other")).as_deref(),
             Some("not in mcp_server_allowlist (/c.toml line 2)")
         );
         // The denylist is checked even for an allowed server.
-        assert!(policy.server_denied("bad").unwrap().contains("denylist"));
+        assert!(policy.server_denied(&named("bad")).unwrap().contains("denylist"));
         // A second file's allowlist narrows the first one's, never widens it.
         let project = |server: &str| ListEntry {
             server: server.to_owned(),
             file: "/project.toml".into(),
             origin: "/project.toml line 9".to_owned(),
+            admits: None,
         };
         policy.allowlist.extend([project("a"), project("extra")]);
-        assert_eq!(policy.server_denied("a"), None);
+        assert_eq!(policy.server_denied(&named("a")), None);
         assert_eq!(
-            policy.server_denied("extra").as_deref(),
+            policy.server_denied(&named("extra")).as_deref(),
             Some("not in mcp_server_allowlist (/c.toml line 2)")
+        );
+        // A name admitted as it was defined admits no other program under it.
+        let mut admitted = entry("gh", 4);
+        admitted.admits = Some(named("gh").entry);
+        policy.allowlist = vec![admitted];
+        assert_eq!(policy.server_denied(&named("gh")), None);
+        let mut replaced = named("gh");
+        replaced.entry = named("sh").entry;
+        assert_eq!(
+            policy.server_denied(&replaced).as_deref(),
+            Some(
+                "not in mcp_server_allowlist as it is now: /c.toml line 4 admits gh as `gh`, \
+                 and a later file replaced it"
+            )
         );
     }
 

@@ -550,7 +550,18 @@ impl Gateway {
     /// config that no longer reads is reported and changes nothing.
     pub(crate) fn apply(&self, files: &ConfigFiles) -> bool {
         match files.load(&|key: &str| std::env::var(key).ok()) {
-            Ok(config) => self.hub.apply(config),
+            Ok(config) => {
+                // An entry that appeared while we run waits like any other: say so once.
+                let known = self.hub.pending();
+                let new: Vec<_> = (config.pending.iter())
+                    .filter(|pending| !known.contains(pending))
+                    .cloned()
+                    .collect();
+                if let Some(notice) = crate::host::pending_notice(&new) {
+                    crate::output::diagnostic(&notice);
+                }
+                self.hub.apply(config)
+            }
             Err(error) => {
                 let message = format!("mcp-cli serve: config not applied: {error}");
                 crate::output::diagnostic(&message);

@@ -128,7 +128,7 @@ pub use validate::OutputMismatch;
 #[cfg(feature = "cli")]
 pub(crate) use eras::short_digest;
 
-use crate::config::{Config, Policy, Server, ServerSpec, Source};
+use crate::config::{Config, Pending, Policy, Server, ServerSpec, Source};
 use crate::logs::RunLog;
 use crate::names;
 use slot::Slot;
@@ -155,6 +155,8 @@ pub enum State {
     Invalid,
     /// A remote server that refused us for want of a login (`mcp-cli auth NAME`).
     NeedsAuth,
+    /// Held back by the host until a person approves it ([`Config::pending`]); never started.
+    Pending,
 }
 
 impl std::fmt::Display for State {
@@ -196,6 +198,39 @@ pub struct ServerStatus {
     /// Its last stderr lines, when it failed.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub stderr: Vec<String>,
+}
+
+/// The status row of an entry held back: where it comes from, and what it would replace.
+fn pending_status(pending: &Pending) -> ServerStatus {
+    let server = &pending.server;
+    let from = source_name(&server.source);
+    let mut reason = format!("from {from}, not approved for this folder");
+    if let Some(replaced) = &pending.replaces {
+        let replaced = source_name(&replaced.source);
+        reason.push_str(&format!("; until then the entry from {replaced} stays in effect"));
+    }
+    ServerStatus {
+        name: server.name.clone(),
+        state: State::Pending,
+        preset: false,
+        command: server.entry.command_line(),
+        pid: None,
+        protocol: None,
+        era: None,
+        tools: None,
+        catalogue_age: None,
+        reason: Some(reason),
+        stderr: Vec::new(),
+    }
+}
+
+/// Where an entry comes from, for messages: its file, or what made it.
+pub(crate) fn source_name(source: &Source) -> String {
+    match source {
+        Source::File(path) => path.display().to_string(),
+        Source::Preset => "the built-in presets".to_owned(),
+        Source::Code => "the program".to_owned(),
+    }
 }
 
 /// An era as `servers --json` spells it: `"stateless"`, `"handshake"` or null.
@@ -294,6 +329,8 @@ pub struct Hub {
 
 pub(crate) struct Inner {
     slots: RwLock<BTreeMap<String, Arc<Slot>>>,
+    /// The entries the host held back, shown and never started.
+    pending: RwLock<Vec<Pending>>,
     policy: Policy,
     pins: pins::Pins,
     scans: scanning::Scans,
@@ -360,7 +397,11 @@ fn own_executor(gone: Receiver<()>) -> (Arc<Executor<'static>>, Option<String>) 
 impl Hub {
     /// A hub for the servers and policy of `config`. Nothing starts until it is used.
     pub fn new(config: Config, settings: Settings) -> Self {
-        let Config { servers, policy } = config;
+        let Config {
+            servers,
+            policy,
+            pending,
+        } = config;
         let (alive, gone) = async_channel::bounded(1);
         let (executor, no_thread) = match &settings.executor {
             Some(executor) => (executor.clone(), None),
@@ -368,6 +409,7 @@ impl Hub {
         };
         let inner = Arc::new(Inner {
             slots: RwLock::new(BTreeMap::new()),
+            pending: RwLock::new(pending),
             policy,
             pins: pins::Pins::new(settings.pin_dir.clone()),
             scans: scanning::Scans::default(),
@@ -395,7 +437,7 @@ impl Hub {
 
     /// Adds a server (or replaces the one of that name, if it is not running).
     pub fn add(&self, server: Server) {
-        let denied = self.inner.policy.server_denied(&server.name);
+        let denied = self.inner.policy.server_denied(&server);
         let slot = Arc::new(Slot::new(server, denied));
         let mut slots = self
             .inner
@@ -414,8 +456,17 @@ impl Hub {
         }
     }
 
-    /// Every server's status, by name; starts nothing.
+    /// The entries the config held back ([`Config::pending`]): they never start.
+    pub fn pending(&self) -> Vec<Pending> {
+        (self.inner.pending.read())
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Every server's status, by name, then the entries held back; starts nothing.
     pub fn status(&self) -> Vec<ServerStatus> {
+        let pending = self.pending();
+        let pending = pending.iter().map(pending_status);
         (self.inner.slots().iter())
             .map(|slot| {
                 let mut status = slot.status();
@@ -428,12 +479,13 @@ impl Hub {
                 status.catalogue_age = self.stored_age(&status.name).map(|age| age.as_secs());
                 status
             })
+            .chain(pending)
             .collect()
     }
 
     /// The servers the whole catalogue stands for: every configured one that may start
     /// (not disabled, denied, invalid or remote), and the presets only when no file defines
-    /// any server.
+    /// any server (entries waiting for approval count).
     pub fn default_servers(&self) -> Vec<String> {
         let (slots, configured) = self.slots_and_whether_configured();
         (slots.values())
@@ -456,7 +508,13 @@ impl Hub {
         &self,
     ) -> (RwLockReadGuard<'_, BTreeMap<String, Arc<Slot>>>, bool) {
         let slots = (self.inner.slots.read()).unwrap_or_else(PoisonError::into_inner);
-        let configured = (slots.values()).any(|slot| slot.server.source != Source::Preset);
+        // An entry waiting for approval was configured too: the presets do not stand in
+        // for a folder's servers that wait.
+        let waiting = !(self.inner.pending.read())
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_empty();
+        let configured =
+            waiting || (slots.values()).any(|slot| slot.server.source != Source::Preset);
         (slots, configured)
     }
 
@@ -477,8 +535,18 @@ impl Hub {
             .filter(|slot| names::safe(slot.name()) == given)
             .map(|slot| slot.name().to_owned())
             .collect();
+        let pending = self.pending();
+        let held = (pending.iter()).find(|p| p.server.name == given || names::safe(&p.server.name) == given);
         match <[String; 1]>::try_from(matching) {
             Ok([name]) => Ok(name),
+            Err(matching) if matching.is_empty() && held.is_some() => {
+                let status = pending_status(held.expect("checked"));
+                Err(HubError::Unavailable {
+                    server: status.name,
+                    state: State::Pending,
+                    reason: status.reason.unwrap_or_default(),
+                })
+            }
             Err(matching) if matching.is_empty() => Err(HubError::UnknownServer {
                 given: given.to_owned(),
                 known: slots.iter().map(|slot| slot.name().to_owned()).collect(),

@@ -13,6 +13,7 @@ impl Hub {
     /// is closed and forgotten. Returns whether anything changed. The policy stays the one
     /// the hub was made with.
     pub fn apply(&self, config: Config) -> bool {
+        *(self.inner.pending.write()).unwrap_or_else(PoisonError::into_inner) = config.pending;
         let current: BTreeMap<String, Server> = (self.inner.slots().into_iter())
             .map(|slot| (slot.name().to_owned(), slot.server.clone()))
             .collect();

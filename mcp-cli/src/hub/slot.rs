@@ -153,14 +153,7 @@ impl Slot {
             name: server.name.clone(),
             state: State::Stopped,
             preset: server.source == Source::Preset,
-            command: match &server.entry {
-                Entry::Enabled(ServerSpec {
-                    remote: Some(remote),
-                    ..
-                }) => remote.url.clone(),
-                Entry::Enabled(spec) | Entry::Disabled(spec) => spec.command.display(),
-                Entry::Invalid { command, .. } => command.clone(),
-            },
+            command: server.entry.command_line(),
             pid: None,
             protocol: None,
             era: None,

@@ -32,7 +32,7 @@ fn hub_of(servers: Vec<Server>, logs: &Path) -> Hub {
         ..Settings::default()
     };
     let policy = Policy::default();
-    Hub::new(Config { servers, policy }, settings)
+    Hub::new(Config { servers, policy, ..Config::default() }, settings)
 }
 
 /// The fixture in `mode`, in the stateless era, logging what it receives to `received`.

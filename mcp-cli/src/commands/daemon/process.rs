@@ -290,6 +290,8 @@ impl Daemon {
             files: self.seen().watch.files().clone(),
             adhoc: None,
             naming: crate::hints::Naming::Configured,
+            // The daemon runs no command that only the person may decide.
+            yes: false,
             // Carried by each call's request, so the shared hub's servers are untouched.
             call_timeout: cli.timeout,
             executor: self.executor.clone(),
