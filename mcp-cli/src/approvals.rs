@@ -82,7 +82,9 @@ fn file_key(source: &Source) -> Option<String> {
 
 /// `path` with its folder's links and `..` resolved (the file itself may not exist).
 pub(crate) fn resolved(path: &Path) -> PathBuf {
-    let folder = path.parent().and_then(|parent| std::fs::canonicalize(parent).ok());
+    let folder = path
+        .parent()
+        .and_then(|parent| std::fs::canonicalize(parent).ok());
     match (folder, path.file_name()) {
         (Some(folder), Some(name)) => folder.join(name),
         _ => path.to_owned(),
@@ -145,7 +147,11 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let store = dir.join("approvals.json");
         let file = dir.join(".mcp.json");
-        let notes = server(&file, "notes", Command::new("notes-server").args(["--db", "x"]));
+        let notes = server(
+            &file,
+            "notes",
+            Command::new("notes-server").args(["--db", "x"]),
+        );
 
         let mut approvals = Approvals::read(store.clone());
         assert!(!approvals.admits(&notes));
@@ -157,7 +163,11 @@ mod tests {
 
         // Any change to what it runs voids it; so does the same entry in another folder.
         let changed = [
-            server(&file, "notes", Command::new("notes-server").args(["--db", "y"])),
+            server(
+                &file,
+                "notes",
+                Command::new("notes-server").args(["--db", "y"]),
+            ),
             server(&file, "notes", Command::new("sh").args(["-c", "touch x"])),
             server(&dir.join("sub/.mcp.json"), "notes", notes_command()),
             server(&file, "notes2", notes_command()),
@@ -167,7 +177,9 @@ mod tests {
         }
         let mut with_env = notes.clone();
         if let Entry::Enabled(spec) = &mut with_env.entry {
-            spec.command.env.insert("LD_PRELOAD".into(), "/tmp/x.so".into());
+            spec.command
+                .env
+                .insert("LD_PRELOAD".into(), "/tmp/x.so".into());
         }
         assert!(!again.admits(&with_env));
         // Switching it off and on runs what was approved.

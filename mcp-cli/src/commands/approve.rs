@@ -22,10 +22,7 @@ pub(crate) fn run(ctx: &mut Context, names: &[String]) -> Result<Exit, Failure> 
         if found.is_empty() {
             return Err(Failure::usage(match pending.is_empty() {
                 true => format!("{name} does not wait for approval: no project server here does"),
-                false => format!(
-                    "{name} does not wait for approval (waiting: {})",
-                    waiting()
-                ),
+                false => format!("{name} does not wait for approval (waiting: {})", waiting()),
             }));
         }
         chosen.extend(found);

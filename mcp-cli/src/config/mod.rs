@@ -368,7 +368,11 @@ fn merge(
     }
     // A rule may name a server that waits for approval: it will apply once it is approved.
     let held_names = held.iter().map(|server: &Server| server.name.as_str());
-    let names: Vec<&str> = servers.keys().map(String::as_str).chain(held_names).collect();
+    let names: Vec<&str> = servers
+        .keys()
+        .map(String::as_str)
+        .chain(held_names)
+        .collect();
     policy.check_names(&names, &rule_keys)?;
     let pending = (held.into_iter())
         .map(|server| Pending {
@@ -520,7 +524,9 @@ mod tests {
             (dir.join("absent.toml"), false),
         ];
         assert!(load(&files, &env).unwrap().servers.len() == 2);
-        let servers = load_with_presets(&files, &env, &dir, &|_| true).unwrap().servers;
+        let servers = load_with_presets(&files, &env, &dir, &|_| true)
+            .unwrap()
+            .servers;
         assert_eq!(spec(&servers, "a").command.program, "two");
         assert_eq!(spec(&servers, "memory").command.program, "mine");
         let filesystem = servers.iter().find(|s| s.name == "filesystem").unwrap();
@@ -552,7 +558,9 @@ mod tests {
         )
         .unwrap();
         let files = [(user.clone(), true), (project, true)];
-        let policy = load_with_presets(&files, &env, &dir, &|_| true).unwrap().policy;
+        let policy = load_with_presets(&files, &env, &dir, &|_| true)
+            .unwrap()
+            .policy;
         let tools: Vec<_> = policy.rules.iter().map(|r| r.tool.as_str()).collect();
         assert_eq!(tools, ["gh__delete_*", "mcp__filesystem__*", "mcp__gh__*"]);
         // The user's deny beats the project's allow.
@@ -561,7 +569,11 @@ mod tests {
             .unwrap();
         assert_eq!(rule.action, Action::Deny);
         assert_eq!(rule.origin, format!("{} line 8", user.display()));
-        assert!(policy.server_denied(&policy::tests::named("memory")).is_some());
+        assert!(
+            policy
+                .server_denied(&policy::tests::named("memory"))
+                .is_some()
+        );
         std::fs::remove_dir_all(dir).unwrap();
     }
 
@@ -595,7 +607,8 @@ mod tests {
         ];
         for (path, text, expected) in cases {
             std::fs::write(path, text).unwrap();
-            let error = load_with_presets(&[(path.clone(), true)], &env, &dir, &|_| true).unwrap_err();
+            let error =
+                load_with_presets(&[(path.clone(), true)], &env, &dir, &|_| true).unwrap_err();
             let expected = format!(
                 "invalid config {} {expected} (known: everything, filesystem, ",
                 path.display()

@@ -205,10 +205,13 @@ impl Policy {
         // An allowlist admits what a name ran when it was read, not whatever a later file
         // puts under that name.
         let replaced = (self.allowlist.iter()).find(|entry| {
-            entry.server == name && (entry.admits.as_ref()).is_some_and(|e| !runs_the_same(e, &server.entry))
+            entry.server == name
+                && (entry.admits.as_ref()).is_some_and(|e| !runs_the_same(e, &server.entry))
         });
         if let Some(entry) = replaced {
-            let admitted = (entry.admits.as_ref()).map(Entry::command_line).unwrap_or_default();
+            let admitted = (entry.admits.as_ref())
+                .map(Entry::command_line)
+                .unwrap_or_default();
             return Some(format!(
                 "not in mcp_server_allowlist as it is now: {} admits {name} as `{admitted}`, \
                  and a later file replaced it",
@@ -422,7 +425,12 @@ pub(crate) mod tests {
             Some("not in mcp_server_allowlist (/c.toml line 2)")
         );
         // The denylist is checked even for an allowed server.
-        assert!(policy.server_denied(&named("bad")).unwrap().contains("denylist"));
+        assert!(
+            policy
+                .server_denied(&named("bad"))
+                .unwrap()
+                .contains("denylist")
+        );
         // A second file's allowlist narrows the first one's, never widens it.
         let project = |server: &str| ListEntry {
             server: server.to_owned(),

@@ -207,7 +207,9 @@ fn pending_status(pending: &Pending) -> ServerStatus {
     let mut reason = format!("from {from}, not approved for this folder");
     if let Some(replaced) = &pending.replaces {
         let replaced = source_name(&replaced.source);
-        reason.push_str(&format!("; until then the entry from {replaced} stays in effect"));
+        reason.push_str(&format!(
+            "; until then the entry from {replaced} stays in effect"
+        ));
     }
     ServerStatus {
         name: server.name.clone(),
@@ -536,7 +538,8 @@ impl Hub {
             .map(|slot| slot.name().to_owned())
             .collect();
         let pending = self.pending();
-        let held = (pending.iter()).find(|p| p.server.name == given || names::safe(&p.server.name) == given);
+        let held = (pending.iter())
+            .find(|p| p.server.name == given || names::safe(&p.server.name) == given);
         match <[String; 1]>::try_from(matching) {
             Ok([name]) => Ok(name),
             Err(matching) if matching.is_empty() && held.is_some() => {

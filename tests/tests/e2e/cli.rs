@@ -7,7 +7,7 @@ use crate::support::{FIXTURE, FIXTURE_TOOLS, Scratch, assert_group_gone, fixture
 /// A scratch folder whose `.mcp-cli.toml` names the fixture as `fx` (and more, if given).
 fn project(name: &str, extra: &str) -> Scratch {
     let scratch = Scratch::new(name);
-    scratch.write(
+    scratch.project_file(
         ".mcp-cli.toml",
         &format!("{}{extra}", fixture_block("fx", "good")),
     );
@@ -600,7 +600,7 @@ fn servers_counts_the_tools_the_hub_offers() {
          disabled_tools = [\"echo\"]\n",
         describe(&dir)
     );
-    dir.write(".mcp-cli.toml", &config);
+    dir.project_file(".mcp-cli.toml", &config);
     dir.write("description.txt", "Says hello.");
     let count = |dir: &Scratch| {
         let run = dir.cli(&["--json", "servers"]);
@@ -655,7 +655,7 @@ fn tools_lists_qualified_names_with_parameters() {
 #[test]
 fn call_accepts_the_names_tools_prints() {
     let dir = Scratch::new("printed-names");
-    dir.write(
+    dir.project_file(
         ".mcp-cli.toml",
         &format!("[mcp.\"weird.srv\"]\ncommand = {FIXTURE:?}\nargs = [\"good\"]\n"),
     );
@@ -688,7 +688,7 @@ fn call_accepts_the_names_tools_prints() {
         );
     }
 
-    dir.write(
+    dir.project_file(
         ".mcp-cli.toml",
         &format!("[mcp.\"a.b\"]\ncommand = {FIXTURE:?}\n[mcp.\"a/b\"]\ncommand = {FIXTURE:?}\n"),
     );
@@ -777,7 +777,7 @@ fn signal_while_running(
             "[mcp.{name}]\ncommand = {FIXTURE:?}\nargs = [{mode:?}, \"--log-received\", {log:?}]\n"
         ));
     }
-    dir.write(".mcp-cli.toml", &config);
+    dir.project_file(".mcp-cli.toml", &config);
     let mut cli = dir.command(args).spawn().unwrap();
     let received = |name: &str| {
         let log = std::fs::read_to_string(dir.0.join(format!("{name}.received")));
@@ -863,7 +863,7 @@ fn a_signal_to_serve_takes_its_servers_down() {
     // is dropped: the servers must be terminated all the same.
     let dir = Scratch::new("signal-serve");
     let log = dir.0.join("stubborn.received");
-    dir.write(
+    dir.project_file(
         ".mcp-cli.toml",
         &format!(
             "[mcp.stubborn]\ncommand = {FIXTURE:?}\nargs = [\"ignore-sigterm\", \"--log-received\", {log:?}]\n"
@@ -921,7 +921,7 @@ fn protocol_flag_and_key_are_checked_before_anything_starts() {
     let run = dir.cli(&["--protocol", "2025-11-25", "tools"]);
     assert_eq!(run.code, 2, "{run:?}");
     assert!(run.stderr.contains("--stdio"), "{}", run.stderr);
-    dir.write(
+    dir.project_file(
         ".mcp-cli.toml",
         &format!("{}protocol = \"2026\"\n", fixture_block("fx", "good")),
     );
@@ -966,7 +966,7 @@ fn a_configured_revision_is_spoken_and_shown() {
         (&json!(null), &json!(null))
     );
     // One it does not speak is an error that names it.
-    dir.write(
+    dir.project_file(
         ".mcp-cli.toml",
         &format!("{}protocol = \"2026-07-28\"\n", fixture_block("fx", "good")),
     );
@@ -1024,7 +1024,7 @@ fn a_wrong_cached_verdict_is_probed_once_then_reported() {
     let dir = Scratch::new("protocol-wrong-verdict");
     let mode = dir.write("mode", "good");
     let received = dir.0.join("received.jsonl");
-    dir.write(
+    dir.project_file(
         ".mcp-cli.toml",
         &format!(
             "[mcp.fx]\ncommand = {FIXTURE:?}\nargs = [\"good\", \"--mode-file\", {:?}, \
@@ -1055,7 +1055,7 @@ fn a_wrong_cached_verdict_is_probed_once_then_reported() {
 fn a_server_that_exits_on_the_probe_is_started_again_in_the_handshake_era() {
     let dir = Scratch::new("protocol-exit-on-discover");
     let received = dir.0.join("received.jsonl");
-    dir.write(
+    dir.project_file(
         ".mcp-cli.toml",
         &format!(
             "[mcp.fx]\ncommand = {FIXTURE:?}\nargs = [\"exit-on-discover\", \"--log-received\", \

@@ -102,7 +102,7 @@ fn the_defining_file_is_edited_and_ambiguity_is_an_error() {
     let project_text = format!(
         "{{\"mcpServers\": {{\"b\": {{\"command\": \"{FIXTURE}\"}}, \"both\": {{\"command\": \"{FIXTURE}\"}}}}}}"
     );
-    let project = dir.write(".mcp.json", &project_text);
+    let project = dir.project_file(".mcp.json", &project_text);
 
     let run = dir.cli(&["disable", "b"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
@@ -537,7 +537,7 @@ fn ad_hoc_servers_take_no_server_word_for_read_prompt_and_trust() {
 #[test]
 fn stdio_stands_for_an_ad_hoc_server() {
     let dir = Scratch::new("adhoc");
-    dir.write(".mcp-cli.toml", &fixture_block("fx", "good"));
+    dir.project_file(".mcp-cli.toml", &fixture_block("fx", "good"));
     let line = format!("'{FIXTURE}' good");
     let run = dir.cli(&["--stdio", &line, "call", "echo", "text=hi there"]);
     assert_eq!(

@@ -21,7 +21,7 @@ impl Daemon {
             "[mcp.fx]\ncommand = {FIXTURE:?}\nargs = [\"resources\"]\ncall_timeout_sec = 1\n\n\
              [mcp.broken]\ncommand = {FIXTURE:?}\nargs = [\"exit-in-handshake\"]\n"
         );
-        scratch.write(".mcp-cli.toml", &config);
+        scratch.project_file(".mcp-cli.toml", &config);
         Self { scratch }
     }
 
@@ -351,7 +351,7 @@ fn sigterm_takes_the_daemon_and_its_servers_down() {
     // (SIGKILL to its group) takes it down.
     let daemon = Daemon::new("sigterm");
     let config = format!("[mcp.stubborn]\ncommand = {FIXTURE:?}\nargs = [\"ignore-sigterm\"]\n");
-    daemon.scratch.write(".mcp-cli.toml", &config);
+    daemon.scratch.project_file(".mcp-cli.toml", &config);
     let pid = daemon.start(&[]);
     let run = daemon.cli(&["call", "stubborn", "echo", "text=warm"]);
     assert_eq!(run.stdout, "warm\n", "{run:?}");
@@ -426,7 +426,9 @@ fn status_and_stop_reach_the_daemon_while_a_config_file_is_broken() {
     let servers = daemon.status()["servers"].clone();
     let fx = (servers.as_array().unwrap().iter()).find(|s| s["name"] == "fx");
     let server = fx.unwrap()["pid"].as_u64().unwrap() as u32;
-    daemon.scratch.write(".mcp-cli.toml", "[mcp.fx\ncommand = ");
+    daemon
+        .scratch
+        .project_file(".mcp-cli.toml", "[mcp.fx\ncommand = ");
     let run = daemon.cli(&["daemon", "status"]);
     assert_eq!(run.code, 0, "{run:?}");
     assert!(run.stdout.contains(&pid.to_string()), "{run:?}");
@@ -452,7 +454,7 @@ fn status_says_when_and_why_runs_bypass_the_daemon() {
     let rule = "\n[[permissions.rules]]\ntool = \"fx__add\"\naction = \"deny\"\n";
     daemon
         .scratch
-        .write(".mcp-cli.toml", &format!("{config}{rule}"));
+        .project_file(".mcp-cli.toml", &format!("{config}{rule}"));
     let run = daemon.cli(&["daemon", "status"]);
     assert_eq!(run.code, 0, "{run:?}");
     assert!(
@@ -461,11 +463,13 @@ fn status_says_when_and_why_runs_bypass_the_daemon() {
         "{run:?}"
     );
     assert!(run.stdout.contains("mcp-cli daemon stop"), "{run:?}");
-    daemon.scratch.write(".mcp-cli.toml", "[mcp.fx\ncommand = ");
+    daemon
+        .scratch
+        .project_file(".mcp-cli.toml", "[mcp.fx\ncommand = ");
     let cold = daemon.status()["cold"].as_str().unwrap().to_owned();
     assert!(cold.starts_with("the config does not read"), "{cold}");
     // Once it reads again under the policy it started with, runs are warm again.
-    daemon.scratch.write(".mcp-cli.toml", &config);
+    daemon.scratch.project_file(".mcp-cli.toml", &config);
     assert!(daemon.status()["cold"].is_null());
 }
 
@@ -508,7 +512,7 @@ fn a_remote_server_restarted_is_joined_again_warm() {
     let first = HttpFixture::new("session-400", &["--log", before.to_str().unwrap()]);
     let port = first.port.to_string();
     let config = format!("[mcp.remote]\nurl = \"http://127.0.0.1:{port}/mcp\"\n");
-    daemon.scratch.write(".mcp-cli.toml", &config);
+    daemon.scratch.project_file(".mcp-cli.toml", &config);
     let pid = daemon.start(&[]);
     let run = daemon.cli(&["call", "remote", "echo", "message=one"]);
     assert_eq!((run.code, run.stdout.as_str()), (0, "one\n"), "{run:?}");
@@ -539,7 +543,7 @@ fn a_remote_server_that_keeps_refusing_the_session_is_reported_not_retried_for_e
     let url = format!("http://127.0.0.1:{}/mcp", server.port);
     daemon
         .scratch
-        .write(".mcp-cli.toml", &format!("[mcp.remote]\nurl = \"{url}\"\n"));
+        .project_file(".mcp-cli.toml", &format!("[mcp.remote]\nurl = \"{url}\"\n"));
     daemon.start(&[]);
     let run = daemon.cli(&["call", "remote", "echo", "message=one"]);
     assert_eq!(run.code, 3, "{run:?}");

@@ -17,7 +17,7 @@ const HTTP_FIXTURE: &str = env!("CARGO_BIN_EXE_mcp-http-fixture");
 fn stdio_fixture(test: &str, mode: &str, extra: &str) -> (Scratch, PathBuf) {
     let scratch = Scratch::new(test);
     let log = scratch.0.join("received.log");
-    scratch.write(
+    scratch.project_file(
         ".mcp-cli.toml",
         &format!(
             "[mcp.fx]\ncommand = {FIXTURE:?}\nargs = [{mode:?}, \"--log-received\", {log:?}]\n{extra}"
@@ -209,7 +209,7 @@ impl HttpFixture {
             .unwrap();
         let port = line.trim().strip_prefix("PORT ").unwrap();
         let url = format!("http://127.0.0.1:{port}/mcp");
-        scratch.write(".mcp-cli.toml", &format!("[mcp.fx]\nurl = {url:?}\n"));
+        scratch.project_file(".mcp-cli.toml", &format!("[mcp.fx]\nurl = {url:?}\n"));
         HttpFixture { child, log }
     }
 }

@@ -366,7 +366,11 @@ pub(crate) struct RawHost {
 impl RawHost {
     /// Starts `mcp-cli args` (a `serve` command line) in `scratch` and finishes the handshake
     /// as a host that declares `capabilities` (a JSON object).
-    fn start(scratch: &Scratch, args: &[&str], capabilities: &str) -> (std::process::Child, Self) {
+    pub(crate) fn start(
+        scratch: &Scratch,
+        args: &[&str],
+        capabilities: &str,
+    ) -> (std::process::Child, Self) {
         Self::spawn(scratch.command(args), capabilities)
     }
 

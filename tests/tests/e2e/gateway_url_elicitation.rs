@@ -49,7 +49,7 @@ fn a_backends_link_reaches_a_host_that_takes_links_and_its_completion_follows() 
     let log = scratch.0.join("received.log");
     let args = ["url-elicitation", "--log-received", log.to_str().unwrap()];
     let config = format!("[mcp.fx]\ncommand = {FIXTURE:?}\nargs = {args:?}\n");
-    scratch.write(".mcp-cli.toml", &config);
+    scratch.project_file(".mcp-cli.toml", &config);
     let command = gateway(&scratch);
     bounded(async {
         let client = start(&command, host(true));
@@ -96,7 +96,7 @@ const LINK: &str = "https://auth.example.com/connect?id=link-1";
 fn url_required(name: &str) -> Scratch {
     let scratch = Scratch::new(name);
     let config = format!("[mcp.fx]\ncommand = {FIXTURE:?}\nargs = [\"url-required\"]\n");
-    scratch.write(".mcp-cli.toml", &config);
+    scratch.project_file(".mcp-cli.toml", &config);
     scratch
 }
 

@@ -28,7 +28,14 @@ fn hub_of(servers: Vec<Server>, policy: Policy, ask: Option<AskHandler>) -> Hub 
         term_period: Duration::from_millis(300),
         ..Settings::default()
     };
-    Hub::new(Config { servers, policy, ..Config::default() }, settings)
+    Hub::new(
+        Config {
+            servers,
+            policy,
+            ..Config::default()
+        },
+        settings,
+    )
 }
 
 fn state_of(hub: &Hub, name: &str) -> (State, Option<String>) {

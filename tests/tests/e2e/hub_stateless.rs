@@ -32,7 +32,14 @@ fn hub_of(servers: Vec<Server>, logs: &Path) -> Hub {
         ..Settings::default()
     };
     let policy = Policy::default();
-    Hub::new(Config { servers, policy, ..Config::default() }, settings)
+    Hub::new(
+        Config {
+            servers,
+            policy,
+            ..Config::default()
+        },
+        settings,
+    )
 }
 
 /// The fixture in `mode`, in the stateless era, logging what it receives to `received`.
@@ -127,7 +134,7 @@ fn an_unacknowledged_listen_is_logged_and_the_hub_goes_on() {
         assert_eq!(received(&log, "subscriptions/listen"), 1);
         hub.shutdown().await;
     });
-    dir.write(
+    dir.project_file(
         ".mcp-cli.toml",
         &format!("[mcp.fx]\ncommand = {FIXTURE:?}\nargs = [\"listen-no-ack\"]\n"),
     );
@@ -297,7 +304,7 @@ fn a_missing_resource_reads_alike_in_both_eras() {
         "[mcp.old]\ncommand = {FIXTURE:?}\nargs = [\"resources\"]\n\n\
          [mcp.new]\ncommand = {FIXTURE:?}\nargs = [\"resources\", \"--era\", \"stateless\"]\n"
     );
-    dir.write(".mcp-cli.toml", &config);
+    dir.project_file(".mcp-cli.toml", &config);
     let old = dir.cli(&["read", "old", "fx://missing"]);
     let new = dir.cli(&["read", "new", "fx://missing"]);
     assert_eq!((old.code, new.code), (2, 2), "{old:?}\n{new:?}");
@@ -325,7 +332,7 @@ fn schemas_are_shown_and_passed_on_as_sent() {
         "[mcp.old]\ncommand = {FIXTURE:?}\nargs = [\"odd-tools\"]\n\n\
          [mcp.new]\ncommand = {FIXTURE:?}\nargs = [\"odd-tools\", \"--era\", \"stateless\"]\n"
     );
-    dir.write(".mcp-cli.toml", &config);
+    dir.project_file(".mcp-cli.toml", &config);
     for server in ["old", "new"] {
         let tool = schemas_tool(&dir, server);
         // Byte for byte: every keyword, in the server's order, nothing resolved.
@@ -392,7 +399,7 @@ fn nothing_the_era_removed_reaches_a_stateless_server_through_the_daemon() {
          \"--log-received\", {:?}]\n",
         log.to_str().unwrap()
     );
-    dir.write(".mcp-cli.toml", &config);
+    dir.project_file(".mcp-cli.toml", &config);
     let runtime = dir.0.join("run");
     let env = [("XDG_RUNTIME_DIR", runtime.to_str().unwrap())];
     let daemon = Stop(&dir, &env);

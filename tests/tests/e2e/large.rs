@@ -30,7 +30,7 @@ fn spilled_file(dir: &Scratch, stdout: &str, shown: usize, total: usize) -> Path
 #[test]
 fn a_result_over_max_output_is_written_whole_and_its_first_part_shown() {
     let dir = Scratch::new("large-spill");
-    dir.write(".mcp-cli.toml", &fixture_block("fx", "good"));
+    dir.project_file(".mcp-cli.toml", &fixture_block("fx", "good"));
     let run = dir.cli(&["call", "fx", "blob", "bytes=300000", "--max-output", "64K"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let file = spilled_file(&dir, &run.stdout, 65536, 300_001);
@@ -120,7 +120,7 @@ fn arrives_byte_for_byte(name: &str, config: &str, tool: &str, bytes: usize) {
     let mut sent = mcp_tests::varied_text(bytes);
     sent.push('\n');
     let dir = Scratch::new(name);
-    dir.write(".mcp-cli.toml", config);
+    dir.project_file(".mcp-cli.toml", config);
     let bytes = format!("bytes={bytes}");
     let args = [
         "call",
@@ -157,7 +157,7 @@ fn arrives_byte_for_byte(name: &str, config: &str, tool: &str, bytes: usize) {
 #[test]
 fn a_pipe_gets_everything_unless_a_limit_is_set() {
     let dir = Scratch::new("large-pipe");
-    dir.write(".mcp-cli.toml", &fixture_block("fx", "good"));
+    dir.project_file(".mcp-cli.toml", &fixture_block("fx", "good"));
     let run = dir.cli(&["call", "fx", "blob", "bytes=300000"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(run.stdout, "x".repeat(300_000) + "\n");
@@ -165,7 +165,7 @@ fn a_pipe_gets_everything_unless_a_limit_is_set() {
 
     // The server's max_result_bytes applies into a pipe too; --max-output none lifts it.
     let limited = format!("{}max_result_bytes = 2000\n", fixture_block("fx", "good"));
-    dir.write(".mcp-cli.toml", &limited);
+    dir.project_file(".mcp-cli.toml", &limited);
     let run = dir.cli(&["call", "fx", "blob", "bytes=5000"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let file = spilled_file(&dir, &run.stdout, 2000, 5001);
@@ -176,7 +176,7 @@ fn a_pipe_gets_everything_unless_a_limit_is_set() {
     // The JSON formats spell it maxResultBytes.
     std::fs::remove_file(dir.0.join(".mcp-cli.toml")).unwrap();
     let json = json!({"mcpServers": {"fx": {"command": crate::support::FIXTURE, "args": ["good"], "maxResultBytes": 10}}});
-    dir.write(".mcp.json", &json.to_string());
+    dir.project_file(".mcp.json", &json.to_string());
     let run = dir.cli(&["call", "fx", "echo", "text=hello world"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(run.stdout.lines().next(), Some("hello worl"));
@@ -186,7 +186,7 @@ fn a_pipe_gets_everything_unless_a_limit_is_set() {
 #[test]
 fn a_terminal_gets_the_first_64_kib_by_default() {
     let dir = Scratch::new("large-terminal");
-    dir.write(".mcp-cli.toml", &fixture_block("fx", "good"));
+    dir.project_file(".mcp-cli.toml", &fixture_block("fx", "good"));
     let run = dir.on_terminal(&["call", "fx", "blob", "bytes=100000"], true, None);
     assert_eq!(run.code, 0, "{}", run.screen);
     assert!(
@@ -204,7 +204,7 @@ fn a_terminal_gets_the_first_64_kib_by_default() {
 #[test]
 fn bad_limits_are_usage_errors_that_say_why() {
     let dir = Scratch::new("large-bad");
-    dir.write(".mcp-cli.toml", &fixture_block("fx", "good"));
+    dir.project_file(".mcp-cli.toml", &fixture_block("fx", "good"));
     for (value, said) in [
         ("0", "must be at least 1 byte"),
         ("-1", "not a number of bytes"),
@@ -218,7 +218,7 @@ fn bad_limits_are_usage_errors_that_say_why() {
         assert!(run.stdout.is_empty());
     }
     let zero = format!("{}max_result_bytes = 0\n", fixture_block("fx", "good"));
-    dir.write(".mcp-cli.toml", &zero);
+    dir.project_file(".mcp-cli.toml", &zero);
     let run = dir.cli(&["call", "fx", "echo", "text=hi"]);
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(

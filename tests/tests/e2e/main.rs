@@ -35,6 +35,10 @@ mod cli;
 /// Config management through the `mcp-cli` binary: enable, disable, add, remove, import, --stdio.
 mod config_edit;
 
+/// Project files' servers wait for a person's approval; `approve` and `trust` are the
+/// person's decisions.
+mod project_approval;
+
 /// Policy through the `mcp-cli` binary: lists, filters, rules, `ask` on a pseudo-terminal.
 mod policy;
 

@@ -105,7 +105,7 @@ impl Configured {
                 .iter()
                 .map(|arg| arg.to_string_lossy().into_owned()),
         );
-        scratch.write(
+        scratch.project_file(
             ".mcp-cli.toml",
             &format!("[mcp.peer]\ncommand = \"sh\"\nargs = {args:?}\ntimeout_sec = 60\n"),
         );
@@ -119,7 +119,7 @@ impl Configured {
     fn http(peer: &Peer, test: &str) -> Self {
         let scratch = Scratch::new(test);
         let http = HttpPeer::start(peer);
-        scratch.write(
+        scratch.project_file(
             ".mcp-cli.toml",
             &format!("[mcp.peer]\nurl = {:?}\ntimeout_sec = 60\n", http.url),
         );

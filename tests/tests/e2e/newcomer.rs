@@ -5,7 +5,7 @@ use crate::support::{FIXTURE, Scratch, fixture_block};
 
 fn project(name: &str, extra: &str) -> Scratch {
     let dir = Scratch::new(name);
-    dir.write(
+    dir.project_file(
         ".mcp-cli.toml",
         &format!("{}{extra}", fixture_block("fx", "good")),
     );
@@ -90,7 +90,7 @@ fn messages_say_what_to_change() {
     );
 
     let slow = Scratch::new("newcomer-handshake");
-    slow.write(
+    slow.project_file(
         ".mcp-cli.toml",
         &format!("{}timeout_sec = 0.5\n", fixture_block("mute", "silent")),
     );
@@ -98,7 +98,7 @@ fn messages_say_what_to_change() {
     assert_eq!(run.code, 4, "{}", run.stderr);
     assert!(run.stderr.contains("raise timeout_sec"), "{}", run.stderr);
     // Other hosts' MCP_TIMEOUT (milliseconds) sets the budget of entries that set none.
-    slow.write(".mcp-cli.toml", &fixture_block("mute", "silent"));
+    slow.project_file(".mcp-cli.toml", &fixture_block("mute", "silent"));
     let run = slow.cli_with(
         &["call", "mute", "echo", "text=x"],
         &[("MCP_TIMEOUT", "700")],
@@ -124,7 +124,7 @@ fn a_json_rpc_error_from_a_call_is_a_failed_tool() {
 #[test]
 fn servers_is_a_health_check_and_quotes_commands() {
     let dir = Scratch::new("newcomer-servers");
-    dir.write(
+    dir.project_file(
         ".mcp-cli.toml",
         &format!(
             "{}[mcp.spaced]\ncommand = {FIXTURE:?}\nargs = [\"good\", \"--log-received\", \"a file\"]\n",
@@ -140,7 +140,7 @@ fn servers_is_a_health_check_and_quotes_commands() {
     );
     let mut config = std::fs::read_to_string(dir.0.join(".mcp-cli.toml")).unwrap();
     config.push_str(&fixture_block("dies", "exit-in-handshake"));
-    dir.write(".mcp-cli.toml", &config);
+    dir.project_file(".mcp-cli.toml", &config);
     let run = dir.cli(&["servers"]);
     assert_eq!(
         run.code, 3,
@@ -270,7 +270,7 @@ fn an_unset_vscode_env_variable_is_named_as_not_set() {
 #[test]
 fn tools_keep_what_servers_send_and_alike_names_stay_apart() {
     let dir = Scratch::new("newcomer-odd-tools");
-    dir.write(".mcp-cli.toml", &fixture_block("fx", "odd-tools"));
+    dir.project_file(".mcp-cli.toml", &fixture_block("fx", "odd-tools"));
     let run = dir.cli(&["tools", "fx"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let weather: Vec<&str> = (run.stdout.lines())

@@ -283,7 +283,7 @@ fn auth_login_goes_through_the_browser_and_reset_forgets() {
 
 /// A project config naming the fixture as server `fx`.
 pub(crate) fn configure(scratch: &Scratch, fixture: &Fixture) {
-    scratch.write(
+    scratch.project_file(
         ".mcp-cli.toml",
         &format!("[mcp.fx]\nurl = \"{}\"\n", fixture.url),
     );

@@ -496,7 +496,7 @@ fn a_no_browser_login_takes_the_pasted_redirect_and_checks_its_state() {
 fn a_machine_client_gets_its_token_with_a_secret_by_basic_or_post() {
     let scratch = Scratch::new("oauth-machine");
     let fixture = Fixture::start("good", &scratch);
-    scratch.write(
+    scratch.project_file(
         ".mcp-cli.toml",
         &format!(
             "[mcp.fx]\nurl = \"{}\"\noauth_grant = \"client_credentials\"\n\

@@ -11,7 +11,7 @@ use crate::support::{FIXTURE, Scratch, fixture_block};
 #[test]
 fn a_result_that_breaks_its_schema_is_shown_and_exits_1_naming_the_path() {
     let dir = Scratch::new("schema-lying");
-    dir.write(".mcp-cli.toml", &fixture_block("fx", "output-schema"));
+    dir.project_file(".mcp-cli.toml", &fixture_block("fx", "output-schema"));
     let run = dir.cli(&["call", "fx", "lying"]);
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert_eq!(
@@ -55,7 +55,7 @@ fn a_result_that_breaks_its_schema_is_shown_and_exits_1_naming_the_path() {
 #[test]
 fn no_validate_and_validate_output_false_turn_the_check_off() {
     let dir = Scratch::new("schema-off");
-    dir.write(".mcp-cli.toml", &fixture_block("fx", "output-schema"));
+    dir.project_file(".mcp-cli.toml", &fixture_block("fx", "output-schema"));
     let run = dir.cli(&["call", "fx", "lying", "--no-validate"]);
     assert_eq!((run.code, run.stderr.as_str()), (0, ""));
 
@@ -63,17 +63,17 @@ fn no_validate_and_validate_output_false_turn_the_check_off() {
         "{}validate_output = false\n",
         fixture_block("fx", "output-schema")
     );
-    dir.write(".mcp-cli.toml", &off);
+    dir.project_file(".mcp-cli.toml", &off);
     let run = dir.cli(&["call", "fx", "lying"]);
     assert_eq!((run.code, run.stderr.as_str()), (0, ""));
 
     std::fs::remove_file(dir.0.join(".mcp-cli.toml")).unwrap();
     let json = json!({"mcpServers": {"fx": {"command": FIXTURE, "args": ["output-schema"], "validateOutput": false}}});
-    dir.write(".mcp.json", &json.to_string());
+    dir.project_file(".mcp.json", &json.to_string());
     let run = dir.cli(&["call", "fx", "unstructured"]);
     assert_eq!((run.code, run.stderr.as_str()), (0, ""));
     let json = json!({"mcpServers": {"fx": {"command": FIXTURE, "args": ["output-schema"]}}});
-    dir.write(".mcp.json", &json.to_string());
+    dir.project_file(".mcp.json", &json.to_string());
     assert_eq!(dir.cli(&["call", "fx", "unstructured"]).code, 1);
 }
 
@@ -128,7 +128,7 @@ fn the_reference_servers_structured_tools_validate_clean() {
         dir.0.join("memory.jsonl").display().to_string(),
         program(&python, "mcp-server-time"),
     );
-    dir.write(".mcp-cli.toml", &config);
+    dir.project_file(".mcp-cli.toml", &config);
     let note = format!("path={root}/note.txt");
     let here = format!("path={root}");
     let entity =

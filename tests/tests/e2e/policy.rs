@@ -29,7 +29,7 @@ fn denied_servers_are_listed_and_never_spawned() {
          mcp_server_denylist = [\"nope\"]\n",
         fixture_block("fx", "good")
     );
-    dir.write(".mcp-cli.toml", &config);
+    dir.project_file(".mcp-cli.toml", &config);
     let run = dir.cli(&["servers"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(state_of(&run, "fx"), "running");
@@ -131,7 +131,7 @@ fn deny_rules_in_native_toml_and_claude_json() {
             fixture_block("fx", "good")
         ),
     );
-    let claude = dir.write(
+    let claude = dir.project_file(
         ".mcp.json",
         &format!(
             r#"{{"mcpServers": {{"fx": {{"command": {FIXTURE:?}, "args": ["good"]}}}},
@@ -157,7 +157,7 @@ fn deny_rules_in_native_toml_and_claude_json() {
 
 fn ask_project(name: &str) -> Scratch {
     let dir = Scratch::new(name);
-    dir.write(
+    dir.project_file(
         ".mcp-cli.toml",
         &format!(
             "{}\n[[permissions.rules]]\ntool = \"fx__add\"\naction = \"ask\"\n",

@@ -114,7 +114,7 @@ fn git_reports_on_a_repository_the_test_made() {
         bin.join("mcp-server-git").to_str().unwrap(),
         repo.to_str().unwrap()
     );
-    dir.write(".mcp-cli.toml", &config);
+    dir.project_file(".mcp-cli.toml", &config);
     let repo_arg = format!("repo_path={}", repo.display());
     let run = dir.cli(&["call", "git", "git_status", &repo_arg]);
     assert_eq!(run.code, 0, "{}", run.stderr);
@@ -138,7 +138,7 @@ fn time_tells_the_time_in_utc() {
         "[mcp.time]\ncommand = {:?}\n",
         bin.join("mcp-server-time").to_str().unwrap()
     );
-    dir.write(".mcp-cli.toml", &config);
+    dir.project_file(".mcp-cli.toml", &config);
     let run = dir.cli(&["call", "time", "get_current_time", "timezone=UTC"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let answer: Value = serde_json::from_str(run.stdout.trim()).unwrap();
@@ -212,7 +212,7 @@ fn an_answer_over_the_limit_with_its_id_last_fails_at_once() {
     };
     let dir = Scratch::new("real-too-large");
     let server = bin.join("mcp-server-everything");
-    dir.write(
+    dir.project_file(
         ".mcp-cli.toml",
         &format!("[mcp.everything]\ncommand = {server:?}\nmax_message_mb = 0.01\n"),
     );

@@ -393,7 +393,7 @@ fn an_http_sse_server_dying_mid_call_is_reported_as_that() {
     let server = fixture("legacy-dies");
     let scratch = Scratch::new("remote-legacy-dies");
     let url = server.url();
-    scratch.write(".mcp-cli.toml", &format!("[mcp.old]\nurl = \"{url}\"\n"));
+    scratch.project_file(".mcp-cli.toml", &format!("[mcp.old]\nurl = \"{url}\"\n"));
     // Found by falling back from the refused Streamable HTTP POST.
     let run = scratch.cli(&["tools", "old"]);
     assert_eq!(run.code, 0, "{run:?}");

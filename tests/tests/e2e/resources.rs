@@ -20,7 +20,7 @@ fn resource_project(name: &str) -> (Scratch, std::path::PathBuf) {
         fixture_block("bad", "malformed-resources"),
         fixture_block("loop", "repeat-resource-cursor"),
     );
-    dir.write(".mcp-cli.toml", &config);
+    dir.project_file(".mcp-cli.toml", &config);
     (dir, log)
 }
 
@@ -361,7 +361,7 @@ fn configure_everything(dir: &Scratch) -> bool {
         "[mcp.everything]\ncommand = {:?}\ntimeout_sec = 60\n",
         server.to_str().unwrap()
     );
-    dir.write(".mcp-cli.toml", &config);
+    dir.project_file(".mcp-cli.toml", &config);
     true
 }
 

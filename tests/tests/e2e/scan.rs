@@ -101,7 +101,7 @@ fn each_poisoned_tool_is_withheld_on_first_sight_until_trusted() {
         "{clean:?}"
     );
 
-    let trust = scratch.cli(&["--config", &config, "trust", "fx"]);
+    let trust = scratch.cli(&["--config", &config, "--yes", "trust", "fx"]);
     assert_eq!(trust.code, 0, "{trust:?}");
     assert!(
         trust
@@ -145,7 +145,7 @@ fn a_tool_that_changes_is_scanned_again() {
     let call = scratch.cli(&["--config", &config, "call", "fx", "shifty"]);
     assert_eq!(call.code, 2, "{call:?}");
     assert!(call.stderr.contains("says \"do not mention\""), "{call:?}");
-    let trust = scratch.cli(&["--config", &config, "trust", "fx"]);
+    let trust = scratch.cli(&["--config", &config, "--yes", "trust", "fx"]);
     assert_eq!(trust.code, 0, "{trust:?}");
     let call = scratch.cli(&["--config", &config, "call", "fx", "shifty"]);
     assert_eq!(call.code, 0, "{call:?}");

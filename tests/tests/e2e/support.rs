@@ -122,6 +122,16 @@ impl Scratch {
         path
     }
 
+    /// Writes a project file (`.mcp-cli.toml`, `.mcp.json`) into this folder and approves its
+    /// servers as they now are, as the person whose project it is would with `mcp-cli approve
+    /// --yes`: for tests whose subject is not the approval. A file that does not read
+    /// approves nothing, and the runs after it report why.
+    pub(crate) fn project_file(&self, name: &str, text: &str) -> std::path::PathBuf {
+        let path = self.write(name, text);
+        let _ = self.cli(&["approve", "--yes"]);
+        path
+    }
+
     /// Runs `mcp-cli` with this folder as its working directory and state home, and presets
     /// pointed at a prefix that does not exist (so no test reaches for npx by accident).
     pub(crate) fn cli(&self, args: &[&str]) -> Run {

@@ -38,7 +38,7 @@ impl Tasks {
         ];
         args.extend(extra);
         let config = format!("[mcp.fx]\ncommand = {FIXTURE:?}\nargs = {args:?}\n");
-        scratch.write(".mcp-cli.toml", &config);
+        scratch.project_file(".mcp-cli.toml", &config);
         Self { scratch }
     }
 
@@ -358,7 +358,7 @@ fn a_restarted_daemon_watches_its_tasks_again() {
             "--task-dir",
             dir.to_str().unwrap(),
         ];
-        tasks.scratch.write(
+        tasks.scratch.project_file(
             ".mcp-cli.toml",
             &format!("[mcp.fx]\ncommand = {FIXTURE:?}\nargs = {args:?}\n"),
         );
@@ -477,7 +477,7 @@ impl Tasks {
     /// A scratch folder whose config is `config`, for the real peers.
     fn with_config(name: &str, config: &str) -> Self {
         let scratch = Scratch::new(&format!("tasks-{name}"));
-        scratch.write(".mcp-cli.toml", config);
+        scratch.project_file(".mcp-cli.toml", config);
         Self { scratch }
     }
 }
