@@ -64,10 +64,23 @@ impl Hint {
 }
 
 /// A hub error as the program's own gateway shows it to its host: the error and its hint,
-/// for configured servers (the gateway serves no other).
+/// for configured servers (the gateway serves no other). A withheld or flagged tool is only
+/// said to be withheld: the text it was withheld for is what a poisoned server wants a model
+/// to read, and clearing it is the person's decision, so neither that text nor the command
+/// that clears it reaches a host (the command line shows both to the person).
 pub(crate) fn explained(error: &HubError) -> String {
-    let hint = Hint::of(error).map(|hint| hint.text(&Naming::Configured));
-    format!("{error}{}", hint.unwrap_or_default())
+    match error {
+        HubError::ToolWithheld { server, tool, .. } | HubError::ToolFlagged { server, tool, .. } => {
+            format!(
+                "tool {tool} of server {server} is withheld until a person reviews it on the \
+                 command line"
+            )
+        }
+        _ => {
+            let hint = Hint::of(error).map(|hint| hint.text(&Naming::Configured));
+            format!("{error}{}", hint.unwrap_or_default())
+        }
+    }
 }
 
 #[cfg(test)]

@@ -588,9 +588,12 @@ fn the_gateway_withholds_a_changed_tool_as_call_does() {
         "tools/call",
         json!({"name": "fx__shifty", "arguments": {}}),
     );
+    // The host (a model) hears only that a person must review it: not the poisoned text,
+    // and not the command that would clear it.
     let said = run["error"]["message"].as_str().unwrap_or_default();
-    assert!(
-        said.contains("withheld") && said.contains("mcp-cli trust fx"),
+    assert_eq!(
+        said,
+        "tool shifty of server fx is withheld until a person reviews it on the command line",
         "{run}"
     );
     drop(host);
@@ -608,7 +611,8 @@ fn the_gateway_withholds_a_changed_tool_as_call_does() {
     let run = host.request(2, "tools/call", proxy("call"));
     assert_eq!(run["result"]["isError"], true, "{run}");
     let said = run["result"]["content"][0]["text"].as_str().unwrap();
-    assert!(said.contains("withheld"), "{said}");
+    assert!(said.contains("withheld until a person reviews it"), "{said}");
+    assert!(!said.contains("id_rsa") && !said.contains("trust"), "{said}");
     drop(host);
     assert!(serve.wait().unwrap().success());
 }

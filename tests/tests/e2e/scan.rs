@@ -176,8 +176,9 @@ fn the_gateway_withholds_a_flagged_tool() {
         json!({"name": "fx__padding", "arguments": {}}),
     );
     let said = run["error"]["message"].as_str().unwrap_or_default();
-    assert!(
-        said.contains("the poisoning scan flagged it") && said.contains("mcp-cli trust fx"),
+    assert_eq!(
+        said,
+        "tool padding of server fx is withheld until a person reviews it on the command line",
         "{run}"
     );
     drop(host);
