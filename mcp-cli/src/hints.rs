@@ -70,7 +70,8 @@ impl Hint {
 /// that clears it reaches a host (the command line shows both to the person).
 pub(crate) fn explained(error: &HubError) -> String {
     match error {
-        HubError::ToolWithheld { server, tool, .. } | HubError::ToolFlagged { server, tool, .. } => {
+        HubError::ToolWithheld { server, tool, .. }
+        | HubError::ToolFlagged { server, tool, .. } => {
             format!(
                 "tool {tool} of server {server} is withheld until a person reviews it on the \
                  command line"

@@ -46,6 +46,30 @@ fn hashed(server: &str, tool: &str) -> String {
     format!("{}_{:08x}", &safe[..keep], fnv1a(full.as_bytes()))
 }
 
+/// Why `server` cannot be a server's name beside `others` (the other servers'), if it cannot:
+/// its tools' names must tell which server they are of. A name holding `__` (once made safe)
+/// would make `a__b`'s tool `c` and `a`'s tool `b__c` one name; two names that are one once
+/// made safe (`my.git`, `my_git`) would share all their tools' names.
+pub fn server_name_clash<'a>(
+    server: &str,
+    others: impl IntoIterator<Item = &'a str>,
+) -> Option<String> {
+    let shown = safe(server);
+    if shown.contains("__") {
+        return Some(format!(
+            "a server's name may not hold `__` (here {shown:?} once made safe for tool names): \
+             it separates the server from the tool in `SERVER__TOOL`, so this server's tools \
+             could be taken for another's; rename it"
+        ));
+    }
+    let mut others = others.into_iter().filter(|other| *other != server);
+    let same = others.find(|other| safe(other) == shown)?;
+    Some(format!(
+        "its tools would be shown under the same names as those of server {same:?} (both are \
+         {shown:?} in tool names); rename one of them"
+    ))
+}
+
 /// `name` with every character providers refuse replaced by `_` (not shortened).
 pub fn safe(name: &str) -> String {
     let allowed = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
@@ -157,6 +181,16 @@ mod tests {
     #[test]
     fn plain_names_join_with_a_double_underscore() {
         assert_eq!(qualified("fs", "read_file"), "fs__read_file");
+    }
+
+    #[test]
+    fn server_names_that_would_share_tool_names_are_refused() {
+        assert_eq!(server_name_clash("github", ["git", "github"]), None);
+        let double = server_name_clash("a__b", ["a"]).unwrap();
+        assert!(double.contains("may not hold `__`"), "{double}");
+        assert!(server_name_clash("a..b", []).unwrap().contains("\"a__b\""));
+        let same = server_name_clash("my_git", ["my.git"]).unwrap();
+        assert!(same.contains("server \"my.git\""), "{same}");
     }
 
     #[test]

@@ -438,14 +438,19 @@ impl Hub {
     }
 
     /// Adds a server (or replaces the one of that name, if it is not running).
-    pub fn add(&self, server: Server) {
-        let denied = self.inner.policy.server_denied(&server);
-        let slot = Arc::new(Slot::new(server, denied));
+    pub fn add(&self, mut server: Server) {
         let mut slots = self
             .inner
             .slots
             .write()
             .unwrap_or_else(PoisonError::into_inner);
+        let others = slots.keys().map(String::as_str);
+        if let Some(reason) = names::server_name_clash(&server.name, others) {
+            let command = server.entry.command_line();
+            server.entry = crate::config::Entry::Invalid { reason, command };
+        }
+        let denied = self.inner.policy.server_denied(&server);
+        let slot = Arc::new(Slot::new(server, denied));
         // A server replaced while it runs is closed, not left behind.
         let old = slots.insert(slot.name().to_owned(), slot);
         self.inner.found.changed();

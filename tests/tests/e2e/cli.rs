@@ -1090,3 +1090,51 @@ fn a_server_that_exits_on_the_probe_is_started_again_in_the_handshake_era() {
     assert_eq!((run.code, run.stdout.trim()), (0, "no probe"), "{run:?}");
     assert_eq!(methods(), ["initialize", "notifications/initialized"]);
 }
+
+/// Two servers can never show the same tool name: a server name holding `__` (`a__b`, whose
+/// tool `c` would be `a`'s tool `b__c`), or one that is another's once made safe (`my.fx`
+/// beside `my_fx`), is refused with the reason, and the listing has each name once.
+#[test]
+fn server_names_that_would_share_tool_names_are_refused() {
+    let dir = Scratch::new("name-clash");
+    let block = |name: &str| format!("[mcp.{name:?}]\ncommand = {FIXTURE:?}\nargs = [\"good\"]\n");
+    let config = [
+        block("fx"),
+        block("fx__echo"),
+        block("my.fx"),
+        block("my_fx"),
+    ]
+    .concat();
+    let config = dir.write("clash.toml", &config);
+    let config = config.to_str().unwrap();
+    let servers = dir.cli(&["--config", config, "--json", "servers"]);
+    let rows: Value = serde_json::from_str(&servers.stdout).unwrap();
+    let state = |name: &str| {
+        let row = rows
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|row| row["name"] == name);
+        (
+            row.unwrap()["state"].clone(),
+            row.unwrap()["reason"].clone(),
+        )
+    };
+    assert_eq!(state("fx").0, "running", "{rows}");
+    let (refused, why) = state("fx__echo");
+    assert_eq!(refused, "invalid", "{rows}");
+    assert!(why.as_str().unwrap().contains("may not hold `__`"), "{why}");
+    assert_eq!(state("my.fx").0, "running", "{rows}");
+    let (refused, why) = state("my_fx");
+    assert_eq!(refused, "invalid", "{rows}");
+    assert!(why.as_str().unwrap().contains("server \"my.fx\""), "{why}");
+    let tools = dir.cli(&["--config", config, "--json", "tools"]);
+    let tools: Value = serde_json::from_str(&tools.stdout).unwrap();
+    let mut names: Vec<&str> = (tools.as_array().unwrap().iter())
+        .map(|tool| tool["qualifiedName"].as_str().unwrap())
+        .collect();
+    let listed = names.len();
+    names.sort();
+    names.dedup();
+    assert_eq!(names.len(), listed, "{names:?}");
+}

@@ -592,8 +592,7 @@ fn the_gateway_withholds_a_changed_tool_as_call_does() {
     // and not the command that would clear it.
     let said = run["error"]["message"].as_str().unwrap_or_default();
     assert_eq!(
-        said,
-        "tool shifty of server fx is withheld until a person reviews it on the command line",
+        said, "tool shifty of server fx is withheld until a person reviews it on the command line",
         "{run}"
     );
     drop(host);
@@ -611,8 +610,14 @@ fn the_gateway_withholds_a_changed_tool_as_call_does() {
     let run = host.request(2, "tools/call", proxy("call"));
     assert_eq!(run["result"]["isError"], true, "{run}");
     let said = run["result"]["content"][0]["text"].as_str().unwrap();
-    assert!(said.contains("withheld until a person reviews it"), "{said}");
-    assert!(!said.contains("id_rsa") && !said.contains("trust"), "{said}");
+    assert!(
+        said.contains("withheld until a person reviews it"),
+        "{said}"
+    );
+    assert!(
+        !said.contains("id_rsa") && !said.contains("trust"),
+        "{said}"
+    );
     drop(host);
     assert!(serve.wait().unwrap().success());
 }

@@ -177,8 +177,7 @@ fn the_gateway_withholds_a_flagged_tool() {
     );
     let said = run["error"]["message"].as_str().unwrap_or_default();
     assert_eq!(
-        said,
-        "tool padding of server fx is withheld until a person reviews it on the command line",
+        said, "tool padding of server fx is withheld until a person reviews it on the command line",
         "{run}"
     );
     drop(host);
