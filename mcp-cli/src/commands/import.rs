@@ -1,6 +1,8 @@
 //! `import [--write [NAME]...]`: the servers other hosts on this machine configure, with the
-//! file each is in; `--write` copies them into the user file (or `--config FILE`). Other
-//! hosts' files are only read.
+//! file each is in; `--write` copies them into the user file (or `--config FILE`): with no
+//! names, only those configured for the whole machine, never one project's (Claude Code's
+//! per-project servers, a file in this folder), which become the user's own only when named.
+//! Other hosts' files are only read.
 
 use std::collections::BTreeSet;
 
@@ -109,6 +111,11 @@ fn copy(
     let mut copied = Vec::new();
     for f in found {
         if !names.is_empty() && !names.contains(&f.name) {
+            continue;
+        }
+        if names.is_empty() && f.per_project {
+            let why = "it is configured for one project only; name it to copy it";
+            output::diagnostic(&format!("mcp-cli: skipped {} ({}): {why}", f.name, f.host));
             continue;
         }
         let from = f.file.display();

@@ -18,10 +18,15 @@ pub struct Found {
     pub server: NewServer,
     /// Why it cannot be used here whatever it says (a Zed extension's server).
     pub unusable: Option<String>,
+    /// Configured for one project only: one of Claude Code's per-project (local-scope)
+    /// servers, or a file in the current folder (which a cloned repository brings). Copied
+    /// only when named, never by an `import --write` of everything.
+    pub per_project: bool,
 }
 
-/// Each host's files, in the order they are looked at (and win on a name found twice).
-fn places(env: Env<'_>, cwd: &Path) -> Vec<(&'static str, PathBuf)> {
+/// Each host's files, in the order they are looked at (and win on a name found twice), and
+/// whether each is one project's (in the current folder) rather than the machine's.
+fn places(env: Env<'_>, cwd: &Path) -> Vec<(&'static str, PathBuf, bool)> {
     let home = PathBuf::from(env("HOME").unwrap_or_default());
     let config = config_home(env);
     let codex = env("CODEX_HOME")
@@ -31,25 +36,30 @@ fn places(env: Env<'_>, cwd: &Path) -> Vec<(&'static str, PathBuf)> {
         (
             "Claude Desktop",
             config.join("Claude/claude_desktop_config.json"),
+            false,
         ),
-        ("Claude Code", home.join(".claude.json")),
-        ("Cursor", home.join(".cursor/mcp.json")),
-        ("Cursor", cwd.join(".cursor/mcp.json")),
-        ("VS Code", config.join("Code/User/mcp.json")),
-        ("VS Code", config.join("Code/User/settings.json")),
-        ("VS Code", cwd.join(".vscode/mcp.json")),
-        ("Windsurf", home.join(".codeium/windsurf/mcp_config.json")),
-        ("Gemini CLI", home.join(".gemini/settings.json")),
-        ("Gemini CLI", cwd.join(".gemini/settings.json")),
-        ("Codex", codex.join("config.toml")),
-        ("opencode", config.join("opencode/opencode.json")),
-        ("opencode", config.join("opencode/opencode.jsonc")),
-        ("opencode", cwd.join("opencode.json")),
-        ("Zed", config.join("zed/settings.json")),
-        ("packetcode", home.join(".packetcode/config.toml")),
-        ("pi", home.join(".pi/agent/settings.json")),
-        ("reeboot", home.join(".reeboot/config.json")),
-        ("dispatch", cwd.join(".dispatch/mcp.json")),
+        ("Claude Code", home.join(".claude.json"), false),
+        ("Cursor", home.join(".cursor/mcp.json"), false),
+        ("Cursor", cwd.join(".cursor/mcp.json"), true),
+        ("VS Code", config.join("Code/User/mcp.json"), false),
+        ("VS Code", config.join("Code/User/settings.json"), false),
+        ("VS Code", cwd.join(".vscode/mcp.json"), true),
+        (
+            "Windsurf",
+            home.join(".codeium/windsurf/mcp_config.json"),
+            false,
+        ),
+        ("Gemini CLI", home.join(".gemini/settings.json"), false),
+        ("Gemini CLI", cwd.join(".gemini/settings.json"), true),
+        ("Codex", codex.join("config.toml"), false),
+        ("opencode", config.join("opencode/opencode.json"), false),
+        ("opencode", config.join("opencode/opencode.jsonc"), false),
+        ("opencode", cwd.join("opencode.json"), true),
+        ("Zed", config.join("zed/settings.json"), false),
+        ("packetcode", home.join(".packetcode/config.toml"), false),
+        ("pi", home.join(".pi/agent/settings.json"), false),
+        ("reeboot", home.join(".reeboot/config.json"), false),
+        ("dispatch", cwd.join(".dispatch/mcp.json"), true),
     ]
 }
 
@@ -58,15 +68,16 @@ fn places(env: Env<'_>, cwd: &Path) -> Vec<(&'static str, PathBuf)> {
 pub fn import(env: Env<'_>, cwd: &Path) -> (Vec<Found>, Vec<ConfigError>) {
     let mut found = Vec::new();
     let mut errors = Vec::new();
-    for (host, path) in places(env, cwd) {
+    for (host, path, in_folder) in places(env, cwd) {
         let Ok(text) = std::fs::read_to_string(&path) else {
             continue;
         };
-        let mut documents = vec![(host.to_owned(), text.clone())];
+        let mut documents = vec![(host.to_owned(), text.clone(), in_folder)];
         if host == "Claude Code" {
-            documents.extend(claude_projects(&text));
+            let projects = claude_projects(&text).into_iter();
+            documents.extend(projects.map(|(host, text)| (host, text, true)));
         }
-        for (host, text) in documents {
+        for (host, text, per_project) in documents {
             match read_raw(&path, &text) {
                 Ok(file) => found.extend(file.servers.into_iter().map(|(name, raw)| Found {
                     name,
@@ -74,6 +85,7 @@ pub fn import(env: Env<'_>, cwd: &Path) -> (Vec<Found>, Vec<ConfigError>) {
                     file: path.clone(),
                     unusable: raw.unusable.clone(),
                     server: native(raw),
+                    per_project,
                 })),
                 // A host's settings without servers in them are nothing to import.
                 Err(error) if error.kind == ConfigErrorKind::NoServers => {}

@@ -414,8 +414,35 @@ fn import_reads_each_hosts_places_and_writes_a_native_file() {
         run.stdout
             .ends_with(&format!("wrote {}\n", native.display()))
     );
+    // One project's servers (Claude Code's per-project ones, a file in this folder) are not
+    // made the user's own unless named.
+    let per_project = ["code-project", "dispatch"];
+    for name in per_project {
+        let skipped = format!("skipped {name} (");
+        assert!(run.stderr.contains(&skipped), "{name}: {}", run.stderr);
+    }
+    assert!(
+        run.stderr
+            .contains("configured for one project only; name it"),
+        "{}",
+        run.stderr
+    );
     let run = dir.cli_with(&["servers"], &env, None);
     for (name, _) in expected {
+        let state = state_of(&run, name);
+        match per_project.contains(&name) {
+            true => assert_eq!(state, None, "{name}: {run:?}"),
+            false => assert_eq!(state.as_deref(), Some("running"), "{name}: {run:?}"),
+        }
+    }
+    let named = dir.cli_with(
+        &["import", "--write", "code-project", "dispatch"],
+        &env,
+        None,
+    );
+    assert_eq!(named.code, 0, "{named:?}");
+    let run = dir.cli_with(&["servers"], &env, None);
+    for name in per_project {
         assert_eq!(
             state_of(&run, name).as_deref(),
             Some("running"),
