@@ -66,7 +66,8 @@ pub struct Catalogue {
     /// Tools left out, with a warning each: their definition changed since it was pinned
     /// ([`HubError::ToolWithheld`]), the poisoning scan flagged it ([`HubError::ToolFlagged`]),
     /// or an `x-mcp-header` annotation of theirs is invalid
-    /// ([`HubError::ToolRejected`]).
+    /// ([`HubError::ToolRejected`]); and the warning that a server is another than the one
+    /// pinned under its name before ([`HubError::AnotherServer`]), whose tools are listed.
     pub withheld: Vec<HubError>,
 }
 
@@ -251,7 +252,7 @@ impl Hub {
         live: &Arc<Vec<Tool>>,
         mut withheld: Vec<HubError>,
     ) -> (Vec<ToolEntry>, Vec<HubError>) {
-        self.observe_pins(server, live);
+        withheld.extend(self.observe_pins(server, live));
         let looked = self.looked(server, live);
         let mut entries = Vec::new();
         for (tool, shown) in looked.tools.iter().zip(looked.shown.iter().cloned()) {
@@ -272,23 +273,31 @@ impl Hub {
     }
 
     /// Pins the tools of `server` not pinned yet, unless its config turns pinning off (then
-    /// only reads what `trust` accepted, for the poisoning scan).
-    fn observe_pins(&self, server: &str, tools: &[Tool]) {
-        let read_afresh = match self.pin_key(server) {
+    /// only reads what `trust` accepted, for the poisoning scan). Returns the warning that
+    /// `server` is another server than the one pinned under its name before, if it is.
+    fn observe_pins(&self, server: &str, tools: &[Tool]) -> Option<HubError> {
+        let key = self.pin_key(server);
+        let another =
+            (key.as_deref()).is_some_and(|key| self.inner.pins.another_server(server, key));
+        let read_afresh = match key {
             Some(key) => self.inner.pins.observe(&key, tools, true),
             None => self.observe_trust(server, tools),
         };
         if read_afresh {
             self.inner.found.changed();
         }
+        let slot = another.then(|| self.inner.slot(server).ok()).flatten()?;
+        Some(HubError::AnotherServer {
+            server: server.to_owned(),
+            command: slot.status().command,
+        })
     }
 
-    /// The name `server`'s pins are kept under, if its tools are pinned.
+    /// What `server`'s pins are kept under, if its tools are pinned.
     fn pin_key(&self, server: &str) -> Option<String> {
         let slot = self.inner.slot(server).ok()?;
         let spec = slot.spec().ok()?;
-        let key = spec.pin_key.as_deref().unwrap_or(server);
-        spec.pin_tools.then(|| key.to_owned())
+        spec.pin_tools.then(|| super::pins::key(spec))
     }
 
     /// Accepts the current definitions of `server`'s tools as its pins (`mcp-cli trust`),
@@ -367,7 +376,8 @@ impl Hub {
     ) -> Result<ToolEntry, HubError> {
         let generation = self.inner.found.generation();
         let live = slot.listed(&self.inner).await?;
-        self.observe_pins(server, &live.tools);
+        // Found for a call, which says whatever keeps it from running: a warning has no place.
+        let _another = self.observe_pins(server, &live.tools);
         let looked = self.looked(server, &live.tools);
         let (tools, shown) = (&looked.tools, &looked.shown);
         let index = match tools.iter().position(|tool| tool.name == given) {

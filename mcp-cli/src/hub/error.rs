@@ -109,6 +109,19 @@ pub enum HubError {
         /// What the scan found.
         findings: Vec<crate::scan::Finding>,
     },
+    /// A warning, not a failure: the server is not the one whose tools were pinned under its
+    /// name before (what it runs, or where it is, differs), so its tools are pinned anew
+    /// rather than compared with the other server's. Its tools are listed.
+    #[error(
+        "server {server} is another server than the one whose tools were pinned under this \
+         name before (it now runs `{command}`): its tools are pinned anew, not compared"
+    )]
+    AnotherServer {
+        /// The server.
+        server: String,
+        /// What it runs now (or its URL).
+        command: String,
+    },
     /// The server offered the tool with an invalid `x-mcp-header` annotation (the 2026-07-28
     /// revision over HTTP): the adapter left it out of the listing, and it is neither listed
     /// nor called.

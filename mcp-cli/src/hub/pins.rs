@@ -1,6 +1,11 @@
 //! Tool pinning, against "rug pulls": the first time a server's tool is seen, a digest of its
-//! definition is kept in `<pin dir>/<server>.json`; a later change withholds the tool until
+//! definition is kept in `<pin dir>/<key>.json`; a later change withholds the tool until
 //! `mcp-cli trust SERVER` accepts it.
+//!
+//! A server's pins are kept under its name and a digest of what identifies it ([`key`]: what
+//! it runs, or where it is), as the catalogue's listings are: two projects that each define
+//! a `git` keep pins of their own rather than take each other's tools for changed ones, and
+//! another server under a known name is told as such ([`Pins::another_server`]).
 //!
 //! The digest is SHA-256 of the definition (name, title, description, input and output
 //! schema, annotations) serialised with sorted keys. A cryptographic hash, because the server
@@ -20,7 +25,7 @@ use mcp_smol::proto::Tool;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::config::{read_original, write_back};
+use crate::config::{ServerSpec, read_original, write_back};
 use crate::files::{Stamp, stamp};
 use crate::hub::found::NextLook;
 use crate::logs::log_path;
@@ -137,6 +142,31 @@ struct Observed {
 /// ([`Pins::look_again`]). Tools not pinned yet are pinned at once, whatever the time.
 const LOOK_EVERY: Duration = Duration::from_secs(1);
 
+/// What `spec`'s pins are kept under: its pin key when it has one (an ad hoc server's), else
+/// its name and a digest of its program, arguments, environment and working folder, or of
+/// its URL. Headers are left out: they carry credentials, which change without the server
+/// being another.
+pub(crate) fn key(spec: &ServerSpec) -> String {
+    if let Some(key) = &spec.pin_key {
+        return key.clone();
+    }
+    let mut parts: Vec<String> = Vec::new();
+    match &spec.remote {
+        Some(remote) => parts.push(format!("url {}", remote.url)),
+        None => {
+            let command = &spec.command;
+            parts.push(format!("program {}", command.program));
+            parts.extend(command.args.iter().map(|arg| format!("arg {arg}")));
+            parts.extend(command.env.iter().map(|(k, v)| format!("env {k}={v}")));
+            if let Some(cwd) = &command.cwd {
+                parts.push(format!("cwd {}", cwd.display()));
+            }
+        }
+    }
+    let digest = crate::hub::short_digest(parts.iter().map(String::as_bytes));
+    format!("{}-{digest}", spec.name)
+}
+
 /// How many times new tools are pinned when other processes keep writing the file meanwhile.
 const PIN_ATTEMPTS: usize = 5;
 
@@ -210,6 +240,39 @@ impl Pins {
         };
         self.lock().insert(server.to_owned(), observed);
         true
+    }
+
+    /// Whether server `name`, whose pins are kept under `key`, has none yet while another
+    /// server under the same name has: then it is another server, not this one changed. Pins
+    /// kept by name alone (`<name>.json`, before pins knew their server) become this server's.
+    pub(crate) fn another_server(&self, name: &str, key: &str) -> bool {
+        let Some(dir) = &self.dir else { return false };
+        let path = log_path(dir, key).with_extension("json");
+        if key == name || path.exists() {
+            return false;
+        }
+        let by_name = log_path(dir, name).with_extension("json");
+        if by_name.is_file() && std::fs::rename(&by_name, &path).is_ok() {
+            return false;
+        }
+        // `<name>-<12 hex digits>.json`: the pins of a server of that name.
+        let file_name = |entry: std::fs::DirEntry| entry.file_name().into_string().ok();
+        let prefix = log_path(dir, name).with_extension("");
+        let prefix = (prefix.file_name()).map(|p| format!("{}-", p.to_string_lossy()));
+        let Some(prefix) = prefix else { return false };
+        let of_that_name = |file: &str| {
+            let digest = file
+                .strip_prefix(&prefix)
+                .and_then(|rest| rest.strip_suffix(".json"));
+            digest.is_some_and(|d| d.len() == 12 && d.bytes().all(|b| b.is_ascii_hexdigit()))
+        };
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return false;
+        };
+        entries
+            .flatten()
+            .filter_map(file_name)
+            .any(|file| of_that_name(&file))
     }
 
     /// When [`observe`](Self::observe) is to look at `server`'s pin file again.
@@ -535,6 +598,47 @@ mod tests {
         fresh.observe("s", &[tool("one")], false);
         assert!(fresh.trusted("s", &tool("one")));
         assert!(!fresh.trusted("s", &tool("two")), "a changed definition");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn pins_know_which_server_they_pin() {
+        use crate::config::{Command, ServerSpec};
+        let dir = std::env::temp_dir().join(format!("mcp-cli-pins-key-{}", std::process::id()));
+        let pins = Pins::new(Some(dir.clone()));
+        let git = |program: &str| ServerSpec::new("git", Command::new(program).args(["serve"]));
+        let (ours, theirs) = (key(&git("mcp-server-git")), key(&git("/opt/other/git-mcp")));
+        assert!(
+            ours.starts_with("git-") && ours.len() == "git-".len() + 12,
+            "{ours}"
+        );
+        assert_ne!(ours, theirs);
+        let mut with_env = git("mcp-server-git");
+        with_env
+            .command
+            .env
+            .insert("GIT_DIR".into(), "/elsewhere".into());
+        assert_ne!(key(&with_env), ours);
+        // An ad hoc server keeps the key it was given.
+        let adhoc = ServerSpec {
+            pin_key: Some("node-abc".into()),
+            ..git("node")
+        };
+        assert_eq!(key(&adhoc), "node-abc");
+
+        // Pins kept by name alone become the first server's that asks; then another server
+        // under the name is told as such, once, and the first is not.
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("git.json"), "{\"tools\": {}}").unwrap();
+        assert!(!pins.another_server("git", &ours));
+        assert!(dir.join(format!("{ours}.json")).is_file());
+        assert!(!dir.join("git.json").exists());
+        assert!(pins.another_server("git", &theirs));
+        assert!(pins.observe(&theirs, &[tool("Its own.")], true));
+        assert!(!pins.another_server("git", &theirs));
+        assert!(!pins.another_server("git", &ours));
+        // A server named like another's prefix is not taken for it.
+        assert!(!pins.another_server("gi", &key(&ServerSpec::new("gi", Command::new("x")))));
         std::fs::remove_dir_all(dir).unwrap();
     }
 

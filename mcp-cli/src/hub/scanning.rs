@@ -144,7 +144,7 @@ impl Hub {
     pub(crate) fn trust_key(&self, server: &str) -> String {
         let slot = self.inner.slot(server).ok();
         let spec = slot.as_ref().and_then(|slot| slot.spec().ok());
-        (spec.and_then(|spec| spec.pin_key.clone())).unwrap_or_else(|| server.to_owned())
+        spec.map_or_else(|| server.to_owned(), super::pins::key)
     }
 
     /// Every configured server but `server`: the names whose tools it must not claim.

@@ -568,7 +568,7 @@ fn the_gateway_withholds_a_changed_tool_as_call_does() {
     drop(host);
     assert!(serve.wait().unwrap().success());
     assert!(
-        scratch.0.join("state/mcp-cli/pins/fx.json").is_file(),
+        crate::trust::pin_file(&scratch, "fx").is_some(),
         "the gateway pins on first sight"
     );
 

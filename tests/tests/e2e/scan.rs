@@ -232,7 +232,7 @@ fn scan_prints_the_findings_and_exits_1_when_anything_is_flagged() {
     }
     assert!(!scan.stdout.contains("fx__clean"), "{scan:?}");
     // A scan only reads: it pins nothing.
-    assert!(!scratch.0.join("state/mcp-cli/pins/fx.json").exists());
+    assert!(crate::trust::pin_file(&scratch, "fx").is_none());
 
     let clean = scratch.cli(&["--config", &config, "scan", "mail"]);
     assert_eq!(clean.code, 0, "{clean:?}");
