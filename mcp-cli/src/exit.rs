@@ -186,6 +186,7 @@ impl From<HubError> for Failure {
             | HubError::ToolWithheld { .. }
             | HubError::ToolFlagged { .. }
             | HubError::ToolRejected { .. }
+            | HubError::ListingCapped { .. }
             | HubError::NotApproved { .. } => Self::usage(error.to_string()),
         };
         Self {
