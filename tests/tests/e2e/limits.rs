@@ -110,3 +110,134 @@ fn a_listing_within_max_listed_is_whole_and_quiet() {
     assert_eq!((run.code, names(&run)), (0, first(100)), "{run:?}");
     assert!(!run.stderr.contains("listed more than"), "{run:?}");
 }
+
+/// `mcp-cli serve --listen 127.0.0.1:0 --max-connections MAX` on the fixture, with `env`;
+/// killed when dropped.
+struct Serving {
+    child: std::process::Child,
+    /// `127.0.0.1:PORT`.
+    address: String,
+    token: String,
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(scratch: &Scratch, max: usize, env: &[(&str, &str)]) -> Serving {
+    use std::io::BufRead;
+    let config = scratch.write("listen.toml", &crate::support::fixture_block("fx", "good"));
+    let mut child = std::process::Command::new(crate::support::cli_binary())
+        .args(["--config", config.to_str().unwrap(), "serve"])
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--max-connections",
+            &max.to_string(),
+        ])
+        .envs(crate::gateway_listen::env(scratch))
+        .envs(env.iter().copied())
+        .env_remove("MCP_CLI_CONFIG")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    let address = loop {
+        line.clear();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "serve ended first"
+        );
+        if let Some(url) = line
+            .trim()
+            .strip_prefix("mcp-cli serve: listening on http://")
+        {
+            break url.trim_end_matches("/mcp").to_owned();
+        }
+    };
+    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    let printed = scratch.cli(&["serve", "--print-token"]);
+    assert_eq!(printed.code, 0, "{printed:?}");
+    let token = printed.stdout.trim().to_owned();
+    Serving {
+        child,
+        address,
+        token,
+    }
+}
+
+/// A handshake-era `initialize` with the token: what a served connection answers 200.
+fn initialize(serving: &Serving) -> crate::gateway_listen::Answer {
+    let body = br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let bearer = format!("Bearer {}", serving.token);
+    let headers = [
+        ("Authorization", bearer.as_str()),
+        ("Accept", "application/json, text/event-stream"),
+    ];
+    crate::gateway_listen::exchange(&serving.address, "POST", &headers, body)
+}
+
+#[test]
+fn a_connection_past_max_connections_is_refused_with_503_until_one_closes() {
+    use std::net::TcpStream;
+    let scratch = Scratch::new("limits-connections");
+    let serving = serve(&scratch, 4, &[]);
+    // Four idle connections: accepted in order, each holds a place (idle ones close after
+    // 30 s, longer than this test).
+    let mut held: Vec<TcpStream> = (0..4)
+        .map(|_| TcpStream::connect(&serving.address).unwrap())
+        .collect();
+    let refused = initialize(&serving);
+    assert_eq!(refused.status, 503, "{}\n{}", refused.head, refused.body);
+    assert!(refused.head.contains("Retry-After: 1"), "{}", refused.head);
+    assert!(
+        refused
+            .body
+            .contains("4 connections are open, the most --max-connections allows"),
+        "{}",
+        refused.body
+    );
+
+    // One closes: its place is free once the server has seen it go, and the next is served.
+    drop(held.pop());
+    let served = once_room(&serving);
+    assert_eq!(served.status, 200, "{}\n{}", served.head, served.body);
+    assert!(served.json()["result"]["protocolVersion"].is_string());
+}
+
+/// [`initialize`] again while it is refused for want of room, as a host told `Retry-After`
+/// would (for at most 10 s): the server frees a place once it has seen a connection close.
+fn once_room(serving: &Serving) -> crate::gateway_listen::Answer {
+    for _ in 0..200 {
+        let answer = initialize(serving);
+        if answer.status != 503 {
+            return answer;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("no place came free");
+}
+
+#[test]
+fn an_idle_connection_is_closed_after_the_idle_timeout() {
+    use std::io::Read;
+    let scratch = Scratch::new("limits-idle");
+    let serving = serve(&scratch, 4, &[("MCP_CLI_IDLE_TIMEOUT_MS", "200")]);
+    let mut idle = std::net::TcpStream::connect(&serving.address).unwrap();
+    // Far longer than the timeout (which fires within the timer's one-second resolution),
+    // far shorter than the 30 s default: the read ends because the server closed.
+    idle.set_read_timeout(Some(std::time::Duration::from_secs(15)))
+        .unwrap();
+    let mut bytes = Vec::new();
+    let read = idle.read_to_end(&mut bytes);
+    assert!(read.is_ok(), "still open: {read:?}");
+    // Its place is free again.
+    let served = once_room(&serving);
+    assert_eq!(served.status, 200, "{}", served.head);
+}
