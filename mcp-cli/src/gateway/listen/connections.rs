@@ -58,15 +58,13 @@ impl Connections {
         }
     }
 
-    /// A place for one more connection, or `None` when `max` are open. Only the accept loop
-    /// calls it, so the count cannot pass the cap between the check and the increment.
+    /// A place for one more connection, or `None` when `max` are open.
     pub(super) fn enter(&self) -> Option<Open> {
-        let open = self.counts.open.load(Ordering::Acquire);
-        if open >= self.max {
-            return None;
-        }
-        self.counts.open.store(open + 1, Ordering::Release);
-        self.counts.peak.fetch_max(open + 1, Ordering::AcqRel);
+        // One step, so that a connection closing on another thread meanwhile is not lost.
+        let more = |open: usize| (open < self.max).then_some(open + 1);
+        let open = (self.counts.open).fetch_update(Ordering::AcqRel, Ordering::Acquire, more);
+        let open = open.ok()? + 1;
+        self.counts.peak.fetch_max(open, Ordering::AcqRel);
         Some(Open(self.counts.clone()))
     }
 
