@@ -200,6 +200,12 @@ pub(crate) enum Command {
         /// Print the bearer token `serve --listen` requires (made on first use) and exit.
         #[arg(long, conflicts_with = "listen")]
         print_token: bool,
+        /// With --listen: at most N connections at once (default 512); one more is answered
+        /// 503 Service Unavailable with Retry-After and closed. Idle ones close after 30 s.
+        #[arg(long, value_name = "N", requires = "listen",
+              value_parser = clap::value_parser!(u32).range(1..),
+              default_value_t = crate::gateway::listen::DEFAULT_MAX_CONNECTIONS as u32)]
+        max_connections: u32,
         servers: Vec<String>,
     },
     /// The warm daemon: `start` serves the configured servers in the background, and while

@@ -187,6 +187,7 @@ impl From<HubError> for Failure {
             | HubError::ToolFlagged { .. }
             | HubError::ToolRejected { .. }
             | HubError::AnotherServer { .. }
+            | HubError::ListingCapped { .. }
             | HubError::NotApproved { .. } => Self::usage(error.to_string()),
         };
         Self {

@@ -31,7 +31,7 @@ mod tests;
 mod versions;
 mod wire;
 
-pub use config::{ClientCapabilities, Config};
+pub use config::{ClientCapabilities, Config, DEFAULT_MAX_LISTED};
 pub use events::{Event, RequestId, ServerRequest, ServerRequestId, Stats};
 use versions::{not_stateless, other_stateless_revision, parse_initialize_result};
 pub(crate) use wire::{Outgoing, Sent};
@@ -143,7 +143,10 @@ impl Connection {
     /// the handshake ends.
     pub fn new(now: Instant, config: Config) -> Self {
         let mut connection = Self {
-            decoder: LineDecoder::new(config.max_line_len).parse_from(framing::PARSE_FROM),
+            // One more than is kept: the pager tells a listing cut here from one that fits.
+            decoder: LineDecoder::new(config.max_line_len)
+                .parse_from(framing::PARSE_FROM)
+                .keep_listed(config.max_listed.saturating_add(1)),
             // Replaced at once by the first step of the lifecycle.
             state: State::Closed {
                 reason: CloseReason::Local,

@@ -95,6 +95,9 @@ pub struct LineDecoder {
     discarding: Option<Discarded>,
     /// Lines longer than this are parsed as they arrive rather than held.
     parse_from: usize,
+    /// A line parsed as it arrives keeps at most this many entries of a listing
+    /// ([`JsonStream::keeping_listed`]).
+    keep_listed: Option<usize>,
     /// Bytes up to the next `\n` belong to a line being parsed as it arrives. Boxed: the
     /// decoder is moved in and out of the connection for every read, so it stays small.
     streaming: Option<Box<Streamed>>,
@@ -152,6 +155,7 @@ impl LineDecoder {
             max_line_len,
             discarding: None,
             parse_from: usize::MAX,
+            keep_listed: None,
             streaming: None,
             finished: None,
             at_stream_start: true,
@@ -164,6 +168,14 @@ impl LineDecoder {
     /// [`LineError::NotJson`] or [`LineError::NotUtf8`], as decoding it whole would.
     pub(crate) fn parse_from(mut self, len: usize) -> Self {
         self.parse_from = len;
+        self
+    }
+
+    /// A line parsed as it arrives (see [`parse_from`](Self::parse_from)) keeps at most
+    /// `keep` entries of a listing; a shorter line is held whole anyway, and bounded by its
+    /// length.
+    pub(crate) fn keep_listed(mut self, keep: usize) -> Self {
+        self.keep_listed = Some(keep);
         self
     }
 
@@ -335,7 +347,9 @@ impl LineDecoder {
         discarded.skip(&self.buffer);
         if self.buffer.len() <= self.max_line_len + 1 {
             // Long, not too long: parsed from here on, held no more.
-            let mut parser = JsonStream::new();
+            let mut parser = self
+                .keep_listed
+                .map_or_else(JsonStream::new, JsonStream::keeping_listed);
             let bom = std::mem::take(&mut self.at_stream_start) && self.buffer.starts_with(BOM);
             parser.push(&self.buffer[if bom { BOM.len() } else { 0 }..]);
             self.streaming = Some(Box::new(Streamed {

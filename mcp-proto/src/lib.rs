@@ -156,7 +156,8 @@ mod types;
 mod versions;
 
 pub use connection::{
-    ClientCapabilities, Config, Connection, Event, RequestId, ServerRequest, ServerRequestId, Stats,
+    ClientCapabilities, Config, Connection, DEFAULT_MAX_LISTED, Event, RequestId, ServerRequest,
+    ServerRequestId, Stats,
 };
 pub use error::{CloseReason, ErrorKind, RequestError, RpcError, SendError};
 pub use features::{
@@ -181,7 +182,7 @@ pub use server::{
 pub use server_stateless::{HostInput, InputRequired};
 pub use sse::{SseDecoder, SseEvent, SsePiece, SseTooLong};
 pub use stateless::ListenFilter;
-pub use stream_json::JsonStream;
+pub use stream_json::{JsonStream, LISTED_MEMBERS};
 pub use streamable::{
     Affected, Answer, Exchange, ExchangeId, Get, HttpConnection, HttpTransport, PIECES_FROM, Post,
     Reply, session_lost,

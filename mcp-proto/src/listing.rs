@@ -145,6 +145,10 @@ pub struct Listing<T> {
     pub skipped: usize,
     /// The pages' hints combined ([`CacheHint::combine`]); `None` if a page had none.
     pub cache: Option<CacheHint>,
+    /// `Some(cap)` when the server listed more than the pager's
+    /// [`max_items`](Pager::max_items): the first `cap` entries are kept, the rest and any
+    /// later pages left out.
+    pub capped: Option<usize>,
 }
 
 /// Follows the pages of any listing (`Pager<Tool>`, `Pager<Prompt>`, ...), refusing a server
@@ -152,6 +156,8 @@ pub struct Listing<T> {
 ///
 /// Send [`next_request`](Self::next_request) and feed its result to
 /// [`add_page`](Self::add_page) until there is no next request; then [`finish`](Self::finish).
+/// With [`max_items`](Self::max_items), a listing longer than that is cut there (and says so)
+/// and no further page is asked for.
 pub struct Pager<T> {
     listing: Listing<T>,
     /// The cursor of the next page: `Some(None)` for the first, `None` once complete.
@@ -159,6 +165,7 @@ pub struct Pager<T> {
     cursors_seen: BTreeSet<String>,
     pages: usize,
     max_pages: usize,
+    max_items: usize,
 }
 
 impl<T> std::fmt::Debug for Pager<T> {
@@ -206,12 +213,24 @@ impl<T: Listed> Pager<T> {
                 items: Vec::new(),
                 skipped: 0,
                 cache: None,
+                capped: None,
             },
             next: Some(None),
             cursors_seen: BTreeSet::new(),
             pages: 0,
             max_pages,
+            max_items: usize::MAX,
         }
+    }
+
+    /// Keeps at most `max` entries over all pages ([`Config::max_listed`]); past them the
+    /// listing is [`capped`](Listing::capped).
+    ///
+    /// [`Config::max_listed`]: crate::Config::max_listed
+    #[must_use]
+    pub fn max_items(mut self, max: usize) -> Self {
+        self.max_items = max;
+        self
     }
 
     /// The request for the next page, or `None` once the listing is complete.
@@ -229,9 +248,18 @@ impl<T: Listed> Pager<T> {
             _ => None,
         };
         self.pages += 1;
-        self.listing.items.extend(page.items);
         self.listing.skipped += page.skipped;
         self.next = None;
+        let room = self.max_items.saturating_sub(self.listing.items.len());
+        if page.items.len() > room {
+            // More than may be kept: what is kept is the server's first entries.
+            let mut items = page.items;
+            items.truncate(room);
+            self.listing.items.extend(items);
+            self.listing.capped = Some(self.max_items);
+            return Ok(());
+        }
+        self.listing.items.extend(page.items);
         let cursor = match page.next_cursor {
             Some(cursor) if !cursor.is_empty() => cursor,
             _ => return Ok(()),

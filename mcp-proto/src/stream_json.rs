@@ -16,6 +16,11 @@ const MAX_DEPTH: usize = 127;
 /// How much of the text's start is kept for error messages.
 const HEAD: usize = 256;
 
+/// The `result` members that hold a listing's entries (`tools/list`, `resources/list`,
+/// `resources/templates/list`, `prompts/list`): the arrays [`JsonStream::keeping_listed`]
+/// bounds.
+pub const LISTED_MEMBERS: [&str; 4] = ["tools", "resources", "resourceTemplates", "prompts"];
+
 /// A JSON text parsed as it arrives: [`push`](Self::push) its bytes in any fragments, then
 /// [`finish`](Self::finish) it. Memory is the value built so far plus the string or number
 /// being read, whatever the fragments.
@@ -37,6 +42,12 @@ pub struct JsonStream {
     /// The text's first bytes, for error messages.
     head: Vec<u8>,
     failure: Option<Failure>,
+    /// At most this many entries of a listing's array are kept ([`keeping_listed`]).
+    ///
+    /// [`keeping_listed`]: Self::keeping_listed
+    keep_listed: Option<usize>,
+    /// The depth in `stack` of the listing array being read, if one is open.
+    listing_at: Option<usize>,
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -104,6 +115,18 @@ impl JsonStream {
     /// A parser at the start of a text.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A parser that keeps at most `keep` entries of a listing: of an array that is a
+    /// member named in [`LISTED_MEMBERS`] of the `result` of a JSON-RPC message (or of a
+    /// message in a batch). Entries past them are parsed (the text must still be JSON) and
+    /// dropped one by one, so a listing of a million entries costs `keep` of them. A caller
+    /// that must tell a listing cut here from one that fits passes one more than it keeps.
+    pub fn keeping_listed(keep: usize) -> Self {
+        Self {
+            keep_listed: Some(keep),
+            ..Self::default()
+        }
     }
 
     /// Parses the next fragment of the text.
@@ -280,6 +303,9 @@ impl JsonStream {
         if self.stack.len() >= MAX_DEPTH {
             return Err("recursion limit exceeded".into());
         }
+        if matches!(frame, Frame::Array(_)) && self.keep_listed.is_some() && self.at_listing() {
+            self.listing_at = Some(self.stack.len());
+        }
         self.expect = match frame {
             Frame::Array(_) => Expect::FirstElement,
             Frame::Object(..) => Expect::FirstKey,
@@ -288,7 +314,25 @@ impl JsonStream {
         Ok(())
     }
 
+    /// Whether an array opened now is a listing's: the value of a listed member of a
+    /// message's `result`, the message at the top or in a batch.
+    fn at_listing(&self) -> bool {
+        let message_at = match self.stack.as_slice() {
+            [_, _] => 0,
+            [Frame::Array(_), _, _] => 1,
+            _ => return false,
+        };
+        let key_is = |at: usize, names: &[&str]| match &self.stack[at] {
+            Frame::Object(_, key) => names.contains(&key.as_str()),
+            Frame::Array(_) => false,
+        };
+        key_is(message_at, &["result"]) && key_is(message_at + 1, &LISTED_MEMBERS)
+    }
+
     fn close(&mut self) -> Result<(), String> {
+        if self.listing_at.is_some_and(|at| at + 1 == self.stack.len()) {
+            self.listing_at = None;
+        }
         match self.stack.pop() {
             Some(Frame::Array(items)) => self.complete(Value::Array(items)),
             Some(Frame::Object(members, _)) => self.complete(Value::Object(members)),
@@ -300,12 +344,19 @@ impl JsonStream {
     /// A value is complete: it joins its container, or is the text's value.
     fn complete(&mut self, value: Value) {
         self.expect = Expect::Comma;
+        let in_listing = self.listing_at.is_some_and(|at| at + 1 == self.stack.len());
+        let keep = self.keep_listed.filter(|_| in_listing);
         match self.stack.last_mut() {
             None => {
                 self.root = Some(value);
                 self.expect = Expect::End;
             }
-            Some(Frame::Array(items)) => items.push(value),
+            Some(Frame::Array(items)) => {
+                // An entry past those kept is dropped once read.
+                if keep.is_none_or(|keep| items.len() < keep) {
+                    items.push(value);
+                }
+            }
             Some(Frame::Object(members, key)) => {
                 members.insert(std::mem::take(key), value);
             }
@@ -434,6 +485,7 @@ impl JsonStream {
         utf8.push(rest);
         self.text = Vec::new();
         self.stack = Vec::new();
+        self.listing_at = None;
         self.root = None;
         self.failure = Some(Failure {
             message: Some(format!("{message} at byte {offset}")),
@@ -540,6 +592,7 @@ impl Utf8Check {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use serde_json::json;
 
     /// What a line decoder makes of `bytes` read whole: checked as UTF-8, blank if nothing
     /// but ASCII whitespace, else `serde_json::from_str`. Errors are compared by kind.
@@ -843,6 +896,72 @@ mod tests {
             let expected = bytes.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20);
             prop_assert_eq!(string_end(&bytes), expected);
         }
+    }
+
+    /// `text` parsed byte by byte by a parser keeping `keep` entries of a listing.
+    fn keeping(keep: usize, text: &str) -> Value {
+        let mut parser = JsonStream::keeping_listed(keep);
+        for byte in text.as_bytes().chunks(1) {
+            parser.push(byte);
+        }
+        parser.finish().unwrap().unwrap()
+    }
+
+    #[test]
+    fn a_listing_keeps_its_first_entries_and_drops_the_rest_as_read() {
+        let listing = |member: &str, entries: &str| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"result":{{"{member}":[{entries}],"nextCursor":"c"}}}}"#
+            )
+        };
+        for member in LISTED_MEMBERS {
+            let text = listing(
+                member,
+                r#"{"name":"a"},{"name":"b"},{"name":"c"},[1,{"x":2}]"#,
+            );
+            let kept = keeping(2, &text);
+            assert_eq!(
+                kept["result"][member],
+                json!([{"name": "a"}, {"name": "b"}])
+            );
+            assert_eq!(kept["result"]["nextCursor"], "c");
+            assert_eq!(kept["id"], 1);
+        }
+        // In a batch too.
+        let batch = format!("[{}]", listing("tools", "1,2,3"));
+        assert_eq!(keeping(1, &batch)[0]["result"]["tools"], json!([1]));
+    }
+
+    #[test]
+    fn arrays_that_are_no_listing_are_kept_whole() {
+        let cases = [
+            // Other members of a result, and a listed name deeper in one.
+            r#"{"id":1,"result":{"content":[1,2,3],"structuredContent":{"tools":[1,2,3]}}}"#,
+            // A listed name outside a result: params, an error's data.
+            r#"{"id":1,"method":"x","params":{"tools":[1,2,3]}}"#,
+            r#"{"id":1,"error":{"code":1,"message":"m","data":{"tools":[1,2,3]}}}"#,
+            // A result that is itself the array, and an array at the top.
+            r#"{"id":1,"result":[1,2,3]}"#,
+            r#"[1,2,3]"#,
+        ];
+        for text in cases {
+            assert_eq!(
+                keeping(1, text),
+                serde_json::from_str::<Value>(text).unwrap(),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn entries_past_those_kept_must_still_be_json() {
+        let text = r#"{"id":1,"result":{"tools":[1,2,{"bad"}]}}"#;
+        let mut parser = JsonStream::keeping_listed(1);
+        parser.push(text.as_bytes());
+        assert!(matches!(
+            parser.finish(),
+            Some(Err(LineError::NotJson { .. }))
+        ));
     }
 
     /// `text` cut after each of `cuts` bytes in turn, the rest in one piece.

@@ -501,8 +501,9 @@ impl HttpConnection {
         }
         let message = match reply {
             Reply::Part(bytes) => {
-                let limit = self.connection.config().max_line_len;
-                let pieces = self.pieces.entry(id).or_insert_with(|| Pieces::new(limit));
+                let config = self.connection.config();
+                let (limit, keep) = (config.max_line_len, config.max_listed.saturating_add(1));
+                let pieces = (self.pieces.entry(id)).or_insert_with(|| Pieces::new(limit, keep));
                 pieces.push(bytes);
                 return Affected::Nothing;
             }

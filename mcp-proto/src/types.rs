@@ -800,6 +800,39 @@ mod tests {
     }
 
     #[test]
+    fn pager_keeps_the_first_entries_over_all_pages_and_asks_no_more() {
+        let names = |listing: crate::Listing<Tool>| -> Vec<String> {
+            listing.items.into_iter().map(|t| t.name).collect()
+        };
+        let mut pager = ToolPager::default().max_items(3);
+        assert_eq!(pager.add_page(page(&["a", "b"], Some("1"))), Ok(()));
+        assert_eq!(pager.add_page(page(&["c", "d"], Some("2"))), Ok(()));
+        assert_eq!(next_cursor(&pager), None, "no page past the cap");
+        let listing = pager.finish();
+        assert_eq!(listing.capped, Some(3));
+        assert_eq!(names(listing), ["a", "b", "c"]);
+
+        // Exactly the cap is not over it, on the last page or before one.
+        let mut pager = ToolPager::default().max_items(2);
+        assert_eq!(pager.add_page(page(&["a", "b"], Some("1"))), Ok(()));
+        assert_eq!(next_cursor(&pager), Some(Some(json!("1"))));
+        assert_eq!(pager.add_page(page(&[], None)), Ok(()));
+        assert_eq!(pager.finish().capped, None);
+    }
+
+    #[test]
+    fn every_listing_is_one_the_streaming_parser_bounds() {
+        use crate::{Listed, Prompt, Resource, ResourceTemplate};
+        let members = [
+            Tool::MEMBER,
+            Resource::MEMBER,
+            ResourceTemplate::MEMBER,
+            Prompt::MEMBER,
+        ];
+        assert_eq!(members, crate::LISTED_MEMBERS);
+    }
+
+    #[test]
     fn pager_caps_the_number_of_pages() {
         let mut pager = ToolPager::new(2);
         assert_eq!(pager.add_page(page(&[], Some("1"))), Ok(()));

@@ -1,5 +1,6 @@
 //! The handle: cheap clones that send the driver operations and await the answers.
 
+use std::collections::BTreeSet;
 use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -84,6 +85,7 @@ where
 /// sees: it is for the caller to start the server again at a handshake revision (as
 /// [`connect`] does) and to remember that.
 pub fn start(transport: impl Into<Transport>, options: Options) -> Result<(Client, Driver), Error> {
+    let max_listed = options.core.max_listed;
     let (ops, shared, driver) = match transport.into() {
         Transport::Command(command) => driver::spawn(&command, options)?,
         Transport::Stream(reader, writer) => driver::over_stream(reader, writer, options),
@@ -91,7 +93,15 @@ pub fn start(transport: impl Into<Transport>, options: Options) -> Result<(Clien
     };
     let (pilot, driver) = Pilot::share(driver);
     let pilot = Some(pilot);
-    Ok((Client { ops, shared, pilot }, driver))
+    let capped = Arc::default();
+    let client = Client {
+        ops,
+        shared,
+        pilot,
+        max_listed,
+        capped,
+    };
+    Ok((client, driver))
 }
 
 /// [`start`], with the handshake completed and the driver on this crate's background thread
@@ -180,6 +190,11 @@ pub struct Client {
     /// Lets a waiting caller drive the connection on its own thread; `None` for a driver
     /// that only runs where it was spawned (HTTP).
     pilot: Option<Arc<Pilot>>,
+    /// [`proto::Config::max_listed`]: at most this many entries of each listing are kept.
+    max_listed: usize,
+    /// The listings (by result member: `tools`, ...) whose last [`Client::list_all`] was cut
+    /// at `max_listed`.
+    capped: Arc<Mutex<BTreeSet<&'static str>>>,
 }
 
 impl fmt::Debug for Client {
@@ -279,13 +294,30 @@ impl Client {
     /// Follows every page of a listing: `list_all::<Resource>()` for resources, and so on
     /// for anything [`Listed`]. At most [`proto::DEFAULT_MAX_PAGES`] pages, and never
     /// the same cursor twice; entries the server sent unreadably are counted in `skipped`.
+    /// At most [`proto::Config::max_listed`] entries are kept: past them the listing is
+    /// [`capped`](Listing::capped), and [`capped`](Self::capped) says so until the next
+    /// listing of the kind.
     pub async fn list_all<T: Listed>(&self) -> Result<Listing<T>, Error> {
-        let mut pager = Pager::<T>::default();
+        let mut pager = Pager::<T>::default().max_items(self.max_listed);
         while let Some(request) = pager.next_request() {
             let page = self.request(request).await?;
             pager.add_page(page)?;
         }
-        Ok(pager.finish())
+        let listing = pager.finish();
+        if let Ok(mut capped) = self.capped.lock() {
+            match listing.capped {
+                Some(_) => capped.insert(T::MEMBER),
+                None => capped.remove(T::MEMBER),
+            };
+        }
+        Ok(listing)
+    }
+
+    /// The cap, when the last [`list_all`](Self::list_all) of `T` listed more entries than
+    /// [`proto::Config::max_listed`] and kept only that many; `None` otherwise.
+    pub fn capped<T: Listed>(&self) -> Option<usize> {
+        let capped = self.capped.lock().ok()?;
+        capped.contains(T::MEMBER).then_some(self.max_listed)
     }
 
     /// A stream of the server's notifications from now on. It holds up to 1024 unread; while

@@ -86,6 +86,7 @@ pub(crate) async fn dispatch(ctx: &mut Context, command: Command) -> Result<Exit
             search,
             listen,
             print_token,
+            max_connections,
             servers,
         } => {
             if print_token {
@@ -97,7 +98,10 @@ pub(crate) async fn dispatch(ctx: &mut Context, command: Command) -> Result<Exit
                 (false, false) => crate::gateway::Mode::Tools,
             };
             match listen {
-                Some(address) => serve::listen(ctx, mode, &servers, &address).await,
+                Some(address) => {
+                    let at = (address.as_str(), max_connections as usize);
+                    serve::listen(ctx, mode, &servers, at).await
+                }
                 None => serve::run(ctx, mode, &servers).await,
             }
         }

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use crate::commands::Context;
 use crate::exit::{Exit, Failure};
-use crate::hub::{Catalogue, Skipped};
+use crate::hub::{Catalogue, HubError, Skipped};
 use crate::output;
 use crate::spinner::Spinner;
 
@@ -67,6 +67,12 @@ pub(crate) async fn listed(
         let failure = Failure::from(error);
         ctx.report(&failure);
         exit = failure.exit;
+    }
+    // Withheld tools are the tools listing's to report; a cut listing is every listing's.
+    let capped = (catalogue.withheld.iter())
+        .filter(|error| matches!(error, HubError::ListingCapped { list, .. } if list != "tool"));
+    for error in capped {
+        ctx.report(&Failure::from(error.clone()));
     }
     for Skipped {
         server,

@@ -100,14 +100,14 @@ pub(crate) fn print_token(ctx: &mut Context) -> Result<Exit, Failure> {
     Ok(Exit::Success)
 }
 
-/// `serve --listen ADDR`: the gateway over Streamable HTTP for any number of hosts, one hub
-/// for all. Prints the bound address on stderr (`listening on http://IP:PORT/mcp`); stops on
-/// Ctrl-C or SIGTERM once the calls in flight are answered.
+/// `serve --listen ADDR [--max-connections N]`: the gateway over Streamable HTTP for up to N
+/// connections at once, one hub for all. Prints the bound address on stderr (`listening on
+/// http://IP:PORT/mcp`); stops on Ctrl-C or SIGTERM once the calls in flight are answered.
 pub(crate) async fn listen(
     ctx: &mut Context,
     mode: Mode,
     named: &[String],
-    address: &str,
+    (address, max_connections): (&str, usize),
 ) -> Result<Exit, Failure> {
     let address = listen::parse_address(address).map_err(Failure::usage)?;
     let (mut watch, config) = load(ctx, named)?;
@@ -148,7 +148,7 @@ pub(crate) async fn listen(
         .stop
         .take()
         .unwrap_or_else(|| async_channel::bounded(1).1);
-    listen::serve(gateway, listener, token, stop).await;
+    listen::serve(gateway, listener, token, max_connections, stop).await;
     drop(edits);
     hub.shutdown().await;
     Ok(Exit::Success)

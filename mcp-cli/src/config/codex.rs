@@ -8,7 +8,7 @@ use serde::Deserialize;
 
 use super::expand::{RawServer, RawServers};
 use super::policy::{Glob, ToolFilter};
-use super::units::{bytes, milliseconds, protocol, seconds};
+use super::units::{bytes, count, milliseconds, protocol, seconds};
 
 /// Unknown keys are skipped: Codex has more than this reader needs (`tools`, `env_vars`, ...).
 #[derive(Deserialize)]
@@ -44,6 +44,9 @@ pub(super) struct CodexServer {
     max_result_bytes: Option<u64>,
     /// Ours too: `false` turns the outputSchema check off.
     validate_output: Option<bool>,
+    /// Ours too: how many entries of each listing are kept.
+    #[serde(default, deserialize_with = "count")]
+    max_listed: Option<usize>,
 }
 
 pub(super) fn servers(table: BTreeMap<String, CodexServer>) -> RawServers {
@@ -71,6 +74,7 @@ pub(super) fn servers(table: BTreeMap<String, CodexServer>) -> RawServers {
         protocol: s.protocol.unwrap_or_default(),
         max_result_bytes: s.max_result_bytes,
         validate_output: s.validate_output,
+        max_listed: s.max_listed,
         ..RawServer::default()
     };
     table.into_iter().map(|(name, s)| (name, raw(s))).collect()

@@ -45,6 +45,8 @@ pub(super) struct RawServer {
     pub max_message_len: Option<usize>,
     /// `max_result_bytes` (`maxResultBytes` in JSON).
     pub max_result_bytes: Option<u64>,
+    /// `max_listed` (`maxListed` in JSON).
+    pub max_listed: Option<usize>,
     /// `validate_output` (`validateOutput` in JSON); `None` is the default, on.
     pub validate_output: Option<bool>,
     pub tools: ToolFilter,
@@ -172,6 +174,7 @@ pub(super) fn finish(name: &str, raw: RawServer, env: Env<'_>, base: &Path) -> E
     let scan_tools = raw.scan_tools.unwrap_or(true);
     let (max_result_bytes, validate_output) =
         (raw.max_result_bytes, raw.validate_output.unwrap_or(true));
+    let max_listed = raw.max_listed;
     let roots = raw
         .roots
         .iter()
@@ -184,6 +187,7 @@ pub(super) fn finish(name: &str, raw: RawServer, env: Env<'_>, base: &Path) -> E
         call_timeout,
         max_message_len,
         max_result_bytes,
+        max_listed,
         validate_output,
         tools,
         roots,

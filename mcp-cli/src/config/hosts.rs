@@ -11,7 +11,7 @@ use serde::de::IgnoredAny;
 
 use super::expand::{RawServer, RawServers};
 use super::policy::{Glob, ToolFilter};
-use super::units::{bytes, milliseconds};
+use super::units::{bytes, count, milliseconds};
 
 /// Strict like the native format, so that a misspelt key is an error rather than silently
 /// ignored; the keys other hosts define and this reader does not use are listed at the end.
@@ -48,6 +48,9 @@ pub(super) struct HostServer {
     max_result_bytes: Option<u64>,
     /// Ours, as the native `validate_output`: `false` turns the outputSchema check off.
     validate_output: Option<bool>,
+    /// Ours, as the native `max_listed`: how many entries of each listing are kept.
+    #[serde(default, deserialize_with = "count")]
+    max_listed: Option<usize>,
     // Known to other hosts, not used here: Cursor and VS Code `envFile`; Gemini CLI `trust`,
     // `description`, `oauth`, `authProviderType`, `targetAudience`, `targetServiceAccount`,
     // `tcp`, `cwd`-less `httpUrl` peers; VS Code `dev`, `gallery`, `version`; Cline and Roo
@@ -129,6 +132,7 @@ pub(super) fn servers(table: BTreeMap<String, HostServer>) -> RawServers {
             scan_tools: s.scan_tools,
             max_result_bytes: s.max_result_bytes,
             validate_output: s.validate_output,
+            max_listed: s.max_listed,
             ..RawServer::default()
         }
     };

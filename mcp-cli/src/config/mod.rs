@@ -80,6 +80,9 @@ pub struct ServerSpec {
     /// How many bytes of a call's result `call` prints before it writes the whole result to
     /// a file instead (`max_result_bytes`); `None`: the command line's default.
     pub max_result_bytes: Option<u64>,
+    /// At most this many tools, resources, resource templates and prompts (each) are kept
+    /// of this server's listings (`max_listed`); `None`: the default, 5000.
+    pub max_listed: Option<usize>,
     /// Whether `structuredContent` is checked against the tool's `outputSchema`
     /// (`validate_output`, default true).
     pub validate_output: bool,
@@ -181,6 +184,7 @@ impl ServerSpec {
             call_timeout: None,
             max_message_len: None,
             max_result_bytes: None,
+            max_listed: None,
             validate_output: true,
             tools: ToolFilter::default(),
             roots: Vec::new(),

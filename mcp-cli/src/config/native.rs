@@ -14,7 +14,7 @@ use super::errors::{file_error, no_servers_key, origin};
 use super::expand::{Permissions as ServerPermissions, RawServer, RawServers};
 use super::policy::{Action, Glob, ListEntry, Rule, ToolFilter};
 use super::tables::{Tables, TopLevel, add};
-use super::units::{bytes, megabytes, protocol, seconds};
+use super::units::{bytes, count, megabytes, protocol, seconds};
 use super::{ConfigError, RawFile, codex};
 
 /// What a TOML file may hold, by top-level key; other keys are the host's and are skipped.
@@ -81,6 +81,8 @@ struct NativeServer {
     max_message_mb: Option<usize>,
     #[serde(default, deserialize_with = "bytes")]
     max_result_bytes: Option<u64>,
+    #[serde(default, deserialize_with = "count")]
+    max_listed: Option<usize>,
     validate_output: Option<bool>,
     enabled_tools: Option<Vec<Glob>>,
     #[serde(default)]
@@ -130,6 +132,7 @@ fn servers(table: BTreeMap<String, NativeServer>) -> RawServers {
         call_timeout: s.call_timeout_sec,
         max_message_len: s.max_message_mb,
         max_result_bytes: s.max_result_bytes,
+        max_listed: s.max_listed,
         validate_output: s.validate_output,
         tools: ToolFilter {
             enabled: s.enabled_tools,

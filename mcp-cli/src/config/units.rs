@@ -80,6 +80,17 @@ pub(super) fn bytes<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option
     }
 }
 
+/// `max_listed`: a whole number of entries, at least 1.
+pub(super) fn count<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<usize>, D::Error> {
+    match Option::<i64>::deserialize(deserializer)? {
+        None => Ok(None),
+        Some(value) if value >= 1 => Ok(usize::try_from(value).ok()),
+        Some(value) => Err(D::Error::custom(format!(
+            "{value} is not a positive number of entries"
+        ))),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use mcp_proto::Protocol;
@@ -202,6 +213,33 @@ mod tests {
             error.to_string().contains("mcp.fx.timeout: 0 is not"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn max_listed_is_a_positive_count_in_every_spelling() {
+        let native = "[mcp.fx]\ncommand = \"x\"\nmax_listed = 100\n";
+        let codex = "[mcp_servers.fx]\ncommand = \"x\"\nmax_listed = 100\n";
+        let json = r#"{"mcpServers": {"fx": {"command": "x", "maxListed": 100}}}"#;
+        for (file, text) in [
+            ("c.toml", native),
+            ("codex.toml", codex),
+            (".mcp.json", json),
+        ] {
+            let servers = parse(file, text).unwrap().servers;
+            assert_eq!(spec(&servers, "fx").max_listed, Some(100), "{file}");
+        }
+        let servers = parse("c.toml", "[mcp.fx]\ncommand = \"x\"\n")
+            .unwrap()
+            .servers;
+        assert_eq!(spec(&servers, "fx").max_listed, None);
+        for value in ["0", "-3"] {
+            let text = format!("[mcp.fx]\ncommand = \"x\"\nmax_listed = {value}\n");
+            let error = parse("c.toml", &text).unwrap_err().to_string();
+            assert!(
+                error.contains("mcp.fx.max_listed: ") && error.contains("not a positive number"),
+                "{error}"
+            );
+        }
     }
 
     #[test]

@@ -34,9 +34,12 @@ use crate::gateway::Gateway;
 use crate::gateway::bridge::{Bridge, MAX_IN_FLIGHT, Message, Refused, Reply};
 use crate::gateway::rounds::Rounds;
 use clock::CoarseTimer;
+use connections::Connections;
+pub(crate) use connections::DEFAULT_MAX_CONNECTIONS;
 use posted::{Posted, Unread};
 
 mod clock;
+mod connections;
 mod posted;
 
 /// Where `serve --listen` without an address listens.
@@ -57,6 +60,15 @@ const MAX_STATELESS: usize = 256;
 /// How long a stop waits for the calls in flight before failing them, unless
 /// `MCP_CLI_STOP_GRACE_MS` says.
 const STOP_GRACE: Duration = Duration::from_secs(10);
+
+/// How long a connection may sit between requests (or before its first) until it is closed,
+/// unless `MCP_CLI_IDLE_TIMEOUT_MS` says: an idle one holds its buffers and a place under
+/// `--max-connections`. A request's head must also have come whole by then.
+const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long the accept loop rests after a failed accept (out of file descriptors, say),
+/// rather than trying again at once and for ever.
+const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
 
 /// The session header, as the transport names it.
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -119,31 +131,45 @@ struct Listener {
     stateless_open: Arc<AtomicUsize>,
     /// Hyper's, for the time a request's head may take to arrive.
     timer: CoarseTimer,
+    /// [`IDLE_TIMEOUT`], or what the environment says.
+    idle_timeout: Duration,
     /// Closed when the gateway begins to stop: the streams that never end on their own do.
     stopping: Receiver<()>,
     /// Closed when a stop's grace has run out: the calls still open are failed.
     abort: Receiver<()>,
 }
 
-/// Serves hosts on `listener` until `stop` says, then stops accepting, lets the requests in
-/// flight finish (or fails them after the grace) and returns.
+/// Serves hosts on `listener`, at most `max_connections` at once, until `stop` says, then
+/// stops accepting, lets the requests in flight finish (or fails them after the grace) and
+/// returns.
 pub(crate) async fn serve(
     gateway: Arc<Gateway>,
     listener: TcpListener,
     token: String,
+    max_connections: usize,
     stop: Receiver<()>,
 ) {
     // A task of its own: awaited in the command's future, which the executor polls whenever
     // any of its tasks wakes, the listener would try an `accept` twice for every call.
     let executor = gateway.executor.clone();
-    executor.spawn(accept(gateway, listener, token, stop)).await;
+    let connections = Connections::new(max_connections);
+    executor
+        .spawn(accept(gateway, listener, token, connections, stop))
+        .await;
 }
 
-async fn accept(gateway: Arc<Gateway>, listener: TcpListener, token: String, stop: Receiver<()>) {
+async fn accept(
+    gateway: Arc<Gateway>,
+    listener: TcpListener,
+    token: String,
+    open: Connections,
+    stop: Receiver<()>,
+) {
     let env = |key: &str| std::env::var(key).ok();
-    let grace = env("MCP_CLI_STOP_GRACE_MS")
-        .and_then(|text| text.trim().parse().ok())
-        .map_or(STOP_GRACE, Duration::from_millis);
+    let millis = |key: &str| env(key).and_then(|text| text.trim().parse().ok());
+    let grace = millis("MCP_CLI_STOP_GRACE_MS").map_or(STOP_GRACE, Duration::from_millis);
+    let idle_timeout =
+        millis("MCP_CLI_IDLE_TIMEOUT_MS").map_or(IDLE_TIMEOUT, Duration::from_millis);
     let (aborting, abort) = async_channel::bounded::<()>(1);
     let (stopping, stopped) = async_channel::bounded::<()>(1);
     let bound = listener
@@ -154,6 +180,7 @@ async fn accept(gateway: Arc<Gateway>, listener: TcpListener, token: String, sto
     let _ticking = executor.spawn(ticking);
     let shared = Arc::new(Listener {
         timer,
+        idle_timeout,
         rounds: Rounds::new(&env),
         gateway,
         token,
@@ -175,10 +202,21 @@ async fn accept(gateway: Arc<Gateway>, listener: TcpListener, token: String, sto
                 // An answer goes out in one write; nothing is gained by holding it back.
                 let _ = stream.set_nodelay(true);
                 connections.retain(|task| !task.is_finished());
+                let Some(place) = open.enter() else {
+                    open.refuse(&executor, stream);
+                    continue;
+                };
                 let connection = connection(shared.clone(), stream, stopped.clone());
-                connections.push(executor.spawn(connection));
+                connections.push(executor.spawn(async move {
+                    connection.await;
+                    // Given up once the connection's buffers are freed, not before.
+                    drop(place);
+                }));
             }
-            Some(Err(error)) => eprintln!("mcp-cli serve: accept: {error}"),
+            Some(Err(error)) => {
+                eprintln!("mcp-cli serve: accept: {error}");
+                async_io::Timer::after(ACCEPT_PAUSE).await;
+            }
             None => break,
         }
     }
@@ -221,13 +259,16 @@ async fn accept(gateway: Arc<Gateway>, listener: TcpListener, token: String, sto
 
 /// One TCP connection: HTTP/1.1 with keep-alive, closed gracefully when the gateway stops.
 async fn connection(shared: Arc<Listener>, stream: TcpStream, stopped: Receiver<()>) {
-    let timer = shared.timer.clone();
+    let (timer, idle_timeout) = (shared.timer.clone(), shared.idle_timeout);
     let service = hyper::service::service_fn(move |request| {
         let shared = shared.clone();
         async move { Ok::<_, Infallible>(shared.handle(request).await) }
     });
     let connection = hyper::server::conn::http1::Builder::new()
         .timer(timer)
+        // Armed whenever hyper waits for a request's head: before the first, and while a
+        // kept-alive connection sits between requests.
+        .header_read_timeout(idle_timeout)
         .serve_connection(
             mcp_smol::HyperIo::new(mcp_smol::ReadWhenReady::new(stream)),
             service,

@@ -66,8 +66,9 @@ pub struct Catalogue {
     /// Tools left out, with a warning each: their definition changed since it was pinned
     /// ([`HubError::ToolWithheld`]), the poisoning scan flagged it ([`HubError::ToolFlagged`]),
     /// or an `x-mcp-header` annotation of theirs is invalid
-    /// ([`HubError::ToolRejected`]); and the warning that a server is another than the one
-    /// pinned under its name before ([`HubError::AnotherServer`]), whose tools are listed.
+    /// ([`HubError::ToolRejected`]); the warning that a server is another than the one
+    /// pinned under its name before ([`HubError::AnotherServer`]), whose tools are listed;
+    /// and a server's listing cut at its `max_listed` ([`HubError::ListingCapped`]).
     pub withheld: Vec<HubError>,
 }
 
@@ -167,6 +168,13 @@ impl Hub {
                     catalogue.templates.extend(templates);
                     catalogue.prompts.extend(prompts);
                     catalogue.skipped.extend(skipped);
+                    let capped =
+                        (listed.capped.iter()).map(|(list, cap)| HubError::ListingCapped {
+                            server: server.clone(),
+                            list: list.clone(),
+                            cap: *cap,
+                        });
+                    catalogue.withheld.extend(capped);
                 }
                 Some(Err(error)) => catalogue.failures.push((server, error)),
                 None => {}
@@ -210,13 +218,19 @@ impl Hub {
         }
         let key = self.inner.catalogue_key(slot.spec().ok()?);
         let now = SystemTime::now();
-        let (tools, rejected) = self.inner.stored.tools(&key, now)?;
+        let (tools, rejected, capped) = self.inner.stored.tools(&key, now)?;
+        let capped = capped.map(|cap| HubError::ListingCapped {
+            server: server.to_owned(),
+            list: "tool".to_owned(),
+            cap,
+        });
         let rejected = (rejected.into_iter())
             .map(|(tool, reason)| HubError::ToolRejected {
                 server: server.to_owned(),
                 tool,
                 reason,
             })
+            .chain(capped)
             .collect();
         let features = match features {
             true => Some(self.inner.stored.features(&key, now)?),

@@ -134,6 +134,19 @@ pub enum HubError {
         /// Which annotation breaks which rule.
         reason: String,
     },
+    /// The server listed more entries of one kind than its `max_listed` allows: the first
+    /// `cap` are kept, the rest left out.
+    #[error(
+        "server {server} listed more than {cap} {list}s; the first {cap} are kept (`max_listed` in its entry raises the cap)"
+    )]
+    ListingCapped {
+        /// The server.
+        server: String,
+        /// `tool`, `resource`, `resource template` or `prompt`.
+        list: String,
+        /// How many are kept.
+        cap: usize,
+    },
     /// An `ask` rule matches the tool and the call was not approved.
     #[error("tool {tool} needs approval (rule tool = {:?}, {}) and was not approved: {why}", rule.tool.as_str(), rule.origin)]
     NotApproved {

@@ -22,6 +22,9 @@ pub(crate) struct Features {
     pub(crate) prompts: Vec<Prompt>,
     /// `(list, count)` of entries the server sent unreadably, for the caller to report.
     pub(crate) skipped: Vec<(&'static str, usize)>,
+    /// `(list, cap)` of the lists the server made longer than `max_listed`: only the first
+    /// `cap` are above.
+    pub(crate) capped: Vec<(String, usize)>,
     /// Until when all of the above may be used without listing them again.
     pub(crate) fresh: Freshness,
 }
@@ -56,6 +59,7 @@ impl Features {
             templates: Vec::new(),
             prompts: Vec::new(),
             skipped: Vec::new(),
+            capped: Vec::new(),
             fresh: Freshness::default(),
         };
         if let Some((resources, templates)) = resources? {
@@ -87,6 +91,9 @@ impl Features {
         self.fresh = self.fresh.and(Freshness::of(listing.cache, asked));
         if listing.skipped > 0 {
             self.skipped.push((list, listing.skipped));
+        }
+        if let Some(cap) = listing.capped {
+            self.capped.push((list.to_owned(), cap));
         }
         listing.items
     }

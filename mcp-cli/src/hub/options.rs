@@ -54,6 +54,7 @@ pub(crate) fn for_server(
             // (`--timeout`) carries it on its request instead.
             request_timeout: spec.call_timeout.unwrap_or(defaults.core.request_timeout),
             max_line_len: spec.max_message_len.unwrap_or(defaults.core.max_line_len),
+            max_listed: spec.max_listed.unwrap_or(defaults.core.max_listed),
             capabilities: mcp_smol::proto::ClientCapabilities {
                 roots: !spec.roots.is_empty() || settings.roots.is_some(),
                 elicitation: settings.elicit.is_some(),

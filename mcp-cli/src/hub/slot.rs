@@ -434,7 +434,8 @@ impl Slot {
             .map(|rejected| (rejected.name, rejected.reason.to_string()))
             .collect();
         let key = hub.catalogue_key(spec);
-        (hub.stored).save_tools(&key, (tools, rejected), fresh, SystemTime::now())
+        let listed = (tools, rejected, client.capped::<Tool>());
+        (hub.stored).save_tools(&key, listed, fresh, SystemTime::now())
     }
 
     /// Keeps a listing of this server's resources and prompts, as [`store_tools`] does;
@@ -562,17 +563,24 @@ impl Slot {
     }
 
     /// The tools the running connection's last listing left out for invalid `x-mcp-header`
-    /// annotations, as errors that say why.
+    /// annotations, as errors that say why, and the cap, had it listed more than
+    /// `max_listed`.
     pub(crate) fn rejected_tools(&self) -> Vec<HubError> {
         let Phase::Running(live) = &self.life().phase else {
             return Vec::new();
         };
+        let capped = (live.client.capped::<Tool>()).map(|cap| HubError::ListingCapped {
+            server: self.name().to_owned(),
+            list: "tool".to_owned(),
+            cap,
+        });
         (live.client.rejected_tools().into_iter())
             .map(|rejected| HubError::ToolRejected {
                 server: self.name().to_owned(),
                 tool: rejected.name,
                 reason: rejected.reason.to_string(),
             })
+            .chain(capped)
             .collect()
     }
 

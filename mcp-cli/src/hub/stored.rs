@@ -73,12 +73,18 @@ pub(crate) fn key(spec: &ServerSpec, elicit: bool) -> String {
 /// A tool the connection rejected, and why.
 pub(crate) type Rejected = (String, String);
 
+/// A server's tools as kept, those its connection rejected, and the cap they were cut at.
+pub(crate) type StoredListing = (Vec<Tool>, Vec<Rejected>, Option<usize>);
+
 /// A server's tools as kept, with those its connection rejected (and why), to be told again.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 struct StoredTools {
     tools: Vec<Tool>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     rejected: Vec<Rejected>,
+    /// The cap, when the server listed more tools than `max_listed` and these are the first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    capped: Option<usize>,
 }
 
 /// A server's features besides tools, as kept.
@@ -87,6 +93,9 @@ struct StoredFeatures {
     resources: Vec<Resource>,
     templates: Vec<ResourceTemplate>,
     prompts: Vec<Prompt>,
+    /// The lists cut at `max_listed`, as [`Features::capped`] holds them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    capped: Vec<(String, usize)>,
 }
 
 impl From<StoredFeatures> for Features {
@@ -95,6 +104,7 @@ impl From<StoredFeatures> for Features {
             resources: stored.resources,
             templates: stored.templates,
             prompts: stored.prompts,
+            capped: stored.capped,
             skipped: Vec::new(),
             fresh: Freshness::default(),
         }
@@ -130,12 +140,16 @@ impl Stored {
         }
     }
 
-    /// The tools kept under `key`, if they may still be served at `now`, and the names of
-    /// those the connection rejected, with why.
-    pub(crate) fn tools(&self, key: &str, now: SystemTime) -> Option<(Vec<Tool>, Vec<Rejected>)> {
+    /// The tools kept under `key`, if they may still be served at `now`, the names of
+    /// those the connection rejected, with why, and the cap they were cut at, if they were.
+    pub(crate) fn tools(&self, key: &str, now: SystemTime) -> Option<StoredListing> {
         let tools = self.read(key)?.tools?;
-        let StoredTools { tools, rejected } = tools.is_fresh(now).then_some(tools.items)?;
-        Some((tools, rejected))
+        let StoredTools {
+            tools,
+            rejected,
+            capped,
+        } = tools.is_fresh(now).then_some(tools.items)?;
+        Some((tools, rejected, capped))
     }
 
     /// The resources, templates and prompts kept under `key`, if they may still be served.
@@ -155,13 +169,14 @@ impl Stored {
     pub(crate) fn save_tools(
         &self,
         key: &str,
-        (tools, rejected): (&[Tool], Vec<Rejected>),
+        (tools, rejected, capped): (&[Tool], Vec<Rejected>, Option<usize>),
         fresh: Freshness,
         now: SystemTime,
     ) -> bool {
         let listed = kept(fresh.hint(), now, || StoredTools {
             tools: tools.to_vec(),
             rejected,
+            capped,
         });
         let mut differs = false;
         self.update(key, |entry| {
@@ -214,6 +229,7 @@ impl Stored {
             resources: features.resources.clone(),
             templates: features.templates.clone(),
             prompts: features.prompts.clone(),
+            capped: features.capped.clone(),
         });
         let mut before = None;
         self.update(key, |entry| {
@@ -326,7 +342,7 @@ mod tests {
         assert_eq!(stored.tools("fx-1", then), None, "nothing kept yet");
         stored.save_tools(
             "fx-1",
-            (&[tool("echo")], Vec::new()),
+            (&[tool("echo")], Vec::new(), None),
             Freshness::default(),
             then,
         );
@@ -334,7 +350,7 @@ mod tests {
         let again = Stored::new(Some(dir.clone()));
         assert_eq!(
             again.tools("fx-1", then + second),
-            Some((vec![tool("echo")], Vec::new()))
+            Some((vec![tool("echo")], Vec::new(), None))
         );
         assert_eq!(again.age("fx-1", then + second), Some(second));
         assert!(again.tools("fx-1", then + MAX_AGE - second).is_some());
@@ -343,14 +359,14 @@ mod tests {
         // A ttl ends it sooner; the stale listing's age is still told.
         stored.save_tools(
             "fx-1",
-            (&[tool("add")], Vec::new()),
+            (&[tool("add")], Vec::new(), None),
             hinted(500, CacheScope::Public),
             then,
         );
         let ms = Duration::from_millis;
         assert_eq!(
             stored.tools("fx-1", then + ms(499)),
-            Some((vec![tool("add")], Vec::new()))
+            Some((vec![tool("add")], Vec::new(), None))
         );
         assert_eq!(stored.tools("fx-1", then + ms(500)), None);
         assert_eq!(stored.age("fx-1", then + second), Some(second));
@@ -384,7 +400,7 @@ mod tests {
         let stored = Stored::new(Some(dir.clone()));
         let now = SystemTime::now();
         let echo = [tool("echo")];
-        let listed = || (&echo[..], Vec::new());
+        let listed = || (&echo[..], Vec::new(), None);
         stored.save_tools("fx-aaa-forms", listed(), Freshness::default(), now);
         // A server whose name ends like fx's digest keeps its own.
         stored.save_tools("fx-aaa-bbb-forms", listed(), Freshness::default(), now);
@@ -406,21 +422,21 @@ mod tests {
         let now = SystemTime::now();
         stored.save_tools(
             "fx-1",
-            (&[tool("secret")], Vec::new()),
+            (&[tool("secret")], Vec::new(), None),
             hinted(60_000, CacheScope::Private),
             now,
         );
         assert!(!dir.join("fx-1.json").exists());
         stored.save_tools(
             "fx-1",
-            (&[tool("echo")], Vec::new()),
+            (&[tool("echo")], Vec::new(), None),
             hinted(60_000, CacheScope::Public),
             now,
         );
         assert!(stored.tools("fx-1", now).is_some());
         stored.save_tools(
             "fx-1",
-            (&[tool("secret")], Vec::new()),
+            (&[tool("secret")], Vec::new(), None),
             hinted(60_000, CacheScope::Private),
             now,
         );
@@ -437,7 +453,7 @@ mod tests {
         // `a/b` and `a_b` make the same file name; the key inside tells them apart.
         stored.save_tools(
             "a/b-1",
-            (&[tool("echo")], Vec::new()),
+            (&[tool("echo")], Vec::new(), None),
             Freshness::default(),
             now,
         );
@@ -448,7 +464,7 @@ mod tests {
         // Replaced whole on the next listing.
         stored.save_tools(
             "a/b-1",
-            (&[tool("echo")], Vec::new()),
+            (&[tool("echo")], Vec::new(), None),
             Freshness::default(),
             now,
         );
@@ -457,7 +473,7 @@ mod tests {
         let none = Stored::new(None);
         none.save_tools(
             "fx-1",
-            (&[tool("echo")], Vec::new()),
+            (&[tool("echo")], Vec::new(), None),
             Freshness::default(),
             now,
         );

@@ -8,6 +8,10 @@ use crate::Protocol;
 #[cfg(doc)]
 use crate::{Connection, Event, RequestError};
 
+/// The default of [`Config::max_listed`]: far more tools than a model can choose among (hosts
+/// warn past about a hundred), and far fewer than a hostile server's million.
+pub const DEFAULT_MAX_LISTED: usize = 5000;
+
 /// Settings fixed for the life of a connection.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
@@ -26,6 +30,13 @@ pub struct Config {
     pub max_request_time: Duration,
     /// Longest line accepted from the server, in bytes, without its newline.
     pub max_line_len: usize,
+    /// At most this many entries of one listing (tools, resources, resource templates,
+    /// prompts) are kept, over all its pages: a [`Pager`](crate::Pager) made with
+    /// [`max_items`](crate::Pager::max_items) stops there and says so in
+    /// [`Listing::capped`](crate::Listing::capped), and a long line is parsed keeping one
+    /// more than this of a listing's entries, dropping the rest as they are read, so a
+    /// listing of a million entries costs this many.
+    pub max_listed: usize,
     /// What we offer the server; by default nothing, so every server request but `ping` is
     /// refused.
     pub capabilities: ClientCapabilities,
@@ -107,6 +118,7 @@ impl Default for Config {
             request_timeout: Duration::from_secs(60),
             max_request_time: Duration::from_secs(600),
             max_line_len: 64 * 1024 * 1024,
+            max_listed: DEFAULT_MAX_LISTED,
             capabilities: ClientCapabilities::default(),
             // Long enough for a person to fill in a form.
             server_request_timeout: Duration::from_secs(300),

@@ -11,6 +11,8 @@ use crate::stream_json::JsonStream;
 #[derive(Debug)]
 pub(super) struct Pieces {
     limit: usize,
+    /// How many entries of a listing a message parsed as it arrives keeps.
+    keep_listed: usize,
     state: State,
     /// Its length and edges, for the report should it grow over the limit.
     edges: Discarded,
@@ -33,10 +35,13 @@ pub(super) enum Message {
 }
 
 impl Pieces {
-    /// A message bounded by `limit` bytes, as one held whole is.
-    pub(super) fn new(limit: usize) -> Self {
+    /// A message bounded by `limit` bytes, as one held whole is, that keeps at most
+    /// `keep_listed` entries of a listing once it is parsed as it arrives
+    /// ([`JsonStream::keeping_listed`]).
+    pub(super) fn new(limit: usize, keep_listed: usize) -> Self {
         Self {
             limit,
+            keep_listed,
             state: State::Held(Vec::new()),
             edges: Discarded::default(),
         }
@@ -59,7 +64,7 @@ impl Pieces {
         if let State::Held(held) = &self.state
             && held.len() > PARSE_FROM
         {
-            let mut parser = JsonStream::new();
+            let mut parser = JsonStream::keeping_listed(self.keep_listed);
             parser.push(held);
             self.state = State::Parsing(Box::new(parser));
         }
@@ -88,7 +93,7 @@ mod tests {
         let text = "é\"\\".repeat(PARSE_FROM);
         let message = serde_json::json!({"jsonrpc": "2.0", "id": 1, "result": {"text": text}});
         let bytes = message.to_string().into_bytes();
-        let mut pieces = Pieces::new(usize::MAX);
+        let mut pieces = Pieces::new(usize::MAX, usize::MAX);
         for piece in bytes.chunks(1000) {
             pieces.push(piece.to_vec());
             // Nothing past the bound is ever held.
@@ -102,7 +107,7 @@ mod tests {
         };
         assert_eq!(value, message);
 
-        let mut short = Pieces::new(usize::MAX);
+        let mut short = Pieces::new(usize::MAX, usize::MAX);
         short.push(b"{\"a\":".to_vec());
         short.push(b"1}".to_vec());
         assert!(matches!(short.finish(), Message::Bytes(bytes) if bytes == b"{\"a\":1}"));
@@ -110,7 +115,7 @@ mod tests {
 
     #[test]
     fn over_the_limit_only_its_length_and_id_are_kept() {
-        let mut pieces = Pieces::new(PARSE_FROM + 10);
+        let mut pieces = Pieces::new(PARSE_FROM + 10, usize::MAX);
         pieces.push(b"{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":\"".to_vec());
         pieces.push(vec![b'a'; PARSE_FROM]);
         pieces.push(b"\"}".to_vec());

@@ -151,3 +151,7 @@ mod gateway_round_progress;
 
 /// `serve --listen`: a backend's roots question goes to the session host whose call waits on it.
 mod gateway_listen_roots;
+
+/// What one server or host may cost us: listings cut at `max_listed`, `serve --listen`'s
+/// connection cap.
+mod limits;

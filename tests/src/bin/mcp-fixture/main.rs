@@ -57,6 +57,8 @@
 //! - `repeat-resource-cursor`: `resources`, but `resources/list` always returns the same
 //!   `nextCursor`.
 //! - `malformed-resources`: `resources`, with unreadable entries among those listed.
+//! - `huge-listing`: `tools/list` lists `$MCP_FIXTURE_LISTED` tools (default 1,000,000)
+//!   named `tool_N`, in one page unless `--page-size N` says otherwise.
 //! - `barrier`: answers `initialize` only once `--count N` servers (default 8) have received
 //!   theirs: each leaves a file in `--dir DIR` and waits (at most 20 s) for N files there, so
 //!   servers started one after another never get past it.
@@ -140,6 +142,7 @@ use mcp_tests::stateless;
 use mcp_tests::tasks::{self, Tasks};
 use serde_json::{Value, json};
 
+mod huge_listing;
 mod output_schema;
 mod relays;
 mod resources;
@@ -551,6 +554,7 @@ impl Server {
             }
             (_, "initialize") => self.answer(&id, Ok(self.initialize_result(&params))),
             (_, "ping") => self.answer(&id, Ok(json!({}))),
+            ("huge-listing", "tools/list") => self.huge_tools_page(&id, &params),
             (_, "tools/list") => {
                 thread::sleep(Duration::from_millis(self.option("list-delay-ms", 0)));
                 self.answer(&id, Ok(self.tools_page(&params, false)));
