@@ -20,7 +20,7 @@ use mcp_smol::proto::Tool;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::config::{read_original, write_back};
+use crate::config::{read_private as read_original, write_private as write_back};
 use crate::files::{Stamp, stamp};
 use crate::hub::found::NextLook;
 use crate::logs::log_path;
