@@ -147,3 +147,7 @@ mod gateway_round_progress;
 
 /// `serve --listen`: a backend's roots question goes to the session host whose call waits on it.
 mod gateway_listen_roots;
+
+/// State files are ours: folders 0700, files 0600, no symbolic links followed, the listen
+/// token, the Bearer scheme in any case, a crash reported with its own stderr.
+mod state_files;
