@@ -25,7 +25,7 @@ impl Approvals {
     /// Reads `path`; a missing or unreadable file approves nothing (a damaged one is said on
     /// stderr: every project server then waits again, which is the safe way to fail).
     pub(crate) fn read(path: PathBuf) -> Self {
-        let approved = match config::read_original(&path) {
+        let approved = match config::read_private(&path) {
             Ok(original) => match original.text.as_deref().map(serde_json::from_str) {
                 None => BTreeMap::new(),
                 Some(Ok(approved)) => approved,
@@ -55,7 +55,7 @@ impl Approvals {
     /// Approves each of `servers` as it is now and writes the file; the error names it.
     pub(crate) fn approve(&mut self, servers: &[&Server]) -> Result<(), String> {
         // Read again just before the write: another run may have approved others meanwhile.
-        let original = config::read_original(&self.path).map_err(|error| error.to_string())?;
+        let original = config::read_private(&self.path).map_err(|error| error.to_string())?;
         if let Some(text) = &original.text {
             self.approved = serde_json::from_str(text).unwrap_or_default();
         }
@@ -67,7 +67,7 @@ impl Approvals {
             names.insert(server.name.clone(), digest(&server.entry));
         }
         let text = serde_json::to_string_pretty(&self.approved).map_err(|e| e.to_string())?;
-        config::write_back(&original, &(text + "\n")).map_err(|error| error.to_string())
+        config::write_private(&original, &(text + "\n")).map_err(|error| error.to_string())
     }
 }
 

@@ -159,6 +159,9 @@ pub(crate) fn settings(
     executor: &Arc<async_executor::Executor<'static>>,
     env: Env<'_>,
 ) -> Settings {
+    // One made open to others by an older version is closed now; the folders in it are as
+    // they are made or used, and one that is not ours is refused there.
+    let _ = crate::files::tighten_dir(state.root());
     Settings {
         log_dir: Some(state.logs()),
         pin_dir: Some(state.pins()),

@@ -1,8 +1,8 @@
-//! Per-server stderr logs: appended, private (0600), rotated past a size cap.
+//! Per-server stderr logs: appended, private (0600, never through a symbolic link), rotated
+//! past a size cap.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -36,9 +36,9 @@ pub struct LogFile {
 impl LogFile {
     pub fn open(path: PathBuf, cap: u64) -> io::Result<Self> {
         if let Some(dir) = path.parent() {
-            fs::create_dir_all(dir)?;
+            crate::files::private_dir(dir)?;
         }
-        let file = open_private(&path)?;
+        let file = crate::files::append_private(&path)?;
         let size = file.metadata()?.len();
         Ok(Self {
             path,
@@ -50,18 +50,10 @@ impl LogFile {
 
     fn rotate(&mut self) -> io::Result<()> {
         fs::rename(&self.path, rotated(&self.path))?;
-        self.file = open_private(&self.path)?;
+        self.file = crate::files::append_private(&self.path)?;
         self.size = 0;
         Ok(())
     }
-}
-
-fn open_private(path: &Path) -> io::Result<File> {
-    OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(path)
 }
 
 impl Write for LogFile {
@@ -214,7 +206,7 @@ pub fn last_lines(path: &Path, count: usize) -> io::Result<Vec<String>> {
 
 /// The last `count` lines of a log, reading no more than the end of the file needs.
 pub fn tail(path: &Path, count: usize) -> io::Result<Vec<String>> {
-    let mut file = File::open(path)?;
+    let mut file: File = crate::files::open_private(path)?;
     let length = file.metadata()?.len();
     let mut window = 64 * 1024;
     loop {

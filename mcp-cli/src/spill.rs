@@ -9,7 +9,6 @@
 
 use std::fs;
 use std::io::{self, Write};
-use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -182,11 +181,7 @@ pub(crate) fn write(
     ext: &str,
     write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> Result<PathBuf, String> {
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    crate::files::private_dir(dir).map_err(|e| e.to_string())?;
     let path = dir.join(file_name(label, ext));
     crate::files::replace_with(&path, 0o600, write, || Ok::<(), ()>(())).map_err(|error| {
         let error = match error {

@@ -2,9 +2,10 @@
 //! (`$XDG_STATE_HOME/mcp-cli`, default `~/.local/state/mcp-cli`) with the servers' logs, the
 //! tool pins, the OAuth tokens, the servers' protocol eras, the catalogue of their listings, the
 //! records of their tasks, results too large to print, and the daemons' own logs; and the
-//! per-user runtime folder that holds the daemons' sockets.
+//! per-user runtime folder that holds the daemons' sockets. Every folder here is made 0700 and
+//! every file 0600, never opened through a symbolic link ([`crate::files`]).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::config::Env;
 
@@ -24,6 +25,11 @@ impl Folder {
         Self {
             root: state.join("mcp-cli"),
         }
+    }
+
+    /// The state folder itself.
+    pub fn root(&self) -> &Path {
+        &self.root
     }
 
     /// Each server's stderr log, `<name>.log`.

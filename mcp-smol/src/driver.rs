@@ -174,6 +174,12 @@ impl Shared {
         self.stderr.lock().map(|t| t.lines()).unwrap_or_default()
     }
 
+    /// The stderr lines written since the last request was answered with none left waiting:
+    /// what a failure is reported with (older lines belong to work that went well).
+    fn recent_stderr(&self) -> Vec<String> {
+        self.stderr.lock().map(|t| t.recent()).unwrap_or_default()
+    }
+
     /// Asks for shutdown without the grace period, whenever it comes or if it has begun.
     pub(crate) fn terminate(&self) {
         let _ = self.terminate.try_send(());
@@ -524,10 +530,11 @@ fn client(
     let (ops_sender, ops) = async_channel::unbounded();
     let (done_sender, done) = async_channel::bounded(1);
     let (terminate, terminated) = async_channel::bounded(1);
-    let shared = Arc::new(Shared::new(pid, tail, done, terminate));
+    let shared = Arc::new(Shared::new(pid, tail.clone(), done, terminate));
     let role = ClientRole {
         connection: Connection::new(Instant::now(), options.core.clone()).results_as_text(),
         callers: Callers::default(),
+        stderr: tail,
         last_skipped: None,
         reason: None,
     };
@@ -547,6 +554,8 @@ fn client(
 struct ClientRole {
     connection: Connection,
     callers: Callers,
+    /// The server's stderr, marked whenever nothing is left waiting for an answer.
+    stderr: Arc<Mutex<StderrTail>>,
     /// Why the last skipped line was skipped, for the disconnect report.
     last_skipped: Option<String>,
     /// Set when the core closed.
@@ -566,6 +575,7 @@ impl Role for ClientRole {
     }
 
     fn dispatch(&mut self, event: Event<RawResult>) -> bool {
+        let answered = matches!(event, Event::Ready(_) | Event::Response { .. });
         match event {
             Event::Ready(info) => self.callers.ready(&info),
             // Failures caused by the close are answered once we know how the server ended.
@@ -584,6 +594,14 @@ impl Role for ClientRole {
                 self.reason = Some(reason);
                 return true;
             }
+        }
+        // What stderr said so far went with work that is done: a failure after this is
+        // reported with what comes after (issue 47: a crash quoted an old, unrelated error).
+        if answered
+            && self.callers.idle()
+            && let Ok(mut tail) = self.stderr.lock()
+        {
+            tail.mark();
         }
         false
     }
@@ -613,7 +631,7 @@ async fn shut_down(
     let disconnect = Disconnect {
         reason,
         exit_status,
-        stderr: shared.stderr_tail(),
+        stderr: shared.recent_stderr(),
         skipped_lines: driver.role.connection.stats().malformed_lines,
         last_skipped: driver.role.last_skipped.take(),
     };

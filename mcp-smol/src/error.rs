@@ -95,7 +95,9 @@ pub struct Disconnect {
     pub reason: CloseReason,
     /// Set when the server had exited by the time the connection closed.
     pub exit_status: Option<std::process::ExitStatus>,
-    /// The last lines of the server's stderr.
+    /// The last lines of the server's stderr written since the last time no request was left
+    /// waiting for an answer: older ones went with work that went well, and would pass for
+    /// the cause of this failure. (The server's log keeps them all.)
     pub stderr: Vec<String>,
     /// How many stdout lines were skipped as not JSON-RPC (banners, logs, broken lines).
     pub skipped_lines: u64,

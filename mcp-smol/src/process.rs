@@ -478,11 +478,16 @@ pub(crate) fn signal_group(pid: u32, signal: rustix::process::Signal) {
     }
 }
 
-/// The last lines the server wrote to stderr, for error messages.
+/// The last lines the server wrote to stderr, for error messages; and where the lines that
+/// are news begin (see [`mark`](Self::mark)).
 #[derive(Debug, Default)]
 pub(crate) struct StderrTail {
     lines: VecDeque<String>,
     partial: Vec<u8>,
+    /// How many lines have ended since the start, those dropped from `lines` too.
+    ended: u64,
+    /// The count of `ended` at the last [`mark`](Self::mark).
+    marked: u64,
 }
 
 impl StderrTail {
@@ -514,12 +519,35 @@ impl StderrTail {
             self.lines.pop_front();
         }
         self.lines.push_back(line);
+        self.ended += 1;
     }
 
+    /// Every line kept, old or new.
     pub(crate) fn lines(&self) -> Vec<String> {
+        self.lines_from(0)
+    }
+
+    /// The lines are news from here on: those before it were written while requests that have
+    /// been answered ran (or before them), so they do not explain what fails next. A line
+    /// under way is news.
+    pub(crate) fn mark(&mut self) {
+        self.marked = self.ended;
+    }
+
+    /// The lines kept that were written since the last [`mark`](Self::mark): what a failure
+    /// is reported with.
+    pub(crate) fn recent(&self) -> Vec<String> {
+        let first_kept = self.ended - self.lines.len() as u64;
+        let old = usize::try_from(self.marked.saturating_sub(first_kept)).unwrap_or(usize::MAX);
+        self.lines_from(old)
+    }
+
+    fn lines_from(&self, skip: usize) -> Vec<String> {
         let partial = String::from_utf8_lossy(&self.partial).trim_end().to_owned();
         let partial = (!partial.is_empty()).then_some(partial);
-        self.lines.iter().cloned().chain(partial).collect()
+        (self.lines.iter().skip(skip).cloned())
+            .chain(partial)
+            .collect()
     }
 }
 
@@ -646,6 +674,30 @@ mod tests {
             !exists
         });
         assert!(gone, "process {pid} still there");
+    }
+
+    #[test]
+    fn recent_lines_are_those_since_the_mark() {
+        let mut tail = StderrTail::default();
+        tail.push(b"warning: unrelated, early\n");
+        assert_eq!(tail.recent(), ["warning: unrelated, early"]);
+        tail.push(b"half of a line");
+        tail.mark();
+        assert_eq!(tail.recent(), ["half of a line"]);
+        tail.push(b", ended later\ncrashing now\n");
+        assert_eq!(
+            tail.recent(),
+            ["half of a line, ended later", "crashing now"]
+        );
+        assert_eq!(tail.lines().len(), 3, "the whole tail is still kept");
+        tail.mark();
+        assert!(tail.recent().is_empty());
+        // The mark holds however many lines come after it and push older ones out.
+        for i in 0..30 {
+            tail.push(format!("line {i}\n").as_bytes());
+        }
+        assert_eq!(tail.recent().len(), StderrTail::LINES);
+        assert_eq!(tail.recent()[0], "line 10");
     }
 
     #[test]

@@ -6,7 +6,6 @@
 use std::fmt;
 use std::fs;
 use std::io;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -172,7 +171,7 @@ impl Place {
     }
 
     fn load_file(&self) -> Option<Record> {
-        let text = fs::read(path(&self.dir, &self.name)).ok()?;
+        let text = files::read_private(&path(&self.dir, &self.name)).ok()?;
         let record: Record = serde_json::from_slice(&text).ok()?;
         (record.server_url == self.url).then_some(record)
     }
@@ -214,15 +213,8 @@ impl Place {
     pub(crate) async fn lock(&self) -> Result<fs::File, String> {
         let file = path(&self.dir, &self.name).with_extension("lock");
         let failed = |error: io::Error| format!("cannot lock {}: {error}", file.display());
-        fs::create_dir_all(&self.dir).map_err(failed)?;
-        let _ = fs::set_permissions(&self.dir, fs::Permissions::from_mode(0o700));
-        let lock = fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(0o600)
-            .open(&file)
-            .map_err(failed)?;
+        files::private_dir(&self.dir).map_err(failed)?;
+        let lock = files::append_private(&file).map_err(failed)?;
         // `flock` blocks the thread: off the executor, so other servers keep going.
         blocking::unblock(move || lock.lock().map(|()| lock))
             .await
@@ -233,9 +225,8 @@ impl Place {
 /// Writes the record: to a private temp file first, renamed over the old one, so a crash
 /// never leaves half a file and the token is never readable by others, not even briefly.
 fn save_file(dir: &Path, name: &str, record: &Record) -> io::Result<()> {
-    fs::create_dir_all(dir)?;
     // The folder holds credentials: keep others out of it too.
-    fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
+    files::private_dir(dir)?;
     let text = serde_json::to_vec_pretty(record).map_err(io::Error::other)?;
     let replaced = files::replace(&path(dir, name), &text, 0o600, || Ok::<(), io::Error>(()));
     replaced.map_err(|error| match error {
@@ -256,6 +247,7 @@ fn remove_file(dir: &Path, name: &str) -> io::Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     fn record() -> Record {
         Record {

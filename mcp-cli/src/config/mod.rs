@@ -62,7 +62,7 @@ pub use import::{Found, import};
 pub use jsonc::strip_json_comments;
 pub use policy::{Action, Glob, ListEntry, Policy, Rule, ToolFilter};
 pub use presets::{NPX_HANDSHAKE, presets};
-pub use write::{Original, read_original, write_back};
+pub use write::{Original, read_original, read_private, write_back, write_private};
 
 use expand::{RawServers, finish};
 

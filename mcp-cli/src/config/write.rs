@@ -37,6 +37,46 @@ pub fn read_original(path: &Path) -> Result<Original, ConfigError> {
     })
 }
 
+/// Reads the state file `path` (pins, era verdicts) for an edit: never through a symbolic
+/// link, and only a file of ours (see [`files::read_private`]).
+pub fn read_private(path: &Path) -> Result<Original, ConfigError> {
+    let text = match files::read_private_text(path) {
+        Ok(text) => Some(text),
+        Err(error) if error.kind() == ErrorKind::NotFound => None,
+        Err(error) => return Err(ConfigError::unreadable(path, &error)),
+    };
+    Ok(Original {
+        path: path.to_owned(),
+        text,
+    })
+}
+
+/// Replaces a state file read by [`read_private`] with `text`, mode 0600 whatever it was,
+/// its folder made private first; never over a change made on disk since it was read.
+pub fn write_private(original: &Original, text: &str) -> Result<(), ConfigError> {
+    let path = &original.path;
+    let fail = |what: String| {
+        let message = format!("{what}; {} left as it was", path.display());
+        ConfigError::new(ConfigErrorKind::NotWritten, message).in_file(path)
+    };
+    if let Some(folder) = path
+        .parent()
+        .filter(|folder| !folder.as_os_str().is_empty())
+    {
+        files::private_dir(folder).map_err(|error| fail(error.to_string()))?;
+    }
+    let unchanged = || unchanged_as(original, files::read_private_text);
+    unchanged()?;
+    let replaced = files::replace(path, text.as_bytes(), 0o600, unchanged);
+    replaced.map_err(|error| match error {
+        ReplaceError::Write { temporary, error } => {
+            fail(format!("cannot write {}: {error}", temporary.display()))
+        }
+        ReplaceError::Refused(changed) => changed,
+        ReplaceError::Rename(error) => fail(format!("cannot replace {}: {error}", path.display())),
+    })
+}
+
 /// Replaces `original`'s file with `text`. A file marked read-only is refused even where the
 /// system would let us write it (as root): the mark is the owner's wish. A new file gets mode
 /// 0600, as entries may hold tokens.
@@ -79,7 +119,15 @@ pub fn write_back(original: &Original, text: &str) -> Result<(), ConfigError> {
 
 /// Fails when the file on disk is no longer what was read.
 fn unchanged(original: &Original) -> Result<(), ConfigError> {
-    let now = match fs::read_to_string(&original.path) {
+    unchanged_as(original, |path| fs::read_to_string(path))
+}
+
+/// [`unchanged`], the file read by `read`.
+fn unchanged_as(
+    original: &Original,
+    read: impl Fn(&Path) -> std::io::Result<String>,
+) -> Result<(), ConfigError> {
+    let now = match read(&original.path) {
         Ok(text) => Some(text),
         Err(error) if error.kind() == ErrorKind::NotFound => None,
         Err(error) => {

@@ -11,7 +11,7 @@
 
 use std::ffi::OsString;
 use std::os::fd::AsFd;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -64,12 +64,13 @@ impl Place {
     /// Checks that the folder is ours and closed to others (creating it first if asked):
     /// anyone who could write there could stand a socket of theirs in for ours.
     pub(crate) fn check_dir(&self, create: bool) -> Result<(), String> {
-        if create {
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(&self.dir)
-                .map_err(|e| format!("cannot create {}: {e}", self.dir.display()))?;
+        // Not followed if it is a link (checked below), and tightened if it is ours but open
+        // (an older version made it with the umask's mode).
+        let is_link = std::fs::symlink_metadata(&self.dir).is_ok_and(|m| m.is_symlink());
+        if create && !is_link {
+            crate::files::private_dir(&self.dir).map_err(|e| e.to_string())?;
+        } else if !is_link && self.dir.exists() {
+            crate::files::tighten_dir(&self.dir).map_err(|e| e.to_string())?;
         }
         let meta = std::fs::symlink_metadata(&self.dir)
             .map_err(|e| format!("cannot use {}: {e}", self.dir.display()))?;

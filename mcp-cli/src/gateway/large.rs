@@ -116,7 +116,7 @@ pub(crate) fn read(uri: &str, dir: &Path) -> Option<Result<Value, String>> {
     if !spill::is_result_name(name) {
         return Some(Err(format!("resource not found: {uri}")));
     }
-    Some(match std::fs::read_to_string(dir.join(name)) {
+    Some(match crate::files::read_private_text(&dir.join(name)) {
         Ok(text) => Ok(json!({
             "contents": [{"uri": uri, "mimeType": "text/plain", "text": text}]
         })),

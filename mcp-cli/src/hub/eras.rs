@@ -16,7 +16,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use mcp_proto::Protocol;
 use serde::{Deserialize, Serialize};
 
-use crate::config::{ServerSpec, read_original, write_back};
+use crate::config::{ServerSpec, read_private, write_private};
 
 /// How long a verdict is trusted. A verdict that proves wrong is dropped at once, but one
 /// that merely went out of date never fails: a server upgraded to the stateless era (an
@@ -103,7 +103,7 @@ impl Eras {
     fn update(&self, change: impl FnOnce(&mut BTreeMap<String, Verdict>) -> bool) {
         let Some(path) = &self.path else { return };
         let _writing = self.writing.lock().unwrap_or_else(PoisonError::into_inner);
-        let Ok(original) = read_original(path) else {
+        let Ok(original) = read_private(path) else {
             return;
         };
         let mut verdicts = parse(original.text.as_deref()).unwrap_or_default();
@@ -114,12 +114,12 @@ impl Eras {
             return;
         };
         // Another process may have written meanwhile; its verdict is as good as ours.
-        let _ = write_back(&original, &(text + "\n"));
+        let _ = write_private(&original, &(text + "\n"));
     }
 }
 
 fn read(path: &Path) -> Result<BTreeMap<String, Verdict>, String> {
-    let original = read_original(path).map_err(|error| error.to_string())?;
+    let original = read_private(path).map_err(|error| error.to_string())?;
     parse(original.text.as_deref())
         .map_err(|error| format!("{} is not an era cache, ignored: {error}", path.display()))
 }

@@ -25,7 +25,7 @@ use mcp_smol::proto::Tool;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::config::{ServerSpec, read_original, write_back};
+use crate::config::{ServerSpec, read_private, write_private};
 use crate::files::{Stamp, stamp};
 use crate::hub::found::NextLook;
 use crate::logs::log_path;
@@ -359,7 +359,7 @@ impl Pins {
             Ok(read) => read,
             // Unreadable pins are what `trust` is there to replace.
             Err(_) => (
-                read_original(&path).map_err(|e| e.to_string())?,
+                read_private(&path).map_err(|e| e.to_string())?,
                 PinFile::default(),
             ),
         };
@@ -398,7 +398,7 @@ impl Pins {
 }
 
 fn read_pins(path: &Path) -> Result<(crate::config::Original, PinFile), String> {
-    let original = read_original(path).map_err(|error| error.to_string())?;
+    let original = read_private(path).map_err(|error| error.to_string())?;
     let file = match &original.text {
         Some(text) => serde_json::from_str(text)
             .map_err(|error| format!("{} is not a pin file: {error}", path.display()))?,
@@ -408,7 +408,7 @@ fn read_pins(path: &Path) -> Result<(crate::config::Original, PinFile), String> 
 }
 
 fn read_digests(path: &Path) -> Result<Digests, String> {
-    let original = read_original(path).map_err(|error| error.to_string())?;
+    let original = read_private(path).map_err(|error| error.to_string())?;
     match &original.text {
         Some(text) => serde_json::from_str(text)
             .map_err(|error| format!("{} is not a pin file: {error}", path.display())),
@@ -422,7 +422,7 @@ fn write_pins(
     file: &PinFile,
 ) -> Result<(), String> {
     let text = serde_json::to_string_pretty(file).map_err(|error| error.to_string())? + "\n";
-    write_back(original, &text)
+    write_private(original, &text)
         .map_err(|error| format!("cannot pin tools in {}: {error}", path.display()))
 }
 

@@ -252,7 +252,7 @@ impl Stored {
     }
 
     fn read(&self, key: &str) -> Option<Entry> {
-        let text = std::fs::read(self.path(key)?).ok()?;
+        let text = files::read_private(&self.path(key)?).ok()?;
         let entry: Entry = serde_json::from_slice(&text).ok()?;
         (entry.key == key).then_some(entry)
     }
@@ -303,12 +303,7 @@ fn kept<T>(
 
 /// Writes `path` in `dir`, made (0700) if missing; the listings are the user's own (0600).
 fn write(dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), String> {
-    use std::os::unix::fs::DirBuilderExt;
-    let made = std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir);
-    made.map_err(|error| error.to_string())?;
+    files::private_dir(dir).map_err(|error| error.to_string())?;
     files::replace(path, bytes, 0o600, || Ok::<(), ()>(())).map_err(|_| "not written".to_owned())
 }
 

@@ -120,10 +120,7 @@ impl Records {
             return Ok(());
         };
         if let Some(dir) = path.parent() {
-            use std::os::unix::fs::DirBuilderExt;
-            (std::fs::DirBuilder::new().recursive(true).mode(0o700))
-                .create(dir)
-                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            files::private_dir(dir).map_err(|e| e.to_string())?;
         }
         let bytes = serde_json::to_vec_pretty(record).unwrap_or_default();
         files::replace(&path, &bytes, 0o600, || Ok::<(), ()>(()))
@@ -132,7 +129,7 @@ impl Records {
 
     /// The record of task `id` of `server`, if kept.
     pub(crate) fn load(&self, server: &str, id: &str) -> Option<TaskRecord> {
-        let text = std::fs::read(self.path(server, id)?).ok()?;
+        let text = files::read_private(&self.path(server, id)?).ok()?;
         serde_json::from_slice(&text).ok()
     }
 
@@ -147,7 +144,7 @@ impl Records {
         };
         let mut records: Vec<TaskRecord> = (entries.flatten())
             .filter(|entry| entry.file_name().to_string_lossy().ends_with(".json"))
-            .filter_map(|entry| std::fs::read(entry.path()).ok())
+            .filter_map(|entry| files::read_private(&entry.path()).ok())
             .filter_map(|bytes| serde_json::from_slice(&bytes).ok())
             .collect();
         records.sort_by(|a, b| {

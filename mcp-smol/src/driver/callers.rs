@@ -168,6 +168,11 @@ impl Callers {
         connection.respond(Instant::now(), request.id, refusal);
     }
 
+    /// Whether nobody waits for an answer or for the handshake.
+    pub(crate) fn idle(&self) -> bool {
+        self.waiters.0.is_empty() && self.ready_waiters.is_empty()
+    }
+
     /// The connection has ended: every caller still waiting hears `error`.
     pub(crate) fn fail_all(&mut self, error: &Error) {
         for waiter in self.ready_waiters.drain(..) {

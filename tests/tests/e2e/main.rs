@@ -155,3 +155,7 @@ mod gateway_listen_roots;
 /// What one server or host may cost us: listings cut at `max_listed`, `serve --listen`'s
 /// connection cap.
 mod limits;
+
+/// State files are ours: folders 0700, files 0600, no symbolic links followed, the listen
+/// token, the Bearer scheme in any case, a crash reported with its own stderr.
+mod state_files;

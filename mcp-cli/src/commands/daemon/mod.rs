@@ -56,13 +56,9 @@ async fn start(ctx: &mut Context, place: &Place, idle: u64) -> Result<Exit, Fail
     let cannot =
         |e: std::io::Error| Failure::new(Exit::Server, format!("cannot start the daemon: {e}"));
     if let Some(dir) = log.parent() {
-        std::fs::create_dir_all(dir).map_err(cannot)?;
+        crate::files::private_dir(dir).map_err(cannot)?;
     }
-    let log_file = std::fs::File::options()
-        .create(true)
-        .append(true)
-        .open(&log)
-        .map_err(cannot)?;
+    let log_file = crate::files::append_private(&log).map_err(cannot)?;
     let mut command = std::process::Command::new(std::env::current_exe().map_err(cannot)?);
     for config in &ctx.configs {
         command

@@ -3,7 +3,6 @@
 //! or idle, stopping its servers and removing its socket.
 
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -88,12 +87,7 @@ pub(crate) async fn run(ctx: &mut Context, idle: Duration) -> Result<Exit, Failu
     let _ = rustix::process::setsid();
     let place = Place::of(&ctx.files, &env);
     place.check_dir(true).map_err(Failure::usage)?;
-    let lock = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .mode(0o600)
-        .open(&place.lock)
+    let lock = crate::files::append_private(&place.lock)
         .map_err(|e| Failure::usage(format!("cannot open {}: {e}", place.lock.display())))?;
     let operation = rustix::fs::FlockOperation::NonBlockingLockExclusive;
     if rustix::fs::flock(&lock, operation).is_err() {

@@ -14,6 +14,8 @@
 //! - `exit-in-handshake`: writes to stderr and exits 1 on `initialize`.
 //! - `exit-mid-call`: exits 3 on any `tools/call`, without answering; with `--crash-once FILE`,
 //!   only while FILE does not exist yet (it creates it), so a restarted server works.
+//! - `crash-second-call`: writes `warning: an early, unrelated complaint` to stderr as it
+//!   starts, answers its first `tools/call`, and exits 3 on the next with `crashing now`.
 //! - `close-stdout`: closes stdout on the first `tools/call` and keeps running.
 //! - `ignore-sigterm`: ignores SIGTERM and keeps running after stdin closes.
 //! - `grandchildren`: starts `sleep` processes and a `sh` that waits on one.
@@ -362,6 +364,7 @@ impl Server {
             "noisy-stdout" => self.raw(
                 b"\xEF\xBB\xBFStarting server v1.0...\r\n[INFO] listening on stdio\r\n\r\n\r\n",
             ),
+            "crash-second-call" => eprintln!("warning: an early, unrelated complaint"),
             "grandchildren" => {
                 for _ in 0..2 {
                     let child = std::process::Command::new("sleep").arg("1000").spawn();

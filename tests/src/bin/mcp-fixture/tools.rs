@@ -155,6 +155,10 @@ impl Server {
                     std::process::exit(3);
                 }
             }
+            "crash-second-call" if *self.calls.lock().unwrap() > 0 => {
+                eprintln!("crashing now");
+                std::process::exit(3);
+            }
             "close-stdout" => {
                 // Swapping /dev/null in closes our only handle on the pipe: the client sees EOF.
                 let null = std::fs::File::create("/dev/null").expect("open /dev/null");
