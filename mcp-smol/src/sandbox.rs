@@ -294,7 +294,6 @@ fn ruleset(
     let read = AccessFs::from_read(ABI_WANTED);
     let all = AccessFs::from_all(ABI_WANTED);
     let writable = paths.iter().cloned().chain([temporary.to_owned()]);
-    let scopes = if scoped { scopes() } else { BitFlags::EMPTY };
     Ruleset::default()
         // Landlock itself is a must; the rights of later ABIs, and the scopes, are taken
         // where offered.
@@ -305,7 +304,10 @@ fn ruleset(
                 .set_compatibility(CompatLevel::BestEffort)
                 .handle_access(all)
         })
-        .and_then(|ruleset| ruleset.scope(scopes))
+        .and_then(|ruleset| match scoped {
+            true => ruleset.scope(scopes()),
+            false => Ok(ruleset),
+        })
         .and_then(|ruleset| ruleset.create())
         .and_then(|ruleset| ruleset.add_rules(path_beneath_rules(readable.iter(), read)))
         .and_then(|ruleset| ruleset.add_rules(path_beneath_rules(writable, all)))
