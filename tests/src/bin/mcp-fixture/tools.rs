@@ -357,7 +357,7 @@ impl Server {
                 outcome(std::fs::write(path, contents).map(|()| "written".to_owned()))
             }
             "connect_unix" | "signal" | "processes" | "detach" if self.mode == "walls" => {
-                outcome(walls(name, &arguments))
+                outcome(walls(name, arguments))
             }
             "fetch" if self.mode == "fetch" => {
                 let url = arguments.get("url").and_then(Value::as_str);
