@@ -73,6 +73,7 @@ impl Folder {
 }
 
 /// Where the daemons' sockets live: `$XDG_RUNTIME_DIR/mcp-cli`, else `/tmp/mcp-cli-<uid>`.
+#[cfg(feature = "cli")]
 pub(crate) fn sockets(env: Env<'_>) -> PathBuf {
     match env("XDG_RUNTIME_DIR").filter(|dir| !dir.is_empty()) {
         Some(dir) => PathBuf::from(dir).join("mcp-cli"),

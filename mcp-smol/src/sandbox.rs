@@ -748,3 +748,52 @@ fn loopback_up() -> std::io::Result<()> {
         negative => Err(std::io::Error::from_raw_os_error(-negative)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The steps as `cover PATH` and `keep PATH`, for comparing.
+    fn described(walls: &Walls) -> Vec<String> {
+        let text = |path: &CString| path.to_string_lossy().into_owned();
+        (walls.steps.iter())
+            .map(|step| match step {
+                Wall::Cover(path) => format!("cover {}", text(path)),
+                Wall::Keep { path, .. } => format!("keep {}", text(path)),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn kept_paths_come_back_beneath_covers_and_inner_covers_come_after() {
+        let base = std::env::temp_dir().join(format!("mcp-smol-walls-{}", std::process::id()));
+        for dir in ["work/state/mcp-cli", "work/inside/deeper", "elsewhere"] {
+            std::fs::create_dir_all(base.join(dir)).unwrap();
+        }
+        let base = std::fs::canonicalize(&base).unwrap();
+        let sandbox = Sandbox {
+            filesystem: Some(vec![base.join("work/inside"), base.join("elsewhere")]),
+            readable: vec![base.join("work/inside/deeper"), base.join("missing")],
+            hidden: vec![
+                base.join("work/state/mcp-cli"),
+                base.clone(),
+                base.join("gone"),
+            ],
+            ..Sandbox::default()
+        };
+        let walls = walls(&sandbox, None, Some(&base.join("work")));
+        let at = |path: &str| base.join(path).display().to_string();
+        assert_eq!(
+            described(&walls),
+            [
+                format!("cover {}", base.display()),
+                format!("keep {}", at("elsewhere")),
+                // The working directory, which holds the inner paths.
+                format!("keep {}", at("work")),
+                format!("cover {}", at("work/state/mcp-cli")),
+            ]
+        );
+        assert_eq!(walls.trees.len(), 2);
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+}

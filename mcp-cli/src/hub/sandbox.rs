@@ -43,13 +43,13 @@ pub(crate) fn with_readable(mut command: ServerCommand) -> ServerCommand {
 }
 
 /// What every sandboxed server's mount namespace covers: where sockets live (`/tmp`, `/run`
-/// and `/var/run`, with the session's runtime folder and the daemons' socket folder, which
-/// may be elsewhere), and the state folders of mcp-cli, ours and every user's (pins, tokens,
-/// logs). What the server may use beneath them stays reachable (mcp-smol keeps its paths).
+/// with every `/run/user/UID`, `/var/run`, and the session's runtime folder wherever it is;
+/// the daemons' socket folder is beneath the runtime folder or `/tmp`), and the state folders
+/// of mcp-cli, ours and every user's (pins, tokens, logs). What the server may use beneath
+/// them stays reachable (mcp-smol keeps its paths).
 pub(crate) fn hidden_folders() -> Vec<PathBuf> {
     let env = |key: &str| std::env::var(key).ok();
     let runtime = env("XDG_RUNTIME_DIR").filter(|dir| !dir.is_empty());
-    let own_runtime = format!("/run/user/{}", rustix::process::getuid());
     let own_state = crate::state::Folder::of_env(&env).logs();
     let homes = std::fs::read_dir("/home")
         .into_iter()
@@ -58,11 +58,10 @@ pub(crate) fn hidden_folders() -> Vec<PathBuf> {
         .map(|entry| entry.path())
         .chain([PathBuf::from("/root")]);
     let states = homes.map(|home| home.join(".local/state/mcp-cli"));
-    ["/tmp", "/run", "/var/run", &own_runtime]
+    ["/tmp", "/run", "/var/run"]
         .into_iter()
         .map(PathBuf::from)
         .chain(runtime.map(PathBuf::from))
-        .chain([crate::state::sockets(&env)])
         .chain(own_state.parent().map(Path::to_owned))
         .chain(states)
         .collect()
