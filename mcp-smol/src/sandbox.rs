@@ -503,7 +503,15 @@ fn fork() -> std::io::Result<Option<rustix::process::Pid>> {
 #[allow(unsafe_code)]
 fn close_everything() {
     // SAFETY: this process uses no descriptor after this point but those it opens anew.
-    unsafe { libc::close_range(0, u32::MAX, 0) };
+    if unsafe { libc::close_range(0, u32::MAX, 0) } == 0 {
+        return;
+    }
+    // Before Linux 5.9: one by one, up to the limit we were started with.
+    let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
+    for fd in 0..limit.unwrap_or(1024).min(1 << 20) {
+        // SAFETY: as above.
+        unsafe { libc::close(fd as i32) };
+    }
 }
 
 #[allow(unsafe_code)]
