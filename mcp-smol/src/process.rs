@@ -151,7 +151,9 @@ pub(crate) fn spawn(
         reason,
     };
     let mut prepared = match &command.sandbox {
-        Some(wanted) => Some(sandbox::prepare(wanted).map_err(spawn_error)?),
+        Some(wanted) => {
+            Some(sandbox::prepare(wanted, command.cwd.as_deref()).map_err(spawn_error)?)
+        }
         None => None,
     };
     let mut std_command = std::process::Command::new(&program);

@@ -1,5 +1,5 @@
-//! What a sandboxed server may read and run besides its own `filesystem` paths, and what its
-//! environment says when it has a network namespace of its own. The host decides it, here,
+//! What a sandboxed server may read and run besides its own `filesystem` paths, which folders
+//! its walls hide, and what its environment says when it has a network namespace of its own. The host decides it, here,
 //! where the server's command, its interpreter, the launchers' caches and the allowlist are
 //! known, and passes it down in [`Sandbox::readable`](mcp_smol::Sandbox::readable) and the
 //! server's environment; the adapter only applies it.
@@ -40,6 +40,41 @@ pub(crate) fn with_readable(mut command: ServerCommand) -> ServerCommand {
         sandbox.readable = readable;
     }
     command
+}
+
+/// What every sandboxed server's mount namespace covers: where sockets live (`/tmp`, `/run`
+/// with every `/run/user/UID`, `/var/run`, and the session's runtime folder wherever it is;
+/// the daemons' socket folder is beneath the runtime folder or `/tmp`), and the state folders
+/// of mcp-cli, ours and every user's (pins, tokens, logs). What the server may use beneath
+/// them stays reachable (mcp-smol keeps its paths).
+pub(crate) fn hidden_folders() -> Vec<PathBuf> {
+    let env = |key: &str| std::env::var(key).ok();
+    let runtime = env("XDG_RUNTIME_DIR").filter(|dir| !dir.is_empty());
+    let own_state = crate::state::Folder::of_env(&env).logs();
+    let homes = std::fs::read_dir("/home")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path())
+        .chain([PathBuf::from("/root")]);
+    let states = homes.map(|home| home.join(".local/state/mcp-cli"));
+    ["/tmp", "/run", "/var/run"]
+        .into_iter()
+        .map(PathBuf::from)
+        .chain(runtime.map(PathBuf::from))
+        .chain(own_state.parent().map(Path::to_owned))
+        .chain(states)
+        .collect()
+}
+
+/// What stays reachable beneath [`hidden_folders`]: the folders `/etc/resolv.conf` links
+/// into (systemd-resolved keeps it in `/run`), so that a server with the network can resolve.
+pub(crate) fn kept_folders() -> Vec<PathBuf> {
+    (link_chain(Path::new("/etc/resolv.conf"))
+        .into_iter()
+        .skip(1))
+    .filter_map(|step| step.parent().map(Path::to_owned))
+    .collect()
 }
 
 /// The environment a server in a network namespace of its own gets: each launcher whose

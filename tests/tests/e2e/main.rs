@@ -69,6 +69,9 @@ mod trust;
 /// sandbox examples with real servers.
 mod sandbox_network;
 
+/// The sandbox's walls: no Unix socket, process or /proc entry outside, no grandchild left.
+mod sandbox_walls;
+
 /// The poisoning scan: poisoned fixture tools withheld on first sight, `scan`, no false alarm on
 /// the real servers.
 mod scan;

@@ -225,6 +225,8 @@ pub(crate) fn server_command(command: &config::Command) -> ServerCommand {
             .then_some(crate::hub::proxy::PROXY_PORT),
         filesystem: sandbox.filesystem.clone(),
         readable: Vec::new(),
+        hidden: crate::hub::sandbox::hidden_folders(),
+        kept: crate::hub::sandbox::kept_folders(),
     });
     crate::hub::sandbox::with_readable(server)
 }

@@ -52,6 +52,10 @@
 //! - `poisoned`: adds one tool per pattern of tool poisoning the scan must catch, and one
 //!   clean tool, `clean` ([`POISONED`]); each answers `ran NAME`. The shadowing ones claim the
 //!   tools of a server named `mail`.
+//! - `walls`: adds what a sandboxed server must not manage outside its walls:
+//!   `connect_unix` (`path`, `abstract`), `signal` (`pid`: SIGTERM), `processes` (what
+//!   /proc lists, `PID NAME` a line) and `detach` (`token`: starts `sh -c 'sleep 600; :
+//!   TOKEN'` under `setsid`, answers `started PID`).
 //! - `slow-start`: waits `--delay-ms N` before answering `initialize`.
 //! - `resources`: also resources (paginated, `--page-size N` as for tools; a text one and a
 //!   binary one), a resource template, and prompts `greet` (argument `name` required) and

@@ -46,6 +46,14 @@ impl Server {
         if let Some(description) = self.shifty() {
             tools.push(json!({"name": "shifty", "description": description, "inputSchema": object(json!({}), &[])}));
         }
+        if self.mode == "walls" {
+            tools.extend([
+                json!({"name": "connect_unix", "description": "Connects to a Unix socket (abstract: a name in the abstract namespace).", "inputSchema": object(json!({"path": {"type": "string"}, "abstract": {"type": "boolean"}}), &["path"])}),
+                json!({"name": "signal", "description": "Sends SIGTERM to a process.", "inputSchema": object(json!({"pid": {"type": "integer"}}), &["pid"])}),
+                json!({"name": "processes", "description": "The processes /proc lists, one `PID NAME` a line.", "inputSchema": object(json!({}), &[])}),
+                json!({"name": "detach", "description": "Starts `sh -c 'sleep 600; : TOKEN'` in a session of its own.", "inputSchema": object(json!({"token": {"type": "string"}}), &["token"])}),
+            ]);
+        }
         if self.mode == "fetch" {
             tools.push(json!({"name": "fetch", "description": "GETs an http:// URL, count times over one connection.", "inputSchema": object(json!({"url": {"type": "string"}, "count": {"type": "integer"}, "tunnel": {"type": "boolean"}}), &["url"])}));
         }
@@ -352,6 +360,9 @@ impl Server {
                     .unwrap_or_default();
                 outcome(std::fs::write(path, contents).map(|()| "written".to_owned()))
             }
+            "connect_unix" | "signal" | "processes" | "detach" if self.mode == "walls" => {
+                outcome(walls(name, arguments))
+            }
             "fetch" if self.mode == "fetch" => {
                 let url = arguments.get("url").and_then(Value::as_str);
                 let count = integer("count", 1).max(1) as usize;
@@ -400,6 +411,57 @@ impl Server {
         };
         if full {
             self.release_held();
+        }
+    }
+}
+
+/// The `walls` mode's tools: what a sandboxed server must not be able to do outside.
+fn walls(name: &str, arguments: &Value) -> std::io::Result<String> {
+    let string = |key: &str| {
+        arguments
+            .get(key)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    };
+    match name {
+        "connect_unix" => {
+            use std::os::linux::net::SocketAddrExt;
+            use std::os::unix::net::{SocketAddr, UnixStream};
+            let address = match arguments.get("abstract").and_then(Value::as_bool) {
+                Some(true) => SocketAddr::from_abstract_name(string("path"))?,
+                _ => SocketAddr::from_pathname(string("path"))?,
+            };
+            UnixStream::connect_addr(&address).map(|_| "connected".to_owned())
+        }
+        "signal" => {
+            let pid = arguments.get("pid").and_then(Value::as_i64).unwrap_or(0);
+            let pid = i32::try_from(pid)
+                .ok()
+                .and_then(rustix::process::Pid::from_raw);
+            let pid = pid.ok_or(std::io::ErrorKind::InvalidInput)?;
+            rustix::process::kill_process(pid, rustix::process::Signal::TERM)?;
+            Ok("sent".to_owned())
+        }
+        "processes" => {
+            let mut lines = Vec::new();
+            for entry in std::fs::read_dir("/proc")? {
+                let name = entry?.file_name().to_string_lossy().into_owned();
+                if name.bytes().all(|b| b.is_ascii_digit()) {
+                    let comm = std::fs::read_to_string(format!("/proc/{name}/comm"));
+                    lines.push(format!("{name} {}", comm.unwrap_or_default().trim()));
+                }
+            }
+            Ok(lines.join("\n"))
+        }
+        _ => {
+            let script = format!("sleep 600; : {}", string("token"));
+            let child = std::process::Command::new("setsid")
+                .args(["sh", "-c", &script])
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()?;
+            Ok(format!("started {}", child.id()))
         }
     }
 }

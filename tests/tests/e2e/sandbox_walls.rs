@@ -1,0 +1,283 @@
+//! The sandbox's walls, through the `mcp-cli` binary and the adapter, with real namespaces and
+//! Landlock: no Unix socket outside (a daemon's under the runtime folder, one in `/tmp`, an
+//! abstract one), no signal to and no `/proc` of a process outside, `/proc` listing only the
+//! server's own, no `setsid` grandchild left once the server stops, and a kernel lacking a
+//! namespace meaning a refused start.
+
+use std::os::unix::net::UnixListener;
+use std::path::PathBuf;
+
+use serde_json::json;
+
+use crate::support::{FIXTURE, Run, Scratch, bounded, quick, start, text};
+
+/// The ways a server is sandboxed: its network cut, its filesystem confined.
+const SANDBOXES: [&str; 2] = ["{ network = false }", "{ filesystem = [\"inside\"] }"];
+
+/// A config running the fixture in its `walls` mode as `fx`, under `permissions` (or none).
+fn config(scratch: &Scratch, permissions: &str) -> String {
+    let permissions = match permissions {
+        "" => String::new(),
+        given => format!("permissions = {given}\n"),
+    };
+    let config = format!("[mcp.fx]\ncommand = {FIXTURE:?}\nargs = [\"walls\"]\n{permissions}");
+    std::fs::create_dir_all(scratch.0.join("inside")).unwrap();
+    scratch.write("config.toml", &config).display().to_string()
+}
+
+/// `mcp-cli call fx TOOL ARGS...` under `permissions`, with the runtime folder in the scratch
+/// folder.
+fn call(scratch: &Scratch, permissions: &str, tool: &str, args: &[&str]) -> Run {
+    let config = config(scratch, permissions);
+    let mut all = vec!["--config", config.as_str(), "call", "fx", tool];
+    all.extend(args);
+    let runtime = scratch.0.join("runtime").display().to_string();
+    scratch.cli_with(&all, &[("XDG_RUNTIME_DIR", &runtime)], None)
+}
+
+/// A folder of our own in `/tmp`, outside the scratch folder (which is the server's working
+/// directory, and so stays reachable), as an SSH agent's is.
+struct Outside(PathBuf);
+
+impl Outside {
+    fn new(name: &str) -> Self {
+        let dir = PathBuf::from(format!("/tmp/mcp-walls-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Outside(dir)
+    }
+}
+
+impl Drop for Outside {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Accepts connections on `listener` until the test ends, so a connect that gets through
+/// is answered (and reported as "connected").
+fn serve(listener: UnixListener) {
+    std::thread::spawn(move || for _ in listener.incoming() {});
+}
+
+#[test]
+fn unix_sockets_outside_are_out_of_reach() {
+    let scratch = Scratch::new("walls-sockets");
+    let outside = Outside::new("sockets");
+    // A daemon's socket where mcp-cli keeps them, and an agent's in /tmp.
+    let daemon = scratch.0.join("runtime/mcp-cli/daemon.sock");
+    std::fs::create_dir_all(daemon.parent().unwrap()).unwrap();
+    let agent = outside.0.join("agent.sock");
+    for path in [&daemon, &agent] {
+        serve(UnixListener::bind(path).unwrap());
+    }
+    let paths = [daemon, agent].map(|path| format!("path={}", path.display()));
+    for path in &paths {
+        let run = call(&scratch, "", "connect_unix", &[path]);
+        assert_eq!((run.code, run.stdout.trim()), (0, "connected"), "{run:?}");
+        for permissions in SANDBOXES {
+            let run = call(&scratch, permissions, "connect_unix", &[path]);
+            assert_eq!(run.code, 1, "{permissions} {path}: {run:?}");
+            assert!(!run.stdout.contains("connected"), "{permissions}: {run:?}");
+            assert!(
+                run.stderr.contains("No such file or directory"),
+                "{permissions} {path}: {run:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn abstract_sockets_outside_are_out_of_reach() {
+    use std::os::linux::net::SocketAddrExt;
+    let scratch = Scratch::new("walls-abstract");
+    let name = format!("mcp-walls-{}", std::process::id());
+    let address = std::os::unix::net::SocketAddr::from_abstract_name(&name).unwrap();
+    serve(UnixListener::bind_addr(&address).unwrap());
+    let path = format!("path={name}");
+    let args = [path.as_str(), "abstract=true"];
+    let run = call(&scratch, "", "connect_unix", &args);
+    assert_eq!((run.code, run.stdout.trim()), (0, "connected"), "{run:?}");
+    // With the network cut the name is another namespace's; with only the filesystem
+    // confined it is in ours, and Landlock's scope refuses it.
+    for (permissions, error) in SANDBOXES
+        .into_iter()
+        .zip(["Connection refused", "not permitted"])
+    {
+        let run = call(&scratch, permissions, "connect_unix", &args);
+        assert_eq!(run.code, 1, "{permissions}: {run:?}");
+        assert!(run.stderr.contains(error), "{permissions}: {run:?}");
+    }
+}
+
+/// A `sleep` of the test's with a secret in its environment: a process outside any sandbox.
+fn victim() -> std::process::Child {
+    std::process::Command::new("sleep")
+        .arg("600")
+        .env("WALLS_SECRET", "hunter2")
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn processes_outside_are_neither_signalled_nor_read() {
+    let scratch = Scratch::new("walls-processes");
+    let mut victim = victim();
+    let pid = format!("pid={}", victim.id());
+    let environ = format!("path=/proc/{}/environ", victim.id());
+    let read = call(&scratch, "", "read_path", &[&environ]);
+    assert!(read.stdout.contains("WALLS_SECRET=hunter2"), "{read:?}");
+    for permissions in SANDBOXES {
+        let signal = call(&scratch, permissions, "signal", &[&pid]);
+        assert_eq!(signal.code, 1, "{permissions}: {signal:?}");
+        assert!(signal.stderr.contains("No such process"), "{signal:?}");
+        assert!(
+            victim.try_wait().unwrap().is_none(),
+            "{permissions}: killed"
+        );
+        let read = call(&scratch, permissions, "read_path", &[&environ]);
+        assert_eq!(read.code, 1, "{permissions}: {read:?}");
+        assert!(!read.stdout.contains("hunter2"), "{permissions}: {read:?}");
+    }
+    // Unsandboxed, the same call reaches it: the test's victim could be signalled.
+    let signal = call(&scratch, "", "signal", &[&pid]);
+    assert_eq!(
+        (signal.code, signal.stdout.trim()),
+        (0, "sent"),
+        "{signal:?}"
+    );
+    assert!(!victim.wait().unwrap().success());
+}
+
+#[test]
+fn proc_lists_only_the_servers_own_processes() {
+    let scratch = Scratch::new("walls-proc");
+    for permissions in SANDBOXES {
+        let run = call(&scratch, permissions, "processes", &[]);
+        assert_eq!(run.code, 0, "{permissions}: {run:?}");
+        let listed: Vec<&str> = run.stdout.lines().collect();
+        // Its init (PID 1) and itself, nothing of ours.
+        assert_eq!(listed.len(), 2, "{permissions}: {listed:?}");
+        assert!(
+            listed.contains(&"2 mcp-fixture"),
+            "{permissions}: {listed:?}"
+        );
+        let ours = format!("{} ", std::process::id());
+        assert!(!listed.iter().any(|line| line.starts_with(&ours)));
+    }
+    let run = call(&scratch, "", "processes", &[]);
+    let ours = format!("{} ", std::process::id());
+    assert!(
+        run.stdout.lines().any(|line| line.starts_with(&ours)),
+        "{run:?}"
+    );
+}
+
+/// The processes whose command line holds `token`, by pid.
+fn holding(token: &str) -> Vec<i32> {
+    let entries = std::fs::read_dir("/proc").unwrap().flatten();
+    let pids = entries.filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok());
+    pids.filter(|pid| {
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        String::from_utf8_lossy(&cmdline).contains(token)
+    })
+    .collect()
+}
+
+/// Whether `pid` names a process (a zombie too), as `kill(pid, 0)` says.
+fn exists(pid: i32) -> bool {
+    let status = std::process::Command::new("kill")
+        .args(["-0", &pid.to_string()])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    status.success()
+}
+
+#[test]
+fn a_setsid_grandchild_is_gone_once_the_server_stops() {
+    let scratch = Scratch::new("walls-grandchild");
+    for (index, permissions) in SANDBOXES.into_iter().enumerate() {
+        let token = format!("walls-token-{}-{index}", std::process::id());
+        let run = call(
+            &scratch,
+            permissions,
+            "detach",
+            &[&format!("token={token}")],
+        );
+        assert_eq!(run.code, 0, "{permissions}: {run:?}");
+        assert!(run.stdout.starts_with("started "), "{run:?}");
+        let left = holding(&token);
+        for pid in &left {
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+        }
+        assert_eq!(left, Vec::<i32>::new(), "{permissions}: left running");
+    }
+}
+
+#[test]
+fn through_the_adapter_the_grandchild_lives_while_the_server_does_and_no_longer() {
+    let sandbox = mcp_smol::Sandbox {
+        isolate_network: true,
+        ..mcp_smol::Sandbox::default()
+    };
+    let mut command = mcp_smol::ServerCommand::new(FIXTURE).arg("walls");
+    command.sandbox = Some(sandbox);
+    let token = format!("walls-adapter-{}", std::process::id());
+    bounded(async {
+        let client = start(&command, quick());
+        let started = client
+            .call_tool("detach", json!({"token": token}))
+            .await
+            .unwrap();
+        assert!(text(&started).starts_with("started "), "{started:?}");
+        let found = holding(&token);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(exists(found[0]));
+        client.close().await;
+        let left = found[0];
+        if exists(left) {
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", &left.to_string()])
+                .status();
+            panic!("the grandchild {left} outlived its server");
+        }
+    });
+}
+
+#[test]
+fn a_kernel_without_the_namespaces_is_a_refused_start() {
+    let scratch = Scratch::new("walls-missing");
+    let config = config(&scratch, "{ filesystem = [\"inside\"] }");
+    let cases = [
+        ("mountns", "needs a mount namespace of its own"),
+        ("pidns", "needs a PID namespace of its own"),
+    ];
+    for (missing, message) in cases {
+        let args = ["--config", config.as_str(), "call", "fx", "processes"];
+        let run = scratch.cli_with(&args, &[("MCP_SMOL_SANDBOX_MISSING", missing)], None);
+        assert_eq!(run.code, 3, "{missing}: {run:?}");
+        assert!(run.stderr.contains(message), "{missing}: {run:?}");
+        assert!(!run.stdout.contains("mcp-fixture"), "{missing}: {run:?}");
+    }
+    // Scopes are taken where offered: without them the server starts, and an abstract socket
+    // in its network namespace is open to it.
+    use std::os::linux::net::SocketAddrExt;
+    let name = format!("mcp-walls-missing-{}", std::process::id());
+    let address = std::os::unix::net::SocketAddr::from_abstract_name(&name).unwrap();
+    serve(UnixListener::bind_addr(&address).unwrap());
+    let path = format!("path={name}");
+    let args = [
+        "--config",
+        config.as_str(),
+        "call",
+        "fx",
+        "connect_unix",
+        &path,
+        "abstract=true",
+    ];
+    let run = scratch.cli_with(&args, &[("MCP_SMOL_SANDBOX_MISSING", "scope")], None);
+    assert_eq!((run.code, run.stdout.trim()), (0, "connected"), "{run:?}");
+}
