@@ -81,12 +81,12 @@ pub use process::{MINIMAL_ENVIRONMENT, ServerCommand, StderrSink};
 pub use proto;
 pub use proto::Notification;
 pub use sandbox::Sandbox;
-pub use tree::adopt_orphans;
 /// The JSON values requests and results are made of, so an embedder needs no dependency of
 /// its own for them.
 pub use serde_json;
 pub use serve::{ServeDriver, Server, serve, serve_messages};
 pub use task::TaskInput;
+pub use tree::adopt_orphans;
 
 /// What an [`Authorizer`] needs beyond the connection: one plain HTTP(S) exchange at a time
 /// (OAuth metadata, registration, tokens) with the transport's TLS setup, so the host does not

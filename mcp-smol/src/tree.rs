@@ -131,7 +131,9 @@ fn processes() -> BTreeMap<u32, Process> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return BTreeMap::new();
     };
-    let pids = entries.flatten().filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok());
+    let pids = entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok());
     pids.filter_map(|pid| Some((pid, stat(pid)?))).collect()
 }
 
@@ -192,7 +194,11 @@ mod tests {
         let (mut process, stdin) = spawn(&command, tail, None).unwrap();
         let mut buffer = [0; 64];
         let n = async_io::block_on(process.read(&mut buffer)).unwrap();
-        let grandchild: u32 = std::str::from_utf8(&buffer[..n]).unwrap().trim().parse().unwrap();
+        let grandchild: u32 = std::str::from_utf8(&buffer[..n])
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
         assert!(there(grandchild));
         drop(stdin);
         let (_, never) = async_channel::bounded(1);

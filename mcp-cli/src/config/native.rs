@@ -57,6 +57,9 @@ struct NativeServer {
     args: Vec<String>,
     #[serde(default)]
     env: BTreeMap<String, String>,
+    env_inherit: Option<bool>,
+    #[serde(default)]
+    env_pass: Vec<String>,
     cwd: Option<String>,
     enabled: Option<bool>,
     url: Option<String>,
@@ -109,6 +112,8 @@ fn servers(table: BTreeMap<String, NativeServer>) -> RawServers {
         command: s.command,
         args: s.args,
         env: s.env,
+        env_inherit: s.env_inherit,
+        env_pass: s.env_pass,
         cwd: s.cwd,
         enabled: s.enabled.unwrap_or(true),
         url: s.url,

@@ -65,6 +65,10 @@ mod trust;
 /// sandbox examples with real servers.
 mod sandbox_network;
 
+/// What a server takes from us and leaves behind: the minimal environment, `env_pass`, the
+/// daemon refusing sandboxed peers, a `setsid` grandchild stopped with its server.
+mod sandbox_env;
+
 /// The poisoning scan: poisoned fixture tools withheld on first sight, `scan`, no false alarm on
 /// the real servers.
 mod scan;
