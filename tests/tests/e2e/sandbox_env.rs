@@ -48,10 +48,7 @@ fn has(environment: &[String], name: &str) -> bool {
 fn a_secret_does_not_reach_a_sandboxed_server_unless_env_pass_names_it() {
     let scratch = Scratch::new("env-sandboxed");
     let sandboxed = "permissions = { network = false }\nenv = { GIVEN = \"1\" }";
-    let passed = format!("{sandboxed}\nenv_pass = [\"MY_SECRET\"]");
-    let config = [entry("fx", sandboxed), entry("passed", &passed)].concat();
-    let config = scratch.write("config.toml", &config);
-
+    let config = scratch.write("config.toml", &entry("fx", sandboxed));
     let confined = environment(&scratch, &config, "fx");
     assert!(!has(&confined, "MY_SECRET"), "{confined:?}");
     // Ours in the scratch run, which a sandboxed server has no need of.
@@ -63,6 +60,8 @@ fn a_secret_does_not_reach_a_sandboxed_server_unless_env_pass_names_it() {
     // What the sandbox itself sets for a server cut off from the network.
     assert!(has(&confined, "npm_config_offline"), "{confined:?}");
 
+    let passed = format!("{sandboxed}\nenv_pass = [\"MY_SECRET\"]");
+    let config = scratch.write("passed.toml", &entry("passed", &passed));
     let passed = environment(&scratch, &config, "passed");
     assert!(passed.contains(&"MY_SECRET=xyz".to_owned()), "{passed:?}");
     assert!(!has(&passed, "XDG_STATE_HOME"), "{passed:?}");
@@ -177,9 +176,6 @@ fn the_daemon_refuses_a_sandboxed_server_whatever_path_reaches_its_socket() {
         .into_iter()
         .find(|path| path.extension().is_some_and(|ext| ext == "sock"))
         .unwrap();
-    let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
-    assert_eq!(mode(&folder), 0o700);
-    assert_eq!(mode(&socket), 0o600);
     // The same socket under another name, in a folder no sandbox hides (a hard link reaches
     // the daemon's listener as its own path does): what is tested is the daemon's refusal,
     // not whether the path can be found.
@@ -207,6 +203,10 @@ fn the_daemon_refuses_a_sandboxed_server_whatever_path_reaches_its_socket() {
     // The command line itself still runs warm.
     let run = daemon.cli(&["call", "open", "echo", "text=warm"], false);
     assert_eq!((run.code, run.stdout.trim()), (0, "warm"), "{run:?}");
+    // Its own folder and socket are closed to others.
+    let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&folder), 0o700);
+    assert_eq!(mode(&socket), 0o600);
 }
 
 #[test]

@@ -3,7 +3,7 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -50,7 +50,8 @@ fn connect_unix(path: &str) -> String {
 }
 
 /// Starts a process in a session of its own, which the server's process group does not hold,
-/// and leaves it running: nobody here waits for it.
+/// and leaves it running: nobody here waits for it. Answers once it has left the group
+/// (`setsid` has made it a session leader), so that no group signal can reach it.
 fn spawn_detached() -> std::io::Result<String> {
     let child = std::process::Command::new("setsid")
         .args(["sleep", "1000"])
@@ -58,5 +59,23 @@ fn spawn_detached() -> std::io::Result<String> {
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()?;
-    Ok(child.id().to_string())
+    let pid = child.id();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while session(pid) != Some(pid) {
+        if Instant::now() > deadline {
+            return Err(std::io::Error::other(format!(
+                "{pid} did not leave the group"
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    Ok(pid.to_string())
+}
+
+/// The session of process `pid`: after the name in parentheses, the state, parent, group
+/// and session.
+fn session(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let fields = stat.get(stat.rfind(')')? + 1..)?;
+    fields.split_whitespace().nth(3)?.parse().ok()
 }
