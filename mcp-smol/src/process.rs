@@ -263,8 +263,8 @@ pub(crate) fn spawn(
             status: None,
             reaper,
         },
+        tree: tree.led_by(child.id()),
         child: Some(child),
-        tree,
         _temporary: prepared.and_then(|prepared| prepared.temporary),
         proxy_listener,
     };

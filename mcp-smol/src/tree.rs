@@ -40,21 +40,35 @@ pub fn adopt_orphans() -> std::io::Result<()> {
 
 /// One server's mark.
 #[derive(Debug)]
-pub(crate) struct Mark(String);
+pub(crate) struct Mark {
+    name: String,
+    /// When the server started (in clock ticks since boot, as `/proc` says): nothing of its
+    /// tree started before, so the environments of older processes need not be read.
+    since: Option<u64>,
+}
 
 impl Mark {
     /// A mark no other server of this process has.
     pub(crate) fn new() -> Mark {
         static NEXT: AtomicU32 = AtomicU32::new(0);
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        Mark(format!("{}.{n}", std::process::id()))
+        Mark {
+            name: format!("{}.{n}", std::process::id()),
+            since: None,
+        }
+    }
+
+    /// The mark of the server just started as `leader`.
+    pub(crate) fn led_by(self, leader: u32) -> Mark {
+        let since = stat(leader).map(|leader| leader.started);
+        Mark { since, ..self }
     }
 
     /// The variable's value for the server: the marks we were started with, then its own.
     pub(crate) fn value(&self) -> String {
         match std::env::var(VARIABLE) {
-            Ok(ours) if !ours.is_empty() => format!("{ours},{}", self.0),
-            _ => self.0.clone(),
+            Ok(ours) if !ours.is_empty() => format!("{ours},{}", self.name),
+            _ => self.name.clone(),
         }
     }
 
@@ -83,7 +97,8 @@ impl Mark {
     /// The living processes of the tree, with their parents: those with the mark, and those
     /// below them or below `leader`.
     fn members(&self, leader: u32, ours: u32) -> BTreeMap<u32, u32> {
-        let processes = processes();
+        let mut processes = processes();
+        processes.retain(|_, process| self.since.is_none_or(|since| process.started >= since));
         let mut roots: BTreeSet<u32> = (processes.iter())
             .filter(|(pid, _)| **pid != ours && self.marks(**pid))
             .map(|(pid, _)| *pid)
@@ -116,7 +131,11 @@ impl Mark {
         let prefix = format!("{VARIABLE}=");
         (environ.split(|&b| b == 0))
             .filter_map(|entry| entry.strip_prefix(prefix.as_bytes()))
-            .any(|value| value.split(|&b| b == b',').any(|m| m == self.0.as_bytes()))
+            .any(|value| {
+                value
+                    .split(|&b| b == b',')
+                    .any(|m| m == self.name.as_bytes())
+            })
     }
 }
 
@@ -124,6 +143,8 @@ struct Process {
     parent: u32,
     /// Not a zombie: a zombie is dead already, and waits for its parent.
     alive: bool,
+    /// When it started, in clock ticks since boot.
+    started: u64,
 }
 
 /// Every process this one can see, by pid.
@@ -137,16 +158,18 @@ fn processes() -> BTreeMap<u32, Process> {
     pids.filter_map(|pid| Some((pid, stat(pid)?))).collect()
 }
 
-/// The parent and state of `pid`, from `/proc/PID/stat`: after the name in parentheses (which
-/// may hold anything), the state, then the parent's pid.
+/// The parent, state and start of `pid`, from `/proc/PID/stat`: after the name in parentheses
+/// (which may hold anything), the state, the parent's pid, and the start 19 fields later.
 fn stat(pid: u32) -> Option<Process> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let mut fields = text.get(text.rfind(')')? + 1..)?.split_whitespace();
-    let state = fields.next()?;
-    let parent = fields.next()?.parse().ok()?;
+    let fields: Vec<&str> = text
+        .get(text.rfind(')')? + 1..)?
+        .split_whitespace()
+        .collect();
     Some(Process {
-        parent,
-        alive: !matches!(state, "Z" | "X"),
+        parent: fields.get(1)?.parse().ok()?,
+        alive: !matches!(*fields.first()?, "Z" | "X"),
+        started: fields.get(19)?.parse().ok()?,
     })
 }
 
