@@ -704,6 +704,48 @@ mod tests {
     }
 
     #[test]
+    fn a_server_without_our_environment_gets_the_minimal_set_its_env_and_env_pass() {
+        let mut command = ServerCommand::new("sh")
+            .args(["-c", "env; echo END; read line"])
+            .env("GIVEN", "1")
+            .inherit_env(false);
+        // Ours while the tests run, and in no minimal set.
+        command.env_pass = vec!["CARGO_MANIFEST_DIR".to_owned()];
+        let (mut process, _stdin, _) = started(command);
+        let mut out = Vec::new();
+        let mut buffer = [0; 4096];
+        async_io::block_on(async {
+            while !out.ends_with(b"END\n") {
+                let n = process.read(&mut buffer).await.unwrap();
+                assert_ne!(n, 0, "{}", String::from_utf8_lossy(&out));
+                out.extend_from_slice(&buffer[..n]);
+            }
+        });
+        let text = String::from_utf8(out).unwrap();
+        let names: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, _)| k)
+            .collect();
+        let allowed = |name: &str| {
+            MINIMAL_ENVIRONMENT.contains(&name)
+                || [
+                    "GIVEN",
+                    "CARGO_MANIFEST_DIR",
+                    tree::VARIABLE,
+                    "PWD",
+                    "SHLVL",
+                    "_",
+                ]
+                .contains(&name)
+        };
+        assert!(names.iter().all(|name| allowed(name)), "{names:?}");
+        for wanted in ["PATH", "GIVEN", "CARGO_MANIFEST_DIR", tree::VARIABLE] {
+            assert!(names.contains(&wanted), "{wanted}: {names:?}");
+        }
+    }
+
+    #[test]
     fn tail_keeps_the_last_lines_and_bounds_each() {
         let mut tail = StderrTail::default();
         for i in 0..30 {

@@ -264,3 +264,12 @@ pub(crate) async fn ask(client: &mcp_smol::Client, method: &str) -> Result<Value
     (client.request(Request::new(method, None)).await)
         .map_err(|error| Failure::new(Exit::Server, format!("the daemon failed: {error}")))
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_process_of_our_own_user_and_namespaces_is_not_refused() {
+        let (ours, _theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        assert_eq!(super::refusal(&ours), None);
+    }
+}
