@@ -45,6 +45,10 @@ fn run_args(args: Vec<OsString>) -> i32 {
             return Exit::Usage.code();
         }
     };
+    // What a server leaves behind when it stops (a `setsid` grandchild) comes to us, to be
+    // killed and reaped before we exit. Without it (no such prctl), it is killed all the same
+    // and reaped by init.
+    let _ = mcp_smol::adopt_orphans();
     // Watch before any server starts, so that none can outlive a signal.
     let signals = match Signals::new([Signal::Int, Signal::Term, Signal::Hup]) {
         Ok(signals) => signals,

@@ -51,7 +51,9 @@
 //! last handle) closes its stdin, waits [`Options::grace_period`], sends SIGTERM to the group,
 //! waits [`Options::term_period`], sends SIGKILL to the group and reaps it, so wrappers such
 //! as `npx` leave nothing behind; [`Client::terminate`] skips the grace period. Processes that
-//! leave the group themselves (`setsid`) are out of reach.
+//! leave the group themselves (`setsid`, a double fork) are found by a mark in their
+//! environment and killed too; [`adopt_orphans`] makes the process their reaper, so that they
+//! are reaped before it exits.
 
 #![warn(missing_docs)]
 
@@ -68,13 +70,14 @@ mod process;
 mod sandbox;
 mod serve;
 mod task;
+mod tree;
 
 pub use client::{Client, Transport, connect, start};
 pub use driver::{Driver, ProgressInbox};
 pub use error::{Disconnect, Error};
 pub use http::{Authorizer, Challenge, HttpServer, HttpTransport, HyperIo, ReadWhenReady};
 pub use options::Options;
-pub use process::{ServerCommand, StderrSink};
+pub use process::{MINIMAL_ENVIRONMENT, ServerCommand, StderrSink};
 pub use proto;
 pub use proto::Notification;
 pub use sandbox::Sandbox;
@@ -83,6 +86,7 @@ pub use sandbox::Sandbox;
 pub use serde_json;
 pub use serve::{ServeDriver, Server, serve, serve_messages};
 pub use task::TaskInput;
+pub use tree::adopt_orphans;
 
 /// What an [`Authorizer`] needs beyond the connection: one plain HTTP(S) exchange at a time
 /// (OAuth metadata, registration, tokens) with the transport's TLS setup, so the host does not

@@ -27,6 +27,7 @@ use crate::Error;
 use crate::buffer::ReadBuffer;
 use crate::pipe::PipeInput;
 use crate::sandbox::{self, Sandbox, TempDir};
+use crate::tree;
 /// How to start a server.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ServerCommand {
@@ -36,11 +37,24 @@ pub struct ServerCommand {
     pub args: Vec<String>,
     /// Merged over the inherited environment; these values win.
     pub env: BTreeMap<String, String>,
+    /// Whether the server inherits our whole environment. `None` (the default): it does,
+    /// unless it is sandboxed; then it gets only [`MINIMAL_ENVIRONMENT`] (and what `env` and
+    /// [`env_pass`](Self::env_pass) add), so that our secrets do not reach it.
+    pub inherit_env: Option<bool>,
+    /// Without the whole environment: the names of more of our variables to pass on.
+    pub env_pass: Vec<String>,
     /// The working directory; ours when `None`.
     pub cwd: Option<PathBuf>,
     /// Confines the server and everything it starts (Linux); `None` confines nothing.
     pub sandbox: Option<Sandbox>,
 }
+
+/// What a server that does not inherit our whole environment gets of it: the set the official
+/// MCP SDKs pass to a stdio server by default (`HOME`, `LOGNAME`, `PATH`, `SHELL`, `TERM`,
+/// `USER`), and the locale and temporary folder programs look for.
+pub const MINIMAL_ENVIRONMENT: &[&str] = &[
+    "HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR",
+];
 
 impl ServerCommand {
     /// Runs `program` with no arguments.
@@ -67,6 +81,36 @@ impl ServerCommand {
     pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         self.env.insert(key.into(), value.into());
         self
+    }
+
+    /// Whether the server inherits our whole environment (see
+    /// [`inherit_env`](Self::inherit_env)).
+    pub fn inherit_env(mut self, inherit: bool) -> Self {
+        self.inherit_env = Some(inherit);
+        self
+    }
+
+    /// Whether the server gets our whole environment, or only the minimal one.
+    fn inherits_env(&self) -> bool {
+        self.inherit_env.unwrap_or(self.sandbox.is_none())
+    }
+
+    /// The variables of ours a server that does not inherit them all gets: the minimal set and
+    /// those `env_pass` names, where we have them. As the SDKs, a value that is a shell
+    /// function (`() {`) is left out.
+    fn passed_env(&self) -> Vec<(OsString, OsString)> {
+        let names = MINIMAL_ENVIRONMENT.iter().copied();
+        let names = names.chain(self.env_pass.iter().map(String::as_str));
+        let mut passed: Vec<(OsString, OsString)> = Vec::new();
+        for name in names {
+            let value = std::env::var_os(name).filter(|v| !v.as_encoded_bytes().starts_with(b"()"));
+            if let Some(value) = value
+                && !passed.iter().any(|(seen, _)| seen == name)
+            {
+                passed.push((name.into(), value));
+            }
+        }
+        passed
     }
 
     /// Sets the working directory.
@@ -120,6 +164,8 @@ pub(crate) struct ServerProcess {
     watch: Watch,
     /// `None` only while dropping, so that it goes before the reaper's last turn.
     child: Option<async_process::Child>,
+    /// Marks the processes the server starts, so that they stop with it.
+    tree: tree::Mark,
     /// The sandbox's temporary folder lives as long as the group.
     _temporary: Option<TempDir>,
     /// The proxy's listener inside the server's namespace, until the host takes it.
@@ -158,7 +204,12 @@ pub(crate) fn spawn(
     };
     let mut std_command = std::process::Command::new(&program);
     std_command.args(&command.args);
+    if !command.inherits_env() {
+        std_command.env_clear().envs(command.passed_env());
+    }
     std_command.envs(&command.env);
+    let tree = tree::Mark::new();
+    std_command.env(tree::VARIABLE, tree.value());
     if let Some(cwd) = &command.cwd {
         std_command.current_dir(cwd);
     }
@@ -214,6 +265,7 @@ pub(crate) fn spawn(
             status: None,
             reaper,
         },
+        tree: tree.led_by(child.id()),
         child: Some(child),
         _temporary: prepared.and_then(|prepared| prepared.temporary),
         proxy_listener,
@@ -313,8 +365,10 @@ impl ServerProcess {
                 self.watch.exited_within(KILL_WAIT).await;
             }
         }
-        // The leader is gone; whatever it started and left behind goes too.
+        // The leader is gone; whatever it started and left behind goes too, in its group or
+        // out of it.
         signal_group(self.pid, Signal::KILL);
+        self.tree.kill_tree(self.pid);
         // So stderr ends now: the sink gets the server's last lines before close returns.
         self.watch.stderr.drained().await;
     }
@@ -323,6 +377,7 @@ impl ServerProcess {
 impl Drop for ServerProcess {
     fn drop(&mut self) {
         signal_group(self.pid, Signal::KILL);
+        self.tree.kill_tree(self.pid);
         // The child goes first (a running one is killed and handed to the reaper), then one
         // more turn of the reaper reaps what has exited. One it could not reap yet makes
         // async-process start its thread when the reaper is dropped.
@@ -700,6 +755,48 @@ mod tests {
         }
         assert_eq!(tail.recent().len(), StderrTail::LINES);
         assert_eq!(tail.recent()[0], "line 10");
+    }
+
+    #[test]
+    fn a_server_without_our_environment_gets_the_minimal_set_its_env_and_env_pass() {
+        let mut command = ServerCommand::new("sh")
+            .args(["-c", "env; echo END; read line"])
+            .env("GIVEN", "1")
+            .inherit_env(false);
+        // Ours while the tests run, and in no minimal set.
+        command.env_pass = vec!["CARGO_MANIFEST_DIR".to_owned()];
+        let (mut process, _stdin, _) = started(command);
+        let mut out = Vec::new();
+        let mut buffer = [0; 4096];
+        async_io::block_on(async {
+            while !out.ends_with(b"END\n") {
+                let n = process.read(&mut buffer).await.unwrap();
+                assert_ne!(n, 0, "{}", String::from_utf8_lossy(&out));
+                out.extend_from_slice(&buffer[..n]);
+            }
+        });
+        let text = String::from_utf8(out).unwrap();
+        let names: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, _)| k)
+            .collect();
+        let allowed = |name: &str| {
+            MINIMAL_ENVIRONMENT.contains(&name)
+                || [
+                    "GIVEN",
+                    "CARGO_MANIFEST_DIR",
+                    tree::VARIABLE,
+                    "PWD",
+                    "SHLVL",
+                    "_",
+                ]
+                .contains(&name)
+        };
+        assert!(names.iter().all(|name| allowed(name)), "{names:?}");
+        for wanted in ["PATH", "GIVEN", "CARGO_MANIFEST_DIR", tree::VARIABLE] {
+            assert!(names.contains(&wanted), "{wanted}: {names:?}");
+        }
     }
 
     #[test]

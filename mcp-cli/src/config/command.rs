@@ -18,6 +18,11 @@ pub struct Command {
     pub args: Vec<String>,
     /// Merged over the inherited environment; these values win.
     pub env: BTreeMap<String, String>,
+    /// `env_inherit`: whether the server gets our whole environment; `None` (the default):
+    /// it does unless it is sandboxed, then only the minimal set.
+    pub env_inherit: Option<bool>,
+    /// `env_pass`: more of our variables, by name, for a server without our whole environment.
+    pub env_pass: Vec<String>,
     /// The working directory; ours when `None`.
     pub cwd: Option<PathBuf>,
     /// What the server may reach (`permissions`); `None` confines nothing.

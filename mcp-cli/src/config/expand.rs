@@ -18,6 +18,10 @@ pub(super) struct RawServer {
     pub command: Option<String>,
     pub args: Vec<String>,
     pub env: BTreeMap<String, String>,
+    /// `env_inherit` (`envInherit` in JSON); `None`: inherit unless sandboxed.
+    pub env_inherit: Option<bool>,
+    /// `env_pass` (`envPass` in JSON): our variables passed by name.
+    pub env_pass: Vec<String>,
     pub cwd: Option<String>,
     pub enabled: bool,
     pub url: Option<String>,
@@ -227,6 +231,8 @@ pub(super) fn finish(name: &str, raw: RawServer, env: Env<'_>, base: &Path) -> E
         for (key, value) in &raw.env {
             command.env.insert(key.clone(), expand(value, env)?);
         }
+        command.env_inherit = raw.env_inherit;
+        command.env_pass.clone_from(&raw.env_pass);
         if let Some(cwd) = &raw.cwd {
             command.cwd = Some(base.join(expand(cwd, env)?));
         }

@@ -25,6 +25,11 @@ pub(super) struct HostServer {
     args: Vec<String>,
     #[serde(default)]
     env: BTreeMap<String, String>,
+    /// Ours, as the native `env_inherit`: `false` passes only the minimal environment.
+    env_inherit: Option<bool>,
+    /// Ours, as the native `env_pass`: variables passed by name without the whole environment.
+    #[serde(default)]
+    env_pass: Vec<String>,
     cwd: Option<String>,
     #[serde(default)]
     disabled: bool,
@@ -112,6 +117,8 @@ pub(super) fn servers(table: BTreeMap<String, HostServer>) -> RawServers {
             command: s.command,
             args: s.args,
             env: s.env,
+            env_inherit: s.env_inherit,
+            env_pass: s.env_pass,
             cwd: s.cwd,
             enabled: !s.disabled,
             url: if is_remote || remote.is_some() {

@@ -57,6 +57,9 @@ struct NativeServer {
     args: Vec<String>,
     #[serde(default)]
     env: BTreeMap<String, String>,
+    env_inherit: Option<bool>,
+    #[serde(default)]
+    env_pass: Vec<String>,
     cwd: Option<String>,
     enabled: Option<bool>,
     url: Option<String>,
@@ -111,6 +114,8 @@ fn servers(table: BTreeMap<String, NativeServer>) -> RawServers {
         command: s.command,
         args: s.args,
         env: s.env,
+        env_inherit: s.env_inherit,
+        env_pass: s.env_pass,
         cwd: s.cwd,
         enabled: s.enabled.unwrap_or(true),
         url: s.url,
@@ -283,6 +288,8 @@ mod tests {
 command = "npx"
 args = ["-y", "@modelcontextprotocol/server-filesystem", "${HOME}/src"]
 env = { KEY = "${TOKEN}", PLAIN = "a$b" }
+env_inherit = false
+env_pass = ["GITHUB_TOKEN"]
 cwd = "work"
 timeout_sec = 5
 call_timeout_sec = 90.5
@@ -300,6 +307,9 @@ enabled = false
         assert_eq!(fs.command.args[2], "/home/u/src");
         assert_eq!(fs.command.env["KEY"], "secret");
         assert_eq!(fs.command.env["PLAIN"], "a$b");
+        assert_eq!(fs.command.env_inherit, Some(false));
+        assert_eq!(fs.command.env_pass, ["GITHUB_TOKEN"]);
+        assert_eq!(spec(&servers, "off").command.env_inherit, None);
         assert_eq!(fs.command.cwd.as_deref(), Some(Path::new("/cfg/work")));
         assert_eq!(fs.handshake_timeout, Some(Duration::from_secs(5)));
         assert_eq!(fs.call_timeout, Some(Duration::from_millis(90_500)));

@@ -91,6 +91,59 @@ pub(crate) fn same_user(socket: impl AsFd) -> bool {
     rustix::net::sockopt::socket_peercred(socket).is_ok_and(|cred| cred.uid == ours)
 }
 
+/// Why the daemon refuses the process at the other end of `socket`, if it does: another user,
+/// or a process that a hub confined, which must not reach our unconfined servers through us
+/// whatever path it found the socket by. Confined is told by what our sandbox does and cannot
+/// be undone: a user, network, mount or PID namespace other than ours, or `no_new_privs`
+/// (which Landlock sets) where we run without it. A process whose pid our PID namespace does
+/// not show (0) is refused too: it can only be in a namespace we cannot see.
+pub(crate) fn refusal(socket: impl AsFd) -> Option<String> {
+    let cred = match rustix::net::sockopt::socket_peercred(socket) {
+        Ok(cred) => cred,
+        Err(error) => return Some(format!("its credentials cannot be read: {error}")),
+    };
+    let ours = rustix::process::getuid();
+    if cred.uid != ours {
+        return Some(format!("it is another user's (uid {})", cred.uid.as_raw()));
+    }
+    let pid = cred.pid.as_raw_nonzero().get();
+    if pid <= 0 {
+        return Some("its process is not visible from our PID namespace".to_owned());
+    }
+    let pid = pid.to_string();
+    for namespace in ["user", "net", "mnt", "pid"] {
+        let link = |process: &str| std::fs::read_link(format!("/proc/{process}/ns/{namespace}"));
+        match (link("self"), link(&pid)) {
+            (Ok(mine), Ok(theirs)) if mine == theirs => {}
+            (Ok(_), Ok(_)) => {
+                return Some(format!(
+                    "process {pid} runs in another {namespace} namespace (a sandboxed server)"
+                ));
+            }
+            (_, Err(error)) | (Err(error), _) => {
+                return Some(format!(
+                    "the {namespace} namespace of process {pid} cannot be read: {error}"
+                ));
+            }
+        }
+    }
+    let no_new_privs = |process: &str| {
+        let status = std::fs::read_to_string(format!("/proc/{process}/status")).ok()?;
+        let line = status
+            .lines()
+            .find(|line| line.starts_with("NoNewPrivs:"))?;
+        Some(line.ends_with('1'))
+    };
+    match (no_new_privs("self"), no_new_privs(&pid)) {
+        (Some(true), _) | (_, Some(false)) => None,
+        (_, Some(true)) => Some(format!(
+            "process {pid} runs under no_new_privs where the daemon does not (a sandboxed \
+             server: Landlock sets it)"
+        )),
+        (_, None) => Some(format!("the status of process {pid} cannot be read")),
+    }
+}
+
 /// Connects to the daemon at `place` as an MCP client, if one runs there and is ours.
 pub(crate) async fn connect(place: &Place) -> Option<mcp_smol::Client> {
     place.check_dir(false).ok()?;
@@ -211,4 +264,13 @@ async fn answer_forms(
 pub(crate) async fn ask(client: &mcp_smol::Client, method: &str) -> Result<Value, Failure> {
     (client.request(Request::new(method, None)).await)
         .map_err(|error| Failure::new(Exit::Server, format!("the daemon failed: {error}")))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_process_of_our_own_user_and_namespaces_is_not_refused() {
+        let (ours, _theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        assert_eq!(super::refusal(&ours), None);
+    }
 }

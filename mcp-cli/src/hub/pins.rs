@@ -163,7 +163,7 @@ pub(crate) fn key(spec: &ServerSpec) -> String {
             }
         }
     }
-    let digest = crate::hub::short_digest(parts.iter().map(String::as_bytes));
+    let digest = super::eras::short_digest(parts.iter().map(String::as_bytes));
     format!("{}-{digest}", spec.name)
 }
 

@@ -72,6 +72,10 @@ mod sandbox_network;
 /// The sandbox's walls: no Unix socket, process or /proc entry outside, no grandchild left.
 mod sandbox_walls;
 
+/// What a server takes from us and leaves behind: the minimal environment, `env_pass`, the
+/// daemon refusing sandboxed peers, a `setsid` grandchild stopped with its server.
+mod sandbox_env;
+
 /// The poisoning scan: poisoned fixture tools withheld on first sight, `scan`, no false alarm on
 /// the real servers.
 mod scan;

@@ -3,6 +3,7 @@
 //! or idle, stopping its servers and removing its socket.
 
 use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -16,7 +17,7 @@ use serde_json::{Value, json};
 use crate::cli::{Cli, Command};
 use crate::commands::{self, Context};
 use crate::config::{self, Config, Policy};
-use crate::daemon::{Place, same_user};
+use crate::daemon::{Place, refusal};
 use crate::exit::{Exit, Failure};
 use crate::gateway::{Answer, BoxFuture, Extension, Gateway, Host, Mode, Relay, server_config};
 use crate::host::Watch;
@@ -104,6 +105,9 @@ pub(crate) async fn run(ctx: &mut Context, idle: Duration) -> Result<Exit, Failu
     let listener = async_net::unix::UnixListener::bind(&place.socket)
         .map_err(|e| Failure::usage(format!("cannot listen on {}: {e}", place.socket.display())))?;
     let _remove = RemoveOnDrop(place.socket.clone());
+    // Ours alone, as the folder it is in (0700) already makes it.
+    std::fs::set_permissions(&place.socket, std::fs::Permissions::from_mode(0o600))
+        .map_err(|e| Failure::usage(format!("cannot protect {}: {e}", place.socket.display())))?;
     // The command's own executor runs the servers' drivers and every connection, on its
     // thread: a call crosses no thread on its way to a server.
     let executor = ctx.executor.clone();
@@ -216,10 +220,11 @@ impl Daemon {
         self.activity.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// One host session: the gateway over the connection, for our own user only.
+    /// One host session: the gateway over the connection, for our own user only, and never
+    /// for a process a hub sandboxed (see [`refusal`]). A refused one is closed at once.
     fn serve(self: &Arc<Self>, stream: async_net::unix::UnixStream) {
-        if !same_user(&stream) {
-            eprintln!("mcp-cli daemon: refused a connection from another user");
+        if let Some(reason) = refusal(&stream) {
+            eprintln!("mcp-cli daemon: refused a connection: {reason}");
             return;
         }
         let daemon = self.clone();

@@ -219,6 +219,8 @@ pub(crate) fn server_command(command: &config::Command) -> ServerCommand {
         .map(crate::hub::sandbox::environment)
         .unwrap_or_default();
     server.env.extend(command.env.clone());
+    server.inherit_env = command.env_inherit;
+    server.env_pass.clone_from(&command.env_pass);
     server.sandbox = (command.sandbox.as_ref()).map(|sandbox| mcp_smol::Sandbox {
         isolate_network: sandbox.isolate_network,
         proxy_port: (sandbox.isolate_network && !sandbox.allow.is_empty())

@@ -19,6 +19,9 @@
 //! - `close-stdout`: closes stdout on the first `tools/call` and keeps running.
 //! - `ignore-sigterm`: ignores SIGTERM and keeps running after stdin closes.
 //! - `grandchildren`: starts `sleep` processes and a `sh` that waits on one.
+//! - `escape`: also `connect_unix` (`path`: sends `initialize` to the Unix socket there and
+//!   answers "answered", "closed" or "unreachable: ERROR") and `spawn_detached` (starts
+//!   `setsid sleep 1000` and answers its pid), for the sandbox and process-tree suites.
 //! - `noisy-stdout`: a BOM, banners, blank lines and CRLF endings around the JSON.
 //! - `invalid-utf8`: a line of invalid UTF-8 before each answer.
 //! - `long-line`: a line of `--bytes N` (default 2 MiB) before each `tools/call` answer.
@@ -148,6 +151,7 @@ use mcp_tests::stateless;
 use mcp_tests::tasks::{self, Tasks};
 use serde_json::{Value, json};
 
+mod escape;
 mod huge_listing;
 mod output_schema;
 mod relays;

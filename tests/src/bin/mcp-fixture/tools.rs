@@ -69,6 +69,9 @@ impl Server {
                        "outputSchema": from_text(stateless::SCHEMA_2020_OUTPUT)}),
             ]);
         }
+        if self.mode == "escape" {
+            tools.extend(super::escape::tools());
+        }
         if self.mode == "poisoned" {
             tools.extend(poisoned_tools());
         }
@@ -393,6 +396,9 @@ impl Server {
                 if self.mode == "gateway-names" =>
             {
                 text(format!("this is {name}"))
+            }
+            "connect_unix" | "spawn_detached" if self.mode == "escape" => {
+                outcome(super::escape::run(name, arguments))
             }
             _ => return Some(Err((-32602, format!("Unknown tool: {name}")))),
         };
