@@ -28,11 +28,11 @@ impl Hint {
     /// The hint a hub error calls for, if any.
     pub(crate) fn of(error: &HubError) -> Option<Self> {
         match error {
-            HubError::ToolWithheld { server, .. } | HubError::ToolFlagged { server, .. } => {
-                Some(Self::Trust {
-                    server: server.clone(),
-                })
-            }
+            HubError::ToolWithheld { server, .. }
+            | HubError::ToolFlagged { server, .. }
+            | HubError::FeatureFlagged { server, .. } => Some(Self::Trust {
+                server: server.clone(),
+            }),
             HubError::Server {
                 server,
                 error: mcp_smol::Error::Unauthorized { .. },

@@ -8,7 +8,7 @@ use serde_json::json;
 
 use crate::commands::Context;
 use crate::exit::{Exit, Failure};
-use crate::hub::{PinChange, ToolScan};
+use crate::hub::{FeatureScan, PinChange, ToolScan};
 use crate::output;
 
 pub(crate) async fn run(ctx: &mut Context, given: &str) -> Result<Exit, Failure> {
@@ -19,6 +19,8 @@ pub(crate) async fn run(ctx: &mut Context, given: &str) -> Result<Exit, Failure>
         Some((_, Ok(tools))) => tools.into_iter().filter(|tool| tool.withheld).collect(),
         _ => Vec::new(),
     };
+    let features = ctx.hub.scan_features(&server).await.unwrap_or_default();
+    let features: Vec<FeatureScan> = features.into_iter().filter(|e| e.withheld).collect();
     let approve = |changes: &[(String, PinChange)]| {
         if !json {
             for (tool, change) in changes {
@@ -31,10 +33,19 @@ pub(crate) async fn run(ctx: &mut Context, given: &str) -> Result<Exit, Failure>
                     output::diagnostic(&format!("    {finding}"));
                 }
             }
+            for entry in &features {
+                let (feature, name) = (entry.feature, &entry.name);
+                output::diagnostic(&format!("{server}: {feature} {name} flagged by the scan:"));
+                for finding in &entry.findings {
+                    output::diagnostic(&format!("    {finding}"));
+                }
+            }
         }
         // Running the command is the decision; a person at a terminal gets to read first.
         let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
-        (changes.is_empty() && flagged.is_empty()) || !terminal || ask("Accept these definitions?")
+        (changes.is_empty() && flagged.is_empty() && features.is_empty())
+            || !terminal
+            || ask("Accept these definitions?")
     };
     let changes = ctx.hub.trust(&server, &approve).await?;
     if json {
@@ -44,7 +55,11 @@ pub(crate) async fn run(ctx: &mut Context, given: &str) -> Result<Exit, Failure>
         let flagged: Vec<_> = (flagged.iter())
             .map(|tool| json!({"tool": tool.tool, "findings": tool.findings}))
             .collect();
-        let value = json!({"server": server, "changed": changed, "flagged": flagged});
+        let features: Vec<_> = (features.iter())
+            .map(|e| json!({"feature": e.feature, "name": e.name, "findings": e.findings}))
+            .collect();
+        let value = json!({"server": server, "changed": changed, "flagged": flagged,
+            "flaggedFeatures": features});
         ctx.out.line(&output::pretty(&value));
     } else {
         output::diagnostic(&format!(
@@ -53,6 +68,12 @@ pub(crate) async fn run(ctx: &mut Context, given: &str) -> Result<Exit, Failure>
             changes.len(),
             flagged.len()
         ));
+        if !features.is_empty() {
+            let accepted = features.len();
+            output::diagnostic(&format!(
+                "{server}: {accepted} flagged prompt(s), resource(s) or template(s) accepted"
+            ));
+        }
     }
     Ok(Exit::Success)
 }

@@ -69,6 +69,9 @@ mod sandbox_network;
 /// the real servers.
 mod scan;
 
+/// The poisoning scan over schemas' values, prompts, resources and templates: withheld, reported.
+mod scan_offer;
+
 /// `mcp-cli serve` driven by the official TypeScript and Python SDK clients, and by raw lines.
 mod gateway;
 

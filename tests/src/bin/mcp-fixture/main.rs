@@ -50,6 +50,10 @@
 //! - `poisoned`: adds one tool per pattern of tool poisoning the scan must catch, and one
 //!   clean tool, `clean` ([`POISONED`]); each answers `ran NAME`. The shadowing ones claim the
 //!   tools of a server named `mail`.
+//! - `poisoned-offer`: `resources`, plus poison where the scan once did not look: tools
+//!   `pick` (in an `enum` value) and `weather` (in its `outputSchema`), the prompt `review` (in
+//!   an argument), the resource `fx://text/poisoned` and the template `fx://notes/{id}`, and
+//!   the clean tool `pick_clean` ([`poisoned_offer`]).
 //! - `slow-start`: waits `--delay-ms N` before answering `initialize`.
 //! - `resources`: also resources (paginated, `--page-size N` as for tools; a text one and a
 //!   binary one), a resource template, and prompts `greet` (argument `name` required) and
@@ -141,6 +145,7 @@ use mcp_tests::tasks::{self, Tasks};
 use serde_json::{Value, json};
 
 mod output_schema;
+mod poisoned_offer;
 mod relays;
 mod resources;
 mod tasks_and_links;
