@@ -225,7 +225,8 @@ const FEW_LETTERS: usize = 10;
 const CONTEXT: usize = 24;
 
 /// How deep a schema or the annotations are read: JSON Schemas of real tools nest a dozen
-/// levels at most, and the bound keeps a hostile one from taking the stack.
+/// levels at most (11 in the listings recorded), and the bound keeps a hostile one from taking
+/// the stack.
 pub const MAX_DEPTH: usize = 64;
 
 /// How many bytes of text (strings and keys) of one definition are read: real definitions
@@ -233,8 +234,9 @@ pub const MAX_DEPTH: usize = 64;
 /// one to milliseconds.
 pub const MAX_TEXT: usize = 1 << 20;
 
-/// How many values and keys of one definition are looked at, whatever their size.
-pub const MAX_NODES: usize = 100_000;
+/// How many values and keys of one definition are looked at, whatever their size: the largest
+/// real tool known (Notion's `API-update-page-markdown`) has under 500.
+pub const MAX_NODES: usize = 20_000;
 
 /// Scans `tool`; `others` are the other configured servers' names, whose tools it must not
 /// claim.
@@ -652,6 +654,7 @@ fn secret_path(folded: &str) -> Option<(&'static str, Range<usize>)> {
             && after.is_none_or(|c| !joins(c))
     };
     (SECRET_PATHS.iter())
+        .filter(|path| path.len() <= folded.len())
         .filter_map(|&path| {
             let at = (folded.match_indices(path))
                 .find(|&(at, _)| whole(at, path))?
@@ -663,7 +666,10 @@ fn secret_path(folded: &str) -> Option<(&'static str, Range<usize>)> {
 
 /// The first of `phrases` in `folded`, and where.
 fn first_phrase<'a>(folded: &str, phrases: &[&'a str]) -> Option<(&'a str, Range<usize>)> {
+    // A phrase longer than the text is not looked for: setting up each search is most of what
+    // the many short strings of a schema (enum values, keys) cost.
     (phrases.iter())
+        .filter(|phrase| phrase.len() <= folded.len())
         .filter_map(|&phrase| Some((folded.find(phrase)?, phrase)))
         .min_by_key(|(at, _)| *at)
         .map(|(at, phrase)| (phrase, at..at + phrase.len()))
