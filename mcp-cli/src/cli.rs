@@ -283,9 +283,9 @@ pub(crate) enum Command {
     /// changed since first seen are withheld until then); shows what changed first.
     /// Under --stdio or --http the SERVER word may be left out.
     Trust { server: Option<String> },
-    /// Scan the tools of the named servers (all enabled ones if none) for poisoning:
-    /// invisible characters, instructions to the model, shadowing, hidden padding. Calls no
-    /// tool; exits 1 when anything is flagged.
+    /// Scan the tools, prompts, resources and resource templates of the named servers (all
+    /// enabled ones if none) for poisoning: invisible characters, instructions to the model,
+    /// secret paths, shadowing, hidden padding. Calls no tool; exits 1 when anything is flagged.
     Scan { servers: Vec<String> },
     /// Let servers of this folder's `.mcp.json` or `.mcp-cli.toml` run (all waiting ones if
     /// none are named). Until approved they never start; each is shown in full first, and

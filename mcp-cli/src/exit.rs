@@ -185,6 +185,7 @@ impl From<HubError> for Failure {
             | HubError::ToolDenied { .. }
             | HubError::ToolWithheld { .. }
             | HubError::ToolFlagged { .. }
+            | HubError::FeatureFlagged { .. }
             | HubError::ToolRejected { .. }
             | HubError::AnotherServer { .. }
             | HubError::ListingCapped { .. }

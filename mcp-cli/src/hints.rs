@@ -28,11 +28,11 @@ impl Hint {
     /// The hint a hub error calls for, if any.
     pub(crate) fn of(error: &HubError) -> Option<Self> {
         match error {
-            HubError::ToolWithheld { server, .. } | HubError::ToolFlagged { server, .. } => {
-                Some(Self::Trust {
-                    server: server.clone(),
-                })
-            }
+            HubError::ToolWithheld { server, .. }
+            | HubError::ToolFlagged { server, .. }
+            | HubError::FeatureFlagged { server, .. } => Some(Self::Trust {
+                server: server.clone(),
+            }),
             HubError::Server {
                 server,
                 error: mcp_smol::Error::Unauthorized { .. },
@@ -77,6 +77,15 @@ pub(crate) fn explained(error: &HubError) -> String {
                  command line"
             )
         }
+        HubError::FeatureFlagged {
+            server,
+            feature,
+            name,
+            ..
+        } => format!(
+            "{feature} {name} of server {server} is withheld until a person reviews it on the \
+             command line"
+        ),
         _ => {
             let hint = Hint::of(error).map(|hint| hint.text(&Naming::Configured));
             format!("{error}{}", hint.unwrap_or_default())

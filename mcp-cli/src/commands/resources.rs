@@ -51,8 +51,9 @@ pub(crate) async fn run(ctx: &mut Context, given: &[String]) -> Result<Exit, Fai
     Ok(exit)
 }
 
-/// Starts the named servers (every default one if none) and lists them; failures and
-/// skipped entries are reported on stderr, and the exit code says the worst failure.
+/// Starts the named servers (every default one if none) and lists them; failures, entries
+/// withheld by the poisoning scan and skipped entries are reported on stderr, and the exit
+/// code says the worst failure.
 pub(crate) async fn listed(
     ctx: &mut Context,
     given: &[String],
@@ -63,6 +64,13 @@ pub(crate) async fn listed(
         ctx.hub.catalogue_of(&servers).await
     };
     let mut exit = Exit::Success;
+    // Prompts, resources and templates the poisoning scan withholds, as warnings (the tools
+    // withheld are for `tools` to say).
+    for error in std::mem::take(&mut catalogue.withheld) {
+        if matches!(error, HubError::FeatureFlagged { .. }) {
+            ctx.report(&Failure::from(error));
+        }
+    }
     for (_, error) in std::mem::take(&mut catalogue.failures) {
         let failure = Failure::from(error);
         ctx.report(&failure);

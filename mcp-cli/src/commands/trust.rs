@@ -10,7 +10,7 @@ use serde_json::json;
 use crate::approve::{Decision, decide};
 use crate::commands::Context;
 use crate::exit::{Exit, Failure};
-use crate::hub::{PinChange, ToolScan};
+use crate::hub::{FeatureScan, PinChange, ToolScan};
 use crate::output;
 
 pub(crate) async fn run(ctx: &mut Context, given: &str) -> Result<Exit, Failure> {
@@ -22,6 +22,8 @@ pub(crate) async fn run(ctx: &mut Context, given: &str) -> Result<Exit, Failure>
         Some((_, Ok(tools))) => tools.into_iter().filter(|tool| tool.withheld).collect(),
         _ => Vec::new(),
     };
+    let features = ctx.hub.scan_features(&server).await.unwrap_or_default();
+    let features: Vec<FeatureScan> = features.into_iter().filter(|e| e.withheld).collect();
     let approve = |changes: &[(String, PinChange)]| {
         if !json {
             for (tool, change) in changes {
@@ -34,8 +36,15 @@ pub(crate) async fn run(ctx: &mut Context, given: &str) -> Result<Exit, Failure>
                     output::diagnostic(&format!("    {finding}"));
                 }
             }
+            for entry in &features {
+                let (feature, name) = (entry.feature, &entry.name);
+                output::diagnostic(&format!("{server}: {feature} {name} flagged by the scan:"));
+                for finding in &entry.findings {
+                    output::diagnostic(&format!("    {finding}"));
+                }
+            }
         }
-        if changes.is_empty() && flagged.is_empty() {
+        if changes.is_empty() && flagged.is_empty() && features.is_empty() {
             return true;
         }
         decision.set(decide(yes, "Accept these definitions?"));
@@ -64,7 +73,11 @@ pub(crate) async fn run(ctx: &mut Context, given: &str) -> Result<Exit, Failure>
         let flagged: Vec<_> = (flagged.iter())
             .map(|tool| json!({"tool": tool.tool, "findings": tool.findings}))
             .collect();
-        let value = json!({"server": server, "changed": changed, "flagged": flagged});
+        let features: Vec<_> = (features.iter())
+            .map(|e| json!({"feature": e.feature, "name": e.name, "findings": e.findings}))
+            .collect();
+        let value = json!({"server": server, "changed": changed, "flagged": flagged,
+            "flaggedFeatures": features});
         ctx.out.line(&output::pretty(&value));
     } else {
         output::diagnostic(&format!(
@@ -73,6 +86,12 @@ pub(crate) async fn run(ctx: &mut Context, given: &str) -> Result<Exit, Failure>
             changes.len(),
             flagged.len()
         ));
+        if !features.is_empty() {
+            let accepted = features.len();
+            output::diagnostic(&format!(
+                "{server}: {accepted} flagged prompt(s), resource(s) or template(s) accepted"
+            ));
+        }
     }
     Ok(Exit::Success)
 }

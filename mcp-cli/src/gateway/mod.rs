@@ -465,7 +465,10 @@ impl Gateway {
                     .unwrap_or_default();
                 let catalogue = Box::pin(self.hub.catalogue_of(&self.servers())).await;
                 let Some(entry) = catalogue.prompts.iter().find(|p| p.name == name) else {
-                    return Err(invalid_params(format!("unknown prompt {name}")));
+                    return Err(invalid_params(match withheld(&catalogue, "prompt", name) {
+                        true => withheld_message("prompt", name),
+                        false => format!("unknown prompt {name}"),
+                    }));
                 };
                 let arguments = match params.get("arguments") {
                     Some(Value::Object(arguments)) => arguments.clone(),
@@ -769,6 +772,9 @@ impl Gateway {
             });
         }
         let catalogue = Box::pin(self.hub.catalogue_of(&self.servers())).await;
+        if withheld(&catalogue, "resource", uri) {
+            return Err(invalid_params(withheld_message("resource", uri)));
+        }
         let listed = catalogue.resources.iter().find(|e| e.resource.uri == uri);
         let server = match listed {
             Some(entry) => entry.server.clone(),
@@ -877,6 +883,32 @@ fn trace_context(params: &Value) -> Map<String, Value> {
             Some(((*key).to_owned(), json!(value)))
         })
         .collect()
+}
+
+/// Whether the poisoning scan withholds `feature` (`prompt`, by its shown name; `resource`, by
+/// its URI) from the catalogue.
+fn withheld(catalogue: &Catalogue, feature: &str, asked: &str) -> bool {
+    (catalogue.withheld.iter()).any(|error| match error {
+        HubError::FeatureFlagged {
+            server,
+            feature: flagged,
+            name,
+            ..
+        } if *flagged == feature => match feature {
+            "prompt" => crate::names::qualified(server, name) == asked,
+            _ => name == asked,
+        },
+        _ => false,
+    })
+}
+
+/// What a host is told of a withheld prompt or resource: that it is, and no more; neither the
+/// flagged text nor the command that clears it, which are the person's to see and run.
+fn withheld_message(feature: &str, asked: &str) -> String {
+    format!(
+        "{feature} {asked} is withheld: the poisoning scan flagged it; a person must review it on \
+         the command line"
+    )
 }
 
 fn invalid_params(message: String) -> RpcError {

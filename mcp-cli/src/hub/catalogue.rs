@@ -66,7 +66,8 @@ pub struct Catalogue {
     /// Tools left out, with a warning each: their definition changed since it was pinned
     /// ([`HubError::ToolWithheld`]), the poisoning scan flagged it ([`HubError::ToolFlagged`]),
     /// or an `x-mcp-header` annotation of theirs is invalid
-    /// ([`HubError::ToolRejected`]); the warning that a server is another than the one
+    /// ([`HubError::ToolRejected`]); prompts, resources and templates the scan flagged
+    /// ([`HubError::FeatureFlagged`]); the warning that a server is another than the one
     /// pinned under its name before ([`HubError::AnotherServer`]), whose tools are listed;
     /// and a server's listing cut at its `max_listed` ([`HubError::ListingCapped`]).
     pub withheld: Vec<HubError>,
@@ -164,9 +165,20 @@ impl Hub {
                 Some(Ok(listed)) => {
                     let (resources, templates, prompts, skipped) =
                         features::entries(&server, &listed);
-                    catalogue.resources.extend(resources);
-                    catalogue.templates.extend(templates);
-                    catalogue.prompts.extend(prompts);
+                    // What the scan flags is left out until `trust`, as a tool is.
+                    let withheld = self.withheld_features(&server, &listed);
+                    let kept = |feature: &str, id: &str| {
+                        !(withheld.iter()).any(|f| f.feature == feature && f.id == id)
+                    };
+                    let resources = resources.into_iter();
+                    let templates = templates.into_iter();
+                    let prompts = prompts.into_iter();
+                    (catalogue.resources)
+                        .extend(resources.filter(|e| kept("resource", &e.resource.uri)));
+                    (catalogue.templates).extend(
+                        templates.filter(|e| kept("resource template", &e.template.uri_template)),
+                    );
+                    (catalogue.prompts).extend(prompts.filter(|e| kept("prompt", &e.prompt.name)));
                     catalogue.skipped.extend(skipped);
                     let capped =
                         (listed.capped.iter()).map(|(list, cap)| HubError::ListingCapped {
@@ -175,6 +187,9 @@ impl Hub {
                             cap: *cap,
                         });
                     catalogue.withheld.extend(capped);
+                    catalogue
+                        .withheld
+                        .extend(withheld.iter().map(|f| f.error(&server)));
                 }
                 Some(Err(error)) => catalogue.failures.push((server, error)),
                 None => {}
@@ -315,7 +330,8 @@ impl Hub {
     }
 
     /// Accepts the current definitions of `server`'s tools as its pins (`mcp-cli trust`),
-    /// starting it if it must, once `approve` has seen the tools whose definition changed.
+    /// starting it if it must, once `approve` has seen the tools whose definition changed,
+    /// and with them its prompts, resources and templates as they are, findings and all.
     /// Returns those tools, with how.
     pub async fn trust(
         &self,
@@ -334,10 +350,17 @@ impl Hub {
                 "this hub pins no tools (no pin folder)".to_owned(),
             ));
         }
+        // Listed before anything is accepted; a server that cannot list them has none to accept.
+        let features = slot.features(&self.inner).await.ok();
         let key = self.trust_key(server);
         let accepted = (self.inner.pins).accept(&key, &live.tools, approve);
         self.inner.found.changed();
-        accepted.map_err(unpinnable)
+        let accepted = accepted.map_err(unpinnable)?;
+        if let Some(features) = features {
+            self.accept_features(server, &features)
+                .map_err(unpinnable)?;
+        }
+        Ok(accepted)
     }
 
     /// Finds a tool by the name a program or a person gives: `SERVER__TOOL` (as the

@@ -122,6 +122,23 @@ pub enum HubError {
         /// What it runs now (or its URL).
         command: String,
     },
+    /// The poisoning scan flagged a prompt, resource or resource template of the server: it is
+    /// left out of listings (and a prompt is not got) until it is trusted
+    /// ([`Hub::trust`](crate::hub::Hub::trust)).
+    #[error(
+        "{feature} {name} of server {server} is withheld: the poisoning scan flagged it{}",
+        findings_text(findings)
+    )]
+    FeatureFlagged {
+        /// The server.
+        server: String,
+        /// `prompt`, `resource` or `resource template`.
+        feature: &'static str,
+        /// What identifies it: the prompt's own name, the resource's URI, the template's.
+        name: String,
+        /// What the scan found.
+        findings: Vec<crate::scan::Finding>,
+    },
     /// The server offered the tool with an invalid `x-mcp-header` annotation (the 2026-07-28
     /// revision over HTTP): the adapter left it out of the listing, and it is neither listed
     /// nor called.

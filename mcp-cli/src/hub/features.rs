@@ -172,6 +172,14 @@ impl Hub {
         let prompts = &features.prompts;
         let found = (prompts.iter().find(|prompt| prompt.name == given))
             .or_else(|| (prompts.iter()).find(|p| names::tool_matches(server, &p.name, given)));
+        let withheld = || {
+            let withheld = self.withheld_features(server, &features);
+            (withheld.into_iter())
+                .find(|f| f.feature == "prompt" && found.is_some_and(|p| p.name == f.id))
+        };
+        if let Some(flagged) = withheld() {
+            return Err(flagged.error(server));
+        }
         match found {
             Some(prompt) => Ok(prompt_entry(server, prompt)),
             None => Err(HubError::UnknownPrompt {

@@ -81,6 +81,7 @@
 //!   then learns how many it missed ([`HubEvent::Lagged`]). Every receiver ends (after the
 //!   events it holds) once the last clone of the hub is dropped.
 
+mod accepted;
 mod ask;
 mod cache;
 mod call;
@@ -119,7 +120,7 @@ pub use catalogue::{Catalogue, ToolEntry};
 pub use error::HubError;
 pub use features::{PromptEntry, ResourceEntry, Skipped, TemplateEntry};
 pub use pins::{ApproveChanges, PinChange};
-pub use scanning::{ServerScan, ToolScan};
+pub use scanning::{FeatureScan, ServerScan, ToolScan};
 pub use server_requests::{ElicitAnswer, ElicitHandler, Elicitation, RootsHandler, UrlElicitation};
 pub use settings::{Settings, SettingsBuilder};
 pub use tasks::{Started, TaskHandle, TaskRecord};
@@ -414,7 +415,7 @@ impl Hub {
             pending: RwLock::new(pending),
             policy,
             pins: pins::Pins::new(settings.pin_dir.clone()),
-            scans: scanning::Scans::default(),
+            scans: scanning::Scans::new(settings.pin_dir.clone()),
             eras: eras::Eras::new(settings.era_file.clone()),
             stored: stored::Stored::new(settings.catalogue_dir.clone()),
             tasks: tasks::Records::new(settings.task_dir.clone()),

@@ -437,7 +437,7 @@ fn definition(tool: &Tool) -> Value {
 }
 
 /// `value` with every object's keys in order, whatever order the map type keeps.
-fn canonical(value: &Value) -> Value {
+pub(crate) fn canonical(value: &Value) -> Value {
     match value {
         Value::Object(map) => {
             let mut entries: Vec<(&String, &Value)> = map.iter().collect();
@@ -454,7 +454,7 @@ fn canonical(value: &Value) -> Value {
     }
 }
 
-fn digest(definition: &Value) -> String {
+pub(crate) fn digest(definition: &Value) -> String {
     let hash = ring::digest::digest(&ring::digest::SHA256, definition.to_string().as_bytes());
     hash.as_ref()
         .iter()

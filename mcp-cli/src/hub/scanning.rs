@@ -1,13 +1,17 @@
 //! The poisoning scan ([`crate::scan`]) as the hub applies it: a tool it flags is withheld
-//! ([`HubError::ToolFlagged`]) until `mcp-cli trust` accepts that definition, unless the
-//! server's config says `scan_tools = false`; and the findings for `mcp-cli scan`.
+//! ([`HubError::ToolFlagged`]), and so is a prompt, resource or resource template
+//! ([`HubError::FeatureFlagged`]: left out of listings, a prompt not got), until `mcp-cli
+//! trust` accepts that definition, unless the server's config says `scan_tools = false`; and
+//! the findings for `mcp-cli scan`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use mcp_smol::proto::Tool;
+use mcp_smol::proto::{Prompt, Resource, ResourceTemplate, Tool};
 use serde::Serialize;
 
+use crate::hub::accepted::{Accepted, digest_of};
+use crate::hub::features::Features;
 use crate::hub::{Hub, HubError};
 use crate::scan::{self, Finding};
 
@@ -29,12 +33,120 @@ pub struct ToolScan {
 /// The scan of one server's tools, or why they could not be listed.
 pub type ServerScan = (String, Result<Vec<ToolScan>, HubError>);
 
+/// What the scan found in one prompt, resource or resource template, for `mcp-cli scan`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FeatureScan {
+    /// The server.
+    pub server: String,
+    /// `prompt`, `resource` or `resource template`.
+    pub feature: &'static str,
+    /// What identifies it: the prompt's name, the resource's URI, the template's URI template.
+    pub name: String,
+    /// Whether `mcp-cli trust` accepted it as it is now, findings and all.
+    pub trusted: bool,
+    /// Whether the hub withholds it for the findings (not trusted, scanning on).
+    pub withheld: bool,
+    /// What the scan found; empty when it is clean.
+    pub findings: Vec<Finding>,
+}
+
+/// One entry of a server's features, as the scan and `trust` see it.
+#[derive(Clone, Copy)]
+pub(crate) enum FeatureRef<'a> {
+    Prompt(&'a Prompt),
+    Resource(&'a Resource),
+    Template(&'a ResourceTemplate),
+}
+
+impl<'a> FeatureRef<'a> {
+    /// Every entry of `features`: prompts, resources, templates.
+    pub(crate) fn all(features: &'a Features) -> impl Iterator<Item = FeatureRef<'a>> {
+        let prompts = features.prompts.iter().map(FeatureRef::Prompt);
+        let resources = features.resources.iter().map(FeatureRef::Resource);
+        let templates = features.templates.iter().map(FeatureRef::Template);
+        prompts.chain(resources).chain(templates)
+    }
+
+    /// `prompt`, `resource` or `resource template`.
+    pub(crate) fn feature(self) -> &'static str {
+        match self {
+            FeatureRef::Prompt(_) => "prompt",
+            FeatureRef::Resource(_) => "resource",
+            FeatureRef::Template(_) => "resource template",
+        }
+    }
+
+    /// What identifies it in its list: a prompt's name, a resource's URI, a template's URI
+    /// template.
+    pub(crate) fn id(self) -> &'a str {
+        match self {
+            FeatureRef::Prompt(prompt) => &prompt.name,
+            FeatureRef::Resource(resource) => &resource.uri,
+            FeatureRef::Template(template) => &template.uri_template,
+        }
+    }
+
+    fn scan(self, others: &[String]) -> Vec<Finding> {
+        match self {
+            FeatureRef::Prompt(prompt) => scan::scan_prompt(prompt, others),
+            FeatureRef::Resource(resource) => scan::scan_resource(resource, others),
+            FeatureRef::Template(template) => scan::scan_template(template, others),
+        }
+    }
+
+    /// The key `trust` keeps its acceptance under, and the digest it is accepted with.
+    fn accepted_as(self) -> (String, String) {
+        let digest = match self {
+            FeatureRef::Prompt(prompt) => digest_of(prompt),
+            FeatureRef::Resource(resource) => digest_of(resource),
+            FeatureRef::Template(template) => digest_of(template),
+        };
+        (format!("{} {}", self.feature(), self.id()), digest)
+    }
+}
+
 /// The last scan of each tool, by server and tool name: every listing and every call asks
 /// again, and a definition is scanned again only when it, or the other servers' names,
 /// differ from those scanned.
 #[derive(Debug, Default)]
 pub(crate) struct Scans {
     by_server: Mutex<HashMap<String, HashMap<String, Scanned>>>,
+    /// The last scan of each server's prompts, resources and templates, by server: scanned
+    /// again only for another listing or other servers' names.
+    features: Mutex<HashMap<String, ScannedFeatures>>,
+    /// What `trust` accepted of the flagged ones.
+    accepted: Accepted,
+}
+
+#[derive(Debug)]
+struct ScannedFeatures {
+    features: Arc<Features>,
+    others: Vec<String>,
+    flagged: Arc<Vec<FlaggedFeature>>,
+}
+
+/// A prompt, resource or template the scan flagged.
+#[derive(Debug, Clone)]
+pub(crate) struct FlaggedFeature {
+    /// `prompt`, `resource` or `resource template`.
+    pub(crate) feature: &'static str,
+    /// What identifies it in its list ([`FeatureRef::id`]).
+    pub(crate) id: String,
+    /// The key and digest `trust` accepts it under.
+    accepted_as: (String, String),
+    pub(crate) findings: Vec<Finding>,
+}
+
+impl FlaggedFeature {
+    /// The error that withholds it.
+    pub(crate) fn error(&self, server: &str) -> HubError {
+        HubError::FeatureFlagged {
+            server: server.to_owned(),
+            feature: self.feature,
+            name: self.id.clone(),
+            findings: self.findings.clone(),
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -45,6 +157,50 @@ struct Scanned {
 }
 
 impl Scans {
+    /// Scans kept in memory, and what `trust` accepted kept under `pin_dir`.
+    pub(crate) fn new(pin_dir: Option<std::path::PathBuf>) -> Scans {
+        Scans {
+            accepted: Accepted::new(pin_dir),
+            ..Scans::default()
+        }
+    }
+
+    /// The entries the scan flags in `features` of `server`, scanned now unless they are as
+    /// last scanned against the same `others`.
+    fn features_of(
+        &self,
+        server: &str,
+        features: &Arc<Features>,
+        others: Vec<String>,
+    ) -> Arc<Vec<FlaggedFeature>> {
+        let mut by_server = (self.features.lock()).unwrap_or_else(PoisonError::into_inner);
+        if let Some(scanned) = by_server.get(server)
+            && (Arc::ptr_eq(&scanned.features, features) || scanned.features == *features)
+            && scanned.others == others
+        {
+            return scanned.flagged.clone();
+        }
+        let flagged: Vec<FlaggedFeature> = (FeatureRef::all(features))
+            .filter_map(|entry| {
+                let findings = entry.scan(&others);
+                (!findings.is_empty()).then(|| FlaggedFeature {
+                    feature: entry.feature(),
+                    id: entry.id().to_owned(),
+                    accepted_as: entry.accepted_as(),
+                    findings,
+                })
+            })
+            .collect();
+        let flagged = Arc::new(flagged);
+        let scanned = ScannedFeatures {
+            features: features.clone(),
+            others,
+            flagged: flagged.clone(),
+        };
+        by_server.insert(server.to_owned(), scanned);
+        flagged
+    }
+
     /// The findings on `tool` of `server`, scanned now unless it is as last scanned; `others`
     /// gives the other servers' names (to compare, and to scan against).
     fn of<'a, I: Iterator<Item = &'a str>>(
@@ -111,11 +267,83 @@ impl Hub {
             .collect())
     }
 
+    /// The prompts, resources and templates of `server` the scan flags, each with whether
+    /// `trust` accepted it as it is and whether the hub withholds it; `server` must be
+    /// running (as [`scan_of`](Self::scan_of) leaves it). Every entry is scanned, whatever
+    /// `scan_tools` says.
+    pub async fn scan_features(&self, server: &str) -> Result<Vec<FeatureScan>, HubError> {
+        let slot = self.inner.slot(server)?;
+        let features = slot.features(&self.inner).await?;
+        let others = self.other_servers(server);
+        let key = self.trust_key(server);
+        let withholds = self.scan_withholds(server);
+        Ok((FeatureRef::all(&features))
+            .map(|entry| {
+                let findings = entry.scan(&others);
+                let (id, sha256) = entry.accepted_as();
+                let trusted = !findings.is_empty()
+                    && self.inner.scans.accepted.is_accepted(&key, &id, &sha256);
+                FeatureScan {
+                    server: server.to_owned(),
+                    feature: entry.feature(),
+                    name: entry.id().to_owned(),
+                    trusted,
+                    withheld: withholds && !findings.is_empty() && !trusted,
+                    findings,
+                }
+            })
+            .collect())
+    }
+
+    /// The entries of `features` of `server` withheld for what the scan finds in them: none
+    /// when the config turns scanning off, and none `trust` accepted as they are.
+    pub(crate) fn withheld_features(
+        &self,
+        server: &str,
+        features: &Arc<Features>,
+    ) -> Vec<FlaggedFeature> {
+        if !self.scan_withholds(server) {
+            return Vec::new();
+        }
+        let flagged = (self.inner.scans).features_of(server, features, self.other_servers(server));
+        let key = self.trust_key(server);
+        let accepted = |flagged: &&FlaggedFeature| {
+            let (id, sha256) = &flagged.accepted_as;
+            self.inner.scans.accepted.is_accepted(&key, id, sha256)
+        };
+        flagged.iter().filter(|f| !accepted(f)).cloned().collect()
+    }
+
+    /// Records that `trust` accepted `features` of `server` as they are: every entry the
+    /// scan flags in them.
+    pub(crate) fn accept_features(
+        &self,
+        server: &str,
+        features: &Arc<Features>,
+    ) -> Result<(), String> {
+        let flagged = (self.inner.scans).features_of(server, features, self.other_servers(server));
+        let entries = flagged.iter().map(|f| f.accepted_as.clone()).collect();
+        self.inner
+            .scans
+            .accepted
+            .accept(&self.trust_key(server), entries)
+    }
+
+    /// Whether what the scan flags of `server` is withheld: its config scans (`scan_tools`),
+    /// and the hub pins (without a pin folder nothing could be accepted).
+    fn scan_withholds(&self, server: &str) -> bool {
+        let slot = self.inner.slot(server).ok();
+        let scans = slot
+            .as_ref()
+            .and_then(|slot| slot.spec().ok())
+            .is_some_and(|spec| spec.scan_tools);
+        scans && self.inner.settings.pin_dir.is_some()
+    }
+
     /// What the scan finds in `tool` of `server` when it must be withheld for it: `None`
     /// when clean, when `trust` accepted it as it is, or when the config turns scanning off.
     pub(crate) fn flagged(&self, server: &str, tool: &Arc<Tool>) -> Option<Vec<Finding>> {
-        let slot = self.inner.slot(server).ok()?;
-        if !slot.spec().ok()?.scan_tools || self.inner.settings.pin_dir.is_none() {
+        if !self.scan_withholds(server) {
             return None;
         }
         // Every configured server but this one: the names its tools must not claim.

@@ -80,6 +80,9 @@ mod sandbox_env;
 /// the real servers.
 mod scan;
 
+/// The poisoning scan over schemas' values, prompts, resources and templates: withheld, reported.
+mod scan_offer;
+
 /// `mcp-cli serve` driven by the official TypeScript and Python SDK clients, and by raw lines.
 mod gateway;
 

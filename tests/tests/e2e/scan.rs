@@ -77,7 +77,7 @@ fn each_poisoned_tool_is_withheld_on_first_sight_until_trusted() {
         "says \"do not tell the user\"",
         "says \"before using any other tool\"",
         "says \"<important\"",
-        "in inputSchema.properties.note.description: says \"~/.ssh\"",
+        "in inputSchema.properties.note.description: names a secret's path \".ssh\"",
         "shadowing in description: names a tool of server mail",
         "\"rather than\" names server mail",
         "hidden padding in description",

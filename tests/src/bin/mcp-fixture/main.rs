@@ -55,6 +55,10 @@
 //! - `poisoned`: adds one tool per pattern of tool poisoning the scan must catch, and one
 //!   clean tool, `clean` ([`POISONED`]); each answers `ran NAME`. The shadowing ones claim the
 //!   tools of a server named `mail`.
+//! - `poisoned-offer`: `resources`, plus poison where the scan once did not look: tools
+//!   `pick` (in an `enum` value) and `weather` (in its `outputSchema`), the prompt `review` (in
+//!   an argument), the resource `fx://text/poisoned` and the template `fx://notes/{id}`, and
+//!   the clean tool `pick_clean` ([`poisoned_offer`]).
 //! - `walls`: adds what a sandboxed server must not manage outside its walls:
 //!   `connect_unix` (`path`, `abstract`), `signal` (`pid`: SIGTERM), `processes` (what
 //!   /proc lists, `PID NAME` a line) and `detach` (`token`: starts `sh -c 'sleep 600; :
@@ -154,6 +158,7 @@ use serde_json::{Value, json};
 mod escape;
 mod huge_listing;
 mod output_schema;
+mod poisoned_offer;
 mod relays;
 mod resources;
 mod tasks_and_links;

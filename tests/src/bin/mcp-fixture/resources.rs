@@ -2,6 +2,8 @@
 
 use serde_json::{Value, json};
 
+use crate::poisoned_offer;
+
 /// The binary resource's bytes: every byte value, so any mangling shows.
 pub(crate) fn blob() -> Vec<u8> {
     (0..=255u8).rev().collect()
@@ -13,7 +15,11 @@ pub(crate) const TEXT: &str = "hello from the fixture\n";
 pub(crate) fn served(mode: &str) -> bool {
     matches!(
         mode,
-        "resources" | "repeat-resource-cursor" | "malformed-resources" | "ask-in-reads"
+        "resources"
+            | "repeat-resource-cursor"
+            | "malformed-resources"
+            | "ask-in-reads"
+            | "poisoned-offer"
     )
 }
 
@@ -27,9 +33,15 @@ pub(crate) fn answer(
     let uri = params.get("uri").and_then(Value::as_str).unwrap_or("");
     match method {
         "resources/list" => Ok(list(mode, params, page_size, shifty)),
-        "resources/templates/list" => Ok(json!({"resourceTemplates": [
-            {"uriTemplate": "fx://items/{id}", "name": "item", "mimeType": "text/plain"}
-        ]})),
+        "resources/templates/list" => {
+            let mut templates = vec![
+                json!({"uriTemplate": "fx://items/{id}", "name": "item", "mimeType": "text/plain"}),
+            ];
+            if mode == "poisoned-offer" {
+                templates.extend(poisoned_offer::templates());
+            }
+            Ok(json!({ "resourceTemplates": templates }))
+        }
         "resources/read" => match uri {
             "fx://text/hello" => Ok(json!({"contents": [
                 {"uri": uri, "mimeType": "text/plain", "text": TEXT}
@@ -55,6 +67,9 @@ pub(crate) fn answer(
             if let (Some(description), Some(prompts)) = (shifty, prompts.as_array_mut()) {
                 prompts.push(json!({"name": "shifty", "description": description}));
             }
+            if let (true, Some(prompts)) = (mode == "poisoned-offer", prompts.as_array_mut()) {
+                prompts.extend(poisoned_offer::prompts());
+            }
             Ok(json!({ "prompts": prompts }))
         }
         "prompts/get" => {
@@ -70,6 +85,7 @@ pub(crate) fn answer(
                     }
                     None => Err((-32602, "Missing required argument: name".to_owned())),
                 },
+                Some("review") if mode == "poisoned-offer" => Ok(poisoned_offer::review()),
                 Some("plain") => Ok(json!({"messages": [
                     {"role": "user", "content": {"type": "text", "text": "Plain."}},
                     {"role": "assistant", "content": {"type": "image", "data": "AAAA", "mimeType": "image/png"}}
@@ -90,6 +106,9 @@ fn list(mode: &str, params: &Value, page_size: u64, shifty: Option<String>) -> V
     if let Some(description) = shifty {
         resources
             .push(json!({"uri": "fx://text/shifty", "name": "shifty", "description": description}));
+    }
+    if mode == "poisoned-offer" {
+        resources.extend(poisoned_offer::resources());
     }
     if mode == "malformed-resources" {
         resources.insert(1, json!({"name": "no uri"}));

@@ -9,7 +9,8 @@ use mcp_tests::tasks;
 use serde_json::{Value, json};
 
 use super::{
-    NAME, POISONED, Server, TINY_PNG, from_text, outcome, output_schema, poisoned_tools, response,
+    NAME, POISONED, Server, TINY_PNG, from_text, outcome, output_schema, poisoned_offer,
+    poisoned_tools, response,
 };
 
 impl Server {
@@ -74,6 +75,9 @@ impl Server {
         }
         if self.mode == "poisoned" {
             tools.extend(poisoned_tools());
+        }
+        if self.mode == "poisoned-offer" {
+            tools.extend(poisoned_offer::tools());
         }
         if self.mode == "url-elicitation" {
             tools.push(
@@ -387,6 +391,9 @@ impl Server {
                 text(format!("this is {name}"))
             }
             name if self.mode == "poisoned" && POISONED.iter().any(|(n, _)| *n == name) => {
+                text(format!("ran {name}"))
+            }
+            name if self.mode == "poisoned-offer" && poisoned_offer::TOOLS.contains(&name) => {
                 text(format!("ran {name}"))
             }
             "wide" | "lying" | "unstructured" if self.mode == "output-schema" => {
