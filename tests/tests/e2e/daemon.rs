@@ -560,3 +560,47 @@ fn a_remote_server_that_keeps_refusing_the_session_is_reported_not_retried_for_e
     let run = daemon.cli(&["tools", "remote"]);
     assert_eq!(run.code, 0, "{run:?}");
 }
+
+/// The daemon's socket takes a bounded number of connections: one past the cap is closed at
+/// once and said in its log, its command line runs cold and prints what it would, and once
+/// the others close the daemon serves again.
+#[test]
+fn connections_past_the_cap_are_closed_and_their_runs_go_cold() {
+    use std::io::Read;
+    let daemon = Daemon::new("cap");
+    daemon.start(&[]);
+    let socket = daemon.socket();
+    let held: Vec<_> = (0..256)
+        .map(|_| std::os::unix::net::UnixStream::connect(&socket).unwrap())
+        .collect();
+    // Each held one is counted when accepted: the next is closed unanswered.
+    let mut past = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+    past.set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    let mut byte = [0; 1];
+    assert_eq!(past.read(&mut byte).unwrap(), 0, "closed at once");
+    let cold = daemon.cli(&["call", "fx", "echo", "text=hi"]);
+    assert_eq!((cold.code, cold.stdout.as_str()), (0, "hi\n"), "{cold:?}");
+    let logs = std::fs::read_dir(daemon.scratch.0.join("state/mcp-cli")).unwrap();
+    let log: String = (logs.flatten())
+        .filter(|entry| entry.file_name().to_string_lossy().starts_with("daemon-"))
+        .map(|entry| std::fs::read_to_string(entry.path()).unwrap_or_default())
+        .collect();
+    assert!(
+        log.contains("refused a connection: 256 are open already"),
+        "{log}"
+    );
+    drop(held);
+    // The daemon counts them closed as each session ends: then it answers again, this status
+    // request being its one connection.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let run = daemon.cli(&["--json", "daemon", "status"]);
+        let status: serde_json::Value = serde_json::from_str(&run.stdout).unwrap_or_default();
+        if run.code == 0 && status["connections"] == 1 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never served again: {run:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

@@ -68,6 +68,11 @@ pub(crate) struct Daemon {
     seen: Mutex<Seen>,
 }
 
+/// How many connections the daemon holds at once: far more than the command lines of one user
+/// run together, far fewer than the descriptors a process has. One past it is closed at once,
+/// and its command line runs cold.
+const MAX_CONNECTIONS: usize = 256;
+
 struct Activity {
     open: usize,
     last: Instant,
@@ -227,10 +232,20 @@ impl Daemon {
             eprintln!("mcp-cli daemon: refused a connection: {reason}");
             return;
         }
+        {
+            // Counted here, before the session's task runs, so that a burst is counted whole.
+            let mut activity = self.activity();
+            if activity.open >= MAX_CONNECTIONS {
+                return eprintln!(
+                    "mcp-cli daemon: refused a connection: {MAX_CONNECTIONS} are open already, \
+                     the most it takes (the caller runs cold instead)"
+                );
+            }
+            activity.open += 1;
+        }
         let daemon = self.clone();
         self.executor
             .spawn(async move {
-                daemon.activity().open += 1;
                 let executor = &daemon.executor;
                 let host = Host::connect(stream.clone(), stream, server_config(), executor).await;
                 if let Some(host) = host {
