@@ -99,12 +99,7 @@ pub(crate) fn digest(entry: &Entry) -> String {
     match entry {
         Entry::Enabled(spec) | Entry::Disabled(spec) => {
             let command = &spec.command;
-            parts.push(format!("program {}", command.program));
-            parts.extend(command.args.iter().map(|arg| format!("arg {arg}")));
-            parts.extend(command.env.iter().map(|(k, v)| format!("env {k}={v}")));
-            if let Some(cwd) = &command.cwd {
-                parts.push(format!("cwd {}", cwd.display()));
-            }
+            parts.extend(command.identity_parts());
             if let Some(sandbox) = &command.sandbox {
                 parts.push(format!("network isolated {}", sandbox.isolate_network));
                 parts.extend(sandbox.allow.iter().map(|host| format!("allow {host}")));

@@ -44,6 +44,19 @@ impl Command {
         self
     }
 
+    /// What decides what it runs, one part a line: the program, each argument, each variable
+    /// of its environment, its working folder. What identifies a server (its pins) and what a
+    /// person approves are digests of these.
+    pub(crate) fn identity_parts(&self) -> Vec<String> {
+        let mut parts = vec![format!("program {}", self.program)];
+        parts.extend(self.args.iter().map(|arg| format!("arg {arg}")));
+        parts.extend(self.env.iter().map(|(k, v)| format!("env {k}={v}")));
+        if let Some(cwd) = &self.cwd {
+            parts.push(format!("cwd {}", cwd.display()));
+        }
+        parts
+    }
+
     /// The command line as a person would type it in a shell, for tables and messages: words
     /// that need it are single-quoted. (mcp-smol's `ServerCommand::display`, for its own
     /// errors, quotes the same way; config cannot reach it.)

@@ -213,17 +213,27 @@ fn pending_status(pending: &Pending) -> ServerStatus {
         ));
     }
     ServerStatus {
-        name: server.name.clone(),
-        state: State::Pending,
-        preset: false,
-        command: server.entry.command_line(),
-        pid: None,
-        protocol: None,
-        era: None,
-        tools: None,
-        catalogue_age: None,
         reason: Some(reason),
-        stderr: Vec::new(),
+        ..ServerStatus::of(server, State::Pending)
+    }
+}
+
+impl ServerStatus {
+    /// `server` in `state`, with nothing known of it yet but its entry.
+    pub(crate) fn of(server: &Server, state: State) -> Self {
+        ServerStatus {
+            name: server.name.clone(),
+            state,
+            preset: server.source == Source::Preset,
+            command: server.entry.command_line(),
+            pid: None,
+            protocol: None,
+            era: None,
+            tools: None,
+            catalogue_age: None,
+            reason: None,
+            stderr: Vec::new(),
+        }
     }
 }
 

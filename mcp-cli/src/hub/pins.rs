@@ -150,19 +150,10 @@ pub(crate) fn key(spec: &ServerSpec) -> String {
     if let Some(key) = &spec.pin_key {
         return key.clone();
     }
-    let mut parts: Vec<String> = Vec::new();
-    match &spec.remote {
-        Some(remote) => parts.push(format!("url {}", remote.url)),
-        None => {
-            let command = &spec.command;
-            parts.push(format!("program {}", command.program));
-            parts.extend(command.args.iter().map(|arg| format!("arg {arg}")));
-            parts.extend(command.env.iter().map(|(k, v)| format!("env {k}={v}")));
-            if let Some(cwd) = &command.cwd {
-                parts.push(format!("cwd {}", cwd.display()));
-            }
-        }
-    }
+    let parts = match &spec.remote {
+        Some(remote) => vec![format!("url {}", remote.url)],
+        None => spec.command.identity_parts(),
+    };
     let digest = super::eras::short_digest(parts.iter().map(String::as_bytes));
     format!("{}-{digest}", spec.name)
 }

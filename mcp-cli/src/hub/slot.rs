@@ -9,7 +9,7 @@ use std::time::{Duration, Instant, SystemTime};
 use mcp_smol::Client;
 use mcp_smol::proto::{Notification, Protocol, Tool};
 
-use crate::config::{Entry, Server, ServerSpec, Source};
+use crate::config::{Entry, Server, ServerSpec};
 use crate::hub::cache::Freshness;
 use crate::hub::eras;
 use crate::hub::features::Features;
@@ -149,19 +149,7 @@ impl Slot {
     /// `failed`, not `running`).
     pub(crate) fn status(&self) -> ServerStatus {
         let server = &self.server;
-        let mut status = ServerStatus {
-            name: server.name.clone(),
-            state: State::Stopped,
-            preset: server.source == Source::Preset,
-            command: server.entry.command_line(),
-            pid: None,
-            protocol: None,
-            era: None,
-            tools: None,
-            catalogue_age: None,
-            reason: None,
-            stderr: Vec::new(),
-        };
+        let mut status = ServerStatus::of(server, State::Stopped);
         if let Err(HubError::Unavailable { state, reason, .. }) = self.spec() {
             status.state = state;
             status.reason = (state != State::Disabled).then_some(reason);

@@ -33,7 +33,7 @@ fn state(scratch: &Scratch) -> PathBuf {
 /// A scratch folder whose config names the fixture as `fx`.
 fn with_fixture(name: &str) -> Scratch {
     let scratch = Scratch::new(&format!("state-files-{name}"));
-    scratch.write(".mcp-cli.toml", &fixture_block("fx", "good"));
+    scratch.project_file(".mcp-cli.toml", &fixture_block("fx", "good"));
     scratch
 }
 
@@ -203,7 +203,7 @@ fn a_crash_is_reported_without_the_stderr_of_work_that_went_well() {
 #[test]
 fn a_crash_through_the_daemon_shows_only_its_own_stderr() {
     let scratch = Scratch::new("state-files-crash");
-    scratch.write(
+    scratch.project_file(
         ".mcp-cli.toml",
         &format!("[mcp.fx]\ncommand = {FIXTURE:?}\nargs = [\"crash-second-call\"]\n"),
     );
