@@ -3,7 +3,7 @@
 //! tool pins, the OAuth tokens, the servers' protocol eras, the catalogue of their listings, the
 //! records of their tasks, results too large to print, and the daemons' own logs; and the
 //! per-user runtime folder that holds the daemons' sockets. Every folder here is made 0700 and
-//! every file 0600, never opened through a symbolic link ([`crate::files`]).
+//! every file 0600, never opened through a symbolic link (`crate::files`).
 
 use std::path::{Path, PathBuf};
 

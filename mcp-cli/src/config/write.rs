@@ -38,7 +38,7 @@ pub fn read_original(path: &Path) -> Result<Original, ConfigError> {
 }
 
 /// Reads the state file `path` (pins, era verdicts) for an edit: never through a symbolic
-/// link, and only a file of ours (see [`files::read_private`]).
+/// link, and only a file of ours (see `files::read_private`).
 pub fn read_private(path: &Path) -> Result<Original, ConfigError> {
     let text = match files::read_private_text(path) {
         Ok(text) => Some(text),
