@@ -164,6 +164,8 @@ fn the_readme_examples_start_the_npx_and_venv_servers_sandboxed() {
     let home = scratch.0.join("home");
     std::fs::create_dir_all(home.join(".venvs")).unwrap();
     let npm_cache = mcp_tests::servers_dir().join("npm-cache");
+    // Made here too: another suite fills it, and run alone this one found a dangling link.
+    std::fs::create_dir_all(&npm_cache).unwrap();
     std::os::unix::fs::symlink(&npm_cache, home.join(".npm")).unwrap();
     std::os::unix::fs::symlink(python.parent().unwrap(), home.join(".venvs/mcp")).unwrap();
     let path = format!(
