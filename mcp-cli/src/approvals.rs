@@ -5,13 +5,15 @@
 //!
 //! An approval is kept under the file's path (its folder resolved, so that two spellings of
 //! one folder are one) and the entry's name, with a digest of everything that decides what
-//! runs: the command, its arguments, environment, working folder and sandbox, or the URL and
-//! headers. An entry that changes in any of these is pending again.
+//! runs, as the file writes it ([`Pending::written`]): the command, its arguments,
+//! environment (and what it passes on from ours), working folder and sandbox, or the URL and
+//! headers. An entry that changes in any of these is pending again; a variable it names that
+//! now expands otherwise (a rotated token) is not a change of the entry.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::config::{self, Entry, Server, Source};
+use crate::config::{self, Pending, Server, Source};
 use crate::hub::short_digest;
 
 /// The approvals as read from the state folder: file, then name, then digest.
@@ -43,28 +45,30 @@ impl Approvals {
         Self { path, approved }
     }
 
-    /// Whether `server`, an entry of a project file, was approved as it is now.
-    pub(crate) fn admits(&self, server: &Server) -> bool {
+    /// Whether `server`, an entry of a project file written as `written`, was approved as it
+    /// is now.
+    pub(crate) fn admits(&self, server: &Server, written: &[String]) -> bool {
         let Some(file) = file_key(&server.source) else {
             return false;
         };
         let approved = self.approved.get(&file);
-        approved.and_then(|names| names.get(&server.name)) == Some(&digest(&server.entry))
+        approved.and_then(|names| names.get(&server.name)) == Some(&digest(written))
     }
 
-    /// Approves each of `servers` as it is now and writes the file; the error names it.
-    pub(crate) fn approve(&mut self, servers: &[&Server]) -> Result<(), String> {
+    /// Approves each of `entries` as it is now and writes the file; the error names it.
+    pub(crate) fn approve(&mut self, entries: &[&Pending]) -> Result<(), String> {
         // Read again just before the write: another run may have approved others meanwhile.
         let original = config::read_private(&self.path).map_err(|error| error.to_string())?;
         if let Some(text) = &original.text {
             self.approved = serde_json::from_str(text).unwrap_or_default();
         }
-        for server in servers {
+        for pending in entries {
+            let server = &pending.server;
             let Some(file) = file_key(&server.source) else {
                 continue;
             };
             let names = self.approved.entry(file).or_default();
-            names.insert(server.name.clone(), digest(&server.entry));
+            names.insert(server.name.clone(), digest(&pending.written));
         }
         let text = serde_json::to_string_pretty(&self.approved).map_err(|e| e.to_string())?;
         config::write_private(&original, &(text + "\n")).map_err(|error| error.to_string())
@@ -91,48 +95,27 @@ pub(crate) fn resolved(path: &Path) -> PathBuf {
     }
 }
 
-/// A digest of what decides what an entry runs or reaches: its program, arguments,
-/// environment, working folder and sandbox, or its URL and headers. Whether it is enabled is
-/// left out: switching it on runs what was approved.
-pub(crate) fn digest(entry: &Entry) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    match entry {
-        Entry::Enabled(spec) | Entry::Disabled(spec) => {
-            let command = &spec.command;
-            parts.extend(command.identity_parts());
-            if let Some(sandbox) = &command.sandbox {
-                parts.push(format!("network isolated {}", sandbox.isolate_network));
-                parts.extend(sandbox.allow.iter().map(|host| format!("allow {host}")));
-                let paths = sandbox.filesystem.iter().flatten();
-                parts.extend(paths.map(|path| format!("filesystem {}", path.display())));
-                if sandbox.filesystem.is_none() {
-                    parts.push("filesystem open".to_owned());
-                }
-            }
-            if let Some(remote) = &spec.remote {
-                parts.push(format!("url {}", remote.url));
-                let headers = remote.headers.iter();
-                parts.extend(headers.map(|(name, value)| format!("header {name}: {value}")));
-            }
-        }
-        Entry::Invalid { command, reason } => {
-            parts.push(format!("invalid {command}"));
-            parts.push(reason.clone());
-        }
-    }
-    short_digest(parts.iter().map(String::as_bytes))
+/// A digest of an entry as written ([`Pending::written`]).
+fn digest(written: &[String]) -> String {
+    short_digest(written.iter().map(String::as_bytes))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{Command, ServerSpec};
+    use crate::config::{Command, Entry, ServerSpec};
 
-    fn server(file: &Path, name: &str, command: Command) -> Server {
-        Server {
-            name: name.to_owned(),
-            entry: Entry::Enabled(ServerSpec::new(name, command)),
-            source: Source::File(file.to_owned()),
+    /// `entry` of the project file `file`, as the command line reads it.
+    fn pending(file: &Path, name: &str, written: &[&str]) -> Pending {
+        let spec = ServerSpec::new(name, Command::new("x"));
+        Pending {
+            server: Server {
+                name: name.to_owned(),
+                entry: Entry::Enabled(spec),
+                source: Source::File(file.to_owned()),
+            },
+            written: written.iter().map(|part| (*part).to_owned()).collect(),
+            replaces: None,
         }
     }
 
@@ -142,55 +125,77 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let store = dir.join("approvals.json");
         let file = dir.join(".mcp.json");
-        let notes = server(
+        let notes = pending(
             &file,
             "notes",
-            Command::new("notes-server").args(["--db", "x"]),
+            &["command \"notes-server\"", "args [\"x\"]"],
         );
+        let admits = |approvals: &Approvals, p: &Pending| approvals.admits(&p.server, &p.written);
 
         let mut approvals = Approvals::read(store.clone());
-        assert!(!approvals.admits(&notes));
+        assert!(!admits(&approvals, &notes));
         approvals.approve(&[&notes]).unwrap();
-        assert!(approvals.admits(&notes));
+        assert!(admits(&approvals, &notes));
         // Read again by another run, as the next command would.
         let again = Approvals::read(store.clone());
-        assert!(again.admits(&notes));
+        assert!(again.admits(&notes.server, &notes.written));
 
-        // Any change to what it runs voids it; so does the same entry in another folder.
+        // Any change to what it runs voids it; so does the same entry in another folder, or
+        // under another name.
         let changed = [
-            server(
+            pending(
                 &file,
                 "notes",
-                Command::new("notes-server").args(["--db", "y"]),
+                &["command \"notes-server\"", "args [\"y\"]"],
             ),
-            server(&file, "notes", Command::new("sh").args(["-c", "touch x"])),
-            server(&dir.join("sub/.mcp.json"), "notes", notes_command()),
-            server(&file, "notes2", notes_command()),
+            pending(&file, "notes", &["command \"sh\"", "args [\"x\"]"]),
+            pending(
+                &dir.join("sub/.mcp.json"),
+                "notes",
+                &["command \"notes-server\"", "args [\"x\"]"],
+            ),
+            pending(
+                &file,
+                "notes2",
+                &["command \"notes-server\"", "args [\"x\"]"],
+            ),
         ];
         for other in &changed {
-            assert!(!again.admits(other), "{other:?}");
+            assert!(!admits(&again, other), "{other:?}");
         }
-        let mut with_env = notes.clone();
-        if let Entry::Enabled(spec) = &mut with_env.entry {
-            spec.command
-                .env
-                .insert("LD_PRELOAD".into(), "/tmp/x.so".into());
-        }
-        assert!(!again.admits(&with_env));
-        // Switching it off and on runs what was approved.
-        let mut disabled = notes.clone();
-        disabled.entry = match disabled.entry {
-            Entry::Enabled(spec) => Entry::Disabled(spec),
-            other => other,
-        };
-        assert!(again.admits(&disabled));
 
         std::fs::write(&store, "not json").unwrap();
-        assert!(!Approvals::read(store).admits(&notes));
+        assert!(!admits(&Approvals::read(store), &notes));
         std::fs::remove_dir_all(dir).unwrap();
     }
 
-    fn notes_command() -> Command {
-        Command::new("notes-server").args(["--db", "x"])
+    #[test]
+    fn what_is_approved_is_the_entry_as_written() {
+        let dir = std::env::temp_dir().join(format!("mcp-cli-written-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join(".mcp.json");
+        let read = |text: &str, token: &str| {
+            std::fs::write(&file, text).unwrap();
+            let env = |key: &str| (key == "TOKEN").then(|| token.to_owned());
+            let held =
+                crate::config::load_with_presets(&[(file.clone(), true)], &env, &dir, &|_, _| {
+                    false
+                });
+            held.unwrap().pending.remove(0)
+        };
+        let text = r#"{"mcpServers": {"gh": {"command": "gh-mcp", "env": {"T": "${TOKEN}"}}}}"#;
+        let mut approvals = Approvals::read(dir.join("approvals.json"));
+        approvals.approve(&[&read(text, "one")]).unwrap();
+        // The variable now expands otherwise: the entry is as it was approved.
+        let rotated = read(text, "two");
+        assert!(approvals.admits(&rotated.server, &rotated.written));
+        // The environment it asks for, or whether it is on, as written.
+        let more = r#"{"mcpServers": {"gh": {"command": "gh-mcp", "env": {"T": "${TOKEN}", "LD_PRELOAD": "/x.so"}}}}"#;
+        let more = read(more, "two");
+        assert!(!approvals.admits(&more.server, &more.written));
+        let off = r#"{"mcpServers": {"gh": {"command": "gh-mcp", "env": {"T": "${TOKEN}"}, "disabled": true}}}"#;
+        let off = read(off, "two");
+        assert!(approvals.admits(&off.server, &off.written));
+        std::fs::remove_dir_all(dir).unwrap();
     }
 }

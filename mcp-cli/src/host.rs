@@ -68,8 +68,8 @@ impl ConfigFiles {
     /// our own gateway over them is refused here, before anything starts.
     pub(crate) fn load(&self, env: Env<'_>) -> Result<Config, ConfigError> {
         let approvals = Approvals::read(self.approvals.clone());
-        let gate = |server: &config::Server| match &server.source {
-            Source::File(path) if self.project.contains(path) => approvals.admits(server),
+        let gate = |server: &config::Server, written: &[String]| match &server.source {
+            Source::File(path) if self.project.contains(path) => approvals.admits(server, written),
             _ => true,
         };
         let mut config = config::load_with_presets(&self.files, env, &self.cwd, &gate)?;

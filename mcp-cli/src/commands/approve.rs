@@ -4,7 +4,7 @@
 
 use crate::approve::{Decision, decide};
 use crate::commands::Context;
-use crate::config::{Entry, Pending, Server};
+use crate::config::{Entry, Pending};
 use crate::exit::{Exit, Failure};
 use crate::hub::source_name;
 
@@ -54,8 +54,7 @@ pub(crate) fn run(ctx: &mut Context, names: &[String]) -> Result<Exit, Failure> 
             ));
         }
     }
-    let servers: Vec<&Server> = chosen.iter().map(|pending| &pending.server).collect();
-    (ctx.files.approvals().approve(&servers))
+    (ctx.files.approvals().approve(&chosen))
         .map_err(|error| Failure::usage(format!("not approved: {error}")))?;
     for pending in &chosen {
         let server = &pending.server;

@@ -68,6 +68,28 @@ pub(super) struct RawServer {
     pub unusable: Option<String>,
 }
 
+impl RawServer {
+    /// What decides what the entry runs or reaches, as its file writes it (variables not
+    /// expanded), one part a line: what a person approves. Whether it is enabled, its
+    /// timeouts and filters are left out.
+    pub(super) fn written(&self) -> Vec<String> {
+        let mut parts = Vec::new();
+        let mut add =
+            |key: &str, value: &dyn std::fmt::Debug| parts.push(format!("{key} {value:?}"));
+        add("command", &self.command);
+        add("args", &self.args);
+        add("env", &self.env);
+        add("env_inherit", &self.env_inherit);
+        add("env_pass", &self.env_pass);
+        add("cwd", &self.cwd);
+        add("url", &self.url);
+        add("headers", &self.headers);
+        add("bearer_token_env_var", &self.bearer_token_env_var);
+        add("permissions", &self.permissions);
+        parts
+    }
+}
+
 /// `permissions = { network = false | [hosts], install, filesystem = [paths] }`: what the
 /// server may reach.
 #[derive(Debug, Default, Clone, serde::Deserialize)]

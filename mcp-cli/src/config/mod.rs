@@ -261,14 +261,18 @@ pub struct Config {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pending {
     pub server: Server,
+    /// What decides what it runs, as its file writes it (variables not expanded), one part a
+    /// line: what a person approves ([`Gate`]).
+    pub written: Vec<String>,
     /// The entry of the same name that stays in effect meanwhile (an earlier file's or a
     /// preset), which approving this one would replace.
     pub replaces: Option<Server>,
 }
 
-/// Whether an entry read from a file takes effect; the entries it refuses are kept in
+/// Whether an entry read from a file takes effect, given the entry and what decides what it
+/// runs as its file writes it ([`Pending::written`]); the entries it refuses are kept in
 /// [`Config::pending`] instead, and replace nothing.
-pub type Gate<'a> = &'a dyn Fn(&Server) -> bool;
+pub type Gate<'a> = &'a dyn Fn(&Server, &[String]) -> bool;
 
 impl Config {
     /// The servers and policy of exactly `paths`, each of which must exist, with `${VAR}`s
@@ -312,7 +316,7 @@ pub type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
 /// This is the embedder's path: a hub built from it knows only the servers these files
 /// define. [`load_with_presets`] is the command line's.
 pub fn load(files: &[(PathBuf, bool)], env: Env<'_>) -> Result<Config, ConfigError> {
-    merge(files, env, Vec::new(), &|_| true)
+    merge(files, env, Vec::new(), &|_, _| true)
 }
 
 /// [`load`], with the built-in [`presets`] (`filesystem` rooted at `cwd`, `everything`,
@@ -347,12 +351,13 @@ fn merge(
                 return Err(ConfigError::unreadable(path, &error));
             }
         };
-        let (file, keys) = read_file(path, &text, env)?;
+        let (file, keys, mut written) = read_file(path, &text, env)?;
         for server in file.servers {
-            match gate(&server) {
+            let written = written.remove(&server.name).unwrap_or_default();
+            match gate(&server, &written) {
                 true => servers.insert(server.name.clone(), server),
                 false => {
-                    held.push(server);
+                    held.push((server, written));
                     None
                 }
             };
@@ -371,7 +376,9 @@ fn merge(
         servers.entry(fallback.name.clone()).or_insert(fallback);
     }
     // A rule may name a server that waits for approval: it will apply once it is approved.
-    let held_names = held.iter().map(|server: &Server| server.name.as_str());
+    let held_names = held
+        .iter()
+        .map(|(server, _): &(Server, _)| server.name.as_str());
     let names: Vec<&str> = servers
         .keys()
         .map(String::as_str)
@@ -379,9 +386,10 @@ fn merge(
         .collect();
     policy.check_names(&names, &rule_keys)?;
     let pending = (held.into_iter())
-        .map(|server| Pending {
+        .map(|(server, written)| Pending {
             replaces: servers.get(&server.name).cloned(),
             server,
+            written,
         })
         .collect();
     Ok(Config {
@@ -394,7 +402,7 @@ fn merge(
 /// One file's servers and policy, without the presets. Names in the policy are not checked
 /// here, as they may be defined in another file.
 pub fn parse_file(path: &Path, text: &str, env: Env<'_>) -> Result<Config, ConfigError> {
-    read_file(path, text, env).map(|(config, _)| config)
+    read_file(path, text, env).map(|(config, _, _)| config)
 }
 
 /// One file as its syntax read it, its servers not yet finished.
@@ -424,10 +432,16 @@ fn read_raw(path: &Path, text: &str) -> Result<RawFile, ConfigError> {
     }
 }
 
-/// [`parse_file`], plus the key each rule was written under.
-fn read_file(path: &Path, text: &str, env: Env<'_>) -> Result<(Config, Vec<String>), ConfigError> {
+/// One file's servers, with what decides what each runs as written (by name).
+type ReadFile = (Config, Vec<String>, BTreeMap<String, Vec<String>>);
+
+/// [`parse_file`], plus the key each rule was written under and each server as written.
+fn read_file(path: &Path, text: &str, env: Env<'_>) -> Result<ReadFile, ConfigError> {
     let file = read_raw(path, text)?;
     let base = path.parent().unwrap_or(Path::new("."));
+    let written = (file.servers.iter())
+        .map(|(name, raw)| (name.clone(), raw.written()))
+        .collect();
     let servers = (file.servers.into_iter())
         .map(|(name, raw)| Server {
             // An unusable entry says which file to fix.
@@ -447,7 +461,7 @@ fn read_file(path: &Path, text: &str, env: Env<'_>) -> Result<(Config, Vec<Strin
         policy: file.policy,
         pending: Vec::new(),
     };
-    Ok((config, file.rule_keys))
+    Ok((config, file.rule_keys, written))
 }
 
 #[cfg(test)]
@@ -528,7 +542,7 @@ mod tests {
             (dir.join("absent.toml"), false),
         ];
         assert!(load(&files, &env).unwrap().servers.len() == 2);
-        let servers = load_with_presets(&files, &env, &dir, &|_| true)
+        let servers = load_with_presets(&files, &env, &dir, &|_, _| true)
             .unwrap()
             .servers;
         assert_eq!(spec(&servers, "a").command.program, "two");
@@ -562,7 +576,7 @@ mod tests {
         )
         .unwrap();
         let files = [(user.clone(), true), (project, true)];
-        let policy = load_with_presets(&files, &env, &dir, &|_| true)
+        let policy = load_with_presets(&files, &env, &dir, &|_, _| true)
             .unwrap()
             .policy;
         let tools: Vec<_> = policy.rules.iter().map(|r| r.tool.as_str()).collect();
@@ -612,7 +626,7 @@ mod tests {
         for (path, text, expected) in cases {
             std::fs::write(path, text).unwrap();
             let error =
-                load_with_presets(&[(path.clone(), true)], &env, &dir, &|_| true).unwrap_err();
+                load_with_presets(&[(path.clone(), true)], &env, &dir, &|_, _| true).unwrap_err();
             let expected = format!(
                 "invalid config {} {expected} (known: everything, filesystem, ",
                 path.display()
@@ -630,7 +644,7 @@ mod tests {
         )
         .unwrap();
         let files = [(toml, true), (json, true)];
-        load_with_presets(&files, &env, &dir, &|_| true).unwrap();
+        load_with_presets(&files, &env, &dir, &|_, _| true).unwrap();
         // Without the presets, a rule naming one names nothing.
         let error = load(&files, &env).unwrap_err();
         assert!(
