@@ -50,7 +50,7 @@ fn hashed(server: &str, tool: &str) -> String {
 /// its tools' names must tell which server they are of. A name holding `__` (once made safe)
 /// would make `a__b`'s tool `c` and `a`'s tool `b__c` one name; two names that are one once
 /// made safe (`my.git`, `my_git`) would share all their tools' names.
-pub fn server_name_clash<'a>(
+pub(crate) fn server_name_clash<'a>(
     server: &str,
     others: impl IntoIterator<Item = &'a str>,
 ) -> Option<String> {
