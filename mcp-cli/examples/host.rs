@@ -3,7 +3,7 @@
 //! a model would give, the file's `deny` and `ask` rules at work, the hub's events, and a
 //! clean shutdown.
 //!
-//! `cargo run -p mcp-cli --example host -- CONFIG [TOOL [JSON_ARGUMENTS]]`
+//! `cargo run -p mcp-client-cli --example host -- CONFIG [TOOL [JSON_ARGUMENTS]]`
 //!
 //! CONFIG is all the hub knows: no built-in presets, no user file, no `.mcp.json` or
 //! `.mcp-cli.toml` from the working directory. A tool name from a model that names no server
@@ -27,9 +27,9 @@ use std::io::{BufRead, Write};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use mcp_cli::config::Config;
-use mcp_cli::hub::{Approval, Ask, Hub, HubError, HubEvent, Settings};
-use mcp_cli::serde_json::{self, Value, json};
+use mcp_client_cli::config::Config;
+use mcp_client_cli::hub::{Approval, Ask, Hub, HubError, HubEvent, Settings};
+use mcp_client_cli::serde_json::{self, Value, json};
 
 // The hub runs its servers on a thread of its own, so any runtime (or none) will do.
 #[tokio::main(flavor = "current_thread")]

@@ -1,5 +1,6 @@
-//! The `mcp-cli` library: the host layer ([`hub::Hub`], many servers under one config and
-//! one policy), the config reader, and the command line on top of them.
+//! The `mcp-client-cli` library (`mcp_client_cli`): the host layer ([`hub::Hub`], many
+//! servers under one config and one policy), the config reader, and the command line on top
+//! of them.
 //!
 //! [`run`] takes the command line and returns the exit code, so tests can drive the whole
 //! program in-process or through the binary. Hosts embed [`hub::Hub`] directly, and depend on

@@ -1,5 +1,5 @@
-//! The `mcp-cli` binary: a thin shell over [`mcp_cli::run`].
+//! The `mcp-cli` binary: a thin shell over [`mcp_client_cli::run`].
 
 fn main() {
-    std::process::exit(mcp_cli::run(std::env::args_os()));
+    std::process::exit(mcp_client_cli::run(std::env::args_os()));
 }

@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used)]
 
 // The check names `crate::config`: the fuzz crate compiles the config module from its sources.
-use mcp_cli::config;
+use mcp_client_cli::config;
 
 #[path = "../../fuzz/src/config_check.rs"]
 #[allow(unreachable_pub)]

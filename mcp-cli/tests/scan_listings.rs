@@ -7,8 +7,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use mcp_cli::scan::{self, Finding};
-use mcp_cli::{Prompt, Resource, ResourceTemplate, Tool};
+use mcp_client_cli::scan::{self, Finding};
+use mcp_client_cli::{Prompt, Resource, ResourceTemplate, Tool};
 use serde_json::Value;
 
 /// A recorded listing: what `tools/list`, `prompts/list`, `resources/list` and

@@ -36,7 +36,7 @@ impl AskHandler {
     /// A handler from an async closure (or any function returning a future):
     ///
     /// ```
-    /// use mcp_cli::hub::{Ask, AskHandler};
+    /// use mcp_client_cli::hub::{Ask, AskHandler};
     /// let handler = AskHandler::new(|ask: Ask| async move {
     ///     if ask.tool.ends_with("__echo") { Ok(()) } else { Err("not this one".to_owned()) }
     /// });

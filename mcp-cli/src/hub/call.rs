@@ -213,7 +213,7 @@ impl Hub {
     /// from the catalogue. Await the [`Call`], after setting its options if need be:
     ///
     /// ```no_run
-    /// # async fn demo(hub: &mcp_cli::hub::Hub) -> Result<(), mcp_cli::hub::HubError> {
+    /// # async fn demo(hub: &mcp_client_cli::hub::Hub) -> Result<(), mcp_client_cli::hub::HubError> {
     /// use std::time::Duration;
     /// use serde_json::json;
     /// let result = hub.call("everything__echo", json!({"message": "hi"})).await?;

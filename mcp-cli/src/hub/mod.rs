@@ -2,9 +2,9 @@
 //! language model MCP tools. The command line is a thin view over it.
 //!
 //! ```no_run
-//! # async fn demo() -> Result<(), mcp_cli::hub::HubError> {
-//! use mcp_cli::config::{Command, Config};
-//! use mcp_cli::hub::{Hub, Settings};
+//! # async fn demo() -> Result<(), mcp_client_cli::hub::HubError> {
+//! use mcp_client_cli::config::{Command, Config};
+//! use mcp_client_cli::hub::{Hub, Settings};
 //!
 //! let mut config = Config::default();
 //! config.add("everything", Command::new("npx").args(["-y", "@modelcontextprotocol/server-everything"]));

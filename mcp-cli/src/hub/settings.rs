@@ -15,7 +15,7 @@ use crate::hub::{
 /// over [`Settings::default`]:
 ///
 /// ```
-/// use mcp_cli::hub::{Ask, Settings};
+/// use mcp_client_cli::hub::{Ask, Settings};
 /// let settings = Settings::builder()
 ///     .client("my-agent", "0.1.0")
 ///     .ask(|ask: Ask| async move { Err(format!("{} is not allowed today", ask.tool)) })

@@ -5,8 +5,8 @@ use std::future::IntoFuture;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_cli::config::{Command, Config, Entry, Policy, Server, ServerSpec, Source};
-use mcp_cli::hub::{Ask, AskHandler, Hub, HubError, HubEvent, Settings, State};
+use mcp_client_cli::config::{Command, Config, Entry, Policy, Server, ServerSpec, Source};
+use mcp_client_cli::hub::{Ask, AskHandler, Hub, HubError, HubEvent, Settings, State};
 use mcp_smol::ServerCommand;
 use serde_json::{Value, json};
 
@@ -218,7 +218,7 @@ fn policy_denies_servers_and_tools_and_asks_for_others() {
     );
     let path = dir.write("config.toml", &config);
     let env = |_: &str| None;
-    let config = mcp_cli::config::load(&[(path, true)], &env).unwrap();
+    let config = mcp_client_cli::config::load(&[(path, true)], &env).unwrap();
     let asked = Arc::new(std::sync::Mutex::new(Vec::<Ask>::new()));
     let record = asked.clone();
     let handler = AskHandler::new(move |ask: Ask| {
@@ -309,7 +309,7 @@ fn every_route_to_a_tool_passes_the_policy() {
     );
     let path = dir.write("config.toml", &config);
     let env = |_: &str| None;
-    let config = mcp_cli::config::load(&[(path, true)], &env).unwrap();
+    let config = mcp_client_cli::config::load(&[(path, true)], &env).unwrap();
     let hub = hub_of(config.servers, config.policy, None);
     bounded(async {
         let typed = hub
@@ -403,7 +403,9 @@ fn a_dropped_or_timed_out_call_is_cancelled_on_the_server() {
             matches!(
                 timed_out,
                 Err(HubError::Server {
-                    error: mcp_cli::smol::Error::Request(mcp_cli::RequestError::TimedOut { .. }),
+                    error: mcp_client_cli::smol::Error::Request(
+                        mcp_client_cli::RequestError::TimedOut { .. }
+                    ),
                     ..
                 })
             ),
@@ -437,7 +439,8 @@ fn ask_without_a_handler_is_refused() {
         );
         let env = |_: &str| None;
         let parsed =
-            mcp_cli::config::parse_file(std::path::Path::new("/t/c.toml"), &config, &env).unwrap();
+            mcp_client_cli::config::parse_file(std::path::Path::new("/t/c.toml"), &config, &env)
+                .unwrap();
         policy.rules = parsed.policy.rules;
         let hub = hub_of(parsed.servers, policy, None);
         let error = echo(&hub, "fx", "x").await.unwrap_err();
@@ -524,7 +527,7 @@ fn calls_side_by_side_each_hear_their_own_progress() {
 }
 
 /// An embedder matches a server's JSON-RPC error by its code and a broken config by its key,
-/// naming the types through `mcp_cli` alone and reading neither message.
+/// naming the types through `mcp_client_cli` alone and reading neither message.
 #[test]
 fn errors_are_matched_by_code_and_key_not_by_text() {
     bounded(async {
@@ -538,12 +541,12 @@ fn errors_are_matched_by_code_and_key_not_by_text() {
         assert_eq!(error.rpc_code(), Some(-32603));
         assert!(matches!(
             error.rpc_error(),
-            Some(mcp_cli::RpcError { code: -32603, .. })
+            Some(mcp_client_cli::RpcError { code: -32603, .. })
         ));
         // A tool's own failure is a result, decoded with the re-exported type; no code.
         let result = hub.call(&fail, json!({})).await.unwrap();
         assert!(
-            mcp_cli::CallToolResult::from_value(result)
+            mcp_client_cli::CallToolResult::from_value(result)
                 .unwrap()
                 .is_error
         );
@@ -552,9 +555,9 @@ fn errors_are_matched_by_code_and_key_not_by_text() {
     });
     let env = |_: &str| -> Option<String> { None };
     let text = "[mcp.fx]\ncommand = \"x\"\nargs = \"not a list\"\n";
-    let error =
-        mcp_cli::config::parse_file(std::path::Path::new("/t/c.toml"), text, &env).unwrap_err();
-    assert_eq!(error.kind, mcp_cli::config::ConfigErrorKind::Invalid);
+    let error = mcp_client_cli::config::parse_file(std::path::Path::new("/t/c.toml"), text, &env)
+        .unwrap_err();
+    assert_eq!(error.kind, mcp_client_cli::config::ConfigErrorKind::Invalid);
     assert_eq!(error.key.as_deref(), Some("mcp.fx.args"));
     assert_eq!(error.line, Some(3));
 }

@@ -5,8 +5,8 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use mcp_cli::config::{Command, Config, Entry, Policy, Server, ServerSpec, Source};
-use mcp_cli::hub::{Hub, HubEvent, Settings, State};
+use mcp_client_cli::config::{Command, Config, Entry, Policy, Server, ServerSpec, Source};
+use mcp_client_cli::hub::{Hub, HubEvent, Settings, State};
 use mcp_smol::ServerCommand;
 use mcp_tests::stateless::{SCHEMA_2020_INPUT, SCHEMA_2020_OUTPUT};
 use serde_json::{Value, json};
@@ -70,7 +70,7 @@ async fn until(what: &str, done: impl Fn() -> bool) {
     }
 }
 
-async fn echo(hub: &Hub, name: &str) -> Result<Value, mcp_cli::hub::HubError> {
+async fn echo(hub: &Hub, name: &str) -> Result<Value, mcp_client_cli::hub::HubError> {
     let tool = hub.find(&format!("{name}__echo")).await?;
     hub.call(&tool, json!({ "text": "hi" })).await
 }

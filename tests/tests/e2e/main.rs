@@ -22,7 +22,7 @@ mod adapter_eras;
 /// The same connection driven under smol, tokio (both flavours) and a plain block_on.
 mod runtimes;
 
-/// The host layer (`mcp_cli::hub`) embedded as an agent would.
+/// The host layer (`mcp_client_cli::hub`) embedded as an agent would.
 mod hub;
 
 /// The host layer on stateless-era servers: listening, cache hints, schemas as sent, a missing
@@ -99,7 +99,7 @@ mod daemon;
 /// Remote servers over HTTP: server-everything's HTTP modes, HTTPS, and misbehaving servers.
 mod http;
 
-/// OAuth for remote servers: `mcp_cli::auth` against `mcp-oauth-fixture` over real HTTP.
+/// OAuth for remote servers: `mcp_client_cli::auth` against `mcp-oauth-fixture` over real HTTP.
 mod oauth;
 
 /// OAuth for real use through the `mcp-cli` binary: the keychain (a private gnome-keyring),

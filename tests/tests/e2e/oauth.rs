@@ -1,4 +1,4 @@
-//! OAuth through the real HTTP transport: `mcp_cli::auth::OAuth` as the authorizer of
+//! OAuth through the real HTTP transport: `mcp_client_cli::auth::OAuth` as the authorizer of
 //! `mcp_smol::connect` with an `HttpServer`, against `mcp-oauth-fixture` (an authorization server and the MCP
 //! server it protects). Logins unattended (`Login::Follow`) and through a stand-in browser.
 
@@ -8,7 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_cli::auth::{self, Login, OAuth, Settings};
+use mcp_client_cli::auth::{self, Login, OAuth, Settings};
 use mcp_smol::{Authorizer, Client, Error, HttpServer, Options};
 use serde_json::json;
 

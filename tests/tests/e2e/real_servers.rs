@@ -157,20 +157,20 @@ fn everything_catalogue_is_right_after_its_list_change() {
         return;
     };
     let command = mcp_smol::ServerCommand::new(bin.join("mcp-server-everything").to_string_lossy());
-    let server = mcp_cli::config::Server {
+    let server = mcp_client_cli::config::Server {
         name: "everything".into(),
-        entry: mcp_cli::config::Entry::Enabled(mcp_cli::config::ServerSpec::new(
+        entry: mcp_client_cli::config::Entry::Enabled(mcp_client_cli::config::ServerSpec::new(
             "everything",
-            mcp_cli::config::Command::new(&command.program),
+            mcp_client_cli::config::Command::new(&command.program),
         )),
-        source: mcp_cli::config::Source::File("/test/config.toml".into()),
+        source: mcp_client_cli::config::Source::File("/test/config.toml".into()),
     };
-    let config = mcp_cli::config::Config {
+    let config = mcp_client_cli::config::Config {
         servers: vec![server],
         ..Default::default()
     };
     crate::support::bounded(async {
-        let hub = mcp_cli::hub::Hub::new(config, mcp_cli::hub::Settings::default());
+        let hub = mcp_client_cli::hub::Hub::new(config, mcp_client_cli::hub::Settings::default());
         let catalogue = hub.catalogue().await;
         assert!(catalogue.failures.is_empty(), "{:?}", catalogue.failures);
         let names: Vec<&str> = catalogue.tools.iter().map(|t| t.name.as_str()).collect();

@@ -480,7 +480,7 @@ fn everything_elicitation_through_the_daemon_is_answered_as_cold() {
 
 #[test]
 fn filesystem_confines_itself_to_the_roots_in_its_config() {
-    use mcp_cli::hub::{Hub, Settings};
+    use mcp_client_cli::hub::{Hub, Settings};
     use mcp_smol::proto::CallToolResult;
     let dir = Scratch::new("res-roots");
     let Some(bin) = mcp_tests::npm_bin() else {
@@ -497,7 +497,7 @@ fn filesystem_confines_itself_to_the_roots_in_its_config() {
     );
     let path = dir.write("mcp.toml", &text);
     let env = |_: &str| None;
-    let config = mcp_cli::config::parse_file(&path, &text, &env).unwrap();
+    let config = mcp_client_cli::config::parse_file(&path, &text, &env).unwrap();
     let hub = Hub::new(config, Settings::default());
     let inside = std::fs::canonicalize(dir.0.join("inside")).unwrap();
     bounded(async {

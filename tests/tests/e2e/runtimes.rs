@@ -1,8 +1,8 @@
 //! One connection, four executors: the driver is a plain future and needs none in particular.
 //! And the hub under tokio, as most agents would embed it.
 
-use mcp_cli::config::Config;
-use mcp_cli::hub::{Hub, Settings};
+use mcp_client_cli::config::Config;
+use mcp_client_cli::hub::{Hub, Settings};
 use mcp_smol::{Client, Driver};
 use serde_json::{Value, json};
 
@@ -131,5 +131,5 @@ fn the_hub_under_tokio_multi_thread() {
 }
 
 fn echoed(result: Value) -> String {
-    text(&mcp_cli::CallToolResult::from_value(result).unwrap())
+    text(&mcp_client_cli::CallToolResult::from_value(result).unwrap())
 }

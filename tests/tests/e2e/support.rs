@@ -87,7 +87,14 @@ pub(crate) fn cli_binary() -> std::path::PathBuf {
         .get_or_init(|| {
             let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
             let status = std::process::Command::new(cargo)
-                .args(["build", "--quiet", "-p", "mcp-cli", "--bin", "mcp-cli"])
+                .args([
+                    "build",
+                    "--quiet",
+                    "-p",
+                    "mcp-client-cli",
+                    "--bin",
+                    "mcp-cli",
+                ])
                 .status()
                 .expect("run cargo build");
             assert!(status.success(), "building mcp-cli failed");

@@ -265,7 +265,7 @@ impl Bins {
                 vec![]
             };
             let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-                .args(["build", "-p", "mcp-tests", "-p", "mcp-cli", "--bins"])
+                .args(["build", "-p", "mcp-tests", "-p", "mcp-client-cli", "--bins"])
                 .args(profile)
                 .status()
                 .unwrap();

@@ -4,8 +4,8 @@
 
 use std::time::Instant;
 
-use mcp_cli::config::{Command, Config};
-use mcp_cli::hub::{Hub, Settings, ToolEntry};
+use mcp_client_cli::config::{Command, Config};
+use mcp_client_cli::hub::{Hub, Settings, ToolEntry};
 use serde_json::json;
 
 use crate::{Bins, REPETITIONS, Table, percentile, process_cpu};
