@@ -78,6 +78,8 @@ pub struct Settings {
     /// A private key to authenticate the client with instead of a secret
     /// (`oauth_private_key_file`, `oauth_signing_alg`).
     pub private_key: Option<PrivateKey>,
+    /// Whether and how a login may happen when no stored token serves: the library's default
+    /// is [`Login::Never`]; the command line picks one from its flags.
     pub login: Login,
     /// `--stored-auth-only`: no login at all, not even one asked for with `mcp-cli auth`
     /// (the command line's business; here it only makes [`login`](Self::login) `Never`).
@@ -102,22 +104,40 @@ pub struct Settings {
 pub enum LoginPrompt {
     /// A browser is being opened on `url`; the login waits up to `wait` for it to come back.
     Opening {
+        /// The configured name of the server being logged in to.
         server: String,
+        /// The authorization URL given to the browser.
         url: String,
+        /// How long the loopback listener waits for the redirect ([`Settings::login_timeout`]).
         wait: Duration,
     },
     /// No browser could be opened: the person must open `url` themselves.
-    NoBrowser { server: String, url: String },
+    NoBrowser {
+        /// The configured name of the server being logged in to.
+        server: String,
+        /// The authorization URL the person opens.
+        url: String,
+    },
     /// `--no-browser`: the person opens `url` anywhere and pastes the address the browser
     /// ends on (our redirect URI, which may not load there) on stdin.
-    Paste { server: String, url: String },
+    Paste {
+        /// The configured name of the server being logged in to.
+        server: String,
+        /// The authorization URL the person opens.
+        url: String,
+    },
     /// `--device`: the person opens `verification_uri` on any device and enters `user_code`
     /// (or opens `verification_uri_complete`, which carries it) within `expires_in`.
     DeviceCode {
+        /// The configured name of the server being logged in to.
         server: String,
+        /// The short code the person types at `verification_uri`.
         user_code: String,
+        /// The page where the code is entered, as the authorization server sent it.
         verification_uri: String,
+        /// The same page with the code already filled in, when the server offers one.
         verification_uri_complete: Option<String>,
+        /// How long the code stays valid; the login polls for the token until then.
         expires_in: Duration,
     },
 }

@@ -69,7 +69,10 @@ use expand::{RawServers, finish};
 /// One server the config can start.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerSpec {
+    /// The configured name: its key in the config, and the prefix of its tools' shown names.
     pub name: String,
+    /// The program, its arguments, environment, folder and sandbox (for a remote server, the
+    /// URL only, for display).
     pub command: Command,
     /// Budget for spawn plus handshake.
     pub handshake_timeout: Option<Duration>,
@@ -111,9 +114,12 @@ pub struct ServerSpec {
 /// OAuth login needs beyond that.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Remote {
+    /// The endpoint (`url`), variables expanded.
     pub url: String,
     /// Static headers, `bearer_token_env_var`'s `Authorization` among them.
     pub headers: Vec<(String, String)>,
+    /// Which HTTP transport to speak (`transport`): Streamable HTTP with the fallback, or
+    /// HTTP+SSE only.
     pub transport: Transport,
     /// `oauth_client_id`: a client registered by hand.
     pub oauth_client_id: Option<String>,
@@ -208,10 +214,14 @@ impl ServerSpec {
 /// What a configured name stands for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Entry {
+    /// A usable entry that starts when asked for.
     Enabled(ServerSpec),
+    /// A usable entry turned off in its file (`enabled = false`, `disabled: true`, `mcp-cli
+    /// disable`): listed, never started.
     Disabled(ServerSpec),
     /// An entry that parsed but cannot be used; the reason says why.
     Invalid {
+        /// What is wrong with it, shown in listings and in the error a call to it gets.
         reason: String,
         /// Its program and arguments, or its URL, as written (variables unexpanded).
         command: String,
@@ -234,23 +244,33 @@ impl Entry {
 /// Where an entry came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Source {
+    /// Written in this config file.
     File(PathBuf),
+    /// One of the built-in presets ([`presets`]), which a file's entry of the same name
+    /// replaces.
     Preset,
     /// Added by the program itself, through [`Config::add`].
     Code,
 }
 
+/// One configured name: what it stands for and where that was said.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Server {
+    /// The configured name.
     pub name: String,
+    /// What it stands for: a server that starts, one turned off, or one that cannot be used.
     pub entry: Entry,
+    /// The file (or preset, or code) the entry came from.
     pub source: Source,
 }
 
 /// Everything the config says: the servers and the policy over them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Config {
+    /// Every configured name, once each (a later file's entry replaces an earlier one),
+    /// sorted by name.
     pub servers: Vec<Server>,
+    /// The allow- and denylists and the tool rules of every file, concatenated.
     pub policy: Policy,
     /// Entries a [`Gate`] held back: never started, shown so that a person can approve them.
     pub pending: Vec<Pending>,
@@ -260,6 +280,7 @@ pub struct Config {
 /// its folder). It replaces nothing while it waits.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pending {
+    /// The held-back entry, as it would be configured once approved.
     pub server: Server,
     /// What decides what it runs, as its file writes it (variables not expanded), one part a
     /// line: what a person approves ([`Gate`]).
