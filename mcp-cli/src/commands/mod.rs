@@ -12,6 +12,7 @@ mod daemon;
 mod enable;
 mod import;
 mod logs;
+mod manual;
 mod prompt;
 mod prompts;
 mod read;
@@ -79,6 +80,7 @@ pub(crate) async fn dispatch(ctx: &mut Context, command: Command) -> Result<Exit
         | Command::Prompts { .. }
         | Command::Prompt { .. } => dispatch_warm(ctx, command).await,
         Command::Completions { shell } => completions::run(ctx, shell),
+        Command::Manual { command } => manual::run(ctx, &command),
         Command::ServerNames => completions::server_names(ctx),
         Command::Logs { server, lines } => logs::run(ctx, &server, lines),
         Command::Serve {
