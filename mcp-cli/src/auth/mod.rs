@@ -11,6 +11,23 @@
 //! `register` (who we are to the server), `flow` (PKCE, the authorization URL, the code
 //! exchange, refresh), `person` with `loopback`, `browser` and `device` (the person's side of a
 //! login), `machine` (clients without one), `store` and `keychain` (where tokens are kept).
+//!
+//! What lives here:
+//!
+//! - `mod.rs`: `Settings`, `Login`, the `OAuth` authorizer a remote server's transport asks
+//! - `discovery.rs`: from a 401 to an authorization server and its metadata
+//! - `register.rs`: who we are to it: a configured client, a metadata document, or registration
+//! - `flow.rs`: the authorization code grant with PKCE, and refreshing tokens
+//! - `person.rs`: the person's side of a login: browser, pasted URL, what is shown
+//! - `browser.rs`: opening the system browser
+//! - `loopback.rs`: the loopback redirect listener on 127.0.0.1
+//! - `device.rs`: the device authorization grant (RFC 8628)
+//! - `machine.rs`: machine clients: `client_credentials`, secrets or signed JWTs
+//! - `store.rs`: tokens and registrations: the keychain or a private file
+//! - `keychain.rs`: the OS keychain through the `keyring` crate
+//! - `http.rs`: the HTTP exchanges OAuth makes, behind a trait the tests answer
+//! - `urls.rs`: the URL rules OAuth adds: absolute http(s), resource identifiers, Base64
+//! - `tests.rs`: the whole flow against canned servers
 
 pub(crate) mod browser;
 mod device;

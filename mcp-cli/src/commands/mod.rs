@@ -1,6 +1,31 @@
 //! The commands, one module each: thin views over the [`Hub`](crate::hub::Hub).
 //!
 //! A new command is one new module here and one arm in [`dispatch`].
+//!
+//! What lives here, one file a command:
+//!
+//! - `call.rs`: `call`; `call_result.rs`: how its result is shown
+//! - `tools.rs`: `tools`
+//! - `search.rs`: `search`
+//! - `servers.rs`: `servers`
+//! - `logs.rs`: `logs`
+//! - `resources.rs`: `resources`
+//! - `read.rs`: `read`
+//! - `prompts.rs`: `prompts`
+//! - `prompt.rs`: `prompt`
+//! - `tasks.rs`: `tasks` and `tasks get|wait|cancel`
+//! - `serve.rs`: `serve`, `serve --listen`, `serve --print-token`
+//! - `daemon/`: `daemon start|stop|status`, and the daemon process (`process.rs`)
+//! - `enable.rs`: `enable` and `disable`
+//! - `add.rs`: `add`
+//! - `remove.rs`: `remove`
+//! - `import.rs`: `import`
+//! - `auth.rs`: `auth`
+//! - `trust.rs`: `trust`
+//! - `approve.rs`: `approve`
+//! - `scan.rs`: `scan`
+//! - `completions.rs`: `completions` and the hidden `__servers`
+//! - `manual.rs`: `manual`
 
 mod add;
 mod approve;

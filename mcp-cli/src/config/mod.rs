@@ -17,6 +17,35 @@
 //! what the user denied. Denylists add up; a server must be in the allowlist of every file that has one, so a
 //! project file cannot widen the user's. Every
 //! server a policy names must exist, which is checked once all files and presets are in.
+//!
+//! What lives here:
+//!
+//! - `mod.rs`: `Config`, `Server`, `Entry`, `ServerSpec`; `load`, `load_with_presets`
+//! - `discover.rs`: which config files to read, and in what order
+//! - `tables.rs`: a file's top level, each key handed to the format that knows it
+//! - `native.rs`: the native TOML (`[mcp.<name>]`) and what any TOML file may hold
+//! - `hosts.rs`: the `mcpServers` table and VS Code's `servers`
+//! - `json.rs`: JSON files: which key holds which host's servers; Claude Code's permissions
+//! - `jsonc.rs`: JSON with comments and trailing commas, made plain JSON
+//! - `codex.rs`: Codex CLI's `[mcp_servers.<name>]`
+//! - `zed.rs`: Zed's `context_servers`
+//! - `opencode.rs`: opencode's `mcp` table
+//! - `reeboot.rs`: the JSON `mcp` key, which three hosts spell differently
+//! - `units.rs`: values with a unit or a fixed set of spellings: timeouts, sizes, flags
+//! - `expand.rs`: from the fields a format read to an `Entry`: `${VAR}` and the checks
+//! - `command.rs`: how to reach a server: the program and its sandbox, or the URL
+//! - `oauth.rs`: the OAuth choices an entry makes: token store, grant, private key
+//! - `policy.rs`: globs, tool filters, allow- and denylists, rules
+//! - `allowlist.rs`: `permissions.network`: the hosts a sandboxed server may reach
+//! - `presets.rs`: the built-in servers, used for names no file defines
+//! - `import.rs`: the servers other hosts configure on this machine
+//! - `change.rs`: what an edit works with: the entry to write, why an edit is refused
+//! - `edit.rs`: enable, disable, add and remove, in the file that defines the server
+//! - `edit_json.rs`: edits to JSON files, confined to one server's bytes
+//! - `edit_toml.rs`: edits to TOML files with `toml_edit`, layout kept
+//! - `write.rs`: reading a file for an edit and writing it back atomically
+//! - `errors.rs`: `ConfigError`, and the line an offset is on
+//! - `testing.rs`: helpers the config tests share
 
 mod allowlist;
 mod change;
