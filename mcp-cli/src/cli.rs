@@ -94,6 +94,13 @@ pub(crate) enum Command {
         /// bash, zsh, fish, elvish or powershell.
         shell: clap_complete::Shell,
     },
+    /// Print the man page (roff), for packagers: `mcp-cli manual > mcp-cli.1`; `manual
+    /// COMMAND...` prints that command's own page (`manual tasks wait > mcp-cli-tasks-wait.1`).
+    Manual {
+        /// A command (and its subcommand), for its own page; none for the main page.
+        #[arg(value_name = "COMMAND")]
+        command: Vec<String>,
+    },
     /// The configured server names, one a line, starting nothing (for completion scripts).
     #[command(name = "__servers", hide = true)]
     ServerNames,

@@ -11,6 +11,7 @@ use mcp_smol::proto::{CloseReason, RequestError, RpcError, SendError};
 /// The process exit status, by who is at fault.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
+    /// The command did what it was asked.
     Success = 0,
     /// The tool ran and reported an error (`isError: true`).
     ToolError = 1,
@@ -25,10 +26,12 @@ pub enum Exit {
 }
 
 impl Exit {
+    /// The number the process exits with.
     pub fn code(self) -> i32 {
         self as i32
     }
 
+    /// Its name in `--json` errors (`"kind"`): `usage`, `server`, `timeout`, ...
     pub fn kind(self) -> &'static str {
         match self {
             Self::Success => "success",
@@ -44,7 +47,9 @@ impl Exit {
 /// Why a command failed, and the exit status that says so.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Failure {
+    /// The status the process exits with.
     pub exit: Exit,
+    /// What went wrong, one line for a person, without the `mcp-cli: ` prefix.
     pub message: String,
     /// The command that gets past it, spelled only when printed: the run knows how it names
     /// the server, the code that failed does not.
@@ -52,6 +57,7 @@ pub struct Failure {
 }
 
 impl Failure {
+    /// A failure with this status and message, and no hint.
     pub fn new(exit: Exit, message: impl Into<String>) -> Self {
         Self {
             exit,
@@ -60,6 +66,8 @@ impl Failure {
         }
     }
 
+    /// A failure of the person's own making (exit 2): bad flags, an unknown name, arguments
+    /// that do not fit.
     pub fn usage(message: impl Into<String>) -> Self {
         Self::new(Exit::Usage, message)
     }

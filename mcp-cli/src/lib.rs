@@ -2,10 +2,10 @@
 //! servers under one config and one policy), the config reader, and the command line on top
 //! of them.
 //!
-//! [`run`] takes the command line and returns the exit code, so tests can drive the whole
+//! `run` takes the command line and returns the exit code, so tests can drive the whole
 //! program in-process or through the binary. Hosts embed [`hub::Hub`] directly, and depend on
 //! this crate with `default-features = false`: the `cli` feature (on by default, for `cargo
-//! install`) is the binary, [`run`] and the modules only they use, with clap and its kin.
+//! install`) is the binary, `run` and the modules only they use, with clap and its kin.
 //!
 //! Everything the hub takes and returns is reachable from here, so an embedder needs no
 //! dependency of its own on the crates below: the protocol's types ([`Tool`], [`Request`],
@@ -14,6 +14,8 @@
 //! receiver of [`hub::Settings::executor`] and [`hub::Hub::events`]. A server's JSON-RPC error is one call away:
 //! [`HubError::rpc_code`](hub::HubError::rpc_code); a config error says where it is and what
 //! kind it is ([`config::ConfigError`]).
+
+#![warn(missing_docs)]
 
 #[cfg(feature = "cli")]
 mod adhoc;

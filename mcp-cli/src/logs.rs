@@ -9,6 +9,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 /// Past this size the log is renamed to `<name>.log.1` (replacing an older one) and restarted.
 pub const ROTATE_BYTES: u64 = 4 * 1024 * 1024;
 
+/// The log file of `server` in `dir`: `<name>.log`, with any character other than letters,
+/// digits, `-`, `_` and `.` replaced by `_` and leading dots dropped, so no name reaches
+/// outside `dir`. Pins and tokens use the same name with another extension.
 pub fn log_path(dir: &Path, server: &str) -> PathBuf {
     // Server names come from config keys; keep them from escaping the folder.
     let safe: String = server
@@ -34,6 +37,8 @@ pub struct LogFile {
 }
 
 impl LogFile {
+    /// Opens `path` for appending (creating it and its folder private), rotating once it
+    /// passes `cap` bytes.
     pub fn open(path: PathBuf, cap: u64) -> io::Result<Self> {
         if let Some(dir) = path.parent() {
             crate::files::private_dir(dir)?;

@@ -112,6 +112,7 @@ fn base64_len(data: &str) -> usize {
     significant.count() * 3 / 4
 }
 
+/// `value` as indented JSON, the way commands print JSON to a person.
 pub fn pretty(value: &Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
 }
@@ -167,6 +168,7 @@ pub struct Stdout {
 pub struct Line {
     /// A diagnostic rather than output.
     pub stderr: bool,
+    /// The line, without its newline.
     pub text: String,
 }
 
@@ -235,6 +237,8 @@ impl Stdout {
         }
     }
 
+    /// One line of output on stdout (or kept, when capturing); dropped once the reader has
+    /// closed the pipe.
     pub fn line(&mut self, text: &str) {
         if let Some(captured) = &mut self.captured {
             captured.push(Line {

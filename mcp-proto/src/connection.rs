@@ -3,6 +3,16 @@
 //! on the wire ([`wire`]), what the server sends besides its answers ([`incoming`]), and
 //! what the stateless era does with a request's answer between its rounds ([`rounds`]), and
 //! what a server says of the revision it speaks ([`versions`]).
+//!
+//! Beside it, in `connection/`:
+//!
+//! - `config.rs`: `Config` and the client capabilities it declares
+//! - `events.rs`: `Event`, `RequestId`, `ServerRequest`, `Stats`
+//! - `wire.rs`: a request as it goes on the wire
+//! - `incoming.rs`: what the server sends besides its answers
+//! - `rounds.rs`: the stateless era's input rounds and revision retries
+//! - `versions.rs`: what a server says of the revision it speaks
+//! - `tests.rs`: unit tests of the bookkeeping (scenarios are in `tests/core`)
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Instant;

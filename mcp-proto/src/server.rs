@@ -8,6 +8,10 @@
 //! not speak), `subscriptions/listen` served here. It turns the host's requests into
 //! [`ServerEvent::Request`] under ids of our own (the host's id is echoed exactly in the
 //! answer), and the host's `notifications/cancelled` into [`ServerEvent::Cancelled`].
+//!
+//! Beside it, in `server/`:
+//!
+//! - `message.rs`: a host's message decoded once, for a transport that reads it whole
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};

@@ -3,6 +3,11 @@
 //! transport), which headers each carries, and what each answer means: sessions, the
 //! handshake's order, fallback, resumption budgets, what a 404 means, and in the stateless era
 //! which era a refused probe means and the headers that mirror each request.
+//!
+//! Beside it, in `streamable/`:
+//!
+//! - `streams.rs`: the event streams: an answer's resumed, the server's own, HTTP+SSE's
+//! - `pieces.rs`: one message arriving in pieces, parsed as they come
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::{Duration, Instant};

@@ -3,6 +3,12 @@
 //! process too, see [`crate::process`]) or over a stream someone else opened (a Unix
 //! socket), and the server role of [`serve`](crate::serve). What differs between them is the
 //! core and what its events mean ([`Role`]), and how they shut down.
+//!
+//! Beside it, in `driver/`:
+//!
+//! - `callers.rs`: who the driver answers: waiting callers, listeners, answerers
+//! - `on_caller.rs`: the pilot: a waiting caller driving the connection itself
+//! - `progress.rs`: where progress reports on a caller's requests arrive
 
 use std::collections::VecDeque;
 use std::future::Future;

@@ -11,6 +11,23 @@
 //! `register` (who we are to the server), `flow` (PKCE, the authorization URL, the code
 //! exchange, refresh), `person` with `loopback`, `browser` and `device` (the person's side of a
 //! login), `machine` (clients without one), `store` and `keychain` (where tokens are kept).
+//!
+//! What lives here:
+//!
+//! - `mod.rs`: `Settings`, `Login`, the `OAuth` authorizer a remote server's transport asks
+//! - `discovery.rs`: from a 401 to an authorization server and its metadata
+//! - `register.rs`: who we are to it: a configured client, a metadata document, or registration
+//! - `flow.rs`: the authorization code grant with PKCE, and refreshing tokens
+//! - `person.rs`: the person's side of a login: browser, pasted URL, what is shown
+//! - `browser.rs`: opening the system browser
+//! - `loopback.rs`: the loopback redirect listener on 127.0.0.1
+//! - `device.rs`: the device authorization grant (RFC 8628)
+//! - `machine.rs`: machine clients: `client_credentials`, secrets or signed JWTs
+//! - `store.rs`: tokens and registrations: the keychain or a private file
+//! - `keychain.rs`: the OS keychain through the `keyring` crate
+//! - `http.rs`: the HTTP exchanges OAuth makes, behind a trait the tests answer
+//! - `urls.rs`: the URL rules OAuth adds: absolute http(s), resource identifiers, Base64
+//! - `tests.rs`: the whole flow against canned servers
 
 pub(crate) mod browser;
 mod device;
@@ -78,6 +95,8 @@ pub struct Settings {
     /// A private key to authenticate the client with instead of a secret
     /// (`oauth_private_key_file`, `oauth_signing_alg`).
     pub private_key: Option<PrivateKey>,
+    /// Whether and how a login may happen when no stored token serves: the library's default
+    /// is [`Login::Never`]; the command line picks one from its flags.
     pub login: Login,
     /// `--stored-auth-only`: no login at all, not even one asked for with `mcp-cli auth`
     /// (the command line's business; here it only makes [`login`](Self::login) `Never`).
@@ -102,22 +121,40 @@ pub struct Settings {
 pub enum LoginPrompt {
     /// A browser is being opened on `url`; the login waits up to `wait` for it to come back.
     Opening {
+        /// The configured name of the server being logged in to.
         server: String,
+        /// The authorization URL given to the browser.
         url: String,
+        /// How long the loopback listener waits for the redirect ([`Settings::login_timeout`]).
         wait: Duration,
     },
     /// No browser could be opened: the person must open `url` themselves.
-    NoBrowser { server: String, url: String },
+    NoBrowser {
+        /// The configured name of the server being logged in to.
+        server: String,
+        /// The authorization URL the person opens.
+        url: String,
+    },
     /// `--no-browser`: the person opens `url` anywhere and pastes the address the browser
     /// ends on (our redirect URI, which may not load there) on stdin.
-    Paste { server: String, url: String },
+    Paste {
+        /// The configured name of the server being logged in to.
+        server: String,
+        /// The authorization URL the person opens.
+        url: String,
+    },
     /// `--device`: the person opens `verification_uri` on any device and enters `user_code`
     /// (or opens `verification_uri_complete`, which carries it) within `expires_in`.
     DeviceCode {
+        /// The configured name of the server being logged in to.
         server: String,
+        /// The short code the person types at `verification_uri`.
         user_code: String,
+        /// The page where the code is entered, as the authorization server sent it.
         verification_uri: String,
+        /// The same page with the code already filled in, when the server offers one.
         verification_uri_complete: Option<String>,
+        /// How long the code stays valid; the login polls for the token until then.
         expires_in: Duration,
     },
 }

@@ -1,6 +1,31 @@
 //! The commands, one module each: thin views over the [`Hub`](crate::hub::Hub).
 //!
 //! A new command is one new module here and one arm in [`dispatch`].
+//!
+//! What lives here, one file a command:
+//!
+//! - `call.rs`: `call`; `call_result.rs`: how its result is shown
+//! - `tools.rs`: `tools`
+//! - `search.rs`: `search`
+//! - `servers.rs`: `servers`
+//! - `logs.rs`: `logs`
+//! - `resources.rs`: `resources`
+//! - `read.rs`: `read`
+//! - `prompts.rs`: `prompts`
+//! - `prompt.rs`: `prompt`
+//! - `tasks.rs`: `tasks` and `tasks get|wait|cancel`
+//! - `serve.rs`: `serve`, `serve --listen`, `serve --print-token`
+//! - `daemon/`: `daemon start|stop|status`, and the daemon process (`process.rs`)
+//! - `enable.rs`: `enable` and `disable`
+//! - `add.rs`: `add`
+//! - `remove.rs`: `remove`
+//! - `import.rs`: `import`
+//! - `auth.rs`: `auth`
+//! - `trust.rs`: `trust`
+//! - `approve.rs`: `approve`
+//! - `scan.rs`: `scan`
+//! - `completions.rs`: `completions` and the hidden `__servers`
+//! - `manual.rs`: `manual`
 
 mod add;
 mod approve;
@@ -12,6 +37,7 @@ mod daemon;
 mod enable;
 mod import;
 mod logs;
+mod manual;
 mod prompt;
 mod prompts;
 mod read;
@@ -79,6 +105,7 @@ pub(crate) async fn dispatch(ctx: &mut Context, command: Command) -> Result<Exit
         | Command::Prompts { .. }
         | Command::Prompt { .. } => dispatch_warm(ctx, command).await,
         Command::Completions { shell } => completions::run(ctx, shell),
+        Command::Manual { command } => manual::run(ctx, &command),
         Command::ServerNames => completions::server_names(ctx),
         Command::Logs { server, lines } => logs::run(ctx, &server, lines),
         Command::Serve {

@@ -21,18 +21,30 @@ pub(super) enum Refusal {
 /// left unexpanded).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct NewServer {
+    /// The program to spawn (`command`); `None` for a remote entry.
     pub command: Option<String>,
+    /// The program's arguments (`args`), in order.
     pub args: Vec<String>,
+    /// Variables set for the program (`env`), values as written.
     pub env: BTreeMap<String, String>,
+    /// The folder the program starts in (`cwd`); `None`: the caller's.
     pub cwd: Option<String>,
+    /// The endpoint of a remote server (`url`); `None` for a program.
     pub url: Option<String>,
+    /// Static HTTP headers sent to a remote server (`headers`).
     pub headers: BTreeMap<String, String>,
+    /// The variable whose value is sent as `Authorization: Bearer ...`
+    /// (`bearer_token_env_var`); the name is written, never the token.
     pub bearer_token_env_var: Option<String>,
     /// Written as `transport = "sse"`: the older HTTP+SSE transport only.
     pub sse: bool,
+    /// The budget for spawn plus handshake, in seconds (`timeout_sec`).
     pub timeout_sec: Option<f64>,
+    /// The budget of each call, in seconds, restarted by progress (`call_timeout_sec`).
     pub call_timeout_sec: Option<f64>,
+    /// Globs of the only tool names shown and callable (`enabled_tools`); `None`: all.
     pub enabled_tools: Option<Vec<String>>,
+    /// Globs of tool names hidden and refused (`disabled_tools`); wins over `enabled_tools`.
     pub disabled_tools: Vec<String>,
     /// Written as `enabled = false`.
     pub disabled: bool,

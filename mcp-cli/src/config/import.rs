@@ -10,9 +10,11 @@ use super::{ConfigError, ConfigErrorKind, Env, NewServer, read_raw, strip_json_c
 /// One server another host configures.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Found {
+    /// The name the other host gives it (its key in that host's file).
     pub name: String,
     /// The host, with the project for Claude Code's per-project servers.
     pub host: String,
+    /// The file it was read from.
     pub file: PathBuf,
     /// The entry as written, in native terms.
     pub server: NewServer,

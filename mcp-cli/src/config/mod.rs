@@ -17,6 +17,35 @@
 //! what the user denied. Denylists add up; a server must be in the allowlist of every file that has one, so a
 //! project file cannot widen the user's. Every
 //! server a policy names must exist, which is checked once all files and presets are in.
+//!
+//! What lives here:
+//!
+//! - `mod.rs`: `Config`, `Server`, `Entry`, `ServerSpec`; `load`, `load_with_presets`
+//! - `discover.rs`: which config files to read, and in what order
+//! - `tables.rs`: a file's top level, each key handed to the format that knows it
+//! - `native.rs`: the native TOML (`[mcp.<name>]`) and what any TOML file may hold
+//! - `hosts.rs`: the `mcpServers` table and VS Code's `servers`
+//! - `json.rs`: JSON files: which key holds which host's servers; Claude Code's permissions
+//! - `jsonc.rs`: JSON with comments and trailing commas, made plain JSON
+//! - `codex.rs`: Codex CLI's `[mcp_servers.<name>]`
+//! - `zed.rs`: Zed's `context_servers`
+//! - `opencode.rs`: opencode's `mcp` table
+//! - `reeboot.rs`: the JSON `mcp` key, which three hosts spell differently
+//! - `units.rs`: values with a unit or a fixed set of spellings: timeouts, sizes, flags
+//! - `expand.rs`: from the fields a format read to an `Entry`: `${VAR}` and the checks
+//! - `command.rs`: how to reach a server: the program and its sandbox, or the URL
+//! - `oauth.rs`: the OAuth choices an entry makes: token store, grant, private key
+//! - `policy.rs`: globs, tool filters, allow- and denylists, rules
+//! - `allowlist.rs`: `permissions.network`: the hosts a sandboxed server may reach
+//! - `presets.rs`: the built-in servers, used for names no file defines
+//! - `import.rs`: the servers other hosts configure on this machine
+//! - `change.rs`: what an edit works with: the entry to write, why an edit is refused
+//! - `edit.rs`: enable, disable, add and remove, in the file that defines the server
+//! - `edit_json.rs`: edits to JSON files, confined to one server's bytes
+//! - `edit_toml.rs`: edits to TOML files with `toml_edit`, layout kept
+//! - `write.rs`: reading a file for an edit and writing it back atomically
+//! - `errors.rs`: `ConfigError`, and the line an offset is on
+//! - `testing.rs`: helpers the config tests share
 
 mod allowlist;
 mod change;
@@ -69,7 +98,10 @@ use expand::{RawServers, finish};
 /// One server the config can start.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerSpec {
+    /// The configured name: its key in the config, and the prefix of its tools' shown names.
     pub name: String,
+    /// The program, its arguments, environment, folder and sandbox (for a remote server, the
+    /// URL only, for display).
     pub command: Command,
     /// Budget for spawn plus handshake.
     pub handshake_timeout: Option<Duration>,
@@ -111,9 +143,12 @@ pub struct ServerSpec {
 /// OAuth login needs beyond that.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Remote {
+    /// The endpoint (`url`), variables expanded.
     pub url: String,
     /// Static headers, `bearer_token_env_var`'s `Authorization` among them.
     pub headers: Vec<(String, String)>,
+    /// Which HTTP transport to speak (`transport`): Streamable HTTP with the fallback, or
+    /// HTTP+SSE only.
     pub transport: Transport,
     /// `oauth_client_id`: a client registered by hand.
     pub oauth_client_id: Option<String>,
@@ -208,10 +243,14 @@ impl ServerSpec {
 /// What a configured name stands for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Entry {
+    /// A usable entry that starts when asked for.
     Enabled(ServerSpec),
+    /// A usable entry turned off in its file (`enabled = false`, `disabled: true`, `mcp-cli
+    /// disable`): listed, never started.
     Disabled(ServerSpec),
     /// An entry that parsed but cannot be used; the reason says why.
     Invalid {
+        /// What is wrong with it, shown in listings and in the error a call to it gets.
         reason: String,
         /// Its program and arguments, or its URL, as written (variables unexpanded).
         command: String,
@@ -234,23 +273,33 @@ impl Entry {
 /// Where an entry came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Source {
+    /// Written in this config file.
     File(PathBuf),
+    /// One of the built-in presets ([`presets`]), which a file's entry of the same name
+    /// replaces.
     Preset,
     /// Added by the program itself, through [`Config::add`].
     Code,
 }
 
+/// One configured name: what it stands for and where that was said.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Server {
+    /// The configured name.
     pub name: String,
+    /// What it stands for: a server that starts, one turned off, or one that cannot be used.
     pub entry: Entry,
+    /// The file (or preset, or code) the entry came from.
     pub source: Source,
 }
 
 /// Everything the config says: the servers and the policy over them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Config {
+    /// Every configured name, once each (a later file's entry replaces an earlier one),
+    /// sorted by name.
     pub servers: Vec<Server>,
+    /// The allow- and denylists and the tool rules of every file, concatenated.
     pub policy: Policy,
     /// Entries a [`Gate`] held back: never started, shown so that a person can approve them.
     pub pending: Vec<Pending>,
@@ -260,6 +309,7 @@ pub struct Config {
 /// its folder). It replaces nothing while it waits.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pending {
+    /// The held-back entry, as it would be configured once approved.
     pub server: Server,
     /// What decides what it runs, as its file writes it (variables not expanded), one part a
     /// line: what a person approves ([`Gate`]).

@@ -53,7 +53,10 @@ impl std::str::FromStr for SigningAlg {
 /// A private key in a PEM file (`oauth_private_key_file`), read when a token is needed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PrivateKey {
+    /// The PEM file (`oauth_private_key_file`), read each time a token is needed, so a
+    /// rotated key is picked up.
     pub path: PathBuf,
+    /// The algorithm the client assertion is signed with (`oauth_signing_alg`).
     pub alg: SigningAlg,
 }
 

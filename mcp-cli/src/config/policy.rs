@@ -48,6 +48,7 @@ impl Glob {
         })
     }
 
+    /// Whether the whole of `text` fits the pattern (not a part of it).
     pub fn matches(&self, text: &str) -> bool {
         let text: Vec<char> = text.chars().collect();
         let (mut token, mut at) = (0, 0);
@@ -79,6 +80,7 @@ impl Glob {
             .all(|token| *token == Token::AnyText)
     }
 
+    /// The pattern as written, for messages.
     pub fn as_str(&self) -> &str {
         &self.pattern
     }
@@ -145,24 +147,32 @@ pub struct ToolFilter {
 }
 
 impl ToolFilter {
+    /// Whether the server's own tool name `tool` may be shown and called: it matches
+    /// `enabled` (when set) and no `disabled` glob.
     pub fn allows(&self, tool: &str) -> bool {
         let matches = |globs: &[Glob]| globs.iter().any(|glob| glob.matches(tool));
         self.enabled.as_deref().is_none_or(matches) && !matches(&self.disabled)
     }
 }
 
+/// What a [`Rule`] does to the tools it matches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Action {
+    /// Called without asking.
     Allow,
+    /// Hidden from listings and refused when called.
     Deny,
+    /// Listed, but each call waits for a person's (or the host's) yes first.
     Ask,
 }
 
+/// One tool rule of a config file (`[[rules]]`, or a host's `permissions` lists).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rule {
     /// Matched against the shown name and the `mcp__<server>__<tool>` form.
     pub tool: Glob,
+    /// What happens to a tool it matches.
     pub action: Action,
     /// `FILE line N`, for messages.
     pub origin: String,

@@ -14,7 +14,9 @@ use crate::files::{self, ReplaceError};
 /// dotfiles folder stays a link) and its text, `None` when it does not exist yet.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Original {
+    /// The file's real path, the one written back.
     pub path: PathBuf,
+    /// Its contents when read; `None` when there was no file, so the edit creates one.
     pub text: Option<String>,
 }
 

@@ -9,6 +9,13 @@
 //! the host accepts `text/event-stream`, the answer becomes an event stream that carries it
 //! and ends with the answer. A stateless-era `subscriptions/listen` is such a stream that
 //! stays open; a session's `GET` opens its standalone stream (list changes).
+//!
+//! Beside it, in `listen/`:
+//!
+//! - `clock.rs`: a coarse timer for hyper's header-read timeout
+//! - `connections.rs`: at most `--max-connections` at once, one more answered 503
+//! - `posted.rs`: a posted body read as one message, decoded once
+//! - `token.rs`: the bearer token: made on first use, kept in the state folder
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;

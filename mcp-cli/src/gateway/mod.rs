@@ -8,6 +8,22 @@
 //! A stateless-era host (2026-07-28) is served the same way, request by request: the core
 //! reads each request's `_meta` and serves `subscriptions/listen` (list changes go to it), and
 //! what a backend asks of the person reaches the host as `input_required` rounds ([`rounds`]).
+//!
+//! What lives here:
+//!
+//! - `mod.rs`: the `Gateway`: one host served, requests routed to the hub
+//! - `host.rs`: the gateway's side of its host, and the `Relay` of servers' questions
+//! - `stdio.rs`: the host's end of `serve` on stdio
+//! - `listen.rs`: `serve --listen`: the gateway over Streamable HTTP
+//! - `listen/`: its clock, connection cap, posted bodies and bearer token
+//! - `bridge.rs`: one `--listen` host in memory, its answers routed to their HTTP requests
+//! - `keepalive.rs`: keep-alive comments on `--listen`'s event streams
+//! - `rounds.rs`: multi-round-trip requests for a stateless-era host
+//! - `url_elicitation.rs`: URL-mode elicitation (links) through the gateway
+//! - `tasks.rs`: tasks for a host that asks for them, in either era
+//! - `proxy.rs`: `serve --proxy`: one tool, `mcp`
+//! - `search.rs`: `serve --search`: `search_tools`, `describe_tool`, `call_tool`
+//! - `large.rs`: a host's size limit on tool results (`maxResultSizeChars`)
 
 mod bridge;
 mod host;

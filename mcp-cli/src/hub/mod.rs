@@ -80,6 +80,33 @@
 //!   receivers are not affected. One that is kept but not read costs at most 256 events,
 //!   then learns how many it missed ([`HubEvent::Lagged`]). Every receiver ends (after the
 //!   events it holds) once the last clone of the hub is dropped.
+//!
+//! What lives here:
+//!
+//! - `mod.rs`: the `Hub`, its events (`HubEvent`) and each server's `State` and status
+//! - `settings.rs`: `Settings` and its builder: how the hub runs its servers
+//! - `options.rs`: one server's connection options: timeouts, limits, log, protocol revision
+//! - `slot.rs`: one configured server's life: started on first use, watched, restarted
+//! - `slot/connect.rs`: how a slot starts its server: the program or endpoint, the handshake
+//! - `catalogue.rs`: every server's tools as `SERVER__TOOL`, policy applied; finding one
+//! - `call.rs`: `Hub::call` and its options (timeout, progress, tasks, output check)
+//! - `features.rs`: resources, resource templates and prompts; `Hub::request`
+//! - `found.rs`: tools found before, kept for the next lookup of the same name
+//! - `cache.rs`: how long a listing held in memory stays fresh
+//! - `stored.rs`: the catalogue on disk: each server's last listings
+//! - `eras.rs`: the era verdicts: the revision each `auto` server spoke last
+//! - `pins.rs`: tool pinning: a changed definition is withheld until `trust`
+//! - `accepted.rs`: what `trust` accepted of prompts, resources and templates
+//! - `scanning.rs`: the poisoning scan as the hub applies it: flagged items withheld
+//! - `ask.rs`: asking a person (or a host) before a call an `ask` rule covers
+//! - `server_requests.rs`: answering what servers ask: `roots/list`, forms
+//! - `listen.rs`: `subscriptions/listen` on stateless-era servers: live list changes
+//! - `tasks.rs`: tasks the servers run in the background, and their records on disk
+//! - `validate.rs`: checking `structuredContent` against the tool's `outputSchema`
+//! - `reload.rs`: applying an edited config to a running hub
+//! - `sandbox.rs`: what a sandboxed server may read and run besides its own paths
+//! - `proxy.rs`: the forward proxy, a sandboxed server's only way out
+//! - `error.rs`: `HubError`: why the hub could not do what was asked
 
 mod accepted;
 mod ask;

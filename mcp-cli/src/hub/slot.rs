@@ -1,5 +1,9 @@
 //! One configured server's life in the hub: started on first use, watched while it runs,
 //! restarted with backoff after a crash, and given up on after too many restarts a minute.
+//!
+//! Beside it, in `slot/`:
+//!
+//! - `connect.rs`: how a slot starts its server and connects to it
 
 use std::collections::VecDeque;
 use std::sync::atomic::AtomicU64;

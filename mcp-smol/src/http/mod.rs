@@ -37,6 +37,16 @@
 //!   carried to another origin.
 //! - 401 (or 403 with `insufficient_scope`) is put to the [`Authorizer`], and the request
 //!   sent once more if it says so; otherwise the caller gets [`Error::Unauthorized`].
+//!
+//! What lives here:
+//!
+//! - `mod.rs`: `HttpServer`, the `Authorizer` trait and its `Challenge`
+//! - `streamable.rs`: the HTTP driver loop around the core's `HttpConnection`
+//! - `exchanges.rs`: each POST and GET the core asks for, and what came back
+//! - `wire.rs`: one HTTP/1.1 exchange with hyper: connecting, the pool, redirects
+//! - `io.rs`: a socket as hyper reads and writes it
+//! - `tls.rs`: rustls with ring and the system's roots
+//! - `fetch.rs`: the plain exchanges an `Authorizer` makes of its own
 
 use std::fmt;
 use std::future::Future;

@@ -1,6 +1,11 @@
 //! `daemon start|stop|status|run`: the gateway in the background on a per-user Unix socket,
 //! used by the other commands while it runs (see [`crate::daemon`]); `run` is the daemon
 //! process itself (`process.rs`).
+//!
+//! What lives here:
+//!
+//! - `mod.rs`: `daemon start`, `stop` and `status`
+//! - `process.rs`: `daemon run`, the daemon itself
 
 mod process;
 
