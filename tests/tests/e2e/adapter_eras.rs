@@ -394,22 +394,18 @@ fn modern_peer_through_connect(peer: &mcp_tests::Peer, name: &str) {
 }
 
 #[test]
+#[cfg_attr(no_node, ignore = "needs Node.js and npm on PATH")]
 fn the_typescript_sdk_peer_through_connect() {
-    if let Some(peer) = mcp_tests::ts_peer() {
-        modern_peer_through_connect(&peer, "ts-peer");
-    }
+    modern_peer_through_connect(&mcp_tests::ts_peer(), "ts-peer");
 }
 
 #[test]
+#[cfg_attr(no_python, ignore = "needs Python 3 with venv on PATH")]
 fn the_python_sdk_peer_through_connect() {
-    if let Some(peer) = mcp_tests::mcpserver_peer() {
-        modern_peer_through_connect(&peer, "mcpserver-peer");
-    }
+    modern_peer_through_connect(&mcp_tests::mcpserver_peer(), "mcpserver-peer");
 }
 
 #[test]
 fn the_rmcp_peer_through_connect() {
-    if let Some(peer) = mcp_tests::rmcp_peer() {
-        modern_peer_through_connect(&peer, "rmcp-peer");
-    }
+    modern_peer_through_connect(&mcp_tests::rmcp_peer(), "rmcp-peer");
 }

@@ -161,10 +161,9 @@ asyncio.run(main(sys.argv[1], sys.argv[2] == "proxy"))
 "#;
 
 #[test]
+#[cfg_attr(no_node, ignore = "needs Node.js and npm on PATH")]
 fn typescript_sdk_client_through_the_gateway() {
-    let Some(npm_bin) = mcp_tests::npm_bin() else {
-        return;
-    };
+    let npm_bin = mcp_tests::npm_bin();
     let scratch = Scratch::new("gateway-ts");
     let config = config(&scratch, Some(&npm_bin));
     let script = scratch.write("client.mjs", TS_CLIENT);
@@ -232,10 +231,9 @@ fn typescript_sdk_client_through_the_gateway() {
 }
 
 #[test]
+#[cfg_attr(no_python, ignore = "needs Python 3 with venv on PATH")]
 fn python_sdk_client_through_the_gateway_and_the_proxy() {
-    let Some(python_bin) = mcp_tests::python_bin() else {
-        return;
-    };
+    let python_bin = mcp_tests::python_bin();
     let scratch = Scratch::new("gateway-py");
     let config = config(&scratch, None);
     let config = config.display().to_string();
@@ -676,10 +674,9 @@ fn a_tool_found_before_is_looked_up_again_once_its_list_or_config_changes() {
 /// the backend: server-everything's `trigger-elicitation-request` through `serve`. A host
 /// that cannot show forms is not offered the tool at all, as a backend told so offers none.
 #[test]
+#[cfg_attr(no_node, ignore = "needs Node.js and npm on PATH")]
 fn a_backends_form_is_relayed_to_a_host_that_declared_elicitation() {
-    let Some(npm_bin) = mcp_tests::npm_bin() else {
-        return;
-    };
+    let npm_bin = mcp_tests::npm_bin();
     let scratch = Scratch::new("gateway-elicit");
     let program = npm_bin.join("mcp-server-everything");
     let config = scratch.write(

@@ -49,10 +49,9 @@ fn check(listed: &Value, called: &Value, how: &str) {
 }
 
 #[test]
+#[cfg_attr(no_node, ignore = "needs Node.js and npm on PATH")]
 fn the_inspector_cli_lists_and_calls_through_serve_over_stdio_and_listen() {
-    let Some((node, launcher)) = mcp_tests::inspector_cli() else {
-        return;
-    };
+    let (node, launcher) = mcp_tests::inspector_cli();
     let scratch = Scratch::new("inspector");
     let listening = listen_to(&scratch, &["good"], &[]);
     let add = [

@@ -66,9 +66,9 @@ pub(crate) fn fixture(mode: &str, extra: &[&str]) -> Server {
 }
 
 /// server-everything in `mode` (`streamableHttp` or `sse`) on a free port, its stdout (its
-/// log) going to `log`; `None` without Node.
-fn everything_logged(mode: &str, log: Stdio) -> Option<Server> {
-    let bin = mcp_tests::npm_bin()?;
+/// log) going to `log`.
+fn everything_logged(mode: &str, log: Stdio) -> Server {
+    let bin = mcp_tests::npm_bin();
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -91,10 +91,10 @@ fn everything_logged(mode: &str, log: Stdio) -> Option<Server> {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    Some(server)
+    server
 }
 
-fn everything(mode: &str) -> Option<Server> {
+fn everything(mode: &str) -> Server {
     everything_logged(mode, Stdio::null())
 }
 
@@ -158,13 +158,12 @@ async fn echo_fails_in_transport(client: &mcp_smol::Client) -> String {
 }
 
 #[test]
+#[cfg_attr(no_node, ignore = "needs Node.js and npm on PATH")]
 fn everything_over_streamable_http() {
     let scratch = Scratch::new("http-everything");
     let log = scratch.0.join("stdout.log");
     let stdout = Stdio::from(std::fs::File::create(&log).unwrap());
-    let Some(everything) = everything_logged("streamableHttp", stdout) else {
-        return;
-    };
+    let everything = everything_logged("streamableHttp", stdout);
     let url = format!("http://127.0.0.1:{}/mcp", everything.port);
     bounded(async {
         let client = connect(server(url), patient()).await.unwrap();
@@ -219,10 +218,9 @@ fn everything_over_streamable_http() {
 }
 
 #[test]
+#[cfg_attr(no_node, ignore = "needs Node.js and npm on PATH")]
 fn everything_over_legacy_sse_explicitly_and_by_fallback() {
-    let Some(everything) = everything("sse") else {
-        return;
-    };
+    let everything = everything("sse");
     let url = format!("http://127.0.0.1:{}/sse", everything.port);
     bounded(async {
         for transport in [HttpTransport::Sse, HttpTransport::Auto] {

@@ -312,28 +312,24 @@ fn legacy_handshake(peer: &Peer) {
 }
 
 #[test]
+#[cfg_attr(no_node, ignore = "needs Node.js and npm on PATH")]
 fn typescript_sdk_peer_speaks_the_new_revision() {
-    let Some(peer) = mcp_tests::ts_peer() else {
-        return;
-    };
+    let peer = mcp_tests::ts_peer();
     modern_exchange(&peer, "ts-peer");
     legacy_handshake(&peer);
 }
 
 #[test]
+#[cfg_attr(no_python, ignore = "needs Python 3 with venv on PATH")]
 fn python_sdk_peer_speaks_the_new_revision() {
-    let Some(peer) = mcp_tests::mcpserver_peer() else {
-        return;
-    };
+    let peer = mcp_tests::mcpserver_peer();
     modern_exchange(&peer, "mcpserver-peer");
     legacy_handshake(&peer);
 }
 
 #[test]
 fn rmcp_peer_speaks_the_new_revision() {
-    let Some(peer) = mcp_tests::rmcp_peer() else {
-        return;
-    };
+    let peer = mcp_tests::rmcp_peer();
     modern_exchange(&peer, "rmcp-peer");
     legacy_handshake(&peer);
 }

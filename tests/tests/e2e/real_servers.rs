@@ -1,55 +1,52 @@
 //! The reference servers from npm and PyPI, installed under `target/e2e-servers` on first use
 //! and driven through the `mcp-cli` binary. Results are checked, not just exit codes.
 
+use std::path::Path;
+
 use serde_json::Value;
 
 use crate::support::Scratch;
 
 /// Runs `mcp-cli` with the presets pointed at the locally installed npm servers.
-fn with_npm(
-    dir: &Scratch,
-    args: &[&str],
-    extra_env: &[(&str, &str)],
-) -> Option<crate::support::Run> {
-    let bin = mcp_tests::npm_bin()?;
-    let prefix = bin.parent()?.parent()?.to_str()?.to_owned();
+fn with_npm(dir: &Scratch, args: &[&str], extra_env: &[(&str, &str)]) -> crate::support::Run {
+    let bin = mcp_tests::npm_bin();
+    let prefix = bin.parent().and_then(Path::parent).expect("the npm prefix");
+    let prefix = prefix.to_str().expect("a UTF-8 npm prefix").to_owned();
     let mut env = vec![("MCP_CLI_NPM_PREFIX", prefix.as_str())];
     env.extend_from_slice(extra_env);
-    Some(dir.cli_with(args, &env, None))
+    dir.cli_with(args, &env, None)
 }
 
 #[test]
+#[cfg_attr(no_node, ignore = "needs Node.js and npm on PATH")]
 fn filesystem_reads_a_file_the_test_wrote() {
     let dir = Scratch::new("real-fs");
     dir.write("note.txt", "written by the test\nsecond line\n");
-    let Some(run) = with_npm(
+    let run = with_npm(
         &dir,
         &["call", "filesystem", "read_text_file", "path=note.txt"],
         &[],
-    ) else {
-        return;
-    };
+    );
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(run.stdout, "written by the test\nsecond line\n");
 }
 
 #[test]
+#[cfg_attr(no_node, ignore = "needs Node.js and npm on PATH")]
 fn everything_echoes_and_returns_an_image() {
     let dir = Scratch::new("real-everything");
-    let Some(run) = with_npm(
+    let run = with_npm(
         &dir,
         &["call", "everything", "echo", "message=hi there"],
         &[],
-    ) else {
-        return;
-    };
+    );
     assert_eq!(
         (run.code, run.stdout.as_str()),
         (0, "Echo: hi there\n"),
         "{}",
         run.stderr
     );
-    let run = with_npm(&dir, &["call", "everything__get-tiny-image"], &[]).unwrap();
+    let run = with_npm(&dir, &["call", "everything__get-tiny-image"], &[]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(
         run.stdout
@@ -61,16 +58,15 @@ fn everything_echoes_and_returns_an_image() {
 }
 
 #[test]
+#[cfg_attr(no_node, ignore = "needs Node.js and npm on PATH")]
 fn memory_creates_then_reads() {
     let dir = Scratch::new("real-memory");
     let store = dir.0.join("memory.jsonl");
     let env = [("MEMORY_FILE_PATH", store.to_str().unwrap())];
     let entities = r#"entities:=[{"name":"Ada","entityType":"person","observations":["wrote the first program"]}]"#;
-    let Some(run) = with_npm(&dir, &["call", "memory", "create_entities", entities], &env) else {
-        return;
-    };
+    let run = with_npm(&dir, &["call", "memory", "create_entities", entities], &env);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let run = with_npm(&dir, &["--json", "call", "memory", "read_graph"], &env).unwrap();
+    let run = with_npm(&dir, &["--json", "call", "memory", "read_graph"], &env);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let result: Value = serde_json::from_str(&run.stdout).unwrap();
     let text = result["content"][0]["text"].as_str().unwrap();
@@ -97,10 +93,9 @@ fn git(dir: &std::path::Path, args: &[&str]) {
 }
 
 #[test]
+#[cfg_attr(no_python, ignore = "needs Python 3 with venv on PATH")]
 fn git_reports_on_a_repository_the_test_made() {
-    let Some(bin) = mcp_tests::python_bin() else {
-        return;
-    };
+    let bin = mcp_tests::python_bin();
     let dir = Scratch::new("real-git");
     let repo = dir.0.join("repo");
     std::fs::create_dir_all(&repo).unwrap();
@@ -129,10 +124,9 @@ fn git_reports_on_a_repository_the_test_made() {
 }
 
 #[test]
+#[cfg_attr(no_python, ignore = "needs Python 3 with venv on PATH")]
 fn time_tells_the_time_in_utc() {
-    let Some(bin) = mcp_tests::python_bin() else {
-        return;
-    };
+    let bin = mcp_tests::python_bin();
     let dir = Scratch::new("real-time");
     let config = format!(
         "[mcp.time]\ncommand = {:?}\n",
@@ -150,12 +144,11 @@ fn time_tells_the_time_in_utc() {
 }
 
 #[test]
+#[cfg_attr(no_node, ignore = "needs Node.js and npm on PATH")]
 fn everything_catalogue_is_right_after_its_list_change() {
     // server-everything adds tools once `initialized` arrives and announces it with
     // `notifications/tools/list_changed`; the hub's catalogue must hold the final list.
-    let Some(bin) = mcp_tests::npm_bin() else {
-        return;
-    };
+    let bin = mcp_tests::npm_bin();
     let command = mcp_smol::ServerCommand::new(bin.join("mcp-server-everything").to_string_lossy());
     let server = mcp_client_cli::config::Server {
         name: "everything".into(),
@@ -205,11 +198,10 @@ fn everything_catalogue_is_right_after_its_list_change() {
 }
 
 #[test]
+#[cfg_attr(no_node, ignore = "needs Node.js and npm on PATH")]
 fn an_answer_over_the_limit_with_its_id_last_fails_at_once() {
     // The TypeScript SDK writes `id` after `result`: the client must find it at the line's end.
-    let Some(bin) = mcp_tests::npm_bin() else {
-        return;
-    };
+    let bin = mcp_tests::npm_bin();
     let dir = Scratch::new("real-too-large");
     let server = bin.join("mcp-server-everything");
     dir.project_file(
@@ -227,10 +219,9 @@ fn an_answer_over_the_limit_with_its_id_last_fails_at_once() {
 }
 
 #[test]
+#[cfg_attr(no_node, ignore = "needs Node.js and npm on PATH")]
 fn the_readme_examples_run_as_written() {
-    let Some(bin) = mcp_tests::npm_bin() else {
-        return;
-    };
+    let bin = mcp_tests::npm_bin();
     let readme =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
     let section = &readme[readme.find("## The command line").unwrap()..];

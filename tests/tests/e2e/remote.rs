@@ -56,9 +56,9 @@ fn spawn_with(binary: &str, mode: &str, extra: &[&str]) -> Server {
     Server { child, port }
 }
 
-/// The real server-everything over Streamable HTTP on a free port; `None` without Node.
-fn everything() -> Option<Server> {
-    let bin = mcp_tests::npm_bin()?;
+/// The real server-everything over Streamable HTTP on a free port.
+fn everything() -> Server {
+    let bin = mcp_tests::npm_bin();
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -81,7 +81,7 @@ fn everything() -> Option<Server> {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    Some(server)
+    server
 }
 
 /// The row of `name` in a `servers` table, split into words.
@@ -93,10 +93,9 @@ fn row(run: &Run, name: &str) -> Vec<String> {
 }
 
 #[test]
+#[cfg_attr(no_node, ignore = "needs Node.js and npm on PATH")]
 fn a_configured_url_is_listed_called_and_shown() {
-    let Some(everything) = everything() else {
-        return;
-    };
+    let everything = everything();
     let dir = Scratch::new("remote-config");
     let url = everything.url();
     let config = dir.write("remote.toml", &format!("[mcp.ev]\nurl = \"{url}\"\n"));
@@ -133,10 +132,9 @@ fn a_configured_url_is_listed_called_and_shown() {
 }
 
 #[test]
+#[cfg_attr(no_node, ignore = "needs Node.js and npm on PATH")]
 fn ad_hoc_http_calls_a_tool_without_any_config() {
-    let Some(everything) = everything() else {
-        return;
-    };
+    let everything = everything();
     let dir = Scratch::new("remote-adhoc");
     let run = dir.cli(&["--http", &everything.url(), "call", "echo", "message=hi"]);
     assert_eq!(run.code, 0, "{}", run.stderr);

@@ -1,6 +1,7 @@
 //! Resources, prompts, completion, subscriptions and client capabilities: through the
 //! `mcp-cli` binary against the fixture and the real server-everything, and through mcp-smol.
 
+use std::path::Path;
 use std::time::Duration;
 
 use mcp_smol::proto::{ClientCapabilities, CompletionRef, Request, decode_base64};
@@ -158,12 +159,12 @@ fn prompts_are_listed_and_a_missing_argument_is_caught_before_sending() {
 
 // ----- the real server-everything -----
 
-/// `mcp-cli args` with the presets pointed at the installed npm servers; `None` when npm is
-/// missing outside CI (as the other real-server tests do).
-fn everything(dir: &Scratch, args: &[&str]) -> Option<crate::support::Run> {
-    let bin = mcp_tests::npm_bin()?;
-    let prefix = bin.parent()?.parent()?.to_str()?.to_owned();
-    Some(dir.cli_with(args, &[("MCP_CLI_NPM_PREFIX", prefix.as_str())], None))
+/// `mcp-cli args` with the presets pointed at the installed npm servers.
+fn everything(dir: &Scratch, args: &[&str]) -> crate::support::Run {
+    let bin = mcp_tests::npm_bin();
+    let prefix = bin.parent().and_then(Path::parent).expect("the npm prefix");
+    let prefix = prefix.to_str().expect("a UTF-8 npm prefix");
+    dir.cli_with(args, &[("MCP_CLI_NPM_PREFIX", prefix)], None)
 }
 
 fn everything_dist() -> std::path::PathBuf {
@@ -171,11 +172,10 @@ fn everything_dist() -> std::path::PathBuf {
 }
 
 #[test]
+#[cfg_attr(no_node, ignore = "needs Node.js and npm on PATH")]
 fn everything_lists_and_reads_its_resources() {
     let dir = Scratch::new("res-everything");
-    let Some(run) = everything(&dir, &["--json", "resources", "everything"]) else {
-        return;
-    };
+    let run = everything(&dir, &["--json", "resources", "everything"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let listing: Value = serde_json::from_str(&run.stdout).unwrap();
     let uris: Vec<&str> = (listing["resources"].as_array().unwrap().iter())
@@ -203,7 +203,7 @@ fn everything_lists_and_reads_its_resources() {
 
     // A text resource, byte for byte as the file on disk.
     let uri = "demo://resource/static/document/features.md";
-    let run = everything(&dir, &["read", "everything", uri, "-o", "features.md"]).unwrap();
+    let run = everything(&dir, &["read", "everything", uri, "-o", "features.md"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let on_disk = std::fs::read(everything_dist().join("docs/features.md")).unwrap();
     assert_eq!(std::fs::read(dir.0.join("features.md")).unwrap(), on_disk);
@@ -211,7 +211,7 @@ fn everything_lists_and_reads_its_resources() {
     // A blob resource: its base64 decodes to the text the server built, and -o writes
     // exactly those bytes.
     let uri = "demo://resource/dynamic/blob/7";
-    let run = everything(&dir, &["--json", "read", "everything", uri]).unwrap();
+    let run = everything(&dir, &["--json", "read", "everything", uri]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let result: Value = serde_json::from_str(&run.stdout).unwrap();
     let blob = decode_base64(result["contents"][0]["blob"].as_str().unwrap()).unwrap();
@@ -220,14 +220,14 @@ fn everything_lists_and_reads_its_resources() {
         blob.starts_with("Resource 7: This is a base64 blob created at "),
         "{blob}"
     );
-    let run = everything(&dir, &["read", "everything", uri]).unwrap();
+    let run = everything(&dir, &["read", "everything", uri]);
     assert!(
         run.stdout.starts_with("[blob omitted: text/plain, ")
             && run.stdout.ends_with(" bytes; use -o FILE]\n"),
         "{}",
         run.stdout
     );
-    let run = everything(&dir, &["read", "everything", uri, "-o", "blob.bin"]).unwrap();
+    let run = everything(&dir, &["read", "everything", uri, "-o", "blob.bin"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let written = String::from_utf8(std::fs::read(dir.0.join("blob.bin")).unwrap()).unwrap();
     assert!(
@@ -237,11 +237,10 @@ fn everything_lists_and_reads_its_resources() {
 }
 
 #[test]
+#[cfg_attr(no_node, ignore = "needs Node.js and npm on PATH")]
 fn everything_gets_a_prompt_with_arguments() {
     let dir = Scratch::new("res-everything-prompt");
-    let Some(run) = everything(&dir, &["prompts", "everything"]) else {
-        return;
-    };
+    let run = everything(&dir, &["prompts", "everything"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(
         run.stdout.contains(
@@ -257,7 +256,7 @@ fn everything_gets_a_prompt_with_arguments() {
         "city=Paris",
         "state=Texas",
     ];
-    let run = everything(&dir, &args).unwrap();
+    let run = everything(&dir, &args);
     assert_eq!(
         (run.code, run.stdout.as_str()),
         (0, "user: What's weather in Paris, Texas?\n"),
@@ -267,26 +266,25 @@ fn everything_gets_a_prompt_with_arguments() {
     let run = everything(
         &dir,
         &["prompt", "everything", "args-prompt", "state=Texas"],
-    )
-    .unwrap();
+    );
     assert_eq!(run.code, 2, "{}", run.stderr);
 }
 
 /// server-everything run by mcp-smol directly, with the given capabilities declared.
-fn everything_client(capabilities: ClientCapabilities) -> Option<mcp_smol::Client> {
-    let bin = mcp_tests::npm_bin()?;
-    let command = ServerCommand::new(bin.join("mcp-server-everything").to_str()?);
+fn everything_client(capabilities: ClientCapabilities) -> mcp_smol::Client {
+    let bin = mcp_tests::npm_bin();
+    let server = bin.join("mcp-server-everything");
+    let command = ServerCommand::new(server.to_str().expect("a UTF-8 path"));
     let mut options = Options::default();
     options.core.capabilities = capabilities;
     options.core.handshake_timeout = Duration::from_secs(60);
-    Some(crate::support::start(&command, options))
+    crate::support::start(&command, options)
 }
 
 #[test]
+#[cfg_attr(no_node, ignore = "needs Node.js and npm on PATH")]
 fn everything_completes_an_argument_and_reports_a_subscribed_update() {
-    let Some(client) = everything_client(ClientCapabilities::default()) else {
-        return;
-    };
+    let client = everything_client(ClientCapabilities::default());
     bounded(async {
         client.wait_ready().await.unwrap();
         let department = CompletionRef::Prompt("completable-prompt".into());
@@ -325,13 +323,12 @@ fn everything_completes_an_argument_and_reports_a_subscribed_update() {
 }
 
 #[test]
+#[cfg_attr(no_node, ignore = "needs Node.js and npm on PATH")]
 fn everything_asks_for_roots_only_when_they_are_declared() {
-    let Some(client) = everything_client(ClientCapabilities {
+    let client = everything_client(ClientCapabilities {
         roots: true,
         ..ClientCapabilities::default()
-    }) else {
-        return;
-    };
+    });
     bounded(async {
         let requests = client.server_requests().await;
         client.wait_ready().await.unwrap();
@@ -351,18 +348,15 @@ fn everything_asks_for_roots_only_when_they_are_declared() {
     });
 }
 
-/// server-everything as `everything` in `dir`'s `.mcp-cli.toml`; `false` where npm is missing.
-fn configure_everything(dir: &Scratch) -> bool {
-    let Some(bin) = mcp_tests::npm_bin() else {
-        return false;
-    };
+/// server-everything as `everything` in `dir`'s `.mcp-cli.toml`.
+fn configure_everything(dir: &Scratch) {
+    let bin = mcp_tests::npm_bin();
     let server = bin.join("mcp-server-everything");
     let config = format!(
         "[mcp.everything]\ncommand = {:?}\ntimeout_sec = 60\n",
         server.to_str().unwrap()
     );
     dir.project_file(".mcp-cli.toml", &config);
-    true
 }
 
 /// Typed into server-everything's form: yes, then its fields in name order; only `name` is
@@ -370,11 +364,10 @@ fn configure_everything(dir: &Scratch) -> bool {
 const EVERYTHING_FORM_ANSWERS: &str = "y\n\n\n\n\n\n\n\nAda Lovelace\n\n\n\n\n\n";
 
 #[test]
+#[cfg_attr(no_node, ignore = "needs Node.js and npm on PATH")]
 fn everything_elicitation_is_answered_on_a_terminal() {
     let dir = Scratch::new("res-elicit");
-    if !configure_everything(&dir) {
-        return;
-    }
+    configure_everything(&dir);
     let answers = EVERYTHING_FORM_ANSWERS;
     let run = dir.on_terminal(
         &["call", "everything", "trigger-elicitation-request"],
@@ -414,11 +407,10 @@ fn everything_elicitation_is_answered_on_a_terminal() {
 /// is listed (the daemon declares elicitation as a cold run does), the form comes up on the
 /// caller's terminal, and without a terminal it is declined.
 #[test]
+#[cfg_attr(no_node, ignore = "needs Node.js and npm on PATH")]
 fn everything_elicitation_through_the_daemon_is_answered_as_cold() {
     let dir = Scratch::new("res-elicit-warm");
-    if !configure_everything(&dir) {
-        return;
-    }
+    configure_everything(&dir);
     let runtime = dir.0.join("run");
     let env = [("XDG_RUNTIME_DIR", runtime.to_str().unwrap())];
     let warm = |args: &[&str]| dir.cli_with(args, &env, None);
@@ -479,13 +471,12 @@ fn everything_elicitation_through_the_daemon_is_answered_as_cold() {
 }
 
 #[test]
+#[cfg_attr(no_node, ignore = "needs Node.js and npm on PATH")]
 fn filesystem_confines_itself_to_the_roots_in_its_config() {
     use mcp_client_cli::hub::{Hub, Settings};
     use mcp_smol::proto::CallToolResult;
     let dir = Scratch::new("res-roots");
-    let Some(bin) = mcp_tests::npm_bin() else {
-        return;
-    };
+    let bin = mcp_tests::npm_bin();
     std::fs::create_dir_all(dir.0.join("inside")).unwrap();
     dir.write("inside/note.txt", "inside the root\n");
     dir.write("outside.txt", "outside the root\n");
@@ -551,10 +542,9 @@ fn a_server_is_asked_nothing_before_it_has_its_roots() {
 }
 
 #[test]
+#[cfg_attr(no_node, ignore = "needs Node.js and npm on PATH")]
 fn the_filesystem_server_has_its_roots_before_the_first_call() {
-    let Some(bin) = mcp_tests::npm_bin() else {
-        return;
-    };
+    let bin = mcp_tests::npm_bin();
     let dir = Scratch::new("res-roots-first-call");
     std::fs::create_dir_all(dir.0.join("inside")).unwrap();
     dir.write("inside/note.txt", "inside the root\n");

@@ -257,51 +257,47 @@ fn scan_prints_the_findings_and_exits_1_when_anything_is_flagged() {
 /// configured together so that each one's descriptions are checked against the others'
 /// names too.
 #[test]
+#[cfg_attr(
+    any(no_node, no_python),
+    ignore = "needs Node.js and npm, and Python 3 with venv, on PATH"
+)]
 fn the_real_servers_pass_the_scan_clean() {
     let scratch = Scratch::new("scan-real");
     let root = scratch.0.join("root");
     std::fs::create_dir_all(&root).unwrap();
     let mut servers: Vec<(&str, String, Vec<String>)> = Vec::new();
     let text = |path: std::path::PathBuf| path.display().to_string();
-    if let Some(npm) = mcp_tests::npm_bin() {
-        servers.push((
-            "filesystem",
-            text(npm.join("mcp-server-filesystem")),
-            vec![text(root)],
-        ));
-        servers.push((
-            "everything",
-            text(npm.join("mcp-server-everything")),
-            Vec::new(),
-        ));
-        servers.push(("memory", text(npm.join("mcp-server-memory")), Vec::new()));
-    }
-    if let Some(python) = mcp_tests::python_bin() {
-        servers.push(("git", text(python.join("mcp-server-git")), Vec::new()));
-        servers.push(("time", text(python.join("mcp-server-time")), Vec::new()));
-    }
-    if let Some((npm, python)) = mcp_tests::search_bins() {
-        let thinking = text(npm.join("mcp-server-sequential-thinking"));
-        servers.push(("sequential-thinking", thinking, Vec::new()));
-        servers.push(("github", text(npm.join("mcp-server-github")), Vec::new()));
-        servers.push(("fetch", text(python.join("mcp-server-fetch")), Vec::new()));
-    }
+    let npm = mcp_tests::npm_bin();
+    servers.push((
+        "filesystem",
+        text(npm.join("mcp-server-filesystem")),
+        vec![text(root)],
+    ));
+    servers.push((
+        "everything",
+        text(npm.join("mcp-server-everything")),
+        Vec::new(),
+    ));
+    servers.push(("memory", text(npm.join("mcp-server-memory")), Vec::new()));
+    let python = mcp_tests::python_bin();
+    servers.push(("git", text(python.join("mcp-server-git")), Vec::new()));
+    servers.push(("time", text(python.join("mcp-server-time")), Vec::new()));
+    let (npm, python) = mcp_tests::search_bins();
+    let thinking = text(npm.join("mcp-server-sequential-thinking"));
+    servers.push(("sequential-thinking", thinking, Vec::new()));
+    servers.push(("github", text(npm.join("mcp-server-github")), Vec::new()));
+    servers.push(("fetch", text(python.join("mcp-server-fetch")), Vec::new()));
     let peers = [
         ("ts-peer", mcp_tests::ts_peer()),
         ("mcpserver-peer", mcp_tests::mcpserver_peer()),
         ("rmcp-peer", mcp_tests::rmcp_peer()),
     ];
     for (name, peer) in peers {
-        if let Some(peer) = peer {
-            let args = peer
-                .args
-                .iter()
-                .map(|arg| arg.to_string_lossy().into_owned());
-            servers.push((name, text(peer.program), args.collect()));
-        }
-    }
-    if servers.is_empty() {
-        return;
+        let args = peer
+            .args
+            .iter()
+            .map(|arg| arg.to_string_lossy().into_owned());
+        servers.push((name, text(peer.program), args.collect()));
     }
     let config: String = (servers.iter())
         .map(|(name, command, args)| {

@@ -530,19 +530,16 @@ fn drive_a_real_task_server(tasks: &Tasks, tool: &[&str], done: &str) {
 
 #[test]
 fn rmcp_tasks_extension_through_the_binary() {
-    let Some(peer) = mcp_tests::rmcp_peer() else {
-        return;
-    };
+    let peer = mcp_tests::rmcp_peer();
     let config = format!("[mcp.peer]\ncommand = {:?}\n", peer.program);
     let tasks = Tasks::with_config("rmcp", &config);
     drive_a_real_task_server(&tasks, &["research", "ms=1500"], "researched 1500 ms");
 }
 
 #[test]
+#[cfg_attr(no_node, ignore = "needs Node.js and npm on PATH")]
 fn server_everything_experimental_tasks_through_the_binary() {
-    let Some(bin) = mcp_tests::npm_bin() else {
-        return;
-    };
+    let bin = mcp_tests::npm_bin();
     let program = bin.join("mcp-server-everything");
     let config = format!("[mcp.peer]\ncommand = {program:?}\n");
     let tasks = Tasks::with_config("everything", &config);

@@ -499,10 +499,9 @@ fn a_sandbox_the_kernel_cannot_give_is_a_failed_start_never_an_unconfined_one() 
 }
 
 #[test]
+#[cfg_attr(no_node, ignore = "needs Node.js and npm on PATH")]
 fn the_real_filesystem_server_works_inside_its_root_and_is_refused_outside() {
-    let Some(bin) = mcp_tests::npm_bin() else {
-        return;
-    };
+    let bin = mcp_tests::npm_bin();
     let scratch = Scratch::new("sandbox-real-fs");
     let root = scratch.0.join("root");
     std::fs::create_dir_all(&root).unwrap();
@@ -535,11 +534,10 @@ fn the_real_filesystem_server_works_inside_its_root_and_is_refused_outside() {
 }
 
 #[test]
+#[cfg_attr(no_node, ignore = "needs Node.js and npm on PATH")]
 fn the_sandbox_holds_for_a_server_started_through_npx() {
     // npx runs node, which runs the server: a wrapper with a grandchild, as users write it.
-    let Some(bin) = mcp_tests::npm_bin() else {
-        return;
-    };
+    let bin = mcp_tests::npm_bin();
     let prefix = bin
         .parent()
         .unwrap()
