@@ -53,6 +53,11 @@ const OUTPUTS: &[(&str, &str, &str)] = &[
     ("calling", "mcp-cli call fx echo text=hello", "hello\n"),
     (
         "calling",
+        "mcp-cli call fx types s=012 i=7 'arr=[1,2]' b=true",
+        "{\"s\":\"012\",\"i\":7,\"arr\":[1,2],\"b\":true}\n",
+    ),
+    (
+        "calling",
         "mcp-cli call fx rich",
         "rich\n[image content omitted: image/png, 70 bytes]\n",
     ),
