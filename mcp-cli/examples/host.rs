@@ -1,7 +1,7 @@
-//! An agent host embedding the hub under tokio, as the README's "Embedding" section shows it:
-//! a hub built from one named config file and nothing else, its catalogue, a call by the name
-//! a model would give, the file's `deny` and `ask` rules at work, the hub's events, and a
-//! clean shutdown.
+//! An agent host embedding the hub under tokio, as the book's Embedding chapter
+//! (`docs/embedding.md`) shows it: a hub built from one named config file and nothing else,
+//! its catalogue, a call by the name a model would give, the file's `deny` and `ask` rules at
+//! work, the hub's events, and a clean shutdown.
 //!
 //! `cargo run -p mcp-client-cli --example host -- CONFIG [TOOL [JSON_ARGUMENTS]]`
 //!

@@ -48,6 +48,9 @@ mod newcomer;
 /// The `mcp-cli` binary against the real reference servers from npm and PyPI.
 mod real_servers;
 
+/// The book's chapters (`docs/*.md`) run as written, one test per chapter.
+mod book;
+
 /// The modern (2026-07-28) test peers on the TypeScript, Python and Rust SDKs, by raw lines.
 mod modern_servers;
 
@@ -65,8 +68,8 @@ mod resources;
 /// Trust and sandbox: tool pinning and `trust`, and `permissions` (network, Landlock).
 mod trust;
 
-/// The network allowlist: the hub's proxy, refusals logged, `network = []`, the README's
-/// sandbox examples with real servers.
+/// The network allowlist: the hub's proxy, refusals logged, `network = []`, the trust
+/// chapter's sandbox examples with real servers.
 mod sandbox_network;
 
 /// The sandbox's walls: no Unix socket, process or /proc entry outside, no grandchild left.

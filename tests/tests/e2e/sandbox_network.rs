@@ -1,6 +1,7 @@
 //! The network allowlist through the `mcp-cli` binary: `permissions.network = [hosts]`, the
 //! hub's proxy (plain HTTP and CONNECT), refusals in the server's log, `network = []`, and the
-//! README's sandbox examples with the real filesystem (npx) and git (venv) servers.
+//! trust chapter's sandbox examples (`docs/trust.md`) with the real filesystem (npx) and git
+//! (venv) servers.
 
 use mcp_tests::fetch::hello_server;
 
@@ -125,14 +126,15 @@ fn a_bad_pattern_makes_the_entry_invalid_naming_it() {
     assert!(run.stderr.contains(reason), "{run:?}");
 }
 
-/// The ```toml blocks of the README's "Network allowlist" section, by server name.
-fn readme_examples() -> Vec<(String, String)> {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
-    let section = &readme[readme.find("#### Network allowlist").unwrap()..];
-    let section = &section[..section[4..]
-        .find("\n#")
-        .map_or(section.len(), |end| end + 4)];
+/// The ```toml blocks of the trust chapter's "The network allowlist" section (up to the next
+/// heading of its level), by server name.
+fn allowlist_examples() -> Vec<(String, String)> {
+    let chapter =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/trust.md")).unwrap();
+    let section = &chapter[chapter.find("\n## The network allowlist").unwrap() + 1..];
+    let section = &section[..section[3..]
+        .find("\n## ")
+        .map_or(section.len(), |end| end + 3)];
     (section.split("```toml\n").skip(1))
         .map(|block| {
             let block = block.split("```").next().unwrap().to_owned();
@@ -147,12 +149,12 @@ fn readme_examples() -> Vec<(String, String)> {
     any(no_node, no_python),
     ignore = "needs Node.js and npm, and Python 3 with venv, on PATH"
 )]
-fn the_readme_examples_start_the_npx_and_venv_servers_sandboxed() {
+fn the_trust_chapters_allowlist_examples_start_the_npx_and_venv_servers_sandboxed() {
     let (npm, python) = (mcp_tests::npm_bin(), mcp_tests::python_bin());
-    let examples = readme_examples();
+    let examples = allowlist_examples();
     let names: Vec<&str> = examples.iter().map(|(name, _)| name.as_str()).collect();
     assert_eq!(names, ["filesystem", "git"]);
-    let scratch = Scratch::new("allowlist-readme");
+    let scratch = Scratch::new("allowlist-book");
     scratch.write("note.txt", "in the folder");
     let init = std::process::Command::new("git")
         .args(["init", "-q", "-b", "main"])
@@ -183,7 +185,7 @@ fn the_readme_examples_start_the_npx_and_venv_servers_sandboxed() {
     let cli =
         |args: &[&str]| scratch.cli_with(&[&["--config", &config], args].concat(), &env, None);
 
-    // As the README shows them.
+    // As the trust chapter shows them.
     let run = cli(&["call", "filesystem", "list_directory", "path=."]);
     assert_eq!(run.code, 0, "{run:?}");
     assert!(run.stdout.contains("[FILE] note.txt"), "{run:?}");
