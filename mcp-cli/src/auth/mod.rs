@@ -10,13 +10,15 @@
 //! The steps, one module each: `discovery` (challenge, resource and server metadata),
 //! `register` (who we are to the server), `flow` (PKCE, the authorization URL, the code
 //! exchange, refresh), `person` with `loopback`, `browser` and `device` (the person's side of a
-//! login), `machine` (clients without one), `store` and `keychain` (where tokens are kept).
+//! login), `machine` (clients without one) with `jwt` (its signed assertions), `store` and
+//! `keychain` (where tokens are kept).
 
 pub(crate) mod browser;
 mod device;
 mod discovery;
 mod flow;
 mod http;
+mod jwt;
 mod keychain;
 mod loopback;
 mod machine;
