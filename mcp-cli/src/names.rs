@@ -119,14 +119,16 @@ pub fn split_qualified(token: &str, is_server: impl Fn(&str) -> bool) -> Option<
 
 /// The candidate `given` most likely meant: the closest by edit distance if it is close
 /// enough to be a typo (a third of its length, 1 to 3 edits), else the shortest one that
-/// holds its letters in order, as an abbreviation does (`msg` for `message`).
+/// holds its letters in order, as an abbreviation does (`msg` for `message`). The distance
+/// is over characters, a swap of two neighbours counting as one edit (`ecoh` is one edit from
+/// `echo`): the optimal string alignment distance.
 pub fn nearest<'a>(given: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     let candidates: Vec<&str> = candidates.into_iter().collect();
     let allowed = (given.chars().count() / 3).clamp(1, 3);
     // One or two letters are too few to call anything a typo of them.
     let typo = (candidates.iter())
         .filter(|_| given.chars().count() >= 3)
-        .map(|candidate| (edit_distance(given, candidate), *candidate))
+        .map(|candidate| (strsim::osa_distance(given, candidate), *candidate))
         .filter(|(distance, _)| *distance <= allowed)
         .min_by_key(|(distance, _)| *distance)
         .map(|(_, candidate)| candidate);
@@ -141,30 +143,6 @@ pub fn nearest<'a>(given: &str, candidates: impl IntoIterator<Item = &'a str>) -
 fn is_subsequence(short: &str, long: &str) -> bool {
     let mut long = long.chars();
     short.chars().all(|c| long.any(|l| l == c))
-}
-
-/// Edit distance over characters, a swap of two neighbours counting as one edit (`ecoh` is
-/// one edit from `echo`): the optimal string alignment distance.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
-    let mut rows = vec![vec![0; b.len() + 1]; a.len() + 1];
-    for (i, row) in rows.iter_mut().enumerate() {
-        row[0] = i;
-    }
-    rows[0] = (0..=b.len()).collect();
-    for i in 1..=a.len() {
-        for j in 1..=b.len() {
-            let cost = usize::from(a[i - 1] != b[j - 1]);
-            let mut best = (rows[i - 1][j] + 1)
-                .min(rows[i][j - 1] + 1)
-                .min(rows[i - 1][j - 1] + cost);
-            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                best = best.min(rows[i - 2][j - 2] + 1);
-            }
-            rows[i][j] = best;
-        }
-    }
-    rows[a.len()][b.len()]
 }
 
 /// 32-bit FNV-1a: tiny, stable across releases and platforms.
@@ -304,9 +282,11 @@ mod tests {
         assert_eq!(nearest("txt", names), Some("text"));
         assert_eq!(nearest("filesytem", names), Some("filesystem"));
         assert_eq!(nearest("zzz", names), None);
-        assert_eq!(edit_distance("kitten", "sitting"), 3);
-        assert_eq!(edit_distance("", "ab"), 2);
-        assert_eq!(edit_distance("ecoh", "echo"), 1);
+        assert_eq!(strsim::osa_distance("kitten", "sitting"), 3);
+        assert_eq!(strsim::osa_distance("", "ab"), 2);
+        assert_eq!(strsim::osa_distance("ecoh", "echo"), 1);
+        // Over characters, not bytes.
+        assert_eq!(strsim::osa_distance("čaj", "caj"), 1);
         assert_eq!(nearest("ecoh", ["echo", "blob"]), Some("echo"));
     }
 

@@ -1,64 +1,108 @@
 //! The OS keychain through the `keyring` crate: the Secret Service on Linux (over D-Bus),
 //! Keychain on macOS, the Credential Manager on Windows. One entry per MCP server URL, its
 //! secret the whole stored [`Record`] as JSON.
+//!
+//! Built only with the `keychain` feature (on by default). Without it no keychain ever
+//! answers: `auto` keeps tokens in the file and `keyring` fails with a message naming the
+//! feature.
 
 use super::store::Record;
-
-/// The service name our entries are filed under.
-const SERVICE: &str = "mcp-cli oauth";
 
 /// Why the keychain could not be used.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Unavailable(pub(crate) String);
 
-fn unavailable(error: keyring::Error) -> Unavailable {
-    Unavailable(describe(&error))
-}
+#[cfg(not(feature = "keychain"))]
+pub(crate) use absent::{available, load, remove, save};
+#[cfg(feature = "keychain")]
+pub(crate) use os::{available, load, remove, save};
 
-fn describe(error: &keyring::Error) -> String {
-    match error {
-        keyring::Error::NoDefaultStore => {
-            "no keychain answers (on Linux: no Secret Service on the D-Bus session bus)".into()
+#[cfg(feature = "keychain")]
+mod os {
+    use super::{Record, Unavailable};
+
+    /// The service name our entries are filed under.
+    const SERVICE: &str = "mcp-cli oauth";
+
+    fn unavailable(error: keyring::Error) -> Unavailable {
+        Unavailable(describe(&error))
+    }
+
+    fn describe(error: &keyring::Error) -> String {
+        match error {
+            keyring::Error::NoDefaultStore => {
+                "no keychain answers (on Linux: no Secret Service on the D-Bus session bus)".into()
+            }
+            error => error.to_string(),
         }
-        error => error.to_string(),
+    }
+
+    /// Whether a keychain answers at all (it is connected to once per process).
+    pub(crate) fn available() -> Result<(), Unavailable> {
+        let status = keyring::Entry::store_status().as_ref();
+        status
+            .map_err(|error| Unavailable(describe(error)))
+            .copied()
+    }
+
+    fn entry(server_url: &str) -> Result<keyring::Entry, Unavailable> {
+        available()?;
+        keyring::Entry::new(SERVICE, server_url).map_err(unavailable)
+    }
+
+    /// The record kept for `server_url`; `Ok(None)` when there is none (or it is unreadable: the
+    /// next login rewrites it).
+    pub(crate) fn load(server_url: &str) -> Result<Option<Record>, Unavailable> {
+        match entry(server_url)?.get_secret() {
+            Ok(bytes) => Ok(serde_json::from_slice(&bytes).ok()),
+            Err(keyring::Error::NoEntry) => Ok(None),
+            Err(error) => Err(unavailable(error)),
+        }
+    }
+
+    pub(crate) fn save(record: &Record) -> Result<(), Unavailable> {
+        let text = serde_json::to_vec(record).map_err(|error| Unavailable(error.to_string()))?;
+        entry(&record.server_url)?
+            .set_secret(&text)
+            .map_err(unavailable)
+    }
+
+    /// Deletes the entry; whether there was one.
+    pub(crate) fn remove(server_url: &str) -> Result<bool, Unavailable> {
+        match entry(server_url)?.delete_credential() {
+            Ok(()) => Ok(true),
+            Err(keyring::Error::NoEntry) => Ok(false),
+            Err(error) => Err(unavailable(error)),
+        }
     }
 }
 
-/// Whether a keychain answers at all (it is connected to once per process).
-pub(crate) fn available() -> Result<(), Unavailable> {
-    let status = keyring::Entry::store_status().as_ref();
-    status
-        .map_err(|error| Unavailable(describe(error)))
-        .copied()
-}
+/// A build without the `keychain` feature: the same calls, none of which finds a keychain.
+#[cfg(not(feature = "keychain"))]
+mod absent {
+    use super::{Record, Unavailable};
 
-fn entry(server_url: &str) -> Result<keyring::Entry, Unavailable> {
-    available()?;
-    keyring::Entry::new(SERVICE, server_url).map_err(unavailable)
-}
-
-/// The record kept for `server_url`; `Ok(None)` when there is none (or it is unreadable: the
-/// next login rewrites it).
-pub(crate) fn load(server_url: &str) -> Result<Option<Record>, Unavailable> {
-    match entry(server_url)?.get_secret() {
-        Ok(bytes) => Ok(serde_json::from_slice(&bytes).ok()),
-        Err(keyring::Error::NoEntry) => Ok(None),
-        Err(error) => Err(unavailable(error)),
+    fn missing() -> Unavailable {
+        Unavailable(
+            "this build has no keychain support (mcp-client-cli's `keychain` feature is off); \
+             use token_store = \"file\" or \"auto\""
+                .into(),
+        )
     }
-}
 
-pub(crate) fn save(record: &Record) -> Result<(), Unavailable> {
-    let text = serde_json::to_vec(record).map_err(|error| Unavailable(error.to_string()))?;
-    entry(&record.server_url)?
-        .set_secret(&text)
-        .map_err(unavailable)
-}
+    pub(crate) fn available() -> Result<(), Unavailable> {
+        Err(missing())
+    }
 
-/// Deletes the entry; whether there was one.
-pub(crate) fn remove(server_url: &str) -> Result<bool, Unavailable> {
-    match entry(server_url)?.delete_credential() {
-        Ok(()) => Ok(true),
-        Err(keyring::Error::NoEntry) => Ok(false),
-        Err(error) => Err(unavailable(error)),
+    pub(crate) fn load(_server_url: &str) -> Result<Option<Record>, Unavailable> {
+        Err(missing())
+    }
+
+    pub(crate) fn save(_record: &Record) -> Result<(), Unavailable> {
+        Err(missing())
+    }
+
+    pub(crate) fn remove(_server_url: &str) -> Result<bool, Unavailable> {
+        Err(missing())
     }
 }

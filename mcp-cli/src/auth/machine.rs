@@ -24,16 +24,6 @@ pub(crate) fn assertion(signer: &Signer, client_id: &str) -> Result<String, Stri
     let path = key.path.display();
     let pem = std::fs::read(&key.path)
         .map_err(|error| format!("cannot read the private key {path}: {error}"))?;
-    let (algorithm, encoding) = match key.alg {
-        SigningAlg::Es256 => (
-            jsonwebtoken::Algorithm::ES256,
-            jsonwebtoken::EncodingKey::from_ec_pem(&pem),
-        ),
-        SigningAlg::Rs256 => (
-            jsonwebtoken::Algorithm::RS256,
-            jsonwebtoken::EncodingKey::from_rsa_pem(&pem),
-        ),
-    };
     let wanted = match key.alg {
         SigningAlg::Es256 => {
             "a P-256 EC key in PKCS#8 PEM (BEGIN PRIVATE KEY; `openssl pkcs8 -topk8 -nocrypt` \
@@ -41,8 +31,8 @@ pub(crate) fn assertion(signer: &Signer, client_id: &str) -> Result<String, Stri
         }
         SigningAlg::Rs256 => "an RSA key in PEM (BEGIN PRIVATE KEY or BEGIN RSA PRIVATE KEY)",
     };
-    let encoding =
-        encoding.map_err(|error| format!("the private key {path} is not {wanted}: {error}"))?;
+    let signing = super::jwt::SigningKey::from_pem(key.alg, &pem)
+        .map_err(|error| format!("the private key {path} is not {wanted}: {error}"))?;
     let now = super::store::now_secs();
     let claims = serde_json::json!({
         "iss": client_id,
@@ -52,9 +42,9 @@ pub(crate) fn assertion(signer: &Signer, client_id: &str) -> Result<String, Stri
         "exp": now + ASSERTION_LIFETIME,
         "jti": super::flow::random_token()?,
     });
-    let header = jsonwebtoken::Header::new(algorithm);
-    jsonwebtoken::encode(&header, &claims, &encoding)
-        .map_err(|error| format!("cannot sign with the private key {path} as {wanted}: {error}"))
+    signing
+        .sign(&claims)
+        .map_err(|error| format!("cannot sign with the private key {path}: {error}"))
 }
 
 /// A token in the client's own name from `token_endpoint` (the client authenticated as
@@ -96,18 +86,15 @@ mod tests {
         path
     }
 
-    fn verify(token: &str, alg: jsonwebtoken::Algorithm, public: &[u8]) -> serde_json::Value {
-        let key = match alg {
-            jsonwebtoken::Algorithm::ES256 => jsonwebtoken::DecodingKey::from_ec_pem(public),
-            _ => jsonwebtoken::DecodingKey::from_rsa_pem(public),
-        }
-        .expect("public key");
-        let mut validation = jsonwebtoken::Validation::new(alg);
-        validation.set_audience(&["https://as.example"]);
-        validation.set_issuer(&["me"]);
-        let data = jsonwebtoken::decode::<serde_json::Value>(token, &key, &validation)
-            .expect("a valid signature and claims");
-        data.claims
+    /// The claims, once the token checks out against `public` (and names us and the server).
+    fn verify(token: &str, alg: SigningAlg, public: &[u8]) -> serde_json::Value {
+        let claims =
+            super::super::jwt::verified_claims(token, alg, public).expect("a valid signature");
+        assert_eq!(claims["iss"], "me");
+        assert_eq!(claims["aud"], "https://as.example");
+        let exp = claims["exp"].as_u64().expect("exp");
+        assert!(exp > super::super::store::now_secs(), "not expired");
+        claims
     }
 
     #[test]
@@ -134,16 +121,12 @@ mod tests {
                 audience: "https://as.example".into(),
             };
             let token = assertion(&signer, "me").expect("signed");
-            let jwt_alg = match alg {
-                SigningAlg::Es256 => jsonwebtoken::Algorithm::ES256,
-                SigningAlg::Rs256 => jsonwebtoken::Algorithm::RS256,
-            };
-            let claims = verify(&token, jwt_alg, public);
+            let claims = verify(&token, alg, public);
             assert_eq!(claims["sub"], "me");
             let (iat, exp) = (claims["iat"].as_u64(), claims["exp"].as_u64());
             assert_eq!(exp.zip(iat).map(|(e, i)| e - i), Some(ASSERTION_LIFETIME));
             // A fresh `jti` each time: an assertion is never reused.
-            let again = verify(&assertion(&signer, "me").expect("signed"), jwt_alg, public);
+            let again = verify(&assertion(&signer, "me").expect("signed"), alg, public);
             assert_ne!(claims["jti"], again["jti"]);
         }
     }

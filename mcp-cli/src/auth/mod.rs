@@ -10,7 +10,8 @@
 //! The steps, one module each: `discovery` (challenge, resource and server metadata),
 //! `register` (who we are to the server), `flow` (PKCE, the authorization URL, the code
 //! exchange, refresh), `person` with `loopback`, `browser` and `device` (the person's side of a
-//! login), `machine` (clients without one), `store` and `keychain` (where tokens are kept).
+//! login), `machine` (clients without one) with `jwt` (its signed assertions), `store` and
+//! `keychain` (where tokens are kept).
 //!
 //! What lives here:
 //!
@@ -23,8 +24,9 @@
 //! - `loopback.rs`: the loopback redirect listener on 127.0.0.1
 //! - `device.rs`: the device authorization grant (RFC 8628)
 //! - `machine.rs`: machine clients: `client_credentials`, secrets or signed JWTs
+//! - `jwt.rs`: RFC 7523 client assertions, ES256 and RS256 keys from PEM, signed with ring
 //! - `store.rs`: tokens and registrations: the keychain or a private file
-//! - `keychain.rs`: the OS keychain through the `keyring` crate
+//! - `keychain.rs`: the OS keychain through the `keyring` crate (the `keychain` feature)
 //! - `http.rs`: the HTTP exchanges OAuth makes, behind a trait the tests answer
 //! - `urls.rs`: the URL rules OAuth adds: absolute http(s), resource identifiers, Base64
 //! - `tests.rs`: the whole flow against canned servers
@@ -34,6 +36,7 @@ mod device;
 mod discovery;
 mod flow;
 mod http;
+mod jwt;
 mod keychain;
 mod loopback;
 mod machine;

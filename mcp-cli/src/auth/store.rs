@@ -309,6 +309,37 @@ mod tests {
         let _ = fs::remove_dir_all(&dir);
     }
 
+    /// Without the `keychain` feature, `auto` is the file and `keyring` an error naming it.
+    #[cfg(not(feature = "keychain"))]
+    #[test]
+    fn without_the_keychain_feature_auto_is_the_file_and_keyring_says_why() {
+        let dir = std::env::temp_dir().join(format!("mcp-cli-no-keychain-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let saved = record();
+        let auto = Place {
+            dir: dir.clone(),
+            name: "fx".into(),
+            url: saved.server_url.clone(),
+            choice: TokenStore::Auto,
+        };
+        auto.save(&saved).expect("auto keeps the file");
+        assert!(path(&dir, "fx").is_file());
+        assert_eq!(auto.describe(), dir.display().to_string());
+        let keyring = Place {
+            choice: TokenStore::Keyring,
+            ..auto.clone()
+        };
+        let error = keyring.save(&saved).expect_err("no keychain in this build");
+        assert!(
+            error.starts_with("token_store is \"keyring\" but the keychain cannot be used")
+                && error.contains("`keychain` feature is off"),
+            "{error}"
+        );
+        assert_eq!(keyring.load(), None);
+        assert!(auto.remove().expect("remove"));
+        let _ = fs::remove_dir_all(&dir);
+    }
+
     #[test]
     fn debug_never_shows_secrets() {
         let text = format!("{:?}", record());

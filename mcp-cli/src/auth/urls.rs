@@ -1,8 +1,9 @@
 //! The URL rules OAuth adds on top of the `url` crate: only absolute http(s) URLs without user
 //! info, the resource identifier of RFC 8707 as the MCP spec spells it, well-known URIs, and
 //! which resource covers which server; forms through `form_urlencoded`, HTTP Basic's parts
-//! through `percent-encoding`; Base64 for PKCE and HTTP Basic.
+//! through `percent-encoding`; Base64 (the `base64` crate) for PKCE, JWTs and HTTP Basic.
 
+use base64::Engine as _;
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 pub(crate) use url::Url;
 
@@ -107,39 +108,14 @@ pub(crate) fn parse_form(text: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-const STANDARD: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
 /// Base64 with padding (RFC 4648 §4), for HTTP Basic credentials.
 pub(crate) fn base64(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for (i, shift) in [18, 12, 6, 0].into_iter().enumerate() {
-            if i <= chunk.len() {
-                out.push(char::from(STANDARD[((n >> shift) & 63) as usize]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
+    base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
-/// Base64url without padding (RFC 4648 §5), for PKCE.
+/// Base64url without padding (RFC 4648 §5), for PKCE and JWTs.
 pub(crate) fn base64url(bytes: &[u8]) -> String {
-    (base64(bytes).chars())
-        .filter(|c| *c != '=')
-        .map(|c| match c {
-            '+' => '-',
-            '/' => '_',
-            c => c,
-        })
-        .collect()
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
 }
 
 #[cfg(test)]

@@ -63,10 +63,12 @@ pub struct PrivateKey {
 /// `token_store`: where tokens are kept.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum TokenStore {
-    /// The keychain when one answers, else the file.
+    /// The keychain when one answers, else the file (always the file in a build without
+    /// the `keychain` feature).
     #[default]
     Auto,
-    /// The keychain only: without one, logins cannot be kept (a clear error).
+    /// The keychain only: without one (or in a build without the `keychain` feature),
+    /// logins cannot be kept (a clear error).
     Keyring,
     /// The 0600 file in the state folder only.
     File,
