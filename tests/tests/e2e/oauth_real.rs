@@ -63,7 +63,7 @@ impl SecretService {
             .args(["lookup", "service", "mcp-cli oauth", "username", url])
             .env("DBUS_SESSION_BUS_ADDRESS", &self.address)
             .output()
-            .unwrap();
+            .expect("run secret-tool: needs libsecret-tools");
         serde_json::from_slice(&output.stdout).ok()
     }
 }
