@@ -382,7 +382,10 @@ mod tests {
         let crate_own = (core.client_name, core.client_version);
         assert_eq!(
             crate_own,
-            ("mcp-client-cli".to_owned(), env!("CARGO_PKG_VERSION").to_owned())
+            (
+                "mcp-client-cli".to_owned(),
+                env!("CARGO_PKG_VERSION").to_owned()
+            )
         );
         let settings = Settings {
             client_name: "agent".to_owned(),
