@@ -10,9 +10,9 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::listing::{CacheHint, ListResult, Listed, entries};
-use crate::request::{FromResult, Params, Request};
-use crate::types::Content;
+use crate::model::listing::{CacheHint, ListResult, Listed, entries};
+use crate::model::request::{FromResult, Params, Request};
+use crate::model::types::Content;
 
 /// One entry of a `resources/list` page. Serialises back to the spec's field names.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
@@ -526,7 +526,7 @@ mod tests {
     #[test]
     fn every_listing_asks_its_own_method_with_the_cursor() {
         assert_eq!(
-            Request::<crate::types::ListToolsResult>::list(None).method(),
+            Request::<crate::model::types::ListToolsResult>::list(None).method(),
             "tools/list"
         );
         let page = Request::<ListResourceTemplatesResult>::list(Some("c2"));

@@ -18,15 +18,15 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::connection::{RequestId, Stats};
-use crate::error::{CloseReason, RequestError, RpcError, SendError};
-use crate::framing::{LineDecoder, LineError};
-use crate::jsonrpc::{self, Message, ResponseError};
-use crate::pending::Outstanding;
-use crate::raw_result::RawResult;
-use crate::request::{Params, Request};
-use crate::server_stateless::{self as stateless, RequestEra, Subscriptions};
-use crate::types::{Implementation, Notification};
+use crate::machines::connection::{RequestId, Stats};
+use crate::machines::pending::Outstanding;
+use crate::machines::server_stateless::{self as stateless, RequestEra, Subscriptions};
+use crate::model::error::{CloseReason, RequestError, RpcError, SendError};
+use crate::model::raw_result::RawResult;
+use crate::model::request::{Params, Request};
+use crate::model::types::{Implementation, Notification};
+use crate::wire::framing::{LineDecoder, LineError};
+use crate::wire::jsonrpc::{self, Message, ResponseError};
 use crate::{HANDSHAKE_VERSIONS, LATEST_PROTOCOL_VERSION};
 
 mod message;
@@ -616,7 +616,7 @@ impl ServerConnection {
                 let message = "initialize: this connection speaks the stateless era";
                 self.refuse(id, Self::INVALID_REQUEST, message);
             }
-            crate::stateless::LISTEN => {
+            crate::model::stateless::LISTEN => {
                 let key = id.to_string();
                 if self.by_host_id.contains_key(&key) || self.subscriptions.contains(&key) {
                     let message = format!("request id {key} is already in use by an open request");

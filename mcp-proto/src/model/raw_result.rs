@@ -8,8 +8,8 @@ use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess,
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::jsonrpc::{Member, Text};
-use crate::stateless::{self, Outcome, ResultMembers, SERVER_INFO};
+use crate::model::stateless::{self, Outcome, ResultMembers, SERVER_INFO};
+use crate::wire::jsonrpc::{Member, Text};
 
 /// The `result` member of an answer, unread: [`Connection::poll_raw_event`] hands these on
 /// where [`Connection::poll_event`] hands on values. [`FromResult::from_raw`] reads one as a
@@ -137,7 +137,7 @@ impl RawResult {
 }
 
 /// The usual line from a server, read the short way: one answer with a `result`, its id as
-/// [`decode`](crate::jsonrpc::decode) reads it, its result left as text (see
+/// [`decode`](crate::wire::jsonrpc::decode) reads it, its result left as text (see
 /// [`ResultText`]), and the `serverInfo` text of a `server/discover` result. `None` for
 /// anything else (a request, a notification, an error, a batch, a line that is not JSON),
 /// which `decode` then reads: the two agree on every line this one reads.
@@ -404,8 +404,8 @@ mod tests {
 
     use super::*;
     use crate::FromResult;
-    use crate::jsonrpc::{self, Message};
-    use crate::types::CallToolResult;
+    use crate::model::types::CallToolResult;
+    use crate::wire::jsonrpc::{self, Message};
 
     /// Results of every shape the readers tell apart: the usual, the era's members, escapes,
     /// a member twice, members of unexpected types, and what is not an object.
@@ -527,7 +527,7 @@ mod tests {
                 let from_text = jsonrpc::response_text(&id, &text);
                 let mut value = raw(result).into_value().unwrap();
                 if stateless {
-                    crate::server_stateless::mark_complete(&mut value);
+                    crate::machines::server_stateless::mark_complete(&mut value);
                 }
                 let from_value = jsonrpc::response(id.clone(), Ok(value));
                 let one_line = |line: &[u8]| {

@@ -8,10 +8,10 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use crate::headers::{HeaderParams, InvalidHeaderAnnotation};
-use crate::listing::{ListResult, Listed};
-use crate::raw_result::RawResult;
-use crate::request::{FromResult, Params, Request};
+use crate::model::headers::{HeaderParams, InvalidHeaderAnnotation};
+use crate::model::listing::{ListResult, Listed};
+use crate::model::raw_result::RawResult;
+use crate::model::request::{FromResult, Params, Request};
 
 /// `clientInfo` / `serverInfo`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -540,7 +540,8 @@ impl Notification {
     /// [`Request::listen`](crate::Request::listen) that opened it, as it went on the wire.
     pub fn subscription_id(&self) -> Option<crate::RequestId> {
         let meta = self.params.as_ref()?.get("_meta")?;
-        let id = crate::pending::read_id(meta.get(crate::stateless::SUBSCRIPTION_ID)?)?;
+        let id =
+            crate::machines::pending::read_id(meta.get(crate::model::stateless::SUBSCRIPTION_ID)?)?;
         Some(crate::RequestId(id))
     }
 
@@ -757,8 +758,8 @@ mod tests {
         assert_eq!(page.next_cursor, None);
     }
 
-    type ToolPager = crate::listing::Pager<Tool>;
-    use crate::listing::PageError;
+    type ToolPager = crate::model::listing::Pager<Tool>;
+    use crate::model::listing::PageError;
 
     fn page(names: &[&str], cursor: Option<&str>) -> ListToolsResult {
         ListToolsResult::from_value(json!({
@@ -772,7 +773,7 @@ mod tests {
     fn next_cursor(pager: &ToolPager) -> Option<Option<Value>> {
         let request = pager.next_request()?;
         Some(match request.params {
-            crate::request::Params::Value(params) => Some(params["cursor"].clone()),
+            crate::model::request::Params::Value(params) => Some(params["cursor"].clone()),
             _ => None,
         })
     }

@@ -7,12 +7,12 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use crate::error::RpcError;
-use crate::jsonrpc::{CLIENT_CAPABILITIES, CLIENT_INFO, PROTOCOL_VERSION};
-use crate::request::{Params, Request};
-use crate::server::{ClientInfo, ServerConfig};
-use crate::stateless::{ACKNOWLEDGED, MULTI_ROUND_METHODS, SERVER_INFO, SUBSCRIPTION_ID};
-use crate::types::{Implementation, Notification};
+use crate::machines::server::{ClientInfo, ServerConfig};
+use crate::model::error::RpcError;
+use crate::model::request::{Params, Request};
+use crate::model::stateless::{ACKNOWLEDGED, MULTI_ROUND_METHODS, SERVER_INFO, SUBSCRIPTION_ID};
+use crate::model::types::{Implementation, Notification};
+use crate::wire::jsonrpc::{CLIENT_CAPABILITIES, CLIENT_INFO, PROTOCOL_VERSION};
 use crate::{ListenFilter, STATELESS_VERSIONS, SUPPORTED_PROTOCOL_VERSIONS};
 
 /// The method that tells a host our versions, capabilities and identity.
@@ -145,7 +145,7 @@ impl Subscriptions {
             "_meta": { SUBSCRIPTION_ID: id },
             "notifications": agreed.to_json(),
         });
-        let acknowledgement = crate::jsonrpc::notification(ACKNOWLEDGED, Some(params));
+        let acknowledgement = crate::wire::jsonrpc::notification(ACKNOWLEDGED, Some(params));
         self.open
             .insert(id.to_string(), Subscription { id, agreed });
         acknowledgement
@@ -183,7 +183,7 @@ impl Subscriptions {
                     *meta = json!({});
                 }
                 meta[SUBSCRIPTION_ID] = subscription.id.clone();
-                crate::jsonrpc::notification(method, Some(Value::Object(params)))
+                crate::wire::jsonrpc::notification(method, Some(Value::Object(params)))
             })
             .collect()
     }
@@ -197,7 +197,7 @@ impl Subscriptions {
                     "resultType": "complete",
                     "_meta": { SUBSCRIPTION_ID: subscription.id },
                 });
-                crate::jsonrpc::response(subscription.id, Ok(result))
+                crate::wire::jsonrpc::response(subscription.id, Ok(result))
             })
             .collect()
     }

@@ -3,9 +3,9 @@
 
 use serde_json::Value;
 
-use crate::error::{CloseReason, ErrorKind, RpcError};
-use crate::stateless;
-use crate::types::{Implementation, ServerInfo};
+use crate::model::error::{CloseReason, ErrorKind, RpcError};
+use crate::model::stateless;
+use crate::model::types::{Implementation, ServerInfo};
 
 use crate::{HANDSHAKE_VERSIONS, STATELESS_VERSIONS};
 
@@ -34,7 +34,8 @@ pub(super) fn parse_initialize_result(
         Some(info) => serde_json::from_value(info)
             .map_err(|error| invalid(&format!("`serverInfo`: {error}")))?,
     };
-    let (capabilities, instructions) = crate::stateless::capabilities_and_instructions(&mut result);
+    let (capabilities, instructions) =
+        crate::model::stateless::capabilities_and_instructions(&mut result);
     Ok(ServerInfo {
         protocol_version: version,
         supported_versions: Vec::new(),

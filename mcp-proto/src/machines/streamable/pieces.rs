@@ -4,8 +4,8 @@
 
 use serde_json::Value;
 
-use crate::framing::{Discarded, LineError, PARSE_FROM};
-use crate::stream_json::JsonStream;
+use crate::wire::framing::{Discarded, LineError, PARSE_FROM};
+use crate::wire::stream_json::JsonStream;
 
 /// A message read in pieces, as far as it has come.
 #[derive(Debug)]

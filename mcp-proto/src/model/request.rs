@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use crate::error::RequestError;
-use crate::raw_result::RawResult;
+use crate::model::error::RequestError;
+use crate::model::raw_result::RawResult;
 
 /// One request to send, typed by what its result reads as: `Request<CallToolResult>` from
 /// [`Request::call_tool`], `Request<Value>` (the result as sent) from [`Request::new`].

@@ -8,9 +8,9 @@ use serde::de::{
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
-use crate::jsonrpc::Text;
-use crate::request::{Params, Request};
-use crate::types::{Implementation, ServerCapabilities, ServerInfo};
+use crate::model::request::{Params, Request};
+use crate::model::types::{Implementation, ServerCapabilities, ServerInfo};
+use crate::wire::jsonrpc::Text;
 
 /// The methods a server may answer with `input_required`.
 pub(crate) const MULTI_ROUND_METHODS: &[&str] = &["tools/call", "prompts/get", "resources/read"];
@@ -282,7 +282,8 @@ pub(crate) fn read_discover_result(
             serde_json::from_value(info).map_err(|error| format!("serverInfo: {error}"))?
         }
     };
-    let (capabilities, instructions) = crate::stateless::capabilities_and_instructions(&mut result);
+    let (capabilities, instructions) =
+        crate::model::stateless::capabilities_and_instructions(&mut result);
     Ok(ServerInfo {
         protocol_version: String::new(),
         supported_versions,

@@ -5,7 +5,7 @@ use std::ops::Range;
 use bytes::{Buf, Bytes, BytesMut};
 use serde_json::Value;
 
-use crate::stream_json::JsonStream;
+use crate::wire::stream_json::JsonStream;
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 

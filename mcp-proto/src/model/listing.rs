@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
-use crate::request::{FromResult, Params, Request};
+use crate::model::request::{FromResult, Params, Request};
 
 /// What a paginated listing lists: the method that asks for a page and the result member
 /// that holds its entries.

@@ -19,14 +19,14 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use crate::error::{CloseReason, ErrorKind, RequestError, RpcError, SendError};
-use crate::framing::{self, Line, LineDecoder, LineError};
-use crate::jsonrpc::{self, Input, ResponseError, StatelessMeta};
-use crate::pending::{Origin, Outstanding, ProgressToken, deadline_after, read_id};
-use crate::raw_result::RawResult;
-use crate::request::{Params, Request};
-use crate::stateless;
-use crate::types::{Fallback, ServerInfo};
+use crate::machines::pending::{Origin, Outstanding, ProgressToken, deadline_after, read_id};
+use crate::model::error::{CloseReason, ErrorKind, RequestError, RpcError, SendError};
+use crate::model::raw_result::RawResult;
+use crate::model::request::{Params, Request};
+use crate::model::stateless;
+use crate::model::types::{Fallback, ServerInfo};
+use crate::wire::framing::{self, Line, LineDecoder, LineError};
+use crate::wire::jsonrpc::{self, Input, ResponseError, StatelessMeta};
 use crate::{
     Era, HANDSHAKE_VERSIONS, LATEST_PROTOCOL_VERSION, LATEST_STATELESS_VERSION, Protocol,
     STATELESS_VERSIONS,
@@ -389,7 +389,7 @@ impl Connection {
             return;
         }
         if message.len() > self.config.max_line_len {
-            let error = crate::framing::too_long(self.config.max_line_len, message);
+            let error = crate::wire::framing::too_long(self.config.max_line_len, message);
             return self.handle_too_long(error);
         }
         self.handle_line(now, Line::Bytes(message));

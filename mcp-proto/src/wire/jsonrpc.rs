@@ -7,9 +7,9 @@ use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value, json};
 
-use crate::error::RpcError;
-use crate::framing::LineError;
-use crate::stateless;
+use crate::model::error::RpcError;
+use crate::model::stateless;
+use crate::wire::framing::LineError;
 
 /// One message from the server, classified by its fields.
 #[derive(Debug, Clone, PartialEq)]

@@ -7,13 +7,13 @@ use std::time::Instant;
 use serde_json::{Value, json};
 
 use super::{Answer, Connection, OpenServerRequest, Sent, State};
-use crate::error::{RequestError, RpcError};
-use crate::framing::{Line, LineError};
-use crate::jsonrpc::{self, Message};
-use crate::pending::{ProgressToken, deadline_after, read_id};
-use crate::raw_result::{self, RawResult};
-use crate::stateless;
-use crate::types::Notification;
+use crate::machines::pending::{ProgressToken, deadline_after, read_id};
+use crate::model::error::{RequestError, RpcError};
+use crate::model::raw_result::{self, RawResult};
+use crate::model::stateless;
+use crate::model::types::Notification;
+use crate::wire::framing::{Line, LineError};
+use crate::wire::jsonrpc::{self, Message};
 use crate::{Event, RequestId, ServerRequest, ServerRequestId};
 
 /// At most this many refusals of server requests wait for the handshake to end.

@@ -4,8 +4,8 @@
 use serde_json::{Map, Value};
 
 use super::RequestId;
-use crate::jsonrpc::{self, Input, StatelessMeta};
-use crate::request::Params;
+use crate::model::request::Params;
+use crate::wire::jsonrpc::{self, Input, StatelessMeta};
 
 /// What a queued message is, for a transport that sends each message on its own (HTTP), so
 /// that it never parses what it sends:
@@ -130,7 +130,9 @@ pub(super) fn outgoing(version: &'static str, method: &str, params: &Params) -> 
         ("tools/call", Params::Value(params)) => (member("name"), params.get("arguments").cloned()),
         ("prompts/get", _) => (member("name"), None),
         ("resources/read", _) => (member("uri"), None),
-        (method, _) if crate::tasks::TASK_METHODS.contains(&method) => (member("taskId"), None),
+        (method, _) if crate::model::tasks::TASK_METHODS.contains(&method) => {
+            (member("taskId"), None)
+        }
         _ => (None, None),
     };
     Outgoing {

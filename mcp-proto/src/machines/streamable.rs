@@ -14,11 +14,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::connection::{Config, Connection, Event, Outgoing, RequestId, Sent};
-use crate::error::{CloseReason, RequestError, RpcError};
-use crate::headers::{RejectedTool, ToolHeaders, encode_header_value};
-use crate::request::Request;
-use crate::versions::Era;
+use crate::machines::connection::{Config, Connection, Event, Outgoing, RequestId, Sent};
+use crate::model::error::{CloseReason, RequestError, RpcError};
+use crate::model::headers::{RejectedTool, ToolHeaders, encode_header_value};
+use crate::model::request::Request;
+use crate::model::versions::Era;
 
 mod pieces;
 mod streams;
@@ -29,7 +29,7 @@ use pieces::{Message, Pieces};
 /// ([`Reply::Part`]), which are then parsed as they arrive: the bound from which lines are
 /// parsed as they arrive over stdio. Below it, holding the message and parsing it whole is
 /// faster; above it, the message's bytes would double a large result's memory.
-pub const PIECES_FROM: usize = crate::framing::PARSE_FROM;
+pub const PIECES_FROM: usize = crate::wire::framing::PARSE_FROM;
 
 /// How many times in a row one answer's event stream is resumed from the same event before
 /// the request fails.

@@ -7,8 +7,8 @@ use super::{
     Affected, DEFAULT_RETRY, Exchange, ExchangeId, Get, HttpConnection, LISTEN_FAILURES, Listener,
     MAX_RESUMES, Mode, Purpose, Reply, SHORT_STREAM,
 };
-use crate::connection::RequestId;
-use crate::error::{CloseReason, RequestError};
+use crate::machines::connection::RequestId;
+use crate::model::error::{CloseReason, RequestError};
 
 impl HttpConnection {
     /// An event stream that was to carry request `id`'s answer ended. Resume it with

@@ -4,10 +4,10 @@ use serde_json::Value;
 
 #[cfg(doc)]
 use super::{Config, Connection};
-use crate::error::{CloseReason, RequestError};
-use crate::framing::LineError;
-use crate::raw_result::RawResult;
-use crate::types::{Notification, ServerInfo};
+use crate::model::error::{CloseReason, RequestError};
+use crate::model::raw_result::RawResult;
+use crate::model::types::{Notification, ServerInfo};
+use crate::wire::framing::LineError;
 
 /// Identifies one request of ours. Ids count up from 1 and are never reused (0 is skipped
 /// because some servers treat a falsy id as absent).

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 
-use crate::request::Params;
+use crate::model::request::Params;
 
 /// Far enough to mean "never" without overflowing `Instant`.
 const LONGEST_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);

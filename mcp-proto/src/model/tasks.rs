@@ -18,10 +18,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
-use crate::error::{RequestError, RpcError};
-use crate::request::{FromResult, Params, Request};
-use crate::types::{CallToolResult, Notification};
-use crate::versions::Era;
+use crate::model::error::{RequestError, RpcError};
+use crate::model::request::{FromResult, Params, Request};
+use crate::model::types::{CallToolResult, Notification};
+use crate::model::versions::Era;
 
 /// The extension's name, in the client's and the server's capabilities.
 pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
