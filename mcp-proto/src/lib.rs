@@ -180,7 +180,8 @@ pub use model::versions::{
     Era, HANDSHAKE_VERSIONS, LATEST_PROTOCOL_VERSION, LATEST_STATELESS_VERSION, Protocol,
     STATELESS_VERSIONS, SUPPORTED_PROTOCOL_VERSIONS, UnknownRevision,
 };
-pub use wire::framing::{LineDecoder, LineError};
+pub use wire::framing::LineDecoder;
 pub use wire::jsonrpc::PROTOCOL_VERSION as META_PROTOCOL_VERSION;
+pub use wire::line_error::LineError;
 pub use wire::sse::{SseDecoder, SseEvent, SsePiece, SseTooLong};
 pub use wire::stream_json::{JsonStream, LISTED_MEMBERS};

@@ -25,8 +25,9 @@ use crate::model::raw_result::RawResult;
 use crate::model::request::{Params, Request};
 use crate::model::stateless;
 use crate::model::types::{Fallback, ServerInfo};
-use crate::wire::framing::{self, Line, LineDecoder, LineError};
+use crate::wire::framing::{self, Line, LineDecoder};
 use crate::wire::jsonrpc::{self, Input, ResponseError, StatelessMeta};
+use crate::wire::line_error::LineError;
 use crate::{
     Era, HANDSHAKE_VERSIONS, LATEST_PROTOCOL_VERSION, LATEST_STATELESS_VERSION, Protocol,
     STATELESS_VERSIONS,

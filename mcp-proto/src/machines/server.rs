@@ -25,8 +25,9 @@ use crate::model::error::{CloseReason, RequestError, RpcError, SendError};
 use crate::model::raw_result::RawResult;
 use crate::model::request::{Params, Request};
 use crate::model::types::{Implementation, Notification};
-use crate::wire::framing::{LineDecoder, LineError};
+use crate::wire::framing::LineDecoder;
 use crate::wire::jsonrpc::{self, Message, ResponseError};
+use crate::wire::line_error::LineError;
 use crate::{HANDSHAKE_VERSIONS, LATEST_PROTOCOL_VERSION};
 
 mod message;

@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 
 use crate::model::error::RpcError;
 use crate::model::stateless;
-use crate::wire::framing::LineError;
+use crate::wire::line_error::{LineError, preview};
 
 /// One message from the server, classified by its fields.
 #[derive(Debug, Clone, PartialEq)]
@@ -343,15 +343,6 @@ fn read_message<'de, A: MapAccess<'de>>(
 fn not_json(line: &str, error: &serde_json::Error) -> LineError {
     LineError::NotJson {
         detail: format!("{error} in {:?}", preview(line)),
-    }
-}
-
-/// The start of a line, for error messages about it.
-pub(crate) fn preview(line: &str) -> String {
-    const MAX: usize = 60;
-    match line.char_indices().nth(MAX) {
-        Some((end, _)) => format!("{}...", &line[..end]),
-        None => line.to_owned(),
     }
 }
 

@@ -2,5 +2,6 @@
 
 pub(crate) mod framing;
 pub(crate) mod jsonrpc;
+pub(crate) mod line_error;
 pub(crate) mod sse;
 pub(crate) mod stream_json;

@@ -8,7 +8,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::wire::framing::LineError;
+use crate::wire::line_error::{LineError, preview};
 
 /// serde_json's bound: the 128th open bracket of a nest fails.
 const MAX_DEPTH: usize = 127;
@@ -498,7 +498,7 @@ impl JsonStream {
             Some(message) if failure.utf8.is_valid() => {
                 let head = String::from_utf8_lossy(&self.head);
                 LineError::NotJson {
-                    detail: format!("{message} in {:?}", crate::wire::jsonrpc::preview(&head)),
+                    detail: format!("{message} in {:?}", preview(&head)),
                 }
             }
             _ => LineError::NotUtf8,

@@ -7,7 +7,7 @@ use super::{Config, Connection};
 use crate::model::error::{CloseReason, RequestError};
 use crate::model::raw_result::RawResult;
 use crate::model::types::{Notification, ServerInfo};
-use crate::wire::framing::LineError;
+use crate::wire::line_error::LineError;
 
 /// Identifies one request of ours. Ids count up from 1 and are never reused (0 is skipped
 /// because some servers treat a falsy id as absent).

@@ -12,8 +12,9 @@ use crate::model::error::{RequestError, RpcError};
 use crate::model::raw_result::{self, RawResult};
 use crate::model::stateless;
 use crate::model::types::Notification;
-use crate::wire::framing::{Line, LineError};
+use crate::wire::framing::Line;
 use crate::wire::jsonrpc::{self, Message};
+use crate::wire::line_error::LineError;
 use crate::{Event, RequestId, ServerRequest, ServerRequestId};
 
 /// At most this many refusals of server requests wait for the handshake to end.

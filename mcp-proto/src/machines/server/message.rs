@@ -4,8 +4,8 @@
 
 use serde_json::Value;
 
-use crate::wire::framing::LineError;
 use crate::wire::jsonrpc::{self, Message, Messages};
+use crate::wire::line_error::LineError;
 
 /// One JSON-RPC message of the host's, decoded; give it to
 /// [`ServerConnection::handle_message`](super::ServerConnection::handle_message).
@@ -60,7 +60,7 @@ impl HostMessage {
 #[cfg(test)]
 mod tests {
     use super::HostMessage;
-    use crate::wire::framing::LineError;
+    use crate::wire::line_error::LineError;
     use serde_json::json;
 
     #[test]

@@ -4,7 +4,8 @@
 
 use serde_json::Value;
 
-use crate::wire::framing::{Discarded, LineError, PARSE_FROM};
+use crate::wire::framing::{Discarded, PARSE_FROM};
+use crate::wire::line_error::LineError;
 use crate::wire::stream_json::JsonStream;
 
 /// A message read in pieces, as far as it has come.
