@@ -152,7 +152,7 @@ pub use machines::streamable::{
     Affected, Answer, Exchange, ExchangeId, Get, HttpConnection, HttpTransport, PIECES_FROM, Post,
     Reply, session_lost,
 };
-pub use model::error::{CloseReason, ErrorKind, RequestError, RpcError, SendError};
+pub use model::error::{CloseReason, ErrorKind, RequestError, SendError};
 pub use model::features::{
     CompleteResult, CompletionRef, ElicitResult, GetPromptResult, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, Prompt, PromptArgument, PromptMessage,
@@ -182,6 +182,7 @@ pub use model::versions::{
 };
 pub use wire::framing::LineDecoder;
 pub use wire::jsonrpc::PROTOCOL_VERSION as META_PROTOCOL_VERSION;
+pub use wire::jsonrpc::RpcError;
 pub use wire::line_error::LineError;
 pub use wire::sse::{SseDecoder, SseEvent, SsePiece, SseTooLong};
 pub use wire::stream_json::{JsonStream, LISTED_MEMBERS};

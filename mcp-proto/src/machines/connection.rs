@@ -20,13 +20,13 @@ use std::time::Instant;
 use serde_json::{Value, json};
 
 use crate::machines::pending::{Origin, Outstanding, ProgressToken, deadline_after, read_id};
-use crate::model::error::{CloseReason, ErrorKind, RequestError, RpcError, SendError};
+use crate::model::error::{CloseReason, ErrorKind, RequestError, SendError};
 use crate::model::raw_result::RawResult;
 use crate::model::request::{Params, Request};
 use crate::model::stateless;
 use crate::model::types::{Fallback, ServerInfo};
 use crate::wire::framing::{self, Line, LineDecoder};
-use crate::wire::jsonrpc::{self, Input, ResponseError, StatelessMeta};
+use crate::wire::jsonrpc::{self, Input, ResponseError, RpcError, StatelessMeta};
 use crate::wire::line_error::LineError;
 use crate::{
     Era, HANDSHAKE_VERSIONS, LATEST_PROTOCOL_VERSION, LATEST_STATELESS_VERSION, Protocol,

@@ -21,12 +21,12 @@ use serde_json::{Value, json};
 use crate::machines::connection::{RequestId, Stats};
 use crate::machines::pending::Outstanding;
 use crate::machines::server_stateless::{self as stateless, RequestEra, Subscriptions};
-use crate::model::error::{CloseReason, RequestError, RpcError, SendError};
+use crate::model::error::{CloseReason, RequestError, SendError};
 use crate::model::raw_result::RawResult;
 use crate::model::request::{Params, Request};
 use crate::model::types::{Implementation, Notification};
 use crate::wire::framing::LineDecoder;
-use crate::wire::jsonrpc::{self, Message, ResponseError};
+use crate::wire::jsonrpc::{self, Message, ResponseError, RpcError};
 use crate::wire::line_error::LineError;
 use crate::{HANDSHAKE_VERSIONS, LATEST_PROTOCOL_VERSION};
 

@@ -4,22 +4,13 @@
 use std::fmt;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
-/// A JSON-RPC error object, as the server sent it or as we send it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RpcError {
-    /// The JSON-RPC error code, such as [`RpcError::METHOD_NOT_FOUND`].
-    pub code: i64,
-    /// What the server said went wrong.
-    pub message: String,
-    /// Anything else the server attached.
-    pub data: Option<Value>,
-}
+use crate::wire::jsonrpc::RpcError;
 
+/// What the protocol's error codes mean to us, beside the JSON-RPC object itself (whose
+/// struct is the wire's): the codes MCP adds, and what each says.
 impl RpcError {
-    /// The method is unknown, or a capability we did not declare.
-    pub const METHOD_NOT_FOUND: i64 = -32601;
     /// The params do not fit the method, such as tool arguments that do not fit the schema;
     /// from 2026-07-28 on also an unknown resource (see [`RpcError::is_resource_not_found`]).
     pub const INVALID_PARAMS: i64 = -32602;
@@ -37,23 +28,6 @@ impl RpcError {
     /// elicitations in `data.elicitations` (see [`ErrorKind::UrlElicitationRequired`]); then
     /// it is made again.
     pub const URL_ELICITATION_REQUIRED: i64 = -32042;
-
-    /// The refusal we send for server requests we do not serve.
-    pub fn method_not_found(method: &str) -> Self {
-        Self {
-            code: Self::METHOD_NOT_FOUND,
-            message: format!("Method not found: {method}"),
-            data: None,
-        }
-    }
-
-    pub(crate) fn to_json(&self) -> Value {
-        let mut error = json!({ "code": self.code, "message": self.message });
-        if let Some(data) = &self.data {
-            error["data"] = data.clone();
-        }
-        error
-    }
 }
 
 impl RpcError {

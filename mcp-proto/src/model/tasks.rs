@@ -18,10 +18,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
-use crate::model::error::{RequestError, RpcError};
+use crate::model::error::RequestError;
 use crate::model::request::{FromResult, Params, Request};
 use crate::model::types::{CallToolResult, Notification};
 use crate::model::versions::Era;
+use crate::wire::jsonrpc::RpcError;
 
 /// The extension's name, in the client's and the server's capabilities.
 pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";

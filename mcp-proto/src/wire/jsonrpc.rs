@@ -7,9 +7,41 @@ use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value, json};
 
-use crate::model::error::RpcError;
 use crate::model::stateless;
 use crate::wire::line_error::{LineError, preview};
+
+/// A JSON-RPC error object, as the server sent it or as we send it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RpcError {
+    /// The JSON-RPC error code, such as [`RpcError::METHOD_NOT_FOUND`].
+    pub code: i64,
+    /// What the server said went wrong.
+    pub message: String,
+    /// Anything else the server attached.
+    pub data: Option<Value>,
+}
+
+impl RpcError {
+    /// The method is unknown, or a capability we did not declare.
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+
+    /// The refusal we send for server requests we do not serve.
+    pub fn method_not_found(method: &str) -> Self {
+        Self {
+            code: Self::METHOD_NOT_FOUND,
+            message: format!("Method not found: {method}"),
+            data: None,
+        }
+    }
+
+    pub(crate) fn to_json(&self) -> Value {
+        let mut error = json!({ "code": self.code, "message": self.message });
+        if let Some(data) = &self.data {
+            error["data"] = data.clone();
+        }
+        error
+    }
+}
 
 /// One message from the server, classified by its fields.
 #[derive(Debug, Clone, PartialEq)]

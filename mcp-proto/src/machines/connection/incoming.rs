@@ -8,12 +8,12 @@ use serde_json::{Value, json};
 
 use super::{Answer, Connection, OpenServerRequest, Sent, State};
 use crate::machines::pending::{ProgressToken, deadline_after, read_id};
-use crate::model::error::{RequestError, RpcError};
+use crate::model::error::RequestError;
 use crate::model::raw_result::{self, RawResult};
 use crate::model::stateless;
 use crate::model::types::Notification;
 use crate::wire::framing::Line;
-use crate::wire::jsonrpc::{self, Message};
+use crate::wire::jsonrpc::{self, Message, RpcError};
 use crate::wire::line_error::LineError;
 use crate::{Event, RequestId, ServerRequest, ServerRequestId};
 

@@ -7,10 +7,10 @@ use std::time::Instant;
 use serde_json::Value;
 
 use super::{Answer, Connection, Sent, State, encode, other_stateless_revision};
-use crate::model::error::{RequestError, RpcError};
+use crate::model::error::RequestError;
 use crate::model::raw_result::RawResult;
 use crate::model::stateless::{self, Outcome};
-use crate::wire::jsonrpc::{self, Input};
+use crate::wire::jsonrpc::{self, Input, RpcError};
 
 impl Connection {
     /// Sends the caller's answer to the server, or keeps it for the retry of the request it

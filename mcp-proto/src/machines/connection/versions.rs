@@ -3,10 +3,11 @@
 
 use serde_json::Value;
 
-use crate::model::error::{CloseReason, ErrorKind, RpcError};
+use crate::model::error::{CloseReason, ErrorKind};
 use crate::model::stateless;
 use crate::model::types::{Implementation, ServerInfo};
 
+use crate::wire::jsonrpc::RpcError;
 use crate::{HANDSHAKE_VERSIONS, STATELESS_VERSIONS};
 
 pub(super) fn parse_initialize_result(
