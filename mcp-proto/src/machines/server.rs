@@ -24,6 +24,7 @@ use crate::machines::server_stateless::{self as stateless, RequestEra, Subscript
 use crate::model::error::{CloseReason, RequestError, SendError};
 use crate::model::raw_result::RawResult;
 use crate::model::request::{Params, Request};
+use crate::model::result_members::ResultMembers;
 use crate::model::types::{Implementation, Notification};
 use crate::wire::framing::LineDecoder;
 use crate::wire::jsonrpc::{self, Message, ResponseError, RpcError};
@@ -547,11 +548,14 @@ impl ServerConnection {
         self.transmits.push_back(jsonrpc::response(id, Err(error)));
     }
 
-    fn handle_decoded(&mut self, now: Instant, message: Message) {
+    /// A host's answer reads as a server's does, the stateless era's members read out of it.
+    fn handle_decoded(&mut self, now: Instant, message: Message<ResultMembers>) {
         match message {
             Message::Request { id, method, params } => self.handle_request(id, method, params),
             Message::Notification { method, params } => self.handle_notification(method, params),
-            Message::Response { id, result, .. } => self.handle_response(now, &id, result),
+            Message::Response { id, result } => {
+                self.handle_response(now, &id, result.map(|members| members.result));
+            }
         }
     }
 

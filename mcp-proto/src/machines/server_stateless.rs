@@ -9,7 +9,8 @@ use serde_json::{Map, Value, json};
 
 use crate::machines::server::{ClientInfo, ServerConfig};
 use crate::model::request::{Params, Request};
-use crate::model::stateless::{ACKNOWLEDGED, MULTI_ROUND_METHODS, SERVER_INFO, SUBSCRIPTION_ID};
+use crate::model::result_members::SERVER_INFO;
+use crate::model::stateless::{ACKNOWLEDGED, MULTI_ROUND_METHODS, SUBSCRIPTION_ID};
 use crate::model::types::{Implementation, Notification};
 use crate::wire::jsonrpc::{CLIENT_CAPABILITIES, CLIENT_INFO, PROTOCOL_VERSION, RpcError};
 use crate::{ListenFilter, STATELESS_VERSIONS, SUPPORTED_PROTOCOL_VERSIONS};

@@ -6,6 +6,7 @@ pub(crate) mod headers;
 pub(crate) mod listing;
 pub(crate) mod raw_result;
 pub(crate) mod request;
+pub(crate) mod result_members;
 pub(crate) mod stateless;
 pub(crate) mod tasks;
 pub(crate) mod types;

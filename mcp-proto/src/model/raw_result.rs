@@ -8,7 +8,7 @@ use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess,
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::model::stateless::{self, Outcome, ResultMembers, SERVER_INFO};
+use crate::model::result_members::{self, Outcome, ResultMembers, SERVER_INFO};
 use crate::wire::jsonrpc::{Member, Text};
 
 /// The `result` member of an answer, unread: [`Connection::poll_raw_event`] hands these on
@@ -78,7 +78,7 @@ impl RawResult {
         }
     }
 
-    /// What the result's `resultType` says, as [`stateless::outcome`] reads the value
+    /// What the result's `resultType` says, as [`result_members::outcome`] reads the value
     /// [`into_value`](Self::into_value) gives, with no value built.
     pub(crate) fn outcome(&self) -> Outcome {
         let kind = match &self.0 {
@@ -86,7 +86,7 @@ impl RawResult {
             Repr::Text {
                 kind: Some(kind), ..
             } => kind,
-            Repr::Value(value) => return stateless::outcome(value),
+            Repr::Value(value) => return result_members::outcome(value),
         };
         match serde_json::from_str::<Value>(kind) {
             // Written with escapes: still the value `into_value` keeps, and reads as complete.
@@ -453,15 +453,14 @@ mod tests {
             let Some(Ok(Message::Response {
                 id: decoded_id,
                 result: Ok(decoded),
-                server_info,
-            })) = jsonrpc::decode(line.as_bytes()).next()
+            })) = jsonrpc::decode::<ResultMembers>(line.as_bytes()).next()
             else {
                 panic!("{line} is not a result");
             };
             let short = short.into_value().unwrap();
             assert_eq!(
                 (id, short, info),
-                (decoded_id, decoded, server_info),
+                (decoded_id, decoded.result, decoded.server_info),
                 "{line}"
             );
         }
@@ -486,7 +485,7 @@ mod tests {
     fn the_scan_of_result_type_agrees_with_the_value() {
         for result in RESULTS {
             let value = raw(result).into_value().unwrap();
-            let (scanned, read) = (raw(result).outcome(), stateless::outcome(&value));
+            let (scanned, read) = (raw(result).outcome(), result_members::outcome(&value));
             assert_eq!(format!("{scanned:?}"), format!("{read:?}"), "{result}");
         }
     }

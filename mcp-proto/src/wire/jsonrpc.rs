@@ -1,13 +1,13 @@
 //! JSON-RPC 2.0 messages: classifying what the server sent, encoding what we send.
 
 use std::borrow::Cow;
+use std::marker::PhantomData;
 
 use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value, json};
 
-use crate::model::stateless;
 use crate::wire::line_error::{LineError, preview};
 
 /// A JSON-RPC error object, as the server sent it or as we send it.
@@ -43,9 +43,24 @@ impl RpcError {
     }
 }
 
-/// One message from the server, classified by its fields.
+/// How a response's `result` member is read: the wire finds it and hands its text (or, for a
+/// line parsed as it arrived, its value) to this reading; what a result sheds on the way (the
+/// members the stateless era adds to every result) is the floor above's to say. A plain
+/// [`Value`] keeps the result as sent.
+pub(crate) trait ResponseResult: for<'de> Deserialize<'de> {
+    /// The same reading of a result already parsed into a value.
+    fn from_value(result: Value) -> Self;
+}
+
+impl ResponseResult for Value {
+    fn from_value(result: Value) -> Self {
+        result
+    }
+}
+
+/// One message from the server, classified by its fields; a response's result read as `R`.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Message {
+pub(crate) enum Message<R = Value> {
     /// Has `method` and a usable `id`: the server wants an answer.
     Request {
         id: Value,
@@ -60,10 +75,7 @@ pub(crate) enum Message {
     /// Has `result` or `error`. `id` is kept as sent; matching it is the connection's job.
     Response {
         id: Value,
-        result: Result<Value, ResponseError>,
-        /// The JSON text of the result's `_meta` `serverInfo`, read out of the result (see
-        /// [`stateless::ResultMembers`]).
-        server_info: Option<String>,
+        result: Result<R, ResponseError>,
     },
 }
 
@@ -85,7 +97,7 @@ pub(crate) enum ResponseError {
 /// come (no map is built for the envelope), and `params`, `result` and `error` become values.
 /// A well-formed line that is not a message is classified, not rejected by the parser, so the
 /// whole line is still checked to be JSON first: a broken line is reported as broken.
-pub(crate) fn decode(line: &[u8]) -> Messages {
+pub(crate) fn decode<R: ResponseResult>(line: &[u8]) -> Messages<R> {
     // Checked once for the whole line, where parsing bytes would check each string on its
     // own: a typical response holds a dozen, and each check has a fixed cost.
     let Ok(text) = std::str::from_utf8(line) else {
@@ -93,7 +105,7 @@ pub(crate) fn decode(line: &[u8]) -> Messages {
     };
     let mut parser = serde_json::Deserializer::from_str(text);
     let decoded = parser
-        .deserialize_any(LineVisitor { top_level: true })
+        .deserialize_any(LineVisitor::<R>::new(true))
         .and_then(|decoded| parser.end().map(|()| decoded));
     match decoded {
         Ok(Decoded::One(message)) => Messages::One(Some(message)),
@@ -104,7 +116,7 @@ pub(crate) fn decode(line: &[u8]) -> Messages {
 
 /// Classifies a line that was parsed as it arrived (see [`JsonStream`](crate::JsonStream)):
 /// the messages [`decode`] finds in the same text, with the value's members moved into them.
-pub(crate) fn decode_value(value: Value) -> Messages {
+pub(crate) fn decode_value<R: ResponseResult>(value: Value) -> Messages<R> {
     match value {
         Value::Array(items) if items.is_empty() => {
             Messages::One(Some(Err(not_jsonrpc("empty batch"))))
@@ -118,7 +130,7 @@ pub(crate) fn decode_value(value: Value) -> Messages {
 }
 
 /// [`read_message`] for a value: a batch's element, or a whole line.
-fn message_from_value(value: Value) -> Result<Message, LineError> {
+fn message_from_value<R: ResponseResult>(value: Value) -> Result<Message<R>, LineError> {
     let Value::Object(mut members) = value else {
         return Err(not_jsonrpc("not an object"));
     };
@@ -132,7 +144,7 @@ fn message_from_value(value: Value) -> Result<Message, LineError> {
     match members.remove("method") {
         None => classify_response(
             id,
-            (members.remove("result")).map(stateless::ResultMembers::from_value),
+            (members.remove("result")).map(R::from_value),
             members.remove("error"),
         ),
         Some(Value::String(method)) => classify_call(id, method, members.remove("params")),
@@ -141,13 +153,13 @@ fn message_from_value(value: Value) -> Result<Message, LineError> {
 }
 
 /// The messages of one line: no list is built for the usual single message.
-pub(crate) enum Messages {
-    One(Option<Result<Message, LineError>>),
-    Batch(std::vec::IntoIter<Result<Message, LineError>>),
+pub(crate) enum Messages<R = Value> {
+    One(Option<Result<Message<R>, LineError>>),
+    Batch(std::vec::IntoIter<Result<Message<R>, LineError>>),
 }
 
-impl Iterator for Messages {
-    type Item = Result<Message, LineError>;
+impl<R> Iterator for Messages<R> {
+    type Item = Result<Message<R>, LineError>;
 
     fn next(&mut self) -> Option<Self::Item> {
         match self {
@@ -157,35 +169,43 @@ impl Iterator for Messages {
     }
 }
 
-enum Decoded {
-    One(Result<Message, LineError>),
-    Batch(Vec<Result<Message, LineError>>),
+enum Decoded<R> {
+    One(Result<Message<R>, LineError>),
+    Batch(Vec<Result<Message<R>, LineError>>),
 }
 
 /// Reads a message, or at the top level a batch of them. Whatever is not an object becomes a
 /// classification error, never a parse error, so parsing goes on to the end of the line.
-struct LineVisitor {
+struct LineVisitor<R> {
     top_level: bool,
+    result: PhantomData<fn() -> R>,
 }
 
-impl LineVisitor {
-    fn not_an_object<E>(self) -> Result<Decoded, E> {
+impl<R> LineVisitor<R> {
+    fn new(top_level: bool) -> Self {
+        Self {
+            top_level,
+            result: PhantomData,
+        }
+    }
+
+    fn not_an_object<E>(self) -> Result<Decoded<R>, E> {
         Ok(Decoded::One(Err(not_jsonrpc("not an object"))))
     }
 }
 
-impl<'de> Visitor<'de> for LineVisitor {
-    type Value = Decoded;
+impl<'de, R: ResponseResult> Visitor<'de> for LineVisitor<R> {
+    type Value = Decoded<R>;
 
     fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         formatter.write_str("a JSON-RPC message")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Decoded, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Decoded<R>, A::Error> {
         read_message(map).map(Decoded::One)
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Decoded, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Decoded<R>, A::Error> {
         if !self.top_level {
             // A batch inside a batch is not a message.
             IgnoredAny.visit_seq(seq)?;
@@ -201,37 +221,37 @@ impl<'de> Visitor<'de> for LineVisitor {
         Ok(Decoded::Batch(messages))
     }
 
-    fn visit_bool<E>(self, _: bool) -> Result<Decoded, E> {
+    fn visit_bool<E>(self, _: bool) -> Result<Decoded<R>, E> {
         self.not_an_object()
     }
 
-    fn visit_i64<E>(self, _: i64) -> Result<Decoded, E> {
+    fn visit_i64<E>(self, _: i64) -> Result<Decoded<R>, E> {
         self.not_an_object()
     }
 
-    fn visit_u64<E>(self, _: u64) -> Result<Decoded, E> {
+    fn visit_u64<E>(self, _: u64) -> Result<Decoded<R>, E> {
         self.not_an_object()
     }
 
-    fn visit_f64<E>(self, _: f64) -> Result<Decoded, E> {
+    fn visit_f64<E>(self, _: f64) -> Result<Decoded<R>, E> {
         self.not_an_object()
     }
 
-    fn visit_str<E>(self, _: &str) -> Result<Decoded, E> {
+    fn visit_str<E>(self, _: &str) -> Result<Decoded<R>, E> {
         self.not_an_object()
     }
 
-    fn visit_unit<E>(self) -> Result<Decoded, E> {
+    fn visit_unit<E>(self) -> Result<Decoded<R>, E> {
         self.not_an_object()
     }
 }
 
 /// One element of a batch.
-struct Element(Result<Message, LineError>);
+struct Element<R>(Result<Message<R>, LineError>);
 
-impl<'de> Deserialize<'de> for Element {
+impl<'de, R: ResponseResult> Deserialize<'de> for Element<R> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        match deserializer.deserialize_any(LineVisitor { top_level: false })? {
+        match deserializer.deserialize_any(LineVisitor::new(false))? {
             Decoded::One(message) => Ok(Self(message)),
             // Unreachable: only the top level reads batches.
             Decoded::Batch(_) => Ok(Self(Err(not_jsonrpc("not an object")))),
@@ -338,9 +358,9 @@ impl<'de> Visitor<'de> for TextVisitor {
 
 /// Reads an object's members as they come and classifies it. A member given twice counts
 /// with its last value, as in any JSON object read into a map.
-fn read_message<'de, A: MapAccess<'de>>(
+fn read_message<'de, R: ResponseResult, A: MapAccess<'de>>(
     mut map: A,
-) -> Result<Result<Message, LineError>, A::Error> {
+) -> Result<Result<Message<R>, LineError>, A::Error> {
     let mut jsonrpc = None;
     let mut id = None;
     let mut method = None;
@@ -353,7 +373,7 @@ fn read_message<'de, A: MapAccess<'de>>(
             Member::Id => id = Some(map.next_value()?),
             Member::Method => method = Some(map.next_value::<Text<'de>>()?.0),
             Member::Params => params = Some(map.next_value()?),
-            Member::Result => result = Some(map.next_value::<stateless::ResultMembers>()?),
+            Member::Result => result = Some(map.next_value::<R>()?),
             Member::Error => error = Some(map.next_value()?),
             Member::Other => {
                 map.next_value::<IgnoredAny>()?;
@@ -384,11 +404,11 @@ fn not_jsonrpc(detail: &str) -> LineError {
     }
 }
 
-fn classify_call(
+fn classify_call<R>(
     id: Option<Value>,
     method: String,
     params: Option<Value>,
-) -> Result<Message, LineError> {
+) -> Result<Message<R>, LineError> {
     match id {
         None => Ok(Message::Notification { method, params }),
         Some(id @ (Value::String(_) | Value::Number(_))) => {
@@ -401,28 +421,23 @@ fn classify_call(
     }
 }
 
-fn classify_response(
+fn classify_response<R>(
     id: Option<Value>,
-    mut result: Option<stateless::ResultMembers>,
+    result: Option<R>,
     error: Option<Value>,
-) -> Result<Message, LineError> {
+) -> Result<Message<R>, LineError> {
     let Some(id) = id else {
         return Err(not_jsonrpc("neither `method` nor `id`"));
     };
-    let server_info = result.as_mut().and_then(|result| result.server_info.take());
     let result = match (result, error) {
-        (Some(result), None) => Ok(result.result),
+        (Some(result), None) => Ok(result),
         (None, Some(error)) => Err(decode_error(error)),
         (Some(_), Some(_)) => Err(ResponseError::Invalid(
             "response has both `result` and `error`".to_owned(),
         )),
         (None, None) => return Err(not_jsonrpc("response without `result` or `error`")),
     };
-    Ok(Message::Response {
-        id,
-        result,
-        server_info,
-    })
+    Ok(Message::Response { id, result })
 }
 
 fn decode_error(error: Value) -> ResponseError {

@@ -10,6 +10,7 @@ use super::{Answer, Connection, OpenServerRequest, Sent, State};
 use crate::machines::pending::{ProgressToken, deadline_after, read_id};
 use crate::model::error::RequestError;
 use crate::model::raw_result::{self, RawResult};
+use crate::model::result_members::ResultMembers;
 use crate::model::stateless;
 use crate::model::types::Notification;
 use crate::wire::framing::Line;
@@ -33,7 +34,7 @@ impl Connection {
                 }
                 None => jsonrpc::decode(line),
             },
-            Line::Bytes(line) => jsonrpc::decode(line),
+            Line::Bytes(line) => jsonrpc::decode::<ResultMembers>(line),
             Line::Parsed(value) => jsonrpc::decode_value(value),
         };
         for message in messages {
@@ -70,7 +71,7 @@ impl Connection {
         self.events.push_back(Event::Malformed(error));
     }
 
-    fn handle_decoded(&mut self, now: Instant, message: Message) {
+    fn handle_decoded(&mut self, now: Instant, message: Message<ResultMembers>) {
         match message {
             Message::Request { id, method, params } => {
                 self.handle_server_request(now, id, method, params);
@@ -85,11 +86,13 @@ impl Connection {
                 }
                 self.events.push_back(Event::Notification(notification));
             }
-            Message::Response {
-                id,
-                result,
-                server_info,
-            } => self.handle_response(now, &id, result.map(RawResult::from), server_info),
+            Message::Response { id, result } => {
+                let (result, server_info) = match result {
+                    Ok(members) => (Ok(RawResult::from(members.result)), members.server_info),
+                    Err(error) => (Err(error), None),
+                };
+                self.handle_response(now, &id, result, server_info);
+            }
         }
     }
 

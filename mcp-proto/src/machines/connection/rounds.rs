@@ -9,7 +9,8 @@ use serde_json::Value;
 use super::{Answer, Connection, Sent, State, encode, other_stateless_revision};
 use crate::model::error::RequestError;
 use crate::model::raw_result::RawResult;
-use crate::model::stateless::{self, Outcome};
+use crate::model::result_members::Outcome;
+use crate::model::stateless;
 use crate::wire::jsonrpc::{self, Input, RpcError};
 
 impl Connection {

@@ -11,13 +11,13 @@ use crate::wire::jsonrpc::{self, Input, StatelessMeta};
 /// that it never parses what it sends:
 ///
 /// - `Initialize` and `Initialized`: the handshake era's two messages.
-/// - `Discover`: `server/discover`, either the probe of [`Protocol::Auto`] (`probe`) or the
+/// - `Discover`: `server/discover`, either the probe of [`Protocol::Auto`](crate::Protocol::Auto) (`probe`) or the
 ///   discover of a fixed stateless revision; `version` is the revision in its `_meta` (the
 ///   `MCP-Protocol-Version` header).
 /// - `Request`: any other request of ours, by the caller's id (a request sent again, for a
 ///   multi-round-trip retry or in another revision, keeps it under a new wire id). Its
 ///   [`Outgoing`] details come only in the stateless era, and only once the transport asked
-///   for them with [`Connection::tag_requests`], so stdio pays nothing for them.
+///   for them with [`Connection::tag_requests`](super::Connection::tag_requests), so stdio pays nothing for them.
 /// - `Cancelled`: `notifications/cancelled` for that request (over HTTP, the stateless era
 ///   cancels by closing the request's stream instead).
 /// - `Other`: any other notification, or an answer to the server.

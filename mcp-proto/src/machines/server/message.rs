@@ -4,13 +4,14 @@
 
 use serde_json::Value;
 
+use crate::model::result_members::ResultMembers;
 use crate::wire::jsonrpc::{self, Message, Messages};
 use crate::wire::line_error::LineError;
 
 /// One JSON-RPC message of the host's, decoded; give it to
 /// [`ServerConnection::handle_message`](super::ServerConnection::handle_message).
 #[derive(Debug, Clone, PartialEq)]
-pub struct HostMessage(pub(super) Message);
+pub struct HostMessage(pub(super) Message<ResultMembers>);
 
 impl HostMessage {
     /// Decodes `text`, one JSON-RPC message (white space and line ends anywhere JSON allows

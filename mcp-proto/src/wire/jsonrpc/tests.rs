@@ -4,7 +4,7 @@
 use super::*;
 
 fn one(line: &str) -> Result<Message, LineError> {
-    let mut messages: Vec<_> = decode(line.as_bytes()).collect();
+    let mut messages: Vec<_> = decode::<Value>(line.as_bytes()).collect();
     assert_eq!(messages.len(), 1);
     assert_same_parsed_as_it_arrives(line.as_bytes());
     messages.remove(0)
@@ -19,11 +19,15 @@ fn assert_same_parsed_as_it_arrives(line: &[u8]) {
         },
         error => error,
     };
-    let whole: Vec<_> = decode(line).map(|message| message.map_err(plain)).collect();
+    let whole: Vec<_> = decode::<Value>(line)
+        .map(|message| message.map_err(plain))
+        .collect();
     let mut parser = crate::JsonStream::new();
     parser.push(line);
     let streamed: Vec<_> = match parser.finish() {
-        Some(Ok(value)) => decode_value(value).map(|m| m.map_err(plain)).collect(),
+        Some(Ok(value)) => decode_value::<Value>(value)
+            .map(|m| m.map_err(plain))
+            .collect(),
         Some(Err(error)) => vec![Err(plain(error))],
         None => Vec::new(),
     };
@@ -35,8 +39,6 @@ fn a_line_parsed_as_it_arrives_reads_as_the_line_parsed_whole() {
     let lines: &[&[u8]] = &[
         br#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","content":[]}}"#,
         br#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"task","task":{"taskId":"t"}}}"#,
-        br#"{"id":1,"result":{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s","version":"1"}},"a":1}}"#,
-        br#"{"id":1,"result":{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s"},"k":2}}}"#,
         br#"{"id":1,"result":{"_meta":7}}"#,
         br#"{"id":1,"result":"text"}"#,
         br#"{"id":1,"result":[1,{"a":"\u00e9"}]}"#,
@@ -76,8 +78,7 @@ fn classifies_each_kind() {
         one(r#"{"jsonrpc":"2.0","id":3,"result":{}}"#),
         Ok(Message::Response {
             id: json!(3),
-            result: Ok(json!({})),
-            server_info: None
+            result: Ok(json!({}))
         })
     );
     assert_eq!(
@@ -88,8 +89,7 @@ fn classifies_each_kind() {
                 code: -32601,
                 message: "no".into(),
                 data: None
-            })),
-            server_info: None
+            }))
         })
     );
 }
@@ -101,12 +101,13 @@ fn rejects_what_is_not_a_message() {
         Err(LineError::NotJson { .. })
     ));
     assert_eq!(
-        decode(b"\xff\xfe{").collect::<Vec<_>>(),
+        decode::<Value>(b"\xff\xfe{").collect::<Vec<_>>(),
         [Err(LineError::NotUtf8)]
     );
     // JSON text is UTF-8 throughout, in a member we would skip as much as anywhere.
     assert_eq!(
-        decode(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{},\"x\":\"\xff\"}").collect::<Vec<_>>(),
+        decode::<Value>(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{},\"x\":\"\xff\"}")
+            .collect::<Vec<_>>(),
         [Err(LineError::NotUtf8)]
     );
     assert!(matches!(one("42"), Err(LineError::NotJsonRpc { .. })));
@@ -140,13 +141,7 @@ fn rejection(line: &str) -> String {
 
 #[test]
 fn members_mean_what_they_would_mean_in_a_map() {
-    let response = |id, result| {
-        Ok(Message::Response {
-            id,
-            result,
-            server_info: None,
-        })
-    };
+    let response = |id, result| Ok(Message::Response { id, result });
     assert_eq!(
         one(r#"{"jsonrpc":"2.0","id":1,"result":null}"#),
         response(json!(1), Ok(Value::Null))
@@ -207,13 +202,13 @@ fn members_mean_what_they_would_mean_in_a_map() {
         assert_eq!(rejection(line), reason, "{line}");
     }
     // A top-level array is a batch, never a message read by position.
-    let messages: Vec<_> = decode(br#"["2.0", 1, "ping"]"#).collect();
+    let messages: Vec<_> = decode::<Value>(br#"["2.0", 1, "ping"]"#).collect();
     assert!(messages.iter().all(Result::is_err), "{messages:?}");
 }
 
 #[test]
 fn batch_yields_each_element() {
-    let messages: Vec<_> = decode(br#"[{"id":1,"result":1},{"method":"n"},7]"#).collect();
+    let messages: Vec<_> = decode::<Value>(br#"[{"id":1,"result":1},{"method":"n"},7]"#).collect();
     assert_eq!(messages.len(), 3);
     assert!(matches!(messages[0], Ok(Message::Response { .. })));
     assert!(matches!(messages[1], Ok(Message::Notification { .. })));
