@@ -164,6 +164,7 @@ pub use model::headers::{
 pub use model::listing::{
     CacheHint, CacheScope, DEFAULT_MAX_PAGES, ListResult, Listed, Listing, PageError, Pager,
 };
+pub use model::params::PROTOCOL_VERSION as META_PROTOCOL_VERSION;
 pub use model::raw_result::RawResult;
 pub use model::request::{FromResult, Request};
 pub use model::stateless::ListenFilter;
@@ -181,7 +182,6 @@ pub use model::versions::{
     STATELESS_VERSIONS, SUPPORTED_PROTOCOL_VERSIONS, UnknownRevision,
 };
 pub use wire::framing::LineDecoder;
-pub use wire::jsonrpc::PROTOCOL_VERSION as META_PROTOCOL_VERSION;
 pub use wire::jsonrpc::RpcError;
 pub use wire::line_error::LineError;
 pub use wire::sse::{SseDecoder, SseEvent, SsePiece, SseTooLong};

@@ -21,12 +21,13 @@ use serde_json::{Value, json};
 
 use crate::machines::pending::{Origin, Outstanding, ProgressToken, deadline_after, read_id};
 use crate::model::error::{CloseReason, ErrorKind, RequestError, SendError};
+use crate::model::params::{Input, StatelessMeta};
 use crate::model::raw_result::RawResult;
 use crate::model::request::{Params, Request};
 use crate::model::stateless;
 use crate::model::types::{Fallback, ServerInfo};
 use crate::wire::framing::{self, Line, LineDecoder};
-use crate::wire::jsonrpc::{self, Input, ResponseError, RpcError, StatelessMeta};
+use crate::wire::jsonrpc::{self, ResponseError, RpcError};
 use crate::wire::line_error::LineError;
 use crate::{
     Era, HANDSHAKE_VERSIONS, LATEST_PROTOCOL_VERSION, LATEST_STATELESS_VERSION, Protocol,

@@ -8,11 +8,12 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 
 use crate::machines::server::{ClientInfo, ServerConfig};
+use crate::model::params::{CLIENT_CAPABILITIES, CLIENT_INFO, PROTOCOL_VERSION};
 use crate::model::request::{Params, Request};
 use crate::model::result_members::SERVER_INFO;
 use crate::model::stateless::{ACKNOWLEDGED, MULTI_ROUND_METHODS, SUBSCRIPTION_ID};
 use crate::model::types::{Implementation, Notification};
-use crate::wire::jsonrpc::{CLIENT_CAPABILITIES, CLIENT_INFO, PROTOCOL_VERSION, RpcError};
+use crate::wire::jsonrpc::RpcError;
 use crate::{ListenFilter, STATELESS_VERSIONS, SUPPORTED_PROTOCOL_VERSIONS};
 
 /// The method that tells a host our versions, capabilities and identity.

@@ -4,6 +4,7 @@ pub(crate) mod error;
 pub(crate) mod features;
 pub(crate) mod headers;
 pub(crate) mod listing;
+pub(crate) mod params;
 pub(crate) mod raw_result;
 pub(crate) mod request;
 pub(crate) mod result_members;

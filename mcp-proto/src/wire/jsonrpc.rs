@@ -4,9 +4,8 @@ use std::borrow::Cow;
 use std::marker::PhantomData;
 
 use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde::ser::SerializeMap;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use serde_json::{Map, Value, json};
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Value, json};
 
 use crate::wire::line_error::{LineError, preview};
 
@@ -458,15 +457,15 @@ fn decode_error(error: Value) -> ResponseError {
 }
 
 /// A request we send. `params` is omitted when `None`. Written straight from its parts: no map
-/// is built just to be serialised and dropped. In the stateless era the era's `_meta` members,
-/// written once per connection, are copied in last (see [`StatelessMeta::splice`]).
+/// is built just to be serialised and dropped. Members the params want spliced in (see
+/// [`RequestParams::spliced`]) are copied in last.
 pub(crate) fn request<P: RequestParams>(id: u64, method: &str, params: Option<&P>) -> Vec<u8> {
     #[derive(Serialize)]
     struct Request<'a, P> {
         jsonrpc: &'static str,
         id: u64,
         method: &'a str,
-        // Last, so that a `_meta` that ends it closes just before the request does.
+        // Last, so that an object that ends it closes just before the request does.
         #[serde(skip_serializing_if = "Option::is_none")]
         params: Option<&'a P>,
     }
@@ -476,203 +475,38 @@ pub(crate) fn request<P: RequestParams>(id: u64, method: &str, params: Option<&P
         method,
         params,
     });
-    if let Some(era) = params.and_then(RequestParams::era) {
-        era.splice(&mut bytes);
+    if let Some(members) = params.and_then(RequestParams::spliced) {
+        splice(&mut bytes, members);
     }
     bytes
 }
 
-/// What goes in a request's `params`, and whether it ends with a `_meta` that takes the
-/// stateless era's members.
+/// What goes in a request's `params`: written as it serialises, and then, if it says so,
+/// members given as JSON text added to the object it ends with. The floor above uses this
+/// for what it writes once and copies into every request (the stateless era's `_meta`).
 pub(crate) trait RequestParams: Serialize {
-    fn era(&self) -> Option<&StatelessMeta> {
+    /// `"key":value` pairs joined by commas, to add at the end of the object that is the
+    /// params' last member; `None` to add nothing.
+    fn spliced(&self) -> Option<&str> {
         None
     }
 }
 
-/// Params as given: written as they are, in either era.
+/// Params as given: written as they are.
 impl RequestParams for Value {}
 
-impl<T: Serialize> RequestParams for CallToolParams<'_, T> {
-    fn era(&self) -> Option<&StatelessMeta> {
-        self.meta.era
+/// Adds `members` to request `line`, whose params end with an object member (see
+/// [`RequestParams::spliced`]): the line then ends with the closing braces of that object,
+/// the params and the request, and its newline.
+fn splice(line: &mut Vec<u8>, members: &str) {
+    const END: &[u8] = b"}}}\n";
+    debug_assert!(line.ends_with(END), "no object at the end of {line:?}");
+    line.truncate(line.len().saturating_sub(END.len()));
+    if !line.ends_with(b"{") {
+        line.push(b',');
     }
-}
-
-impl RequestParams for ObjectParams<'_> {
-    fn era(&self) -> Option<&StatelessMeta> {
-        self.era
-    }
-}
-
-/// The params of `tools/call`, with the progress token that lets progress extend its deadline
-/// and, in the stateless era, what the era adds.
-#[derive(Serialize)]
-pub(crate) struct CallToolParams<'a, T> {
-    pub(crate) name: &'a str,
-    pub(crate) arguments: &'a Value,
-    #[serde(rename = "inputResponses", skip_serializing_if = "Option::is_none")]
-    pub(crate) input_responses: Option<&'a Map<String, Value>>,
-    #[serde(rename = "requestState", skip_serializing_if = "Option::is_none")]
-    pub(crate) request_state: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) task: Option<&'a Value>,
-    #[serde(rename = "_meta")]
-    pub(crate) meta: Meta<'a, T>,
-}
-
-/// A retry's answers to the server's `inputRequests`, and its `requestState` echoed.
-#[derive(Clone, Copy, Default)]
-pub(crate) struct Input<'a> {
-    pub(crate) responses: Option<&'a Map<String, Value>>,
-    pub(crate) state: Option<&'a str>,
-}
-
-impl Input<'_> {
-    fn is_empty(&self) -> bool {
-        self.responses.is_none() && self.state.is_none()
-    }
-}
-
-/// `_meta` as we send it: the progress token and the caller's own members, less those the
-/// stateless era's members replace (which [`request`] adds after them). Written member by
-/// member: no map is built.
-pub(crate) struct Meta<'a, T> {
-    pub(crate) progress_token: Option<T>,
-    pub(crate) caller: Option<&'a Map<String, Value>>,
-    pub(crate) era: Option<&'a StatelessMeta>,
-}
-
-impl<T: Serialize> Serialize for Meta<'_, T> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(None)?;
-        if let Some(token) = &self.progress_token {
-            map.serialize_entry("progressToken", token)?;
-        }
-        for (key, value) in self.caller.into_iter().flatten() {
-            let ours = self.era.is_some_and(|era| era.owns(key))
-                || (key == "progressToken" && self.progress_token.is_some());
-            if !ours {
-                map.serialize_entry(key, value)?;
-            }
-        }
-        map.end()
-    }
-}
-
-/// The `io.modelcontextprotocol/` members of `_meta` on every stateless-era request, written
-/// once per connection (and again if the revision changes) and copied into each request:
-/// serialising the capabilities and the client info again for every request, key by key,
-/// was most of what the stateless era added to encoding a call.
-#[derive(Debug, Clone)]
-pub(crate) struct StatelessMeta {
-    pub(crate) version: &'static str,
-    has_log_level: bool,
-    /// The members as JSON text: `"key":value` pairs joined by commas.
-    members: String,
-}
-
-/// The `_meta` member that names a stateless-era request's revision.
-pub const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
-pub(crate) const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
-pub(crate) const CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
-const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
-
-impl StatelessMeta {
-    pub(crate) fn new(
-        version: &'static str,
-        capabilities: Value,
-        client_info: Value,
-        log_level: Option<String>,
-    ) -> Self {
-        let has_log_level = log_level.is_some();
-        let level = log_level.map(|level| (LOG_LEVEL, Value::from(level)));
-        let members = [
-            (PROTOCOL_VERSION, Value::from(version)),
-            (CLIENT_CAPABILITIES, capabilities),
-            (CLIENT_INFO, client_info),
-        ];
-        let members: Vec<String> = members
-            .into_iter()
-            .chain(level)
-            .map(|(key, value)| format!("{}:{value}", Value::from(key)))
-            .collect();
-        Self {
-            version,
-            has_log_level,
-            members: members.join(","),
-        }
-    }
-
-    /// Whether `key` is one of the members we write (so the caller's copy gives way).
-    fn owns(&self, key: &str) -> bool {
-        matches!(key, PROTOCOL_VERSION | CLIENT_CAPABILITIES | CLIENT_INFO)
-            || (key == LOG_LEVEL && self.has_log_level)
-    }
-
-    /// Adds the members to request `line`, whose `params` end with their `_meta` (as
-    /// [`CallToolParams`] and [`ObjectParams`] write it): the line then ends with the closing
-    /// braces of `_meta`, `params` and the request, and its newline.
-    fn splice(&self, line: &mut Vec<u8>) {
-        const END: &[u8] = b"}}}\n";
-        debug_assert!(line.ends_with(END), "no `_meta` at the end of {line:?}");
-        line.truncate(line.len().saturating_sub(END.len()));
-        if !line.ends_with(b"{") {
-            line.push(b',');
-        }
-        line.extend_from_slice(self.members.as_bytes());
-        line.extend_from_slice(END);
-    }
-}
-
-/// Object params (or none) with what the stateless era or a retry adds: the caller's members
-/// as given, then the retry's `inputResponses` and `requestState` (replacing the caller's),
-/// then `_meta` merged as [`Meta`] does.
-pub(crate) struct ObjectParams<'a> {
-    pub(crate) params: Option<&'a Map<String, Value>>,
-    pub(crate) input: Input<'a>,
-    pub(crate) era: Option<&'a StatelessMeta>,
-}
-
-impl Serialize for ObjectParams<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(None)?;
-        let mut caller_meta = None;
-        for (key, value) in self.params.into_iter().flatten() {
-            match key.as_str() {
-                "_meta" => caller_meta = Some(value),
-                "inputResponses" | "requestState" if !self.input.is_empty() => {}
-                _ => map.serialize_entry(key, value)?,
-            }
-        }
-        if let Some(responses) = self.input.responses {
-            map.serialize_entry("inputResponses", responses)?;
-        }
-        if let Some(state) = self.input.state {
-            map.serialize_entry("requestState", state)?;
-        }
-        match (caller_meta, self.era) {
-            (Some(Value::Object(caller)), era) => {
-                let meta = Meta::<()> {
-                    progress_token: None,
-                    caller: Some(caller),
-                    era,
-                };
-                map.serialize_entry("_meta", &meta)?;
-            }
-            (Some(other), None) => map.serialize_entry("_meta", other)?,
-            (_, Some(era)) => {
-                let meta = Meta::<()> {
-                    progress_token: None,
-                    caller: None,
-                    era: Some(era),
-                };
-                map.serialize_entry("_meta", &meta)?;
-            }
-            (None, None) => {}
-        }
-        map.end()
-    }
+    line.extend_from_slice(members.as_bytes());
+    line.extend_from_slice(END);
 }
 
 /// A notification we send.

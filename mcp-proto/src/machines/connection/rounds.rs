@@ -8,10 +8,11 @@ use serde_json::Value;
 
 use super::{Answer, Connection, Sent, State, encode, other_stateless_revision};
 use crate::model::error::RequestError;
+use crate::model::params::Input;
 use crate::model::raw_result::RawResult;
 use crate::model::result_members::Outcome;
 use crate::model::stateless;
-use crate::wire::jsonrpc::{self, Input, RpcError};
+use crate::wire::jsonrpc::{self, RpcError};
 
 impl Connection {
     /// Sends the caller's answer to the server, or keeps it for the retry of the request it

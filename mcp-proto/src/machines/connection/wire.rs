@@ -4,8 +4,9 @@
 use serde_json::{Map, Value};
 
 use super::RequestId;
+use crate::model::params::{CallToolParams, Input, Meta, ObjectParams, StatelessMeta};
 use crate::model::request::Params;
-use crate::wire::jsonrpc::{self, Input, StatelessMeta};
+use crate::wire::jsonrpc;
 
 /// What a queued message is, for a transport that sends each message on its own (HTTP), so
 /// that it never parses what it sends:
@@ -74,13 +75,13 @@ pub(super) fn encode(
             } else {
                 arguments
             };
-            let call = |token| jsonrpc::CallToolParams {
+            let call = |token| CallToolParams {
                 name,
                 arguments,
                 input_responses: input.responses,
                 request_state: input.state,
                 task: task.as_deref(),
-                meta: jsonrpc::Meta {
+                meta: Meta {
                     progress_token: Some(token),
                     caller: added.as_ref(),
                     era: meta,
@@ -93,7 +94,7 @@ pub(super) fn encode(
             }
         }
         Params::Value(Value::Object(params)) if !plain => {
-            let params = jsonrpc::ObjectParams {
+            let params = ObjectParams {
                 params: Some(params),
                 input,
                 era: meta,
@@ -103,7 +104,7 @@ pub(super) fn encode(
         // Array params have nowhere to put `_meta`; they go as given.
         Params::Value(params) => jsonrpc::request(wire, method, Some(params)),
         Params::None if !plain => {
-            let params = jsonrpc::ObjectParams {
+            let params = ObjectParams {
                 params: None,
                 input,
                 era: meta,

@@ -1,6 +1,8 @@
 //! Unit tests of the JSON-RPC codec: what each kind of line decodes to, what is refused,
 //! and that what it encodes stays one line.
 
+use serde_json::Map;
+
 use super::*;
 
 fn one(line: &str) -> Result<Message, LineError> {
@@ -226,33 +228,36 @@ fn malformed_error_object_is_kept_as_invalid() {
     ));
 }
 
+/// Params that end with an object and want members added to it, as the floor above writes
+/// the stateless era's `_meta`.
+#[derive(Serialize)]
+struct EndsWithObject {
+    name: &'static str,
+    last: Map<String, Value>,
+}
+
+impl RequestParams for EndsWithObject {
+    fn spliced(&self) -> Option<&str> {
+        Some(r#""added":1,"also":"a\nb""#)
+    }
+}
+
 #[test]
-fn the_eras_members_are_spliced_into_meta_once_and_escaped() {
-    let client_info = json!({"name": "a \"quoted\"\nname", "version": "1"});
-    let era = StatelessMeta::new("2026-07-28", json!({}), client_info, Some("info".into()));
-    let caller = json!({"x": 1, "_meta": {"k": "v", PROTOCOL_VERSION: "1999-01-01"}});
-    // `_meta` empty but for the era's members, and with the caller's own.
-    for params in [None, caller.as_object()] {
-        let input = Input::default();
-        let era = Some(&era);
-        let line = request(7, "m", Some(&ObjectParams { params, input, era }));
+fn spliced_members_end_the_params_last_object() {
+    let own: Map<String, Value> = [("own".to_owned(), json!(true))].into_iter().collect();
+    // The object empty, and with members of its own, which stay.
+    for last in [Map::new(), own] {
+        let params = EndsWithObject {
+            name: "n",
+            last: last.clone(),
+        };
+        let line = request(7, "m", Some(&params));
         assert_eq!(line.iter().filter(|&&b| b == b'\n').count(), 1);
-        let text = String::from_utf8(line).unwrap();
-        assert_eq!(text.matches(PROTOCOL_VERSION).count(), 1, "{text}");
-        let sent: Value = serde_json::from_str(&text).unwrap();
-        let meta = &sent["params"]["_meta"];
-        assert_eq!(meta[PROTOCOL_VERSION], "2026-07-28");
-        assert_eq!(meta[CLIENT_CAPABILITIES], json!({}));
-        assert_eq!(meta[CLIENT_INFO]["name"], "a \"quoted\"\nname");
-        assert_eq!(meta[LOG_LEVEL], "info");
-        assert_eq!(
-            meta["k"],
-            if params.is_some() {
-                json!("v")
-            } else {
-                Value::Null
-            }
-        );
+        let sent: Value = serde_json::from_slice(&line).unwrap();
+        let mut expected = last;
+        expected.insert("added".to_owned(), json!(1));
+        expected.insert("also".to_owned(), json!("a\nb"));
+        assert_eq!(sent["params"], json!({"name": "n", "last": expected}));
     }
 }
 
