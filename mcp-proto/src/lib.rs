@@ -140,7 +140,7 @@ mod model;
 mod wire;
 
 pub use machines::connection::{
-    ClientCapabilities, Config, Connection, DEFAULT_MAX_LISTED, Event, RequestId, ServerRequest,
+    ClientCapabilities, Config, Connection, DEFAULT_MAX_LISTED, Event, ServerRequest,
     ServerRequestId, Stats,
 };
 pub use machines::server::{
@@ -166,16 +166,16 @@ pub use model::listing::{
 };
 pub use model::params::PROTOCOL_VERSION as META_PROTOCOL_VERSION;
 pub use model::raw_result::RawResult;
-pub use model::request::{FromResult, Request};
+pub use model::request::{FromResult, Request, RequestId};
 pub use model::stateless::ListenFilter;
 pub use model::tasks::{
     DEFAULT_POLL_INTERVAL, HANDSHAKE_STATUS_NOTIFICATION, MAX_POLL_INTERVAL, MIN_POLL_INTERVAL,
-    STATUS_NOTIFICATION, TASKS_EXTENSION, Task, TaskEnd, TaskStatus, TaskStep, TaskWatch,
-    TasksCapability,
+    STATUS_NOTIFICATION, Task, TaskEnd, TaskStatus, TaskStep, TaskWatch,
 };
 pub use model::types::{
     CallToolResult, Content, Fallback, Implementation, ListCapability, ListToolsResult, LogMessage,
-    Notification, Progress, ResourcesCapability, ServerCapabilities, ServerInfo, Tool,
+    Notification, Progress, ResourcesCapability, ServerCapabilities, ServerInfo, TASKS_EXTENSION,
+    TasksCapability, Tool,
 };
 pub use model::versions::{
     Era, HANDSHAKE_VERSIONS, LATEST_PROTOCOL_VERSION, LATEST_STATELESS_VERSION, Protocol,

@@ -19,15 +19,15 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use crate::machines::pending::{Origin, Outstanding, ProgressToken, deadline_after, read_id};
+use crate::machines::pending::{Origin, Outstanding, ProgressToken, deadline_after};
 use crate::model::error::{CloseReason, ErrorKind, RequestError, SendError};
 use crate::model::params::{Input, StatelessMeta};
 use crate::model::raw_result::RawResult;
-use crate::model::request::{Params, Request};
+use crate::model::request::{Params, Request, RequestId};
 use crate::model::stateless;
 use crate::model::types::{Fallback, ServerInfo};
 use crate::wire::framing::{self, Line, LineDecoder};
-use crate::wire::jsonrpc::{self, ResponseError, RpcError};
+use crate::wire::jsonrpc::{self, ResponseError, RpcError, read_id};
 use crate::wire::line_error::LineError;
 use crate::{
     Era, HANDSHAKE_VERSIONS, LATEST_PROTOCOL_VERSION, LATEST_STATELESS_VERSION, Protocol,
@@ -44,7 +44,7 @@ mod versions;
 mod wire;
 
 pub use config::{ClientCapabilities, Config, DEFAULT_MAX_LISTED};
-pub use events::{Event, RequestId, ServerRequest, ServerRequestId, Stats};
+pub use events::{Event, ServerRequest, ServerRequestId, Stats};
 use versions::{not_stateless, other_stateless_revision, parse_initialize_result};
 pub(crate) use wire::{Outgoing, Sent};
 use wire::{encode, outgoing};

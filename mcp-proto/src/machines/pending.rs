@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value};
 
 use crate::model::request::Params;
+use crate::wire::jsonrpc::read_id;
 
 /// Far enough to mean "never" without overflowing `Instant`.
 const LONGEST_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
@@ -16,19 +17,6 @@ const LONGEST_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
 /// `timeout` after `now`, a timeout too long to add meaning "never".
 pub(crate) fn deadline_after(now: Instant, timeout: Duration) -> Instant {
     now.checked_add(timeout.min(LONGEST_TIMEOUT)).unwrap_or(now)
-}
-
-/// One of our ids as a response carries it: ours are integers, which peers sometimes echo as
-/// strings or floats of the same value.
-pub(crate) fn read_id(id: &Value) -> Option<u64> {
-    match id {
-        Value::Number(number) => number.as_u64().or_else(|| {
-            let float = number.as_f64()?;
-            (float.fract() == 0.0 && (0.0..9.0e15).contains(&float)).then_some(float as u64)
-        }),
-        Value::String(text) => text.parse().ok(),
-        _ => None,
-    }
 }
 
 /// Our requests still waiting for an answer, in either role.

@@ -18,12 +18,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::machines::connection::{RequestId, Stats};
+use crate::machines::connection::Stats;
 use crate::machines::pending::Outstanding;
 use crate::machines::server_stateless::{self as stateless, RequestEra, Subscriptions};
 use crate::model::error::{CloseReason, RequestError, SendError};
 use crate::model::raw_result::RawResult;
-use crate::model::request::{Params, Request};
+use crate::model::request::{Params, Request, RequestId};
 use crate::model::result_members::ResultMembers;
 use crate::model::types::{Implementation, Notification};
 use crate::wire::framing::LineDecoder;

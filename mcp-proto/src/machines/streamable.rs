@@ -14,10 +14,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::machines::connection::{Config, Connection, Event, Outgoing, RequestId, Sent};
+use crate::machines::connection::{Config, Connection, Event, Outgoing, Sent};
 use crate::model::error::{CloseReason, RequestError};
 use crate::model::headers::{RejectedTool, ToolHeaders, encode_header_value};
 use crate::model::request::Request;
+use crate::model::request::RequestId;
 use crate::model::versions::Era;
 use crate::wire::jsonrpc::RpcError;
 

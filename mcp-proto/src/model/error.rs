@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::model::versions::{Era, HANDSHAKE_VERSIONS};
 use crate::wire::jsonrpc::RpcError;
 
 /// What the protocol's error codes mean to us, beside the JSON-RPC object itself (whose
@@ -224,7 +225,7 @@ pub enum RequestError {
         /// The method.
         method: String,
         /// The era.
-        era: crate::Era,
+        era: Era,
     },
     /// A multi-round-trip request still asked for input after
     /// [`Config::max_input_rounds`](crate::Config::max_input_rounds) rounds.
@@ -270,7 +271,7 @@ impl fmt::Display for RequestError {
 
 impl std::error::Error for RequestError {}
 
-fn not_in_era(f: &mut fmt::Formatter<'_>, method: &str, era: crate::Era) -> fmt::Result {
+fn not_in_era(f: &mut fmt::Formatter<'_>, method: &str, era: Era) -> fmt::Result {
     write!(f, "`{method}` does not exist in the {era} era")?;
     if method == "logging/setLevel" {
         f.write_str(" (set Config::log_level: the level rides every request's `_meta`)")?;
@@ -334,7 +335,7 @@ impl fmt::Display for CloseReason {
                 f,
                 "unsupported protocol version: we asked for {requested}, the server offered \
                  {offered} (supported: {})",
-                crate::HANDSHAKE_VERSIONS.join(", ")
+                HANDSHAKE_VERSIONS.join(", ")
             ),
             Self::InvalidInitializeResult(detail) => {
                 write!(f, "invalid `initialize` result: {detail}")
@@ -374,7 +375,7 @@ pub enum SendError {
         /// The method.
         method: String,
         /// The era.
-        era: crate::Era,
+        era: Era,
     },
 }
 

@@ -10,6 +10,24 @@ use serde_json::{Map, Value};
 use crate::model::error::RequestError;
 use crate::model::raw_result::RawResult;
 
+/// Identifies one request of ours. Ids count up from 1 and are never reused (0 is skipped
+/// because some servers treat a falsy id as absent).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RequestId(pub(crate) u64);
+
+impl serde::Serialize for RequestId {
+    /// As it goes on the wire: the number in the message's `id`.
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_u64(self.0)
+    }
+}
+
+impl std::fmt::Display for RequestId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
 /// One request to send, typed by what its result reads as: `Request<CallToolResult>` from
 /// [`Request::call_tool`], `Request<Value>` (the result as sent) from [`Request::new`].
 #[derive(Debug, Clone, PartialEq)]

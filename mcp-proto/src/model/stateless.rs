@@ -4,8 +4,9 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::model::request::{Params, Request};
-use crate::model::types::{Implementation, ServerCapabilities, ServerInfo};
+use crate::model::request::{Params, Request, RequestId};
+use crate::model::types::{Implementation, Notification, ServerCapabilities, ServerInfo};
+use crate::wire::jsonrpc::read_id;
 
 /// The methods a server may answer with `input_required`.
 pub(crate) const MULTI_ROUND_METHODS: &[&str] = &["tools/call", "prompts/get", "resources/read"];
@@ -54,8 +55,7 @@ pub(crate) fn read_discover_result(
             serde_json::from_value(info).map_err(|error| format!("serverInfo: {error}"))?
         }
     };
-    let (capabilities, instructions) =
-        crate::model::stateless::capabilities_and_instructions(&mut result);
+    let (capabilities, instructions) = capabilities_and_instructions(&mut result);
     Ok(ServerInfo {
         protocol_version: String::new(),
         supported_versions,
@@ -225,9 +225,18 @@ impl ListenFilter {
     }
 }
 
-impl crate::Notification {
+impl Notification {
     /// `notifications/subscriptions/acknowledged`.
     pub const SUBSCRIPTIONS_ACKNOWLEDGED: &str = ACKNOWLEDGED;
+
+    /// Stateless era: the subscription this notification belongs to, from its
+    /// `_meta["io.modelcontextprotocol/subscriptionId"]`: the id of the
+    /// [`Request::listen`] that opened it, as it went on the wire.
+    pub fn subscription_id(&self) -> Option<RequestId> {
+        let meta = self.params.as_ref()?.get("_meta")?;
+        let id = read_id(meta.get(SUBSCRIPTION_ID)?)?;
+        Some(RequestId(id))
+    }
 
     /// Stateless era: what the server agreed to send on a subscription, if this is its
     /// acknowledgement (its [`subscription_id`](Self::subscription_id) names which); a
@@ -245,7 +254,7 @@ impl Request<Value> {
     /// `subscriptions/listen` (stateless era): a long-lived request that waits for its
     /// acknowledgement within its timeout, then has no deadline; its notifications arrive as
     /// [`Event::Notification`](crate::Event::Notification)s whose
-    /// [`subscription_id`](crate::Notification::subscription_id) is its id. It ends when the
+    /// [`subscription_id`](Notification::subscription_id) is its id. It ends when the
     /// server answers it, when it is cancelled, or when the connection closes.
     pub fn listen(filter: &ListenFilter) -> Self {
         let params = json!({ "notifications": filter.to_json() });
@@ -273,7 +282,7 @@ mod tests {
 
     #[test]
     fn acknowledgement_tells_what_was_agreed() {
-        let note = crate::Notification {
+        let note = Notification {
             method: ACKNOWLEDGED.to_owned(),
             params: Some(json!({"_meta": {SUBSCRIPTION_ID: 3},
                 "notifications": {"toolsListChanged": true, "promptsListChanged": "yes",
@@ -285,13 +294,13 @@ mod tests {
             ..ListenFilter::default()
         };
         assert_eq!(note.acknowledged(), Some(agreed));
-        let bare = crate::Notification {
+        let bare = Notification {
             method: ACKNOWLEDGED.to_owned(),
             params: None,
         };
         assert_eq!(bare.acknowledged(), Some(ListenFilter::default()));
-        let other = crate::Notification {
-            method: crate::Notification::TOOLS_LIST_CHANGED.to_owned(),
+        let other = Notification {
+            method: Notification::TOOLS_LIST_CHANGED.to_owned(),
             params: None,
         };
         assert_eq!(other.acknowledged(), None);

@@ -24,9 +24,6 @@ use crate::model::types::{CallToolResult, Notification};
 use crate::model::versions::Era;
 use crate::wire::jsonrpc::RpcError;
 
-/// The extension's name, in the client's and the server's capabilities.
-pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
-
 /// Polls are never closer together than this, whatever the server asks (`0` included).
 pub const MIN_POLL_INTERVAL: Duration = Duration::from_millis(100);
 /// Nor further apart than this (an hour included), so a finished task is seen soon enough.
@@ -312,41 +309,6 @@ impl Request<CallToolResult> {
             }));
         }
         self
-    }
-}
-
-/// What the server's capabilities say of tasks.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct TasksCapability {
-    /// Handshake era: `tasks.requests.tools.call`, so a call may ask to be a task.
-    pub tool_calls: bool,
-    /// Handshake era: `tasks.list`.
-    pub list: bool,
-    /// Handshake era: `tasks.cancel`.
-    pub cancel: bool,
-    /// Stateless era: `extensions["io.modelcontextprotocol/tasks"]`.
-    pub extension: bool,
-}
-
-impl TasksCapability {
-    pub(crate) fn read(capabilities: &Value) -> Self {
-        let tasks = capabilities.get("tasks").filter(|t| t.is_object());
-        let declared = |path: &[&str]| {
-            let mut at = tasks;
-            for name in path {
-                at = at.and_then(|value| value.get(name));
-            }
-            at.is_some_and(Value::is_object)
-        };
-        let extension = (capabilities.get("extensions"))
-            .and_then(|extensions| extensions.get(TASKS_EXTENSION))
-            .is_some_and(Value::is_object);
-        Self {
-            tool_calls: declared(&["requests", "tools", "call"]),
-            list: declared(&["list"]),
-            cancel: declared(&["cancel"]),
-            extension,
-        }
     }
 }
 
@@ -816,19 +778,5 @@ mod tests {
             params: None,
         };
         assert!(Task::of_notification(&progress).is_none());
-    }
-
-    #[test]
-    fn capabilities_say_what_each_era_offers() {
-        let handshake =
-            json!({"tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}});
-        let read = TasksCapability::read(&handshake);
-        assert!(read.tool_calls && read.list && read.cancel && !read.extension);
-        let stateless = json!({"extensions": {TASKS_EXTENSION: {}}});
-        assert!(TasksCapability::read(&stateless).extension);
-        assert_eq!(
-            TasksCapability::read(&json!({"tasks": true})),
-            TasksCapability::default()
-        );
     }
 }

@@ -12,6 +12,7 @@ use crate::model::headers::{HeaderParams, InvalidHeaderAnnotation};
 use crate::model::listing::{ListResult, Listed};
 use crate::model::raw_result::RawResult;
 use crate::model::request::{FromResult, Params, Request};
+use crate::model::versions::Era;
 
 /// `clientInfo` / `serverInfo`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -75,8 +76,8 @@ impl std::fmt::Display for Fallback {
 
 impl ServerInfo {
     /// The era of [`protocol_version`](Self::protocol_version).
-    pub fn era(&self) -> Option<crate::Era> {
-        crate::Era::of(&self.protocol_version)
+    pub fn era(&self) -> Option<Era> {
+        Era::of(&self.protocol_version)
     }
 }
 
@@ -98,7 +99,7 @@ pub struct ServerCapabilities {
     /// `experimental`, as sent: non-standard capabilities, for whoever knows them.
     pub experimental: Option<Value>,
     /// What it offers of tasks, in either era.
-    pub tasks: crate::TasksCapability,
+    pub tasks: TasksCapability,
 }
 
 /// A list the server offers (`tools`, `prompts`).
@@ -138,7 +139,45 @@ impl ServerCapabilities {
             logging: declared("logging").is_some(),
             completions: declared("completions").is_some(),
             experimental: declared("experimental").cloned(),
-            tasks: crate::TasksCapability::read(value),
+            tasks: TasksCapability::read(value),
+        }
+    }
+}
+
+/// The extension's name, in the client's and the server's capabilities.
+pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
+/// What the server's capabilities say of tasks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TasksCapability {
+    /// Handshake era: `tasks.requests.tools.call`, so a call may ask to be a task.
+    pub tool_calls: bool,
+    /// Handshake era: `tasks.list`.
+    pub list: bool,
+    /// Handshake era: `tasks.cancel`.
+    pub cancel: bool,
+    /// Stateless era: `extensions["io.modelcontextprotocol/tasks"]`.
+    pub extension: bool,
+}
+
+impl TasksCapability {
+    pub(crate) fn read(capabilities: &Value) -> Self {
+        let tasks = capabilities.get("tasks").filter(|t| t.is_object());
+        let declared = |path: &[&str]| {
+            let mut at = tasks;
+            for name in path {
+                at = at.and_then(|value| value.get(name));
+            }
+            at.is_some_and(Value::is_object)
+        };
+        let extension = (capabilities.get("extensions"))
+            .and_then(|extensions| extensions.get(TASKS_EXTENSION))
+            .is_some_and(Value::is_object);
+        Self {
+            tool_calls: declared(&["requests", "tools", "call"]),
+            list: declared(&["list"]),
+            cancel: declared(&["cancel"]),
+            extension,
         }
     }
 }
@@ -535,16 +574,6 @@ impl Notification {
         self.params.as_ref()?.get("uri")?.as_str()
     }
 
-    /// Stateless era: the subscription this notification belongs to, from its
-    /// `_meta["io.modelcontextprotocol/subscriptionId"]`: the id of the
-    /// [`Request::listen`](crate::Request::listen) that opened it, as it went on the wire.
-    pub fn subscription_id(&self) -> Option<crate::RequestId> {
-        let meta = self.params.as_ref()?.get("_meta")?;
-        let id =
-            crate::machines::pending::read_id(meta.get(crate::model::stateless::SUBSCRIPTION_ID)?)?;
-        Some(crate::RequestId(id))
-    }
-
     /// The log message, if this is a readable `notifications/message`.
     pub fn log_message(&self) -> Option<LogMessage> {
         if self.method != Self::MESSAGE {
@@ -595,6 +624,20 @@ pub struct Progress {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn capabilities_say_what_each_era_offers() {
+        let handshake =
+            json!({"tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}});
+        let read = TasksCapability::read(&handshake);
+        assert!(read.tool_calls && read.list && read.cancel && !read.extension);
+        let stateless = json!({"extensions": {TASKS_EXTENSION: {}}});
+        assert!(TasksCapability::read(&stateless).extension);
+        assert_eq!(
+            TasksCapability::read(&json!({"tasks": true})),
+            TasksCapability::default()
+        );
+    }
 
     #[test]
     fn capabilities_are_read_leniently() {

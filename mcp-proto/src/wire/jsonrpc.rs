@@ -42,6 +42,19 @@ impl RpcError {
     }
 }
 
+/// One of our ids as a response carries it: ours are integers, which peers sometimes echo as
+/// strings or floats of the same value.
+pub(crate) fn read_id(id: &Value) -> Option<u64> {
+    match id {
+        Value::Number(number) => number.as_u64().or_else(|| {
+            let float = number.as_f64()?;
+            (float.fract() == 0.0 && (0.0..9.0e15).contains(&float)).then_some(float as u64)
+        }),
+        Value::String(text) => text.parse().ok(),
+        _ => None,
+    }
+}
+
 /// How a response's `result` member is read: the wire finds it and hands its text (or, for a
 /// line parsed as it arrived, its value) to this reading; what a result sheds on the way (the
 /// members the stateless era adds to every result) is the floor above's to say. A plain

@@ -4,7 +4,8 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use crate::Protocol;
+use crate::model::types::TASKS_EXTENSION;
+use crate::model::versions::Protocol;
 #[cfg(doc)]
 use crate::{Connection, Event, RequestError};
 
@@ -92,7 +93,7 @@ impl ClientCapabilities {
             capabilities.insert("elicitation".to_owned(), json!({"form": {}, "url": {}}));
         }
         if stateless && self.tasks {
-            let extensions = json!({ crate::TASKS_EXTENSION: {} });
+            let extensions = json!({ TASKS_EXTENSION: {} });
             capabilities.insert("extensions".to_owned(), extensions);
         }
         Value::Object(capabilities)

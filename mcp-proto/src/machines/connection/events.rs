@@ -6,26 +6,9 @@ use serde_json::Value;
 use super::{Config, Connection};
 use crate::model::error::{CloseReason, RequestError};
 use crate::model::raw_result::RawResult;
+use crate::model::request::RequestId;
 use crate::model::types::{Notification, ServerInfo};
 use crate::wire::line_error::LineError;
-
-/// Identifies one request of ours. Ids count up from 1 and are never reused (0 is skipped
-/// because some servers treat a falsy id as absent).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct RequestId(pub(crate) u64);
-
-impl serde::Serialize for RequestId {
-    /// As it goes on the wire: the number in the message's `id`.
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_u64(self.0)
-    }
-}
-
-impl std::fmt::Display for RequestId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
-    }
-}
 
 /// Identifies one server request that waits for [`Connection::respond`]. Our own counter:
 /// the server's id, whatever its type, is echoed by the connection.

@@ -7,16 +7,17 @@ use std::time::Instant;
 use serde_json::{Value, json};
 
 use super::{Answer, Connection, OpenServerRequest, Sent, State};
-use crate::machines::pending::{ProgressToken, deadline_after, read_id};
+use crate::machines::connection::{Event, ServerRequest, ServerRequestId};
+use crate::machines::pending::{ProgressToken, deadline_after};
 use crate::model::error::RequestError;
 use crate::model::raw_result::{self, RawResult};
+use crate::model::request::RequestId;
 use crate::model::result_members::ResultMembers;
 use crate::model::stateless;
 use crate::model::types::Notification;
 use crate::wire::framing::Line;
-use crate::wire::jsonrpc::{self, Message, RpcError};
+use crate::wire::jsonrpc::{self, Message, RpcError, read_id};
 use crate::wire::line_error::LineError;
-use crate::{Event, RequestId, ServerRequest, ServerRequestId};
 
 /// At most this many refusals of server requests wait for the handshake to end.
 const MAX_HELD_REPLIES: usize = 64;

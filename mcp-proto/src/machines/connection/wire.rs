@@ -3,9 +3,9 @@
 
 use serde_json::{Map, Value};
 
-use super::RequestId;
 use crate::model::params::{CallToolParams, Input, Meta, ObjectParams, StatelessMeta};
 use crate::model::request::Params;
+use crate::model::request::RequestId;
 use crate::wire::jsonrpc;
 
 /// What a queued message is, for a transport that sends each message on its own (HTTP), so

@@ -7,8 +7,8 @@ use super::{
     Affected, DEFAULT_RETRY, Exchange, ExchangeId, Get, HttpConnection, LISTEN_FAILURES, Listener,
     MAX_RESUMES, Mode, Purpose, Reply, SHORT_STREAM,
 };
-use crate::machines::connection::RequestId;
 use crate::model::error::{CloseReason, RequestError};
+use crate::model::request::RequestId;
 
 impl HttpConnection {
     /// An event stream that was to carry request `id`'s answer ended. Resume it with
