@@ -152,6 +152,7 @@ pub use machines::streamable::{
     Affected, Answer, Exchange, ExchangeId, Get, HttpConnection, HttpTransport, PIECES_FROM, Post,
     Reply, session_lost,
 };
+pub use machines::task_watch::{TaskEnd, TaskStep, TaskWatch};
 pub use model::error::{CloseReason, ErrorKind, RequestError, SendError};
 pub use model::features::{
     CompleteResult, CompletionRef, ElicitResult, GetPromptResult, ListPromptsResult,
@@ -170,7 +171,7 @@ pub use model::request::{FromResult, Request, RequestId};
 pub use model::stateless::ListenFilter;
 pub use model::tasks::{
     DEFAULT_POLL_INTERVAL, HANDSHAKE_STATUS_NOTIFICATION, MAX_POLL_INTERVAL, MIN_POLL_INTERVAL,
-    STATUS_NOTIFICATION, Task, TaskEnd, TaskStatus, TaskStep, TaskWatch,
+    STATUS_NOTIFICATION, Task, TaskStatus,
 };
 pub use model::types::{
     CallToolResult, Content, Fallback, Implementation, ListCapability, ListToolsResult, LogMessage,

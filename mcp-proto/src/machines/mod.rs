@@ -5,3 +5,4 @@ pub(crate) mod pending;
 pub(crate) mod server;
 pub(crate) mod server_stateless;
 pub(crate) mod streamable;
+pub(crate) mod task_watch;
