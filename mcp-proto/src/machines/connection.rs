@@ -26,13 +26,13 @@ use crate::model::raw_result::RawResult;
 use crate::model::request::{Params, Request, RequestId};
 use crate::model::stateless;
 use crate::model::types::{Fallback, ServerInfo};
-use crate::wire::framing::{self, Line, LineDecoder};
-use crate::wire::jsonrpc::{self, ResponseError, RpcError, read_id};
-use crate::wire::line_error::LineError;
-use crate::{
+use crate::model::versions::{
     Era, HANDSHAKE_VERSIONS, LATEST_PROTOCOL_VERSION, LATEST_STATELESS_VERSION, Protocol,
     STATELESS_VERSIONS,
 };
+use crate::wire::framing::{self, Line, LineDecoder};
+use crate::wire::jsonrpc::{self, ResponseError, RpcError, read_id};
+use crate::wire::line_error::LineError;
 
 mod config;
 mod events;

@@ -11,10 +11,13 @@
 //!
 //! Beside it, in `server/`:
 //!
+//! - `config.rs`: its settings, and what the host says of itself
 //! - `message.rs`: a host's message decoded once, for a transport that reads it whole
+//!
+//! What this role reads and writes in the stateless era is beside it, in `server_stateless.rs`.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde_json::{Value, json};
 
@@ -22,84 +25,24 @@ use crate::machines::connection::Stats;
 use crate::machines::pending::Outstanding;
 use crate::machines::server_stateless::{self as stateless, RequestEra, Subscriptions};
 use crate::model::error::{CloseReason, RequestError, SendError};
-use crate::model::raw_result::RawResult;
+use crate::model::raw_result::{self, RawResult};
 use crate::model::request::{Params, Request, RequestId};
 use crate::model::result_members::ResultMembers;
 use crate::model::types::{Implementation, Notification};
+use crate::model::versions::{HANDSHAKE_VERSIONS, LATEST_PROTOCOL_VERSION};
 use crate::wire::framing::LineDecoder;
 use crate::wire::jsonrpc::{self, Message, ResponseError, RpcError};
 use crate::wire::line_error::LineError;
-use crate::{HANDSHAKE_VERSIONS, LATEST_PROTOCOL_VERSION};
 
+pub(crate) mod config;
 mod message;
+pub use config::{ClientInfo, ServerConfig};
 pub use message::HostMessage;
-
-/// Settings of a [`ServerConnection`], fixed for its life.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServerConfig {
-    /// Sent as `serverInfo.name`.
-    pub name: String,
-    /// Sent as `serverInfo.version`.
-    pub version: String,
-    /// Sent as `capabilities`, such as `{"tools": {"listChanged": true}}`.
-    pub capabilities: Value,
-    /// Sent as `instructions`, if any.
-    pub instructions: Option<String>,
-    /// Longest line accepted from the host, in bytes, without its newline.
-    pub max_line_len: usize,
-    /// At most this many host requests wait for [`ServerConnection::respond`]; more are
-    /// refused at once with [`ServerConnection::TOO_MANY_REQUESTS`].
-    pub max_open_requests: usize,
-    /// Deadline of each request we send the host (an elicitation waits for a person).
-    pub request_timeout: Duration,
-}
-
-impl Default for ServerConfig {
-    fn default() -> Self {
-        Self {
-            name: "mcp-proto".to_owned(),
-            version: env!("CARGO_PKG_VERSION").to_owned(),
-            capabilities: json!({}),
-            instructions: None,
-            max_line_len: 64 * 1024 * 1024,
-            max_open_requests: 256,
-            request_timeout: Duration::from_secs(300),
-        }
-    }
-}
 
 /// Identifies one host request that waits for [`ServerConnection::respond`]. Our own counter:
 /// the host's id, whatever its type, is echoed by the connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct HostRequestId(pub(crate) u64);
-
-/// What the host said about itself: in `initialize`, or in a stateless-era request's `_meta`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ClientInfo {
-    /// The negotiated revision, one of [`HANDSHAKE_VERSIONS`]; in the stateless era the
-    /// request's, one of [`STATELESS_VERSIONS`](crate::STATELESS_VERSIONS).
-    pub protocol_version: String,
-    /// The host's `clientInfo`; empty names when it sent none.
-    pub client: Implementation,
-    /// The host's `capabilities` object, as sent.
-    pub capabilities: Value,
-}
-
-impl ClientInfo {
-    /// Whether the host declared capability `name` (`elicitation`, `roots`, `sampling`).
-    pub fn declares(&self, name: &str) -> bool {
-        self.capabilities.get(name).is_some_and(|c| !c.is_null())
-    }
-
-    /// Whether the host takes URL-mode elicitations (2025-11-25: `elicitation.url`); a bare
-    /// `elicitation: {}` means forms only.
-    pub fn takes_url_elicitation(&self) -> bool {
-        let elicitation = self.capabilities.get("elicitation");
-        elicitation
-            .and_then(|e| e.get("url"))
-            .is_some_and(Value::is_object)
-    }
-}
 
 /// A request from the host, for the caller to answer with [`ServerConnection::respond`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -372,7 +315,7 @@ impl ServerConnection {
             })
         });
         if let (true, Ok(result)) = (open.stateless, &mut result) {
-            stateless::mark_complete(result);
+            raw_result::mark_complete(result);
         }
         let line = jsonrpc::response(open.id, result);
         self.transmits.push_back(line);

@@ -7,14 +7,14 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use crate::machines::server::{ClientInfo, ServerConfig};
+use crate::machines::server::config::{ClientInfo, ServerConfig};
 use crate::model::params::{CLIENT_CAPABILITIES, CLIENT_INFO, PROTOCOL_VERSION};
 use crate::model::request::{Params, Request};
 use crate::model::result_members::SERVER_INFO;
-use crate::model::stateless::{ACKNOWLEDGED, MULTI_ROUND_METHODS, SUBSCRIPTION_ID};
+use crate::model::stateless::{ACKNOWLEDGED, ListenFilter, MULTI_ROUND_METHODS, SUBSCRIPTION_ID};
 use crate::model::types::{Implementation, Notification};
+use crate::model::versions::{STATELESS_VERSIONS, SUPPORTED_PROTOCOL_VERSIONS};
 use crate::wire::jsonrpc::RpcError;
-use crate::{ListenFilter, STATELESS_VERSIONS, SUPPORTED_PROTOCOL_VERSIONS};
 
 /// The method that tells a host our versions, capabilities and identity.
 pub(crate) const DISCOVER: &str = "server/discover";
@@ -85,16 +85,6 @@ pub(crate) fn discover_result(config: &ServerConfig) -> Value {
         result["instructions"] = json!(instructions);
     }
     result
-}
-
-/// Gives a stateless-era result the `resultType` every result carries, unless the caller
-/// set one (`input_required`).
-pub(crate) fn mark_complete(result: &mut Value) {
-    if let Value::Object(result) = result
-        && !result.contains_key("resultType")
-    {
-        result.insert("resultType".to_owned(), json!("complete"));
-    }
 }
 
 /// The host's open subscriptions, by the `subscriptions/listen` id as JSON text.

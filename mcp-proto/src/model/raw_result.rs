@@ -5,8 +5,8 @@
 
 use serde::Deserialize as _;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde_json::Value;
 use serde_json::value::RawValue;
+use serde_json::{Value, json};
 
 use crate::model::result_members::{self, Outcome, ResultMembers, SERVER_INFO};
 use crate::wire::jsonrpc::{Member, Text};
@@ -111,8 +111,7 @@ impl RawResult {
 
     /// The text to answer a host with: [`json`](Self::json)'s, with the `resultType:
     /// "complete"` every result of the stateless era carries (`stateless`) spliced in where it
-    /// has none, as [`ServerConnection::respond`](crate::ServerConnection::respond) adds it to
-    /// a value. `None` for a result read as a value, which is answered as one.
+    /// has none, as [`mark_complete`] adds it to a value. `None` for a result read as a value, which is answered as one.
     pub(crate) fn answer_text(&self, stateless: bool) -> Option<std::borrow::Cow<'_, str>> {
         let Repr::Text { json, kind, .. } = &self.0 else {
             return None;
@@ -133,6 +132,16 @@ impl RawResult {
             Repr::Text { json, .. } => Some(json),
             Repr::Value(_) => None,
         }
+    }
+}
+
+/// Gives a stateless-era result the `resultType` every result carries, unless the caller
+/// set one (`input_required`).
+pub(crate) fn mark_complete(result: &mut Value) {
+    if let Value::Object(result) = result
+        && !result.contains_key("resultType")
+    {
+        result.insert("resultType".to_owned(), json!("complete"));
     }
 }
 
@@ -526,7 +535,7 @@ mod tests {
                 let from_text = jsonrpc::response_text(&id, &text);
                 let mut value = raw(result).into_value().unwrap();
                 if stateless {
-                    crate::machines::server_stateless::mark_complete(&mut value);
+                    mark_complete(&mut value);
                 }
                 let from_value = jsonrpc::response(id.clone(), Ok(value));
                 let one_line = |line: &[u8]| {

@@ -7,8 +7,8 @@ use crate::model::error::{CloseReason, ErrorKind};
 use crate::model::stateless;
 use crate::model::types::{Implementation, ServerInfo};
 
+use crate::model::versions::{HANDSHAKE_VERSIONS, STATELESS_VERSIONS};
 use crate::wire::jsonrpc::RpcError;
-use crate::{HANDSHAKE_VERSIONS, STATELESS_VERSIONS};
 
 pub(super) fn parse_initialize_result(
     result: Value,

@@ -9,6 +9,7 @@ use super::{
 };
 use crate::model::error::{CloseReason, RequestError};
 use crate::model::request::RequestId;
+use crate::wire::sse::SseTooLong;
 
 impl HttpConnection {
     /// An event stream that was to carry request `id`'s answer ended. Resume it with
@@ -208,7 +209,7 @@ impl HttpConnection {
             | Reply::StreamEnded { why: detail, .. } => detail,
             Reply::TooLarge { .. } => {
                 let limit = self.connection.config().max_line_len;
-                crate::SseTooLong { limit }.to_string()
+                SseTooLong { limit }.to_string()
             }
             Reply::Head { .. } | Reply::Done => return Affected::Nothing,
         };
