@@ -53,7 +53,67 @@ fn each_floor_imports_only_the_floors_below_it_and_no_file_of_a_floor_is_in_a_ci
         upward.len(),
         circles.len()
     );
+    for (index, floor_name) in FLOORS.iter().enumerate() {
+        let files = (graph.files.keys()).filter(|module| floor(module) == Some(index));
+        println!("{floor_name}: {} files", files.count());
+    }
     assert!(faults.is_empty(), "\n{}", faults.join("\n"));
+}
+
+/// The reading itself: what counts as a path, and what is left out.
+#[test]
+fn paths_are_read_from_use_items_and_code_and_never_from_comments_literals_or_tests() {
+    let source = r##"
+//! A doc naming crate::model::in_a_doc.
+use crate::wire::{framing::{self, Line}, jsonrpc as rpc};
+use super::sibling::Item;
+use serde_json::Value;
+mod child;
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod inline {
+    use crate::model::in_a_test;
+}
+fn f<'de>(c: char) -> &'de str {
+    let _ = ('x', '\'', "crate::model::in_a_string", r#"crate::model::in_a_raw_string"#);
+    child::thing();
+    crate::machines::connection::Connection::new();
+    "/* crate::model::in_a_string_too */"
+}
+/* crate::model::in_a_comment */
+"##;
+    let (code, test_children) = without_test_items(&code_only(source));
+    assert_eq!(test_children, ["tests"]);
+    let paths: BTreeSet<String> = (paths_named(&code, &children(&code)).iter())
+        .map(|path| path.join("::"))
+        .collect();
+    let expected = [
+        "crate::wire::framing",
+        "crate::wire::framing::Line",
+        "crate::wire::jsonrpc",
+        "super::sibling::Item",
+        "child::thing",
+        "crate::machines::connection::Connection::new",
+    ];
+    assert_eq!(paths, expected.map(str::to_owned).into());
+    let modules: BTreeSet<Module> = [
+        vec![],
+        vec!["wire".into()],
+        vec!["wire".into(), "framing".into()],
+    ]
+    .into();
+    let here: Module = vec!["wire".into(), "sse".into()];
+    let resolved = |path: &str| {
+        resolve(
+            &here,
+            &path.split("::").map(str::to_owned).collect::<Vec<_>>(),
+            &modules,
+        )
+    };
+    assert_eq!(resolved("crate::wire::framing::Line"), ["wire", "framing"]);
+    assert_eq!(resolved("super::framing"), ["wire", "framing"]);
+    assert_eq!(resolved("crate::Connection"), Module::new());
 }
 
 /// A floor's index in [`FLOORS`]; `lib.rs` is above them all. `None` for a file elsewhere.
