@@ -107,6 +107,17 @@
 //! subscriptions that asked for it), and takes [`InputRequired`] results whose retries
 //! [`HostInput`] reads.
 //!
+//! # Inside
+//!
+//! The crate's files stand on three floors, each importing only the floors below it, with no
+//! circle among the files of one floor (`tests/floors.rs` checks both from the source): the
+//! **wire** (`src/wire/`: lines, Server-Sent Events, the streaming JSON parser, JSON-RPC;
+//! nothing about eras), the **model** (`src/model/`: tools, content, features, listings,
+//! requests and their params, results kept as text, tasks, revisions, errors) and the
+//! **machines** (`src/machines/`: [`Connection`], [`HttpConnection`], [`ServerConnection`],
+//! [`TaskWatch`]). This file stands on top of them: every public item is re-exported here,
+//! and the modules themselves stay private.
+//!
 //! # Example
 //!
 //! ```
