@@ -107,6 +107,17 @@
 //! subscriptions that asked for it), and takes [`InputRequired`] results whose retries
 //! [`HostInput`] reads.
 //!
+//! # Inside
+//!
+//! The crate's files stand on three floors, each importing only the floors below it, with no
+//! circle among the files of one floor (`tests/floors.rs` checks both from the source): the
+//! **wire** (`src/wire/`: lines, Server-Sent Events, the streaming JSON parser, JSON-RPC;
+//! nothing about eras), the **model** (`src/model/`: tools, content, features, listings,
+//! requests and their params, results kept as text, tasks, revisions, errors) and the
+//! **machines** (`src/machines/`: [`Connection`], [`HttpConnection`], [`ServerConnection`],
+//! [`TaskWatch`]). This file stands on top of them: every public item is re-exported here,
+//! and the modules themselves stay private.
+//!
 //! # Example
 //!
 //! ```
@@ -135,68 +146,55 @@
 
 #![warn(missing_docs)]
 
-mod connection;
-mod error;
-mod features;
-mod framing;
-mod headers;
-mod jsonrpc;
-mod listing;
-mod pending;
-mod raw_result;
-mod request;
-mod server;
-mod server_stateless;
-mod sse;
-mod stateless;
-mod stream_json;
-mod streamable;
-mod tasks;
-mod types;
-mod versions;
+mod machines;
+mod model;
+mod wire;
 
-pub use connection::{
-    ClientCapabilities, Config, Connection, DEFAULT_MAX_LISTED, Event, RequestId, ServerRequest,
+pub use machines::connection::{
+    ClientCapabilities, Config, Connection, DEFAULT_MAX_LISTED, Event, ServerRequest,
     ServerRequestId, Stats,
 };
-pub use error::{CloseReason, ErrorKind, RequestError, RpcError, SendError};
-pub use features::{
+pub use machines::server::{
+    ClientInfo, HostMessage, HostRequest, HostRequestId, ServerConfig, ServerConnection,
+    ServerEvent,
+};
+pub use machines::server_stateless::{HostInput, InputRequired};
+pub use machines::streamable::{
+    Affected, Answer, Exchange, ExchangeId, Get, HttpConnection, HttpTransport, PIECES_FROM, Post,
+    Reply, session_lost,
+};
+pub use machines::task_watch::{TaskEnd, TaskStep, TaskWatch};
+pub use model::error::{CloseReason, ErrorKind, RequestError, SendError};
+pub use model::features::{
     CompleteResult, CompletionRef, ElicitResult, GetPromptResult, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, Prompt, PromptArgument, PromptMessage,
     ReadResourceResult, Resource, ResourceContents, ResourceTemplate, decode_base64,
 };
-pub use framing::{LineDecoder, LineError};
-pub use headers::{
+pub use model::headers::{
     HeaderParams, HeaderRule, InvalidHeaderAnnotation, RejectedTool, encode_header_value,
 };
-pub use jsonrpc::PROTOCOL_VERSION as META_PROTOCOL_VERSION;
-pub use listing::{
+pub use model::listing::{
     CacheHint, CacheScope, DEFAULT_MAX_PAGES, ListResult, Listed, Listing, PageError, Pager,
 };
-pub use raw_result::RawResult;
-pub use request::{FromResult, Request};
-pub use server::{
-    ClientInfo, HostMessage, HostRequest, HostRequestId, ServerConfig, ServerConnection,
-    ServerEvent,
-};
-pub use server_stateless::{HostInput, InputRequired};
-pub use sse::{SseDecoder, SseEvent, SsePiece, SseTooLong};
-pub use stateless::ListenFilter;
-pub use stream_json::{JsonStream, LISTED_MEMBERS};
-pub use streamable::{
-    Affected, Answer, Exchange, ExchangeId, Get, HttpConnection, HttpTransport, PIECES_FROM, Post,
-    Reply, session_lost,
-};
-pub use tasks::{
+pub use model::params::PROTOCOL_VERSION as META_PROTOCOL_VERSION;
+pub use model::raw_result::RawResult;
+pub use model::request::{FromResult, Request, RequestId};
+pub use model::stateless::ListenFilter;
+pub use model::tasks::{
     DEFAULT_POLL_INTERVAL, HANDSHAKE_STATUS_NOTIFICATION, MAX_POLL_INTERVAL, MIN_POLL_INTERVAL,
-    STATUS_NOTIFICATION, TASKS_EXTENSION, Task, TaskEnd, TaskStatus, TaskStep, TaskWatch,
-    TasksCapability,
+    STATUS_NOTIFICATION, Task, TaskStatus,
 };
-pub use types::{
+pub use model::types::{
     CallToolResult, Content, Fallback, Implementation, ListCapability, ListToolsResult, LogMessage,
-    Notification, Progress, ResourcesCapability, ServerCapabilities, ServerInfo, Tool,
+    Notification, Progress, ResourcesCapability, ServerCapabilities, ServerInfo, TASKS_EXTENSION,
+    TasksCapability, Tool,
 };
-pub use versions::{
+pub use model::versions::{
     Era, HANDSHAKE_VERSIONS, LATEST_PROTOCOL_VERSION, LATEST_STATELESS_VERSION, Protocol,
     STATELESS_VERSIONS, SUPPORTED_PROTOCOL_VERSIONS, UnknownRevision,
 };
+pub use wire::framing::LineDecoder;
+pub use wire::jsonrpc::RpcError;
+pub use wire::line_error::LineError;
+pub use wire::sse::{SseDecoder, SseEvent, SsePiece, SseTooLong};
+pub use wire::stream_json::{JsonStream, LISTED_MEMBERS};

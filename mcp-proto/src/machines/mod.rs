@@ -1,0 +1,18 @@
+//! The machines, the top floor: the state that runs a connection, in either role and over
+//! either transport, built from the model's types and the wire's messages. Every state
+//! transition lives here.
+//!
+//! - `pending.rs`: the requests a connection waits on, for both roles
+//! - `connection.rs` (and `connection/`): `Connection`, the client machine
+//! - `streamable.rs` (and `streamable/`): `HttpConnection`, the HTTP transports around a
+//!   `Connection`
+//! - `server.rs` (and `server/`), `server_stateless.rs`: `ServerConnection`, the server role,
+//!   and what it does in the stateless era
+//! - `task_watch.rs`: `TaskWatch`, a client following one task until it ends
+
+pub(crate) mod connection;
+pub(crate) mod pending;
+pub(crate) mod server;
+pub(crate) mod server_stateless;
+pub(crate) mod streamable;
+pub(crate) mod task_watch;

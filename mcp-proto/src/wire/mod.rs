@@ -1,0 +1,17 @@
+//! The wire, the bottom floor: bytes to messages and back. It knows JSON-RPC and how lines and
+//! event streams are cut, and nothing about the protocol's eras; where a message carries what
+//! an era adds, the floor above hands it a hook ([`jsonrpc::ResponseResult`] to read a
+//! result, [`jsonrpc::RequestParams::spliced`] to write a request's params).
+//!
+//! - `line_error.rs`: `LineError`, why a line could not be used, below everything else here
+//! - `stream_json.rs`: `JsonStream`, one JSON text parsed as its bytes arrive
+//! - `framing.rs`: `LineDecoder`, the peer's output cut into bounded lines, a long one parsed
+//!   as it arrives
+//! - `sse.rs`: `SseDecoder`, Server-Sent Events
+//! - `jsonrpc.rs`: JSON-RPC messages classified and encoded, `RpcError`, ids as peers echo them
+
+pub(crate) mod framing;
+pub(crate) mod jsonrpc;
+pub(crate) mod line_error;
+pub(crate) mod sse;
+pub(crate) mod stream_json;
