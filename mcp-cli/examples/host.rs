@@ -55,7 +55,7 @@ async fn main() -> ExitCode {
     // List changes, crashes and the like, from now on, on a task of their own.
     let events = hub.events();
     let listener = tokio::spawn(async move {
-        while let Ok(event) = events.recv().await {
+        while let Some(event) = events.recv().await {
             match event {
                 HubEvent::Failed { server, reason } => eprintln!("host: {server} ended: {reason}"),
                 HubEvent::Lagged { missed } => eprintln!("host: missed {missed} events"),

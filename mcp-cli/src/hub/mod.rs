@@ -77,13 +77,15 @@
 //!   server keeps running; other calls to it go on. A call's own
 //!   [`timeout`](Call::timeout) cancels it the same way and fails it as timed out.
 //! - **An event receiver** ([`Hub::events`]): dropped, the hub stops sending to it; the other
-//!   receivers are not affected. One that is kept but not read costs at most 256 events,
-//!   then learns how many it missed ([`HubEvent::Lagged`]). Every receiver ends (after the
-//!   events it holds) once the last clone of the hub is dropped.
+//!   receivers are not affected. One that is kept but not read holds the newest 256 events:
+//!   the oldest go, and its next receive says how many ([`HubEvent::Lagged`]) before the
+//!   events it holds. Every receiver ends (after the events it holds) once the last clone of
+//!   the hub is dropped.
 //!
 //! What lives here:
 //!
 //! - `mod.rs`: the `Hub`, its events (`HubEvent`) and each server's `State` and status
+//! - `events.rs`: one listener's `Events`: the newest 256, and how many older ones went
 //! - `settings.rs`: `Settings` and its builder: how the hub runs its servers
 //! - `options.rs`: one server's connection options: timeouts, limits, log, protocol revision
 //! - `slot.rs`: one configured server's life: started on first use, watched, restarted
@@ -115,6 +117,7 @@ mod call;
 mod catalogue;
 mod eras;
 mod error;
+mod events;
 mod features;
 mod found;
 mod listen;
@@ -145,6 +148,7 @@ pub use ask::{Approval, Ask, AskHandler};
 pub use call::{Call, ToolRef};
 pub use catalogue::{Catalogue, ToolEntry};
 pub use error::HubError;
+pub use events::Events;
 pub use features::{PromptEntry, ResourceEntry, Skipped, TemplateEntry};
 pub use pins::{ApproveChanges, PinChange};
 pub use scanning::{FeatureScan, ServerScan, ToolScan};
@@ -327,38 +331,14 @@ pub enum HubEvent {
         /// Its exit status and last stderr lines.
         reason: String,
     },
-    /// This listener fell behind and missed this many events (it holds 256). A missed list
-    /// change is not lost for good: the catalogue is always current, so read it again.
+    /// This listener fell behind: it holds the newest 256 events, and this many older ones
+    /// were dropped to make room. Comes before the events it still holds, which follow in
+    /// order. A missed list change is not lost for good: the catalogue is always current, so
+    /// read it again.
     Lagged {
-        /// How many events it missed since the last one it got.
+        /// How many events were dropped since it last took one.
         missed: u64,
     },
-}
-
-/// One receiver of [`Hub::events`], and how many events it has missed since it last got one.
-#[derive(Debug)]
-struct Listener {
-    sender: Sender<HubEvent>,
-    missed: u64,
-}
-
-impl Listener {
-    /// Sends `event`, first telling the receiver what it missed if it fell behind.
-    fn send(&mut self, event: &HubEvent) {
-        if self.missed > 0
-            && self
-                .sender
-                .try_send(HubEvent::Lagged {
-                    missed: self.missed,
-                })
-                .is_ok()
-        {
-            self.missed = 0;
-        }
-        if self.missed > 0 || self.sender.try_send(event.clone()).is_err() {
-            self.missed += 1;
-        }
-    }
 }
 
 /// Many servers under one config and one policy. Cheap to clone; every clone is the same hub.
@@ -382,7 +362,7 @@ pub(crate) struct Inner {
     pub(crate) tasks: tasks::Records,
     settings: Settings,
     stopping: AtomicBool,
-    listeners: Mutex<Vec<Listener>>,
+    listeners: Mutex<Vec<events::Listener>>,
     /// Never sent on: dropped with the hub, which ends every watcher waiting on `gone`.
     _alive: Sender<()>,
     gone: Receiver<()>,
@@ -713,17 +693,18 @@ impl Hub {
     }
 
     /// Listens to what happens from now on: tool list changes, crashes. The receiver holds
-    /// 256 events; one that falls behind gets [`HubEvent::Lagged`] with the count it missed
-    /// before the next event. Dropping the receiver stops the listening.
-    pub fn events(&self) -> Receiver<HubEvent> {
-        let (sender, receiver) = async_channel::bounded(256);
+    /// the newest 256 events; one that falls behind loses the oldest, and its next receive
+    /// is [`HubEvent::Lagged`] with how many, then the events it holds. Dropping the
+    /// receiver stops the listening.
+    pub fn events(&self) -> Events {
+        let (listener, events) = events::listen();
         (self
             .inner
             .listeners
             .lock()
             .unwrap_or_else(PoisonError::into_inner))
-        .push(Listener { sender, missed: 0 });
-        receiver
+        .push(listener);
+        events
     }
 
     /// Closes every server in parallel (stdin, grace period, SIGTERM, SIGKILL); starts
@@ -821,43 +802,10 @@ impl Inner {
             .listeners
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        // A listener that went away is forgotten; one that fell behind counts what it missed.
-        listeners.retain(|listener| !listener.sender.is_closed());
-        for listener in listeners.iter_mut() {
+        // A listener that went away is forgotten; one that fell behind drops its oldest.
+        listeners.retain(|listener| !listener.is_gone());
+        for listener in listeners.iter() {
             listener.send(&event);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_listener_that_fell_behind_learns_how_many_it_missed() {
-        let (sender, receiver) = async_channel::bounded(2);
-        let mut listener = Listener { sender, missed: 0 };
-        let changed = |n: usize| HubEvent::ToolsChanged {
-            server: format!("s{n}"),
-        };
-        for n in 0..5 {
-            listener.send(&changed(n));
-        }
-        // Two held, three missed; once there is room, the count comes before the next event.
-        assert_eq!(receiver.try_recv(), Ok(changed(0)));
-        assert_eq!(receiver.try_recv(), Ok(changed(1)));
-        listener.send(&changed(5));
-        assert_eq!(receiver.try_recv(), Ok(HubEvent::Lagged { missed: 3 }));
-        assert_eq!(receiver.try_recv(), Ok(changed(5)));
-        assert!(receiver.try_recv().is_err());
-        // With no room for the count either, the event joins the missed ones.
-        listener.send(&changed(6));
-        listener.send(&changed(7));
-        listener.send(&changed(8));
-        assert_eq!(receiver.try_recv(), Ok(changed(6)));
-        assert_eq!(receiver.try_recv(), Ok(changed(7)));
-        listener.send(&changed(9));
-        assert_eq!(receiver.try_recv(), Ok(HubEvent::Lagged { missed: 1 }));
-        assert_eq!(receiver.try_recv(), Ok(changed(9)));
     }
 }

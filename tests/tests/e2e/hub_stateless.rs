@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use mcp_client_cli::config::{Command, Config, Entry, Policy, Server, ServerSpec, Source};
-use mcp_client_cli::hub::{Hub, HubEvent, Settings, State};
+use mcp_client_cli::hub::{Events, Hub, HubEvent, Settings, State};
 use mcp_smol::ServerCommand;
 use mcp_tests::stateless::{SCHEMA_2020_INPUT, SCHEMA_2020_OUTPUT};
 use serde_json::{Value, json};
@@ -254,8 +254,8 @@ fn a_listing_is_kept_for_its_ttl_and_listed_again_after() {
 }
 
 /// The events `events` holds now, without waiting.
-fn held(events: &smol::channel::Receiver<HubEvent>) -> Vec<HubEvent> {
-    std::iter::from_fn(|| events.try_recv().ok()).collect()
+fn held(events: &Events) -> Vec<HubEvent> {
+    std::iter::from_fn(|| events.try_recv()).collect()
 }
 
 #[test]
