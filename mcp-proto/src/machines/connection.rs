@@ -404,7 +404,7 @@ impl Connection {
             return;
         }
         match parsed {
-            Ok(value) => self.handle_line(now, Line::Parsed(value)),
+            Ok(value) => self.handle_line(now, Line::<&[u8]>::Parsed(value)),
             Err(error) => self.handle_too_long(error),
         }
     }
@@ -416,8 +416,7 @@ impl Connection {
         }
         if let Some(line) = self.decoder.finish_line() {
             match line {
-                Ok(Line::Bytes(line)) => self.handle_line(now, Line::Bytes(&line)),
-                Ok(Line::Parsed(value)) => self.handle_line(now, Line::Parsed(value)),
+                Ok(line) => self.handle_line(now, line),
                 Err(error) => self.handle_too_long(error),
             }
             if self.is_closed() {
