@@ -409,6 +409,22 @@ impl Connection {
         }
     }
 
+    /// A message arriving in pieces has just grown over [`Config::max_line_len`] after `size`
+    /// bytes, and its first bytes name it the response to `id`: that request fails now.
+    pub(crate) fn handle_overflowing(&mut self, limit: usize, size: usize, id: &Value) {
+        if !self.is_closed() {
+            self.fail_too_large(id, size, limit);
+        }
+    }
+
+    /// A message parsed as it arrived in pieces is not JSON, and its edges name it the
+    /// response to `id`: that request fails now, with [`RequestError::InvalidResponse`].
+    pub(crate) fn handle_unreadable(&mut self, now: Instant, id: &Value, error: LineError) {
+        if !self.is_closed() {
+            self.fail_unreadable(now, id, error);
+        }
+    }
+
     /// The server's stdout reached end of file. An unterminated last line is still read.
     pub fn handle_eof(&mut self, now: Instant) {
         if self.is_closed() {

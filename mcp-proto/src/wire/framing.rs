@@ -419,6 +419,12 @@ impl Discarded {
         self.size
     }
 
+    /// The `id` of the response the message is ([`response_id`]): from its first bytes, or,
+    /// once it has `ended`, from its last.
+    pub(crate) fn response_id(&self, ended: bool) -> Option<Value> {
+        response_id(&self.head, if ended { &self.tail } else { &[] })
+    }
+
     /// The report of a message read in pieces that grew over `limit`.
     pub(crate) fn too_long(&self, limit: usize) -> LineError {
         LineError::TooLong {

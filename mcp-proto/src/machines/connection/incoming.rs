@@ -93,7 +93,7 @@ impl Connection {
 
     /// The request a response too large to keep answers, if it is still outstanding, fails:
     /// `size` bytes of it had come when it was cut off.
-    fn fail_too_large(&mut self, id: &Value, size: usize, limit: usize) {
+    pub(super) fn fail_too_large(&mut self, id: &Value, size: usize, limit: usize) {
         if let Some(id) = read_id(id).and_then(|wire| self.pending.on_wire(wire)) {
             self.finish(id, Err(RequestError::ResponseTooLarge { size, limit }));
         }
@@ -101,7 +101,7 @@ impl Connection {
 
     /// A line that answers `id` but cannot be read ends what it answers, as an answer that is
     /// not valid would, and is reported.
-    fn fail_unreadable(&mut self, now: Instant, id: &Value, error: LineError) {
+    pub(super) fn fail_unreadable(&mut self, now: Instant, id: &Value, error: LineError) {
         let invalid = ResponseError::Invalid(error.to_string());
         self.handle_response(now, id, Err(invalid), None);
         self.report_malformed(error);
