@@ -73,6 +73,10 @@
 //!   used, or skipped and reported as [`Event::Malformed`].
 //! - Memory for a partial line is bounded by [`Config::max_line_len`] plus one input chunk, and
 //!   input is scanned once, so a huge line in small chunks costs linear time.
+//! - A response that cannot be used never leaves its request to time out: one that grows past
+//!   [`Config::max_line_len`] fails it with [`RequestError::ResponseTooLarge`] as it crosses the
+//!   limit (or, if its `id` comes last, at its end), one that is not UTF-8, JSON or JSON-RPC
+//!   with [`RequestError::InvalidResponse`], whenever its `id` shows at its start or end.
 //! - Closing is sticky: after [`Event::Closed`], inputs are ignored and commands return
 //!   [`SendError::Closed`] with the same reason.
 //! - Server requests other than `ping` are refused with error -32601 unless the caller declared

@@ -404,8 +404,24 @@ impl Connection {
             return;
         }
         match parsed {
-            Ok(value) => self.handle_line(now, Line::Parsed(value)),
+            Ok(value) => self.handle_line(now, Line::<&[u8]>::Parsed(value)),
             Err(error) => self.handle_too_long(error),
+        }
+    }
+
+    /// A message arriving in pieces has just grown over [`Config::max_line_len`] after `size`
+    /// bytes, and its first bytes name it the response to `id`: that request fails now.
+    pub(crate) fn handle_overflowing(&mut self, limit: usize, size: usize, id: &Value) {
+        if !self.is_closed() {
+            self.fail_too_large(id, size, limit);
+        }
+    }
+
+    /// A message parsed as it arrived in pieces is not JSON, and its edges name it the
+    /// response to `id`: that request fails now, with [`RequestError::InvalidResponse`].
+    pub(crate) fn handle_unreadable(&mut self, now: Instant, id: &Value, error: LineError) {
+        if !self.is_closed() {
+            self.fail_unreadable(now, id, error);
         }
     }
 
@@ -416,8 +432,7 @@ impl Connection {
         }
         if let Some(line) = self.decoder.finish_line() {
             match line {
-                Ok(Line::Bytes(line)) => self.handle_line(now, Line::Bytes(&line)),
-                Ok(Line::Parsed(value)) => self.handle_line(now, Line::Parsed(value)),
+                Ok(line) => self.handle_line(now, line),
                 Err(error) => self.handle_too_long(error),
             }
             if self.is_closed() {

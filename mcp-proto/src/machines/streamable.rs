@@ -511,12 +511,17 @@ impl HttpConnection {
                 let config = self.connection.config();
                 let (limit, keep) = (config.max_line_len, config.max_listed.saturating_add(1));
                 let pieces = (self.pieces.entry(id)).or_insert_with(|| Pieces::new(limit, keep));
-                pieces.push(bytes);
+                if let Some((size, answered)) = pieces.push(bytes) {
+                    // Over the limit and naming whom it answers: that fails now, not when the
+                    // rest of it has come.
+                    self.connection.handle_overflowing(limit, size, &answered);
+                }
                 return Affected::Nothing;
             }
             Reply::Message(bytes) => match self.pieces.remove(&id) {
                 Some(mut pieces) => {
-                    pieces.push(bytes);
+                    // Crossing the limit with the last piece, it is reported whole at once.
+                    let _ = pieces.push(bytes);
                     pieces.finish()
                 }
                 None => Message::Bytes(bytes),
@@ -842,6 +847,7 @@ impl HttpConnection {
         match message {
             Message::Bytes(bytes) => self.connection.handle_message(now, &bytes),
             Message::Parsed(parsed) => self.connection.handle_parsed(now, parsed),
+            Message::Unreadable { error, id } => self.connection.handle_unreadable(now, &id, error),
         }
         // Taken at once, so that `notifications/initialized` holds the gate before anything
         // else this exchange reports (its end opens the listener).
@@ -1049,6 +1055,7 @@ fn is_response(message: &Message) -> bool {
     match message {
         Message::Bytes(bytes) => serde_json::from_slice::<Value>(bytes).is_ok_and(|v| response(&v)),
         Message::Parsed(parsed) => parsed.as_ref().is_ok_and(response),
+        Message::Unreadable { .. } => true,
     }
 }
 

@@ -205,9 +205,11 @@ pub enum RequestError {
         after: Duration,
     },
     /// The answer was longer than [`Config::max_line_len`](crate::Config::max_line_len); it was
-    /// discarded as it arrived.
+    /// discarded as it arrived. The request fails as soon as the answer crosses the limit,
+    /// if its `id` shows at its start; else once it has ended.
     ResponseTooLarge {
-        /// The answer's length in bytes.
+        /// The answer's length in bytes, or as much of it as had come when it crossed the
+        /// limit.
         size: usize,
         /// The limit it broke.
         limit: usize,
@@ -246,12 +248,18 @@ impl fmt::Display for RequestError {
             Self::Remote(error) => write!(f, "server returned an error: {error}"),
             Self::InvalidResponse(detail) => write!(f, "server sent an invalid response: {detail}"),
             Self::TimedOut { after } => write!(f, "no response within {}", seconds(*after)),
-            Self::ResponseTooLarge { size, limit } => write!(
-                f,
-                "the response is {}, over the {} limit on messages from this server",
-                mebibytes(*size),
-                mebibytes(*limit)
-            ),
+            Self::ResponseTooLarge { size, limit } => {
+                // Rounded as the limit is, a size just past it would read as the limit itself.
+                let (mut seen, limit) = (mebibytes(*size), mebibytes(*limit));
+                if seen == limit {
+                    seen = format!("{size} bytes");
+                }
+                write!(
+                    f,
+                    "the response is at least {seen}, over the {limit} limit on messages from \
+                     this server"
+                )
+            }
             Self::Cancelled => f.write_str("request cancelled"),
             Self::Transport(detail) => f.write_str(detail),
             Self::Closed(reason) => write!(f, "connection closed: {reason}"),

@@ -19,12 +19,29 @@ const EDGE: usize = 256;
 /// parsing it whole is faster; above it, the line's bytes would double a large result's memory.
 pub(crate) const PARSE_FROM: usize = 1 << 20;
 
-/// A complete line from [`LineDecoder`]: its bytes, or the value of one long enough to have
-/// been parsed as it arrived.
+/// What [`LineDecoder::next_line_in_place`] hands out besides reports: a complete line (its
+/// bytes, or the value of one long enough to have been parsed as it arrived), or what is known
+/// early of a line that answers a request but will never be read.
 #[derive(Debug)]
 pub(crate) enum Line<B> {
     Bytes(B),
     Parsed(Value),
+    /// A line parsed as it arrived that turned out not to be JSON; its first or last bytes
+    /// name it the response to `id` (see [`response_id`]). Its bytes are gone, so the
+    /// decoder, which saw them, says whom it answered.
+    Unreadable {
+        error: LineError,
+        id: Value,
+    },
+    /// Not a whole line: the one arriving has just grown past `limit` after `size` bytes,
+    /// and its first bytes name it the response to `id`. Handed out at once, so that its
+    /// request need not wait for the rest; the line is discarded up to its newline, and its
+    /// report, a [`LineError::TooLong`], comes with that newline.
+    Overflowing {
+        limit: usize,
+        size: usize,
+        id: Value,
+    },
 }
 
 /// Buffers stdout fragments and yields complete lines.
@@ -56,7 +73,10 @@ pub struct LineDecoder {
     /// decoder is moved in and out of the connection for every read, so it stays small.
     streaming: Option<Box<Streamed>>,
     /// A discarded or parsed line whose newline has come, to be handed out next.
-    finished: Option<Result<Value, LineError>>,
+    finished: Option<Result<Line<Range<usize>>, LineError>>,
+    /// The line being discarded crossed the limit just now, and its first bytes name the
+    /// response it is: its size then and that id, to be handed out before anything else.
+    crossed: Option<(usize, Value)>,
     /// No line has been yielded or skipped yet, so a BOM may still lead the stream.
     at_stream_start: bool,
 }
@@ -67,12 +87,6 @@ pub struct LineDecoder {
 struct Streamed {
     parser: JsonStream,
     edges: Discarded,
-}
-
-/// What the connection gets of the next line, before it is handed out.
-enum Next {
-    Range(Range<usize>),
-    Parsed(Value),
 }
 
 /// What is kept of a line too long to keep (or of a message read in pieces, should it be):
@@ -112,6 +126,7 @@ impl LineDecoder {
             keep_listed: None,
             streaming: None,
             finished: None,
+            crossed: None,
             at_stream_start: true,
         }
     }
@@ -163,14 +178,15 @@ impl LineDecoder {
                 return streamed.parser.push(bytes);
             }
             // Its value so far is dropped here: only its edges are kept, for its `id`.
-            self.discarding = self.streaming.take().map(|streamed| streamed.edges);
+            let edges = self.streaming.take().map(|streamed| streamed.edges);
+            self.start_discarding(edges.unwrap_or_default());
         } else if let Some(discarded) = &mut self.discarding {
             discarded.skip(bytes);
         }
     }
 
     /// The line not held has ended: its report, its value, or nothing for a blank one.
-    fn end_long(&mut self) -> Option<Result<Value, LineError>> {
+    fn end_long(&mut self) -> Option<Result<Line<Range<usize>>, LineError>> {
         if let Some(discarded) = self.discarding.take() {
             return Some(Err(self.too_long(
                 &discarded.head,
@@ -183,17 +199,36 @@ impl LineDecoder {
         if edges.size - usize::from(edges.tail.ends_with(b"\r")) > self.max_line_len {
             return Some(Err(self.too_long(&edges.head, &edges.tail, edges.size)));
         }
-        parser.finish()
+        match parser.finish()? {
+            Ok(value) => Some(Ok(Line::Parsed(value))),
+            Err(error) => Some(match response_id(&edges.head, &edges.tail) {
+                Some(id) => Ok(Line::Unreadable { error, id }),
+                None => Err(error),
+            }),
+        }
+    }
+
+    /// From now on the line is only measured. If its first bytes name the response it is,
+    /// that is handed out next: its request fails now, not when the line ends.
+    fn start_discarding(&mut self, discarded: Discarded) {
+        if let Some(id) = response_id(&discarded.head, &[]) {
+            self.crossed = Some((discarded.size, id));
+        }
+        self.discarding = Some(discarded);
     }
 
     /// The next complete, non-blank line without its terminator, or the error of an
     /// overlong one. `None` means more bytes are needed. A line parsed as it arrived (only
     /// when the connection asked for that) is handed out as its value's JSON text.
     pub fn next_line(&mut self) -> Option<Result<Bytes, LineError>> {
-        let range = match self.next_range()? {
-            Ok(Next::Range(range)) => range,
-            Ok(Next::Parsed(value)) => return Some(Ok(Bytes::from(value.to_string()))),
-            Err(error) => return Some(Err(error)),
+        let range = loop {
+            match self.next_range()? {
+                Ok(Line::Bytes(range)) => break range,
+                Ok(Line::Parsed(value)) => return Some(Ok(Bytes::from(value.to_string()))),
+                Ok(Line::Unreadable { error, .. }) | Err(error) => return Some(Err(error)),
+                // Its report comes with its newline, as ever here.
+                Ok(Line::Overflowing { .. }) => {}
+            }
         };
         let mut line = self
             .buffer
@@ -206,25 +241,41 @@ impl LineDecoder {
     }
 
     /// [`next_line`](Self::next_line), borrowed from the buffer until the next call: no
-    /// reference count is taken and dropped for each line.
+    /// reference count is taken and dropped for each line. Unlike `next_line`, it also says
+    /// what is known early of a response that cannot be read: the moment a line that names
+    /// its `id` grows past the limit ([`Line::Overflowing`]), and whom a line parsed as it
+    /// arrived answered when it is not JSON ([`Line::Unreadable`]).
     pub(crate) fn next_line_in_place(&mut self) -> Option<Result<Line<&[u8]>, LineError>> {
-        match self.next_range()? {
-            Ok(Next::Range(range)) => Some(Ok(Line::Bytes(&self.buffer[range]))),
-            Ok(Next::Parsed(value)) => Some(Ok(Line::Parsed(value))),
-            Err(error) => Some(Err(error)),
-        }
+        Some(self.next_range()?.map(|line| match line {
+            Line::Bytes(range) => Line::Bytes(&self.buffer[range]),
+            Line::Parsed(value) => Line::Parsed(value),
+            Line::Unreadable { error, id } => Line::Unreadable { error, id },
+            Line::Overflowing { limit, size, id } => Line::Overflowing { limit, size, id },
+        }))
+    }
+
+    /// The line that crossed the limit, if one just did.
+    fn take_crossed(&mut self) -> Option<Result<Line<Range<usize>>, LineError>> {
+        let (size, id) = self.crossed.take()?;
+        let limit = self.max_line_len;
+        Some(Ok(Line::Overflowing { limit, size, id }))
     }
 
     /// Finds the next line: where its content lies in the buffer. The whole line, with its
     /// terminator, ends at the new `start`.
-    fn next_range(&mut self) -> Option<Result<Next, LineError>> {
+    fn next_range(&mut self) -> Option<Result<Line<Range<usize>>, LineError>> {
+        // A line that crossed the limit in `push` comes before its own end.
+        if let Some(crossed) = self.take_crossed() {
+            return Some(crossed);
+        }
         if let Some(finished) = self.finished.take() {
-            return Some(finished.map(Next::Parsed));
+            return Some(finished);
         }
         loop {
             let from = self.start + self.scanned;
             let Some(offset) = find_newline(&self.buffer[from..]) else {
-                return self.check_overflow();
+                self.check_overflow();
+                return self.take_crossed();
             };
             let (begin, end) = (self.start, from + offset);
             self.scanned = 0;
@@ -238,7 +289,7 @@ impl LineDecoder {
                 return Some(Err(error));
             }
             if let Some(range) = content(line, &mut self.at_stream_start) {
-                return Some(Ok(Next::Range(begin + range.start..begin + range.end)));
+                return Some(Ok(Line::Bytes(begin + range.start..begin + range.end)));
             }
         }
     }
@@ -270,6 +321,7 @@ impl LineDecoder {
         let mut rest = self.buffer.split().freeze();
         self.moved = true;
         self.scanned = 0;
+        self.crossed = None;
         if self.discarding.take().is_some() {
             return None;
         }
@@ -288,14 +340,14 @@ impl LineDecoder {
         self.buffer.len() - self.start
     }
 
-    /// With no newline in sight: starts discarding the line if it is already too long.
-    /// Returns `None`, for the caller to return: more bytes are needed.
-    fn check_overflow<T>(&mut self) -> Option<T> {
+    /// With no newline in sight: starts discarding the line if it is already too long, or
+    /// parsing it as it arrives if it is long.
+    fn check_overflow(&mut self) {
         self.release();
         self.scanned = self.buffer.len();
         // One byte over the limit may still be the `\r` of a line just within it.
         if self.buffer.len() <= self.max_line_len + 1 && self.buffer.len() <= self.parse_from {
-            return None;
+            return;
         }
         let mut discarded = Discarded::default();
         discarded.skip(&self.buffer);
@@ -311,12 +363,11 @@ impl LineDecoder {
                 edges: discarded,
             }));
         } else {
-            self.discarding = Some(discarded);
+            self.start_discarding(discarded);
         }
         self.buffer.clear();
         self.scanned = 0;
         self.at_stream_start = false;
-        None
     }
 
     /// The report of a discarded line, given its first and last bytes and its length.
@@ -329,7 +380,7 @@ impl LineDecoder {
         LineError::TooLong {
             limit: self.max_line_len,
             size,
-            id: id_at_start(head).or_else(|| id_at_end(tail)),
+            id: message_id(head, tail),
         }
     }
 }
@@ -358,7 +409,7 @@ pub(crate) fn too_long(limit: usize, message: &[u8]) -> LineError {
     LineError::TooLong {
         limit,
         size: message.len(),
-        id: id_at_start(head).or_else(|| id_at_end(tail)),
+        id: message_id(head, tail),
     }
 }
 
@@ -368,39 +419,91 @@ impl Discarded {
         self.size
     }
 
+    /// The `id` of the response the message is ([`response_id`]): from its first bytes, or,
+    /// once it has `ended`, from its last.
+    pub(crate) fn response_id(&self, ended: bool) -> Option<Value> {
+        response_id(&self.head, if ended { &self.tail } else { &[] })
+    }
+
     /// The report of a message read in pieces that grew over `limit`.
     pub(crate) fn too_long(&self, limit: usize) -> LineError {
         LineError::TooLong {
             limit,
             size: self.size,
-            id: id_at_start(&self.head).or_else(|| id_at_end(&self.tail)),
+            id: message_id(&self.head, &self.tail),
         }
     }
 }
 
-/// The `id` member of the top-level object, if it comes before anything too long to keep:
-/// a walk over the first bytes that follows strings and nesting.
-fn id_at_start(head: &[u8]) -> Option<Value> {
+/// The `id` of the response a whole line is, if it shows at its start or end (see
+/// [`response_id`]): for a line that cannot be read, whom it answered.
+pub(crate) fn line_response_id(line: &[u8]) -> Option<Value> {
+    let head = &line[..line.len().min(EDGE)];
+    let tail = &line[line.len().saturating_sub(EDGE)..];
+    response_id(head, tail)
+}
+
+/// The `id` of the response a message is, read from its first bytes, or from its last if it
+/// is the last member (`...,"id":7}`). `None` unless the first bytes show a response: a
+/// top-level `result` or `error` member and no `method`, for the `id` of a request or a
+/// notification is the peer's own and must match nothing of ours.
+fn response_id(head: &[u8], tail: &[u8]) -> Option<Value> {
+    let members = top_level_members(head);
+    if members.method || !members.answer {
+        return None;
+    }
+    members.id.or_else(|| id_at_end(tail))
+}
+
+/// The top-level `id` of a message, request or response, read from its first bytes or, if
+/// it is the last member, from its last: what a report of a discarded line names.
+fn message_id(head: &[u8], tail: &[u8]) -> Option<Value> {
+    top_level_members(head).id.or_else(|| id_at_end(tail))
+}
+
+/// What the first bytes of a message show of its top-level members.
+#[derive(Default)]
+struct TopLevel {
+    id: Option<Value>,
+    /// A `result` or an `error` member.
+    answer: bool,
+    method: bool,
+}
+
+/// A walk over the first bytes that follows strings and nesting, noting the top-level
+/// object's members by name as they come (a name is a string followed by a colon).
+fn top_level_members(head: &[u8]) -> TopLevel {
+    let mut members = TopLevel::default();
     let mut depth = 0usize;
     let mut i = 0;
     while i < head.len() {
         match head[i] {
             b'{' | b'[' => depth += 1,
-            b'}' | b']' => depth = depth.checked_sub(1)?,
+            b'}' | b']' => match depth.checked_sub(1) {
+                Some(outer) => depth = outer,
+                None => break,
+            },
             b'"' => {
-                let end = string_end(head, i)?;
-                let is_id_key = depth == 1 && &head[i..=end] == b"\"id\"";
+                let Some(end) = string_end(head, i) else {
+                    break;
+                };
+                let name = &head[i + 1..end];
+                let value = trim_start(&head[end + 1..]).strip_prefix(b":");
                 i = end;
-                if is_id_key {
-                    let rest = trim_start(&head[end + 1..]).strip_prefix(b":")?;
-                    return scalar(trim_start(rest));
+                if let (1, Some(value)) = (depth, value) {
+                    match name {
+                        b"id" if members.id.is_none() => members.id = scalar(trim_start(value)),
+                        b"result" | b"error" => members.answer = true,
+                        b"method" => members.method = true,
+                        _ => {}
+                    }
                 }
             }
             _ => {}
         }
         i += 1;
     }
-    None
+    members
 }
 
 /// The `id` member if it is the top-level object's last, as in `...,"id":7}`.
@@ -649,10 +752,13 @@ mod tests {
                 in_place.push(chunk);
                 from_shared.extend(lines(&mut shared));
                 while let Some(line) = in_place.next_line_in_place() {
-                    from_in_place.push(line.map(|line| match line {
-                        Line::Bytes(line) => line.to_vec(),
-                        Line::Parsed(value) => value.to_string().into_bytes(),
-                    }));
+                    from_in_place.extend(match line {
+                        Ok(Line::Bytes(line)) => Some(Ok(line.to_vec())),
+                        Ok(Line::Parsed(value)) => Some(Ok(value.to_string().into_bytes())),
+                        Ok(Line::Unreadable { error, .. }) | Err(error) => Some(Err(error)),
+                        // Not a line: what `next_line` never says.
+                        Ok(Line::Overflowing { .. }) => None,
+                    });
                 }
                 proptest::prop_assert_eq!(shared.buffered(), in_place.buffered());
             }
@@ -691,10 +797,10 @@ mod tests {
                 whole.push(chunk);
                 parsing.push(chunk);
                 while let Some(line) = whole.next_line_in_place() {
-                    from_whole.push(outcome(line));
+                    from_whole.extend(outcome(line));
                 }
                 while let Some(line) = parsing.next_line_in_place() {
-                    from_parsing.push(outcome(line));
+                    from_parsing.extend(outcome(line));
                 }
             }
             from_whole.extend(last(&mut whole));
@@ -703,19 +809,24 @@ mod tests {
         }
     }
 
-    /// What a line comes to: its value, or the kind of its fault.
-    fn outcome(line: Result<Line<&[u8]>, LineError>) -> Result<Value, LineError> {
-        line.and_then(|line| match line {
-            Line::Parsed(value) => Ok(value),
-            Line::Bytes(bytes) => {
-                let text = std::str::from_utf8(bytes).map_err(|_| LineError::NotUtf8)?;
-                serde_json::from_str(text).map_err(|_| not_json())
-            }
-        })
-        .map_err(|error| match error {
+    /// What a line comes to: its value, or the kind of its fault; `None` for what is not a
+    /// line's end ([`Line::Overflowing`]).
+    fn outcome<B: AsRef<[u8]>>(
+        line: Result<Line<B>, LineError>,
+    ) -> Option<Result<Value, LineError>> {
+        let outcome = match line {
+            Ok(Line::Parsed(value)) => Ok(value),
+            Ok(Line::Bytes(bytes)) => match std::str::from_utf8(bytes.as_ref()) {
+                Ok(text) => serde_json::from_str(text).map_err(|_| not_json()),
+                Err(_) => Err(LineError::NotUtf8),
+            },
+            Ok(Line::Unreadable { error, .. }) | Err(error) => Err(error),
+            Ok(Line::Overflowing { .. }) => return None,
+        };
+        Some(outcome.map_err(|error| match error {
             LineError::NotJson { .. } => not_json(),
             error => error,
-        })
+        }))
     }
 
     fn not_json() -> LineError {
@@ -726,15 +837,15 @@ mod tests {
 
     /// The outcome of the unterminated last line.
     fn last(decoder: &mut LineDecoder) -> Option<Result<Value, LineError>> {
-        Some(outcome(match decoder.finish_line()? {
-            Ok(Line::Bytes(bytes)) => return Some(outcome(Ok(Line::Bytes(&bytes)))),
-            Ok(Line::Parsed(value)) => Ok(Line::Parsed(value)),
-            Err(error) => Err(error),
-        }))
+        outcome(decoder.finish_line()?)
     }
 
     fn parsed(decoder: &mut LineDecoder) -> Vec<Result<Value, LineError>> {
-        std::iter::from_fn(|| decoder.next_line_in_place().map(outcome)).collect()
+        let mut outcomes = Vec::new();
+        while let Some(line) = decoder.next_line_in_place() {
+            outcomes.extend(outcome(line));
+        }
+        outcomes
     }
 
     #[test]
@@ -812,6 +923,65 @@ mod tests {
                 ]
             );
         }
+    }
+
+    #[test]
+    fn a_response_crossing_the_limit_is_told_at_once_and_reported_at_its_newline() {
+        let start = br#"{"jsonrpc":"2.0","id":7,"result":""#;
+        // Held whole until too long, and parsed as it arrives until too long.
+        for parse_from in [usize::MAX, 16] {
+            let mut decoder = LineDecoder::new(100).parse_from(parse_from);
+            decoder.push(start);
+            decoder.push(&[b'a'; 60]);
+            assert!(decoder.next_line_in_place().is_none());
+            decoder.push(&[b'a'; 60]);
+            let Some(Ok(Line::Overflowing { limit, size, id })) = decoder.next_line_in_place()
+            else {
+                panic!("not told");
+            };
+            assert_eq!(
+                (limit, size, id),
+                (100, start.len() + 120, serde_json::json!(7))
+            );
+            assert!(decoder.next_line_in_place().is_none());
+            decoder.push(b"aa\"}\n{}\n");
+            let size = start.len() + 124;
+            assert_eq!(
+                parsed(&mut decoder),
+                [
+                    Err(too_long(100, size, Some(serde_json::json!(7)))),
+                    Ok(serde_json::json!({}))
+                ]
+            );
+        }
+        // Nor is a request's id told: it is the peer's own, not ours.
+        let mut decoder = LineDecoder::new(10);
+        decoder.push(br#"{"id":7,"method":"x","params":"long enough"#);
+        assert!(decoder.next_line_in_place().is_none());
+    }
+
+    #[test]
+    fn a_long_line_that_is_not_json_names_the_response_it_is() {
+        let line = format!(r#"{{"id":3,"result":"{}",}}"#, "b".repeat(100));
+        let mut decoder = LineDecoder::new(1000).parse_from(16);
+        // Cut, so that the first piece is long enough to be parsed as it arrives.
+        let (first, rest) = line.split_at(20);
+        decoder.push(first.as_bytes());
+        assert!(decoder.next_line_in_place().is_none());
+        decoder.push(format!("{rest}\n").as_bytes());
+        assert!(matches!(
+            decoder.next_line_in_place(),
+            Some(Ok(Line::Unreadable { error: LineError::NotJson { .. }, id })) if id == 3
+        ));
+        assert_eq!(
+            line_response_id(line.as_bytes()),
+            Some(serde_json::json!(3))
+        );
+        assert_eq!(
+            line_response_id(br#"{"id":3,"method":"x","result":1}"#),
+            None
+        );
+        assert_eq!(line_response_id(br#"{"id":3,"params":{}}"#), None);
     }
 
     #[test]

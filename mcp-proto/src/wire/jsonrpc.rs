@@ -55,6 +55,15 @@ pub(crate) fn read_id(id: &Value) -> Option<u64> {
     }
 }
 
+/// The `id` of the response `message` is, should it turn out no message: an object with a
+/// `result` or an `error` and no `method` (the `id` of a request is the peer's own).
+pub(crate) fn response_id(message: &Value) -> Option<Value> {
+    let members = message.as_object()?;
+    let answer = members.contains_key("result") || members.contains_key("error");
+    let id = members.get("id")?;
+    (answer && !members.contains_key("method")).then(|| id.clone())
+}
+
 /// How a response's `result` member is read: the wire finds it and hands its text (or, for a
 /// line parsed as it arrived, its value) to this reading; what a result sheds on the way (the
 /// members the stateless era adds to every result) is the floor above's to say. A plain

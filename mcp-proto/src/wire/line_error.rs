@@ -8,14 +8,15 @@ use serde_json::Value;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LineError {
     /// A line grew past the configured maximum; it was discarded up to its newline, and is
-    /// reported once that newline arrives.
+    /// reported once that newline arrives. (A connection fails the request such a line
+    /// answers earlier, as soon as the limit is crossed, when the line's first bytes name it.)
     TooLong {
         /// [`Config::max_line_len`](crate::Config::max_line_len).
         limit: usize,
         /// The line's length, without its terminator.
         size: usize,
         /// The message's top-level `id`, when it could be found at the line's start or end:
-        /// the response that was too large.
+        /// the request or response that was too large.
         id: Option<Value>,
     },
     /// The line is not valid UTF-8.

@@ -6,7 +6,9 @@
 //! - `line_error.rs`: `LineError`, why a line could not be used, below everything else here
 //! - `stream_json.rs`: `JsonStream`, one JSON text parsed as its bytes arrive
 //! - `framing.rs`: `LineDecoder`, the peer's output cut into bounded lines, a long one parsed
-//!   as it arrives
+//!   as it arrives; for the connection, also whom an unusable line answers, as soon as that
+//!   shows (the `id` at a line's head the moment it grows past the limit, or at the head or
+//!   the end of one that is not JSON), so that its request fails at once
 //! - `sse.rs`: `SseDecoder`, Server-Sent Events
 //! - `jsonrpc.rs`: JSON-RPC messages classified and encoded, `RpcError`, ids as peers echo them
 

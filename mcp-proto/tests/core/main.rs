@@ -9,6 +9,9 @@ mod peer;
 /// One behaviour per test: the handshake, requests, server requests, time, malformed input.
 mod scenarios;
 
+/// Answers that cannot be read (too long, not JSON): each fails its request at once.
+mod unreadable;
+
 /// Message-level inputs for HTTP: whole bodies, transport failures, restarted sessions.
 mod messages;
 

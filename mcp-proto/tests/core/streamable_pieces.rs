@@ -215,3 +215,46 @@ fn dropped_pieces_are_forgotten_and_the_next_message_stands_alone() {
     });
     assert_eq!(got, whole);
 }
+
+/// The request of [`calling`]'s POST fails in the very piece that takes its answer over the
+/// limit, though the rest never comes; and once only.
+#[test]
+fn pieces_over_the_limit_fail_their_request_in_the_piece_that_crosses_it() {
+    let now = Instant::now();
+    let limit = 2 * PIECES_FROM;
+    let (mut http, call) = calling(limit);
+    let id = body(&call)["id"].clone();
+    let start = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"text":""#);
+    http.handle_reply(now, call.id, Reply::Part(start.into_bytes()));
+    http.handle_reply(now, call.id, Reply::Part(vec![b'x'; limit - 100]));
+    assert_eq!(std::iter::from_fn(|| http.poll_event()).count(), 0);
+    http.handle_reply(now, call.id, Reply::Part(vec![b'x'; 200]));
+    let events: Vec<Event> = std::iter::from_fn(|| http.poll_event()).collect();
+    let too_large = |event: &Event| matches!(event, Event::Response { result: Err(RequestError::ResponseTooLarge { limit: l, .. }), .. } if *l == limit);
+    assert!(
+        matches!(&events[..], [event] if too_large(event)),
+        "{events:?}"
+    );
+    http.handle_reply(now, call.id, Reply::Message(b"\"}]}}".to_vec()));
+    http.handle_reply(now, call.id, Reply::Done);
+    let events: Vec<Event> = std::iter::from_fn(|| http.poll_event()).collect();
+    assert!(!events.iter().any(too_large), "not twice: {events:?}");
+}
+
+#[test]
+fn a_large_answer_that_is_not_json_fails_its_request_at_once() {
+    let now = Instant::now();
+    let (mut http, call) = calling(8 << 20);
+    let id = body(&call)["id"].clone();
+    let mut broken = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"deep":"#).into_bytes();
+    broken.extend(std::iter::repeat_n(b'[', 2 * PIECES_FROM));
+    http.handle_reply(now, call.id, Reply::Part(broken));
+    http.handle_reply(now, call.id, Reply::Message(b"]}}".to_vec()));
+    let events: Vec<Event> = std::iter::from_fn(|| http.poll_event()).collect();
+    assert!(
+        events.iter().any(|event| matches!(event,
+            Event::Response { result: Err(RequestError::InvalidResponse(detail)), .. }
+                if detail.contains("recursion limit"))),
+        "{events:?}"
+    );
+}

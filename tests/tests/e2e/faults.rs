@@ -294,6 +294,52 @@ fn partial_line_then_stall_times_out() {
     });
 }
 
+/// An answer over the limit that stalls before its newline fails its call as soon as it is
+/// over: the long request timeout is never what ends it.
+#[test]
+fn an_oversize_answer_that_stalls_fails_its_call_at_once() {
+    bounded(async {
+        let mut options = quick();
+        options.core.max_line_len = 1024 * 1024;
+        options.core.request_timeout = std::time::Duration::from_secs(600);
+        let client = start(&fixture("oversize-stall", &["--bytes", "2097152"]), options);
+        let error = client.call_tool("echo", echo_args("x")).await.unwrap_err();
+        assert!(
+            matches!(
+                error,
+                Error::Request(RequestError::ResponseTooLarge { size, limit: 1_048_576 })
+                    if size > 1_048_576
+            ),
+            "{error:?}"
+        );
+        assert!(
+            error.to_string().contains("over the 1 MiB limit"),
+            "{error}"
+        );
+        close_and_check(&client).await;
+    });
+}
+
+/// A listing that cannot be read (one tool's name is not UTF-8) fails at once, naming why.
+#[test]
+fn an_unreadable_listing_fails_at_once() {
+    bounded(async {
+        let mut options = quick();
+        options.core.request_timeout = std::time::Duration::from_secs(600);
+        let client = start(&fixture("bad-tool-name", &[]), options);
+        let error = client.list_tools().await.unwrap_err();
+        assert!(
+            matches!(&error, Error::Request(RequestError::InvalidResponse(detail))
+                if detail.contains("UTF-8")),
+            "{error:?}"
+        );
+        // The server is still there for the next call.
+        let result = client.call_tool("echo", echo_args("after")).await.unwrap();
+        assert_eq!(text(&result), "after");
+        close_and_check(&client).await;
+    });
+}
+
 #[test]
 fn out_of_order_answers_reach_their_callers() {
     bounded(async {

@@ -15,8 +15,8 @@ use crate::model::request::RequestId;
 use crate::model::result_members::ResultMembers;
 use crate::model::stateless;
 use crate::model::types::Notification;
-use crate::wire::framing::Line;
-use crate::wire::jsonrpc::{self, Message, RpcError, read_id};
+use crate::wire::framing::{Line, line_response_id};
+use crate::wire::jsonrpc::{self, Message, Messages, ResponseError, RpcError, read_id};
 use crate::wire::line_error::LineError;
 
 /// At most this many refusals of server requests wait for the handshake to end.
@@ -26,22 +26,50 @@ const MAX_HELD_REPLIES: usize = 64;
 const MAX_OPEN_SERVER_REQUESTS: usize = 64;
 
 impl Connection {
-    pub(super) fn handle_line(&mut self, now: Instant, line: Line<&[u8]>) {
-        let messages = match line {
-            Line::Bytes(line) if self.results_as_text => match raw_result::decode_result(line) {
+    pub(super) fn handle_line<B: AsRef<[u8]>>(&mut self, now: Instant, line: Line<B>) {
+        match line {
+            Line::Bytes(line) => self.handle_line_bytes(now, line.as_ref()),
+            Line::Parsed(value) => {
+                // Taken before the value is moved into its messages, in case it is no message.
+                let answered = jsonrpc::response_id(&value);
+                let messages = jsonrpc::decode_value(value);
+                self.handle_messages(now, messages, || answered.clone());
+            }
+            Line::Unreadable { error, id } => self.fail_unreadable(now, &id, error),
+            Line::Overflowing { limit, size, id } => self.fail_too_large(&id, size, limit),
+        }
+    }
+
+    fn handle_line_bytes(&mut self, now: Instant, line: &[u8]) {
+        let messages = if self.results_as_text {
+            match raw_result::decode_result(line) {
                 // The usual line: an answer, its result kept as text.
                 Some((id, result, info)) => {
                     return self.handle_response(now, &id, Ok(result), info);
                 }
                 None => jsonrpc::decode(line),
-            },
-            Line::Bytes(line) => jsonrpc::decode::<ResultMembers>(line),
-            Line::Parsed(value) => jsonrpc::decode_value(value),
+            }
+        } else {
+            jsonrpc::decode::<ResultMembers>(line)
         };
+        self.handle_messages(now, messages, || line_response_id(line));
+    }
+
+    /// The messages of one line; `answered` says whom the line answers, should it turn out
+    /// unreadable.
+    fn handle_messages(
+        &mut self,
+        now: Instant,
+        messages: Messages<ResultMembers>,
+        answered: impl Fn() -> Option<Value>,
+    ) {
         for message in messages {
             match message {
                 Ok(message) => self.handle_decoded(now, message),
-                Err(error) => self.report_malformed(error),
+                Err(error) => match answered() {
+                    Some(id) => self.fail_unreadable(now, &id, error),
+                    None => self.report_malformed(error),
+                },
             }
             if self.is_closed() {
                 return;
@@ -49,21 +77,33 @@ impl Connection {
         }
     }
 
-    /// A line too long to keep fails, at once, the request it answers, if it names one.
+    /// A line too long to keep fails, at once, the request it answers, if it names one and
+    /// its first bytes did not already fail it ([`Line::Overflowing`]).
     pub(super) fn handle_too_long(&mut self, error: LineError) {
         if let LineError::TooLong {
             limit,
             size,
             id: Some(id),
         } = &error
-            && let Some(id) = read_id(id).and_then(|wire| self.pending.on_wire(wire))
         {
-            let error = RequestError::ResponseTooLarge {
-                size: *size,
-                limit: *limit,
-            };
-            self.finish(id, Err(error));
+            self.fail_too_large(id, *size, *limit);
         }
+        self.report_malformed(error);
+    }
+
+    /// The request a response too large to keep answers, if it is still outstanding, fails:
+    /// `size` bytes of it had come when it was cut off.
+    pub(super) fn fail_too_large(&mut self, id: &Value, size: usize, limit: usize) {
+        if let Some(id) = read_id(id).and_then(|wire| self.pending.on_wire(wire)) {
+            self.finish(id, Err(RequestError::ResponseTooLarge { size, limit }));
+        }
+    }
+
+    /// A line that answers `id` but cannot be read ends what it answers, as an answer that is
+    /// not valid would, and is reported.
+    pub(super) fn fail_unreadable(&mut self, now: Instant, id: &Value, error: LineError) {
+        let invalid = ResponseError::Invalid(error.to_string());
+        self.handle_response(now, id, Err(invalid), None);
         self.report_malformed(error);
     }
 

@@ -33,6 +33,11 @@ enum State {
 pub(super) enum Message {
     Bytes(Vec<u8>),
     Parsed(Result<Value, LineError>),
+    /// Parsed as it came, not JSON, and by its first or last bytes the response to `id`.
+    Unreadable {
+        error: LineError,
+        id: Value,
+    },
 }
 
 impl Pieces {
@@ -48,12 +53,16 @@ impl Pieces {
         }
     }
 
-    /// The next piece.
-    pub(super) fn push(&mut self, bytes: Vec<u8>) {
+    /// The next piece. If it takes the message over the limit, and the message's first bytes
+    /// name the response it is, returns how much had come and that `id`: its request need not
+    /// wait for the rest.
+    pub(super) fn push(&mut self, bytes: Vec<u8>) -> Option<(usize, Value)> {
         self.edges.skip(&bytes);
         if self.edges.size() > self.limit {
+            let crossed = !matches!(self.state, State::TooLong);
             self.state = State::TooLong;
-            return;
+            let id = crossed.then(|| self.edges.response_id(false)).flatten()?;
+            return Some((self.edges.size(), id));
         }
         match &mut self.state {
             // The first piece is kept as it came: no copy.
@@ -69,17 +78,23 @@ impl Pieces {
             parser.push(held);
             self.state = State::Parsing(Box::new(parser));
         }
+        None
     }
 
     /// The whole message, once its last piece has come.
     pub(super) fn finish(self) -> Message {
         match self.state {
             State::Held(bytes) => Message::Bytes(bytes),
-            State::Parsing(parser) => Message::Parsed(parser.finish().unwrap_or_else(|| {
-                Err(LineError::NotJson {
+            State::Parsing(parser) => match parser.finish() {
+                Some(Ok(value)) => Message::Parsed(Ok(value)),
+                Some(Err(error)) => match self.edges.response_id(true) {
+                    Some(id) => Message::Unreadable { error, id },
+                    None => Message::Parsed(Err(error)),
+                },
+                None => Message::Parsed(Err(LineError::NotJson {
                     detail: "a message of nothing but white space".to_owned(),
-                })
-            })),
+                })),
+            },
             State::TooLong => Message::Parsed(Err(self.edges.too_long(self.limit))),
         }
     }

@@ -26,6 +26,9 @@
 //! - `invalid-utf8`: a line of invalid UTF-8 before each answer.
 //! - `long-line`: a line of `--bytes N` (default 2 MiB) before each `tools/call` answer.
 //! - `partial-line-stall`: on `tools/call`, half a message with no newline, then silence.
+//! - `oversize-stall`: on `tools/call`, the start of its answer (id first) and `--bytes N`
+//!   (default 2 MiB) of text, with no newline, then silence.
+//! - `bad-tool-name`: `tools/list` answers a good tool and one whose name is not UTF-8.
 //! - `unknown-id`: responses with ids 999999 and "nonsense" before each answer.
 //! - `double-answer`: answers every request twice.
 //! - `out-of-order`: holds `tools/call` answers and releases them in reverse (3 held, or 200 ms).
@@ -571,6 +574,15 @@ impl Server {
             (_, "initialize") => self.answer(&id, Ok(self.initialize_result(&params))),
             (_, "ping") => self.answer(&id, Ok(json!({}))),
             ("huge-listing", "tools/list") => self.huge_tools_page(&id, &params),
+            ("bad-tool-name", "tools/list") => {
+                // A good tool, then one whose name is not UTF-8: the whole answer is unreadable.
+                let good = r#"{"name":"good","inputSchema":{"type":"object"}}"#;
+                let start = format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"result":{{"tools":[{good},{{"name":"ba"#
+                );
+                let end = b"\xff\xfed\",\"inputSchema\":{\"type\":\"object\"}}]}}\n";
+                self.raw(&[start.as_bytes(), end].concat());
+            }
             (_, "tools/list") => {
                 thread::sleep(Duration::from_millis(self.option("list-delay-ms", 0)));
                 self.answer(&id, Ok(self.tools_page(&params, false)));

@@ -186,6 +186,17 @@ impl Server {
                 self.raw(br#"{"jsonrpc":"2.0","id":"#);
                 return;
             }
+            "oversize-stall" => {
+                // The answer's id comes first, as most servers write it; its end never does.
+                let start = format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":""#
+                );
+                let mut answer = start.into_bytes();
+                let bytes = self.option("bytes", 2 * 1024 * 1024) as usize;
+                answer.resize(bytes.max(answer.len()), b'x');
+                self.raw(&answer);
+                return;
+            }
             "flood-notifications" => {
                 for i in 0..10_000 {
                     self.send(&json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": format!("flood {i}")}}));
