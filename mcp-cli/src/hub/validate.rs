@@ -12,8 +12,8 @@
 //! meta-schema requiring the format-assertion vocabulary) and is an annotation otherwise;
 //! draft-07's `contentEncoding` and `contentMediaType` are checked too. A `pattern` using
 //! look-around or a backreference, which the validator's regex engine cannot run, is left
-//! out of the check rather than making the whole schema unusable: zod 4, the schema library
-//! of the TypeScript SDK, writes one for every e-mail field.
+//! out of the check rather than making the whole schema unusable: zod 4's JSON Schema output
+//! has one in every e-mail field.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
