@@ -19,7 +19,7 @@ fn a_result_that_breaks_its_schema_is_shown_and_exits_1_naming_the_path() {
         "{\"temperature\":\"hot\",\"conditions\":\"sunny\"}\n"
     );
     assert!(
-        run.stderr.contains("fx__lying: the result does not match the tool's outputSchema at /temperature: \"hot\" is not of type \"number\""),
+        run.stderr.contains("fx__lying: the result does not match the tool's outputSchema at /temperature: want number, but got string"),
         "{}",
         run.stderr
     );
