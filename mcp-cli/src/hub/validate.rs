@@ -209,10 +209,10 @@ fn compile_as_sent(schema: &Value) -> Result<Checker, Box<CompileError>> {
     // asserts on that in debug builds; caught, so a server's schema cannot end a debug build.
     // Release builds return the same error without the assertion.
     let compiled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        compiler.compile(SCHEMA_URL, &mut schemas)
+        compiler.compile(SCHEMA_URL, &mut schemas).map_err(Box::new)
     }));
     let root = match compiled {
-        Ok(compiled) => compiled.map_err(Box::new)?,
+        Ok(compiled) => compiled?,
         Err(panic) => {
             let said = (panic.downcast_ref::<String>().cloned()).unwrap_or_default();
             return Err(Box::new(CompileError::Bug(said.into())));
