@@ -14,10 +14,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::connection::{Config, Connection, Event, Outgoing, RequestId, Sent};
-use crate::error::{CloseReason, RequestError, RpcError};
+use crate::connection::{
+    Config, Connection, Event, Outgoing, RequestId, Sent, ServerRequestId, Stats,
+};
+use crate::error::{CloseReason, RequestError, RpcError, SendError};
 use crate::headers::{RejectedTool, ToolHeaders, encode_header_value};
 use crate::request::Request;
+use crate::types::ServerInfo;
 use crate::versions::Era;
 
 mod pieces;
@@ -245,8 +248,10 @@ struct Listener {
 ///    with the protocol headers given (plus the caller's own), or stop one.
 /// 2. Handle every event from [`poll_event`](Self::poll_event), as [`Connection::poll_event`]'s.
 /// 3. Feed every fact an exchange brings, in order, to [`handle_reply`](Self::handle_reply),
-///    and [`Reply::Done`] when it ends; commands and deadlines go to the
-///    [`connection_mut`](Self::connection_mut).
+///    and [`Reply::Done`] when it ends; commands ([`request`](Self::request),
+///    [`respond`](Self::respond), [`cancel`](Self::cancel), [`close`](Self::close)) and
+///    deadlines ([`poll_timeout`](Self::poll_timeout), [`handle_timeout`](Self::handle_timeout))
+///    go to it as to a [`Connection`].
 /// 4. When the connection has closed, end the session with a DELETE carrying
 ///    [`session_end`](Self::session_end)'s headers, if it gives any.
 ///
@@ -413,6 +418,80 @@ impl HttpConnection {
         &mut self.connection
     }
 
+    // ----- what it knows -----
+
+    /// The era spoken, as [`Connection::era`].
+    pub fn era(&self) -> Option<Era> {
+        self.connection.era()
+    }
+
+    /// What the server said of itself, once ready, as [`Connection::server_info`].
+    pub fn server_info(&self) -> Option<&ServerInfo> {
+        self.connection.server_info()
+    }
+
+    /// Counters of what was skipped or dropped so far, as [`Connection::stats`].
+    pub fn stats(&self) -> Stats {
+        self.connection.stats()
+    }
+
+    // ----- commands, as the connection's -----
+    //
+    // Forwarded one by one, never by handing out the connection within: its messages must
+    // leave through `poll_exchange`, which keeps the HTTP rules (the gate, the session).
+
+    /// Sends a request, as [`Connection::request`].
+    pub fn request<T>(
+        &mut self,
+        now: Instant,
+        request: Request<T>,
+    ) -> Result<RequestId, SendError> {
+        self.connection.request(now, request)
+    }
+
+    /// Answers a server request, as [`Connection::respond`].
+    pub fn respond(
+        &mut self,
+        now: Instant,
+        id: ServerRequestId,
+        result: Result<Value, RpcError>,
+    ) -> bool {
+        self.connection.respond(now, id, result)
+    }
+
+    /// Sends the server a notification of ours, as [`Connection::notify`].
+    pub fn notify(&mut self, method: &str, params: Option<Value>) -> bool {
+        self.connection.notify(method, params)
+    }
+
+    /// Gives up on a request, as [`Connection::cancel`] (in the stateless era, by stopping
+    /// its exchange).
+    pub fn cancel(&mut self, now: Instant, id: RequestId) -> bool {
+        self.connection.cancel(now, id)
+    }
+
+    /// Ends the connection for a reason only the transport knows, as [`Connection::fail`].
+    pub fn fail(&mut self, reason: CloseReason) {
+        self.connection.fail(reason);
+    }
+
+    /// Ends the connection, as [`Connection::close`]; then end the session
+    /// ([`session_end`](Self::session_end)).
+    pub fn close(&mut self) {
+        self.connection.close();
+    }
+
+    /// Expires every deadline at or before `now`, as [`Connection::handle_timeout`].
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.connection.handle_timeout(now);
+    }
+
+    /// The earliest deadline, as [`Connection::poll_timeout`].
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.connection.poll_timeout()
+    }
+
     // ----- outputs -----
 
     /// The next exchange to start or stop.
@@ -464,7 +543,7 @@ impl HttpConnection {
                 }
                 // Its exchange has done its job: stopping it closes the stream.
                 if let Some(exchange) = self.by_request.remove(id) {
-                    self.cancel(exchange);
+                    self.stop_exchange(exchange);
                 }
                 self.resumes.remove(id);
                 self.resent.remove(id);
@@ -897,7 +976,7 @@ impl HttpConnection {
             self.session = None;
             self.restarting = true;
             if let Some(old) = self.listener.take().and_then(|listener| listener.exchange) {
-                self.cancel(old);
+                self.stop_exchange(old);
             }
             self.connection.restart_session(now);
         }
@@ -931,7 +1010,7 @@ impl HttpConnection {
             // Over HTTP the stateless era cancels by closing the request's stream.
             Sent::Cancelled(id) if self.stateless() => {
                 if let Some(exchange) = self.by_request.remove(&id) {
-                    self.cancel(exchange);
+                    self.stop_exchange(exchange);
                 }
                 return;
             }
@@ -1013,7 +1092,8 @@ impl HttpConnection {
         headers
     }
 
-    fn cancel(&mut self, exchange: ExchangeId) {
+    /// Stops an exchange: its stream closes, what it still brings is ignored.
+    fn stop_exchange(&mut self, exchange: ExchangeId) {
         self.answered.remove(&exchange);
         self.pieces.remove(&exchange);
         if self.exchanges.remove(&exchange).is_some() {
