@@ -406,18 +406,6 @@ impl HttpConnection {
         http
     }
 
-    /// The connection within, for commands, deadlines and what it knows.
-    pub fn connection(&self) -> &Connection {
-        &self.connection
-    }
-
-    /// The connection within, for commands ([`Connection::request`], [`Connection::respond`],
-    /// [`Connection::close`]) and [`Connection::handle_timeout`]. Its messages are sent through
-    /// [`poll_exchange`](Self::poll_exchange), never taken from it directly.
-    pub fn connection_mut(&mut self) -> &mut Connection {
-        &mut self.connection
-    }
-
     // ----- what it knows -----
 
     /// The era spoken, as [`Connection::era`].

@@ -44,7 +44,7 @@ pub(super) fn start(server: HttpServer, options: Options) -> (Sender<Op>, Arc<Sh
     let now = Instant::now();
     let mut http = HttpConnection::new(now, options.core.clone(), shown, server.transport);
     let url = url.unwrap_or_else(|reason| {
-        http.connection_mut().fail(CloseReason::Transport(reason));
+        http.fail(CloseReason::Transport(reason));
         Url::parse("http://invalid.invalid/").expect("a valid URL")
     });
     let endpoint = Arc::new(Endpoint {
@@ -122,21 +122,20 @@ impl Loop {
                     busy = true;
                 }
             }
-            let deadline = self.http.connection().poll_timeout();
+            let deadline = self.http.poll_timeout();
             let wake = self.next_wake(deadline).await;
             let now = Instant::now();
             match wake {
                 Wake::Op(Some(op)) => {
-                    let connection = self.http.connection_mut();
-                    self.callers.apply(connection, now, op, true);
+                    self.callers.apply(&mut self.http, now, op, true);
                 }
                 // Every handle is gone.
-                Wake::Op(None) => self.http.connection_mut().close(),
+                Wake::Op(None) => self.http.close(),
                 Wake::Report(report) => {
                     self.receive(now, report);
                     self.publish_rejected_tools();
                 }
-                Wake::Timeout => self.http.connection_mut().handle_timeout(now),
+                Wake::Timeout => self.http.handle_timeout(now),
             }
         }
     }
@@ -267,8 +266,7 @@ impl Loop {
             }
             Event::Notification(notification) => self.callers.notify(&notification),
             Event::ServerRequest(request) => {
-                let connection = self.http.connection_mut();
-                self.callers.pass_on(connection, request);
+                self.callers.pass_on(&mut self.http, request);
             }
             Event::Malformed(_) | Event::Closed(_) => {}
         }
