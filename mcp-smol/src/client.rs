@@ -88,8 +88,8 @@ pub fn start(transport: impl Into<Transport>, options: Options) -> Result<(Clien
     let max_listed = options.core.max_listed;
     let (ops, shared, driver) = match transport.into() {
         Transport::Command(command) => driver::spawn(&command, options)?,
-        Transport::Stream(reader, writer) => driver::over_stream(reader, writer, options),
-        Transport::Http(server) => crate::http::start(server, options),
+        Transport::Stream(reader, writer) => driver::over_stream(reader, writer, &options),
+        Transport::Http(server) => crate::http::start(server, &options),
     };
     let (pilot, driver) = Pilot::share(driver);
     let pilot = Some(pilot);

@@ -8,13 +8,13 @@ use std::time::Instant;
 
 use async_channel::Sender;
 use proto::{
-    Connection, HttpConnection, Notification, RawResult, Request, RequestError, RequestId,
+    Connection, Event, HttpConnection, Notification, RawResult, Request, RequestError, RequestId,
     RpcError, SendError, ServerInfo, ServerRequest, ServerRequestId,
 };
 use serde_json::Value;
 
 use super::progress::Routes;
-use super::{Op, Reply};
+use super::{Core, Op, Reply};
 use crate::Error;
 
 /// How many notifications a listener may fall behind before further ones are dropped for it.
@@ -75,14 +75,13 @@ impl<T> Waiters<T> {
     }
 }
 
-/// A client core as [`Callers`] command it: [`Connection`] over a byte stream,
-/// [`HttpConnection`] over HTTP, whose commands are the same.
-pub(crate) trait ClientCore {
+/// A client core as the loop feeds it and [`Callers`] command it: [`Connection`] over a byte
+/// stream, [`HttpConnection`] over HTTP, whose commands are the same.
+pub(crate) trait ClientCore: Core<Event = Event<RawResult>> {
     fn request(&mut self, now: Instant, request: Request) -> Result<RequestId, SendError>;
     fn respond(&mut self, now: Instant, id: ServerRequestId, result: Result<Value, RpcError>);
     fn notify(&mut self, method: &str, params: Option<Value>);
     fn cancel(&mut self, now: Instant, id: RequestId);
-    fn close(&mut self);
     fn server_info(&self) -> Option<&ServerInfo>;
 }
 
@@ -107,9 +106,6 @@ macro_rules! client_core_of {
             }
             fn cancel(&mut self, now: Instant, id: RequestId) {
                 let _ = <$core>::cancel(self, now, id);
-            }
-            fn close(&mut self) {
-                <$core>::close(self);
             }
             fn server_info(&self) -> Option<&ServerInfo> {
                 <$core>::server_info(self)
