@@ -8,14 +8,14 @@ use std::sync::{Arc, Mutex};
 use async_channel::{Receiver, Sender};
 use futures_lite::io::{AsyncRead, AsyncWrite};
 use proto::{
-    CallToolResult, FromResult, Listed, Listing, Notification, Pager, Protocol, Request, RpcError,
+    CallToolResult, Listed, Listing, Notification, Pager, Protocol, RawResult, Request, RpcError,
     ServerInfo, ServerRequest, ServerRequestId, Tool,
 };
 use serde_json::Value;
 
-use crate::driver::{self, Driver, Op, Pilot, ProgressInbox, Reader, Reply, Shared, Writer};
+use crate::driver::{self, Driver, Op, Pilot, Reader, Reply, Route, Shared, Writer};
 use crate::{
-    Disconnect, Error, HttpServer, Options, ServerCommand, StderrSink, background, oneshot,
+    Call, Disconnect, Error, HttpServer, Options, ServerCommand, StderrSink, background, oneshot,
 };
 
 /// What a client runs over: a server to spawn, a stream someone else opened, or a remote
@@ -236,43 +236,30 @@ impl Client {
         self.ask(Op::WaitReady).await
     }
 
-    /// Sends a request and reads its result as the request's type: `CallToolResult` for
+    /// Starts a request: every request of this crate goes this way. Awaited, the [`Call`]
+    /// sends it and reads its result as the request's type (`CallToolResult` for
     /// [`Request::call_tool`], the result as sent for [`Request::new`] or
-    /// [`Request::untyped`]. Every request of this crate goes this way.
-    pub async fn request<T: FromResult>(&self, request: Request<T>) -> Result<T, Error> {
-        let method = request.method().to_owned();
-        let result = self.request_raw(request).await?;
-        // Read here, on the caller's task, not on the driver's.
-        Ok(T::answer_raw(&method, result)?)
+    /// [`Request::untyped`]); before that it takes the options of this one call: its
+    /// result unread ([`Call::raw`]), its progress ([`Call::progress`]), its deadline
+    /// ([`Call::timeout`], [`Call::no_timeout`]).
+    ///
+    /// ```no_run
+    /// # async fn demo(client: mcp_smol::Client) -> Result<(), mcp_smol::Error> {
+    /// use mcp_smol::proto::Request;
+    /// let result = client.request(Request::call_tool("echo", serde_json::json!({}))).await?;
+    /// let unread = client.request(Request::list_tools(None)).no_timeout().raw().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn request<T>(&self, request: Request<T>) -> Call<'_, T> {
+        Call::new(self, request)
     }
 
-    /// Sends a request and hands back its result unread, as text: for a caller that passes
-    /// it on ([`RawResult::json`](proto::RawResult::json)) or reads it its own way, with no
-    /// value built for it. [`request`](Self::request) is this, then
-    /// [`FromResult::answer_raw`].
-    pub async fn request_raw<T>(&self, request: Request<T>) -> Result<proto::RawResult, Error> {
-        let request = request.untyped();
-        let progress = None;
-        self.ask(|reply| Op::Request {
-            request,
-            reply,
-            progress,
-        })
-        .await
-    }
-
-    /// [`request_raw`](Self::request_raw) for a caller that hears the request's progress: the
-    /// server's reports with the inbox's token (the one the request carries) go to `inbox`,
-    /// each one sent before the answer there before this returns. The driver routes them by
-    /// token: no subscription to the connection's notifications. They keep coming to the inbox
-    /// after the answer (a task's progress) until it is dropped.
-    pub async fn request_raw_with_progress<T>(
+    /// Sends a request of a [`Call`], its result unread.
+    pub(crate) async fn send(
         &self,
-        request: Request<T>,
-        inbox: &ProgressInbox,
-    ) -> Result<proto::RawResult, Error> {
-        let request = request.untyped();
-        let progress = Some(inbox.route());
+        request: Request,
+        progress: Option<Route>,
+    ) -> Result<RawResult, Error> {
         self.ask(|reply| Op::Request {
             request,
             reply,

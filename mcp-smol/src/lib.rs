@@ -59,6 +59,7 @@
 
 mod background;
 mod buffer;
+mod call;
 mod client;
 mod driver;
 mod error;
@@ -72,6 +73,7 @@ mod serve;
 mod task;
 mod tree;
 
+pub use call::{Call, CallFuture};
 pub use client::{Client, Transport, connect, start};
 pub use driver::{Driver, ProgressInbox};
 pub use error::{Disconnect, Error};

@@ -149,7 +149,7 @@ impl Server {
     }
 
     /// [`respond`](Self::respond) with a result as a server sent it, from
-    /// [`Client::request_raw`](crate::Client::request_raw): its text goes to the host unread
+    /// [`Call::raw`](crate::Call::raw): its text goes to the host unread
     /// ([`ServerConnection::respond_raw`](proto::ServerConnection::respond_raw)).
     pub fn respond_raw(&self, id: HostRequestId, result: Result<proto::RawResult, RpcError>) {
         let _ = self.ops.try_send(Op::Respond { id, result });
