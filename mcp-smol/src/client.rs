@@ -75,9 +75,9 @@ where
 
 /// Starts a client over `transport` and returns a handle and the driver future, which must
 /// be polled: a caller waiting alone for its answer drives the connection itself, on its
-/// own thread, but between calls (notifications, timeouts, close) and while several callers
-/// wait, only the driver does (over HTTP, only the driver ever does). The handshake starts
-/// at once; calls made before it ends are held. Fails only to spawn a server.
+/// own thread, but between calls (notifications, timeouts, close) and while callers of
+/// several tasks wait, only the driver does; the same over every transport. The handshake
+/// starts at once; calls made before it ends are held. Fails only to spawn a server.
 ///
 /// Under [`proto::Protocol::Auto`] (the default) a server that exits on the
 /// `server/discover` probe ends the connection with
@@ -92,7 +92,6 @@ pub fn start(transport: impl Into<Transport>, options: Options) -> Result<(Clien
         Transport::Http(server) => crate::http::start(server, &options),
     };
     let (pilot, driver) = Pilot::share(driver);
-    let pilot = Some(pilot);
     let capped = Arc::default();
     let client = Client {
         ops,
@@ -187,9 +186,8 @@ async fn connect_once(transport: Transport, options: Options) -> Result<Client, 
 pub struct Client {
     ops: Sender<Op>,
     shared: Arc<Shared>,
-    /// Lets a waiting caller drive the connection on its own thread; `None` for a driver
-    /// that only runs where it was spawned (HTTP).
-    pilot: Option<Arc<Pilot>>,
+    /// Lets a waiting caller drive the connection on its own thread, whatever the transport.
+    pilot: Arc<Pilot>,
     /// [`proto::Config::max_listed`]: at most this many entries of each listing are kept.
     max_listed: usize,
     /// The listings (by result member: `tools`, ...) whose last [`Client::list_all`] was cut
@@ -369,10 +367,7 @@ impl Client {
     /// Waits for `future`, driving the connection meanwhile if no other caller does: the
     /// answer is then read on this thread, with no hop through the driver's.
     async fn drive_while<F: Future>(&self, future: F) -> F::Output {
-        match &self.pilot {
-            Some(pilot) => pilot.fly(future).await,
-            None => future.await,
-        }
+        self.pilot.fly(future).await
     }
 
     async fn ask<T>(&self, op: impl FnOnce(Reply<T>) -> Op) -> Result<T, Error> {
