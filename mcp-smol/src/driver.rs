@@ -383,7 +383,7 @@ impl<C: ClientCore> Role for ClientRole<C> {
     }
 
     fn apply(&mut self, now: Instant, op: Op) {
-        self.callers.apply(&mut self.core, now, op, true);
+        self.callers.apply(&mut self.core, now, op);
     }
 
     fn dispatch(&mut self, event: Event<RawResult>) -> bool {

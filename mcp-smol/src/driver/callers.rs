@@ -128,15 +128,9 @@ pub(crate) struct Callers {
 }
 
 impl Callers {
-    /// Carries out what a handle asked. `ready`: whether a `wait_ready` is answered now (the
-    /// handshake is done and no new one is under way), or waits for the next.
-    pub(crate) fn apply(
-        &mut self,
-        connection: &mut impl ClientCore,
-        now: Instant,
-        op: Op,
-        ready: bool,
-    ) {
+    /// Carries out what a handle asked; a `wait_ready` is answered now if the connection is
+    /// ready, else when it is.
+    pub(crate) fn apply(&mut self, connection: &mut impl ClientCore, now: Instant, op: Op) {
         match op {
             Op::Request {
                 request,
@@ -149,7 +143,7 @@ impl Callers {
                 self.waiters
                     .send(reply, || connection.request(now, request));
             }
-            Op::WaitReady(reply) => match connection.server_info().filter(|_| ready) {
+            Op::WaitReady(reply) => match connection.server_info() {
                 Some(info) => reply.send(Ok(info.clone())),
                 None => self.ready_waiters.push(reply),
             },
