@@ -270,33 +270,31 @@ pub fn check_http(data: &[u8]) {
             }
             3 => {
                 let call = Request::call_tool("tool", json!({"n": arg}));
-                seen.issue(http.connection_mut().request(now, call));
+                seen.issue(http.request(now, call));
             }
-            4 => seen.issue((http.connection_mut()).request(now, Request::new("tools/list", None))),
+            4 => seen.issue(http.request(now, Request::new("tools/list", None))),
             5 => {
                 if let Some(&id) = seen.issued.iter().nth(arg % seen.issued.len().max(1)) {
                     let pending = !seen.ended.contains(&id) && !seen.closed;
-                    assert_eq!(http.connection_mut().cancel(now, id), pending);
+                    assert_eq!(http.cancel(now, id), pending);
                 }
             }
             6 => {
                 now += Duration::from_millis(arg as u64 * 100);
-                http.connection_mut().handle_timeout(now);
+                http.handle_timeout(now);
             }
             _ => match arg % 4 {
-                0 => http.connection_mut().close(),
+                0 => http.close(),
                 1 if !seen.asked.is_empty() => {
                     let id = seen.asked[arg % seen.asked.len()];
-                    let _ = http
-                        .connection_mut()
-                        .respond(now, id, Ok(json!({"roots": []})));
+                    let _ = http.respond(now, id, Ok(json!({"roots": []})));
                 }
                 _ => {}
             },
         }
         seen.drain(&mut http);
     }
-    http.connection_mut().close();
+    http.close();
     seen.drain(&mut http);
     assert!(seen.closed, "close did not close");
     assert_eq!(seen.issued, seen.ended, "some request never ended");

@@ -8,14 +8,14 @@ use std::sync::{Arc, Mutex};
 use async_channel::{Receiver, Sender};
 use futures_lite::io::{AsyncRead, AsyncWrite};
 use proto::{
-    CallToolResult, FromResult, Listed, Listing, Notification, Pager, Protocol, Request, RpcError,
+    CallToolResult, Listed, Listing, Notification, Pager, Protocol, RawResult, Request, RpcError,
     ServerInfo, ServerRequest, ServerRequestId, Tool,
 };
 use serde_json::Value;
 
-use crate::driver::{self, Driver, Op, Pilot, ProgressInbox, Reader, Reply, Shared, Writer};
+use crate::driver::{self, Driver, Op, Pilot, Reader, Reply, Route, Shared, Writer};
 use crate::{
-    Disconnect, Error, HttpServer, Options, ServerCommand, StderrSink, background, oneshot,
+    Call, Disconnect, Error, HttpServer, Options, ServerCommand, StderrSink, background, oneshot,
 };
 
 /// What a client runs over: a server to spawn, a stream someone else opened, or a remote
@@ -75,9 +75,9 @@ where
 
 /// Starts a client over `transport` and returns a handle and the driver future, which must
 /// be polled: a caller waiting alone for its answer drives the connection itself, on its
-/// own thread, but between calls (notifications, timeouts, close) and while several callers
-/// wait, only the driver does (over HTTP, only the driver ever does). The handshake starts
-/// at once; calls made before it ends are held. Fails only to spawn a server.
+/// own thread, but between calls (notifications, timeouts, close) and while callers of
+/// several tasks wait, only the driver does; the same over every transport. The handshake
+/// starts at once; calls made before it ends are held. Fails only to spawn a server.
 ///
 /// Under [`proto::Protocol::Auto`] (the default) a server that exits on the
 /// `server/discover` probe ends the connection with
@@ -88,11 +88,10 @@ pub fn start(transport: impl Into<Transport>, options: Options) -> Result<(Clien
     let max_listed = options.core.max_listed;
     let (ops, shared, driver) = match transport.into() {
         Transport::Command(command) => driver::spawn(&command, options)?,
-        Transport::Stream(reader, writer) => driver::over_stream(reader, writer, options),
-        Transport::Http(server) => crate::http::start(server, options),
+        Transport::Stream(reader, writer) => driver::over_stream(reader, writer, &options),
+        Transport::Http(server) => crate::http::start(server, &options),
     };
     let (pilot, driver) = Pilot::share(driver);
-    let pilot = Some(pilot);
     let capped = Arc::default();
     let client = Client {
         ops,
@@ -187,9 +186,8 @@ async fn connect_once(transport: Transport, options: Options) -> Result<Client, 
 pub struct Client {
     ops: Sender<Op>,
     shared: Arc<Shared>,
-    /// Lets a waiting caller drive the connection on its own thread; `None` for a driver
-    /// that only runs where it was spawned (HTTP).
-    pilot: Option<Arc<Pilot>>,
+    /// Lets a waiting caller drive the connection on its own thread, whatever the transport.
+    pilot: Arc<Pilot>,
     /// [`proto::Config::max_listed`]: at most this many entries of each listing are kept.
     max_listed: usize,
     /// The listings (by result member: `tools`, ...) whose last [`Client::list_all`] was cut
@@ -236,43 +234,30 @@ impl Client {
         self.ask(Op::WaitReady).await
     }
 
-    /// Sends a request and reads its result as the request's type: `CallToolResult` for
+    /// Starts a request: every request of this crate goes this way. Awaited, the [`Call`]
+    /// sends it and reads its result as the request's type (`CallToolResult` for
     /// [`Request::call_tool`], the result as sent for [`Request::new`] or
-    /// [`Request::untyped`]. Every request of this crate goes this way.
-    pub async fn request<T: FromResult>(&self, request: Request<T>) -> Result<T, Error> {
-        let method = request.method().to_owned();
-        let result = self.request_raw(request).await?;
-        // Read here, on the caller's task, not on the driver's.
-        Ok(T::answer_raw(&method, result)?)
+    /// [`Request::untyped`]); before that it takes the options of this one call: its
+    /// result unread ([`Call::raw`]), its progress ([`Call::progress`]), its deadline
+    /// ([`Call::timeout`], [`Call::no_timeout`]).
+    ///
+    /// ```no_run
+    /// # async fn demo(client: mcp_smol::Client) -> Result<(), mcp_smol::Error> {
+    /// use mcp_smol::proto::Request;
+    /// let result = client.request(Request::call_tool("echo", serde_json::json!({}))).await?;
+    /// let unread = client.request(Request::list_tools(None)).no_timeout().raw().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn request<T>(&self, request: Request<T>) -> Call<'_, T> {
+        Call::new(self, request)
     }
 
-    /// Sends a request and hands back its result unread, as text: for a caller that passes
-    /// it on ([`RawResult::json`](proto::RawResult::json)) or reads it its own way, with no
-    /// value built for it. [`request`](Self::request) is this, then
-    /// [`FromResult::answer_raw`].
-    pub async fn request_raw<T>(&self, request: Request<T>) -> Result<proto::RawResult, Error> {
-        let request = request.untyped();
-        let progress = None;
-        self.ask(|reply| Op::Request {
-            request,
-            reply,
-            progress,
-        })
-        .await
-    }
-
-    /// [`request_raw`](Self::request_raw) for a caller that hears the request's progress: the
-    /// server's reports with the inbox's token (the one the request carries) go to `inbox`,
-    /// each one sent before the answer there before this returns. The driver routes them by
-    /// token: no subscription to the connection's notifications. They keep coming to the inbox
-    /// after the answer (a task's progress) until it is dropped.
-    pub async fn request_raw_with_progress<T>(
+    /// Sends a request of a [`Call`], its result unread.
+    pub(crate) async fn send(
         &self,
-        request: Request<T>,
-        inbox: &ProgressInbox,
-    ) -> Result<proto::RawResult, Error> {
-        let request = request.untyped();
-        let progress = Some(inbox.route());
+        request: Request,
+        progress: Option<Route>,
+    ) -> Result<RawResult, Error> {
         self.ask(|reply| Op::Request {
             request,
             reply,
@@ -382,10 +367,7 @@ impl Client {
     /// Waits for `future`, driving the connection meanwhile if no other caller does: the
     /// answer is then read on this thread, with no hop through the driver's.
     async fn drive_while<F: Future>(&self, future: F) -> F::Output {
-        match &self.pilot {
-            Some(pilot) => pilot.fly(future).await,
-            None => future.await,
-        }
+        self.pilot.fly(future).await
     }
 
     async fn ask<T>(&self, op: impl FnOnce(Reply<T>) -> Op) -> Result<T, Error> {

@@ -2,11 +2,14 @@
 //!
 //! [`start`] opens a [`Transport`] (a server to spawn, a stream someone else opened, a remote
 //! server over HTTP) and returns a [`Client`] handle and a [`Driver`] future. The driver owns
-//! the connection and its transport (a child and its pipes, a stream, HTTP exchanges); run
-//! it on any executor (smol, tokio, a plain `block_on`). Handles are cheap clones that send it
-//! operations and await the answers; a caller waiting alone drives the connection itself, on
-//! its own thread. [`connect`] does both and runs the driver, when no caller does, on a
-//! background thread of this crate's.
+//! the connection and its transport (a child and its pipes, a stream, HTTP exchanges), and
+//! runs the same loop over each: it waits for exactly one of the server, an operation from a
+//! handle or the connection's next deadline, then feeds the connection and hands out what it
+//! says. Run it on any executor (smol, tokio, a plain `block_on`). Handles are cheap clones
+//! that send it operations and await the answers; over every transport, a caller waiting
+//! alone drives the connection itself, on its own thread, so its answer crosses no thread.
+//! [`connect`] does both and runs the driver, when no caller does, on a background thread of
+//! this crate's.
 //!
 //! ```no_run
 //! # async_io::block_on(async {
@@ -19,15 +22,19 @@
 //! # Ok::<_, mcp_smol::Error>(()) });
 //! ```
 //!
-//! Every request goes through [`Client::request`] with a [`proto::Request`], which carries
-//! its own timeout if it needs one:
+//! Every request goes through [`Client::request`], which takes a [`proto::Request`] and
+//! returns a [`Call`]: the options of that one call (a timeout of its own or none at all, an
+//! inbox for its progress), then awaited for the result read as the request's type, or
+//! [`Call::raw`] for it unread, as the server sent it:
 //!
 //! ```no_run
 //! # async fn demo(client: mcp_smol::Client) -> Result<(), mcp_smol::Error> {
 //! use std::time::Duration;
 //! use mcp_smol::proto::Request;
-//! let call = Request::call_tool("slow", serde_json::json!({})).timeout(Duration::from_secs(300));
-//! let result = client.request(call).await?;
+//! let call = Request::call_tool("slow", serde_json::json!({}));
+//! let result = client.request(call).timeout(Duration::from_secs(300)).await?;
+//! let tools = client.request(Request::list_tools(None)).no_timeout().raw().await?;
+//! println!("{}", tools.json());
 //! # Ok(()) }
 //! ```
 //!
@@ -59,6 +66,7 @@
 
 mod background;
 mod buffer;
+mod call;
 mod client;
 mod driver;
 mod error;
@@ -72,6 +80,7 @@ mod serve;
 mod task;
 mod tree;
 
+pub use call::{Call, CallFuture};
 pub use client::{Client, Transport, connect, start};
 pub use driver::{Driver, ProgressInbox};
 pub use error::{Disconnect, Error};

@@ -18,7 +18,7 @@ use proto::{
 };
 use serde_json::Value;
 
-use crate::driver::{Incoming, Link, Loop, Role, Waiters};
+use crate::driver::{ByteStream, Incoming, Loop, Role, Waiters};
 use crate::{Error, oneshot};
 
 /// Host notifications beyond this many unread are dropped, so a host that floods them cannot
@@ -126,12 +126,12 @@ where
         events: events_sender,
         waiters: Waiters::default(),
     };
-    let link = Link::new(Incoming::Stream(reader), Box::new(writer));
-    let mut driver = Loop::new(role, link, ops);
+    let stream = ByteStream::new(Incoming::Stream(reader), Box::new(writer));
+    let mut driver = Loop::new(role, stream, ops);
     let main = async move {
         driver.run().await;
         // What was answered before the end still goes out, unless the host no longer reads.
-        driver.link.finish(FLUSH_LIMIT).await;
+        driver.link.flush_and_close(FLUSH_LIMIT).await;
         driver.refuse_operations();
     };
     (
@@ -149,7 +149,7 @@ impl Server {
     }
 
     /// [`respond`](Self::respond) with a result as a server sent it, from
-    /// [`Client::request_raw`](crate::Client::request_raw): its text goes to the host unread
+    /// [`Call::raw`](crate::Call::raw): its text goes to the host unread
     /// ([`ServerConnection::respond_raw`](proto::ServerConnection::respond_raw)).
     pub fn respond_raw(&self, id: HostRequestId, result: Result<proto::RawResult, RpcError>) {
         let _ = self.ops.try_send(Op::Respond { id, result });

@@ -13,7 +13,6 @@ use std::ffi::OsString;
 use std::os::fd::AsFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use mcp_smol::proto::Request;
 use serde_json::{Value, json};
@@ -209,11 +208,13 @@ pub(crate) async fn run_warm(
     // No deadline of ours: the daemon's hub times every step of the run as a cold run's
     // would (handshake budgets, each call's timeout, `--timeout` among the args), and a
     // daemon that dies closes the socket, which fails the request at once.
-    let request = Request::new("mcp-cli/run", Some(params)).timeout(Duration::MAX);
+    let run = client
+        .request(Request::new("mcp-cli/run", Some(params)))
+        .no_timeout();
     // Listening before the command is sent: a form asked before anyone listens is refused.
     let requests = client.server_requests().await;
     let forms = answer_forms(&client, requests, cli.yes);
-    let answer = futures_lite::future::or(client.request(request), forms).await;
+    let answer = futures_lite::future::or(run.into_future(), forms).await;
     client.close().await;
     let answer = match answer {
         Ok(answer) => answer,

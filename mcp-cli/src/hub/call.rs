@@ -320,13 +320,11 @@ impl Call<'_> {
         let call = async {
             // Boxed: the client's request future is kilobytes, which every move of this
             // call's future (into its box, into a task) would otherwise copy.
-            let raw = match &inbox {
-                Some(inbox) => {
-                    let request = live.client.request_raw_with_progress(request, inbox);
-                    Box::pin(request).await
-                }
-                None => Box::pin(live.client.request_raw(request)).await,
-            };
+            let mut call = live.client.request(request);
+            if let Some(inbox) = &inbox {
+                call = call.progress(inbox);
+            }
+            let raw = Box::pin(call.raw()).await;
             let raw = raw.map_err(|error| HubError::Server {
                 server: tool.server.clone(),
                 error,

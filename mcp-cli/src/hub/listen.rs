@@ -8,7 +8,6 @@
 //! that ended once acknowledged, then nothing until the next connection.
 
 use std::io::Write as _;
-use std::pin::pin;
 use std::time::Duration;
 
 use async_channel::{Receiver, Sender};
@@ -120,7 +119,9 @@ async fn listen_once(
 ) -> Outcome {
     // Subscribed before the request goes, so that the acknowledgement cannot slip past.
     let notes = client.notifications().await;
-    let mut request = pin!(client.request(Request::listen(filter).timeout(ack_within)));
+    let mut request = (client.request(Request::listen(filter)))
+        .timeout(ack_within)
+        .into_future();
     let acknowledged = async {
         while let Ok(notification) = notes.recv().await {
             if let Some(agreed) = notification.acknowledged() {

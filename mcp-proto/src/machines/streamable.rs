@@ -14,11 +14,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::machines::connection::{Config, Connection, Event, Outgoing, Sent};
-use crate::model::error::{CloseReason, RequestError};
+use crate::machines::connection::{
+    Config, Connection, Event, Outgoing, Sent, ServerRequestId, Stats,
+};
+use crate::model::error::{CloseReason, RequestError, SendError};
 use crate::model::headers::{RejectedTool, ToolHeaders, encode_header_value};
-use crate::model::request::Request;
-use crate::model::request::RequestId;
+use crate::model::request::{Request, RequestId};
+use crate::model::types::ServerInfo;
 use crate::model::versions::Era;
 use crate::wire::jsonrpc::RpcError;
 
@@ -247,8 +249,10 @@ struct Listener {
 ///    with the protocol headers given (plus the caller's own), or stop one.
 /// 2. Handle every event from [`poll_event`](Self::poll_event), as [`Connection::poll_event`]'s.
 /// 3. Feed every fact an exchange brings, in order, to [`handle_reply`](Self::handle_reply),
-///    and [`Reply::Done`] when it ends; commands and deadlines go to the
-///    [`connection_mut`](Self::connection_mut).
+///    and [`Reply::Done`] when it ends; commands ([`request`](Self::request),
+///    [`respond`](Self::respond), [`cancel`](Self::cancel), [`close`](Self::close)) and
+///    deadlines ([`poll_timeout`](Self::poll_timeout), [`handle_timeout`](Self::handle_timeout))
+///    go to it as to a [`Connection`].
 /// 4. When the connection has closed, end the session with a DELETE carrying
 ///    [`session_end`](Self::session_end)'s headers, if it gives any.
 ///
@@ -403,16 +407,78 @@ impl HttpConnection {
         http
     }
 
-    /// The connection within, for commands, deadlines and what it knows.
-    pub fn connection(&self) -> &Connection {
-        &self.connection
+    // ----- what it knows -----
+
+    /// The era spoken, as [`Connection::era`].
+    pub fn era(&self) -> Option<Era> {
+        self.connection.era()
     }
 
-    /// The connection within, for commands ([`Connection::request`], [`Connection::respond`],
-    /// [`Connection::close`]) and [`Connection::handle_timeout`]. Its messages are sent through
-    /// [`poll_exchange`](Self::poll_exchange), never taken from it directly.
-    pub fn connection_mut(&mut self) -> &mut Connection {
-        &mut self.connection
+    /// What the server said of itself, once ready, as [`Connection::server_info`].
+    pub fn server_info(&self) -> Option<&ServerInfo> {
+        self.connection.server_info()
+    }
+
+    /// Counters of what was skipped or dropped so far, as [`Connection::stats`].
+    pub fn stats(&self) -> Stats {
+        self.connection.stats()
+    }
+
+    // ----- commands, as the connection's -----
+    //
+    // Forwarded one by one, never by handing out the connection within: its messages must
+    // leave through `poll_exchange`, which keeps the HTTP rules (the gate, the session).
+
+    /// Sends a request, as [`Connection::request`].
+    pub fn request<T>(
+        &mut self,
+        now: Instant,
+        request: Request<T>,
+    ) -> Result<RequestId, SendError> {
+        self.connection.request(now, request)
+    }
+
+    /// Answers a server request, as [`Connection::respond`].
+    pub fn respond(
+        &mut self,
+        now: Instant,
+        id: ServerRequestId,
+        result: Result<Value, RpcError>,
+    ) -> bool {
+        self.connection.respond(now, id, result)
+    }
+
+    /// Sends the server a notification of ours, as [`Connection::notify`].
+    pub fn notify(&mut self, method: &str, params: Option<Value>) -> bool {
+        self.connection.notify(method, params)
+    }
+
+    /// Gives up on a request, as [`Connection::cancel`] (in the stateless era, by stopping
+    /// its exchange).
+    pub fn cancel(&mut self, now: Instant, id: RequestId) -> bool {
+        self.connection.cancel(now, id)
+    }
+
+    /// Ends the connection for a reason only the transport knows, as [`Connection::fail`].
+    pub fn fail(&mut self, reason: CloseReason) {
+        self.connection.fail(reason);
+    }
+
+    /// Ends the connection, as [`Connection::close`]; then end the session
+    /// ([`session_end`](Self::session_end)).
+    pub fn close(&mut self) {
+        self.connection.close();
+    }
+
+    /// Expires every deadline at or before `now`, as [`Connection::handle_timeout`].
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.connection.handle_timeout(now);
+    }
+
+    /// The earliest deadline, as [`Connection::poll_timeout`].
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.connection.poll_timeout()
     }
 
     // ----- outputs -----
@@ -466,7 +532,7 @@ impl HttpConnection {
                 }
                 // Its exchange has done its job: stopping it closes the stream.
                 if let Some(exchange) = self.by_request.remove(id) {
-                    self.cancel(exchange);
+                    self.stop_exchange(exchange);
                 }
                 self.resumes.remove(id);
                 self.resent.remove(id);
@@ -905,7 +971,7 @@ impl HttpConnection {
             self.session = None;
             self.restarting = true;
             if let Some(old) = self.listener.take().and_then(|listener| listener.exchange) {
-                self.cancel(old);
+                self.stop_exchange(old);
             }
             self.connection.restart_session(now);
         }
@@ -939,7 +1005,7 @@ impl HttpConnection {
             // Over HTTP the stateless era cancels by closing the request's stream.
             Sent::Cancelled(id) if self.stateless() => {
                 if let Some(exchange) = self.by_request.remove(&id) {
-                    self.cancel(exchange);
+                    self.stop_exchange(exchange);
                 }
                 return;
             }
@@ -1021,7 +1087,8 @@ impl HttpConnection {
         headers
     }
 
-    fn cancel(&mut self, exchange: ExchangeId) {
+    /// Stops an exchange: its stream closes, what it still brings is ignored.
+    fn stop_exchange(&mut self, exchange: ExchangeId) {
         self.answered.remove(&exchange);
         self.pieces.remove(&exchange);
         if self.exchanges.remove(&exchange).is_some() {

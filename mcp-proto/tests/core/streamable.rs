@@ -142,10 +142,7 @@ fn after_the_handshake_every_message_carries_the_session_and_version() {
     assert_eq!(header(&listen.headers, "mcp-session-id"), Some("s1"));
     assert_eq!(header(&listen.headers, "accept"), Some("text/event-stream"));
 
-    let id = http
-        .connection_mut()
-        .request(now, Request::list_tools(None))
-        .unwrap();
+    let id = http.request(now, Request::list_tools(None)).unwrap();
     let list = one_post(&mut http);
     assert_eq!(list.answer, Answer::InResponse);
     assert_eq!(header(&list.headers, "mcp-session-id"), Some("s1"));
@@ -161,7 +158,7 @@ fn after_the_handshake_every_message_carries_the_session_and_version() {
         matches!(&ended[..], [Event::Response { id: answered, result: Ok(_) }] if *answered == id)
     );
 
-    http.connection_mut().close();
+    http.close();
     let _ = events(&mut http);
     let delete = http.session_end().unwrap();
     assert_eq!(header(&delete, "mcp-session-id"), Some("s1"));
@@ -172,9 +169,7 @@ fn after_the_handshake_every_message_carries_the_session_and_version() {
 fn nothing_overtakes_initialized_and_the_listener_opens_after_it() {
     let now = Instant::now();
     let (mut http, initialized) = handshake(now, "s1");
-    http.connection_mut()
-        .request(now, Request::list_tools(None))
-        .unwrap();
+    http.request(now, Request::list_tools(None)).unwrap();
     assert_eq!(
         exchanges(&mut http),
         [],
@@ -228,10 +223,7 @@ fn a_forgotten_session_restarts_and_the_request_goes_again_after_initialized() {
     let (mut http, initialized) = handshake(now, "s1");
     accept(&mut http, now, &initialized);
     let _listen = one_get(&mut http);
-    let id = http
-        .connection_mut()
-        .request(now, Request::list_tools(None))
-        .unwrap();
+    let id = http.request(now, Request::list_tools(None)).unwrap();
     let list = one_post(&mut http);
     refuse(&mut http, now, &list, 404, "Session not found");
 
@@ -286,7 +278,6 @@ fn a_request_refused_in_the_new_session_too_fails_without_looping() {
     accept(&mut http, now, &initialized);
     let _listen = one_get(&mut http);
     let id = http
-        .connection_mut()
         .request(now, Request::call_tool("echo", json!({})))
         .unwrap();
     let call = one_post(&mut http);
@@ -393,7 +384,6 @@ fn an_answer_s_stream_is_resumed_until_it_stops_bringing_anything_new() {
     accept(&mut http, now, &initialized);
     let _listen = one_get(&mut http);
     let id = http
-        .connection_mut()
         .request(now, Request::call_tool("slow", json!({})))
         .unwrap();
     let call = one_post(&mut http);
@@ -439,7 +429,6 @@ fn a_stream_with_no_event_id_fails_its_request_at_once() {
     accept(&mut http, now, &initialized);
     let _listen = one_get(&mut http);
     let id = http
-        .connection_mut()
         .request(now, Request::call_tool("slow", json!({})))
         .unwrap();
     let call = one_post(&mut http);
@@ -501,7 +490,7 @@ fn stateless(now: Instant) -> HttpConnection {
         discover_answer(&probe),
     );
     assert!(matches!(events(&mut http).as_slice(), [Event::Ready(_)]));
-    assert_eq!(http.connection().era(), Some(Era::Stateless));
+    assert_eq!(http.era(), Some(Era::Stateless));
     http
 }
 
@@ -545,10 +534,7 @@ fn the_probe_carries_the_stateless_headers_and_its_answer_decides_the_era() {
     assert!(matches!(events(&mut http).as_slice(), [Event::Ready(_)]));
     // No GET stream in this era, and the session id the server sent is not kept.
     assert!(exchanges(&mut http).is_empty());
-    let id = http
-        .connection_mut()
-        .request(now, Request::list_tools(None))
-        .unwrap();
+    let id = http.request(now, Request::list_tools(None)).unwrap();
     let (list, event) = round_trip(&mut http, now, json!({"tools": []}));
     assert!(matches!(event, Event::Response { id: got, result: Ok(_) } if got == id));
     assert_eq!(header(&list.headers, "mcp-session-id"), None);
@@ -559,7 +545,7 @@ fn the_probe_carries_the_stateless_headers_and_its_answer_decides_the_era() {
     assert_eq!(header(&list.headers, "mcp-method"), Some("tools/list"));
     assert_eq!(header(&list.headers, "mcp-name"), None);
     assert!(exchanges(&mut http).is_empty());
-    http.connection_mut().close();
+    http.close();
     let _ = events(&mut http);
     assert_eq!(http.session_end(), None, "no session, no DELETE");
 }
@@ -594,7 +580,7 @@ fn a_probe_refused_with_a_handshake_era_error_means_the_handshake() {
     assert!(
         matches!(events(&mut http).as_slice(), [Event::Ready(info)] if info.fallback == refused)
     );
-    assert_eq!(http.connection().era(), Some(Era::Handshake));
+    assert_eq!(http.era(), Some(Era::Handshake));
 }
 
 /// A 404 with no body to the probe, then to `initialize`: an HTTP+SSE server, as before.
@@ -629,7 +615,7 @@ fn a_probe_refused_with_unsupported_version_is_retried_never_fallen_back() {
     );
     answer(&mut http, now, &again, None, discover_answer(&again));
     assert!(matches!(events(&mut http).as_slice(), [Event::Ready(_)]));
-    assert_eq!(http.connection().era(), Some(Era::Stateless));
+    assert_eq!(http.era(), Some(Era::Stateless));
     assert!(
         exchanges(&mut http).is_empty(),
         "no GET, no HTTP+SSE stream"
@@ -691,7 +677,7 @@ fn each_post_names_its_method_and_what_it_acts_on() {
         ),
     ];
     for (request, method, name) in requests {
-        http.connection_mut().request(now, request).unwrap();
+        http.request(now, request).unwrap();
         let post = one_post(&mut http);
         assert_eq!(header(&post.headers, "mcp-method"), Some(method));
         assert_eq!(header(&post.headers, "mcp-name"), name, "{method}");
@@ -724,9 +710,7 @@ fn annotated_tools() -> Value {
 fn a_listing_drops_tools_with_invalid_annotations_and_says_why() {
     let now = Instant::now();
     let mut http = stateless(now);
-    http.connection_mut()
-        .request(now, Request::list_tools(None))
-        .unwrap();
+    http.request(now, Request::list_tools(None)).unwrap();
     let (_, event) = round_trip(&mut http, now, annotated_tools());
     let Event::Response {
         result: Ok(result), ..
@@ -753,13 +737,10 @@ fn a_listing_drops_tools_with_invalid_annotations_and_says_why() {
 fn a_call_mirrors_the_listed_annotations_and_omits_nulls() {
     let now = Instant::now();
     let mut http = stateless(now);
-    http.connection_mut()
-        .request(now, Request::list_tools(None))
-        .unwrap();
+    http.request(now, Request::list_tools(None)).unwrap();
     let _ = round_trip(&mut http, now, annotated_tools());
     let arguments = json!({"region": " us-west1", "verbose": null, "priority": 42});
-    http.connection_mut()
-        .request(now, Request::call_tool("valid_tool", arguments))
+    http.request(now, Request::call_tool("valid_tool", arguments))
         .unwrap();
     let call = one_post(&mut http);
     assert_eq!(
@@ -779,7 +760,6 @@ fn a_header_mismatch_lists_the_tools_and_retries_the_call_once() {
     let mut http = stateless(now);
     let arguments = json!({"region": "eu"});
     let id = http
-        .connection_mut()
         .request(now, Request::call_tool("valid_tool", arguments))
         .unwrap();
     let call = one_post(&mut http);
@@ -823,10 +803,7 @@ fn an_error_inside_a_refusal_fails_the_request_with_it() {
     let now = Instant::now();
     let mut http = stateless(now);
     for (status, code) in [(400, -32602), (404, -32601), (400, -32021)] {
-        let id = http
-            .connection_mut()
-            .request(now, Request::read_resource("x:/y"))
-            .unwrap();
+        let id = http.request(now, Request::read_resource("x:/y")).unwrap();
         let post = one_post(&mut http);
         refuse(
             &mut http,
@@ -848,10 +825,7 @@ fn an_error_inside_a_refusal_fails_the_request_with_it() {
 fn a_broken_stream_fails_its_request_instead_of_resuming() {
     let now = Instant::now();
     let mut http = stateless(now);
-    let id = http
-        .connection_mut()
-        .request(now, Request::list_prompts(None))
-        .unwrap();
+    let id = http.request(now, Request::list_prompts(None)).unwrap();
     let post = one_post(&mut http);
     http.handle_reply(now, post.id, Reply::Head { session: None });
     let ended = Reply::StreamEnded {
@@ -904,7 +878,6 @@ fn input_required_then(ended: Reply) {
     answer(&mut http, now, &probe, None, discover_answer(&probe));
     assert!(matches!(events(&mut http).as_slice(), [Event::Ready(_)]));
     let id = http
-        .connection_mut()
         .request(now, Request::call_tool("confirm", json!({})))
         .unwrap();
     let post = one_post(&mut http);
@@ -923,7 +896,7 @@ fn input_required_then(ended: Reply) {
     };
     assert_eq!(asked.request, Some(id));
     let content = json!({"action": "accept", "content": {}});
-    assert!(http.connection_mut().respond(now, asked.id, Ok(content)));
+    assert!(http.respond(now, asked.id, Ok(content)));
     let again = one_post(&mut http);
     assert_ne!(body(&again)["id"], body(&post)["id"]);
     assert_eq!(body(&again)["params"]["requestState"], "s1");
@@ -943,11 +916,10 @@ fn cancelling_closes_the_stream_without_a_notification() {
     let now = Instant::now();
     let mut http = stateless(now);
     let id = http
-        .connection_mut()
         .request(now, Request::call_tool("slow", json!({})))
         .unwrap();
     let post = one_post(&mut http);
-    assert!(http.connection_mut().cancel(now, id));
+    assert!(http.cancel(now, id));
     assert_eq!(exchanges(&mut http), [Exchange::Cancel(post.id)]);
     assert_eq!(one_response(&mut http), (id, Err(RequestError::Cancelled)));
 }
@@ -960,7 +932,7 @@ fn listen_has_no_time_limit_and_its_streams_end_fails_it() {
     let mut http = stateless(now);
     let params = json!({"notifications": {"toolsListChanged": true}});
     let listen = Request::new("subscriptions/listen", Some(params));
-    let id = http.connection_mut().request(now, listen).unwrap();
+    let id = http.request(now, listen).unwrap();
     let post = one_post(&mut http);
     assert_eq!(
         header(&post.headers, "mcp-method"),

@@ -38,7 +38,7 @@ fn calling(limit: usize) -> (HttpConnection, Post) {
     let ready: Vec<Event> = std::iter::from_fn(|| http.poll_event()).collect();
     assert!(matches!(ready.as_slice(), [Event::Ready(_)]), "{ready:?}");
     let call = Request::call_tool("big", json!({}));
-    http.connection_mut().request(now, call).unwrap();
+    http.request(now, call).unwrap();
     let call = post(&mut http);
     http.handle_reply(now, call.id, Reply::Head { session: None });
     (http, call)

@@ -8,13 +8,13 @@ use std::time::Instant;
 
 use async_channel::Sender;
 use proto::{
-    Connection, Notification, RawResult, RequestError, RequestId, RpcError, SendError, ServerInfo,
-    ServerRequest,
+    Connection, Event, HttpConnection, Notification, RawResult, Request, RequestError, RequestId,
+    RpcError, SendError, ServerInfo, ServerRequest, ServerRequestId,
 };
 use serde_json::Value;
 
 use super::progress::Routes;
-use super::{Op, Reply};
+use super::{Core, Op, Reply};
 use crate::Error;
 
 /// How many notifications a listener may fall behind before further ones are dropped for it.
@@ -75,6 +75,48 @@ impl<T> Waiters<T> {
     }
 }
 
+/// A client core as the loop feeds it and [`Callers`] command it: [`Connection`] over a byte
+/// stream, [`HttpConnection`] over HTTP, whose commands are the same.
+pub(crate) trait ClientCore: Core<Event = Event<RawResult>> {
+    fn request(&mut self, now: Instant, request: Request) -> Result<RequestId, SendError>;
+    fn respond(&mut self, now: Instant, id: ServerRequestId, result: Result<Value, RpcError>);
+    fn notify(&mut self, method: &str, params: Option<Value>);
+    fn cancel(&mut self, now: Instant, id: RequestId);
+    fn server_info(&self) -> Option<&ServerInfo>;
+}
+
+macro_rules! client_core_of {
+    ($core:ty) => {
+        impl ClientCore for $core {
+            fn request(&mut self, now: Instant, request: Request) -> Result<RequestId, SendError> {
+                <$core>::request(self, now, request)
+            }
+            fn respond(
+                &mut self,
+                now: Instant,
+                id: ServerRequestId,
+                result: Result<Value, RpcError>,
+            ) {
+                // `false`: answered already, or too late; nothing to send.
+                let _ = <$core>::respond(self, now, id, result);
+            }
+            fn notify(&mut self, method: &str, params: Option<Value>) {
+                // `false`: not ready yet, or closed; dropped, as documented.
+                let _ = <$core>::notify(self, method, params);
+            }
+            fn cancel(&mut self, now: Instant, id: RequestId) {
+                let _ = <$core>::cancel(self, now, id);
+            }
+            fn server_info(&self) -> Option<&ServerInfo> {
+                <$core>::server_info(self)
+            }
+        }
+    };
+}
+
+client_core_of!(Connection);
+client_core_of!(HttpConnection);
+
 #[derive(Default)]
 pub(crate) struct Callers {
     waiters: Waiters<RawResult>,
@@ -86,9 +128,9 @@ pub(crate) struct Callers {
 }
 
 impl Callers {
-    /// Carries out what a handle asked. `ready`: whether a `wait_ready` is answered now (the
-    /// handshake is done and no new one is under way), or waits for the next.
-    pub(crate) fn apply(&mut self, connection: &mut Connection, now: Instant, op: Op, ready: bool) {
+    /// Carries out what a handle asked; a `wait_ready` is answered now if the connection is
+    /// ready, else when it is.
+    pub(crate) fn apply(&mut self, connection: &mut impl ClientCore, now: Instant, op: Op) {
         match op {
             Op::Request {
                 request,
@@ -101,14 +143,14 @@ impl Callers {
                 self.waiters
                     .send(reply, || connection.request(now, request));
             }
-            Op::WaitReady(reply) => match connection.server_info().filter(|_| ready) {
+            Op::WaitReady(reply) => match connection.server_info() {
                 Some(info) => reply.send(Ok(info.clone())),
                 None => self.ready_waiters.push(reply),
             },
             Op::Subscribe(listener) => self.listeners.push(listener),
             Op::Answer(answerer) => self.answerers.push(answerer),
-            Op::Respond { id, result } => _ = connection.respond(now, id, result),
-            Op::Notify { method, params } => _ = connection.notify(&method, params),
+            Op::Respond { id, result } => connection.respond(now, id, result),
+            Op::Notify { method, params } => connection.notify(&method, params),
             Op::Abandoned => self.cancel_abandoned(connection, now),
             Op::Close => connection.close(),
         }
@@ -116,7 +158,7 @@ impl Callers {
 
     /// Cancels every request whose caller has stopped waiting (its reply channel is closed),
     /// which also tells the server with `notifications/cancelled`.
-    fn cancel_abandoned(&mut self, connection: &mut Connection, now: Instant) {
+    fn cancel_abandoned(&mut self, connection: &mut impl ClientCore, now: Instant) {
         for id in self.waiters.abandoned() {
             connection.cancel(now, id);
         }
@@ -156,7 +198,7 @@ impl Callers {
 
     /// Hands a server request to the first answerer still listening; with none, or none with
     /// room, it is refused at once rather than left to its deadline.
-    pub(crate) fn pass_on(&mut self, connection: &mut Connection, mut request: ServerRequest) {
+    pub(crate) fn pass_on(&mut self, connection: &mut impl ClientCore, mut request: ServerRequest) {
         self.answerers.retain(|answerer| !answerer.is_closed());
         for answerer in &self.answerers {
             match answerer.try_send(request) {

@@ -1,4 +1,5 @@
-//! Sharing the driver between its background task and the callers waiting on it.
+//! Sharing the driver between its background task and the callers waiting on it: the
+//! driver future as it is, so every transport (a byte stream, HTTP) shares it alike.
 //!
 //! A call answered through a background task crosses threads twice (the task's executor
 //! wakes, then wakes the caller). So while one task's callers are the only ones waiting, they
@@ -586,6 +587,22 @@ mod tests {
             };
             assert_eq!(futures_lite::future::or(second, background).await, 10);
         });
+    }
+
+    #[test]
+    fn a_caller_dropped_while_it_drives_hands_the_driver_back() {
+        let (ask, answers, driver) = doubler();
+        let (pilot, mut background) = Pilot::share(driver);
+        let mut context = Context::from_waker(Waker::noop());
+        // Its first poll takes the controls and drives (the driver then waits for a number);
+        // then its caller gives up.
+        let mut flight = Box::pin(pilot.fly(std::future::pending::<()>()));
+        assert!(flight.as_mut().poll(&mut context).is_pending());
+        drop(flight);
+        // With no caller left, what comes next is the background task's to drive.
+        ask.try_send(5).unwrap();
+        assert!(Pin::new(&mut background).poll(&mut context).is_pending());
+        assert_eq!(answers.try_recv(), Ok(10));
     }
 
     #[test]

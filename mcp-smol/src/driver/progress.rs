@@ -12,7 +12,7 @@ use proto::{Notification, Progress};
 use serde_json::Value;
 
 /// The progress reports carrying one token on the requests sent with it
-/// ([`Client::request_raw_with_progress`](crate::Client::request_raw_with_progress)), in the
+/// ([`Call::progress`](crate::Call::progress)), in the
 /// order the server sent them. Every report sent before a request's answer is here by the
 /// time the answer reaches its caller. Dropped, it takes no more: the driver forgets it.
 pub struct ProgressInbox(Arc<Inbox>);

@@ -6,7 +6,8 @@
 //! so it runs under any executor), and when it ends no socket is left open.
 //!
 //! The transport's rules are the core's ([`proto::HttpConnection`]): `streamable.rs` is the
-//! driver loop around it, `exchanges.rs` performs each POST and GET it asks for and reports
+//! link the driver's one loop ([`crate::driver`]) runs over, as it runs over a byte stream;
+//! `exchanges.rs` performs each POST and GET it asks for and reports
 //! what came back as plain facts, and `wire.rs` is one HTTP/1.1 exchange with hyper
 //! (connecting, TLS, the pool of kept-alive connections, redirects).
 //!
@@ -41,7 +42,7 @@
 //! What lives here:
 //!
 //! - `mod.rs`: `HttpServer`, the `Authorizer` trait and its `Challenge`
-//! - `streamable.rs`: the HTTP driver loop around the core's `HttpConnection`
+//! - `streamable.rs`: the HTTP link: the core's `HttpConnection` and its exchanges
 //! - `exchanges.rs`: each POST and GET the core asks for, and what came back
 //! - `wire.rs`: one HTTP/1.1 exchange with hyper: connecting, the pool, redirects
 //! - `io.rs`: a socket as hyper reads and writes it
@@ -132,6 +133,6 @@ pub struct Challenge {
 /// Starts a connection to a remote server: what a [`Client`](crate::Client) is made of and
 /// the driver future, which [`start`](crate::start) hands a waiting caller to drive as it
 /// does over stdio. Nothing is sent until the driver is polled.
-pub(crate) fn start(server: HttpServer, options: Options) -> (Sender<Op>, Arc<Shared>, Driver) {
+pub(crate) fn start(server: HttpServer, options: &Options) -> (Sender<Op>, Arc<Shared>, Driver) {
     streamable::start(server, options)
 }

@@ -1,29 +1,30 @@
-//! The HTTP driver: one future that owns the connection's HTTP state machine
-//! ([`proto::HttpConnection`]) and runs every exchange it asks for on an executor of its own,
-//! so it works under any executor and nothing outlives it. It moves bytes and HTTP heads;
-//! the machine decides what they mean.
+//! The HTTP link: what the driver's one loop ([`crate::driver`]) runs over a remote server.
+//! The core is the connection's HTTP state machine ([`proto::HttpConnection`]); every exchange
+//! it asks for runs on an executor of the driver's own, so the driver works under any
+//! executor and nothing outlives it. It moves bytes and HTTP heads; the machine decides what
+//! they mean.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use async_channel::{Receiver, Sender};
 use async_executor::{Executor, Task};
 use async_io::Timer;
 use futures_lite::future::FutureExt;
-use proto::{Affected, CloseReason, Event, Exchange, ExchangeId, HttpConnection, Reply};
+use proto::{Affected, CloseReason, Event, Exchange, ExchangeId, HttpConnection, RawResult, Reply};
 use url::Url;
 
 use super::HttpServer;
 use super::exchanges::{self, Endpoint, Report};
-use crate::driver::{Callers, Driver, Op, Shared};
+use crate::driver::{ClientLink, ClientRole, Core, Driver, Link, Loop, Op, Shared, run_client};
 use crate::{Disconnect, Error, Options};
 
 /// How many reports from exchanges may wait for the driver before they wait to send more.
 const INBOX: usize = 64;
 
 /// Builds the handles' side and the driver future.
-pub(super) fn start(server: HttpServer, options: Options) -> (Sender<Op>, Arc<Shared>, Driver) {
+pub(super) fn start(server: HttpServer, options: &Options) -> (Sender<Op>, Arc<Shared>, Driver) {
     let (ops_sender, ops) = async_channel::unbounded();
     let (done_sender, done) = async_channel::bounded(1);
     let shared = Arc::new(Shared::without_process(done));
@@ -44,7 +45,7 @@ pub(super) fn start(server: HttpServer, options: Options) -> (Sender<Op>, Arc<Sh
     let now = Instant::now();
     let mut http = HttpConnection::new(now, options.core.clone(), shown, server.transport);
     let url = url.unwrap_or_else(|reason| {
-        http.connection_mut().fail(CloseReason::Transport(reason));
+        http.fail(CloseReason::Transport(reason));
         Url::parse("http://invalid.invalid/").expect("a valid URL")
     });
     let endpoint = Arc::new(Endpoint {
@@ -57,122 +58,137 @@ pub(super) fn start(server: HttpServer, options: Options) -> (Sender<Op>, Arc<Sh
     });
     let (inbox_sender, inbox) = async_channel::bounded(INBOX);
     let executor = Arc::new(Executor::new());
-    let mut driver = Loop {
-        http,
-        ops,
-        shared: shared.clone(),
-        options,
+    let exchanges = Exchanges {
         endpoint,
         executor: executor.clone(),
         inbox,
         inbox_sender,
         tasks: BTreeMap::new(),
         fatal,
-        callers: Callers::default(),
+        grace: options.grace_period,
     };
+    let role = ClientRole::new(http, shared.clone());
+    let driver = Loop::new(role, exchanges, ops);
     let main = async move {
-        let reason = executor.run(driver.run()).await;
-        driver.shut_down(reason).await;
+        executor.run(run_client(driver)).await;
         // Whatever exchange was still in flight goes with the executor, sockets included.
-        drop(driver);
         drop(executor);
         drop(done_sender);
     };
     (ops_sender, shared, Driver(Box::pin(main)))
 }
 
-enum Wake {
-    Op(Option<Op>),
-    Report(Report),
-    Timeout,
+/// The core as the loop sees it: its answers' results go to callers as [`RawResult`], as
+/// over a byte stream.
+impl Core for HttpConnection {
+    type Event = Event<RawResult>;
+
+    fn poll_event(&mut self) -> Option<Event<RawResult>> {
+        let event = match self.poll_event()? {
+            Event::Response { id, result } => {
+                let result = result.map(RawResult::from);
+                Event::Response { id, result }
+            }
+            Event::Ready(info) => Event::Ready(info),
+            Event::Notification(notification) => Event::Notification(notification),
+            Event::ServerRequest(request) => Event::ServerRequest(request),
+            Event::Malformed(error) => Event::Malformed(error),
+            Event::Closed(reason) => Event::Closed(reason),
+        };
+        Some(event)
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.poll_timeout()
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        self.handle_timeout(now);
+    }
+
+    fn close(&mut self) {
+        self.close();
+    }
 }
 
-struct Loop {
-    http: HttpConnection,
-    ops: Receiver<Op>,
-    shared: Arc<Shared>,
-    options: Options,
+/// The exchanges of one connection: each POST and GET the core asks for, running on the
+/// driver's executor and reporting to its inbox.
+struct Exchanges {
     endpoint: Arc<Endpoint>,
     executor: Arc<Executor<'static>>,
     inbox: Receiver<Report>,
     inbox_sender: Sender<Report>,
     /// Every exchange in flight; dropping one cancels it and closes its socket.
     tasks: BTreeMap<ExchangeId, Task<()>>,
-    /// What `wait_ready` reports when the connection could not start, if not the disconnect.
+    /// What every caller hears when the connection could not start, if not the disconnect.
     fatal: Option<Error>,
-    callers: Callers,
+    /// How long the session's `DELETE` may take at the end.
+    grace: Duration,
 }
 
-impl Loop {
-    /// Feeds the connection until it closes; returns why.
-    async fn run(&mut self) -> CloseReason {
-        loop {
-            let mut busy = true;
-            while busy {
-                busy = false;
-                while let Some(exchange) = self.http.poll_exchange() {
-                    self.start(exchange);
-                    busy = true;
-                }
-                while let Some(event) = self.http.poll_event() {
-                    if let Event::Closed(reason) = event {
-                        return reason;
-                    }
-                    self.dispatch(event);
-                    busy = true;
-                }
-            }
-            let deadline = self.http.connection().poll_timeout();
-            let wake = self.next_wake(deadline).await;
-            let now = Instant::now();
-            match wake {
-                Wake::Op(Some(op)) => {
-                    let connection = self.http.connection_mut();
-                    self.callers.apply(connection, now, op, true);
-                }
-                // Every handle is gone.
-                Wake::Op(None) => self.http.connection_mut().close(),
-                Wake::Report(report) => {
-                    self.receive(now, report);
-                    self.publish_rejected_tools();
-                }
-                Wake::Timeout => self.http.connection_mut().handle_timeout(now),
-            }
+type HttpRole = ClientRole<HttpConnection>;
+
+impl Link<HttpRole> for Exchanges {
+    type Input = Report;
+
+    /// Starts (or stops) every exchange the machine asks for; they run while the loop waits.
+    async fn send(&mut self, role: &mut HttpRole) {
+        while let Some(exchange) = role.core.poll_exchange() {
+            self.start(exchange);
         }
     }
 
-    async fn next_wake(&mut self, deadline: Option<Instant>) -> Wake {
-        let op = async { Wake::Op(self.ops.recv().await.ok()) };
-        let report = async {
-            match self.inbox.recv().await {
-                Ok(report) => Wake::Report(report),
-                // Never: the loop holds a sender.
-                Err(_) => std::future::pending().await,
-            }
-        };
-        let timeout = async {
-            match deadline {
-                Some(deadline) => {
-                    Timer::at(deadline).await;
-                    Wake::Timeout
-                }
-                None => std::future::pending().await,
-            }
-        };
-        op.race(report).race(timeout).await
-    }
-
-    /// Copies the core's rejected tools where the handles read them, before the listing
-    /// that changed them is answered.
-    fn publish_rejected_tools(&self) {
-        let rejected = self.http.rejected_tools();
-        if let Ok(mut shown) = self.shared.rejected_tools.lock()
-            && *shown != rejected
-        {
-            *shown = rejected.to_vec();
+    async fn next_input(&mut self) -> Report {
+        match self.inbox.recv().await {
+            Ok(report) => report,
+            // Never: the link holds a sender.
+            Err(_) => std::future::pending().await,
         }
     }
 
+    async fn handle(&mut self, now: Instant, report: Report, role: &mut HttpRole) {
+        self.receive(now, report, role);
+        publish_rejected_tools(role);
+    }
+}
+
+impl ClientLink<HttpConnection> for Exchanges {
+    async fn ended(
+        &mut self,
+        reason: CloseReason,
+        _: &mut HttpRole,
+    ) -> (Disconnect, Option<Error>) {
+        (Disconnect::bare(reason), self.fatal.take())
+    }
+
+    /// Stops every exchange, and ends the session with a `DELETE` (bounded by the grace
+    /// period).
+    async fn finish(&mut self, http: &mut HttpConnection) {
+        self.tasks.clear();
+        if let Some(headers) = http.session_end() {
+            let delete = exchanges::delete_session(&self.endpoint, headers);
+            let grace = self.grace;
+            delete
+                .or(async {
+                    Timer::after(grace).await;
+                })
+                .await;
+        }
+    }
+}
+
+/// Copies the core's rejected tools where the handles read them, before the listing that
+/// changed them is answered.
+fn publish_rejected_tools(role: &HttpRole) {
+    let rejected = role.core.rejected_tools();
+    if let Ok(mut shown) = role.shared.rejected_tools.lock()
+        && *shown != rejected
+    {
+        *shown = rejected.to_vec();
+    }
+}
+
+impl Exchanges {
     /// Starts (or stops) what the machine asked for, on the driver's executor.
     fn start(&mut self, exchange: Exchange) {
         let endpoint = self.endpoint.clone();
@@ -225,13 +241,14 @@ impl Loop {
     }
 
     /// What an exchange reported.
-    fn receive(&mut self, now: Instant, report: Report) {
+    fn receive(&mut self, now: Instant, report: Report, role: &mut HttpRole) {
+        let http = &mut role.core;
         match report {
             Report::Reply(id, reply) => {
                 if matches!(reply, Reply::Done) {
                     self.tasks.remove(&id);
                 }
-                self.http.handle_reply(now, id, reply);
+                http.handle_reply(now, id, reply);
             }
             Report::Unreachable {
                 exchange,
@@ -239,72 +256,19 @@ impl Loop {
                 detail,
             } => {
                 let reply = Reply::Unreachable(detail.clone());
-                if self.http.handle_reply(now, exchange, reply) == Affected::Connection {
+                if http.handle_reply(now, exchange, reply) == Affected::Connection {
                     self.fatal = self.fatal.take().or(Some(Error::Http { url, detail }));
                 }
             }
             Report::Unauthorized(exchange, error) => {
                 let reply = Reply::Unauthorized(error.to_string());
-                match self.http.handle_reply(now, exchange, reply) {
+                match http.handle_reply(now, exchange, reply) {
                     Affected::Connection => self.fatal = Some(error),
                     // The caller hears `Unauthorized` itself, so the host can offer a login.
-                    Affected::Request(id) => self.callers.answer(id, Err(error)),
+                    Affected::Request(id) => role.callers.answer(id, Err(error)),
                     Affected::Nothing => {}
                 }
             }
         }
-    }
-
-    fn dispatch(&mut self, event: Event) {
-        match event {
-            Event::Ready(info) => self.callers.ready(&info),
-            Event::Response {
-                result: Err(proto::RequestError::Closed(_)),
-                ..
-            } => {}
-            Event::Response { id, result } => {
-                self.callers.answer(id, result.map_err(Error::from_request));
-            }
-            Event::Notification(notification) => self.callers.notify(&notification),
-            Event::ServerRequest(request) => {
-                let connection = self.http.connection_mut();
-                self.callers.pass_on(connection, request);
-            }
-            Event::Malformed(_) | Event::Closed(_) => {}
-        }
-    }
-
-    /// Fails whatever is still waiting, stops every exchange, and ends the session with a
-    /// `DELETE` (bounded by the grace period).
-    async fn shut_down(&mut self, reason: CloseReason) {
-        let error = self.shared.end(Disconnect::bare(reason), self.fatal.take());
-        self.refuse_operations(&error);
-        self.callers.fail_all(&error);
-        self.tasks.clear();
-        if let Some(headers) = self.http.session_end() {
-            let delete = exchanges::delete_session(&self.endpoint, headers);
-            let grace = self.options.grace_period;
-            delete
-                .or(async {
-                    Timer::after(grace).await;
-                })
-                .await;
-        }
-    }
-
-    /// Stops taking operations and fails those already queued.
-    fn refuse_operations(&mut self, error: &Error) {
-        self.ops.close();
-        while let Ok(op) = self.ops.try_recv() {
-            op.fail(error.clone());
-        }
-    }
-}
-
-impl Drop for Loop {
-    /// Also when the driver future is dropped unfinished: no caller may be left waiting.
-    fn drop(&mut self) {
-        let error = (self.shared).end(Disconnect::driver_dropped(), None);
-        self.refuse_operations(&error);
     }
 }

@@ -156,6 +156,22 @@ fn timed_out_call_is_cancelled_on_the_server() {
 }
 
 #[test]
+fn a_call_with_no_timeout_outlives_the_request_timeout() {
+    bounded(async {
+        let mut options = quick();
+        options.core.request_timeout = Duration::from_millis(50);
+        let client = start(&fixture("good", &[]), options);
+        let slow = || Request::call_tool("sleep", json!({"ms": 300}));
+        // The same call under the connection's own deadline, for contrast.
+        let error = client.request(slow()).await.unwrap_err();
+        assert!(error.is_timeout(), "{error:?}");
+        let result = client.request(slow()).no_timeout().await.unwrap();
+        assert_eq!(text(&result), "slept 300 ms");
+        close_and_check(&client).await;
+    });
+}
+
+#[test]
 fn progress_keeps_a_slow_call_alive() {
     bounded(async {
         let client = start(&fixture("good", &[]), quick());

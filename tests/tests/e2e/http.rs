@@ -125,7 +125,7 @@ fn sockets_to(port: u16) -> usize {
 }
 
 /// Closes the client and checks no socket of ours to the server is left.
-async fn close_and_check(client: &Client, port: u16) {
+pub(crate) async fn close_and_check(client: &Client, port: u16) {
     client.close().await;
     assert_eq!(
         sockets_to(port),

@@ -15,6 +15,10 @@ mod fixtures_stateless;
 /// The adapter's normal work: calls, pipelining, progress, cancellation, shutdown.
 mod adapter;
 
+/// The caller-drives hand-off under stress, over stdio and HTTP: many threads and tasks,
+/// callers dropped mid-call, the driver's own thread racing them.
+mod handoff;
+
 /// mcp-smol choosing each server's era through `connect`: the fixture's stateless modes and
 /// the modern peers, input requests answered like server requests.
 mod adapter_eras;

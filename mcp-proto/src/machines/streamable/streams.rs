@@ -74,7 +74,7 @@ impl HttpConnection {
         };
         let exchange = self.get(purpose, last_event_id, delay);
         if let Some(old) = self.by_request.insert(id, exchange) {
-            self.cancel(old);
+            self.stop_exchange(old);
         }
     }
 
