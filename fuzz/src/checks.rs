@@ -444,7 +444,14 @@ pub fn check_connection(data: &[u8]) {
 /// counts add up.
 pub fn check_decoders(data: &[u8]) {
     if let Ok(text) = std::str::from_utf8(data) {
-        let _ = mcp_proto::decode_base64(text);
+        let blob = mcp_proto::ResourceContents {
+            uri: String::new(),
+            mime_type: None,
+            text: None,
+            blob: Some(text.to_owned()),
+            extra: serde_json::Map::new(),
+        };
+        let _ = blob.blob_bytes();
     }
     let Ok(value) = serde_json::from_slice::<Value>(data) else {
         return;

@@ -172,7 +172,7 @@ pub use model::error::{CloseReason, ErrorKind, RequestError, SendError};
 pub use model::features::{
     CompleteResult, CompletionRef, ElicitResult, GetPromptResult, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, Prompt, PromptArgument, PromptMessage,
-    ReadResourceResult, Resource, ResourceContents, ResourceTemplate, decode_base64,
+    ReadResourceResult, Resource, ResourceContents, ResourceTemplate,
 };
 pub use model::headers::{
     HeaderParams, HeaderRule, InvalidHeaderAnnotation, RejectedTool, encode_header_value,

@@ -464,7 +464,7 @@ fn readable_entries<'de, D: Deserializer<'de>, T: DeserializeOwned>(
 }
 
 /// Decodes standard or URL-safe base64; padding is optional and whitespace is ignored.
-pub fn decode_base64(text: &str) -> Result<Vec<u8>, String> {
+pub(crate) fn decode_base64(text: &str) -> Result<Vec<u8>, String> {
     let mut bytes = Vec::with_capacity(text.len() / 4 * 3);
     let mut buffer: u32 = 0;
     let mut bits = 0;

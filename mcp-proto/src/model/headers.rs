@@ -374,7 +374,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::decode_base64;
+    use crate::model::features::decode_base64;
 
     fn rule(schema: Value) -> HeaderRule {
         HeaderParams::from_schema(&schema).unwrap_err().rule

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use mcp_smol::proto::{ClientCapabilities, CompletionRef, Request, decode_base64};
+use mcp_smol::proto::{ClientCapabilities, CompletionRef, Request, ResourceContents};
 use mcp_smol::{Options, ServerCommand};
 use serde_json::{Value, json};
 
@@ -214,7 +214,8 @@ fn everything_lists_and_reads_its_resources() {
     let run = everything(&dir, &["--json", "read", "everything", uri]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let result: Value = serde_json::from_str(&run.stdout).unwrap();
-    let blob = decode_base64(result["contents"][0]["blob"].as_str().unwrap()).unwrap();
+    let contents: ResourceContents = serde_json::from_value(result["contents"][0].clone()).unwrap();
+    let blob = contents.blob_bytes().unwrap().unwrap();
     let blob = String::from_utf8(blob).unwrap();
     assert!(
         blob.starts_with("Resource 7: This is a base64 blob created at "),
