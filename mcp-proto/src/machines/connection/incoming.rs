@@ -102,9 +102,11 @@ impl Connection {
     /// A line that answers `id` but cannot be read ends what it answers, as an answer that is
     /// not valid would, and is reported.
     pub(super) fn fail_unreadable(&mut self, now: Instant, id: &Value, error: LineError) {
+        // Reported first: ending what it answers may close the connection (a handshake's
+        // answer), and nothing is reported after `Closed`.
         let invalid = ResponseError::Invalid(error.to_string());
-        self.handle_response(now, id, Err(invalid), None);
         self.report_malformed(error);
+        self.handle_response(now, id, Err(invalid), None);
     }
 
     fn report_malformed(&mut self, error: LineError) {
