@@ -6,9 +6,11 @@ use std::time::{Duration, Instant};
 
 use mcp_proto::{
     ClientCapabilities, CompleteResult, Config, Connection, Event, FromResult, GetPromptResult,
-    JsonStream, LATEST_PROTOCOL_VERSION, LATEST_STATELESS_VERSION, LineDecoder, LineError,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, Protocol,
-    ReadResourceResult, Request, RequestId, ServerRequestId, SseDecoder, SsePiece,
+    LATEST_PROTOCOL_VERSION, LATEST_STATELESS_VERSION, LineError, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, Protocol,
+    ReadResourceResult, Request, RequestId, ServerRequestId,
+    http::{SseDecoder, SsePiece},
+    wire_for_fuzzing::{JsonStream, LineDecoder},
 };
 use serde_json::{Value, json};
 
@@ -279,8 +281,7 @@ impl Observer {
 
 /// A live connection under arbitrary server bytes and client commands, in the era the first
 /// byte's top bits choose (without consuming it): below 128 the handshake era, then the
-/// stateless era found by the probe, then the stateless era at a fixed revision. Its bit 5
-/// keeps results as text, as our driver does ([`Connection::results_as_text`]).
+/// stateless era found by the probe, then the stateless era at a fixed revision.
 pub fn check_connection(data: &[u8]) {
     let mut now = Instant::now();
     let (protocol, start) = match data.first().map_or(0, |byte| byte >> 6) {
@@ -306,9 +307,6 @@ pub fn check_connection(data: &[u8]) {
         ..Config::default()
     };
     let mut connection = Connection::new(now, config);
-    if data.first().is_some_and(|byte| byte & 0x20 != 0) {
-        connection = connection.results_as_text();
-    }
     connection.handle_bytes(now, start);
     let mut observer = Observer::new();
     observer.drain(&mut connection);
@@ -539,8 +537,8 @@ pub fn check_handshake(data: &[u8]) {
 /// What a server connection has emitted so far, checked as it comes.
 #[derive(Default)]
 struct ServerObserver {
-    open: Vec<mcp_proto::HostRequestId>,
-    seen: BTreeSet<mcp_proto::HostRequestId>,
+    open: Vec<mcp_proto::server::HostRequestId>,
+    seen: BTreeSet<mcp_proto::server::HostRequestId>,
     issued: BTreeSet<RequestId>,
     ended: BTreeSet<RequestId>,
     ready: bool,
@@ -548,8 +546,8 @@ struct ServerObserver {
 }
 
 impl ServerObserver {
-    fn drain(&mut self, connection: &mut mcp_proto::ServerConnection) {
-        use mcp_proto::ServerEvent;
+    fn drain(&mut self, connection: &mut mcp_proto::server::ServerConnection) {
+        use mcp_proto::server::ServerEvent;
         while let Some(line) = connection.poll_transmit() {
             assert_one_json_line(&line);
         }
@@ -586,7 +584,7 @@ impl ServerObserver {
 /// is one JSON line; no request is surfaced before ready nor twice; each of our requests ends
 /// exactly once; nothing happens after close.
 pub fn check_server(data: &[u8]) {
-    use mcp_proto::{ServerConfig, ServerConnection};
+    use mcp_proto::server::{ServerConfig, ServerConnection};
     let [seed, input @ ..] = data else {
         return;
     };

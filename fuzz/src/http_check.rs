@@ -6,9 +6,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use mcp_proto::{
-    ClientCapabilities, Config, Event, Exchange, ExchangeId, HttpConnection, HttpTransport,
-    LATEST_PROTOCOL_VERSION, LATEST_STATELESS_VERSION, Protocol, Reply, Request, RequestId,
-    ServerRequestId,
+    ClientCapabilities, Config, Event, LATEST_PROTOCOL_VERSION, LATEST_STATELESS_VERSION, Protocol,
+    Request, RequestId, ServerRequestId,
+    http::{Exchange, ExchangeId, HttpConnection, HttpTransport, Reply},
 };
 use serde_json::{Value, json};
 

@@ -14,7 +14,9 @@
 //! 2. Write every line from [`Connection::poll_transmit`] to the server's stdin, in order.
 //! 3. Handle every [`Event`] from [`Connection::poll_event`]: [`Event::Ready`] once the
 //!    server is known (the handshake is done, or `server/discover` answered),
-//!    [`Event::Response`] when a request ends (each ends exactly once),
+//!    [`Event::Response`] when a request ends (each ends exactly once; its result is a
+//!    [`RawResult`], the server's text, to read into a type with [`FromResult::from_raw`] or
+//!    pass on),
 //!    [`Event::Notification`], [`Event::ServerRequest`] (only for the capabilities you
 //!    declared, whether the server sent a request or a stateless-era `input_required`
 //!    result; answer each with [`Connection::respond`]), [`Event::Malformed`] for skipped
@@ -33,18 +35,18 @@
 //! # The two eras
 //!
 //! The handshake era (2024-11-05 to 2025-11-25) opens with `initialize`; the stateless era
-//! (2026-07-28) has no handshake: every request carries the revision, the client's
-//! capabilities and info (and [`Config::log_level`]) in `params._meta`. [`Protocol::Auto`]
-//! finds out which one a server speaks: it sends `server/discover` and holds every other
-//! request; a result (or a -32022 naming a stateless revision we speak, retried once) means
-//! the stateless era, any other error or no answer within [`Config::handshake_timeout`] the
-//! handshake era, on the same connection (whose `initialize`, if refused with a -32022 naming
-//! a stateless revision we speak, as a server too slow for the probe does, gives way to
-//! `server/discover` in it); [`ServerInfo::fallback`] then says which of the two it was. A server that closes its output on the probe ends
-//! the connection with [`CloseReason::EndedOnProbe`]: start it again at a handshake revision.
-//! A fixed stateless revision (a verdict cached from an earlier probe) costs no round trip:
-//! `server/discover` goes first and requests right behind it; if it is refused, the
-//! connection closes with [`CloseReason::NotStateless`]. [`Connection::era`] tells the era.
+//! (2026-07-28) has no handshake: every request carries the revision, the client's capabilities and
+//! info (and [`Config::log_level`]) in `params._meta`. [`Protocol::Auto`] finds out which one a
+//! server speaks: it sends `server/discover` and holds every other request; a result (or a -32022
+//! naming a stateless revision we speak, retried once) means the stateless era, any other error or
+//! no answer within [`Config::handshake_timeout`] the handshake era, on the same connection (whose
+//! `initialize`, if refused with a -32022 naming a stateless revision we speak, as a server too
+//! slow for the probe does, gives way to `server/discover` in it); [`ServerInfo::fallback`] then
+//! says which of the two it was. A server that closes its output on the probe ends the connection
+//! with [`CloseReason::EndedOnProbe`]: start it again at a handshake revision. A fixed stateless
+//! revision (a verdict cached from an earlier probe) costs no round trip: `server/discover` goes
+//! first and requests right behind it; if it is refused, the connection closes with
+//! [`CloseReason::NotStateless`]. [`Connection::era`] tells the era.
 //!
 //! In the stateless era `ping` and `logging/setLevel` are refused at the call
 //! ([`SendError::NotInEra`]); a result's `resultType` is checked, and the members that
@@ -62,10 +64,11 @@
 //!
 //! A `tools/call` may run in the background as a task: in the stateless era when the caller
 //! declares [`ClientCapabilities::tasks`] and the server decides so, in the handshake era when
-//! the call asks with [`Request::as_task`]. [`Task::created_by`] reads the task from the
-//! call's result; a [`TaskWatch`] then says what to send (`tasks/get`, `tasks/result`,
-//! `tasks/update`) and when, at the server's poll interval bounded by [`MIN_POLL_INTERVAL`]
-//! and [`MAX_POLL_INTERVAL`], until the task ends.
+//! the call asks with [`Request::as_task`]. [`Task::created_by`](tasks::Task::created_by)
+//! reads the task from the call's result; a [`TaskWatch`](tasks::TaskWatch) then says what
+//! to send (`tasks/get`, `tasks/result`, `tasks/update`) and when, at the server's poll
+//! interval (kept between 100 ms and 30 s), until the task ends. The [`tasks`] module holds
+//! them.
 //!
 //! # Guarantees
 //!
@@ -86,30 +89,33 @@
 //!
 //! # HTTP
 //!
-//! [`HttpConnection`] wraps a [`Connection`] for the Streamable HTTP transport and the older
-//! HTTP+SSE one: instead of lines to write, it asks for HTTP exchanges ([`Exchange`]: a POST
-//! or a GET with the protocol's headers), and the caller feeds back what each brought
-//! ([`Reply`]: a status, a session id, a message, a stream's end). It decides what those
-//! mean: the session's headers, nothing overtaking `notifications/initialized`, when the
-//! server's own stream opens, fallback to HTTP+SSE, what a 404 means, resumption budgets; in
-//! the stateless era, which era a refusal of the probe means, the headers that mirror each
-//! request (`Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`, see [`HeaderParams`]) and the tools whose
+//! [`HttpConnection`](http::HttpConnection) wraps a [`Connection`] for the Streamable HTTP
+//! transport and the older HTTP+SSE one: instead of lines to write, it asks for HTTP exchanges
+//! ([`Exchange`](http::Exchange): a POST or a GET with the protocol's headers), and the caller
+//! feeds back what each brought ([`Reply`](http::Reply): a status, a session id, a message, a
+//! stream's end). It decides what those mean: the session's headers, nothing overtaking
+//! `notifications/initialized`, when the server's own stream opens, fallback to HTTP+SSE, what a
+//! 404 means, resumption budgets; in the stateless era, which era a refusal of the probe means, the
+//! headers that mirror each request (`Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`) and the tools whose
 //! annotations make them unusable. The caller never looks inside a message.
 //!
 //! # The server role
 //!
-//! [`ServerConnection`] is the peer of [`Connection`], for a program that stands as an MCP
-//! server before a host (a gateway). It runs the same loop with [`ServerEvent`]s: it answers
-//! `initialize` itself, refuses every request but `ping` until `notifications/initialized`,
-//! and hands the host's requests over as [`ServerEvent::Request`], to be answered with
-//! [`ServerConnection::respond`]; [`ServerEvent::Cancelled`] says the host gave one up. Bad
-//! lines are answered with JSON-RPC errors (-32700, -32600) and skipped, and at most
-//! [`ServerConfig::max_open_requests`] requests are open at once. A stateless-era host needs
-//! no handshake: it answers `server/discover`, reads each request's `_meta` (its revision,
-//! -32022 for one we do not speak, and the host's capabilities in [`HostRequest::client`]),
-//! serves `subscriptions/listen` (what [`ServerConnection::notify`] sends goes to the
-//! subscriptions that asked for it), and takes [`InputRequired`] results whose retries
-//! [`HostInput`] reads.
+//! [`ServerConnection`](server::ServerConnection) is the peer of [`Connection`], for a program that
+//! stands as an MCP server before a host (a gateway). It runs the same loop with
+//! [`ServerEvent`](server::ServerEvent)s: it answers `initialize` itself, refuses every request but
+//! `ping` until `notifications/initialized`, and hands the host's requests over as
+//! [`ServerEvent::Request`](server::ServerEvent::Request), to be answered with
+//! [`ServerConnection::respond`](server::ServerConnection::respond);
+//! [`ServerEvent::Cancelled`](server::ServerEvent::Cancelled) says the host gave one up. Bad lines
+//! are answered with JSON-RPC errors (-32700, -32600) and skipped, and at most
+//! [`ServerConfig::max_open_requests`](server::ServerConfig::max_open_requests) requests are open
+//! at once. A stateless-era host needs no handshake: it answers `server/discover`, reads each
+//! request's `_meta` (its revision, -32022 for one we do not speak, and the host's capabilities in
+//! [`HostRequest::client`](server::HostRequest::client)), serves `subscriptions/listen` (what
+//! [`ServerConnection::notify`](server::ServerConnection::notify) sends goes to the subscriptions
+//! that asked for it), and takes [`InputRequired`](server::InputRequired) results whose retries
+//! [`HostInput`](server::HostInput) reads.
 //!
 //! # Inside
 //!
@@ -118,9 +124,11 @@
 //! **wire** (`src/wire/`: lines, Server-Sent Events, the streaming JSON parser, JSON-RPC;
 //! nothing about eras), the **model** (`src/model/`: tools, content, features, listings,
 //! requests and their params, results kept as text, tasks, revisions, errors) and the
-//! **machines** (`src/machines/`: [`Connection`], [`HttpConnection`], [`ServerConnection`],
-//! [`TaskWatch`]). This file stands on top of them: every public item is re-exported here,
-//! and the modules themselves stay private.
+//! **machines** (`src/machines/`: [`Connection`], [`HttpConnection`](http::HttpConnection),
+//! [`ServerConnection`](server::ServerConnection), [`TaskWatch`](tasks::TaskWatch)). This
+//! file stands on top of them and says what is public: the run loop's vocabulary and the
+//! typed model at the root, the HTTP transport in [`http`], the server role in [`server`],
+//! tasks in [`tasks`]. The floors' own modules stay private.
 //!
 //! # Example
 //!
@@ -154,51 +162,70 @@ mod machines;
 mod model;
 mod wire;
 
+// The run loop's vocabulary.
 pub use machines::connection::{
-    ClientCapabilities, Config, Connection, DEFAULT_MAX_LISTED, Event, ServerRequest,
-    ServerRequestId, Stats,
+    ClientCapabilities, Config, Connection, Event, ServerRequest, ServerRequestId, Stats,
 };
-pub use machines::server::{
-    ClientInfo, HostMessage, HostRequest, HostRequestId, ServerConfig, ServerConnection,
-    ServerEvent,
-};
-pub use machines::server_stateless::{HostInput, InputRequired};
-pub use machines::streamable::{
-    Affected, Answer, Exchange, ExchangeId, Get, HttpConnection, HttpTransport, PIECES_FROM, Post,
-    Reply, session_lost,
-};
-pub use machines::task_watch::{TaskEnd, TaskStep, TaskWatch};
 pub use model::error::{CloseReason, ErrorKind, RequestError, SendError};
+pub use model::params::PROTOCOL_VERSION as META_PROTOCOL_VERSION;
+pub use model::raw_result::RawResult;
+pub use model::request::{FromResult, Request, RequestId};
+pub use model::versions::{
+    Era, LATEST_PROTOCOL_VERSION, LATEST_STATELESS_VERSION, Protocol, SUPPORTED_PROTOCOL_VERSIONS,
+    UnknownRevision,
+};
+pub use wire::jsonrpc::RpcError;
+pub use wire::line_error::LineError;
+
+// The typed model.
 pub use model::features::{
     CompleteResult, CompletionRef, ElicitResult, GetPromptResult, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, Prompt, PromptArgument, PromptMessage,
     ReadResourceResult, Resource, ResourceContents, ResourceTemplate,
 };
-pub use model::headers::{
-    HeaderParams, HeaderRule, InvalidHeaderAnnotation, RejectedTool, encode_header_value,
-};
 pub use model::listing::{
     CacheHint, CacheScope, DEFAULT_MAX_PAGES, ListResult, Listed, Listing, PageError, Pager,
 };
-pub use model::params::PROTOCOL_VERSION as META_PROTOCOL_VERSION;
-pub use model::raw_result::RawResult;
-pub use model::request::{FromResult, Request, RequestId};
 pub use model::stateless::ListenFilter;
-pub use model::tasks::{
-    DEFAULT_POLL_INTERVAL, HANDSHAKE_STATUS_NOTIFICATION, MAX_POLL_INTERVAL, MIN_POLL_INTERVAL,
-    STATUS_NOTIFICATION, Task, TaskStatus,
-};
 pub use model::types::{
     CallToolResult, Content, Fallback, Implementation, ListCapability, ListToolsResult, LogMessage,
     Notification, Progress, ResourcesCapability, ServerCapabilities, ServerInfo, TASKS_EXTENSION,
     TasksCapability, Tool,
 };
-pub use model::versions::{
-    Era, HANDSHAKE_VERSIONS, LATEST_PROTOCOL_VERSION, LATEST_STATELESS_VERSION, Protocol,
-    STATELESS_VERSIONS, SUPPORTED_PROTOCOL_VERSIONS, UnknownRevision,
-};
-pub use wire::framing::LineDecoder;
-pub use wire::jsonrpc::RpcError;
-pub use wire::line_error::LineError;
-pub use wire::sse::{SseDecoder, SseEvent, SsePiece, SseTooLong};
-pub use wire::stream_json::{JsonStream, LISTED_MEMBERS};
+
+/// Tasks: a `tools/call` that runs in the background, in either era, and
+/// [`TaskWatch`](tasks::TaskWatch), which follows one until it ends.
+pub mod tasks {
+    pub use crate::machines::task_watch::{TaskEnd, TaskStep, TaskWatch};
+    pub use crate::model::tasks::{STATUS_NOTIFICATION, Task, TaskStatus};
+}
+
+/// The Streamable HTTP transport and the older HTTP+SSE one, client side:
+/// [`HttpConnection`](http::HttpConnection) and the exchanges it asks for.
+pub mod http {
+    pub use crate::machines::streamable::{
+        Affected, Answer, Exchange, ExchangeId, Get, HttpConnection, HttpTransport, PIECES_FROM,
+        Post, Reply, session_lost,
+    };
+    pub use crate::model::headers::{HeaderRule, InvalidHeaderAnnotation, RejectedTool};
+    pub use crate::wire::sse::{SseDecoder, SseEvent, SsePiece, SseTooLong};
+}
+
+/// The server role, for a program that stands as an MCP server before a host (a gateway):
+/// [`ServerConnection`](server::ServerConnection).
+pub mod server {
+    pub use crate::machines::server::{
+        ClientInfo, HostMessage, HostRequest, HostRequestId, ServerConfig, ServerConnection,
+        ServerEvent,
+    };
+    pub use crate::machines::server_stateless::{HostInput, InputRequired};
+}
+
+/// The wire decoders the connection runs on, public only for the fuzz targets (the `fuzzing`
+/// feature): no promise is made about them.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod wire_for_fuzzing {
+    pub use crate::wire::framing::LineDecoder;
+    pub use crate::wire::stream_json::JsonStream;
+}

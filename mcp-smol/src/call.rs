@@ -59,9 +59,9 @@ impl<'a, T> Call<'a, T> {
 
     /// No deadline at all: the call waits for its answer, the end of the connection, or its
     /// caller to give up (drop it). For a request whose server times its own work.
-    pub fn no_timeout(self) -> Self {
-        // The core reads a timeout too long to add to the clock as never.
-        self.timeout(Duration::MAX)
+    pub fn no_timeout(mut self) -> Self {
+        self.request = self.request.no_timeout();
+        self
     }
 
     /// Sends it and hands back its result unread, as text: for a caller that passes it on

@@ -225,7 +225,7 @@ impl Client {
     /// The tools the last [`list_tools`](Self::list_tools) left out because their
     /// `x-mcp-header` annotations are invalid, and why (HTTP servers of the stateless era; the
     /// revision asks clients to warn about each). Empty otherwise.
-    pub fn rejected_tools(&self) -> Vec<proto::RejectedTool> {
+    pub fn rejected_tools(&self) -> Vec<proto::http::RejectedTool> {
         (self.shared.rejected_tools.lock()).map_or_else(|_| Vec::new(), |tools| tools.clone())
     }
 

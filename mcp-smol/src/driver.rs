@@ -115,7 +115,7 @@ pub(crate) struct Shared {
     terminate: Sender<()>,
     /// The tools the last `tools/list` left out (HTTP, stateless era), as the driver last
     /// saw them.
-    pub(crate) rejected_tools: Mutex<Vec<proto::RejectedTool>>,
+    pub(crate) rejected_tools: Mutex<Vec<proto::http::RejectedTool>>,
     /// The sandbox's proxy listener, until the host takes it.
     pub(crate) proxy_listener: Mutex<Option<std::net::TcpListener>>,
 }
@@ -386,7 +386,7 @@ impl<C: ClientCore> Role for ClientRole<C> {
         self.callers.apply(&mut self.core, now, op);
     }
 
-    fn dispatch(&mut self, event: Event<RawResult>) -> bool {
+    fn dispatch(&mut self, event: Event) -> bool {
         let answered = matches!(event, Event::Ready(_) | Event::Response { .. });
         match event {
             Event::Ready(info) => self.callers.ready(&info),

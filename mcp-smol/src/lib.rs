@@ -50,7 +50,7 @@
 //! transport, over TLS with the system's roots; an [`Authorizer`] supplied by the host answers
 //! 401s, and makes its own OAuth exchanges through [`authorize::send`] with the same TLS setup.
 //!
-//! The other role, too: [`serve`] drives a [`proto::ServerConnection`] over any byte stream
+//! The other role, too: [`serve`] drives a [`proto::server::ServerConnection`] over any byte stream
 //! (our own stdin and stdout, a Unix socket), for a program that stands as an MCP server.
 //!
 //! Process hygiene: the server leads its own process group, spawned through `async-process`

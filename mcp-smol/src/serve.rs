@@ -1,5 +1,5 @@
 //! The server role over any byte stream: our own stdin and stdout, a Unix socket, a pipe.
-//! One driver future owns the [`proto::ServerConnection`] and both halves of the stream, and
+//! One driver future owns the [`proto::server::ServerConnection`] and both halves of the stream, and
 //! runs the same loop as a client's ([`crate::driver`]); a cheap [`Server`] handle answers the
 //! host's requests and sends it notifications. A transport that reads each of the host's
 //! messages whole and decodes it itself (an HTTP request's body) hands it over as it is
@@ -13,8 +13,8 @@ use std::time::Instant;
 use async_channel::{Receiver, Sender};
 use futures_lite::io::{AsyncRead, AsyncWrite};
 use proto::{
-    FromResult, HostMessage, HostRequestId, Request, RequestError, RpcError, ServerConfig,
-    ServerConnection, ServerEvent,
+    FromResult, Request, RequestError, RpcError,
+    server::{HostMessage, HostRequestId, ServerConfig, ServerConnection, ServerEvent},
 };
 use serde_json::Value;
 
@@ -150,7 +150,7 @@ impl Server {
 
     /// [`respond`](Self::respond) with a result as a server sent it, from
     /// [`Call::raw`](crate::Call::raw): its text goes to the host unread
-    /// ([`ServerConnection::respond_raw`](proto::ServerConnection::respond_raw)).
+    /// ([`ServerConnection::respond_raw`](proto::server::ServerConnection::respond_raw)).
     pub fn respond_raw(&self, id: HostRequestId, result: Result<proto::RawResult, RpcError>) {
         let _ = self.ops.try_send(Op::Respond { id, result });
     }

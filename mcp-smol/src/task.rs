@@ -9,7 +9,10 @@ use async_io::Timer;
 use futures_lite::future;
 use serde_json::{Map, Value};
 
-use crate::proto::{Era, ListenFilter, Request, RpcError, Task, TaskEnd, TaskStep, TaskWatch};
+use crate::proto::{
+    Era, ListenFilter, Request, RpcError,
+    tasks::{Task, TaskEnd, TaskStep, TaskWatch},
+};
 use crate::{Client, Error};
 
 /// Answers one input request a task makes (stateless era): its method and params in, the

@@ -2,7 +2,7 @@
 
 use std::io::Read;
 
-use mcp_smol::proto::{Progress, Task};
+use mcp_smol::proto::{Progress, tasks::Task};
 use serde_json::{Value, json};
 
 use crate::cli::CallOutput;

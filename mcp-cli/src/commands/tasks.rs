@@ -3,7 +3,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use mcp_smol::proto::Task;
+use mcp_smol::proto::tasks::Task;
 use serde_json::Value;
 
 use crate::cli::CallOutput;

@@ -20,7 +20,7 @@ use async_channel::{Receiver, Sender};
 use futures_lite::io::AsyncWrite;
 use hyper::body::Bytes;
 use mcp_smol::Server;
-use mcp_smol::proto::HostMessage;
+use mcp_smol::proto::server::HostMessage;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};

@@ -9,7 +9,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_channel::{Receiver, Sender};
-use mcp_smol::proto::{ClientInfo, ElicitResult, Era, Request, ServerConfig, ServerEvent};
+use mcp_smol::proto::{
+    ElicitResult, Era, Request,
+    server::{ClientInfo, ServerConfig, ServerEvent},
+};
 use mcp_smol::{ServeDriver, Server};
 use serde_json::{Value, json};
 

@@ -46,8 +46,8 @@ use async_channel::Sender;
 use futures_lite::future::FutureExt;
 use futures_lite::{StreamExt, stream};
 use mcp_smol::proto::{
-    CacheScope, ClientInfo, HostInput, HostRequestId, RawResult, Request, RpcError, ServerConfig,
-    ServerEvent,
+    CacheScope, RawResult, Request, RpcError,
+    server::{ClientInfo, HostInput, HostRequestId, ServerConfig, ServerEvent},
 };
 use serde_json::{Map, Value, json};
 

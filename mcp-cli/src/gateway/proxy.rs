@@ -3,7 +3,10 @@
 
 use std::sync::Arc;
 
-use mcp_smol::proto::{ClientInfo, HostInput, HostRequestId, RawResult, RpcError};
+use mcp_smol::proto::{
+    RawResult, RpcError,
+    server::{ClientInfo, HostInput, HostRequestId},
+};
 use serde_json::{Map, Value, json};
 
 use crate::gateway::{Gateway, HostCall, HostLink, tool_error};

@@ -12,7 +12,10 @@ use std::time::Duration;
 
 use async_channel::{Receiver, Sender};
 use futures_lite::future::FutureExt;
-use mcp_smol::proto::{HostInput, HostRequestId, InputRequired, Request, RpcError};
+use mcp_smol::proto::{
+    Request, RpcError,
+    server::{HostInput, HostRequestId, InputRequired},
+};
 use serde_json::{Value, json};
 
 use crate::gateway::tool_error;
@@ -349,7 +352,7 @@ mod tests {
 
     /// A host request's id, as the server role hands one out.
     fn host_request_id() -> HostRequestId {
-        use mcp_smol::proto::{ServerConfig, ServerConnection, ServerEvent};
+        use mcp_smol::proto::server::{ServerConfig, ServerConnection, ServerEvent};
         let now = std::time::Instant::now();
         let mut connection = ServerConnection::new(now, ServerConfig::default());
         let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28"});

@@ -18,7 +18,9 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use mcp_smol::proto::{
-    ClientInfo, HostInput, HostRequestId, RequestError, RpcError, TASKS_EXTENSION, Task, TaskStatus,
+    RequestError, RpcError, TASKS_EXTENSION,
+    server::{ClientInfo, HostInput, HostRequestId},
+    tasks::{Task, TaskStatus},
 };
 use serde_json::{Map, Value, json};
 

@@ -6,7 +6,7 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use mcp_smol::ProgressInbox;
-use mcp_smol::proto::{Progress, RawResult, Request, RequestError, Task};
+use mcp_smol::proto::{Progress, RawResult, Request, RequestError, tasks::Task};
 use serde_json::{Map, Value};
 
 use crate::hub::{Hub, HubError, Started, TaskHandle, ToolEntry};

@@ -234,7 +234,7 @@ pub enum HubError {
         /// The task's id.
         id: String,
         /// Where it stood.
-        status: mcp_smol::proto::TaskStatus,
+        status: mcp_smol::proto::tasks::TaskStatus,
         /// The wait's limit.
         after: std::time::Duration,
         /// Whether it was cancelled then (a call that was to wait for its result).

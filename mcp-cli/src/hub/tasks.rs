@@ -11,7 +11,10 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use mcp_smol::proto::{Era, RpcError, Task, TaskEnd, TaskStatus, TaskWatch};
+use mcp_smol::proto::{
+    Era, RpcError,
+    tasks::{Task, TaskEnd, TaskStatus, TaskWatch},
+};
 use mcp_smol::{Client, TaskInput};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};

@@ -43,7 +43,7 @@ mod tests;
 mod versions;
 mod wire;
 
-pub use config::{ClientCapabilities, Config, DEFAULT_MAX_LISTED};
+pub use config::{ClientCapabilities, Config};
 pub use events::{Event, ServerRequest, ServerRequestId, Stats};
 use versions::{not_stateless, other_stateless_revision, parse_initialize_result};
 pub(crate) use wire::{Outgoing, Sent};
@@ -120,14 +120,12 @@ pub struct Connection {
     next_server_request: u64,
     /// What to send, each with what it is (see [`Connection::poll_transmit_with`]).
     transmits: VecDeque<(Vec<u8>, Sent)>,
-    events: VecDeque<Event<RawResult>>,
+    events: VecDeque<Event>,
     stats: Stats,
     /// Stateless era (and while probing): the `_meta` members of every request.
     era_meta: Option<StatelessMeta>,
     /// Whether [`Sent::Request`] carries its [`Outgoing`] details.
     tag_requests: bool,
-    /// Whether answers' results are kept as text ([`Connection::results_as_text`]).
-    results_as_text: bool,
 }
 
 impl std::fmt::Debug for Connection {
@@ -172,7 +170,6 @@ impl Connection {
             stats: Stats::default(),
             era_meta: None,
             tag_requests: false,
-            results_as_text: false,
             config,
         };
         match connection.config.protocol {
@@ -297,17 +294,6 @@ impl Connection {
             let fallback = Some(Fallback::Refused(detail));
             self.begin_handshake(now, self.handshake_version(), held_replies, fallback);
         }
-    }
-
-    /// For a caller that drains events with [`poll_raw_event`](Self::poll_raw_event) and
-    /// reads each result into its own type ([`FromResult::from_raw`](crate::FromResult::from_raw)):
-    /// from now on an answer's result is kept as text ([`RawResult`]), its members walked but
-    /// not read into values. Without this, results are read into values as lines arrive, and
-    /// `poll_raw_event` hands those on.
-    #[must_use]
-    pub fn results_as_text(mut self) -> Self {
-        self.results_as_text = true;
-        self
     }
 
     /// For a transport that sends each message on its own (HTTP): from now on every
@@ -515,7 +501,7 @@ impl Connection {
                 era: Era::Stateless,
             });
         }
-        let timeout = request.timeout.unwrap_or(self.config.request_timeout);
+        let timeout = request.deadline.or(self.config.request_timeout);
         let id = self.pending.next_id();
         let progress_token = match &request.params {
             Params::CallTool {
@@ -705,18 +691,12 @@ impl Connection {
         self.transmits.pop_front()
     }
 
+    /// The next event; drain them after every input or command. A result comes as the
+    /// server sent it, a [`RawResult`]: read it into its own type with
+    /// [`FromResult::from_raw`](crate::FromResult::from_raw), or into a value with
+    /// [`RawResult::into_value`], or pass its text on ([`RawResult::json`]).
     #[must_use]
-    /// The next event; drain them after every input or command.
     pub fn poll_event(&mut self) -> Option<Event> {
-        self.events.pop_front().map(Event::into_values)
-    }
-
-    /// [`poll_event`](Self::poll_event) with each result as a [`RawResult`], for the caller to
-    /// read into its own type ([`FromResult::from_raw`](crate::FromResult::from_raw)) or to
-    /// pass on: kept as text, with no value built, after
-    /// [`results_as_text`](Self::results_as_text).
-    #[must_use]
-    pub fn poll_raw_event(&mut self) -> Option<Event<RawResult>> {
         self.events.pop_front()
     }
 

@@ -59,21 +59,21 @@ impl Outstanding {
         id
     }
 
-    /// Starts a request under the next id, due `timeout` from `now`: on the wire under that
-    /// id, or `held` back (then `origin` must say what to send once released).
+    /// Starts a request under the next id, due `timeout` from `now` (`None`: never): on the
+    /// wire under that id, or `held` back (then `origin` must say what to send once released).
     pub(crate) fn start(
         &mut self,
         now: Instant,
-        timeout: Duration,
+        timeout: Option<Duration>,
         progress_token: Option<ProgressToken>,
         held: bool,
         origin: Option<Origin>,
     ) -> u64 {
         let id = self.take_id();
-        let deadline = deadline_after(now, timeout);
+        let deadline = timeout.map(|timeout| deadline_after(now, timeout));
         let pending = Pending {
             started: now,
-            deadline: Some(deadline),
+            deadline,
             timeout,
             progress_token,
             wire: (!held).then_some(id),
@@ -83,7 +83,9 @@ impl Outstanding {
         if let Some(origin) = origin {
             self.origins.insert(id, origin);
         }
-        self.deadlines.push(deadline, id);
+        if let Some(deadline) = deadline {
+            self.deadlines.push(deadline, id);
+        }
         self.requests.insert(id, pending);
         id
     }
@@ -151,7 +153,7 @@ impl Outstanding {
             self.aliases.insert(wire, id);
         }
         let timeout = pending.timeout;
-        self.set_deadline(id, now, Some(timeout));
+        self.set_deadline(id, now, timeout);
     }
 
     /// Takes request `id` off the wire while the caller answers the input requests of a
@@ -194,12 +196,16 @@ impl Outstanding {
     /// Moves request `id`'s deadline (progress came in): `timeout` from `now`, never past its
     /// start plus the longer of `timeout` and `longest`.
     pub(crate) fn extend(&mut self, id: u64, now: Instant, longest: Duration) {
-        // Without a deadline (an acknowledged subscription) there is nothing to extend.
+        // Without a deadline (an acknowledged subscription, a request given none) there is
+        // nothing to extend.
         let Some(pending) = self.requests.get_mut(&id).filter(|p| p.deadline.is_some()) else {
             return;
         };
-        let hard_deadline = deadline_after(pending.started, longest.max(pending.timeout));
-        let deadline = deadline_after(now, pending.timeout).min(hard_deadline);
+        let Some(timeout) = pending.timeout else {
+            return;
+        };
+        let hard_deadline = deadline_after(pending.started, longest.max(timeout));
+        let deadline = deadline_after(now, timeout).min(hard_deadline);
         if Some(deadline) != pending.deadline {
             pending.deadline = Some(deadline);
             self.deadlines.push(deadline, id);
@@ -273,7 +279,8 @@ pub(crate) struct Pending {
     pub(crate) started: Instant,
     /// `None` for a subscription once acknowledged: it ends when answered or cancelled.
     pub(crate) deadline: Option<Instant>,
-    pub(crate) timeout: Duration,
+    /// The time each round is given; `None` for a request that has no deadline.
+    pub(crate) timeout: Option<Duration>,
     pub(crate) progress_token: Option<ProgressToken>,
     /// The id it is on the wire under; `None` while held or waiting for input.
     pub(crate) wire: Option<u64>,

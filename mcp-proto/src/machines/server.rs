@@ -159,12 +159,12 @@ impl std::fmt::Debug for ServerConnection {
 
 impl ServerConnection {
     /// JSON-RPC "Parse error": the line is not JSON.
-    pub const PARSE_ERROR: i64 = -32700;
+    pub(crate) const PARSE_ERROR: i64 = -32700;
     /// JSON-RPC "Invalid Request": not a request, or not one we take now (before the
     /// handshake, a second `initialize`, an id already in use, a line over the limit).
-    pub const INVALID_REQUEST: i64 = -32600;
+    pub(crate) const INVALID_REQUEST: i64 = -32600;
     /// Implementation-defined server error: too many requests are open at once.
-    pub const TOO_MANY_REQUESTS: i64 = -32000;
+    pub(crate) const TOO_MANY_REQUESTS: i64 = -32000;
 
     /// A connection waiting for the host's `initialize`. Nothing is queued yet.
     pub fn new(_now: Instant, config: ServerConfig) -> Self {
@@ -181,11 +181,6 @@ impl ServerConnection {
             stats: Stats::default(),
             config,
         }
-    }
-
-    /// The settings this connection was made with.
-    pub fn config(&self) -> &ServerConfig {
-        &self.config
     }
 
     /// Counters of what was skipped so far.
@@ -277,7 +272,7 @@ impl ServerConnection {
     /// Answers a [`ServerEvent::Request`] with a result or a JSON-RPC error. Returns `false`
     /// (and sends nothing) if it was answered already, cancelled by the host, or the
     /// connection has closed. In the stateless era a result without `resultType` is sent as
-    /// `"complete"`; an [`InputRequired`](crate::InputRequired) result keeps its own.
+    /// `"complete"`; an [`InputRequired`](crate::server::InputRequired) result keeps its own.
     pub fn respond(
         &mut self,
         now: Instant,
@@ -372,11 +367,11 @@ impl ServerConnection {
     }
 
     /// Sends the host a request, built like the client role's: [`Request::elicit`], or
-    /// [`Request::new`] for any method (`roots/list`, ...), whose `params` must be an object or
-    /// an array. Only once ready ([`SendError::NotReady`] before, and in the stateless era,
-    /// where such questions go in an [`InputRequired`](crate::InputRequired) result). It ends with a
-    /// [`ServerEvent::Response`], failed with a timeout after its own
-    /// [`Request::timeout`], else [`ServerConfig::request_timeout`].
+    /// [`Request::new`] for any method (`roots/list`, ...), whose `params` must be an object or an
+    /// array. Only once ready ([`SendError::NotReady`] before, and in the stateless era, where such
+    /// questions go in an [`InputRequired`](crate::server::InputRequired) result). It ends with a
+    /// [`ServerEvent::Response`], failed with a timeout after its own [`Request::timeout`], else
+    /// [`ServerConfig::request_timeout`].
     pub fn request<T>(
         &mut self,
         now: Instant,
@@ -394,7 +389,7 @@ impl ServerConnection {
             Params::Value(_) | Params::CallTool { .. } => return Err(SendError::InvalidParams),
         };
         let method = request.method.as_str();
-        let timeout = request.timeout.unwrap_or(self.config.request_timeout);
+        let timeout = request.deadline.or(self.config.request_timeout);
         let id = self.pending.start(now, timeout, None, false, None);
         self.transmits
             .push_back(jsonrpc::request(id, method, params));

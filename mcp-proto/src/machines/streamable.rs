@@ -14,9 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::machines::connection::{
-    Config, Connection, Event, Outgoing, Sent, ServerRequestId, Stats,
-};
+use crate::machines::connection::{Config, Connection, Event, Outgoing, Sent, ServerRequestId};
 use crate::model::error::{CloseReason, RequestError, SendError};
 use crate::model::headers::{RejectedTool, ToolHeaders, encode_header_value};
 use crate::model::request::{Request, RequestId};
@@ -417,11 +415,6 @@ impl HttpConnection {
     /// What the server said of itself, once ready, as [`Connection::server_info`].
     pub fn server_info(&self) -> Option<&ServerInfo> {
         self.connection.server_info()
-    }
-
-    /// Counters of what was skipped or dropped so far, as [`Connection::stats`].
-    pub fn stats(&self) -> Stats {
-        self.connection.stats()
     }
 
     // ----- commands, as the connection's -----
@@ -1146,7 +1139,7 @@ fn stateless_headers(version: &str, method: &str, name: Option<&str>) -> Vec<(St
 /// provided"). Any other refusal is the message's own failure.
 ///
 /// ```
-/// use mcp_proto::session_lost;
+/// use mcp_proto::http::session_lost;
 /// let body = br#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null}"#;
 /// assert!(session_lost(400, body));
 /// assert!(session_lost(404, b""));

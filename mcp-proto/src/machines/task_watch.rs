@@ -102,7 +102,8 @@ impl TaskWatch {
     }
 
     /// How it ended, once it has.
-    pub fn end(&self) -> Option<&TaskEnd> {
+    #[cfg(test)]
+    fn end(&self) -> Option<&TaskEnd> {
         match &self.state {
             WatchState::Done(end) => Some(end),
             _ => None,
@@ -111,7 +112,7 @@ impl TaskWatch {
 
     /// What to do now; `None` while an answer of ours is awaited (a `tasks/get`, a
     /// `tasks/result`, the answers to input requests). The first `Done` step hands a completed
-    /// task's result over; later ones (and [`end`](Self::end)) carry `null` in its place.
+    /// task's result over; later ones carry `null` in its place.
     pub fn step(&mut self, now: Instant) -> Option<TaskStep> {
         let step = match &mut self.state {
             WatchState::Waiting(at) if *at > now => TaskStep::Wait(*at),

@@ -16,12 +16,12 @@ impl RpcError {
     /// from 2026-07-28 on also an unknown resource (see [`RpcError::is_resource_not_found`]).
     pub const INVALID_PARAMS: i64 = -32602;
     /// The resource does not exist, as servers of 2025-11-25 and earlier say it.
-    pub const RESOURCE_NOT_FOUND: i64 = -32002;
+    pub(crate) const RESOURCE_NOT_FOUND: i64 = -32002;
     /// Stateless era: an HTTP header does not match the message it carries.
     pub const HEADER_MISMATCH: i64 = -32020;
     /// Stateless era: the request needs client capabilities it did not declare
     /// (`data.requiredCapabilities`).
-    pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
+    pub(crate) const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
     /// Stateless era: the server does not speak the requested revision (`data.supported`,
     /// `data.requested`).
     pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
@@ -368,7 +368,8 @@ impl std::error::Error for CloseReason {}
 /// A command the caller issued cannot be carried out. Nothing was queued.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SendError {
-    /// The connection has ended; the reason is the one reported by [`Event::Closed`](crate::Event::Closed).
+    /// The connection has ended; the reason is the one reported by
+    /// [`Event::Closed`](crate::Event::Closed).
     Closed(CloseReason),
     /// JSON-RPC `params` must be an object or an array.
     InvalidParams,

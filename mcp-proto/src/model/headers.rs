@@ -2,8 +2,8 @@
 //! encoding, `Mcp-Name`, and the `Mcp-Param-*` headers a tool's `x-mcp-header` annotations ask
 //! for.
 //!
-//! Pure functions over JSON: [`Tool::header_params`](crate::Tool::header_params) checks a tool's
-//! annotations once (at `tools/list`), and [`HeaderParams::headers`] reads a call's arguments.
+//! Pure functions over JSON: [`HeaderParams::from_schema`] checks a tool's annotations once (at
+//! `tools/list`), and [`HeaderParams::headers`] reads a call's arguments.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -21,7 +21,7 @@ const SENTINEL_END: &str = "?=";
 /// like the sentinel form itself. A tab is allowed by RFC 9110 but always encoded here, because
 /// some servers (the conformance suite among them) treat any control character as unsafe and
 /// every server must decode the encoded form anyway.
-pub fn encode_header_value(value: &str) -> String {
+pub(crate) fn encode_header_value(value: &str) -> String {
     let visible = value.bytes().all(|b| (0x20..=0x7e).contains(&b));
     let padded = value.starts_with(' ') || value.ends_with(' ');
     let sentinel = value.starts_with(SENTINEL_START) && value.ends_with(SENTINEL_END);
@@ -60,7 +60,7 @@ fn encode_base64(bytes: &[u8]) -> String {
 /// and the chain of `properties` keys that leads to its argument. Empty for a tool without
 /// annotations.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct HeaderParams {
+pub(crate) struct HeaderParams {
     params: Vec<HeaderParam>,
 }
 
@@ -75,7 +75,7 @@ struct HeaderParam {
 impl HeaderParams {
     /// Reads and checks every `x-mcp-header` annotation of an `inputSchema`; the first one that
     /// breaks a rule of the revision makes the whole tool invalid.
-    pub fn from_schema(schema: &Value) -> Result<Self, InvalidHeaderAnnotation> {
+    pub(crate) fn from_schema(schema: &Value) -> Result<Self, InvalidHeaderAnnotation> {
         let mut params: Vec<HeaderParam> = Vec::new();
         let mut found = Vec::new();
         annotations(schema, &mut Vec::new(), false, &mut found);
@@ -112,7 +112,7 @@ impl HeaderParams {
     }
 
     /// Whether the tool marks no argument for a header.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.params.is_empty()
     }
 
@@ -123,7 +123,7 @@ impl HeaderParams {
     /// when it is an object or an array, which the tool's own schema forbids. Strings are
     /// encoded with [`encode_header_value`], numbers written as JSON writes them (integers in
     /// decimal), booleans as `true` or `false`.
-    pub fn headers(&self, arguments: &Value) -> Vec<(String, String)> {
+    pub(crate) fn headers(&self, arguments: &Value) -> Vec<(String, String)> {
         let mut headers = Vec::new();
         for param in &self.params {
             let value = param

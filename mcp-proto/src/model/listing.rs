@@ -68,7 +68,7 @@ impl CacheHint {
     }
 
     /// The hint of a whole made of two parts: the shorter life, and `Private` if either is.
-    pub fn combine(self, other: Self) -> Self {
+    pub(crate) fn combine(self, other: Self) -> Self {
         let scope = match (self.scope, other.scope) {
             (CacheScope::Public, CacheScope::Public) => CacheScope::Public,
             _ => CacheScope::Private,
@@ -109,7 +109,7 @@ impl<T: Listed> FromResult for ListResult<T> {
 
 impl<T: Listed> Request<ListResult<T>> {
     /// The page at `cursor` (`None` for the first); [`Pager`] follows the pages.
-    pub fn list(cursor: Option<&str>) -> Self {
+    pub(crate) fn list(cursor: Option<&str>) -> Self {
         let params = match cursor {
             Some(cursor) => Params::Value(json!({ "cursor": cursor })),
             None => Params::None,
@@ -143,7 +143,8 @@ pub struct Listing<T> {
     pub items: Vec<T>,
     /// Entries that could not be read, over all pages.
     pub skipped: usize,
-    /// The pages' hints combined ([`CacheHint::combine`]); `None` if a page had none.
+    /// The pages' hints combined (the shortest time to live, the narrowest scope); `None` if a
+    /// page had none.
     pub cache: Option<CacheHint>,
     /// `Some(cap)` when the server listed more than the pager's
     /// [`max_items`](Pager::max_items): the first `cap` entries are kept, the rest and any
@@ -207,7 +208,7 @@ pub const DEFAULT_MAX_PAGES: usize = 1000;
 
 impl<T: Listed> Pager<T> {
     /// A listing that gives up after `max_pages` pages.
-    pub fn new(max_pages: usize) -> Self {
+    pub(crate) fn new(max_pages: usize) -> Self {
         Self {
             listing: Listing {
                 items: Vec::new(),

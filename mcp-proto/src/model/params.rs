@@ -52,9 +52,9 @@ impl Input<'_> {
     }
 }
 
-/// `_meta` as we send it: the progress token and the caller's own members, less those the
-/// stateless era's members replace (which [`request`](crate::wire::jsonrpc::request) adds after them). Written member by
-/// member: no map is built.
+/// `_meta` as we send it: the progress token and the caller's own members, less those the stateless
+/// era's members replace (which [`request`](crate::wire::jsonrpc::request) adds after them).
+/// Written member by member: no map is built.
 pub(crate) struct Meta<'a, T> {
     pub(crate) progress_token: Option<T>,
     pub(crate) caller: Option<&'a Map<String, Value>>,

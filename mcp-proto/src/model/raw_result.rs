@@ -11,18 +11,34 @@ use serde_json::{Value, json};
 use crate::model::result_members::{self, Outcome, ResultMembers, SERVER_INFO};
 use crate::wire::jsonrpc::{Member, Text};
 
-/// The `result` member of an answer, unread: [`Connection::poll_raw_event`] hands these on
-/// where [`Connection::poll_event`] hands on values. [`FromResult::from_raw`] reads one as a
-/// request's type, [`into_value`](Self::into_value) as the value `poll_event` gives, and
-/// [`json`](Self::json) is its text, to pass on.
+/// The `result` member of an answer, unread, as [`Connection::poll_event`] hands it on.
+/// [`FromResult::from_raw`] reads one as a request's type, [`into_value`](Self::into_value)
+/// as a value, and [`json`](Self::json) is its text, to pass on.
 ///
-/// [`Connection::poll_raw_event`]: crate::Connection::poll_raw_event
 /// [`Connection::poll_event`]: crate::Connection::poll_event
 /// [`FromResult::from_raw`]: crate::FromResult::from_raw
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct RawResult(Repr);
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Two results are equal when they read as the same value: the same text, or a text and a
+/// value that [`into_value`](RawResult::into_value) makes alike.
+impl PartialEq for RawResult {
+    fn eq(&self, other: &Self) -> bool {
+        if let (Repr::Text { json: a, .. }, Repr::Text { json: b, .. }) = (&self.0, &other.0)
+            && a == b
+        {
+            return true;
+        }
+        match (self.clone().into_value(), other.clone().into_value()) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+impl Eq for RawResult {}
+
+#[derive(Debug, Clone)]
 enum Repr {
     /// The result object's members as they stood in the line, but for the era's (see
     /// [`ResultText`]).
@@ -99,8 +115,8 @@ impl RawResult {
     }
 
     /// Whether the result may say that a task was made for the request
-    /// ([`Task::created_by`](crate::Task::created_by) tells): it has a `resultType` other than
-    /// `"complete"` or a `task` member, or was read as a value. `false` says no task was made,
+    /// ([`Task::created_by`](crate::tasks::Task::created_by) tells): it has a `resultType` other
+    /// than `"complete"` or a `task` member, or was read as a value. `false` says no task was made,
     /// with no value built to tell.
     pub fn may_name_a_task(&self) -> bool {
         match &self.0 {
@@ -109,9 +125,10 @@ impl RawResult {
         }
     }
 
-    /// The text to answer a host with: [`json`](Self::json)'s, with the `resultType:
-    /// "complete"` every result of the stateless era carries (`stateless`) spliced in where it
-    /// has none, as [`mark_complete`] adds it to a value. `None` for a result read as a value, which is answered as one.
+    /// The text to answer a host with: [`json`](Self::json)'s, with the `resultType: "complete"`
+    /// every result of the stateless era carries (`stateless`) spliced in where it has none, as
+    /// [`mark_complete`] adds it to a value. `None` for a result read as a value, which is answered
+    /// as one.
     pub(crate) fn answer_text(&self, stateless: bool) -> Option<std::borrow::Cow<'_, str>> {
         let Repr::Text { json, kind, .. } = &self.0 else {
             return None;
@@ -563,7 +580,7 @@ mod tests {
         assert!(may("[1]"));
         for result in RESULTS {
             let value = raw(result).into_value().unwrap();
-            if crate::Task::created_by(&value).is_some() {
+            if crate::tasks::Task::created_by(&value).is_some() {
                 assert!(may(result), "{result}");
             }
         }

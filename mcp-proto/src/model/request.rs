@@ -34,8 +34,30 @@ impl std::fmt::Display for RequestId {
 pub struct Request<T = Value> {
     pub(crate) method: String,
     pub(crate) params: Params,
-    pub(crate) timeout: Option<Duration>,
+    pub(crate) deadline: Deadline,
     result: PhantomData<fn() -> T>,
+}
+
+/// How long a request may wait for its answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Deadline {
+    /// [`Config::request_timeout`](crate::Config::request_timeout) (or the server role's).
+    Default,
+    /// A time of its own.
+    After(Duration),
+    /// Until it is answered, cancelled or the connection ends.
+    Never,
+}
+
+impl Deadline {
+    /// The time the request is given, `default` unless it chose; `None` for no deadline.
+    pub(crate) fn or(self, default: Duration) -> Option<Duration> {
+        match self {
+            Deadline::Default => Some(default),
+            Deadline::After(timeout) => Some(timeout),
+            Deadline::Never => None,
+        }
+    }
 }
 
 /// What goes in `params`.
@@ -69,16 +91,25 @@ impl<T> Request<T> {
         Self {
             method,
             params,
-            timeout: None,
+            deadline: Deadline::Default,
             result: PhantomData,
         }
     }
 
-    /// A deadline of its own instead of [`Config::request_timeout`](crate::Config::request_timeout);
-    /// progress notifications restart it.
+    /// A deadline of its own instead of
+    /// [`Config::request_timeout`](crate::Config::request_timeout); progress notifications restart
+    /// it.
     #[must_use]
     pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = Some(timeout);
+        self.deadline = Deadline::After(timeout);
+        self
+    }
+
+    /// No deadline: it waits for its answer, its cancellation or the end of the connection.
+    /// For a request whose server times its own work.
+    #[must_use]
+    pub fn no_timeout(mut self) -> Self {
+        self.deadline = Deadline::Never;
         self
     }
 
@@ -115,7 +146,7 @@ impl<T> Request<T> {
         Request::<Value> {
             method: self.method,
             params: self.params,
-            timeout: self.timeout,
+            deadline: self.deadline,
             result: PhantomData,
         }
     }
@@ -133,11 +164,11 @@ pub trait FromResult: Sized {
             .map_err(|error| RequestError::InvalidResponse(format!("{method}: {error}")))
     }
 
-    /// Reads a result as the server sent it ([`Connection::poll_raw_event`]); the same as
+    /// Reads a result as the server sent it ([`Connection::poll_event`]); the same as
     /// [`from_result`](Self::from_result) of [`RawResult::into_value`]'s value, which is what
     /// it does unless a type reads the text itself, without that value.
     ///
-    /// [`Connection::poll_raw_event`]: crate::Connection::poll_raw_event
+    /// [`Connection::poll_event`]: crate::Connection::poll_event
     fn from_raw(result: RawResult) -> Result<Self, String> {
         Self::from_result(result.into_value()?)
     }

@@ -26,7 +26,8 @@ pub(crate) fn mutual<S: AsRef<str>>(theirs: &[S], ours: &[&'static str]) -> Opti
 }
 
 /// Reads a `server/discover` result, and the `serverInfo` its `_meta` held (see
-/// [`ResultMembers`](crate::model::result_members::ResultMembers)); `protocol_version` is left for the caller to choose.
+/// [`ResultMembers`](crate::model::result_members::ResultMembers)); `protocol_version` is left for
+/// the caller to choose.
 pub(crate) fn read_discover_result(
     result: Value,
     meta_info: Option<String>,
@@ -226,9 +227,6 @@ impl ListenFilter {
 }
 
 impl Notification {
-    /// `notifications/subscriptions/acknowledged`.
-    pub const SUBSCRIPTIONS_ACKNOWLEDGED: &str = ACKNOWLEDGED;
-
     /// Stateless era: the subscription this notification belongs to, from its
     /// `_meta["io.modelcontextprotocol/subscriptionId"]`: the id of the
     /// [`Request::listen`] that opened it, as it went on the wire.
@@ -310,13 +308,16 @@ mod tests {
     fn mutual_picks_our_newest() {
         let theirs = ["2025-06-18", "2026-07-28", "2099-01-01"];
         assert_eq!(
-            mutual(&theirs, crate::STATELESS_VERSIONS),
+            mutual(&theirs, crate::model::versions::STATELESS_VERSIONS),
             Some("2026-07-28")
         );
         assert_eq!(
-            mutual(&theirs, crate::HANDSHAKE_VERSIONS),
+            mutual(&theirs, crate::model::versions::HANDSHAKE_VERSIONS),
             Some("2025-06-18")
         );
-        assert_eq!(mutual(&["1999-01-01"], crate::HANDSHAKE_VERSIONS), None);
+        assert_eq!(
+            mutual(&["1999-01-01"], crate::model::versions::HANDSHAKE_VERSIONS),
+            None
+        );
     }
 }

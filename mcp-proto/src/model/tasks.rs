@@ -1,6 +1,6 @@
 //! Tasks: a `tools/call` that the server runs in the background, in both eras: the task as
 //! the server describes it, and the requests that drive one. The client's side of watching
-//! one is [`TaskWatch`](crate::TaskWatch), among the machines.
+//! one is [`TaskWatch`](crate::tasks::TaskWatch), among the machines.
 //!
 //! Stateless era (the `io.modelcontextprotocol/tasks` extension, declared with
 //! [`ClientCapabilities::tasks`](crate::ClientCapabilities::tasks)): any `tools/call` may
@@ -23,11 +23,11 @@ use crate::model::types::{CallToolResult, Notification};
 use crate::wire::jsonrpc::RpcError;
 
 /// Polls are never closer together than this, whatever the server asks (`0` included).
-pub const MIN_POLL_INTERVAL: Duration = Duration::from_millis(100);
+pub(crate) const MIN_POLL_INTERVAL: Duration = Duration::from_millis(100);
 /// Nor further apart than this (an hour included), so a finished task is seen soon enough.
-pub const MAX_POLL_INTERVAL: Duration = Duration::from_secs(30);
+pub(crate) const MAX_POLL_INTERVAL: Duration = Duration::from_secs(30);
 /// The interval when the server suggests none.
-pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(1);
+pub(crate) const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Where a task stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -97,7 +97,8 @@ pub struct Task {
     pub last_updated_at: Option<String>,
     /// How long the server keeps it, from its creation; `None` for unlimited or unsaid.
     pub ttl_ms: Option<u64>,
-    /// The poll interval the server suggests; [`poll_interval`](Self::poll_interval) bounds it.
+    /// The poll interval the server suggests; a [`TaskWatch`](crate::tasks::TaskWatch) keeps
+    /// it between 100 ms and 30 s.
     pub poll_interval_ms: Option<u64>,
     /// Stateless era, `completed`: the call's result as the server sent it.
     pub result: Option<Value>,
@@ -174,7 +175,7 @@ impl Task {
 
     /// The wait before the next poll: the server's suggestion, bounded by
     /// [`MIN_POLL_INTERVAL`] and [`MAX_POLL_INTERVAL`]; [`DEFAULT_POLL_INTERVAL`] unsaid.
-    pub fn poll_interval(&self) -> Duration {
+    pub(crate) fn poll_interval(&self) -> Duration {
         self.poll_interval_ms
             .map_or(DEFAULT_POLL_INTERVAL, Duration::from_millis)
             .clamp(MIN_POLL_INTERVAL, MAX_POLL_INTERVAL)
@@ -247,7 +248,7 @@ impl FromResult for Task {
 /// Stateless era: the task status notification.
 pub const STATUS_NOTIFICATION: &str = "notifications/tasks";
 /// Handshake era (2025-11-25): the task status notification.
-pub const HANDSHAKE_STATUS_NOTIFICATION: &str = "notifications/tasks/status";
+pub(crate) const HANDSHAKE_STATUS_NOTIFICATION: &str = "notifications/tasks/status";
 
 /// The methods a task is driven with, whose HTTP `Mcp-Name` is the task id.
 pub(crate) const TASK_METHODS: &[&str] =

@@ -8,7 +8,6 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use crate::model::headers::{HeaderParams, InvalidHeaderAnnotation};
 use crate::model::listing::{ListResult, Listed};
 use crate::model::raw_result::RawResult;
 use crate::model::request::{FromResult, Params, Request};
@@ -31,8 +30,9 @@ pub struct Implementation {
 /// answer (stateless era); carried by [`Event::Ready`](crate::Event::Ready).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerInfo {
-    /// The revision spoken, one of [`SUPPORTED_PROTOCOL_VERSIONS`](crate::SUPPORTED_PROTOCOL_VERSIONS):
-    /// [`ServerInfo::era`] tells its era.
+    /// The revision spoken, one of
+    /// [`SUPPORTED_PROTOCOL_VERSIONS`](crate::SUPPORTED_PROTOCOL_VERSIONS): [`ServerInfo::era`]
+    /// tells its era.
     pub protocol_version: String,
     /// Stateless era: every revision the server listed in `supportedVersions`, ours or not.
     /// Empty in the handshake era.
@@ -221,13 +221,6 @@ pub struct Tool {
 }
 
 impl Tool {
-    /// The `Mcp-Param-*` headers its `x-mcp-header` annotations ask for over Streamable HTTP in
-    /// the stateless era, or why the annotations make it unusable there (the revision says to
-    /// leave such a tool out of the list, with a warning).
-    pub fn header_params(&self) -> Result<HeaderParams, InvalidHeaderAnnotation> {
-        HeaderParams::from_schema(&self.input_schema)
-    }
-
     /// Whether it can only run as a task (`execution.taskSupport: "required"`): in the
     /// handshake era it must be called with [`Request::as_task`].
     pub fn requires_tasks(&self) -> bool {
@@ -461,7 +454,7 @@ pub enum Content {
 
 impl Content {
     /// Sorts a content item by its `type`. Never fails: what it cannot read becomes `Unknown`.
-    pub fn from_value(value: Value) -> Self {
+    pub(crate) fn from_value(value: Value) -> Self {
         Self::decode(&value).unwrap_or(Content::Unknown(value))
     }
 
@@ -561,9 +554,9 @@ impl Notification {
     /// `notifications/prompts/list_changed`.
     pub const PROMPTS_LIST_CHANGED: &str = "notifications/prompts/list_changed";
     /// `notifications/resources/updated`.
-    pub const RESOURCE_UPDATED: &str = "notifications/resources/updated";
+    pub(crate) const RESOURCE_UPDATED: &str = "notifications/resources/updated";
     /// `notifications/message`: a log message.
-    pub const MESSAGE: &str = "notifications/message";
+    pub(crate) const MESSAGE: &str = "notifications/message";
 
     /// The URI of a subscribed resource that changed, if this is a readable
     /// `notifications/resources/updated`.
@@ -873,7 +866,7 @@ mod tests {
             ResourceTemplate::MEMBER,
             Prompt::MEMBER,
         ];
-        assert_eq!(members, crate::LISTED_MEMBERS);
+        assert_eq!(members, crate::wire::stream_json::LISTED_MEMBERS);
     }
 
     #[test]

@@ -3,11 +3,12 @@
 use std::fmt;
 
 /// Revisions of the handshake era (`initialize`, then a session), newest first.
-pub const HANDSHAKE_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+pub(crate) const HANDSHAKE_VERSIONS: &[&str] =
+    &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 
 /// Revisions of the stateless era (no handshake; every request carries its version and the
 /// client's capabilities in `_meta`), newest first.
-pub const STATELESS_VERSIONS: &[&str] = &["2026-07-28"];
+pub(crate) const STATELESS_VERSIONS: &[&str] = &["2026-07-28"];
 
 /// Every revision we speak, newest first: the stateless era's, then the handshake era's.
 pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] = &[

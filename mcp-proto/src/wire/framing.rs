@@ -1,5 +1,8 @@
 //! Splits the server's stdout into lines: newline-delimited, bounded, scanned once.
 
+// Public for the fuzz targets only (the `fuzzing` feature); the crate itself reaches it all.
+#![cfg_attr(not(feature = "fuzzing"), allow(unreachable_pub, dead_code))]
+
 use std::ops::Range;
 
 use bytes::{Buf, Bytes, BytesMut};

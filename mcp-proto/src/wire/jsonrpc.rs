@@ -135,8 +135,9 @@ pub(crate) fn decode<R: ResponseResult>(line: &[u8]) -> Messages<R> {
     }
 }
 
-/// Classifies a line that was parsed as it arrived (see [`JsonStream`](crate::JsonStream)):
-/// the messages [`decode`] finds in the same text, with the value's members moved into them.
+/// Classifies a line that was parsed as it arrived (see
+/// [`JsonStream`](crate::wire::stream_json::JsonStream)): the messages [`decode`] finds in the same
+/// text, with the value's members moved into them.
 pub(crate) fn decode_value<R: ResponseResult>(value: Value) -> Messages<R> {
     match value {
         Value::Array(items) if items.is_empty() => {

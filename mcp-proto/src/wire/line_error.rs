@@ -3,8 +3,8 @@
 
 use serde_json::Value;
 
-/// Why a line could not be used. Only [`LineDecoder`](crate::LineDecoder) produces `TooLong`; the rest come from
-/// decoding a complete line.
+/// Why a line could not be used. Only the line decoder produces `TooLong` (a line over the
+/// limit); the rest come from decoding a complete line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LineError {
     /// A line grew past the configured maximum; it was discarded up to its newline, and is

@@ -6,6 +6,9 @@
 //! bounds it, a lone surrogate in a `\u` escape is an error as there. Invalid UTF-8 anywhere
 //! in the text is reported as such even past a JSON error, as a line is checked whole first.
 
+// Public for the fuzz targets only (the `fuzzing` feature); the crate itself reaches it all.
+#![cfg_attr(not(feature = "fuzzing"), allow(unreachable_pub, dead_code))]
+
 use serde_json::{Map, Value};
 
 use crate::wire::line_error::{LineError, preview};
@@ -19,7 +22,7 @@ const HEAD: usize = 256;
 /// The `result` members that hold a listing's entries (`tools/list`, `resources/list`,
 /// `resources/templates/list`, `prompts/list`): the arrays [`JsonStream::keeping_listed`]
 /// bounds.
-pub const LISTED_MEMBERS: [&str; 4] = ["tools", "resources", "resourceTemplates", "prompts"];
+pub(crate) const LISTED_MEMBERS: [&str; 4] = ["tools", "resources", "resourceTemplates", "prompts"];
 
 /// A JSON text parsed as it arrives: [`push`](Self::push) its bytes in any fragments, then
 /// [`finish`](Self::finish) it. Memory is the value built so far plus the string or number
@@ -122,7 +125,7 @@ impl JsonStream {
     /// message in a batch). Entries past them are parsed (the text must still be JSON) and
     /// dropped one by one, so a listing of a million entries costs `keep` of them. A caller
     /// that must tell a listing cut here from one that fits passes one more than it keeps.
-    pub fn keeping_listed(keep: usize) -> Self {
+    pub(crate) fn keeping_listed(keep: usize) -> Self {
         Self {
             keep_listed: Some(keep),
             ..Self::default()

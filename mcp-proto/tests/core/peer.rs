@@ -97,7 +97,7 @@ pub(crate) fn drain_events(conn: &mut Connection) -> Vec<Event> {
 /// The next event, which must be a response.
 pub(crate) fn next_response(conn: &mut Connection) -> (RequestId, Result<Value, RequestError>) {
     match conn.poll_event() {
-        Some(Event::Response { id, result }) => (id, result),
+        Some(Event::Response { id, result }) => (id, result.map(|raw| raw.into_value().unwrap())),
         other => panic!("expected a response, got {other:?}"),
     }
 }

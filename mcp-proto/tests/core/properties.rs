@@ -479,7 +479,7 @@ proptest! {
     ) {
         let stream: Vec<u8> = pieces.concat().into_bytes();
         let decode = |chunks: &mut dyn Iterator<Item = &[u8]>| {
-            let mut decoder = mcp_proto::SseDecoder::new(limit);
+            let mut decoder = mcp_proto::http::SseDecoder::new(limit);
             let mut events = Vec::new();
             for chunk in chunks {
                 decoder.push(chunk);

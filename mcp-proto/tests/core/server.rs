@@ -5,8 +5,8 @@
 use std::time::{Duration, Instant};
 
 use mcp_proto::{
-    CloseReason, HostRequest, Request, RequestError, RpcError, SendError, ServerConfig,
-    ServerConnection, ServerEvent,
+    CloseReason, Request, RequestError, RpcError, SendError,
+    server::{HostRequest, ServerConfig, ServerConnection, ServerEvent},
 };
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -131,10 +131,7 @@ fn requests_before_the_handshake_are_refused_but_ping() {
     send(&mut conn, now, request(json!("p"), "ping", json!({})));
     let answers = written(&mut conn);
     assert_eq!(answers[0]["id"], 5);
-    assert_eq!(
-        answers[0]["error"]["code"],
-        ServerConnection::INVALID_REQUEST
-    );
+    assert_eq!(answers[0]["error"]["code"], -32600);
     assert_eq!(
         answers[1],
         json!({"jsonrpc": "2.0", "id": "p", "result": {}})
@@ -144,10 +141,7 @@ fn requests_before_the_handshake_are_refused_but_ping() {
     send(&mut conn, now, request(json!(6), "tools/list", json!({})));
     let answers = written(&mut conn);
     assert_eq!(answers[1]["id"], 6);
-    assert_eq!(
-        answers[1]["error"]["code"],
-        ServerConnection::INVALID_REQUEST
-    );
+    assert_eq!(answers[1]["error"]["code"], -32600);
     assert!(events(&mut conn).is_empty());
 }
 
@@ -158,10 +152,7 @@ fn a_second_initialize_is_refused() {
     send(&mut conn, now, initialize(json!(9), "2025-11-25"));
     let answer = written(&mut conn);
     assert_eq!(answer[0]["id"], 9);
-    assert_eq!(
-        answer[0]["error"]["code"],
-        ServerConnection::INVALID_REQUEST
-    );
+    assert_eq!(answer[0]["error"]["code"], -32600);
 }
 
 #[test]
@@ -256,10 +247,7 @@ fn an_id_in_use_is_refused() {
     send(&mut conn, now, request(json!(1), "tools/call", json!({})));
     assert_eq!(events(&mut conn).len(), 1);
     let answer = written(&mut conn);
-    assert_eq!(
-        answer[0]["error"]["code"],
-        ServerConnection::INVALID_REQUEST
-    );
+    assert_eq!(answer[0]["error"]["code"], -32600);
 }
 
 #[test]
@@ -284,10 +272,7 @@ fn too_many_open_requests_are_refused_at_once() {
     let answer = written(&mut conn);
     assert_eq!(answer.len(), 1);
     assert_eq!(answer[0]["id"], 3);
-    assert_eq!(
-        answer[0]["error"]["code"],
-        ServerConnection::TOO_MANY_REQUESTS
-    );
+    assert_eq!(answer[0]["error"]["code"], -32000);
     // Answering one makes room.
     conn.respond(now, open[0], Ok(json!({})));
     send(&mut conn, now, request(json!(4), "tools/call", json!({})));
@@ -318,10 +303,10 @@ fn bad_lines_get_json_rpc_errors_and_the_connection_goes_on() {
     assert_eq!(
         codes,
         [
-            (Value::Null, json!(ServerConnection::PARSE_ERROR)),
-            (Value::Null, json!(ServerConnection::PARSE_ERROR)),
-            (Value::Null, json!(ServerConnection::INVALID_REQUEST)),
-            (json!("big"), json!(ServerConnection::INVALID_REQUEST)),
+            (Value::Null, json!(-32700)),
+            (Value::Null, json!(-32700)),
+            (Value::Null, json!(-32600)),
+            (json!("big"), json!(-32600)),
         ]
     );
     assert_eq!(

@@ -5,8 +5,8 @@
 use std::time::Instant;
 
 use mcp_proto::{
-    HostInput, HostRequest, InputRequired, Request, SendError, ServerConfig, ServerConnection,
-    ServerEvent,
+    Request, SendError,
+    server::{HostInput, HostRequest, InputRequired, ServerConfig, ServerConnection, ServerEvent},
 };
 use serde_json::{Value, json};
 
@@ -163,10 +163,7 @@ fn a_request_with_meta_needs_no_handshake_and_brings_its_own_capabilities() {
     );
     let answers = written(&mut conn);
     assert_eq!(answers[0]["error"]["code"], -32022);
-    assert_eq!(
-        answers[1]["error"]["code"],
-        ServerConnection::INVALID_REQUEST
-    );
+    assert_eq!(answers[1]["error"]["code"], -32600);
 }
 
 #[test]

@@ -57,16 +57,7 @@ fn parse(line: &str) -> Value {
 
 /// A connection whose probe found the stateless era, its output drained.
 fn probed(now: Instant, config: Config) -> (Connection, FakeServer) {
-    probed_keeping(now, config, false)
-}
-
-/// [`probed`], with results kept as text when `as_text` (what our driver does): the events
-/// are the same either way.
-fn probed_keeping(now: Instant, config: Config, as_text: bool) -> (Connection, FakeServer) {
     let mut conn = Connection::new(now, config);
-    if as_text {
-        conn = conn.results_as_text();
-    }
     let mut server = FakeServer::default();
     let sent = server.absorb(&mut conn);
     assert_eq!(sent[0]["method"], "server/discover");
@@ -521,14 +512,8 @@ fn ping_and_set_level_are_refused_locally_in_the_stateless_era() {
 /// the result as a handshake-era server sends it, with the rest of `_meta` as sent.
 #[test]
 fn a_result_comes_without_the_members_that_describe_the_exchange() {
-    for as_text in [false, true] {
-        a_result_comes_without_the_era_members(as_text);
-    }
-}
-
-fn a_result_comes_without_the_era_members(as_text: bool) {
     let now = Instant::now();
-    let (mut conn, server) = probed_keeping(now, Config::default(), as_text);
+    let (mut conn, server) = probed(now, Config::default());
     let info = json!({"name": "modern", "version": "2"});
     let cases = [
         (
@@ -561,14 +546,8 @@ fn a_result_comes_without_the_era_members(as_text: bool) {
 
 #[test]
 fn result_type_absent_or_complete_is_a_result_and_anything_else_an_error() {
-    for as_text in [false, true] {
-        result_type_read(as_text);
-    }
-}
-
-fn result_type_read(as_text: bool) {
     let now = Instant::now();
-    let (mut conn, server) = probed_keeping(now, Config::default(), as_text);
+    let (mut conn, server) = probed(now, Config::default());
     // What the caller gets: the result without the members that describe the exchange.
     let listed = json!({"tools": []});
     let cases = [
@@ -634,14 +613,8 @@ fn ask_name() -> Value {
 
 #[test]
 fn input_rounds_echo_the_state_under_new_ids_and_leave_other_requests_alone() {
-    for as_text in [false, true] {
-        input_rounds_echo_the_state(as_text);
-    }
-}
-
-fn input_rounds_echo_the_state(as_text: bool) {
     let now = Instant::now();
-    let (mut conn, server) = probed_keeping(now, eliciting(), as_text);
+    let (mut conn, server) = probed(now, eliciting());
     let call = conn
         .request(now, Request::call_tool("deploy", json!({"env": "prod"})))
         .unwrap();

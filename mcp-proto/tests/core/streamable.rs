@@ -5,9 +5,11 @@ use std::time::{Duration, Instant};
 
 use crate::peer::handshake_config;
 use mcp_proto::{
-    Affected, Answer, CloseReason, Config, Era, Event, Exchange, ExchangeId, Fallback, Get,
-    HeaderRule, HttpConnection, HttpTransport, Post, Reply, Request, RequestError, RequestId,
-    RpcError,
+    CloseReason, Config, Era, Event, Fallback, Request, RequestError, RequestId, RpcError,
+    http::{
+        Affected, Answer, Exchange, ExchangeId, Get, HeaderRule, HttpConnection, HttpTransport,
+        Post, Reply,
+    },
 };
 use serde_json::{Value, json};
 
@@ -497,7 +499,9 @@ fn stateless(now: Instant) -> HttpConnection {
 /// The one event there is, which must end a request.
 fn one_response(http: &mut HttpConnection) -> (RequestId, Result<Value, RequestError>) {
     match events(http).as_slice() {
-        [Event::Response { id, result }] => (*id, result.clone()),
+        [Event::Response { id, result }] => {
+            (*id, result.clone().map(|raw| raw.into_value().unwrap()))
+        }
         other => panic!("expected one response, got {other:?}"),
     }
 }
@@ -718,6 +722,7 @@ fn a_listing_drops_tools_with_invalid_annotations_and_says_why() {
     else {
         panic!("{event:?}")
     };
+    let result = result.into_value().unwrap();
     let names: Vec<&str> = result["tools"]
         .as_array()
         .unwrap()

@@ -5,8 +5,8 @@
 use std::time::Instant;
 
 use mcp_proto::{
-    Config, Event, Exchange, HttpConnection, HttpTransport, LineError, PIECES_FROM, Post, Reply,
-    Request, RequestError,
+    Config, Event, LineError, Request, RequestError,
+    http::{Exchange, HttpConnection, HttpTransport, PIECES_FROM, Post, Reply},
 };
 use serde_json::{Value, json};
 
@@ -134,6 +134,7 @@ fn a_large_body_in_pieces_is_parsed_as_it_comes_and_is_the_body_whole() {
     else {
         panic!("{:?}", &whole[1]);
     };
+    let result = result.clone().into_value().unwrap();
     assert_eq!(result["content"][0]["text"], text.as_str());
     let total = progress_and_answer(&calling(8 << 20).1, &text)
         .concat()

@@ -5,7 +5,8 @@ use std::time::Instant;
 
 use mcp_proto::{
     ClientCapabilities, Config, Connection, Event, LATEST_STATELESS_VERSION, Protocol, Request,
-    RequestError, Task, TaskStatus,
+    RequestError,
+    tasks::{Task, TaskStatus},
 };
 use serde_json::{Value, json};
 

@@ -160,10 +160,9 @@ fn old_version(id: RequestId) -> Vec<u8> {
 fn an_unreadable_response_fails_its_request_at_once() {
     let now = Instant::now();
     let (mut conn, mut server) = handshake(now);
-    let cases: [(&str, Line); 4] = [
+    let cases: [(&str, Line); 3] = [
         ("not valid UTF-8", bad_name),
-        // Parsed whole, and (2 MB) parsed as it arrives.
-        ("recursion limit", |id| deep(id, 1000)),
+        // Parsed as it arrives (2 MB): too deep to walk.
         ("recursion limit", |id| deep(id, 1_000_000)),
         (r#"is not "2.0""#, old_version),
     ];
@@ -186,6 +185,34 @@ fn an_unreadable_response_fails_its_request_at_once() {
         still_answers(&mut conn, &mut server, now);
     }
     assert_eq!(conn.pending_requests(), 0);
+}
+
+/// A result deeper than a value may be, in a line short enough to hold whole, is valid JSON
+/// kept as text: it goes to its caller (a gateway passes it on as it came), and reading it
+/// into a value is what fails.
+#[test]
+fn a_deep_result_held_whole_is_handed_on_and_fails_only_when_read() {
+    let now = Instant::now();
+    let (mut conn, mut server) = handshake(now);
+    let id = conn.request(now, Request::list_tools(None)).unwrap();
+    server.absorb(&mut conn);
+    let line = deep(id, 1000);
+    conn.handle_bytes(now, &line);
+    let events = drain_events(&mut conn);
+    let [
+        Event::Response {
+            id: answered,
+            result: Ok(raw),
+        },
+    ] = &events[..]
+    else {
+        panic!("expected the answer, got {events:?}");
+    };
+    assert_eq!(*answered, id);
+    assert!(raw.json().contains(&"[".repeat(1000)));
+    let error = raw.clone().into_value().unwrap_err();
+    assert!(error.contains("recursion limit"), "{error}");
+    still_answers(&mut conn, &mut server, now);
 }
 
 #[test]

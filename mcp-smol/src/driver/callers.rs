@@ -8,8 +8,8 @@ use std::time::Instant;
 
 use async_channel::Sender;
 use proto::{
-    Connection, Event, HttpConnection, Notification, RawResult, Request, RequestError, RequestId,
-    RpcError, SendError, ServerInfo, ServerRequest, ServerRequestId,
+    Connection, Event, Notification, RawResult, Request, RequestError, RequestId, RpcError,
+    SendError, ServerInfo, ServerRequest, ServerRequestId, http::HttpConnection,
 };
 use serde_json::Value;
 
@@ -77,7 +77,7 @@ impl<T> Waiters<T> {
 
 /// A client core as the loop feeds it and [`Callers`] command it: [`Connection`] over a byte
 /// stream, [`HttpConnection`] over HTTP, whose commands are the same.
-pub(crate) trait ClientCore: Core<Event = Event<RawResult>> {
+pub(crate) trait ClientCore: Core<Event = Event> {
     fn request(&mut self, now: Instant, request: Request) -> Result<RequestId, SendError>;
     fn respond(&mut self, now: Instant, id: ServerRequestId, result: Result<Value, RpcError>);
     fn notify(&mut self, method: &str, params: Option<Value>);

@@ -11,7 +11,7 @@ use async_channel::{Receiver, Sender};
 use async_io::Timer;
 use futures_lite::future::FutureExt;
 use futures_lite::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use proto::{CloseReason, Connection, Event, RawResult};
+use proto::{CloseReason, Connection, Event};
 
 use super::{ClientLink, ClientRole, Core, Driver, Link, Loop, Op, Role, Shared, run_client};
 use crate::buffer::ReadBuffer;
@@ -27,7 +27,7 @@ pub(crate) type Writer = Box<dyn AsyncWrite + Send + Unpin>;
 /// more than usual messages, so in practice only a peer that has stopped reading meets it.
 const MAX_OUTGOING: usize = 64 * 1024 * 1024;
 
-/// A core fed with bytes: [`Connection`] or [`ServerConnection`](proto::ServerConnection).
+/// A core fed with bytes: [`Connection`] or [`ServerConnection`](proto::server::ServerConnection).
 pub(crate) trait ByteCore: Core {
     fn poll_transmit(&mut self) -> Option<Vec<u8>>;
     fn handle_bytes(&mut self, now: Instant, bytes: &[u8]);
@@ -35,11 +35,11 @@ pub(crate) trait ByteCore: Core {
 }
 
 macro_rules! byte_core_of {
-    ($core:ty, $event:ty, $poll_event:ident) => {
+    ($core:ty, $event:ty) => {
         impl Core for $core {
             type Event = $event;
             fn poll_event(&mut self) -> Option<$event> {
-                self.$poll_event()
+                self.poll_event()
             }
             fn poll_timeout(&self) -> Option<Instant> {
                 self.poll_timeout()
@@ -66,9 +66,8 @@ macro_rules! byte_core_of {
     };
 }
 
-// Results stay text until their callers read them, each on its own task.
-byte_core_of!(Connection, Event<RawResult>, poll_raw_event);
-byte_core_of!(proto::ServerConnection, proto::ServerEvent, poll_event);
+byte_core_of!(Connection, Event);
+byte_core_of!(proto::server::ServerConnection, proto::server::ServerEvent);
 
 /// What the peer writes: a child's stdout (read beside its stderr and its exit), or a
 /// stream's read half.
@@ -334,7 +333,7 @@ fn client(
     let (ops_sender, ops) = async_channel::unbounded();
     let (done_sender, done) = async_channel::bounded(1);
     let shared = Arc::new(shared(done));
-    let connection = Connection::new(Instant::now(), options.core.clone()).results_as_text();
+    let connection = Connection::new(Instant::now(), options.core.clone());
     let role = ClientRole::new(connection, shared.clone());
     let driver = Loop::new(role, ByteStream::new(incoming, writer), ops);
     let main = async move {

@@ -1,7 +1,7 @@
 //! The HTTP exchanges a connection runs side by side: each performs one POST or GET the core
-//! asked for ([`proto::Exchange`]), and reports what came back as plain facts
-//! ([`proto::Reply`]) to the driver's inbox, in order. What those facts mean is the core's
-//! business ([`proto::HttpConnection`]); nothing here looks inside a message.
+//! asked for ([`proto::http::Exchange`]), and reports what came back as plain facts
+//! ([`proto::http::Reply`]) to the driver's inbox, in order. What those facts mean is the core's
+//! business ([`proto::http::HttpConnection`]); nothing here looks inside a message.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,7 +9,7 @@ use std::time::Duration;
 use async_channel::Sender;
 use hyper::Method;
 use hyper::body::Bytes;
-use proto::{Answer, ExchangeId, Get, PIECES_FROM, Post, Reply, SseDecoder, SsePiece};
+use proto::http::{Answer, ExchangeId, Get, PIECES_FROM, Post, Reply, SseDecoder, SsePiece};
 use url::Url;
 
 use super::wire::{self, Outgoing, Pool, Response};

@@ -5,7 +5,7 @@
 //! [`Client`] and [`Driver`] as over stdio; the driver owns the connection and every HTTP exchange in flight (on an executor of its own,
 //! so it runs under any executor), and when it ends no socket is left open.
 //!
-//! The transport's rules are the core's ([`proto::HttpConnection`]): `streamable.rs` is the
+//! The transport's rules are the core's ([`proto::http::HttpConnection`]): `streamable.rs` is the
 //! link the driver's one loop ([`crate::driver`]) runs over, as it runs over a byte stream;
 //! `exchanges.rs` performs each POST and GET it asks for and reports
 //! what came back as plain facts, and `wire.rs` is one HTTP/1.1 exchange with hyper
@@ -18,7 +18,7 @@
 //!   are kept alive and reused.
 //! - [`Options::core`](crate::Options)'s `max_line_len` bounds each body and each event: a
 //!   larger answer fails its request at once with `ResponseTooLarge`. A body or an event's
-//!   data over 1 MiB ([`proto::PIECES_FROM`]) goes to the core in pieces as it arrives and is
+//!   data over 1 MiB ([`proto::http::PIECES_FROM`]) goes to the core in pieces as it arrives and is
 //!   parsed as they come, never held whole beside the value it becomes. The core's deadlines
 //!   apply as over stdio; its `handshake_timeout` also bounds connecting (TCP and TLS).
 //! - A failed exchange (a 4xx or 5xx, an HTML page, another content type, a body that
@@ -30,7 +30,7 @@
 //! - An event stream cut before its answer is resumed with `Last-Event-ID` after the
 //!   server's `retry` (1 s without one), at most 5 times in a row without a new event. A GET stream carries the server's
 //!   own messages where the server offers one. A 404 on the session, or a 400 whose body
-//!   names the session ([`proto::session_lost`]), starts a new session and sends the refused
+//!   names the session ([`proto::http::session_lost`]), starts a new session and sends the refused
 //!   request again, once, after the new session's `notifications/initialized`; a new session
 //!   refused before it answered anything ends the connection. Closing sends `DELETE` for the session, waiting at
 //!   most [`Options::grace_period`](crate::Options) for it.
@@ -68,7 +68,7 @@ mod wire;
 
 pub use fetch::{Request, Response, send};
 pub use io::{HyperIo, ReadWhenReady};
-pub use proto::HttpTransport;
+pub use proto::http::HttpTransport;
 
 /// A remote server: where it is and how to speak to it.
 #[derive(Clone, Debug)]

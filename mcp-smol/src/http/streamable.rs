@@ -1,5 +1,5 @@
 //! The HTTP link: what the driver's one loop ([`crate::driver`]) runs over a remote server.
-//! The core is the connection's HTTP state machine ([`proto::HttpConnection`]); every exchange
+//! The core is the connection's HTTP state machine ([`proto::http::HttpConnection`]); every exchange
 //! it asks for runs on an executor of the driver's own, so the driver works under any
 //! executor and nothing outlives it. It moves bytes and HTTP heads; the machine decides what
 //! they mean.
@@ -12,7 +12,10 @@ use async_channel::{Receiver, Sender};
 use async_executor::{Executor, Task};
 use async_io::Timer;
 use futures_lite::future::FutureExt;
-use proto::{Affected, CloseReason, Event, Exchange, ExchangeId, HttpConnection, RawResult, Reply};
+use proto::{
+    CloseReason, Event,
+    http::{Affected, Exchange, ExchangeId, HttpConnection, Reply},
+};
 use url::Url;
 
 use super::HttpServer;
@@ -78,24 +81,12 @@ pub(super) fn start(server: HttpServer, options: &Options) -> (Sender<Op>, Arc<S
     (ops_sender, shared, Driver(Box::pin(main)))
 }
 
-/// The core as the loop sees it: its answers' results go to callers as [`RawResult`], as
-/// over a byte stream.
+/// The core as the loop sees it.
 impl Core for HttpConnection {
-    type Event = Event<RawResult>;
+    type Event = Event;
 
-    fn poll_event(&mut self) -> Option<Event<RawResult>> {
-        let event = match self.poll_event()? {
-            Event::Response { id, result } => {
-                let result = result.map(RawResult::from);
-                Event::Response { id, result }
-            }
-            Event::Ready(info) => Event::Ready(info),
-            Event::Notification(notification) => Event::Notification(notification),
-            Event::ServerRequest(request) => Event::ServerRequest(request),
-            Event::Malformed(error) => Event::Malformed(error),
-            Event::Closed(reason) => Event::Closed(reason),
-        };
-        Some(event)
+    fn poll_event(&mut self) -> Option<Event> {
+        self.poll_event()
     }
 
     fn poll_timeout(&self) -> Option<Instant> {

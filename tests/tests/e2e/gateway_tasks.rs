@@ -8,7 +8,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use mcp_smol::proto::{
-    CallToolResult, ClientCapabilities, Era, Protocol, Request, Task, TaskEnd, TaskWatch,
+    CallToolResult, ClientCapabilities, Era, Protocol, Request,
+    tasks::{Task, TaskEnd, TaskWatch},
 };
 use mcp_smol::{Client, Options};
 use serde_json::{Value, json};

@@ -7,7 +7,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use mcp_smol::proto::{
-    CallToolResult, ClientCapabilities, Era, Protocol, Request, Task, TaskEnd, TaskWatch,
+    CallToolResult, ClientCapabilities, Era, Protocol, Request,
+    tasks::{Task, TaskEnd, TaskWatch},
 };
 use mcp_smol::{Options, ServerCommand};
 use serde_json::{Value, json};

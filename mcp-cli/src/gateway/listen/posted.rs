@@ -2,7 +2,7 @@
 //! of it (its id, its method, `params._meta`) is read from the message its machine then takes,
 //! never from the text again.
 
-use mcp_smol::proto::{HostMessage, LineError};
+use mcp_smol::proto::{LineError, server::HostMessage};
 use serde_json::Value;
 
 /// A posted JSON-RPC message.

@@ -11,7 +11,7 @@ use crate::{Connection, Event, RequestError};
 
 /// The default of [`Config::max_listed`]: far more tools than a model can choose among (hosts
 /// warn past about a hundred), and far fewer than a hostile server's million.
-pub const DEFAULT_MAX_LISTED: usize = 5000;
+pub(crate) const DEFAULT_MAX_LISTED: usize = 5000;
 
 /// Settings fixed for the life of a connection.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,7 +72,7 @@ pub struct ClientCapabilities {
     /// `sampling/createMessage`: the caller runs a language model for the server.
     pub sampling: bool,
     /// Stateless era: the tasks extension (`io.modelcontextprotocol/tasks`), so a
-    /// `tools/call` may answer with a task ([`Task::created_by`](crate::Task::created_by)).
+    /// `tools/call` may answer with a task ([`Task::created_by`](crate::tasks::Task::created_by)).
     /// The handshake era needs no declaration: a call asks with
     /// [`Request::as_task`](crate::Request::as_task).
     pub tasks: bool,

@@ -31,10 +31,9 @@ pub struct ServerRequest {
     pub request: Option<RequestId>,
 }
 
-/// What happened, drained with [`Connection::poll_event`], or with
-/// [`Connection::poll_raw_event`] as `Event<RawResult>`: results left as text.
+/// What happened, drained with [`Connection::poll_event`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Event<R = Value> {
+pub enum Event {
     /// The server is known: the handshake is done (held requests have been queued after
     /// `notifications/initialized`), or `server/discover` answered (stateless era).
     Ready(ServerInfo),
@@ -42,8 +41,8 @@ pub enum Event<R = Value> {
     Response {
         /// The request, as [`Connection::request`] returned it.
         id: RequestId,
-        /// Its `result` member, or why it failed.
-        result: Result<R, RequestError>,
+        /// Its `result` member, as the server sent it, or why it failed.
+        result: Result<RawResult, RequestError>,
     },
     /// A notification from the server (progress, logging, list changes, anything else).
     Notification(Notification),
@@ -62,24 +61,6 @@ pub enum Event<R = Value> {
     Malformed(LineError),
     /// The connection ended; always the last event. Pending requests have already failed.
     Closed(CloseReason),
-}
-
-impl Event<RawResult> {
-    /// The event with its result read as a value, as [`Connection::poll_event`] gives it.
-    pub(crate) fn into_values(self) -> Event {
-        match self {
-            Event::Response { id, result } => {
-                let result = result
-                    .and_then(|raw| (raw.into_value()).map_err(RequestError::InvalidResponse));
-                Event::Response { id, result }
-            }
-            Event::Ready(server) => Event::Ready(server),
-            Event::Notification(notification) => Event::Notification(notification),
-            Event::ServerRequest(request) => Event::ServerRequest(request),
-            Event::Malformed(error) => Event::Malformed(error),
-            Event::Closed(reason) => Event::Closed(reason),
-        }
-    }
 }
 
 /// Counters for diagnostics.

@@ -41,16 +41,10 @@ impl Connection {
     }
 
     fn handle_line_bytes(&mut self, now: Instant, line: &[u8]) {
-        let messages = if self.results_as_text {
-            match raw_result::decode_result(line) {
-                // The usual line: an answer, its result kept as text.
-                Some((id, result, info)) => {
-                    return self.handle_response(now, &id, Ok(result), info);
-                }
-                None => jsonrpc::decode(line),
-            }
-        } else {
-            jsonrpc::decode::<ResultMembers>(line)
+        let messages = match raw_result::decode_result(line) {
+            // The usual line: an answer, its result kept as text.
+            Some((id, result, info)) => return self.handle_response(now, &id, Ok(result), info),
+            None => jsonrpc::decode(line),
         };
         self.handle_messages(now, messages, || line_response_id(line));
     }

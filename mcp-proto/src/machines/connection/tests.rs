@@ -89,6 +89,39 @@ fn deadlines_of_ended_requests_do_not_pile_up() {
     assert_eq!(connection.pending.deadline_entries(), 0);
 }
 
+/// A request given no deadline has none: nothing to wake for, no expiry however late the clock
+/// (a century on), progress extends nothing, and its answer still ends it.
+#[test]
+fn a_request_with_no_timeout_waits_for_its_answer() {
+    let now = Instant::now();
+    let mut connection = Connection::new(now, handshake_era());
+    let init = br#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25"}}
+"#;
+    connection.handle_bytes(now, init);
+    while connection.poll_event().is_some() {}
+    let call = Request::call_tool("slow", json!({})).no_timeout();
+    let id = connection
+        .request(now, call)
+        .map(|id| id.0)
+        .unwrap_or_default();
+    assert_eq!(connection.poll_timeout(), None);
+    let progress = format!(
+        "{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{{\"progressToken\":{id},\"progress\":1}}}}\n"
+    );
+    connection.handle_bytes(now, progress.as_bytes());
+    assert_eq!(connection.poll_timeout(), None);
+    let century = now.checked_add(Duration::from_secs(100 * 365 * 24 * 3600));
+    connection.handle_timeout(century.unwrap_or(now));
+    assert_eq!(connection.pending_requests(), 1);
+    let answer = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"content\":[]}}}}\n");
+    connection.handle_bytes(now, answer.as_bytes());
+    let answered = std::iter::from_fn(|| connection.poll_event()).any(|event| {
+        matches!(event, Event::Response { id: answered, result: Ok(_) } if answered.0 == id)
+    });
+    assert!(answered);
+    assert_eq!(connection.pending_requests(), 0);
+}
+
 /// A notification of ours goes out only once the handshake is done, and not after the close.
 #[test]
 fn a_notification_of_ours_is_sent_only_while_ready() {

@@ -12,7 +12,8 @@ use crate::wire::jsonrpc;
 /// that it never parses what it sends:
 ///
 /// - `Initialize` and `Initialized`: the handshake era's two messages.
-/// - `Discover`: `server/discover`, either the probe of [`Protocol::Auto`](crate::Protocol::Auto) (`probe`) or the
+/// - `Discover`: `server/discover`, either the probe of [`Protocol::Auto`](crate::Protocol::Auto)
+///   (`probe`) or the
 ///   discover of a fixed stateless revision; `version` is the revision in its `_meta` (the
 ///   `MCP-Protocol-Version` header).
 /// - `Request`: any other request of ours, by the caller's id (a request sent again, for a

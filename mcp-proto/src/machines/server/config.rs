@@ -20,8 +20,9 @@ pub struct ServerConfig {
     pub instructions: Option<String>,
     /// Longest line accepted from the host, in bytes, without its newline.
     pub max_line_len: usize,
-    /// At most this many host requests wait for [`ServerConnection::respond`](super::ServerConnection::respond); more are
-    /// refused at once with [`ServerConnection::TOO_MANY_REQUESTS`](super::ServerConnection::TOO_MANY_REQUESTS).
+    /// At most this many host requests wait for
+    /// [`ServerConnection::respond`](super::ServerConnection::respond); more are refused at
+    /// once with error -32000.
     pub max_open_requests: usize,
     /// Deadline of each request we send the host (an elicitation waits for a person).
     pub request_timeout: Duration,
@@ -44,8 +45,8 @@ impl Default for ServerConfig {
 /// What the host said about itself: in `initialize`, or in a stateless-era request's `_meta`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientInfo {
-    /// The negotiated revision, one of [`HANDSHAKE_VERSIONS`](crate::HANDSHAKE_VERSIONS); in the stateless era the
-    /// request's, one of [`STATELESS_VERSIONS`](crate::STATELESS_VERSIONS).
+    /// The negotiated revision, or in the stateless era the request's: one of
+    /// [`SUPPORTED_PROTOCOL_VERSIONS`](crate::SUPPORTED_PROTOCOL_VERSIONS).
     pub protocol_version: String,
     /// The host's `clientInfo`; empty names when it sent none.
     pub client: Implementation,

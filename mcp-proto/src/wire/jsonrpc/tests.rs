@@ -24,7 +24,7 @@ fn assert_same_parsed_as_it_arrives(line: &[u8]) {
     let whole: Vec<_> = decode::<Value>(line)
         .map(|message| message.map_err(plain))
         .collect();
-    let mut parser = crate::JsonStream::new();
+    let mut parser = crate::wire::stream_json::JsonStream::new();
     parser.push(line);
     let streamed: Vec<_> = match parser.finish() {
         Some(Ok(value)) => decode_value::<Value>(value)

@@ -55,8 +55,7 @@ impl CoreCalls {
             protocol: Protocol::Revision(revision),
             ..Default::default()
         };
-        // As our driver runs it: results stay text, for their callers to read.
-        let mut connection = Connection::new(now, config).results_as_text();
+        let mut connection = Connection::new(now, config);
         let stateless = revision == STATELESS;
         // `initialize` or `server/discover`, under id 1 in both eras.
         let _ = connection.poll_transmit();
@@ -108,7 +107,7 @@ impl CoreCalls {
             }
             let sent = (self.clock)();
             self.connection.handle_bytes(now, &answers);
-            while let Some(event) = self.connection.poll_raw_event() {
+            while let Some(event) = self.connection.poll_event() {
                 assert!(matches!(event, Event::Response { result: Ok(_), .. }));
             }
             decoding += (self.clock)() - sent;
