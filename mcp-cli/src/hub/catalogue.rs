@@ -244,6 +244,22 @@ impl Hub {
         Some((tools, rejected, features))
     }
 
+    /// The tools of `server` as last kept in the catalogue on disk, however old, policy and
+    /// pins applied as to any listing, and those withheld: for a host that cannot wait for
+    /// the server to list them again. `None` when none was ever kept.
+    pub(crate) fn last_kept_tools(&self, server: &str) -> Option<Catalogue> {
+        let slot = self.inner.slot(server).ok()?;
+        let key = self.inner.catalogue_key(slot.spec().ok()?);
+        let (tools, rejected, capped) = self.inner.stored.last_tools(&key)?;
+        let rejected = kept_errors(server, rejected, capped);
+        let (tools, withheld) = self.shown_tools(server, &Arc::new(tools), rejected);
+        Some(Catalogue {
+            tools,
+            withheld,
+            ..Catalogue::default()
+        })
+    }
+
     /// How long ago `server`'s tools were listed and kept in the catalogue on disk.
     pub(crate) fn stored_age(&self, server: &str) -> Option<std::time::Duration> {
         let slot = self.inner.slot(server).ok()?;

@@ -169,6 +169,12 @@ impl Stored {
         tools.is_fresh(now).then(|| tools.items.into())
     }
 
+    /// The tools kept under `key` however old they are: for a host that cannot wait for the
+    /// server to list them again, which an old listing serves better than none.
+    pub(crate) fn last_tools(&self, key: &str) -> Option<StoredListing> {
+        Some(self.read(key)?.tools?.items.into())
+    }
+
     /// The resources, templates and prompts kept under `key`, if they may still be served.
     pub(crate) fn features(&self, key: &str, now: SystemTime) -> Option<Features> {
         let features = self.read(key)?.features?;
@@ -374,6 +380,11 @@ mod tests {
             Some((vec![tool("add")], Vec::new(), None))
         );
         assert_eq!(stored.tools("fx-1", then + MAX_AGE), None);
+        // Too old to serve, it is still there for a host that cannot wait for a new one.
+        assert_eq!(
+            stored.last_tools("fx-1"),
+            Some((vec![tool("add")], Vec::new(), None))
+        );
         assert_eq!(stored.age("fx-1", then + second), Some(second));
         let mode = std::os::unix::fs::PermissionsExt::mode(
             &std::fs::metadata(dir.join("fx-1.json"))
