@@ -1,7 +1,8 @@
 //! Hosts that list once (DESIGN §19): `serve`'s first `tools/list` holds the tools of servers
 //! slow to start, and, once the catalogue has seen them, every server's at once whatever its
 //! cache hint (one marks its listings `ttlMs: 0, private`, as servers on the Python SDK 2.x
-//! do); calls still start their server; past the wait the list says it goes on.
+//! do); calls still start their server; past the wait the list says it goes on. The one-shot
+//! hosts are raw lines, the Inspector's command line and scripts on both SDK clients.
 
 use std::path::{Path, PathBuf};
 
@@ -186,4 +187,129 @@ fn past_the_wait_the_list_says_it_goes_on_and_its_next_page_waits_again() {
         assert_eq!(refused["error"]["code"], -32602, "{refused}");
         id += 1;
     }
+}
+
+/// The environment a one-shot host passes on to `mcp-cli serve`: the scratch folder's state,
+/// and the wait users get (no `MCP_CLI_LIST_WAIT_MS`).
+fn host_env(scratch: &Scratch) -> Vec<(&'static str, String)> {
+    let dir = |name: &str| scratch.0.join(name).display().to_string();
+    vec![
+        ("MCP_CLI", cli_binary().display().to_string()),
+        ("XDG_STATE_HOME", dir("state")),
+        ("XDG_CONFIG_HOME", dir("config-home")),
+        ("MCP_CLI_NPM_PREFIX", dir("no-npm")),
+    ]
+}
+
+/// Runs `program args` as a one-shot host and returns what it printed, which must be JSON.
+fn one_shot(scratch: &Scratch, program: &Path, args: &[&str]) -> Value {
+    let output = std::process::Command::new(program)
+        .args(args)
+        .current_dir(&scratch.0)
+        // The Inspector keeps its own settings under the home folder: the scratch one.
+        .env("HOME", scratch.0.join("home"))
+        .envs(host_env(scratch))
+        .env_remove("MCP_CLI_CONFIG")
+        .env_remove("MCP_CLI_LIST_WAIT_MS")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{args:?}:\n{stdout}\n{stderr}");
+    serde_json::from_str(&stdout).unwrap_or_else(|_| panic!("{args:?}: not JSON:\n{stdout}"))
+}
+
+/// The names in a `tools/list` result as a host prints it.
+fn listed_names(result: &Value) -> Vec<String> {
+    names(&json!({ "result": result }))
+}
+
+#[test]
+#[cfg_attr(no_node, ignore = "needs Node.js and npm on PATH")]
+fn the_inspector_cli_lists_once_and_gets_every_tool_of_servers_slow_to_start() {
+    let (node, launcher) = mcp_tests::inspector_cli();
+    let scratch = Scratch::new("lists-inspector");
+    let config = slow_config(&scratch);
+    let servers = ["hs", "py", "pub"];
+    // The Inspector starts `serve` itself, after `--` so that our `--config` is not taken
+    // for its own; it passes on only the variables it is given.
+    let mut args = vec![launcher.display().to_string(), "--cli".to_owned()];
+    for (key, value) in host_env(&scratch) {
+        args.extend(["-e".to_owned(), format!("{key}={value}")]);
+    }
+    args.extend(["--method", "tools/list", "--"].map(str::to_owned));
+    let cli = cli_binary().display().to_string();
+    args.extend([
+        cli,
+        "--config".into(),
+        config.display().to_string(),
+        "serve".into(),
+    ]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let cold = listed_names(&one_shot(&scratch, &node, &args));
+    assert_all(&cold, &servers, "cold");
+    assert_eq!(servers.map(|name| starts(&scratch, name)), [1, 1, 1]);
+    let warm = listed_names(&one_shot(&scratch, &node, &args));
+    assert_eq!(warm, cold);
+    assert_eq!(
+        servers.map(|name| starts(&scratch, name)),
+        [1, 1, 1],
+        "warm"
+    );
+}
+
+/// A script on the TypeScript SDK client that lists once and prints the result.
+const TS_ONCE: &str = r#"
+const [sdk, config] = process.argv.slice(2);
+const { Client } = await import(`${sdk}/dist/esm/client/index.js`);
+const { StdioClientTransport } = await import(`${sdk}/dist/esm/client/stdio.js`);
+const transport = new StdioClientTransport({
+  command: process.env.MCP_CLI, args: ["--config", config, "serve"], env: process.env, stderr: "inherit",
+});
+const client = new Client({ name: "ts-once", version: "1" });
+await client.connect(transport);
+console.log(JSON.stringify(await client.listTools()));
+await client.close();
+"#;
+
+/// A script on the Python SDK client that lists once and prints the names.
+const PY_ONCE: &str = r#"
+import asyncio, json, os, sys
+from mcp import Client, StdioServerParameters
+
+async def main(config):
+    server = StdioServerParameters(command=os.environ["MCP_CLI"], args=["--config", config, "serve"], env=dict(os.environ))
+    async with Client(server) as client:
+        tools = (await client.list_tools()).tools
+        print(json.dumps({"tools": [{"name": tool.name} for tool in tools]}), flush=True)
+
+asyncio.run(main(sys.argv[1]))
+"#;
+
+#[test]
+#[cfg_attr(no_node, ignore = "needs Node.js and npm on PATH")]
+fn a_typescript_sdk_script_lists_once_and_gets_every_tool_of_servers_slow_to_start() {
+    let sdk = mcp_tests::npm_bin().join("../@modelcontextprotocol/sdk");
+    let scratch = Scratch::new("lists-ts");
+    let config = slow_config(&scratch);
+    let script = scratch.write("once.mjs", TS_ONCE);
+    let args = [
+        script.to_str().unwrap(),
+        sdk.to_str().unwrap(),
+        config.to_str().unwrap(),
+    ];
+    let listed = one_shot(&scratch, Path::new("node"), &args);
+    assert_all(&listed_names(&listed), &["hs", "py", "pub"], "typescript");
+}
+
+#[test]
+#[cfg_attr(no_python, ignore = "needs Python 3 with venv on PATH")]
+fn a_python_sdk_script_lists_once_and_gets_every_tool_of_servers_slow_to_start() {
+    let python = mcp_tests::python_bin().join("python");
+    let scratch = Scratch::new("lists-py");
+    let config = slow_config(&scratch);
+    let script = scratch.write("once.py", PY_ONCE);
+    let args = [script.to_str().unwrap(), config.to_str().unwrap()];
+    let listed = one_shot(&scratch, &python, &args);
+    assert_all(&listed_names(&listed), &["hs", "py", "pub"], "python");
 }
