@@ -45,7 +45,7 @@ pub struct ToolEntry {
 /// under the one set of credentials the hub's servers run with, and the folder is the user's
 /// own (0700, files 0600), read by nobody else: a private cache in the 2026-07-28 revision's
 /// sense, which may keep `cacheScope: private` listings for the same authorization context,
-/// so those are kept too ([`stored`](super::stored) says how the key follows credentials). The
+/// so those are kept too (`hub/stored.rs` says how the key follows credentials). The
 /// daemon, which serves many commands from one hub, serves only its own user (the socket's
 /// peer uid is checked) under its own credentials: a command's environment and tokens are not
 /// passed to it, so no request reaches a listing under other credentials.
@@ -246,7 +246,8 @@ impl Hub {
 
     /// The tools of `server` as last kept in the catalogue on disk, however old, policy and
     /// pins applied as to any listing, and those withheld: for a host that cannot wait for
-    /// the server to list them again. `None` when none was ever kept.
+    /// the server to list them again (the gateway's). `None` when none was ever kept.
+    #[cfg(feature = "cli")]
     pub(crate) fn last_kept_tools(&self, server: &str) -> Option<Catalogue> {
         let slot = self.inner.slot(server).ok()?;
         let key = self.inner.catalogue_key(slot.spec().ok()?);

@@ -171,6 +171,7 @@ impl Stored {
 
     /// The tools kept under `key` however old they are: for a host that cannot wait for the
     /// server to list them again, which an old listing serves better than none.
+    #[cfg(any(feature = "cli", test))]
     pub(crate) fn last_tools(&self, key: &str) -> Option<StoredListing> {
         Some(self.read(key)?.tools?.items.into())
     }
