@@ -100,8 +100,8 @@ mod gateway_lists;
 /// Tool search: `mcp-cli search` and `serve --search`, on eight real servers and the fixture.
 mod search;
 
-/// The catalogue on disk: listings answered without starting servers, refreshed, private ones
-/// never written.
+/// The catalogue on disk: listings answered without starting servers whatever their cache
+/// hints, refreshed, calls listing live.
 mod catalogue;
 
 /// `mcp-cli daemon`: warm runs against cold ones, peer uid, stop, idle exit, stale sockets.
