@@ -24,12 +24,14 @@
 //! - `proxy.rs`: `serve --proxy`: one tool, `mcp`
 //! - `search.rs`: `serve --search`: `search_tools`, `describe_tool`, `call_tool`
 //! - `large.rs`: a host's size limit on tool results (`maxResultSizeChars`)
+//! - `lists.rs`: `tools/list`: what the catalogue has, the wait, a list that goes on
 
 mod bridge;
 mod host;
 mod keepalive;
 mod large;
 pub(crate) mod listen;
+mod lists;
 mod proxy;
 mod rounds;
 mod search;
@@ -38,12 +40,10 @@ mod tasks;
 mod url_elicitation;
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use async_channel::Sender;
-use futures_lite::future::FutureExt;
 use futures_lite::{StreamExt, stream};
 use mcp_smol::proto::{
     CacheScope, RawResult, Request, RpcError,
@@ -95,7 +95,7 @@ pub(crate) struct Gateway {
     pub(crate) mode: Mode,
     /// Passes the hub's servers' forms up to the hosts waiting on them.
     pub(crate) relay: Relay,
-    /// How long `tools/list` waits for servers still starting.
+    /// How long `tools/list` waits for servers never listed.
     pub(crate) list_wait: Duration,
     /// Each tool call's own timeout (`serve --timeout`), instead of its server's.
     pub(crate) call_timeout: Option<Duration>,
@@ -109,13 +109,11 @@ pub(crate) struct Gateway {
     pub(crate) handed: tasks::Handed,
 }
 
-/// How long `tools/list` waits for servers still starting, unless `MCP_CLI_LIST_WAIT_MS` says.
-const LIST_WAIT: Duration = Duration::from_secs(2);
-
-/// How long `tools/list` waits for servers still starting: `MCP_CLI_LIST_WAIT_MS`, else 2 s.
+/// How long `tools/list` waits for servers never listed: `MCP_CLI_LIST_WAIT_MS`, else
+/// [`lists::LIST_WAIT`].
 pub(crate) fn list_wait(env: crate::config::Env<'_>) -> Duration {
     let millis = env("MCP_CLI_LIST_WAIT_MS").and_then(|text| text.trim().parse().ok());
-    millis.map_or(LIST_WAIT, Duration::from_millis)
+    millis.map_or(lists::LIST_WAIT, Duration::from_millis)
 }
 
 /// Who a backend request is made for: the host and its request, and, in the stateless era,
@@ -445,7 +443,7 @@ impl Gateway {
         era: Option<&ClientInfo>,
     ) -> Result<Value, RpcError> {
         match (method, self.mode) {
-            ("tools/list", Mode::Tools) => Ok(Box::pin(self.list_tools(host)).await),
+            ("tools/list", Mode::Tools) => Box::pin(self.list_tools(host, &params, era)).await,
             ("tools/list", Mode::Proxy) => Ok(json!({ "tools": [proxy::tool()] })),
             ("tools/list", Mode::Search) => Ok(json!({ "tools": search::tools() })),
             ("resources/list", _) => {
@@ -502,67 +500,6 @@ impl Gateway {
             }
             _ => Err(RpcError::method_not_found(method)),
         }
-    }
-
-    /// The tools of the servers ready within [`Gateway::list_wait`]; each server still
-    /// starting then goes on, and the host is told the list changed when it is ready. Hosts
-    /// give `tools/list` a few seconds (Claude Code five) and give up on every server when one
-    /// takes longer.
-    async fn list_tools(&self, host: &HostLink) -> Value {
-        let deadline = Instant::now() + self.list_wait;
-        let answered = Arc::new(AtomicBool::new(false));
-        let listings: Vec<_> = (self.servers().into_iter())
-            .map(|server| {
-                let (hub, answered) = (self.hub.clone(), answered.clone());
-                let host = host.server.clone();
-                self.executor.spawn(async move {
-                    let catalogue = hub.tools_of(std::slice::from_ref(&server)).await;
-                    if answered.load(Ordering::SeqCst) && catalogue.failures.is_empty() {
-                        host.notify("notifications/tools/list_changed", None);
-                    }
-                    catalogue
-                })
-            })
-            .collect();
-        let mut ready = Vec::new();
-        let mut waiting = Vec::new();
-        for mut listing in listings {
-            let timeout = async {
-                async_io::Timer::at(deadline).await;
-                None
-            };
-            match async { Some((&mut listing).await) }.or(timeout).await {
-                Some(catalogue) => ready.push(catalogue),
-                None => waiting.push(listing),
-            }
-        }
-        // From here on a listing that ends tells the host; one that ended meanwhile is in.
-        answered.store(true, Ordering::SeqCst);
-        for listing in waiting {
-            match listing.is_finished() {
-                true => ready.push(listing.await),
-                false => listing.detach(),
-            }
-        }
-        let catalogue = ready
-            .into_iter()
-            .fold(Catalogue::default(), |mut all, one| {
-                all.tools.extend(one.tools);
-                all.failures.extend(one.failures);
-                all
-            });
-        for (server, error) in &catalogue.failures {
-            let error = hints::explained(error);
-            crate::output::diagnostic(&format!("mcp-cli serve: {server} left out: {error}"));
-        }
-        let tools: Vec<Value> = (catalogue.tools.iter())
-            .map(|entry| {
-                let mut tool = serde_json::to_value(&*entry.tool).unwrap_or_default();
-                tool["name"] = json!(entry.name);
-                tool
-            })
-            .collect();
-        json!({ "tools": tools })
     }
 
     /// Reads the edited config and applies it to the hub; `true` if the servers changed. A

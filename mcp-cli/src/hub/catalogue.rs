@@ -34,19 +34,21 @@ pub struct ToolEntry {
 /// Built from the listings one hub holds in memory for its running servers, each served until
 /// its cache hint's `ttlMs` runs out (then listed again on next use) or a list change says
 /// otherwise (a listing without a hint is kept until a list change), and, for a server that
-/// is not running, from the catalogue on disk ([`Settings::catalogue_dir`]) while the listing
-/// kept there is fresh: its `ttlMs`, or a week without one. A server with no fresh listing
-/// there is started and listed, and the listing kept.
+/// is not running, from the catalogue on disk ([`Settings::catalogue_dir`]) for a week after
+/// it was listed, whatever its `ttlMs` and `cacheScope` said. A server with no listing there
+/// (never listed, or a week ago) is started and listed, and the listing kept.
 ///
-/// What is read from disk passes the same filters, rules and pin checks as a live listing: a
-/// tool denied or withheld stays so. The listings were all made under the one set of
-/// credentials the hub's servers run with, and the folder is the user's own (0700, files
-/// 0600), read by nobody else; still, a listing marked `cacheScope: private` (or unmarked in
-/// the stateless era, which counts as private) is kept in memory only, never written, as the
-/// spec asks, so such a server is started for every listing. The daemon, which serves many
-/// commands from one hub, serves only its own user (the socket's peer uid is checked) under its
-/// own credentials: a command's environment and tokens are not passed to it, so no request
-/// reaches a listing under other credentials.
+/// The hint governs reuse of a server's definitions, and nothing read from disk is reused for
+/// a call: a call lists its server live (again, once the hint runs out) and checks that
+/// listing against the pins. What is read from disk passes the same filters, rules and pin
+/// checks as a live listing: a tool denied or withheld stays so. The listings were all made
+/// under the one set of credentials the hub's servers run with, and the folder is the user's
+/// own (0700, files 0600), read by nobody else: a private cache in the 2026-07-28 revision's
+/// sense, which may keep `cacheScope: private` listings for the same authorization context,
+/// so those are kept too (`hub/stored.rs` says how the key follows credentials). The
+/// daemon, which serves many commands from one hub, serves only its own user (the socket's
+/// peer uid is checked) under its own credentials: a command's environment and tokens are not
+/// passed to it, so no request reaches a listing under other credentials.
 ///
 /// [`Settings::catalogue_dir`]: crate::hub::Settings::catalogue_dir
 #[derive(Debug, Default)]
@@ -234,24 +236,29 @@ impl Hub {
         let key = self.inner.catalogue_key(slot.spec().ok()?);
         let now = SystemTime::now();
         let (tools, rejected, capped) = self.inner.stored.tools(&key, now)?;
-        let capped = capped.map(|cap| HubError::ListingCapped {
-            server: server.to_owned(),
-            list: "tool".to_owned(),
-            cap,
-        });
-        let rejected = (rejected.into_iter())
-            .map(|(tool, reason)| HubError::ToolRejected {
-                server: server.to_owned(),
-                tool,
-                reason,
-            })
-            .chain(capped)
-            .collect();
+        let rejected = kept_errors(server, rejected, capped);
         let features = match features {
             true => Some(self.inner.stored.features(&key, now)?),
             false => None,
         };
         Some((tools, rejected, features))
+    }
+
+    /// The tools of `server` as last kept in the catalogue on disk, however old, policy and
+    /// pins applied as to any listing, and those withheld: for a host that cannot wait for
+    /// the server to list them again (the gateway's). `None` when none was ever kept.
+    #[cfg(feature = "cli")]
+    pub(crate) fn last_kept_tools(&self, server: &str) -> Option<Catalogue> {
+        let slot = self.inner.slot(server).ok()?;
+        let key = self.inner.catalogue_key(slot.spec().ok()?);
+        let (tools, rejected, capped) = self.inner.stored.last_tools(&key)?;
+        let rejected = kept_errors(server, rejected, capped);
+        let (tools, withheld) = self.shown_tools(server, &Arc::new(tools), rejected);
+        Some(Catalogue {
+            tools,
+            withheld,
+            ..Catalogue::default()
+        })
     }
 
     /// How long ago `server`'s tools were listed and kept in the catalogue on disk.
@@ -570,6 +577,28 @@ impl Hub {
         cache.insert(server.to_owned(), made.clone());
         made
     }
+}
+
+/// What a kept listing says of `server`'s tools its connection rejected, and of the cap it
+/// was cut at, as the warnings a live listing gives.
+fn kept_errors(
+    server: &str,
+    rejected: Vec<(String, String)>,
+    capped: Option<usize>,
+) -> Vec<HubError> {
+    let capped = capped.map(|cap| HubError::ListingCapped {
+        server: server.to_owned(),
+        list: "tool".to_owned(),
+        cap,
+    });
+    (rejected.into_iter())
+        .map(|(tool, reason)| HubError::ToolRejected {
+            server: server.to_owned(),
+            tool,
+            reason,
+        })
+        .chain(capped)
+        .collect()
 }
 
 fn withheld_error(server: &str, tool: &Tool, change: PinChange) -> HubError {

@@ -222,7 +222,7 @@ pub struct ServerStatus {
     pub tools: Option<usize>,
     /// How many seconds ago its tools were listed and kept in the catalogue on disk, from which
     /// listings are answered while it is not running; `None` when none is kept (never listed,
-    /// a private listing, or no catalogue folder).
+    /// or no catalogue folder).
     pub catalogue_age: Option<u64>,
     /// Why it failed, is denied or is invalid.
     #[serde(skip_serializing_if = "Option::is_none")]

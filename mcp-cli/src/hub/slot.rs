@@ -418,8 +418,7 @@ impl Slot {
     }
 
     /// Keeps a listing of this server's tools, and those `client` rejected, in the catalogue
-    /// on disk (unless it is private); returns whether the listing kept before held other
-    /// tools.
+    /// on disk; returns whether the listing kept before held other tools.
     fn store_tools(&self, hub: &Inner, client: &Client, tools: &[Tool], fresh: Freshness) -> bool {
         let Ok(spec) = self.spec() else { return false };
         let rejected = (client.rejected_tools().into_iter())

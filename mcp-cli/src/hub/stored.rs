@@ -7,17 +7,24 @@
 //! edited entry is a new server and never reuses the old one's listing; then a digest of what
 //! the hub offers it (forms, roots), since a server may list other tools to a client that can
 //! fill in forms. A live listing under one such key drops the server's listings under the
-//! others: they may predate a change it shows. A listing is served
-//! until its `ttlMs` runs out, or, without one, for [`MAX_AGE`]; one marked
-//! `cacheScope: private` (or with no scope, which counts as private) is never written, and a
-//! private listing replacing a stored one removes it. The files are a cache: one that cannot
-//! be read or written only costs a server start.
+//! others: they may predate a change it shows.
+//!
+//! A listing is served for *listing* (what tools there are, for `tools`, `search` and a host's
+//! `tools/list`) for [`MAX_AGE`], whatever its `ttlMs`: the hint says how long the server's
+//! definitions may be reused, and no call ever reuses these (a call lists its server live and
+//! checks what it lists against the pins), while a list that leaves a server out until it
+//! starts is what one-shot hosts got wrong (DESIGN §19). A listing marked
+//! `cacheScope: private` is kept too: the folder is one user's own (0700, files 0600), read by
+//! nobody else, and every listing in it was made under that user's one set of credentials for
+//! the server, which is the 2026-07-28 revision's private cache, reused "for the same
+//! authorization context" only. The files are a cache: one that cannot be read or written only
+//! costs a server start.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use mcp_smol::proto::{CacheHint, CacheScope, Prompt, Resource, ResourceTemplate, Tool};
+use mcp_smol::proto::{CacheHint, Prompt, Resource, ResourceTemplate, Tool};
 use serde::{Deserialize, Serialize};
 
 use crate::config::ServerSpec;
@@ -26,9 +33,8 @@ use crate::hub::cache::Freshness;
 use crate::hub::eras;
 use crate::hub::features::Features;
 
-/// How long a listing without a `ttlMs` (every handshake-era server's) is served: a server
-/// upgraded meanwhile (an `npx -y` entry) is listed again at least this often, and every time
-/// one of its tools is called.
+/// How long a listing is served, whatever its `ttlMs`: a server upgraded meanwhile (an `npx
+/// -y` entry) is listed again at least this often, and every time one of its tools is called.
 /// (The era verdicts' own bound, for the same reason.)
 pub(crate) const MAX_AGE: Duration = crate::hub::eras::MAX_AGE;
 
@@ -38,19 +44,18 @@ pub(crate) const MAX_AGE: Duration = crate::hub::eras::MAX_AGE;
 struct Listed<T> {
     /// Milliseconds since the Unix epoch.
     listed_at: u64,
-    /// The listing's `ttlMs`, if it had one.
+    /// The listing's `ttlMs`, if it had one: kept as the server said it, though listings
+    /// are served for [`MAX_AGE`] whatever it says (see the module's doc).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     ttl_ms: Option<u64>,
     items: T,
 }
 
 impl<T> Listed<T> {
-    /// Whether it may be served at `now`. One dated after `now` (a clock set back) has no age
-    /// to go by, so it may not.
+    /// Whether it may be served at `now`: listed less than [`MAX_AGE`] before. One dated
+    /// after `now` (a clock set back) has no age to go by, so it may not.
     fn is_fresh(&self, now: SystemTime) -> bool {
-        let listed = UNIX_EPOCH + Duration::from_millis(self.listed_at);
-        let life = self.ttl_ms.map_or(MAX_AGE, Duration::from_millis);
-        now.duration_since(listed).is_ok_and(|age| age < life)
+        self.age(now).is_some_and(|age| age < MAX_AGE)
     }
 
     fn age(&self, now: SystemTime) -> Option<Duration> {
@@ -60,13 +65,24 @@ impl<T> Listed<T> {
 }
 
 /// What `spec`'s listings are kept under, when the hub offers forms (`elicit`) or not.
+///
+/// The values of its `env_pass` variables are part of it: they are how an entry is given the
+/// credentials of the shell it runs from (a `GITHUB_TOKEN`), and a private listing made under
+/// one token is not another's (the rest of an entry's environment is in [`eras::key`]).
 pub(crate) fn key(spec: &ServerSpec, elicit: bool) -> String {
     let roots = spec
         .roots
         .iter()
         .map(|root| root.as_os_str().as_encoded_bytes());
+    let passed: Vec<Vec<u8>> = (spec.command.env_pass.iter())
+        .map(|name| {
+            let value = std::env::var_os(name).unwrap_or_default();
+            [name.as_bytes(), b"=", value.as_encoded_bytes()].concat()
+        })
+        .collect();
     let offered = [&b"elicitation"[..], if elicit { b"yes" } else { b"no" }];
-    let offered = eras::short_digest(offered.into_iter().chain(roots));
+    let offered = offered.into_iter().chain(roots);
+    let offered = eras::short_digest(offered.chain(passed.iter().map(Vec::as_slice)));
     format!("{}-{offered}", eras::key(spec))
 }
 
@@ -85,6 +101,12 @@ struct StoredTools {
     /// The cap, when the server listed more tools than `max_listed` and these are the first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     capped: Option<usize>,
+}
+
+impl From<StoredTools> for StoredListing {
+    fn from(stored: StoredTools) -> Self {
+        (stored.tools, stored.rejected, stored.capped)
+    }
 }
 
 /// A server's features besides tools, as kept.
@@ -144,12 +166,14 @@ impl Stored {
     /// those the connection rejected, with why, and the cap they were cut at, if they were.
     pub(crate) fn tools(&self, key: &str, now: SystemTime) -> Option<StoredListing> {
         let tools = self.read(key)?.tools?;
-        let StoredTools {
-            tools,
-            rejected,
-            capped,
-        } = tools.is_fresh(now).then_some(tools.items)?;
-        Some((tools, rejected, capped))
+        tools.is_fresh(now).then(|| tools.items.into())
+    }
+
+    /// The tools kept under `key` however old they are: for a host that cannot wait for the
+    /// server to list them again, which an old listing serves better than none.
+    #[cfg(any(feature = "cli", test))]
+    pub(crate) fn last_tools(&self, key: &str) -> Option<StoredListing> {
+        Some(self.read(key)?.tools?.items.into())
     }
 
     /// The resources, templates and prompts kept under `key`, if they may still be served.
@@ -163,9 +187,8 @@ impl Stored {
         self.read(key)?.tools?.age(now)
     }
 
-    /// Keeps `tools`, listed at `now` with `fresh`'s hint; a private listing is not kept,
-    /// and removes the one kept before. Returns whether a listing kept before held other
-    /// tools: one that may have been served for them.
+    /// Keeps `tools`, listed at `now` with `fresh`'s hint. Returns whether a listing kept
+    /// before held other tools: one that may have been served for them.
     pub(crate) fn save_tools(
         &self,
         key: &str,
@@ -173,11 +196,11 @@ impl Stored {
         fresh: Freshness,
         now: SystemTime,
     ) -> bool {
-        let listed = kept(fresh.hint(), now, || StoredTools {
+        let listed = Some(kept(fresh.hint(), now, || StoredTools {
             tools: tools.to_vec(),
             rejected,
             capped,
-        });
+        }));
         let mut differs = false;
         self.update(key, |entry| {
             let before = std::mem::replace(&mut entry.tools, listed);
@@ -225,12 +248,12 @@ impl Stored {
         features: &Features,
         now: SystemTime,
     ) -> Option<Features> {
-        let listed = kept(features.fresh.hint(), now, || StoredFeatures {
+        let listed = Some(kept(features.fresh.hint(), now, || StoredFeatures {
             resources: features.resources.clone(),
             templates: features.templates.clone(),
             prompts: features.prompts.clone(),
             capped: features.capped.clone(),
-        });
+        }));
         let mut before = None;
         self.update(key, |entry| {
             before = std::mem::replace(&mut entry.features, listed);
@@ -284,21 +307,14 @@ impl Stored {
     }
 }
 
-/// The listing to keep, or `None` for one that must not be: marked private.
-fn kept<T>(
-    hint: Option<CacheHint>,
-    now: SystemTime,
-    items: impl FnOnce() -> T,
-) -> Option<Listed<T>> {
-    if hint.is_some_and(|hint| hint.scope == CacheScope::Private) {
-        return None;
-    }
+/// The listing to keep, public or private alike (see the module's doc).
+fn kept<T>(hint: Option<CacheHint>, now: SystemTime, items: impl FnOnce() -> T) -> Listed<T> {
     let since = now.duration_since(UNIX_EPOCH).unwrap_or_default();
-    Some(Listed {
+    Listed {
         listed_at: u64::try_from(since.as_millis()).unwrap_or(u64::MAX),
         ttl_ms: hint.map(|hint| u64::try_from(hint.ttl.as_millis()).unwrap_or(u64::MAX)),
         items: items(),
-    })
+    }
 }
 
 /// Writes `path` in `dir`, made (0700) if missing; the listings are the user's own (0600).
@@ -309,6 +325,8 @@ fn write(dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
+    use mcp_smol::proto::CacheScope;
+
     use super::*;
 
     fn temp_dir(name: &str) -> PathBuf {
@@ -329,7 +347,7 @@ mod tests {
     }
 
     #[test]
-    fn tools_are_served_for_their_ttl_or_max_age() {
+    fn tools_are_served_for_max_age_whatever_their_ttl() {
         let dir = temp_dir("ttl");
         let stored = Stored::new(Some(dir.clone()));
         let then = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
@@ -351,19 +369,23 @@ mod tests {
         assert!(again.tools("fx-1", then + MAX_AGE - second).is_some());
         assert_eq!(again.tools("fx-1", then + MAX_AGE), None, "too old");
         assert_eq!(again.tools("fx-1", then - second), None, "clock set back");
-        // A ttl ends it sooner; the stale listing's age is still told.
+        // A ttl, even of nothing, does not end it sooner: no call reuses what is kept.
         stored.save_tools(
             "fx-1",
             (&[tool("add")], Vec::new(), None),
-            hinted(500, CacheScope::Public),
+            hinted(0, CacheScope::Public),
             then,
         );
-        let ms = Duration::from_millis;
         assert_eq!(
-            stored.tools("fx-1", then + ms(499)),
+            stored.tools("fx-1", then + MAX_AGE - second),
             Some((vec![tool("add")], Vec::new(), None))
         );
-        assert_eq!(stored.tools("fx-1", then + ms(500)), None);
+        assert_eq!(stored.tools("fx-1", then + MAX_AGE), None);
+        // Too old to serve, it is still there for a host that cannot wait for a new one.
+        assert_eq!(
+            stored.last_tools("fx-1"),
+            Some((vec![tool("add")], Vec::new(), None))
+        );
         assert_eq!(stored.age("fx-1", then + second), Some(second));
         let mode = std::os::unix::fs::PermissionsExt::mode(
             &std::fs::metadata(dir.join("fx-1.json"))
@@ -387,6 +409,13 @@ mod tests {
         let mut rooted = spec.clone();
         rooted.roots.push("/srv".into());
         assert_ne!(key(&rooted, false), plain, "roots offered");
+        // A variable passed in: its value (unset, here) is part of the key.
+        let mut passing = spec.clone();
+        passing
+            .command
+            .env_pass
+            .push("MCP_CLI_STORED_TEST_UNSET".into());
+        assert_ne!(key(&passing, false), plain, "env_pass named");
     }
 
     #[test]
@@ -411,33 +440,28 @@ mod tests {
     }
 
     #[test]
-    fn a_private_listing_is_never_written_and_removes_the_old_one() {
+    fn a_private_listing_is_kept_as_a_public_one_is() {
         let dir = temp_dir("private");
         let stored = Stored::new(Some(dir.clone()));
         let now = SystemTime::now();
-        stored.save_tools(
-            "fx-1",
-            (&[tool("secret")], Vec::new(), None),
-            hinted(60_000, CacheScope::Private),
-            now,
-        );
-        assert!(!dir.join("fx-1.json").exists());
+        // As servers on the Python SDK 2.x mark every listing.
         stored.save_tools(
             "fx-1",
             (&[tool("echo")], Vec::new(), None),
-            hinted(60_000, CacheScope::Public),
+            hinted(0, CacheScope::Private),
             now,
         );
-        assert!(stored.tools("fx-1", now).is_some());
-        stored.save_tools(
-            "fx-1",
-            (&[tool("secret")], Vec::new(), None),
-            hinted(60_000, CacheScope::Private),
-            now,
+        assert_eq!(
+            stored.tools("fx-1", now + Duration::from_secs(60)),
+            Some((vec![tool("echo")], Vec::new(), None))
         );
-        assert_eq!(stored.tools("fx-1", now), None);
-        assert!(!dir.join("fx-1.json").exists(), "nothing left to keep");
-        let _ = std::fs::remove_dir_all(&dir);
+        let mode = std::os::unix::fs::PermissionsExt::mode(
+            &std::fs::metadata(dir.join("fx-1.json"))
+                .unwrap()
+                .permissions(),
+        );
+        assert_eq!(mode & 0o777, 0o600, "the user's own");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The catalogue on disk through the `mcp-cli` binary: `tools`, `search` and `serve`'s listing
-//! answered without starting a server, `--refresh`, private listings never written, an edited
-//! entry or an expired ttl listed afresh, the policy applied to what is read from disk, and
-//! eight real servers listed from disk.
+//! answered without starting a server, `--refresh`, listings kept whatever their cache hints
+//! (a call still lists live), an edited entry listed afresh, the policy applied to what is
+//! read from disk, and eight real servers listed from disk.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -21,7 +21,7 @@ fn block(name: &str, args: &[&str]) -> String {
 }
 
 /// How many times server `name` has been started in `scratch`: each start marks its log.
-fn starts(scratch: &Scratch, name: &str) -> usize {
+pub(crate) fn starts(scratch: &Scratch, name: &str) -> usize {
     let log = scratch.0.join(format!("state/mcp-cli/logs/{name}.log"));
     let text = std::fs::read_to_string(log).unwrap_or_default();
     text.matches(" started: ").count()
@@ -148,7 +148,7 @@ fn a_server_that_no_longer_starts_is_listed_from_disk_and_refresh_says_why() {
 }
 
 #[test]
-fn private_listings_are_never_written_and_expired_ones_are_listed_again() {
+fn listings_are_answered_from_disk_whatever_their_hints_and_calls_list_live() {
     let scratch = Scratch::new("catalogue-hints");
     let stateless = |ttl: &'static str, scope: &'static str| {
         [
@@ -161,40 +161,43 @@ fn private_listings_are_never_written_and_expired_ones_are_listed_again() {
             scope,
         ]
     };
+    // `ttl0` marks its listings as servers on the Python SDK 2.x do.
     let config = [
         block("public", &stateless("600000", "public")),
-        block("private", &stateless("600000", "private")),
+        block("ttl0", &stateless("0", "private")),
         block("expired", &stateless("1", "public")),
     ]
     .concat();
     scratch.write("config.toml", &config);
+    let servers = ["public", "ttl0", "expired"];
     let first = cli(&scratch, &["tools"]);
     assert_eq!(first.code, 0, "{first:?}");
-    for server in ["public", "private", "expired"] {
+    for server in servers {
         assert!(
             first.stdout.contains(&format!("{server}__echo")),
             "{first:?}"
         );
-        assert_eq!(starts(&scratch, server), 1, "{server}");
     }
-    let expected = BTreeSet::from(["expired".to_owned(), "public".to_owned()]);
-    assert_eq!(kept(&scratch), expected, "no private listing on disk");
-    let text = std::fs::read_dir(scratch.0.join("state/mcp-cli/catalogue")).unwrap();
-    for file in text {
-        let text = std::fs::read_to_string(file.unwrap().path()).unwrap();
-        assert!(!text.contains("\"key\":\"private-"), "{text}");
-    }
+    assert_eq!(servers.map(|name| starts(&scratch, name)), [1, 1, 1]);
+    let expected = BTreeSet::from(servers.map(str::to_owned));
+    assert_eq!(kept(&scratch), expected, "private listings kept too");
 
+    // A warm catalogue: `tools` and `search` start none of them.
     let second = cli(&scratch, &["tools"]);
     assert_eq!(
         (second.code, &second.stdout),
         (0, &first.stdout),
         "{second:?}"
     );
-    assert_eq!(starts(&scratch, "public"), 1, "fresh on disk");
-    assert_eq!(starts(&scratch, "private"), 2, "never on disk");
-    assert_eq!(starts(&scratch, "expired"), 2, "its ttl ran out");
-    assert_eq!(kept(&scratch), expected);
+    let search = cli(&scratch, &["search", "echo", "the", "text"]);
+    assert_eq!(search.code, 0, "{search:?}");
+    assert!(search.stdout.contains("ttl0__echo"), "{search:?}");
+    assert_eq!(servers.map(|name| starts(&scratch, name)), [1, 1, 1]);
+
+    // A call lists its server live, whatever is kept.
+    let call = cli(&scratch, &["call", "ttl0", "echo", "text=hi"]);
+    assert_eq!((call.code, call.stdout.trim()), (0, "hi"), "{call:?}");
+    assert_eq!(starts(&scratch, "ttl0"), 2);
 }
 
 #[test]
@@ -324,7 +327,7 @@ const PYTHON: [&str; 3] = ["git", "time", "fetch"];
     any(no_node, no_python),
     ignore = "needs Node.js and npm, and Python 3 with venv, on PATH"
 )]
-fn eight_real_servers_are_listed_from_disk_unless_their_hints_forbid_it() {
+fn eight_real_servers_are_listed_from_disk_whatever_their_hints() {
     let scratch = Scratch::new("catalogue-eight");
     let config = eight_servers(&scratch);
     let config = config.to_str().unwrap();
@@ -337,26 +340,13 @@ fn eight_real_servers_are_listed_from_disk_unless_their_hints_forbid_it() {
     let (live, live_took) = timed(&["tools"]);
     assert_eq!(live.code, 0, "{live:?}");
     assert_eq!(starts(), [1; 8], "{live:?}");
-    // The Python servers speak the stateless era and forbid keeping their listings.
-    let (again, _) = timed(&["tools"]);
-    assert_eq!((again.code, &again.stdout), (0, &live.stdout), "{again:?}");
-    assert_eq!(starts(), [1, 1, 1, 1, 1, 2, 2, 2], "only those started");
+    // The Python servers mark their listings `ttlMs: 0, private`; kept all the same, so the
+    // next run starts nothing.
     let kept = kept(&scratch);
-    assert!(PYTHON.iter().all(|name| !kept.contains(*name)), "{kept:?}");
-
-    // Spoken to in the handshake era, they send no hint, so their listings are kept too.
-    let mut text = std::fs::read_to_string(config).unwrap();
-    for name in PYTHON {
-        let header = format!("[mcp.{name}]\n");
-        text = text.replace(&header, &format!("{header}protocol = \"2025-11-25\"\n"));
-    }
-    std::fs::write(config, text).unwrap();
-    let (handshake, _) = timed(&["tools"]);
-    assert_eq!(handshake.stdout, live.stdout, "{handshake:?}");
-    assert_eq!(starts(), [1, 1, 1, 1, 1, 3, 3, 3]);
+    assert!(PYTHON.iter().all(|name| kept.contains(*name)), "{kept:?}");
     let (disk, disk_took) = timed(&["tools"]);
     assert_eq!((disk.code, &disk.stdout), (0, &live.stdout), "{disk:?}");
-    assert_eq!(starts(), [1, 1, 1, 1, 1, 3, 3, 3], "none started");
+    assert_eq!(starts(), [1; 8], "none started");
     println!(
         "tools over 8 real servers: {live_took:?} live, {disk_took:?} from disk ({:.1}x faster)",
         live_took.as_secs_f64() / disk_took.as_secs_f64()

@@ -379,8 +379,18 @@ impl RawHost {
         args: &[&str],
         capabilities: &str,
     ) -> (std::process::Child, Self) {
+        Self::start_waiting(scratch, args, capabilities, "120000")
+    }
+
+    /// [`start`](Self::start), with `tools/list` waiting `millis` for servers never listed.
+    pub(crate) fn start_waiting(
+        scratch: &Scratch,
+        args: &[&str],
+        capabilities: &str,
+        millis: &str,
+    ) -> (std::process::Child, Self) {
         let mut command = scratch.command(args);
-        command.env("MCP_CLI_LIST_WAIT_MS", "120000");
+        command.env("MCP_CLI_LIST_WAIT_MS", millis);
         Self::spawn(command, capabilities)
     }
 
@@ -422,12 +432,7 @@ impl RawHost {
 
     /// The shown names `tools/list` answers with.
     pub(crate) fn tool_names(&mut self, id: u64) -> Vec<String> {
-        let listed = self.request(id, "tools/list", json!({}));
-        (listed["result"]["tools"].as_array())
-            .unwrap_or_else(|| panic!("{listed}"))
-            .iter()
-            .map(|tool| tool["name"].as_str().unwrap().to_owned())
-            .collect()
+        names_in(&self.request(id, "tools/list", json!({})))
     }
 
     /// Writes `line`, expecting no answer (a notification).
@@ -444,6 +449,15 @@ impl RawHost {
         self.stdout.read_line(&mut answer).unwrap();
         serde_json::from_str(&answer).unwrap_or_else(|_| panic!("not JSON: {answer:?}"))
     }
+}
+
+/// The shown names a `tools/list` answer holds.
+fn names_in(listed: &Value) -> Vec<String> {
+    (listed["result"]["tools"].as_array())
+        .unwrap_or_else(|| panic!("{listed}"))
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap().to_owned())
+        .collect()
 }
 
 /// An `ask` rule through the gateway: an elicitation to a host that declared it can answer
@@ -776,8 +790,9 @@ fn a_backends_form_during_a_prompt_or_a_read_reaches_the_host_waiting_on_it() {
     assert!(serve.wait().unwrap().success());
 }
 
-/// One slow server does not hold up `tools/list`: the answer comes with the servers ready
-/// within the wait, and the host is told the list changed once the slow one is ready.
+/// One slow server does not hold up `tools/list` past the wait: the answer comes with the
+/// servers ready within it and a `nextCursor` for the rest, and the host is told the list
+/// changed once the slow one is ready.
 #[test]
 fn tools_list_answers_without_waiting_for_a_slow_server() {
     let scratch = Scratch::new("gateway-slow-list");
@@ -789,8 +804,10 @@ fn tools_list_answers_without_waiting_for_a_slow_server() {
         ),
     );
     let args = ["--config", config.to_str().unwrap(), "serve"];
-    let (mut serve, mut host) = RawHost::start(&scratch, &args, "{}");
-    let first = host.tool_names(1);
+    let (mut serve, mut host) = RawHost::start_waiting(&scratch, &args, "{}", "1000");
+    let listed = host.request(1, "tools/list", json!({}));
+    assert!(listed["result"]["nextCursor"].is_string(), "{listed}");
+    let first = names_in(&listed);
     assert!(first.contains(&"fx__echo".to_owned()), "{first:?}");
     assert!(
         !first.iter().any(|name| name.starts_with("slow__")),

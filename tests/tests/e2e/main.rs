@@ -93,11 +93,15 @@ mod scan_offer;
 /// `mcp-cli serve` driven by the official TypeScript and Python SDK clients, and by raw lines.
 mod gateway;
 
+/// Hosts that list once: `serve`'s first list holds servers slow to start and, once seen,
+/// every server's tools whatever their cache hints; past the wait the list says it goes on.
+mod gateway_lists;
+
 /// Tool search: `mcp-cli search` and `serve --search`, on eight real servers and the fixture.
 mod search;
 
-/// The catalogue on disk: listings answered without starting servers, refreshed, private ones
-/// never written.
+/// The catalogue on disk: listings answered without starting servers whatever their cache
+/// hints, refreshed, calls listing live.
 mod catalogue;
 
 /// `mcp-cli daemon`: warm runs against cold ones, peer uid, stop, idle exit, stale sockets.

@@ -117,8 +117,11 @@
 //!   In the stateless era a `subscriptions/listen` naming `taskIds` gets `notifications/tasks`
 //!   (the whole task) on its stream once each ends.
 //!
-//! Any mode takes `--list-delay-ms N`: each `tools/list` is answered after N ms; in the
-//! stateless era, `--ttl-ms N` and `--cache-scope S` set the cache hints of lists and reads.
+//! Any mode takes `--list-delay-ms N`: each `tools/list` is answered after N ms;
+//! `--start-delay-ms N`: nothing is read for N ms after the process starts, as a server that
+//! loads a runtime and its imports first (the probe, `initialize` and all wait);
+//! `--start-after FILE`: nothing is read until FILE exists, so a test decides when a server
+//! has started without guessing how long it takes; in the stateless era, `--ttl-ms N` and `--cache-scope S` set the cache hints of lists and reads.
 //!
 //! Any mode takes `--era handshake|stateless|dual` (default `handshake`; `stateless` for the
 //! four stateless-era modes). In the stateless era (revision 2026-07-28) every request must
@@ -269,6 +272,12 @@ fn main() {
         reexec_ignoring_sigterm();
     }
     let server = Arc::new(Server::new(mode, options));
+    thread::sleep(Duration::from_millis(server.option("start-delay-ms", 0)));
+    if let Some(file) = server.options.get("start-after") {
+        while !std::path::Path::new(file).exists() {
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
     server.start();
     server.serve();
 }
