@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use futures_lite::future::FutureExt;
-use mcp_smol::proto::{ClientInfo, RpcError};
+use mcp_smol::proto::{RpcError, server::ClientInfo};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
