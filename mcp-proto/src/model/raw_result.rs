@@ -429,7 +429,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::FromResult;
+    use crate::model::request::FromResult;
     use crate::model::types::CallToolResult;
     use crate::wire::jsonrpc::{self, Message};
 
@@ -580,7 +580,7 @@ mod tests {
         assert!(may("[1]"));
         for result in RESULTS {
             let value = raw(result).into_value().unwrap();
-            if crate::tasks::Task::created_by(&value).is_some() {
+            if crate::model::tasks::Task::created_by(&value).is_some() {
                 assert!(may(result), "{result}");
             }
         }

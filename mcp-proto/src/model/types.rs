@@ -838,7 +838,7 @@ mod tests {
 
     #[test]
     fn pager_keeps_the_first_entries_over_all_pages_and_asks_no_more() {
-        let names = |listing: crate::Listing<Tool>| -> Vec<String> {
+        let names = |listing: crate::model::listing::Listing<Tool>| -> Vec<String> {
             listing.items.into_iter().map(|t| t.name).collect()
         };
         let mut pager = ToolPager::default().max_items(3);

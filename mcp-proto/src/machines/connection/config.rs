@@ -7,7 +7,10 @@ use serde_json::{Map, Value, json};
 use crate::model::types::TASKS_EXTENSION;
 use crate::model::versions::Protocol;
 #[cfg(doc)]
-use crate::{Connection, Event, RequestError};
+use crate::{
+    machines::connection::{Connection, Event},
+    model::error::RequestError,
+};
 
 /// The default of [`Config::max_listed`]: far more tools than a model can choose among (hosts
 /// warn past about a hundred), and far fewer than a hostile server's million.
