@@ -5,7 +5,7 @@ use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 
-use async_channel::{Receiver, Sender};
+use async_channel::Receiver;
 use futures_lite::io::{AsyncRead, AsyncWrite};
 use proto::{
     CallToolResult, Listed, Listing, Notification, Pager, Protocol, RawResult, Request, RpcError,
@@ -16,6 +16,7 @@ use serde_json::Value;
 use crate::driver::{self, Driver, Op, Pilot, Reader, Reply, Route, Shared, Writer};
 use crate::{
     Call, Disconnect, Error, HttpServer, Options, ServerCommand, StderrSink, background, oneshot,
+    queue,
 };
 
 /// What a client runs over: a server to spawn, a stream someone else opened, or a remote
@@ -184,7 +185,7 @@ async fn connect_once(transport: Transport, options: Options) -> Result<Client, 
 /// A cheap, cloneable handle to one server connection.
 #[derive(Clone)]
 pub struct Client {
-    ops: Sender<Op>,
+    ops: queue::Sender<Op>,
     shared: Arc<Shared>,
     /// Lets a waiting caller drive the connection on its own thread, whatever the transport.
     pilot: Arc<Pilot>,
@@ -310,7 +311,7 @@ impl Client {
     /// driver.
     pub async fn notifications(&self) -> Receiver<Notification> {
         let (sender, receiver) = async_channel::unbounded();
-        let _ = self.ops.send(Op::Subscribe(sender)).await;
+        let _ = self.ops.send(Op::Subscribe(sender));
         receiver
     }
 
@@ -323,21 +324,21 @@ impl Client {
     /// unanswered is refused at the core's `server_request_timeout`.
     pub async fn server_requests(&self) -> Receiver<ServerRequest> {
         let (sender, receiver) = async_channel::bounded(16);
-        let _ = self.ops.send(Op::Answer(sender)).await;
+        let _ = self.ops.send(Op::Answer(sender));
         receiver
     }
 
     /// Answers a request from [`server_requests`](Self::server_requests). An answer that
     /// comes too late (after the refusal) or after the connection ended is dropped.
     pub async fn respond(&self, id: ServerRequestId, result: Result<Value, RpcError>) {
-        let _ = self.ops.send(Op::Respond { id, result }).await;
+        let _ = self.ops.send(Op::Respond { id, result });
     }
 
     /// Sends the server a notification (`notifications/roots/list_changed`, ...). Sent once
     /// the connection is ready; dropped before that and after it ended.
     pub async fn notify(&self, method: &str, params: Option<Value>) {
         let method = method.to_owned();
-        let _ = self.ops.send(Op::Notify { method, params }).await;
+        let _ = self.ops.send(Op::Notify { method, params });
     }
 
     /// Closes the connection and waits until the server process has been reaped: stdin
@@ -345,7 +346,7 @@ impl Client {
     /// SIGKILL to the group.
     pub async fn close(&self) {
         let closed = async {
-            let _ = self.ops.send(Op::Close).await;
+            let _ = self.ops.send(Op::Close);
             let _ = self.shared.done.recv().await;
         };
         self.drive_while(closed).await;
@@ -383,7 +384,7 @@ impl Client {
         op: Op,
         answer: oneshot::Receiver<Result<T, Error>>,
     ) -> Result<T, Error> {
-        if self.ops.send(op).await.is_ok() {
+        if self.ops.send(op).is_ok() {
             // A caller that drops this future (a timeout of its own, a select) stops waiting:
             // the server is told to stop working on it too.
             let mut waiting = Waiting {
@@ -411,7 +412,7 @@ impl Client {
 /// first and then tells the driver, which cancels every request whose channel is closed.
 struct Waiting<'a, T> {
     answer: Option<oneshot::Receiver<Result<T, Error>>>,
-    ops: &'a Sender<Op>,
+    ops: &'a queue::Sender<Op>,
 }
 
 impl<T> Drop for Waiting<'_, T> {
@@ -419,7 +420,7 @@ impl<T> Drop for Waiting<'_, T> {
         if let Some(answer) = self.answer.take() {
             drop(answer);
             // The channel is unbounded, so this never waits; a stopped driver needs no telling.
-            let _ = self.ops.try_send(Op::Abandoned);
+            let _ = self.ops.send(Op::Abandoned);
         }
     }
 }
