@@ -54,7 +54,6 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-
 use crate::Options;
 use crate::driver::{Driver, Op, Shared};
 
