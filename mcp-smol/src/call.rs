@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use proto::{FromResult, RawResult, Request};
 
-use crate::driver::Route;
+use crate::client::Ask;
+use crate::driver::{Flight, Route};
 use crate::{Client, Error, ProgressInbox};
 
 /// A request of `client`'s, with how its caller waits for it; nothing is sent until it is
@@ -89,9 +90,8 @@ impl<'a, T: FromResult> IntoFuture for Call<'a, T> {
         } = self;
         CallFuture {
             method: request.method().to_owned(),
-            // Boxed: the future is named here, and it is kilobytes, which every move of the
-            // caller's future would otherwise copy.
-            raw: Box::pin(client.send(request.untyped(), progress)),
+            // Not boxed: the wait is the operation and a few pointers.
+            raw: client.send(request.untyped(), progress),
             result: PhantomData,
         }
     }
@@ -101,7 +101,7 @@ impl<'a, T: FromResult> IntoFuture for Call<'a, T> {
 #[must_use = "futures do nothing unless polled"]
 pub struct CallFuture<'a, T> {
     method: String,
-    raw: Pin<Box<dyn Future<Output = Result<RawResult, Error>> + Send + 'a>>,
+    raw: Flight<'a, Ask<'a, RawResult>>,
     result: PhantomData<fn() -> T>,
 }
 
@@ -117,7 +117,7 @@ impl<T: FromResult> Future for CallFuture<'_, T> {
     type Output = Result<T, Error>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<T, Error>> {
-        let raw = std::task::ready!(self.raw.as_mut().poll(cx))?;
+        let raw = std::task::ready!(Pin::new(&mut self.raw).poll(cx))?;
         Poll::Ready(Ok(T::answer_raw(&self.method, raw)?))
     }
 }

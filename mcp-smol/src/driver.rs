@@ -39,7 +39,7 @@ mod on_caller;
 mod progress;
 mod stream;
 pub(crate) use callers::{Callers, ClientCore, Waiters};
-pub(crate) use on_caller::Pilot;
+pub(crate) use on_caller::{Flight, Pilot};
 pub use progress::ProgressInbox;
 pub(crate) use progress::Route;
 pub(crate) use stream::{ByteStream, Incoming, Reader, Writer, over_stream, spawn};
