@@ -37,11 +37,12 @@ impl<T: Serialize> RequestParams for CallToolParams<'_, T> {
         }
         out.extend_from_slice(br#","_meta":"#);
         match &self.meta {
-            // The usual `_meta`: the call's own progress token alone.
+            // The usual `_meta`: the call's own progress token alone (the era's members, if
+            // any, are spliced in after it).
             Meta {
                 progress_token: Some(token),
                 caller: None,
-                era: None,
+                era: _,
             } => {
                 out.extend_from_slice(br#"{"progressToken":"#);
                 serde_json::to_writer(&mut *out, token)?;
