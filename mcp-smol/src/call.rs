@@ -2,6 +2,7 @@
 //! then awaited for its result read as the request's type, or [`Call::raw`] for it unread.
 //! The one request path: every convenience method of [`Client`] is a call into it.
 
+use std::borrow::Cow;
 use std::future::{Future, IntoFuture};
 use std::marker::PhantomData;
 use std::pin::Pin;
@@ -89,7 +90,7 @@ impl<'a, T: FromResult> IntoFuture for Call<'a, T> {
             progress,
         } = self;
         CallFuture {
-            method: request.method().to_owned(),
+            method: method_name(request.method()),
             // Not boxed: the wait is the operation and a few pointers.
             raw: client.send(request.untyped(), progress),
             result: PhantomData,
@@ -97,10 +98,34 @@ impl<'a, T: FromResult> IntoFuture for Call<'a, T> {
     }
 }
 
+/// The method of a call, for the error of a result that does not read as its type: the
+/// methods of the typed requests are named without a copy made for every call.
+fn method_name(method: &str) -> Cow<'static, str> {
+    const TYPED: &[&str] = &[
+        "tools/call",
+        "tools/list",
+        "resources/list",
+        "resources/read",
+        "resources/templates/list",
+        "prompts/list",
+        "prompts/get",
+        "completion/complete",
+        "ping",
+        "tasks/get",
+        "tasks/result",
+        "tasks/list",
+        "tasks/cancel",
+    ];
+    match TYPED.iter().find(|typed| **typed == method) {
+        Some(typed) => Cow::Borrowed(typed),
+        None => Cow::Owned(method.to_owned()),
+    }
+}
+
 /// A [`Call`] awaited: its result, read as `T` on the caller's task (not the driver's).
 #[must_use = "futures do nothing unless polled"]
 pub struct CallFuture<'a, T> {
-    method: String,
+    method: Cow<'static, str>,
     raw: Flight<'a, Ask<'a, RawResult>>,
     result: PhantomData<fn() -> T>,
 }

@@ -374,7 +374,7 @@ impl Client {
 
     /// Hands the driver the operation `op` makes and waits for its answer, driving meanwhile
     /// (see [`drive_while`](Self::drive_while)).
-    pub(crate) fn ask<T>(&self, op: impl FnOnce(Reply<T>) -> Op) -> Flight<'_, Ask<'_, T>> {
+    fn ask<T>(&self, op: impl FnOnce(Reply<T>) -> Op) -> Flight<'_, Ask<'_, T>> {
         let (reply, answer) = oneshot::channel();
         let ask = Ask {
             client: self,
