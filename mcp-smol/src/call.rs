@@ -2,6 +2,7 @@
 //! then awaited for its result read as the request's type, or [`Call::raw`] for it unread.
 //! The one request path: every convenience method of [`Client`] is a call into it.
 
+use std::borrow::Cow;
 use std::future::{Future, IntoFuture};
 use std::marker::PhantomData;
 use std::pin::Pin;
@@ -10,7 +11,8 @@ use std::time::Duration;
 
 use proto::{FromResult, RawResult, Request};
 
-use crate::driver::Route;
+use crate::client::Ask;
+use crate::driver::{Flight, Route};
 use crate::{Client, Error, ProgressInbox};
 
 /// A request of `client`'s, with how its caller waits for it; nothing is sent until it is
@@ -88,20 +90,43 @@ impl<'a, T: FromResult> IntoFuture for Call<'a, T> {
             progress,
         } = self;
         CallFuture {
-            method: request.method().to_owned(),
-            // Boxed: the future is named here, and it is kilobytes, which every move of the
-            // caller's future would otherwise copy.
-            raw: Box::pin(client.send(request.untyped(), progress)),
+            method: method_name(request.method()),
+            // Not boxed: the wait is the operation and a few pointers.
+            raw: client.send(request.untyped(), progress),
             result: PhantomData,
         }
+    }
+}
+
+/// The method of a call, for the error of a result that does not read as its type: the
+/// methods of the typed requests are named without a copy made for every call.
+fn method_name(method: &str) -> Cow<'static, str> {
+    const TYPED: &[&str] = &[
+        "tools/call",
+        "tools/list",
+        "resources/list",
+        "resources/read",
+        "resources/templates/list",
+        "prompts/list",
+        "prompts/get",
+        "completion/complete",
+        "ping",
+        "tasks/get",
+        "tasks/result",
+        "tasks/list",
+        "tasks/cancel",
+    ];
+    match TYPED.iter().find(|typed| **typed == method) {
+        Some(typed) => Cow::Borrowed(typed),
+        None => Cow::Owned(method.to_owned()),
     }
 }
 
 /// A [`Call`] awaited: its result, read as `T` on the caller's task (not the driver's).
 #[must_use = "futures do nothing unless polled"]
 pub struct CallFuture<'a, T> {
-    method: String,
-    raw: Pin<Box<dyn Future<Output = Result<RawResult, Error>> + Send + 'a>>,
+    method: Cow<'static, str>,
+    raw: Flight<'a, Ask<'a, RawResult>>,
     result: PhantomData<fn() -> T>,
 }
 
@@ -117,7 +142,7 @@ impl<T: FromResult> Future for CallFuture<'_, T> {
     type Output = Result<T, Error>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<T, Error>> {
-        let raw = std::task::ready!(self.raw.as_mut().poll(cx))?;
+        let raw = std::task::ready!(Pin::new(&mut self.raw).poll(cx))?;
         Poll::Ready(Ok(T::answer_raw(&self.method, raw)?))
     }
 }

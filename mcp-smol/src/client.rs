@@ -3,9 +3,11 @@
 use std::collections::BTreeSet;
 use std::fmt;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 
-use async_channel::{Receiver, Sender};
+use async_channel::Receiver;
 use futures_lite::io::{AsyncRead, AsyncWrite};
 use proto::{
     CallToolResult, Listed, Listing, Notification, Pager, Protocol, RawResult, Request, RpcError,
@@ -13,9 +15,10 @@ use proto::{
 };
 use serde_json::Value;
 
-use crate::driver::{self, Driver, Op, Pilot, Reader, Reply, Route, Shared, Writer};
+use crate::driver::{self, Driver, Flight, Op, Pilot, Reader, Reply, Route, Shared, Writer};
 use crate::{
     Call, Disconnect, Error, HttpServer, Options, ServerCommand, StderrSink, background, oneshot,
+    queue,
 };
 
 /// What a client runs over: a server to spawn, a stream someone else opened, or a remote
@@ -184,7 +187,7 @@ async fn connect_once(transport: Transport, options: Options) -> Result<Client, 
 /// A cheap, cloneable handle to one server connection.
 #[derive(Clone)]
 pub struct Client {
-    ops: Sender<Op>,
+    ops: queue::Sender<Op>,
     shared: Arc<Shared>,
     /// Lets a waiting caller drive the connection on its own thread, whatever the transport.
     pilot: Arc<Pilot>,
@@ -253,17 +256,16 @@ impl Client {
     }
 
     /// Sends a request of a [`Call`], its result unread.
-    pub(crate) async fn send(
+    pub(crate) fn send(
         &self,
         request: Request,
         progress: Option<Route>,
-    ) -> Result<RawResult, Error> {
+    ) -> Flight<'_, Ask<'_, RawResult>> {
         self.ask(|reply| Op::Request {
             request,
             reply,
             progress,
         })
-        .await
     }
 
     /// Calls a tool with the default timeout. A result with `is_error` is still `Ok`.
@@ -310,7 +312,7 @@ impl Client {
     /// driver.
     pub async fn notifications(&self) -> Receiver<Notification> {
         let (sender, receiver) = async_channel::unbounded();
-        let _ = self.ops.send(Op::Subscribe(sender)).await;
+        let _ = self.ops.send(Op::Subscribe(sender));
         receiver
     }
 
@@ -323,21 +325,21 @@ impl Client {
     /// unanswered is refused at the core's `server_request_timeout`.
     pub async fn server_requests(&self) -> Receiver<ServerRequest> {
         let (sender, receiver) = async_channel::bounded(16);
-        let _ = self.ops.send(Op::Answer(sender)).await;
+        let _ = self.ops.send(Op::Answer(sender));
         receiver
     }
 
     /// Answers a request from [`server_requests`](Self::server_requests). An answer that
     /// comes too late (after the refusal) or after the connection ended is dropped.
     pub async fn respond(&self, id: ServerRequestId, result: Result<Value, RpcError>) {
-        let _ = self.ops.send(Op::Respond { id, result }).await;
+        let _ = self.ops.send(Op::Respond { id, result });
     }
 
     /// Sends the server a notification (`notifications/roots/list_changed`, ...). Sent once
     /// the connection is ready; dropped before that and after it ended.
     pub async fn notify(&self, method: &str, params: Option<Value>) {
         let method = method.to_owned();
-        let _ = self.ops.send(Op::Notify { method, params }).await;
+        let _ = self.ops.send(Op::Notify { method, params });
     }
 
     /// Closes the connection and waits until the server process has been reaped: stdin
@@ -345,7 +347,7 @@ impl Client {
     /// SIGKILL to the group.
     pub async fn close(&self) {
         let closed = async {
-            let _ = self.ops.send(Op::Close).await;
+            let _ = self.ops.send(Op::Close);
             let _ = self.shared.done.recv().await;
         };
         self.drive_while(closed).await;
@@ -367,59 +369,76 @@ impl Client {
     /// Waits for `future`, driving the connection meanwhile if no other caller does: the
     /// answer is then read on this thread, with no hop through the driver's.
     async fn drive_while<F: Future>(&self, future: F) -> F::Output {
-        self.pilot.fly(future).await
+        self.pilot.fly(std::pin::pin!(future)).await
     }
 
-    async fn ask<T>(&self, op: impl FnOnce(Reply<T>) -> Op) -> Result<T, Error> {
-        let asked = async {
-            let (reply, answer) = oneshot::channel();
-            self.answer(op(reply), answer).await
+    /// Hands the driver the operation `op` makes and waits for its answer, driving meanwhile
+    /// (see [`drive_while`](Self::drive_while)).
+    fn ask<T>(&self, op: impl FnOnce(Reply<T>) -> Op) -> Flight<'_, Ask<'_, T>> {
+        let (reply, answer) = oneshot::channel();
+        let ask = Ask {
+            client: self,
+            op: Some(op(reply)),
+            answer: Some(answer),
         };
-        self.drive_while(asked).await
+        self.pilot.fly(ask)
     }
 
-    async fn answer<T>(
-        &self,
-        op: Op,
-        answer: oneshot::Receiver<Result<T, Error>>,
-    ) -> Result<T, Error> {
-        if self.ops.send(op).await.is_ok() {
-            // A caller that drops this future (a timeout of its own, a select) stops waiting:
-            // the server is told to stop working on it too.
-            let mut waiting = Waiting {
-                answer: Some(answer),
-                ops: &self.ops,
-            };
-            let answered = match &waiting.answer {
-                Some(answer) => answer.recv().await,
-                None => Err(oneshot::Closed),
-            };
-            waiting.answer = None;
-            if let Ok(result) = answered {
-                return result;
-            }
-        }
-        // The driver has stopped: it recorded why before it did, unless it was dropped.
-        Err(match self.shared.ended() {
+    /// Why every operation fails once the driver has stopped: it recorded why before it did,
+    /// unless it was dropped.
+    fn ended_error(&self) -> Error {
+        match self.shared.ended() {
             Some(ended) => ended.error.clone(),
             None => Error::Disconnected(Box::new(Disconnect::driver_dropped())),
-        })
+        }
     }
 }
 
-/// A caller waiting for its answer. Dropped while still waiting, it closes the answer channel
-/// first and then tells the driver, which cancels every request whose channel is closed.
-struct Waiting<'a, T> {
+/// An operation on its way to the driver, then its caller waiting for the answer. A future
+/// written out rather than an `async` block: those, nested in the caller's and the pilot's,
+/// kept a copy of each other's state at every level (1.7 KB for a call, allocated and copied
+/// on every call); this is the operation and two pointers.
+pub(crate) struct Ask<'a, T> {
+    client: &'a Client,
+    /// Sent on the first poll, once the wait has boarded: the driver's wake-up is then the
+    /// pilot's to take, not the background task's.
+    op: Option<Op>,
+    /// Taken once answered.
     answer: Option<oneshot::Receiver<Result<T, Error>>>,
-    ops: &'a Sender<Op>,
 }
 
-impl<T> Drop for Waiting<'_, T> {
+impl<T> Future for Ask<'_, T> {
+    type Output = Result<T, Error>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<T, Error>> {
+        let this = &mut *self;
+        if let Some(op) = this.op.take()
+            && this.client.ops.send(op).is_err()
+        {
+            this.answer = None;
+            return Poll::Ready(Err(this.client.ended_error()));
+        }
+        let Some(answer) = &this.answer else {
+            // Polled again after it returned its answer.
+            return Poll::Pending;
+        };
+        let answered = std::task::ready!(answer.poll_recv(cx));
+        this.answer = None;
+        Poll::Ready(answered.unwrap_or_else(|oneshot::Closed| Err(this.client.ended_error())))
+    }
+}
+
+impl<T> Drop for Ask<'_, T> {
+    /// A caller that drops its wait (a timeout of its own, a select) stops waiting, and the
+    /// server is told to stop working on it too: the answer channel is closed first, then
+    /// the driver told, which cancels every request whose channel is closed.
     fn drop(&mut self) {
-        if let Some(answer) = self.answer.take() {
+        if self.op.is_none()
+            && let Some(answer) = self.answer.take()
+        {
             drop(answer);
-            // The channel is unbounded, so this never waits; a stopped driver needs no telling.
-            let _ = self.ops.try_send(Op::Abandoned);
+            // The queue is unbounded, so this never waits; a stopped driver needs no telling.
+            let _ = self.client.ops.send(Op::Abandoned);
         }
     }
 }

@@ -24,7 +24,6 @@ use std::time::Instant;
 
 use async_channel::{Receiver, Sender};
 use async_io::Timer;
-use futures_lite::StreamExt;
 use futures_lite::future::FutureExt;
 use proto::{
     CloseReason, Event, Notification, RawResult, Request, RequestError, RpcError, ServerInfo,
@@ -33,14 +32,14 @@ use proto::{
 use serde_json::Value;
 
 use crate::process::StderrTail;
-use crate::{Disconnect, Error};
+use crate::{Disconnect, Error, queue};
 
 mod callers;
 mod on_caller;
 mod progress;
 mod stream;
 pub(crate) use callers::{Callers, ClientCore, Waiters};
-pub(crate) use on_caller::Pilot;
+pub(crate) use on_caller::{Flight, Pilot};
 pub use progress::ProgressInbox;
 pub(crate) use progress::Route;
 pub(crate) use stream::{ByteStream, Incoming, Reader, Writer, over_stream, spawn};
@@ -230,9 +229,7 @@ pub(crate) trait Link<R: Role> {
 pub(crate) struct Loop<R: Role, L> {
     pub(crate) role: R,
     pub(crate) link: L,
-    /// Pinned, to be polled as a stream: it then keeps its listener from one wait to the
-    /// next, where each `recv()` would make and drop one.
-    ops: Pin<Box<Receiver<R::Op>>>,
+    ops: queue::Receiver<R::Op>,
     /// One timer, re-armed only when the deadline moves earlier: a later deadline just costs
     /// one early wake-up, where re-arming on every turn would cost a reactor round trip each.
     timer: Timer,
@@ -246,11 +243,11 @@ enum Wake<Input, Op> {
 }
 
 impl<R: Role, L> Loop<R, L> {
-    pub(crate) fn new(role: R, link: L, ops: Receiver<R::Op>) -> Self {
+    pub(crate) fn new(role: R, link: L, ops: queue::Receiver<R::Op>) -> Self {
         Self {
             role,
             link,
-            ops: Box::pin(ops),
+            ops,
             timer: Timer::never(),
             timer_armed: None,
         }
@@ -261,7 +258,7 @@ impl<R: Role, L> Loop<R, L> {
     /// long as any handle keeps the channel alive, leaving its caller waiting forever.
     pub(crate) fn refuse_operations(&mut self) {
         self.ops.close();
-        while self.ops.try_recv().is_ok() {}
+        while self.ops.try_recv().is_some() {}
     }
 }
 
@@ -293,7 +290,7 @@ impl<R: Role, L: Link<R>> Loop<R, L> {
                     self.role.apply(now, op);
                     // Whatever else is queued goes out in the same write: with many calls in
                     // flight, one write (one wake-up of the peer) carries them all.
-                    while let Ok(op) = self.ops.try_recv() {
+                    while let Some(op) = self.ops.try_recv() {
                         self.role.apply(now, op);
                     }
                 }
@@ -312,7 +309,8 @@ impl<R: Role, L: Link<R>> Loop<R, L> {
             self.timer_armed = Some(deadline);
         }
         let peer = async { Wake::Peer(self.link.next_input().await) };
-        let op = async { Wake::Op(self.ops.next().await) };
+        let ops = &self.ops;
+        let op = async { Wake::Op(std::future::poll_fn(|cx| ops.poll_recv(cx)).await) };
         let armed = self.timer_armed.is_some();
         let (timer, timer_armed) = (&mut self.timer, &mut self.timer_armed);
         let timeout = async move {

@@ -75,6 +75,7 @@ mod oneshot;
 mod options;
 mod pipe;
 mod process;
+mod queue;
 mod sandbox;
 mod serve;
 mod task;

@@ -84,6 +84,22 @@ impl<T> Receiver<T> {
     pub(crate) fn recv(&self) -> Recv<'_, T> {
         Recv(self)
     }
+
+    /// Polls for the value, or for the sender to go away without one.
+    pub(crate) fn poll_recv(&self, cx: &mut Context<'_>) -> Poll<Result<T, Closed>> {
+        let mut state = self.0.lock();
+        if let Some(value) = state.value.take() {
+            return Poll::Ready(Ok(value));
+        }
+        if state.sender_gone {
+            return Poll::Ready(Err(Closed));
+        }
+        match &mut state.waker {
+            Some(waker) if waker.will_wake(cx.waker()) => {}
+            slot => *slot = Some(cx.waker().clone()),
+        }
+        Poll::Pending
+    }
 }
 
 impl<T> Drop for Receiver<T> {
@@ -104,18 +120,7 @@ impl<T> Future for Recv<'_, T> {
     type Output = Result<T, Closed>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let mut state = (self.0).0.lock();
-        if let Some(value) = state.value.take() {
-            return Poll::Ready(Ok(value));
-        }
-        if state.sender_gone {
-            return Poll::Ready(Err(Closed));
-        }
-        match &mut state.waker {
-            Some(waker) if waker.will_wake(cx.waker()) => {}
-            slot => *slot = Some(cx.waker().clone()),
-        }
-        Poll::Pending
+        self.0.poll_recv(cx)
     }
 }
 

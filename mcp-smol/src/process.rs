@@ -166,6 +166,10 @@ pub(crate) struct ServerProcess {
     child: Option<async_process::Child>,
     /// Marks the processes the server starts, so that they stop with it.
     tree: tree::Mark,
+    /// Set once [`stop`](Self::stop) has killed the tree: nothing of it is left to start
+    /// anything, so the drop need not search `/proc` for it again (a read of every process's
+    /// `stat`, a millisecond of a one-shot run's close).
+    tree_killed: bool,
     /// The sandbox's temporary folder lives as long as the group.
     _temporary: Option<TempDir>,
     /// The proxy's listener inside the server's namespace, until the host takes it.
@@ -266,6 +270,7 @@ pub(crate) fn spawn(
             reaper,
         },
         tree: tree.led_by(child.id()),
+        tree_killed: false,
         child: Some(child),
         _temporary: prepared.and_then(|prepared| prepared.temporary),
         proxy_listener,
@@ -369,6 +374,7 @@ impl ServerProcess {
         // out of it.
         signal_group(self.pid, Signal::KILL);
         self.tree.kill_tree(self.pid);
+        self.tree_killed = true;
         // So stderr ends now: the sink gets the server's last lines before close returns.
         self.watch.stderr.drained().await;
     }
@@ -377,7 +383,9 @@ impl ServerProcess {
 impl Drop for ServerProcess {
     fn drop(&mut self) {
         signal_group(self.pid, Signal::KILL);
-        self.tree.kill_tree(self.pid);
+        if !self.tree_killed {
+            self.tree.kill_tree(self.pid);
+        }
         // The child goes first (a running one is killed and handed to the reaper), then one
         // more turn of the reaper reaps what has exited. One it could not reap yet makes
         // async-process start its thread when the reaper is dropped.

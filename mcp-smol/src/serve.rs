@@ -19,7 +19,7 @@ use proto::{
 use serde_json::Value;
 
 use crate::driver::{ByteStream, Incoming, Loop, Role, Waiters};
-use crate::{Error, oneshot};
+use crate::{Error, oneshot, queue};
 
 /// Host notifications beyond this many unread are dropped, so a host that floods them cannot
 /// grow our memory. Requests are never dropped: the core caps how many are open.
@@ -75,7 +75,7 @@ enum Op {
 /// A cheap, cloneable handle to one server connection.
 #[derive(Clone, Debug)]
 pub struct Server {
-    ops: Sender<Op>,
+    ops: queue::Sender<Op>,
 }
 
 /// Starts the server role over `reader` (what the host writes) and `writer` (what it reads).
@@ -119,7 +119,7 @@ fn serve_over<W>(
 where
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let (ops_sender, ops) = async_channel::unbounded();
+    let (ops_sender, ops) = queue::unbounded();
     let (events_sender, events) = async_channel::unbounded();
     let role = ServerRole {
         connection: ServerConnection::new(Instant::now(), config),
@@ -152,7 +152,7 @@ impl Server {
     /// [`Call::raw`](crate::Call::raw): its text goes to the host unread
     /// ([`ServerConnection::respond_raw`](proto::server::ServerConnection::respond_raw)).
     pub fn respond_raw(&self, id: HostRequestId, result: Result<proto::RawResult, RpcError>) {
-        let _ = self.ops.try_send(Op::Respond { id, result });
+        let _ = self.ops.send(Op::Respond { id, result });
     }
 
     /// Reports progress on an open request, with the host's own progress token (if it sent
@@ -170,14 +170,14 @@ impl Server {
             total,
             message,
         };
-        let _ = self.ops.try_send(op);
+        let _ = self.ops.send(op);
     }
 
     /// Sends a notification (`notifications/tools/list_changed`, ...); dropped before the
     /// handshake is done (but for log messages) and after the connection ended.
     pub fn notify(&self, method: &str, params: Option<Value>) {
         let method = method.to_owned();
-        let _ = self.ops.try_send(Op::Notify { method, params });
+        let _ = self.ops.send(Op::Notify { method, params });
     }
 
     /// Sends the host a request ([`Request::elicit`](proto::Request::elicit), or any
@@ -190,7 +190,7 @@ impl Server {
             reply,
         };
         let closed = || Error::from_request(RequestError::Closed(proto::CloseReason::Local));
-        if self.ops.send(op).await.is_err() {
+        if self.ops.send(op).is_err() {
             return Err(closed());
         }
         let result = answer.recv().await.unwrap_or_else(|_| Err(closed()))?;
@@ -199,19 +199,19 @@ impl Server {
 
     /// Ends the connection: queued lines are written, then the writer is closed.
     pub fn close(&self) {
-        let _ = self.ops.try_send(Op::Close);
+        let _ = self.ops.send(Op::Close);
     }
 
     /// Passes on a message of the host's ([`serve_messages`]); `false` once the driver has
     /// ended.
     pub fn receive(&self, message: HostMessage) -> bool {
-        self.ops.try_send(Op::Receive(message)).is_ok()
+        self.ops.send(Op::Receive(message)).is_ok()
     }
 
     /// The host will send nothing more ([`serve_messages`]): as when a stream's host closes
     /// its end, the driver ends once what is queued is written.
     pub fn end_input(&self) {
-        let _ = self.ops.try_send(Op::EndInput);
+        let _ = self.ops.send(Op::EndInput);
     }
 }
 

@@ -161,7 +161,8 @@ fn processes() -> BTreeMap<u32, Process> {
 /// The parent, state and start of `pid`, from `/proc/PID/stat`: after the name in parentheses
 /// (which may hold anything), the state, the parent's pid, and the start 19 fields later.
 fn stat(pid: u32) -> Option<Process> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let bytes = read_proc(&format!("/proc/{pid}/stat"))?;
+    let text = std::str::from_utf8(&bytes).ok()?;
     let fields: Vec<&str> = text
         .get(text.rfind(')')? + 1..)?
         .split_whitespace()
@@ -171,6 +172,24 @@ fn stat(pid: u32) -> Option<Process> {
         alive: !matches!(*fields.first()?, "Z" | "X"),
         started: fields.get(19)?.parse().ok()?,
     })
+}
+
+/// A small `/proc` file, read into room it fits in: procfs gives its files' length as 0, so
+/// `read_to_string` sized nothing and read the line 32 bytes at a time, growing (six reads and
+/// a `statx` for each of the hundreds of processes a tree search reads).
+fn read_proc(path: &str) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path).ok()?;
+    let mut bytes = Vec::new();
+    let mut room = [0; 4096];
+    loop {
+        match file.read(&mut room) {
+            Ok(0) => return Some(bytes),
+            Ok(n) => bytes.extend_from_slice(&room[..n]),
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
 }
 
 fn to_pid(pid: u32) -> Option<Pid> {

@@ -111,7 +111,9 @@ enum State {
 pub struct Connection {
     config: Config,
     state: State,
-    decoder: LineDecoder,
+    /// Boxed, and out only while [`handle_bytes`](Self::handle_bytes) reads its lines in
+    /// place: taking it out and putting it back then moves a pointer, not the decoder.
+    decoder: Option<Box<LineDecoder>>,
     pending: Outstanding,
     /// Progress tokens (as JSON text) of pending requests whose token is not their own id.
     progress_tokens: BTreeMap<String, u64>,
@@ -154,9 +156,11 @@ impl Connection {
     pub fn new(now: Instant, config: Config) -> Self {
         let mut connection = Self {
             // One more than is kept: the pager tells a listing cut here from one that fits.
-            decoder: LineDecoder::new(config.max_line_len)
-                .parse_from(framing::PARSE_FROM)
-                .keep_listed(config.max_listed.saturating_add(1)),
+            decoder: Some(Box::new(
+                LineDecoder::new(config.max_line_len)
+                    .parse_from(framing::PARSE_FROM)
+                    .keep_listed(config.max_listed.saturating_add(1)),
+            )),
             // Replaced at once by the first step of the lifecycle.
             state: State::Closed {
                 reason: CloseReason::Local,
@@ -353,8 +357,11 @@ impl Connection {
         if self.is_closed() {
             return;
         }
-        // Taken out while its lines are read in place, and put back whatever happens.
-        let mut decoder = std::mem::replace(&mut self.decoder, LineDecoder::new(0));
+        // Taken out while its lines are read in place, and put back whatever happens. It is
+        // only ever out within this call.
+        let Some(mut decoder) = self.decoder.take() else {
+            return;
+        };
         decoder.push(bytes);
         while let Some(line) = decoder.next_line_in_place() {
             match line {
@@ -365,7 +372,7 @@ impl Connection {
                 break;
             }
         }
-        self.decoder = decoder;
+        self.decoder = Some(decoder);
     }
 
     /// Feeds one whole message (or batch) that came without line framing: an HTTP response
@@ -416,7 +423,11 @@ impl Connection {
         if self.is_closed() {
             return;
         }
-        if let Some(line) = self.decoder.finish_line() {
+        if let Some(line) = self
+            .decoder
+            .as_mut()
+            .and_then(|decoder| decoder.finish_line())
+        {
             match line {
                 Ok(line) => self.handle_line(now, line),
                 Err(error) => self.handle_too_long(error),

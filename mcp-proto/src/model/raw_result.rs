@@ -464,6 +464,9 @@ mod tests {
         r#"{"_meta":{}}"#,
         r#"{"content":[{"type":"text","text":"a","annotations":{"x":1}},{"type":"t\u0065xt","text":"b\n"},{"type":"text","text":1},{"type":"text","type":"image","text":"c"},"bare",{"type":"image","data":"d","mimeType":"m"},{"text":"no type"}]}"#,
         r#"{"\u0063ontent":[{"type":"text","text":"escaped key"}],"a\nb":1,"\u005fmeta":{"io.modelcontextprotocol/serverInfo":{}}}"#,
+        r#"{"content":[{"text":"b","type":"text","extra":[[[{"x":null}]]]}],"isError":true}"#,
+        r#"{"content":[{"type":"text","text":"a"},{"type":"text","text":"b","text":"twice"}]}"#,
+        r#"{"content":[{"type":"text","text":"a"}],"structuredContent":{"n":[1]},"isError":false}"#,
     ];
 
     fn raw(text: &str) -> RawResult {

@@ -375,6 +375,28 @@ impl FromResult for CallToolResult {
             structured_content: Option<Value>,
             is_error: Option<bool>,
         }
+        /// [`Usual`] when every item is text, read in the same pass: no item is skipped
+        /// over first to be read again. Anything else fails it, and `Usual` reads it.
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct AllText {
+            content: Option<Vec<TextOnly>>,
+            structured_content: Option<Value>,
+            is_error: Option<bool>,
+        }
+        if let Some(text) = result.as_text()
+            && let Ok(all) = serde_json::from_str::<AllText>(text)
+        {
+            let content = all.content.unwrap_or_default();
+            return Ok(Self {
+                content: content
+                    .into_iter()
+                    .map(|TextOnly(text)| Content::Text { text })
+                    .collect(),
+                structured_content: all.structured_content,
+                is_error: all.is_error == Some(true),
+            });
+        }
         let usual = (result.as_text()).and_then(|text| {
             let usual = serde_json::from_str::<Usual>(text).ok()?;
             let content = usual.content.unwrap_or_default();
@@ -509,17 +531,31 @@ impl Content {
     }
 }
 
+/// A text item: the members [`Content::from_owned`] reads of one.
+#[derive(Deserialize)]
+struct TextItem<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: std::borrow::Cow<'a, str>,
+    text: String,
+}
+
+/// An item [`Content::from_raw`] reads as text, read in place: its text, or an error for
+/// any other, which [`CallToolResult::from_raw`] then reads the long way.
+struct TextOnly(String);
+
+impl<'de> Deserialize<'de> for TextOnly {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        match TextItem::deserialize(deserializer)? {
+            TextItem { kind, text } if kind == "text" => Ok(TextOnly(text)),
+            _ => Err(serde::de::Error::custom("not a text item")),
+        }
+    }
+}
+
 impl Content {
     /// [`from_owned`](Self::from_owned) of an item's text: a text item, read as it reads
     /// one, builds no value. `None` for text nested too deep to be a value.
     fn from_raw(item: &RawValue) -> Option<Self> {
-        /// A text item: the members `from_owned` reads of one.
-        #[derive(Deserialize)]
-        struct TextItem<'a> {
-            #[serde(rename = "type", borrow)]
-            kind: std::borrow::Cow<'a, str>,
-            text: String,
-        }
         match serde_json::from_str::<TextItem>(item.get()) {
             Ok(TextItem { kind, text }) if kind == "text" => Some(Content::Text { text }),
             _ => serde_json::from_str(item.get())

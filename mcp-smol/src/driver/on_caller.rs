@@ -132,14 +132,15 @@ impl Pilot {
     }
 
     /// Waits for `future` while driving the connection, if no other caller is driving it.
-    pub(crate) async fn fly<F: Future>(&self, future: F) -> F::Output {
+    /// The wait owns it, unpinned (a future of its own, or one pinned by its caller): an
+    /// `async fn` here kept it twice, as its argument and pinned.
+    pub(crate) fn fly<F: Future + Unpin>(&self, future: F) -> Flight<'_, F> {
         Flight {
             pilot: self,
             boarded: false,
             ticket: None,
-            future: std::pin::pin!(future),
+            future,
         }
-        .await
     }
 
     /// Polls the driver unless someone else is polling it, in which case they poll again;
@@ -307,15 +308,24 @@ struct Boarding {
 }
 
 /// A caller's wait, driving while it is the pilot.
-struct Flight<'a, F: Future> {
+pub(crate) struct Flight<'a, F> {
     pilot: &'a Pilot,
     /// Whether it has boarded (counts among the callers), and its ticket if it drives.
     boarded: bool,
     ticket: Option<u64>,
-    future: Pin<&'a mut F>,
+    future: F,
 }
 
-impl<F: Future> Future for Flight<'_, F> {
+impl<F> std::fmt::Debug for Flight<'_, F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Flight")
+            .field("boarded", &self.boarded)
+            .field("ticket", &self.ticket)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<F: Future + Unpin> Future for Flight<'_, F> {
     type Output = F::Output;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
@@ -343,7 +353,7 @@ impl<F: Future> Future for Flight<'_, F> {
         // an answer read while this poll drove was seen above, rather than waking the task to
         // poll it again (each such wake-up costs the executor a trip through its reactor).
         if polled.is_pending() {
-            polled = self.future.as_mut().poll(cx);
+            polled = Pin::new(&mut self.future).poll(cx);
         }
         if polled.is_ready() {
             self.boarded = false;
@@ -353,7 +363,7 @@ impl<F: Future> Future for Flight<'_, F> {
     }
 }
 
-impl<F: Future> Flight<'_, F> {
+impl<F: Future + Unpin> Flight<'_, F> {
     /// Drives while the driver has been woken, until the caller's answer is in or someone
     /// else is driving; the caller's future is polled with a waker that does nothing, and
     /// the driver's wake-ups are noted rather than passed on, meanwhile.
@@ -366,7 +376,7 @@ impl<F: Future> Flight<'_, F> {
         let mut quiet = Context::from_waker(Waker::noop());
         loop {
             // Its first poll hands the driver the request.
-            if let Poll::Ready(output) = self.future.as_mut().poll(&mut quiet) {
+            if let Poll::Ready(output) = Pin::new(&mut self.future).poll(&mut quiet) {
                 self.pilot.stop_polling(ticket);
                 return Poll::Ready(output);
             }
@@ -394,7 +404,7 @@ impl<F: Future> Flight<'_, F> {
     }
 }
 
-impl<F: Future> Drop for Flight<'_, F> {
+impl<F> Drop for Flight<'_, F> {
     fn drop(&mut self) {
         if self.boarded {
             self.pilot.land(self.ticket.take());
@@ -466,10 +476,10 @@ mod tests {
     fn a_lone_caller_drives_without_the_background_task() {
         let (ask, answers, driver) = doubler();
         let (pilot, _background) = Pilot::share(driver);
-        let answer = async_io::block_on(pilot.fly(async {
+        let answer = async_io::block_on(pilot.fly(Box::pin(async {
             ask.send(21).await.unwrap();
             answers.recv().await.unwrap()
-        }));
+        })));
         assert_eq!(answer, 42);
     }
 
@@ -489,11 +499,11 @@ mod tests {
     fn three_calls_at_once(pilot: &Pilot, ask: &Sender<(u32, Sender<u32>)>) -> (u32, (u32, u32)) {
         let call = |n: u32| {
             let ask = ask.clone();
-            pilot.fly(async move {
+            pilot.fly(Box::pin(async move {
                 let (reply, answer) = unbounded();
                 ask.send((n, reply)).await.unwrap();
                 answer.recv().await.unwrap()
-            })
+            }))
         };
         async_io::block_on(futures_lite::future::zip(
             call(1),
@@ -517,11 +527,11 @@ mod tests {
         let (pilot, _background) = Pilot::share(driver);
         let wakes = Arc::new(Counting::default());
         let waker = Waker::from(wakes.clone());
-        let mut call = Box::pin(pilot.fly(async {
+        let mut call = Box::pin(pilot.fly(Box::pin(async {
             let (reply, answer) = unbounded();
             ask.send((21, reply)).await.unwrap();
             answer.recv().await.unwrap()
-        }));
+        })));
         // The request reaches the driver and its answer comes back within this one poll: a
         // wake-up on top would only make the executor poll the task again for nothing.
         assert_eq!(
@@ -576,10 +586,10 @@ mod tests {
         let mut elsewhere = Context::from_waker(Waker::noop());
         assert!(aside.as_mut().poll(&mut elsewhere).is_pending());
         async_io::block_on(async {
-            let second = pilot.fly(async {
+            let second = pilot.fly(Box::pin(async {
                 ask.send(5).await.unwrap();
                 answers.recv().await.unwrap()
-            });
+            }));
             // The background task runs beside it; it never ends while the driver has work.
             let background = async {
                 background.await;

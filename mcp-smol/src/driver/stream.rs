@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use async_channel::{Receiver, Sender};
+use async_channel::Receiver;
 use async_io::Timer;
 use futures_lite::future::FutureExt;
 use futures_lite::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -16,7 +16,7 @@ use proto::{CloseReason, Connection, Event};
 use super::{ClientLink, ClientRole, Core, Driver, Link, Loop, Op, Role, Shared, run_client};
 use crate::buffer::ReadBuffer;
 use crate::process::{self, ServerProcess, StderrTail};
-use crate::{Disconnect, Error, Options};
+use crate::{Disconnect, Error, Options, queue};
 
 /// What the peer writes: a stream's read half.
 pub(crate) type Reader = Box<dyn AsyncRead + Send + Unpin>;
@@ -292,7 +292,7 @@ impl ClientLink<Connection> for ByteStream {
 pub(crate) fn spawn(
     command: &process::ServerCommand,
     mut options: Options,
-) -> Result<(Sender<Op>, Arc<Shared>, Driver), Error> {
+) -> Result<(queue::Sender<Op>, Arc<Shared>, Driver), Error> {
     let tail = Arc::new(Mutex::new(StderrTail::default()));
     let (mut process, stdin) = process::spawn(command, tail.clone(), options.stderr_sink.take())?;
     let pid = process.pid();
@@ -319,7 +319,7 @@ pub(crate) fn over_stream(
     reader: Reader,
     writer: Writer,
     options: &Options,
-) -> (Sender<Op>, Arc<Shared>, Driver) {
+) -> (queue::Sender<Op>, Arc<Shared>, Driver) {
     let incoming = Incoming::Stream(reader);
     client(incoming, writer, Shared::without_process, options)
 }
@@ -329,8 +329,8 @@ fn client(
     writer: Writer,
     shared: impl FnOnce(Receiver<()>) -> Shared,
     options: &Options,
-) -> (Sender<Op>, Arc<Shared>, Driver) {
-    let (ops_sender, ops) = async_channel::unbounded();
+) -> (queue::Sender<Op>, Arc<Shared>, Driver) {
+    let (ops_sender, ops) = queue::unbounded();
     let (done_sender, done) = async_channel::bounded(1);
     let shared = Arc::new(shared(done));
     let connection = Connection::new(Instant::now(), options.core.clone());

@@ -54,8 +54,6 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use async_channel::Sender;
-
 use crate::Options;
 use crate::driver::{Driver, Op, Shared};
 
@@ -133,6 +131,9 @@ pub struct Challenge {
 /// Starts a connection to a remote server: what a [`Client`](crate::Client) is made of and
 /// the driver future, which [`start`](crate::start) hands a waiting caller to drive as it
 /// does over stdio. Nothing is sent until the driver is polled.
-pub(crate) fn start(server: HttpServer, options: &Options) -> (Sender<Op>, Arc<Shared>, Driver) {
+pub(crate) fn start(
+    server: HttpServer,
+    options: &Options,
+) -> (crate::queue::Sender<Op>, Arc<Shared>, Driver) {
     streamable::start(server, options)
 }

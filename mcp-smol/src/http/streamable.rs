@@ -21,14 +21,17 @@ use url::Url;
 use super::HttpServer;
 use super::exchanges::{self, Endpoint, Report};
 use crate::driver::{ClientLink, ClientRole, Core, Driver, Link, Loop, Op, Shared, run_client};
-use crate::{Disconnect, Error, Options};
+use crate::{Disconnect, Error, Options, queue};
 
 /// How many reports from exchanges may wait for the driver before they wait to send more.
 const INBOX: usize = 64;
 
 /// Builds the handles' side and the driver future.
-pub(super) fn start(server: HttpServer, options: &Options) -> (Sender<Op>, Arc<Shared>, Driver) {
-    let (ops_sender, ops) = async_channel::unbounded();
+pub(super) fn start(
+    server: HttpServer,
+    options: &Options,
+) -> (queue::Sender<Op>, Arc<Shared>, Driver) {
+    let (ops_sender, ops) = queue::unbounded();
     let (done_sender, done) = async_channel::bounded(1);
     let shared = Arc::new(Shared::without_process(done));
     let mut fatal = None;

@@ -267,3 +267,35 @@ fn encoded_messages_are_single_lines() {
     assert_eq!(bytes.iter().filter(|&&b| b == b'\n').count(), 1);
     assert!(bytes.ends_with(b"\n"));
 }
+
+/// The request's members as written by hand are the bytes serde writes of the same struct.
+#[test]
+fn requests_are_written_as_serde_writes_them() {
+    #[derive(serde::Serialize)]
+    struct Request<'a> {
+        jsonrpc: &'static str,
+        id: u64,
+        method: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        params: Option<&'a Value>,
+    }
+    let params = serde_json::json!({"a": [1, {"b": "c\"d"}], "e": "\u{7}"});
+    for (id, method) in [
+        (0, "ping"),
+        (7, "tools/call"),
+        (u64::MAX, "we\"ird\n/method"),
+    ] {
+        for params in [None, Some(&params)] {
+            let jsonrpc = "2.0";
+            let serialised = serde_json::to_string(&Request {
+                jsonrpc,
+                id,
+                method,
+                params,
+            })
+            .unwrap();
+            let written = request(id, method, params);
+            assert_eq!(String::from_utf8(written).unwrap(), serialised + "\n");
+        }
+    }
+}
