@@ -257,7 +257,12 @@ pub fn check_http(data: &[u8]) {
                         http.handle_reply(now, exchange, Reply::Part(first.to_vec()));
                         match arg / 2 % 5 {
                             0 => Reply::PartsDropped,
-                            1 => continue,
+                            1 => {
+                                // The first part alone: it may have failed its request (over
+                                // the limit), which the next command must know.
+                                seen.drain(&mut http);
+                                continue;
+                            }
                             _ => Reply::Message(rest.to_vec()),
                         }
                     }
