@@ -197,7 +197,8 @@ impl From<HubError> for Failure {
             | HubError::ToolRejected { .. }
             | HubError::AnotherServer { .. }
             | HubError::ListingCapped { .. }
-            | HubError::NotApproved { .. } => Self::usage(error.to_string()),
+            | HubError::NotApproved { .. }
+            | HubError::FormDeclined { .. } => Self::usage(error.to_string()),
         };
         Self {
             hint: Hint::of(&error),

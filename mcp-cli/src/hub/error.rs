@@ -174,6 +174,21 @@ pub enum HubError {
         /// Declined, or why nobody could be asked.
         why: String,
     },
+    /// The call's server asked for input (a form) that was declined or dismissed, and asked
+    /// again instead of ending the call, until the bound on rounds: refused, as a call an
+    /// `ask` rule was not approved for is.
+    #[error(
+        "tool {tool}: its server asked again for input that was declined (a form, {rounds} \
+         rounds); gave up on the call"
+    )]
+    FormDeclined {
+        /// The server.
+        server: String,
+        /// The tool's shown name.
+        tool: String,
+        /// The rounds it asked in.
+        rounds: u32,
+    },
     /// The server failed: it cannot start, it crashed, it timed out, it broke the protocol,
     /// or it refused the request.
     #[error("server {server}: {error}")]

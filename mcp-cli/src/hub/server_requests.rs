@@ -7,6 +7,7 @@
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_channel::{Receiver, Sender};
@@ -244,6 +245,10 @@ pub(crate) struct Answers {
     /// The roots of a server with none configured.
     pub(crate) host_roots: Option<RootsHandler>,
     pub(crate) elicit: Option<ElicitHandler>,
+    /// Counts the forms declined or dismissed that were asked within a call (a stateless-era
+    /// `input_required` round): a call that then runs out of rounds was asked again what was
+    /// refused, which is not the server's failure.
+    pub(crate) declined: Arc<AtomicU64>,
 }
 
 /// Answers one server's requests until its connection ends; `roots_answered` hears once a
@@ -259,6 +264,7 @@ pub(crate) async fn serve(
         roots,
         host_roots,
         elicit,
+        declined,
     } = answers;
     let changes = (host_roots.as_ref())
         .filter(|_| roots.is_empty())
@@ -297,7 +303,11 @@ pub(crate) async fn serve(
             },
             ("elicitation/create", Some(handler)) => {
                 let elicitation = Elicitation::of(&server, request.params.as_ref());
-                Ok(handler.fill(elicitation).await.to_result())
+                let answer = handler.fill(elicitation).await;
+                if request.request.is_some() && !matches!(answer, ElicitAnswer::Accept(_)) {
+                    declined.fetch_add(1, Ordering::SeqCst);
+                }
+                Ok(answer.to_result())
             }
             (method, _) => Err(RpcError::method_not_found(method)),
         };

@@ -68,6 +68,9 @@ pub(crate) struct Live {
     features: Option<Arc<Features>>,
     /// Its tool calls under way, which the proxy names when it refuses a connection.
     pub(crate) calls: Arc<InFlight>,
+    /// The forms of calls' input rounds declined or dismissed so far
+    /// ([`Answers::declined`](crate::hub::server_requests::Answers)).
+    pub(crate) declined: Arc<std::sync::atomic::AtomicU64>,
 }
 
 enum Phase {
