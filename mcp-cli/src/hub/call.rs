@@ -84,8 +84,9 @@ impl std::fmt::Debug for Call<'_> {
 impl<'a> Call<'a> {
     /// Gives this call `timeout` instead of the server's own call timeout (the CLI's
     /// `--timeout`): it limits this call alone, not the server's start, its listings, or
-    /// anyone else's calls to it. When it runs out the call fails with
-    /// [`RequestError::TimedOut`](crate::RequestError::TimedOut) and the server is told
+    /// anyone else's calls to it. When it runs out the call fails with [`HubError::Server`]
+    /// holding `mcp_smol::Error::Request(RequestError::TimedOut { .. })`, which
+    /// [`HubError::is_timeout`] tells without a match, and the server is told
     /// (`notifications/cancelled`). A progress report from the server starts it again, up to
     /// the connection's longest total (ten minutes by default). `None` keeps the server's own.
     pub fn timeout(mut self, timeout: impl Into<Option<Duration>>) -> Self {

@@ -168,6 +168,7 @@ use slot::Slot;
 /// Where a server stands, as `servers` shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum State {
     /// Not started yet (or stopped by the hub).
     Stopped,
@@ -287,6 +288,7 @@ fn era_name<S: serde::Serializer>(era: &Option<Era>, serializer: S) -> Result<S:
 
 /// What the hub tells its listeners.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum HubEvent {
     /// A server's tools changed: it sent `notifications/tools/list_changed`, or a listing
     /// listed again once its `ttlMs` ran out differs from the one held. The catalogue already
