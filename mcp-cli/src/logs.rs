@@ -9,8 +9,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 /// Past this size the log is renamed to `<name>.log.1` (replacing an older one) and restarted.
 pub const ROTATE_BYTES: u64 = 4 * 1024 * 1024;
 
-/// The log file of `server` in `dir`: `<name>.log`, the name written as [`file_stem`] says,
-/// so no name reaches outside `dir` and no two share a file. Pins and tokens use the same name
+/// The log file of `server` in `dir`: `<name>.log`, the name with each character other than
+/// letters, digits, `-`, `_` and `.` (and a leading dot) written as `%` and its UTF-8 bytes in
+/// hex, so no name reaches outside `dir` and no two share a file. Pins and tokens use the same name
 /// with another extension.
 pub fn log_path(dir: &Path, server: &str) -> PathBuf {
     dir.join(format!("{}.log", file_stem(server)))

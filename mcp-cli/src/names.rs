@@ -119,8 +119,9 @@ pub fn split_qualified(token: &str, is_server: impl Fn(&str) -> bool) -> Option<
 
 /// The candidate `given` most likely meant: the closest by edit distance if it is close
 /// enough to be a typo (a third of its length, 1 to 3 edits), else the shortest one that
-/// `given` abbreviates (`msg` for `message`, `allowlist` for `mcp_server_allowlist`; see
-/// [`abbreviates`]). The distance is over characters, a swap of two neighbours counting as
+/// `given` abbreviates: its letters in order from the start of one of the candidate's words,
+/// that part at most three times as long (`msg` for `message`, `allowlist` for
+/// `mcp_server_allowlist`). The distance is over characters, a swap of two neighbours counting as
 /// one edit (`ecoh` is one edit from `echo`): the optimal string alignment distance.
 pub fn nearest<'a>(given: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     let candidates: Vec<&str> = candidates.into_iter().collect();
