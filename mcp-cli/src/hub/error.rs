@@ -32,7 +32,7 @@ pub enum HubError {
     Unavailable {
         /// Its name.
         server: String,
-        /// Why not, as `servers` lists it.
+        /// Why not, as [`Hub::status`](crate::hub::Hub::status) reports it.
         state: State,
         /// The details.
         reason: String,

@@ -165,7 +165,7 @@ use crate::logs::RunLog;
 use crate::names;
 use slot::Slot;
 
-/// Where a server stands, as `servers` shows it.
+/// Where a server stands, as [`Hub::status`] reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
@@ -186,7 +186,8 @@ pub enum State {
     Denied,
     /// The entry cannot be used as written.
     Invalid,
-    /// A remote server that refused us for want of a login (`mcp-cli auth NAME`).
+    /// A remote server that refused us for want of a login: a token from a login (see
+    /// [`auth::Settings::login`](crate::auth::Settings::login)) lets it start.
     NeedsAuth,
     /// Held back by the host until a person approves it ([`Config::pending`]); never started.
     Pending,
@@ -710,7 +711,10 @@ impl Hub {
     }
 
     /// Closes every server in parallel (stdin, grace period, SIGTERM, SIGKILL); starts
-    /// nothing afterwards.
+    /// nothing afterwards. A server that ignores its closed stdin costs up to
+    /// [`Settings::grace_period`] and [`Settings::term_period`] (2 s and 500 ms by default):
+    /// server-everything with a cancelled long-running call waits out the whole grace.
+    /// [`terminate`](Self::terminate) stops them at once.
     pub async fn shutdown(&self) {
         self.stop_all(false).await;
     }
