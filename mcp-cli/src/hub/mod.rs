@@ -200,7 +200,7 @@ impl std::fmt::Display for State {
     }
 }
 
-/// One row of the `servers` table: a server's state and what goes with it.
+/// One server of [`Hub::status`]: its state and what goes with it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ServerStatus {
     /// The configured name.
@@ -593,7 +593,7 @@ impl Hub {
         slot::auth_settings(remote, &self.inner.settings.auth)
     }
 
-    /// Server `given`'s name and remote settings, for `mcp-cli auth`; `None` for a server
+    /// Server `given`'s name and remote settings, for a login to it; `None` for a server
     /// that is not remote.
     pub fn remote(&self, given: &str) -> Result<(String, Option<crate::config::Remote>), HubError> {
         let name = self.resolve(given)?;
