@@ -184,7 +184,9 @@ impl Records {
 impl Hub {
     /// The tasks kept in the state folder (of `server`, or of every server), oldest first.
     /// A task still running when last seen whose local server is gone since (it stopped
-    /// with the command that started it) is `lost`, and its record says so.
+    /// with the command that started it) is listed `lost`. Only listed so, its record left as
+    /// it was: a server that keeps its tasks on disk knows them when started again, which
+    /// [`wait_task`](Self::wait_task) and a daemon started again ask it.
     pub fn task_records(&self, server: Option<&str>) -> Vec<TaskRecord> {
         let mut records = self.inner.tasks.all();
         records.retain(|record| server.is_none_or(|server| record.server == server));
@@ -194,10 +196,9 @@ impl Hub {
                 record.status = LOST.to_owned();
                 record.status_message = Some(format!(
                     "its server (pid {pid}) has stopped since, and the task with it: a local \
-                     server runs as long as the command, or the daemon, that started it"
+                     server runs as long as the command, or the daemon, that started it \
+                     (`tasks wait` asks a server that keeps its tasks again)"
                 ));
-                record.updated = now_ms();
-                let _ = self.inner.tasks.save(record);
             }
         }
         records
@@ -305,7 +306,8 @@ impl Hub {
     /// once every watch has ended; dropping the future stops them all.
     pub async fn resume_tasks(&self) {
         let mut watches = Vec::new();
-        for record in self.task_records(None) {
+        // As recorded: those whose server stopped with the daemon before are asked again.
+        for record in self.inner.tasks.all() {
             if record.is_done() || self.inner.slot(&record.server).is_err() {
                 continue;
             }

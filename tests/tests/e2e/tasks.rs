@@ -262,7 +262,6 @@ fn a_task_whose_local_server_stopped_is_listed_as_lost() {
     assert_eq!(record["status"], "lost", "{record}");
     let message = record["statusMessage"].as_str().unwrap_or_default();
     assert!(message.contains("has stopped since"), "{record}");
-    // Kept so: the next listing reads it from the record.
     let run = tasks.cold(&["tasks"]);
     assert!(
         run.stdout
@@ -393,7 +392,8 @@ fn a_restarted_daemon_watches_its_tasks_again() {
         assert_eq!(run.code, 0, "{era}: {run:?}");
         let id = run.stdout.trim().to_owned();
         assert_eq!(tasks.cli(&["daemon", "stop"]).code, 0);
-        assert_eq!(tasks.status_of(&id), "working");
+        // Its server stopped with the daemon: listed lost, though this one keeps its tasks.
+        assert_eq!(tasks.status_of(&id), "lost");
         tasks.start_daemon();
         // Nobody waits: the daemon's own watch brings the record up to date.
         let deadline = Instant::now() + Duration::from_secs(60);
