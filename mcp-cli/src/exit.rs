@@ -177,6 +177,7 @@ impl From<HubError> for Failure {
                 ..
             }
             | HubError::WrongProtocol { .. }
+            | HubError::LauncherCacheRefused { .. }
             | HubError::ShuttingDown { .. }
             | HubError::TaskLost { .. } => Self::new(Exit::Server, error.to_string()),
             HubError::TaskFailed { .. } => Self::new(Exit::ToolError, error.to_string()),

@@ -199,6 +199,25 @@ pub enum HubError {
         /// What the adapter reported.
         error: mcp_smol::Error,
     },
+    /// A launcher confined by the entry's `permissions.filesystem` could not start the
+    /// server for want of writing its cache (`npx` writes `~/.npm` at every start): the
+    /// folder it needed is named.
+    #[error(
+        "server {server}: {error}\n(the sandbox keeps {launcher} from writing its cache, {}: \
+         add \"{}\" to the entry's permissions.filesystem, or install the server once and run \
+         it from where it is installed)",
+        folder.display(), folder.display()
+    )]
+    LauncherCacheRefused {
+        /// The server.
+        server: String,
+        /// The launcher (`npx`).
+        launcher: String,
+        /// The cache folder it needed.
+        folder: std::path::PathBuf,
+        /// How the start failed.
+        error: mcp_smol::Error,
+    },
     /// The server does not speak the protocol revision its config entry fixes (`protocol`).
     #[error(
         "server {server} does not speak protocol {configured}, which its config entry names \
