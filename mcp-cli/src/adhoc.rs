@@ -7,7 +7,9 @@ use crate::exit::Failure;
 use crate::hub::short_digest;
 
 /// The server `--http URL` stands for, with the `--header 'Name: value'`s given, and its name:
-/// the URL's host (`127.0.0.1`, `example.com`).
+/// the URL's host as tool names spell it (`127_0_0_1`, `example_com`): the one name in
+/// messages, `servers` and `SERVER__TOOL` alike, where `127.0.0.1` in one and `127_0_0_1__add`
+/// in the other read as two servers.
 pub(crate) fn remote(url: &str, headers: &[String]) -> Result<(String, Remote), Failure> {
     let rest = (url
         .strip_prefix("https://")
@@ -15,7 +17,8 @@ pub(crate) fn remote(url: &str, headers: &[String]) -> Result<(String, Remote), 
     .ok_or_else(|| Failure::usage(format!("--http {url:?}: not an http:// or https:// URL")))?;
     let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
     let host_port = authority.rsplit('@').next().unwrap_or_default();
-    let host = match host_port.strip_prefix('[') {
+    let bracketed = host_port.strip_prefix('[');
+    let host = match bracketed {
         Some(bracketed) => bracketed.split(']').next().unwrap_or_default(),
         None => host_port.split(':').next().unwrap_or_default(),
     };
@@ -28,7 +31,12 @@ pub(crate) fn remote(url: &str, headers: &[String]) -> Result<(String, Remote), 
     for word in headers {
         remote.headers.push(header(word)?);
     }
-    Ok((host.to_owned(), remote))
+    let mut name = spelt(host);
+    // `::1` is `1` once spelt; an IPv6 address says it is one.
+    if bracketed.is_some() {
+        name = format!("ipv6_{name}");
+    }
+    Ok((name, remote))
 }
 
 /// A `--header` word, `Name: value` or `Name=value` (split at whichever comes first, so a
@@ -53,7 +61,8 @@ pub(crate) fn header(word: &str) -> Result<(String, String), Failure> {
 }
 
 /// The server `--stdio` stands for, split as a POSIX shell would (quotes and backslashes
-/// honoured, no expansion), and its name: the program's file name.
+/// honoured, no expansion), and its name: the program's file name, as tool names spell it
+/// (`server_py` for `server.py`), for the reason [`remote`] gives.
 pub(crate) fn server(line: &str) -> Result<(String, Command), Failure> {
     let words = shell_words::split(line)
         .map_err(|error| Failure::usage(format!("--stdio {line:?}: {error}")))?;
@@ -64,8 +73,18 @@ pub(crate) fn server(line: &str) -> Result<(String, Command), Failure> {
         .file_name()
         .map(|name| name.to_string_lossy().into_owned())
         .filter(|name| !name.is_empty())
+        .map(|name| spelt(&name))
+        .filter(|name| !name.is_empty())
         .unwrap_or_else(|| "stdio".to_owned());
     Ok((name, Command::new(program).args(args.iter().cloned())))
+}
+
+/// `text` as tool names spell a server: each character they refuse is `_`, and a run of `_`
+/// one `_` (`__` separates the server from the tool), none at either end.
+fn spelt(text: &str) -> String {
+    let safe = crate::names::safe(text);
+    let parts: Vec<&str> = safe.split('_').filter(|part| !part.is_empty()).collect();
+    parts.join("_")
 }
 
 /// The name an ad hoc server's pins are kept under: its display name, which other servers
@@ -91,6 +110,7 @@ mod tests {
     fn split_like_a_shell_and_named_by_the_program() {
         let (name, command) = server(r#"/opt/bin/my-server --root "a b" 'c d' e\ f"#).unwrap();
         assert_eq!(name, "my-server");
+        assert_eq!(server("./my..server.py --x").unwrap().0, "my_server_py");
         assert_eq!(command.program, "/opt/bin/my-server");
         assert_eq!(command.args, ["--root", "a b", "c d", "e f"]);
         assert!(server("  ").is_err());
@@ -101,19 +121,29 @@ mod tests {
     fn http_servers_are_named_by_their_host() {
         let headers = ["X-Api-Key: k1".to_owned(), "Accept-Language:en".to_owned()];
         let (name, remote) = remote("https://api.example.com:8443/mcp?x=1", &headers).unwrap();
-        assert_eq!(name, "api.example.com");
+        assert_eq!(name, "api_example_com");
         assert_eq!(remote.url, "https://api.example.com:8443/mcp?x=1");
         let pairs =
             [("X-Api-Key", "k1"), ("Accept-Language", "en")].map(|(n, v)| (n.into(), v.into()));
         assert_eq!(remote.headers, pairs);
         assert_eq!(
             super::remote("http://[::1]:3000/mcp", &[]).unwrap().0,
-            "::1"
+            "ipv6_1"
         );
         assert_eq!(
             super::remote("http://u@127.0.0.1/", &[]).unwrap().0,
-            "127.0.0.1"
+            "127_0_0_1"
         );
+        // Each is a name a server may have: as tool names spell it, without `__`.
+        for url in ["http://[fe80::1]/", "http://127.0.0.1/", "http://a_.b/"] {
+            let (name, _) = super::remote(url, &[]).unwrap();
+            assert_eq!(
+                crate::names::server_name_clash(&name, []),
+                None,
+                "{url}: {name}"
+            );
+            assert_eq!(crate::names::safe(&name), name, "{url}");
+        }
         assert!(super::remote("ftp://x/", &[]).is_err());
         assert!(super::remote("http:///mcp", &[]).is_err());
         assert!(super::remote("http://x/", &["no colon".to_owned()]).is_err());

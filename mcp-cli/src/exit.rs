@@ -177,6 +177,7 @@ impl From<HubError> for Failure {
                 ..
             }
             | HubError::WrongProtocol { .. }
+            | HubError::LauncherCacheRefused { .. }
             | HubError::ShuttingDown { .. }
             | HubError::TaskLost { .. } => Self::new(Exit::Server, error.to_string()),
             HubError::TaskFailed { .. } => Self::new(Exit::ToolError, error.to_string()),
@@ -197,7 +198,8 @@ impl From<HubError> for Failure {
             | HubError::ToolRejected { .. }
             | HubError::AnotherServer { .. }
             | HubError::ListingCapped { .. }
-            | HubError::NotApproved { .. } => Self::usage(error.to_string()),
+            | HubError::NotApproved { .. }
+            | HubError::FormDeclined { .. } => Self::usage(error.to_string()),
         };
         Self {
             hint: Hint::of(&error),

@@ -23,6 +23,7 @@ mod adhoc;
 mod approvals;
 #[cfg(feature = "cli")]
 mod approve;
+#[cfg(feature = "cli")]
 pub mod arguments;
 pub mod auth;
 #[cfg(feature = "cli")]
@@ -47,16 +48,28 @@ pub mod hub;
 pub mod logs;
 pub mod names;
 mod nesting;
+// The command line's own: stdout and stderr, the state folder's layout. The hub uses a
+// little of each (a notice, where tokens live by default), which is no API for an embedder,
+// so without the `cli` feature they are private and most of them unused.
+#[cfg(feature = "cli")]
 pub mod output;
+#[cfg(not(feature = "cli"))]
+#[allow(dead_code, unreachable_pub)]
+mod output;
 #[cfg(feature = "cli")]
 mod run;
 pub mod scan;
+#[cfg(feature = "cli")]
 pub mod search;
 #[cfg(feature = "cli")]
 mod spill;
 #[cfg(feature = "cli")]
 mod spinner;
+#[cfg(feature = "cli")]
 pub mod state;
+#[cfg(not(feature = "cli"))]
+#[allow(dead_code, unreachable_pub)]
+mod state;
 
 // What the host layer's API takes and returns from the crates under it, reachable from here
 // so that an embedder names, decodes and matches it without depending on them itself.

@@ -9,22 +9,32 @@ use std::sync::{Arc, Mutex, PoisonError};
 /// Past this size the log is renamed to `<name>.log.1` (replacing an older one) and restarted.
 pub const ROTATE_BYTES: u64 = 4 * 1024 * 1024;
 
-/// The log file of `server` in `dir`: `<name>.log`, with any character other than letters,
-/// digits, `-`, `_` and `.` replaced by `_` and leading dots dropped, so no name reaches
-/// outside `dir`. Pins and tokens use the same name with another extension.
+/// The log file of `server` in `dir`: `<name>.log`, the name with each character other than
+/// letters, digits, `-`, `_` and `.` (and a leading dot) written as `%` and its UTF-8 bytes in
+/// hex, so no name reaches outside `dir` and no two share a file. Pins and tokens use the same name
+/// with another extension.
 pub fn log_path(dir: &Path, server: &str) -> PathBuf {
-    // Server names come from config keys; keep them from escaping the folder.
-    let safe: String = server
-        .chars()
-        .map(|c| {
-            if c.is_alphanumeric() || "-_.".contains(c) {
-                c
-            } else {
-                '_'
+    dir.join(format!("{}.log", file_stem(server)))
+}
+
+/// `server` as a file's name: letters, digits, `-`, `_` and `.` as they are, and every other
+/// character, and a leading dot, as `%` and its UTF-8 bytes in hex (`a/b` is `a%2Fb`).
+/// Server names come from config keys: this keeps them from escaping the folder or hiding in
+/// it, and, as `%` is never kept, tells apart names that a plain `_` for each character would
+/// make one (`a/b` and `a_b` shared their pins, tokens and log when they were both `a_b`).
+pub(crate) fn file_stem(server: &str) -> String {
+    let mut stem = String::with_capacity(server.len());
+    for (at, c) in server.char_indices() {
+        if (c.is_alphanumeric() || "-_".contains(c)) || (c == '.' && at > 0) {
+            stem.push(c);
+        } else {
+            let mut bytes = [0; 4];
+            for byte in c.encode_utf8(&mut bytes).bytes() {
+                stem.push_str(&format!("%{byte:02X}"));
             }
-        })
-        .collect();
-    dir.join(format!("{}.log", safe.trim_start_matches('.')))
+        }
+    }
+    stem
 }
 
 /// An append-only log that rotates itself.
@@ -330,7 +340,27 @@ mod tests {
     #[test]
     fn names_cannot_escape_the_folder() {
         let dir = Path::new("/logs");
-        assert_eq!(log_path(dir, "../etc/x"), Path::new("/logs/_etc_x.log"));
+        assert_eq!(
+            log_path(dir, "../etc/x"),
+            Path::new("/logs/%2E.%2Fetc%2Fx.log")
+        );
+        assert_eq!(log_path(dir, ".hidden"), Path::new("/logs/%2Ehidden.log"));
         assert_eq!(log_path(dir, "git"), Path::new("/logs/git.log"));
+        assert_eq!(
+            log_path(dir, "my-srv_2.v1"),
+            Path::new("/logs/my-srv_2.v1.log")
+        );
+        assert_eq!(log_path(dir, "café"), Path::new("/logs/café.log"));
+    }
+
+    #[test]
+    fn names_never_share_a_file() {
+        let dir = Path::new("/logs");
+        let names = ["a/b", "a_b", "a b", "a%2Fb", ".a", "a", "%2Ea", "a:b"];
+        let paths: std::collections::BTreeSet<PathBuf> =
+            names.iter().map(|name| log_path(dir, name)).collect();
+        assert_eq!(paths.len(), names.len(), "{paths:?}");
+        assert_eq!(log_path(dir, "a/b"), Path::new("/logs/a%2Fb.log"));
+        assert_eq!(log_path(dir, "a%2Fb"), Path::new("/logs/a%252Fb.log"));
     }
 }

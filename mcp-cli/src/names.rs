@@ -119,9 +119,10 @@ pub fn split_qualified(token: &str, is_server: impl Fn(&str) -> bool) -> Option<
 
 /// The candidate `given` most likely meant: the closest by edit distance if it is close
 /// enough to be a typo (a third of its length, 1 to 3 edits), else the shortest one that
-/// holds its letters in order, as an abbreviation does (`msg` for `message`). The distance
-/// is over characters, a swap of two neighbours counting as one edit (`ecoh` is one edit from
-/// `echo`): the optimal string alignment distance.
+/// `given` abbreviates: its letters in order from the start of one of the candidate's words,
+/// that part at most three times as long (`msg` for `message`, `allowlist` for
+/// `mcp_server_allowlist`). The distance is over characters, a swap of two neighbours counting as
+/// one edit (`ecoh` is one edit from `echo`): the optimal string alignment distance.
 pub fn nearest<'a>(given: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     let candidates: Vec<&str> = candidates.into_iter().collect();
     let allowed = (given.chars().count() / 3).clamp(1, 3);
@@ -134,15 +135,39 @@ pub fn nearest<'a>(given: &str, candidates: impl IntoIterator<Item = &'a str>) -
         .map(|(_, candidate)| candidate);
     let abbreviation = || {
         (candidates.iter().copied())
-            .filter(|candidate| given.len() >= 2 && is_subsequence(given, candidate))
+            .filter(|candidate| given.len() >= 2 && abbreviates(given, candidate))
             .min_by_key(|candidate| candidate.len())
     };
     typo.or_else(abbreviation)
 }
 
-fn is_subsequence(short: &str, long: &str) -> bool {
-    let mut long = long.chars();
-    short.chars().all(|c| long.any(|l| l == c))
+/// Whether `short` abbreviates `long`: its letters in order (in any case) from the start of
+/// one of `long`'s words to the end, that part at most three times as long as `short` (`msg`, `message`).
+/// Letters in order anywhere would be too loose: a long name holds nearly any few letters
+/// (`nope` is in `trigger-long-running-operation`), and such a hint misleads.
+fn abbreviates(short: &str, long: &str) -> bool {
+    let same = |a: &char, b: &char| a.to_lowercase().eq(b.to_lowercase());
+    let short: Vec<char> = short.chars().collect();
+    let long: Vec<char> = long.chars().collect();
+    (0..long.len())
+        .filter(|&at| is_word_start(&long, at))
+        .map(|at| &long[at..])
+        .filter(|rest| rest.len() <= 3 * short.len())
+        .filter(|rest| matches!((rest.first(), short.first()), (Some(a), Some(b)) if same(a, b)))
+        .any(|rest| {
+            let mut rest = rest.iter();
+            short.iter().all(|c| rest.any(|l| same(l, c)))
+        })
+}
+
+/// A word starts a name, follows a separator (`_`, `-`, `.`, ...) or is a capital after a
+/// small letter (`camelCase`).
+fn is_word_start(name: &[char], at: usize) -> bool {
+    let Some(before) = at.checked_sub(1).map(|i| name[i]) else {
+        return true;
+    };
+    name[at].is_alphanumeric()
+        && (!before.is_alphanumeric() || (before.is_lowercase() && name[at].is_uppercase()))
 }
 
 /// 32-bit FNV-1a: tiny, stable across releases and platforms.
@@ -288,6 +313,36 @@ mod tests {
         // Over characters, not bytes.
         assert_eq!(strsim::osa_distance("čaj", "caj"), 1);
         assert_eq!(nearest("ecoh", ["echo", "blob"]), Some("echo"));
+    }
+
+    #[test]
+    fn unrelated_names_are_not_suggested() {
+        // server-everything's tools: `nope` holds letters of the longest in order, and no more.
+        let everything = [
+            "echo",
+            "get-annotated-message",
+            "get-env",
+            "get-resource-links",
+            "get-resource-reference",
+            "get-structured-content",
+            "get-sum",
+            "get-tiny-image",
+            "toggle-simulated-logging",
+            "trigger-long-running-operation",
+        ];
+        assert_eq!(nearest("nope", everything), None);
+        assert_eq!(nearest("xyz", everything), None);
+        // Abbreviations of one word, from its start, still are.
+        assert_eq!(nearest("env", everything), Some("get-env"));
+        assert_eq!(
+            nearest("struct", ["getStructuredContent"]),
+            Some("getStructuredContent")
+        );
+        assert_eq!(
+            nearest("allowlist", ["mcp_server_allowlist"]),
+            Some("mcp_server_allowlist")
+        );
+        assert_eq!(nearest("ms", ["message"]), None);
     }
 
     #[test]

@@ -24,6 +24,7 @@ use unicode_normalization::UnicodeNormalization;
 /// What kind of poisoning a finding points at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum Kind {
     /// Characters a person does not see (tags, zero-width, bidirectional controls).
     Invisible,

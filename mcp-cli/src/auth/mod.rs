@@ -121,6 +121,7 @@ pub struct Settings {
 
 /// What a browser login tells the person at the keyboard, for the embedder to render.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum LoginPrompt {
     /// A browser is being opened on `url`; the login waits up to `wait` for it to come back.
     Opening {

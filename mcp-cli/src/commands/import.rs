@@ -26,7 +26,7 @@ pub(crate) fn run(
         output::diagnostic(&format!("mcp-cli: skipped: {error}"));
     }
     match write {
-        None => list(ctx, &found),
+        None => list(ctx, &found, &env),
         Some(names) => copy(ctx, found, names, force)?,
     }
     Ok(Exit::Success)
@@ -43,14 +43,85 @@ fn command_line(found: &Found) -> String {
     }
 }
 
-fn list(ctx: &mut Context, found: &[Found]) {
+/// The names the native file (the one `--write` writes) has, and where it is; none when it
+/// cannot be read.
+fn native_names(
+    ctx: &Context,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Option<(std::path::PathBuf, BTreeSet<String>)> {
+    let path = config::native_file(&ctx.configs, env).ok()?;
+    let original = config::read_original(&path).ok()?;
+    let text = original.text.unwrap_or_default();
+    let parsed = config::parse_file(&path, &text, env).ok()?;
+    let names = parsed
+        .servers
+        .into_iter()
+        .map(|server| server.name)
+        .collect();
+    Some((path, names))
+}
+
+/// Why `--write` (naming the servers in `named`, or none) skips `f`, if it does: the one rule
+/// for the listing, which says so before anything is written, and for the write itself.
+/// `taken` holds the names copied before it; `existing` the native file and its names.
+fn skipped(
+    f: &Found,
+    named: &[String],
+    taken: &BTreeSet<String>,
+    existing: Option<(&std::path::Path, &BTreeSet<String>)>,
+    force: bool,
+) -> Option<String> {
+    let program = f.server.command.as_deref().unwrap_or_default();
+    let search = f.server.env.get("PATH").map(String::as_str);
+    if named.is_empty() && f.per_project {
+        Some("it is configured for one project only; name it to copy it".to_owned())
+    } else if let Some(reason) = &f.unusable {
+        Some(format!("it cannot be used here: {reason}"))
+    } else if crate::nesting::runs_our_gateway(program, &f.server.args, search) {
+        Some("it runs mcp-cli's own gateway, which would then start itself without end".to_owned())
+    } else if taken.contains(&f.name) {
+        Some("a server of that name was imported from another host first".to_owned())
+    } else if let Some((path, _)) = existing.filter(|(_, names)| names.contains(&f.name))
+        && !force
+    {
+        Some(format!(
+            "{} already has it (--force replaces it)",
+            path.display()
+        ))
+    } else {
+        None
+    }
+}
+
+/// Each server found with why `import --write` would skip it, in the order it would copy.
+fn would_skip(
+    found: &[Found],
+    existing: Option<(&std::path::Path, &BTreeSet<String>)>,
+) -> Vec<Option<String>> {
+    let mut taken = BTreeSet::new();
+    (found.iter())
+        .map(|f| {
+            let why = skipped(f, &[], &taken, existing, false);
+            if why.is_none() {
+                taken.insert(f.name.clone());
+            }
+            why
+        })
+        .collect()
+}
+
+fn list(ctx: &mut Context, found: &[Found], env: &dyn Fn(&str) -> Option<String>) {
+    let native = native_names(ctx, env);
+    let existing = native.as_ref().map(|(path, names)| (path.as_path(), names));
+    let skips = would_skip(found, existing);
     if ctx.json {
-        let rows: Vec<Value> = (found.iter())
-            .map(|f| {
+        let rows: Vec<Value> = (found.iter().zip(&skips))
+            .map(|(f, skip)| {
                 json!({
                     "name": f.name, "host": f.host, "file": f.file,
                     "command": f.server.command, "args": f.server.args, "url": f.server.url,
                     "enabled": !f.server.disabled, "unusable": f.unusable,
+                    "writeSkips": skip,
                 })
             })
             .collect();
@@ -59,7 +130,7 @@ fn list(ctx: &mut Context, found: &[Found]) {
     }
     let mut cells = vec![["NAME", "HOST", "FILE"].map(str::to_owned)];
     let mut commands = vec!["COMMAND".to_owned()];
-    for f in found {
+    for (f, skip) in found.iter().zip(&skips) {
         cells.push([f.name.clone(), f.host.clone(), f.file.display().to_string()]);
         let mut command = command_line(f);
         if f.server.disabled {
@@ -67,6 +138,8 @@ fn list(ctx: &mut Context, found: &[Found]) {
         }
         if let Some(reason) = &f.unusable {
             command.push_str(&format!("  (unusable: {reason})"));
+        } else if let Some(why) = skip {
+            command.push_str(&format!("  (--write skips it: {why})"));
         }
         commands.push(command);
     }
@@ -113,33 +186,15 @@ fn copy(
         if !names.is_empty() && !names.contains(&f.name) {
             continue;
         }
-        if names.is_empty() && f.per_project {
-            let why = "it is configured for one project only; name it to copy it";
-            output::diagnostic(&format!("mcp-cli: skipped {} ({}): {why}", f.name, f.host));
-            continue;
-        }
         let from = f.file.display();
-        let program = f.server.command.as_deref().unwrap_or_default();
-        let search = f.server.env.get("PATH").map(String::as_str);
-        let skip = if let Some(reason) = &f.unusable {
-            Some(format!("it cannot be used here: {reason}"))
-        } else if crate::nesting::runs_our_gateway(program, &f.server.args, search) {
-            Some(
-                "it runs mcp-cli's own gateway, which would then start itself without end"
-                    .to_owned(),
-            )
-        } else if taken.contains(&f.name) {
-            Some("a server of that name was imported from another host first".to_owned())
-        } else if existing.contains(&f.name) && !force {
-            Some(format!(
-                "{} already has it (--force replaces it)",
-                path.display()
-            ))
-        } else {
-            None
-        };
+        let skip = skipped(&f, names, &taken, Some((&path, &existing)), force);
         if let Some(why) = skip {
-            output::diagnostic(&format!("mcp-cli: skipped {} from {from}: {why}", f.name));
+            // A project's entry is told by its host, which names the project.
+            let place = match names.is_empty() && f.per_project {
+                true => format!("({})", f.host),
+                false => format!("from {from}"),
+            };
+            output::diagnostic(&format!("mcp-cli: skipped {} {place}: {why}", f.name));
             continue;
         }
         text = config::add_server(&path, &text, &f.name, &f.server, force).map_err(usage)?;

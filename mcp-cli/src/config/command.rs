@@ -90,6 +90,7 @@ pub struct Sandbox {
 
 /// `transport`: how a remote server is spoken to.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Transport {
     /// Streamable HTTP, falling back to HTTP+SSE as the specification says (`http`, the
     /// default).

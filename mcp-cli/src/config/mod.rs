@@ -242,6 +242,7 @@ impl ServerSpec {
 
 /// What a configured name stands for.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Entry {
     /// A usable entry that starts when asked for.
     Enabled(ServerSpec),
@@ -272,6 +273,7 @@ impl Entry {
 
 /// Where an entry came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Source {
     /// Written in this config file.
     File(PathBuf),

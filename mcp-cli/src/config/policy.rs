@@ -178,6 +178,38 @@ pub struct Rule {
     pub origin: String,
 }
 
+impl std::fmt::Display for Glob {
+    /// The pattern as written.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.pattern)
+    }
+}
+
+impl std::fmt::Display for Action {
+    /// As a config file spells it: `allow`, `deny`, `ask`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Action::Allow => "allow",
+            Action::Deny => "deny",
+            Action::Ask => "ask",
+        })
+    }
+}
+
+impl std::fmt::Display for Rule {
+    /// As a person reads it, where it was written beside it: `deny tool = "fs__write_*"
+    /// (config.toml line 4)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} tool = {:?} ({})",
+            self.action,
+            self.tool.as_str(),
+            self.origin
+        )
+    }
+}
+
 /// A server named in `mcp_server_allowlist` or `mcp_server_denylist`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListEntry {
@@ -316,6 +348,21 @@ pub(crate) mod tests {
 
     fn glob(pattern: &str) -> Glob {
         Glob::new(pattern).unwrap()
+    }
+
+    #[test]
+    fn a_rule_reads_as_written() {
+        let rule = Rule {
+            tool: glob("fs__write_*"),
+            action: Action::Deny,
+            origin: "config.toml line 4".to_owned(),
+        };
+        assert_eq!(
+            rule.to_string(),
+            "deny tool = \"fs__write_*\" (config.toml line 4)"
+        );
+        assert_eq!(glob("a?b").to_string(), "a?b");
+        assert_eq!(Action::Ask.to_string(), "ask");
     }
 
     #[test]

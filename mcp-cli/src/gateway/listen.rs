@@ -117,6 +117,9 @@ struct Listener {
     /// The stateless-era hosts' calls parked between input rounds.
     rounds: Rounds,
     stateless_open: Arc<AtomicUsize>,
+    /// The hosts' requests being answered, but for `subscriptions/listen` (which never ends
+    /// on its own): what a stop waits for.
+    in_flight: Arc<AtomicUsize>,
     /// Hyper's, for the time a request's head may take to arrive.
     timer: CoarseTimer,
     /// [`IDLE_TIMEOUT`], or what the environment says.
@@ -175,6 +178,7 @@ async fn accept(
         bound,
         sessions: Mutex::default(),
         stateless_open: Arc::default(),
+        in_flight: Arc::default(),
         stopping: stopped.clone(),
         abort,
     });
@@ -209,7 +213,12 @@ async fn accept(
         }
     }
     drop(listener);
-    eprintln!("mcp-cli serve: stopping; waiting for the calls in flight");
+    // Said as it stands: a person stopping an idle gateway is not told it waits for anything.
+    match shared.in_flight.load(Ordering::SeqCst) {
+        0 => eprintln!("mcp-cli serve: stopping; no requests in flight"),
+        1 => eprintln!("mcp-cli serve: stopping; waiting for the 1 request in flight"),
+        n => eprintln!("mcp-cli serve: stopping; waiting for the {n} requests in flight"),
+    }
     // Each connection finishes what it is answering, then closes.
     drop(stopping);
     let all = async {
@@ -520,6 +529,11 @@ impl Listener {
         let cancel = machine == Machine::Session;
         // A long-lived stream ends (gracefully) when the gateway begins to stop.
         let listens = message.method() == LISTEN;
+        // Counted until its answer is given (with its stream, when it streams).
+        let counted = (!listens).then(|| {
+            self.in_flight.fetch_add(1, Ordering::SeqCst);
+            Decrement(self.in_flight.clone())
+        });
         let mut reply = match bridge.request(message.into_message(), cancel, streams) {
             Ok(reply) => reply,
             Err(Refused::Busy) => {
@@ -549,7 +563,7 @@ impl Listener {
                     abort: self.abort.clone(),
                     closing: listens.then(|| self.stopping.clone()),
                     ended: false,
-                    _keep: keep,
+                    _keep: Some(Box::new((keep, counted))),
                 };
                 event_stream(stream.into_stream())
             }

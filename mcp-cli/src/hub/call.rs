@@ -3,6 +3,7 @@
 
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use mcp_smol::ProgressInbox;
@@ -83,8 +84,9 @@ impl std::fmt::Debug for Call<'_> {
 impl<'a> Call<'a> {
     /// Gives this call `timeout` instead of the server's own call timeout (the CLI's
     /// `--timeout`): it limits this call alone, not the server's start, its listings, or
-    /// anyone else's calls to it. When it runs out the call fails with
-    /// [`RequestError::TimedOut`](crate::RequestError::TimedOut) and the server is told
+    /// anyone else's calls to it. When it runs out the call fails with [`HubError::Server`]
+    /// holding `mcp_smol::Error::Request(RequestError::TimedOut { .. })`, which
+    /// [`HubError::is_timeout`] tells without a match, and the server is told
     /// (`notifications/cancelled`). A progress report from the server starts it again, up to
     /// the connection's longest total (ten minutes by default). `None` keeps the server's own.
     pub fn timeout(mut self, timeout: impl Into<Option<Duration>>) -> Self {
@@ -317,6 +319,7 @@ impl Call<'_> {
             }
         };
         let _in_flight = live.calls.enter(&tool.tool.name);
+        let declined_before = live.declined.load(Ordering::SeqCst);
         let call = async {
             // Boxed: the client's request future is kilobytes, which every move of this
             // call's future (into its box, into a task) would otherwise copy.
@@ -325,9 +328,23 @@ impl Call<'_> {
                 call = call.progress(inbox);
             }
             let raw = Box::pin(call.raw()).await;
-            let raw = raw.map_err(|error| HubError::Server {
-                server: tool.server.clone(),
-                error,
+            let raw = raw.map_err(|error| match error {
+                // Asked again after a form of this call was declined: the person's no, not a
+                // server that failed. Another call's decline meanwhile on the same server
+                // counts too; the server was still refused what it asked.
+                mcp_smol::Error::Request(RequestError::TooManyInputRounds { rounds })
+                    if live.declined.load(Ordering::SeqCst) > declined_before =>
+                {
+                    HubError::FormDeclined {
+                        server: tool.server.clone(),
+                        tool: tool.name.clone(),
+                        rounds,
+                    }
+                }
+                error => HubError::Server {
+                    server: tool.server.clone(),
+                    error,
+                },
             })?;
             // Read only when it may tell of a task: most results go on as text.
             if !raw.may_name_a_task() {

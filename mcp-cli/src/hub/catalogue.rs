@@ -336,7 +336,7 @@ impl Hub {
         spec.pin_tools.then(|| super::pins::key(spec))
     }
 
-    /// Accepts the current definitions of `server`'s tools as its pins (`mcp-cli trust`),
+    /// Accepts the current definitions of `server`'s tools as its pins,
     /// starting it if it must, once `approve` has seen the tools whose definition changed,
     /// and with them its prompts, resources and templates as they are, findings and all.
     /// Returns those tools, with how.

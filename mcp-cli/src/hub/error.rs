@@ -8,6 +8,7 @@ use crate::hub::{PinChange, State};
 /// Why a hub operation failed. The variant says whose fault it is: the caller's (a name that
 /// does not exist, a tool the policy denies) or the server's.
 #[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
 pub enum HubError {
     /// No server of that name (nor of that provider-safe name).
     #[error("unknown server {given}{}; known servers: {}", did_you_mean(given, known), known.join(", "))]
@@ -31,7 +32,7 @@ pub enum HubError {
     Unavailable {
         /// Its name.
         server: String,
-        /// Why not, as `servers` lists it.
+        /// Why not, as [`Hub::status`](crate::hub::Hub::status) reports it.
         state: State,
         /// The details.
         reason: String,
@@ -174,6 +175,21 @@ pub enum HubError {
         /// Declined, or why nobody could be asked.
         why: String,
     },
+    /// The call's server asked for input (a form) that was declined or dismissed, and asked
+    /// again instead of ending the call, until the bound on rounds: refused, as a call an
+    /// `ask` rule was not approved for is.
+    #[error(
+        "tool {tool}: its server asked again for input that was declined (a form, {rounds} \
+         rounds); gave up on the call"
+    )]
+    FormDeclined {
+        /// The server.
+        server: String,
+        /// The tool's shown name.
+        tool: String,
+        /// The rounds it asked in.
+        rounds: u32,
+    },
     /// The server failed: it cannot start, it crashed, it timed out, it broke the protocol,
     /// or it refused the request.
     #[error("server {server}: {error}")]
@@ -181,6 +197,25 @@ pub enum HubError {
         /// The server.
         server: String,
         /// What the adapter reported.
+        error: mcp_smol::Error,
+    },
+    /// A launcher confined by the entry's `permissions.filesystem` could not start the
+    /// server for want of writing its cache (`npx` writes `~/.npm` at every start): the
+    /// folder it needed is named.
+    #[error(
+        "server {server}: {error}\n(the sandbox keeps {launcher} from writing its cache, {}: \
+         add \"{}\" to the entry's permissions.filesystem, or install the server once and run \
+         it from where it is installed)",
+        folder.display(), folder.display()
+    )]
+    LauncherCacheRefused {
+        /// The server.
+        server: String,
+        /// The launcher (`npx`).
+        launcher: String,
+        /// The cache folder it needed.
+        folder: std::path::PathBuf,
+        /// How the start failed.
         error: mcp_smol::Error,
     },
     /// The server does not speak the protocol revision its config entry fixes (`protocol`).
@@ -262,7 +297,52 @@ pub enum HubError {
     },
 }
 
+/// What an agent asks of a failure, without matching variants: each answers for every variant
+/// that means it, so a new variant of that kind is counted where it belongs.
 impl HubError {
+    /// A time limit ran out: the call's (or the request's) timeout, the server's handshake
+    /// budget, or the wait for a task.
+    pub fn is_timeout(&self) -> bool {
+        match self {
+            HubError::Server { error, .. } => error.is_timeout(),
+            HubError::TaskWaitTimedOut { .. } => true,
+            _ => false,
+        }
+    }
+
+    /// The policy refused the tool: a `deny` rule, the server's `enabled_tools` /
+    /// `disabled_tools`, or an `ask` rule's call that was not approved. Asking again will
+    /// not help; a change of config or a person's yes will.
+    pub fn is_denied(&self) -> bool {
+        matches!(
+            self,
+            HubError::ToolDenied { .. }
+                | HubError::ToolFiltered { .. }
+                | HubError::NotApproved { .. }
+        )
+    }
+
+    /// The tool (or prompt, resource) is withheld until it is trusted
+    /// ([`Hub::trust`](crate::hub::Hub::trust)): its definition changed since it was pinned,
+    /// or the poisoning scan flagged it.
+    pub fn is_withheld(&self) -> bool {
+        matches!(
+            self,
+            HubError::ToolWithheld { .. }
+                | HubError::ToolFlagged { .. }
+                | HubError::FeatureFlagged { .. }
+        )
+    }
+
+    /// No tool answers to the name: the server has none of that name (its `known` names
+    /// are in the error), or no server answers to the name's server part.
+    pub fn is_unknown_tool(&self) -> bool {
+        matches!(
+            self,
+            HubError::UnknownTool { .. } | HubError::UnknownServer { .. }
+        )
+    }
+
     /// The JSON-RPC error the server answered with, when that is why the request failed.
     pub fn rpc_error(&self) -> Option<&RpcError> {
         match self {
@@ -294,4 +374,75 @@ fn findings_text(findings: &[crate::scan::Finding]) -> String {
         .iter()
         .map(|finding| format!("\n    {finding}"))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Action, Glob};
+    use mcp_smol::proto::tasks::TaskStatus;
+    use std::time::Duration;
+
+    fn server(error: mcp_smol::Error) -> HubError {
+        HubError::Server {
+            server: "fx".into(),
+            error,
+        }
+    }
+
+    #[test]
+    fn agents_ask_what_kind_of_failure_it_is() {
+        let timed_out = server(mcp_smol::Error::Request(RequestError::TimedOut {
+            after: Duration::from_secs(1),
+        }));
+        let remote = server(mcp_smol::Error::Request(RequestError::Remote(
+            RpcError::method_not_found("x"),
+        )));
+        let waited = HubError::TaskWaitTimedOut {
+            server: "fx".into(),
+            id: "1".into(),
+            status: TaskStatus::Working,
+            after: Duration::from_secs(1),
+            cancelled: false,
+        };
+        let rule = Rule {
+            tool: Glob::new("fx__*").unwrap(),
+            action: Action::Deny,
+            origin: "config.toml line 2".into(),
+        };
+        let denied = HubError::ToolDenied {
+            tool: "fx__echo".into(),
+            rule: rule.clone(),
+        };
+        let unapproved = HubError::NotApproved {
+            tool: "fx__echo".into(),
+            rule,
+            why: "declined".into(),
+        };
+        let withheld = HubError::ToolFlagged {
+            server: "fx".into(),
+            tool: "echo".into(),
+            findings: Vec::new(),
+        };
+        let unknown = HubError::UnknownTool {
+            server: "fx".into(),
+            given: "nope".into(),
+            known: vec!["echo".into()],
+        };
+        let kinds = |error: &HubError| {
+            [
+                error.is_timeout(),
+                error.is_denied(),
+                error.is_withheld(),
+                error.is_unknown_tool(),
+            ]
+        };
+        assert_eq!(kinds(&timed_out), [true, false, false, false]);
+        assert_eq!(kinds(&waited), [true, false, false, false]);
+        assert_eq!(kinds(&remote), [false; 4]);
+        assert_eq!(kinds(&denied), [false, true, false, false]);
+        assert_eq!(kinds(&unapproved), [false, true, false, false]);
+        assert_eq!(kinds(&withheld), [false, false, true, false]);
+        assert_eq!(kinds(&unknown), [false, false, false, true]);
+    }
 }

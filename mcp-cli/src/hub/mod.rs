@@ -165,9 +165,10 @@ use crate::logs::RunLog;
 use crate::names;
 use slot::Slot;
 
-/// Where a server stands, as `servers` shows it.
+/// Where a server stands, as [`Hub::status`] reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum State {
     /// Not started yet (or stopped by the hub).
     Stopped,
@@ -185,7 +186,8 @@ pub enum State {
     Denied,
     /// The entry cannot be used as written.
     Invalid,
-    /// A remote server that refused us for want of a login (`mcp-cli auth NAME`).
+    /// A remote server that refused us for want of a login: a token from a login (see
+    /// [`auth::Settings::login`](crate::auth::Settings::login)) lets it start.
     NeedsAuth,
     /// Held back by the host until a person approves it ([`Config::pending`]); never started.
     Pending,
@@ -198,7 +200,7 @@ impl std::fmt::Display for State {
     }
 }
 
-/// One row of the `servers` table: a server's state and what goes with it.
+/// One server of [`Hub::status`]: its state and what goes with it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ServerStatus {
     /// The configured name.
@@ -287,6 +289,7 @@ fn era_name<S: serde::Serializer>(era: &Option<Era>, serializer: S) -> Result<S:
 
 /// What the hub tells its listeners.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum HubEvent {
     /// A server's tools changed: it sent `notifications/tools/list_changed`, or a listing
     /// listed again once its `ttlMs` ran out differs from the one held. The catalogue already
@@ -590,7 +593,7 @@ impl Hub {
         slot::auth_settings(remote, &self.inner.settings.auth)
     }
 
-    /// Server `given`'s name and remote settings, for `mcp-cli auth`; `None` for a server
+    /// Server `given`'s name and remote settings, for a login to it; `None` for a server
     /// that is not remote.
     pub fn remote(&self, given: &str) -> Result<(String, Option<crate::config::Remote>), HubError> {
         let name = self.resolve(given)?;
@@ -708,7 +711,10 @@ impl Hub {
     }
 
     /// Closes every server in parallel (stdin, grace period, SIGTERM, SIGKILL); starts
-    /// nothing afterwards.
+    /// nothing afterwards. A server that ignores its closed stdin costs up to
+    /// [`Settings::grace_period`] and [`Settings::term_period`] (2 s and 500 ms by default):
+    /// server-everything with a cancelled long-running call waits out the whole grace.
+    /// [`terminate`](Self::terminate) stops them at once.
     pub async fn shutdown(&self) {
         self.stop_all(false).await;
     }

@@ -203,6 +203,31 @@ fn variable(env: &BTreeMap<String, String>, key: &str) -> Option<String> {
     (env.get(key).cloned()).or_else(|| std::env::var(key).ok())
 }
 
+/// The folder a launcher confined by `filesystem` needed and was refused, when its stderr
+/// says so: npm's `ENOTCACHED` (run offline, it could not write its cache to find the package
+/// there), or a refused write naming its cache. `npx` writes its cache at every start, which
+/// only readable is not enough for; the person reads npm's own words, not why.
+pub(crate) fn refused_cache(command: &config::Command, stderr: &[String]) -> Option<PathBuf> {
+    let confined = command.sandbox.as_ref()?.filesystem.as_ref()?;
+    let launcher = Path::new(&command.program).file_name()?;
+    if launcher != "npx" && launcher != "npm" {
+        return None;
+    }
+    let cache = launcher_caches(&command.env).into_iter().next()?;
+    if confined.iter().any(|allowed| cache.starts_with(allowed)) {
+        return None;
+    }
+    let shown = cache.display().to_string();
+    let refused = |line: &&String| {
+        line.contains("ENOTCACHED")
+            || (["EACCES", "EROFS", "EPERM"]
+                .iter()
+                .any(|code| line.contains(code))
+                && line.contains(&shown))
+    };
+    stderr.iter().any(|line| refused(&line)).then_some(cache)
+}
+
 /// Where npm, uv and pip keep what they download: launchers run from there.
 fn launcher_caches(env: &BTreeMap<String, String>) -> Vec<PathBuf> {
     let var = |key: &str| {
@@ -285,6 +310,51 @@ mod tests {
             assert!(folders.contains(&pyenv), "{shebang}: {folders:?}");
         }
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_confined_npx_refused_its_cache_is_told_which_folder() {
+        let mut command = config::Command::new("/usr/bin/npx");
+        command.env.insert("HOME".to_owned(), "/home/u".to_owned());
+        command.sandbox = Some(config::Sandbox {
+            isolate_network: true,
+            allow: Vec::new(),
+            filesystem: Some(vec![PathBuf::from("/work")]),
+        });
+        let said = |lines: &[&str]| {
+            lines
+                .iter()
+                .map(|line| (*line).to_owned())
+                .collect::<Vec<_>>()
+        };
+        let enotcached = said(&[
+            "npm error code ENOTCACHED",
+            "npm error request to ... failed",
+        ]);
+        assert_eq!(
+            refused_cache(&command, &enotcached),
+            Some(PathBuf::from("/home/u/.npm"))
+        );
+        let eacces = said(&["npm error EACCES: permission denied, mkdir '/home/u/.npm/_cacache'"]);
+        assert_eq!(
+            refused_cache(&command, &eacces),
+            Some(PathBuf::from("/home/u/.npm"))
+        );
+        assert_eq!(
+            refused_cache(&command, &said(&["Error: no such tool"])),
+            None
+        );
+        // Listed, it was not the cache.
+        let mut listed = command.clone();
+        listed.sandbox.as_mut().unwrap().filesystem = Some(vec![PathBuf::from("/home/u")]);
+        assert_eq!(refused_cache(&listed, &enotcached), None);
+        // Not confined, or not a launcher: npm's words are the whole story.
+        let mut open = command.clone();
+        open.sandbox = None;
+        assert_eq!(refused_cache(&open, &enotcached), None);
+        let mut node = command;
+        node.program = "node".to_owned();
+        assert_eq!(refused_cache(&node, &enotcached), None);
     }
 
     #[test]

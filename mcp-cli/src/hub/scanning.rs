@@ -15,14 +15,15 @@ use crate::hub::features::Features;
 use crate::hub::{Hub, HubError};
 use crate::scan::{self, Finding};
 
-/// What the scan found in one tool, for `mcp-cli scan`.
+/// What the scan found in one tool ([`Hub::scan_of`](crate::hub::Hub::scan_of)).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ToolScan {
     /// The server.
     pub server: String,
     /// The tool's own name.
     pub tool: String,
-    /// Whether `mcp-cli trust` accepted the tool as it is now, findings and all.
+    /// Whether [`Hub::trust`](crate::hub::Hub::trust) accepted the tool as it is now,
+    /// findings and all.
     pub trusted: bool,
     /// Whether the hub withholds it for the findings (not trusted, scanning on).
     pub withheld: bool,
@@ -33,7 +34,8 @@ pub struct ToolScan {
 /// The scan of one server's tools, or why they could not be listed.
 pub type ServerScan = (String, Result<Vec<ToolScan>, HubError>);
 
-/// What the scan found in one prompt, resource or resource template, for `mcp-cli scan`.
+/// What the scan found in one prompt, resource or resource template
+/// ([`Hub::scan_features`](crate::hub::Hub::scan_features)).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FeatureScan {
     /// The server.
@@ -42,7 +44,8 @@ pub struct FeatureScan {
     pub feature: &'static str,
     /// What identifies it: the prompt's name, the resource's URI, the template's URI template.
     pub name: String,
-    /// Whether `mcp-cli trust` accepted it as it is now, findings and all.
+    /// Whether [`Hub::trust`](crate::hub::Hub::trust) accepted it as it is now, findings and
+    /// all.
     pub trusted: bool,
     /// Whether the hub withholds it for the findings (not trusted, scanning on).
     pub withheld: bool,

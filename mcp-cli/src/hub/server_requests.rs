@@ -7,6 +7,7 @@
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_channel::{Receiver, Sender};
@@ -244,6 +245,10 @@ pub(crate) struct Answers {
     /// The roots of a server with none configured.
     pub(crate) host_roots: Option<RootsHandler>,
     pub(crate) elicit: Option<ElicitHandler>,
+    /// Counts the forms declined or dismissed that were asked within a call (a stateless-era
+    /// `input_required` round): a call that then runs out of rounds was asked again what was
+    /// refused, which is not the server's failure.
+    pub(crate) declined: Arc<AtomicU64>,
 }
 
 /// Answers one server's requests until its connection ends; `roots_answered` hears once a
@@ -259,6 +264,7 @@ pub(crate) async fn serve(
         roots,
         host_roots,
         elicit,
+        declined,
     } = answers;
     let changes = (host_roots.as_ref())
         .filter(|_| roots.is_empty())
@@ -297,7 +303,11 @@ pub(crate) async fn serve(
             },
             ("elicitation/create", Some(handler)) => {
                 let elicitation = Elicitation::of(&server, request.params.as_ref());
-                Ok(handler.fill(elicitation).await.to_result())
+                let answer = fill_checked(handler, elicitation).await;
+                if request.request.is_some() && !matches!(answer, ElicitAnswer::Accept(_)) {
+                    declined.fetch_add(1, Ordering::SeqCst);
+                }
+                Ok(answer.to_result())
             }
             (method, _) => Err(RpcError::method_not_found(method)),
         };
@@ -308,6 +318,45 @@ pub(crate) async fn serve(
             let _ = roots_answered.try_send(());
         }
     }
+}
+
+/// How often a form whose answer does not fit is asked again before it is declined.
+const FORM_ATTEMPTS: usize = 3;
+
+/// The handler's answer to `elicitation`, checked against its schema first: an answer that
+/// does not fit (`email: "agent"`, a choice not among the `enum`'s) never reaches the server.
+/// The form is asked again, its message saying which field and why, and declined after
+/// [`FORM_ATTEMPTS`] answers that do not fit (a handler that answers the same each time).
+pub(crate) async fn fill_checked(
+    handler: &ElicitHandler,
+    elicitation: Elicitation,
+) -> ElicitAnswer {
+    let mut asked = elicitation.clone();
+    for _ in 0..FORM_ATTEMPTS {
+        let answer = handler.fill(asked.clone()).await;
+        let ElicitAnswer::Accept(content) = &answer else {
+            return answer;
+        };
+        // A link's answer has no fields; a form without a schema constrains nothing.
+        if elicitation.url.is_some() || elicitation.schema.as_object().is_none_or(Map::is_empty) {
+            return answer;
+        }
+        let content = Value::Object(content.clone());
+        let Some(mismatch) = crate::hub::validate::check_answer(&elicitation.schema, &content)
+        else {
+            return answer;
+        };
+        let field = mismatch.path.trim_start_matches('/');
+        let place = match field.is_empty() {
+            true => "the answer".to_owned(),
+            false => format!("field {field}"),
+        };
+        asked.message = format!(
+            "{place} does not fit the form: {}. {}",
+            mismatch.message, elicitation.message
+        );
+    }
+    ElicitAnswer::Decline
 }
 
 /// The event a server's `notifications/elicitation/complete` makes, if `note` is one.
@@ -354,6 +403,70 @@ pub(crate) fn file_uri(path: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An answer that does not fit its form is not sent: the form is asked again saying
+    /// which field and why, and declined if the answers never fit.
+    #[test]
+    fn a_form_answer_is_checked_against_its_schema_before_it_is_sent() {
+        let schema = json!({"type": "object", "required": ["email", "size"], "properties": {
+            "email": {"type": "string", "format": "email"},
+            "size": {"type": "string", "enum": ["s", "m"]},
+            "colour": {"oneOf": [{"const": "red", "title": "Red"}, {"const": "blue"}]},
+            "tags": {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}},
+        }});
+        let form = Elicitation {
+            server: "fx".to_owned(),
+            message: "Who are you?".to_owned(),
+            schema,
+            url: None,
+        };
+        let answers = |answers: Vec<Value>| {
+            let asked = Arc::new(Mutex::new(Vec::new()));
+            let queue = Arc::new(Mutex::new(answers));
+            let seen = asked.clone();
+            let handler = ElicitHandler::new(move |form: Elicitation| {
+                seen.lock().unwrap().push(form.message);
+                let next = queue.lock().unwrap().remove(0);
+                async move { ElicitAnswer::Accept(next.as_object().unwrap().clone()) }
+            });
+            (handler, asked)
+        };
+        let good = json!({"email": "ada@example.com", "size": "m", "colour": "red", "tags": ["a"]});
+        let cases = [
+            (json!({"email": "agent", "size": "m"}), "field email"),
+            (json!({"email": "a@b.org", "size": "xl"}), "field size"),
+            (
+                json!({"email": "a@b.org", "size": "s", "colour": "green"}),
+                "field colour",
+            ),
+            (
+                json!({"email": "a@b.org", "size": "s", "tags": ["c"]}),
+                "field tags/0",
+            ),
+            (json!({"size": "s"}), "the answer"),
+        ];
+        for (bad, place) in cases {
+            let (handler, asked) = answers(vec![bad.clone(), good.clone()]);
+            let answer = futures_lite::future::block_on(fill_checked(&handler, form.clone()));
+            assert_eq!(
+                answer,
+                ElicitAnswer::Accept(good.as_object().unwrap().clone())
+            );
+            let asked = asked.lock().unwrap().clone();
+            assert_eq!(asked.len(), 2, "{bad}: {asked:?}");
+            assert_eq!(asked[0], "Who are you?");
+            assert!(
+                asked[1].starts_with(&format!("{place} does not fit the form: ")),
+                "{bad}: {asked:?}"
+            );
+            assert!(asked[1].ends_with(". Who are you?"), "{asked:?}");
+        }
+        let bad = json!({"email": "agent", "size": "m"});
+        let (handler, asked) = answers(vec![bad.clone(), bad.clone(), bad]);
+        let answer = futures_lite::future::block_on(fill_checked(&handler, form));
+        assert_eq!(answer, ElicitAnswer::Decline);
+        assert_eq!(asked.lock().unwrap().len(), FORM_ATTEMPTS);
+    }
 
     #[test]
     fn roots_are_file_uris_named_by_their_last_part() {

@@ -144,6 +144,30 @@ impl SettingsBuilder {
         self
     }
 
+    /// Fills in servers' forms, and with [`ElicitHandler::taking_urls`] opens their links too
+    /// ([`Settings::elicit`]): `.elicit_handler(ElicitHandler::new(fill).taking_urls())`.
+    pub fn elicit_handler(mut self, handler: ElicitHandler) -> Self {
+        self.settings.elicit = Some(handler);
+        self
+    }
+
+    /// Names the roots of servers with none configured ([`RootsHandler::new`],
+    /// [`Settings::roots`]); servers are told the hub has roots.
+    pub fn roots<F, Fut>(mut self, list: F) -> Self
+    where
+        F: Fn(String) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Option<serde_json::Value>> + Send + 'static,
+    {
+        self.settings.roots = Some(RootsHandler::new(list));
+        self
+    }
+
+    /// Records the tasks of calls in `dir` ([`Settings::task_dir`]).
+    pub fn task_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.settings.task_dir = Some(dir.into());
+        self
+    }
+
     /// Keeps each server's stderr in `<dir>/<name>.log` ([`Settings::log_dir`]).
     pub fn log_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.settings.log_dir = Some(dir.into());
@@ -255,5 +279,70 @@ mod tests {
         let plain = Settings::builder().build();
         assert_eq!(plain.client_name, Settings::default().client_name);
         assert!(plain.ask.is_none() && plain.elicit.is_none());
+    }
+
+    /// Every field has its method: the destructuring names them all, so a field added
+    /// without one fails here first.
+    #[test]
+    fn the_builder_covers_every_setting() {
+        let executor = Arc::new(Executor::new());
+        let auth = crate::auth::Settings {
+            scopes: vec!["read".to_owned()],
+            ..crate::auth::Settings::default()
+        };
+        let Settings {
+            log_dir,
+            client_name,
+            client_version,
+            grace_period,
+            term_period,
+            handshake_timeout,
+            executor: built_executor,
+            ask,
+            elicit,
+            roots,
+            pin_dir,
+            era_file,
+            catalogue_dir,
+            task_dir,
+            auth: built_auth,
+        } = Settings::builder()
+            .log_dir("/logs")
+            .client("agent", "2.0.0")
+            .grace_period(Duration::from_secs(5))
+            .term_period(Duration::from_secs(1))
+            .handshake_timeout(Duration::from_secs(30))
+            .executor(executor.clone())
+            .ask(|_| async { Ok(()) })
+            .elicit_handler(ElicitHandler::new(|_| async { ElicitAnswer::Decline }).taking_urls())
+            .roots(|_| async { Some(serde_json::json!({"roots": []})) })
+            .pin_dir("/pins")
+            .era_file("/eras.json")
+            .catalogue_dir("/catalogue")
+            .task_dir("/tasks")
+            .auth(auth)
+            .build();
+        assert_eq!(log_dir, Some(PathBuf::from("/logs")));
+        assert_eq!(
+            (client_name.as_str(), client_version.as_str()),
+            ("agent", "2.0.0")
+        );
+        assert_eq!(
+            (grace_period, term_period, handshake_timeout),
+            (
+                Duration::from_secs(5),
+                Duration::from_secs(1),
+                Some(Duration::from_secs(30))
+            )
+        );
+        assert!(built_executor.is_some_and(|built| Arc::ptr_eq(&built, &executor)));
+        assert!(ask.is_some());
+        assert!(elicit.is_some_and(|handler| handler.takes_urls()));
+        assert!(roots.is_some());
+        assert_eq!(pin_dir, Some(PathBuf::from("/pins")));
+        assert_eq!(era_file, Some(PathBuf::from("/eras.json")));
+        assert_eq!(catalogue_dir, Some(PathBuf::from("/catalogue")));
+        assert_eq!(task_dir, Some(PathBuf::from("/tasks")));
+        assert_eq!(built_auth.scopes, ["read"]);
     }
 }

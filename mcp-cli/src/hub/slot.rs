@@ -68,6 +68,9 @@ pub(crate) struct Live {
     features: Option<Arc<Features>>,
     /// Its tool calls under way, which the proxy names when it refuses a connection.
     pub(crate) calls: Arc<InFlight>,
+    /// The forms of calls' input rounds declined or dismissed so far
+    /// ([`Answers::declined`](crate::hub::server_requests::Answers)).
+    pub(crate) declined: Arc<std::sync::atomic::AtomicU64>,
 }
 
 enum Phase {
@@ -236,7 +239,13 @@ impl Slot {
         if !backoff.is_zero() {
             async_io::Timer::after(backoff).await;
         }
-        let started = self.start(hub, spec).await;
+        let started = match self.start(hub, spec).await {
+            Err(HubError::Server {
+                server,
+                error: error @ mcp_smol::Error::Disconnected(_),
+            }) => Err(launcher_refused(spec, server, error)),
+            started => started,
+        };
         // A listing kept on disk may have been served for this server before it started: if
         // the server now lists other tools, that is a list change.
         if let Ok(live) = &started
@@ -259,6 +268,10 @@ impl Slot {
                         ..
                     }
                     | HubError::WrongProtocol {
+                        error: mcp_smol::Error::Disconnected(disconnect),
+                        ..
+                    }
+                    | HubError::LauncherCacheRefused {
                         error: mcp_smol::Error::Disconnected(disconnect),
                         ..
                     } => disconnect.stderr.clone(),
@@ -773,5 +786,23 @@ impl Closing {
         } else {
             self.client.close().await;
         }
+    }
+}
+
+/// A start that failed as a confined launcher does when refused its cache: the error that
+/// names the folder; any other failure as it is.
+fn launcher_refused(spec: &ServerSpec, server: String, error: mcp_smol::Error) -> HubError {
+    let mcp_smol::Error::Disconnected(disconnect) = &error else {
+        return HubError::Server { server, error };
+    };
+    match crate::hub::sandbox::refused_cache(&spec.command, &disconnect.stderr) {
+        Some(folder) => HubError::LauncherCacheRefused {
+            server,
+            launcher: (std::path::Path::new(&spec.command.program).file_name())
+                .map_or_else(String::new, |name| name.to_string_lossy().into_owned()),
+            folder,
+            error,
+        },
+        None => HubError::Server { server, error },
     }
 }

@@ -42,10 +42,34 @@ pub struct TaskRecord {
     pub status_message: Option<String>,
     /// When it was last seen, in milliseconds since the Unix epoch.
     pub updated: u64,
+    /// The local server's process when the call made the task, and when that process
+    /// started (in the system's clock ticks since boot): a local server stops with the
+    /// command whose hub started it, and with it its tasks. `None` for a remote server, or
+    /// where the system does not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_process: Option<(u32, u64)>,
 }
 
 /// The status of a task the server no longer knows.
 pub(crate) const LOST: &str = "lost";
+
+/// When process `pid` started, in clock ticks since boot (`/proc/PID/stat`'s 22nd field),
+/// if it runs.
+fn process_start(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command's name, in parentheses, may hold blanks: the fields after it are counted.
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    after_name.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// Whether the process marked `(pid, started)` is known to be gone: no process of that pid,
+/// or another one that took the pid since. Where `/proc` says nothing, nothing is known.
+fn is_gone((pid, started): (u32, u64)) -> bool {
+    if process_start(std::process::id()).is_none() {
+        return false;
+    }
+    process_start(pid) != Some(started)
+}
 
 impl TaskRecord {
     /// Whether it can change no more: ended, or lost.
@@ -159,9 +183,24 @@ impl Records {
 
 impl Hub {
     /// The tasks kept in the state folder (of `server`, or of every server), oldest first.
+    /// A task still running when last seen whose local server is gone since (it stopped
+    /// with the command that started it) is listed `lost`. Only listed so, its record left as
+    /// it was: a server that keeps its tasks on disk knows them when started again, which
+    /// [`wait_task`](Self::wait_task) and a daemon started again ask it.
     pub fn task_records(&self, server: Option<&str>) -> Vec<TaskRecord> {
         let mut records = self.inner.tasks.all();
         records.retain(|record| server.is_none_or(|server| record.server == server));
+        for record in &mut records {
+            let gone = record.server_process.filter(|&process| is_gone(process));
+            if let (false, Some((pid, _))) = (record.is_done(), gone) {
+                record.status = LOST.to_owned();
+                record.status_message = Some(format!(
+                    "its server (pid {pid}) has stopped since, and the task with it: a local \
+                     server runs as long as the command, or the daemon, that started it \
+                     (`tasks wait` asks a server that keeps its tasks again)"
+                ));
+            }
+        }
         records
     }
 
@@ -267,7 +306,8 @@ impl Hub {
     /// once every watch has ended; dropping the future stops them all.
     pub async fn resume_tasks(&self) {
         let mut watches = Vec::new();
-        for record in self.task_records(None) {
+        // As recorded: those whose server stopped with the daemon before are asked again.
+        for record in self.inner.tasks.all() {
             if record.is_done() || self.inner.slot(&record.server).is_err() {
                 continue;
             }
@@ -284,6 +324,7 @@ impl Hub {
     /// Records a task a call of `tool` on `server` just made.
     pub(crate) fn record_task(&self, server: &str, tool: &str, task: Task) -> Box<TaskHandle> {
         let now = now_ms();
+        let pid = (self.inner.slot(server).ok()).and_then(|slot| slot.status().pid);
         let record = TaskRecord {
             server: server.to_owned(),
             task_id: task.id.clone(),
@@ -292,6 +333,7 @@ impl Hub {
             status: task.status.as_str().to_owned(),
             status_message: task.message.clone(),
             updated: now,
+            server_process: pid.and_then(|pid| Some((pid, process_start(pid)?))),
         };
         if let Err(error) = self.inner.tasks.save(&record) {
             crate::output::diagnostic(&format!("mcp-cli: warning: task {}: {error}", task.id));
@@ -330,6 +372,7 @@ impl Hub {
                 status: String::new(),
                 status_message: None,
                 updated: now,
+                server_process: None,
             })
         };
         let _ = self.inner.tasks.save(&record);
@@ -474,6 +517,25 @@ mod tests {
             status: status.to_owned(),
             status_message: None,
             updated: started,
+            server_process: None,
+        }
+    }
+
+    #[test]
+    fn a_process_is_gone_once_it_ended_or_its_pid_was_taken() {
+        let ours = std::process::id();
+        let started = process_start(ours).expect("/proc on Linux");
+        assert!(!is_gone((ours, started)));
+        assert!(
+            is_gone((ours, started + 1)),
+            "another process under our pid"
+        );
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        let child_started = process_start(pid);
+        child.wait().unwrap();
+        if let Some(child_started) = child_started {
+            assert!(is_gone((pid, child_started)));
         }
     }
 

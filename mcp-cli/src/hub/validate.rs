@@ -98,7 +98,7 @@ impl Validators {
         let compiled = match listing {
             Some(listing) => self.compiled(server, listing, &tool.name, schema),
             // Not running any more: checked all the same, compiled for this once.
-            None => Arc::new(compile(schema)),
+            None => Arc::new(compile(schema, false)),
         };
         match compiled.as_ref() {
             Ok(checker) => (checker.schemas)
@@ -135,13 +135,25 @@ impl Validators {
             );
         }
         let Some(current) = servers.get_mut(server) else {
-            return Arc::new(compile(schema));
+            return Arc::new(compile(schema, false));
         };
         (current.compiled)
             .entry(tool.to_owned())
-            .or_insert_with(|| Arc::new(compile(schema)))
+            .or_insert_with(|| Arc::new(compile(schema, false)))
             .clone()
     }
+}
+
+/// Why `content`, a form's answer, does not fit the form's `schema` (`requestedSchema`), if
+/// it does not. Formats (`email`, `uri`, `date`, ...) are checked whatever the dialect: a form
+/// names them to be filled in so. A schema that cannot be used checks nothing: the server
+/// judges the answer itself, as it did before there was a check.
+pub(crate) fn check_answer(schema: &Value, content: &Value) -> Option<OutputMismatch> {
+    let checker = compile(schema, true).ok()?;
+    (checker.schemas)
+        .validate(content, checker.root)
+        .err()
+        .map(|error| first_failure(&error))
 }
 
 /// Where the tool's schema is kept while compiling: a base of its own, so a relative `$ref`
@@ -151,10 +163,10 @@ const SCHEMA_URL: &str = "json-schema:///outputSchema";
 /// A validator for `schema`: its own `$schema` dialect, else 2020-12; no reference loaded.
 /// Each `pattern` the regex engine cannot run is taken out and the rest compiled again; every
 /// round takes out at least one, so the loop ends.
-fn compile(schema: &Value) -> Result<Checker, String> {
+fn compile(schema: &Value, formats: bool) -> Result<Checker, String> {
     let mut schema = std::borrow::Cow::Borrowed(schema);
     loop {
-        let error = match compile_as_sent(&schema) {
+        let error = match compile_as_sent(&schema, formats) {
             Ok(checker) => return Ok(checker),
             Err(error) => error,
         };
@@ -187,8 +199,11 @@ fn compile(schema: &Value) -> Result<Checker, String> {
 }
 
 /// Boxed: boon's error is some 200 bytes.
-fn compile_as_sent(schema: &Value) -> Result<Checker, Box<CompileError>> {
+fn compile_as_sent(schema: &Value, formats: bool) -> Result<Checker, Box<CompileError>> {
     let mut compiler = boon::Compiler::new();
+    if formats {
+        compiler.enable_format_assertions();
+    }
     // Said outright: boon's own default follows its newest draft, which may change.
     compiler.set_default_draft(boon::Draft::V2020_12);
     compiler.use_loader(Box::new(NoLoading));

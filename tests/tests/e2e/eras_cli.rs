@@ -158,18 +158,23 @@ fn a_server_configured_stateless_that_asks_for_initialize_fails_saying_so() {
 }
 
 #[test]
-fn an_input_loop_fails_the_call_with_the_round_bound() {
+fn an_input_loop_after_a_declined_form_is_a_refused_call() {
     let (scratch, log) = stdio_fixture("eras-cli-loop", "input-loop", "");
+    // `--yes` cannot fill the form (its field has no default): declined, each round.
     let run = scratch.cli(&["--yes", "call", "fx", "ask"]);
-    // A server that never stops asking misbehaves: a server failure, as a protocol violation.
-    assert_eq!(run.code, 3, "{run:?}");
+    // Asked again what was declined: the person's no, so a refused call's exit code, not a
+    // server failure's.
+    assert_eq!(run.code, 2, "{run:?}");
     assert!(
-        run.stderr
-            .contains("server fx: the server still asked for more input after 8 rounds"),
+        run.stderr.contains(
+            "tool fx__ask: its server asked again for input that was declined (a form, 8 rounds)"
+        ),
         "{run:?}"
     );
     // The call and its eight retries, each answering the round before.
     assert_eq!(count(&log, "tools/call"), 9);
+    let json = scratch.cli(&["--yes", "--json", "call", "fx", "ask"]);
+    assert!(json.stderr.contains("\"exitCode\":2"), "{json:?}");
 }
 
 #[test]

@@ -25,6 +25,22 @@ pub(crate) struct Listening {
     pub(crate) address: String,
     pub(crate) token: String,
     pub(crate) log: PathBuf,
+    /// The rest of serve's stderr after the line that names its address, once it ends.
+    stderr: Option<std::thread::JoinHandle<String>>,
+}
+
+impl Listening {
+    /// Sends SIGTERM and waits for serve to end: its exit code and the rest of its stderr.
+    fn terminate(&mut self) -> (i32, String) {
+        let killed = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        let status = self.child.wait().unwrap();
+        let stderr = self.stderr.take().map(|rest| rest.join().unwrap());
+        (status.code().unwrap_or(-1), stderr.unwrap_or_default())
+    }
 }
 
 impl Drop for Listening {
@@ -97,7 +113,11 @@ pub(crate) fn listen_configured(
         }
     };
     // The rest of its stderr is drained, so that it never blocks on a full pipe.
-    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    let rest = std::thread::spawn(move || {
+        let mut rest = String::new();
+        let _ = stderr.read_to_string(&mut rest);
+        rest
+    });
     let address = url
         .trim_start_matches("http://")
         .trim_end_matches("/mcp")
@@ -116,6 +136,7 @@ pub(crate) fn listen_configured(
         address,
         token,
         log,
+        stderr: Some(rest),
     }
 }
 
@@ -583,8 +604,9 @@ fn a_session_host_hanging_up_mid_call_cancels_the_backend_call_and_64_calls_are_
     assert_eq!(exchange(address, "POST", &headers, &ping).status, 404);
 }
 
-/// SIGTERM to serve, then: the call in flight is answered, and serve exits 0.
-fn terminate_with_a_call_in_flight(extra_env: &[(&str, &str)], ms: u64) -> (Answer, i32) {
+/// SIGTERM to serve, then: the call in flight is answered, and serve exits 0 (with what it
+/// said on stderr).
+fn terminate_with_a_call_in_flight(extra_env: &[(&str, &str)], ms: u64) -> (Answer, i32, String) {
     let scratch = Scratch::new(&format!("listen-sigterm-{ms}"));
     let mut listening = listen(&scratch, extra_env);
     let address = listening.address.clone();
@@ -599,19 +621,18 @@ fn terminate_with_a_call_in_flight(extra_env: &[(&str, &str)], ms: u64) -> (Answ
         exchange(&address, "POST", &headers, &body)
     });
     wait_for_log(&listening.log, "\"sleep\"");
-    let killed = Command::new("kill")
-        .args(["-TERM", &listening.child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
+    let (code, stderr) = listening.terminate();
     let answer = call.join().unwrap();
-    let status = listening.child.wait().unwrap();
-    (answer, status.code().unwrap_or(-1))
+    (answer, code, stderr)
 }
 
 #[test]
 fn sigterm_answers_the_call_in_flight_then_exits_0() {
-    let (answer, code) = terminate_with_a_call_in_flight(&[], 500);
+    let (answer, code, stderr) = terminate_with_a_call_in_flight(&[], 500);
+    assert!(
+        stderr.contains("stopping; waiting for the 1 request in flight"),
+        "{stderr}"
+    );
     assert_eq!(answer.status, 200, "{}", answer.body);
     assert_ne!(answer.json()["result"]["isError"], true, "{}", answer.body);
     assert!(
@@ -624,7 +645,7 @@ fn sigterm_answers_the_call_in_flight_then_exits_0() {
 
 #[test]
 fn sigterm_fails_a_call_that_outlasts_the_grace_with_an_error_then_exits_0() {
-    let (answer, code) =
+    let (answer, code, _) =
         terminate_with_a_call_in_flight(&[("MCP_CLI_STOP_GRACE_MS", "200")], 60000);
     assert_eq!(answer.status, 200, "{}", answer.body);
     let message = answer.json()["error"]["message"]
@@ -633,6 +654,29 @@ fn sigterm_fails_a_call_that_outlasts_the_grace_with_an_error_then_exits_0() {
         .to_owned();
     assert!(message.contains("stopping"), "{}", answer.body);
     assert_eq!(code, 0);
+}
+
+#[test]
+fn sigterm_with_nothing_in_flight_waits_for_nothing() {
+    let scratch = Scratch::new("listen-sigterm-idle");
+    let mut listening = listen(&scratch, &[]);
+    // A call answered before the stop is not in flight.
+    let bearer = format!("Bearer {}", listening.token);
+    let body = stateless_call(3, "echo", json!({"text": "hi"}));
+    let headers = [
+        ("Authorization", bearer.as_str()),
+        STATELESS[0],
+        STATELESS[1],
+    ];
+    let answered = exchange(&listening.address, "POST", &headers, &body);
+    assert_eq!(answered.status, 200, "{}", answered.body);
+    let (code, stderr) = listening.terminate();
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains("mcp-cli serve: stopping; no requests in flight"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("waiting for"), "{stderr}");
 }
 
 /// A TypeScript SDK v2 host over Streamable HTTP at `era` (a pinned revision, `legacy` for the

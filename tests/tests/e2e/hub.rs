@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_client_cli::config::{Command, Config, Entry, Policy, Server, ServerSpec, Source};
-use mcp_client_cli::hub::{Ask, AskHandler, Hub, HubError, HubEvent, Settings, State};
+use mcp_client_cli::hub::{
+    Ask, AskHandler, ElicitAnswer, Hub, HubError, HubEvent, Settings, State,
+};
 use mcp_smol::ServerCommand;
 use serde_json::{Value, json};
 
@@ -621,4 +623,56 @@ fn an_embedders_hub_runs_only_the_servers_its_file_names() {
         rows.iter()
             .all(|row| row["preset"] == (row["name"] != "fx"))
     );
+}
+
+/// A server that asks again for a form its caller declined has the call refused as declined;
+/// one that asks for ever whatever the answer still fails as a server that broke off.
+#[test]
+fn a_declined_form_asked_again_is_a_refusal_not_a_server_failure() {
+    bounded(async {
+        for (answer, declined) in [
+            (ElicitAnswer::Decline, true),
+            (ElicitAnswer::Cancel, true),
+            // An answer that fits the form (its `name` is required): the server still asks.
+            (
+                ElicitAnswer::Accept(json!({"name": "Ada"}).as_object().unwrap().clone()),
+                false,
+            ),
+        ] {
+            let settings = Settings::builder()
+                .elicit(move |_| {
+                    let answer = answer.clone();
+                    async move { answer }
+                })
+                .build();
+            let config = Config {
+                servers: vec![server("fx", fixture("input-loop", &[]))],
+                ..Config::default()
+            };
+            let hub = Hub::new(config, settings);
+            let tool = hub.find("fx__ask").await.unwrap();
+            let error = hub.call(&tool, json!({})).await.unwrap_err();
+            match (&error, declined) {
+                (
+                    HubError::FormDeclined {
+                        server,
+                        tool,
+                        rounds,
+                    },
+                    true,
+                ) => {
+                    assert_eq!(
+                        (server.as_str(), tool.as_str(), *rounds),
+                        ("fx", "fx__ask", 8)
+                    );
+                    assert!(error.to_string().contains("declined"), "{error}");
+                }
+                (HubError::Server { .. }, false) => {
+                    assert!(error.to_string().contains("after 8 rounds"), "{error}");
+                }
+                _ => panic!("declined {declined}: {error:?}"),
+            }
+            hub.shutdown().await;
+        }
+    });
 }

@@ -92,12 +92,49 @@ fn import_skips_entries_that_run_our_own_gateway() {
         ("HOME", home.to_str().unwrap()),
         ("XDG_CONFIG_HOME", config_home.to_str().unwrap()),
     ];
+    // The listing says what `--write` will skip, and why, before anything is written.
+    let run = scratch.cli_with(&["import"], &env, None);
+    assert_eq!(run.code, 0, "{run:?}");
+    let row = |name: &str| {
+        let row = run
+            .stdout
+            .lines()
+            .find(|line| line.starts_with(&format!("{name} ")));
+        row.unwrap_or_else(|| panic!("{name}: {run:?}")).to_owned()
+    };
+    assert!(
+        row("gw").contains("(--write skips it: it runs mcp-cli's own gateway"),
+        "{run:?}"
+    );
+    assert!(!row("fx").contains("skips"), "{run:?}");
+    let json = scratch.cli_with(&["--json", "import"], &env, None);
+    let rows: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    let skips = |name: &str| {
+        let rows = rows.as_array().unwrap();
+        let row = rows.iter().find(|row| row["name"] == name).unwrap();
+        row["writeSkips"].clone()
+    };
+    assert!(
+        skips("gw")
+            .as_str()
+            .is_some_and(|why| why.contains("own gateway")),
+        "{rows}"
+    );
+    assert!(skips("fx").is_null(), "{rows}");
+    assert!(!config_home.join("mcp-cli/config.toml").exists());
     let run = scratch.cli_with(&["import", "--write"], &env, None);
     assert_eq!(run.code, 0, "{run:?}");
     assert!(run.stdout.contains("imported fx"), "{run:?}");
+    // Once written, the listing says `--write` would skip it: the native file has it.
     assert!(
         run.stderr.contains("skipped gw") && run.stderr.contains("mcp-cli's own gateway"),
         "{run:?}"
+    );
+    let listed = scratch.cli_with(&["import"], &env, None);
+    let fx = (listed.stdout.lines()).find(|line| line.starts_with("fx "));
+    assert!(
+        fx.is_some_and(|row| row.contains("already has it (--force replaces it)")),
+        "{listed:?}"
     );
     let native = std::fs::read_to_string(config_home.join("mcp-cli/config.toml")).unwrap();
     assert!(!native.contains("[mcp.gw]"), "{native}");

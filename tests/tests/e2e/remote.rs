@@ -144,6 +144,33 @@ fn ad_hoc_http_calls_a_tool_without_any_config() {
     assert!(run.stdout.contains("echo"), "{}", run.stdout);
 }
 
+/// An ad hoc server has one name, the one its tools are listed under, in every message.
+#[test]
+fn ad_hoc_http_is_spelt_one_way() {
+    let server = fixture("stateless");
+    let dir = Scratch::new("remote-adhoc-name");
+    let run = dir.cli(&["--http", &server.url(), "tools"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("127_0_0_1__region"), "{}", run.stdout);
+    assert!(
+        run.stderr
+            .contains("tool weigh of server 127_0_0_1 is left out"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("127.0.0.1 "), "{}", run.stderr);
+    let run = dir.cli(&["--http", &server.url(), "--json", "servers"]);
+    let rows: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(rows[0]["name"], "127_0_0_1", "{}", run.stdout);
+    let run = dir.cli(&["--http", &server.url(), "call", "nosuch"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("server 127_0_0_1 has no tool nosuch"),
+        "{}",
+        run.stderr
+    );
+}
+
 /// A stateless-era server reached by `auto` over HTTP: a tool with an invalid `x-mcp-header`
 /// annotation is left out of `tools` and `call` with a warning that says why, and a tool whose
 /// argument is mirrored into a header is called (the fixture checks the header).

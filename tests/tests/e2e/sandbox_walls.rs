@@ -292,3 +292,43 @@ fn a_kernel_without_the_namespaces_is_a_refused_start() {
     let run = scratch.cli_with(&args, &[("MCP_SMOL_SANDBOX_MISSING", "scope")], None);
     assert_eq!((run.code, run.stdout.trim()), (0, "connected"), "{run:?}");
 }
+
+/// An npx server under `filesystem` fails, offline, with npm's `ENOTCACHED`: the message names
+/// the folder it needed (its cache), not only npm's words.
+#[test]
+fn a_confined_npx_refused_its_cache_is_told_which_folder() {
+    use std::os::unix::fs::PermissionsExt;
+    let scratch = Scratch::new("walls-npx-cache");
+    // npm's words when it may not write its cache and so finds nothing in it.
+    std::fs::create_dir_all(scratch.0.join("bin")).unwrap();
+    let npx = scratch.write(
+        "bin/npx",
+        "#!/bin/sh\necho 'npm error code ENOTCACHED' >&2\necho 'npm error request to https://registry.npmjs.org/x failed' >&2\nexit 1\n",
+    );
+    std::fs::set_permissions(&npx, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let home = "/nonexistent-mcp-walls-home";
+    let config = scratch.write(
+        "config.toml",
+        &format!(
+            "[mcp.npx-server]\ncommand = {npx:?}\nargs = [\"-y\", \"x\"]\nenv = {{ HOME = {home:?} }}\npermissions = {{ filesystem = [\".\"] }}\n"
+        ),
+    );
+    let runtime = scratch.0.join("runtime").display().to_string();
+    let config = config.display().to_string();
+    let args = [
+        "--config",
+        config.as_str(),
+        "tools",
+        "npx-server",
+        "--refresh",
+    ];
+    let run = scratch.cli_with(&args, &[("XDG_RUNTIME_DIR", &runtime)], None);
+    assert_eq!(run.code, 3, "{run:?}");
+    assert!(
+        run.stderr.contains(&format!(
+            "the sandbox keeps npx from writing its cache, {home}/.npm: add \"{home}/.npm\" to \
+             the entry's permissions.filesystem"
+        )),
+        "{run:?}"
+    );
+}

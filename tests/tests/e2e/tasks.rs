@@ -246,6 +246,30 @@ fn a_stateless_task_ends_on_its_notification_without_waiting_for_a_poll() {
     assert!(!log.contains("taskIds"), "{log}");
 }
 
+/// Without a daemon the server stops with the command that started the task: `tasks` shows
+/// the task lost at once, with why, rather than `working` until a `tasks wait` finds it gone.
+#[test]
+fn a_task_whose_local_server_stopped_is_listed_as_lost() {
+    let tasks = Tasks::new("lost", "handshake", &[]);
+    let run = tasks.cold(&["call", "--async", "fx", "task_sleep", "ms=60000"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let id = run.stdout.trim().to_owned();
+    let records = tasks.records();
+    let record = records
+        .iter()
+        .find(|record| record["taskId"] == id.as_str());
+    let record = record.unwrap_or_else(|| panic!("{records:?}"));
+    assert_eq!(record["status"], "lost", "{record}");
+    let message = record["statusMessage"].as_str().unwrap_or_default();
+    assert!(message.contains("has stopped since"), "{record}");
+    let run = tasks.cold(&["tasks"]);
+    assert!(
+        run.stdout
+            .contains(&format!("fx      {id}  fx__task_sleep  lost")),
+        "{run:?}"
+    );
+}
+
 #[test]
 fn async_calls_are_waited_for_polled_and_cancelled_through_the_daemon() {
     for era in ERAS {
@@ -368,7 +392,8 @@ fn a_restarted_daemon_watches_its_tasks_again() {
         assert_eq!(run.code, 0, "{era}: {run:?}");
         let id = run.stdout.trim().to_owned();
         assert_eq!(tasks.cli(&["daemon", "stop"]).code, 0);
-        assert_eq!(tasks.status_of(&id), "working");
+        // Its server stopped with the daemon: listed lost, though this one keeps its tasks.
+        assert_eq!(tasks.status_of(&id), "lost");
         tasks.start_daemon();
         // Nobody waits: the daemon's own watch brings the record up to date.
         let deadline = Instant::now() + Duration::from_secs(60);

@@ -98,10 +98,12 @@ impl Slot {
         let notes = client.notifications().await;
         let requests = client.server_requests().await;
         let (roots_answered, roots_known) = async_channel::bounded(1);
+        let declined = Arc::<std::sync::atomic::AtomicU64>::default();
         let answers = server_requests::Answers {
             roots: spec.roots.clone(),
             host_roots: hub.settings.roots.clone(),
             elicit: hub.settings.elicit.clone(),
+            declined: declined.clone(),
         };
         let answering = server_requests::serve(
             name.clone(),
@@ -169,6 +171,7 @@ impl Slot {
                     listening,
                     features: None,
                     calls,
+                    declined,
                 };
                 let watch = watch(Arc::downgrade(hub), self.clone(), client, conn, notes);
                 hub.spawn_watcher(watch);
