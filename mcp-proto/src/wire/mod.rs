@@ -4,6 +4,8 @@
 //! result, [`jsonrpc::RequestParams::spliced`] to write a request's params).
 //!
 //! - `line_error.rs`: `LineError`, why a line could not be used, below everything else here
+//! - `answered.rs`: whom a message answers, its top-level `id` read from its first or last
+//!   bytes, for a line that cannot be used
 //! - `stream_json.rs`: `JsonStream`, one JSON text parsed as its bytes arrive
 //! - `framing.rs`: `LineDecoder`, the peer's output cut into bounded lines, a long one parsed
 //!   as it arrives; for the connection, also whom an unusable line answers, as soon as that
@@ -12,6 +14,7 @@
 //! - `sse.rs`: `SseDecoder`, Server-Sent Events
 //! - `jsonrpc.rs`: JSON-RPC messages classified and encoded, `RpcError`, ids as peers echo them
 
+pub(crate) mod answered;
 pub(crate) mod framing;
 pub(crate) mod jsonrpc;
 pub(crate) mod line_error;
