@@ -3,6 +3,7 @@
 pub mod checks;
 pub mod config_check;
 pub mod http_check;
+pub mod http_server_check;
 
 // mcp-cli's config reader, compiled here from its own sources with the two small modules it
 // uses, so the config target builds without the rest of mcp-cli and mcp-smol (hyper, rustls,

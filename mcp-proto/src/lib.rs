@@ -219,6 +219,15 @@ pub mod server {
         ServerEvent,
     };
     pub use crate::machines::server_stateless::{HostInput, InputRequired};
+
+    /// The server half of Streamable HTTP: [`HttpServer`] says which machine a host's HTTP
+    /// request goes to and how each message a machine writes goes back.
+    pub mod http {
+        pub use crate::machines::http_server::{
+            Abandon, ExchangeId, HttpLimits, HttpRequest, HttpResponse, HttpServer, MachineId,
+            Part, Routed, Written, event,
+        };
+    }
 }
 
 /// The wire decoders the connection runs on, public only for the fuzz targets (the `fuzzing`

@@ -11,6 +11,10 @@ mod checks;
 #[allow(dead_code, unreachable_pub)]
 mod http_check;
 
+#[path = "../../fuzz/src/http_server_check.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod http_server_check;
+
 use std::path::Path;
 
 fn replay(target: &str, check: fn(&[u8])) {
@@ -66,4 +70,9 @@ fn sse_corpus() {
 #[test]
 fn http_corpus() {
     replay("http", http_check::check_http);
+}
+
+#[test]
+fn http_server_corpus() {
+    replay("http_server", http_server_check::check_http_server);
 }

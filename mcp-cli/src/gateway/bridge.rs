@@ -1,205 +1,344 @@
-//! One host of `serve --listen`, in memory: a server-role machine served by the gateway as a
-//! stdio host is. The messages of the host's HTTP requests go into it as they were decoded
-//! from their bodies, once (no pipe in between to frame and decode them again), and what it
-//! writes is routed, as it writes it, back to the HTTP request it belongs to.
-//!
-//! Each host request gets a [`Reply`]: its answer, and before it what relates to it when its
-//! HTTP answer may be an event stream (the host accepts `text/event-stream`): its progress
-//! notifications, the subscription's notifications of a `subscriptions/listen`, and in a
-//! session the requests of ours (forms, `roots/list`) asked while it is open. A session's
-//! other notifications (list changes) go to its standalone stream (`GET`) when one is open.
-//! A request of ours with nowhere to go is answered at once with an error, which the gateway
-//! takes as the host's "cancel": nothing waits for ever on a host that cannot be reached.
+//! The hosts of `serve --listen`, in memory: the core's [`HttpServer`] (which machine each
+//! HTTP request goes to, and which HTTP request each message a machine writes belongs to) and
+//! the server-role machines it names, each served by the gateway as a stdio host is. The
+//! messages of the host's HTTP requests go into a machine as they were decoded from their
+//! bodies, once, and what it writes is passed, as it writes it, to the HTTP response the
+//! core names: nothing here reads a message.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
+use std::time::Instant;
 
 use async_channel::{Receiver, Sender};
 use futures_lite::io::AsyncWrite;
 use hyper::body::Bytes;
 use mcp_smol::Server;
 use mcp_smol::proto::server::HostMessage;
-use serde::Deserialize;
-use serde_json::value::RawValue;
-use serde_json::{Value, json};
+use mcp_smol::proto::server::http::{
+    Abandon, ExchangeId, HttpLimits, HttpRequest, HttpResponse, HttpServer, MachineId, Part,
+    Routed, Written,
+};
 
 use crate::gateway::rounds::Rounds;
 use crate::gateway::{Gateway, Host, server_config};
 
-/// At most this many requests of one host are answered at once; one more is refused.
-pub(crate) const MAX_IN_FLIGHT: usize = 64;
-
 /// A stream this far behind its host loses notifications rather than holding them all.
 const MAX_QUEUED: usize = 1024;
 
-/// At most this many notifications wait for a session's standalone stream to open.
-const MAX_HELD: usize = 16;
-
-/// Why a request was not answered by the gateway.
-#[derive(Debug)]
-pub(crate) enum Refused {
-    /// [`MAX_IN_FLIGHT`] of the host's requests are open.
-    Busy,
-    /// A request with the same id is open.
-    DuplicateId,
-    /// The connection ended first (the session was deleted, the gateway stops).
-    Closed,
-}
-
-/// A message of the machine's for the host, as the machine wrote it (JSON without the line's
+/// A message of a machine's for the host, as the machine wrote it (JSON without the line's
 /// end): it goes out as written, never decoded and encoded again.
 pub(crate) type Message = Bytes;
 
-/// A message on its way to the host request it relates to.
-struct Delivered {
-    message: Message,
-    /// Whether it is the request's answer.
-    answer: bool,
+/// What goes to one open request's HTTP response.
+pub(crate) enum Delivered {
+    /// The whole response: the answer came first.
+    Answer(HttpResponse),
+    /// An event stream opens with this head and `message` as its first event.
+    Opens(HttpResponse, Message),
+    /// A later event.
+    Event(Message),
+    /// The answer, the stream's last event.
+    Last(Message),
 }
 
-/// Where one open host request's messages go.
-struct Route {
-    to: Sender<Delivered>,
-    /// Its `_meta.progressToken`, as JSON text.
-    progress_token: Option<String>,
-    /// Whether more than its answer may go to it: its HTTP answer may be an event stream.
-    streams: bool,
-    /// When it was opened, in this machine's count: a request of ours goes to the latest.
-    opened: u64,
+/// The hosts: the core's transport state and the machines it names.
+pub(crate) struct Bridges {
+    gateway: Arc<Gateway>,
+    /// The stateless-era hosts' calls parked between input rounds, shared by all their
+    /// requests' machines, so that a retry finds the call it answers.
+    rounds: Rounds,
+    shared: Arc<Mutex<Shared>>,
 }
 
-/// The open host requests by their id's JSON text, and the session's standalone stream.
-#[derive(Default)]
-struct Routes {
-    opened: u64,
-    open: BTreeMap<String, Route>,
-    standalone: Option<Sender<Message>>,
-    /// Notifications for the standalone stream before the host opened it (a list change
-    /// right after `initialize`), the latest [`MAX_HELD`].
-    held: VecDeque<Message>,
+/// What the requests and the machines share, under one lock.
+struct Shared {
+    http: HttpServer,
+    /// Each machine, while the core knows it.
+    machines: BTreeMap<MachineId, Arc<Machine>>,
+    /// Where each open request's messages go.
+    exchanges: BTreeMap<ExchangeId, Sender<Delivered>>,
+    /// Each session's standalone stream, when open, and which one it is.
+    standalone: BTreeMap<MachineId, (u64, Sender<Message>)>,
+    /// How many standalone streams have opened.
+    streams_opened: u64,
 }
 
-type Shared = Arc<Mutex<Routes>>;
-
-fn lock(routes: &Shared) -> std::sync::MutexGuard<'_, Routes> {
-    routes.lock().unwrap_or_else(PoisonError::into_inner)
+impl Shared {
+    /// The machines the core ended, taken out: to drop once the lock is given up (dropping
+    /// one ends its calls).
+    fn take_ended(&mut self) -> Vec<Arc<Machine>> {
+        let ended = self.http.take_ended();
+        let machines = &mut self.machines;
+        (ended.iter())
+            .filter_map(|machine| machines.remove(machine))
+            .collect()
+    }
 }
 
-/// A server-role machine of the gateway's, for one session or one stateless-era request.
+/// One server-role machine of the gateway's, for one session or one stateless-era request.
 /// Dropping it ends the machine, which drops its calls and so cancels them at their backends.
-pub(crate) struct Bridge {
+pub(crate) struct Machine {
     /// The machine's handle, where the host's messages go in.
     server: Server,
-    routes: Shared,
     _serving: async_executor::Task<()>,
 }
 
-impl Bridge {
-    /// A new machine served by `gateway`; a stateless-era host's `rounds` are shared by all
-    /// its requests' machines, so that a retry finds the call it answers.
-    pub(crate) fn open(gateway: Arc<Gateway>, rounds: Option<Rounds>) -> Self {
-        let routes = Shared::default();
-        let refusals = Arc::new(OnceLock::new());
-        let routing = Routing {
-            routes: routes.clone(),
-            refusals: refusals.clone(),
-            partial: Vec::new(),
+/// What to answer one HTTP request with.
+pub(crate) enum Answer {
+    /// This response, now.
+    Respond(HttpResponse),
+    /// A request went to a machine: what relates to it comes through the [`Reply`].
+    Reply(Reply),
+    /// A session's standalone stream: its head, then its messages.
+    Standalone(HttpResponse, Standalone),
+}
+
+fn lock(shared: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
+    shared.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Bridges {
+    /// No host yet; `MCP_CLI_SESSION_IDLE_MS` (in `env`) sets how long an idle session
+    /// lives.
+    pub(crate) fn new(gateway: Arc<Gateway>, rounds: Rounds, env: crate::config::Env<'_>) -> Self {
+        let idle = env("MCP_CLI_SESSION_IDLE_MS").and_then(|text| text.trim().parse().ok());
+        let mut limits = HttpLimits::default();
+        if let Some(idle) = idle {
+            limits.session_idle = std::time::Duration::from_millis(idle);
+        }
+        let shared = Shared {
+            http: HttpServer::new(limits),
+            machines: BTreeMap::new(),
+            exchanges: BTreeMap::new(),
+            standalone: BTreeMap::new(),
+            streams_opened: 0,
         };
-        let served = mcp_smol::serve_messages(routing, server_config());
-        let server = served.0.clone();
-        let _ = refusals.set(server.clone());
+        Self {
+            gateway,
+            rounds,
+            shared: Arc::new(Mutex::new(shared)),
+        }
+    }
+
+    /// Takes a host's HTTP request: the core says where it goes, and it goes there.
+    pub(crate) fn receive(&self, request: &HttpRequest<'_>) -> Answer {
+        let mut shared = lock(&self.shared);
+        let routed = shared.http.receive(Instant::now(), request, session_id);
+        let answer = match routed {
+            Routed::Respond(response) => Answer::Respond(response),
+            Routed::Pass { machine, message } => {
+                let machine = shared.machines.get(&machine).cloned();
+                drop(shared);
+                return match machine.is_some_and(|machine| machine.server.receive(message)) {
+                    true => Answer::Respond(HttpResponse::accepted()),
+                    false => Answer::Respond(gone()),
+                };
+            }
+            Routed::Request {
+                machine,
+                opens,
+                exchange,
+                message,
+            } => {
+                let listens = message.method() == Some(LISTEN);
+                if opens {
+                    let stateless = message.method() != Some("initialize");
+                    let rounds = stateless.then(|| self.rounds.clone());
+                    let made = self.open(machine, rounds);
+                    shared.machines.insert(machine, Arc::new(made));
+                }
+                let (to, messages) = async_channel::unbounded();
+                shared.exchanges.insert(exchange, to);
+                let Some(held) = shared.machines.get(&machine).cloned() else {
+                    return Answer::Respond(gone());
+                };
+                let reply = Reply {
+                    shared: self.shared.clone(),
+                    machine: held.clone(),
+                    messages,
+                    exchange,
+                    listens,
+                    answered: false,
+                };
+                drop(shared);
+                if !held.server.receive(message) {
+                    return Answer::Respond(gone());
+                }
+                return Answer::Reply(reply);
+            }
+            Routed::Standalone {
+                machine,
+                response,
+                held,
+            } => {
+                let (to, messages) = async_channel::unbounded();
+                for message in held {
+                    let _ = to.try_send(Message::from(message));
+                }
+                shared.streams_opened += 1;
+                let stream = shared.streams_opened;
+                shared.standalone.insert(machine, (stream, to));
+                let server = shared.machines.get(&machine).map(|m| m.server.clone());
+                let standalone = Standalone {
+                    shared: self.shared.clone(),
+                    machine,
+                    stream,
+                    server,
+                    messages,
+                };
+                Answer::Standalone(response, standalone)
+            }
+        };
+        let ended = shared.take_ended();
+        drop(shared);
+        drop(ended);
+        answer
+    }
+
+    /// A new machine served by the gateway, writing to the core's routes.
+    fn open(&self, machine: MachineId, rounds: Option<Rounds>) -> Machine {
+        let routing = Routing {
+            shared: self.shared.clone(),
+            machine,
+            partial: Vec::new(),
+            server: None,
+        };
+        let (server, events, driver) = mcp_smol::serve_messages(routing, server_config());
+        let gateway = self.gateway.clone();
         let executor = gateway.executor.clone();
+        let served = (server.clone(), events, driver);
         let serving = executor.spawn(async move {
             let executor = gateway.executor.clone();
             if let Some(host) = Host::connect_served(served, &executor, rounds).await {
                 gateway.serve(host, None).await;
             }
         });
-        Self {
+        Machine {
             server,
-            routes,
             _serving: serving,
         }
     }
 
-    /// Sends a request, `message`; its answer, and what relates to it when `streams`, come
-    /// through the [`Reply`]. If the reply is dropped before the answer (the host hung up)
-    /// and `cancel` is set, the gateway is told the host cancelled the request.
-    pub(crate) fn request(
-        self: &Arc<Self>,
-        message: HostMessage,
-        cancel: bool,
-        streams: bool,
-    ) -> Result<Reply, Refused> {
-        let id = message.id().cloned().unwrap_or(Value::Null);
-        let key = id.to_string();
-        let progress_token = (message.meta("progressToken"))
-            .filter(|token| !token.is_null())
-            .map(Value::to_string);
-        let (to, messages) = async_channel::unbounded();
-        {
-            let mut routes = lock(&self.routes);
-            if routes.open.len() >= MAX_IN_FLIGHT {
-                return Err(Refused::Busy);
-            }
-            if routes.open.contains_key(&key) {
-                return Err(Refused::DuplicateId);
-            }
-            let route = Route {
-                to,
-                progress_token,
-                streams,
-                opened: routes.opened,
-            };
-            routes.opened += 1;
-            routes.open.insert(key.clone(), route);
+    /// Ends every machine (the gateway stops).
+    pub(crate) fn clear(&self) {
+        let machines = std::mem::take(&mut lock(&self.shared).machines);
+        drop(machines);
+    }
+}
+
+/// The stateless era's long-lived request.
+const LISTEN: &str = "subscriptions/listen";
+
+/// The answer to a request whose machine ended before it could take it.
+fn gone() -> HttpResponse {
+    let mut response = HttpResponse::accepted();
+    response.status = 404;
+    response
+        .headers
+        .push(("content-type", "text/plain; charset=utf-8".to_owned()));
+    response.body = b"the session has ended\n".to_vec();
+    response
+}
+
+/// A new session id: 16 random bytes as hex (visible ASCII, as the transport asks).
+fn session_id() -> String {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let mut bytes = [0u8; 16];
+    // Without the system's random source the time and a count still keep ids apart.
+    if getrandom::getrandom(&mut bytes).is_err() {
+        static COUNT: AtomicUsize = AtomicUsize::new(0);
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+        let seed = now.map_or(0, |d| d.as_nanos()) ^ COUNT.fetch_add(1, Ordering::SeqCst) as u128;
+        bytes = seed.to_le_bytes();
+    }
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// One host request on its way: its answer, and before it what relates to it. When dropped
+/// before the answer (the host hung up), the core says what the machine is to hear.
+pub(crate) struct Reply {
+    shared: Arc<Mutex<Shared>>,
+    /// Held while the request is open: a stateless-era request's machine lives as long.
+    machine: Arc<Machine>,
+    messages: Receiver<Delivered>,
+    exchange: ExchangeId,
+    listens: bool,
+    answered: bool,
+}
+
+impl Reply {
+    /// What comes next for the response, `None` once the answer has come (or the machine
+    /// ended first: then [`answered`](Self::answered) stays `false`).
+    pub(crate) async fn next(&mut self) -> Option<Delivered> {
+        if self.answered {
+            return None;
         }
-        let reply = Reply {
-            bridge: self.clone(),
-            messages,
-            key,
-            id,
-            cancel,
-            answered: false,
-        };
-        match self.server.receive(message) {
-            true => Ok(reply),
-            false => Err(Refused::Closed),
-        }
+        let delivered = self.messages.recv().await.ok()?;
+        self.answered |= matches!(delivered, Delivered::Answer(_) | Delivered::Last(_));
+        Some(delivered)
     }
 
-    /// Sends a notification, or the host's answer to a request of ours.
-    pub(crate) fn send(&self, message: HostMessage) -> Result<(), Refused> {
-        match self.server.receive(message) {
-            true => Ok(()),
-            false => Err(Refused::Closed),
-        }
+    /// Whether its answer has come.
+    pub(crate) fn answered(&self) -> bool {
+        self.answered
     }
 
-    /// The session's standalone stream: what the machine sends that relates to no open
-    /// request (list changes), until the machine ends, beginning with what came before it
-    /// opened. A new one replaces the one before.
-    pub(crate) fn standalone(&self) -> Standalone {
-        let (to, messages) = async_channel::unbounded();
-        let mut routes = lock(&self.routes);
-        for message in routes.held.drain(..) {
-            let _ = to.try_send(message);
+    /// Whether it is a `subscriptions/listen`, which never ends on its own.
+    pub(crate) fn listens(&self) -> bool {
+        self.listens
+    }
+
+    /// Ends it with no answer of its machine's, saying `why`: what to give the response.
+    pub(crate) fn abandon(&mut self, why: Abandon) -> Option<Delivered> {
+        let abandoned = lock(&self.shared).http.abandon(self.exchange, why);
+        self.answered = true;
+        let (part, message) = abandoned?;
+        Some(match part {
+            Part::Answer(response) => Delivered::Answer(response),
+            _ => Delivered::Last(Message::from(message)),
+        })
+    }
+}
+
+impl Drop for Reply {
+    fn drop(&mut self) {
+        let mut shared = lock(&self.shared);
+        shared.exchanges.remove(&self.exchange);
+        if self.answered {
+            let ended = shared.take_ended();
+            drop(shared);
+            drop(ended);
+            return;
         }
-        routes.standalone = Some(to);
-        Standalone {
-            messages,
-            server: self.server.clone(),
+        // What was queued for this request and not written never reaches the host.
+        let unsent: Vec<Message> = std::iter::from_fn(|| self.messages.try_recv().ok())
+            .filter_map(|delivered| match delivered {
+                Delivered::Opens(_, message) | Delivered::Event(message) => Some(message),
+                Delivered::Answer(_) | Delivered::Last(_) => None,
+            })
+            .collect();
+        let given =
+            (shared.http).hung_up(Instant::now(), self.exchange, unsent.iter().map(|m| &m[..]));
+        let ended = shared.take_ended();
+        drop(shared);
+        for message in given {
+            self.machine.server.receive(message);
         }
+        drop(ended);
     }
 }
 
 /// A session's standalone stream. When dropped (its host hung up), the requests of ours
 /// still queued on it are refused, so that nothing waits on a question never written.
 pub(crate) struct Standalone {
+    shared: Arc<Mutex<Shared>>,
+    machine: MachineId,
+    /// Which of the session's streams it is.
+    stream: u64,
+    server: Option<Server>,
     messages: Receiver<Message>,
-    server: Server,
 }
 
 impl Standalone {
@@ -212,102 +351,34 @@ impl Standalone {
 
 impl Drop for Standalone {
     fn drop(&mut self) {
-        let queued = std::iter::from_fn(|| self.messages.try_recv().ok());
-        refuse_queued(&self.server, queued);
-    }
-}
-
-/// One host request on its way: its answer, and before it what relates to it. When dropped
-/// before the answer and it was to be cancelled, the gateway hears the host cancelled it.
-pub(crate) struct Reply {
-    bridge: Arc<Bridge>,
-    messages: Receiver<Delivered>,
-    key: String,
-    id: Value,
-    cancel: bool,
-    answered: bool,
-}
-
-impl Reply {
-    /// The next message for the host, `None` once the answer has come (or the machine ended
-    /// first: then [`answered`](Self::answered) stays `false`).
-    pub(crate) async fn next(&mut self) -> Option<Message> {
-        if self.answered {
-            return None;
+        let unsent: Vec<Message> = std::iter::from_fn(|| self.messages.try_recv().ok()).collect();
+        let mut shared = lock(&self.shared);
+        // A stream that replaced this one is left open.
+        let current = shared.standalone.get(&self.machine);
+        if current.is_some_and(|(stream, _)| *stream == self.stream) {
+            shared.standalone.remove(&self.machine);
         }
-        let Delivered { message, answer } = self.messages.recv().await.ok()?;
-        // Its route went with its answer: nothing more goes to it, even while its stream is
-        // still being written.
-        self.answered |= answer;
-        Some(message)
-    }
-
-    /// The host's id of the request.
-    pub(crate) fn id(&self) -> &Value {
-        &self.id
-    }
-
-    /// Whether the last message [`next`](Self::next) gave was the answer.
-    pub(crate) fn answered(&self) -> bool {
-        self.answered
-    }
-}
-
-impl Drop for Reply {
-    fn drop(&mut self) {
-        // Answered, it was taken off the routes then.
-        if self.answered {
-            return;
-        }
-        lock(&self.bridge.routes).open.remove(&self.key);
-        // What was queued for this request and not written (the host hung up first) never
-        // reaches the host: the requests of ours among it are refused.
-        let queued = std::iter::from_fn(|| self.messages.try_recv().ok());
-        refuse_queued(
-            &self.bridge.server,
-            queued.map(|delivered| delivered.message),
+        let given = (shared.http).standalone_closed(
+            Instant::now(),
+            self.machine,
+            unsent.iter().map(|m| &m[..]),
         );
-        if !self.cancel {
-            return;
+        drop(shared);
+        for message in given {
+            if let Some(server) = &self.server {
+                server.receive(message);
+            }
         }
-        let note = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-            "params": {"requestId": self.id, "reason": "the host hung up"}});
-        receive(&self.bridge.server, &note);
     }
 }
 
-/// Refuses each request of ours among `queued`, messages that will never be written.
-fn refuse_queued(server: &Server, queued: impl Iterator<Item = Message>) {
-    for refusal in refusals_of(queued) {
-        receive(server, &refusal);
-    }
-}
-
-/// The refusals of the requests of ours among `messages`; answers and notifications need
-/// none.
-fn refusals_of(messages: impl Iterator<Item = Message>) -> Vec<Value> {
-    let refusals = messages.filter_map(|message| {
-        let envelope = serde_json::from_slice::<Envelope>(&message).ok()?;
-        refusal(&envelope, HUNG_UP)
-    });
-    refusals.collect()
-}
-
-/// Passes `message`, one of ours made as a host's (a cancellation, a refusal), to the
-/// machine.
-fn receive(server: &Server, message: &Value) {
-    let text = serde_json::to_vec(message).unwrap_or_default();
-    if let Ok(message) = HostMessage::decode(&text) {
-        server.receive(message);
-    }
-}
-
-/// Where the machine writes: each line it writes is passed on, as it is written, to where it
-/// belongs ([`deliver`]); a request of ours with nowhere to go is refused at once.
+/// Where a machine writes: each line it writes is passed on, as it is written, to where the
+/// core says it belongs; a request of ours with nowhere to go is refused at once.
 struct Routing {
-    routes: Shared,
-    /// The machine's handle, for the refusals; set once the machine is made.
-    refusals: Arc<OnceLock<Server>>,
+    shared: Arc<Mutex<Shared>>,
+    machine: MachineId,
+    /// The machine's handle, for the refusals, once known.
+    server: Option<Server>,
     /// The start of a line whose end is still to come.
     partial: Vec<u8>,
 }
@@ -321,12 +392,54 @@ impl Routing {
                 Bytes::from(std::mem::take(&mut self.partial))
             }
         };
-        if let Some(refusal) = deliver(&self.routes, message)
-            && let Some(server) = self.refusals.get()
-        {
-            receive(server, &refusal);
+        let mut shared = lock(&self.shared);
+        let refusal = match shared.http.written(Instant::now(), self.machine, &message) {
+            Written::To { exchange, part } => {
+                let delivered = match part {
+                    Part::Answer(response) => Delivered::Answer(response),
+                    Part::Opens(head) => Delivered::Opens(head, message),
+                    Part::Event { droppable } => {
+                        let to = shared.exchanges.get(&exchange);
+                        if droppable && to.is_some_and(|to| to.len() >= MAX_QUEUED) {
+                            return;
+                        }
+                        Delivered::Event(message)
+                    }
+                    Part::Last => Delivered::Last(message),
+                };
+                let ends = matches!(delivered, Delivered::Answer(_) | Delivered::Last(_));
+                let to = match ends {
+                    true => shared.exchanges.remove(&exchange),
+                    false => shared.exchanges.get(&exchange).cloned(),
+                };
+                if let Some(to) = to {
+                    let _ = to.try_send(delivered);
+                }
+                None
+            }
+            Written::Standalone => {
+                let to = shared.standalone.get(&self.machine).map(|(_, to)| to);
+                if let Some(to) = to.filter(|to| to.len() < MAX_QUEUED) {
+                    let _ = to.try_send(message);
+                }
+                None
+            }
+            Written::Nowhere => None,
+            Written::Refused(refusal) => Some(refusal),
+        };
+        if self.server.is_none() {
+            self.server = shared.machines.get(&self.machine).map(|m| m.server.clone());
+        }
+        drop(shared);
+        if let (Some(refusal), Some(server)) = (refusal, &self.server) {
+            receive(server, refusal);
         }
     }
+}
+
+/// Passes `message`, one of ours made as a host's (a refusal), to the machine.
+fn receive(server: &Server, message: HostMessage) {
+    server.receive(message);
 }
 
 impl AsyncWrite for Routing {
@@ -351,248 +464,5 @@ impl AsyncWrite for Routing {
 
     fn poll_close(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         Poll::Ready(Ok(()))
-    }
-}
-
-/// What routing reads of a message of the machine's; the rest is skipped, not decoded.
-#[derive(Deserialize)]
-struct Envelope<'a> {
-    /// Present (`null` too) in requests and answers.
-    #[serde(borrow, default, deserialize_with = "present")]
-    id: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    method: Option<std::borrow::Cow<'a, str>>,
-    #[serde(borrow, default)]
-    params: Option<&'a RawValue>,
-}
-
-/// What routing reads of a notification's `params`.
-#[derive(Deserialize)]
-struct NotificationParams {
-    #[serde(rename = "progressToken", default)]
-    progress_token: Option<Value>,
-    #[serde(rename = "_meta", default)]
-    meta: Option<NotificationMeta>,
-}
-
-#[derive(Deserialize)]
-struct NotificationMeta {
-    /// The `subscriptions/listen` the notification is sent on.
-    #[serde(rename = "io.modelcontextprotocol/subscriptionId", default)]
-    subscription: Option<Value>,
-}
-
-/// A member that is there, whatever its value (`null` too).
-fn present<'de, D: serde::Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Option<&'de RawValue>, D::Error> {
-    <&RawValue>::deserialize(deserializer).map(Some)
-}
-
-/// The key of an id as the routes keep it: its JSON text as serde_json writes it.
-fn key_of(id: &RawValue) -> String {
-    serde_json::from_str::<Value>(id.get())
-        .map_or_else(|_| id.get().to_owned(), |id| id.to_string())
-}
-
-/// Passes one message of the machine's on: an answer to the request it answers; a request of
-/// ours to the latest open request that streams, else to the standalone stream; progress to
-/// the request whose token it names; a subscription's notification to its
-/// `subscriptions/listen`; any other notification to the standalone stream. Returns the
-/// refusal to send back for a request of ours that none of these can take.
-fn deliver(routes: &Shared, message: Message) -> Option<Value> {
-    if let Some(id) = answer_id(&message) {
-        // Taken out with its answer, as below.
-        let answered = lock(routes).open.remove(id);
-        if let Some(route) = answered {
-            let message = message.clone();
-            let _ = route.to.try_send(Delivered {
-                message,
-                answer: true,
-            });
-        }
-        return None;
-    }
-    let Ok(envelope) = serde_json::from_slice::<Envelope>(&message) else {
-        return None;
-    };
-    let method = envelope.method.as_deref();
-    let mut routes = lock(routes);
-    let mut answer = false;
-    // Taken out of the routes with its answer: a request of ours routed to it after that
-    // would be queued behind the answer, which ends its stream, and never reach the host.
-    let answered;
-    let target = match (envelope.id, method) {
-        (Some(id), None) => {
-            answer = true;
-            answered = routes.open.remove(&key_of(id));
-            answered.as_ref().map(|route| &route.to)
-        }
-        (Some(_), Some(_)) => {
-            let latest = (routes.open.values())
-                .filter(|route| route.streams)
-                .max_by_key(|route| route.opened);
-            match latest {
-                Some(route) => Some(&route.to),
-                None => return refuse_or_stream(&mut routes, message.clone(), &envelope),
-            }
-        }
-        (None, _) => {
-            let params = (envelope.params)
-                .and_then(|params| serde_json::from_str::<NotificationParams>(params.get()).ok());
-            let params = params.as_ref();
-            let subscription = params
-                .and_then(|params| params.meta.as_ref())
-                .and_then(|meta| meta.subscription.as_ref());
-            // `Some` when it relates to a request: it goes there or nowhere.
-            let related = match (subscription, method) {
-                (Some(subscription), _) => Some(routes.open.get(&subscription.to_string())),
-                (None, Some("notifications/progress")) => {
-                    let token = params
-                        .and_then(|params| params.progress_token.as_ref())
-                        .map(Value::to_string);
-                    let mut open = routes.open.values();
-                    Some(open.find(|route| token.is_some() && route.progress_token == token))
-                }
-                (None, _) => None,
-            };
-            let to = match related {
-                Some(route) => route.filter(|route| route.streams).map(|route| &route.to),
-                None => return to_standalone(&mut routes, message.clone()),
-            };
-            // Notifications may be lost to a host that does not read them; nothing else is.
-            to.filter(|to| to.len() < MAX_QUEUED)
-        }
-    };
-    let delivered = target.is_some_and(|to| {
-        let message = message.clone();
-        to.try_send(Delivered { message, answer }).is_ok()
-    });
-    match delivered {
-        true => None,
-        false => refusal(&envelope, NO_STREAM),
-    }
-}
-
-/// The id of an answer, as the machine writes one (`{"jsonrpc":"2.0","id":ID,"result":...`,
-/// or `"error"`; the `jsonrpc` member first or after the id), read without going through
-/// the rest, which may be large: the route's key, as the id's JSON text is the same. `None`
-/// for any other message, and for an answer written otherwise, which [`Envelope`] reads.
-fn answer_id(message: &[u8]) -> Option<&str> {
-    const VERSION: &[u8] = br#""jsonrpc":"2.0","#;
-    let rest = message.strip_prefix(b"{")?;
-    let rest = rest.strip_prefix(VERSION).unwrap_or(rest);
-    let rest = rest.strip_prefix(br#""id":"#)?;
-    let mut values = serde_json::Deserializer::from_slice(rest).into_iter::<&RawValue>();
-    let id = values.next()?.ok()?;
-    let after = rest.get(values.byte_offset()..)?.strip_prefix(b",")?;
-    let after = after.strip_prefix(VERSION).unwrap_or(after);
-    let answers = after.starts_with(br#""result":"#) || after.starts_with(br#""error":"#);
-    answers.then(|| id.get())
-}
-
-/// A request of ours when no open request streams: to the standalone stream, else refused.
-fn refuse_or_stream(routes: &mut Routes, message: Message, envelope: &Envelope) -> Option<Value> {
-    let taken = (routes.standalone.as_ref()).is_some_and(|to| to.try_send(message).is_ok());
-    match taken {
-        true => None,
-        false => refusal(envelope, NO_STREAM),
-    }
-}
-
-/// A notification that relates to no request: to the standalone stream, or held for it
-/// until the host opens it.
-fn to_standalone(routes: &mut Routes, message: Message) -> Option<Value> {
-    match &routes.standalone {
-        Some(to) if !to.is_closed() => {
-            if to.len() < MAX_QUEUED {
-                let _ = to.try_send(message);
-            }
-        }
-        _ => {
-            if routes.held.len() == MAX_HELD {
-                routes.held.pop_front();
-            }
-            routes.held.push_back(message);
-        }
-    }
-    None
-}
-
-/// Why a request of ours went nowhere, when no open request streams.
-const NO_STREAM: &str =
-    "this host is served over HTTP with no stream open to take requests of the server's";
-
-/// Why a request of ours went nowhere, when its stream closed before it was written.
-const HUNG_UP: &str = "the host's stream closed before the request was written to it";
-
-/// The refusal, saying `why`, to send back for a request of ours that nothing can take;
-/// `None` for any other message.
-fn refusal(envelope: &Envelope, why: &str) -> Option<Value> {
-    let (Some(id), Some(method)) = (envelope.id, envelope.method.as_deref()) else {
-        return None;
-    };
-    let id: Value = serde_json::from_str(id.get()).unwrap_or(Value::Null);
-    Some(json!({"jsonrpc": "2.0", "id": id, "error": {
-        "code": -32601,
-        "message": format!("{method}: {why}"),
-    }}))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{Message, answer_id, refusals_of};
-    use serde_json::json;
-
-    #[test]
-    fn of_what_was_queued_and_never_written_only_the_requests_of_ours_are_refused() {
-        let queued = [
-            json!({"jsonrpc": "2.0", "id": "g-1", "method": "roots/list"}),
-            json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {}}),
-            json!({"jsonrpc": "2.0", "id": 4, "result": {}}),
-            json!({"jsonrpc": "2.0", "id": 9, "method": "elicitation/create", "params": {}}),
-        ];
-        let queued = queued
-            .iter()
-            .map(|message| Message::from(message.to_string()));
-        let refusals = refusals_of(queued);
-        let ids: Vec<_> = refusals.iter().map(|refusal| &refusal["id"]).collect();
-        assert_eq!(ids, [&json!("g-1"), &json!(9)]);
-        let message = refusals[0]["error"]["message"].as_str().unwrap();
-        assert!(
-            message.starts_with("roots/list: the host's stream closed"),
-            "{message}"
-        );
-    }
-
-    #[test]
-    fn an_answers_id_is_read_as_the_routes_key_and_nothing_else_is_an_answer() {
-        for id in [
-            json!(7),
-            json!("a\"b\\u00e9"),
-            json!(-1.5e3),
-            json!(u64::MAX),
-        ] {
-            for body in [json!({"x": [1, 2]}), json!(null)] {
-                let answer = json!({"jsonrpc": "2.0", "id": id, "result": body});
-                let text = serde_json::to_vec(&answer).unwrap();
-                assert_eq!(answer_id(&text), Some(id.to_string().as_str()), "{answer}");
-            }
-            let error = json!({"jsonrpc": "2.0", "id": id, "error": {"code": 1, "message": "m"}});
-            let text = serde_json::to_vec(&error).unwrap();
-            assert_eq!(answer_id(&text), Some(id.to_string().as_str()));
-        }
-        // The version after the id, as a map sorted by key writes it.
-        let sorted = br#"{"id":"s","jsonrpc":"2.0","result":{}}"#;
-        assert_eq!(answer_id(sorted), Some(r#""s""#));
-        for other in [
-            &br#"{"jsonrpc":"2.0","id":1,"method":"roots/list"}"#[..],
-            br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#,
-            br#"{"jsonrpc":"2.0","id":1"#,
-            br#"{"result":{},"jsonrpc":"2.0","id":1}"#,
-            b"",
-        ] {
-            assert_eq!(answer_id(other), None, "{}", String::from_utf8_lossy(other));
-        }
     }
 }

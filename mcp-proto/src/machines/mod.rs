@@ -8,9 +8,12 @@
 //!   `Connection`
 //! - `server.rs` (and `server/`), `server_stateless.rs`: `ServerConnection`, the server role,
 //!   and what it does in the stateless era
+//! - `http_server.rs` (and `http_server/`): `HttpServer`, the server half of Streamable
+//!   HTTP: which machine a host's HTTP request goes to, and how each answer goes back
 //! - `task_watch.rs`: `TaskWatch`, a client following one task until it ends
 
 pub(crate) mod connection;
+pub(crate) mod http_server;
 pub(crate) mod pending;
 pub(crate) mod server;
 pub(crate) mod server_stateless;
