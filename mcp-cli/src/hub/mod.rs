@@ -135,8 +135,10 @@ mod tasks;
 mod validate;
 
 use std::collections::BTreeMap;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use async_channel::{Receiver, Sender};
@@ -657,9 +659,10 @@ impl Hub {
     }
 
     /// Starts `servers` as [`start`](Self::start) does and, with `features`, lists the
-    /// resources and prompts of each one that started, in the same parallel tasks.
+    /// resources and prompts of each one that started, in the same parallel tasks. A caller
+    /// that stops waiting leaves them running: a start half done goes on to its end.
     async fn start_listing(&self, servers: &[String], features: bool) -> Vec<Listed> {
-        let tasks: Vec<_> = (servers.iter())
+        let tasks: Vec<Finishing<Listed>> = (servers.iter())
             .map(|name| {
                 let inner = self.inner.clone();
                 let name = name.clone();
@@ -679,6 +682,7 @@ impl Hub {
                     (name, Ok(()), listed)
                 })
             })
+            .map(|task| Finishing(Some(task)))
             .collect();
         let mut outcomes = Vec::new();
         for task in tasks {
@@ -734,6 +738,29 @@ impl Hub {
             .collect();
         for stop in stops {
             stop.await;
+        }
+    }
+}
+
+/// A task that runs to its end even when whoever awaits it stops waiting (an
+/// `async_executor::Task` dropped is cancelled).
+struct Finishing<T>(Option<async_executor::Task<T>>);
+
+impl<T> Future for Finishing<T> {
+    type Output = T;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
+        match self.0.as_mut() {
+            Some(task) => Pin::new(task).poll(cx),
+            None => Poll::Pending,
+        }
+    }
+}
+
+impl<T> Drop for Finishing<T> {
+    fn drop(&mut self) {
+        if let Some(task) = self.0.take() {
+            task.detach();
         }
     }
 }
