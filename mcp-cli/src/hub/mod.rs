@@ -45,7 +45,8 @@
 //! - **Change**: `notifications/tools/list_changed` refreshes that server's tools and is
 //!   passed on to [`events`](Hub::events) as [`HubEvent::ToolsChanged`]; the resources and
 //!   prompts ones likewise refresh those lists. A listing listed again because its `ttlMs`
-//!   ran out that differs from the one held is told the same way.
+//!   ran out that differs from the one held is told the same way, and so is the first
+//!   listing of a server a catalogue was given up on while it started (the start goes on).
 //! - **Resources and prompts** of every running server are in the catalogue beside its tools
 //!   (prompts under `<server>__<prompt>` names), listed the first time something asks for
 //!   them: [`tools_of`](Hub::tools_of), [`find_tool`](Hub::find_tool) and calls never wait
@@ -294,8 +295,9 @@ fn era_name<S: serde::Serializer>(era: &Option<Era>, serializer: S) -> Result<S:
 #[non_exhaustive]
 pub enum HubEvent {
     /// A server's tools changed: it sent `notifications/tools/list_changed`, or a listing
-    /// listed again once its `ttlMs` ran out differs from the one held. The catalogue already
-    /// has the new list.
+    /// listed again once its `ttlMs` ran out differs from the one held, or it listed for the
+    /// first time after a catalogue was given up on while it started (and so lacked them).
+    /// The catalogue already has the new list.
     ToolsChanged {
         /// The server.
         server: String,
