@@ -33,6 +33,9 @@ mod commands;
 pub mod config;
 #[cfg(feature = "cli")]
 mod daemon;
+/// What a downstream crate cannot do with the API (the enums it matches are non-exhaustive).
+#[cfg(doctest)]
+mod downstream;
 #[cfg(feature = "cli")]
 mod elicit;
 #[cfg(feature = "cli")]
@@ -84,3 +87,60 @@ pub use serde_json;
 
 #[cfg(feature = "cli")]
 pub use run::run;
+
+#[cfg(test)]
+mod tests {
+    /// The command line's own modules, public only with the `cli` feature.
+    const CLI_ONLY: [&str; 4] = ["arguments", "output", "search", "state"];
+
+    /// The attributes right above line `at` of `lines`, nearest first.
+    fn attributes<'a>(lines: &[&'a str], at: usize) -> Vec<&'a str> {
+        (lines[..at].iter().rev())
+            .map(|line| line.trim())
+            .take_while(|line| line.starts_with("#["))
+            .collect()
+    }
+
+    /// The feature is compiled in here, so the build without it cannot be looked at: what
+    /// decides it is read from this file instead. Each of [`CLI_ONLY`] is declared, every
+    /// public declaration of it (and every re-export from it) is under
+    /// `#[cfg(feature = "cli")]`, and any other is private.
+    #[test]
+    fn the_command_lines_own_modules_are_public_only_with_the_cli_feature() {
+        let source = include_str!("lib.rs");
+        let lines: Vec<&str> = source
+            .lines()
+            .take_while(|l| *l != "#[cfg(test)]")
+            .collect();
+        let cli = "#[cfg(feature = \"cli\")]";
+        for module in CLI_ONLY {
+            let declared: Vec<usize> = (0..lines.len())
+                .filter(|&i| {
+                    let line = lines[i].trim();
+                    line.ends_with(&format!("mod {module};"))
+                        || line.contains(&format!(" {module}::"))
+                })
+                .collect();
+            assert!(
+                (declared.iter()).any(|&i| lines[i].contains(&format!("mod {module};"))),
+                "{module} is not declared in lib.rs"
+            );
+            for at in declared {
+                let line = lines[at].trim();
+                let public = line.starts_with("pub mod") || line.starts_with("pub use");
+                let above = attributes(&lines, at);
+                if public {
+                    assert!(
+                        above.contains(&cli),
+                        "public without the cli feature: {line}"
+                    );
+                } else {
+                    assert!(
+                        line.starts_with("mod "),
+                        "neither private nor cli-only: {line}"
+                    );
+                }
+            }
+        }
+    }
+}

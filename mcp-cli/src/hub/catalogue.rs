@@ -82,6 +82,33 @@ impl Catalogue {
     }
 }
 
+/// While a catalogue waits for servers to start: dropped before they have (a caller that
+/// stopped waiting, for a deadline of its own), it leaves them owing their first listing as
+/// a change ([`Slot::owe_listing`]), since the caller was given none of it. Their starts go
+/// on ([`Hub::start`]).
+struct Owing<'a> {
+    hub: &'a super::Inner,
+    servers: &'a [String],
+    features: bool,
+}
+
+impl Owing<'_> {
+    /// The caller has what it waited for: nothing is owed.
+    fn settled(self) {
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for Owing<'_> {
+    fn drop(&mut self) {
+        for server in self.servers {
+            if let Ok(slot) = self.hub.slot(server) {
+                slot.owe_listing(self.hub, self.features);
+            }
+        }
+    }
+}
+
 /// A server's tools kept on disk, those its connection rejected, and its resources and prompts
 /// when they were asked for.
 type StoredListing = (Vec<Tool>, Vec<HubError>, Option<Features>);
@@ -137,7 +164,14 @@ impl Hub {
             .map(|(server, _)| server.clone())
             .collect();
         // In the order asked for, whichever way each was listed: hosts want a stable order.
-        let mut started = self.start_listing(&to_start, features).await.into_iter();
+        let owing = Owing {
+            hub: &self.inner,
+            servers: &to_start,
+            features,
+        };
+        let started = self.start_listing(&to_start, features).await;
+        owing.settled();
+        let mut started = started.into_iter();
         let mut catalogue = Catalogue::default();
         for (server, stored) in servers.iter().zip(stored) {
             let (tools, listed) = match stored {
@@ -246,12 +280,19 @@ impl Hub {
 
     /// The tools of `server` as last kept in the catalogue on disk, however old, policy and
     /// pins applied as to any listing, and those withheld: for a host that cannot wait for
-    /// the server to list them again (the gateway's). `None` when none was ever kept.
+    /// the server to list them again (the gateway's). `None` when none was ever kept; the
+    /// server's first listing is then told as a change ([`HubEvent::ToolsChanged`]).
+    ///
+    /// [`HubEvent::ToolsChanged`]: crate::hub::HubEvent::ToolsChanged
     #[cfg(feature = "cli")]
     pub(crate) fn last_kept_tools(&self, server: &str) -> Option<Catalogue> {
         let slot = self.inner.slot(server).ok()?;
         let key = self.inner.catalogue_key(slot.spec().ok()?);
-        let (tools, rejected, capped) = self.inner.stored.last_tools(&key)?;
+        let Some((tools, rejected, capped)) = self.inner.stored.last_tools(&key) else {
+            // The host goes on without them: their first listing is a change for it.
+            slot.owe_listing(&self.inner, false);
+            return None;
+        };
         let rejected = kept_errors(server, rejected, capped);
         let (tools, withheld) = self.shown_tools(server, &Arc::new(tools), rejected);
         Some(Catalogue {

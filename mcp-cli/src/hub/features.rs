@@ -14,8 +14,9 @@ use crate::hub::cache::Freshness;
 use crate::hub::{Hub, HubError, HubEvent};
 use crate::names;
 
-/// A server's features besides tools (resources, resource templates, prompts), as last listed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A server's features besides tools (resources, resource templates, prompts), as last listed;
+/// by default, none.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub(crate) struct Features {
     pub(crate) resources: Vec<Resource>,
     pub(crate) templates: Vec<ResourceTemplate>,
@@ -54,14 +55,7 @@ impl Features {
             client.list_all::<Prompt>().await.map(Some)
         };
         let (resources, prompts) = futures_lite::future::zip(resources, prompts).await;
-        let mut features = Features {
-            resources: Vec::new(),
-            templates: Vec::new(),
-            prompts: Vec::new(),
-            skipped: Vec::new(),
-            capped: Vec::new(),
-            fresh: Freshness::default(),
-        };
+        let mut features = Features::default();
         if let Some((resources, templates)) = resources? {
             features.resources = features.note("resource", resources, asked);
             if let Some(templates) = templates {

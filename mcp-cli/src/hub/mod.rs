@@ -45,7 +45,8 @@
 //! - **Change**: `notifications/tools/list_changed` refreshes that server's tools and is
 //!   passed on to [`events`](Hub::events) as [`HubEvent::ToolsChanged`]; the resources and
 //!   prompts ones likewise refresh those lists. A listing listed again because its `ttlMs`
-//!   ran out that differs from the one held is told the same way.
+//!   ran out that differs from the one held is told the same way, and so is the first
+//!   listing of a server a catalogue was given up on while it started (the start goes on).
 //! - **Resources and prompts** of every running server are in the catalogue beside its tools
 //!   (prompts under `<server>__<prompt>` names), listed the first time something asks for
 //!   them: [`tools_of`](Hub::tools_of), [`find_tool`](Hub::find_tool) and calls never wait
@@ -135,8 +136,10 @@ mod tasks;
 mod validate;
 
 use std::collections::BTreeMap;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use async_channel::{Receiver, Sender};
@@ -292,8 +295,9 @@ fn era_name<S: serde::Serializer>(era: &Option<Era>, serializer: S) -> Result<S:
 #[non_exhaustive]
 pub enum HubEvent {
     /// A server's tools changed: it sent `notifications/tools/list_changed`, or a listing
-    /// listed again once its `ttlMs` ran out differs from the one held. The catalogue already
-    /// has the new list.
+    /// listed again once its `ttlMs` ran out differs from the one held, or it listed for the
+    /// first time after a catalogue was given up on while it started (and so lacked them).
+    /// The catalogue already has the new list.
     ToolsChanged {
         /// The server.
         server: String,
@@ -657,9 +661,10 @@ impl Hub {
     }
 
     /// Starts `servers` as [`start`](Self::start) does and, with `features`, lists the
-    /// resources and prompts of each one that started, in the same parallel tasks.
+    /// resources and prompts of each one that started, in the same parallel tasks. A caller
+    /// that stops waiting leaves them running: a start half done goes on to its end.
     async fn start_listing(&self, servers: &[String], features: bool) -> Vec<Listed> {
-        let tasks: Vec<_> = (servers.iter())
+        let tasks: Vec<Finishing<Listed>> = (servers.iter())
             .map(|name| {
                 let inner = self.inner.clone();
                 let name = name.clone();
@@ -679,6 +684,7 @@ impl Hub {
                     (name, Ok(()), listed)
                 })
             })
+            .map(|task| Finishing(Some(task)))
             .collect();
         let mut outcomes = Vec::new();
         for task in tasks {
@@ -734,6 +740,29 @@ impl Hub {
             .collect();
         for stop in stops {
             stop.await;
+        }
+    }
+}
+
+/// A task that runs to its end even when whoever awaits it stops waiting (an
+/// `async_executor::Task` dropped is cancelled).
+struct Finishing<T>(Option<async_executor::Task<T>>);
+
+impl<T> Future for Finishing<T> {
+    type Output = T;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
+        match self.0.as_mut() {
+            Some(task) => Pin::new(task).poll(cx),
+            None => Poll::Pending,
+        }
+    }
+}
+
+impl<T> Drop for Finishing<T> {
+    fn drop(&mut self) {
+        if let Some(task) = self.0.take() {
+            task.detach();
         }
     }
 }

@@ -89,8 +89,18 @@ enum Phase {
     },
 }
 
+/// What the first listing of a connection owes: someone was given a catalogue without this
+/// server's tools (or its resources and prompts) while it was starting, so the first listing
+/// is a change for them, told as one.
+#[derive(Debug, Default, Clone, Copy)]
+struct Owed {
+    tools: bool,
+    features: bool,
+}
+
 struct Life {
     phase: Phase,
+    owed: Owed,
     /// When each restart of the last minute happened.
     restarts: VecDeque<Instant>,
     /// Too many restarts: no more until asked explicitly.
@@ -116,6 +126,7 @@ impl Slot {
             start: async_lock::Mutex::new(()),
             life: Mutex::new(Life {
                 phase: Phase::Stopped,
+                owed: Owed::default(),
                 restarts: VecDeque::new(),
                 gave_up: false,
                 started_before: false,
@@ -248,17 +259,20 @@ impl Slot {
         };
         // A listing kept on disk may have been served for this server before it started: if
         // the server now lists other tools, that is a list change.
-        if let Ok(live) = &started
-            && self.store_tools(hub, &live.client, &live.tools, live.tools_fresh)
-        {
-            hub.emit(HubEvent::ToolsChanged {
-                server: self.name().to_owned(),
-            });
-        }
+        let differs = (started.as_ref())
+            .is_ok_and(|live| self.store_tools(hub, &live.client, &live.tools, live.tools_fresh));
         let mut life = self.life();
         match started {
             Ok(live) => {
                 life.phase = Phase::Running(live.clone());
+                // So is any listing to someone given none of it while this one started.
+                let owed = std::mem::take(&mut life.owed.tools);
+                drop(life);
+                if differs || (owed && !live.tools.is_empty()) {
+                    hub.emit(HubEvent::ToolsChanged {
+                        server: self.name().to_owned(),
+                    });
+                }
                 Ok(live)
             }
             Err(error) => {
@@ -369,10 +383,14 @@ impl Slot {
                     false => None,
                 };
                 // Listed again because the old listing's ttl ran out, or for the first time
-                // since one kept on disk may have been served: what differs is a list change
-                // the server had no way to announce.
-                if current && let Some(held) = held.map(|held| (*held).clone()).or(kept) {
-                    for event in held.changes(&features, self.name()) {
+                // since one kept on disk may have been served, or none was to someone who
+                // could not wait: what differs is a list change the server had no way to
+                // announce.
+                let owed = current && self.take_owed_features();
+                let before = (held.map(|held| (*held).clone()).or(kept))
+                    .or_else(|| owed.then(Features::default));
+                if current && let Some(before) = before {
+                    for event in before.changes(&features, self.name()) {
                         hub.emit(event);
                     }
                 }
@@ -449,6 +467,46 @@ impl Slot {
     fn store_features(&self, hub: &Inner, features: &Features) -> Option<Features> {
         let spec = self.spec().ok()?;
         (hub.stored).save_features(&hub.catalogue_key(spec), features, SystemTime::now())
+    }
+
+    /// Records that a catalogue without this server's listing was given out, with `features`
+    /// its resources and prompts too, because its start was not waited for: its first
+    /// listing is told as a change. Told at once for what is listed already.
+    pub(crate) fn owe_listing(&self, hub: &Inner, features: bool) {
+        let listed = {
+            let mut life = self.life();
+            match &life.phase {
+                Phase::Running(live) if live.client.disconnect().is_none() => {
+                    let listed = (live.tools.clone(), live.features.clone());
+                    life.owed.features |= features && listed.1.is_none();
+                    Some(listed)
+                }
+                _ => {
+                    life.owed.tools = true;
+                    life.owed.features |= features;
+                    None
+                }
+            }
+        };
+        let Some((tools, listed_features)) = listed else {
+            return;
+        };
+        if !tools.is_empty() {
+            hub.emit(HubEvent::ToolsChanged {
+                server: self.name().to_owned(),
+            });
+        }
+        if let Some(listed) = listed_features.filter(|_| features) {
+            for event in Features::default().changes(&listed, self.name()) {
+                hub.emit(event);
+            }
+        }
+    }
+
+    /// Whether the resources and prompts the running connection lists next are owed as a
+    /// change ([`owe_listing`](Self::owe_listing)); no longer once asked.
+    fn take_owed_features(&self) -> bool {
+        std::mem::take(&mut self.life().owed.features)
     }
 
     /// Forgets the restart count: the next use starts the server again even after it gave up.

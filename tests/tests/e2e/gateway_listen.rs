@@ -83,6 +83,17 @@ pub(crate) fn listen_configured(
         "listen.toml",
         &format!("[mcp.fx]\ncommand = {FIXTURE:?}\nargs = {args:?}\n\n{more}"),
     );
+    listen_on(scratch, &config, log, extra_env)
+}
+
+/// `mcp-cli --config CONFIG serve --listen 127.0.0.1:0` in the scratch folder's environment,
+/// calls timing out after 600 s; `log` is where its servers log what they receive.
+pub(crate) fn listen_on(
+    scratch: &Scratch,
+    config: &Path,
+    log: PathBuf,
+    extra_env: &[(&str, &str)],
+) -> Listening {
     let mut child = Command::new(cli_binary())
         // Calls outlast any test: only a cancellation ends one early.
         .args([
@@ -244,7 +255,10 @@ pub(crate) fn wait_for_log(log: &Path, needle: &str) {
 }
 
 /// Our client over HTTP at `revision`, with the token.
-fn host(listening: &Listening, revision: &'static str) -> (mcp_smol::Client, mcp_smol::Driver) {
+pub(crate) fn host(
+    listening: &Listening,
+    revision: &'static str,
+) -> (mcp_smol::Client, mcp_smol::Driver) {
     let mut server = HttpServer::new(listening.url.clone());
     let bearer = format!("Bearer {}", listening.token);
     server.headers.push(("Authorization".to_owned(), bearer));

@@ -5,14 +5,17 @@
 //! hosts are raw lines, the Inspector's command line and scripts on both SDK clients.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-use mcp_smol::ServerCommand;
+use mcp_smol::proto::{ListenFilter, Request};
+use mcp_smol::{Client, Notification, ServerCommand};
 use serde_json::{Value, json};
 
 use crate::catalogue::starts;
 use crate::gateway::RawHost;
+use crate::gateway_listen::{host, listen_on};
 use crate::gateway_stateless::RawModernHost;
-use crate::support::{FIXTURE, Scratch, cli_binary};
+use crate::support::{FIXTURE, Scratch, bounded, cli_binary};
 
 /// The revision a stateless-era host speaks.
 const MODERN: &str = "2026-07-28";
@@ -187,6 +190,100 @@ fn past_the_wait_the_list_says_it_goes_on_and_its_next_page_waits_again() {
         assert_eq!(refused["error"]["code"], -32602, "{refused}");
         id += 1;
     }
+}
+
+/// The next `method` among `notifications`, within `within`: a test failure if none comes.
+async fn next_within(
+    notifications: &smol::channel::Receiver<Notification>,
+    method: &str,
+    within: Duration,
+) -> Notification {
+    let next = async {
+        loop {
+            let notification = notifications.recv().await.unwrap();
+            if notification.method == method {
+                return notification;
+            }
+        }
+    };
+    let late = async {
+        smol::Timer::after(within).await;
+        panic!("no {method} within {within:?}");
+    };
+    smol::future::FutureExt::or(next, late).await
+}
+
+/// The names on the first page of `client`'s `tools/list`, and whether it says it goes on.
+async fn first_page(client: &Client) -> (Vec<String>, bool) {
+    let page = client.request(Request::list_tools(None)).await.unwrap();
+    let names = page.items.iter().map(|tool| tool.name.clone()).collect();
+    (names, page.next_cursor.is_some())
+}
+
+#[test]
+fn over_listen_hosts_of_both_eras_hear_when_a_server_never_listed_comes_up() {
+    let scratch = Scratch::new("lists-listen-late");
+    let started = scratch.0.join("late-may-start");
+    let late = [
+        "good",
+        "--era",
+        "stateless",
+        "--start-after",
+        started.to_str().unwrap(),
+    ];
+    let config = [block("fx", &["good"]), block("late", &late)].concat();
+    let config = scratch.write("late.toml", &config);
+    let log = scratch.0.join("unused.log");
+    let listening = listen_on(&scratch, &config, log, &[("MCP_CLI_LIST_WAIT_MS", "1000")]);
+    bounded(async {
+        // A host of the stateless era that holds `subscriptions/listen`, and one of the
+        // handshake era, whose list changes come on its session's stream.
+        let (modern, driver) = host(&listening, MODERN);
+        smol::spawn(driver).detach();
+        let (session, driver) = host(&listening, "2025-11-25");
+        smol::spawn(driver).detach();
+        modern.wait_ready().await.unwrap();
+        session.wait_ready().await.unwrap();
+        let modern_notes = modern.notifications().await;
+        let session_notes = session.notifications().await;
+        let filter = ListenFilter {
+            tools_list_changed: true,
+            ..ListenFilter::default()
+        };
+        let listener = modern.clone();
+        let listen = smol::spawn(async move { listener.request(Request::listen(&filter)).await });
+        let ack = next_within(
+            &modern_notes,
+            "notifications/subscriptions/acknowledged",
+            Duration::from_secs(20),
+        )
+        .await;
+        let subscription = ack.subscription_id().expect("the ack names it");
+
+        // `late` has never listed and cannot start yet: each host's list goes on without it.
+        for client in [&modern, &session] {
+            let (names, goes_on) = first_page(client).await;
+            assert!(names.contains(&"fx__echo".to_owned()), "{names:?}");
+            assert!(!names.iter().any(|n| n.starts_with("late__")), "{names:?}");
+            assert!(goes_on, "{names:?}");
+        }
+
+        // Once it starts, both hear of its tools, each where its era listens.
+        std::fs::write(&started, "").unwrap();
+        let within = Duration::from_secs(20);
+        let method = "notifications/tools/list_changed";
+        let changed = next_within(&modern_notes, method, within).await;
+        assert_eq!(changed.subscription_id(), Some(subscription));
+        next_within(&session_notes, method, within).await;
+        for client in [&modern, &session] {
+            let (names, goes_on) = first_page(client).await;
+            assert_all(&names, &["fx", "late"], "after the change");
+            assert!(!goes_on, "{names:?}");
+        }
+        drop(listen);
+        modern.close().await;
+        session.close().await;
+    });
 }
 
 /// The environment a one-shot host passes on to `mcp-cli serve`: the scratch folder's state,

@@ -179,6 +179,63 @@ fn list_changed_refreshes_the_catalogue() {
 }
 
 #[test]
+fn a_catalogue_given_up_on_while_a_server_starts_is_told_of_its_first_listing() {
+    let dir = Scratch::new("hub-first-listing");
+    let started = dir.0.join("may-start");
+    let args = [
+        "--start-after",
+        started.to_str().unwrap(),
+        "--grow-at-start",
+        "1",
+    ];
+    bounded(async {
+        let hub = hub_of(
+            vec![server("fx", fixture("resources", &args))],
+            Policy::default(),
+            None,
+        );
+        let events = hub.events();
+        // An embedder that gives the catalogue 300 ms, in which the server cannot start.
+        let catalogue = async { Some(hub.catalogue().await) };
+        let deadline = async {
+            smol::Timer::after(Duration::from_millis(300)).await;
+            None
+        };
+        assert!(smol::future::or(catalogue, deadline).await.is_none());
+        assert_eq!(state_of(&hub, "fx").0, State::Starting);
+
+        // It starts, and says while starting that it gained a tool: what the embedder was
+        // given none of is told as changed, its resources and prompts as well.
+        std::fs::write(&started, "").unwrap();
+        let server = || "fx".to_owned();
+        let mut owed = vec![
+            HubEvent::ToolsChanged { server: server() },
+            HubEvent::ResourcesChanged { server: server() },
+            HubEvent::PromptsChanged { server: server() },
+        ];
+        let told = async {
+            while !owed.is_empty() {
+                let event = events.recv().await.unwrap();
+                owed.retain(|owed| *owed != event);
+            }
+        };
+        let late = async {
+            smol::Timer::after(Duration::from_secs(20)).await;
+            panic!("not told of the first listing within 20 s");
+        };
+        smol::future::or(told, late).await;
+        let catalogue = hub.catalogue().await;
+        assert!(
+            catalogue.get("fx__extra").is_some(),
+            "{:?}",
+            catalogue.tools
+        );
+        assert!(!catalogue.prompts.is_empty() && !catalogue.resources.is_empty());
+        shut_down(&hub, "fx").await;
+    });
+}
+
+#[test]
 fn eight_servers_start_in_parallel() {
     let dir = Scratch::new("hub-barrier");
     let barrier = dir.0.join("arrived");

@@ -121,7 +121,9 @@
 //! `--start-delay-ms N`: nothing is read for N ms after the process starts, as a server that
 //! loads a runtime and its imports first (the probe, `initialize` and all wait);
 //! `--start-after FILE`: nothing is read until FILE exists, so a test decides when a server
-//! has started without guessing how long it takes; in the stateless era, `--ttl-ms N` and `--cache-scope S` set the cache hints of lists and reads.
+//! has started without guessing how long it takes; `--grow-at-start 1` (handshake era): on
+//! `notifications/initialized` it gains a tool `extra` and says so
+//! (`notifications/tools/list_changed`), as servers that add tools once initialized do; in the stateless era, `--ttl-ms N` and `--cache-scope S` set the cache hints of lists and reads.
 //!
 //! Any mode takes `--era handshake|stateless|dual` (default `handshake`; `stateless` for the
 //! four stateless-era modes). In the stateless era (revision 2026-07-28) every request must
@@ -316,6 +318,8 @@ struct Server {
     listens: Mutex<Vec<(Value, bool)>>,
     /// Mode `tasks`: the tasks it runs.
     tasks: Option<Tasks>,
+    /// `--grow-at-start`: it has gained `extra`.
+    grown: Mutex<bool>,
 }
 
 /// Which era the fixture speaks (`--era`).
@@ -351,6 +355,7 @@ impl Server {
             era,
             tasks,
             initialized: Mutex::new(false),
+            grown: Mutex::new(false),
             listens: Mutex::new(Vec::new()),
             mode,
             options,
@@ -511,6 +516,10 @@ impl Server {
     }
 
     fn after_initialized(&self) {
+        if self.options.contains_key("grow-at-start") {
+            *self.grown.lock().unwrap() = true;
+            self.tools_changed();
+        }
         let requests: Vec<Value> = match self.mode.as_str() {
             "server-requests" => vec![
                 json!({"jsonrpc": "2.0", "id": 1, "method": "sampling/createMessage", "params": {"messages": [], "maxTokens": 10}}),

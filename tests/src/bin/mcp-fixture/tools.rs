@@ -108,7 +108,8 @@ impl Server {
                 tools.push(json!({"name": name, "inputSchema": object(json!({}), &[])}));
             }
         }
-        if self.mode == "list-changed" && *self.calls.lock().unwrap() > 0 {
+        let grown = *self.grown.lock().unwrap();
+        if grown || (self.mode == "list-changed" && *self.calls.lock().unwrap() > 0) {
             tools.push(json!({"name": "extra", "inputSchema": object(json!({}), &[])}));
         }
         if stateless {
