@@ -216,6 +216,16 @@ pub fn check_http_server(data: &[u8]) {
                 server.handle_timeout(now);
             }
         }
+        for (exchange, part, _) in server.take_abandoned() {
+            let seen = open
+                .remove(&exchange)
+                .expect("an exchange abandoned that was not open");
+            match part {
+                Part::Answer(_) => assert!(!seen.opened, "a whole answer on an open stream"),
+                Part::Last => assert!(seen.opened, "a last event before its stream"),
+                other => panic!("an exchange abandoned with {other:?}"),
+            }
+        }
         for machine in server.take_ended() {
             assert!(ended.insert(machine), "{machine:?} reported ended twice");
         }

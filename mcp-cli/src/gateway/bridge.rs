@@ -67,8 +67,17 @@ struct Shared {
 
 impl Shared {
     /// The machines the core ended, taken out: to drop once the lock is given up (dropping
-    /// one ends its calls).
+    /// one ends its calls, once its requests still open have taken their answers).
     fn take_ended(&mut self) -> Vec<Arc<Machine>> {
+        // Their requests still open are answered (a session deleted during a call).
+        for (exchange, part, message) in self.http.take_abandoned() {
+            if let Some(to) = self.exchanges.remove(&exchange) {
+                let _ = to.try_send(match part {
+                    Part::Answer(response) => Delivered::Answer(response),
+                    _ => Delivered::Last(Message::from(message)),
+                });
+            }
+        }
         let ended = self.http.take_ended();
         let machines = &mut self.machines;
         (ended.iter())

@@ -177,6 +177,8 @@ pub struct HttpServer {
     exchanges: BTreeMap<ExchangeId, Exchange>,
     /// The machines the caller is to drop.
     ended: Vec<MachineId>,
+    /// The requests that ended with their machine, for the caller to answer.
+    abandoned: Vec<(ExchangeId, Part, Vec<u8>)>,
     stateless_open: usize,
     next: u64,
     /// The latest `now` given: when a session was last used, for what is given no time.
@@ -538,26 +540,7 @@ impl HttpServer {
     pub fn abandon(&mut self, exchange: ExchangeId, why: Abandon) -> Option<(Part, Vec<u8>)> {
         let state = self.exchanges.remove(&exchange)?;
         self.close_exchange(&state);
-        let text = match why {
-            Abandon::MachineEnded => "the session ended first",
-            Abandon::Aborted | Abandon::Stopping => {
-                "mcp-cli serve is stopping; the call did not finish"
-            }
-        };
-        let message = match (why, state.listens) {
-            (Abandon::Stopping, true) => {
-                let meta = json!({ "io.modelcontextprotocol/subscriptionId": state.id });
-                let result = json!({"resultType": "complete", "_meta": meta});
-                json!({"jsonrpc": "2.0", "id": state.id, "result": result})
-            }
-            _ => rpc_error(&state.id, INTERNAL, text),
-        };
-        let message = serde_json::to_vec(&message).unwrap_or_default();
-        let part = match state.started {
-            true => Part::Last,
-            false => Part::Answer(HttpResponse::json_text(200, message.clone())),
-        };
-        Some((part, message))
+        Some(ending(&state, why))
     }
 
     /// The host hung up on `exchange` before its answer was written; `unsent` are the
@@ -622,8 +605,24 @@ impl HttpServer {
             Some(id) => _ = self.sessions.remove(id),
             None => self.stateless_open = self.stateless_open.saturating_sub(1),
         }
-        // Its exchanges still open are the caller's to abandon.
+        // Its requests still open end with it, answered with an error.
+        let open: Vec<ExchangeId> = (self.exchanges.iter())
+            .filter(|(_, state)| state.machine == machine)
+            .map(|(exchange, _)| *exchange)
+            .collect();
+        for exchange in open {
+            if let Some(state) = self.exchanges.remove(&exchange) {
+                let (part, message) = ending(&state, Abandon::MachineEnded);
+                self.abandoned.push((exchange, part, message));
+            }
+        }
         self.ended.push(machine);
+    }
+
+    /// The requests that ended with their machine (a session deleted while they were open):
+    /// the part each response takes and the message, once each.
+    pub fn take_abandoned(&mut self) -> Vec<(ExchangeId, Part, Vec<u8>)> {
+        std::mem::take(&mut self.abandoned)
     }
 
     /// The machines to drop (ended sessions, answered stateless-era requests, failed
@@ -698,4 +697,29 @@ fn refusals<'a>(unsent: impl IntoIterator<Item = &'a [u8]>) -> Vec<HostMessage> 
         .filter_map(|message| refusal(message, HUNG_UP))
         .filter_map(|text| HostMessage::decode(&text).ok())
         .collect()
+}
+
+/// What ends `exchange` with no answer of its machine's, saying `why`: the part its response
+/// takes and the message.
+fn ending(state: &Exchange, why: Abandon) -> (Part, Vec<u8>) {
+    let text = match why {
+        Abandon::MachineEnded => "the session ended first",
+        Abandon::Aborted | Abandon::Stopping => {
+            "mcp-cli serve is stopping; the call did not finish"
+        }
+    };
+    let message = match (why, state.listens) {
+        (Abandon::Stopping, true) => {
+            let meta = json!({ "io.modelcontextprotocol/subscriptionId": state.id });
+            let result = json!({"resultType": "complete", "_meta": meta});
+            json!({"jsonrpc": "2.0", "id": state.id, "result": result})
+        }
+        _ => rpc_error(&state.id, INTERNAL, text),
+    };
+    let message = serde_json::to_vec(&message).unwrap_or_default();
+    let part = match state.started {
+        true => Part::Last,
+        false => Part::Answer(HttpResponse::json_text(200, message.clone())),
+    };
+    (part, message)
 }

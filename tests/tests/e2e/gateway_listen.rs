@@ -618,6 +618,70 @@ fn a_session_host_hanging_up_mid_call_cancels_the_backend_call_and_64_calls_are_
     assert_eq!(exchange(address, "POST", &headers, &ping).status, 404);
 }
 
+#[test]
+fn a_session_deleted_mid_call_answers_the_call_with_an_error_and_cancels_it_at_the_backend() {
+    let scratch = Scratch::new("listen-delete-mid-call");
+    let listening = listen(&scratch, &[]);
+    let address = listening.address.clone();
+    let bearer = format!("Bearer {}", listening.token);
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}});
+    let body = serde_json::to_vec(&initialize).unwrap();
+    let opened = exchange(&address, "POST", &[("Authorization", &bearer)], &body);
+    assert_eq!(opened.status, 200, "{}", opened.body);
+    let session = (opened.head.lines())
+        .find_map(|line| {
+            line.to_lowercase()
+                .strip_prefix("mcp-session-id: ")
+                .map(str::to_owned)
+        })
+        .expect("a session id");
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let body = serde_json::to_vec(&initialized).unwrap();
+    let headers = [
+        ("Authorization", bearer.as_str()),
+        ("Mcp-Session-Id", session.as_str()),
+    ];
+    assert_eq!(exchange(&address, "POST", &headers, &body).status, 202);
+
+    let call = std::thread::spawn({
+        let (address, bearer, session) = (address.clone(), bearer.clone(), session.clone());
+        move || {
+            let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                "params": {"name": "fx__sleep", "arguments": {"ms": 60000}}});
+            let headers = [
+                ("Authorization", bearer.as_str()),
+                ("Mcp-Session-Id", session.as_str()),
+            ];
+            exchange(
+                &address,
+                "POST",
+                &headers,
+                &serde_json::to_vec(&call).unwrap(),
+            )
+        }
+    });
+    wait_for_log(&listening.log, "\"sleep\"");
+    assert_eq!(exchange(&address, "DELETE", &headers, b"").status, 200);
+    // Answered now, not when the minute's sleep would have ended.
+    let answer = call.join().unwrap();
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let answer = answer.json();
+    assert_eq!(
+        (answer["id"].clone(), answer["error"]["code"].clone()),
+        (json!(7), json!(-32603))
+    );
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("session ended"),
+        "{answer}"
+    );
+    wait_for_log(&listening.log, "notifications/cancelled");
+}
+
 /// SIGTERM to serve, then: the call in flight is answered, and serve exits 0 (with what it
 /// said on stderr).
 fn terminate_with_a_call_in_flight(extra_env: &[(&str, &str)], ms: u64) -> (Answer, i32, String) {

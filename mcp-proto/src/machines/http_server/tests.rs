@@ -501,3 +501,47 @@ fn what_is_not_one_message_or_no_method_of_the_endpoint_is_refused_with_its_stat
     );
     let _ = HostMessage::decode(&note).unwrap();
 }
+
+#[test]
+fn a_session_deleted_during_a_call_answers_the_call_and_its_machine_ends() {
+    let (mut server, now) = (HttpServer::default(), Instant::now());
+    let (session, machine) = with_session(&mut server, now);
+    let plain = session_request(&mut server, now, 1, false);
+    let streamed = session_request(&mut server, now, 2, true);
+    let progress = text(
+        &json!({"jsonrpc": "2.0", "method": "notifications/progress",
+        "params": {"progressToken": 2, "progress": 1}}),
+    );
+    assert!(matches!(
+        server.written(now, machine, &progress),
+        Written::To {
+            part: Part::Opens(_),
+            ..
+        }
+    ));
+    let headers = [("mcp-session-id", session.as_bytes())];
+    let delete = HttpRequest {
+        method: "DELETE",
+        headers: &headers,
+        body: b"",
+    };
+    assert_eq!(
+        respond(server.receive(now, &delete, || unreachable!())).status,
+        200
+    );
+    let abandoned = server.take_abandoned();
+    let parts: Vec<_> = abandoned
+        .iter()
+        .map(|(exchange, part, _)| (*exchange, matches!(part, Part::Last)))
+        .collect();
+    assert_eq!(parts, [(plain, false), (streamed, true)]);
+    for (_, _, message) in &abandoned {
+        let message: Value = serde_json::from_slice(message).unwrap();
+        assert_eq!(message["error"]["code"], -32603);
+    }
+    assert_eq!(server.take_ended(), [machine]);
+    // What the machine writes after is for nobody.
+    let answer = text(&json!({"jsonrpc": "2.0", "id": 1, "result": {}}));
+    assert_eq!(server.written(now, machine, &answer), Written::Nowhere);
+    assert!(server.take_abandoned().is_empty());
+}
