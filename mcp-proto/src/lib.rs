@@ -220,7 +220,7 @@ pub mod server {
     };
     pub use crate::machines::server_stateless::{HostInput, InputRequired};
 
-    /// The server half of Streamable HTTP: [`HttpServer`] says which machine a host's HTTP
+    /// The server half of Streamable HTTP: [`HttpServer`](http::HttpServer) says which machine a host's HTTP
     /// request goes to and how each message a machine writes goes back.
     pub mod http {
         pub use crate::machines::http_server::{
