@@ -353,6 +353,11 @@ impl LineDecoder {
         if self.buffer.len() <= self.max_line_len + 1 && self.buffer.len() <= self.parse_from {
             return;
         }
+        // The start of a BOM that may still lead the stream is not yet the line's: parsed now,
+        // it would read as a fault that the BOM's last byte takes back.
+        if self.at_stream_start && self.buffer.len() < BOM.len() && BOM.starts_with(&self.buffer) {
+            return;
+        }
         let mut discarded = Discarded::default();
         discarded.skip(&self.buffer);
         if self.buffer.len() <= self.max_line_len + 1 {
