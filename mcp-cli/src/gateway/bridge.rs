@@ -15,7 +15,6 @@ use async_channel::{Receiver, Sender};
 use futures_lite::io::AsyncWrite;
 use hyper::body::Bytes;
 use mcp_smol::Server;
-use mcp_smol::proto::server::HostMessage;
 use mcp_smol::proto::server::http::{
     Abandon, ExchangeId, HttpLimits, HttpRequest, HttpResponse, HttpServer, MachineId, Part,
     Routed, Written,
@@ -441,14 +440,9 @@ impl Routing {
         }
         drop(shared);
         if let (Some(refusal), Some(server)) = (refusal, &self.server) {
-            receive(server, refusal);
+            server.receive(refusal);
         }
     }
-}
-
-/// Passes `message`, one of ours made as a host's (a refusal), to the machine.
-fn receive(server: &Server, message: HostMessage) {
-    server.receive(message);
 }
 
 impl AsyncWrite for Routing {

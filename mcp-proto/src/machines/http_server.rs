@@ -29,7 +29,7 @@ use serde_json::{Value, json};
 use crate::machines::server::{HostMessage, ServerConnection};
 use crate::wire::jsonrpc::RpcError;
 use request::{SESSION_HEADER, rpc_error};
-use routes::{HUNG_UP, Routes, Target, error_code, refusal};
+use routes::{Carried, HUNG_UP, Routes, Target, error_code, refusal};
 
 mod request;
 mod routes;
@@ -430,10 +430,11 @@ impl HttpServer {
             return Written::Nowhere;
         };
         match state.routes.route(message) {
-            Target::Request { exchange, answer } => {
-                let part = match answer {
-                    true => self.answer(now, exchange, message),
-                    false => self.event(exchange, message),
+            Target::Request { exchange, what } => {
+                let part = match what {
+                    Carried::Answer => self.answer(now, exchange, message),
+                    Carried::Request => self.event(exchange, false),
+                    Carried::Notification => self.event(exchange, true),
                 };
                 Written::To { exchange, part }
             }
@@ -508,8 +509,7 @@ impl HttpServer {
     }
 
     /// The part a message other than the answer is, on a response that streams.
-    fn event(&mut self, exchange: ExchangeId, message: &[u8]) -> Part {
-        let droppable = routes::answer_id(message).is_none() && !is_request(message);
+    fn event(&mut self, exchange: ExchangeId, droppable: bool) -> Part {
         match self.exchanges.get_mut(&exchange) {
             Some(state) if !state.started => {
                 state.started = true;
@@ -670,19 +670,6 @@ fn unknown_session() -> HttpResponse {
         404,
         &rpc_error(&Value::Null, UNKNOWN_SESSION, "unknown session"),
     )
-}
-
-/// Whether `message` is a request (ours, to the host): it has an id and a method.
-fn is_request(message: &[u8]) -> bool {
-    #[derive(serde::Deserialize)]
-    struct Head<'a> {
-        #[serde(borrow, default)]
-        id: Option<&'a serde_json::value::RawValue>,
-        #[serde(borrow, default)]
-        method: Option<std::borrow::Cow<'a, str>>,
-    }
-    let head = serde_json::from_slice::<Head>(message).ok();
-    head.is_some_and(|head| head.id.is_some() && head.method.is_some())
 }
 
 /// The refusal of `message`, a request of ours, as the host's answer.

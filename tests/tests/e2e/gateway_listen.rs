@@ -535,17 +535,13 @@ fn a_session_hosts_body_that_is_not_a_message_is_refused_and_a_pretty_printed_on
     });
 }
 
-#[test]
-fn a_session_host_hanging_up_mid_call_cancels_the_backend_call_and_64_calls_are_its_most() {
-    let scratch = Scratch::new("listen-hangup");
-    let listening = listen(&scratch, &[]);
-    let address = listening.address.as_str();
-    let bearer = format!("Bearer {}", listening.token);
+/// A raw 2025-06-18 host's session, its handshake done: its `Mcp-Session-Id`.
+fn open_session(address: &str, bearer: &str) -> String {
     let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {},
         "clientInfo": {"name": "raw", "version": "1"}}});
     let body = serde_json::to_vec(&initialize).unwrap();
-    let opened = exchange(address, "POST", &[("Authorization", &bearer)], &body);
+    let opened = exchange(address, "POST", &[("Authorization", bearer)], &body);
     assert_eq!(opened.status, 200, "{}", opened.body);
     let session = (opened.head.lines())
         .find_map(|line| {
@@ -555,12 +551,26 @@ fn a_session_host_hanging_up_mid_call_cancels_the_backend_call_and_64_calls_are_
         })
         .expect("a session id");
     let headers = [
-        ("Authorization", bearer.as_str()),
+        ("Authorization", bearer),
         ("Mcp-Session-Id", session.as_str()),
     ];
     let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
     let body = serde_json::to_vec(&initialized).unwrap();
     assert_eq!(exchange(address, "POST", &headers, &body).status, 202);
+    session
+}
+
+#[test]
+fn a_session_host_hanging_up_mid_call_cancels_the_backend_call_and_64_calls_are_its_most() {
+    let scratch = Scratch::new("listen-hangup");
+    let listening = listen(&scratch, &[]);
+    let address = listening.address.as_str();
+    let bearer = format!("Bearer {}", listening.token);
+    let session = open_session(address, &bearer);
+    let headers = [
+        ("Authorization", bearer.as_str()),
+        ("Mcp-Session-Id", session.as_str()),
+    ];
 
     let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
         "params": {"name": "fx__sleep", "arguments": {"ms": 60000}}});
@@ -624,26 +634,11 @@ fn a_session_deleted_mid_call_answers_the_call_with_an_error_and_cancels_it_at_t
     let listening = listen(&scratch, &[]);
     let address = listening.address.clone();
     let bearer = format!("Bearer {}", listening.token);
-    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "1"}}});
-    let body = serde_json::to_vec(&initialize).unwrap();
-    let opened = exchange(&address, "POST", &[("Authorization", &bearer)], &body);
-    assert_eq!(opened.status, 200, "{}", opened.body);
-    let session = (opened.head.lines())
-        .find_map(|line| {
-            line.to_lowercase()
-                .strip_prefix("mcp-session-id: ")
-                .map(str::to_owned)
-        })
-        .expect("a session id");
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let body = serde_json::to_vec(&initialized).unwrap();
+    let session = open_session(&address, &bearer);
     let headers = [
         ("Authorization", bearer.as_str()),
         ("Mcp-Session-Id", session.as_str()),
     ];
-    assert_eq!(exchange(&address, "POST", &headers, &body).status, 202);
 
     let call = std::thread::spawn({
         let (address, bearer, session) = (address.clone(), bearer.clone(), session.clone());

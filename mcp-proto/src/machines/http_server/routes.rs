@@ -30,12 +30,22 @@ pub(super) struct Open {
     opened: u64,
 }
 
+/// What a message routed to a request is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Carried {
+    /// The request's answer, which ends it.
+    Answer,
+    /// A request of ours, which must reach the host.
+    Request,
+    /// A notification, which may be lost to a host too slow to read it.
+    Notification,
+}
+
 /// Where a message a machine wrote goes.
 #[derive(Debug, PartialEq, Eq)]
 pub(super) enum Target {
-    /// To an open request's HTTP answer; `answer` when it is that request's answer, which
-    /// ends it.
-    Request { exchange: ExchangeId, answer: bool },
+    /// To an open request's HTTP answer, as `what`.
+    Request { exchange: ExchangeId, what: Carried },
     /// To the session's standalone stream.
     Standalone,
     /// To the standalone stream once it opens: a notification that relates to no request.
@@ -96,7 +106,7 @@ impl Routes {
                 match (latest, self.standalone > 0) {
                     (Some(open), _) => Target::Request {
                         exchange: open.exchange,
-                        answer: false,
+                        what: Carried::Request,
                     },
                     (None, true) => Target::Standalone,
                     (None, false) => Target::Refused(NO_STREAM),
@@ -110,7 +120,7 @@ impl Routes {
         match self.open.remove(key) {
             Some(open) => Target::Request {
                 exchange: open.exchange,
-                answer: true,
+                what: Carried::Answer,
             },
             None => Target::Nowhere,
         }
@@ -138,7 +148,7 @@ impl Routes {
         match related {
             Some(Some(open)) if open.streams => Target::Request {
                 exchange: open.exchange,
-                answer: false,
+                what: Carried::Notification,
             },
             Some(_) => Target::Nowhere,
             None if self.standalone > 0 => Target::Standalone,
