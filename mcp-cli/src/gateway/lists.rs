@@ -11,18 +11,18 @@
 //! pagination both eras share ("there is more"), whose page waits for those servers again;
 //! `_meta` names them; a 2026-07-28 host is told `ttlMs: 0` (list again before you rely on
 //! it). A host that holds the connection is also sent `notifications/tools/list_changed` when
-//! each is ready, as before.
+//! each is ready: the hub tells of a first listing nobody waited for as of a change.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use futures_lite::future::FutureExt;
-use mcp_smol::proto::{RpcError, server::ClientInfo};
+use mcp_smol::proto::{ListResult, RpcError, Tool, server::ClientInfo};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::{Gateway, HostLink, invalid_params};
+use super::Gateway;
+use super::errors::invalid_params;
+use super::features::STALE_AT_ONCE;
 use crate::hints;
 use crate::hub::Catalogue;
 
@@ -58,7 +58,6 @@ impl Gateway {
     /// give `tools/list` some seconds and give up on every server when one takes longer.
     pub(super) async fn list_tools(
         &self,
-        host: &HostLink,
         params: &Value,
         era: Option<&ClientInfo>,
     ) -> Result<Value, RpcError> {
@@ -67,18 +66,11 @@ impl Gateway {
             Some(cursor) => self.read_cursor(cursor)?,
         };
         let deadline = Instant::now() + self.list_wait;
-        let answered = Arc::new(AtomicBool::new(false));
         let listings: Vec<_> = (servers.iter().cloned())
             .map(|server| {
-                let (hub, answered) = (self.hub.clone(), answered.clone());
-                let host = host.server.clone();
-                self.executor.spawn(async move {
-                    let catalogue = hub.tools_of(std::slice::from_ref(&server)).await;
-                    if answered.load(Ordering::SeqCst) && catalogue.failures.is_empty() {
-                        host.notify("notifications/tools/list_changed", None);
-                    }
-                    catalogue
-                })
+                let hub = self.hub.clone();
+                (self.executor)
+                    .spawn(async move { hub.tools_of(std::slice::from_ref(&server)).await })
             })
             .collect();
         // By position, so that the tools come in the order of the servers whenever each was
@@ -98,8 +90,7 @@ impl Gateway {
                 }
             }
         }
-        // From here on a listing that ends tells the host; one that ended meanwhile is in.
-        answered.store(true, Ordering::SeqCst);
+        // A listing that ended meanwhile is in; one that goes on is told of by the hub.
         let mut starting = Vec::new();
         for (index, listing) in waiting {
             if listing.is_finished() {
@@ -121,32 +112,37 @@ impl Gateway {
             let error = hints::explained(error);
             crate::output::diagnostic(&format!("mcp-cli serve: {server} left out: {error}"));
         }
-        let tools: Vec<Value> = (catalogue.tools.iter())
-            .map(|entry| {
-                let mut tool = serde_json::to_value(&*entry.tool).unwrap_or_default();
-                tool["name"] = json!(entry.name);
-                tool
-            })
-            .collect();
-        let mut result = json!({ "tools": tools });
         let goes_on = !starting.is_empty() && page < MAX_PAGES;
-        if goes_on {
+        let next_cursor = goes_on.then(|| {
             let next = Cursor {
                 starting: starting.clone(),
                 page: page + 1,
             };
-            result["nextCursor"] = json!(serde_json::to_string(&next).unwrap_or_default());
-        }
-        if !starting.is_empty() {
-            result["_meta"] = json!({ STARTING: starting });
-        }
+            serde_json::to_string(&next).unwrap_or_default()
+        });
         // Every page of a list that ran past the wait: stale at once, and of one scope, as
         // the revision asks of a list's pages.
-        if era.is_some() && (goes_on || page > 1) {
-            result["ttlMs"] = json!(0);
-            result["cacheScope"] = json!("private");
+        let cache = match era.is_some() && (goes_on || page > 1) {
+            true => Some(STALE_AT_ONCE),
+            false => self.list_hint(era, false),
+        };
+        let page = ListResult {
+            // Under the hub's names, which `tools/call` takes.
+            items: (catalogue.tools.iter())
+                .map(|entry| Tool {
+                    name: entry.name.clone(),
+                    ..(*entry.tool).clone()
+                })
+                .collect(),
+            next_cursor,
+            skipped: 0,
+            cache,
+        };
+        let mut page = page.to_json();
+        if !starting.is_empty() {
+            page.insert("_meta".to_owned(), json!({ STARTING: starting }));
         }
-        Ok(result)
+        Ok(Value::Object(page))
     }
 
     /// The servers a cursor of ours names, among those this gateway stands for, and its page.

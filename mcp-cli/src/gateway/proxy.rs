@@ -3,13 +3,11 @@
 
 use std::sync::Arc;
 
-use mcp_smol::proto::{
-    RawResult, RpcError,
-    server::{ClientInfo, HostInput, HostRequestId},
-};
 use serde_json::{Map, Value, json};
 
-use crate::gateway::{Gateway, HostCall, HostLink, tool_error};
+use crate::gateway::Gateway;
+use crate::gateway::call::Work;
+use crate::gateway::errors::tool_error;
 
 /// The one tool's name.
 pub(crate) const NAME: &str = "mcp";
@@ -40,24 +38,17 @@ pub(crate) fn tool() -> Value {
     })
 }
 
-/// How a host's `mcp` call came: its request, and for a stateless-era host what its `_meta`
-/// said and the input rounds it answers.
-pub(crate) struct Asked<'a> {
-    pub(crate) host: &'a HostLink,
-    pub(crate) id: HostRequestId,
-    pub(crate) era: Option<&'a ClientInfo>,
-    pub(crate) rounds: Option<HostInput>,
-    /// The host's trace context, passed on to the backend.
-    pub(crate) trace: Map<String, Value>,
+/// What one `mcp` call comes to.
+pub(crate) enum Step {
+    /// A tool of a backend, called like any other: a stateless-era host answers its forms in
+    /// input rounds.
+    Call(Box<Work>),
+    /// A tool result, at once: a list, a search, or a mistake (with `isError`).
+    Answered(Value),
 }
 
-/// Runs one `mcp` call; every outcome is a tool result, a mistake one with `isError`. A
-/// `call` is a call like any other: a stateless-era host answers its forms in input rounds.
-pub(crate) async fn run(
-    gateway: &Arc<Gateway>,
-    asked: Asked<'_>,
-    input: Value,
-) -> Result<RawResult, RpcError> {
+/// Reads one `mcp` call; `trace` is the host's trace context, for the backend's call.
+pub(crate) async fn run(gateway: &Arc<Gateway>, input: Value, trace: Map<String, Value>) -> Step {
     let text = |key: &str| input.get(key).and_then(Value::as_str).map(str::to_owned);
     let served = gateway.servers();
     let backend = match text("server") {
@@ -67,7 +58,7 @@ pub(crate) async fn run(
             _ => {
                 let known = served.join(", ");
                 let error = tool_error(&format!("unknown server {given}; servers: {known}"));
-                return Ok(error.into());
+                return Step::Answered(error);
             }
         },
     };
@@ -82,7 +73,7 @@ pub(crate) async fn run(
         (Some("list"), Some(backend)) => {
             let catalogue = gateway.hub.tools_of(std::slice::from_ref(&backend)).await;
             if let Some((_, error)) = catalogue.failures.first() {
-                return Ok(tool_error(&crate::hints::explained(error)).into());
+                return Step::Answered(tool_error(&crate::hints::explained(error)));
             }
             let tools: Vec<Value> = (catalogue.tools.iter())
                 .map(|entry| {
@@ -97,26 +88,16 @@ pub(crate) async fn run(
         }
         (Some("call"), Some(backend)) => {
             let Some(tool) = text("tool") else {
-                return Ok(tool_error("call needs a tool").into());
+                return Step::Answered(tool_error("call needs a tool"));
             };
-            let entry = match gateway.hub.find_tool(&backend, &tool).await {
-                Ok(entry) => entry,
-                Err(error) => return Ok(tool_error(&crate::hints::explained(&error)).into()),
+            return match gateway.hub.find_tool(&backend, &tool).await {
+                Ok(entry) => Step::Call(Box::new(Work::Call {
+                    entry,
+                    arguments: input.get("input").cloned().unwrap_or(json!({})),
+                    trace,
+                })),
+                Err(error) => Step::Answered(tool_error(&crate::hints::explained(&error))),
             };
-            let call = HostCall {
-                entry,
-                arguments: input.get("input").cloned().unwrap_or(json!({})),
-                trace: asked.trace,
-                progress: true,
-            };
-            let Asked {
-                host,
-                id,
-                era,
-                rounds,
-                ..
-            } = asked;
-            return gateway.call_for_host(host, id, call, era, rounds).await;
         }
         (Some("call"), None) => tool_error("call needs a server"),
         (Some("search"), _) => {
@@ -125,7 +106,7 @@ pub(crate) async fn run(
         }
         _ => tool_error("action must be \"search\", \"list\" or \"call\""),
     };
-    Ok(result.into())
+    Step::Answered(result)
 }
 
 /// A tool result holding `value`, as text for the model and as structured content.

@@ -15,19 +15,17 @@
 //! (URL elicitation required) answering the call before any task is made.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 
 use mcp_smol::proto::{
-    RequestError, RpcError, TASKS_EXTENSION,
-    server::{ClientInfo, HostInput, HostRequestId},
+    Notification, RpcError, TASKS_EXTENSION,
+    server::ClientInfo,
     tasks::{Task, TaskStatus},
 };
 use serde_json::{Map, Value, json};
 
-use crate::gateway::rounds::Answering;
-use crate::gateway::{
-    Gateway, HostLink, backend_error, invalid_params, mismatched, tool_error, url_elicitation,
-};
+use crate::gateway::errors::{backend_error, failed_call, invalid_params, link_required};
+use crate::gateway::{Gateway, HostLink};
 use crate::hints;
 use crate::hub::{HubError, Started, ToolEntry};
 
@@ -39,12 +37,6 @@ pub(crate) const METHODS: &[&str] = &[
     "tasks/result",
     "tasks/list",
 ];
-
-/// The handshake era's `tasks` server capability: what the gateway honours for any backend
-/// (a call the backend answers at once becomes a task of the gateway's own).
-pub(crate) fn handshake_capability() -> Value {
-    json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}})
-}
 
 /// At most this many tasks are remembered for `tasks/list`, and at most this many of the
 /// gateway's own ended tasks are kept for `tasks/result`; older ones are forgotten first.
@@ -148,29 +140,6 @@ fn for_handshake_host(server: &str, task: &Task) -> Value {
     task
 }
 
-/// A failed call as the host sees its result, as [`Gateway::call`] reports it.
-fn failed_call(entry: &ToolEntry, error: HubError) -> Value {
-    match error {
-        HubError::Server {
-            error: mcp_smol::Error::Request(mcp_smol::proto::RequestError::Remote(rpc)),
-            ..
-        } => tool_error(&format!("{} failed: {}", entry.name, rpc.text())),
-        error @ HubError::OutputMismatch { .. } => mismatched(error),
-        error => tool_error(&hints::explained(&error)),
-    }
-}
-
-/// A backend's -32042 (URL elicitation required), split from any other failure.
-fn link_required(error: HubError) -> Result<RpcError, HubError> {
-    match error {
-        HubError::Server {
-            error: mcp_smol::Error::Request(RequestError::Remote(rpc)),
-            ..
-        } if rpc.code == RpcError::URL_ELICITATION_REQUIRED => Ok(rpc),
-        error => Err(error),
-    }
-}
-
 /// A task that did not end well, as `tasks/result` answers it.
 fn ended_badly(error: HubError) -> RpcError {
     match error {
@@ -188,73 +157,38 @@ fn ended_badly(error: HubError) -> RpcError {
 }
 
 impl Gateway {
-    /// Calls `entry` for a host that asked for a task ([`wanted`]): its result, or the task
-    /// running it, as the host's era spells it.
-    pub(crate) async fn call_as_task(
-        self: &Arc<Self>,
-        host: &HostLink,
-        id: HostRequestId,
-        (entry, arguments, trace): (ToolEntry, Value, Map<String, Value>),
-        era: Option<&ClientInfo>,
-        input: Option<HostInput>,
+    /// Starts `entry`'s call for a host that asked for a task ([`wanted`]): the task running
+    /// it, or its result, as the host's era spells them (`handshake`: a task in any case, one
+    /// of the gateway's own for a call answered at once). A -32042 before any task was made is
+    /// the error, for the caller to put to the host as it can take it.
+    pub(crate) async fn start_task_for_host(
+        &self,
+        entry: &ToolEntry,
+        arguments: Value,
+        trace: Map<String, Value>,
+        handshake: bool,
     ) -> Result<Value, RpcError> {
-        if era.is_none() {
-            // What the backend asks before it makes the task goes to this host.
-            let _waiting = self.relay.wait_on(Some(&entry.server), host);
-            let started = self.start_task(&entry, arguments, trace).await;
-            let task = match started {
-                Ok(Started::Task(handle)) => {
-                    self.handed.note(&entry.server, &handle.task.id);
-                    for_handshake_host(&entry.server, &handle.task)
-                }
-                Ok(Started::Done(result)) => self.own_task(result),
-                // Before any task was made: as for a call without one.
-                Err(error) => match link_required(error) {
-                    Ok(required) => {
-                        let answer =
-                            url_elicitation::for_handshake_host(Err(required), host, &entry.name);
-                        return answer.map(|result: Value| json!({"task": self.own_task(result)}));
-                    }
-                    Err(error) => self.own_task(failed_call(&entry, error)),
-                },
-            };
-            return Ok(json!({ "task": task }));
-        }
-        // Stateless era: a form before the task comes back as an input round, as in any call.
-        let takes = era.map(super::Takes::of).unwrap_or_default();
-        let origin = format!("tools/call {}", entry.name);
-        let gateway = self.clone();
-        let start = move |questions: async_channel::Sender<_>, _: Answering| {
-            self.executor.spawn(async move {
-                let relay = &gateway.relay;
-                let _waiting = (takes.any())
-                    .then(|| relay.wait_in_rounds(&entry.server, questions.clone(), takes));
-                // A -32042 before the task is made is put to the host as links, and the call
-                // made again once they are open, as for a call without a task.
-                let links = takes.urls.then_some(&questions);
-                let mut each_try = url_elicitation::each_try((arguments, trace), takes.urls);
-                let (gateway, entry) = (&gateway, &entry);
-                let started = url_elicitation::call_in_rounds(links, &entry.name, || {
-                    let (arguments, trace) = each_try();
-                    async move {
-                        match gateway.start_task(entry, arguments, trace).await {
-                            Ok(Started::Done(result)) => Ok(result),
-                            Ok(Started::Task(handle)) => {
-                                let mut task = for_host(&entry.server, handle.task);
-                                task["resultType"] = json!("task");
-                                Ok(task)
-                            }
-                            Err(error) => link_required(error)
-                                .map_or_else(|error| Ok(failed_call(entry, error)), Err),
-                        }
-                    }
-                });
-                Ok(started.await)
-            })
+        let result = match self.start_task(entry, arguments, trace).await {
+            Ok(Started::Task(handle)) if handshake => {
+                self.handed.note(&entry.server, &handle.task.id);
+                return Ok(json!({ "task": for_handshake_host(&entry.server, &handle.task) }));
+            }
+            Ok(Started::Task(handle)) => {
+                let mut task = for_host(&entry.server, handle.task);
+                task["resultType"] = json!("task");
+                return Ok(task);
+            }
+            Ok(Started::Done(result)) => result,
+            // Before any task was made: as for a call without one.
+            Err(error) => match link_required(error) {
+                Ok(required) => return Err(required),
+                Err(error) => failed_call(&entry.name, error),
+            },
         };
-        (host.rounds)
-            .answer(&self.executor, origin, host.reply_to(id), input, start)
-            .await
+        Ok(match handshake {
+            true => json!({ "task": self.own_task(result) }),
+            false => result,
+        })
     }
 
     async fn start_task(
@@ -272,7 +206,7 @@ impl Gateway {
             .await
     }
 
-    fn own_task(&self, result: Value) -> Value {
+    pub(crate) fn own_task(&self, result: Value) -> Value {
         let now = crate::logs::iso8601_now();
         self.handed.own(result, &now).to_handshake_json(&now)
     }
@@ -331,7 +265,7 @@ impl Gateway {
                 let _waiting = self.relay.wait_on(Some(server), host);
                 let status = |task: &Task| {
                     let task = for_handshake_host(server, task);
-                    (host.server).notify("notifications/tasks/status", Some(task));
+                    (host.server).notify(Notification::TASK_STATUS, Some(task));
                 };
                 let waited = self.hub.wait_task(server, id, None, status).await;
                 Ok(related(waited.map_err(ended_badly)?, given))

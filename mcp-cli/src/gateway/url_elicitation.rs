@@ -17,8 +17,9 @@ use async_channel::Sender;
 use mcp_smol::proto::{Era, ErrorKind, RpcError};
 use serde_json::{Value, json};
 
+use crate::gateway::errors::tool_error;
 use crate::gateway::rounds::{Asked, Question};
-use crate::gateway::{HostLink, host, tool_error};
+use crate::gateway::{HostLink, host};
 
 /// Tells `host` that the interaction `id` names has finished, if it is a handshake-era host
 /// that takes URL-mode elicitations (a host ignores an id it does not know, as the spec says
@@ -38,20 +39,6 @@ pub(crate) fn for_round(mut params: Value) -> Value {
         params.remove("elicitationId");
     }
     params
-}
-
-/// A handshake-era host's answer to a call that ended in `called`: a -32042 goes to a host
-/// that takes links as it came, and to any other as a tool error naming the links.
-pub(crate) fn for_handshake_host<R: From<Value>>(
-    called: Result<R, RpcError>,
-    host: &HostLink,
-    tool: &str,
-) -> Result<R, RpcError> {
-    match called {
-        Err(required) if host::Takes::of(&host.client).urls => Err(required),
-        Err(required) => Ok(explained(tool, &required).into()),
-        Ok(result) => Ok(result),
-    }
 }
 
 /// The tool error for a -32042 a host cannot be shown: the links to open, and that the call
@@ -78,7 +65,7 @@ pub(crate) enum Unopened {
 
 impl Unopened {
     /// The tool error a call of `tool` ends in, which says why.
-    fn for_tool(self, tool: &str) -> Value {
+    pub(crate) fn for_tool(self, tool: &str) -> Value {
         match self {
             Unopened::Failed(error) => explained(tool, &error),
             Unopened::Refused { action, .. } => tool_error(&format!(
@@ -102,43 +89,27 @@ impl Unopened {
     }
 }
 
-/// Makes a stateless-era host's call of `tool` with `call`, a -32042 put to the host as links
-/// ([`again_once_opened`]); a host that cannot be asked, or that declines, gets a tool error
-/// naming the links.
-pub(crate) async fn call_in_rounds<F, Fut>(
+/// Makes a stateless-era host's request: `call` with `work`; a -32042 is put to the host as an
+/// input round through `questions` (when the request declared links) and, once it accepted
+/// every link, `call` is made again with a copy of `work` (copied only when it may be).
+pub(crate) async fn again_once_opened<T, R, F, Fut>(
     questions: Option<&Sender<Question>>,
-    tool: &str,
-    call: F,
-) -> Value
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<Value, RpcError>>,
-{
-    (again_once_opened(questions, call).await).unwrap_or_else(|unopened| unopened.for_tool(tool))
-}
-
-/// What each try of a request made again takes: `value` itself the first time, a copy of it
-/// after; copied only when the request may be made again (`again`).
-pub(crate) fn each_try<T: Clone + Default>(value: T, again: bool) -> impl FnMut() -> T {
-    let kept = again.then(|| value.clone());
-    let mut first = Some(value);
-    move || first.take().or_else(|| kept.clone()).unwrap_or_default()
-}
-
-/// Makes a stateless-era host's request with `call`; a -32042 is put to the host as an input
-/// round through `questions` (when the request declared links) and, once it accepted every
-/// link, the request is made again.
-pub(crate) async fn again_once_opened<F, Fut>(
-    questions: Option<&Sender<Question>>,
+    work: T,
     mut call: F,
-) -> Result<Value, Unopened>
+) -> Result<R, Unopened>
 where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<Value, RpcError>>,
+    T: Clone,
+    F: FnMut(T) -> Fut,
+    Fut: Future<Output = Result<R, RpcError>>,
 {
+    let kept = questions.map(|_| work.clone());
+    let mut next = Some(work);
     let mut required = None;
     for _ in 0..MAX_AGAIN {
-        let error = match call().await {
+        // Without questions the first failure ends it: there is always a next try here.
+        let Some(this) = next.take() else { break };
+        next = kept.clone();
+        let error = match call(this).await {
             Ok(result) => return Ok(result),
             Err(error) => error,
         };

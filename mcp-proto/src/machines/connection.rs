@@ -25,7 +25,7 @@ use crate::model::params::{Input, StatelessMeta};
 use crate::model::raw_result::RawResult;
 use crate::model::request::{Params, Request, RequestId};
 use crate::model::stateless;
-use crate::model::types::{Fallback, ServerInfo};
+use crate::model::types::{Fallback, Notification, ServerInfo};
 use crate::model::versions::{
     Era, HANDSHAKE_VERSIONS, LATEST_PROTOCOL_VERSION, LATEST_STATELESS_VERSION, Protocol,
     STATELESS_VERSIONS,
@@ -950,7 +950,7 @@ impl Connection {
                 server: server.clone(),
             },
         );
-        let initialized = jsonrpc::notification("notifications/initialized", None);
+        let initialized = jsonrpc::notification(Notification::INITIALIZED, None);
         self.transmits.push_back((initialized, Sent::Initialized));
         if let State::Initializing { held_replies, .. } = previous {
             let replies = held_replies.into_iter().map(|bytes| (bytes, Sent::Other));
@@ -971,7 +971,7 @@ impl Connection {
             && may_notify
         {
             let params = json!({ "requestId": wire, "reason": reason });
-            let cancelled = jsonrpc::notification("notifications/cancelled", Some(params));
+            let cancelled = jsonrpc::notification(Notification::CANCELLED, Some(params));
             self.transmits
                 .push_back((cancelled, Sent::Cancelled(RequestId(id))));
         }

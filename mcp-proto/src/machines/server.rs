@@ -620,7 +620,7 @@ impl ServerConnection {
         };
         let mut result = json!({
             "protocolVersion": version,
-            "capabilities": self.config.capabilities,
+            "capabilities": self.config.capabilities.to_json(),
             "serverInfo": { "name": self.config.name, "version": self.config.version },
         });
         if let Some(instructions) = &self.config.instructions {
@@ -679,7 +679,7 @@ impl ServerConnection {
 
     fn handle_notification(&mut self, method: String, params: Option<Value>) {
         match method.as_str() {
-            "notifications/initialized" => {
+            Notification::INITIALIZED => {
                 if let State::Initializing { client } = &self.state {
                     let client = client.clone();
                     self.state = State::Ready {
@@ -688,7 +688,7 @@ impl ServerConnection {
                     self.events.push_back(ServerEvent::Ready(client));
                 }
             }
-            "notifications/cancelled" => {
+            Notification::CANCELLED => {
                 let params = params.as_ref();
                 let Some(key) = params
                     .and_then(|p| p.get("requestId"))
@@ -739,7 +739,7 @@ impl ServerConnection {
     fn abandon(&mut self, id: u64, error: RequestError, reason: &str) {
         self.finish(id, Err(error));
         let params = json!({ "requestId": id, "reason": reason });
-        let cancelled = jsonrpc::notification("notifications/cancelled", Some(params));
+        let cancelled = jsonrpc::notification(Notification::CANCELLED, Some(params));
         self.transmits.push_back(cancelled);
     }
 

@@ -12,7 +12,7 @@ use crate::model::params::{CLIENT_CAPABILITIES, CLIENT_INFO, PROTOCOL_VERSION};
 use crate::model::request::{Params, Request};
 use crate::model::result_members::SERVER_INFO;
 use crate::model::stateless::{ACKNOWLEDGED, ListenFilter, MULTI_ROUND_METHODS, SUBSCRIPTION_ID};
-use crate::model::types::{Implementation, Notification};
+use crate::model::types::{Implementation, ListCapability, Notification, ServerCapabilities};
 use crate::model::versions::{STATELESS_VERSIONS, SUPPORTED_PROTOCOL_VERSIONS};
 use crate::wire::jsonrpc::RpcError;
 
@@ -78,7 +78,7 @@ pub(crate) fn discover_result(config: &ServerConfig) -> Value {
     let mut result = json!({
         "resultType": "complete",
         "supportedVersions": SUPPORTED_PROTOCOL_VERSIONS,
-        "capabilities": config.capabilities,
+        "capabilities": config.capabilities.to_json(),
         "_meta": { SERVER_INFO: { "name": config.name, "version": config.version } },
     });
     if let Some(instructions) = &config.instructions {
@@ -115,17 +115,17 @@ impl Subscriptions {
         &mut self,
         id: Value,
         params: Option<&Value>,
-        capabilities: &Value,
+        capabilities: &ServerCapabilities,
     ) -> Vec<u8> {
         let asked = (params.and_then(|params| params.get("notifications")))
             .map_or_else(ListenFilter::default, ListenFilter::from_json);
-        let declares = |list: &str, flag: &str| capabilities[list][flag] == json!(true);
+        let changes = |list: Option<ListCapability>| list.is_some_and(|list| list.list_changed);
+        let resources = capabilities.resources.unwrap_or_default();
         let agreed = ListenFilter {
-            tools_list_changed: asked.tools_list_changed && declares("tools", "listChanged"),
-            prompts_list_changed: asked.prompts_list_changed && declares("prompts", "listChanged"),
-            resources_list_changed: asked.resources_list_changed
-                && declares("resources", "listChanged"),
-            resource_uris: match declares("resources", "subscribe") {
+            tools_list_changed: asked.tools_list_changed && changes(capabilities.tools),
+            prompts_list_changed: asked.prompts_list_changed && changes(capabilities.prompts),
+            resources_list_changed: asked.resources_list_changed && resources.list_changed,
+            resource_uris: match resources.subscribe {
                 true => asked.resource_uris,
                 false => Vec::new(),
             },

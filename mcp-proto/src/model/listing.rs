@@ -8,6 +8,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
@@ -67,6 +68,17 @@ impl CacheHint {
         Some(Self { ttl, scope })
     }
 
+    /// Writes the hint into a result, as `ttlMs` and `cacheScope`.
+    pub fn insert_into(&self, result: &mut Map<String, Value>) {
+        let ttl = u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX);
+        let scope = match self.scope {
+            CacheScope::Public => "public",
+            CacheScope::Private => "private",
+        };
+        result.insert("ttlMs".to_owned(), json!(ttl));
+        result.insert("cacheScope".to_owned(), json!(scope));
+    }
+
     /// The hint of a whole made of two parts: the shorter life, and `Private` if either is.
     pub(crate) fn combine(self, other: Self) -> Self {
         let scope = match (self.scope, other.scope) {
@@ -98,6 +110,23 @@ impl<T: Listed> ListResult<T> {
             skipped,
             cache,
         })
+    }
+}
+
+impl<T: Listed + Serialize> ListResult<T> {
+    /// The page as a server sends it: the entries under their member, `nextCursor` and the
+    /// cache hint when there are any (`skipped` is the reader's count, not sent).
+    pub fn to_json(&self) -> Map<String, Value> {
+        let mut page = Map::new();
+        let items = (self.items.iter()).map(|item| serde_json::to_value(item).unwrap_or_default());
+        page.insert(T::MEMBER.to_owned(), Value::Array(items.collect()));
+        if let Some(cursor) = &self.next_cursor {
+            page.insert("nextCursor".to_owned(), json!(cursor));
+        }
+        if let Some(cache) = &self.cache {
+            cache.insert_into(&mut page);
+        }
+        page
     }
 }
 
@@ -284,5 +313,37 @@ impl<T: Listed> Pager<T> {
 impl<T: Listed> Default for Pager<T> {
     fn default() -> Self {
         Self::new(DEFAULT_MAX_PAGES)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::features::Prompt;
+
+    #[test]
+    fn a_page_written_reads_back_the_same() {
+        let prompt: Prompt = serde_json::from_value(json!({"name": "greet"})).unwrap();
+        let page = ListResult {
+            items: vec![prompt],
+            next_cursor: Some("2".to_owned()),
+            skipped: 0,
+            cache: Some(CacheHint {
+                ttl: Duration::from_millis(1500),
+                scope: CacheScope::Public,
+            }),
+        };
+        let written = page.to_json();
+        assert_eq!(written["ttlMs"], json!(1500));
+        assert_eq!(written["cacheScope"], json!("public"));
+        let read = ListResult::<Prompt>::from_value(Value::Object(written)).unwrap();
+        assert_eq!(read, page);
+        let last = ListResult::<Prompt> {
+            items: Vec::new(),
+            next_cursor: None,
+            skipped: 3,
+            cache: None,
+        };
+        assert_eq!(Value::Object(last.to_json()), json!({"prompts": []}));
     }
 }

@@ -166,7 +166,7 @@ impl Task {
 
     /// The task a notification carries, if it is a task status notification of either era.
     pub fn of_notification(notification: &Notification) -> Option<Self> {
-        let ours = [STATUS_NOTIFICATION, HANDSHAKE_STATUS_NOTIFICATION];
+        let ours = [STATUS_NOTIFICATION, Notification::TASK_STATUS];
         if !ours.contains(&notification.method.as_str()) {
             return None;
         }
@@ -247,8 +247,6 @@ impl FromResult for Task {
 
 /// Stateless era: the task status notification.
 pub const STATUS_NOTIFICATION: &str = "notifications/tasks";
-/// Handshake era (2025-11-25): the task status notification.
-pub(crate) const HANDSHAKE_STATUS_NOTIFICATION: &str = "notifications/tasks/status";
 
 /// The methods a task is driven with, whose HTTP `Mcp-Name` is the task id.
 pub(crate) const TASK_METHODS: &[&str] =

@@ -142,6 +142,67 @@ impl ServerCapabilities {
             tasks: TasksCapability::read(value),
         }
     }
+
+    /// The `capabilities` object a server sends, declaring what these say: the mirror of
+    /// reading them.
+    pub fn to_json(&self) -> Value {
+        let mut declared = Map::new();
+        let mut declare = |name: &str, entry: Value| _ = declared.insert(name.to_owned(), entry);
+        let flags = |flags: &[(&str, bool)]| -> Value {
+            let set = flags.iter().filter(|(_, on)| *on);
+            Value::Object(
+                set.map(|(name, _)| ((*name).to_owned(), Value::Bool(true)))
+                    .collect(),
+            )
+        };
+        if let Some(tools) = self.tools {
+            declare("tools", flags(&[("listChanged", tools.list_changed)]));
+        }
+        if let Some(resources) = self.resources {
+            let entry = flags(&[
+                ("subscribe", resources.subscribe),
+                ("listChanged", resources.list_changed),
+            ]);
+            declare("resources", entry);
+        }
+        if let Some(prompts) = self.prompts {
+            declare("prompts", flags(&[("listChanged", prompts.list_changed)]));
+        }
+        let empty = || Value::Object(Map::new());
+        if self.logging {
+            declare("logging", empty());
+        }
+        if self.completions {
+            declare("completions", empty());
+        }
+        if let Some(experimental) = &self.experimental {
+            declare("experimental", experimental.clone());
+        }
+        let TasksCapability {
+            tool_calls,
+            list,
+            cancel,
+            extension,
+        } = self.tasks;
+        if tool_calls || list || cancel {
+            let mut tasks = Map::new();
+            let mut offer = |name: &str, entry: Value| _ = tasks.insert(name.to_owned(), entry);
+            if list {
+                offer("list", empty());
+            }
+            if cancel {
+                offer("cancel", empty());
+            }
+            if tool_calls {
+                offer("requests", serde_json::json!({"tools": {"call": {}}}));
+            }
+            declare("tasks", Value::Object(tasks));
+        }
+        if extension {
+            declare("extensions", serde_json::json!({ TASKS_EXTENSION: {} }));
+        }
+        Value::Object(declared)
+    }
 }
 
 /// The extension's name, in the client's and the server's capabilities.
@@ -589,6 +650,16 @@ impl Notification {
     pub const RESOURCES_LIST_CHANGED: &str = "notifications/resources/list_changed";
     /// `notifications/prompts/list_changed`.
     pub const PROMPTS_LIST_CHANGED: &str = "notifications/prompts/list_changed";
+    /// `notifications/roots/list_changed`: the host's roots changed (host to server).
+    pub const ROOTS_LIST_CHANGED: &str = "notifications/roots/list_changed";
+    /// `notifications/elicitation/complete`: a URL-mode elicitation finished (2025-11-25).
+    pub const ELICITATION_COMPLETE: &str = "notifications/elicitation/complete";
+    /// `notifications/tasks/status`: a task's status, in the handshake era (2025-11-25).
+    pub const TASK_STATUS: &str = "notifications/tasks/status";
+    /// `notifications/initialized`: the client's handshake is done.
+    pub(crate) const INITIALIZED: &str = "notifications/initialized";
+    /// `notifications/cancelled`: a request is given up on, by either side.
+    pub(crate) const CANCELLED: &str = "notifications/cancelled";
     /// `notifications/resources/updated`.
     pub(crate) const RESOURCE_UPDATED: &str = "notifications/resources/updated";
     /// `notifications/message`: a log message.
@@ -666,6 +737,37 @@ mod tests {
             TasksCapability::read(&json!({"tasks": true})),
             TasksCapability::default()
         );
+    }
+
+    #[test]
+    fn capabilities_written_read_back_the_same() {
+        let every = ServerCapabilities {
+            tools: Some(ListCapability { list_changed: true }),
+            resources: Some(ResourcesCapability {
+                subscribe: true,
+                list_changed: false,
+            }),
+            prompts: Some(ListCapability::default()),
+            logging: true,
+            completions: true,
+            experimental: Some(json!({"x": 1})),
+            tasks: TasksCapability {
+                tool_calls: true,
+                list: true,
+                cancel: false,
+                extension: true,
+            },
+        };
+        for capabilities in [every, ServerCapabilities::default()] {
+            let written = capabilities.to_json();
+            assert_eq!(
+                ServerCapabilities::read(&written),
+                capabilities,
+                "{written}"
+            );
+        }
+        let written = ServerCapabilities::default().to_json();
+        assert_eq!(written, json!({}), "nothing declared, nothing sent");
     }
 
     #[test]

@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use mcp_proto::{
-    CloseReason, Request, RequestError, RpcError, SendError,
+    CloseReason, ListCapability, Request, RequestError, RpcError, SendError, ServerCapabilities,
     server::{HostRequest, ServerConfig, ServerConnection, ServerEvent},
 };
 use proptest::prelude::*;
@@ -49,7 +49,10 @@ fn request(id: Value, method: &str, params: Value) -> Value {
 fn config() -> ServerConfig {
     ServerConfig {
         name: "gateway".to_owned(),
-        capabilities: json!({"tools": {"listChanged": true}}),
+        capabilities: ServerCapabilities {
+            tools: Some(ListCapability { list_changed: true }),
+            ..ServerCapabilities::default()
+        },
         ..ServerConfig::default()
     }
 }

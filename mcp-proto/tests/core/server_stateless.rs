@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use mcp_proto::{
-    Request, SendError,
+    ListCapability, Request, SendError, ServerCapabilities,
     server::{HostInput, HostRequest, InputRequired, ServerConfig, ServerConnection, ServerEvent},
 };
 use serde_json::{Value, json};
@@ -42,7 +42,11 @@ fn modern(id: Value, method: &str, mut params: Value, capabilities: Value) -> Va
 fn config() -> ServerConfig {
     ServerConfig {
         name: "gateway".to_owned(),
-        capabilities: json!({"tools": {"listChanged": true}, "prompts": {"listChanged": true}}),
+        capabilities: ServerCapabilities {
+            tools: Some(ListCapability { list_changed: true }),
+            prompts: Some(ListCapability { list_changed: true }),
+            ..ServerCapabilities::default()
+        },
         instructions: Some("one server for many".to_owned()),
         ..ServerConfig::default()
     }

@@ -114,7 +114,7 @@ impl Connection {
                 self.handle_server_request(now, id, method, params);
             }
             Message::Notification { method, params } => {
-                if method == "notifications/progress" {
+                if method == Notification::PROGRESS {
                     self.handle_progress(now, params.as_ref());
                 }
                 let notification = Notification { method, params };

@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use crate::model::types::Implementation;
+use crate::model::types::{Implementation, ServerCapabilities};
 
 /// Settings of a [`ServerConnection`](super::ServerConnection), fixed for its life.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -14,8 +14,9 @@ pub struct ServerConfig {
     pub name: String,
     /// Sent as `serverInfo.version`.
     pub version: String,
-    /// Sent as `capabilities`, such as `{"tools": {"listChanged": true}}`.
-    pub capabilities: Value,
+    /// Sent as `capabilities`; a `subscriptions/listen` is granted only the list changes
+    /// declared here.
+    pub capabilities: ServerCapabilities,
     /// Sent as `instructions`, if any.
     pub instructions: Option<String>,
     /// Longest line accepted from the host, in bytes, without its newline.
@@ -33,7 +34,7 @@ impl Default for ServerConfig {
         Self {
             name: "mcp-proto".to_owned(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
-            capabilities: json!({}),
+            capabilities: ServerCapabilities::default(),
             instructions: None,
             max_line_len: 64 * 1024 * 1024,
             max_open_requests: 256,
