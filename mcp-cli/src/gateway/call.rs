@@ -2,6 +2,9 @@
 //! `resources/read`): a [`Plan`] made once, from what the request asks and what its host can
 //! be asked, and one runner, [`Gateway::run`].
 //!
+//! A `tools/call` is planned in the gateway's mode: the tool named, or the one named inside
+//! `--search`'s `call_tool` or `--proxy`'s `mcp`; their other tools answer at once.
+//!
 //! The plan is the work ([`Work`]) and its route ([`Route`]): how the backend's questions,
 //! progress and -32042 (links to open first) reach the host. A handshake-era host is asked as
 //! the work runs, by requests of ours; a stateless-era host that declared it takes questions,
@@ -19,10 +22,12 @@ use mcp_smol::proto::{
 };
 use serde_json::{Map, Value, json};
 
-use super::errors::{backend_error, failed_call, link_required, read_result};
+use super::errors::{
+    backend_error, failed_call, invalid_params, link_required, read_result, tool_error,
+};
 use super::rounds::{Answering, Question, ReplyTo};
 use super::url_elicitation::{self, Unopened};
-use super::{Gateway, HostLink, Takes};
+use super::{Gateway, HostLink, Mode, Takes, large, proxy, search, tasks};
 use crate::hub::ToolEntry;
 
 /// One host request's way to its backend.
@@ -211,6 +216,80 @@ impl Ending {
 }
 
 impl Gateway {
+    /// A host's `tools/call`, in the gateway's mode: the tool it names and how the call
+    /// reaches its backend, planned here and run by [`run`](Self::run).
+    pub(crate) async fn call_tool(
+        self: &Arc<Self>,
+        host: &HostLink,
+        id: HostRequestId,
+        mut params: Value,
+        era: Option<&ClientInfo>,
+    ) -> Result<RawResult, RpcError> {
+        // Moved out, not copied: the rest of the request is read below.
+        let arguments = (params.as_object_mut())
+            .and_then(|params| params.remove("arguments"))
+            .unwrap_or(json!({}));
+        let name = params
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let trace = trace_context(&params);
+        let route = Route::of(era, "tools/call", &params);
+        // Cut to the host's size only when it asks: read for that.
+        let cut = |called: RawResult| match large::requested(&params) {
+            Some(max) => large::cut(read_result(called), max, &self.results, name).into(),
+            None => called,
+        };
+        let work = match self.mode {
+            Mode::Tools => {
+                let entry = self.find(name).await?;
+                match tasks::wanted(era, &params) {
+                    true => Work::Task {
+                        entry,
+                        arguments,
+                        trace,
+                        handshake: era.is_none(),
+                    },
+                    false => Work::Call {
+                        entry,
+                        arguments,
+                        trace,
+                    },
+                }
+            }
+            // `call_tool` names the tool inside its arguments; a wrong name there is the
+            // model's to correct, so a tool result, not a protocol error.
+            Mode::Search if name == search::CALL => {
+                let inner = arguments.get("name").and_then(Value::as_str);
+                match self.find(inner.unwrap_or_default()).await {
+                    Ok(entry) => Work::Call {
+                        entry,
+                        arguments: arguments.get("arguments").cloned().unwrap_or(json!({})),
+                        trace,
+                    },
+                    Err(error) => return Ok(tool_error(&error.message).into()),
+                }
+            }
+            Mode::Search => {
+                let answer = Box::pin(search::run(self, name, arguments)).await?;
+                return Ok(cut(answer.into()));
+            }
+            Mode::Proxy if name == proxy::NAME => {
+                match Box::pin(proxy::run(self, arguments, trace)).await {
+                    proxy::Step::Call(work) => *work,
+                    proxy::Step::Answered(answer) => return Ok(cut(answer.into())),
+                }
+            }
+            Mode::Proxy => {
+                return Err(invalid_params(format!(
+                    "unknown tool {name}; in proxy mode the only tool is {}",
+                    proxy::NAME
+                )));
+            }
+        };
+        Ok(cut(self.run(host, id, Plan { work, route }).await?))
+    }
+
     /// Runs `plan` for request `id` of `host`.
     pub(crate) async fn run(
         self: &Arc<Self>,

@@ -59,7 +59,6 @@ use serde_json::{Value, json};
 
 use crate::host::{ConfigFiles, Watch};
 use crate::hub::{Hub, HubEvent, ToolEntry};
-use call::{Plan, Route, Work, trace_context};
 use errors::{invalid_params, tool_error, unknown_tool};
 
 pub(crate) use host::{Host, HostLink, Relay, Takes};
@@ -338,80 +337,6 @@ impl Gateway {
             hint.insert_into(&mut page);
         }
         Value::Object(page).into()
-    }
-
-    /// A host's `tools/call`, in the gateway's mode: the tool it names and how the call
-    /// reaches its backend, planned here and run by [`run`](Self::run).
-    async fn call_tool(
-        self: &Arc<Self>,
-        host: &HostLink,
-        id: HostRequestId,
-        mut params: Value,
-        era: Option<&ClientInfo>,
-    ) -> Result<RawResult, RpcError> {
-        // Moved out, not copied: the rest of the request is read below.
-        let arguments = (params.as_object_mut())
-            .and_then(|params| params.remove("arguments"))
-            .unwrap_or(json!({}));
-        let name = params
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let trace = trace_context(&params);
-        let route = Route::of(era, "tools/call", &params);
-        // Cut to the host's size only when it asks: read for that.
-        let cut = |called: RawResult| match large::requested(&params) {
-            Some(max) => large::cut(errors::read_result(called), max, &self.results, name).into(),
-            None => called,
-        };
-        let work = match self.mode {
-            Mode::Tools => {
-                let entry = self.find(name).await?;
-                match tasks::wanted(era, &params) {
-                    true => Work::Task {
-                        entry,
-                        arguments,
-                        trace,
-                        handshake: era.is_none(),
-                    },
-                    false => Work::Call {
-                        entry,
-                        arguments,
-                        trace,
-                    },
-                }
-            }
-            // `call_tool` names the tool inside its arguments; a wrong name there is the
-            // model's to correct, so a tool result, not a protocol error.
-            Mode::Search if name == search::CALL => {
-                let inner = arguments.get("name").and_then(Value::as_str);
-                match self.find(inner.unwrap_or_default()).await {
-                    Ok(entry) => Work::Call {
-                        entry,
-                        arguments: arguments.get("arguments").cloned().unwrap_or(json!({})),
-                        trace,
-                    },
-                    Err(error) => return Ok(tool_error(&error.message).into()),
-                }
-            }
-            Mode::Search => {
-                let answer = Box::pin(search::run(self, name, arguments)).await?;
-                return Ok(cut(answer.into()));
-            }
-            Mode::Proxy if name == proxy::NAME => {
-                match Box::pin(proxy::run(self, arguments, trace)).await {
-                    proxy::Step::Call(work) => *work,
-                    proxy::Step::Answered(answer) => return Ok(cut(answer.into())),
-                }
-            }
-            Mode::Proxy => {
-                return Err(invalid_params(format!(
-                    "unknown tool {name}; in proxy mode the only tool is {}",
-                    proxy::NAME
-                )));
-            }
-        };
-        Ok(cut(self.run(host, id, Plan { work, route }).await?))
     }
 
     /// Reads the edited config and applies it to the hub; `true` if the servers changed. A
