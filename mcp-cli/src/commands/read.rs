@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use mcp_smol::proto::{ReadResourceResult, Request, RequestError, ResourceContents};
+use mcp_smol::proto::{ReadResourceResult, Request, ResourceContents};
 
 use crate::commands::{Context, with_raw};
 use crate::exit::{Exit, Failure};
@@ -57,11 +57,8 @@ pub(crate) async fn run(
 /// A read's failure; a resource that is not there is told the same way whichever code the
 /// server's revision uses for it (-32002, or -32602 from 2026-07-28 on).
 fn not_found(server: &str, uri: &str, error: HubError) -> Failure {
-    match &error {
-        HubError::Server {
-            error: mcp_smol::Error::Request(RequestError::Remote(rpc)),
-            ..
-        } if rpc.is_resource_not_found("resources/read") => Failure::usage(format!(
+    match error.rpc_error() {
+        Some(rpc) if rpc.is_resource_not_found("resources/read") => Failure::usage(format!(
             "server {server}: resource not found: {uri} (the server says: {})",
             rpc.text()
         )),

@@ -376,3 +376,49 @@ pub(crate) fn trace_context(params: &Value) -> Map<String, Value> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcp_smol::proto::Implementation;
+
+    fn stateless(capabilities: Value) -> ClientInfo {
+        ClientInfo {
+            protocol_version: "2026-07-28".to_owned(),
+            client: Implementation::default(),
+            capabilities,
+        }
+    }
+
+    #[test]
+    fn a_route_follows_the_era_and_what_the_request_declared() {
+        let token = json!({"name": "t", "_meta": {"progressToken": 1}});
+        let plain = json!({"name": "t"});
+        let retry = json!({"name": "t", "requestState": "s"});
+        let route = |era: Option<&ClientInfo>, params: &Value| Route::of(era, "tools/call", params);
+
+        assert!(matches!(
+            route(None, &token),
+            Route::Relayed { progress: true }
+        ));
+        assert!(matches!(
+            route(None, &plain),
+            Route::Relayed { progress: false }
+        ));
+
+        let asks_nothing = stateless(json!({}));
+        assert!(matches!(route(Some(&asks_nothing), &plain), Route::Direct));
+        assert!(matches!(route(Some(&asks_nothing), &token), Route::Direct));
+        let resumed = route(Some(&asks_nothing), &retry);
+        assert!(matches!(resumed, Route::InRounds { input: Some(_), .. }));
+
+        let takes_forms = stateless(json!({"elicitation": {}}));
+        let asked = route(Some(&takes_forms), &plain);
+        assert!(
+            matches!(asked, Route::InRounds { takes, input: None } if takes.forms && !takes.urls)
+        );
+        // A method that has no rounds brings no answers, whatever its params say.
+        let listed = Route::of(Some(&asks_nothing), "tools/list", &retry);
+        assert!(matches!(listed, Route::Direct));
+    }
+}

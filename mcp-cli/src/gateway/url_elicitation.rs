@@ -14,7 +14,7 @@
 use std::future::Future;
 
 use async_channel::Sender;
-use mcp_smol::proto::{Era, ErrorKind, RpcError};
+use mcp_smol::proto::{Era, ErrorKind, Notification, RpcError};
 use serde_json::{Value, json};
 
 use crate::gateway::errors::tool_error;
@@ -28,7 +28,7 @@ pub(crate) fn complete(host: &HostLink, id: &str) {
     let stateless = Era::of(&host.client.protocol_version) == Some(Era::Stateless);
     if !stateless && host.client.takes_url_elicitation() {
         let params = json!({ "elicitationId": id });
-        (host.server).notify("notifications/elicitation/complete", Some(params));
+        (host.server).notify(Notification::ELICITATION_COMPLETE, Some(params));
     }
 }
 
