@@ -52,13 +52,14 @@ impl Listening {
 }
 
 /// Listens on `client` for what `filter` asks; an acknowledgement must come within
-/// `ack_within`. Notes go to `log`.
+/// `ack_within`, and what each one agreed to goes to `acks`. Notes go to `log`.
 pub(crate) fn start(
     hub: &Inner,
     client: Client,
     filter: ListenFilter,
     ack_within: Duration,
     log: Option<RunLog>,
+    acks: Sender<ListenFilter>,
 ) -> Listening {
     let (stop, stopped) = async_channel::bounded::<()>(1);
     let (finished, done) = async_channel::bounded::<()>(1);
@@ -70,7 +71,7 @@ pub(crate) fn start(
                 let _ = writeln!(log.clone(), "mcp-cli: {text}");
             }
         };
-        let listening = listen(&client, &filter, ack_within, note);
+        let listening = listen(&client, &filter, ack_within, note, &acks);
         let stopping = async {
             let _ = stopped.recv().await;
         };
@@ -95,10 +96,11 @@ async fn listen(
     filter: &ListenFilter,
     ack_within: Duration,
     note: impl Fn(String),
+    acks: &Sender<ListenFilter>,
 ) {
     let off = "live updates are off until the server is started again";
     for again in [false, true] {
-        match listen_once(client, filter, ack_within, &note).await {
+        match listen_once(client, filter, ack_within, &note, acks).await {
             Outcome::Gone => return,
             Outcome::Refused(why) => return note(format!("subscriptions/listen: {why}; {off}")),
             Outcome::Ended(why) if !again => {
@@ -116,6 +118,7 @@ async fn listen_once(
     filter: &ListenFilter,
     ack_within: Duration,
     note: &impl Fn(String),
+    acks: &Sender<ListenFilter>,
 ) -> Outcome {
     // Subscribed before the request goes, so that the acknowledgement cannot slip past.
     let notes = client.notifications().await;
@@ -151,6 +154,9 @@ async fn listen_once(
             _ => Outcome::Gone,
         };
     };
+    // The watcher lists again what this stream carries: a change made before it was open
+    // (since the listing, or while a stream that ended was being replaced) was on none.
+    let _ = acks.try_send(agreed.clone());
     let left_out = left_out(filter, &agreed);
     if !left_out.is_empty() {
         note(format!(

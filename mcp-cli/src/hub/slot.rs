@@ -10,8 +10,9 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
+use futures_lite::FutureExt;
 use mcp_smol::Client;
-use mcp_smol::proto::{Notification, Protocol, Tool};
+use mcp_smol::proto::{ListenFilter, Notification, Protocol, Tool};
 
 use crate::config::{Entry, Server, ServerSpec};
 use crate::hub::cache::Freshness;
@@ -430,13 +431,12 @@ impl Slot {
                 server: self.server.name.clone(),
                 error,
             })?;
-        // What differs is a list change the server had no way to announce.
-        let changed = *live.tools != tools;
-        let current = self.set_tools(live.conn, tools.clone(), fresh);
-        if current {
+        let changed = self.set_tools(live.conn, tools.clone(), fresh);
+        if changed.is_some() {
             self.store_tools(hub, &live.client, &tools, fresh);
         }
-        if current && changed {
+        // What differs is a list change the server had no way to announce.
+        if changed == Some(true) {
             hub.emit(HubEvent::ToolsChanged {
                 server: self.name().to_owned(),
             });
@@ -694,16 +694,18 @@ impl Slot {
         }
     }
 
-    /// Replaces the tools of connection `conn`, if it is still the running one.
-    fn set_tools(&self, conn: u64, tools: Vec<Tool>, fresh: Freshness) -> bool {
+    /// Replaces the tools of connection `conn`, if it is still the running one (`None` if
+    /// not); whether they changed.
+    fn set_tools(&self, conn: u64, tools: Vec<Tool>, fresh: Freshness) -> Option<bool> {
         let mut life = self.life();
         match &mut life.phase {
             Phase::Running(live) if live.conn == conn => {
+                let changed = *live.tools != tools;
                 live.tools = Arc::new(tools);
                 live.tools_fresh = fresh;
-                true
+                Some(changed)
             }
-            _ => false,
+            _ => None,
         }
     }
 
@@ -730,30 +732,75 @@ impl Slot {
 }
 
 /// Follows one connection's notifications: a tool list change refreshes the slot's tools, and
-/// the end of the stream (the driver is gone) marks an unexpected end as a crash.
+/// the end of the stream (the driver is gone) marks an unexpected end as a crash. `acks` brings
+/// what each `subscriptions/listen` was acknowledged for (the stateless era): a change made
+/// between the first listing and the acknowledgement was on no stream, so those lists are
+/// listed again then, and a change is told only if there was one.
 async fn watch(
     hub: std::sync::Weak<Inner>,
     slot: Arc<Slot>,
     client: Client,
     conn: u64,
     notes: async_channel::Receiver<Notification>,
+    acks: async_channel::Receiver<ListenFilter>,
 ) {
     let server = || slot.name().to_owned();
-    while let Ok(note) = notes.recv().await {
-        if let Some(uri) = note.resource_updated() {
-            if let Some(hub) = hub.upgrade() {
-                let uri = uri.to_owned();
-                hub.emit(HubEvent::ResourceUpdated {
-                    server: server(),
-                    uri,
-                });
+    let emit = |event: HubEvent| {
+        if let Some(hub) = hub.upgrade() {
+            hub.emit(event);
+        }
+    };
+    enum Heard {
+        Note(Option<Notification>),
+        Ack(Option<ListenFilter>),
+    }
+    // Once the listening ends, its end of `acks` is not waited on again.
+    let mut acks = Some(acks);
+    loop {
+        let heard = match &acks {
+            Some(acks) => {
+                let note = async { Heard::Note(notes.recv().await.ok()) };
+                note.or(async { Heard::Ack(acks.recv().await.ok()) }).await
             }
+            None => Heard::Note(notes.recv().await.ok()),
+        };
+        let note = match heard {
+            Heard::Note(Some(note)) => note,
+            Heard::Note(None) => break,
+            Heard::Ack(None) => {
+                acks = None;
+                continue;
+            }
+            Heard::Ack(Some(agreed)) => {
+                let tools = agreed.tools_list_changed;
+                if tools && refresh_tools(&hub, &slot, &client, conn).await == Some(true) {
+                    emit(HubEvent::ToolsChanged { server: server() });
+                }
+                let features = agreed.resources_list_changed || agreed.prompts_list_changed;
+                if let Some((resources, prompts)) = match features {
+                    true => refresh_features(&hub, &slot, &client, conn).await,
+                    false => None,
+                } {
+                    if resources {
+                        emit(HubEvent::ResourcesChanged { server: server() });
+                    }
+                    if prompts {
+                        emit(HubEvent::PromptsChanged { server: server() });
+                    }
+                }
+                continue;
+            }
+        };
+        if let Some(uri) = note.resource_updated() {
+            let uri = uri.to_owned();
+            emit(HubEvent::ResourceUpdated {
+                server: server(),
+                uri,
+            });
             continue;
         }
         if let Some(event) = super::server_requests::elicitation_complete(&note, server) {
-            if let Some(hub) = hub.upgrade() {
-                hub.emit(event);
-            }
+            emit(event);
             continue;
         }
         let features_changed = match note.method.as_str() {
@@ -766,52 +813,20 @@ async fn watch(
             _ => None,
         };
         if let Some(event) = features_changed {
-            let refreshed = {
-                let _refreshing = slot.start.lock().await;
-                if slot.listed_features(conn).is_some() {
-                    let info = client.wait_ready().await;
-                    let features = match &info {
-                        Ok(info) => Features::list(&client, info).await.ok(),
-                        Err(_) => None,
-                    };
-                    let features = features.map(Arc::new);
-                    let current = (features.clone())
-                        .is_some_and(|features| slot.set_features(conn, features));
-                    if current && let (Some(features), Some(hub)) = (features, hub.upgrade()) {
-                        slot.store_features(&hub, &features);
-                    }
-                    current
-                } else {
-                    // Never listed: the first to ask lists the new ones.
-                    slot.runs(conn)
-                }
+            let refreshed = match slot.listed_features(conn) {
+                Some(_) => refresh_features(&hub, &slot, &client, conn).await.is_some(),
+                // Never listed: the first to ask lists the new ones.
+                None => slot.runs(conn),
             };
-            if refreshed && let Some(hub) = hub.upgrade() {
-                hub.emit(event);
+            if refreshed {
+                emit(event);
             }
             continue;
         }
-        if note.method != Notification::TOOLS_LIST_CHANGED {
-            continue;
-        }
-        let refreshed = {
-            let _refreshing = slot.start.lock().await;
-            match list_tools(&client).await {
-                Ok((tools, fresh)) => {
-                    let current = slot.set_tools(conn, tools.clone(), fresh);
-                    if current && let Some(hub) = hub.upgrade() {
-                        slot.store_tools(&hub, &client, &tools, fresh);
-                    }
-                    current
-                }
-                // A failing listing is the connection failing: the stream ends next.
-                Err(_) => false,
-            }
-        };
-        if refreshed && let Some(hub) = hub.upgrade() {
-            hub.emit(HubEvent::ToolsChanged {
-                server: slot.name().to_owned(),
-            });
+        if note.method == Notification::TOOLS_LIST_CHANGED
+            && refresh_tools(&hub, &slot, &client, conn).await.is_some()
+        {
+            emit(HubEvent::ToolsChanged { server: server() });
         }
     }
     let Some(hub) = hub.upgrade() else { return };
@@ -824,6 +839,48 @@ async fn watch(
             reason,
         });
     }
+}
+
+/// Lists connection `conn`'s tools again and keeps them: `None` if it is no longer the
+/// running one (or the listing failed: the connection is failing, its stream ends next), else
+/// whether they changed.
+async fn refresh_tools(
+    hub: &std::sync::Weak<Inner>,
+    slot: &Slot,
+    client: &Client,
+    conn: u64,
+) -> Option<bool> {
+    let _refreshing = slot.start.lock().await;
+    let (tools, fresh) = list_tools(client).await.ok()?;
+    let changed = slot.set_tools(conn, tools.clone(), fresh)?;
+    if let Some(hub) = hub.upgrade() {
+        slot.store_tools(&hub, client, &tools, fresh);
+    }
+    Some(changed)
+}
+
+/// Lists connection `conn`'s resources and prompts again, if they were listed before, and
+/// keeps them: `None` if they were not, or it is no longer the running one; else whether the
+/// resources (or templates) and whether the prompts changed.
+async fn refresh_features(
+    hub: &std::sync::Weak<Inner>,
+    slot: &Slot,
+    client: &Client,
+    conn: u64,
+) -> Option<(bool, bool)> {
+    let _refreshing = slot.start.lock().await;
+    let before = slot.listed_features(conn)?;
+    let info = client.wait_ready().await.ok()?;
+    let features = Arc::new(Features::list(client, &info).await.ok()?);
+    if !slot.set_features(conn, features.clone()) {
+        return None;
+    }
+    if let Some(hub) = hub.upgrade() {
+        slot.store_features(&hub, &features);
+    }
+    let resources =
+        before.resources != features.resources || before.templates != features.templates;
+    Some((resources, before.prompts != features.prompts))
 }
 
 /// A connection the hub closes on purpose.

@@ -107,6 +107,56 @@ fn a_listen_brings_the_new_tool_without_a_restart() {
 }
 
 #[test]
+fn a_change_before_the_listen_is_acknowledged_is_listed_once_it_is() {
+    let dir = Scratch::new("hub-st-before-ack");
+    let log = dir.0.join("received");
+    // Gains `extra` between the first listing and the listen's acknowledgement, and tells
+    // nobody: no stream is open yet.
+    let command = stateless("good", &log, &["--grow-at-start", "1"]);
+    bounded(async {
+        let hub = hub_of(vec![server("fx", command)], &dir.0);
+        let events = hub.events();
+        let before = hub.catalogue().await;
+        assert!(before.failures.is_empty(), "{:?}", before.failures);
+        // Listed before the listen was sent: the change is yet to come.
+        assert!(before.get("fx__extra").is_none(), "{:?}", before.tools);
+        let event = events.recv().await.unwrap();
+        let changed = HubEvent::ToolsChanged {
+            server: "fx".into(),
+        };
+        assert_eq!(event, changed);
+        let after = hub.catalogue().await;
+        assert!(after.get("fx__extra").is_some(), "{:?}", after.tools);
+        hub.shutdown().await;
+    });
+}
+
+#[test]
+fn a_listen_acknowledged_with_nothing_changed_tells_of_no_change() {
+    let dir = Scratch::new("hub-st-ack-same");
+    let log = dir.0.join("received");
+    // One page a listing, so that each listing is one `tools/list`.
+    let command = stateless("good", &log, &["--page-size", "1000"]);
+    bounded(async {
+        let hub = hub_of(vec![server("fx", command)], &dir.0);
+        let events = hub.events();
+        let before = hub.catalogue().await;
+        assert!(before.failures.is_empty(), "{:?}", before.failures);
+        // The listing after the acknowledgement is the last thing the hub does unasked.
+        until("the listing after the acknowledgement", || {
+            received(&log, "tools/list") == 2
+        })
+        .await;
+        echo(&hub, "fx").await.unwrap();
+        hub.shutdown().await;
+        let told: Vec<HubEvent> = std::iter::from_fn(|| events.try_recv())
+            .filter(|event| matches!(event, HubEvent::ToolsChanged { .. }))
+            .collect();
+        assert!(told.is_empty(), "{told:?}");
+    });
+}
+
+#[test]
 fn an_unacknowledged_listen_is_logged_and_the_hub_goes_on() {
     let dir = Scratch::new("hub-st-no-ack");
     let log = dir.0.join("received");
@@ -218,23 +268,23 @@ fn a_listing_is_kept_for_its_ttl_and_listed_again_after() {
     bounded(async {
         let servers = vec![server("fx", modern_command), server("old", old_command)];
         let hub = hub_of(servers, &dir.0);
-        let asked = Instant::now();
         let first = hub.tools_of(&names).await;
         assert!(first.failures.is_empty(), "{:?}", first.failures);
-        assert_eq!(
-            (
-                received(&modern, "tools/list"),
-                received(&old, "tools/list")
-            ),
-            (1, 1)
-        );
+        assert_eq!(received(&old, "tools/list"), 1);
+        // The stateless server is listed once more when its listen is acknowledged (what
+        // changed before was on no stream); its ttl runs from that listing.
+        until("the listing after the acknowledgement", || {
+            received(&modern, "tools/list") == 2
+        })
+        .await;
+        let asked = Instant::now();
         // Within the ttl, the listing is served from memory (a call consults it too).
         hub.tools_of(&names).await;
         echo(&hub, "fx").await.unwrap();
         if asked.elapsed() < ttl {
             assert_eq!(
                 received(&modern, "tools/list"),
-                1,
+                2,
                 "listed again within its ttl"
             );
         }
@@ -247,7 +297,7 @@ fn a_listing_is_kept_for_its_ttl_and_listed_again_after() {
                 received(&modern, "tools/list"),
                 received(&old, "tools/list")
             ),
-            (2, 1)
+            (3, 1)
         );
         hub.shutdown().await;
     });

@@ -158,8 +158,10 @@ impl Slot {
                     let line = format!("mcp-cli: the handshake era ({revision}): {fallback}");
                     let _ = writeln!(log.clone(), "{line}");
                 }
-                let listening = listen::filter(&info)
-                    .map(|filter| listen::start(hub, client.clone(), filter, ack_within, run_log));
+                let (acked, acks) = async_channel::unbounded();
+                let listening = listen::filter(&info).map(|filter| {
+                    listen::start(hub, client.clone(), filter, ack_within, run_log, acked)
+                });
                 let handshake = info.era() != Some(mcp_smol::proto::Era::Stateless);
                 let live = Live {
                     client: client.clone(),
@@ -173,7 +175,8 @@ impl Slot {
                     calls,
                     declined,
                 };
-                let watch = watch(Arc::downgrade(hub), self.clone(), client, conn, notes);
+                let hub_weak = Arc::downgrade(hub);
+                let watch = watch(hub_weak, self.clone(), client, conn, notes, acks);
                 hub.spawn_watcher(watch);
                 Ok(live)
             }

@@ -123,7 +123,10 @@
 //! `--start-after FILE`: nothing is read until FILE exists, so a test decides when a server
 //! has started without guessing how long it takes; `--grow-at-start 1` (handshake era): on
 //! `notifications/initialized` it gains a tool `extra` and says so
-//! (`notifications/tools/list_changed`), as servers that add tools once initialized do; in the stateless era, `--ttl-ms N` and `--cache-scope S` set the cache hints of lists and reads.
+//! (`notifications/tools/list_changed`), as servers that add tools once initialized do; in
+//! the stateless era it gains `extra` as a `subscriptions/listen` arrives, before it is
+//! acknowledged, and says nothing (no stream was open to carry it). In the stateless era,
+//! `--ttl-ms N` and `--cache-scope S` set the cache hints of lists and reads.
 //!
 //! Any mode takes `--era handshake|stateless|dual` (default `handshake`; `stateless` for the
 //! four stateless-era modes). In the stateless era (revision 2026-07-28) every request must

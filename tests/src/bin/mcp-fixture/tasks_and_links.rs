@@ -107,6 +107,11 @@ impl Server {
         if self.mode == "listen-no-ack" {
             return;
         }
+        // A change made before the stream is open, which no stream carries: the client
+        // must list again once acknowledged to see it.
+        if self.options.contains_key("grow-at-start") {
+            *self.grown.lock().unwrap() = true;
+        }
         let mut honoured = vec!["toolsListChanged"];
         if resources::served(&self.mode) {
             honoured.extend(["resourcesListChanged", "promptsListChanged"]);
