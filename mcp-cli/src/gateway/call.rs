@@ -275,8 +275,12 @@ impl Gateway {
                 return Ok(cut(answer.into()));
             }
             Mode::Proxy if name == proxy::NAME => {
-                match Box::pin(proxy::run(self, arguments, trace)).await {
-                    proxy::Step::Call(work) => *work,
+                match Box::pin(proxy::run(self, arguments)).await {
+                    proxy::Step::Call(entry, arguments) => Work::Call {
+                        entry: *entry,
+                        arguments,
+                        trace,
+                    },
                     proxy::Step::Answered(answer) => return Ok(cut(answer.into())),
                 }
             }

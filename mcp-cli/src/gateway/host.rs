@@ -17,7 +17,6 @@ use mcp_smol::{ServeDriver, Server};
 use serde_json::{Value, json};
 
 use crate::gateway::rounds::{Asked, Question, Rounds};
-use crate::gateway::url_elicitation;
 use crate::hub::{Ask, AskHandler, ElicitAnswer, ElicitHandler, Elicitation, RootsHandler};
 
 /// A host whose handshake is done, or whose first stateless-era request came.
@@ -477,7 +476,7 @@ impl Relay {
                         }
                     }
                     Asker::Round(questions, _) => {
-                        let asked = Asked::Elicitation(url_elicitation::for_round(params));
+                        let asked = Asked::Elicitation(link_for_round(params));
                         match in_round(&questions, asked).await {
                             Some(answer) => answer_of(&answer),
                             None => ElicitAnswer::Cancel,
@@ -498,6 +497,15 @@ fn answer_of(result: &serde_json::Value) -> ElicitAnswer {
         Ok(answer) if answer.action == "decline" => ElicitAnswer::Decline,
         _ => ElicitAnswer::Cancel,
     }
+}
+
+/// A relayed link's `elicitation/create` params as the 2026-07-28 revision has them: without
+/// `elicitationId`, which only its completion notification used.
+pub(crate) fn link_for_round(mut params: Value) -> Value {
+    if let Some(params) = params.as_object_mut() {
+        params.remove("elicitationId");
+    }
+    params
 }
 
 #[cfg(test)]

@@ -3,11 +3,12 @@
 
 use std::sync::Arc;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::gateway::Gateway;
-use crate::gateway::call::Work;
 use crate::gateway::errors::tool_error;
+use crate::gateway::search::text_result;
+use crate::hub::ToolEntry;
 
 /// The one tool's name.
 pub(crate) const NAME: &str = "mcp";
@@ -40,15 +41,15 @@ pub(crate) fn tool() -> Value {
 
 /// What one `mcp` call comes to.
 pub(crate) enum Step {
-    /// A tool of a backend, called like any other: a stateless-era host answers its forms in
-    /// input rounds.
-    Call(Box<Work>),
+    /// A tool of a backend, with these arguments, called like any other: a stateless-era host
+    /// answers its forms in input rounds.
+    Call(Box<ToolEntry>, Value),
     /// A tool result, at once: a list, a search, or a mistake (with `isError`).
     Answered(Value),
 }
 
-/// Reads one `mcp` call; `trace` is the host's trace context, for the backend's call.
-pub(crate) async fn run(gateway: &Arc<Gateway>, input: Value, trace: Map<String, Value>) -> Step {
+/// Reads one `mcp` call.
+pub(crate) async fn run(gateway: &Arc<Gateway>, input: Value) -> Step {
     let text = |key: &str| input.get(key).and_then(Value::as_str).map(str::to_owned);
     let served = gateway.servers();
     let backend = match text("server") {
@@ -91,11 +92,10 @@ pub(crate) async fn run(gateway: &Arc<Gateway>, input: Value, trace: Map<String,
                 return Step::Answered(tool_error("call needs a tool"));
             };
             return match gateway.hub.find_tool(&backend, &tool).await {
-                Ok(entry) => Step::Call(Box::new(Work::Call {
-                    entry,
-                    arguments: input.get("input").cloned().unwrap_or(json!({})),
-                    trace,
-                })),
+                Ok(entry) => {
+                    let arguments = input.get("input").cloned().unwrap_or(json!({}));
+                    Step::Call(Box::new(entry), arguments)
+                }
                 Err(error) => Step::Answered(tool_error(&crate::hints::explained(&error))),
             };
         }
@@ -107,9 +107,4 @@ pub(crate) async fn run(gateway: &Arc<Gateway>, input: Value, trace: Map<String,
         _ => tool_error("action must be \"search\", \"list\" or \"call\""),
     };
     Step::Answered(result)
-}
-
-/// A tool result holding `value`, as text for the model and as structured content.
-pub(crate) fn text_result(value: &Value) -> Value {
-    json!({"content": [{"type": "text", "text": value.to_string()}], "structuredContent": value})
 }

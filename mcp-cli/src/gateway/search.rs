@@ -5,7 +5,6 @@
 use mcp_smol::proto::RpcError;
 use serde_json::{Value, json};
 
-use crate::gateway::proxy::text_result;
 use crate::gateway::{Gateway, invalid_params};
 use crate::search::{self, Index};
 
@@ -111,4 +110,9 @@ pub(crate) async fn found(gateway: &Gateway, query: &str, limit: usize) -> Value
         result["serversLeftOut"] = json!(left_out);
     }
     text_result(&result)
+}
+
+/// A tool result holding `value`, as text for the model and as structured content.
+pub(crate) fn text_result(value: &Value) -> Value {
+    json!({"content": [{"type": "text", "text": value.to_string()}], "structuredContent": value})
 }

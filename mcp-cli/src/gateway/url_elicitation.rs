@@ -32,15 +32,6 @@ pub(crate) fn complete(host: &HostLink, id: &str) {
     }
 }
 
-/// A relayed link's `elicitation/create` params as the 2026-07-28 revision has them: without
-/// `elicitationId`, which only its completion notification used.
-pub(crate) fn for_round(mut params: Value) -> Value {
-    if let Some(params) = params.as_object_mut() {
-        params.remove("elicitationId");
-    }
-    params
-}
-
 /// The tool error for a -32042 a host cannot be shown: the links to open, and that the call
 /// is then to be made again.
 pub(crate) fn explained(tool: &str, required: &RpcError) -> Value {
@@ -120,7 +111,7 @@ where
             return Err(Unopened::Failed(error));
         };
         for elicitation in elicitations {
-            let mut params = for_round(elicitation);
+            let mut params = host::link_for_round(elicitation);
             params["mode"] = json!("url");
             let answer = host::in_round(questions, Asked::Elicitation(params)).await;
             let action = answer.as_ref().and_then(|a| a.get("action")?.as_str());
