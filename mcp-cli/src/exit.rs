@@ -103,7 +103,11 @@ impl Failure {
                 Exit::Usage
             }
             // MCP's "resource not found": a URI the caller got wrong.
-            Error::Request(RequestError::Remote(rpc)) if rpc.code == -32002 => Exit::Usage,
+            Error::Request(RequestError::Remote(rpc))
+                if rpc.code == RpcError::RESOURCE_NOT_FOUND =>
+            {
+                Exit::Usage
+            }
             Error::Send(SendError::InvalidParams) => Exit::Usage,
             _ => Exit::Server,
         };

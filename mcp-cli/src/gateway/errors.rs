@@ -31,7 +31,16 @@ pub(crate) fn unknown_tool(name: &str, error: HubError) -> RpcError {
 /// A resource no served server has (-32002, the spec's code for it).
 pub(crate) fn resource_not_found(message: String) -> RpcError {
     RpcError {
-        code: -32002,
+        code: RpcError::RESOURCE_NOT_FOUND,
+        message,
+        data: None,
+    }
+}
+
+/// A failure on our side or a backend's that is no JSON-RPC error of the backend's (-32603).
+pub(crate) fn internal_error(message: String) -> RpcError {
+    RpcError {
+        code: RpcError::INTERNAL_ERROR,
         message,
         data: None,
     }
@@ -42,11 +51,7 @@ pub(crate) fn resource_not_found(message: String) -> RpcError {
 pub(crate) fn backend_error(error: HubError) -> RpcError {
     match error.rpc_error() {
         Some(rpc) => rpc.clone(),
-        None => RpcError {
-            code: -32603,
-            message: hints::explained(&error),
-            data: None,
-        },
+        None => internal_error(hints::explained(&error)),
     }
 }
 

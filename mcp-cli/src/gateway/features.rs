@@ -17,7 +17,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::call::{Plan, Route, Work};
-use super::errors::{invalid_params, resource_not_found, withheld};
+use super::errors::{internal_error, invalid_params, resource_not_found, withheld};
 use super::{Gateway, HostLink, large};
 
 /// A hint that is never wrong: stale at once, for these credentials only.
@@ -145,11 +145,9 @@ fn hinted(read: RawResult) -> Result<RawResult, RpcError> {
             Ok(Value::Object(read).into())
         }
         Ok(other) => Ok(other.into()),
-        Err(error) => Err(RpcError {
-            code: -32603,
-            message: format!("the server's read cannot be read: {error}"),
-            data: None,
-        }),
+        Err(error) => Err(internal_error(format!(
+            "the server's read cannot be read: {error}"
+        ))),
     }
 }
 

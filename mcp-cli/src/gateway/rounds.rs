@@ -18,7 +18,7 @@ use mcp_smol::proto::{
 };
 use serde_json::{Value, json};
 
-use crate::gateway::tool_error;
+use crate::gateway::errors::{internal_error, tool_error};
 
 /// A backend's question to the person, on its way to the host, and where the answer goes.
 pub(crate) struct Question {
@@ -103,11 +103,7 @@ const MAX_PARKED: usize = 256;
 fn gave_up(origin: &str, why: String) -> Result<Value, RpcError> {
     match origin.starts_with("tools/call") {
         true => Ok(tool_error(&why)),
-        false => Err(RpcError {
-            code: -32603,
-            message: format!("{origin}: {why}"),
-            data: None,
-        }),
+        false => Err(internal_error(format!("{origin}: {why}"))),
     }
 }
 

@@ -24,7 +24,9 @@ use mcp_smol::proto::{
 };
 use serde_json::{Map, Value, json};
 
-use crate::gateway::errors::{backend_error, failed_call, invalid_params, link_required};
+use crate::gateway::errors::{
+    backend_error, failed_call, internal_error, invalid_params, link_required,
+};
 use crate::gateway::{Gateway, HostLink};
 use crate::hints;
 use crate::hub::{HubError, Started, ToolEntry};
@@ -147,11 +149,7 @@ fn ended_badly(error: HubError) -> RpcError {
         HubError::TaskLost { server, id, error } => {
             invalid_params(format!("unknown task {server}/{id}: {}", error.text()))
         }
-        other @ HubError::TaskCancelled { .. } => RpcError {
-            code: -32603,
-            message: hints::explained(&other),
-            data: None,
-        },
+        other @ HubError::TaskCancelled { .. } => internal_error(hints::explained(&other)),
         other => backend_error(other),
     }
 }

@@ -49,7 +49,7 @@ const TOO_MANY: i64 = -32000;
 const UNKNOWN_SESSION: i64 = -32001;
 
 /// JSON-RPC "Internal error".
-const INTERNAL: i64 = -32603;
+const INTERNAL: i64 = RpcError::INTERNAL_ERROR;
 
 /// Limits of an [`HttpServer`], fixed for its life.
 #[derive(Debug, Clone, PartialEq, Eq)]

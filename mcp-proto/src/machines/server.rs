@@ -304,7 +304,7 @@ impl ServerConnection {
         }
         let mut result = result.and_then(|raw| {
             raw.into_value().map_err(|error| RpcError {
-                code: -32603,
+                code: RpcError::INTERNAL_ERROR,
                 message: format!("the result cannot be written: {error}"),
                 data: None,
             })

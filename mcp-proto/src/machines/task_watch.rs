@@ -375,7 +375,7 @@ mod tests {
         let mut watch = TaskWatch::new(now, Era::Handshake, failed);
         assert!(matches!(watch.step(now), Some(TaskStep::Fetch(_))));
         let error = RpcError {
-            code: -32603,
+            code: RpcError::INTERNAL_ERROR,
             message: "boom".into(),
             data: None,
         };

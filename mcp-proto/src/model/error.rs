@@ -16,7 +16,7 @@ impl RpcError {
     /// from 2026-07-28 on also an unknown resource (see [`RpcError::is_resource_not_found`]).
     pub const INVALID_PARAMS: i64 = -32602;
     /// The resource does not exist, as servers of 2025-11-25 and earlier say it.
-    pub(crate) const RESOURCE_NOT_FOUND: i64 = -32002;
+    pub const RESOURCE_NOT_FOUND: i64 = -32002;
     /// Stateless era: an HTTP header does not match the message it carries.
     pub const HEADER_MISMATCH: i64 = -32020;
     /// Stateless era: the request needs client capabilities it did not declare

@@ -23,6 +23,8 @@ pub struct RpcError {
 impl RpcError {
     /// The method is unknown, or a capability we did not declare.
     pub const METHOD_NOT_FOUND: i64 = -32601;
+    /// Something went wrong on the answering side that is not the request's fault.
+    pub const INTERNAL_ERROR: i64 = -32603;
 
     /// The refusal we send for server requests we do not serve.
     pub fn method_not_found(method: &str) -> Self {
