@@ -178,6 +178,9 @@ pub use wire::jsonrpc::RpcError;
 pub use wire::line_error::LineError;
 
 // The typed model.
+pub use model::capabilities::{
+    ListCapability, ResourcesCapability, ServerCapabilities, TASKS_EXTENSION, TasksCapability,
+};
 pub use model::features::{
     CompleteResult, CompletionRef, ElicitResult, GetPromptResult, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, Prompt, PromptArgument, PromptMessage,
@@ -188,9 +191,8 @@ pub use model::listing::{
 };
 pub use model::stateless::ListenFilter;
 pub use model::types::{
-    CallToolResult, Content, Fallback, Implementation, ListCapability, ListToolsResult, LogMessage,
-    Notification, Progress, ResourcesCapability, ServerCapabilities, ServerInfo, TASKS_EXTENSION,
-    TasksCapability, Tool,
+    CallToolResult, Content, Fallback, Implementation, ListToolsResult, LogMessage, Notification,
+    Progress, ServerInfo, Tool,
 };
 
 /// Tasks: a `tools/call` that runs in the background, in either era, and

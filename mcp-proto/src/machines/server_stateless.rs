@@ -8,11 +8,12 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 
 use crate::machines::server::config::{ClientInfo, ServerConfig};
+use crate::model::capabilities::{ListCapability, ServerCapabilities};
 use crate::model::params::{CLIENT_CAPABILITIES, CLIENT_INFO, PROTOCOL_VERSION};
 use crate::model::request::{Params, Request};
 use crate::model::result_members::SERVER_INFO;
 use crate::model::stateless::{ACKNOWLEDGED, ListenFilter, MULTI_ROUND_METHODS, SUBSCRIPTION_ID};
-use crate::model::types::{Implementation, ListCapability, Notification, ServerCapabilities};
+use crate::model::types::{Implementation, Notification};
 use crate::model::versions::{STATELESS_VERSIONS, SUPPORTED_PROTOCOL_VERSIONS};
 use crate::wire::jsonrpc::RpcError;
 

@@ -10,13 +10,14 @@
 //! - `params.rs`: a request's params as they go on the wire, with the stateless era's `_meta`
 //! - `headers.rs`: the HTTP headers a stateless-era request mirrors (`Mcp-Name`, `Mcp-Param-*`)
 //! - `listing.rs`: paginated listings, `Pager`, cache hints
-//! - `types.rs`: server info and capabilities, tools, tool results and their content,
-//!   notifications
+//! - `capabilities.rs`: the server's capabilities, read and written
+//! - `types.rs`: server info, tools, tool results and their content, notifications
 //! - `tasks.rs`: a task in both eras, and the requests that drive one
 //! - `stateless.rs`: the stateless era's messages: `server/discover`, input rounds,
 //!   `subscriptions/listen`
 //! - `features.rs`: resources, prompts and completion
 
+pub(crate) mod capabilities;
 pub(crate) mod error;
 pub(crate) mod features;
 pub(crate) mod headers;

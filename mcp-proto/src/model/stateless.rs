@@ -4,8 +4,9 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::model::capabilities::ServerCapabilities;
 use crate::model::request::{Params, Request, RequestId};
-use crate::model::types::{Implementation, Notification, ServerCapabilities, ServerInfo};
+use crate::model::types::{Implementation, Notification, ServerInfo};
 use crate::wire::jsonrpc::read_id;
 
 /// The methods a server may answer with `input_required`.

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use crate::model::types::TASKS_EXTENSION;
+use crate::model::capabilities::TASKS_EXTENSION;
 use crate::model::versions::Protocol;
 #[cfg(doc)]
 use crate::{

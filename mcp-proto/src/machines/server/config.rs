@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::model::types::{Implementation, ServerCapabilities};
+use crate::model::capabilities::ServerCapabilities;
+use crate::model::types::Implementation;
 
 /// Settings of a [`ServerConnection`](super::ServerConnection), fixed for its life.
 #[derive(Debug, Clone, PartialEq, Eq)]
