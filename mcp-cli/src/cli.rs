@@ -179,6 +179,25 @@ pub(crate) enum Command {
     },
     /// List the prompts of the named servers (all enabled ones if none), with arguments.
     Prompts { servers: Vec<String> },
+    /// List the skills of the named servers (all enabled ones if none): name, description,
+    /// files and their size. Only the list is read, never a skill's files.
+    Skills { servers: Vec<String> },
+    /// Fetch one skill, checking each file against the server's entry (size, digest, and the
+    /// SKILL.md's frontmatter): with --to, write it into that folder (`claude` and `codex`
+    /// name theirs) only once every file has passed; without, print its SKILL.md. Under
+    /// --stdio or --http the SERVER word may be left out.
+    #[command(allow_missing_positional = true)]
+    Skill {
+        server: Option<String>,
+        name: String,
+        /// Where to write it: a folder, `claude` (~/.claude/skills) or `codex`
+        /// (~/.agents/skills); the skill becomes DIR/NAME/.
+        #[arg(long, value_name = "DIR|claude|codex")]
+        to: Option<String>,
+        /// Replace a folder of the skill's name already there.
+        #[arg(long, requires = "to")]
+        force: bool,
+    },
     /// Get one prompt's messages: `prompt SERVER NAME [KEY=VALUE]...`; under --stdio or
     /// --http, `prompt NAME [KEY=VALUE]...`.
     Prompt {

@@ -193,6 +193,7 @@ impl From<HubError> for Failure {
             | HubError::Unavailable { .. }
             | HubError::UnknownTool { .. }
             | HubError::UnknownPrompt { .. }
+            | HubError::UnknownSkill { .. }
             | HubError::AmbiguousTool { .. }
             | HubError::ToolFiltered { .. }
             | HubError::ToolDenied { .. }

@@ -65,6 +65,8 @@ pub mod scan;
 #[cfg(feature = "cli")]
 pub mod search;
 #[cfg(feature = "cli")]
+mod skills;
+#[cfg(feature = "cli")]
 mod spill;
 #[cfg(feature = "cli")]
 mod spinner;

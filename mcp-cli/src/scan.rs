@@ -16,6 +16,7 @@
 
 use std::ops::Range;
 
+use mcp_smol::proto::skills::Skill;
 use mcp_smol::proto::{Prompt, Resource, ResourceTemplate, Tool};
 use serde::Serialize;
 use serde_json::Value;
@@ -290,6 +291,17 @@ pub fn scan_template(template: &ResourceTemplate, others: &[String]) -> Vec<Find
     let mut texts = Texts::default();
     let (title, description) = (template.title.as_deref(), template.description.as_deref());
     texts.named(&template.name, title, description);
+    texts.scan(others)
+}
+
+/// Scans `skill`'s frontmatter (its name, description and every other field: what a host
+/// shows a model to choose the skill by), as [`scan`] scans a tool. Its files are not read
+/// (nothing is, before the skill is installed), and its URI is not text for the model.
+pub fn scan_skill(skill: &Skill, others: &[String]) -> Vec<Finding> {
+    let mut texts = Texts::default();
+    for (field, value) in &skill.frontmatter {
+        texts.value(value, &mut field.clone(), 1);
+    }
     texts.scan(others)
 }
 

@@ -179,7 +179,8 @@ pub use wire::line_error::LineError;
 
 // The typed model.
 pub use model::capabilities::{
-    ListCapability, ResourcesCapability, ServerCapabilities, TASKS_EXTENSION, TasksCapability,
+    ListCapability, ResourcesCapability, ServerCapabilities, SkillsCapability, TASKS_EXTENSION,
+    TasksCapability,
 };
 pub use model::features::{
     CompleteResult, CompletionRef, ElicitResult, GetPromptResult, ListPromptsResult,
@@ -200,6 +201,14 @@ pub use model::types::{
 pub mod tasks {
     pub use crate::machines::task_watch::{TaskEnd, TaskStep, TaskWatch};
     pub use crate::model::tasks::{STATUS_NOTIFICATION, Task, TaskStatus};
+}
+
+/// The skills extension (SEP-2640): the skills a server offers, each a folder of files read as
+/// resources, and what their entries promise of those files.
+pub mod skills {
+    pub use crate::model::skills::{
+        GetSkillResult, MANIFEST, SKILLS_EXTENSION, Skill, SkillFile, SkillResources,
+    };
 }
 
 /// The Streamable HTTP transport and the older HTTP+SSE one, client side:

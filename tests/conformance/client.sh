@@ -109,6 +109,41 @@ http-invalid-tool-headers)
     "$mcp_cli" --http "$url" tools
     "$mcp_cli" --http "$url" call valid_tool region=us-west1
     ;;
+sep-2640-client-no-prefetch)
+    # The skills extension: listing reads the list, never a skill's files; in both eras.
+    for protocol in 2025-11-25 2026-07-28; do
+        "$mcp_cli" --http "$url" --protocol "$protocol" skills
+    done
+    ;;
+sep-2640-client-verify-digest | sep-2640-client-verify-size | sep-2640-client-verify-frontmatter)
+    # The server serves a SKILL.md that fails its entry (by digest, by size, or by its
+    # frontmatter): in both eras the fetch must refuse it for that reason, read no further
+    # file and write nothing. This script exits 0 only then.
+    case "$scenario" in
+    *digest) why="has digest sha256:" ;;
+    *size) why="bytes, the entry says" ;;
+    *) why="has another frontmatter than the entry" ;;
+    esac
+    for protocol in 2025-11-25 2026-07-28; do
+        if errors="$("$mcp_cli" --http "$url" --protocol "$protocol" skill pdf-processing \
+            --to "$state/skills" 2>&1 >/dev/null)"; then
+            echo "$protocol: the tampered skill was accepted" >&2
+            exit 90
+        fi
+        echo "$protocol: $errors" >&2
+        case "$errors" in
+        *"$why"*"nothing was written"*) ;;
+        *)
+            echo "$protocol: refused, but not for the tampering ($why)" >&2
+            exit 91
+            ;;
+        esac
+        if [ -e "$state/skills" ]; then
+            echo "$protocol: something was written: $(ls -A "$state/skills")" >&2
+            exit 92
+        fi
+    done
+    ;;
 *)
     # Scenarios not required (extensions, later additions): what any client does first.
     "$mcp_cli" --http "$url" tools

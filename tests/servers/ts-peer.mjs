@@ -7,12 +7,36 @@
 //
 // Offers: `add {a, b}`, `confirm {action}` (asks through `input_required`), `sleep {ms}`
 // (reports progress until cancelled), `add_tool` (adds `extra`, so the tool list changes),
-// the resource `peer://greeting`, and the prompt `greet {name}`.
+// the resource `peer://greeting`, the prompt `greet {name}`, and through the skills extension
+// (SEP-2640) the skill `pdf-tools`: a SKILL.md, a text file in a subfolder and a binary file.
 
 import http from 'node:http';
 import { z } from 'zod';
 import { McpServer, acceptedContent, createMcpHandler, inputRequired } from '@modelcontextprotocol/server';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
+import { SkillsExtension, memorySkillFiles } from '@modelcontextprotocol/server/ext/skills';
+
+// One catalog for every instance (over HTTP each request builds one).
+const skills = await SkillsExtension.load(
+    memorySkillFiles({
+        'pdf-tools/SKILL.md': [
+            '---',
+            'name: pdf-tools',
+            'description: "Fill in PDF forms: read the fields, then write them."',
+            'license: MIT',
+            'metadata:',
+            '  version: "2"',
+            '  author: peer',
+            '---',
+            '# PDF tools',
+            '',
+            'Read references/FORMS.md before filling a form.',
+            ''
+        ].join('\n'),
+        'pdf-tools/references/FORMS.md': 'Fields are named by their label.\n',
+        'pdf-tools/assets/mark.bin': new Uint8Array([0, 1, 2, 255, 254, 10])
+    })
+);
 
 // The tool list is the process's, not one instance's: over HTTP every request gets a fresh
 // instance from the factory.
@@ -83,6 +107,7 @@ function build() {
         return { content: [{ type: 'text', text: 'added extra' }] };
     });
     if (extraAdded) registerExtra(server);
+    skills.attach(server);
     server.registerResource(
         'greeting',
         'peer://greeting',

@@ -13,6 +13,7 @@
 //! - `read.rs`: `read`
 //! - `prompts.rs`: `prompts`
 //! - `prompt.rs`: `prompt`
+//! - `skills.rs`: `skills`; `skill.rs`: `skill`
 //! - `tasks.rs`: `tasks` and `tasks get|wait|cancel`
 //! - `serve.rs`: `serve`, `serve --listen`, `serve --print-token`
 //! - `daemon/`: `daemon start|stop|status`, and the daemon process (`process.rs`)
@@ -47,6 +48,8 @@ mod scan;
 pub(crate) mod search;
 mod serve;
 pub(crate) mod servers;
+mod skill;
+mod skills;
 mod tasks;
 mod tools;
 mod trust;
@@ -103,7 +106,9 @@ pub(crate) async fn dispatch(ctx: &mut Context, command: Command) -> Result<Exit
         | Command::Resources { .. }
         | Command::Read { .. }
         | Command::Prompts { .. }
-        | Command::Prompt { .. } => dispatch_warm(ctx, command).await,
+        | Command::Prompt { .. }
+        | Command::Skills { .. }
+        | Command::Skill { .. } => dispatch_warm(ctx, command).await,
         Command::Completions { shell } => completions::run(ctx, shell),
         Command::Manual { command } => manual::run(ctx, &command),
         Command::ServerNames => completions::server_names(ctx),
@@ -215,6 +220,16 @@ pub(crate) async fn dispatch_warm(ctx: &mut Context, command: Command) -> Result
             read::run(ctx, &server, &uri, output.as_deref()).await
         }
         Command::Prompts { servers } => prompts::run(ctx, &servers).await,
+        Command::Skills { servers } => skills::run(ctx, &servers).await,
+        Command::Skill {
+            server,
+            name,
+            to,
+            force,
+        } => {
+            let server = ctx.named_or_adhoc(server.as_deref(), "skill SERVER NAME")?;
+            skill::run(ctx, &server, &name, to.as_deref(), force).await
+        }
         Command::Prompt { server, rest } => {
             let (server, name, arguments) = prompt::words(ctx.adhoc.as_deref(), server, rest)?;
             prompt::run(ctx, &server, &name, &arguments).await

@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 
 use super::call::{Plan, Route, Work};
 use super::errors::{internal_error, invalid_params, resource_not_found, withheld};
-use super::{Gateway, HostLink, large};
+use super::{Gateway, HostLink, large, skills};
 
 /// A hint that is never wrong: stale at once, for these credentials only.
 pub(crate) const STALE_AT_ONCE: CacheHint = CacheHint {
@@ -90,8 +90,8 @@ impl Gateway {
         self.run(host, id, Plan { work, route }).await
     }
 
-    /// A host's `resources/read`: a result the gateway kept whole ([`large`]), or the
-    /// server's whose resource or template it is.
+    /// A host's `resources/read`: a result the gateway kept whole ([`large`]), a skill's file
+    /// ([`skills`]), or the server's whose resource or template it is.
     pub(crate) async fn read(
         self: &Arc<Self>,
         host: &HostLink,
@@ -107,6 +107,13 @@ impl Gateway {
             return kept.map(RawResult::from).map_err(resource_not_found);
         }
         let catalogue = Box::pin(self.hub.catalogue_of(&self.servers())).await;
+        if let Some(file) = skills::served_as(uri, &catalogue) {
+            let read = Box::pin(self.read_skill_file(host, id, (params, era), file)).await?;
+            return match era {
+                Some(_) => hinted(read),
+                None => Ok(read),
+            };
+        }
         if let Some(error) = withheld(&catalogue, "resource", uri) {
             return Err(error);
         }

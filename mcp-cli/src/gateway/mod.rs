@@ -1,5 +1,5 @@
 //! The gateway: one MCP server, on any byte stream, standing for many servers through the
-//! [`Hub`]. Tools, resources and prompts under the hub's names; calls routed; progress and
+//! [`Hub`]. Tools, resources, prompts and skills under the hub's names; calls routed; progress and
 //! cancellation passed on; list changes forwarded; a backend's failure is a tool error.
 //!
 //! Each host request runs as a task of its own, so a slow call never holds up the others; a
@@ -28,6 +28,7 @@
 //! - `large.rs`: a host's size limit on tool results (`maxResultSizeChars`)
 //! - `lists.rs`: `tools/list`: what the catalogue has, the wait, a list that goes on
 //! - `features.rs`: resources and prompts: their lists, `prompts/get`, `resources/read`
+//! - `skills.rs`: skills: `skills/list`, `skills/get`, their files read under their server
 
 mod bridge;
 mod call;
@@ -41,6 +42,7 @@ mod lists;
 mod proxy;
 mod rounds;
 mod search;
+mod skills;
 pub(crate) mod stdio;
 mod tasks;
 mod url_elicitation;
@@ -52,7 +54,7 @@ use std::time::Duration;
 use futures_lite::{StreamExt, stream};
 use mcp_smol::proto::{
     ListCapability, Notification, RawResult, ResourcesCapability, RpcError, ServerCapabilities,
-    TasksCapability,
+    SkillsCapability, TasksCapability,
     server::{ClientInfo, HostRequestId, ServerConfig, ServerEvent},
 };
 use serde_json::{Value, json};
@@ -134,6 +136,9 @@ pub(crate) fn server_config() -> ServerConfig {
             list_changed: true,
         }),
         prompts: changing,
+        // Skills are served whatever the servers offer (a list may be empty), so that a
+        // server added later can offer them; they change as resources do.
+        skills: Some(SkillsCapability::default()),
         tasks: TasksCapability {
             tool_calls: true,
             list: true,
@@ -320,6 +325,10 @@ impl Gateway {
                 (Box::pin(self.list_features(method, era)).await).map(RawResult::from)
             }
             ("resources/read", _) => Box::pin(self.read(host, id, &params, era)).await,
+            ("skills/list", _) => (Box::pin(self.list_skills(era)).await).map(RawResult::from),
+            ("skills/get", _) => {
+                (Box::pin(self.get_skill(&params, era)).await).map(RawResult::from)
+            }
             ("prompts/get", _) => Box::pin(self.get_prompt(host, id, &params, era)).await,
             ("logging/setLevel", _) => Ok(json!({}).into()),
             (method, _) if tasks::METHODS.contains(&method) => {

@@ -10,7 +10,9 @@ use serde_json::Value;
 
 use crate::config::{Action, Rule};
 use crate::hub::cache::Freshness;
-use crate::hub::features::{self, Features, PromptEntry, ResourceEntry, Skipped, TemplateEntry};
+use crate::hub::features::{
+    self, Features, PromptEntry, ResourceEntry, SkillEntry, Skipped, TemplateEntry,
+};
 use crate::hub::slot::Slot;
 use crate::hub::{ApproveChanges, Ask, Hub, HubError, PinChange};
 use crate::names;
@@ -61,6 +63,8 @@ pub struct Catalogue {
     pub templates: Vec<TemplateEntry>,
     /// Every prompt, by server.
     pub prompts: Vec<PromptEntry>,
+    /// Every skill, by server.
+    pub skills: Vec<SkillEntry>,
     /// Entries servers sent unreadably, left out of the lists above.
     pub skipped: Vec<Skipped>,
     /// Servers that were asked for but could not be listed, with why.
@@ -199,8 +203,13 @@ impl Hub {
             }
             match listed {
                 Some(Ok(listed)) => {
-                    let (resources, templates, prompts, skipped) =
-                        features::entries(&server, &listed);
+                    let features::Entries {
+                        resources,
+                        templates,
+                        prompts,
+                        skills,
+                        skipped,
+                    } = features::entries(&server, &listed);
                     // What the scan flags is left out until `trust`, as a tool is.
                     let withheld = self.withheld_features(&server, &listed);
                     let kept = |feature: &str, id: &str| {
@@ -215,6 +224,8 @@ impl Hub {
                         templates.filter(|e| kept("resource template", &e.template.uri_template)),
                     );
                     (catalogue.prompts).extend(prompts.filter(|e| kept("prompt", &e.prompt.name)));
+                    let skills = skills.into_iter();
+                    (catalogue.skills).extend(skills.filter(|e| kept("skill", &e.skill.uri)));
                     catalogue.skipped.extend(skipped);
                     let capped =
                         (listed.capped.iter()).map(|(list, cap)| HubError::ListingCapped {

@@ -67,6 +67,19 @@ pub enum HubError {
         /// The names it does offer.
         known: Vec<String>,
     },
+    /// The server has no skill of that name.
+    #[error("server {server} has no skill {given}; {}", match known.is_empty() {
+        true => "it offers none".to_owned(),
+        false => format!("it has: {}", known.join(", ")),
+    })]
+    UnknownSkill {
+        /// The server.
+        server: String,
+        /// The skill's name as given.
+        given: String,
+        /// The names it does offer.
+        known: Vec<String>,
+    },
     /// The server's `enabled_tools` / `disabled_tools` leave this tool out.
     #[error("tool {tool} is turned off for server {server} by its enabled_tools / disabled_tools")]
     ToolFiltered {
@@ -133,7 +146,7 @@ pub enum HubError {
     FeatureFlagged {
         /// The server.
         server: String,
-        /// `prompt`, `resource` or `resource template`.
+        /// `prompt`, `resource`, `resource template` or `skill`.
         feature: &'static str,
         /// What identifies it: the prompt's own name, the resource's URI, the template's.
         name: String,

@@ -1,11 +1,13 @@
-//! Resources, resource templates and prompts in the hub: listed the first time something
-//! needs them (if the server declares them), refreshed on its `list_changed` notifications,
-//! and reached through one request path, [`Hub::request`].
+//! Resources, resource templates, prompts and skills in the hub: listed the first time
+//! something needs them (if the server declares them), refreshed on its `list_changed`
+//! notifications (a skill's on `resources/list_changed`, as the skills extension has it), and
+//! reached through one request path, [`Hub::request`].
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use mcp_smol::Client;
+use mcp_smol::proto::skills::Skill;
 use mcp_smol::proto::{
     FromResult, Listing, Prompt, Request, Resource, ResourceTemplate, ServerInfo,
 };
@@ -14,13 +16,15 @@ use crate::hub::cache::Freshness;
 use crate::hub::{Hub, HubError, HubEvent};
 use crate::names;
 
-/// A server's features besides tools (resources, resource templates, prompts), as last listed;
-/// by default, none.
+/// A server's features besides tools (resources, resource templates, prompts, skills), as last
+/// listed; by default, none.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub(crate) struct Features {
     pub(crate) resources: Vec<Resource>,
     pub(crate) templates: Vec<ResourceTemplate>,
     pub(crate) prompts: Vec<Prompt>,
+    /// The skills' entries (`skills/list`); their files are read only when a skill is fetched.
+    pub(crate) skills: Vec<Skill>,
     /// `(list, count)` of entries the server sent unreadably, for the caller to report.
     pub(crate) skipped: Vec<(&'static str, usize)>,
     /// `(list, cap)` of the lists the server made longer than `max_listed`: only the first
@@ -31,8 +35,8 @@ pub(crate) struct Features {
 }
 
 impl Features {
-    /// Lists what the server's capabilities say it has, resources and prompts side by side
-    /// (their round trips overlap); a server that declares neither is asked nothing.
+    /// Lists what the server's capabilities say it has, resources, prompts and skills side by
+    /// side (their round trips overlap); a server that declares none is asked nothing.
     pub(crate) async fn list(client: &Client, info: &ServerInfo) -> Result<Self, mcp_smol::Error> {
         let asked = Instant::now();
         let resources = async {
@@ -54,7 +58,14 @@ impl Features {
             }
             client.list_all::<Prompt>().await.map(Some)
         };
-        let (resources, prompts) = futures_lite::future::zip(resources, prompts).await;
+        let skills = async {
+            if info.capabilities.skills.is_none() {
+                return Ok(None);
+            }
+            client.list_all::<Skill>().await.map(Some)
+        };
+        let (resources, (prompts, skills)) =
+            futures_lite::future::zip(resources, futures_lite::future::zip(prompts, skills)).await;
         let mut features = Features::default();
         if let Some((resources, templates)) = resources? {
             features.resources = features.note("resource", resources, asked);
@@ -65,13 +76,19 @@ impl Features {
         if let Some(prompts) = prompts? {
             features.prompts = features.note("prompt", prompts, asked);
         }
+        if let Some(skills) = skills? {
+            features.skills = features.note("skill", skills, asked);
+        }
         Ok(features)
     }
 
-    /// What changed from this listing to `listed`, told as `server`'s list changes would be.
+    /// What changed from this listing to `listed`, told as `server`'s list changes would be (a
+    /// skill's change as the resources', as the skills extension tells it).
     pub(crate) fn changes(&self, listed: &Features, server: &str) -> Vec<HubEvent> {
         let server = server.to_owned();
-        let resources = (self.resources != listed.resources || self.templates != listed.templates)
+        let resources = (self.resources != listed.resources
+            || self.templates != listed.templates
+            || self.skills != listed.skills)
             .then(|| HubEvent::ResourcesChanged {
                 server: server.clone(),
             });
@@ -111,6 +128,17 @@ pub struct TemplateEntry {
     pub template: ResourceTemplate,
 }
 
+/// One skill as the hub offers it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkillEntry {
+    /// The server it belongs to.
+    pub server: String,
+    /// Its provider-safe shown name, `<server>__<skill>`, as a tool's.
+    pub name: String,
+    /// The entry as the server sent it; its files are read through that server.
+    pub skill: Skill,
+}
+
 /// One prompt as the hub offers it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PromptEntry {
@@ -127,7 +155,7 @@ pub struct PromptEntry {
 pub struct Skipped {
     /// The server.
     pub server: String,
-    /// `resource`, `resource template` or `prompt`.
+    /// `resource`, `resource template`, `prompt` or `skill`.
     pub list: &'static str,
     /// How many.
     pub count: usize,
@@ -185,6 +213,36 @@ impl Hub {
     }
 }
 
+impl Hub {
+    /// Finds one skill of `server` (a configured name) by its name or the skill part of its
+    /// shown name, in the running connection's listing. Starts the server if it must.
+    pub async fn find_skill(&self, server: &str, given: &str) -> Result<SkillEntry, HubError> {
+        let slot = self.inner.slot(server)?;
+        let features = slot.features(&self.inner).await?;
+        let skills = &features.skills;
+        let found = (skills.iter().find(|skill| skill.name() == given))
+            .or_else(|| (skills.iter()).find(|s| names::tool_matches(server, s.name(), given)));
+        let withheld = self.withheld_features(server, &features);
+        let flagged = (withheld.into_iter())
+            .find(|f| f.feature == "skill" && found.is_some_and(|s| s.uri == f.id));
+        if let Some(flagged) = flagged {
+            return Err(flagged.error(server));
+        }
+        match found {
+            Some(skill) => Ok(SkillEntry {
+                server: server.to_owned(),
+                name: names::qualified(server, skill.name()),
+                skill: skill.clone(),
+            }),
+            None => Err(HubError::UnknownSkill {
+                server: server.to_owned(),
+                given: given.to_owned(),
+                known: skills.iter().map(|skill| skill.name().to_owned()).collect(),
+            }),
+        }
+    }
+}
+
 pub(crate) fn prompt_entry(server: &str, prompt: &Prompt) -> PromptEntry {
     PromptEntry {
         server: server.to_owned(),
@@ -194,15 +252,7 @@ pub(crate) fn prompt_entry(server: &str, prompt: &Prompt) -> PromptEntry {
 }
 
 /// The entries of one server's features, for the catalogue.
-pub(crate) fn entries(
-    server: &str,
-    features: &Arc<Features>,
-) -> (
-    Vec<ResourceEntry>,
-    Vec<TemplateEntry>,
-    Vec<PromptEntry>,
-    Vec<Skipped>,
-) {
+pub(crate) fn entries(server: &str, features: &Arc<Features>) -> Entries {
     let resources = (features.resources.iter())
         .map(|resource| ResourceEntry {
             server: server.to_owned(),
@@ -218,6 +268,13 @@ pub(crate) fn entries(
     let prompts = (features.prompts.iter())
         .map(|prompt| prompt_entry(server, prompt))
         .collect();
+    let skills = (features.skills.iter())
+        .map(|skill| SkillEntry {
+            server: server.to_owned(),
+            name: names::qualified(server, skill.name()),
+            skill: skill.clone(),
+        })
+        .collect();
     let skipped = (features.skipped.iter())
         .map(|&(list, count)| Skipped {
             server: server.to_owned(),
@@ -225,5 +282,20 @@ pub(crate) fn entries(
             count,
         })
         .collect();
-    (resources, templates, prompts, skipped)
+    Entries {
+        resources,
+        templates,
+        prompts,
+        skills,
+        skipped,
+    }
+}
+
+/// One server's features as catalogue entries.
+pub(crate) struct Entries {
+    pub(crate) resources: Vec<ResourceEntry>,
+    pub(crate) templates: Vec<TemplateEntry>,
+    pub(crate) prompts: Vec<PromptEntry>,
+    pub(crate) skills: Vec<SkillEntry>,
+    pub(crate) skipped: Vec<Skipped>,
 }

@@ -152,7 +152,7 @@ pub use call::{Call, ToolRef};
 pub use catalogue::{Catalogue, ToolEntry};
 pub use error::HubError;
 pub use events::Events;
-pub use features::{PromptEntry, ResourceEntry, Skipped, TemplateEntry};
+pub use features::{PromptEntry, ResourceEntry, SkillEntry, Skipped, TemplateEntry};
 pub use pins::{ApproveChanges, PinChange};
 pub use scanning::{FeatureScan, ServerScan, ToolScan};
 pub use server_requests::{ElicitAnswer, ElicitHandler, Elicitation, RootsHandler, UrlElicitation};

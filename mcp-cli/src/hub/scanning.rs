@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use mcp_smol::proto::skills::Skill;
 use mcp_smol::proto::{Prompt, Resource, ResourceTemplate, Tool};
 use serde::Serialize;
 
@@ -40,7 +41,7 @@ pub type ServerScan = (String, Result<Vec<ToolScan>, HubError>);
 pub struct FeatureScan {
     /// The server.
     pub server: String,
-    /// `prompt`, `resource` or `resource template`.
+    /// `prompt`, `resource`, `resource template` or `skill`.
     pub feature: &'static str,
     /// What identifies it: the prompt's name, the resource's URI, the template's URI template.
     pub name: String,
@@ -59,6 +60,7 @@ pub(crate) enum FeatureRef<'a> {
     Prompt(&'a Prompt),
     Resource(&'a Resource),
     Template(&'a ResourceTemplate),
+    Skill(&'a Skill),
 }
 
 impl<'a> FeatureRef<'a> {
@@ -67,15 +69,17 @@ impl<'a> FeatureRef<'a> {
         let prompts = features.prompts.iter().map(FeatureRef::Prompt);
         let resources = features.resources.iter().map(FeatureRef::Resource);
         let templates = features.templates.iter().map(FeatureRef::Template);
-        prompts.chain(resources).chain(templates)
+        let skills = features.skills.iter().map(FeatureRef::Skill);
+        prompts.chain(resources).chain(templates).chain(skills)
     }
 
-    /// `prompt`, `resource` or `resource template`.
+    /// `prompt`, `resource`, `resource template` or `skill`.
     pub(crate) fn feature(self) -> &'static str {
         match self {
             FeatureRef::Prompt(_) => "prompt",
             FeatureRef::Resource(_) => "resource",
             FeatureRef::Template(_) => "resource template",
+            FeatureRef::Skill(_) => "skill",
         }
     }
 
@@ -86,6 +90,7 @@ impl<'a> FeatureRef<'a> {
             FeatureRef::Prompt(prompt) => &prompt.name,
             FeatureRef::Resource(resource) => &resource.uri,
             FeatureRef::Template(template) => &template.uri_template,
+            FeatureRef::Skill(skill) => &skill.uri,
         }
     }
 
@@ -94,6 +99,7 @@ impl<'a> FeatureRef<'a> {
             FeatureRef::Prompt(prompt) => scan::scan_prompt(prompt, others),
             FeatureRef::Resource(resource) => scan::scan_resource(resource, others),
             FeatureRef::Template(template) => scan::scan_template(template, others),
+            FeatureRef::Skill(skill) => scan::scan_skill(skill, others),
         }
     }
 
@@ -103,6 +109,7 @@ impl<'a> FeatureRef<'a> {
             FeatureRef::Prompt(prompt) => digest_of(prompt),
             FeatureRef::Resource(resource) => digest_of(resource),
             FeatureRef::Template(template) => digest_of(template),
+            FeatureRef::Skill(skill) => digest_of(skill),
         };
         (format!("{} {}", self.feature(), self.id()), digest)
     }
@@ -131,7 +138,7 @@ struct ScannedFeatures {
 /// A prompt, resource or template the scan flagged.
 #[derive(Debug, Clone)]
 pub(crate) struct FlaggedFeature {
-    /// `prompt`, `resource` or `resource template`.
+    /// `prompt`, `resource`, `resource template` or `skill`.
     pub(crate) feature: &'static str,
     /// What identifies it in its list ([`FeatureRef::id`]).
     pub(crate) id: String,

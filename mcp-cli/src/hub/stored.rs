@@ -1,5 +1,5 @@
-//! The catalogue on disk: each server's tools, and its resources, resource templates and
-//! prompts, as last listed, with the listing's cache hint and the time it was listed, so that
+//! The catalogue on disk: each server's tools, and its resources, resource templates, prompts
+//! and skills, as last listed, with the listing's cache hint and the time it was listed, so that
 //! listing and searching need no server start (DESIGN §15).
 //!
 //! One file per server in the catalogue folder, named and keyed like the era verdicts
@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use mcp_smol::proto::skills::Skill;
 use mcp_smol::proto::{CacheHint, Prompt, Resource, ResourceTemplate, Tool};
 use serde::{Deserialize, Serialize};
 
@@ -115,6 +116,8 @@ struct StoredFeatures {
     resources: Vec<Resource>,
     templates: Vec<ResourceTemplate>,
     prompts: Vec<Prompt>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    skills: Vec<Skill>,
     /// The lists cut at `max_listed`, as [`Features::capped`] holds them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     capped: Vec<(String, usize)>,
@@ -126,6 +129,7 @@ impl From<StoredFeatures> for Features {
             resources: stored.resources,
             templates: stored.templates,
             prompts: stored.prompts,
+            skills: stored.skills,
             capped: stored.capped,
             skipped: Vec::new(),
             fresh: Freshness::default(),
@@ -252,6 +256,7 @@ impl Stored {
             resources: features.resources.clone(),
             templates: features.templates.clone(),
             prompts: features.prompts.clone(),
+            skills: features.skills.clone(),
             capped: features.capped.clone(),
         }));
         let mut before = None;

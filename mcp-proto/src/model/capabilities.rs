@@ -3,6 +3,8 @@
 
 use serde_json::{Map, Value};
 
+use crate::model::skills::SKILLS_EXTENSION;
+
 /// The server's `capabilities`, as far as a client acts on them. Read leniently: a capability
 /// that is not an object (`true`, `null`, a list) counts as absent, and so does every flag
 /// that is not `true`; an odd shape never fails the handshake.
@@ -22,6 +24,16 @@ pub struct ServerCapabilities {
     pub experimental: Option<Value>,
     /// What it offers of tasks, in either era.
     pub tasks: TasksCapability,
+    /// `extensions["io.modelcontextprotocol/skills"]`: it offers skills (`skills/list`,
+    /// `skills/get`), their files read as resources.
+    pub skills: Option<SkillsCapability>,
+}
+
+/// The server's skills extension settings.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SkillsCapability {
+    /// `directoryRead`: it answers `resources/directory/read` on a skill's folders.
+    pub directory_read: bool,
 }
 
 /// A list the server offers (`tools`, `prompts`).
@@ -62,6 +74,12 @@ impl ServerCapabilities {
             completions: declared("completions").is_some(),
             experimental: declared("experimental").cloned(),
             tasks: TasksCapability::read(value),
+            skills: (value.get("extensions"))
+                .and_then(|extensions| extensions.get(SKILLS_EXTENSION))
+                .filter(|entry| entry.is_object())
+                .map(|entry| SkillsCapability {
+                    directory_read: flag(entry, "directoryRead"),
+                }),
         }
     }
 
@@ -120,8 +138,16 @@ impl ServerCapabilities {
             }
             declare("tasks", Value::Object(tasks));
         }
+        let mut extensions = Map::new();
         if extension {
-            declare("extensions", serde_json::json!({ TASKS_EXTENSION: {} }));
+            extensions.insert(TASKS_EXTENSION.to_owned(), empty());
+        }
+        if let Some(skills) = self.skills {
+            let entry = flags(&[("directoryRead", skills.directory_read)]);
+            extensions.insert(SKILLS_EXTENSION.to_owned(), entry);
+        }
+        if !extensions.is_empty() {
+            declare("extensions", Value::Object(extensions));
         }
         Value::Object(declared)
     }
@@ -202,8 +228,15 @@ mod tests {
                 cancel: false,
                 extension: true,
             },
+            skills: Some(SkillsCapability {
+                directory_read: true,
+            }),
         };
-        for capabilities in [every, ServerCapabilities::default()] {
+        let skills_only = ServerCapabilities {
+            skills: Some(SkillsCapability::default()),
+            ..ServerCapabilities::default()
+        };
+        for capabilities in [every, skills_only, ServerCapabilities::default()] {
             let written = capabilities.to_json();
             assert_eq!(
                 ServerCapabilities::read(&written),

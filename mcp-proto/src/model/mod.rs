@@ -16,6 +16,7 @@
 //! - `stateless.rs`: the stateless era's messages: `server/discover`, input rounds,
 //!   `subscriptions/listen`
 //! - `features.rs`: resources, prompts and completion
+//! - `skills.rs`: the skills extension's entries, `skills/list` and `skills/get`
 
 pub(crate) mod capabilities;
 pub(crate) mod error;
@@ -26,6 +27,7 @@ pub(crate) mod params;
 pub(crate) mod raw_result;
 pub(crate) mod request;
 pub(crate) mod result_members;
+pub(crate) mod skills;
 pub(crate) mod stateless;
 pub(crate) mod tasks;
 pub(crate) mod types;

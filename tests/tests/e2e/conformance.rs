@@ -374,3 +374,32 @@ fn the_client_credentials_extension_scenarios_pass_with_mcp_cli_as_the_client() 
         table.join("\n")
     );
 }
+
+/// The skills extension's client scenarios (SEP-2640), new in the prerelease and not on the
+/// spec timeline (the suite runs them without `--spec-version`): a listing that reads no
+/// file, and a `SKILL.md` tampered with by digest, by size and by frontmatter, which `skill
+/// --to` must refuse, reading nothing after it and writing nothing. `client.sh` runs each in
+/// both eras (`--protocol 2025-11-25`, then `2026-07-28`: the suite's server speaks both) and
+/// exits 0 only if every run refused for the tampering and left nothing written.
+const SKILLS: [&str; 4] = [
+    "sep-2640-client-no-prefetch",
+    "sep-2640-client-verify-digest",
+    "sep-2640-client-verify-size",
+    "sep-2640-client-verify-frontmatter",
+];
+
+#[test]
+#[cfg_attr(no_node, ignore = "needs Node.js and npm on PATH")]
+fn the_skills_extension_scenarios_pass_with_mcp_cli_as_the_client_in_both_eras() {
+    let node = mcp_tests::node22();
+    let scratch = Scratch::new("conformance-skills");
+    cli_binary();
+    let (table, failed) = run_set(&node, &scratch, ("skills", &SKILLS), &VERSIONS[1..], None);
+    eprintln!("{}", table.join("\n"));
+    assert!(
+        failed.is_empty(),
+        "failing scenarios:\n{}\n{}",
+        failed.join("\n"),
+        table.join("\n")
+    );
+}

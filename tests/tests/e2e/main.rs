@@ -180,3 +180,7 @@ mod limits;
 /// State files are ours: folders 0700, files 0600, no symbolic links followed, the listen
 /// token, the Bearer scheme in any case, a crash reported with its own stderr.
 mod state_files;
+
+/// Skills (SEP-2640) from the TypeScript SDK peer: listed, printed and installed in both eras,
+/// and verified by a TypeScript SDK host through `serve`.
+mod skills;

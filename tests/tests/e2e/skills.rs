@@ -1,0 +1,224 @@
+//! Skills (the skills extension, SEP-2640) from real servers: the TypeScript SDK v2 peer's
+//! `pdf-tools` (a SKILL.md, a text file in a subfolder, a binary file) listed, printed and
+//! installed by `skills` and `skill` in both eras, with nothing read before it is fetched;
+//! and a TypeScript SDK host reading and verifying the same skill through `serve`.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use crate::gateway_stateless::run_host;
+use crate::support::Scratch;
+
+/// The peer's skill as it serves it.
+const SKILL_MD: &str = "---\nname: pdf-tools\n\
+    description: \"Fill in PDF forms: read the fields, then write them.\"\nlicense: MIT\n\
+    metadata:\n  version: \"2\"\n  author: peer\n---\n# PDF tools\n\n\
+    Read references/FORMS.md before filling a form.\n";
+const FORMS_MD: &str = "Fields are named by their label.\n";
+const MARK_BIN: [u8; 6] = [0, 1, 2, 255, 254, 10];
+
+/// The TypeScript peer behind `tee`, which keeps every line the hub sends it in `log`.
+fn peer_script(scratch: &Scratch) -> (String, PathBuf) {
+    let peer = mcp_tests::ts_peer();
+    let log = scratch.0.join("received.log");
+    let mut line = format!(
+        "tee -a '{}' | exec '{}'",
+        log.display(),
+        peer.program.display()
+    );
+    for arg in &peer.args {
+        line.push_str(&format!(" '{}'", arg.to_string_lossy()));
+    }
+    let script = scratch.write("peer.sh", &format!("#!/bin/sh\n{line}\n"));
+    (format!("sh {}", script.display()), log)
+}
+
+/// How many `method` requests the peer has been sent.
+fn sent(log: &PathBuf, method: &str) -> usize {
+    let log = std::fs::read_to_string(log).unwrap_or_default();
+    let lines = log
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok());
+    lines.filter(|line| line["method"] == method).count()
+}
+
+#[test]
+#[cfg_attr(no_node, ignore = "needs Node.js and npm on PATH")]
+fn the_typescript_peer_skill_is_listed_printed_and_installed_in_both_eras() {
+    for protocol in ["2025-11-25", "2026-07-28"] {
+        let scratch = Scratch::new(&format!("skills-ts-{protocol}"));
+        let (stdio, log) = peer_script(&scratch);
+        let run = |args: &[&str], env: &[(&str, &str)]| {
+            let mut line = vec!["--stdio", &stdio, "--protocol", protocol];
+            line.extend(args);
+            scratch.cli_with(&line, env, None)
+        };
+
+        // Listing asks for the list only.
+        let listed = run(&["skills"], &[]);
+        assert_eq!(listed.code, 0, "{listed:?}");
+        assert_eq!(
+            listed.stdout.trim_end(),
+            "sh__pdf-tools  3 files, 245 B  Fill in PDF forms: read the fields, then write them.",
+            "{listed:?}"
+        );
+        let listed = run(&["--json", "skills"], &[]);
+        let entries: Value = serde_json::from_str(&listed.stdout).unwrap();
+        assert_eq!(
+            entries[0]["uri"], "skill://pdf-tools/SKILL.md",
+            "{entries:#}"
+        );
+        assert_eq!(entries[0]["resources"].as_array().unwrap().len(), 3);
+        assert!(sent(&log, "skills/list") >= 1);
+        assert_eq!(sent(&log, "resources/read"), 0, "a listing read a file");
+
+        // Printed: its SKILL.md alone is read.
+        let printed = run(&["skill", "pdf-tools"], &[]);
+        assert_eq!(printed.code, 0, "{printed:?}");
+        assert_eq!(printed.stdout, SKILL_MD);
+        assert_eq!(sent(&log, "resources/read"), 1);
+
+        // Installed: every file, byte for byte, then only replaced with --force.
+        let dir = scratch.0.join("skills");
+        let to = dir.display().to_string();
+        let installed = run(&["skill", "pdf-tools", "--to", &to], &[]);
+        assert_eq!(installed.code, 0, "{installed:?}");
+        assert!(
+            installed.stdout.contains("(3 files, checked)"),
+            "{installed:?}"
+        );
+        let folder = dir.join("pdf-tools");
+        assert_eq!(
+            std::fs::read_to_string(folder.join("SKILL.md")).unwrap(),
+            SKILL_MD
+        );
+        let forms = std::fs::read_to_string(folder.join("references/FORMS.md")).unwrap();
+        assert_eq!(forms, FORMS_MD);
+        assert_eq!(
+            std::fs::read(folder.join("assets/mark.bin")).unwrap(),
+            MARK_BIN
+        );
+        assert_eq!(sent(&log, "resources/read"), 4);
+        let again = run(&["skill", "pdf-tools", "--to", &to], &[]);
+        assert_eq!(again.code, 2, "{again:?}");
+        assert!(again.stderr.contains("pass --force"), "{again:?}");
+        let forced = run(
+            &["--json", "skill", "pdf-tools", "--to", &to, "--force"],
+            &[],
+        );
+        assert_eq!(forced.code, 0, "{forced:?}");
+        let written: Value = serde_json::from_str(&forced.stdout).unwrap();
+        let files = ["SKILL.md", "assets/mark.bin", "references/FORMS.md"];
+        assert_eq!(written["files"], serde_json::json!(files), "{written:#}");
+
+        // Into the folder Claude Code reads personal skills from.
+        let claude = scratch.0.join("claude");
+        let env = [("CLAUDE_CONFIG_DIR", claude.to_str().unwrap())];
+        let installed = run(&["skill", "pdf-tools", "--to", "claude"], &env);
+        assert_eq!(installed.code, 0, "{installed:?}");
+        let manifest = claude.join("skills/pdf-tools/SKILL.md");
+        assert_eq!(std::fs::read_to_string(manifest).unwrap(), SKILL_MD);
+
+        let unknown = run(&["skill", "nope"], &[]);
+        assert_eq!(unknown.code, 2, "{unknown:?}");
+        assert!(
+            unknown
+                .stderr
+                .contains("has no skill nope; it has: pdf-tools"),
+            "{unknown:?}"
+        );
+    }
+}
+
+/// A host on the TypeScript SDK v2 client's `SkillsClient`, through `serve`: it lists the
+/// skills and reads each file of each, which the SDK verifies against the entry (size,
+/// digest, and the SKILL.md's frontmatter) and refuses on any mismatch.
+const TS_SKILLS_HOST: &str = r#"
+const [pkg, config] = process.argv.slice(2);
+const { Client } = await import(`${pkg}/dist/index.mjs`);
+const { StdioClientTransport } = await import(`${pkg}/dist/stdio.mjs`);
+const { SkillsClient } = await import(`${pkg}/dist/ext/skills/index.mjs`);
+const print = (step, value) => console.log(JSON.stringify({ step, ...value }));
+const transport = new StdioClientTransport({
+  command: process.env.MCP_CLI,
+  args: ["--config", config, "serve"],
+  env: process.env,
+  stderr: "inherit",
+});
+const client = new Client({ name: "ts-skills-host", version: "1" });
+await client.connect(transport);
+const skills = new SkillsClient(client);
+print("supported", { supported: skills.supported });
+const listing = await skills.list();
+print("list", { uris: listing.skills.map((skill) => skill.uri), invalid: listing.invalid });
+for (const skill of listing.skills) {
+  for (const entry of skill.resources) {
+    const file = await skills.read(skill, entry.uri);
+    print("read", { uri: file.uri, verified: file.verified, bytes: [...file.bytes] });
+  }
+}
+await client.close();
+"#;
+
+#[test]
+#[cfg_attr(no_node, ignore = "needs Node.js and npm on PATH")]
+fn a_typescript_sdk_host_verifies_the_skills_the_gateway_serves() {
+    let (node, package) = mcp_tests::ts_client();
+    let scratch = Scratch::new("skills-gateway-ts");
+    let (stdio, _log) = peer_script(&scratch);
+    let (program, script) = stdio.split_once(' ').unwrap();
+    let config = scratch.write(
+        "gateway.toml",
+        &format!("[mcp.docs]\ncommand = {program:?}\nargs = [{script:?}]\n"),
+    );
+    let host = scratch
+        .write("host.mjs", TS_SKILLS_HOST)
+        .display()
+        .to_string();
+    let args = [
+        host.as_str(),
+        package.to_str().unwrap(),
+        config.to_str().unwrap(),
+    ];
+    let lines = run_host(&scratch, &config, &node, &args);
+    let step =
+        |name: &str| -> Vec<&Value> { lines.iter().filter(|line| line["step"] == name).collect() };
+    assert_eq!(step("supported")[0]["supported"], true, "{lines:#?}");
+    let list = step("list");
+    assert_eq!(
+        list[0]["uris"],
+        serde_json::json!(["skill://docs/pdf-tools/SKILL.md"]),
+        "{lines:#?}"
+    );
+    assert_eq!(list[0]["invalid"], serde_json::json!([]));
+    let reads: Vec<(String, bool, Vec<u8>)> = (step("read").iter())
+        .map(|read| {
+            let bytes = read["bytes"].as_array().unwrap().iter();
+            let bytes = bytes.map(|byte| byte.as_u64().unwrap() as u8).collect();
+            (
+                read["uri"].as_str().unwrap().to_owned(),
+                read["verified"] == true,
+                bytes,
+            )
+        })
+        .collect();
+    let root = "skill://docs/pdf-tools";
+    assert_eq!(
+        reads,
+        [
+            (
+                format!("{root}/SKILL.md"),
+                true,
+                SKILL_MD.as_bytes().to_vec()
+            ),
+            (format!("{root}/assets/mark.bin"), true, MARK_BIN.to_vec()),
+            (
+                format!("{root}/references/FORMS.md"),
+                true,
+                FORMS_MD.as_bytes().to_vec()
+            ),
+        ],
+        "{lines:#?}"
+    );
+}
