@@ -1,7 +1,8 @@
 //! Skills (the skills extension, SEP-2640) from real servers: the TypeScript SDK v2 peer's
 //! `pdf-tools` (a SKILL.md, a text file in a subfolder, a binary file) listed, printed and
 //! installed by `skills` and `skill` in both eras, with nothing read before it is fetched;
-//! and a TypeScript SDK host reading and verifying the same skill through `serve`.
+//! the rmcp peer's `release-notes`, from rmcp's own catalog of a folder; and a TypeScript SDK
+//! host reading and verifying the TypeScript peer's skill through `serve`.
 
 use std::path::PathBuf;
 
@@ -20,7 +21,11 @@ const MARK_BIN: [u8; 6] = [0, 1, 2, 255, 254, 10];
 
 /// The TypeScript peer behind `tee`, which keeps every line the hub sends it in `log`.
 fn peer_script(scratch: &Scratch) -> (String, PathBuf) {
-    let peer = mcp_tests::ts_peer();
+    script_of(scratch, mcp_tests::ts_peer())
+}
+
+/// `peer` behind `tee`, as a `--stdio` command line, and where `tee` keeps what it is sent.
+fn script_of(scratch: &Scratch, peer: mcp_tests::Peer) -> (String, PathBuf) {
     let log = scratch.0.join("received.log");
     let mut line = format!(
         "tee -a '{}' | exec '{}'",
@@ -128,6 +133,41 @@ fn the_typescript_peer_skill_is_listed_printed_and_installed_in_both_eras() {
                 .contains("has no skill nope; it has: pdf-tools"),
             "{unknown:?}"
         );
+    }
+}
+
+#[test]
+fn the_rmcp_peer_skill_is_installed_in_both_eras() {
+    let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("servers/rmcp-peer/skills/release-notes");
+    for protocol in ["2025-11-25", "2026-07-28"] {
+        let scratch = Scratch::new(&format!("skills-rmcp-{protocol}"));
+        let (stdio, log) = script_of(&scratch, mcp_tests::rmcp_peer());
+        let run = |args: &[&str]| {
+            let mut line = vec!["--stdio", &stdio, "--protocol", protocol];
+            line.extend(args);
+            scratch.cli(&line)
+        };
+        let listed = run(&["skills"]);
+        assert_eq!(listed.code, 0, "{listed:?}");
+        let files = ["SKILL.md", "templates/NOTES.md"];
+        let bytes: u64 = (files.iter())
+            .map(|file| folder.join(file).metadata().unwrap().len())
+            .sum();
+        let row = format!(
+            "sh__release-notes  2 files, {bytes} B  Write release notes from merged changes, \
+             one line per change."
+        );
+        assert_eq!(listed.stdout.trim_end(), row, "{listed:?}");
+        assert_eq!(sent(&log, "resources/read"), 0, "a listing read a file");
+        let dir = scratch.0.join("skills");
+        let installed = run(&["skill", "release-notes", "--to", dir.to_str().unwrap()]);
+        assert_eq!(installed.code, 0, "{installed:?}");
+        for file in files {
+            let written = std::fs::read(dir.join("release-notes").join(file)).unwrap();
+            assert_eq!(written, std::fs::read(folder.join(file)).unwrap(), "{file}");
+        }
+        assert_eq!(sent(&log, "resources/read"), 2);
     }
 }
 

@@ -6,23 +6,26 @@
 //! Offers: `add {a, b}`, `confirm {action}` (asks through `input_required`), `sleep {ms}`
 //! (reports progress until cancelled), `add_tool` (adds `extra`, so the tool list changes),
 //! `research {ms}` (a task of the tasks extension, to a client that declares it: done after
-//! `ms`, cancelled by `tasks/cancel`), the resource `peer://greeting`, and the prompt
-//! `greet {name}`.
+//! `ms`, cancelled by `tasks/cancel`), the resource `peer://greeting`, the prompt
+//! `greet {name}`, and through the skills extension (SEP-2640) the skills of the folder
+//! `skills/` beside this crate (`release-notes`), served by rmcp's own catalog.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::skill_catalog::SkillCatalog;
 use rmcp::handler::server::tool::{InputResponses, RequestState, ToolCallContext};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
     ContentBlock, CreateTaskResult, DetailedTask, ElicitRequest, ElicitRequestParams, ErrorData,
-    GetPromptRequestParams, GetPromptResponse, GetPromptResult, GetTaskParams, GetTaskResult,
-    InputRequest, InputRequests, InputRequiredResult, ListPromptsResult, ListResourcesResult,
-    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, Prompt, PromptArgument,
-    PromptMessage, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    GetPromptRequestParams, GetPromptResponse, GetPromptResult, GetSkillRequestParams,
+    GetSkillResult, GetTaskParams, GetTaskResult, InputRequest, InputRequests, InputRequiredResult,
+    ListPromptsResult, ListResourcesResult, ListSkillsResult, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, Prompt, PromptArgument, PromptMessage,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
     ResourceContents, Role, ServerCapabilities, ServerConfig, SubscriptionFilter, Task,
     TaskPayload, TaskStatus,
 };
@@ -42,6 +45,8 @@ struct Shared {
     extra_added: watch::Sender<bool>,
     /// `research` tasks by id: when each began, how long it runs, whether it was cancelled.
     tasks: Mutex<HashMap<String, (Instant, u64, bool)>>,
+    /// The skills of `skills/`.
+    skills: SkillCatalog,
 }
 
 #[derive(Clone)]
@@ -199,6 +204,7 @@ impl ServerHandler for Peer {
                 .enable_resources()
                 .enable_prompts()
                 .enable_tasks()
+                .enable_skills()
                 .build(),
         )
         .with_server_info(rmcp::model::Implementation::new("rmcp-peer", "1.0.0"))
@@ -257,11 +263,30 @@ impl ServerHandler for Peer {
         Ok(ListResourcesResult::with_all_items(vec![greeting]))
     }
 
+    async fn list_skills(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListSkillsResult, ErrorData> {
+        Ok(self.shared.skills.list_skills())
+    }
+
+    async fn get_skill(
+        &self,
+        request: GetSkillRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetSkillResult, ErrorData> {
+        self.shared.skills.get_skill(&request.uri)
+    }
+
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
+        if let Some(file) = self.shared.skills.read_resource(&request.uri) {
+            return Ok(file.into());
+        }
         if request.uri != "peer://greeting" {
             return Err(ErrorData::resource_not_found(
                 format!("no resource {}", request.uri),
@@ -400,6 +425,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let shared = Arc::new(Shared {
         extra_added: watch::Sender::new(false),
         tasks: Mutex::default(),
+        skills: SkillCatalog::from_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/skills"))?,
     });
     let args: Vec<String> = std::env::args().collect();
     if let Some(flag) = args.iter().position(|arg| arg == "--http") {
