@@ -89,6 +89,22 @@ impl Failure {
         }
     }
 
+    /// The failure as a warning, for what went wrong without failing the command (a tool
+    /// withheld, a listing cut): as [`text`](Self::text), but under `--json` a `warning`
+    /// object, never an `error` beside a success.
+    pub(crate) fn warning_text(&self, json: bool, naming: &Naming) -> String {
+        if !json {
+            return self.text(json, naming);
+        }
+        let hint = self.hint.as_ref().map(|hint| hint.text(naming));
+        let message = format!("{}{}", self.message, hint.unwrap_or_default());
+        let warning = serde_json::json!({ "warning": {
+            "kind": self.exit.kind(),
+            "message": message,
+        }});
+        warning.to_string()
+    }
+
     /// Prints [`text`](Self::text) on stderr.
     pub(crate) fn report(&self, json: bool, naming: &Naming) {
         crate::output::diagnostic(&self.text(json, naming));

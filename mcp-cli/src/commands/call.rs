@@ -62,7 +62,7 @@ pub(crate) async fn run(
         }
         Ok(Started::Done(raw)) => {
             if detach {
-                ctx.out.diagnostic(&format!(
+                ctx.notice(&format!(
                     "mcp-cli: {} ran to its end: the server made no task of it",
                     tool.name
                 ));
@@ -84,7 +84,7 @@ fn warn_if_lost(ctx: &mut Context, server: &str, id: &str) {
         .server_spec(server)
         .is_ok_and(|spec| spec.remote.is_none());
     if local && !ctx.servers_outlive_command {
-        ctx.out.diagnostic(&format!(
+        ctx.notice(&format!(
             "mcp-cli: warning: {server} is started by this command and stops when it ends, and \
              task {} with it; `mcp-cli daemon start` first keeps its servers, and their tasks, \
              running",

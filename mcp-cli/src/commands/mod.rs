@@ -296,11 +296,30 @@ impl Context {
         self.out.diagnostic(&text);
     }
 
+    /// Reports what does not fail the command (a tool withheld, a listing cut) as a warning:
+    /// under `--json`, `{"warning": {"kind", "message"}}`.
+    pub(crate) fn warn(&mut self, failure: &Failure) {
+        let text = failure.warning_text(self.json, &self.naming);
+        self.out.diagnostic(&text);
+    }
+
+    /// A notice for the person (`mcp-cli: ...`); under `--json`, `{"warning": {"message"}}`
+    /// without the prefix, so that every line a program reads on stderr is JSON.
+    pub(crate) fn notice(&mut self, text: &str) {
+        if !self.json {
+            return self.out.diagnostic(text);
+        }
+        let message = text.strip_prefix("mcp-cli: ").unwrap_or(text);
+        let message = message.strip_prefix("warning: ").unwrap_or(message);
+        let warning = serde_json::json!({ "warning": { "message": message } });
+        self.out.diagnostic(&warning.to_string());
+    }
+
     /// Reports what a listing left out: withheld tools as warnings (the other tools are fine
     /// to use), and servers that could not be listed, whose failure is the exit code.
     pub(crate) fn report_left_out(&mut self, catalogue: &mut Catalogue) -> Exit {
         for error in std::mem::take(&mut catalogue.withheld) {
-            self.report(&Failure::from(error));
+            self.warn(&Failure::from(error));
         }
         let mut exit = Exit::Success;
         for (_, error) in std::mem::take(&mut catalogue.failures) {

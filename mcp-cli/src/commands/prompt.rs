@@ -72,7 +72,7 @@ pub(crate) async fn run(
         }
     };
     if result.skipped > 0 {
-        ctx.out.diagnostic(&format!(
+        ctx.notice(&format!(
             "mcp-cli: server {server}: left out {} unreadable message(s)",
             result.skipped
         ));

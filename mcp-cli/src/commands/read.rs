@@ -35,7 +35,7 @@ pub(crate) async fn run(
         }
     };
     if result.skipped > 0 {
-        ctx.out.diagnostic(&format!(
+        ctx.notice(&format!(
             "mcp-cli: server {server}: left out {} unreadable content item(s)",
             result.skipped
         ));

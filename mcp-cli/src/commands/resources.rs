@@ -68,7 +68,7 @@ pub(crate) async fn listed(
     // withheld are for `tools` to say).
     for error in std::mem::take(&mut catalogue.withheld) {
         if matches!(error, HubError::FeatureFlagged { .. }) {
-            ctx.report(&Failure::from(error));
+            ctx.warn(&Failure::from(error));
         }
     }
     for (_, error) in std::mem::take(&mut catalogue.failures) {
@@ -80,7 +80,7 @@ pub(crate) async fn listed(
     let capped = (catalogue.withheld.iter())
         .filter(|error| matches!(error, HubError::ListingCapped { list, .. } if list != "tool"));
     for error in capped {
-        ctx.report(&Failure::from(error.clone()));
+        ctx.warn(&Failure::from(error.clone()));
     }
     for Skipped {
         server,
@@ -88,7 +88,7 @@ pub(crate) async fn listed(
         count,
     } in &catalogue.skipped
     {
-        ctx.out.diagnostic(&format!(
+        ctx.notice(&format!(
             "mcp-cli: server {server}: left out {count} unreadable {list} entr{}",
             if *count == 1 { "y" } else { "ies" }
         ));

@@ -21,7 +21,7 @@ pub(crate) async fn run(
     }
     let servers = ctx.hub.default_servers();
     if let Some(notice) = crate::host::pending_notice(&ctx.hub.pending()) {
-        ctx.out.diagnostic(&notice);
+        ctx.notice(&notice);
     }
     let mut catalogue = {
         let _spinner = Spinner::start(format!("listing {} server(s)", servers.len()));

@@ -37,7 +37,7 @@ pub(crate) async fn run(
     };
     let target = folder::write(&dir, &fetched, force)?;
     if fetched.unlisted {
-        ctx.out.diagnostic(&format!(
+        ctx.notice(&format!(
             "mcp-cli: skill {name} of server {server} is dynamic: its entry lists no files, so \
              only its SKILL.md was fetched"
         ));

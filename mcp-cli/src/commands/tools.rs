@@ -16,7 +16,7 @@ pub(crate) async fn run(
 ) -> Result<Exit, Failure> {
     let servers = ctx.hub.named_or_default(given)?;
     if let Some(notice) = crate::host::pending_notice(&ctx.hub.pending()) {
-        ctx.out.diagnostic(&notice);
+        ctx.notice(&notice);
     }
     let mut catalogue = {
         let _spinner = Spinner::start(format!("listing {} server(s)", servers.len()));

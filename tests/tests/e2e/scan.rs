@@ -43,6 +43,36 @@ fn listed(stdout: &str) -> Vec<String> {
         .collect()
 }
 
+/// Under `--json`, each withheld tool is a `warning` object on stderr beside the listing, and
+/// the command succeeds: nothing a program reads there says the command failed.
+#[test]
+fn withheld_tools_are_json_warnings_beside_a_success() {
+    let scratch = Scratch::new("scan-json-warnings");
+    let config = poisoned_config(&scratch, "");
+    let tools = scratch.cli(&["--json", "--config", &config, "tools", "fx"]);
+    assert_eq!(tools.code, 0, "{tools:?}");
+    let listed: Value = serde_json::from_str(&tools.stdout).unwrap();
+    assert!(
+        listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["qualifiedName"] == "fx__clean")
+    );
+    let lines: Vec<Value> = (tools.stderr.lines())
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{line}: {e}")))
+        .collect();
+    assert_eq!(lines.len(), POISONED.len(), "{tools:?}");
+    for line in &lines {
+        assert!(line.get("error").is_none(), "{line}");
+        let message = line["warning"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("is withheld: the poisoning scan flagged it"),
+            "{line}"
+        );
+    }
+}
+
 #[test]
 fn each_poisoned_tool_is_withheld_on_first_sight_until_trusted() {
     let scratch = Scratch::new("scan-first-sight");

@@ -262,3 +262,179 @@ fn a_typescript_sdk_host_verifies_the_skills_the_gateway_serves() {
         "{lines:#?}"
     );
 }
+
+/// The fixture's `skills` mode as server `fx` (`options` after the mode), each line it is
+/// sent kept in `received.log`; the config file's path.
+fn fixture_config(scratch: &Scratch, options: &[&str], era: &str) -> (String, PathBuf) {
+    let log = scratch.0.join("received.log");
+    let mut args = vec![
+        "skills",
+        "--era",
+        era,
+        "--log-received",
+        log.to_str().unwrap(),
+    ];
+    args.extend(options);
+    let config = format!(
+        "[mcp.fx]\ncommand = {:?}\nargs = {args:?}\n",
+        crate::support::FIXTURE
+    );
+    (
+        scratch.write("config.toml", &config).display().to_string(),
+        log,
+    )
+}
+
+#[test]
+fn a_skill_that_fails_a_check_after_its_manifest_writes_nothing_in_both_eras() {
+    for era in ["handshake", "stateless"] {
+        let scratch = Scratch::new(&format!("skills-second-file-{era}"));
+        let (config, log) = fixture_config(&scratch, &["--tamper", "second-file"], era);
+        let dir = scratch.0.join("skills");
+        let run = scratch.cli(&[
+            "--config",
+            &config,
+            "skill",
+            "fx",
+            "notes",
+            "--to",
+            dir.to_str().unwrap(),
+        ]);
+        assert_eq!(run.code, 3, "{run:?}");
+        assert!(
+            run.stderr.contains("refs/STYLE.md has digest sha256:"),
+            "{run:?}"
+        );
+        assert!(run.stderr.contains("nothing was written"), "{run:?}");
+        assert!(
+            !dir.exists(),
+            "{:?}",
+            std::fs::read_dir(&dir).map(|d| d.count())
+        );
+        assert_eq!(
+            sent(&log, "resources/read"),
+            2,
+            "the manifest, then the file that failed"
+        );
+    }
+}
+
+#[test]
+fn a_file_name_that_leaves_the_skill_is_refused_before_anything_is_read() {
+    let scratch = Scratch::new("skills-escape");
+    let (config, log) = fixture_config(&scratch, &["--tamper", "escape"], "handshake");
+    let dir = scratch.0.join("skills");
+    let run = scratch.cli(&[
+        "--config",
+        &config,
+        "skill",
+        "fx",
+        "notes",
+        "--to",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 3, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("file %2e%2e/outside.txt leaves the skill's folder"),
+        "{run:?}"
+    );
+    assert_eq!(sent(&log, "resources/read"), 0);
+    assert!(!dir.exists() && !scratch.0.join("outside.txt").exists());
+}
+
+#[test]
+fn a_skill_the_scan_flags_is_withheld_until_trusted() {
+    let scratch = Scratch::new("skills-poisoned");
+    let (config, log) = fixture_config(&scratch, &["--poisoned", "1"], "stateless");
+    let listed = scratch.cli(&["--config", &config, "skills"]);
+    assert_eq!(listed.code, 0, "{listed:?}");
+    assert!(listed.stdout.contains("fx__notes"), "{listed:?}");
+    assert!(!listed.stdout.contains("sneaky"), "{listed:?}");
+    assert!(
+        listed
+            .stderr
+            .contains("is withheld: the poisoning scan flagged it"),
+        "{listed:?}"
+    );
+    let fetched = scratch.cli(&["--config", &config, "skill", "fx", "sneaky"]);
+    assert_eq!(fetched.code, 2, "{fetched:?}");
+    assert!(fetched.stderr.contains("withheld"), "{fetched:?}");
+    assert_eq!(sent(&log, "resources/read"), 0, "nothing of it was read");
+    let trusted = scratch.cli(&["--yes", "--config", &config, "trust", "fx"]);
+    assert_eq!(trusted.code, 0, "{trusted:?}");
+    let fetched = scratch.cli(&["--config", &config, "skill", "fx", "sneaky"]);
+    assert_eq!(fetched.code, 0, "{fetched:?}");
+    assert!(
+        fetched.stdout.starts_with("---\nname: sneaky\n"),
+        "{fetched:?}"
+    );
+}
+
+/// `serve` before a host that speaks the extension: the skills under their server, one got
+/// by its URI, a file read through the gateway from its server, and what is not a served
+/// skill's file refused.
+#[test]
+fn the_gateway_serves_skills_under_their_server() {
+    let scratch = Scratch::new("skills-gateway-raw");
+    let (config, log) = fixture_config(&scratch, &[], "handshake");
+    let (mut serve, mut host) =
+        crate::gateway::RawHost::start(&scratch, &["--config", &config, "serve"], "{}");
+    let listed = host.request(1, "skills/list", serde_json::json!({}));
+    let skills = listed["result"]["skills"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert_eq!(skills.len(), 1, "{listed}");
+    assert_eq!(skills[0]["uri"], "skill://fx/notes/SKILL.md");
+    assert_eq!(skills[0]["frontmatter"]["name"], "notes");
+    let uris: Vec<&str> = (skills[0]["resources"].as_array().unwrap().iter())
+        .map(|file| file["uri"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        uris,
+        [
+            "skill://fx/notes/SKILL.md",
+            "skill://fx/notes/refs/STYLE.md"
+        ]
+    );
+    let got = host.request(
+        2,
+        "skills/get",
+        serde_json::json!({"uri": "skill://fx/notes/SKILL.md"}),
+    );
+    assert_eq!(got["result"]["skill"], skills[0], "{got}");
+    let unknown = host.request(
+        3,
+        "skills/get",
+        serde_json::json!({"uri": "skill://notes/SKILL.md"}),
+    );
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    let read = host.request(
+        4,
+        "resources/read",
+        serde_json::json!({"uri": "skill://fx/notes/refs/STYLE.md"}),
+    );
+    let contents = &read["result"]["contents"];
+    assert_eq!(
+        contents[0]["uri"], "skill://fx/notes/refs/STYLE.md",
+        "{read}"
+    );
+    assert_eq!(
+        contents[0]["text"], "Short lines. Decisions first.\n",
+        "{read}"
+    );
+    assert_eq!(sent(&log, "resources/read"), 1);
+    let outside = host.request(
+        5,
+        "resources/read",
+        serde_json::json!({"uri": "skill://fx/notes/../secret"}),
+    );
+    assert!(outside.get("error").is_some(), "{outside}");
+    assert_eq!(
+        sent(&log, "resources/read"),
+        1,
+        "nothing else reached the server"
+    );
+    drop(host);
+    assert!(serve.wait().unwrap().success());
+}

@@ -70,6 +70,8 @@
 //! - `resources`: also resources (paginated, `--page-size N` as for tools; a text one and a
 //!   binary one), a resource template, and prompts `greet` (argument `name` required) and
 //!   `plain`.
+//! - `skills`: the skills extension: a skill `notes`, which `--tamper KIND` serves falsely,
+//!   and with `--poisoned 1` a skill `sneaky` the poisoning scan flags (`skills.rs`).
 //! - `repeat-resource-cursor`: `resources`, but `resources/list` always returns the same
 //!   `nextCursor`.
 //! - `malformed-resources`: `resources`, with unreadable entries among those listed.
@@ -172,6 +174,7 @@ mod output_schema;
 mod poisoned_offer;
 mod relays;
 mod resources;
+mod skills;
 mod tasks_and_links;
 mod tools;
 
@@ -625,6 +628,11 @@ impl Server {
             ("ask-in-reads", "prompts/get" | "resources/read") => {
                 self.ask_then_read(id, method, &params);
             }
+            ("skills", method)
+                if let Some(answer) = skills::answer(method, &params, &self.options) =>
+            {
+                self.answer(&id, answer);
+            }
             (mode, method) if resources::served(mode) && method.starts_with("resources/") => self
                 .answer(
                     &id,
@@ -673,6 +681,17 @@ impl Server {
             "subscriptions/listen" => return self.listen(id, &params),
             "prompts/get" | "resources/read" if self.mode == "ask-in-reads" => {
                 return self.ask_then_read_in_rounds(&id, method, &params);
+            }
+            method
+                if self.mode == "skills"
+                    && let Some(answer) = skills::answer(method, &params, &self.options) =>
+            {
+                match answer {
+                    Ok(result) => Ok(self.cacheable(result)),
+                    // This revision says -32602 for a resource that is not there.
+                    Err((-32002, message)) => Err((stateless::INVALID_PARAMS, message)),
+                    Err(error) => Err(error),
+                }
             }
             method if resources::served(&self.mode) && method.contains('/') => {
                 let page_size = self.option("page-size", 2);
@@ -733,6 +752,11 @@ impl Server {
         if resources::served(&self.mode) {
             capabilities["resources"] = json!({"listChanged": true});
             capabilities["prompts"] = json!({});
+        }
+        if self.mode == "skills"
+            && let Value::Object(declared) = skills::capabilities()
+        {
+            capabilities.as_object_mut().unwrap().extend(declared);
         }
         capabilities
     }
