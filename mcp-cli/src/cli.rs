@@ -179,6 +179,19 @@ pub(crate) enum Command {
     },
     /// List the prompts of the named servers (all enabled ones if none), with arguments.
     Prompts { servers: Vec<String> },
+    /// How an agent drives mcp-cli, as instructions: printed; with --skill, as an Agent Skill
+    /// (a SKILL.md); with --skill --to, installed where an agent reads its skills.
+    AgentHelp {
+        /// The SKILL.md itself, with its frontmatter.
+        #[arg(long)]
+        skill: bool,
+        /// Install it as DIR/mcp-cli/SKILL.md (`claude` and `codex` name their folders).
+        #[arg(long, requires = "skill", value_name = "DIR|claude|codex")]
+        to: Option<String>,
+        /// Replace an installed one.
+        #[arg(long, requires = "to")]
+        force: bool,
+    },
     /// List the skills of the named servers (all enabled ones if none): name, description,
     /// files and their size. Only the list is read, never a skill's files.
     Skills { servers: Vec<String> },

@@ -27,8 +27,10 @@
 //! - `scan.rs`: `scan`
 //! - `completions.rs`: `completions` and the hidden `__servers`
 //! - `manual.rs`: `manual`
+//! - `agent_help.rs`: `agent-help`, the Agent Skill that teaches agents to drive us
 
 mod add;
+mod agent_help;
 mod approve;
 mod auth;
 pub(crate) mod call;
@@ -111,6 +113,9 @@ pub(crate) async fn dispatch(ctx: &mut Context, command: Command) -> Result<Exit
         | Command::Skill { .. } => dispatch_warm(ctx, command).await,
         Command::Completions { shell } => completions::run(ctx, shell),
         Command::Manual { command } => manual::run(ctx, &command),
+        Command::AgentHelp { skill, to, force } => {
+            agent_help::run(ctx, skill, to.as_deref(), force)
+        }
         Command::ServerNames => completions::server_names(ctx),
         Command::Logs { server, lines } => logs::run(ctx, &server, lines),
         Command::Serve {

@@ -583,3 +583,33 @@ fn the_readmes_tour_runs_as_written() {
         .collect();
     run_blocks("tour", "README.md", &tour);
 }
+
+/// The Agent Skill `agent-help --skill` prints is the repository's `mcp-cli/skill/SKILL.md`,
+/// and every command line in it runs as written, against the servers it names: `files` (the
+/// fixture's plain mode, whose `read_path` reads a file and `add` adds) and `docs` (its
+/// skills mode).
+#[test]
+fn the_agent_skill_is_printed_whole_and_every_command_in_it_runs() {
+    let skill = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../mcp-cli/skill/SKILL.md"
+    ))
+    .unwrap();
+    let scratch = Scratch::new("agent-skill-printed");
+    let printed = scratch.cli(&["agent-help", "--skill"]);
+    assert_eq!(printed.code, 0, "{printed:?}");
+    assert_eq!(printed.stdout, skill);
+    let instructions = scratch.cli(&["agent-help"]);
+    assert!(skill.ends_with(&instructions.stdout), "{instructions:?}");
+    assert!(instructions.stdout.starts_with("# "), "{instructions:?}");
+    // The servers, as a file the runner writes first; the skill's own lines keep their
+    // numbers, shifted by the setup's.
+    let setup = "<!-- file: ~/.config/mcp-cli/config.toml -->\n```toml\n\
+                 [mcp.files]\ncommand = \"mcp-fixture\"\nargs = [\"good\"]\n\n\
+                 [mcp.docs]\ncommand = \"mcp-fixture\"\nargs = [\"skills\"]\n```\n\n";
+    run_blocks(
+        "agent-skill",
+        "mcp-cli/skill/SKILL.md",
+        &format!("{setup}{skill}"),
+    );
+}
