@@ -317,6 +317,17 @@ pub(crate) enum Command {
         /// browser ends on, pasted on stdin.
         #[arg(long)]
         no_browser: bool,
+        /// Start the login and return at once, for a caller that cannot wait (an agent): print
+        /// the login URL (with --device, the code and where to type it) and the command that
+        /// finishes it, within ten minutes.
+        #[arg(long, conflicts_with_all = ["reset", "no_browser", "redirect", "resume"])]
+        start: bool,
+        /// Finish a login --start began in the browser, with the address the browser ended on.
+        #[arg(long, value_name = "URL", conflicts_with_all = ["reset", "no_browser", "device", "resume"])]
+        redirect: Option<String>,
+        /// Finish a login `--device --start` began: wait until the code is approved.
+        #[arg(long, requires = "device", conflicts_with_all = ["reset", "no_browser"])]
+        resume: bool,
     },
     /// Accept a server's current tool definitions after they changed (tools whose definition
     /// changed since first seen are withheld until then); shows what changed first.

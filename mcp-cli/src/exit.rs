@@ -54,6 +54,9 @@ pub struct Failure {
     /// The command that gets past it, spelled only when printed: the run knows how it names
     /// the server, the code that failed does not.
     pub(crate) hint: Option<Hint>,
+    /// A login started for the person to finish (`"login"` in the JSON error object), when
+    /// the failure is a server that needs one.
+    pub(crate) login: Option<serde_json::Value>,
 }
 
 impl Failure {
@@ -63,6 +66,7 @@ impl Failure {
             exit,
             message: message.into(),
             hint: None,
+            login: None,
         }
     }
 
@@ -78,12 +82,15 @@ impl Failure {
         let hint = self.hint.as_ref().map(|hint| hint.text(naming));
         let message = format!("{}{}", self.message, hint.unwrap_or_default());
         if json {
-            let error = serde_json::json!({ "error": {
+            let mut error = serde_json::json!({
                 "kind": self.exit.kind(),
                 "exitCode": self.exit.code(),
                 "message": message,
-            }});
-            error.to_string()
+            });
+            if let Some(login) = &self.login {
+                error["login"] = login.clone();
+            }
+            serde_json::json!({ "error": error }).to_string()
         } else {
             format!("mcp-cli: {message}")
         }

@@ -15,6 +15,16 @@ pub(crate) enum Naming {
     Adhoc { flag: String },
 }
 
+impl Naming {
+    /// `mcp-cli auth SERVER`, as this run names `server`.
+    pub(crate) fn auth_command(&self, server: &str) -> String {
+        match self {
+            Naming::Configured => format!("mcp-cli auth {server}"),
+            Naming::Adhoc { flag } => format!("mcp-cli {flag} auth"),
+        }
+    }
+}
+
 /// A way past a failure, by its facts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Hint {

@@ -130,9 +130,15 @@ async fn run_command(cli: cli::Cli, args: Vec<OsString>, mut signals: Signals) -
                 stop: None,
                 servers_outlive_command: false,
             };
-            Ok(executor
-                .run(until_signal(&mut ctx, cli.command, signals))
-                .await)
+            let ending = executor.run(until_signal(&mut ctx, cli.command, signals));
+            Ok(match ending.await {
+                // A server that needs a login: under --json, one is started for the person.
+                Ending::Done(Err(failure)) => {
+                    let start = commands::start_login_for(&ctx, failure);
+                    Ending::Done(Err(executor.run(start).await))
+                }
+                ending => ending,
+            })
         }
         Err(failure) => Err(failure),
     };

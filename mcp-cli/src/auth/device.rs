@@ -37,6 +37,18 @@ pub(crate) struct Code {
     pub(crate) expires_in: Duration,
 }
 
+/// A device code the authorization server handed out, as the polls need it: kept across
+/// commands when a login is started and finished later (`auth --device --start`).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, Deserialize)]
+pub(crate) struct Grant {
+    pub(crate) device_code: super::store::Secret,
+    pub(crate) interval: u64,
+    /// Until when the code is good, in seconds since the epoch.
+    pub(crate) expires_at: u64,
+    /// How long it was good for, for the message when it runs out.
+    pub(crate) expires_in: u64,
+}
+
 /// Runs the grant for `client` at `server`: asks for a code, shows it through `show`, polls
 /// until the person approved or refused or the code expired.
 pub(crate) async fn login(
@@ -47,6 +59,19 @@ pub(crate) async fn login(
     resource: &str,
     show: impl FnOnce(Code),
 ) -> Result<Tokens, String> {
+    let (code, grant) = authorize(http, server, client, scopes, resource).await?;
+    show(code);
+    poll(http, server, client, scopes, resource, &grant).await
+}
+
+/// Asks `server` for a device code: what the person is shown, and what the polls need.
+pub(crate) async fn authorize(
+    http: &dyn Http,
+    server: &ServerMetadata,
+    client: &Client,
+    scopes: &[String],
+    resource: &str,
+) -> Result<(Code, Grant), String> {
     let Some(endpoint) = &server.device_authorization_endpoint else {
         return Err(format!(
             "the authorization server {} does not offer the device authorization grant (no \
@@ -67,24 +92,44 @@ pub(crate) async fn login(
         ));
     }
     let device: DeviceAuthorization = response.json("device authorization response", endpoint)?;
-    let deadline = Instant::now() + Duration::from_secs(device.expires_in);
-    show(Code {
+    let code = Code {
         user_code: device.user_code.clone(),
         verification_uri: device.verification_uri.clone(),
         verification_uri_complete: device.verification_uri_complete.clone(),
         expires_in: Duration::from_secs(device.expires_in),
-    });
-    let mut interval = device.interval.unwrap_or(DEFAULT_INTERVAL);
+    };
+    let grant = Grant {
+        device_code: super::store::Secret(device.device_code),
+        interval: device.interval.unwrap_or(DEFAULT_INTERVAL),
+        expires_at: super::store::now_secs().saturating_add(device.expires_in),
+        expires_in: device.expires_in,
+    };
+    Ok((code, grant))
+}
+
+/// Polls the token endpoint at the interval the server asks for, until the person approved
+/// or refused or the code expired.
+pub(crate) async fn poll(
+    http: &dyn Http,
+    server: &ServerMetadata,
+    client: &Client,
+    scopes: &[String],
+    resource: &str,
+    grant: &Grant,
+) -> Result<Tokens, String> {
+    let left = grant.expires_at.saturating_sub(super::store::now_secs());
+    let deadline = Instant::now() + Duration::from_secs(left);
+    let mut interval = grant.interval;
     let token_endpoint = &server.token_endpoint;
     let params = [
         ("grant_type", DEVICE_GRANT),
-        ("device_code", device.device_code.as_str()),
+        ("device_code", grant.device_code.0.as_str()),
         ("resource", resource),
     ];
     loop {
         async_io::Timer::after(Duration::from_secs(interval)).await;
         if Instant::now() >= deadline {
-            return Err(expired(device.expires_in));
+            return Err(expired(grant.expires_in));
         }
         let response = flow::post_as_client(http, token_endpoint, client, &params).await?;
         if response.is_success() {
@@ -99,7 +144,7 @@ pub(crate) async fn login(
                             (access_denied)"
                     .into());
             }
-            Some("expired_token") => return Err(expired(device.expires_in)),
+            Some("expired_token") => return Err(expired(grant.expires_in)),
             _ => {
                 return Err(format!(
                     "waiting for the device login at {token_endpoint} failed: {}",

@@ -40,6 +40,7 @@ mod jwt;
 mod keychain;
 mod loopback;
 mod machine;
+mod pending;
 mod person;
 mod register;
 mod store;
@@ -57,6 +58,7 @@ use self::flow::Attempt;
 use self::http::{BoxFuture, Http, Network, Request, printable};
 use self::store::{Place, Record, Secret};
 
+pub use self::pending::{Started, finish_login, start_login};
 pub use self::store::auth_dir;
 pub use crate::config::oauth::{Grant, PrivateKey, SigningAlg, TokenStore};
 
@@ -321,12 +323,22 @@ pub async fn login(name: &str, url: &str, settings: Settings) -> Result<(), Stri
 impl OAuth {
     /// [`login`] for this server.
     async fn login_now(&self) -> Result<(), String> {
+        let bearer = self.ask_unauthorized().await?;
+        let mut state = self.state.lock().await;
+        let scopes = bearer.as_ref().map(Bearer::scopes).unwrap_or_default();
+        self.log_in(&mut state, bearer.as_ref(), scopes).await
+    }
+
+    /// Asks the server without a token, to learn its challenge (`None` from a server that
+    /// guards only its tools but publishes protected-resource metadata); an error for one
+    /// that needs no login.
+    async fn ask_unauthorized(&self) -> Result<Option<Bearer>, String> {
         let (oauth, url, name) = (self, self.url.as_str(), self.name.as_str());
         let probe = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"mcp-cli","version":"0"}}}"#;
         let request = Request::post(url, "application/json", probe.into())
             .header("Accept", "application/json, text/event-stream".into());
         let response = oauth.http.send(request).await?;
-        let bearer = match response.status {
+        Ok(match response.status {
             401 | 403 => response.header("www-authenticate").and_then(Bearer::parse),
             // Some servers let `initialize` through and guard only their tools: published
             // protected-resource metadata says they still take logins.
@@ -344,10 +356,7 @@ impl OAuth {
                 None
             }
             _ => None,
-        };
-        let mut state = oauth.state.lock().await;
-        let scopes = bearer.as_ref().map(Bearer::scopes).unwrap_or_default();
-        oauth.log_in(&mut state, bearer.as_ref(), scopes).await
+        })
     }
 }
 
@@ -518,6 +527,35 @@ impl OAuth {
         if self.settings.grant == Grant::ClientCredentials {
             return self.machine_login(state, &found, wanted).await;
         }
+        let (loopback, attempt, client) = self.begin(state, &found, wanted).await?;
+        let url = flow::authorize_url(&found.server, &client, &attempt);
+        let code = match self.settings.login {
+            Login::Follow => flow::follow(&*self.http, &url, &attempt, &found.server).await?,
+            Login::Browser => {
+                self.browser_login(&loopback, &url, &attempt, &found)
+                    .await?
+            }
+            Login::Pasted => self.pasted_login(&url, &attempt, &found).await?,
+            Login::Device => {
+                let tokens = self.device_login(&found, &client, &attempt).await?;
+                return self.keep(state, &found, client, tokens);
+            }
+            Login::Never => return Err(self.needs_login()),
+        };
+        let token_endpoint = &found.server.token_endpoint;
+        let tokens = flow::exchange(&*self.http, token_endpoint, &client, &attempt, &code).await?;
+        self.keep(state, &found, client, tokens)
+    }
+
+    /// A login's first steps after discovery, shared by every way of logging in: PKCE
+    /// checked, the scopes chosen, the loopback bound, the client registered (or the stored
+    /// registration kept).
+    async fn begin(
+        &self,
+        state: &State,
+        found: &Discovered,
+        wanted: Vec<String>,
+    ) -> Result<(loopback::Loopback, Attempt, store::Client), String> {
         flow::check_pkce(&found.server)?;
         // What was stored for this issuer still counts (its registration, its scopes);
         // after a move to another authorization server none of it does.
@@ -526,7 +564,7 @@ impl OAuth {
             .and_then(|r| r.tokens.as_ref())
             .map(|t| t.scopes.clone())
             .unwrap_or_default();
-        let scopes = self.choose_scopes(&found, wanted, old_scopes);
+        let scopes = self.choose_scopes(found, wanted, old_scopes);
         let stored_client = (previous.as_ref())
             .and_then(|r| r.client.clone())
             .filter(|c| c.source == "dynamic");
@@ -547,23 +585,7 @@ impl OAuth {
             &attempt.redirect_uri,
         )
         .await?;
-        let url = flow::authorize_url(&found.server, &client, &attempt);
-        let code = match self.settings.login {
-            Login::Follow => flow::follow(&*self.http, &url, &attempt, &found.server).await?,
-            Login::Browser => {
-                self.browser_login(&loopback, &url, &attempt, &found)
-                    .await?
-            }
-            Login::Pasted => self.pasted_login(&url, &attempt, &found).await?,
-            Login::Device => {
-                let tokens = self.device_login(&found, &client, &attempt).await?;
-                return self.keep(state, &found, client, tokens);
-            }
-            Login::Never => return Err(self.needs_login()),
-        };
-        let token_endpoint = &found.server.token_endpoint;
-        let tokens = flow::exchange(&*self.http, token_endpoint, &client, &attempt, &code).await?;
-        self.keep(state, &found, client, tokens)
+        Ok((loopback, attempt, client))
     }
 
     /// Saves what a login brought.

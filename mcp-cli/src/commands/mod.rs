@@ -183,8 +183,13 @@ pub(crate) async fn dispatch(ctx: &mut Context, command: Command) -> Result<Exit
             reset,
             device,
             no_browser,
+            start,
+            redirect,
+            resume,
         } => {
             let how = match (reset, device, no_browser) {
+                _ if start => auth::How::Start { device },
+                _ if redirect.is_some() || resume => auth::How::Finish { redirect },
                 (true, _, _) => auth::How::Reset,
                 (_, true, _) => auth::How::Device,
                 (_, _, true) => auth::How::Paste,
@@ -266,6 +271,8 @@ async fn run_auth(
     let settings = ctx.hub.auth_settings(&remote);
     auth::run(ctx, &name, &remote.url, settings, how).await
 }
+
+pub(crate) use auth::start_for as start_login_for;
 
 /// A server's answer read as `T`, beside the answer as sent (which `--json` prints whole).
 pub(crate) fn with_raw<T: FromResult>(

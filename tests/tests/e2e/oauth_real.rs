@@ -441,6 +441,161 @@ fn a_no_browser_login_takes_the_pasted_redirect_and_checks_its_state() {
     );
 }
 
+/// A login in two commands, for an agent that cannot wait on the person: `--start` returns
+/// at once with the login URL and the command that finishes it; the person's browser ends on
+/// the redirect address, which `--redirect` takes. A started login is used once: a replay,
+/// or a redirect with another `state`, is refused.
+#[test]
+fn a_login_started_by_one_command_is_finished_by_another() {
+    let scratch = Scratch::new("oauth-two-commands");
+    let fixture = Fixture::start("good", &scratch);
+    configure(&scratch, &fixture);
+    let start = || -> Value {
+        let started = scratch.cli(&["--json", "auth", "fx", "--start"]);
+        assert_eq!(started.code, 0, "{started:?}");
+        serde_json::from_str(&started.stdout).unwrap()
+    };
+    // The person's browser, elsewhere: it ends on our redirect address, which nobody serves.
+    let redirect_of = |started: &Value| {
+        let url = started["login"]["url"].as_str().unwrap();
+        assert!(url.contains("/authorize?response_type=code"), "{started}");
+        let answer = get(url);
+        let location = answer.lines().find_map(|l| l.strip_prefix("Location: "));
+        location.unwrap().trim().to_owned()
+    };
+    let started = start();
+    assert_eq!(started["server"], "fx");
+    let complete = started["login"]["complete"].as_str().unwrap();
+    assert_eq!(complete, "mcp-cli auth fx --redirect REDIRECT_URL");
+    let redirect = redirect_of(&started);
+    assert!(redirect.starts_with("http://127.0.0.1:"), "{redirect}");
+    let finished = scratch.cli(&["--json", "auth", "fx", "--redirect", &redirect]);
+    assert_eq!(finished.code, 0, "{finished:?}");
+    let finished_json: Value = serde_json::from_str(&finished.stdout).unwrap();
+    assert_eq!(finished_json, json!({"server": "fx", "logged_in": true}));
+    let call = scratch.cli(&["--stored-auth-only", "call", "fx", "whoami"]);
+    assert_eq!(
+        (call.code, call.stdout.as_str()),
+        (0, "scopes: read\n"),
+        "{call:?}"
+    );
+    assert!(!finished.stdout.contains("access-") && !finished.stderr.contains("access-"));
+
+    let replayed = scratch.cli(&["auth", "fx", "--redirect", &redirect]);
+    assert_eq!(replayed.code, 3, "{replayed:?}");
+    assert!(
+        replayed.stderr.contains("no login to fx was started"),
+        "{replayed:?}"
+    );
+    let redirect = redirect_of(&start());
+    let tampered = scratch.cli(&[
+        "auth",
+        "fx",
+        "--redirect",
+        &redirect.replace("state=", "state=x"),
+    ]);
+    assert_eq!(tampered.code, 3, "{tampered:?}");
+    assert!(tampered.stderr.contains("wrong `state`"), "{tampered:?}");
+    let again = scratch.cli(&["auth", "fx", "--redirect", &redirect]);
+    assert!(
+        again.stderr.contains("no login to fx was started"),
+        "{again:?}"
+    );
+}
+
+/// Under `--json` and without a terminal, a call to a server that needs a login starts one:
+/// its error object carries the login URL and the command that finishes it, and the exit code
+/// is needs-auth's (3), as before. Finished, the call goes through.
+#[test]
+fn a_call_that_needs_a_login_hands_out_the_login_under_json() {
+    let scratch = Scratch::new("oauth-call-starts-login");
+    let fixture = Fixture::start("good", &scratch);
+    configure(&scratch, &fixture);
+    let call = scratch.cli(&["--json", "call", "fx", "whoami"]);
+    assert_eq!(call.code, 3, "{call:?}");
+    let error: Value = serde_json::from_str(call.stderr.trim()).unwrap();
+    let login = &error["error"]["login"];
+    assert_eq!(
+        login["complete"], "mcp-cli auth fx --redirect REDIRECT_URL",
+        "{error}"
+    );
+    let url = login["url"].as_str().unwrap();
+    let answer = get(url);
+    let redirect = answer
+        .lines()
+        .find_map(|l| l.strip_prefix("Location: "))
+        .unwrap();
+    let finished = scratch.cli(&["auth", "fx", "--redirect", redirect.trim()]);
+    assert_eq!(finished.code, 0, "{finished:?}");
+    let call = scratch.cli(&["--json", "call", "fx", "whoami"]);
+    assert_eq!(call.code, 0, "{call:?}");
+    // Without --json the call only says what to run, and starts nothing.
+    let other = Scratch::new("oauth-call-starts-login-text");
+    configure(&other, &fixture);
+    let before = fixture.seen("register").len();
+    let call = other.cli(&["call", "fx", "whoami"]);
+    assert_eq!(call.code, 3, "{call:?}");
+    assert!(call.stderr.contains("run `mcp-cli auth fx`"), "{call:?}");
+    assert_eq!(
+        fixture.seen("register").len(),
+        before,
+        "nothing was started"
+    );
+    // An ad hoc server's finishing command names it by its flag.
+    let adhoc = Scratch::new("oauth-call-starts-login-adhoc");
+    let call = adhoc.cli(&["--json", "--http", &fixture.url, "call", "whoami"]);
+    let error: Value = serde_json::from_str(call.stderr.trim()).unwrap();
+    let complete = format!(
+        "mcp-cli --http {} auth --redirect REDIRECT_URL",
+        fixture.url
+    );
+    assert_eq!(error["error"]["login"]["complete"], complete, "{error}");
+}
+
+/// The same with a device code: `--device --start` hands out the code, the person approves it
+/// elsewhere, `--device --resume` gets the token.
+#[test]
+fn a_device_login_started_by_one_command_is_finished_by_another() {
+    let scratch = Scratch::new("oauth-two-commands-device");
+    let fixture = Fixture::start("good", &scratch);
+    configure(&scratch, &fixture);
+    let started = scratch.cli(&["--json", "auth", "fx", "--device", "--start"]);
+    assert_eq!(started.code, 0, "{started:?}");
+    let started: Value = serde_json::from_str(&started.stdout).unwrap();
+    let login = &started["login"];
+    assert_eq!(
+        login["complete"], "mcp-cli auth fx --device --resume",
+        "{started}"
+    );
+    let code = login["userCode"].as_str().unwrap();
+    let page = login["verificationUri"].as_str().unwrap();
+    assert!(
+        page.starts_with(&fixture.url.replace("/mcp", "/device")),
+        "{started}"
+    );
+    let approve = fixture
+        .url
+        .replace("/mcp", &format!("/device?user_code={code}&action=approve"));
+    assert!(get(&approve).starts_with("HTTP/1.1 200"));
+    let finished = scratch.cli(&["auth", "fx", "--device", "--resume"]);
+    assert_eq!(finished.code, 0, "{finished:?}");
+    assert!(
+        finished.stdout.starts_with("logged in to fx"),
+        "{finished:?}"
+    );
+    let call = scratch.cli(&["--stored-auth-only", "call", "fx", "whoami"]);
+    assert_eq!(
+        (call.code, call.stdout.as_str()),
+        (0, "scopes: read\n"),
+        "{call:?}"
+    );
+    let browser = scratch.cli(&["auth", "fx", "--redirect", "http://127.0.0.1:1/x"]);
+    assert!(
+        browser.stderr.contains("no login to fx was started"),
+        "{browser:?}"
+    );
+}
+
 #[test]
 fn a_machine_client_gets_its_token_with_a_secret_by_basic_or_post() {
     let scratch = Scratch::new("oauth-machine");
