@@ -95,7 +95,10 @@ impl Gateway {
 pub(crate) fn served_as(uri: &str, catalogue: &Catalogue) -> Option<(String, String)> {
     catalogue.skills.iter().find_map(|entry| {
         let skill = &entry.skill;
-        let original = match uri.strip_prefix(SCHEME)?.split_once('/') {
+        let under_server = uri
+            .strip_prefix(SCHEME)
+            .and_then(|rest| rest.split_once('/'));
+        let original = match under_server {
             Some((server, rest)) if server == entry.server && skill.uri.starts_with(SCHEME) => {
                 format!("{SCHEME}{rest}")
             }
