@@ -10,7 +10,8 @@ use clap::{Parser, Subcommand};
     version,
     about = "Call the tools of MCP servers from the shell",
     after_help = "Exit codes: 0 success, 1 the tool reported an error (or its task failed), 2 usage \
-                  or config error, 3 server failure, 4 timeout, 130 the task was cancelled."
+                  or config error, 3 server failure, 4 timeout, 5 the call is parked on a question (`mcp-cli \
+                  answer`), 130 the task was cancelled."
 )]
 #[command(group = clap::ArgGroup::new("adhoc").args(["stdio", "http"]))]
 pub(crate) struct Cli {
@@ -120,9 +121,40 @@ pub(crate) enum Command {
         /// (--json: the whole task) and exit 0; `tasks wait SERVER ID` gets the result.
         #[arg(long = "async")]
         detach: bool,
+        /// Without a terminal, a question the server asks during the call (a form, a link)
+        /// parks the call on the daemon: the question is printed (--json: as an object) and
+        /// the command exits 5 at once; `mcp-cli answer ID ...` answers it and prints the
+        /// result. Needs the daemon (`mcp-cli daemon start`). Same as MCP_CLI_PARK=1.
+        #[arg(long)]
+        park: bool,
         #[command(flatten)]
         output: CallOutput,
     },
+    /// Answer the question a parked call waits on (see `call --park`), then print the call's
+    /// result as `call` would, with its exit codes (5 again if it asks again):
+    /// `answer ID KEY=VALUE...` fills in its form, a field left out taking its default;
+    /// `--decline` or `--cancel` refuses it; a link is answered yes with no pairs, or with
+    /// `--open`, which opens it in the browser first.
+    Answer {
+        /// The question's id, as the parked call printed it (`mcp-cli parked` lists them).
+        id: String,
+        /// The form's fields, typed by its schema; a value that does not fit is exit 2, and
+        /// the question stays parked.
+        #[arg(value_name = "KEY=VALUE")]
+        pairs: Vec<String>,
+        /// Say no to it.
+        #[arg(long, conflicts_with_all = ["cancel", "open", "pairs"])]
+        decline: bool,
+        /// Dismiss it without choosing.
+        #[arg(long, conflicts_with_all = ["open", "pairs"])]
+        cancel: bool,
+        /// A link: open it in the browser, then answer yes.
+        #[arg(long, conflicts_with = "pairs")]
+        open: bool,
+    },
+    /// The questions parked calls wait on (see `call --park`): ID SERVER TOOL KIND EXPIRES
+    /// MESSAGE.
+    Parked,
     /// The tasks servers run in the background for calls, as kept in the state folder:
     /// `tasks [SERVER]` lists them with their last status; `tasks get|wait|cancel SERVER ID`.
     #[command(args_conflicts_with_subcommands = true)]

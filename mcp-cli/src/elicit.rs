@@ -16,7 +16,7 @@ use crate::spinner;
 pub(crate) fn handler(yes: bool) -> ElicitHandler {
     ElicitHandler::new(move |elicitation: Elicitation| {
         async move {
-            let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+            let terminal = has_terminal();
             if let Some(link) = elicitation.url.clone() {
                 // A link is opened only when a person said yes to it, never unattended.
                 if !terminal {
@@ -52,6 +52,11 @@ pub(crate) fn handler(yes: bool) -> ElicitHandler {
         }
     })
     .taking_urls()
+}
+
+/// Whether a person can be asked here: a terminal to read from and one to ask on.
+pub(crate) fn has_terminal() -> bool {
+    std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
 }
 
 /// A URL-mode elicitation: the link shown with its host, opened only after a yes (accept);
@@ -147,6 +152,52 @@ pub(crate) fn form(
     ElicitAnswer::Accept(content)
 }
 
+/// A form filled in from `KEY=VALUE` pairs (`mcp-cli answer`), each read as its field's type
+/// is read on the terminal; a field left out takes its default, if it has one. A key the form
+/// does not have, a value its field does not take, or a required field left with no value is
+/// refused, naming it.
+pub(crate) fn filled(schema: &Value, pairs: &[String]) -> Result<Map<String, Value>, String> {
+    let empty = Map::new();
+    let fields = (schema.get("properties").and_then(Value::as_object)).unwrap_or(&empty);
+    let mut content = Map::new();
+    for pair in pairs {
+        let Some((key, text)) = pair.split_once('=') else {
+            return Err(format!("{pair:?} is not KEY=VALUE"));
+        };
+        let Some(field) = fields.get(key) else {
+            let mut names: Vec<&str> = fields.keys().map(String::as_str).collect();
+            names.sort_unstable();
+            return Err(match names.is_empty() {
+                true => format!("the form has no field {key:?}: it has none"),
+                false => format!(
+                    "the form has no field {key:?}; its fields: {}",
+                    names.join(", ")
+                ),
+            });
+        };
+        let value = parse(field, text).map_err(|why| format!("{key}: {why}"))?;
+        content.insert(key.to_owned(), value);
+    }
+    let required: Vec<&str> = (schema.get("required").and_then(Value::as_array))
+        .map(|names| names.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    for (key, field) in fields {
+        if content.contains_key(key) {
+            continue;
+        }
+        match field.get("default") {
+            Some(default) => {
+                content.insert(key.clone(), default.clone());
+            }
+            None if required.contains(&key.as_str()) => {
+                return Err(format!("{key} is required: give {key}=VALUE"));
+            }
+            None => {}
+        }
+    }
+    Ok(content)
+}
+
 /// The answer of someone who presses Enter at every question: each default taken; declined
 /// when a required field has none.
 fn defaults(schema: &Value) -> ElicitAnswer {
@@ -178,8 +229,13 @@ fn read_line(input: &mut impl BufRead) -> Option<String> {
 
 /// `  Title (type, required) [default]: description\n  > `
 fn question(key: &str, field: &Value, required: bool) -> String {
+    format!("  {}\n  > ", field_line(key, field, required))
+}
+
+/// `Title (type, required) [default]: description`, a field of a form as a person reads it.
+pub(crate) fn field_line(key: &str, field: &Value, required: bool) -> String {
     let text = |name: &str| field.get(name).and_then(Value::as_str);
-    let mut line = format!("  {}", text("title").unwrap_or(key));
+    let mut line = text("title").unwrap_or(key).to_owned();
     let mut notes = vec![kind(field)];
     if let Some(choices) = choices(field) {
         notes = vec![format!("one of {}", choices.join(", "))];
@@ -208,7 +264,6 @@ fn question(key: &str, field: &Value, required: bool) -> String {
     if let Some(description) = text("description") {
         line.push_str(&format!(": {description}"));
     }
-    line.push_str("\n  > ");
     line
 }
 
@@ -396,5 +451,39 @@ mod tests {
         let required = serde_json::json!({"properties": {"note": {"type": "string"}},
             "required": ["note"]});
         assert_eq!(defaults(&required), ElicitAnswer::Decline);
+    }
+
+    #[test]
+    fn pairs_fill_a_form_as_answers_typed_on_the_terminal_would() {
+        let schema = json!({"type": "object", "required": ["name", "age"], "properties": {
+            "name": {"type": "string"},
+            "age": {"type": "integer", "minimum": 1, "default": 30},
+            "ok": {"type": "boolean"}
+        }});
+        let fill = |pairs: &[&str]| {
+            let pairs: Vec<String> = pairs.iter().map(|p| p.to_string()).collect();
+            filled(&schema, &pairs)
+        };
+        assert_eq!(
+            fill(&["name=Ada", "ok=yes"]),
+            Ok(json!({"name": "Ada", "age": 30, "ok": true})
+                .as_object()
+                .unwrap()
+                .clone())
+        );
+        assert_eq!(
+            fill(&["age=0", "name=Ada"]),
+            Err("age: not between 1 and ∞".into())
+        );
+        assert_eq!(
+            fill(&["ok=maybe", "name=x"]),
+            Err("ok: \"maybe\" is not yes or no".into())
+        );
+        assert_eq!(fill(&[]), Err("name is required: give name=VALUE".into()));
+        assert_eq!(
+            fill(&["nmae=Ada"]),
+            Err("the form has no field \"nmae\"; its fields: age, name, ok".into())
+        );
+        assert_eq!(fill(&["name"]), Err("\"name\" is not KEY=VALUE".into()));
     }
 }

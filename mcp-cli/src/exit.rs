@@ -21,6 +21,9 @@ pub enum Exit {
     Server = 3,
     /// The handshake budget or the call timeout ran out.
     Timeout = 4,
+    /// The call waits for an answer only the person can give: a question parked on the
+    /// daemon (`call --park`), which `mcp-cli answer ID` answers.
+    Parked = 5,
     /// The task was cancelled (as a shell reports a command stopped by Ctrl-C).
     Cancelled = 130,
 }
@@ -31,6 +34,23 @@ impl Exit {
         self as i32
     }
 
+    /// The status a command line run elsewhere (in the daemon) exited with; one we do not
+    /// know, or none, is a server failure.
+    pub(crate) fn of_code(code: Option<i64>) -> Self {
+        let known = [
+            Self::Success,
+            Self::ToolError,
+            Self::Usage,
+            Self::Server,
+            Self::Timeout,
+            Self::Parked,
+            Self::Cancelled,
+        ];
+        (known.into_iter())
+            .find(|exit| Some(i64::from(exit.code())) == code)
+            .unwrap_or(Self::Server)
+    }
+
     /// Its name in `--json` errors (`"kind"`): `usage`, `server`, `timeout`, ...
     pub fn kind(self) -> &'static str {
         match self {
@@ -39,6 +59,7 @@ impl Exit {
             Self::Usage => "usage",
             Self::Server => "server",
             Self::Timeout => "timeout",
+            Self::Parked => "parked",
             Self::Cancelled => "cancelled",
         }
     }

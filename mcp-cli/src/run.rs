@@ -165,7 +165,7 @@ fn naming(cli: &cli::Cli) -> hints::Naming {
     hints::Naming::Adhoc { flag }
 }
 
-/// `daemon status` and `daemon stop` (without `--stdio` or `--http`, which they refuse): they
+/// `daemon status`, `daemon stop`, `answer` and `parked` (without `--stdio` or `--http`): they
 /// need no config, only where the daemon is.
 fn finds_the_daemon_only(cli: &cli::Cli) -> bool {
     let adhoc = cli.stdio.is_some() || cli.http.is_some();
@@ -174,7 +174,8 @@ fn finds_the_daemon_only(cli: &cli::Cli) -> bool {
             cli.command,
             cli::Command::Daemon {
                 action: cli::DaemonAction::Status | cli::DaemonAction::Stop
-            }
+            } | cli::Command::Answer { .. }
+                | cli::Command::Parked
         )
 }
 

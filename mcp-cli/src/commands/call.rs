@@ -29,6 +29,9 @@ pub(crate) async fn run(
     arguments::build(&json!({}), None, pairs).map_err(|e| Failure::usage(e.0))?;
     let server = ctx.hub.resolve(&server)?;
     ctx.hub.check(&server)?;
+    if detach {
+        refuse_lost_task(ctx, &server)?;
+    }
     let tool = {
         let _spinner = Spinner::start(format!("starting {server}"));
         ctx.hub.find_tool(&server, &tool).await?
@@ -56,10 +59,7 @@ pub(crate) async fn run(
     let called = call.start().await;
     drop(spinner);
     let called = match called {
-        Ok(Started::Task(handle)) => {
-            warn_if_lost(ctx, &server, &handle.record.task_id);
-            return Ok(tasks::show_handle(ctx, &handle));
-        }
+        Ok(Started::Task(handle)) => return Ok(tasks::show_handle(ctx, &handle)),
         Ok(Started::Done(raw)) => {
             if detach {
                 ctx.notice(&format!(
@@ -76,21 +76,34 @@ pub(crate) async fn run(
     Ok(call_result::show(ctx, &server, &tool.name, called, options))
 }
 
-/// Warns that task `id` of a local `server` ends with this command: the server is stopped
-/// when it exits, unless the command runs in the daemon.
-fn warn_if_lost(ctx: &mut Context, server: &str, id: &str) {
+/// Refuses `--async` on a local `server` this command starts: it stops when the command
+/// ends, and the task with it, so the id printed could never be waited on. The daemon keeps
+/// its servers running.
+fn refuse_lost_task(ctx: &Context, server: &str) -> Result<(), Failure> {
     let local = ctx
         .hub
         .server_spec(server)
         .is_ok_and(|spec| spec.remote.is_none());
-    if local && !ctx.servers_outlive_command {
-        ctx.notice(&format!(
-            "mcp-cli: warning: {server} is started by this command and stops when it ends, and \
-             task {} with it; `mcp-cli daemon start` first keeps its servers, and their tasks, \
-             running",
-            crate::output::escape_controls(id)
-        ));
+    if !local || ctx.servers_outlive_command {
+        return Ok(());
     }
+    let how = match ctx.adhoc {
+        Some(_) => "configure it (`mcp-cli add`) and run `mcp-cli daemon start`",
+        None => "run `mcp-cli daemon start` first",
+    };
+    Err(Failure::usage(format!(
+        "--async: {server} is a local server that this command starts and stops when it ends, \
+         and its task with it; {how}, which keeps its servers, and their tasks, running"
+    )))
+}
+
+/// The server (resolved) and tool a `call` command line calls, when it names them well.
+pub(crate) fn target_of(ctx: &Context, command: &crate::cli::Command) -> Option<(String, String)> {
+    let crate::cli::Command::Call { server, rest, .. } = command else {
+        return None;
+    };
+    let (server, tool, _) = split_target(ctx, server, rest).ok()?;
+    Some((ctx.hub.resolve(&server).ok()?, tool))
 }
 
 /// `SERVER TOOL args...`, or `SERVER__TOOL args...` / `SERVER.TOOL args...`.

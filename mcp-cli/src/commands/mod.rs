@@ -15,6 +15,7 @@
 //! - `prompt.rs`: `prompt`
 //! - `skills.rs`: `skills`; `skill.rs`: `skill`
 //! - `tasks.rs`: `tasks` and `tasks get|wait|cancel`
+//! - `parked.rs`: `answer` and `parked`, the questions parked calls wait on (`call --park`)
 //! - `serve.rs`: `serve`, `serve --listen`, `serve --print-token`
 //! - `daemon/`: `daemon start|stop|status`, and the daemon process (`process.rs`)
 //! - `enable.rs`: `enable` and `disable`
@@ -41,6 +42,7 @@ mod enable;
 mod import;
 mod logs;
 mod manual;
+pub(crate) mod parked;
 mod prompt;
 mod prompts;
 mod read;
@@ -198,6 +200,21 @@ pub(crate) async fn dispatch(ctx: &mut Context, command: Command) -> Result<Exit
             run_auth(ctx, server.as_deref(), how).await
         }
         Command::Daemon { action } => daemon::run(ctx, action).await,
+        Command::Answer {
+            id,
+            pairs,
+            decline,
+            cancel,
+            open,
+        } => {
+            let action = match (decline, cancel) {
+                (true, _) => "decline",
+                (_, true) => "cancel",
+                _ => "accept",
+            };
+            parked::answer(ctx, &id, &pairs, action, open).await
+        }
+        Command::Parked => parked::list(ctx).await,
     }
 }
 
@@ -210,6 +227,7 @@ pub(crate) async fn dispatch_warm(ctx: &mut Context, command: Command) -> Result
             rest,
             args_json,
             detach,
+            park: _,
             output,
         } => call::run(ctx, &server, &rest, args_json.as_deref(), detach, &output).await,
         Command::Tasks { action, server } => tasks::run(ctx, action, server.as_deref()).await,

@@ -145,6 +145,13 @@ pub(crate) fn refusal(socket: impl AsFd) -> Option<String> {
 
 /// Connects to the daemon at `place` as an MCP client, if one runs there and is ours.
 pub(crate) async fn connect(place: &Place) -> Option<mcp_smol::Client> {
+    connect_taking_forms(place, true).await
+}
+
+/// [`connect`], saying whether we answer the forms of the command lines we run there; a
+/// caller that parks them (`call --park`), or answers parked ones, does not: a form the
+/// daemon passed on to it would be lost.
+pub(crate) async fn connect_taking_forms(place: &Place, forms: bool) -> Option<mcp_smol::Client> {
     place.check_dir(false).ok()?;
     let stream = async_net::unix::UnixStream::connect(&place.socket)
         .await
@@ -156,7 +163,7 @@ pub(crate) async fn connect(place: &Place) -> Option<mcp_smol::Client> {
     // The daemon passes its servers' forms to us, for our terminal, as a cold run asks them:
     // requests of its own in the middle of `mcp-cli/run`, which only the handshake era has
     // (and the socket needs no probe to find that out).
-    options.core.capabilities.elicitation = true;
+    options.core.capabilities.elicitation = forms;
     options.core.protocol =
         mcp_smol::proto::Protocol::Revision(mcp_smol::proto::LATEST_PROTOCOL_VERSION);
     mcp_smol::connect((stream.clone(), stream), options)
@@ -193,18 +200,40 @@ pub(crate) async fn run_warm(
     env: config::Env<'_>,
 ) -> Option<i32> {
     let off = env(NO_DAEMON).is_some_and(|value| !value.is_empty() && value != "0");
-    if off || !runs_warm(cli) {
+    // Questions are parked only where nobody could answer them here.
+    let park = parks(cli, env) && !crate::elicit::has_terminal();
+    let refuse = |why: &str| {
+        let failure = Failure::usage(format!(
+            "--park: {why}, and a call parks its questions on the daemon"
+        ));
+        failure.report(cli.json, &crate::hints::Naming::Configured);
+        Some(failure.exit.code())
+    };
+    let no_daemon = || {
+        refuse(
+            "no daemon runs for these config files (`mcp-cli daemon start` starts one; then \
+             call again)",
+        )
+    };
+    if off {
         return None;
+    }
+    if !runs_warm(cli) {
+        let why = "this call runs here, not on the daemon (an ad hoc server, `--args -` or \
+                   --auth-follow)";
+        return park.then(|| refuse(why)).flatten();
     }
     let args: Vec<&str> = (args.iter().map(|arg| arg.to_str())).collect::<Option<_>>()?;
     let cwd = std::env::current_dir().ok()?;
     let place = Place::of(files, env);
     if !place.socket.exists() {
-        return None;
+        return park.then(no_daemon).flatten();
     }
-    let client = connect(&place).await?;
+    let Some(client) = connect_taking_forms(&place, !park).await else {
+        return park.then(no_daemon).flatten();
+    };
     let terminal = std::io::IsTerminal::is_terminal(&std::io::stdout());
-    let params = json!({ "args": args, "cwd": cwd, "terminal": terminal });
+    let params = json!({ "args": args, "cwd": cwd, "terminal": terminal, "park": park });
     // No deadline of ours: the daemon's hub times every step of the run as a cold run's
     // would (handshake budgets, each call's timeout, `--timeout` among the args), and a
     // daemon that dies closes the socket, which fails the request at once.
@@ -228,15 +257,50 @@ pub(crate) async fn run_warm(
         }
     };
     // The daemon cannot answer this one as a cold run would: run it here.
-    if answer.get("cold").is_some() {
+    if let Some(why) = answer.get("cold") {
+        if park {
+            let why = why.as_str().unwrap_or_default();
+            let notice = format!(
+                "--park: the daemon cannot run this call ({why}): it runs here, where no question can be parked"
+            );
+            crate::output::diagnostic(&notice_text(cli.json, &notice));
+        }
         return None;
     }
+    Some(replay(&mut Stdout::default(), &answer, cli.json).code())
+}
+
+/// Whether a call is to park its questions: `call --park`, or `MCP_CLI_PARK=1`.
+fn parks(cli: &Cli, env: config::Env<'_>) -> bool {
+    let set = env(PARK).is_some_and(|value| !value.is_empty() && value != "0");
+    matches!(cli.command, Command::Call { park, .. } if park || set)
+}
+
+/// Parks every call's questions when set to anything but `0` or empty, as `call --park`.
+pub(crate) const PARK: &str = "MCP_CLI_PARK";
+
+/// Prints what the daemon answered a command line with (its lines, the question it parked
+/// on, or why it refused), and returns the exit code the command line exits with.
+pub(crate) fn replay(out: &mut Stdout, answer: &Value, json: bool) -> Exit {
     let lines: Vec<Line> = serde_json::from_value(answer["lines"].clone()).unwrap_or_default();
-    Stdout::default().replay(&lines);
-    let code = answer["exit"]
-        .as_i64()
-        .unwrap_or(Exit::Server.code().into());
-    Some(i32::try_from(code).unwrap_or(Exit::Server.code()))
+    out.replay(&lines);
+    if let Some(question) = answer.get("parked") {
+        crate::commands::parked::show(out, question, json);
+    }
+    let exit = Exit::of_code(answer["exit"].as_i64());
+    if let Some(message) = answer["error"].as_str() {
+        let text = Failure::new(exit, message).text(json, &crate::hints::Naming::Configured);
+        out.diagnostic(&text);
+    }
+    exit
+}
+
+/// A notice as [`Context::notice`](crate::commands::Context::notice) words it.
+fn notice_text(json: bool, text: &str) -> String {
+    match json {
+        true => json!({ "warning": { "message": text } }).to_string(),
+        false => format!("mcp-cli: {text}"),
+    }
 }
 
 /// Answers the forms the daemon passes on from its servers while it runs our command: on our

@@ -64,6 +64,7 @@ use crate::hub::{Hub, HubEvent, ToolEntry};
 use errors::{invalid_params, tool_error, unknown_tool};
 
 pub(crate) use host::{Host, HostLink, Relay, Takes};
+pub(crate) use rounds::{Asked, Question};
 
 /// How the gateway presents the servers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -107,6 +107,9 @@ mod catalogue;
 /// `mcp-cli daemon`: warm runs against cold ones, peer uid, stop, idle exit, stale sockets.
 mod daemon;
 
+/// Calls parked on the daemon (`call --park`), answered by `answer`, listed by `parked`.
+mod parked;
+
 /// Remote servers over HTTP: server-everything's HTTP modes, HTTPS, and misbehaving servers.
 mod http;
 

@@ -246,14 +246,17 @@ fn a_stateless_task_ends_on_its_notification_without_waiting_for_a_poll() {
     assert!(!log.contains("taskIds"), "{log}");
 }
 
-/// Without a daemon the server stops with the command that started the task: `tasks` shows
-/// the task lost at once, with why, rather than `working` until a `tasks wait` finds it gone.
+/// A local server stops with the daemon that started it: `tasks` shows the task lost at
+/// once, with why, rather than `working` until a `tasks wait` finds it gone.
 #[test]
 fn a_task_whose_local_server_stopped_is_listed_as_lost() {
     let tasks = Tasks::new("lost", "handshake", &[]);
-    let run = tasks.cold(&["call", "--async", "fx", "task_sleep", "ms=60000"]);
+    tasks.start_daemon();
+    let run = tasks.cli(&["call", "--async", "fx", "task_sleep", "ms=60000"]);
     assert_eq!(run.code, 0, "{run:?}");
     let id = run.stdout.trim().to_owned();
+    let run = tasks.cli(&["daemon", "stop"]);
+    assert_eq!(run.code, 0, "{run:?}");
     let records = tasks.records();
     let record = records
         .iter()
@@ -615,15 +618,17 @@ fn a_large_task_result_is_spilled_whole_past_max_output() {
     }
 }
 
+/// Without the daemon, the server would stop with the command, and its task with it: the
+/// call is refused before the server starts, naming the command that keeps it running.
 #[test]
-fn an_async_call_without_the_daemon_warns_that_its_task_ends_with_the_command() {
+fn an_async_call_on_a_local_server_without_the_daemon_is_refused() {
     let tasks = Tasks::new("async-cold", "stateless", &[]);
     let run = tasks.cold(&["call", "--async", "fx", "task_sleep", "ms=100000"]);
-    assert_eq!(run.code, 0, "{run:?}");
-    let id = run.stdout.trim();
-    let warning = format!(
-        "mcp-cli: warning: fx is started by this command and stops when it ends, and task {id} \
-         with it; `mcp-cli daemon start` first keeps its servers, and their tasks, running"
-    );
-    assert!(run.stderr.contains(&warning), "{run:?}");
+    assert_eq!(run.code, 2, "{run:?}");
+    let refusal = "mcp-cli: --async: fx is a local server that this command starts and stops \
+                   when it ends, and its task with it; run `mcp-cli daemon start` first, which \
+                   keeps its servers, and their tasks, running";
+    assert_eq!(run.stderr.trim(), refusal, "{run:?}");
+    assert_eq!(tasks.received("tools/call"), 0);
+    assert!(tasks.records().is_empty());
 }

@@ -6,7 +6,9 @@
 //!
 //! - `mod.rs`: `daemon start`, `stop` and `status`
 //! - `process.rs`: `daemon run`, the daemon itself
+//! - `parking.rs`: the questions parked calls wait on there (`call --park`, `answer`)
 
+mod parking;
 mod process;
 
 use std::io::{BufRead, BufReader};

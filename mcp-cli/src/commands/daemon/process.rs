@@ -24,6 +24,8 @@ use crate::host::Watch;
 use crate::hub::{Hub, Settings};
 use crate::output::Stdout;
 
+use super::parking::{self, Parking};
+
 /// The daemon's own methods, answered on its socket beside MCP.
 impl Extension for Daemon {
     /// Notes a request: the idle time starts again.
@@ -36,6 +38,11 @@ impl Extension for Daemon {
         Box::pin(async move {
             let answer = match method.as_str() {
                 "mcp-cli/run" => self.run_command(params.unwrap_or_default()).await,
+                "mcp-cli/answer" => {
+                    let params = params.unwrap_or_default();
+                    self.parking.answer(&params, &self.executor).await
+                }
+                "mcp-cli/parked" => Ok(self.parking.list()),
                 "mcp-cli/status" => Ok(self.status()),
                 "mcp-cli/stop" => {
                     let _ = self.stop.try_send(());
@@ -66,6 +73,8 @@ pub(crate) struct Daemon {
     relay: Relay,
     /// The config as last read, to notice edits before a run.
     seen: Mutex<Seen>,
+    /// The questions parked calls wait on (`call --park`).
+    parking: Arc<Parking>,
 }
 
 /// How many connections the daemon holds at once: far more than the command lines of one user
@@ -80,8 +89,12 @@ struct Activity {
 
 struct Seen {
     watch: Watch,
-    /// Why runs cannot be served warm under the config as it now reads, if so.
+    /// Why runs cannot be served warm under the config as it now reads, if so, beside
+    /// [`asks`](Self::asks).
     cold: Option<String>,
+    /// Whether its policy has `ask` rules, which a run's caller answers on its terminal: such
+    /// runs go cold. A call that parks its questions does not: an `ask` is never parked.
+    asks: bool,
 }
 
 /// Runs the daemon for `configs` until it is stopped or idle for `idle`. Prints `ready` on
@@ -120,17 +133,22 @@ pub(crate) async fn run(ctx: &mut Context, idle: Duration) -> Result<Exit, Failu
     let settings = Settings {
         // As a cold run does: servers may ask for forms, which go to the caller's terminal.
         elicit: Some(relay.handler()),
-        // `ask` rules are never met here: runs under them go cold.
+        // Runs under `ask` rules go cold, but for parked calls: their asks are refused.
+        ask: Some(refuse_asks()),
         ..crate::host::settings(&ctx.state, &executor, &env)
     };
     let policy = config.policy.clone();
-    let cold = has_ask_rules(&config).then(ask_reason);
+    let asks = has_ask_rules(&config);
     let hub = Hub::new(config, settings);
     // The command's hub from now on, which a signal terminates.
     ctx.hub = hub.clone();
     let (stop, stopped) = async_channel::bounded(1);
     let daemon = Arc::new(Daemon {
-        seen: Mutex::new(Seen { watch, cold }),
+        seen: Mutex::new(Seen {
+            watch,
+            cold: None,
+            asks,
+        }),
         place,
         hub: hub.clone(),
         executor: executor.clone(),
@@ -144,6 +162,7 @@ pub(crate) async fn run(ctx: &mut Context, idle: Duration) -> Result<Exit, Failu
         stop,
         policy,
         relay,
+        parking: Arc::default(),
     });
     let mut stdout = std::io::stdout();
     let _ = writeln!(stdout, "ready").and_then(|()| stdout.flush());
@@ -208,11 +227,11 @@ impl Daemon {
     }
 
     /// When the daemon may exit for idleness: `idle` after the last activity, and never while
-    /// a connection is open (it is looked at again then).
+    /// a connection is open or a question parked (it is looked at again then).
     fn idle_deadline(&self) -> Instant {
         let activity = self.activity();
         match activity.open {
-            0 => activity.last + self.idle,
+            0 if self.parking.is_empty() => activity.last + self.idle,
             _ => Instant::now() + self.idle,
         }
     }
@@ -282,7 +301,8 @@ impl Daemon {
             .map_err(|_| invalid("args must be a list of strings"))?;
         let cwd = PathBuf::from(params["cwd"].as_str().unwrap_or("/"));
         let cli = Cli::try_parse_from(&args).map_err(|e| invalid(&e.to_string()))?;
-        if let Some(why) = self.refresh() {
+        let park = params["park"] == true;
+        if let Some(why) = self.cold_for(park) {
             return Ok(json!({ "cold": why }));
         }
         let mut command = cli.command;
@@ -306,24 +326,42 @@ impl Daemon {
             naming: crate::hints::Naming::Configured,
             // The daemon runs no command that only the person may decide.
             yes: false,
-            // Carried by each call's request, so the shared hub's servers are untouched.
-            call_timeout: cli.timeout,
+            // Carried by each call's request, so the shared hub's servers are untouched. A
+            // call that may wait on a person has the time for it.
+            call_timeout: cli.timeout.or(park.then_some(parking::CALL_TIME)),
             executor: self.executor.clone(),
             stop: None,
             servers_outlive_command: true,
         };
-        let exit = match commands::dispatch_warm(&mut ctx, command).await {
-            Ok(exit) => exit,
-            Err(failure) => {
-                ctx.report(&failure);
-                failure.exit
-            }
+        let parked_call = park
+            .then(|| commands::call::target_of(&ctx, &command))
+            .flatten();
+        let run = async move {
+            let exit = match commands::dispatch_warm(&mut ctx, command).await {
+                Ok(exit) => exit,
+                Err(failure) => {
+                    ctx.report(&failure);
+                    failure.exit
+                }
+            };
+            json!({ "exit": exit.code(), "lines": ctx.out.take_captured() })
         };
-        Ok(json!({ "exit": exit.code(), "lines": ctx.out.take_captured() }))
+        match parked_call {
+            Some(call) => (self.parking.run(call, run, &self.relay, &self.executor)).await,
+            None => Ok(run.await),
+        }
+    }
+
+    /// Why a run (`park`: a call that parks its questions) must go cold, if it must.
+    fn cold_for(&self, park: bool) -> Option<String> {
+        self.refresh();
+        let seen = self.seen();
+        (seen.cold.clone()).or_else(|| (seen.asks && !park).then(ask_reason))
     }
 
     /// Applies config edits made since the last look; returns why runs must go cold, if
-    /// they must (a config that no longer reads, a policy the hub cannot take on).
+    /// they must (a config that no longer reads, a policy the hub cannot take on, `ask`
+    /// rules).
     fn refresh(&self) -> Option<String> {
         let mut seen = self.seen();
         if seen.watch.look() {
@@ -338,13 +376,13 @@ impl Daemon {
                         .to_owned(),
                 ),
                 Ok(config) => {
-                    let cold = has_ask_rules(&config).then(ask_reason);
+                    seen.asks = has_ask_rules(&config);
                     self.hub.apply(config);
-                    cold
+                    None
                 }
             };
         }
-        seen.cold.clone()
+        (seen.cold.clone()).or_else(|| seen.asks.then(ask_reason))
     }
 
     fn status(&self) -> Value {
@@ -384,6 +422,18 @@ impl Daemon {
 
 fn has_ask_rules(config: &Config) -> bool {
     (config.policy.rules.iter()).any(|rule| rule.action == config::Action::Ask)
+}
+
+/// The daemon's answer to every `ask` rule, which only parked calls meet: the rule guards the
+/// person's decision, which an agent answering parked questions must not take.
+fn refuse_asks() -> crate::hub::AskHandler {
+    crate::hub::AskHandler::new(|_| async {
+        Err(
+            "an ask rule is the person's to answer, and a call is never parked on one: make \
+             the call on a terminal, where the person is asked"
+                .to_owned(),
+        )
+    })
 }
 
 fn ask_reason() -> String {
