@@ -116,6 +116,7 @@ fn claude_rules(
                 tool: server_wide(glob),
                 action,
                 origin: origin(path, text, at.or(list_at)),
+                parkable: false,
             });
             file.rule_keys.push(format!("permissions.{key}[{index}]"));
         }

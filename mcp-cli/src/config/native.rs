@@ -176,6 +176,8 @@ struct Permissions {
 struct TomlRule {
     tool: Spanned<Glob>,
     action: Action,
+    /// Only on an `ask` rule: its question may be parked (`call --park`) and answered later.
+    park: Option<Spanned<bool>>,
 }
 
 pub(super) fn read(path: &Path, text: &str) -> Result<RawFile, ConfigError> {
@@ -242,10 +244,23 @@ pub(super) fn read(path: &Path, text: &str) -> Result<RawFile, ConfigError> {
     }
     let rules = permissions.map(|p| p.rules).unwrap_or_default();
     for (index, rule) in rules.into_iter().enumerate() {
+        let parkable = rule.park.as_ref().is_some_and(|park| *park.get_ref());
+        if let Some(park) = rule.park.as_ref().filter(|_| parkable)
+            && rule.action != Action::Ask
+        {
+            return Err(file_error(
+                path,
+                text,
+                Some(park.span().start),
+                "",
+                "`park = true` is for `ask` rules: only a question can wait for its answer",
+            ));
+        }
         file.policy.rules.push(Rule {
             origin: origin(path, text, Some(rule.tool.span().start)),
             tool: rule.tool.into_inner(),
             action: rule.action,
+            parkable,
         });
         file.rule_keys
             .push(format!("permissions.rules[{index}].tool"));
@@ -425,7 +440,7 @@ tool = "mcp__git__push"
             ),
             (
                 "[[permissions.rules]]\ntool = \"x\"\naction = \"ask\"\nwhy = \"no\"\n",
-                "line 4: permissions.rules[0].why: unknown key `why`, expected `tool` or `action`",
+                "line 4: permissions.rules[0].why: unknown key `why`, expected one of `tool`, `action`, `park`",
             ),
             (
                 "[security]\nmcp_server_allowlist = [\"a\"]\nallowlist = [\"b\"]\n",

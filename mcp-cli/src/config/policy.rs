@@ -176,6 +176,9 @@ pub struct Rule {
     pub action: Action,
     /// `FILE line N`, for messages.
     pub origin: String,
+    /// An `ask` rule whose question the person lets a parked call put to whoever answers it
+    /// (`park = true`: `mcp-cli answer`, perhaps an agent); otherwise such a call is refused.
+    pub parkable: bool,
 }
 
 impl std::fmt::Display for Glob {
@@ -356,6 +359,7 @@ pub(crate) mod tests {
             tool: glob("fs__write_*"),
             action: Action::Deny,
             origin: "config.toml line 4".to_owned(),
+            parkable: false,
         };
         assert_eq!(
             rule.to_string(),
@@ -462,6 +466,7 @@ pub(crate) mod tests {
             tool: glob(tool),
             action,
             origin: format!("/c.toml line {line}"),
+            parkable: false,
         }
     }
 

@@ -422,6 +422,7 @@ mod tests {
             tool: Glob::new("fx__*").unwrap(),
             action: Action::Deny,
             origin: "config.toml line 2".into(),
+            parkable: false,
         };
         let denied = HubError::ToolDenied {
             tool: "fx__echo".into(),

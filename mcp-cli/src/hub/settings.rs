@@ -270,6 +270,7 @@ mod tests {
                 tool: Glob::new("fx__add").unwrap(),
                 action: Action::Ask,
                 origin: "/c.toml line 1".to_owned(),
+                parkable: false,
             },
         };
         let handler = settings.ask.expect("an ask handler");

@@ -265,8 +265,9 @@ fn without_the_daemon_park_and_async_are_refused_with_the_command_to_run() {
 
 #[test]
 fn a_call_under_an_ask_rule_is_never_parked() {
-    let rule = "\n[[permissions.rules]]\ntool = \"st__ask\"\naction = \"ask\"\n";
-    let parking = Parking::new("ask-rule", rule);
+    let rules = "\n[[permissions.rules]]\ntool = \"st__ask\"\naction = \"ask\"\n\n\
+                 [[permissions.rules]]\ntool = \"link__open_link\"\naction = \"ask\"\npark = true\n";
+    let parking = Parking::new("ask-rule", rules);
     parking.start_daemon();
     let run = parking.cli(&["call", "--park", "st", "ask"]);
     assert_eq!(run.code, 2, "{run:?}");
@@ -289,6 +290,39 @@ fn a_call_under_an_ask_rule_is_never_parked() {
         status
             .stdout
             .contains("ask rules are answered on the caller's terminal")
+    );
+
+    // The person let this rule's question be parked: it is, before the call is made, as a
+    // form with no fields; then the call's own question.
+    let approval = parking.park(&["link", "open_link"]);
+    let message = approval["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("Allow link__open_link with arguments {}?"),
+        "{approval}"
+    );
+    let run = parking.cli(&["--json", "answer", &id_of(&approval)]);
+    assert_eq!(run.code, 5, "{run:?}");
+    let link = parked_question(&run);
+    assert_eq!(link["kind"], "link", "{link}");
+    let run = parking.cli(&["answer", &id_of(&link), "--decline"]);
+    assert_eq!(result_text(&run), "link decline", "{run:?}");
+    // Declined, the rule's question refuses the call, which is never made.
+    let approval = parking.park(&["link", "open_link"]);
+    let run = parking.cli(&["answer", &id_of(&approval), "--decline"]);
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(run.stderr.contains("was not approved"), "{run:?}");
+}
+
+#[test]
+fn park_is_only_for_ask_rules() {
+    let rule = "\n[[permissions.rules]]\ntool = \"st__ask\"\naction = \"deny\"\npark = true\n";
+    let parking = Parking::new("park-deny", rule);
+    let run = parking.cli(&["tools"]);
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("`park = true` is for `ask` rules: only a question can wait for its answer"),
+        "{run:?}"
     );
 }
 

@@ -133,8 +133,9 @@ pub(crate) async fn run(ctx: &mut Context, idle: Duration) -> Result<Exit, Failu
     let settings = Settings {
         // As a cold run does: servers may ask for forms, which go to the caller's terminal.
         elicit: Some(relay.handler()),
-        // Runs under `ask` rules go cold, but for parked calls: their asks are refused.
-        ask: Some(refuse_asks()),
+        // Runs under `ask` rules go cold, but for parked calls: their asks are refused, or
+        // parked where the rule says `park = true`.
+        ask: Some(parked_asks(&relay)),
         ..crate::host::settings(&ctx.state, &executor, &env)
     };
     let policy = config.policy.clone();
@@ -425,14 +426,23 @@ fn has_ask_rules(config: &Config) -> bool {
 }
 
 /// The daemon's answer to every `ask` rule, which only parked calls meet: the rule guards the
-/// person's decision, which an agent answering parked questions must not take.
-fn refuse_asks() -> crate::hub::AskHandler {
-    crate::hub::AskHandler::new(|_| async {
-        Err(
-            "an ask rule is the person's to answer, and a call is never parked on one: make \
-             the call on a terminal, where the person is asked"
-                .to_owned(),
-        )
+/// person's decision, which whoever answers parked questions (an agent, often) must not take,
+/// unless the person's rule says `park = true`: then it is parked as a question of its own.
+fn parked_asks(relay: &Relay) -> crate::hub::AskHandler {
+    let parked = relay.ask_handler();
+    crate::hub::AskHandler::new(move |ask: crate::hub::Ask| {
+        let parked = parked.clone();
+        async move {
+            if !ask.rule.parkable {
+                return Err(
+                    "an ask rule is the person's to answer, and a call is never parked \
+                            on one unless the rule says `park = true`: make the call on a \
+                            terminal, where the person is asked"
+                        .to_owned(),
+                );
+            }
+            parked.decide(ask).await
+        }
     })
 }
 
