@@ -586,8 +586,8 @@ fn the_readmes_tour_runs_as_written() {
 
 /// The Agent Skill `agent-help --skill` prints is the repository's `mcp-cli/skill/SKILL.md`,
 /// and every command line in it runs as written, against the servers it names: `files` (the
-/// fixture's plain mode, whose `read_path` reads a file and `add` adds) and `docs` (its
-/// skills mode).
+/// fixture's plain mode, whose `read_path` reads a file and `add` adds), `docs` (its
+/// skills mode) and `forms` (its tasks mode, whose `task_ask_first` asks a form).
 #[test]
 fn the_agent_skill_is_printed_whole_and_every_command_in_it_runs() {
     let skill = std::fs::read_to_string(concat!(
@@ -606,10 +606,13 @@ fn the_agent_skill_is_printed_whole_and_every_command_in_it_runs() {
     // numbers, shifted by the setup's.
     let setup = "<!-- file: ~/.config/mcp-cli/config.toml -->\n```toml\n\
                  [mcp.files]\ncommand = \"mcp-fixture\"\nargs = [\"good\"]\n\n\
-                 [mcp.docs]\ncommand = \"mcp-fixture\"\nargs = [\"skills\"]\n```\n\n";
+                 [mcp.docs]\ncommand = \"mcp-fixture\"\nargs = [\"skills\"]\n\n\
+                 [mcp.forms]\ncommand = \"mcp-fixture\"\nargs = [\"tasks\"]\n```\n\n";
+    // The daemon the skill starts, stopped after it.
+    let teardown = "\n```sh\nmcp-cli daemon stop\n```\n";
     run_blocks(
         "agent-skill",
         "mcp-cli/skill/SKILL.md",
-        &format!("{setup}{skill}"),
+        &format!("{setup}{skill}{teardown}"),
     );
 }
