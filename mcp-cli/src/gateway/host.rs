@@ -443,16 +443,27 @@ impl Relay {
         })
     }
 
-    /// The latest host waiting on `server` (or on any) that takes a link (`url`) or a form.
+    /// The latest host waiting on `server` that takes a link (`url`) or a form; else the
+    /// latest waiting on any server (a command line run in the daemon, whose server is not
+    /// known here), which is less sure to be the one the question is for.
     fn host_for(&self, server: &str, url: bool) -> Option<Asker> {
         let waiting = self.waiting();
-        let mut hosts = waiting.hosts.iter().rev();
-        let found = hosts.find(|(_, on, host)| {
+        let takes = |host: &Asker| {
             let takes = host.takes();
-            let takes = if url { takes.urls } else { takes.forms };
-            takes && on.as_deref().is_none_or(|on| on == server)
-        });
-        found.map(|(_, _, host)| host.clone())
+            if url { takes.urls } else { takes.forms }
+        };
+        let latest = |on_server: bool| {
+            let mut hosts = waiting.hosts.iter().rev();
+            let found = hosts.find(|(_, on, host)| {
+                let waits = match on.as_deref() {
+                    Some(on) => on_server && on == server,
+                    None => !on_server,
+                };
+                waits && takes(host)
+            });
+            found.map(|(_, _, host)| host.clone())
+        };
+        latest(true).or_else(|| latest(false))
     }
 
     /// The hub's handler: each form, or link, to the host waiting on the server that asks
@@ -533,5 +544,35 @@ mod tests {
         );
         let both = json!({"elicitation": {"form": {}, "url": {}}, "roots": {}});
         assert_eq!(takes(both), (true, true, true));
+    }
+
+    #[test]
+    fn a_question_goes_to_a_host_waiting_on_its_server_before_one_waiting_on_any() {
+        let relay = Relay::default();
+        let forms = Takes {
+            forms: true,
+            ..Takes::default()
+        };
+        let (on_st, _asked_st) = async_channel::bounded(1);
+        let (on_any, _asked_any) = async_channel::bounded(1);
+        let _st = relay.wait_in_rounds("st", on_st.clone(), forms);
+        // Later, and so first were both waiting on any server.
+        let _any = relay.note(None, Asker::Round(on_any.clone(), forms));
+        let round = |asker: Option<Asker>| match asker {
+            Some(Asker::Round(questions, _)) => Some(questions),
+            _ => None,
+        };
+        let for_st = round(relay.host_for("st", false)).unwrap();
+        assert!(for_st.same_channel(&on_st));
+        let for_other = round(relay.host_for("other", false)).unwrap();
+        assert!(for_other.same_channel(&on_any));
+        // Neither takes links.
+        assert!(relay.host_for("st", true).is_none());
+        drop(_st);
+        assert!(
+            round(relay.host_for("st", false))
+                .unwrap()
+                .same_channel(&on_any)
+        );
     }
 }
