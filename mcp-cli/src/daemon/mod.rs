@@ -233,7 +233,11 @@ pub(crate) async fn run_warm(
         return park.then(no_daemon).flatten();
     };
     let terminal = std::io::IsTerminal::is_terminal(&std::io::stdout());
-    let params = json!({ "args": args, "cwd": cwd, "terminal": terminal, "park": park });
+    // Whether a person is here to be asked (a login, for one): the daemon has no terminal.
+    let person = crate::elicit::has_terminal();
+    let params = json!({
+        "args": args, "cwd": cwd, "terminal": terminal, "park": park, "person": person,
+    });
     // No deadline of ours: the daemon's hub times every step of the run as a cold run's
     // would (handshake budgets, each call's timeout, `--timeout` among the args), and a
     // daemon that dies closes the socket, which fails the request at once.

@@ -552,6 +552,49 @@ fn a_call_that_needs_a_login_hands_out_the_login_under_json() {
     assert_eq!(error["error"]["login"]["complete"], complete, "{error}");
 }
 
+/// Through the daemon, as cold: the daemon has no terminal, but the caller says whether it
+/// has one, and without one the login is started and handed out in the error object.
+#[test]
+fn a_warm_call_that_needs_a_login_hands_out_the_login_too() {
+    let scratch = Scratch::new("oauth-warm-call-starts-login");
+    let fixture = Fixture::start("good", &scratch);
+    configure(&scratch, &fixture);
+    let runtime = scratch.0.join("run");
+    let warm = |args: &[&str]| {
+        let env = [("XDG_RUNTIME_DIR", runtime.to_str().unwrap())];
+        scratch.cli_with(args, &env, None)
+    };
+    let started = warm(&["daemon", "start"]);
+    assert_eq!(started.code, 0, "{started:?}");
+    let call = warm(&["--json", "call", "fx", "whoami"]);
+    assert_eq!(call.code, 3, "{call:?}");
+    let error: Value = serde_json::from_str(call.stderr.trim()).unwrap();
+    let login = &error["error"]["login"];
+    assert_eq!(
+        login["complete"], "mcp-cli auth fx --redirect REDIRECT_URL",
+        "{error}"
+    );
+    let answer = get(login["url"].as_str().unwrap());
+    let redirect = answer
+        .lines()
+        .find_map(|l| l.strip_prefix("Location: "))
+        .unwrap();
+    let finished = warm(&["auth", "fx", "--redirect", redirect.trim()]);
+    assert_eq!(finished.code, 0, "{finished:?}");
+    let call = warm(&["--json", "call", "fx", "whoami"]);
+    assert_eq!(call.code, 0, "{call:?}");
+    // Run by the daemon, whose server is the one logged in.
+    let status = warm(&["--json", "daemon", "status"]);
+    let status: Value = serde_json::from_str(&status.stdout).unwrap();
+    let servers = status["servers"].as_array().unwrap();
+    let fx = servers
+        .iter()
+        .find(|server| server["name"] == "fx")
+        .unwrap();
+    assert_eq!(fx["state"], "running", "{status}");
+    let _ = warm(&["daemon", "stop"]);
+}
+
 /// The same with a device code: `--device --start` hands out the code, the person approves it
 /// elsewhere, `--device --resume` gets the token.
 #[test]

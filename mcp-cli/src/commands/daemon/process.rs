@@ -337,10 +337,17 @@ impl Daemon {
         let parked_call = park
             .then(|| commands::call::target_of(&ctx, &command))
             .flatten();
+        let person = params["person"] == true;
         let run = async move {
             let exit = match commands::dispatch_warm(&mut ctx, command).await {
                 Ok(exit) => exit,
-                Err(failure) => {
+                Err(mut failure) => {
+                    // As a cold run without a terminal does: a server that needs a login
+                    // has one started, under --json, for the person to finish (the
+                    // daemon's own stdin, checked there, is never a terminal).
+                    if !person {
+                        failure = commands::start_login_for(&ctx, failure).await;
+                    }
                     ctx.report(&failure);
                     failure.exit
                 }
