@@ -3,6 +3,7 @@
 use std::borrow::Cow;
 use std::io::{self, IsTerminal, Write};
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use mcp_proto::{CallToolResult, Content};
 use serde_json::Value;
@@ -117,12 +118,26 @@ pub fn pretty(value: &Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
 }
 
+/// Set once a run is under `--json`, whose every line on stderr is one JSON object.
+static JSON_STDERR: AtomicBool = AtomicBool::new(false);
+
+/// From now on, [`diagnostic`] writes each line that is not already a JSON object as a
+/// warning object, `{"warning": {"message"}}` (without the `mcp-cli: ` prefix): a notice
+/// printed deep in the host layer, which knows nothing of `--json`, then reads as the rest.
+pub(crate) fn json_diagnostics() {
+    JSON_STDERR.store(true, Ordering::Relaxed);
+}
+
 /// Writes one line of diagnostics to stderr. A closed stderr is ignored rather than a panic:
 /// nobody is left to tell, and the exit code still says what happened.
 pub fn diagnostic(text: &str) {
     static TERMINAL: OnceLock<bool> = OnceLock::new();
     let terminal = *TERMINAL.get_or_init(|| io::stderr().is_terminal());
-    let text = if terminal {
+    let text = if JSON_STDERR.load(Ordering::Relaxed) && !text.starts_with('{') {
+        let message = text.strip_prefix("mcp-cli: ").unwrap_or(text);
+        let message = message.strip_prefix("warning: ").unwrap_or(message);
+        Cow::Owned(serde_json::json!({ "warning": { "message": message } }).to_string())
+    } else if terminal {
         escape_controls(text)
     } else {
         Cow::Borrowed(text)

@@ -69,6 +69,9 @@ fn run_args(args: Vec<OsString>) -> i32 {
 
 /// [`run_args`] once the signals are watched: the command, warm through a daemon or here.
 async fn run_command(cli: cli::Cli, args: Vec<OsString>, mut signals: Signals) -> i32 {
+    if cli.json {
+        output::json_diagnostics();
+    }
     let env = |key: &str| std::env::var(key).ok();
     let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
     let files = host::ConfigFiles::discover(&cli.configs, &env, cwd);

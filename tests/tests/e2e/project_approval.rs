@@ -279,3 +279,29 @@ fn approve_and_trust_ask_on_a_terminal() {
     assert!(!yes.screen.contains("[y/N]"), "{yes:?}");
     assert_eq!(scratch.cli(&["call", "build", "shifty"]).code, 0);
 }
+
+/// A notice printed deep in the host layer (here: the approvals file is damaged, so nothing
+/// counts as approved) is, under `--json`, a warning object like every other line on stderr.
+#[test]
+fn under_json_every_line_on_stderr_is_a_json_object() {
+    let scratch = Scratch::new("approval-damaged-json");
+    user_file(&scratch, &crate::support::fixture_block("fx", "good"));
+    let approvals = scratch.0.join("state/mcp-cli/approvals.json");
+    std::fs::create_dir_all(approvals.parent().unwrap()).unwrap();
+    std::fs::write(&approvals, "{not json").unwrap();
+    let text = scratch.cli(&["call", "fx", "echo", "text=hi"]);
+    assert_eq!(text.code, 0, "{text:?}");
+    assert!(
+        text.stderr.contains("is not a file of approvals"),
+        "{text:?}"
+    );
+    let run = scratch.cli(&["--json", "call", "fx", "echo", "text=hi"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let lines: Vec<serde_json::Value> = (run.stderr.lines())
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line:?}")))
+        .collect();
+    assert!(!lines.is_empty(), "{run:?}");
+    let message = lines[0]["warning"]["message"].as_str().unwrap();
+    assert!(message.contains("is not a file of approvals"), "{run:?}");
+    assert!(!message.starts_with("mcp-cli: "), "{run:?}");
+}
