@@ -121,6 +121,7 @@ impl Index {
     /// The `limit` best matches for `query`, best first; ties keep the tools' order. Only tools
     /// that hold at least one of the query's words are returned.
     pub fn search(&self, query: &str, limit: usize) -> Vec<Hit<'_>> {
+        let original = query;
         let mut query: Vec<String> = words(query)
             .flat_map(|(surface, stem)| {
                 let synonym = SYNONYMS.iter().find(|(word, _)| *word == surface);
@@ -149,17 +150,43 @@ impl Index {
                 scores[*at] += idf * weighted / (K1 + weighted);
             }
         }
+        // A tool the query names outright comes first, its score raised past every other's.
+        let named = normalized(original);
+        let best = scores.iter().copied().fold(0.0_f32, f32::max);
         let mut hits: Vec<Hit<'_>> = (self.tools.iter().zip(&scores).zip(&self.boosts))
             .filter(|((_, score), _)| **score > 0.0)
-            .map(|((entry, score), boost)| Hit {
-                entry,
-                score: score * boost,
+            .map(|((entry, score), boost)| {
+                let bonus = if names(entry, &named) { best } else { 0.0 };
+                Hit {
+                    entry,
+                    score: score * boost + bonus,
+                }
             })
             .collect();
         hits.sort_by(|a, b| b.score.total_cmp(&a.score));
         hits.truncate(limit);
         hits
     }
+}
+
+/// Lowercased, with runs of blanks as one space: how a query and a name are compared.
+fn normalized(text: &str) -> String {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    words.join(" ").to_lowercase()
+}
+
+/// Whether `query` ([`normalized`]) is the tool's name outright: its shown name, `SERVER.TOOL`,
+/// `mcp__SERVER__TOOL` (Claude Code's spelling), its own name, or its title.
+fn names(entry: &ToolEntry, query: &str) -> bool {
+    let tool = &entry.tool;
+    let spellings = [
+        entry.name.clone(),
+        format!("{}.{}", entry.server, tool.name),
+        format!("mcp__{}__{}", entry.server, tool.name),
+        tool.name.clone(),
+    ];
+    let title = tool.title.as_deref().map(normalized);
+    (spellings.iter()).any(|name| normalized(name) == query) || title.as_deref() == Some(query)
 }
 
 /// A tool's text by field: names, title, description, parameters.
@@ -328,6 +355,38 @@ mod tests {
 
     fn terms(text: &str) -> Vec<String> {
         words(text).map(|(_, stem)| stem).collect()
+    }
+
+    #[test]
+    fn a_query_that_names_a_tool_finds_it_first() {
+        let index = Index::new(vec![
+            entry(
+                "web",
+                json!({"name": "fetch", "title": "Get A Page", "inputSchema": {},
+                       "description": "Deprecated: fetches a URL."}),
+            ),
+            entry(
+                "web",
+                json!({"name": "fetch_url", "inputSchema": {},
+                       "description": "Fetch a URL: fetch pages, fetch files, fetch anything."}),
+            ),
+        ]);
+        let first = |query: &str| index.search(query, 2)[0].entry.name.clone();
+        // Deprecated, it would rank below the other on its words alone.
+        assert_eq!(first("fetch pages"), "web__fetch_url");
+        for query in [
+            "fetch",
+            "web__fetch",
+            " WEB__Fetch ",
+            "web.fetch",
+            "mcp__web__fetch",
+            "get  a page",
+        ] {
+            assert_eq!(first(query), "web__fetch", "{query:?}");
+            let hits = index.search(query, 2);
+            assert!(hits[0].score > hits[1].score, "{query:?}: {hits:?}");
+        }
+        assert_eq!(first("fetch_url"), "web__fetch_url");
     }
 
     #[test]

@@ -149,6 +149,28 @@ fn search_finds_the_right_tool_among_eight_real_servers() {
         }
         top3 += usize::from(names.iter().any(|name| name == wanted));
     }
+    // Every tool of every server, asked for by name, comes first: by its shown name, by its
+    // own name (or one of that name, when two servers have one), by its title.
+    let mut id = 1000;
+    for tool in every.as_array().unwrap() {
+        let shown = tool["name"].as_str().unwrap();
+        let (_, bare) = shown.split_once("__").unwrap();
+        id += 3;
+        assert_eq!(found(&mut host, id, shown, 1), [shown], "by its shown name");
+        let by_name = found(&mut host, id + 1, bare, 1);
+        assert!(
+            by_name[0].split_once("__").unwrap().1 == bare,
+            "{bare}: {by_name:?}"
+        );
+        if let Some(title) = tool["title"].as_str() {
+            let by_title = found(&mut host, id + 2, title, 1);
+            let titles: Vec<&Value> = (every.as_array().unwrap().iter())
+                .filter(|other| other["name"] == by_title[0].as_str())
+                .map(|other| &other["title"])
+                .collect();
+            assert_eq!(titles, [&json!(title)], "{title}: {by_title:?}");
+        }
+    }
     drop(host);
     assert!(serve.wait().unwrap().success());
     let count = every.as_array().unwrap().len();
