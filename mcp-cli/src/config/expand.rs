@@ -54,6 +54,8 @@ pub(super) struct RawServer {
     /// `validate_output` (`validateOutput` in JSON); `None` is the default, on.
     pub validate_output: Option<bool>,
     pub tools: ToolFilter,
+    /// `always_load` (`alwaysLoad` in JSON): globs of tool names, `*` for `true`.
+    pub always_load: Vec<super::Glob>,
     /// Directories offered as MCP roots, relative to the file's folder.
     pub roots: Vec<String>,
     /// `pin_tools`; `None` is the default, on.
@@ -195,7 +197,7 @@ pub(super) fn finish(name: &str, raw: RawServer, env: Env<'_>, base: &Path) -> E
     let remote =
         (raw.enabled && raw.url.is_some()).then(|| remote(&raw, &with_vscode_variables(env, base)));
     let (handshake_timeout, call_timeout) = (raw.handshake_timeout, raw.call_timeout);
-    let (max_message_len, tools) = (raw.max_message_len, raw.tools);
+    let (max_message_len, tools, always_load) = (raw.max_message_len, raw.tools, raw.always_load);
     let (pin_tools, protocol) = (raw.pin_tools.unwrap_or(true), raw.protocol);
     let scan_tools = raw.scan_tools.unwrap_or(true);
     let (max_result_bytes, validate_output) =
@@ -216,6 +218,7 @@ pub(super) fn finish(name: &str, raw: RawServer, env: Env<'_>, base: &Path) -> E
         max_listed,
         validate_output,
         tools,
+        always_load,
         roots,
         pin_tools,
         scan_tools,

@@ -48,6 +48,9 @@ pub(super) struct HostServer {
     exclude_tools: Vec<Glob>,
     /// Ours, as the native `scan_tools`: `false` turns the poisoning scan off.
     scan_tools: Option<bool>,
+    /// Claude Code's, and our native `always_load`: `true`, or the tools that `serve
+    /// --search` lists beside its search tools.
+    always_load: Option<super::policy::AlwaysLoad>,
     /// Ours, as the native `max_result_bytes`: what `call` prints before it spills to a file.
     #[serde(default, deserialize_with = "bytes")]
     max_result_bytes: Option<u64>,
@@ -137,6 +140,7 @@ pub(super) fn servers(table: BTreeMap<String, HostServer>) -> RawServers {
                 disabled: s.exclude_tools,
             },
             scan_tools: s.scan_tools,
+            always_load: super::policy::AlwaysLoad::globs(s.always_load),
             max_result_bytes: s.max_result_bytes,
             validate_output: s.validate_output,
             max_listed: s.max_listed,

@@ -120,6 +120,9 @@ pub struct ServerSpec {
     pub validate_output: bool,
     /// Which of the server's own tool names may be shown and called.
     pub tools: ToolFilter,
+    /// Globs of the server's own tool names that `serve --search` lists beside its search
+    /// tools (`always_load`: `true` is every tool); none when empty.
+    pub always_load: Vec<Glob>,
     /// Absolute directories offered to the server as MCP roots; none declared when empty.
     pub roots: Vec<std::path::PathBuf>,
     /// Whether its tool definitions are pinned (`pin_tools`, default true).
@@ -210,6 +213,11 @@ impl std::fmt::Debug for Remote {
 }
 
 impl ServerSpec {
+    /// Whether its tool `tool` (its own name) is always loaded (`always_load`).
+    pub fn always_loads(&self, tool: &str) -> bool {
+        self.tools.allows(tool) && self.always_load.iter().any(|glob| glob.matches(tool))
+    }
+
     /// A server run by `command`, every other setting at its default.
     pub fn new(name: &str, command: Command) -> ServerSpec {
         ServerSpec {
@@ -222,6 +230,7 @@ impl ServerSpec {
             max_listed: None,
             validate_output: true,
             tools: ToolFilter::default(),
+            always_load: Vec::new(),
             roots: Vec::new(),
             pin_tools: true,
             scan_tools: true,

@@ -12,7 +12,7 @@ use toml::Spanned;
 
 use super::errors::{file_error, no_servers_key, origin};
 use super::expand::{Permissions as ServerPermissions, RawServer, RawServers};
-use super::policy::{Action, Glob, ListEntry, Rule, ToolFilter};
+use super::policy::{Action, AlwaysLoad, Glob, ListEntry, Rule, ToolFilter};
 use super::tables::{Tables, TopLevel, add};
 use super::units::{bytes, count, megabytes, protocol, seconds};
 use super::{ConfigError, RawFile, codex};
@@ -90,6 +90,7 @@ struct NativeServer {
     enabled_tools: Option<Vec<Glob>>,
     #[serde(default)]
     disabled_tools: Vec<Glob>,
+    always_load: Option<AlwaysLoad>,
     #[serde(default)]
     roots: Vec<String>,
     pin_tools: Option<bool>,
@@ -143,6 +144,7 @@ fn servers(table: BTreeMap<String, NativeServer>) -> RawServers {
             enabled: s.enabled_tools,
             disabled: s.disabled_tools,
         },
+        always_load: AlwaysLoad::globs(s.always_load),
         roots: s.roots,
         pin_tools: s.pin_tools,
         scan_tools: s.scan_tools,

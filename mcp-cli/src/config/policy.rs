@@ -137,6 +137,25 @@ impl<'de> Deserialize<'de> for Glob {
     }
 }
 
+/// `always_load` as written: `true` (every tool), `false`, or globs of tool names.
+#[derive(Deserialize)]
+#[serde(untagged)]
+pub(super) enum AlwaysLoad {
+    Every(bool),
+    Tools(Vec<Glob>),
+}
+
+impl AlwaysLoad {
+    /// The globs it stands for.
+    pub(super) fn globs(this: Option<Self>) -> Vec<Glob> {
+        match this {
+            Some(AlwaysLoad::Every(true)) => vec![Glob::new("*").unwrap_or_else(|_| unreachable!())],
+            Some(AlwaysLoad::Every(false)) | None => Vec::new(),
+            Some(AlwaysLoad::Tools(globs)) => globs,
+        }
+    }
+}
+
 /// Which of a server's own tool names may be shown and called.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ToolFilter {

@@ -270,6 +270,19 @@ impl Gateway {
                     Err(error) => return Ok(tool_error(&error.message).into()),
                 }
             }
+            // A tool its config always loads is listed beside the three, and called by name.
+            Mode::Search if ![search::SEARCH, search::DESCRIBE].contains(&name) => {
+                let found = self.find(name).await.ok();
+                let found = found.filter(|entry| search::is_always_loaded(self, entry));
+                let Some(entry) = found else {
+                    return Err(search::unknown(name));
+                };
+                Work::Call {
+                    entry,
+                    arguments,
+                    trace,
+                }
+            }
             Mode::Search => {
                 let answer = Box::pin(search::run(self, name, arguments)).await?;
                 return Ok(cut(answer.into()));

@@ -321,7 +321,14 @@ impl Gateway {
                 (Box::pin(self.list_tools(&params, era)).await).map(RawResult::from)
             }
             ("tools/list", Mode::Proxy) => Ok(self.fixed_tools(json!([proxy::tool()]), era)),
-            ("tools/list", Mode::Search) => Ok(self.fixed_tools(search::tools(), era)),
+            ("tools/list", Mode::Search) => {
+                let mut tools = search::tools();
+                let always = Box::pin(search::always_loaded(self)).await;
+                if let Value::Array(tools) = &mut tools {
+                    tools.extend(always);
+                }
+                Ok(self.fixed_tools(tools, era))
+            }
             ("resources/list" | "resources/templates/list" | "prompts/list", _) => {
                 (Box::pin(self.list_features(method, era)).await).map(RawResult::from)
             }

@@ -67,6 +67,31 @@ pub(crate) fn tools() -> Value {
     ])
 }
 
+/// The served servers' tools their config always loads (`always_load`), as `tools/list`
+/// shows them beside the three, under the hub's names (which `tools/call` takes directly).
+pub(crate) async fn always_loaded(gateway: &Gateway) -> Vec<Value> {
+    let servers: Vec<String> = (gateway.servers().into_iter())
+        .filter(|server| (gateway.hub.server_spec(server)).is_ok_and(|s| !s.always_load.is_empty()))
+        .collect();
+    if servers.is_empty() {
+        return Vec::new();
+    }
+    let catalogue = search::catalogue(&gateway.hub, &servers).await;
+    let tools = catalogue.tools.iter().filter(|entry| is_always_loaded(gateway, entry));
+    tools
+        .map(|entry| {
+            let mut definition = serde_json::to_value(&*entry.tool).unwrap_or_default();
+            definition["name"] = json!(entry.name);
+            definition
+        })
+        .collect()
+}
+
+/// Whether `entry`'s server config always loads it.
+pub(crate) fn is_always_loaded(gateway: &Gateway, entry: &crate::hub::ToolEntry) -> bool {
+    (gateway.hub.server_spec(&entry.server)).is_ok_and(|spec| spec.always_loads(&entry.tool.name))
+}
+
 /// Runs `search_tools` or `describe_tool` (the gateway runs `call_tool` as it runs any call);
 /// an unknown tool name is the host's mistake (-32602), as for a direct call, and every other
 /// failure a tool result with `isError`.
@@ -86,10 +111,16 @@ pub(crate) async fn run(gateway: &Gateway, tool: &str, input: Value) -> Result<V
             }
             Err(error) => Ok(crate::gateway::tool_error(&error.message)),
         },
-        _ => Err(invalid_params(format!(
-            "unknown tool {tool}; with --search the tools are {SEARCH}, {DESCRIBE} and {CALL}"
-        ))),
+        _ => Err(unknown(tool)),
     }
+}
+
+/// A host's call of a tool `serve --search` does not list (-32602).
+pub(crate) fn unknown(tool: &str) -> RpcError {
+    invalid_params(format!(
+        "unknown tool {tool}; with --search the tools are {SEARCH}, {DESCRIBE} and {CALL}, and \
+         those the config loads always (always_load)"
+    ))
 }
 
 /// The `limit` tools of the served servers that best match `query`, as a tool result.

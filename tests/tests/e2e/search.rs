@@ -421,3 +421,53 @@ fn search_on_the_command_line() {
     assert!(run.stdout.starts_with("fx__echo "), "{}", run.stdout);
     assert!(run.stderr.contains("broken"), "{}", run.stderr);
 }
+
+/// Tools a server's config always loads (`always_load`, `alwaysLoad` in JSON) are listed by
+/// `serve --search` beside its three tools and called by their names; search still finds
+/// them; a tool not loaded always is refused as before, and so is one the policy denies.
+#[test]
+fn tools_the_config_always_loads_are_listed_beside_the_search_tools() {
+    let scratch = Scratch::new("search-always-load");
+    let toml = format!(
+        "{}always_load = [\"echo\", \"add\"]\n\n[[permissions.rules]]\ntool = \"fx__add\"\n\
+         action = \"deny\"\n",
+        fixture_block("fx", "good")
+    );
+    let toml = scratch.write("always.toml", &toml);
+    let fixture = crate::support::FIXTURE;
+    let json = json!({"mcpServers": {"all": {"command": fixture, "args": ["resources"],
+                                              "alwaysLoad": true}}});
+    let json = scratch.write("always.json", &json.to_string());
+    let (toml, json) = (toml.to_str().unwrap(), json.to_str().unwrap());
+    let args = ["--config", toml, "--config", json, "serve", "--search"];
+    let (mut serve, mut host) = RawHost::start_patient(&scratch, &args, "{}");
+    let listed = host.request(1, "tools/list", json!({}));
+    let names: Vec<&str> = (listed["result"]["tools"].as_array().unwrap().iter())
+        .map(|tool| tool["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(&names[..4], ["search_tools", "describe_tool", "call_tool", "fx__echo"]);
+    // Every tool of `all`; `fx__add` is denied, so never listed.
+    assert!(names.contains(&"all__echo"), "{names:?}");
+    assert!(!names.contains(&"fx__add"), "{names:?}");
+    assert!(!names.contains(&"fx__fail"), "{names:?}");
+    let echoed = call(&mut host, 2, "fx__echo", json!({"text": "direct"}));
+    assert_eq!(text(&echoed), "direct", "{echoed}");
+    let refused = host.request(3, "tools/call", json!({"name": "fx__fail", "arguments": {}}));
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    assert!(
+        refused["error"]["message"].as_str().unwrap().contains("always_load"),
+        "{refused}"
+    );
+    assert!(found(&mut host, 4, "fx__echo", 1) == ["fx__echo"]);
+    drop(host);
+    assert!(serve.wait().unwrap().success());
+
+    // `true` and globs only: anything else is a config error naming the line.
+    let bad = scratch.write(
+        "bad.toml",
+        &format!("{}always_load = 5\n", fixture_block("fx", "good")),
+    );
+    let run = scratch.cli(&["--config", bad.to_str().unwrap(), "tools"]);
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(run.stderr.contains("always_load"), "{run:?}");
+}
