@@ -149,7 +149,9 @@ impl AlwaysLoad {
     /// The globs it stands for.
     pub(super) fn globs(this: Option<Self>) -> Vec<Glob> {
         match this {
-            Some(AlwaysLoad::Every(true)) => vec![Glob::new("*").unwrap_or_else(|_| unreachable!())],
+            Some(AlwaysLoad::Every(true)) => {
+                vec![Glob::new("*").unwrap_or_else(|_| unreachable!())]
+            }
             Some(AlwaysLoad::Every(false)) | None => Vec::new(),
             Some(AlwaysLoad::Tools(globs)) => globs,
         }

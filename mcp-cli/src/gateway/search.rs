@@ -77,7 +77,10 @@ pub(crate) async fn always_loaded(gateway: &Gateway) -> Vec<Value> {
         return Vec::new();
     }
     let catalogue = search::catalogue(&gateway.hub, &servers).await;
-    let tools = catalogue.tools.iter().filter(|entry| is_always_loaded(gateway, entry));
+    let tools = catalogue
+        .tools
+        .iter()
+        .filter(|entry| is_always_loaded(gateway, entry));
     tools
         .map(|entry| {
             let mut definition = serde_json::to_value(&*entry.tool).unwrap_or_default();
