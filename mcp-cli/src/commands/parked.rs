@@ -5,9 +5,8 @@ use mcp_smol::proto::Request;
 use serde_json::{Value, json};
 
 use crate::commands::Context;
-use crate::daemon::{self, Place};
+use crate::daemon::{self, Place, one_line};
 use crate::exit::{Exit, Failure};
-use crate::output::Stdout;
 
 /// `answer ID [KEY=VALUE]... [--decline | --cancel | --open]`: the call's result as `call`
 /// prints it, or its next question.
@@ -92,43 +91,6 @@ pub(crate) async fn list(ctx: &mut Context) -> Result<Exit, Failure> {
     Ok(Exit::Success)
 }
 
-/// Prints a question a call parked on: under `--json`, `{"parked": QUESTION}`; otherwise
-/// who asks what, the form's fields or the link, and the command that answers it.
-pub(crate) fn show(out: &mut Stdout, question: &Value, json: bool) {
-    if json {
-        return out.line(&json!({ "parked": question }).to_string());
-    }
-    let text = |key: &str| question[key].as_str().unwrap_or_default().to_owned();
-    let id = text("id");
-    out.line(&format!(
-        "{} asks, for its tool {}: {}",
-        text("server"),
-        text("tool"),
-        one_line(&text("message"))
-    ));
-    match question.get("url").and_then(Value::as_str) {
-        Some(url) => out.line(&format!("  open: {url}")),
-        None => {
-            let schema = &question["requestedSchema"];
-            let required: Vec<&str> = (schema["required"].as_array().into_iter().flatten())
-                .filter_map(Value::as_str)
-                .collect();
-            let empty = serde_json::Map::new();
-            let fields = schema["properties"].as_object().unwrap_or(&empty);
-            for (key, field) in fields {
-                let line = crate::elicit::field_line(key, field, required.contains(&key.as_str()));
-                out.line(&format!("  {key}=  {line}"));
-            }
-        }
-    }
-    out.line(&format!(
-        "parked as {id} for {} s: `{}` answers it (or --decline, --cancel); `mcp-cli parked` \
-         lists what waits",
-        question["expiresInSeconds"],
-        text("answerWith")
-    ));
-}
-
 /// The daemon for these config files, if one runs.
 async fn reach(ctx: &Context) -> Option<mcp_smol::Client> {
     let env = |key: &str| std::env::var(key).ok();
@@ -161,9 +123,4 @@ async fn open_link(listed: &Value, id: &str) -> Result<(), Failure> {
         crate::output::diagnostic(&format!("mcp-cli: open {link} yourself"));
     }
     Ok(())
-}
-
-/// A server's words on one line: a message could otherwise pass for lines of our own.
-fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }

@@ -289,7 +289,7 @@ pub(crate) fn replay(out: &mut Stdout, answer: &Value, json: bool) -> Exit {
     let lines: Vec<Line> = serde_json::from_value(answer["lines"].clone()).unwrap_or_default();
     out.replay(&lines);
     if let Some(question) = answer.get("parked") {
-        crate::commands::parked::show(out, question, json);
+        show_parked(out, question, json);
     }
     let exit = Exit::of_code(answer["exit"].as_i64());
     if let Some(message) = answer["error"].as_str() {
@@ -297,6 +297,48 @@ pub(crate) fn replay(out: &mut Stdout, answer: &Value, json: bool) -> Exit {
         out.diagnostic(&text);
     }
     exit
+}
+
+/// Prints a question a call parked on: under `--json`, `{"parked": QUESTION}`; otherwise
+/// who asks what, the form's fields or the link, and the command that answers it.
+fn show_parked(out: &mut Stdout, question: &Value, json: bool) {
+    if json {
+        return out.line(&json!({ "parked": question }).to_string());
+    }
+    let text = |key: &str| question[key].as_str().unwrap_or_default().to_owned();
+    let id = text("id");
+    out.line(&format!(
+        "{} asks, for its tool {}: {}",
+        text("server"),
+        text("tool"),
+        one_line(&text("message"))
+    ));
+    match question.get("url").and_then(Value::as_str) {
+        Some(url) => out.line(&format!("  open: {url}")),
+        None => {
+            let schema = &question["requestedSchema"];
+            let required: Vec<&str> = (schema["required"].as_array().into_iter().flatten())
+                .filter_map(Value::as_str)
+                .collect();
+            let empty = serde_json::Map::new();
+            let fields = schema["properties"].as_object().unwrap_or(&empty);
+            for (key, field) in fields {
+                let line = crate::elicit::field_line(key, field, required.contains(&key.as_str()));
+                out.line(&format!("  {key}=  {line}"));
+            }
+        }
+    }
+    out.line(&format!(
+        "parked as {id} for {} s: `{}` answers it (or --decline, --cancel); `mcp-cli parked` \
+         lists what waits",
+        question["expiresInSeconds"],
+        text("answerWith")
+    ));
+}
+
+/// A server's words on one line: a message could otherwise pass for lines of our own.
+pub(crate) fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// A notice as [`Context::notice`](crate::commands::Context::notice) words it.
