@@ -15,6 +15,7 @@
 //! common real servers offer passes clean (`mcp-cli/tests/listings/` holds their listings).
 
 use std::ops::Range;
+use std::sync::LazyLock;
 
 use mcp_smol::proto::skills::Skill;
 use mcp_smol::proto::{Prompt, Resource, ResourceTemplate, Tool};
@@ -453,7 +454,7 @@ fn scan_text(field: &str, text: &str, others: &[String], findings: &mut Vec<Find
         let (start, end) = (folded.origin[range.start], folded.origin[range.end]);
         excerpt(text, start, end)
     };
-    let said = first_phrase(&folded.text, INSTRUCTIONS)
+    let said = first_phrase(&folded.text, &INSTRUCTION_PHRASES)
         .map(|(phrase, range)| (format!("says {phrase:?}"), range));
     let secret = || {
         let (path, range) = secret_path(&folded.text)?;
@@ -666,39 +667,89 @@ fn secret_path(folded: &str) -> Option<(&'static str, Range<usize>)> {
         (path.starts_with('/') || before.is_none_or(|c| !joins(c) && c != '.'))
             && after.is_none_or(|c| !joins(c))
     };
-    (SECRET_PATHS.iter())
-        .filter(|path| path.len() <= folded.len())
-        .filter_map(|&path| {
-            let at = (folded.match_indices(path))
-                .find(|&(at, _)| whole(at, path))?
-                .0;
-            Some((path, at..at + path.len()))
-        })
-        .min_by_key(|(_, range)| range.start)
+    SECRET_PATH_PHRASES
+        .earliest(folded, whole)
+        .map(|(at, path)| (path, at..at + path.len()))
 }
 
 /// The first of `phrases` in `folded`, and where.
-fn first_phrase<'a>(folded: &str, phrases: &[&'a str]) -> Option<(&'a str, Range<usize>)> {
-    // A phrase longer than the text is not looked for: setting up each search is most of what
-    // the many short strings of a schema (enum values, keys) cost.
-    (phrases.iter())
-        .filter(|phrase| phrase.len() <= folded.len())
-        .filter_map(|&phrase| Some((folded.find(phrase)?, phrase)))
-        .min_by_key(|(at, _)| *at)
-        .map(|(at, phrase)| (phrase, at..at + phrase.len()))
+fn first_phrase(folded: &str, phrases: &Phrases) -> Option<(&'static str, Range<usize>)> {
+    let (at, phrase) = phrases.earliest(folded, |_, _| true)?;
+    Some((phrase, at..at + phrase.len()))
+}
+
+/// A list of phrases to look for, with which byte pairs begin one, so that a text is read
+/// once, trying a place only when its first two bytes begin some phrase. One search per
+/// phrase set up a searcher each time, for every string of every schema, which was most of
+/// what listing a catalogue of thousands of tools cost.
+struct Phrases {
+    list: &'static [&'static str],
+    /// A bit per byte pair that begins a phrase.
+    pairs: [u64; 1024],
+    /// The bytes that are a phrase of one byte.
+    single: [bool; 256],
+}
+
+static INSTRUCTION_PHRASES: LazyLock<Phrases> = LazyLock::new(|| Phrases::of(INSTRUCTIONS));
+static SHADOWING_PHRASES: LazyLock<Phrases> = LazyLock::new(|| Phrases::of(SHADOWING));
+static SECRET_PATH_PHRASES: LazyLock<Phrases> = LazyLock::new(|| Phrases::of(SECRET_PATHS));
+
+impl Phrases {
+    fn of(list: &'static [&'static str]) -> Self {
+        let mut phrases = Phrases {
+            list,
+            pairs: [0; 1024],
+            single: [false; 256],
+        };
+        for phrase in list {
+            match phrase.as_bytes() {
+                [] => {}
+                [only] => phrases.single[usize::from(*only)] = true,
+                [first, second, ..] => {
+                    let pair = (usize::from(*first) << 8) | usize::from(*second);
+                    phrases.pairs[pair / 64] |= 1 << (pair % 64);
+                }
+            }
+        }
+        phrases
+    }
+
+    /// Where the first phrase that `accept` takes starts in `text`, and which it is (the
+    /// first listed, of those starting at one place).
+    fn earliest(
+        &self,
+        text: &str,
+        accept: impl Fn(usize, &str) -> bool,
+    ) -> Option<(usize, &'static str)> {
+        let bytes = text.as_bytes();
+        let could_start = |at: usize| {
+            let first = usize::from(bytes[at]);
+            let pair = (first << 8) | usize::from(bytes.get(at + 1).copied().unwrap_or(0));
+            self.single[first] || self.pairs[pair / 64] & (1 << (pair % 64)) != 0
+        };
+        (0..bytes.len())
+            .filter(|at| could_start(*at))
+            .find_map(|at| {
+                (self.list.iter())
+                    .find(|phrase| bytes[at..].starts_with(phrase.as_bytes()) && accept(at, phrase))
+                    .map(|phrase| (at, *phrase))
+            })
+    }
 }
 
 /// A claim on another server's tools in `folded`: its qualified tool names, or this tool
 /// put in the place of one of them.
 fn shadowing(folded: &str, others: &[String]) -> Option<(String, Range<usize>)> {
-    for other in others {
+    // A qualified name holds `__`; most texts hold none, and so name no other server's tool.
+    let qualified_names = if folded.contains("__") { others } else { &[] };
+    for other in qualified_names {
         let qualified = format!("{other}__");
         if let Some(at) = find_word(folded, &qualified) {
             let reason = format!("names a tool of server {other}");
             return Some((reason, at..at + qualified.len()));
         }
     }
-    if let Some((phrase, span)) = first_phrase(folded, SHADOWING) {
+    if let Some((phrase, span)) = first_phrase(folded, &SHADOWING_PHRASES) {
         return Some((format!("says {phrase:?}"), span));
     }
     for &phrase in INSTEAD {
