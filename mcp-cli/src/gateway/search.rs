@@ -6,7 +6,7 @@ use mcp_smol::proto::RpcError;
 use serde_json::{Value, json};
 
 use crate::gateway::{Gateway, invalid_params};
-use crate::search::{self, Index};
+use crate::search;
 
 /// The tool that searches.
 pub(crate) const SEARCH: &str = "search_tools";
@@ -135,7 +135,10 @@ pub(crate) async fn found(gateway: &Gateway, query: &str, limit: usize) -> Value
     let left_out: Vec<String> = (catalogue.failures.iter())
         .map(|(server, error)| format!("{server}: {}", crate::hints::explained(error)))
         .collect();
-    let index = Index::new(catalogue.tools);
+    let (index, unreadable) = search::with_installed_model(catalogue.tools);
+    if let Some(why) = unreadable {
+        warn_once(&why);
+    }
     let hits: Vec<Value> = (index.search(query, limit).iter())
         .map(search::Hit::to_json)
         .collect();
@@ -144,6 +147,14 @@ pub(crate) async fn found(gateway: &Gateway, query: &str, limit: usize) -> Value
         result["serversLeftOut"] = json!(left_out);
     }
     text_result(&result)
+}
+
+/// Says `why` on stderr (the host's log of us) the first time only: a host searches often.
+fn warn_once(why: &str) {
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        crate::output::diagnostic(&format!("mcp-cli: warning: {why}"));
+    }
 }
 
 /// A tool result holding `value`, as text for the model and as structured content.

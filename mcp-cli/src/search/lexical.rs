@@ -1,7 +1,7 @@
-//! Ranked full-text search over tools: BM25F over four weighted fields (names, title,
-//! description, parameters), with words split at `snake_case`, `camelCase`, `kebab-case` and
-//! punctuation, lowercased, and folded by a light stemmer so `files`, `file`, `creating` and
-//! `create` meet.
+//! The lexical ranking: BM25F over four weighted fields (names, title, description,
+//! parameters), with words split at `snake_case`, `camelCase`, `kebab-case` and punctuation,
+//! lowercased, and folded by a light stemmer so `files`, `file`, `creating`, `create` and
+//! `creation` meet. A URL in a query stands for the word `url`.
 //!
 //! Our own rather than a search crate's: the corpus is a few hundred short documents, indexed
 //! afresh for each search, so an engine with segments, a query parser and its own storage
@@ -9,9 +9,9 @@
 
 use std::collections::HashMap;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use crate::hub::{Catalogue, Hub, ToolEntry};
+use crate::hub::ToolEntry;
 
 /// The fields a tool is searched by, in order of weight.
 const FIELDS: usize = 4;
@@ -25,17 +25,9 @@ const B: f32 = 0.75;
 /// A tool that says it is deprecated ranks below a current one that matches as well.
 const DEPRECATED: f32 = 0.5;
 
-/// The tools to search, as [`Hub::tools_of`] lists them (from the catalogue on disk for a
-/// server not running, when it keeps a fresh listing): the one place search reads the
-/// catalogue, so that the command line and the gateway keep to the same source.
-pub async fn catalogue(hub: &Hub, servers: &[String]) -> Catalogue {
-    hub.tools_of(servers).await
-}
-
-/// An index over some tools, built once and searched many times.
+/// A BM25F index over some tools, by their place in the list it was built from.
 #[derive(Debug, Default)]
-pub struct Index {
-    tools: Vec<ToolEntry>,
+pub(crate) struct Lexical {
     /// Each tool's field lengths in words.
     lengths: Vec<[f32; FIELDS]>,
     /// Each field's average length over all tools.
@@ -46,34 +38,17 @@ pub struct Index {
     boosts: Vec<f32>,
 }
 
-/// One tool that matched, with its score (higher is better).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Hit<'a> {
-    /// The tool.
-    pub entry: &'a ToolEntry,
-    /// How well it matched: a sum over the query's words, comparable within one search only.
+/// How one tool scored: its score (0 when no word of the query is in it) and the query's
+/// words it holds, as the query spelt them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Scored {
     pub score: f32,
+    pub matched: Vec<String>,
 }
 
-impl Hit<'_> {
-    /// The hit as `search --json` prints it and the gateway's `search_tools` returns it: the
-    /// shown name, the server, the tool's own name, a one-line description, the score to two
-    /// decimals.
-    pub fn to_json(&self) -> Value {
-        json!({
-            "name": self.entry.name,
-            "server": self.entry.server,
-            "tool": self.entry.tool.name,
-            "description": summary(self.entry),
-            "score": (f64::from(self.score) * 100.0).round() / 100.0,
-        })
-    }
-}
-
-impl Index {
-    /// Indexes `tools`, keeping them for [`search`](Self::search) and [`get`](Self::get).
-    pub fn new(tools: Vec<ToolEntry>) -> Self {
-        let mut index = Index::default();
+impl Lexical {
+    pub(crate) fn new(tools: &[ToolEntry]) -> Self {
+        let mut index = Lexical::default();
         let deprecated = stem("deprecated");
         for (at, entry) in tools.iter().enumerate() {
             let fields = fields(entry);
@@ -104,38 +79,33 @@ impl Index {
         for sum in &mut index.average {
             *sum = (*sum / count).max(1.0);
         }
-        index.tools = tools;
         index
     }
 
-    /// The tools indexed, in the order given.
-    pub fn tools(&self) -> &[ToolEntry] {
-        &self.tools
-    }
-
-    /// The tool whose shown name is `name`.
-    pub fn get(&self, name: &str) -> Option<&ToolEntry> {
-        self.tools.iter().find(|entry| entry.name == name)
-    }
-
-    /// The `limit` best matches for `query`, best first; ties keep the tools' order. Only tools
-    /// that hold at least one of the query's words are returned.
-    pub fn search(&self, query: &str, limit: usize) -> Vec<Hit<'_>> {
-        let original = query;
-        let mut query: Vec<String> = words(query)
+    /// Every tool's score for `query` (its URLs already [`without_urls`]), in the tools'
+    /// order.
+    pub(crate) fn score(&self, query: &str) -> Vec<Scored> {
+        // Each term searched for, with the query's word it came from.
+        let mut terms: Vec<(String, String)> = words(query)
             .flat_map(|(surface, stem)| {
                 let synonym = SYNONYMS.iter().find(|(word, _)| *word == surface);
                 let synonym = synonym.into_iter().flat_map(|(_, synonym)| words(synonym));
-                [(surface, stem)].into_iter().chain(synonym)
+                let spoken = surface.clone();
+                [(surface, stem)]
+                    .into_iter()
+                    .chain(synonym)
+                    .map(move |pair| (pair, spoken.clone()))
             })
-            .flat_map(|(surface, stem)| [exact(&surface), stem])
+            .flat_map(|((surface, stem), spoken)| {
+                [(exact(&surface), spoken.clone()), (stem, spoken)]
+            })
             .collect();
-        query.sort();
-        query.dedup();
-        let total = self.tools.len() as f32;
-        let mut scores = vec![0.0_f32; self.tools.len()];
-        for word in &query {
-            let Some(postings) = self.postings.get(word) else {
+        let mut seen = std::collections::HashSet::new();
+        terms.retain(|(term, _)| seen.insert(term.clone()));
+        let total = self.lengths.len() as f32;
+        let mut scored = vec![Scored::default(); self.lengths.len()];
+        for (term, spoken) in &terms {
+            let Some(postings) = self.postings.get(term) else {
                 continue;
             };
             let held = postings.len() as f32;
@@ -147,46 +117,28 @@ impl Index {
                         WEIGHTS[field] * counts[field] / norm
                     })
                     .sum();
-                scores[*at] += idf * weighted / (K1 + weighted);
+                let tool = &mut scored[*at];
+                tool.score += self.boosts[*at] * idf * weighted / (K1 + weighted);
+                if !tool.matched.contains(spoken) {
+                    tool.matched.push(spoken.clone());
+                }
             }
         }
-        // A tool the query names outright comes first, its score raised past every other's.
-        let named = normalized(original);
-        let best = scores.iter().copied().fold(0.0_f32, f32::max);
-        let mut hits: Vec<Hit<'_>> = (self.tools.iter().zip(&scores).zip(&self.boosts))
-            .filter(|((_, score), _)| **score > 0.0)
-            .map(|((entry, score), boost)| {
-                let bonus = if names(entry, &named) { best } else { 0.0 };
-                Hit {
-                    entry,
-                    score: score * boost + bonus,
-                }
-            })
-            .collect();
-        hits.sort_by(|a, b| b.score.total_cmp(&a.score));
-        hits.truncate(limit);
-        hits
+        scored
     }
 }
 
-/// Lowercased, with runs of blanks as one space: how a query and a name are compared.
-fn normalized(text: &str) -> String {
-    let words: Vec<&str> = text.split_whitespace().collect();
-    words.join(" ").to_lowercase()
-}
-
-/// Whether `query` ([`normalized`]) is the tool's name outright: its shown name, `SERVER.TOOL`,
-/// `mcp__SERVER__TOOL` (Claude Code's spelling), its own name, or its title.
-fn names(entry: &ToolEntry, query: &str) -> bool {
-    let tool = &entry.tool;
-    let spellings = [
-        entry.name.clone(),
-        format!("{}.{}", entry.server, tool.name),
-        format!("mcp__{}__{}", entry.server, tool.name),
-        tool.name.clone(),
-    ];
-    let title = tool.title.as_deref().map(normalized);
-    (spellings.iter()).any(|name| normalized(name) == query) || title.as_deref() == Some(query)
+/// `query` with each URL (`https://…`, `www.…`) replaced by the word `url`: the tool that
+/// fetches a page says so by its `url` parameter, never by the page's host name.
+pub(crate) fn without_urls(query: &str) -> String {
+    let words = query.split_whitespace().map(|word| {
+        let lower = word.to_ascii_lowercase();
+        let url = ["http://", "https://", "www."]
+            .iter()
+            .any(|start| lower.starts_with(start));
+        if url { "url" } else { word }
+    });
+    words.collect::<Vec<_>>().join(" ")
 }
 
 /// A tool's text by field: names, title, description, parameters.
@@ -207,21 +159,6 @@ fn fields(entry: &ToolEntry) -> [String; FIELDS] {
         }
     }
     [names, title, description, parameters]
-}
-
-/// The first sentence of a tool's description (or its title), at most 200 characters, for a
-/// result list: short, since each result costs the model's context.
-pub fn summary(entry: &ToolEntry) -> String {
-    let text = (entry.tool.description.as_deref())
-        .or(entry.tool.title.as_deref())
-        .unwrap_or_default();
-    let line = text.lines().map(str::trim).find(|l| !l.is_empty());
-    let line = line.unwrap_or_default();
-    let line = line.find(". ").map_or(line, |end| &line[..=end]);
-    match line.char_indices().nth(200) {
-        Some((cut, _)) => format!("{}…", line[..cut].trim_end()),
-        None => line.to_owned(),
-    }
 }
 
 /// Words too common in tool descriptions and questions to tell tools apart.
@@ -291,9 +228,11 @@ fn split_case(word: &str) -> Vec<&str> {
     parts
 }
 
-/// A light English stemmer: plurals, `-ing`, `-ed` and a final `-e` folded, so that `files`,
-/// `branches`, `entities`, `creating`, `created` and `create` meet their stems. Words of three
-/// letters or fewer, and what would become so, are kept whole.
+/// A light English stemmer: plurals, `-ing`, `-ed`, the `-ion` of a noun made from a verb in
+/// `-t` and a final `-e` folded, so that `files`, `branches`, `entities`, `creating`,
+/// `created`, `creation` and `create` meet their stems. Words of three letters or fewer, and
+/// what would become so, are kept whole, as are nouns in `-tion` with short stems (`mention`,
+/// `section`), which are no verb's.
 fn stem(word: &str) -> String {
     if word.len() <= 3 || !word.is_ascii() {
         return word.to_owned();
@@ -315,6 +254,12 @@ fn stem(word: &str) -> String {
     if let Some(base) = plural {
         owned = base;
         stem = &owned;
+    }
+    if let Some(base) = stem.strip_suffix("ion")
+        && base.len() >= 5
+        && base.ends_with('t')
+    {
+        return base.to_owned();
     }
     for ending in ["ing", "ed"] {
         if let Some(base) = stem.strip_suffix(ending)
@@ -341,52 +286,9 @@ fn stem(word: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
-
-    fn entry(server: &str, tool: Value) -> ToolEntry {
-        let tool: crate::Tool = serde_json::from_value(tool).unwrap();
-        ToolEntry {
-            server: server.to_owned(),
-            name: crate::names::qualified(server, &tool.name),
-            tool: tool.into(),
-            ask: None,
-        }
-    }
 
     fn terms(text: &str) -> Vec<String> {
         words(text).map(|(_, stem)| stem).collect()
-    }
-
-    #[test]
-    fn a_query_that_names_a_tool_finds_it_first() {
-        let index = Index::new(vec![
-            entry(
-                "web",
-                json!({"name": "fetch", "title": "Get A Page", "inputSchema": {},
-                       "description": "Deprecated: fetches a URL."}),
-            ),
-            entry(
-                "web",
-                json!({"name": "fetch_url", "inputSchema": {},
-                       "description": "Fetch a URL: fetch pages, fetch files, fetch anything."}),
-            ),
-        ]);
-        let first = |query: &str| index.search(query, 2)[0].entry.name.clone();
-        // Deprecated, it would rank below the other on its words alone.
-        assert_eq!(first("fetch pages"), "web__fetch_url");
-        for query in [
-            "fetch",
-            "web__fetch",
-            " WEB__Fetch ",
-            "web.fetch",
-            "mcp__web__fetch",
-            "get  a page",
-        ] {
-            assert_eq!(first(query), "web__fetch", "{query:?}");
-            let hits = index.search(query, 2);
-            assert!(hits[0].score > hits[1].score, "{query:?}: {hits:?}");
-        }
-        assert_eq!(first("fetch_url"), "web__fetch_url");
     }
 
     #[test]
@@ -412,139 +314,23 @@ mod tests {
         same("running", "run");
         same("timezones", "timezone");
         same("thinking", "think");
+        same("creation", "create");
+        same("deletions", "deleted");
+        same("connection", "connect");
+        assert_eq!(stem("mention"), stem("mentioned"));
         assert_eq!(stem("status"), "status");
         assert_eq!(stem("class"), "class");
         assert_eq!(stem("get"), "get");
         assert_eq!(stem("using"), "using");
     }
 
-    fn sample() -> Index {
-        Index::new(vec![
-            entry(
-                "fs",
-                json!({"name": "read_file", "title": "Read File",
-                       "description": "Read the complete contents of a file.",
-                       "inputSchema": {"type": "object", "properties": {
-                           "path": {"type": "string", "description": "Where the file is"}}}}),
-            ),
-            entry(
-                "fs",
-                json!({"name": "write_file",
-                       "description": "Create a new file or overwrite one with new content.",
-                       "inputSchema": {"type": "object", "properties": {
-                           "path": {"type": "string"}, "content": {"type": "string"}}}}),
-            ),
-            entry(
-                "git",
-                json!({"name": "git_create_branch",
-                       "description": "Creates a new branch from an optional base branch",
-                       "inputSchema": {"type": "object", "properties": {
-                           "branch_name": {"type": "string"}}}}),
-            ),
-            entry(
-                "time",
-                json!({"name": "get_current_time",
-                       "description": "Get current time in a specific timezone",
-                       "inputSchema": {"type": "object", "properties": {
-                           "timezone": {"type": "string",
-                                        "description": "IANA name, such as Asia/Tokyo"}}}}),
-            ),
-        ])
-    }
-
-    fn first(index: &Index, query: &str) -> String {
-        let hits = index.search(query, 3);
-        hits.first()
-            .map_or_else(String::new, |hit| hit.entry.name.clone())
-    }
-
     #[test]
-    fn the_best_match_ranks_first() {
-        let index = sample();
-        assert_eq!(first(&index, "read a file"), "fs__read_file");
-        assert_eq!(first(&index, "create a branch"), "git__create_branch");
-        assert_eq!(first(&index, "writing files"), "fs__write_file");
+    fn a_url_in_a_query_is_the_word_url() {
         assert_eq!(
-            first(&index, "what time is it in Tokyo"),
-            "time__get_current_time"
+            without_urls("get https://example.com/a?b=c now"),
+            "get url now"
         );
-        assert_eq!(
-            first(&index, "time__get_current_time"),
-            "time__get_current_time"
-        );
-    }
-
-    #[test]
-    fn scores_fall_and_limits_hold() {
-        let index = sample();
-        let hits = index.search("file", 10);
-        assert_eq!(hits.len(), 2);
-        assert!(hits[0].score >= hits[1].score && hits[1].score > 0.0);
-        assert_eq!(index.search("file", 1).len(), 1);
-        assert!(index.search("zebra", 10).is_empty());
-        assert!(index.search("", 10).is_empty());
-        assert!(index.search("the of a", 10).is_empty());
-        assert!(Index::new(Vec::new()).search("file", 10).is_empty());
-    }
-
-    #[test]
-    fn names_outweigh_parameters() {
-        let index = Index::new(vec![
-            entry(
-                "a",
-                json!({"name": "lookup", "inputSchema": {"type": "object",
-                       "properties": {"branch": {"type": "string"}}}}),
-            ),
-            entry("b", json!({"name": "branch"})),
-        ]);
-        assert_eq!(first(&index, "branch"), "b__branch");
-    }
-
-    #[test]
-    fn a_deprecated_tool_ranks_below_its_successor() {
-        let index = Index::new(vec![
-            entry(
-                "fs",
-                json!({"name": "read_file", "description": "Read a file. DEPRECATED: use read_text_file."}),
-            ),
-            entry(
-                "fs",
-                json!({"name": "read_text_file", "description": "Read a file as text."}),
-            ),
-        ]);
-        assert_eq!(first(&index, "read a file"), "fs__read_text_file");
-    }
-
-    #[test]
-    fn summaries_are_one_short_line() {
-        let long = "x".repeat(300);
-        let index = Index::new(vec![
-            entry(
-                "s",
-                json!({"name": "a", "description": "\n  First line. More.\nSecond."}),
-            ),
-            entry("s", json!({"name": "b", "title": "Only a title"})),
-            entry("s", json!({"name": "c", "description": long})),
-            entry("s", json!({"name": "d"})),
-        ]);
-        let summaries: Vec<String> = index.tools().iter().map(summary).collect();
-        assert_eq!(summaries[0], "First line.");
-        assert_eq!(summaries[1], "Only a title");
-        assert_eq!(summaries[2].chars().count(), 201);
-        assert_eq!(summaries[3], "");
-        assert_eq!(index.get("s__b").unwrap().tool.name, "b");
-        assert!(index.get("s__z").is_none());
-    }
-
-    #[test]
-    fn everyday_words_find_tools_named_otherwise() {
-        let index = Index::new(vec![
-            entry("fs", json!({"name": "create_directory"})),
-            entry("fs", json!({"name": "list_directory"})),
-            entry("fs", json!({"name": "create_file"})),
-        ]);
-        assert_eq!(first(&index, "make a new folder"), "fs__create_directory");
-        let exact = index.search("folder", 5);
-        assert_eq!(exact.len(), 2);
+        assert_eq!(without_urls("open www.rust-lang.org"), "open url");
+        assert_eq!(without_urls("the http spec"), "the http spec");
     }
 }

@@ -100,6 +100,9 @@ mod gateway_lists;
 /// Tool search: `mcp-cli search` and `serve --search`, on eight real servers and the fixture.
 mod search;
 
+/// How well search finds what a person means: the benchmark over recorded real listings.
+mod search_quality;
+
 /// The catalogue on disk: listings answered without starting servers whatever their cache
 /// hints, refreshed, calls listing live.
 mod catalogue;

@@ -154,6 +154,9 @@ impl Scratch {
             .current_dir(&self.0)
             .env("XDG_STATE_HOME", self.0.join("state"))
             .env("XDG_CONFIG_HOME", self.0.join("config-home"))
+            // No search model but the one a test names: search ranks by words alone.
+            .env("XDG_DATA_HOME", self.0.join("data-home"))
+            .env_remove("MCP_CLI_SEARCH_MODEL")
             .env("MCP_CLI_NPM_PREFIX", self.0.join("no-npm"))
             // Logins go to a file in the scratch folder, never a developer's own keychain.
             .env("MCP_CLI_TOKEN_STORE", "file")

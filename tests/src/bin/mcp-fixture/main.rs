@@ -77,6 +77,8 @@
 //! - `malformed-resources`: `resources`, with unreadable entries among those listed.
 //! - `huge-listing`: `tools/list` lists `$MCP_FIXTURE_LISTED` tools (default 1,000,000)
 //!   named `tool_N`, in one page unless `--page-size N` says otherwise.
+//! - `recorded`: `tools/list` lists the tools of the recorded listing `--tools FILE` (a
+//!   file of `tests/data/search/servers`, `{"tools": [...]}`), in one page; calls fail.
 //! - `barrier`: answers `initialize` only once `--count N` servers (default 8) have received
 //!   theirs: each leaves a file in `--dir DIR` and waits (at most 20 s) for N files there, so
 //!   servers started one after another never get past it.
@@ -598,6 +600,14 @@ impl Server {
             (_, "initialize") => self.answer(&id, Ok(self.initialize_result(&params))),
             (_, "ping") => self.answer(&id, Ok(json!({}))),
             ("huge-listing", "tools/list") => self.huge_tools_page(&id, &params),
+            ("recorded", "tools/list") => {
+                let file = self.options.get("tools").map(std::fs::read);
+                let listing: Option<Value> = file
+                    .and_then(Result::ok)
+                    .and_then(|f| serde_json::from_slice(&f).ok());
+                let tools = listing.map_or(Value::Null, |listing| listing["tools"].clone());
+                self.answer(&id, Ok(json!({ "tools": tools })));
+            }
             ("bad-tool-name", "tools/list") => {
                 // A good tool, then one whose name is not UTF-8: the whole answer is unreadable.
                 let good = r#"{"name":"good","inputSchema":{"type":"object"}}"#;

