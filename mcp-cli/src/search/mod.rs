@@ -1,9 +1,9 @@
 //! Tool search: the tools that best match a plain-language query, ranked two ways and fused.
 //!
-//! - [`lexical`]: BM25F over the tools' words, always there.
+//! - `lexical`: BM25F over the tools' words, always there.
 //! - [`semantic`]: cosine similarity of static embeddings, when a model is installed.
 //! - The two are fused: each tool's score in each ranking as a share of that ranking's best,
-//!   the semantic share weighed half ([`SEMANTIC_WEIGHT`]), so neither ranking's scale
+//!   the semantic share weighed half (`SEMANTIC_WEIGHT`), so neither ranking's scale
 //!   matters and a tool both like beats one only a single ranking likes.
 //! - A query that names a tool outright (its shown name, `SERVER.TOOL`, its own name or its
 //!   title) returns it first, whatever the rankings say.
