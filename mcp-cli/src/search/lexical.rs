@@ -32,8 +32,13 @@ pub(crate) struct Lexical {
     lengths: Vec<[f32; FIELDS]>,
     /// Each field's average length over all tools.
     average: [f32; FIELDS],
-    /// For each word, the tools holding it and how often in each field.
-    postings: HashMap<String, Vec<(usize, [f32; FIELDS])>>,
+    /// Each term's number, by its stem ...
+    stems: HashMap<String, usize>,
+    /// ... and by the word as written: a tool that holds the very word asked for (`file`,
+    /// not only `files`) ranks above one that holds only its stem.
+    exacts: HashMap<String, usize>,
+    /// For each term, by number, the tools holding it and how often in each field.
+    postings: Vec<Vec<(usize, [f32; FIELDS])>>,
     /// Each tool's multiplier: [`DEPRECATED`] or 1.
     boosts: Vec<f32>,
 }
@@ -50,27 +55,31 @@ impl Lexical {
     pub(crate) fn new(tools: &[ToolEntry]) -> Self {
         let mut index = Lexical::default();
         let deprecated = stem("deprecated");
+        // Reused for every tool: how often each term is in each of its fields. A catalogue of
+        // thousands of tools is indexed on every search, so words are counted without a
+        // string of their own each (only a term new to the index gets one).
+        let mut counts: HashMap<usize, [f32; FIELDS]> = HashMap::new();
         for (at, entry) in tools.iter().enumerate() {
-            let fields = fields(entry);
-            let mut counts: HashMap<String, [f32; FIELDS]> = HashMap::new();
+            counts.clear();
             let mut lengths = [0.0; FIELDS];
-            for (field, text) in fields.iter().enumerate() {
-                for (surface, stem) in words(text) {
-                    counts.entry(stem).or_default()[field] += 1.0;
-                    counts.entry(exact(&surface)).or_default()[field] += 1.0;
+            let mut says_deprecated = false;
+            for (field, text) in fields(entry).iter().enumerate() {
+                for_each_word(text, |surface, stem| {
+                    let stem_term = term(&mut index.stems, &mut index.postings, stem);
+                    let exact_term = term(&mut index.exacts, &mut index.postings, surface);
+                    counts.entry(stem_term).or_default()[field] += 1.0;
+                    counts.entry(exact_term).or_default()[field] += 1.0;
                     lengths[field] += 1.0;
-                }
+                    says_deprecated |= matches!(field, 1 | 2) && stem == deprecated;
+                });
             }
-            for (word, counts) in counts {
-                index.postings.entry(word).or_default().push((at, counts));
+            for (term, counts) in &counts {
+                index.postings[*term].push((at, *counts));
             }
             for (sum, length) in index.average.iter_mut().zip(lengths) {
                 *sum += length;
             }
             index.lengths.push(lengths);
-            let says_deprecated = words(&fields[1])
-                .chain(words(&fields[2]))
-                .any(|(_, word)| word == deprecated);
             index
                 .boosts
                 .push(if says_deprecated { DEPRECATED } else { 1.0 });
@@ -86,10 +95,11 @@ impl Lexical {
     /// order.
     pub(crate) fn score(&self, query: &str) -> Vec<Scored> {
         // Each term searched for, with the query's word it came from.
-        let mut terms: Vec<(String, String)> = words(query)
+        let mut terms: Vec<(usize, String)> = (words(query).into_iter())
             .flat_map(|(surface, stem)| {
                 let synonym = SYNONYMS.iter().find(|(word, _)| *word == surface);
                 let synonym = synonym.into_iter().flat_map(|(_, synonym)| words(synonym));
+                let synonym: Vec<(String, String)> = synonym.collect();
                 let spoken = surface.clone();
                 [(surface, stem)]
                     .into_iter()
@@ -97,17 +107,20 @@ impl Lexical {
                     .map(move |pair| (pair, spoken.clone()))
             })
             .flat_map(|((surface, stem), spoken)| {
-                [(exact(&surface), spoken.clone()), (stem, spoken)]
+                let exact = self.exacts.get(&surface).copied();
+                let stem = self.stems.get(&stem).copied();
+                [exact, stem]
+                    .into_iter()
+                    .flatten()
+                    .map(move |term| (term, spoken.clone()))
             })
             .collect();
         let mut seen = std::collections::HashSet::new();
-        terms.retain(|(term, _)| seen.insert(term.clone()));
+        terms.retain(|(term, _)| seen.insert(*term));
         let total = self.lengths.len() as f32;
         let mut scored = vec![Scored::default(); self.lengths.len()];
         for (term, spoken) in &terms {
-            let Some(postings) = self.postings.get(term) else {
-                continue;
-            };
+            let postings = &self.postings[*term];
             let held = postings.len() as f32;
             let idf = (1.0 + (total - held + 0.5) / (held + 0.5)).ln();
             for (at, counts) in postings {
@@ -189,43 +202,64 @@ const SYNONYMS: &[(&str, &str)] = &[
 /// The words of `text`, each as written (lowercased) and as its stem: split at anything but
 /// letters and digits and at case changes (`readFile`, `HTTPServer` → `http server`), stop
 /// words left out, each folded by [`stem`].
-fn words(text: &str) -> impl Iterator<Item = (String, String)> + '_ {
-    text.split(|c: char| !c.is_alphanumeric())
-        .flat_map(split_case)
-        .map(str::to_lowercase)
-        .filter(|word| !STOP_WORDS.contains(&word.as_str()))
-        .map(|word| {
-            let stem = stem(&word);
-            (word, stem)
-        })
+fn words(text: &str) -> Vec<(String, String)> {
+    let mut words = Vec::new();
+    for_each_word(text, |surface, stem| {
+        words.push((surface.to_owned(), stem.to_owned()))
+    });
+    words
 }
 
-/// The term a word is indexed under as written, beside its stem: a tool that holds the very
-/// word asked for (`file`, not only `files`) ranks above one that holds only its stem.
-fn exact(word: &str) -> String {
-    format!("={word}")
+/// [`words`] without a list: `each` is called with every word as written and its stem.
+fn for_each_word(text: &str, mut each: impl FnMut(&str, &str)) {
+    let mut lower = String::new();
+    for word in text.split(|c: char| !c.is_alphanumeric()) {
+        split_case(word, |part| {
+            lower.clear();
+            lower.extend(part.chars().flat_map(char::to_lowercase));
+            if !STOP_WORDS.contains(&lower.as_str()) {
+                each(&lower, &stem(&lower));
+            }
+        });
+    }
 }
 
-/// `word` split where its case changes from lower to upper (`readFile`), and before the last
-/// capital of a run followed by lower case (`HTTPServer` → `HTTP`, `Server`).
-fn split_case(word: &str) -> Vec<&str> {
-    let chars: Vec<(usize, char)> = word.char_indices().collect();
-    let mut parts = Vec::new();
+/// The number of `word` in `terms`, given one (and an empty posting list) if new.
+fn term(
+    terms: &mut HashMap<String, usize>,
+    postings: &mut Vec<Vec<(usize, [f32; FIELDS])>>,
+    word: &str,
+) -> usize {
+    if let Some(term) = terms.get(word) {
+        return *term;
+    }
+    postings.push(Vec::new());
+    terms.insert(word.to_owned(), postings.len() - 1);
+    postings.len() - 1
+}
+
+/// Calls `each` with the parts of `word` split where its case changes from lower to upper
+/// (`readFile`), and before the last capital of a run followed by lower case (`HTTPServer` →
+/// `HTTP`, `Server`).
+fn split_case(word: &str, mut each: impl FnMut(&str)) {
     let mut start = 0;
-    for pair in 1..chars.len() {
-        let (at, c) = chars[pair];
-        let before = chars[pair - 1].1;
-        let next_lower = chars.get(pair + 1).is_some_and(|(_, n)| n.is_lowercase());
-        let boundary = (before.is_lowercase() && c.is_uppercase())
-            || (before.is_uppercase() && c.is_uppercase() && next_lower);
-        if boundary {
-            parts.push(&word[start..at]);
+    let mut chars = word.char_indices().peekable();
+    let mut before: Option<char> = None;
+    while let Some((at, c)) = chars.next() {
+        let next_lower = chars.peek().is_some_and(|(_, n)| n.is_lowercase());
+        let boundary = before.is_some_and(|b| {
+            (b.is_lowercase() && c.is_uppercase())
+                || (b.is_uppercase() && c.is_uppercase() && next_lower)
+        });
+        if boundary && at > start {
+            each(&word[start..at]);
             start = at;
         }
+        before = Some(c);
     }
-    parts.push(&word[start..]);
-    parts.retain(|part| !part.is_empty());
-    parts
+    if start < word.len() {
+        each(&word[start..]);
+    }
 }
 
 /// A light English stemmer: plurals, `-ing`, `-ed`, the `-ion` of a noun made from a verb in
@@ -288,7 +322,7 @@ mod tests {
     use super::*;
 
     fn terms(text: &str) -> Vec<String> {
-        words(text).map(|(_, stem)| stem).collect()
+        words(text).into_iter().map(|(_, stem)| stem).collect()
     }
 
     #[test]

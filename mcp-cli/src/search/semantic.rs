@@ -11,7 +11,6 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::Deserialize;
@@ -35,8 +34,6 @@ const MAX_PIECES: usize = 512;
 
 /// A static embedding model, loaded.
 pub struct Model {
-    /// Tells this model from every other loaded in the process, for vectors kept.
-    id: u64,
     /// Each word piece's id: whole words as they are, pieces after the first with the
     /// tokenizer's prefix (`##`).
     vocab: HashMap<String, u32>,
@@ -140,9 +137,7 @@ impl Model {
                 dir.display()
             ));
         }
-        static LOADS: AtomicU64 = AtomicU64::new(0);
         Ok(Model {
-            id: LOADS.fetch_add(1, Ordering::Relaxed),
             vocab,
             continuing: tokenizer.model.continuing_subword_prefix,
             max_word: tokenizer.model.max_input_chars_per_word,
@@ -152,10 +147,6 @@ impl Model {
             dim,
             count,
         })
-    }
-
-    pub(crate) fn id(&self) -> u64 {
-        self.id
     }
 
     /// `text`'s vector: the mean of its word pieces' rows, of length 1 (all zeros when no
