@@ -520,6 +520,9 @@ fn invisible(text: &str) -> Option<(String, String)> {
 
 /// A long run of padding with text after it, shown escaped in short.
 fn padding(text: &str) -> Option<String> {
+    if !could_pad(text) {
+        return None;
+    }
     let chars: Vec<(usize, char)> = text.char_indices().collect();
     let mut index = 0;
     while index < chars.len() {
@@ -556,6 +559,30 @@ fn padding(text: &str) -> Option<String> {
         index = end.max(index + 1);
     }
     tail_differs(&chars)
+}
+
+/// Whether `text` could hold padding as [`padding`] finds it: a run of one character or of
+/// whitespace long enough, or enough characters for sparse blocks. One pass that allocates
+/// nothing, where `padding` lists the characters of every text: most texts of a schema are
+/// short and plain, and a catalogue of thousands of tools holds tens of thousands of them.
+fn could_pad(text: &str) -> bool {
+    if text.len() > BLOCK * PADDING_BLOCKS {
+        return true;
+    }
+    let (mut lines, mut spaces, mut same, mut before) = (0, 0, 0, None);
+    for c in text.chars() {
+        match c {
+            '\n' => (lines, spaces) = (lines + 1, 0),
+            c if c.is_whitespace() => spaces += 1,
+            _ => (lines, spaces) = (0, 0),
+        }
+        same = if before == Some(c) { same + 1 } else { 1 };
+        before = Some(c);
+        if lines >= PADDING_LINES || spaces >= PADDING_SPACES || same >= PADDING_REPEAT {
+            return true;
+        }
+    }
+    false
 }
 
 /// A long stretch of text with hardly a letter in it, then letters: the tail differs in kind

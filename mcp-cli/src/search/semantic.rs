@@ -43,8 +43,10 @@ pub struct Model {
     max_word: usize,
     /// Whether text is lowercased (and accents dropped) before it is split.
     lowercase: bool,
-    /// The rows, as stored.
-    rows: Vec<u8>,
+    /// The weights file, read whole ...
+    file: Vec<u8>,
+    /// ... and where in it the rows are, as stored.
+    rows: std::ops::Range<usize>,
     dtype: Dtype,
     /// Each row's length.
     dim: usize,
@@ -128,8 +130,9 @@ impl Model {
             ));
         }
         let weights = dir.join("model.safetensors");
-        let (rows, dtype, count, dim) = embeddings(&read(&weights, MAX_WEIGHTS)?)
-            .map_err(|why| format!("{}: {why}", weights.display()))?;
+        let file = read(&weights, MAX_WEIGHTS)?;
+        let (rows, dtype, count, dim) =
+            embeddings(&file).map_err(|why| format!("{}: {why}", weights.display()))?;
         let vocab = tokenizer.model.vocab;
         if let Some(id) = vocab.values().find(|id| **id as usize >= count) {
             return Err(format!(
@@ -138,6 +141,7 @@ impl Model {
             ));
         }
         Ok(Model {
+            file,
             vocab,
             continuing: tokenizer.model.continuing_subword_prefix,
             max_word: tokenizer.model.max_input_chars_per_word,
@@ -165,8 +169,8 @@ impl Model {
 
     fn add_row(&self, id: u32, sum: &mut [f32]) {
         let size = self.dtype.size();
-        let start = id as usize * self.dim * size;
-        let row = &self.rows[start..start + self.dim * size];
+        let start = self.rows.start + id as usize * self.dim * size;
+        let row = &self.file[start..start + self.dim * size];
         match self.dtype {
             Dtype::F32 => {
                 for (x, bytes) in sum.iter_mut().zip(row.chunks_exact(4)) {
@@ -267,8 +271,9 @@ fn unaccented(c: char) -> char {
     }
 }
 
-/// The `embeddings` tensor of a safetensors file: its bytes, type, rows and columns.
-fn embeddings(file: &[u8]) -> Result<(Vec<u8>, Dtype, usize, usize), String> {
+/// The `embeddings` tensor of a safetensors file: where its bytes are in the file, its type,
+/// rows and columns.
+fn embeddings(file: &[u8]) -> Result<(std::ops::Range<usize>, Dtype, usize, usize), String> {
     let not = |why: &str| format!("not a safetensors file of static embeddings: {why}");
     let length = file.get(..8).ok_or_else(|| not("too short"))?;
     let length = u64::from_le_bytes(length.try_into().expect("eight bytes"));
@@ -299,7 +304,7 @@ fn embeddings(file: &[u8]) -> Result<(Vec<u8>, Dtype, usize, usize), String> {
     if dim == 0 || start > end || end > data.len() || expected != Some(end - start) {
         return Err(not("its embeddings' size does not match their shape"));
     }
-    Ok((data[start..end].to_vec(), dtype, count, dim))
+    Ok((header_end + start..header_end + end, dtype, count, dim))
 }
 
 /// An IEEE half-precision number's value.
