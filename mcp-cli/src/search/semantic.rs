@@ -10,8 +10,10 @@
 //! the folder is `MCP_CLI_SEARCH_MODEL`, or `search-model` in the data folder, or none.
 
 use std::collections::HashMap;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use serde::Deserialize;
 
@@ -21,9 +23,8 @@ use crate::files::{self, Stamp};
 /// Names the model's folder, instead of the data folder's `search-model`.
 pub const MODEL_VARIABLE: &str = "MCP_CLI_SEARCH_MODEL";
 
-/// The largest weights file read: a static model of a 250,000-piece vocabulary at 1,024
-/// dimensions in `F32`. More is no model of this kind.
-const MAX_WEIGHTS: u64 = 1 << 30;
+/// The largest safetensors header read: a static model's is a few hundred bytes.
+const MAX_HEADER: u64 = 1 << 20;
 
 /// The largest tokenizer file read.
 const MAX_TOKENIZER: u64 = 64 << 20;
@@ -43,10 +44,13 @@ pub struct Model {
     max_word: usize,
     /// Whether text is lowercased (and accents dropped) before it is split.
     lowercase: bool,
-    /// The weights file, read whole ...
-    file: Vec<u8>,
-    /// ... and where in it the rows are, as stored.
-    rows: std::ops::Range<usize>,
+    /// The weights file, open: a row is read from it the first time a text holds its piece,
+    /// so that a search reads the few thousand rows its tools use, not all 16 MB ...
+    file: File,
+    /// ... from where the rows start in it.
+    rows_at: u64,
+    /// Each row read so far, by piece.
+    rows: Vec<OnceLock<Box<[f32]>>>,
     dtype: Dtype,
     /// Each row's length.
     dim: usize,
@@ -130,8 +134,8 @@ impl Model {
             ));
         }
         let weights = dir.join("model.safetensors");
-        let file = read(&weights, MAX_WEIGHTS)?;
-        let (rows, dtype, count, dim) =
+        let file = File::open(&weights).map_err(|e| format!("{}: {e}", weights.display()))?;
+        let (rows_at, dtype, count, dim) =
             embeddings(&file).map_err(|why| format!("{}: {why}", weights.display()))?;
         let vocab = tokenizer.model.vocab;
         if let Some(id) = vocab.values().find(|id| **id as usize >= count) {
@@ -142,11 +146,12 @@ impl Model {
         }
         Ok(Model {
             file,
+            rows_at,
+            rows: (0..count).map(|_| OnceLock::new()).collect(),
             vocab,
             continuing: tokenizer.model.continuing_subword_prefix,
             max_word: tokenizer.model.max_input_chars_per_word,
             lowercase: tokenizer.normalizer.is_none_or(|n| n.lowercase),
-            rows,
             dtype,
             dim,
             count,
@@ -168,20 +173,28 @@ impl Model {
     }
 
     fn add_row(&self, id: u32, sum: &mut [f32]) {
+        let row = self.rows[id as usize].get_or_init(|| self.read_row(id));
+        for (x, value) in sum.iter_mut().zip(row.iter()) {
+            *x += value;
+        }
+    }
+
+    /// Row `id` from the file; zeros if it cannot be read (the file cut short since it was
+    /// loaded: it is loaded again once its stamp shows the change).
+    fn read_row(&self, id: u32) -> Box<[f32]> {
         let size = self.dtype.size();
-        let start = self.rows.start + id as usize * self.dim * size;
-        let row = &self.file[start..start + self.dim * size];
+        let mut bytes = vec![0; self.dim * size];
+        let at = self.rows_at + (id as u64) * (self.dim * size) as u64;
+        if self.file.read_exact_at(&mut bytes, at).is_err() {
+            return vec![0.0; self.dim].into();
+        }
         match self.dtype {
-            Dtype::F32 => {
-                for (x, bytes) in sum.iter_mut().zip(row.chunks_exact(4)) {
-                    *x += f32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
-                }
-            }
-            Dtype::F16 => {
-                for (x, bytes) in sum.iter_mut().zip(row.chunks_exact(2)) {
-                    *x += f16(u16::from_le_bytes([bytes[0], bytes[1]]));
-                }
-            }
+            Dtype::F32 => (bytes.chunks_exact(4))
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect(),
+            Dtype::F16 => (bytes.chunks_exact(2))
+                .map(|b| f16(u16::from_le_bytes([b[0], b[1]])))
+                .collect(),
         }
     }
 
@@ -271,19 +284,26 @@ fn unaccented(c: char) -> char {
     }
 }
 
-/// The `embeddings` tensor of a safetensors file: where its bytes are in the file, its type,
-/// rows and columns.
-fn embeddings(file: &[u8]) -> Result<(std::ops::Range<usize>, Dtype, usize, usize), String> {
+/// The `embeddings` tensor of a safetensors file: where its rows start in the file, its
+/// type, rows and columns.
+fn embeddings(file: &File) -> Result<(u64, Dtype, usize, usize), String> {
     let not = |why: &str| format!("not a safetensors file of static embeddings: {why}");
-    let length = file.get(..8).ok_or_else(|| not("too short"))?;
-    let length = u64::from_le_bytes(length.try_into().expect("eight bytes"));
-    let header_end = usize::try_from(length)
-        .ok()
-        .and_then(|length| length.checked_add(8))
-        .filter(|end| *end <= file.len())
-        .ok_or_else(|| not("its header runs past its end"))?;
+    let size = file.metadata().map_err(|e| e.to_string())?.len();
+    let mut length = [0; 8];
+    file.read_exact_at(&mut length, 0)
+        .map_err(|_| not("too short"))?;
+    let length = u64::from_le_bytes(length);
+    if length > size.saturating_sub(8) {
+        return Err(not("its header runs past its end"));
+    }
+    if length > MAX_HEADER {
+        return Err(not("its header is larger than a static model's"));
+    }
+    let mut header = vec![0; length as usize];
+    file.read_exact_at(&mut header, 8)
+        .map_err(|e| e.to_string())?;
     let mut header: HashMap<String, serde_json::Value> =
-        serde_json::from_slice(&file[8..header_end]).map_err(|e| not(&e.to_string()))?;
+        serde_json::from_slice(&header).map_err(|e| not(&e.to_string()))?;
     let tensor = header
         .remove("embeddings")
         .ok_or_else(|| not("it holds no tensor named `embeddings`"))?;
@@ -297,14 +317,14 @@ fn embeddings(file: &[u8]) -> Result<(std::ops::Range<usize>, Dtype, usize, usiz
         return Err(not("its embeddings are not a matrix"));
     };
     let [start, end] = tensor.data_offsets;
-    let data = &file[header_end..];
+    let data = size - 8 - length;
     let expected = count
         .checked_mul(dim)
         .and_then(|n| n.checked_mul(dtype.size()));
-    if dim == 0 || start > end || end > data.len() || expected != Some(end - start) {
+    if dim == 0 || start > end || end as u64 > data || expected != Some(end - start) {
         return Err(not("its embeddings' size does not match their shape"));
     }
-    Ok((header_end + start..header_end + end, dtype, count, dim))
+    Ok((8 + length + start as u64, dtype, count, dim))
 }
 
 /// An IEEE half-precision number's value.
