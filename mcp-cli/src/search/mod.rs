@@ -11,7 +11,7 @@
 pub(crate) mod lexical;
 pub mod semantic;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::{Value, json};
 
@@ -35,14 +35,40 @@ pub async fn catalogue(hub: &Hub, servers: &[String]) -> Catalogue {
 /// An index over `tools` with the installed model ([`semantic::located`], in this process's
 /// environment), and, when a model is named or present but cannot be read, why: the tools are
 /// then ranked by their words alone.
-pub fn with_installed_model(tools: Vec<ToolEntry>) -> (Index, Option<String>) {
+///
+/// The last index built is kept, and given again for the same tools and model: the daemon
+/// and the gateway search one catalogue again and again, and indexing its words was half of
+/// what a warm search cost.
+pub fn with_installed_model(tools: Vec<ToolEntry>) -> (Arc<Index>, Option<String>) {
+    static LAST: Last = Last(Mutex::new(None));
     let env = |name: &str| std::env::var(name).ok();
-    match semantic::located(&env) {
-        Ok(model) => (Index::with_model(tools, model), None),
+    let (model, unreadable) = match semantic::located(&env) {
+        Ok(model) => (model, None),
         Err(why) => {
             let why = format!("search ranks by words alone: the search model is unreadable: {why}");
-            (Index::new(tools), Some(why))
+            (None, Some(why))
         }
+    };
+    (LAST.index(tools, model), unreadable)
+}
+
+/// The last index built; its tools and model are what it was built from. (Its model stays
+/// alive with it, so a model loaded later never shares its address.)
+struct Last(Mutex<Option<Arc<Index>>>);
+
+impl Last {
+    /// The last index if it was built from `tools` and `model`, else a new one, kept.
+    fn index(&self, tools: Vec<ToolEntry>, model: Option<Arc<Model>>) -> Arc<Index> {
+        let mut last = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(index) = &*last
+            && index.model().map(Arc::as_ptr) == model.as_ref().map(Arc::as_ptr)
+            && index.tools == tools
+        {
+            return index.clone();
+        }
+        let index = Arc::new(Index::with_model(tools, model));
+        *last = Some(index.clone());
+        index
     }
 }
 
@@ -188,6 +214,10 @@ impl Index {
     /// Whether the semantic ranking takes part.
     pub fn is_semantic(&self) -> bool {
         self.semantic.is_some()
+    }
+
+    fn model(&self) -> Option<&Arc<Model>> {
+        self.semantic.as_ref().map(|semantic| &semantic.model)
     }
 
     /// The tool whose shown name is `name`.
@@ -580,5 +610,21 @@ mod tests {
         assert!(hits[0].named && hits[0].score > 1.0);
         assert!(hits[0].explain().starts_with("the query names it"));
         assert!(index.search("  ", 3).is_empty());
+    }
+
+    #[test]
+    fn the_last_index_is_given_again_for_the_same_tools_and_model() {
+        let last = Last(Mutex::new(None));
+        let tools = sample().tools().to_vec();
+        let first = last.index(tools.clone(), None);
+        assert!(Arc::ptr_eq(&first, &last.index(tools.clone(), None)));
+        let mut fewer = tools.clone();
+        fewer.pop();
+        let other = last.index(fewer, None);
+        assert!(!Arc::ptr_eq(&first, &other) && other.tools().len() == tools.len() - 1);
+        let model = with_meaning().model().cloned();
+        let with_model = last.index(tools.clone(), model.clone());
+        assert!(with_model.is_semantic() && !Arc::ptr_eq(&other, &with_model));
+        assert!(Arc::ptr_eq(&with_model, &last.index(tools, model)));
     }
 }
