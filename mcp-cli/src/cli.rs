@@ -324,6 +324,44 @@ pub(crate) enum Command {
     },
     /// Remove a server's entry from the user file (or --config FILE).
     Remove { name: String },
+    /// The MCP Registry (or the registries the user file names): `sync` keeps a snapshot of
+    /// their servers, which `search` and `show` read offline.
+    Registry {
+        #[command(subcommand)]
+        action: RegistryAction,
+    },
+    /// Install a server from the registry: write its entry to the user file (or --config
+    /// FILE), asking for the values it needs, then start it once to list, scan and pin its
+    /// tools before anything uses them.
+    Install {
+        /// The server's registry name, `namespace/name`, optionally `@VERSION`.
+        #[arg(value_name = "NAME[@VERSION]")]
+        name: String,
+        /// The entry's name in the config (default: the last part of the registry name).
+        #[arg(long = "as", value_name = "NAME")]
+        as_name: Option<String>,
+        /// Which of its packages to run: npm, pypi, oci, mcpb, or remote (default: the first
+        /// the publisher lists that can run here).
+        #[arg(long, value_name = "TYPE")]
+        package: Option<String>,
+        /// A value it asks for, by name: a variable, a header, a flag (`--port`), an
+        /// argument's label (repeatable).
+        #[arg(long = "set", value_name = "NAME=VALUE")]
+        set: Vec<String>,
+        /// Confine it: a network allowlist seeded with the registry its launcher installs
+        /// from, and only the launcher's cache writable.
+        #[arg(long)]
+        sandbox: bool,
+        /// Write the entry without starting it.
+        #[arg(long)]
+        no_check: bool,
+        /// Replace an entry of the same name.
+        #[arg(long)]
+        force: bool,
+        /// The registry to install from, instead of the configured ones.
+        #[arg(long, value_name = "URL")]
+        registry: Option<String>,
+    },
     /// List the servers other hosts on this machine configure, and where; `--write` copies
     /// them (or the NAMEs given) into the user file (or --config FILE).
     Import {
@@ -417,6 +455,37 @@ pub(crate) enum DaemonAction {
     },
 }
 
+/// `registry sync|search|show`.
+#[derive(Subcommand, Debug)]
+pub(crate) enum RegistryAction {
+    /// Pull the registries' latest server versions into the state folder: the whole list the
+    /// first time, then what changed since.
+    Sync {
+        /// This registry only, instead of the configured ones.
+        #[arg(long, value_name = "URL")]
+        url: Option<String>,
+        /// Pull everything again rather than what changed.
+        #[arg(long)]
+        full: bool,
+    },
+    /// Search the synced servers by name, title and description.
+    Search {
+        #[arg(required = true, num_args = 1..)]
+        query: Vec<String>,
+        /// How many to show.
+        #[arg(long, default_value_t = 10)]
+        limit: usize,
+    },
+    /// One server's entry: its packages, remotes, the values it asks for, its status.
+    Show {
+        #[arg(value_name = "NAME[@VERSION]")]
+        name: String,
+        /// The registry to ask, instead of the configured ones.
+        #[arg(long, value_name = "URL")]
+        url: Option<String>,
+    },
+}
+
 impl Command {
     /// The commands that edit or read config files rather than talk to servers.
     pub(crate) fn edits_config(&self) -> bool {
@@ -427,12 +496,17 @@ impl Command {
                 | Self::Add { .. }
                 | Self::Remove { .. }
                 | Self::Import { .. }
+                | Self::Install { .. }
+                | Self::Registry { .. }
         )
     }
 
     /// The commands that write native entries, creating the file when it does not exist yet.
     pub(crate) fn creates_config(&self) -> bool {
-        matches!(self, Self::Add { .. } | Self::Import { write: true, .. })
+        matches!(
+            self,
+            Self::Add { .. } | Self::Import { write: true, .. } | Self::Install { .. }
+        )
     }
 }
 

@@ -60,10 +60,13 @@ pub mod output;
 #[allow(dead_code, unreachable_pub)]
 mod output;
 #[cfg(feature = "cli")]
+mod registry;
+#[cfg(feature = "cli")]
 mod run;
 pub mod scan;
 #[cfg(feature = "cli")]
 pub mod search;
+mod secrets;
 #[cfg(feature = "cli")]
 mod skills;
 #[cfg(feature = "cli")]

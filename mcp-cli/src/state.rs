@@ -77,6 +77,16 @@ impl Folder {
         self.root.join("listen-token")
     }
 
+    /// The secrets `${secret:NAME}` names, where no keychain keeps them, one file each.
+    pub fn secrets(&self) -> PathBuf {
+        self.root.join("secrets")
+    }
+
+    /// The registries' snapshots (`registry sync`), one file each.
+    pub fn registry(&self) -> PathBuf {
+        self.root.join("registry")
+    }
+
     /// The stderr of the daemon whose socket is named `key`.
     pub fn daemon_log(&self, key: &str) -> PathBuf {
         self.root.join(format!("daemon-{key}.log"))

@@ -114,6 +114,14 @@ fn venv_with_flags(name: &str, packages: &[&str], flags: &[&str]) -> PathBuf {
     venv
 }
 
+/// uv, whose `uvx` runs the PyPI servers `install` writes entries for (pinned).
+pub const UV_PACKAGES: &[&str] = &["uv==0.13.9"];
+
+/// The `bin` folder holding `uv` and `uvx` (needs Python).
+pub fn uv_bin() -> PathBuf {
+    venv_with("uv-venv", UV_PACKAGES).join("bin")
+}
+
 /// The servers the tool-search measurement adds to the reference servers above, to make eight
 /// (versions pinned, so that its figures stay put): from npm ...
 pub const SEARCH_NPM_PACKAGES: &[&str] = &[

@@ -13,9 +13,9 @@ use super::store::Record;
 pub(crate) struct Unavailable(pub(crate) String);
 
 #[cfg(not(feature = "keychain"))]
-pub(crate) use absent::{available, load, remove, save};
+pub(crate) use absent::{available, load, load_secret, remove, save, save_secret};
 #[cfg(feature = "keychain")]
-pub(crate) use os::{available, load, remove, save};
+pub(crate) use os::{available, load, load_secret, remove, save, save_secret};
 
 #[cfg(feature = "keychain")]
 mod os {
@@ -75,6 +75,28 @@ mod os {
             Err(error) => Err(unavailable(error)),
         }
     }
+
+    /// The service the values of `${secret:NAME}` are filed under, one entry a name.
+    const SECRETS: &str = "mcp-cli secret";
+
+    fn secret_entry(name: &str) -> Result<keyring::Entry, Unavailable> {
+        available()?;
+        keyring::Entry::new(SECRETS, name).map_err(unavailable)
+    }
+
+    /// The secret kept as `name`; `Ok(None)` when there is none.
+    pub(crate) fn load_secret(name: &str) -> Result<Option<String>, Unavailable> {
+        match secret_entry(name)?.get_password() {
+            Ok(value) => Ok(Some(value)),
+            Err(keyring::Error::NoEntry) => Ok(None),
+            Err(error) => Err(unavailable(error)),
+        }
+    }
+
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
+    pub(crate) fn save_secret(name: &str, value: &str) -> Result<(), Unavailable> {
+        secret_entry(name)?.set_password(value).map_err(unavailable)
+    }
 }
 
 /// A build without the `keychain` feature: the same calls, none of which finds a keychain.
@@ -103,6 +125,15 @@ mod absent {
     }
 
     pub(crate) fn remove(_server_url: &str) -> Result<bool, Unavailable> {
+        Err(missing())
+    }
+
+    pub(crate) fn load_secret(_name: &str) -> Result<Option<String>, Unavailable> {
+        Err(missing())
+    }
+
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
+    pub(crate) fn save_secret(_name: &str, _value: &str) -> Result<(), Unavailable> {
         Err(missing())
     }
 }

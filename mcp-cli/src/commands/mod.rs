@@ -22,6 +22,7 @@
 //! - `add.rs`: `add`
 //! - `remove.rs`: `remove`
 //! - `import.rs`: `import`
+//! - `registry.rs`: `registry sync|search|show`; `install.rs`: `install`
 //! - `auth.rs`: `auth`
 //! - `trust.rs`: `trust`
 //! - `approve.rs`: `approve`
@@ -40,12 +41,14 @@ mod completions;
 mod daemon;
 mod enable;
 mod import;
+mod install;
 mod logs;
 mod manual;
 pub(crate) mod parked;
 mod prompt;
 mod prompts;
 mod read;
+mod registry;
 mod remove;
 mod resources;
 mod scan;
@@ -169,6 +172,29 @@ pub(crate) async fn dispatch(ctx: &mut Context, command: Command) -> Result<Exit
             force,
         ),
         Command::Remove { name } => remove::run(ctx, &name),
+        Command::Registry { action } => registry::run(ctx, action).await,
+        Command::Install {
+            name,
+            as_name,
+            package,
+            set,
+            sandbox,
+            no_check,
+            force,
+            registry,
+        } => {
+            let given = install::Given {
+                name,
+                as_name,
+                package,
+                set,
+                sandbox,
+                no_check,
+                force,
+                registry,
+            };
+            install::run(ctx, given).await
+        }
         Command::Import {
             write,
             force,

@@ -1,12 +1,16 @@
 //! `servers`: every server with its state, starting those the catalogue stands for in parallel.
 
-use serde_json::Value;
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
 
 use crate::commands::Context;
 use crate::exit::{Exit, Failure};
 use crate::hints::{Hint, Naming};
 use crate::hub::{ServerStatus, State};
 use crate::output;
+use crate::registry::model::Status;
+use crate::registry::snapshot::Snapshot;
 use crate::spinner::Spinner;
 
 pub(crate) async fn run(ctx: &mut Context) -> Result<Exit, Failure> {
@@ -18,8 +22,15 @@ pub(crate) async fn run(ctx: &mut Context) -> Result<Exit, Failure> {
     let rows = ctx.hub.status();
     // A health check for scripts: a server that should run and does not makes it fail.
     let failed = (rows.iter()).any(|row| matches!(row.state, State::Failed | State::NeedsAuth));
+    let origins = registry_origins(ctx, &rows);
     if ctx.json {
-        let rows = serde_json::to_value(&rows).unwrap_or(Value::Null);
+        let mut rows = serde_json::to_value(&rows).unwrap_or(Value::Null);
+        for row in rows.as_array_mut().into_iter().flatten() {
+            let name = row.get("name").and_then(Value::as_str).unwrap_or_default();
+            if let Some((origin, _)) = origins.get(name) {
+                row["registry"] = origin.clone();
+            }
+        }
         ctx.out.line(&output::pretty(&rows));
     } else {
         for line in rows_table(&rows) {
@@ -29,8 +40,79 @@ pub(crate) async fn run(ctx: &mut Context) -> Result<Exit, Failure> {
         for line in reasons(&rows, &ctx.naming) {
             ctx.out.diagnostic(&line);
         }
+        for (name, (_, said)) in &origins {
+            if let Some(said) = said {
+                ctx.out.diagnostic(&format!("{name}: {said}"));
+            }
+        }
     }
     Ok(if failed { Exit::Server } else { Exit::Success })
+}
+
+/// For each installed server (one whose entry has `registry = {...}`): where it came from and
+/// what its registry's snapshot now says of it, as JSON, and as a line when that is news (the
+/// version is deprecated or deleted, or a newer one is offered).
+fn registry_origins(
+    ctx: &Context,
+    rows: &[ServerStatus],
+) -> BTreeMap<String, (Value, Option<String>)> {
+    let mut snapshots: BTreeMap<String, Option<Snapshot>> = BTreeMap::new();
+    let mut out = BTreeMap::new();
+    for row in rows {
+        let Some(origin) = ctx
+            .hub
+            .server_spec(&row.name)
+            .ok()
+            .and_then(|spec| spec.registry)
+        else {
+            continue;
+        };
+        let snapshot = snapshots.entry(origin.url.clone()).or_insert_with(|| {
+            let path = Snapshot::path(&ctx.state.registry(), &origin.url);
+            Snapshot::load(&path).ok().flatten()
+        });
+        let listed = snapshot
+            .as_ref()
+            .and_then(|snapshot| snapshot.servers.get(&origin.name));
+        let label = format!("{}@{}", origin.name, origin.version);
+        let (status, said) = match listed {
+            None if snapshot.is_none() => ("unknown", None),
+            None => (
+                "unknown",
+                Some(format!(
+                    "{label} is no longer in the registry at {}",
+                    origin.url
+                )),
+            ),
+            Some(listed) if listed.official.status != Status::Active => {
+                let word = listed.official.status.word();
+                (
+                    word,
+                    Some(format!(
+                        "the registry at {} marks {label} {word}",
+                        origin.url
+                    )),
+                )
+            }
+            Some(listed) if listed.server.version != origin.version => (
+                "active",
+                Some(format!(
+                    "{label} is installed; the registry at {} offers {}",
+                    origin.url, listed.server.version
+                )),
+            ),
+            Some(_) => ("active", None),
+        };
+        let json = json!({
+            "url": origin.url,
+            "name": origin.name,
+            "version": origin.version,
+            "latest": listed.map(|listed| listed.server.version.clone()),
+            "status": status,
+        });
+        out.insert(row.name.clone(), (json, said));
+    }
+    out
 }
 
 /// NAME STATE TOOLS LISTED PID PROTOCOL COMMAND, aligned, then a line per server that has a reason (the

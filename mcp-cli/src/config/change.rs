@@ -50,4 +50,19 @@ pub struct NewServer {
     pub disabled: bool,
     /// Written as `protocol = "..."` unless it is [`Protocol::Auto`], the default.
     pub protocol: Protocol,
+    /// Written as `permissions = { network = [...], filesystem = [...] }`: the sandbox.
+    pub permissions: Option<NewPermissions>,
+    /// Written as `env_pass = [...]`: our variables a sandboxed server gets by name.
+    pub env_pass: Vec<String>,
+    /// Written as `registry = {...}`: where `install` found the server.
+    pub registry: Option<super::RegistryOrigin>,
+}
+
+/// A sandbox for a new entry: the hosts it may reach and the folders it may write.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NewPermissions {
+    /// `host:port` patterns, reached through the hub's proxy.
+    pub network: Vec<String>,
+    /// Folders it may read and write, `${HOME}` and the like unexpanded.
+    pub filesystem: Vec<String>,
 }

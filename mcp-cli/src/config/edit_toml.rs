@@ -201,6 +201,32 @@ fn native_table(server: &NewServer) -> Table {
     if let Protocol::Revision(revision) = server.protocol {
         table.insert("protocol", value(revision));
     }
+    if !server.env_pass.is_empty() {
+        table.insert("env_pass", value(strings(&server.env_pass)));
+    }
+    if let Some(permissions) = &server.permissions {
+        let mut inline = InlineTable::new();
+        inline.insert("network", strings(&permissions.network).into());
+        inline.insert("filesystem", strings(&permissions.filesystem).into());
+        table.insert("permissions", value(inline));
+    }
+    if let Some(origin) = &server.registry {
+        let mut inline = InlineTable::new();
+        inline.insert("url", origin.url.as_str().into());
+        inline.insert("name", origin.name.as_str().into());
+        inline.insert("version", origin.version.as_str().into());
+        let optional = [
+            ("published_at", &origin.published_at),
+            ("server_id", &origin.server_id),
+            ("version_id", &origin.version_id),
+        ];
+        for (key, text) in optional {
+            if let Some(text) = text {
+                inline.insert(key, text.as_str().into());
+            }
+        }
+        table.insert("registry", value(inline));
+    }
     if server.disabled {
         table.insert("enabled", value(false));
     }

@@ -66,6 +66,8 @@ pub(super) struct RawServer {
     pub permissions: Option<Permissions>,
     /// `protocol`: the revision to speak, or `auto` (the default).
     pub protocol: Protocol,
+    /// `registry`: where `install` found it.
+    pub registry: Option<super::RegistryOrigin>,
     /// A reason this entry cannot be used whatever its fields say.
     pub unusable: Option<String>,
 }
@@ -203,6 +205,7 @@ pub(super) fn finish(name: &str, raw: RawServer, env: Env<'_>, base: &Path) -> E
     let (max_result_bytes, validate_output) =
         (raw.max_result_bytes, raw.validate_output.unwrap_or(true));
     let max_listed = raw.max_listed;
+    let registry = raw.registry.clone();
     let roots = raw
         .roots
         .iter()
@@ -225,6 +228,7 @@ pub(super) fn finish(name: &str, raw: RawServer, env: Env<'_>, base: &Path) -> E
         pin_key: None,
         protocol,
         remote: None,
+        registry,
     };
     if let Some(remote) = remote {
         return match remote {
@@ -365,7 +369,8 @@ fn check_header(name: &str, value: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Expands `${VAR}` and `${VAR:-default}`; `$` not followed by `{` stays as it is.
+/// Expands `${VAR}`, `${VAR:-default}` and `${secret:NAME}` (a value kept in the keychain);
+/// `$` not followed by `{` stays as it is.
 pub fn expand(text: &str, env: Env<'_>) -> Result<String, String> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
@@ -379,8 +384,13 @@ pub fn expand(text: &str, env: Env<'_>) -> Result<String, String> {
             Some((variable, default)) => (variable, Some(default)),
             None => (inner, None),
         };
+        // `${secret:NAME}`: a value `install` kept out of the file (`crate::secrets`).
+        let value = match variable.strip_prefix("secret:") {
+            Some(name) => crate::secrets::get(name, env),
+            None => env(variable),
+        };
         match (
-            env(variable).filter(|v| default.is_none() || !v.is_empty()),
+            value.filter(|v| default.is_none() || !v.is_empty()),
             default,
         ) {
             (Some(value), _) => out.push_str(&value),
@@ -401,6 +411,10 @@ fn unset(variable: &str, text: &str) -> String {
         Some(("env", name)) => {
             format!("environment variable {name} is not set (used in {text:?})")
         }
+        Some(("secret", name)) => format!(
+            "secret {name} is not kept on this machine (neither in the system keychain nor in \
+             the state folder's secrets/); `mcp-cli install` asks for it again (used in {text:?})"
+        ),
         Some(("input", id)) => format!(
             "${{input:{id}}} is a VS Code prompt input, which only VS Code asks for when it starts \
              the server; put the value in the entry, or use ${{env:NAME}} (used in {text:?})"

@@ -132,6 +132,10 @@ fn native(raw: RawServer) -> NewServer {
         disabled_tools: globs(raw.tools.disabled),
         disabled: !raw.enabled,
         protocol: raw.protocol,
+        // Another host's sandbox and origin are its own: not carried over.
+        permissions: None,
+        env_pass: Vec::new(),
+        registry: None,
     }
 }
 

@@ -81,7 +81,7 @@ use std::time::Duration;
 use mcp_proto::Protocol;
 
 pub use allowlist::{HostPattern, REGISTRIES};
-pub use change::NewServer;
+pub use change::{NewPermissions, NewServer};
 pub use command::{Command, Sandbox, Transport};
 pub use discover::{discover, native_file, project_files, user_file};
 pub use edit::{add_server, remove_server, set_enabled};
@@ -140,6 +140,28 @@ pub struct ServerSpec {
     /// Set for a server reached over HTTP (an entry with a `url`); `command` then holds the
     /// URL, for display only.
     pub remote: Option<Remote>,
+    /// Where `install` found it (`registry = {...}`); `None` for an entry written by hand.
+    pub registry: Option<RegistryOrigin>,
+}
+
+/// Where an installed entry came from, as `install` writes it (`registry = { url, name,
+/// version, published_at, server_id, version_id }`): `servers` shows what that registry now
+/// says of it (deprecated, deleted).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegistryOrigin {
+    /// The registry's base URL.
+    pub url: String,
+    /// The server's name there (`io.github.owner/name`).
+    pub name: String,
+    /// The version installed.
+    pub version: String,
+    /// When the registry says that version was published.
+    pub published_at: Option<String>,
+    /// The registry's own ids of the server and the version, when it gives them.
+    pub server_id: Option<String>,
+    /// See [`server_id`](Self::server_id).
+    pub version_id: Option<String>,
 }
 
 /// How to reach a remote server: its URL and headers with `${VAR}` expanded, and what its
@@ -237,6 +259,7 @@ impl ServerSpec {
             pin_key: None,
             protocol: Protocol::Auto,
             remote: None,
+            registry: None,
         }
     }
 

@@ -28,6 +28,9 @@ struct TomlTables {
     /// `token_store` (or Codex's `mcp_oauth_credentials_store`) at the top: the default of
     /// every remote server in the file.
     token_store: Option<String>,
+    /// `registries`: the registries `registry` and `install` use (read there, from the user's
+    /// own file); a file holding only them is ours too.
+    registries: bool,
 }
 
 /// The server tables, for the error when a file holds none.
@@ -42,6 +45,10 @@ impl Tables for TomlTables {
             "permissions" => self.permissions = Some(map.next_value()?),
             "token_store" | "mcp_oauth_credentials_store" => {
                 self.token_store = Some(map.next_value()?);
+            }
+            "registries" => {
+                let _: Vec<String> = map.next_value()?;
+                self.registries = true;
             }
             _ => return Ok(false),
         }
@@ -98,6 +105,7 @@ struct NativeServer {
     permissions: Option<ServerPermissions>,
     #[serde(default, deserialize_with = "protocol")]
     protocol: Option<Protocol>,
+    registry: Option<super::RegistryOrigin>,
 }
 
 /// `transport`: how a remote server is spoken to. `http` (the default) is Streamable HTTP,
@@ -150,6 +158,7 @@ fn servers(table: BTreeMap<String, NativeServer>) -> RawServers {
         scan_tools: s.scan_tools,
         permissions: s.permissions,
         protocol: s.protocol.unwrap_or_default(),
+        registry: s.registry,
         unusable: None,
     };
     table.into_iter().map(|(name, s)| (name, raw(s))).collect()
@@ -212,6 +221,7 @@ pub(super) fn read(path: &Path, text: &str) -> Result<RawFile, ConfigError> {
         security,
         permissions,
         token_store,
+        registries,
     } = top.tables;
     for (_, server) in servers.iter_mut().flatten() {
         if server.url.is_some() && server.token_store.is_none() {
@@ -219,7 +229,8 @@ pub(super) fn read(path: &Path, text: &str) -> Result<RawFile, ConfigError> {
         }
     }
     // A file with nothing in it yet is a start, not a mistake; other keys only are.
-    if servers.is_none() && security.is_none() && permissions.is_none() && !top.empty {
+    let ours = servers.is_some() || security.is_some() || permissions.is_some() || registries;
+    if !ours && !top.empty {
         return Err(no_servers_key(path, SERVER_KEYS));
     }
     let mut file = RawFile {

@@ -110,6 +110,10 @@ mod catalogue;
 /// `mcp-cli daemon`: warm runs against cold ones, peer uid, stop, idle exit, stale sockets.
 mod daemon;
 
+/// The MCP Registry: `registry sync|search|show` and `install` against `mcp-registry-fixture`,
+/// installing and calling real servers from npm and PyPI.
+mod registry;
+
 /// Calls parked on the daemon (`call --park`), answered by `answer`, listed by `parked`.
 mod parked;
 

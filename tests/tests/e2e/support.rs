@@ -232,6 +232,18 @@ impl Scratch {
         stdout_on_terminal: bool,
         reply: Option<(&str, &str)>,
     ) -> TerminalRun {
+        self.on_terminal_replying(args, env, stdout_on_terminal, reply.as_slice())
+    }
+
+    /// [`on_terminal_with`](Self::on_terminal_with) answering several questions in turn: types
+    /// each `reply.1` once the screen shows its `reply.0` after the one before.
+    pub(crate) fn on_terminal_replying(
+        &self,
+        args: &[&str],
+        env: &[(&str, &str)],
+        stdout_on_terminal: bool,
+        replies: &[(&str, &str)],
+    ) -> TerminalRun {
         use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
         use std::io::{Read, Write};
         let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).unwrap();
@@ -281,8 +293,13 @@ impl Scratch {
                 }
             }
         };
-        if let Some((prompt, answer)) = reply {
-            read_until(&mut screen, Some(prompt));
+        let mut seen = 0;
+        for (prompt, answer) in replies {
+            let mut rest = screen.split_off(seen);
+            read_until(&mut rest, Some(prompt));
+            let at = rest.find(prompt).unwrap_or(0) + prompt.len();
+            screen.push_str(&rest);
+            seen += at;
             master.write_all(answer.as_bytes()).unwrap();
         }
         let output = child.wait_with_output().unwrap();

@@ -1,0 +1,896 @@
+//! From a registry entry to a native config entry: which of its packages (or remotes) to run,
+//! the command line that runs it, and the values it needs, asked of the person or given with
+//! `--set NAME=VALUE`.
+//!
+//! What the registry sends is checked before it reaches a command line: package identifiers
+//! and versions must look like their registry's (so `--exec=...` can never pose as an npm
+//! package), flags must be flags, and no value of the publisher's may hold `${`, which the
+//! config would expand from the person's own environment. Secret values are kept with
+//! [`crate::secrets`] and the entry names them `${secret:NAME}`.
+
+use std::collections::BTreeMap;
+
+use super::model::{Argument, Input, Listed, Named, Package, Transport};
+use crate::config::NewServer;
+
+/// The npm registry `npx` uses unless told otherwise.
+const NPM_REGISTRY: &str = "https://registry.npmjs.org";
+
+/// What runs a package, found on this machine (or not).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Runtimes {
+    pub(crate) npx: bool,
+    pub(crate) uvx: bool,
+    pub(crate) pipx: bool,
+    /// `docker` or `podman`, whichever is found first.
+    pub(crate) container: Option<&'static str>,
+}
+
+impl Runtimes {
+    /// The programs on `path` (`$PATH`).
+    pub(crate) fn on_path(path: Option<&str>) -> Self {
+        let found = |program: &str| {
+            (std::env::split_paths(path.unwrap_or_default())).any(|dir| {
+                let file = dir.join(program);
+                std::fs::metadata(&file).is_ok_and(|meta| {
+                    meta.is_file()
+                        && std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o111 != 0
+                })
+            })
+        };
+        Self {
+            npx: found("npx"),
+            uvx: found("uvx"),
+            pipx: found("pipx"),
+            container: ["docker", "podman"]
+                .into_iter()
+                .find(|program| found(program)),
+        }
+    }
+}
+
+/// One value the entry needs, as the person is asked for it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Question {
+    /// What `--set` calls it: the variable's, header's or URL variable's name, the flag
+    /// (`--port`), or the positional argument's label.
+    pub(crate) key: String,
+    pub(crate) input: Input,
+}
+
+/// Asks the person for one value; `Ok(None)` when they gave none (an empty answer).
+pub(crate) trait Ask {
+    fn ask(&mut self, question: &Question) -> Result<Option<String>, String>;
+}
+
+/// Nobody to ask: only `--set` values and defaults fill the entry.
+pub(crate) struct NoOne;
+
+impl Ask for NoOne {
+    fn ask(&mut self, _: &Question) -> Result<Option<String>, String> {
+        Ok(None)
+    }
+}
+
+/// The entry to write, what to keep in the keychain, and what to tell the person.
+#[derive(Debug, Default)]
+pub(crate) struct Planned {
+    pub(crate) server: NewServer,
+    /// `(secret name, value)`, kept before the entry is written.
+    pub(crate) secrets: Vec<(String, String)>,
+    /// How it runs, in a few words: `npm package @x/y@1.0.0 through npx`.
+    pub(crate) how: String,
+    /// The packages passed over, and why.
+    pub(crate) passed_over: Vec<String>,
+    pub(crate) notes: Vec<String>,
+}
+
+/// Plans entry `name` (`--as`) for `listed`. `kind` picks the package type (`npm`, `pypi`,
+/// `oci`, `mcpb`) or `remote`; without it the first the publisher lists that can run here.
+pub(crate) fn plan(
+    listed: &Listed,
+    name: &str,
+    kind: Option<&str>,
+    runtimes: &Runtimes,
+    given: &BTreeMap<String, String>,
+    ask: &mut dyn Ask,
+) -> Result<Planned, String> {
+    let server = &listed.server;
+    let mut passed_over = Vec::new();
+    let mut values = Values {
+        entry: name,
+        given,
+        ask,
+        secrets: Vec::new(),
+        missing: Vec::new(),
+        used: Vec::new(),
+    };
+    let mut chosen = None;
+    for package in &server.packages {
+        if kind.is_some_and(|kind| kind != package.registry_type) {
+            continue;
+        }
+        match runner(package, runtimes) {
+            Ok(runner) => {
+                chosen = Some((package, runner));
+                break;
+            }
+            Err(why) => passed_over.push(format!(
+                "{} package {}: {why}",
+                package.registry_type, package.identifier
+            )),
+        }
+    }
+    let mut planned = match chosen {
+        Some((package, runner)) => from_package(package, runner, &mut values)?,
+        None => match server
+            .remotes
+            .first()
+            .filter(|_| kind.is_none_or(|kind| kind == "remote"))
+        {
+            Some(remote) => from_remote(remote, &mut values)?,
+            None => {
+                let offered: Vec<&str> = (server.packages.iter().map(|p| p.registry_type.as_str()))
+                    .chain(server.remotes.iter().map(|_| "remote"))
+                    .collect();
+                let mut why = match (kind, offered.is_empty()) {
+                    (_, true) => {
+                        format!("{} offers no package and no remote to run", listed.label())
+                    }
+                    (Some(kind), _) if !offered.contains(&kind) => {
+                        format!(
+                            "{} offers no {kind} (it offers {})",
+                            listed.label(),
+                            offered.join(", ")
+                        )
+                    }
+                    _ => format!("nothing {} offers can run here", listed.label()),
+                };
+                for line in &passed_over {
+                    why.push_str(&format!("\n  {line}"));
+                }
+                return Err(why);
+            }
+        },
+    };
+    if !values.missing.is_empty() {
+        return Err(format!(
+            "{} needs values for: {} (asked on a terminal; else give each with --set NAME=VALUE)",
+            listed.label(),
+            values.missing.join(", ")
+        ));
+    }
+    if let Some(unknown) = given.keys().find(|key| !values.used.contains(key)) {
+        return Err(format!(
+            "--set {unknown}: {} asks for no value of that name",
+            listed.label()
+        ));
+    }
+    planned.secrets = values.secrets;
+    planned.passed_over = passed_over;
+    Ok(planned)
+}
+
+/// How a package type runs here.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Runner {
+    Npx,
+    Uvx,
+    Pipx,
+    Container(&'static str),
+}
+
+fn runner(package: &Package, runtimes: &Runtimes) -> Result<Runner, String> {
+    if package.transport.kind != "stdio" {
+        return Err(format!(
+            "it serves {} itself, which install does not run; use a remote or another package",
+            package.transport.kind
+        ));
+    }
+    match package.registry_type.as_str() {
+        "npm" if runtimes.npx => Ok(Runner::Npx),
+        "npm" => Err("npx is not on PATH (it comes with Node.js)".into()),
+        "pypi" if runtimes.uvx => Ok(Runner::Uvx),
+        "pypi" if runtimes.pipx && package.runtime_arguments.is_empty() => Ok(Runner::Pipx),
+        "pypi" if runtimes.pipx => {
+            Err("its runtime arguments are uvx's, and only pipx is on PATH".into())
+        }
+        "pypi" => Err("neither uvx nor pipx is on PATH".into()),
+        "oci" => runtimes
+            .container
+            .map(Runner::Container)
+            .ok_or_else(|| "no container runtime (docker or podman) is on PATH".into()),
+        "mcpb" => Err(
+            "MCP bundles (mcpb) are not installed by this version; use another package or a remote"
+                .into(),
+        ),
+        other => Err(format!(
+            "{other:?} packages are not installed by this version"
+        )),
+    }
+}
+
+fn from_package(
+    package: &Package,
+    runner: Runner,
+    values: &mut Values<'_>,
+) -> Result<Planned, String> {
+    let identifier = &package.identifier;
+    let version = package.version.as_deref();
+    let mut server = NewServer::default();
+    let mut args = Vec::new();
+    let runtime_args = values.arguments(&package.runtime_arguments)?;
+    let package_args = values.arguments(&package.package_arguments)?;
+    let env = values.named(&package.environment_variables, "variable")?;
+    let how;
+    match runner {
+        Runner::Npx => {
+            check_npm(identifier)?;
+            let version = version.map(check_version).transpose()?;
+            server.command = Some("npx".into());
+            args.push("-y".to_owned());
+            args.extend(runtime_args);
+            args.push(match version {
+                Some(version) => format!("{identifier}@{version}"),
+                None => identifier.clone(),
+            });
+            if let Some(base) = package
+                .registry_base_url
+                .as_deref()
+                .filter(|base| base.trim_end_matches('/') != NPM_REGISTRY)
+            {
+                no_expansion("registryBaseUrl", base)?;
+                server
+                    .env
+                    .insert("npm_config_registry".into(), base.to_owned());
+            }
+            how = format!(
+                "npm package {} through npx",
+                args.last().cloned().unwrap_or_default()
+            );
+        }
+        Runner::Uvx | Runner::Pipx => {
+            check_pypi(identifier)?;
+            let version = version.map(check_version).transpose()?;
+            let spec = match version {
+                Some(version) => format!("{identifier}=={version}"),
+                None => identifier.clone(),
+            };
+            if runner == Runner::Uvx {
+                server.command = Some("uvx".into());
+                args.extend(runtime_args);
+                args.push(spec.clone());
+            } else {
+                server.command = Some("pipx".into());
+                args.extend([
+                    "run".to_owned(),
+                    "--spec".to_owned(),
+                    spec.clone(),
+                    identifier.clone(),
+                ]);
+            }
+            let through = if runner == Runner::Uvx {
+                "uvx"
+            } else {
+                "pipx run (uvx is not on PATH)"
+            };
+            how = format!("PyPI package {spec} through {through}");
+        }
+        Runner::Container(program) => {
+            check_image(identifier)?;
+            server.command = Some(program.to_owned());
+            args.extend(["run", "-i", "--rm"].map(str::to_owned));
+            args.extend(runtime_args);
+            // The variables reach the container by name; their values are the entry's `env`.
+            for name in env.keys() {
+                args.extend(["-e".to_owned(), name.clone()]);
+            }
+            args.push(identifier.clone());
+            how = format!("container image {identifier} through {program}");
+        }
+    }
+    args.extend(package_args);
+    server.args = args;
+    // The first start of a launcher's package downloads it, which can take far longer than
+    // a handshake should (as for the presets run through `npx`).
+    server.timeout_sec = Some(crate::config::NPX_HANDSHAKE.as_secs_f64());
+    server.env.extend(env);
+    let notes = (package.post_install_instructions.iter())
+        .map(|step| {
+            let mut line = crate::auth::http::printable(&step.description);
+            if step.optional {
+                line.push_str(" (optional)");
+            }
+            if let Some(command) = &step.command {
+                line.push_str(&format!(
+                    "\n      {}",
+                    crate::auth::http::printable(command)
+                ));
+            }
+            if let Some(link) = &step.documentation {
+                line.push_str(&format!(
+                    "\n      see {}",
+                    crate::auth::http::printable(link)
+                ));
+            }
+            line
+        })
+        .collect();
+    Ok(Planned {
+        server,
+        how,
+        notes,
+        ..Planned::default()
+    })
+}
+
+fn from_remote(remote: &Transport, values: &mut Values<'_>) -> Result<Planned, String> {
+    let template = remote.url.as_deref().ok_or("its remote has no url")?;
+    no_expansion("url", template)?;
+    let mut url = template.to_owned();
+    for (key, input) in &remote.variables {
+        let value = values.value(key, input, "URL variable")?;
+        if let Some(value) = value {
+            if value.contains("${") {
+                return Err(format!("URL variable {key} cannot hold `${{`"));
+            }
+            url = url.replace(&format!("{{{key}}}"), &value);
+        }
+    }
+    let parsed =
+        url::Url::parse(&url).map_err(|error| format!("its URL {url:?} is not a URL: {error}"))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(format!("its URL {url:?} is not http or https"));
+    }
+    let headers = values.named(&remote.headers, "header")?;
+    let server = NewServer {
+        url: Some(url.clone()),
+        headers,
+        sse: remote.kind == "sse",
+        ..NewServer::default()
+    };
+    let transport = if remote.kind == "sse" {
+        "HTTP+SSE"
+    } else {
+        "Streamable HTTP"
+    };
+    Ok(Planned {
+        server,
+        how: format!("remote server {url} over {transport}"),
+        ..Planned::default()
+    })
+}
+
+/// The values being gathered: `--set` ones first, then the person's answers.
+struct Values<'a> {
+    entry: &'a str,
+    given: &'a BTreeMap<String, String>,
+    ask: &'a mut dyn Ask,
+    secrets: Vec<(String, String)>,
+    /// The keys of required values nobody gave.
+    missing: Vec<String>,
+    /// The `--set` keys some input took.
+    used: Vec<String>,
+}
+
+impl Values<'_> {
+    /// The value of input `key`, as written into the entry: the publisher's fixed `value`
+    /// (its `{variables}` filled), else what was given or answered, else the default. A
+    /// secret one is kept and written as `${secret:ENTRY/KEY}`. `None`: left out.
+    fn value(&mut self, key: &str, input: &Input, what: &str) -> Result<Option<String>, String> {
+        if let Some(fixed) = &input.value {
+            no_expansion(key, fixed)?;
+            let mut value = fixed.clone();
+            for (variable, inner) in &input.variables {
+                let filled = self.value(variable, inner, what)?.unwrap_or_default();
+                value = value.replace(&format!("{{{variable}}}"), &filled);
+            }
+            return Ok(Some(value));
+        }
+        let question = Question {
+            key: key.to_owned(),
+            input: input.clone(),
+        };
+        let answer = match self.given.get(key) {
+            Some(value) => {
+                self.used.push(key.to_owned());
+                Some(value.clone())
+            }
+            None => self.ask.ask(&question)?,
+        };
+        let answer = answer.filter(|answer| !answer.is_empty());
+        let value = match (answer, &input.default) {
+            (Some(answer), _) => answer,
+            (None, Some(default)) => {
+                no_expansion(key, default)?;
+                default.clone()
+            }
+            (None, None) if input.is_required => {
+                self.missing.push(key.to_owned());
+                return Ok(None);
+            }
+            (None, None) => return Ok(None),
+        };
+        check_value(key, input, &value, what)?;
+        if input.is_secret {
+            let name = format!("{}/{}", self.entry, secret_part(key));
+            crate::secrets::check_name(&name)?;
+            self.secrets.push((name.clone(), value));
+            return Ok(Some(format!("${{secret:{name}}}")));
+        }
+        Ok(Some(value))
+    }
+
+    /// Each argument's words: a positional one's value, a named one's `--flag=value` (or
+    /// the flag alone when it takes no value).
+    fn arguments(&mut self, arguments: &[Argument]) -> Result<Vec<String>, String> {
+        let mut words = Vec::new();
+        for argument in arguments {
+            match argument.kind.as_str() {
+                "named" => {
+                    let flag = argument
+                        .name
+                        .as_deref()
+                        .ok_or("a named argument has no name")?;
+                    let is_flag = flag.starts_with('-')
+                        && flag.len() < 100
+                        && flag
+                            .chars()
+                            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+                    if !is_flag {
+                        return Err(format!("{flag:?} is not a command-line flag"));
+                    }
+                    let takes_value = argument.input.value.is_some()
+                        || argument.input.default.is_some()
+                        || argument.input.format.as_deref() != Some("boolean")
+                        || !argument.input.choices.is_empty();
+                    if !takes_value {
+                        // A switch: given when the person says true.
+                        if self.value(flag, &argument.input, "flag")?.as_deref() == Some("true") {
+                            words.push(flag.to_owned());
+                        }
+                    } else if let Some(value) = self.value(flag, &argument.input, "flag")? {
+                        words.push(format!("{flag}={value}"));
+                    }
+                }
+                "positional" => {
+                    let key = (argument.value_hint.as_deref())
+                        .unwrap_or("argument")
+                        .to_owned();
+                    if let Some(value) = self.value(&key, &argument.input, "argument")? {
+                        words.push(value);
+                    }
+                }
+                other => {
+                    return Err(format!(
+                        "an argument of type {other:?}, which the schema does not have"
+                    ));
+                }
+            }
+        }
+        Ok(words)
+    }
+
+    /// Environment variables or headers, by name.
+    fn named(&mut self, inputs: &[Named], what: &str) -> Result<BTreeMap<String, String>, String> {
+        let mut out = BTreeMap::new();
+        for named in inputs {
+            let fine = !named.name.is_empty()
+                && named.name.len() < 200
+                && (named.name.chars()).all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+            if !fine {
+                return Err(format!(
+                    "{:?} cannot name a {what}",
+                    crate::auth::http::printable(&named.name)
+                ));
+            }
+            if let Some(value) = self.value(&named.name, &named.input, what)? {
+                out.insert(named.name.clone(), value);
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// A key as part of a secret's name: flags lose their dashes.
+fn secret_part(key: &str) -> String {
+    (key.trim_start_matches('-').chars())
+        .map(|c| match c.is_ascii_alphanumeric() || "._-".contains(c) {
+            true => c,
+            false => '_',
+        })
+        .collect()
+}
+
+/// A value checked against its input's choices and format.
+fn check_value(key: &str, input: &Input, value: &str, what: &str) -> Result<(), String> {
+    if !input.choices.is_empty() && !input.choices.iter().any(|choice| choice == value) {
+        return Err(format!(
+            "{what} {key} is one of {}, not {value:?}",
+            input.choices.join(", ")
+        ));
+    }
+    let fine = match input.format.as_deref() {
+        Some("number") => value.parse::<f64>().is_ok_and(f64::is_finite),
+        Some("boolean") => matches!(value, "true" | "false"),
+        _ => true,
+    };
+    match fine {
+        true if value.contains(['\n', '\r', '\0']) => {
+            Err(format!("{what} {key} holds a line break"))
+        }
+        true => Ok(()),
+        false => Err(format!(
+            "{what} {key} is a {}, not {value:?}",
+            input.format.as_deref().unwrap_or("string")
+        )),
+    }
+}
+
+/// Refuses a publisher's text holding `${`: the config would expand it from the person's
+/// environment (a registry entry must not read `${GITHUB_TOKEN}` into a server's arguments).
+fn no_expansion(key: &str, text: &str) -> Result<(), String> {
+    match text.contains("${") {
+        true => Err(format!(
+            "the registry's value for {key} holds `${{`, which the config would expand from your environment"
+        )),
+        false => Ok(()),
+    }
+}
+
+/// An npm package name: `name` or `@scope/name`, lowercase URL-safe characters.
+fn check_npm(identifier: &str) -> Result<(), String> {
+    let part = |text: &str| {
+        !text.is_empty()
+            && !text.starts_with(['.', '_', '-'])
+            && text
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "-._~".contains(c))
+    };
+    let fine = match identifier.strip_prefix('@') {
+        Some(scoped) => scoped
+            .split_once('/')
+            .is_some_and(|(scope, name)| part(scope) && part(name)),
+        None => part(identifier),
+    };
+    match fine && identifier.len() <= 214 {
+        true => Ok(()),
+        false => Err(format!("{identifier:?} is not an npm package name")),
+    }
+}
+
+/// A PyPI project name (PEP 508's form).
+fn check_pypi(identifier: &str) -> Result<(), String> {
+    let fine = identifier.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && identifier.len() <= 200
+        && identifier
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-._".contains(c));
+    match fine {
+        true => Ok(()),
+        false => Err(format!("{identifier:?} is not a PyPI package name")),
+    }
+}
+
+/// A container image reference: `registry/name:tag` or `@sha256:...`.
+fn check_image(identifier: &str) -> Result<(), String> {
+    let fine = identifier.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && identifier.len() <= 500
+        && identifier
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-._/:@".contains(c));
+    match fine {
+        true => Ok(()),
+        false => Err(format!("{identifier:?} is not a container image reference")),
+    }
+}
+
+/// An exact version: no range, nothing a command line could read as a flag.
+fn check_version(version: &str) -> Result<&str, String> {
+    let fine = version.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && version.len() <= 100
+        && version
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || ".+-_".contains(c));
+    match fine {
+        true => Ok(version),
+        false => Err(format!("{version:?} is not an exact package version")),
+    }
+}
+
+/// The permissions `--sandbox` writes for a planned entry: the network allowlist seeded with
+/// the registry its launcher installs from, and the launcher's cache writable.
+pub(crate) fn proposed_sandbox(planned: &Planned) -> Option<crate::config::NewPermissions> {
+    let command = planned.server.command.as_deref()?;
+    let (network, filesystem): (Vec<String>, Vec<String>) = match command {
+        "npx" => {
+            let host = (planned.server.env.get("npm_config_registry"))
+                .and_then(|base| url::Url::parse(base).ok())
+                .and_then(|url| {
+                    Some(format!(
+                        "{}:{}",
+                        url.host_str()?,
+                        url.port_or_known_default()?
+                    ))
+                })
+                .unwrap_or_else(|| "registry.npmjs.org:443".into());
+            (vec![host], vec!["${HOME}/.npm".into()])
+        }
+        "uvx" => (
+            vec!["pypi.org:443".into(), "files.pythonhosted.org:443".into()],
+            vec!["${HOME}/.cache/uv".into(), "${HOME}/.local/share/uv".into()],
+        ),
+        "pipx" => (
+            vec!["pypi.org:443".into(), "files.pythonhosted.org:443".into()],
+            vec!["${HOME}/.local/pipx".into(), "${HOME}/.cache/pip".into()],
+        ),
+        _ => return None,
+    };
+    Some(crate::config::NewPermissions {
+        network,
+        filesystem,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn listed(server: serde_json::Value) -> Listed {
+        Listed::read(json!({ "server": server })).unwrap()
+    }
+
+    fn all() -> Runtimes {
+        Runtimes {
+            npx: true,
+            uvx: true,
+            pipx: true,
+            container: Some("docker"),
+        }
+    }
+
+    /// Answers from a table, recording what was asked.
+    #[derive(Default)]
+    struct Answers(BTreeMap<String, String>, Vec<String>);
+
+    impl Ask for Answers {
+        fn ask(&mut self, question: &Question) -> Result<Option<String>, String> {
+            self.1.push(question.key.clone());
+            Ok(self.0.get(&question.key).cloned())
+        }
+    }
+
+    fn weather() -> Listed {
+        listed(json!({
+            "name": "io.github.example/weather", "version": "1.2.0", "description": "Forecasts",
+            "packages": [
+                {"registryType": "mcpb", "identifier": "https://example.com/w.mcpb", "fileSha256": "ab", "transport": {"type": "stdio"}},
+                {"registryType": "npm", "identifier": "@example/weather", "version": "1.2.0", "transport": {"type": "stdio"},
+                 "packageArguments": [
+                     {"type": "named", "name": "--units", "choices": ["metric", "imperial"], "default": "metric"},
+                     {"type": "positional", "valueHint": "city", "isRequired": true},
+                     {"type": "named", "name": "--verbose", "format": "boolean"}
+                 ],
+                 "environmentVariables": [
+                     {"name": "API_KEY", "isSecret": true, "isRequired": true, "description": "Your key"},
+                     {"name": "REGION", "value": "{region}-1", "variables": {"region": {"default": "eu"}}}
+                 ],
+                 "postInstallInstructions": [{"description": "Restart your editor", "optional": true}]}
+            ]
+        }))
+    }
+
+    #[test]
+    fn an_npm_package_becomes_an_npx_entry_with_its_values() {
+        let mut answers = Answers::default();
+        answers.0.insert("API_KEY".into(), "k-123".into());
+        answers.0.insert("city".into(), "Berlin".into());
+        let given = BTreeMap::from([("--verbose".to_owned(), "true".to_owned())]);
+        let planned = plan(&weather(), "weather", None, &all(), &given, &mut answers).unwrap();
+        assert_eq!(planned.server.command.as_deref(), Some("npx"));
+        assert_eq!(
+            planned.server.args,
+            [
+                "-y",
+                "@example/weather@1.2.0",
+                "--units=metric",
+                "Berlin",
+                "--verbose"
+            ]
+        );
+        assert_eq!(planned.server.env["API_KEY"], "${secret:weather/API_KEY}");
+        assert_eq!(planned.server.env["REGION"], "eu-1");
+        assert_eq!(
+            planned.secrets,
+            [("weather/API_KEY".to_owned(), "k-123".to_owned())]
+        );
+        assert_eq!(planned.passed_over.len(), 1);
+        assert!(
+            planned.passed_over[0].contains("mcpb"),
+            "{:?}",
+            planned.passed_over
+        );
+        assert_eq!(planned.notes, ["Restart your editor (optional)"]);
+        assert_eq!(
+            answers.1,
+            ["--units", "city", "API_KEY", "region"],
+            "--set values are not asked again"
+        );
+        let sandbox = proposed_sandbox(&planned).unwrap();
+        assert_eq!(sandbox.network, ["registry.npmjs.org:443"]);
+    }
+
+    #[test]
+    fn without_anyone_to_ask_missing_values_are_named() {
+        let error = plan(
+            &weather(),
+            "weather",
+            None,
+            &all(),
+            &BTreeMap::new(),
+            &mut NoOne,
+        )
+        .unwrap_err();
+        assert!(error.contains("needs values for: city, API_KEY"), "{error}");
+        let given = BTreeMap::from([
+            ("city".to_owned(), "Oslo".to_owned()),
+            ("API_KEY".to_owned(), "k".to_owned()),
+            ("--units".to_owned(), "kelvin".to_owned()),
+        ]);
+        let error = plan(&weather(), "weather", None, &all(), &given, &mut NoOne).unwrap_err();
+        assert!(
+            error.contains("one of metric, imperial, not \"kelvin\""),
+            "{error}"
+        );
+        let given = BTreeMap::from([("CITY".to_owned(), "Oslo".to_owned())]);
+        let error = plan(
+            &weather(),
+            "weather",
+            None,
+            &all(),
+            &given,
+            &mut Answers::default(),
+        )
+        .unwrap_err();
+        assert!(
+            error.contains("needs values") || error.contains("--set CITY"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn packages_that_cannot_run_here_are_passed_over_or_refused_clearly() {
+        let none = Runtimes::default();
+        let error = plan(&weather(), "w", None, &none, &BTreeMap::new(), &mut NoOne).unwrap_err();
+        assert!(
+            error.contains("npx is not on PATH") && error.contains("mcpb"),
+            "{error}"
+        );
+        let error = plan(
+            &weather(),
+            "w",
+            Some("pypi"),
+            &all(),
+            &BTreeMap::new(),
+            &mut NoOne,
+        )
+        .unwrap_err();
+        assert!(
+            error.contains("offers no pypi (it offers mcpb, npm)"),
+            "{error}"
+        );
+        let image = listed(json!({"name": "a.b/c", "version": "1", "packages": [
+            {"registryType": "oci", "identifier": "ghcr.io/a/c:1", "transport": {"type": "stdio"},
+             "environmentVariables": [{"name": "TOKEN", "value": "fixed"}]}]}));
+        let error = plan(&image, "c", None, &none, &BTreeMap::new(), &mut NoOne).unwrap_err();
+        assert!(error.contains("no container runtime"), "{error}");
+        let planned = plan(&image, "c", None, &all(), &BTreeMap::new(), &mut NoOne).unwrap();
+        assert_eq!(
+            planned.server.args,
+            ["run", "-i", "--rm", "-e", "TOKEN", "ghcr.io/a/c:1"]
+        );
+        let python = listed(json!({"name": "a.b/t", "version": "1", "packages": [
+            {"registryType": "pypi", "identifier": "mcp-server-time", "version": "2026.1.26", "transport": {"type": "stdio"}}]}));
+        let pipx_only = Runtimes {
+            pipx: true,
+            ..Runtimes::default()
+        };
+        let planned = plan(&python, "t", None, &pipx_only, &BTreeMap::new(), &mut NoOne).unwrap();
+        assert_eq!(
+            planned.server.args,
+            [
+                "run",
+                "--spec",
+                "mcp-server-time==2026.1.26",
+                "mcp-server-time"
+            ]
+        );
+        assert!(
+            planned.how.contains("uvx is not on PATH"),
+            "{}",
+            planned.how
+        );
+    }
+
+    #[test]
+    fn what_the_registry_sends_cannot_reach_a_command_line_as_something_else() {
+        for (identifier, version) in [
+            ("--call=sh", "1"),
+            ("@x/y", "^1.0"),
+            ("ok", "-rf"),
+            ("a b", "1"),
+        ] {
+            let bad = listed(json!({"name": "a.b/c", "version": "1", "packages": [
+                {"registryType": "npm", "identifier": identifier, "version": version, "transport": {"type": "stdio"}}]}));
+            assert!(
+                plan(&bad, "c", None, &all(), &BTreeMap::new(), &mut NoOne).is_err(),
+                "{identifier} {version}"
+            );
+        }
+        let reads_env = listed(json!({"name": "a.b/c", "version": "1", "packages": [
+            {"registryType": "npm", "identifier": "c", "version": "1", "transport": {"type": "stdio"},
+             "packageArguments": [{"type": "positional", "value": "${GITHUB_TOKEN}"}]}]}));
+        let error = plan(&reads_env, "c", None, &all(), &BTreeMap::new(), &mut NoOne).unwrap_err();
+        assert!(error.contains("expand from your environment"), "{error}");
+        let not_a_flag = listed(json!({"name": "a.b/c", "version": "1", "packages": [
+            {"registryType": "npm", "identifier": "c", "version": "1", "transport": {"type": "stdio"},
+             "packageArguments": [{"type": "named", "name": "rm -rf", "value": "x"}]}]}));
+        let error = plan(&not_a_flag, "c", None, &all(), &BTreeMap::new(), &mut NoOne).unwrap_err();
+        assert!(error.contains("not a command-line flag"), "{error}");
+    }
+
+    #[test]
+    fn a_remote_gets_its_url_variables_and_secret_headers() {
+        let remote = listed(
+            json!({"name": "com.example/tenant", "version": "1", "remotes": [{
+                "type": "streamable-http", "url": "https://{tenant}.example.com/mcp",
+                "variables": {"tenant": {"isRequired": true}},
+                "headers": [{"name": "Authorization", "value": "Bearer {token}",
+                             "variables": {"token": {"isSecret": true, "isRequired": true}}}]
+            }]}),
+        );
+        let given = BTreeMap::from([
+            ("tenant".to_owned(), "acme".to_owned()),
+            ("token".to_owned(), "t0k".to_owned()),
+        ]);
+        let planned = plan(
+            &remote,
+            "tenant",
+            None,
+            &Runtimes::default(),
+            &given,
+            &mut NoOne,
+        )
+        .unwrap();
+        assert_eq!(
+            planned.server.url.as_deref(),
+            Some("https://acme.example.com/mcp")
+        );
+        assert_eq!(
+            planned.server.headers["Authorization"],
+            "Bearer ${secret:tenant/token}"
+        );
+        assert_eq!(
+            planned.secrets,
+            [("tenant/token".to_owned(), "t0k".to_owned())]
+        );
+        let given = BTreeMap::from([
+            ("tenant".to_owned(), "evil.com/x?".to_owned()),
+            ("token".to_owned(), "t".to_owned()),
+        ]);
+        // The URL still parses, but the host is the person's own choice; only `${` is refused.
+        assert!(
+            plan(
+                &remote,
+                "tenant",
+                None,
+                &Runtimes::default(),
+                &given,
+                &mut NoOne
+            )
+            .is_ok()
+        );
+    }
+}

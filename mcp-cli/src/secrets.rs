@@ -1,0 +1,124 @@
+//! Values a person gave that never go into a config file (what a registry entry marks
+//! `isSecret`: API keys, tokens in headers): kept in the system keychain, or, where none
+//! answers or `MCP_CLI_TOKEN_STORE=file` says so, in a 0600 file of the state folder's
+//! `secrets/`. A config names one as `${secret:NAME}`, expanded like a variable wherever the
+//! entry is read, so the file holds the reference and never the value.
+
+use std::path::PathBuf;
+
+use crate::auth::keychain;
+use crate::config::Env;
+use crate::files;
+
+/// Where a secret is kept, for messages.
+#[cfg_attr(not(feature = "cli"), allow(dead_code))] // only `install` keeps secrets
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Kept {
+    Keychain,
+    File(PathBuf),
+}
+
+impl std::fmt::Display for Kept {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Kept::Keychain => f.write_str("the system keychain"),
+            Kept::File(path) => write!(f, "{}", path.display()),
+        }
+    }
+}
+
+/// Whether `name` may name a secret: letters, digits and `._-/`, as the entries' names and
+/// variables `install` makes them from are; nothing that could leave the folder.
+pub(crate) fn check_name(name: &str) -> Result<(), String> {
+    let fine = !name.is_empty()
+        && name.len() <= 200
+        && (name.chars()).all(|c| c.is_ascii_alphanumeric() || "._-/".contains(c))
+        && !name
+            .split('/')
+            .any(|part| part.is_empty() || part == "." || part == "..");
+    match fine {
+        true => Ok(()),
+        false => Err(format!(
+            "{name:?} cannot name a secret (letters, digits and ._-/)"
+        )),
+    }
+}
+
+fn use_keychain(env: Env<'_>) -> bool {
+    let file_only = env("MCP_CLI_TOKEN_STORE").is_some_and(|store| store == "file");
+    !file_only && keychain::available().is_ok()
+}
+
+fn file(name: &str, env: Env<'_>) -> PathBuf {
+    let state = crate::state::Folder::of_env(env);
+    state.secrets().join(name.replace('/', "__"))
+}
+
+/// The secret kept as `name`, from the keychain or its file; `None` when neither holds it.
+pub(crate) fn get(name: &str, env: Env<'_>) -> Option<String> {
+    check_name(name).ok()?;
+    if use_keychain(env)
+        && let Ok(Some(value)) = keychain::load_secret(name)
+    {
+        return Some(value);
+    }
+    files::read_private_text(&file(name, env)).ok()
+}
+
+/// Keeps `value` as secret `name`: in the keychain when one answers, else in its file.
+#[cfg_attr(not(feature = "cli"), allow(dead_code))]
+pub(crate) fn set(name: &str, value: &str, env: Env<'_>) -> Result<Kept, String> {
+    check_name(name)?;
+    if use_keychain(env) {
+        return (keychain::save_secret(name, value).map(|()| Kept::Keychain)).map_err(
+            |keychain::Unavailable(why)| {
+                format!("cannot keep secret {name} in the system keychain: {why}")
+            },
+        );
+    }
+    let path = file(name, env);
+    let failed = |why: String| format!("cannot keep secret {name} in {}: {why}", path.display());
+    if let Some(dir) = path.parent() {
+        files::private_dir(dir).map_err(|e| failed(e.to_string()))?;
+    }
+    let replaced = files::replace(&path, value.as_bytes(), 0o600, || Ok::<(), ()>(()));
+    replaced.map_err(|error| match error {
+        files::ReplaceError::Write { error, .. } | files::ReplaceError::Rename(error) => {
+            failed(error.to_string())
+        }
+        files::ReplaceError::Refused(()) => failed("refused".into()),
+    })?;
+    Ok(Kept::File(path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_are_kept_in_private_files_when_told_to() {
+        let dir = std::env::temp_dir().join(format!("mcp-cli-secrets-{}", std::process::id()));
+        let state = dir.to_string_lossy().into_owned();
+        let env = move |key: &str| match key {
+            "XDG_STATE_HOME" => Some(state.clone()),
+            "MCP_CLI_TOKEN_STORE" => Some("file".into()),
+            _ => None,
+        };
+        assert_eq!(get("weather/API_KEY", &env), None);
+        let kept = set("weather/API_KEY", "s3cret", &env).unwrap();
+        let Kept::File(path) = kept else {
+            panic!("{kept:?}")
+        };
+        assert!(path.ends_with("secrets/weather__API_KEY"), "{path:?}");
+        let mode = std::os::unix::fs::PermissionsExt::mode(
+            &std::fs::metadata(&path).unwrap().permissions(),
+        );
+        assert_eq!(mode & 0o777, 0o600);
+        assert_eq!(get("weather/API_KEY", &env).as_deref(), Some("s3cret"));
+        for bad in ["", "../x", "a//b", "a b", "a/./b", "${x}"] {
+            assert!(set(bad, "v", &env).is_err(), "{bad:?}");
+            assert_eq!(get(bad, &env), None);
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
