@@ -110,6 +110,9 @@ pub(crate) async fn run(ctx: &mut Context, given: Given) -> Result<Exit, Failure
     for line in &planned.passed_over {
         ctx.notice(&format!("mcp-cli: passed over {line}"));
     }
+    for warning in &planned.warnings {
+        ctx.notice(&format!("mcp-cli: warning: {warning}"));
+    }
     ctx.out
         .line(&format!("{label} from {url}, as {name}: {}", planned.how));
     ctx.out

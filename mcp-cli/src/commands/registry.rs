@@ -76,6 +76,7 @@ async fn sync_all(ctx: &mut Context, given: Option<&str>, full: bool) -> Result<
                 if !ctx.json {
                     let what = match synced.delta {
                         true => format!("{} new or changed", synced.received),
+                        false if synced.pages == 1 => "1 page".to_owned(),
                         false => format!("{} pages", synced.pages),
                     };
                     ctx.out.line(&format!("{url}: {offered} servers ({what})"));

@@ -82,6 +82,8 @@ pub(crate) struct Planned {
     pub(crate) how: String,
     /// The packages passed over, and why.
     pub(crate) passed_over: Vec<String>,
+    /// What the person should know before it runs (a secret on the command line).
+    pub(crate) warnings: Vec<String>,
     pub(crate) notes: Vec<String>,
 }
 
@@ -104,6 +106,7 @@ pub(crate) fn plan(
         secrets: Vec::new(),
         missing: Vec::new(),
         used: Vec::new(),
+        warnings: Vec::new(),
     };
     let mut chosen = None;
     for package in &server.packages {
@@ -167,6 +170,7 @@ pub(crate) fn plan(
         ));
     }
     planned.secrets = values.secrets;
+    planned.warnings = values.warnings;
     planned.passed_over = passed_over;
     Ok(planned)
 }
@@ -371,6 +375,7 @@ struct Values<'a> {
     missing: Vec<String>,
     /// The `--set` keys some input took.
     used: Vec<String>,
+    warnings: Vec<String>,
 }
 
 impl Values<'_> {
@@ -411,7 +416,7 @@ impl Values<'_> {
             }
             (None, None) => return Ok(None),
         };
-        check_value(key, input, &value, what)?;
+        let value = checked_value(key, input, value, what)?;
         if input.is_secret {
             let name = format!("{}/{}", self.entry, secret_part(key));
             crate::secrets::check_name(&name)?;
@@ -426,6 +431,14 @@ impl Values<'_> {
     fn arguments(&mut self, arguments: &[Argument]) -> Result<Vec<String>, String> {
         let mut words = Vec::new();
         for argument in arguments {
+            if argument.input.is_secret {
+                let key = argument.name.as_deref().or(argument.value_hint.as_deref());
+                self.warnings.push(format!(
+                    "the secret {} is passed on the server's command line, which other users of \
+                     this machine can read in the process list",
+                    key.unwrap_or("argument")
+                ));
+            }
             match argument.kind.as_str() {
                 "named" => {
                     let flag = argument
@@ -502,28 +515,41 @@ fn secret_part(key: &str) -> String {
         .collect()
 }
 
-/// A value checked against its input's choices and format.
-fn check_value(key: &str, input: &Input, value: &str, what: &str) -> Result<(), String> {
-    if !input.choices.is_empty() && !input.choices.iter().any(|choice| choice == value) {
+/// A value checked against its input's choices and format, as written into the entry: a
+/// `filepath` is made absolute (from the folder `install` runs in, `~/` from the home), since
+/// the server would read a relative one from wherever it is started.
+fn checked_value(key: &str, input: &Input, value: String, what: &str) -> Result<String, String> {
+    if !input.choices.is_empty() && !input.choices.iter().any(|choice| *choice == value) {
         return Err(format!(
             "{what} {key} is one of {}, not {value:?}",
             input.choices.join(", ")
         ));
     }
-    let fine = match input.format.as_deref() {
-        Some("number") => value.parse::<f64>().is_ok_and(f64::is_finite),
-        Some("boolean") => matches!(value, "true" | "false"),
-        _ => true,
-    };
-    match fine {
-        true if value.contains(['\n', '\r', '\0']) => {
-            Err(format!("{what} {key} holds a line break"))
-        }
-        true => Ok(()),
-        false => Err(format!(
-            "{what} {key} is a {}, not {value:?}",
-            input.format.as_deref().unwrap_or("string")
-        )),
+    if value.contains(['\n', '\r', '\0']) {
+        return Err(format!("{what} {key} holds a line break"));
+    }
+    let format = input.format.as_deref().unwrap_or("string");
+    match format {
+        "number" if !value.parse::<f64>().is_ok_and(f64::is_finite) => {}
+        "boolean" if !matches!(value.as_str(), "true" | "false") => {}
+        "filepath" => return Ok(absolute(value)),
+        _ => return Ok(value),
+    }
+    Err(format!("{what} {key} is a {format}, not {value:?}"))
+}
+
+/// `path` from the current folder, or `~/...` from the home folder.
+fn absolute(path: String) -> String {
+    if let Some(rest) = path.strip_prefix("~/")
+        && let Some(home) = std::env::var_os("HOME")
+    {
+        return std::path::Path::new(&home).join(rest).to_string_lossy().into_owned();
+    }
+    match std::path::Path::new(&path).is_absolute() || path.contains("${") {
+        true => path,
+        false => (std::env::current_dir().unwrap_or_default().join(&path))
+            .to_string_lossy()
+            .into_owned(),
     }
 }
 

@@ -1,5 +1,6 @@
-//! `mcp-registry-fixture DATA [--page N] [--log FILE]`: an MCP registry on 127.0.0.1 (a free
-//! port, printed as `PORT <n>`) serving the `/v0.1` read API from the file `DATA`,
+//! `mcp-registry-fixture DATA [--page N] [--log FILE] [--port N] [--background]`: an MCP
+//! registry on 127.0.0.1 (a free port, or `--port`, printed as `PORT <n>`) serving the `/v0.1`
+//! read API from the file `DATA`,
 //! `{"mode": MODE, "servers": [ServerResponse, ...]}` with every version of every server. The
 //! file is read again for each request, so a test can publish a new version (or break the
 //! registry) between syncs.
@@ -13,7 +14,9 @@
 //! Modes, for the ways a registry goes wrong: `good` (the default); `garbage` (the second page
 //! is an HTML page); `loop` (every page names the same next cursor).
 //!
-//! `--log FILE` appends one line per request, `GET <target>`.
+//! `--log FILE` appends one line per request, `GET <target>`. `--background` starts the
+//! registry as a child of its own and exits once it listens (for the book, whose lines each
+//! run to their end; the child stays in the line's process group, which the book ends).
 
 use std::io::Write;
 use std::net::TcpStream;
@@ -30,19 +33,24 @@ enum Mode {
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let data = args
-        .next()
-        .expect("usage: mcp-registry-fixture DATA [--page N] [--log FILE]");
-    let (mut page, mut log) = (2usize, None);
+    let data = args.next().expect(
+        "usage: mcp-registry-fixture DATA [--page N] [--log FILE] [--port N] [--background]",
+    );
+    let (mut page, mut log, mut port, mut forwarded) = (2usize, None, 0u16, Vec::new());
     while let Some(flag) = args.next() {
+        if flag == "--background" {
+            return background(&data, &forwarded);
+        }
         let value = args.next().expect("a value after each flag");
+        forwarded.extend([flag.clone(), value.clone()]);
         match flag.as_str() {
             "--page" => page = value.parse().expect("--page N"),
             "--log" => log = Some(value),
+            "--port" => port = value.parse().expect("--port N"),
             other => panic!("unknown flag {other}"),
         }
     }
-    let listener = http::listen(0).expect("a port on 127.0.0.1");
+    let listener = http::listen(port).expect("a port on 127.0.0.1");
     http::serve_each(listener, move |mut stream: TcpStream| {
         let Some(request) = http::read_request(&mut stream) else {
             return;
@@ -58,6 +66,23 @@ fn main() {
         let answer = answer(&request, &data, page);
         let _ = answer.write_to(&mut stream);
     });
+}
+
+/// Starts the registry as a child process and returns once it listens, printing its port.
+fn background(data: &str, flags: &[String]) {
+    use std::io::{BufRead, BufReader};
+    let mut child = std::process::Command::new(std::env::current_exe().expect("this program"))
+        .arg(data)
+        .args(flags)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the registry starts");
+    let mut line = String::new();
+    let stdout = child.stdout.take().expect("its stdout");
+    BufReader::new(stdout).read_line(&mut line).expect("its port");
+    print!("{line}");
 }
 
 fn answer(request: &Request, data: &str, page: usize) -> Response {

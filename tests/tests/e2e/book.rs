@@ -30,6 +30,7 @@ const CHAPTERS: &[&str] = &[
     "gateway",
     "daemon",
     "tasks",
+    "registry",
     "agents",
     "embedding",
     "benchmarks",
@@ -213,6 +214,7 @@ fn run_blocks(key: &str, label: &str, markdown: &str) {
         home,
         runtime,
         npm_prefix: npm.parent().unwrap().parent().unwrap().to_owned(),
+        groups: Default::default(),
     };
     let mut checked = Vec::new();
     let mut ran = 0;
@@ -256,6 +258,13 @@ fn run_blocks(key: &str, label: &str, markdown: &str) {
             "{label} no longer runs `{wanted}`, whose output this test checks"
         );
     }
+    // Nothing a line started outlives the chapter (a registry started in the background).
+    for group in environment.groups.borrow().iter() {
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{group}")])
+            .stderr(Stdio::null())
+            .status();
+    }
     eprintln!("{label}: {ran} line(s) ran as written");
 }
 
@@ -265,6 +274,8 @@ struct Environment {
     home: PathBuf,
     runtime: PathBuf,
     npm_prefix: PathBuf,
+    /// The process group of every line run, ended with the chapter.
+    groups: std::cell::RefCell<Vec<u32>>,
 }
 
 impl Environment {
@@ -298,6 +309,7 @@ impl Environment {
             .env("MCP_CLI_TOKEN_STORE", "file");
         let child = bash.spawn().unwrap();
         let group = child.id();
+        self.groups.borrow_mut().push(group);
         let (done, finished) = std::sync::mpsc::channel::<()>();
         std::thread::spawn(move || {
             if finished.recv_timeout(LINE_BUDGET) == Err(std::sync::mpsc::RecvTimeoutError::Timeout)
@@ -518,6 +530,12 @@ fn the_daemon_chapter_runs_as_written() {
 )]
 fn the_tasks_chapter_runs_as_written() {
     run_chapter("tasks");
+}
+
+#[test]
+#[cfg_attr(no_node, ignore = "needs Node.js and npm on PATH")]
+fn the_registry_chapter_runs_as_written() {
+    run_chapter("registry");
 }
 
 #[test]
