@@ -294,10 +294,8 @@ fn from_package(
         }
     }
     args.extend(package_args);
+    // No `timeout_sec`: a launcher's entry gets the budget a first download needs already.
     server.args = args;
-    // The first start of a launcher's package downloads it, which can take far longer than
-    // a handshake should (as for the presets run through `npx`).
-    server.timeout_sec = Some(crate::config::NPX_HANDSHAKE.as_secs_f64());
     server.env.extend(env);
     let notes = (package.post_install_instructions.iter())
         .map(|step| {
@@ -543,7 +541,10 @@ fn absolute(path: String) -> String {
     if let Some(rest) = path.strip_prefix("~/")
         && let Some(home) = std::env::var_os("HOME")
     {
-        return std::path::Path::new(&home).join(rest).to_string_lossy().into_owned();
+        return std::path::Path::new(&home)
+            .join(rest)
+            .to_string_lossy()
+            .into_owned();
     }
     match std::path::Path::new(&path).is_absolute() || path.contains("${") {
         true => path,

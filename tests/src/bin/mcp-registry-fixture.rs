@@ -81,7 +81,9 @@ fn background(data: &str, flags: &[String]) {
         .expect("the registry starts");
     let mut line = String::new();
     let stdout = child.stdout.take().expect("its stdout");
-    BufReader::new(stdout).read_line(&mut line).expect("its port");
+    BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("its port");
     print!("{line}");
 }
 
