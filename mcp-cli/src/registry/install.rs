@@ -517,7 +517,7 @@ fn secret_part(key: &str) -> String {
 /// `filepath` is made absolute (from the folder `install` runs in, `~/` from the home), since
 /// the server would read a relative one from wherever it is started.
 fn checked_value(key: &str, input: &Input, value: String, what: &str) -> Result<String, String> {
-    if !input.choices.is_empty() && !input.choices.iter().any(|choice| *choice == value) {
+    if !input.choices.is_empty() && !input.choices.contains(&value) {
         return Err(format!(
             "{what} {key} is one of {}, not {value:?}",
             input.choices.join(", ")
