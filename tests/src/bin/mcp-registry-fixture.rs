@@ -69,6 +69,8 @@ fn main() {
 }
 
 /// Starts the registry as a child process and returns once it listens, printing its port.
+// Never waited for: this process exits at once, and the child, left to init, is reaped there.
+#[allow(clippy::zombie_processes)]
 fn background(data: &str, flags: &[String]) {
     use std::io::{BufRead, BufReader};
     let mut child = std::process::Command::new(std::env::current_exe().expect("this program"))
