@@ -100,7 +100,8 @@ pub use tree::adopt_orphans;
 
 /// What an [`Authorizer`] needs beyond the connection: one plain HTTP(S) exchange at a time
 /// (OAuth metadata, registration, tokens) with the transport's TLS setup, so the host does not
-/// build a second HTTP client. Not a general HTTP client: no redirects, bodies up to 1 MiB.
+/// build a second HTTP client. Not a general HTTP client: no redirects, bodies up to 1 MiB
+/// (`send_up_to` for a larger one, a host's download).
 pub mod authorize {
-    pub use crate::http::{Request, Response, send};
+    pub use crate::http::{Request, Response, send, send_up_to};
 }

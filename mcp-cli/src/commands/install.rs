@@ -11,8 +11,9 @@ use crate::commands::Context;
 use crate::commands::registry::{entry, input_line};
 use crate::config::{self, RegistryOrigin};
 use crate::exit::{Exit, Failure};
-use crate::registry::install::{self, Ask, NoOne, Question, Runtimes};
-use crate::registry::model::Status;
+use crate::registry::install::{self, Ask, Bundle, NoOne, Question, Runner, Runtimes, Way};
+use crate::registry::mcpb;
+use crate::registry::model::{Package, Status};
 
 /// The variables naming the certificate authorities launchers trust: uv and pip's, Node's.
 const TRUST_VARIABLES: &[&str] = &[
@@ -64,11 +65,17 @@ pub(crate) async fn run(ctx: &mut Context, given: Given) -> Result<Exit, Failure
         }),
         false => Box::new(NoOne),
     };
+    let chosen = install::choose(&listed, given.package.as_deref(), &runtimes);
+    let chosen = chosen.map_err(Failure::usage)?;
+    let bundle = match &chosen.way {
+        Way::Package(package, Runner::Bundle) => Some(bundle(ctx, package).await?),
+        _ => None,
+    };
     let planned = install::plan(
         &listed,
         &name,
-        given.package.as_deref(),
-        &runtimes,
+        chosen,
+        bundle.as_ref(),
         &values,
         &mut *asker,
     );
@@ -170,6 +177,69 @@ pub(crate) async fn run(ctx: &mut Context, given: Given) -> Result<Exit, Failure
     Ok(exit)
 }
 
+/// The bundle `package` names, unpacked in the state folder's `mcpb/` under its digest:
+/// downloaded and checked against its `fileSha256` before a byte of it is read, unless an
+/// earlier install left it there.
+async fn bundle(ctx: &Context, package: &Package) -> Result<Bundle, Failure> {
+    let digest = package
+        .file_sha256
+        .as_deref()
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    if digest.len() != 64 || !digest.chars().all(|c| c.is_ascii_hexdigit()) {
+        return Err(Failure::usage(format!(
+            "the bundle's fileSha256 {digest:?} is not a SHA-256 in hex"
+        )));
+    }
+    let dir = ctx.state.root().join("mcpb").join(&digest[..32]);
+    if !dir.join("manifest.json").is_file() {
+        let spinner = crate::spinner::Spinner::start(format!("downloading {}", package.identifier));
+        let bytes = download(&package.identifier).await;
+        drop(spinner);
+        let bytes = bytes.map_err(|why| Failure::new(Exit::Server, why))?;
+        mcpb::verify(&bytes, &digest).map_err(Failure::usage)?;
+        mcpb::unpack(&bytes, &dir).map_err(Failure::usage)?;
+    }
+    let manifest = mcpb::manifest(&dir).map_err(Failure::usage)?;
+    Ok(Bundle { dir, manifest })
+}
+
+/// The body at `url`, following up to five redirects, never from https to plain http.
+async fn download(url: &str) -> Result<Vec<u8>, String> {
+    let mut url = url::Url::parse(url).map_err(|error| format!("{url:?} is not a URL: {error}"))?;
+    for _ in 0..=5 {
+        let request = mcp_smol::authorize::Request {
+            method: "GET".into(),
+            url: url.to_string(),
+            headers: Vec::new(),
+            body: Vec::new(),
+            timeout: std::time::Duration::from_secs(300),
+        };
+        let response = mcp_smol::authorize::send_up_to(request, mcpb::MAX_DOWNLOAD).await;
+        let response = response.map_err(|error| format!("cannot download {url}: {error}"))?;
+        match response.status {
+            200..=299 => return Ok(response.body),
+            301 | 302 | 303 | 307 | 308 => {
+                let location = (response.header("location"))
+                    .ok_or_else(|| format!("{url} redirects nowhere"))?;
+                let next = url
+                    .join(location)
+                    .map_err(|error| format!("{url} redirects to {location:?}: {error}"))?;
+                let safe = next.scheme() == "https"
+                    || (install::is_loopback(&next) && install::is_loopback(&url));
+                if !safe {
+                    return Err(format!("{url} redirects to {next}, which is not https"));
+                }
+                url = next;
+            }
+            status => return Err(format!("downloading {url} answered HTTP {status}")),
+        }
+    }
+    Err(format!(
+        "downloading the bundle took more than five redirects (the last to {url})"
+    ))
+}
+
 /// The last part of a registry name without the words every server's name holds (`server-`,
 /// `mcp-`, `-mcp`), in the characters a config name keeps well: `server-memory` is `memory`.
 fn default_name(registry_name: &str) -> String {
@@ -251,13 +321,14 @@ impl Ask for Terminal {
         if let Some(intro) = self.intro.take() {
             let _ = writeln!(err, "{intro}");
         }
+        // Off before the question shows, so that nothing typed once it shows is echoed.
+        let hidden = question.input.is_secret.then(EchoOff::new);
         let _ = write!(
             err,
             "  {}\n  > ",
             input_line(&question.key, &question.input)
         );
         let _ = err.flush();
-        let hidden = question.input.is_secret.then(EchoOff::new);
         let mut line = String::new();
         let read = std::io::stdin().lock().read_line(&mut line);
         if hidden.is_some() {

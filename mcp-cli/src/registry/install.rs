@@ -87,18 +87,84 @@ pub(crate) struct Planned {
     pub(crate) notes: Vec<String>,
 }
 
-/// Plans entry `name` (`--as`) for `listed`. `kind` picks the package type (`npm`, `pypi`,
-/// `oci`, `mcpb`) or `remote`; without it the first the publisher lists that can run here.
+/// How the server will run: one of its packages with the launcher that runs it here, or one
+/// of its remotes; and the packages passed over on the way, with why.
+#[derive(Debug)]
+pub(crate) struct Chosen<'a> {
+    pub(crate) way: Way<'a>,
+    pub(crate) passed_over: Vec<String>,
+}
+
+#[derive(Debug)]
+pub(crate) enum Way<'a> {
+    Package(&'a Package, Runner),
+    Remote(&'a Transport),
+}
+
+/// Chooses how `listed` runs. `kind` picks the package type (`npm`, `pypi`, `oci`, `mcpb`) or
+/// `remote`; without it, the first the publisher lists that can run here, else a remote.
+pub(crate) fn choose<'a>(
+    listed: &'a Listed,
+    kind: Option<&str>,
+    runtimes: &Runtimes,
+) -> Result<Chosen<'a>, String> {
+    let server = &listed.server;
+    let mut passed_over = Vec::new();
+    for package in &server.packages {
+        if kind.is_some_and(|kind| kind != package.registry_type) {
+            continue;
+        }
+        match runner(package, runtimes) {
+            Ok(runner) => {
+                let way = Way::Package(package, runner);
+                return Ok(Chosen { way, passed_over });
+            }
+            Err(why) => passed_over.push(format!(
+                "{} package {}: {why}",
+                package.registry_type, package.identifier
+            )),
+        }
+    }
+    let remote = (server.remotes.first()).filter(|_| kind.is_none_or(|kind| kind == "remote"));
+    if let Some(remote) = remote {
+        let way = Way::Remote(remote);
+        return Ok(Chosen { way, passed_over });
+    }
+    let offered: Vec<&str> = (server.packages.iter().map(|p| p.registry_type.as_str()))
+        .chain(server.remotes.iter().map(|_| "remote"))
+        .collect();
+    let mut why = match (kind, offered.is_empty()) {
+        (_, true) => format!("{} offers no package and no remote to run", listed.label()),
+        (Some(kind), _) if !offered.contains(&kind) => format!(
+            "{} offers no {kind} (it offers {})",
+            listed.label(),
+            offered.join(", ")
+        ),
+        _ => format!("nothing {} offers can run here", listed.label()),
+    };
+    for line in &passed_over {
+        why.push_str(&format!("\n  {line}"));
+    }
+    Err(why)
+}
+
+/// A bundle unpacked for an entry: its folder and its manifest.
+#[derive(Debug)]
+pub(crate) struct Bundle {
+    pub(crate) dir: std::path::PathBuf,
+    pub(crate) manifest: super::mcpb::Manifest,
+}
+
+/// Plans entry `name` (`--as`) for `listed`, run as `chosen` says; a bundle (`mcpb`) must be
+/// unpacked first and given as `bundle`.
 pub(crate) fn plan(
     listed: &Listed,
     name: &str,
-    kind: Option<&str>,
-    runtimes: &Runtimes,
+    chosen: Chosen<'_>,
+    bundle: Option<&Bundle>,
     given: &BTreeMap<String, String>,
     ask: &mut dyn Ask,
 ) -> Result<Planned, String> {
-    let server = &listed.server;
-    let mut passed_over = Vec::new();
     let mut values = Values {
         entry: name,
         given,
@@ -108,54 +174,15 @@ pub(crate) fn plan(
         used: Vec::new(),
         warnings: Vec::new(),
     };
-    let mut chosen = None;
-    for package in &server.packages {
-        if kind.is_some_and(|kind| kind != package.registry_type) {
-            continue;
+    let mut planned = match (chosen.way, bundle) {
+        (Way::Package(_, Runner::Bundle), Some(bundle)) => from_bundle(bundle, &mut values)?,
+        (Way::Package(package, Runner::Bundle), None) => {
+            return Err(format!("the bundle {} is not unpacked", package.identifier));
         }
-        match runner(package, runtimes) {
-            Ok(runner) => {
-                chosen = Some((package, runner));
-                break;
-            }
-            Err(why) => passed_over.push(format!(
-                "{} package {}: {why}",
-                package.registry_type, package.identifier
-            )),
-        }
-    }
-    let mut planned = match chosen {
-        Some((package, runner)) => from_package(package, runner, &mut values)?,
-        None => match server
-            .remotes
-            .first()
-            .filter(|_| kind.is_none_or(|kind| kind == "remote"))
-        {
-            Some(remote) => from_remote(remote, &mut values)?,
-            None => {
-                let offered: Vec<&str> = (server.packages.iter().map(|p| p.registry_type.as_str()))
-                    .chain(server.remotes.iter().map(|_| "remote"))
-                    .collect();
-                let mut why = match (kind, offered.is_empty()) {
-                    (_, true) => {
-                        format!("{} offers no package and no remote to run", listed.label())
-                    }
-                    (Some(kind), _) if !offered.contains(&kind) => {
-                        format!(
-                            "{} offers no {kind} (it offers {})",
-                            listed.label(),
-                            offered.join(", ")
-                        )
-                    }
-                    _ => format!("nothing {} offers can run here", listed.label()),
-                };
-                for line in &passed_over {
-                    why.push_str(&format!("\n  {line}"));
-                }
-                return Err(why);
-            }
-        },
+        (Way::Package(package, runner), _) => from_package(package, runner, &mut values)?,
+        (Way::Remote(remote), _) => from_remote(remote, &mut values)?,
     };
+    let passed_over = chosen.passed_over;
     if !values.missing.is_empty() {
         return Err(format!(
             "{} needs values for: {} (asked on a terminal; else give each with --set NAME=VALUE)",
@@ -177,11 +204,13 @@ pub(crate) fn plan(
 
 /// How a package type runs here.
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum Runner {
+pub(crate) enum Runner {
     Npx,
     Uvx,
     Pipx,
     Container(&'static str),
+    /// An MCP bundle, downloaded and unpacked: its manifest says what runs.
+    Bundle,
 }
 
 fn runner(package: &Package, runtimes: &Runtimes) -> Result<Runner, String> {
@@ -204,14 +233,83 @@ fn runner(package: &Package, runtimes: &Runtimes) -> Result<Runner, String> {
             .container
             .map(Runner::Container)
             .ok_or_else(|| "no container runtime (docker or podman) is on PATH".into()),
-        "mcpb" => Err(
-            "MCP bundles (mcpb) are not installed by this version; use another package or a remote"
-                .into(),
-        ),
+        "mcpb" if package.file_sha256.is_none() => {
+            Err("it gives no fileSha256 to check the download against".into())
+        }
+        "mcpb" => match url::Url::parse(&package.identifier) {
+            Ok(url) if url.scheme() == "https" || is_loopback(&url) => Ok(Runner::Bundle),
+            _ => Err("its identifier is not an https URL to download".into()),
+        },
         other => Err(format!(
             "{other:?} packages are not installed by this version"
         )),
     }
+}
+
+/// Whether `url` is plain HTTP to this machine (a registry of one's own, a test's).
+pub(crate) fn is_loopback(url: &url::Url) -> bool {
+    url.scheme() == "http" && matches!(url.host_str(), Some("127.0.0.1" | "localhost" | "[::1]"))
+}
+
+/// A bundle's entry: its `mcp_config` with its variables filled in, run in its folder.
+fn from_bundle(bundle: &Bundle, values: &mut Values<'_>) -> Result<Planned, String> {
+    use super::mcpb;
+    let home = std::env::var("HOME").unwrap_or_default();
+    let config = mcpb::linux_config(&bundle.manifest)?;
+    let mut settings = BTreeMap::new();
+    let mut lists = BTreeMap::new();
+    for (key, setting) in &bundle.manifest.user_config {
+        let input = setting.input(&home);
+        if let Some(value) = values.value(key, &input, "bundle setting")? {
+            if setting.multiple {
+                let items: Vec<String> = value
+                    .split(',')
+                    .map(|item| absolute(item.trim().to_owned()))
+                    .collect();
+                lists.insert(key.clone(), items);
+            }
+            settings.insert(key.clone(), value);
+        }
+    }
+    let fill = |text: &str| mcpb::substitute(text, &bundle.dir, &home, &settings);
+    let mut command = fill(&config.command)?;
+    if command.contains('/') && !command.starts_with('/') {
+        command = bundle.dir.join(&command).to_string_lossy().into_owned();
+    }
+    let mut args = Vec::new();
+    for arg in &config.args {
+        // A list setting standing alone is one argument per item.
+        let alone = (arg.strip_prefix("${user_config."))
+            .and_then(|rest| rest.strip_suffix('}'))
+            .and_then(|key| lists.get(key));
+        match alone {
+            Some(items) => args.extend(items.iter().cloned()),
+            None => args.push(fill(arg)?),
+        }
+    }
+    let mut env = BTreeMap::new();
+    for (key, value) in &config.env {
+        env.insert(key.clone(), fill(value)?);
+    }
+    let manifest = &bundle.manifest;
+    let server = NewServer {
+        command: Some(command),
+        args,
+        env,
+        cwd: Some(bundle.dir.to_string_lossy().into_owned()),
+        ..NewServer::default()
+    };
+    Ok(Planned {
+        server,
+        how: format!(
+            "MCP bundle {} {} ({} server) unpacked into {}",
+            crate::auth::http::printable(&manifest.name),
+            crate::auth::http::printable(&manifest.version),
+            crate::auth::http::printable(&manifest.server.kind),
+            bundle.dir.display()
+        ),
+        ..Planned::default()
+    })
 }
 
 fn from_package(
@@ -280,6 +378,7 @@ fn from_package(
             };
             how = format!("PyPI package {spec} through {through}");
         }
+        Runner::Bundle => return Err("a bundle is planned from its manifest".into()),
         Runner::Container(program) => {
             check_image(identifier)?;
             server.command = Some(program.to_owned());
@@ -665,6 +764,18 @@ mod tests {
 
     use super::*;
 
+    fn plan_for(
+        listed: &Listed,
+        name: &str,
+        kind: Option<&str>,
+        runtimes: &Runtimes,
+        given: &BTreeMap<String, String>,
+        ask: &mut dyn Ask,
+    ) -> Result<Planned, String> {
+        let chosen = choose(listed, kind, runtimes)?;
+        plan(listed, name, chosen, None, given, ask)
+    }
+
     fn listed(server: serde_json::Value) -> Listed {
         Listed::read(json!({ "server": server })).unwrap()
     }
@@ -693,7 +804,7 @@ mod tests {
         listed(json!({
             "name": "io.github.example/weather", "version": "1.2.0", "description": "Forecasts",
             "packages": [
-                {"registryType": "mcpb", "identifier": "https://example.com/w.mcpb", "fileSha256": "ab", "transport": {"type": "stdio"}},
+                {"registryType": "mcpb", "identifier": "http://example.com/w.mcpb", "fileSha256": "ab", "transport": {"type": "stdio"}},
                 {"registryType": "npm", "identifier": "@example/weather", "version": "1.2.0", "transport": {"type": "stdio"},
                  "packageArguments": [
                      {"type": "named", "name": "--units", "choices": ["metric", "imperial"], "default": "metric"},
@@ -715,7 +826,7 @@ mod tests {
         answers.0.insert("API_KEY".into(), "k-123".into());
         answers.0.insert("city".into(), "Berlin".into());
         let given = BTreeMap::from([("--verbose".to_owned(), "true".to_owned())]);
-        let planned = plan(&weather(), "weather", None, &all(), &given, &mut answers).unwrap();
+        let planned = plan_for(&weather(), "weather", None, &all(), &given, &mut answers).unwrap();
         assert_eq!(planned.server.command.as_deref(), Some("npx"));
         assert_eq!(
             planned.server.args,
@@ -751,7 +862,7 @@ mod tests {
 
     #[test]
     fn without_anyone_to_ask_missing_values_are_named() {
-        let error = plan(
+        let error = plan_for(
             &weather(),
             "weather",
             None,
@@ -766,13 +877,13 @@ mod tests {
             ("API_KEY".to_owned(), "k".to_owned()),
             ("--units".to_owned(), "kelvin".to_owned()),
         ]);
-        let error = plan(&weather(), "weather", None, &all(), &given, &mut NoOne).unwrap_err();
+        let error = plan_for(&weather(), "weather", None, &all(), &given, &mut NoOne).unwrap_err();
         assert!(
             error.contains("one of metric, imperial, not \"kelvin\""),
             "{error}"
         );
         let given = BTreeMap::from([("CITY".to_owned(), "Oslo".to_owned())]);
-        let error = plan(
+        let error = plan_for(
             &weather(),
             "weather",
             None,
@@ -790,12 +901,13 @@ mod tests {
     #[test]
     fn packages_that_cannot_run_here_are_passed_over_or_refused_clearly() {
         let none = Runtimes::default();
-        let error = plan(&weather(), "w", None, &none, &BTreeMap::new(), &mut NoOne).unwrap_err();
+        let error =
+            plan_for(&weather(), "w", None, &none, &BTreeMap::new(), &mut NoOne).unwrap_err();
         assert!(
             error.contains("npx is not on PATH") && error.contains("mcpb"),
             "{error}"
         );
-        let error = plan(
+        let error = plan_for(
             &weather(),
             "w",
             Some("pypi"),
@@ -811,9 +923,9 @@ mod tests {
         let image = listed(json!({"name": "a.b/c", "version": "1", "packages": [
             {"registryType": "oci", "identifier": "ghcr.io/a/c:1", "transport": {"type": "stdio"},
              "environmentVariables": [{"name": "TOKEN", "value": "fixed"}]}]}));
-        let error = plan(&image, "c", None, &none, &BTreeMap::new(), &mut NoOne).unwrap_err();
+        let error = plan_for(&image, "c", None, &none, &BTreeMap::new(), &mut NoOne).unwrap_err();
         assert!(error.contains("no container runtime"), "{error}");
-        let planned = plan(&image, "c", None, &all(), &BTreeMap::new(), &mut NoOne).unwrap();
+        let planned = plan_for(&image, "c", None, &all(), &BTreeMap::new(), &mut NoOne).unwrap();
         assert_eq!(
             planned.server.args,
             ["run", "-i", "--rm", "-e", "TOKEN", "ghcr.io/a/c:1"]
@@ -824,7 +936,8 @@ mod tests {
             pipx: true,
             ..Runtimes::default()
         };
-        let planned = plan(&python, "t", None, &pipx_only, &BTreeMap::new(), &mut NoOne).unwrap();
+        let planned =
+            plan_for(&python, "t", None, &pipx_only, &BTreeMap::new(), &mut NoOne).unwrap();
         assert_eq!(
             planned.server.args,
             [
@@ -852,19 +965,21 @@ mod tests {
             let bad = listed(json!({"name": "a.b/c", "version": "1", "packages": [
                 {"registryType": "npm", "identifier": identifier, "version": version, "transport": {"type": "stdio"}}]}));
             assert!(
-                plan(&bad, "c", None, &all(), &BTreeMap::new(), &mut NoOne).is_err(),
+                plan_for(&bad, "c", None, &all(), &BTreeMap::new(), &mut NoOne).is_err(),
                 "{identifier} {version}"
             );
         }
         let reads_env = listed(json!({"name": "a.b/c", "version": "1", "packages": [
             {"registryType": "npm", "identifier": "c", "version": "1", "transport": {"type": "stdio"},
              "packageArguments": [{"type": "positional", "value": "${GITHUB_TOKEN}"}]}]}));
-        let error = plan(&reads_env, "c", None, &all(), &BTreeMap::new(), &mut NoOne).unwrap_err();
+        let error =
+            plan_for(&reads_env, "c", None, &all(), &BTreeMap::new(), &mut NoOne).unwrap_err();
         assert!(error.contains("expand from your environment"), "{error}");
         let not_a_flag = listed(json!({"name": "a.b/c", "version": "1", "packages": [
             {"registryType": "npm", "identifier": "c", "version": "1", "transport": {"type": "stdio"},
              "packageArguments": [{"type": "named", "name": "rm -rf", "value": "x"}]}]}));
-        let error = plan(&not_a_flag, "c", None, &all(), &BTreeMap::new(), &mut NoOne).unwrap_err();
+        let error =
+            plan_for(&not_a_flag, "c", None, &all(), &BTreeMap::new(), &mut NoOne).unwrap_err();
         assert!(error.contains("not a command-line flag"), "{error}");
     }
 
@@ -882,7 +997,7 @@ mod tests {
             ("tenant".to_owned(), "acme".to_owned()),
             ("token".to_owned(), "t0k".to_owned()),
         ]);
-        let planned = plan(
+        let planned = plan_for(
             &remote,
             "tenant",
             None,
@@ -909,7 +1024,7 @@ mod tests {
         ]);
         // The URL still parses, but the host is the person's own choice; only `${` is refused.
         assert!(
-            plan(
+            plan_for(
                 &remote,
                 "tenant",
                 None,

@@ -10,8 +10,10 @@
 //! - `snapshot.rs`: the snapshot file
 //! - `sync.rs`: pages, cursors, `updated_since` deltas and the bounds on all three
 //! - `install.rs`: from a package or a remote to a native entry, asking for its values
+//! - `mcpb.rs`: MCP bundles: checked against their digest, unpacked, their manifest read
 
 pub(crate) mod install;
+pub(crate) mod mcpb;
 pub(crate) mod model;
 pub(crate) mod snapshot;
 pub(crate) mod sync;

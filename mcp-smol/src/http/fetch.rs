@@ -54,6 +54,12 @@ impl Response {
 /// metadata, registration and token requests. Redirects are not followed (the caller sees the 3xx and
 /// its `Location`); bodies over 1 MiB are refused. Any failure is [`Error::Http`].
 pub async fn send(request: Request) -> Result<Response, Error> {
+    send_up_to(request, BODY_LIMIT).await
+}
+
+/// [`send`], with bodies up to `limit` bytes: for a host's downloads (a registry's packages),
+/// which outgrow an OAuth answer's 1 MiB.
+pub async fn send_up_to(request: Request, limit: usize) -> Result<Response, Error> {
     let failed = |detail: String| Error::Http {
         url: request.url.clone(),
         detail,
@@ -70,11 +76,11 @@ pub async fn send(request: Request) -> Result<Response, Error> {
     let timeout = request.timeout;
     let exchange = async {
         let mut response = wire::send(&outgoing, timeout, None).await?;
-        let body = match response.read_body(BODY_LIMIT).await {
+        let body = match response.read_body(limit).await {
             Ok(body) => body,
             Err(BodyError::TooLarge { size }) => {
                 return Err(format!(
-                    "the answer is over {BODY_LIMIT} bytes ({size} at least)"
+                    "the answer is over {limit} bytes ({size} at least)"
                 ));
             }
             Err(BodyError::Failed(detail)) => return Err(detail),

@@ -64,7 +64,7 @@ mod streamable;
 mod tls;
 mod wire;
 
-pub use fetch::{Request, Response, send};
+pub use fetch::{Request, Response, send, send_up_to};
 pub use io::{HyperIo, ReadWhenReady};
 pub use proto::http::HttpTransport;
 

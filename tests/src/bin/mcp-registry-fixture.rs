@@ -10,6 +10,8 @@
 //!   offset of the next page; `version=latest` keeps the entries marked `isLatest`,
 //!   `updated_since` those updated later, `search` those whose name holds it.
 //! - `GET /v0.1/servers/{name}/versions/{version}` (`latest` for the latest), `404` when none.
+//! - `GET /files/NAME`: the file `files/NAME` beside `DATA` (a bundle to download), and
+//!   `GET /redirect/NAME` a `302` to it, as release downloads redirect.
 //!
 //! Modes, for the ways a registry goes wrong: `good` (the default); `garbage` (the second page
 //! is an HTML page); `loop` (every page names the same next cursor).
@@ -89,8 +91,8 @@ fn background(data: &str, flags: &[String]) {
     print!("{line}");
 }
 
-fn answer(request: &Request, data: &str, page: usize) -> Response {
-    let data: Value = std::fs::read_to_string(data)
+fn answer(request: &Request, path_of_data: &str, page: usize) -> Response {
+    let data: Value = std::fs::read_to_string(path_of_data)
         .ok()
         .and_then(|text| serde_json::from_str(&text).ok())
         .unwrap_or_default();
@@ -105,6 +107,22 @@ fn answer(request: &Request, data: &str, page: usize) -> Response {
         _ => Mode::Good,
     };
     let path = request.path();
+    if let Some(name) = path
+        .strip_prefix("/files/")
+        .filter(|name| !name.contains('/'))
+    {
+        let file = std::path::Path::new(path_of_data)
+            .with_file_name("files")
+            .join(name);
+        return match std::fs::read(file) {
+            Ok(bytes) => Response::new("200 OK", "application/octet-stream", bytes),
+            Err(_) => not_found(),
+        };
+    }
+    if let Some(name) = path.strip_prefix("/redirect/") {
+        let location = vec![("Location".to_owned(), format!("/files/{name}"))];
+        return Response::empty("302 Found", location);
+    }
     if path == "/v0.1/servers" {
         return list(&servers, &query(request.query()), mode, page);
     }

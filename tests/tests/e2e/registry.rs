@@ -499,3 +499,149 @@ fn install_asks_on_a_terminal_hiding_secrets_and_refuses_what_it_must() {
         "{run:?}"
     );
 }
+
+/// An MCP bundle of the test fixture, made by Python's own `zipfile` (deflated, with Unix
+/// modes), as publishers' tools make them: a `binary` server whose script runs `mcp-fixture`,
+/// a setting with a default and a secret one. Its bytes.
+fn fixture_bundle(dir: &Scratch) -> Vec<u8> {
+    let fixture = crate::support::cli_binary()
+        .parent()
+        .unwrap()
+        .join("mcp-fixture");
+    let manifest = json!({
+        "manifest_version": "0.3", "name": "hello", "version": "1.0.0",
+        "description": "The test fixture as a bundle", "author": {"name": "tests"},
+        "server": {"type": "binary", "entry_point": "server/run.sh", "mcp_config": {
+            "command": "${__dirname}/server/run.sh", "args": ["good"],
+            "env": {"GREETING": "${user_config.greeting}", "API_KEY": "${user_config.api_key}"}
+        }},
+        "user_config": {
+            "greeting": {"type": "string", "title": "Greeting", "default": "hello"},
+            "api_key": {"type": "string", "title": "API key", "sensitive": true, "required": true}
+        }
+    });
+    let script = format!("#!/bin/sh\nexec {} \"$@\"\n", fixture.display());
+    let out = dir.0.join("files/hello.mcpb");
+    std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+    let python = r#"
+import sys, zipfile
+out, manifest, script = sys.argv[1:4]
+with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as bundle:
+    bundle.writestr("manifest.json", manifest)
+    info = zipfile.ZipInfo("server/run.sh")
+    info.external_attr = 0o100755 << 16
+    info.compress_type = zipfile.ZIP_DEFLATED
+    bundle.writestr(info, script)
+"#;
+    let made = Command::new("python3")
+        .args(["-c", python])
+        .arg(&out)
+        .arg(manifest.to_string())
+        .arg(script)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    std::fs::read(out).unwrap()
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+fn bundle_entry(url: &str, digest: &str) -> Value {
+    json!({"servers": [{
+        "server": {"name": "io.example/hello", "version": "1.0.0", "description": "A bundled server",
+                   "packages": [{"registryType": "mcpb", "identifier": format!("{url}/redirect/hello.mcpb"),
+                                 "fileSha256": digest, "transport": {"type": "stdio"}}]},
+        "_meta": official("active", "2026-05-01T00:00:00Z", true)
+    }]})
+}
+
+#[cfg_attr(no_python, ignore = "needs Python 3 with venv")]
+#[test]
+fn an_mcp_bundle_is_checked_against_its_digest_unpacked_and_run_from_its_manifest() {
+    let dir = Scratch::new("registry-mcpb");
+    let bytes = fixture_bundle(&dir);
+    let registry = Registry::start(&dir, &json!({"servers": []}));
+    let config = registry.config(&dir);
+
+    // A digest that does not match: nothing is unpacked, nothing written.
+    registry.publish(&bundle_entry(&registry.url, &"0".repeat(64)));
+    let run = dir.cli(&[
+        "--config",
+        &config,
+        "install",
+        "io.example/hello",
+        "--set",
+        "api_key=k",
+    ]);
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(run.stderr.contains("not unpacked"), "{run:?}");
+    assert!(
+        !dir.0
+            .join("state/mcp-cli/mcpb")
+            .join("0".repeat(32))
+            .exists()
+    );
+    assert!(
+        !std::fs::read_to_string(&config).unwrap().contains("[mcp."),
+        "nothing written"
+    );
+
+    registry.publish(&bundle_entry(&registry.url, &sha256(&bytes)));
+    let run = dir.cli(&[
+        "--config",
+        &config,
+        "install",
+        "io.example/hello",
+        "--set",
+        "api_key=k-bundled",
+    ]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stdout
+            .contains("MCP bundle hello 1.0.0 (binary server) unpacked into"),
+        "{run:?}"
+    );
+    assert!(
+        run.stdout
+            .contains("hello: its tool definitions are pinned"),
+        "{run:?}"
+    );
+    let requests = registry.requests();
+    assert!(
+        requests.iter().any(|r| r == "GET /files/hello.mcpb"),
+        "the redirect was followed: {requests:?}"
+    );
+    let written = std::fs::read_to_string(&config).unwrap();
+    assert!(
+        written.contains("API_KEY = \"${secret:hello/api_key}\""),
+        "{written}"
+    );
+    assert!(written.contains("GREETING = \"hello\""), "{written}");
+    assert!(!written.contains("k-bundled"), "{written}");
+    let unpacked = dir.0.join("state/mcp-cli/mcpb").join(&sha256(&bytes)[..32]);
+    assert!(
+        written.contains(&format!("cwd = \"{}\"", unpacked.display())),
+        "{written}"
+    );
+
+    // The server runs with the settings in its environment.
+    let run = dir.cli(&[
+        "--config",
+        &config,
+        "call",
+        "hello",
+        "read_path",
+        "path=/proc/self/environ",
+    ]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stdout.contains("API_KEY=k-bundled") && run.stdout.contains("GREETING=hello"),
+        "{run:?}"
+    );
+}
