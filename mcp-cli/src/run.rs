@@ -72,7 +72,8 @@ async fn run_command(cli: cli::Cli, args: Vec<OsString>, mut signals: Signals) -
     if cli.json {
         output::json_diagnostics();
     }
-    let env = |key: &str| std::env::var(key).ok();
+    // `${secret:NAME}` in a config file is a secret `install` kept in the keychain.
+    let env = crate::secrets::lookup;
     let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
     let files = host::ConfigFiles::discover(&cli.configs, &env, cwd);
     // While a daemon serves these config files, it runs the command with its warm servers.

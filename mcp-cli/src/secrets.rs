@@ -54,6 +54,17 @@ fn file(name: &str, env: Env<'_>) -> PathBuf {
     state.secrets().join(name.replace('/', "__"))
 }
 
+/// This process's environment, in which variable `secret:NAME` is secret `NAME`: the `env`
+/// the command line reads its config files with, so that `${secret:NAME}` expands.
+#[cfg_attr(not(feature = "cli"), allow(dead_code))]
+pub(crate) fn lookup(key: &str) -> Option<String> {
+    let process = |key: &str| std::env::var(key).ok();
+    match key.strip_prefix("secret:") {
+        Some(name) => get(name, &process),
+        None => process(key),
+    }
+}
+
 /// The secret kept as `name`, from the keychain or its file; `None` when neither holds it.
 pub(crate) fn get(name: &str, env: Env<'_>) -> Option<String> {
     check_name(name).ok()?;
@@ -115,6 +126,20 @@ mod tests {
         );
         assert_eq!(mode & 0o777, 0o600);
         assert_eq!(get("weather/API_KEY", &env).as_deref(), Some("s3cret"));
+        let config = "[mcp.w]\ncommand = \"w\"\nenv = { KEY = \"${secret:weather/API_KEY}\" }\n";
+        let expand = |text: &str| {
+            crate::config::expand(text, &|key: &str| match key.strip_prefix("secret:") {
+                Some(name) => get(name, &env),
+                None => None,
+            })
+        };
+        assert!(config.contains("${secret:"));
+        assert_eq!(expand("${secret:weather/API_KEY}").as_deref(), Ok("s3cret"));
+        let missing = expand("${secret:weather/OTHER}").unwrap_err();
+        assert!(
+            missing.contains("secret weather/OTHER is not kept on this machine"),
+            "{missing}"
+        );
         for bad in ["", "../x", "a//b", "a b", "a/./b", "${x}"] {
             assert!(set(bad, "v", &env).is_err(), "{bad:?}");
             assert_eq!(get(bad, &env), None);

@@ -156,7 +156,7 @@ pub(crate) async fn run(ctx: &mut Context, given: Given) -> Result<Exit, Failure
         ctx.out.line("not started (--no-check): its tools are listed, scanned and pinned when it first starts");
         return Ok(Exit::Success);
     }
-    let loaded = config::Config::from_files(&[&path]).map_err(usage)?;
+    let loaded = config::load(&[(path.clone(), true)], &crate::secrets::lookup).map_err(usage)?;
     let server = (loaded.servers.into_iter())
         .find(|server| server.name == name)
         .ok_or_else(|| {

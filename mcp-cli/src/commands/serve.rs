@@ -73,7 +73,7 @@ fn load(ctx: &Context, named: &[String]) -> Result<(Watch, Config), Failure> {
         ));
     }
     crate::nesting::check_depth().map_err(Failure::usage)?;
-    let env = |key: &str| std::env::var(key).ok();
+    let env = crate::secrets::lookup;
     let watch = ctx.files.watch();
     let config = (ctx.files.load(&env)).map_err(|error| Failure::usage(error.to_string()))?;
     if let Some(notice) = crate::host::pending_notice(&config.pending) {

@@ -369,8 +369,8 @@ fn check_header(name: &str, value: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Expands `${VAR}`, `${VAR:-default}` and `${secret:NAME}` (a value kept in the keychain);
-/// `$` not followed by `{` stays as it is.
+/// Expands `${VAR}` and `${VAR:-default}` from `env`, and `${secret:NAME}` as its variable
+/// `secret:NAME`; `$` not followed by `{` stays as it is.
 pub fn expand(text: &str, env: Env<'_>) -> Result<String, String> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
@@ -384,13 +384,11 @@ pub fn expand(text: &str, env: Env<'_>) -> Result<String, String> {
             Some((variable, default)) => (variable, Some(default)),
             None => (inner, None),
         };
-        // `${secret:NAME}`: a value `install` kept out of the file (`crate::secrets`).
-        let value = match variable.strip_prefix("secret:") {
-            Some(name) => crate::secrets::get(name, env),
-            None => env(variable),
-        };
+        // `${secret:NAME}` is asked of `env` as variable `secret:NAME`: the command line's
+        // looks it up in the keychain (`crate::secrets::lookup`), which this floor knows
+        // nothing of.
         match (
-            value.filter(|v| default.is_none() || !v.is_empty()),
+            env(variable).filter(|v| default.is_none() || !v.is_empty()),
             default,
         ) {
             (Some(value), _) => out.push_str(&value),

@@ -359,7 +359,7 @@ impl Gateway {
     /// Reads the edited config and applies it to the hub; `true` if the servers changed. A
     /// config that no longer reads is reported and changes nothing.
     pub(crate) fn apply(&self, files: &ConfigFiles) -> bool {
-        match files.load(&|key: &str| std::env::var(key).ok()) {
+        match files.load(&crate::secrets::lookup) {
             Ok(config) => {
                 // An entry that appeared while we run waits like any other: say so once.
                 let known = self.hub.pending();

@@ -514,6 +514,67 @@ pub(crate) mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// Every file under `dir`, links included, as found.
+    fn everything_under(dir: &Path) -> Vec<PathBuf> {
+        let mut found = Vec::new();
+        let mut folders = vec![dir.to_owned()];
+        while let Some(folder) = folders.pop() {
+            for entry in std::fs::read_dir(&folder).into_iter().flatten().flatten() {
+                let kind = entry.file_type().unwrap();
+                assert!(!kind.is_symlink(), "a link was made: {:?}", entry.path());
+                if kind.is_dir() {
+                    folders.push(entry.path());
+                }
+                found.push(entry.path());
+            }
+        }
+        found
+    }
+
+    #[test]
+    fn damaged_archives_never_panic_and_never_write_outside() {
+        let dir = scratch("damaged");
+        let manifest = br#"{"name": "x", "server": {"type": "binary"}, "padding": "a long enough text to deflate"}"#;
+        let valid = zip(&[
+            ("manifest.json", manifest, 0o100_644),
+            (
+                "server/run",
+                b"#!/bin/sh\necho a script long enough to be deflated too\n",
+                0o100_755,
+            ),
+        ]);
+        // A fixed sequence of pseudo-random damage: the same every run.
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for round in 0..3000 {
+            let mut archive = valid.clone();
+            for _ in 0..(next() % 4 + 1) {
+                let at = (next() as usize) % archive.len();
+                archive[at] = next() as u8;
+            }
+            if round % 5 == 0 {
+                archive.truncate((next() as usize) % archive.len());
+            }
+            let target = dir.join(format!("r{round}"));
+            if unpack(&archive, &target).is_ok() {
+                for path in everything_under(&target) {
+                    assert!(path.starts_with(&target), "round {round}: {path:?}");
+                }
+            }
+        }
+        let outside: Vec<PathBuf> = (std::fs::read_dir(&dir).unwrap().flatten())
+            .map(|entry| entry.path())
+            .filter(|path| !path.file_name().unwrap().to_string_lossy().starts_with('r'))
+            .collect();
+        assert!(outside.is_empty(), "only the rounds' folders: {outside:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn hostile_archives_are_refused_and_leave_nothing() {
         let dir = scratch("hostile");

@@ -100,7 +100,7 @@ struct Seen {
 /// Runs the daemon for `configs` until it is stopped or idle for `idle`. Prints `ready` on
 /// stdout once the socket takes connections (what `daemon start` waits for).
 pub(crate) async fn run(ctx: &mut Context, idle: Duration) -> Result<Exit, Failure> {
-    let env = |key: &str| std::env::var(key).ok();
+    let env = crate::secrets::lookup;
     // Out of the shell's session: its hangup and its Ctrl-C are not ours. Fails only for a
     // group leader, which `daemon start` does not make us.
     let _ = rustix::process::setsid();
@@ -373,7 +373,7 @@ impl Daemon {
     fn refresh(&self) -> Option<String> {
         let mut seen = self.seen();
         if seen.watch.look() {
-            let env = |key: &str| std::env::var(key).ok();
+            let env = crate::secrets::lookup;
             seen.cold = match seen.watch.files().load(&env) {
                 Err(error) => Some(format!(
                     "the config does not read ({error}); runs are served warm again once it does"
