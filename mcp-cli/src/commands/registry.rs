@@ -184,7 +184,7 @@ fn search(ctx: &mut Context, query: &str, limit: usize) -> Result<Exit, Failure>
 /// version, else asked of the registries (`/v0.1/servers/NAME/versions/VERSION`, `latest`
 /// when no version is given and no snapshot holds it). With its registry's URL.
 pub(crate) async fn entry(
-    ctx: &Context,
+    ctx: &mut Context,
     given: &str,
     url: Option<&str>,
 ) -> Result<(String, Listed), Failure> {
@@ -195,6 +195,12 @@ pub(crate) async fn entry(
     if let Some((url, listed)) = registry::find(&snapshots, name)
         && version.is_none_or(|version| version == listed.server.version)
     {
+        if let Some(snapshot) = snapshots.iter().find(|snapshot| snapshot.url == url) {
+            let age = snapshot.age(registry::now());
+            ctx.notice(&format!(
+                "mcp-cli: from the snapshot of {url}, synced {age} ago"
+            ));
+        }
         return Ok((url.to_owned(), listed.clone()));
     }
     let http = Network { timeout: TIMEOUT };
