@@ -9,6 +9,7 @@ pub(super) fn env(key: &str) -> Option<String> {
         "HOME" => Some("/home/u".into()),
         "TOKEN" => Some("secret".into()),
         "EMPTY" => Some(String::new()),
+        "secret:weather/API_KEY" => Some("k-weather".into()),
         _ => None,
     }
 }

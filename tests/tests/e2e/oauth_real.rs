@@ -15,9 +15,9 @@ use crate::support::{Run, Scratch};
 /// A Secret Service of the test's own: `gnome-keyring-daemon` on a private session bus
 /// (`dbus-run-session`), its login keyring unlocked with an empty password, its files under
 /// the scratch folder. It stops when the session's shell sees its stdin close.
-struct SecretService {
+pub(crate) struct SecretService {
     session: Child,
-    address: String,
+    pub(crate) address: String,
 }
 
 impl Drop for SecretService {
@@ -31,7 +31,7 @@ impl Drop for SecretService {
 impl SecretService {
     /// Starts one; the test that calls it carries the `no_secret_service` ignore attribute,
     /// so a machine without gnome-keyring reports it as not run.
-    fn start(scratch: &Scratch) -> Self {
+    pub(crate) fn start(scratch: &Scratch) -> Self {
         let home = scratch.0.join("keyring-home");
         std::fs::create_dir_all(&home).unwrap();
         let script = "echo '' | gnome-keyring-daemon --unlock --components=secrets >/dev/null \
@@ -59,12 +59,19 @@ impl SecretService {
 
     /// What the keychain holds for `url`, looked up by `secret-tool` (libsecret), not by us.
     fn lookup(&self, url: &str) -> Option<Value> {
+        let text = self.lookup_text("mcp-cli oauth", url)?;
+        serde_json::from_str(&text).ok()
+    }
+
+    /// The secret filed under `service` and `username`, as `secret-tool` finds it.
+    pub(crate) fn lookup_text(&self, service: &str, username: &str) -> Option<String> {
         let output = Command::new("secret-tool")
-            .args(["lookup", "service", "mcp-cli oauth", "username", url])
+            .args(["lookup", "service", service, "username", username])
             .env("DBUS_SESSION_BUS_ADDRESS", &self.address)
             .output()
             .expect("run secret-tool: needs libsecret-tools");
-        serde_json::from_slice(&output.stdout).ok()
+        let text = String::from_utf8(output.stdout).ok()?;
+        (!text.is_empty()).then_some(text)
     }
 }
 

@@ -645,3 +645,83 @@ fn an_mcp_bundle_is_checked_against_its_digest_unpacked_and_run_from_its_manifes
         "{run:?}"
     );
 }
+
+#[cfg_attr(
+    any(no_python, no_secret_service),
+    ignore = "needs Python 3 with venv, and gnome-keyring-daemon, secret-tool and dbus-run-session"
+)]
+#[test]
+fn a_secret_lives_in_the_system_keychain_and_reaches_only_its_own_entry() {
+    let dir = Scratch::new("registry-keychain");
+    let service = crate::oauth_real::SecretService::start(&dir);
+    let bytes = fixture_bundle(&dir);
+    let registry = Registry::start(&dir, &json!({"servers": []}));
+    registry.publish(&bundle_entry(&registry.url, &sha256(&bytes)));
+    let config = registry.config(&dir);
+    let env = [
+        ("DBUS_SESSION_BUS_ADDRESS", service.address.as_str()),
+        ("MCP_CLI_TOKEN_STORE", "auto"),
+    ];
+    let args = [
+        "--config",
+        &config,
+        "install",
+        "io.example/hello",
+        "--set",
+        "api_key=k-in-the-keychain",
+    ];
+    let run = dir.cli_with(&args, &env, None);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stdout
+            .contains("kept secret hello/api_key in the system keychain"),
+        "{run:?}"
+    );
+    assert_eq!(
+        service
+            .lookup_text("mcp-cli secret", "hello/api_key")
+            .as_deref(),
+        Some("k-in-the-keychain"),
+        "secret-tool finds it where we kept it"
+    );
+    assert!(
+        !dir.0.join("state/mcp-cli/secrets").exists(),
+        "no file holds it"
+    );
+    let run = dir.cli_with(
+        &[
+            "--config",
+            &config,
+            "call",
+            "hello",
+            "read_path",
+            "path=/proc/self/environ",
+        ],
+        &env,
+        None,
+    );
+    assert!(run.stdout.contains("API_KEY=k-in-the-keychain"), "{run:?}");
+
+    // Another entry naming hello's secret is not given it.
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    let fixture = crate::support::cli_binary()
+        .parent()
+        .unwrap()
+        .join("mcp-fixture");
+    text.push_str(&format!(
+        "\n[mcp.other]\ncommand = \"{}\"\nargs = [\"good\"]\nenv = {{ STOLEN = \"${{secret:hello/api_key}}\" }}\n",
+        fixture.display()
+    ));
+    std::fs::write(&config, text).unwrap();
+    let run = dir.cli_with(
+        &["--config", &config, "call", "other", "echo", "text=hi"],
+        &env,
+        None,
+    );
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("secret hello/api_key is not kept on this machine for this entry"),
+        "{run:?}"
+    );
+}
