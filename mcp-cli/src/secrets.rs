@@ -102,6 +102,50 @@ pub(crate) fn set(name: &str, value: &str, env: Env<'_>) -> Result<Kept, String>
     Ok(Kept::File(path))
 }
 
+/// Forgets secret `name` in both places it may be kept; whether either held it.
+#[cfg_attr(not(feature = "cli"), allow(dead_code))]
+pub(crate) fn remove(name: &str, env: Env<'_>) -> Result<bool, String> {
+    check_name(name)?;
+    let path = file(name, env);
+    let in_file = match std::fs::remove_file(&path) {
+        Ok(()) => true,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => false,
+        Err(error) => return Err(format!("cannot delete {}: {error}", path.display())),
+    };
+    // Nothing can be in a keychain that does not answer.
+    let in_keychain = keychain::remove_secret(name).unwrap_or(false);
+    Ok(in_file || in_keychain)
+}
+
+/// The secrets entry `name` of a TOML file's text names (`${secret:NAME/...}`: its own).
+#[cfg_attr(not(feature = "cli"), allow(dead_code))]
+pub(crate) fn named_by_entry(text: &str, name: &str) -> Vec<String> {
+    let Ok(table) = text.parse::<toml::Table>() else {
+        return Vec::new();
+    };
+    let entry = table.get("mcp").and_then(|servers| servers.get(name));
+    let mut found = Vec::new();
+    let mut values: Vec<&toml::Value> = entry.into_iter().collect();
+    while let Some(value) = values.pop() {
+        match value {
+            toml::Value::String(text) => {
+                for piece in text.split("${secret:").skip(1) {
+                    if let Some((secret, _)) = piece.split_once('}')
+                        && secret.starts_with(&format!("{name}/"))
+                        && !found.iter().any(|known| known == secret)
+                    {
+                        found.push(secret.to_owned());
+                    }
+                }
+            }
+            toml::Value::Array(items) => values.extend(items),
+            toml::Value::Table(table) => values.extend(table.values()),
+            _ => {}
+        }
+    }
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -140,6 +184,14 @@ mod tests {
             missing.contains("secret weather/OTHER is not kept on this machine"),
             "{missing}"
         );
+        let text = "[mcp.weather]\nenv = { KEY = \"${secret:weather/API_KEY}\", B = \"x ${secret:other/K}\" }\n\
+                    headers = { A = \"Bearer ${secret:weather/token}\" }\n[mcp.other]\nargs = [\"${secret:other/K}\"]\n";
+        let mut named = named_by_entry(text, "weather");
+        named.sort();
+        assert_eq!(named, ["weather/API_KEY", "weather/token"], "its own only");
+        assert!(remove("weather/API_KEY", &env).unwrap());
+        assert_eq!(get("weather/API_KEY", &env), None);
+        assert!(!remove("weather/API_KEY", &env).unwrap());
         for bad in ["", "../x", "a//b", "a b", "a/./b", "${x}"] {
             assert!(set(bad, "v", &env).is_err(), "{bad:?}");
             assert_eq!(get(bad, &env), None);

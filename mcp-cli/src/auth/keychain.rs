@@ -13,9 +13,9 @@ use super::store::Record;
 pub(crate) struct Unavailable(pub(crate) String);
 
 #[cfg(not(feature = "keychain"))]
-pub(crate) use absent::{available, load, load_secret, remove, save, save_secret};
+pub(crate) use absent::{available, load, load_secret, remove, remove_secret, save, save_secret};
 #[cfg(feature = "keychain")]
-pub(crate) use os::{available, load, load_secret, remove, save, save_secret};
+pub(crate) use os::{available, load, load_secret, remove, remove_secret, save, save_secret};
 
 #[cfg(feature = "keychain")]
 mod os {
@@ -97,6 +97,16 @@ mod os {
     pub(crate) fn save_secret(name: &str, value: &str) -> Result<(), Unavailable> {
         secret_entry(name)?.set_password(value).map_err(unavailable)
     }
+
+    /// Deletes the secret; whether there was one.
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
+    pub(crate) fn remove_secret(name: &str) -> Result<bool, Unavailable> {
+        match secret_entry(name)?.delete_credential() {
+            Ok(()) => Ok(true),
+            Err(keyring::Error::NoEntry) => Ok(false),
+            Err(error) => Err(unavailable(error)),
+        }
+    }
 }
 
 /// A build without the `keychain` feature: the same calls, none of which finds a keychain.
@@ -134,6 +144,11 @@ mod absent {
 
     #[cfg_attr(not(feature = "cli"), allow(dead_code))]
     pub(crate) fn save_secret(_name: &str, _value: &str) -> Result<(), Unavailable> {
+        Err(missing())
+    }
+
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
+    pub(crate) fn remove_secret(_name: &str) -> Result<bool, Unavailable> {
         Err(missing())
     }
 }

@@ -1,4 +1,5 @@
-//! `remove NAME`: a server's entry taken out of the user file (or `--config FILE`).
+//! `remove NAME`: a server's entry taken out of the user file (or `--config FILE`), with the
+//! secrets `install` kept for it (`${secret:NAME/...}`).
 
 use crate::commands::Context;
 use crate::config;
@@ -19,5 +20,12 @@ pub(crate) fn run(ctx: &mut Context, name: &str) -> Result<Exit, Failure> {
     config::write_back(&original, &edited).map_err(usage)?;
     ctx.out
         .line(&format!("removed {name} from {}", path.display()));
+    for secret in crate::secrets::named_by_entry(text, name) {
+        match crate::secrets::remove(&secret, &env) {
+            Ok(true) => ctx.out.line(&format!("forgot secret {secret}")),
+            Ok(false) => {}
+            Err(why) => ctx.notice(&format!("mcp-cli: warning: {why}")),
+        }
+    }
     Ok(Exit::Success)
 }

@@ -724,4 +724,13 @@ fn a_secret_lives_in_the_system_keychain_and_reaches_only_its_own_entry() {
             .contains("secret hello/api_key is not kept on this machine for this entry"),
         "{run:?}"
     );
+
+    // Removing the entry forgets its secret.
+    let run = dir.cli_with(&["--config", &config, "remove", "hello"], &env, None);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stdout.contains("forgot secret hello/api_key"),
+        "{run:?}"
+    );
+    assert_eq!(service.lookup_text("mcp-cli secret", "hello/api_key"), None);
 }
