@@ -82,29 +82,7 @@ pub(crate) async fn run(ctx: &mut Context, given: Given) -> Result<Exit, Failure
     let mut planned = planned.map_err(Failure::usage)?;
     let sandbox = install::proposed_sandbox(&planned);
     if given.sandbox {
-        let Some(sandbox) = sandbox.clone() else {
-            return Err(Failure::usage(format!(
-                "--sandbox: there is no sandbox to propose for {} (only for npx, uvx and pipx)",
-                planned.how
-            )));
-        };
-        // The sandbox admits only folders that exist, and a launcher's first run would
-        // make its cache inside the walls: made here, before the first start.
-        let env = |key: &str| std::env::var(key).ok();
-        for folder in &sandbox.filesystem {
-            let folder = config::expand(folder, &env).map_err(Failure::usage)?;
-            std::fs::create_dir_all(&folder).map_err(|error| {
-                Failure::usage(format!("--sandbox: cannot make {folder}: {error}"))
-            })?;
-        }
-        planned.server.permissions = Some(sandbox);
-        // A sandboxed server inherits none of our variables; these say which certificate
-        // authorities to trust (a company's TLS-inspecting proxy), which a launcher needs to
-        // reach its registry, and name files, never secrets.
-        planned.server.env_pass = (TRUST_VARIABLES.iter())
-            .filter(|name| std::env::var_os(name).is_some())
-            .map(|name| (*name).to_owned())
-            .collect();
+        confine(&mut planned, sandbox.clone())?;
     }
     planned.server.registry = Some(RegistryOrigin {
         url: url.clone(),
@@ -127,19 +105,7 @@ pub(crate) async fn run(ctx: &mut Context, given: Given) -> Result<Exit, Failure
     if terminal && !ctx.yes && !confirm("write it and start it once to check its tools?") {
         return Err(Failure::usage("not installed: you said no"));
     }
-    let env = |key: &str| std::env::var(key).ok();
-    for (secret, value) in &planned.secrets {
-        let kept = crate::secrets::set(secret, value, &env).map_err(Failure::usage)?;
-        ctx.out.line(&format!("  kept secret {secret} in {kept}"));
-    }
-    let usage = |error: config::ConfigError| Failure::usage(error.to_string());
-    let path = config::native_file(&ctx.configs, &env).map_err(usage)?;
-    let original = config::read_original(&path).map_err(usage)?;
-    let text = original.text.as_deref().unwrap_or_default();
-    let edited =
-        config::add_server(&path, text, &name, &planned.server, given.force).map_err(usage)?;
-    config::write_back(&original, &edited).map_err(usage)?;
-    ctx.out.line(&format!("added {name} to {}", path.display()));
+    let path = write(ctx, &name, &planned, given.force)?;
     if !planned.notes.is_empty() {
         ctx.out.line("after installing (shown, never run):");
         for note in &planned.notes {
@@ -156,7 +122,70 @@ pub(crate) async fn run(ctx: &mut Context, given: Given) -> Result<Exit, Failure
         ctx.out.line("not started (--no-check): its tools are listed, scanned and pinned when it first starts");
         return Ok(Exit::Success);
     }
-    let loaded = config::load(&[(path.clone(), true)], &crate::secrets::lookup).map_err(usage)?;
+    check(ctx, &name, &path).await
+}
+
+/// Writes the entry into the user file (or `--config FILE`), and its secrets where they are
+/// kept: the edit is made first, so an entry that cannot be written (one of that name there
+/// already) leaves every secret as it was; the file is replaced once the secrets are kept.
+fn write(
+    ctx: &mut Context,
+    name: &str,
+    planned: &install::Planned,
+    force: bool,
+) -> Result<std::path::PathBuf, Failure> {
+    let env = |key: &str| std::env::var(key).ok();
+    let usage = |error: config::ConfigError| Failure::usage(error.to_string());
+    let path = config::native_file(&ctx.configs, &env).map_err(usage)?;
+    let original = config::read_original(&path).map_err(usage)?;
+    let text = original.text.as_deref().unwrap_or_default();
+    let edited = config::add_server(&path, text, name, &planned.server, force).map_err(usage)?;
+    for (secret, value) in &planned.secrets {
+        let kept = crate::secrets::set(secret, value, &env).map_err(Failure::usage)?;
+        ctx.out.line(&format!("  kept secret {secret} in {kept}"));
+    }
+    config::write_back(&original, &edited).map_err(usage)?;
+    ctx.out.line(&format!("added {name} to {}", path.display()));
+    Ok(path)
+}
+
+/// `--sandbox`: the proposed permissions written into the entry, the launcher's cache made.
+fn confine(
+    planned: &mut install::Planned,
+    sandbox: Option<config::NewPermissions>,
+) -> Result<(), Failure> {
+    let Some(sandbox) = sandbox else {
+        return Err(Failure::usage(format!(
+            "--sandbox: there is no sandbox to propose for {} (only for npx, uvx and pipx)",
+            planned.how
+        )));
+    };
+    // The sandbox admits only folders that exist, and a launcher's first run would make its
+    // cache inside the walls: made here, before the first start.
+    let env = |key: &str| std::env::var(key).ok();
+    for folder in &sandbox.filesystem {
+        let folder = config::expand(folder, &env).map_err(Failure::usage)?;
+        std::fs::create_dir_all(&folder)
+            .map_err(|error| Failure::usage(format!("--sandbox: cannot make {folder}: {error}")))?;
+    }
+    planned.server.permissions = Some(sandbox);
+    // A sandboxed server inherits none of our variables; these say which certificate
+    // authorities to trust (a company's TLS-inspecting proxy), which a launcher needs to reach
+    // its registry, and name files, never secrets.
+    planned.server.env_pass = (TRUST_VARIABLES.iter())
+        .filter(|name| std::env::var_os(name).is_some())
+        .map(|name| (*name).to_owned())
+        .collect();
+    Ok(())
+}
+
+/// The first start: the written entry added to the hub, started, scanned as `scan` does and
+/// listed, which pins its tools; exit 1 when the scan flags anything.
+async fn check(ctx: &mut Context, name: &str, path: &std::path::Path) -> Result<Exit, Failure> {
+    let usage = |error: config::ConfigError| Failure::usage(error.to_string());
+    let name = name.to_owned();
+    let loaded =
+        config::load(&[(path.to_owned(), true)], &crate::secrets::lookup).map_err(usage)?;
     let server = (loaded.servers.into_iter())
         .find(|server| server.name == name)
         .ok_or_else(|| {

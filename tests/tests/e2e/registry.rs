@@ -310,6 +310,20 @@ fn an_npm_server_installed_is_scanned_pinned_and_called_and_its_secret_stays_out
     assert!(!written.contains("tok-5ecret"), "{written}");
     let secret = dir.0.join("state/mcp-cli/secrets/memory__DEMO_TOKEN");
     assert_eq!(std::fs::read_to_string(&secret).unwrap(), "tok-5ecret");
+    // Installing it again without --force writes nothing, and leaves its secret as it was.
+    let run = dir.cli(&[
+        "--config",
+        &config,
+        "install",
+        MEMORY,
+        "--set",
+        &graph_value,
+        "--set",
+        "DEMO_TOKEN=another",
+    ]);
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(run.stderr.contains("--force"), "{run:?}");
+    assert_eq!(std::fs::read_to_string(&secret).unwrap(), "tok-5ecret");
     let pins = std::fs::read_dir(dir.0.join("state/mcp-cli/pins")).unwrap();
     let pinned: Vec<String> = pins
         .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
