@@ -183,3 +183,37 @@ pub fn decode_header_value(value: &str) -> Option<String> {
     }
     String::from_utf8(bytes).ok()
 }
+
+/// A query string's or a form body's pairs, percent-decoded (`+` as a space).
+pub fn form_pairs(text: &str) -> Vec<(String, String)> {
+    (text.split('&'))
+        .filter_map(|pair| pair.split_once('='))
+        .map(|(key, value)| (percent_decode(key), percent_decode(value)))
+        .collect()
+}
+
+/// `text` percent-decoded (`+` as a space); a `%` not followed by two hex digits stays.
+pub fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        let hex = bytes
+            .get(at + 1..at + 3)
+            .and_then(|hex| std::str::from_utf8(hex).ok());
+        match (
+            bytes[at],
+            hex.and_then(|hex| u8::from_str_radix(hex, 16).ok()),
+        ) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                at += 3;
+                continue;
+            }
+            (b'+', _) => out.push(b' '),
+            (byte, _) => out.push(byte),
+        }
+        at += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}

@@ -255,7 +255,8 @@ async fn download(url: &str) -> Result<Vec<u8>, String> {
                     .join(location)
                     .map_err(|error| format!("{url} redirects to {location:?}: {error}"))?;
                 let safe = next.scheme() == "https"
-                    || (install::is_loopback(&next) && install::is_loopback(&url));
+                    || (crate::registry::checks::is_loopback(&next)
+                        && crate::registry::checks::is_loopback(&url));
                 if !safe {
                     return Err(format!("{url} redirects to {next}, which is not https"));
                 }

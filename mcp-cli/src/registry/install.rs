@@ -10,7 +10,10 @@
 
 use std::collections::BTreeMap;
 
-use super::model::{Argument, Input, Listed, Named, Package, Transport};
+use super::checks::{check_image, check_npm, check_pypi, check_version, no_expansion};
+use super::model::{Listed, Package, Transport};
+use super::values::Values;
+pub(crate) use super::values::{Ask, NoOne, Question};
 use crate::config::NewServer;
 
 /// The npm registry `npx` uses unless told otherwise.
@@ -46,29 +49,6 @@ impl Runtimes {
                 .into_iter()
                 .find(|program| found(program)),
         }
-    }
-}
-
-/// One value the entry needs, as the person is asked for it.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Question {
-    /// What `--set` calls it: the variable's, header's or URL variable's name, the flag
-    /// (`--port`), or the positional argument's label.
-    pub(crate) key: String,
-    pub(crate) input: Input,
-}
-
-/// Asks the person for one value; `Ok(None)` when they gave none (an empty answer).
-pub(crate) trait Ask {
-    fn ask(&mut self, question: &Question) -> Result<Option<String>, String>;
-}
-
-/// Nobody to ask: only `--set` values and defaults fill the entry.
-pub(crate) struct NoOne;
-
-impl Ask for NoOne {
-    fn ask(&mut self, _: &Question) -> Result<Option<String>, String> {
-        Ok(None)
     }
 }
 
@@ -237,18 +217,15 @@ fn runner(package: &Package, runtimes: &Runtimes) -> Result<Runner, String> {
             Err("it gives no fileSha256 to check the download against".into())
         }
         "mcpb" => match url::Url::parse(&package.identifier) {
-            Ok(url) if url.scheme() == "https" || is_loopback(&url) => Ok(Runner::Bundle),
+            Ok(url) if url.scheme() == "https" || super::checks::is_loopback(&url) => {
+                Ok(Runner::Bundle)
+            }
             _ => Err("its identifier is not an https URL to download".into()),
         },
         other => Err(format!(
             "{other:?} packages are not installed by this version"
         )),
     }
-}
-
-/// Whether `url` is plain HTTP to this machine (a registry of one's own, a test's).
-pub(crate) fn is_loopback(url: &url::Url) -> bool {
-    url.scheme() == "http" && matches!(url.host_str(), Some("127.0.0.1" | "localhost" | "[::1]"))
 }
 
 /// A bundle's entry: its `mcp_config` with its variables filled in, run in its folder.
@@ -264,7 +241,7 @@ fn from_bundle(bundle: &Bundle, values: &mut Values<'_>) -> Result<Planned, Stri
             if setting.multiple {
                 let items: Vec<String> = value
                     .split(',')
-                    .map(|item| absolute(item.trim().to_owned()))
+                    .map(|item| super::checks::absolute(item.trim().to_owned()))
                     .collect();
                 lists.insert(key.clone(), items);
             }
@@ -460,268 +437,6 @@ fn from_remote(remote: &Transport, values: &mut Values<'_>) -> Result<Planned, S
         how: format!("remote server {url} over {transport}"),
         ..Planned::default()
     })
-}
-
-/// The values being gathered: `--set` ones first, then the person's answers.
-struct Values<'a> {
-    entry: &'a str,
-    given: &'a BTreeMap<String, String>,
-    ask: &'a mut dyn Ask,
-    secrets: Vec<(String, String)>,
-    /// The keys of required values nobody gave.
-    missing: Vec<String>,
-    /// The `--set` keys some input took.
-    used: Vec<String>,
-    warnings: Vec<String>,
-}
-
-impl Values<'_> {
-    /// The value of input `key`, as written into the entry: the publisher's fixed `value`
-    /// (its `{variables}` filled), else what was given or answered, else the default. A
-    /// secret one is kept and written as `${secret:ENTRY/KEY}`. `None`: left out.
-    fn value(&mut self, key: &str, input: &Input, what: &str) -> Result<Option<String>, String> {
-        if let Some(fixed) = &input.value {
-            no_expansion(key, fixed)?;
-            let mut value = fixed.clone();
-            for (variable, inner) in &input.variables {
-                let filled = self.value(variable, inner, what)?.unwrap_or_default();
-                value = value.replace(&format!("{{{variable}}}"), &filled);
-            }
-            return Ok(Some(value));
-        }
-        let question = Question {
-            key: key.to_owned(),
-            input: input.clone(),
-        };
-        let answer = match self.given.get(key) {
-            Some(value) => {
-                self.used.push(key.to_owned());
-                Some(value.clone())
-            }
-            None => self.ask.ask(&question)?,
-        };
-        let answer = answer.filter(|answer| !answer.is_empty());
-        let value = match (answer, &input.default) {
-            (Some(answer), _) => answer,
-            (None, Some(default)) => {
-                no_expansion(key, default)?;
-                default.clone()
-            }
-            (None, None) if input.is_required => {
-                self.missing.push(key.to_owned());
-                return Ok(None);
-            }
-            (None, None) => return Ok(None),
-        };
-        let value = checked_value(key, input, value, what)?;
-        if input.is_secret {
-            let name = format!("{}/{}", self.entry, secret_part(key));
-            crate::secrets::check_name(&name)?;
-            self.secrets.push((name.clone(), value));
-            return Ok(Some(format!("${{secret:{name}}}")));
-        }
-        Ok(Some(value))
-    }
-
-    /// Each argument's words: a positional one's value, a named one's `--flag=value` (or
-    /// the flag alone when it takes no value).
-    fn arguments(&mut self, arguments: &[Argument]) -> Result<Vec<String>, String> {
-        let mut words = Vec::new();
-        for argument in arguments {
-            if argument.input.is_secret {
-                let key = argument.name.as_deref().or(argument.value_hint.as_deref());
-                self.warnings.push(format!(
-                    "the secret {} is passed on the server's command line, which other users of \
-                     this machine can read in the process list",
-                    key.unwrap_or("argument")
-                ));
-            }
-            match argument.kind.as_str() {
-                "named" => {
-                    let flag = argument
-                        .name
-                        .as_deref()
-                        .ok_or("a named argument has no name")?;
-                    let is_flag = flag.starts_with('-')
-                        && flag.len() < 100
-                        && flag
-                            .chars()
-                            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
-                    if !is_flag {
-                        return Err(format!("{flag:?} is not a command-line flag"));
-                    }
-                    let takes_value = argument.input.value.is_some()
-                        || argument.input.default.is_some()
-                        || argument.input.format.as_deref() != Some("boolean")
-                        || !argument.input.choices.is_empty();
-                    if !takes_value {
-                        // A switch: given when the person says true.
-                        if self.value(flag, &argument.input, "flag")?.as_deref() == Some("true") {
-                            words.push(flag.to_owned());
-                        }
-                    } else if let Some(value) = self.value(flag, &argument.input, "flag")? {
-                        words.push(format!("{flag}={value}"));
-                    }
-                }
-                "positional" => {
-                    let key = (argument.value_hint.as_deref())
-                        .unwrap_or("argument")
-                        .to_owned();
-                    if let Some(value) = self.value(&key, &argument.input, "argument")? {
-                        words.push(value);
-                    }
-                }
-                other => {
-                    return Err(format!(
-                        "an argument of type {other:?}, which the schema does not have"
-                    ));
-                }
-            }
-        }
-        Ok(words)
-    }
-
-    /// Environment variables or headers, by name.
-    fn named(&mut self, inputs: &[Named], what: &str) -> Result<BTreeMap<String, String>, String> {
-        let mut out = BTreeMap::new();
-        for named in inputs {
-            let fine = !named.name.is_empty()
-                && named.name.len() < 200
-                && (named.name.chars()).all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
-            if !fine {
-                return Err(format!(
-                    "{:?} cannot name a {what}",
-                    crate::auth::http::printable(&named.name)
-                ));
-            }
-            if let Some(value) = self.value(&named.name, &named.input, what)? {
-                out.insert(named.name.clone(), value);
-            }
-        }
-        Ok(out)
-    }
-}
-
-/// A key as part of a secret's name: flags lose their dashes.
-fn secret_part(key: &str) -> String {
-    (key.trim_start_matches('-').chars())
-        .map(|c| match c.is_ascii_alphanumeric() || "._-".contains(c) {
-            true => c,
-            false => '_',
-        })
-        .collect()
-}
-
-/// A value checked against its input's choices and format, as written into the entry: a
-/// `filepath` is made absolute (from the folder `install` runs in, `~/` from the home), since
-/// the server would read a relative one from wherever it is started.
-fn checked_value(key: &str, input: &Input, value: String, what: &str) -> Result<String, String> {
-    if !input.choices.is_empty() && !input.choices.contains(&value) {
-        return Err(format!(
-            "{what} {key} is one of {}, not {value:?}",
-            input.choices.join(", ")
-        ));
-    }
-    if value.contains(['\n', '\r', '\0']) {
-        return Err(format!("{what} {key} holds a line break"));
-    }
-    let format = input.format.as_deref().unwrap_or("string");
-    match format {
-        "number" if !value.parse::<f64>().is_ok_and(f64::is_finite) => {}
-        "boolean" if !matches!(value.as_str(), "true" | "false") => {}
-        "filepath" => return Ok(absolute(value)),
-        _ => return Ok(value),
-    }
-    Err(format!("{what} {key} is a {format}, not {value:?}"))
-}
-
-/// `path` from the current folder, or `~/...` from the home folder.
-fn absolute(path: String) -> String {
-    if let Some(rest) = path.strip_prefix("~/")
-        && let Some(home) = std::env::var_os("HOME")
-    {
-        return std::path::Path::new(&home)
-            .join(rest)
-            .to_string_lossy()
-            .into_owned();
-    }
-    match std::path::Path::new(&path).is_absolute() || path.contains("${") {
-        true => path,
-        false => (std::env::current_dir().unwrap_or_default().join(&path))
-            .to_string_lossy()
-            .into_owned(),
-    }
-}
-
-/// Refuses a publisher's text holding `${`: the config would expand it from the person's
-/// environment (a registry entry must not read `${GITHUB_TOKEN}` into a server's arguments).
-fn no_expansion(key: &str, text: &str) -> Result<(), String> {
-    match text.contains("${") {
-        true => Err(format!(
-            "the registry's value for {key} holds `${{`, which the config would expand from your environment"
-        )),
-        false => Ok(()),
-    }
-}
-
-/// An npm package name: `name` or `@scope/name`, lowercase URL-safe characters.
-fn check_npm(identifier: &str) -> Result<(), String> {
-    let part = |text: &str| {
-        !text.is_empty()
-            && !text.starts_with(['.', '_', '-'])
-            && text
-                .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "-._~".contains(c))
-    };
-    let fine = match identifier.strip_prefix('@') {
-        Some(scoped) => scoped
-            .split_once('/')
-            .is_some_and(|(scope, name)| part(scope) && part(name)),
-        None => part(identifier),
-    };
-    match fine && identifier.len() <= 214 {
-        true => Ok(()),
-        false => Err(format!("{identifier:?} is not an npm package name")),
-    }
-}
-
-/// A PyPI project name (PEP 508's form).
-fn check_pypi(identifier: &str) -> Result<(), String> {
-    let fine = identifier.starts_with(|c: char| c.is_ascii_alphanumeric())
-        && identifier.len() <= 200
-        && identifier
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-._".contains(c));
-    match fine {
-        true => Ok(()),
-        false => Err(format!("{identifier:?} is not a PyPI package name")),
-    }
-}
-
-/// A container image reference: `registry/name:tag` or `@sha256:...`.
-fn check_image(identifier: &str) -> Result<(), String> {
-    let fine = identifier.starts_with(|c: char| c.is_ascii_alphanumeric())
-        && identifier.len() <= 500
-        && identifier
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-._/:@".contains(c));
-    match fine {
-        true => Ok(()),
-        false => Err(format!("{identifier:?} is not a container image reference")),
-    }
-}
-
-/// An exact version: no range, nothing a command line could read as a flag.
-fn check_version(version: &str) -> Result<&str, String> {
-    let fine = version.starts_with(|c: char| c.is_ascii_alphanumeric())
-        && version.len() <= 100
-        && version
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || ".+-_".contains(c));
-    match fine {
-        true => Ok(version),
-        false => Err(format!("{version:?} is not an exact package version")),
-    }
 }
 
 /// The permissions `--sandbox` writes for a planned entry: the network allowlist seeded with

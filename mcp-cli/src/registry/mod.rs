@@ -10,13 +10,17 @@
 //! - `snapshot.rs`: the snapshot file
 //! - `sync.rs`: pages, cursors, `updated_since` deltas and the bounds on all three
 //! - `install.rs`: from a package or a remote to a native entry, asking for its values
+//! - `checks.rs`: what a registry sends, checked before it reaches a command line
+//! - `values.rs`: the values an entry needs, given, asked or defaulted, secrets kept aside
 //! - `mcpb.rs`: MCP bundles: checked against their digest, unpacked, their manifest read
 
+pub(crate) mod checks;
 pub(crate) mod install;
 pub(crate) mod mcpb;
 pub(crate) mod model;
 pub(crate) mod snapshot;
 pub(crate) mod sync;
+mod values;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -600,29 +600,7 @@ fn browse(mut url: String) -> i32 {
 }
 
 fn form(text: &str) -> HashMap<String, String> {
-    (text.split('&'))
-        .filter_map(|pair| pair.split_once('='))
-        .map(|(key, value)| (decode(key), decode(value)))
-        .collect()
-}
-
-fn decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'+' => out.push(b' '),
-            b'%' if i + 2 < bytes.len() => {
-                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("");
-                out.push(u8::from_str_radix(hex, 16).unwrap_or(b'?'));
-                i += 2;
-            }
-            byte => out.push(byte),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    http::form_pairs(text).into_iter().collect()
 }
 
 fn encode(text: &str) -> String {

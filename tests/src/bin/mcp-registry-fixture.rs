@@ -124,7 +124,7 @@ fn answer(request: &Request, path_of_data: &str, page: usize) -> Response {
         return Response::empty("302 Found", location);
     }
     if path == "/v0.1/servers" {
-        return list(&servers, &query(request.query()), mode, page);
+        return list(&servers, &http::form_pairs(request.query()), mode, page);
     }
     let Some(rest) = path.strip_prefix("/v0.1/servers/") else {
         return not_found();
@@ -132,7 +132,7 @@ fn answer(request: &Request, path_of_data: &str, page: usize) -> Response {
     let Some((name, version)) = rest.split_once("/versions/") else {
         return not_found();
     };
-    let (name, version) = (decode(name), decode(version));
+    let (name, version) = (http::percent_decode(name), http::percent_decode(version));
     let found = servers.iter().find(|entry| {
         entry.pointer("/server/name").and_then(Value::as_str) == Some(name.as_str())
             && match version.as_str() {
@@ -218,37 +218,4 @@ fn not_found() -> Response {
         "application/json",
         r#"{"error":"Server not found"}"#,
     )
-}
-
-/// The query's pairs, percent-decoded.
-fn query(query: &str) -> Vec<(String, String)> {
-    (query.split('&'))
-        .filter_map(|pair| pair.split_once('='))
-        .map(|(key, value)| (decode(key), decode(value)))
-        .collect()
-}
-
-fn decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::new();
-    let mut at = 0;
-    while at < bytes.len() {
-        match bytes[at] {
-            b'%' if at + 2 < bytes.len() => {
-                let hex = std::str::from_utf8(&bytes[at + 1..at + 3]).unwrap_or("");
-                match u8::from_str_radix(hex, 16) {
-                    Ok(byte) => {
-                        out.push(byte);
-                        at += 3;
-                        continue;
-                    }
-                    Err(_) => out.push(b'%'),
-                }
-            }
-            b'+' => out.push(b' '),
-            byte => out.push(byte),
-        }
-        at += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
