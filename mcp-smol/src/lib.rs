@@ -85,7 +85,9 @@ pub use call::{Call, CallFuture};
 pub use client::{Client, Transport, connect, start};
 pub use driver::{Driver, ProgressInbox};
 pub use error::{Disconnect, Error};
-pub use http::{Authorizer, Challenge, HttpServer, HttpTransport, HyperIo, ReadWhenReady};
+pub use http::{
+    Authorizer, Challenge, HttpServer, HttpTransport, HyperIo, Outbound, ReadWhenReady,
+};
 pub use options::Options;
 pub use process::{MINIMAL_ENVIRONMENT, ServerCommand, StderrSink};
 pub use proto;

@@ -67,6 +67,35 @@ auth/client-credentials-basic | auth/client-credentials-jwt)
     fi
     "$mcp_cli" --http "$url" call test-tool
     ;;
+auth/wif-jwt-bearer)
+    # A workload (an extension scenario): the JWT its platform gave it is the grant, read
+    # from a file as CI systems provide it; no client, no login.
+    context valid_jwt >"$state/workload.jwt"
+    MCP_CLI_OAUTH_GRANT=jwt_bearer MCP_CLI_OAUTH_ASSERTION_FILE="$state/workload.jwt" \
+        "$mcp_cli" --http "$url" call test-tool
+    ;;
+auth/enterprise-managed-authorization)
+    # Enterprise-managed authorization (an extension scenario): the person's ID token from
+    # the identity provider (handed over in a file, as a program would), exchanged there for
+    # an identity assertion grant, traded for a token by our client at the server's
+    # authorization server.
+    context idp_id_token >"$state/id-token.jwt"
+    MCP_CLI_OAUTH_GRANT=enterprise
+    MCP_CLI_OAUTH_IDP_ISSUER="$(context idp_issuer)"
+    MCP_CLI_OAUTH_IDP_CLIENT_ID="$(context idp_client_id)"
+    MCP_CLI_OAUTH_ID_TOKEN_FILE="$state/id-token.jwt"
+    MCP_CLI_OAUTH_CLIENT_ID="$(context client_id)"
+    MCP_CLI_OAUTH_CLIENT_SECRET="$(context client_secret)"
+    export MCP_CLI_OAUTH_GRANT MCP_CLI_OAUTH_IDP_ISSUER MCP_CLI_OAUTH_IDP_CLIENT_ID \
+        MCP_CLI_OAUTH_ID_TOKEN_FILE MCP_CLI_OAUTH_CLIENT_ID MCP_CLI_OAUTH_CLIENT_SECRET
+    "$mcp_cli" --http "$url" call test-tool
+    ;;
+auth/dpop | auth/dpop-nonce)
+    # DPoP (an extension scenario) needs no setting: the server's challenge offers the DPoP
+    # scheme and its authorization server takes ES256 proofs, so the tokens are bound to a
+    # key of ours; the nonces both servers ask for are taken up. The login is unattended.
+    "$mcp_cli" --auth-follow --http "$url" call test-tool
+    ;;
 auth/*)
     # The suite's authorization server approves at once and redirects: the unattended login.
     export MCP_CLI_OAUTH_CLIENT_METADATA_URL="https://conformance-test.local/client-metadata.json"

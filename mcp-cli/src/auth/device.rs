@@ -84,7 +84,12 @@ pub(crate) async fn authorize(
     if !scope.is_empty() {
         params.push(("scope", &scope));
     }
-    let response = flow::post_as_client(http, endpoint, client, &params).await?;
+    // Proofs are for the token endpoint (RFC 9449 §5), not for this one.
+    let unproved = Client {
+        dpop: None,
+        ..client.clone()
+    };
+    let response = flow::post_as_client(http, endpoint, &unproved, &params).await?;
     if !response.is_success() {
         return Err(format!(
             "the device authorization request at {endpoint} failed: {}",
@@ -134,7 +139,7 @@ pub(crate) async fn poll(
         let response = flow::post_as_client(http, token_endpoint, client, &params).await?;
         if response.is_success() {
             let what = "the device code grant";
-            return flow::tokens_from(&response, token_endpoint, what, scopes.to_vec());
+            return flow::tokens_from(&response, token_endpoint, what, client, scopes.to_vec());
         }
         match flow::error_code(&response).as_deref() {
             Some("authorization_pending") => {}

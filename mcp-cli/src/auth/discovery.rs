@@ -7,26 +7,30 @@ use serde::Deserialize;
 use super::http::{Http, Request, printable};
 use super::urls::{self, Url};
 
-/// What a `WWW-Authenticate: Bearer ...` header says.
+/// What a `WWW-Authenticate: Bearer ...` (or `DPoP ...`, RFC 9449 §7.1) header says.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Bearer {
     pub(crate) resource_metadata: Option<String>,
     pub(crate) scope: Option<String>,
     pub(crate) error: Option<String>,
+    /// Whether the server offered the `DPoP` scheme: it takes DPoP-bound tokens.
+    pub(crate) dpop: bool,
 }
 
 impl Bearer {
-    /// Reads the `Bearer` challenge among possibly several; `None` when there is none.
+    /// Reads the `Bearer` and `DPoP` challenges among possibly several (the first value of
+    /// each parameter wins); `None` when there is neither.
     pub(crate) fn parse(header: &str) -> Option<Self> {
         let mut tokens = Tokens { rest: header };
         let mut in_bearer = false;
-        let mut found = None;
+        let mut found: Option<Bearer> = None;
         while let Some(token) = tokens.next() {
             match token {
                 Token::Scheme(name) => {
-                    in_bearer = name.eq_ignore_ascii_case("bearer");
-                    if in_bearer && found.is_none() {
-                        found = Some(Bearer::default());
+                    let dpop = name.eq_ignore_ascii_case("dpop");
+                    in_bearer = dpop || name.eq_ignore_ascii_case("bearer");
+                    if in_bearer {
+                        found.get_or_insert_default().dpop |= dpop;
                     }
                 }
                 Token::Param(key, value) if in_bearer => {
@@ -121,6 +125,9 @@ pub(crate) struct ResourceMetadata {
     #[serde(default)]
     pub(crate) authorization_servers: Vec<String>,
     pub(crate) scopes_supported: Option<Vec<String>>,
+    /// RFC 9728 §2: the resource takes only DPoP-bound tokens.
+    #[serde(default)]
+    pub(crate) dpop_bound_access_tokens_required: bool,
 }
 
 /// RFC 8414 authorization-server metadata, the fields we use.
@@ -140,6 +147,12 @@ pub(crate) struct ServerMetadata {
     pub(crate) client_id_metadata_document_supported: bool,
     #[serde(default)]
     pub(crate) authorization_response_iss_parameter_supported: bool,
+    /// RFC 9449 §5.1: the algorithms of the DPoP proofs it takes, when it takes any.
+    #[serde(default)]
+    pub(crate) dpop_signing_alg_values_supported: Option<Vec<String>>,
+    /// RFC 8414: the grants it offers.
+    #[serde(default)]
+    pub(crate) grant_types_supported: Option<Vec<String>>,
 }
 
 /// Where to log in for one MCP server, and for what.
@@ -149,6 +162,9 @@ pub(crate) struct Discovered {
     pub(crate) resource: String,
     /// The resource metadata's `scopes_supported`, the fallback scope choice.
     pub(crate) scopes_supported: Option<Vec<String>>,
+    /// Whether the resource takes DPoP-bound tokens: its challenge offered the `DPoP`
+    /// scheme, or its metadata requires them.
+    pub(crate) dpop: bool,
     pub(crate) server: ServerMetadata,
 }
 
@@ -174,6 +190,7 @@ pub(crate) async fn discover(
         return Ok(Discovered {
             resource: urls::canonical(&server),
             scopes_supported: None,
+            dpop: challenge.is_some_and(|c| c.dpop),
             server: server_metadata,
         });
     };
@@ -214,6 +231,7 @@ pub(crate) async fn discover(
     Ok(Discovered {
         resource,
         scopes_supported: metadata.scopes_supported,
+        dpop: challenge.is_some_and(|c| c.dpop) || metadata.dpop_bound_access_tokens_required,
         server: server_metadata,
     })
 }
@@ -270,7 +288,7 @@ fn server_metadata_urls(issuer: &Url) -> Vec<String> {
 
 /// The first metadata document that answers; with `check`, checked to be the issuer's own
 /// (RFC 8414 §3.3: a document naming another issuer is a mix-up attack, never used).
-async fn server_metadata(
+pub(crate) async fn server_metadata(
     http: &dyn Http,
     issuer: &Url,
     check: bool,
@@ -308,6 +326,8 @@ fn default_endpoints(origin: &Url) -> ServerMetadata {
         code_challenge_methods_supported: None,
         client_id_metadata_document_supported: false,
         authorization_response_iss_parameter_supported: false,
+        dpop_signing_alg_values_supported: None,
+        grant_types_supported: None,
     }
 }
 

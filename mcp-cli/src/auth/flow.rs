@@ -72,8 +72,11 @@ pub(crate) fn authorize_url(server: &ServerMetadata, client: &Client, attempt: &
         ("code_challenge", attempt.pkce.challenge.as_str()),
         ("code_challenge_method", "S256"),
         ("state", attempt.state.as_str()),
-        ("resource", attempt.resource.as_str()),
     ];
+    // An identity provider's login is for no resource of ours.
+    if !attempt.resource.is_empty() {
+        params.push(("resource", attempt.resource.as_str()));
+    }
     if !scope.is_empty() {
         params.push(("scope", &scope));
     }
@@ -170,12 +173,19 @@ pub(crate) async fn follow(
 }
 
 #[derive(Deserialize)]
-struct TokenResponse {
-    access_token: String,
+pub(crate) struct TokenResponse {
+    pub(crate) access_token: String,
     token_type: Option<String>,
     expires_in: Option<u64>,
     refresh_token: Option<String>,
     scope: Option<String>,
+    /// OpenID Connect: the person's ID token, from an identity provider.
+    id_token: Option<String>,
+    /// RFC 8693: what a token exchange issued.
+    pub(crate) issued_token_type: Option<String>,
+    /// Whether the token is bound to the DPoP key its request proved (`token_type: DPoP`).
+    #[serde(skip)]
+    dpop_bound: bool,
 }
 
 /// Trades the code for tokens.
@@ -198,6 +208,31 @@ pub(crate) async fn exchange(
         .map_err(String::from)?;
     to_tokens(tokens, attempt.scopes.clone(), None)
 }
+
+/// The JWT authorization grant (RFC 7523 §2.1): `assertion` (a workload's JWT, or an
+/// identity assertion grant from the company's identity provider) traded for tokens.
+pub(crate) async fn jwt_bearer(
+    http: &dyn Http,
+    token_endpoint: &str,
+    client: &Client,
+    assertion: &str,
+    scopes: &[String],
+    resource: &str,
+    what: &str,
+) -> Result<Tokens, TokenError> {
+    let scope = scopes.join(" ");
+    let params = [
+        ("grant_type", JWT_BEARER),
+        ("assertion", assertion),
+        ("scope", scope.as_str()),
+        ("resource", resource),
+    ];
+    let tokens = token_request(http, token_endpoint, client, &params, what).await?;
+    to_tokens(tokens, scopes.to_vec(), None).map_err(TokenError::Refused)
+}
+
+/// `grant_type` of the JWT authorization grant (RFC 7523 §2.1).
+pub(crate) const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 
 /// A new access token from the refresh token; `previous` keeps what the answer leaves out.
 pub(crate) async fn refresh(
@@ -241,7 +276,8 @@ impl From<TokenError> for String {
     }
 }
 
-async fn token_request(
+/// One request to a token endpoint and its tokens; the error says `what` was refused.
+pub(crate) async fn token_request(
     http: &dyn Http,
     endpoint: &str,
     client: &Client,
@@ -251,19 +287,42 @@ async fn token_request(
     let response = post_as_client(http, endpoint, client, params)
         .await
         .map_err(TokenError::Unreachable)?;
-    read_tokens(&response, endpoint, what)
+    read_tokens(&response, endpoint, what, client)
 }
 
 /// POSTs the form `params` to `endpoint` (the token or device authorization endpoint) with
 /// the client authenticated as it registered: HTTP Basic, the secret in the form, a signed
-/// assertion (RFC 7523), or only its id. Fails only when no answer came.
+/// assertion (RFC 7523), or only its id (none at all for a client without one, as a
+/// workload is). Parameters with empty values are left out. A client with a DPoP key sends
+/// a proof, and once more with the server's nonce when it answers `use_dpop_nonce` (RFC 9449
+/// §8). Fails only when no answer came.
 pub(crate) async fn post_as_client(
     http: &dyn Http,
     endpoint: &str,
     client: &Client,
     params: &[(&str, &str)],
 ) -> Result<super::http::Response, String> {
-    let mut params = params.to_vec();
+    let response = post_once(http, endpoint, client, params).await?;
+    if let Some(prover) = &client.dpop
+        && response.status == 400
+        && error_code(&response).as_deref() == Some("use_dpop_nonce")
+        && let Some(nonce) = response.header("dpop-nonce")
+    {
+        prover.remember_nonce(endpoint, nonce);
+        return post_once(http, endpoint, client, params).await;
+    }
+    Ok(response)
+}
+
+async fn post_once(
+    http: &dyn Http,
+    endpoint: &str,
+    client: &Client,
+    params: &[(&str, &str)],
+) -> Result<super::http::Response, String> {
+    let mut params: Vec<(&str, &str)> = (params.iter().copied())
+        .filter(|(_, value)| !value.is_empty())
+        .collect();
     let secret = client.client_secret.as_ref().map(|s| s.0.as_str());
     let mut basic = None;
     let assertion;
@@ -287,6 +346,7 @@ pub(crate) async fn post_as_client(
             params.push(("client_id", &client.client_id));
             params.push(("client_secret", secret));
         }
+        _ if client.client_id.is_empty() => {}
         _ => params.push(("client_id", &client.client_id)),
     }
     let mut request = Request::post(
@@ -297,6 +357,9 @@ pub(crate) async fn post_as_client(
     if let Some(basic) = basic {
         request = request.header("Authorization", basic);
     }
+    if let Some(prover) = &client.dpop {
+        request = request.header("DPoP", prover.proof("POST", endpoint, None, None)?);
+    }
     http.send(request).await
 }
 
@@ -306,11 +369,13 @@ pub(crate) fn error_code(response: &super::http::Response) -> Option<String> {
     body.get("error")?.as_str().map(str::to_owned)
 }
 
-/// A token endpoint's answer, when it is a Bearer token.
+/// A token endpoint's answer, when it is a Bearer token, or a DPoP token for a request that
+/// proved `client`'s key. (A token exchange's `N_A` is for its caller to judge.)
 fn read_tokens(
     response: &super::http::Response,
     endpoint: &str,
     what: &str,
+    client: &Client,
 ) -> Result<TokenResponse, TokenError> {
     if !response.is_success() {
         return Err(TokenError::Refused(format!(
@@ -318,15 +383,22 @@ fn read_tokens(
             response.describe()
         )));
     }
-    let tokens: TokenResponse =
+    let mut tokens: TokenResponse =
         (response.json("token response", endpoint)).map_err(TokenError::Refused)?;
-    if let Some(kind) = &tokens.token_type
-        && !kind.eq_ignore_ascii_case("bearer")
-    {
-        return Err(TokenError::Refused(format!(
-            "{what} at {endpoint} gave a `{}` token; only Bearer tokens are supported",
-            printable(kind)
-        )));
+    match tokens.token_type.as_deref() {
+        None => {}
+        Some(kind) if kind.eq_ignore_ascii_case("bearer") => {}
+        Some(kind) if kind.eq_ignore_ascii_case("n_a") && tokens.issued_token_type.is_some() => {}
+        Some(kind) if kind.eq_ignore_ascii_case("dpop") && client.dpop.is_some() => {
+            tokens.dpop_bound = true;
+        }
+        Some(kind) => {
+            return Err(TokenError::Refused(format!(
+                "{what} at {endpoint} gave a `{}` token; only Bearer tokens, and DPoP tokens \
+                 for a request with a proof, are supported",
+                printable(kind)
+            )));
+        }
     }
     Ok(tokens)
 }
@@ -336,9 +408,10 @@ pub(crate) fn tokens_from(
     response: &super::http::Response,
     endpoint: &str,
     what: &str,
+    client: &Client,
     asked: Vec<String>,
 ) -> Result<Tokens, String> {
-    let tokens = read_tokens(response, endpoint, what).map_err(String::from)?;
+    let tokens = read_tokens(response, endpoint, what, client).map_err(String::from)?;
     to_tokens(tokens, asked, None)
 }
 
@@ -363,6 +436,8 @@ fn to_tokens(
             .map(|secs| now_secs().saturating_add(secs)),
         issued_at: Some(now_secs()),
         scopes,
+        dpop_bound: response.dpop_bound,
+        id_token: response.id_token.map(Secret),
     })
 }
 
@@ -401,6 +476,8 @@ mod tests {
             redirect_uri: None,
             source: "configured".into(),
             signer: None,
+            grant_types: Vec::new(),
+            dpop: None,
         }
     }
 
@@ -594,6 +671,8 @@ mod tests {
             expires_at: Some(0),
             issued_at: None,
             scopes: vec!["s".into()],
+            dpop_bound: false,
+            id_token: None,
         };
         let new = async_io::block_on(refresh(
             &http,

@@ -1,5 +1,5 @@
-//! Signed JSON Web Tokens (RFC 7519) for private-key JWT client assertions: ES256 and RS256
-//! (RFC 7518 §3.3 and §3.4) signed with ring, keys read from PEM files.
+//! Signed JSON Web Tokens (RFC 7519) for private-key JWT client assertions and DPoP proofs:
+//! ES256 and RS256 (RFC 7518 §3.3 and §3.4) signed with ring, keys read from PEM files.
 //!
 //! Only what a client assertion needs: a fixed header, the claims as given, one signature.
 //! The token is what the `jsonwebtoken` crate wrote before: header `{"typ":"JWT","alg":...}`,
@@ -46,6 +46,15 @@ impl SigningKey {
             Self::Es256(_) => r#"{"typ":"JWT","alg":"ES256"}"#,
             Self::Rs256(_) => r#"{"typ":"JWT","alg":"RS256"}"#,
         };
+        self.sign_with_header(header, claims)
+    }
+
+    /// The JWT of `claims` under `header` (JSON naming this key's `alg`), signed.
+    pub(crate) fn sign_with_header(
+        &self,
+        header: &str,
+        claims: &serde_json::Value,
+    ) -> Result<String, String> {
         let claims = serde_json::to_vec(claims).map_err(|error| error.to_string())?;
         let message = format!("{}.{}", base64url(header.as_bytes()), base64url(&claims));
         let rng = SystemRandom::new();

@@ -66,6 +66,7 @@ pub(crate) async fn client_credentials(
         &response,
         token_endpoint,
         "the client credentials grant",
+        client,
         scopes.to_vec(),
     )
 }

@@ -10,8 +10,9 @@
 //! The steps, one module each: `discovery` (challenge, resource and server metadata),
 //! `register` (who we are to the server), `flow` (PKCE, the authorization URL, the code
 //! exchange, refresh), `person` with `loopback`, `browser` and `device` (the person's side of a
-//! login), `machine` (clients without one) with `jwt` (its signed assertions), `store` and
-//! `keychain` (where tokens are kept).
+//! login), `machine` (clients without one) with `jwt` (its signed assertions), `enterprise`
+//! (a company's identity provider vouching for the person), `dpop` (tokens bound to a key),
+//! `store` and `keychain` (where tokens are kept).
 //!
 //! What lives here:
 //!
@@ -23,8 +24,12 @@
 //! - `browser.rs`: opening the system browser
 //! - `loopback.rs`: the loopback redirect listener on 127.0.0.1
 //! - `device.rs`: the device authorization grant (RFC 8628)
-//! - `machine.rs`: machine clients: `client_credentials`, secrets or signed JWTs
-//! - `jwt.rs`: RFC 7523 client assertions, ES256 and RS256 keys from PEM, signed with ring
+//! - `machine.rs`: machine clients: `client_credentials`, secrets or signed JWTs, and the
+//!   workload identity grant (a platform's JWT, RFC 7523)
+//! - `enterprise.rs`: enterprise-managed authorization: the ID token, the token exchange at
+//!   the identity provider, the identity assertion grant
+//! - `dpop.rs`: DPoP (RFC 9449): our key, its proofs, the servers' nonces
+//! - `jwt.rs`: signed JWTs (client assertions, DPoP proofs): ES256 and RS256 with ring
 //! - `store.rs`: tokens and registrations: the keychain or a private file
 //! - `keychain.rs`: the OS keychain through the `keyring` crate (the `keychain` feature)
 //! - `http.rs`: the HTTP exchanges OAuth makes, behind a trait the tests answer
@@ -34,6 +39,8 @@
 pub(crate) mod browser;
 mod device;
 mod discovery;
+mod dpop;
+mod enterprise;
 mod flow;
 pub(crate) mod http;
 mod jwt;
@@ -51,7 +58,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use mcp_smol::{Authorizer, Challenge};
+use mcp_smol::{Authorizer, Challenge, Outbound};
 
 use self::discovery::{Bearer, Discovered};
 use self::flow::Attempt;
@@ -60,7 +67,9 @@ use self::store::{Place, Record, Secret};
 
 pub use self::pending::{Started, finish_login, start_login};
 pub use self::store::auth_dir;
-pub use crate::config::oauth::{Grant, PrivateKey, SigningAlg, TokenStore};
+pub use crate::config::oauth::{
+    Grant, IdentityProvider, Jwt, PrivateKey, Secret as ConfiguredSecret, SigningAlg, TokenStore,
+};
 
 /// Whether, and how, a login may start when a server asks for one.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -100,6 +109,14 @@ pub struct Settings {
     /// A private key to authenticate the client with instead of a secret
     /// (`oauth_private_key_file`, `oauth_signing_alg`).
     pub private_key: Option<PrivateKey>,
+    /// The workload's JWT for [`Grant::JwtBearer`] (`oauth_assertion_file`,
+    /// `oauth_assertion_env`).
+    pub assertion: Option<Jwt>,
+    /// The company's identity provider for [`Grant::Enterprise`] (`oauth_idp_*`).
+    pub idp: Option<IdentityProvider>,
+    /// DPoP-bound tokens (`oauth_dpop`): always, never, or (`None`) when the server's
+    /// challenge or metadata asks for them and its authorization server offers ES256 proofs.
+    pub dpop: Option<bool>,
     /// Whether and how a login may happen when no stored token serves: the library's default
     /// is [`Login::Never`]; the command line picks one from its flags.
     pub login: Login,
@@ -181,6 +198,9 @@ impl std::fmt::Debug for Settings {
             .field("scopes", &self.scopes)
             .field("grant", &self.grant)
             .field("private_key", &self.private_key)
+            .field("assertion", &self.assertion)
+            .field("idp", &self.idp)
+            .field("dpop", &self.dpop)
             .field("login", &self.login)
             .field("stored_only", &self.stored_only)
             .field("token_store", &self.token_store)
@@ -213,8 +233,12 @@ impl Settings {
     /// `MCP_CLI_OAUTH_CLIENT_METADATA_URL` for a server configured with none (ad hoc `--http`),
     /// `MCP_CLI_OAUTH_GRANT=client_credentials` with `MCP_CLI_OAUTH_PRIVATE_KEY_FILE` and
     /// `MCP_CLI_OAUTH_SIGNING_ALG` (`ES256`, the default, or `RS256`) for a machine client,
-    /// `MCP_CLI_TOKEN_STORE` for every server whose config names no `token_store`. A value
-    /// these do not know counts as unset.
+    /// `MCP_CLI_OAUTH_GRANT=jwt_bearer` with `MCP_CLI_OAUTH_ASSERTION_FILE` for a workload,
+    /// `MCP_CLI_OAUTH_GRANT=enterprise` with `MCP_CLI_OAUTH_IDP_ISSUER`,
+    /// `MCP_CLI_OAUTH_IDP_CLIENT_ID`, `MCP_CLI_OAUTH_IDP_CLIENT_SECRET` and
+    /// `MCP_CLI_OAUTH_ID_TOKEN_FILE` for enterprise-managed authorization, `MCP_CLI_OAUTH_DPOP`
+    /// (`1` or `0`), and `MCP_CLI_TOKEN_STORE` for every server whose config names no
+    /// `token_store`. A value these do not know counts as unset.
     pub fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Self {
         let var = |key: &str| env(key).filter(|value| !value.is_empty());
         let token_store = var("MCP_CLI_TOKEN_STORE").and_then(|text| text.parse().ok());
@@ -224,6 +248,12 @@ impl Settings {
                 .unwrap_or(SigningAlg::Es256),
         });
         let grant = var("MCP_CLI_OAUTH_GRANT").and_then(|grant| grant.parse().ok());
+        let idp = var("MCP_CLI_OAUTH_IDP_ISSUER").map(|issuer| IdentityProvider {
+            issuer,
+            client_id: var("MCP_CLI_OAUTH_IDP_CLIENT_ID"),
+            client_secret: var("MCP_CLI_OAUTH_IDP_CLIENT_SECRET").map(ConfiguredSecret),
+            id_token: var("MCP_CLI_OAUTH_ID_TOKEN_FILE").map(|path| Jwt::File(path.into())),
+        });
         Self {
             client_id: var("MCP_CLI_OAUTH_CLIENT_ID"),
             client_secret: var("MCP_CLI_OAUTH_CLIENT_SECRET"),
@@ -231,6 +261,9 @@ impl Settings {
             scopes: Vec::new(),
             grant: grant.unwrap_or_default(),
             private_key,
+            assertion: var("MCP_CLI_OAUTH_ASSERTION_FILE").map(|path| Jwt::File(path.into())),
+            idp,
+            dpop: var("MCP_CLI_OAUTH_DPOP").and_then(|text| switch(&text)),
             stored_only: false,
             login: if follow_requested(env) {
                 Login::Follow
@@ -266,8 +299,20 @@ pub fn check_env(env: &dyn Fn(&str) -> Option<String>) -> Result<(), String> {
             .map_err(|e| named("MCP_CLI_TOKEN_STORE", e))?;
     }
     if let Some(text) = var("MCP_CLI_OAUTH_GRANT") {
-        text.parse::<Grant>()
-            .map_err(|e| named("MCP_CLI_OAUTH_GRANT", e))?;
+        let grant = (text.parse::<Grant>()).map_err(|e| named("MCP_CLI_OAUTH_GRANT", e))?;
+        let needs = match grant {
+            Grant::JwtBearer => Some("MCP_CLI_OAUTH_ASSERTION_FILE"),
+            Grant::Enterprise => Some("MCP_CLI_OAUTH_IDP_ISSUER"),
+            _ => None,
+        };
+        if let Some(needed) = needs.filter(|needed| var(needed).is_none()) {
+            return Err(format!("MCP_CLI_OAUTH_GRANT={text} needs {needed}"));
+        }
+    }
+    if let Some(text) = var("MCP_CLI_OAUTH_DPOP")
+        && switch(&text).is_none()
+    {
+        return Err(format!("MCP_CLI_OAUTH_DPOP is 1 or 0, not {text:?}"));
     }
     if let Some(text) = var("MCP_CLI_OAUTH_SIGNING_ALG") {
         text.parse::<SigningAlg>()
@@ -279,6 +324,15 @@ pub fn check_env(env: &dyn Fn(&str) -> Option<String>) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// `1`/`true`/`yes` or `0`/`false`/`no`.
+fn switch(text: &str) -> Option<bool> {
+    match text.trim() {
+        "1" | "true" | "yes" => Some(true),
+        "0" | "false" | "no" => Some(false),
+        _ => None,
+    }
 }
 
 /// Whether `MCP_CLI_AUTH_FOLLOW` asks for unattended logins.
@@ -369,6 +423,9 @@ pub struct OAuth {
     http: Box<dyn Http>,
     place: Place,
     state: async_lock::Mutex<State>,
+    /// The DPoP key the tokens are bound to, if they are: outside [`State`], as the nonces
+    /// the servers send arrive where no lock may be awaited.
+    dpop: std::sync::Mutex<Option<Arc<dpop::Prover>>>,
     /// Bumped on every new token, so a challenge that raced a login can tell it is stale.
     generation: AtomicU64,
 }
@@ -383,6 +440,9 @@ struct State {
     refreshed: Option<u64>,
     /// The scopes of the last step-up, so the same demand is not chased twice.
     last_step_up: Option<Vec<String>>,
+    /// A JWT grant the server refused (the JWT's digest) and why: the same JWT is never sent
+    /// again, as a workload's errors are surfaced and not retried (SEP-1933).
+    refused: Option<(String, String)>,
 }
 
 /// At most this many logins in [`LOGIN_WINDOW`]: a server that refuses every token must not
@@ -409,14 +469,24 @@ impl OAuth {
             http,
             place,
             state: async_lock::Mutex::new(State::default()),
+            dpop: std::sync::Mutex::new(None),
             generation: AtomicU64::new(0),
         };
         let mut record = oauth.place.load();
         if let Some(record) = record.as_mut() {
-            oauth.keep_configured_secret(record);
+            oauth.adopt(record);
         }
         oauth.state.get_mut().record = record;
         Arc::new(oauth)
+    }
+
+    /// The DPoP key of the tokens, when they are bound to one.
+    fn prover(&self) -> Option<Arc<dpop::Prover>> {
+        self.dpop.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn set_prover(&self, prover: Option<Arc<dpop::Prover>>) {
+        *self.dpop.lock().unwrap_or_else(|e| e.into_inner()) = prover;
     }
 
     /// A new token from the refresh token, saved. When the server refuses, the tokens are
@@ -439,7 +509,7 @@ impl OAuth {
             let theirs = stored.tokens.as_ref();
             let newer = theirs.is_some_and(|t| Some(&t.access_token) != ours.as_ref());
             let usable = theirs.is_some_and(|t| !t.expires_within(0));
-            self.keep_configured_secret(&mut stored);
+            self.adopt(&mut stored);
             state.record = Some(stored);
             if newer && usable {
                 self.generation.fetch_add(1, Ordering::SeqCst);
@@ -479,16 +549,23 @@ impl OAuth {
         }
     }
 
-    /// A configured client's secret and key are never written down: they come from the config.
-    fn keep_configured_secret(&self, record: &mut Record) {
-        if let Some(client) = record.client.as_mut()
-            && client.source == "configured"
-        {
-            client.client_secret = self.settings.client_secret.clone().map(Secret);
-            client.signer = (self.settings.private_key.clone()).map(|key| machine::Signer {
-                key,
-                audience: record.issuer.clone(),
-            });
+    /// Makes a record read from the store whole again: a configured client's secret and key
+    /// (never written down: they come from the config), and the DPoP key of its tokens.
+    fn adopt(&self, record: &mut Record) {
+        let prover = (record.dpop_key.as_ref()).and_then(|key| {
+            let current = self.prover().filter(|p| p.stored() == *key);
+            current.or_else(|| dpop::Prover::from_stored(key).ok().map(Arc::new))
+        });
+        self.set_prover(prover.clone());
+        if let Some(client) = record.client.as_mut() {
+            client.dpop = prover;
+            if client.source == "configured" {
+                client.client_secret = self.settings.client_secret.clone().map(Secret);
+                client.signer = (self.settings.private_key.clone()).map(|key| machine::Signer {
+                    key,
+                    audience: record.issuer.clone(),
+                });
+            }
         }
     }
 
@@ -524,37 +601,52 @@ impl OAuth {
         }
         state.logins.push(now);
         let found = discovery::discover(&*self.http, &self.url, bearer).await?;
-        if self.settings.grant == Grant::ClientCredentials {
-            return self.machine_login(state, &found, wanted).await;
+        match self.settings.grant {
+            Grant::ClientCredentials | Grant::JwtBearer => {
+                return self.machine_login(state, &found, wanted).await;
+            }
+            Grant::Enterprise => return self.enterprise_login(state, &found, wanted).await,
+            Grant::AuthorizationCode => {}
         }
-        let (loopback, attempt, client) = self.begin(state, &found, wanted).await?;
-        let url = flow::authorize_url(&found.server, &client, &attempt);
+        let device = self.settings.login == Login::Device;
+        let (loopback, attempt, client) = self.begin(state, &found, wanted, device).await?;
+        let tokens = self
+            .person_tokens(&found, &client, &attempt, &loopback)
+            .await?;
+        self.keep(state, &found, client, tokens)
+    }
+
+    /// The person's part of a login, by the [`Login`] mode: the code from the redirect
+    /// traded for tokens, or the device grant's tokens.
+    async fn person_tokens(
+        &self,
+        found: &Discovered,
+        client: &store::Client,
+        attempt: &Attempt,
+        loopback: &loopback::Loopback,
+    ) -> Result<store::Tokens, String> {
+        let url = flow::authorize_url(&found.server, client, attempt);
         let code = match self.settings.login {
-            Login::Follow => flow::follow(&*self.http, &url, &attempt, &found.server).await?,
-            Login::Browser => {
-                self.browser_login(&loopback, &url, &attempt, &found)
-                    .await?
-            }
-            Login::Pasted => self.pasted_login(&url, &attempt, &found).await?,
-            Login::Device => {
-                let tokens = self.device_login(&found, &client, &attempt).await?;
-                return self.keep(state, &found, client, tokens);
-            }
+            Login::Follow => flow::follow(&*self.http, &url, attempt, &found.server).await?,
+            Login::Browser => self.browser_login(loopback, &url, attempt, found).await?,
+            Login::Pasted => self.pasted_login(&url, attempt, found).await?,
+            Login::Device => return self.device_login(found, client, attempt).await,
             Login::Never => return Err(self.needs_login()),
         };
         let token_endpoint = &found.server.token_endpoint;
-        let tokens = flow::exchange(&*self.http, token_endpoint, &client, &attempt, &code).await?;
-        self.keep(state, &found, client, tokens)
+        flow::exchange(&*self.http, token_endpoint, client, attempt, &code).await
     }
 
     /// A login's first steps after discovery, shared by every way of logging in: PKCE
     /// checked, the scopes chosen, the loopback bound, the client registered (or the stored
-    /// registration kept).
+    /// registration kept; for a `device` login one that may use the device grant), its DPoP
+    /// key chosen.
     async fn begin(
         &self,
         state: &State,
         found: &Discovered,
         wanted: Vec<String>,
+        device: bool,
     ) -> Result<(loopback::Loopback, Attempt, store::Client), String> {
         flow::check_pkce(&found.server)?;
         // What was stored for this issuer still counts (its registration, its scopes);
@@ -577,18 +669,54 @@ impl OAuth {
             resource: found.resource.clone(),
         };
         let identity = self.settings.identity();
-        let client = register::client(
+        let mut grants = vec!["authorization_code", "refresh_token"];
+        if device {
+            grants.push(register::DEVICE_GRANT);
+        }
+        let mut client = register::client(
             &*self.http,
             &found.server,
             &identity,
             stored_client,
             &attempt.redirect_uri,
+            &grants,
         )
         .await?;
+        client.dpop = self.choose_dpop(found)?;
         Ok((loopback, attempt, client))
     }
 
-    /// Saves what a login brought.
+    /// The key this login's token requests prove, when its tokens are to be DPoP-bound:
+    /// `oauth_dpop = true` demands it, `false` refuses it, and unset it is used when the
+    /// server asked for DPoP (its challenge's scheme, or its metadata) and the authorization
+    /// server takes ES256 proofs. The key of the tokens kept is used again.
+    fn choose_dpop(&self, found: &Discovered) -> Result<Option<Arc<dpop::Prover>>, String> {
+        let algorithms = found.server.dpop_signing_alg_values_supported.as_deref();
+        let offered = dpop::offered(algorithms);
+        let wanted = match self.settings.dpop {
+            Some(false) => false,
+            Some(true) if !offered => {
+                return Err(format!(
+                    "oauth_dpop is on, but the authorization server {} takes no DPoP proofs \
+                     signed with {} (its dpop_signing_alg_values_supported: {:?})",
+                    printable(&found.server.issuer),
+                    dpop::ALG,
+                    algorithms.unwrap_or_default()
+                ));
+            }
+            Some(true) => true,
+            None => offered && found.dpop,
+        };
+        if !wanted {
+            return Ok(None);
+        }
+        match self.prover() {
+            Some(prover) => Ok(Some(prover)),
+            None => Ok(Some(Arc::new(dpop::Prover::generate()?))),
+        }
+    }
+
+    /// Saves what a login brought, with the DPoP key when the tokens are bound to it.
     fn keep(
         &self,
         state: &mut State,
@@ -597,6 +725,7 @@ impl OAuth {
         tokens: store::Tokens,
     ) -> Result<(), String> {
         let token_endpoint = &found.server.token_endpoint;
+        let prover = client.dpop.clone().filter(|_| tokens.dpop_bound);
         let mut kept = client.clone();
         if kept.source == "configured" {
             kept.client_secret = None;
@@ -608,7 +737,9 @@ impl OAuth {
             resource: found.resource.clone(),
             client: Some(kept),
             tokens: Some(tokens),
+            dpop_key: prover.as_ref().map(|prover| prover.stored()),
         };
+        self.set_prover(prover);
         self.save(state, record)?;
         // Keep the configured secret in memory for refreshes.
         if let Some(stored) = state.record.as_mut().and_then(|r| r.client.as_mut()) {
@@ -617,7 +748,9 @@ impl OAuth {
         Ok(())
     }
 
-    /// The client credentials grant: a token in the configured client's own name.
+    /// The grants without a person: `client_credentials`, a token in the configured client's
+    /// own name; `jwt_bearer`, a token for the workload's JWT (with no client at all unless
+    /// one is configured).
     async fn machine_login(
         &self,
         state: &mut State,
@@ -625,6 +758,29 @@ impl OAuth {
         wanted: Vec<String>,
     ) -> Result<(), String> {
         let identity = self.settings.identity();
+        let scopes = self.choose_scopes(found, wanted, Vec::new());
+        let endpoint = &found.server.token_endpoint;
+        if self.settings.grant == Grant::JwtBearer {
+            let Some(jwt) = &self.settings.assertion else {
+                return Err("the jwt_bearer grant needs the workload's JWT: set \
+                            `oauth_assertion_file` or `oauth_assertion_env` (or \
+                            MCP_CLI_OAUTH_ASSERTION_FILE)"
+                    .into());
+            };
+            let assertion = jwt.read()?;
+            let mut client = match identity.client_id {
+                Some(_) => {
+                    register::client(&*self.http, &found.server, &identity, None, "", &[]).await?
+                }
+                None => store::Client::anonymous(),
+            };
+            client.dpop = self.choose_dpop(found)?;
+            let what = "the workload identity (JWT bearer) grant";
+            let tokens = self
+                .jwt_grant(state, endpoint, &client, &assertion, &scopes, found, what)
+                .await?;
+            return self.keep(state, found, client, tokens);
+        }
         if identity.client_id.is_none() {
             return Err(
                 "the client_credentials grant needs a client id: set `oauth_client_id` \
@@ -638,13 +794,54 @@ impl OAuth {
                         (`oauth_private_key_file`, MCP_CLI_OAUTH_PRIVATE_KEY_FILE)"
                 .into());
         }
-        let client = register::client(&*self.http, &found.server, &identity, None, "").await?;
-        let scopes = self.choose_scopes(found, wanted, Vec::new());
-        let endpoint = &found.server.token_endpoint;
+        let mut client =
+            register::client(&*self.http, &found.server, &identity, None, "", &[]).await?;
+        client.dpop = self.choose_dpop(found)?;
         let tokens =
             machine::client_credentials(&*self.http, endpoint, &client, &scopes, &found.resource)
                 .await?;
         self.keep(state, found, client, tokens)
+    }
+
+    /// The JWT authorization grant with `assertion`, once: a JWT the server refused is
+    /// refused again here without asking, and no other grant is tried in its place.
+    #[allow(clippy::too_many_arguments)]
+    async fn jwt_grant(
+        &self,
+        state: &mut State,
+        endpoint: &str,
+        client: &store::Client,
+        assertion: &str,
+        scopes: &[String],
+        found: &Discovered,
+        what: &str,
+    ) -> Result<store::Tokens, String> {
+        let digest = ring::digest::digest(&ring::digest::SHA256, assertion.as_bytes());
+        let digest = urls::base64url(digest.as_ref());
+        if let Some((refused, error)) = &state.refused
+            && *refused == digest
+        {
+            return Err(format!("{error} (the same JWT is not sent again)"));
+        }
+        let resource = &found.resource;
+        let outcome = flow::jwt_bearer(
+            &*self.http,
+            endpoint,
+            client,
+            assertion,
+            scopes,
+            resource,
+            what,
+        )
+        .await;
+        match outcome {
+            Ok(tokens) => Ok(tokens),
+            Err(flow::TokenError::Refused(error)) => {
+                state.refused = Some((digest, error.clone()));
+                Err(error)
+            }
+            Err(flow::TokenError::Unreachable(error)) => Err(error),
+        }
     }
 
     /// The scopes to ask for: the challenge's, else the configured ones, else the resource's
@@ -684,6 +881,16 @@ impl OAuth {
         )
     }
 
+    /// Whether a new token may be had without a person: a machine grant, or an enterprise
+    /// one whose ID token needs no login.
+    fn unattended(&self) -> bool {
+        match self.settings.grant {
+            Grant::ClientCredentials | Grant::JwtBearer => true,
+            Grant::Enterprise => self.id_token_at_hand(),
+            Grant::AuthorizationCode => false,
+        }
+    }
+
     async fn challenge(&self, challenge: &Challenge) -> Result<bool, String> {
         let seen = self.generation.load(Ordering::SeqCst);
         let bearer = challenge
@@ -694,6 +901,15 @@ impl OAuth {
         if self.generation.load(Ordering::SeqCst) != seen {
             // Another request's challenge brought a new token while we waited: try it.
             return Ok(true);
+        }
+        let bound = (state.record.as_ref())
+            .and_then(|r| r.tokens.as_ref())
+            .is_some_and(|t| t.dpop_bound);
+        let wants_nonce =
+            bearer.as_ref().and_then(|b| b.error.as_deref()) == Some("use_dpop_nonce");
+        if challenge.status == 401 && wants_nonce && challenge.dpop_nonce.is_some() && bound {
+            // RFC 9449 §9: the nonce is kept (`Authorizer::nonce`); the proof is made anew.
+            return Ok(self.prover().is_some());
         }
         let asked = bearer.as_ref().map(Bearer::scopes).unwrap_or_default();
         let granted = (state.record.as_ref())
@@ -714,30 +930,59 @@ impl OAuth {
         {
             return Ok(true);
         }
-        // A machine client needs no person: its grant is not a login to hold back.
-        if self.settings.login == Login::Never && self.settings.grant != Grant::ClientCredentials {
+        // A grant without a person is not a login to hold back.
+        if self.settings.login == Login::Never && !self.unattended() {
             return Ok(false);
         }
         self.log_in(&mut state, bearer.as_ref(), asked).await?;
         Ok(true)
     }
+
+    /// The headers that present `tokens` on `request`: a Bearer token as it is; a DPoP-bound
+    /// one with a fresh proof of its key, or, with the key gone, not at all (the server's
+    /// challenge then leads to a new login).
+    fn present(
+        &self,
+        tokens: &store::Tokens,
+        request: Outbound<'_>,
+    ) -> Result<Vec<(String, String)>, String> {
+        let token = &tokens.access_token.0;
+        if !tokens.dpop_bound {
+            return Ok(vec![("Authorization".into(), format!("Bearer {token}"))]);
+        }
+        let Some(prover) = self.prover() else {
+            return Ok(Vec::new());
+        };
+        let body = (request.method == "POST").then_some(request.body);
+        let proof = prover.proof(request.method, request.url, Some(token), body)?;
+        Ok(vec![
+            ("Authorization".into(), format!("DPoP {token}")),
+            ("DPoP".into(), proof),
+        ])
+    }
 }
 
 impl Authorizer for OAuth {
-    fn authorization(&self) -> BoxFuture<'_, Result<Option<String>, String>> {
+    fn authorization<'a>(
+        &'a self,
+        request: Outbound<'a>,
+    ) -> BoxFuture<'a, Result<Vec<(String, String)>, String>> {
         Box::pin(async move {
             let mut state = self.state.lock().await;
             let Some(tokens) = state.record.as_ref().and_then(|r| r.tokens.clone()) else {
-                return Ok(None);
+                return Ok(Vec::new());
             };
             if tokens.needs_refresh() && tokens.refresh_token.is_some() {
                 match self.refresh(&mut state).await {
                     Ok(()) => {
-                        let fresh = state.record.as_ref().and_then(|r| r.tokens.as_ref());
-                        return Ok(fresh.map(|t| format!("Bearer {}", t.access_token.0)));
+                        let fresh = state.record.as_ref().and_then(|r| r.tokens.clone());
+                        return match fresh {
+                            Some(fresh) => self.present(&fresh, request),
+                            None => Ok(Vec::new()),
+                        };
                     }
                     // Refused: the tokens are gone, the server's challenge will say more.
-                    Err(flow::TokenError::Refused(_)) => return Ok(None),
+                    Err(flow::TokenError::Refused(_)) => return Ok(Vec::new()),
                     Err(flow::TokenError::Unreachable(error)) if tokens.expires_within(0) => {
                         return Err(format!("refreshing the token of {}: {error}", self.name));
                     }
@@ -747,9 +992,9 @@ impl Authorizer for OAuth {
             } else if tokens.expires_within(0) {
                 // Sending it would only earn a 401; without one the challenge says what the
                 // server wants.
-                return Ok(None);
+                return Ok(Vec::new());
             }
-            Ok(Some(format!("Bearer {}", tokens.access_token.0)))
+            self.present(&tokens, request)
         })
     }
 
@@ -764,6 +1009,12 @@ impl Authorizer for OAuth {
                 )
             })
         })
+    }
+
+    fn nonce(&self, url: &str, nonce: &str) {
+        if let Some(prover) = self.prover() {
+            prover.remember_nonce(url, nonce);
+        }
     }
 }
 

@@ -77,6 +77,9 @@ struct Pending {
     scopes: Vec<String>,
     /// A configured client's secret is not kept here: it comes from the config again.
     client: store::Client,
+    /// The DPoP key the token request is to prove, when the tokens are to be bound.
+    #[serde(default)]
+    dpop_key: Option<Secret>,
     how: How,
 }
 
@@ -105,7 +108,7 @@ impl OAuth {
         let found = super::discovery::discover(&*self.http, &self.url, bearer.as_ref()).await?;
         // The loopback is bound only to settle the redirect address: nobody listens there,
         // and the person brings the address the browser ends on.
-        let (loopback, attempt, client) = self.begin(&state, &found, wanted).await?;
+        let (loopback, attempt, client) = self.begin(&state, &found, wanted, device).await?;
         drop(loopback);
         let (how, started) = match device {
             false => {
@@ -142,6 +145,7 @@ impl OAuth {
             resource: found.resource,
             scopes_supported: found.scopes_supported,
             scopes: attempt.scopes,
+            dpop_key: kept.dpop.as_ref().map(|prover| prover.stored()),
             client: kept,
             how,
         };
@@ -157,9 +161,14 @@ impl OAuth {
         if client.source == "configured" {
             client.client_secret = self.settings.client_secret.clone().map(Secret);
         }
+        client.dpop = (pending.dpop_key.as_ref())
+            .map(super::dpop::Prover::from_stored)
+            .transpose()?
+            .map(std::sync::Arc::new);
         let found = Discovered {
             resource: pending.resource,
             scopes_supported: pending.scopes_supported,
+            dpop: client.dpop.is_some(),
             server: pending.server,
         };
         let mut state = self.state.lock().await;

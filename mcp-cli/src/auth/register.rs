@@ -20,14 +20,19 @@ pub(crate) struct Identity {
     pub(crate) private_key: Option<super::PrivateKey>,
 }
 
-/// The client to use with `server`, whose redirect URI will be `redirect_uri`. `stored` is a
-/// dynamic registration from an earlier login with the same issuer and redirect URI.
+/// The grant of a device login (RFC 8628 §3.4), which a registration must name.
+pub(crate) const DEVICE_GRANT: &str = "urn:ietf:params:oauth:grant-type:device_code";
+
+/// The client to use with `server`, whose redirect URI will be `redirect_uri`, for the
+/// `grants` a registration names. `stored` is a dynamic registration from an earlier login
+/// with the same issuer, used again when it has the same redirect URI and those grants.
 pub(crate) async fn client(
     http: &dyn Http,
     server: &ServerMetadata,
     identity: &Identity,
     stored: Option<Client>,
     redirect_uri: &str,
+    grants: &[&str],
 ) -> Result<Client, String> {
     if let Some(client_id) = &identity.client_id {
         let secret = identity.client_secret.clone().map(Secret);
@@ -45,6 +50,8 @@ pub(crate) async fn client(
                 key,
                 audience: server.issuer.clone(),
             }),
+            grant_types: Vec::new(),
+            dpop: None,
         });
     }
     if server.client_id_metadata_document_supported
@@ -57,9 +64,17 @@ pub(crate) async fn client(
             redirect_uri: None,
             source: "metadata-document".into(),
             signer: None,
+            grant_types: Vec::new(),
+            dpop: None,
         });
     }
-    if let Some(client) = stored.filter(|c| c.redirect_uri.as_deref() == Some(redirect_uri)) {
+    let fits = |c: &Client| {
+        c.redirect_uri.as_deref() == Some(redirect_uri)
+            && grants
+                .iter()
+                .all(|grant| c.grant_types.iter().any(|g| g == grant))
+    };
+    if let Some(client) = stored.filter(fits) {
         return Ok(client);
     }
     let Some(endpoint) = &server.registration_endpoint else {
@@ -75,7 +90,7 @@ pub(crate) async fn client(
             }
         ));
     };
-    register(http, server, endpoint, redirect_uri).await
+    register(http, server, endpoint, redirect_uri, grants).await
 }
 
 #[derive(Deserialize)]
@@ -86,18 +101,21 @@ struct Registered {
 }
 
 /// RFC 7591 dynamic registration as a public client (a CLI cannot keep a secret; the server
-/// may hand us one anyway, and then we use it).
+/// may hand us one anyway, and then we use it), for `grants` (`authorization_code` and
+/// `refresh_token`, with the device grant for a device login: a server holds a client to
+/// the grants it registered, RFC 7591 §2).
 async fn register(
     http: &dyn Http,
     server: &ServerMetadata,
     endpoint: &str,
     redirect_uri: &str,
+    grants: &[&str],
 ) -> Result<Client, String> {
     let body = json!({
         "client_name": "mcp-cli",
         "application_type": "native",
         "redirect_uris": [redirect_uri],
-        "grant_types": ["authorization_code", "refresh_token"],
+        "grant_types": grants,
         "response_types": ["code"],
         "token_endpoint_auth_method": "none",
     });
@@ -125,6 +143,8 @@ async fn register(
         redirect_uri: Some(redirect_uri.to_owned()),
         source: "dynamic".into(),
         signer: None,
+        grant_types: grants.iter().map(|grant| (*grant).to_owned()).collect(),
+        dpop: None,
     })
 }
 
@@ -153,6 +173,8 @@ mod tests {
 
     use super::super::http::canned::{Canned, json as answer};
     use super::*;
+
+    const BROWSER: &[&str] = &["authorization_code", "refresh_token"];
 
     fn server(extra: serde_json::Value) -> ServerMetadata {
         let mut base = json!({
@@ -186,6 +208,7 @@ mod tests {
             &identity,
             None,
             REDIRECT,
+            BROWSER,
         ))
         .expect("client");
         assert_eq!(client.client_id, "mine");
@@ -201,9 +224,15 @@ mod tests {
         let with = server(
             json!({"client_id_metadata_document_supported": true, "registration_endpoint": "http://as/register"}),
         );
-        let client =
-            async_io::block_on(client(&Canned::default(), &with, &identity, None, REDIRECT))
-                .expect("client");
+        let client = async_io::block_on(client(
+            &Canned::default(),
+            &with,
+            &identity,
+            None,
+            REDIRECT,
+            BROWSER,
+        ))
+        .expect("client");
         assert_eq!(
             (client.client_id.as_str(), client.auth_method.as_str()),
             ("https://me/client.json", "none")
@@ -218,9 +247,15 @@ mod tests {
             answer(201, json!({"client_id": "new", "client_secret": "sec", "token_endpoint_auth_method": "client_secret_basic"}))
         });
         let server = server(json!({"registration_endpoint": "http://as/register"}));
-        let fresh =
-            async_io::block_on(client(&http, &server, &Identity::default(), None, REDIRECT))
-                .expect("registered");
+        let fresh = async_io::block_on(client(
+            &http,
+            &server,
+            &Identity::default(),
+            None,
+            REDIRECT,
+            BROWSER,
+        ))
+        .expect("registered");
         assert_eq!(fresh.client_id, "new");
         assert_eq!(fresh.auth_method, "client_secret_basic");
         assert_eq!(fresh.client_secret, Some(Secret("sec".into())));
@@ -230,10 +265,27 @@ mod tests {
             &Identity::default(),
             Some(fresh.clone()),
             REDIRECT,
+            BROWSER,
         ))
         .expect("reused");
         assert_eq!(again, fresh);
         assert_eq!(http.urls().len(), 1);
+        // A device login needs a registration that names the device grant: a new one.
+        let device = [BROWSER[0], BROWSER[1], DEVICE_GRANT];
+        let for_device = async_io::block_on(client(
+            &http,
+            &server,
+            &Identity::default(),
+            Some(fresh.clone()),
+            REDIRECT,
+            &device,
+        ))
+        .expect("registered again");
+        assert_eq!(for_device.grant_types, device);
+        assert_eq!(http.urls().len(), 2);
+        let log = http.log.lock().expect("log");
+        let body: serde_json::Value = serde_json::from_slice(&log[1].body).expect("json");
+        assert_eq!(body["grant_types"], json!(device));
     }
 
     #[test]
@@ -244,6 +296,7 @@ mod tests {
             &Identity::default(),
             None,
             REDIRECT,
+            BROWSER,
         ))
         .expect_err("no registration");
         assert!(error.contains("set `oauth_client_id`"), "{error}");
@@ -259,6 +312,7 @@ mod tests {
             &Identity::default(),
             None,
             REDIRECT,
+            BROWSER,
         ))
         .expect_err("refused");
         assert_eq!(

@@ -51,6 +51,29 @@ pub(crate) struct Client {
     /// What a `private_key_jwt` client signs with: from the config, never written down.
     #[serde(skip)]
     pub(crate) signer: Option<super::machine::Signer>,
+    /// The grants it was registered for (a dynamic registration), so one made for the
+    /// browser is not reused for the device grant it was never allowed.
+    #[serde(default)]
+    pub(crate) grant_types: Vec<String>,
+    /// The DPoP key its token requests carry proofs of; kept in [`Record::dpop_key`].
+    #[serde(skip)]
+    pub(crate) dpop: Option<std::sync::Arc<super::dpop::Prover>>,
+}
+
+impl Client {
+    /// No client at all: a workload presents only its JWT (SEP-1933 needs no client id).
+    pub(crate) fn anonymous() -> Self {
+        Self {
+            client_id: String::new(),
+            client_secret: None,
+            auth_method: "none".into(),
+            redirect_uri: None,
+            source: "workload".into(),
+            signer: None,
+            grant_types: Vec::new(),
+            dpop: None,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -65,6 +88,12 @@ pub(crate) struct Tokens {
     /// The scopes asked for (what a step-up adds to).
     #[serde(default)]
     pub(crate) scopes: Vec<String>,
+    /// A `DPoP` token: bound to [`Record::dpop_key`], never sent without a proof of it.
+    #[serde(default)]
+    pub(crate) dpop_bound: bool,
+    /// From an identity provider's login: the person's ID token (OpenID Connect).
+    #[serde(default)]
+    pub(crate) id_token: Option<Secret>,
 }
 
 /// A token this close to expiry (in seconds) is refreshed before use.
@@ -103,6 +132,9 @@ pub(crate) struct Record {
     pub(crate) resource: String,
     pub(crate) client: Option<Client>,
     pub(crate) tokens: Option<Tokens>,
+    /// The DPoP key of the tokens ([`dpop::Prover::stored`](super::dpop::Prover::stored)).
+    #[serde(default)]
+    pub(crate) dpop_key: Option<Secret>,
 }
 
 /// Where one server's record lives: the keychain entry for its URL or the file for its name
@@ -262,6 +294,8 @@ mod tests {
                 redirect_uri: None,
                 source: "dynamic".into(),
                 signer: None,
+                grant_types: Vec::new(),
+                dpop: None,
             }),
             tokens: Some(Tokens {
                 access_token: Secret("tok".into()),
@@ -269,7 +303,10 @@ mod tests {
                 expires_at: Some(now_secs() + 30),
                 issued_at: None,
                 scopes: vec!["a".into()],
+                dpop_bound: false,
+                id_token: None,
             }),
+            dpop_key: None,
         }
     }
 

@@ -89,7 +89,20 @@ fn challenge(status: u16, header: &str) -> Challenge {
         url: RS.into(),
         status,
         www_authenticate: Some(header.into()),
+        dpop_nonce: None,
     }
+}
+
+/// The `Authorization` value `oauth` supplies for a POST to the server.
+async fn authorization(oauth: &OAuth) -> Result<Option<String>, String> {
+    let request = mcp_smol::Outbound {
+        method: "POST",
+        url: RS,
+        body: b"{}",
+    };
+    let headers = oauth.authorization(request).await?;
+    let value = headers.iter().find(|(name, _)| name == "Authorization");
+    Ok(value.map(|(_, value)| value.clone()))
 }
 
 #[test]
@@ -103,12 +116,12 @@ fn a_401_logs_in_and_the_token_is_used_and_kept() {
         Box::new(server(seen.clone(), 3600)),
     );
     async_io::block_on(async {
-        assert_eq!(oauth.authorization().await, Ok(None));
+        assert_eq!(authorization(&oauth).await, Ok(None));
         let header =
             r#"Bearer resource_metadata="http://rs/.well-known/oauth-protected-resource/mcp""#;
         assert_eq!(oauth.challenged(&challenge(401, header)).await, Ok(true));
         assert_eq!(
-            oauth.authorization().await,
+            authorization(&oauth).await,
             Ok(Some("Bearer token-1".into()))
         );
     });
@@ -135,7 +148,7 @@ fn a_401_logs_in_and_the_token_is_used_and_kept() {
     let quiet = Canned::default();
     let again = OAuth::with_http("fx", RS, settings(&dir, Login::Never), Box::new(quiet));
     assert_eq!(
-        async_io::block_on(again.authorization()),
+        async_io::block_on(authorization(&again)),
         Ok(Some("Bearer token-1".into()))
     );
     assert!(reset(&kept, "fx", RS).expect("reset"));
@@ -169,7 +182,7 @@ fn never_mode_does_not_log_in_and_expired_tokens_refresh() {
     async_io::block_on(async {
         assert_eq!(follow.challenged(&challenge(401, "Bearer")).await, Ok(true));
         assert_eq!(
-            follow.authorization().await,
+            authorization(&follow).await,
             Ok(Some("Bearer token-1".into()))
         );
         let mut state = follow.state.lock().await;
@@ -180,7 +193,7 @@ fn never_mode_does_not_log_in_and_expired_tokens_refresh() {
         tokens.issued_at = Some(store::now_secs() - 3570);
         drop(state);
         assert_eq!(
-            follow.authorization().await,
+            authorization(&follow).await,
             Ok(Some("Bearer token-2".into()))
         );
     });
@@ -377,7 +390,7 @@ fn a_browser_login_shows_its_url_through_the_notice() {
             r#"Bearer resource_metadata="http://rs/.well-known/oauth-protected-resource/mcp""#;
         assert_eq!(oauth.challenged(&challenge(401, header)).await, Ok(true));
         assert_eq!(
-            oauth.authorization().await,
+            authorization(&oauth).await,
             Ok(Some("Bearer token-1".into()))
         );
     });

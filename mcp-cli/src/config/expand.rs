@@ -42,6 +42,22 @@ pub(super) struct RawServer {
     pub oauth_private_key_file: Option<String>,
     /// Remote only: `ES256` or `RS256`, the key's algorithm.
     pub oauth_signing_alg: Option<String>,
+    /// Remote only, `oauth_grant = "jwt_bearer"`: the workload's JWT, in a file or a variable.
+    pub oauth_assertion_file: Option<String>,
+    /// See [`oauth_assertion_file`](Self::oauth_assertion_file).
+    pub oauth_assertion_env: Option<String>,
+    /// Remote only, `oauth_grant = "enterprise"`: the identity provider's issuer.
+    pub oauth_idp_issuer: Option<String>,
+    /// mcp-cli's client id at the identity provider.
+    pub oauth_idp_client_id: Option<String>,
+    /// The variable holding that client's secret.
+    pub oauth_idp_client_secret_env: Option<String>,
+    /// An ID token a program hands us, in a file or a variable.
+    pub oauth_id_token_file: Option<String>,
+    /// See [`oauth_id_token_file`](Self::oauth_id_token_file).
+    pub oauth_id_token_env: Option<String>,
+    /// Remote only: DPoP-bound tokens always (`true`), never (`false`), or when offered.
+    pub oauth_dpop: Option<bool>,
     /// Remote only: `auto`, `keyring` or `file`.
     pub token_store: Option<String>,
     pub handshake_timeout: Option<Duration>,
@@ -351,10 +367,79 @@ fn remote(raw: &RawServer, env: Env<'_>) -> Result<Remote, String> {
         }
         (None, None) => None,
     };
+    remote.oauth_assertion = jwt_source(
+        (raw.oauth_assertion_file.as_deref(), "oauth_assertion_file"),
+        (raw.oauth_assertion_env.as_deref(), "oauth_assertion_env"),
+        env,
+    )?;
+    let id_token = jwt_source(
+        (raw.oauth_id_token_file.as_deref(), "oauth_id_token_file"),
+        (raw.oauth_id_token_env.as_deref(), "oauth_id_token_env"),
+        env,
+    )?;
+    remote.oauth_idp = match &raw.oauth_idp_issuer {
+        Some(issuer) => Some(crate::config::oauth::IdentityProvider {
+            issuer: expand(issuer, env)?,
+            client_id: (raw.oauth_idp_client_id.as_deref())
+                .map(|id| expand(id, env))
+                .transpose()?,
+            client_secret: (raw.oauth_idp_client_secret_env.as_deref())
+                .map(|variable| secret_of(variable, "oauth_idp_client_secret_env", env))
+                .transpose()?
+                .map(crate::config::oauth::Secret),
+            id_token,
+        }),
+        None if id_token.is_some() || raw.oauth_idp_client_id.is_some() => {
+            return Err("oauth_idp_* and oauth_id_token_* need oauth_idp_issuer".into());
+        }
+        None => None,
+    };
+    match remote.oauth_grant {
+        Some(super::oauth::Grant::JwtBearer) if remote.oauth_assertion.is_none() => {
+            return Err("oauth_grant = \"jwt_bearer\" needs the workload's JWT: \
+                        oauth_assertion_file or oauth_assertion_env"
+                .into());
+        }
+        Some(super::oauth::Grant::Enterprise) if remote.oauth_idp.is_none() => {
+            return Err("oauth_grant = \"enterprise\" needs oauth_idp_issuer".into());
+        }
+        _ => {}
+    }
+    remote.oauth_dpop = raw.oauth_dpop;
     if let Some(store) = &raw.token_store {
         remote.token_store = Some(store.parse()?);
     }
     Ok(remote)
+}
+
+/// The value of the variable `variable` (named by the key `key`), which must be set.
+fn secret_of(
+    variable: &str,
+    key: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<String, String> {
+    env(variable)
+        .filter(|value| !value.is_empty())
+        .ok_or_else(|| format!("environment variable {variable} is not set (named by {key})"))
+}
+
+/// A JWT from a file key or a variable key, at most one of the two.
+fn jwt_source(
+    (file, file_key): (Option<&str>, &str),
+    (variable, variable_key): (Option<&str>, &str),
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<crate::config::oauth::Jwt>, String> {
+    use crate::config::oauth::Jwt;
+    match (file, variable) {
+        (Some(_), Some(_)) => Err(format!(
+            "{file_key} and {variable_key} are two answers to one question: keep one"
+        )),
+        (Some(file), None) => Ok(Some(Jwt::File(std::path::PathBuf::from(expand(
+            file, env,
+        )?)))),
+        (None, Some(variable)) => Ok(Some(Jwt::Value(secret_of(variable, variable_key, env)?))),
+        (None, None) => Ok(None),
+    }
 }
 
 /// A header the HTTP layer can send as is: a token for a name, no line breaks in the value.

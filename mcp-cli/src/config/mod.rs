@@ -188,6 +188,15 @@ pub struct Remote {
     /// `oauth_private_key_file` and `oauth_signing_alg`: the client authenticates with a
     /// private-key JWT instead of a secret.
     pub oauth_private_key: Option<crate::config::oauth::PrivateKey>,
+    /// `oauth_assertion_file` or `oauth_assertion_env`: the workload's JWT, for
+    /// `oauth_grant = "jwt_bearer"`.
+    pub oauth_assertion: Option<crate::config::oauth::Jwt>,
+    /// `oauth_idp_*` and `oauth_id_token_*`: the identity provider, for
+    /// `oauth_grant = "enterprise"`.
+    pub oauth_idp: Option<crate::config::oauth::IdentityProvider>,
+    /// `oauth_dpop`: DPoP-bound tokens always (`true`), never (`false`), or, unset, when both
+    /// the server and its authorization server offer them.
+    pub oauth_dpop: Option<bool>,
     /// `token_store`: where this server's tokens are kept, over the global choice.
     pub token_store: Option<crate::config::oauth::TokenStore>,
 }
@@ -205,6 +214,9 @@ impl Remote {
             oauth_scopes: Vec::new(),
             oauth_grant: None,
             oauth_private_key: None,
+            oauth_assertion: None,
+            oauth_idp: None,
+            oauth_dpop: None,
             token_store: None,
         }
     }
@@ -229,6 +241,9 @@ impl std::fmt::Debug for Remote {
             .field("oauth_scopes", &self.oauth_scopes)
             .field("oauth_grant", &self.oauth_grant)
             .field("oauth_private_key", &self.oauth_private_key)
+            .field("oauth_assertion", &self.oauth_assertion)
+            .field("oauth_idp", &self.oauth_idp)
+            .field("oauth_dpop", &self.oauth_dpop)
             .field("token_store", &self.token_store)
             .finish()
     }

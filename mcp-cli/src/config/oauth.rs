@@ -11,6 +11,21 @@ pub enum Grant {
     AuthorizationCode,
     /// The client asks for a token in its own name.
     ClientCredentials,
+    /// Workload identity federation: a JWT the platform gave the workload is the grant
+    /// (RFC 7523 §2.1, `oauth_assertion_file` or `oauth_assertion_env`).
+    JwtBearer,
+    /// Enterprise-managed authorization: the person's ID token from the company's identity
+    /// provider, exchanged there for an identity assertion grant (RFC 8693), which the
+    /// server's authorization server takes as a JWT grant (RFC 7523).
+    Enterprise,
+}
+
+impl Grant {
+    /// Whether tokens come without a person: such a grant runs whenever a token is needed,
+    /// even where no login may start.
+    pub fn is_machine(self) -> bool {
+        matches!(self, Self::ClientCredentials | Self::JwtBearer)
+    }
 }
 
 impl std::str::FromStr for Grant {
@@ -20,10 +35,82 @@ impl std::str::FromStr for Grant {
         match text {
             "authorization_code" => Ok(Self::AuthorizationCode),
             "client_credentials" => Ok(Self::ClientCredentials),
+            "jwt_bearer" => Ok(Self::JwtBearer),
+            "enterprise" => Ok(Self::Enterprise),
             other => Err(format!(
-                "oauth_grant is \"authorization_code\" or \"client_credentials\", not {other:?}"
+                "oauth_grant is \"authorization_code\", \"client_credentials\", \"jwt_bearer\" \
+                 or \"enterprise\", not {other:?}"
             )),
         }
+    }
+}
+
+/// A JWT we present and do not make ourselves: a workload's token, or a person's ID token
+/// from the identity provider.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Jwt {
+    /// Read from this file each time it is needed, so a token the platform rotates (a
+    /// Kubernetes projected token, a CI job's token file) is picked up.
+    File(PathBuf),
+    /// The value of the variable the config named, read when the config was.
+    Value(String),
+}
+
+/// Never the token itself: Debug output ends up in logs.
+impl std::fmt::Debug for Jwt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::File(path) => f.debug_tuple("File").field(path).finish(),
+            Self::Value(_) => f.write_str("Value(<secret>)"),
+        }
+    }
+}
+
+impl Jwt {
+    /// The token, trimmed; an error names the file and never the content.
+    pub fn read(&self) -> Result<String, String> {
+        let text = match self {
+            Self::File(path) => std::fs::read_to_string(path).map_err(|error| {
+                format!("cannot read the token file {}: {error}", path.display())
+            })?,
+            Self::Value(text) => text.clone(),
+        };
+        let token = text.trim();
+        let parts = token.split('.').count();
+        if token.is_empty() || parts != 3 || token.contains(char::is_whitespace) {
+            let place = match self {
+                Self::File(path) => format!("the token file {}", path.display()),
+                Self::Value(_) => "the token variable".to_owned(),
+            };
+            return Err(format!(
+                "{place} does not hold a JWT (three dot-separated parts)"
+            ));
+        }
+        Ok(token.to_owned())
+    }
+}
+
+/// The company's identity provider, for [`Grant::Enterprise`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IdentityProvider {
+    /// Its issuer (`oauth_idp_issuer`): its metadata is found from here.
+    pub issuer: String,
+    /// mcp-cli's client id there (`oauth_idp_client_id`), for a login and the token exchange.
+    pub client_id: Option<String>,
+    /// Its secret, read from the variable `oauth_idp_client_secret_env` names.
+    pub client_secret: Option<Secret>,
+    /// An ID token a program hands us (`oauth_id_token_file`, `oauth_id_token_env`); without
+    /// one, the person logs in to the identity provider.
+    pub id_token: Option<Jwt>,
+}
+
+/// A string never shown by `Debug`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(pub String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<secret>")
     }
 }
 

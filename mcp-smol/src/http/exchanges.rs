@@ -13,7 +13,7 @@ use proto::http::{Answer, ExchangeId, Get, PIECES_FROM, Post, Reply, SseDecoder,
 use url::Url;
 
 use super::wire::{self, Outgoing, Pool, Response};
-use super::{Authorizer, Challenge};
+use super::{Authorizer, Challenge, Outbound};
 use crate::Error;
 
 /// What an exchange tells the driver.
@@ -61,24 +61,33 @@ impl Endpoint {
         headers
     }
 
-    /// Sends with the authorizer's header, follows redirects, and gives a 401 (or a 403 for
+    /// Sends with the authorizer's headers, follows redirects, and gives a 401 (or a 403 for
     /// scope) one more try if the authorizer says it has fixed it: once per status, so a
-    /// request that needs a login and then more scope still goes through.
+    /// request that needs a login and then more scope still goes through, and once more for
+    /// a 401 that only hands out a DPoP nonce.
     pub(super) async fn send(&self, request: Outgoing) -> Result<Response, Refusal> {
-        let mut retried: Vec<u16> = Vec::new();
+        let mut retried: Vec<(u16, bool)> = Vec::new();
         loop {
-            // Copied only to carry the authorizer's header.
+            // Copied only to carry the authorizer's headers.
             let mut authorized = None;
             if let Some(authorizer) = &self.authorizer {
-                match authorizer.authorization().await {
-                    Ok(Some(value)) => {
+                let outbound = Outbound {
+                    method: request.method.as_str(),
+                    url: request.url.as_str(),
+                    body: &request.body,
+                };
+                match authorizer.authorization(outbound).await {
+                    Ok(headers) if headers.is_empty() => {}
+                    Ok(headers) => {
                         let mut attempt = request.clone();
-                        (attempt.headers)
-                            .retain(|(name, _)| !name.eq_ignore_ascii_case("authorization"));
-                        attempt.headers.push(("Authorization".to_owned(), value));
+                        (attempt.headers).retain(|(name, _)| {
+                            !headers
+                                .iter()
+                                .any(|(ours, _)| ours.eq_ignore_ascii_case(name))
+                        });
+                        attempt.headers.extend(headers);
                         authorized = Some(attempt);
                     }
-                    Ok(None) => {}
                     Err(error) => {
                         return Err(Refusal::Unreachable(format!("no authorization: {error}")));
                     }
@@ -89,25 +98,34 @@ impl Endpoint {
                 .await
                 .map_err(Refusal::Unreachable)?;
             let status = response.status.as_u16();
+            let dpop_nonce = response.header("dpop-nonce").map(str::to_owned);
+            if let (Some(authorizer), Some(nonce)) = (&self.authorizer, &dpop_nonce) {
+                authorizer.nonce(request.url.as_str(), nonce);
+            }
             if status != 401 && status != 403 {
                 return Ok(response);
             }
             let www_authenticate = response.header("www-authenticate").map(str::to_owned);
+            let wants_nonce = status == 401
+                && dpop_nonce.is_some()
+                && (www_authenticate.as_deref())
+                    .is_some_and(|value| value.contains("use_dpop_nonce"));
             let challenge = Challenge {
                 url: self.url.to_string(),
                 status,
                 www_authenticate,
+                dpop_nonce,
             };
             let may_fix = status == 401
                 || (challenge.www_authenticate.as_deref())
                     .is_some_and(|value| value.contains("insufficient_scope"));
-            if !retried.contains(&status)
+            if !retried.contains(&(status, wants_nonce))
                 && may_fix
                 && let Some(authorizer) = &self.authorizer
             {
                 match authorizer.challenged(&challenge).await {
                     Ok(true) => {
-                        retried.push(status);
+                        retried.push((status, wants_nonce));
                         continue;
                     }
                     Ok(false) => {}

@@ -94,27 +94,47 @@ impl HttpServer {
     }
 }
 
-/// Supplies the `Authorization` header and reacts to 401 and 403. Implemented by the host
-/// (OAuth); the adapter never stores tokens. The exchanges it makes of its own (metadata,
-/// registration, tokens) go through [`authorize::send`](crate::authorize::send), with the
-/// transport's TLS setup.
+/// Supplies the `Authorization` header (and, for tokens bound to a key, the `DPoP` proof
+/// beside it) and reacts to 401 and 403. Implemented by the host (OAuth); the adapter never
+/// stores tokens. The exchanges it makes of its own (metadata, registration, tokens) go
+/// through [`authorize::send`](crate::authorize::send), with the transport's TLS setup.
 ///
 /// Its methods return boxed futures (`Pin<Box<dyn Future + Send>>`), so the trait stays
 /// object safe: write them as `Box::pin(async move { ... })`.
 pub trait Authorizer: Send + Sync + fmt::Debug {
-    /// The `Authorization` value for the next request (e.g. `Bearer abc`), refreshing first
-    /// if it knows the token has expired; `None` sends none.
-    fn authorization(
-        &self,
-    ) -> Pin<Box<dyn Future<Output = Result<Option<String>, String>> + Send + '_>>;
+    /// The headers that authorize `request` (e.g. `Authorization: Bearer abc`), refreshing
+    /// first if it knows the token has expired; none sends none. A proof of possession signs
+    /// the request's method, URL and body, so it is asked for each request anew.
+    // Spelt out, as `challenged` is, so an implementor sees the whole type it writes.
+    #[allow(clippy::type_complexity)]
+    fn authorization<'a>(
+        &'a self,
+        request: Outbound<'a>,
+    ) -> Pin<Box<dyn Future<Output = Result<Vec<(String, String)>, String>> + Send + 'a>>;
 
     /// The server answered 401, or 403 with `insufficient_scope`. Return `Ok(true)` when a
     /// new authorization was obtained and the request should be sent once more; `Ok(false)`
     /// to give up (the request or the connection then fails with [`Error::Unauthorized`](crate::Error::Unauthorized)).
+    /// A 401 that hands out a DPoP nonce (RFC 9449 §9) gets one try of its own beside that.
     fn challenged<'a>(
         &'a self,
         challenge: &'a Challenge,
     ) -> Pin<Box<dyn Future<Output = Result<bool, String>> + Send + 'a>>;
+
+    /// An answer of any status carried `DPoP-Nonce` (RFC 9449 §8.2): the nonce the server
+    /// wants in the next proof. Ignored unless the authorizer makes proofs.
+    fn nonce(&self, _url: &str, _nonce: &str) {}
+}
+
+/// The request an [`Authorizer`] authorizes: what a DPoP proof signs.
+#[derive(Clone, Copy, Debug)]
+pub struct Outbound<'a> {
+    /// `POST`, `GET` or `DELETE`.
+    pub method: &'a str,
+    /// The URL it goes to.
+    pub url: &'a str,
+    /// Its body (empty for a GET).
+    pub body: &'a [u8],
 }
 
 /// A refusal for the [`Authorizer`] to answer.
@@ -126,6 +146,8 @@ pub struct Challenge {
     pub status: u16,
     /// The `WWW-Authenticate` header as sent.
     pub www_authenticate: Option<String>,
+    /// The `DPoP-Nonce` header, when the server sent one.
+    pub dpop_nonce: Option<String>,
 }
 
 /// Starts a connection to a remote server: what a [`Client`](crate::Client) is made of and

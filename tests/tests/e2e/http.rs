@@ -12,13 +12,20 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use mcp_smol::proto::{CloseReason, Request, RequestError};
-use mcp_smol::{Authorizer, Challenge, Client, Error, HttpServer, HttpTransport, Options, connect};
+use mcp_smol::{
+    Authorizer, Challenge, Client, Error, HttpServer, HttpTransport, Options, Outbound, connect,
+};
 use serde_json::json;
 
 use crate::support::{Scratch, bounded, text};
 
 /// What [`Authorizer`]'s methods return.
 type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// The headers of an `Authorization: VALUE`.
+fn bearer(value: &str) -> Vec<(String, String)> {
+    vec![("Authorization".to_owned(), value.to_owned())]
+}
 
 const HTTP_FIXTURE: &str = env!("CARGO_BIN_EXE_mcp-http-fixture");
 
@@ -582,10 +589,11 @@ struct Eager {
 }
 
 impl Authorizer for Eager {
-    fn authorization(
-        &self,
-    ) -> Pin<Box<dyn Future<Output = Result<Option<String>, String>> + Send>> {
-        Box::pin(async { Ok(Some("Bearer stale".to_owned())) })
+    fn authorization<'a>(
+        &'a self,
+        _request: Outbound<'a>,
+    ) -> BoxFuture<'a, Result<Vec<(String, String)>, String>> {
+        Box::pin(async { Ok(bearer("Bearer stale")) })
     }
 
     fn challenged<'a>(&'a self, challenge: &'a Challenge) -> BoxFuture<'a, Result<bool, String>> {
@@ -688,11 +696,12 @@ struct Swapping {
 }
 
 impl Authorizer for Swapping {
-    fn authorization(
-        &self,
-    ) -> Pin<Box<dyn Future<Output = Result<Option<String>, String>> + Send>> {
+    fn authorization<'a>(
+        &'a self,
+        _request: Outbound<'a>,
+    ) -> BoxFuture<'a, Result<Vec<(String, String)>, String>> {
         let token = self.token.lock().unwrap().clone();
-        Box::pin(async move { Ok(Some(token)) })
+        Box::pin(async move { Ok(bearer(&token)) })
     }
 
     fn challenged<'a>(&'a self, challenge: &'a Challenge) -> BoxFuture<'a, Result<bool, String>> {
@@ -751,11 +760,12 @@ struct Laddered {
 }
 
 impl Authorizer for Laddered {
-    fn authorization(
-        &self,
-    ) -> Pin<Box<dyn Future<Output = Result<Option<String>, String>> + Send>> {
+    fn authorization<'a>(
+        &'a self,
+        _request: Outbound<'a>,
+    ) -> BoxFuture<'a, Result<Vec<(String, String)>, String>> {
         let token = *self.token.lock().unwrap();
-        Box::pin(async move { Ok(Some(format!("Bearer {token}"))) })
+        Box::pin(async move { Ok(bearer(&format!("Bearer {token}"))) })
     }
 
     fn challenged<'a>(&'a self, challenge: &'a Challenge) -> BoxFuture<'a, Result<bool, String>> {

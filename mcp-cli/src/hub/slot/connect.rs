@@ -259,6 +259,15 @@ pub(crate) fn auth_settings(remote: &Remote, base: &auth::Settings) -> auth::Set
     if remote.oauth_private_key.is_some() {
         settings.private_key = remote.oauth_private_key.clone();
     }
+    if remote.oauth_assertion.is_some() {
+        settings.assertion = remote.oauth_assertion.clone();
+    }
+    if remote.oauth_idp.is_some() {
+        settings.idp = remote.oauth_idp.clone();
+    }
+    if remote.oauth_dpop.is_some() {
+        settings.dpop = remote.oauth_dpop;
+    }
     if let Some(store) = remote.token_store {
         settings.token_store = store;
     }
