@@ -361,6 +361,15 @@ mod tests {
             Bearer::parse("Negotiate abc==, Bearer scope=x").and_then(|b| b.scope),
             Some("x".into())
         );
+        // RFC 9449 §7.1: a DPoP challenge says the same things, and that DPoP is taken.
+        let dpop = Bearer::parse(r#"DPoP error="use_dpop_nonce", resource_metadata="https://h/m""#)
+            .expect("dpop");
+        assert!(dpop.dpop);
+        assert_eq!(dpop.error.as_deref(), Some("use_dpop_nonce"));
+        assert_eq!(dpop.resource_metadata.as_deref(), Some("https://h/m"));
+        let both = Bearer::parse(r#"Bearer scope="a", DPoP algs="ES256""#).expect("both");
+        assert!(both.dpop && both.scope.as_deref() == Some("a"));
+        assert!(!plain.dpop);
         // Unterminated quotes and stray separators are not fatal.
         assert!(Bearer::parse("Bearer scope=\"open, error=").is_some());
         assert!(Bearer::parse("=,=,\"").is_none());

@@ -403,3 +403,292 @@ fn a_browser_login_shows_its_url_through_the_notice() {
     assert_eq!(*wait, Duration::from_secs(10));
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// The resource and authorization server of `server`, with `token` answering the token
+/// endpoint and `extra` added to the server metadata.
+fn canned_as(
+    extra: serde_json::Value,
+    token: impl Fn(&super::http::Request) -> Response + Send + Sync + 'static,
+) -> Canned {
+    let mut metadata = json!({
+        "issuer": "http://as",
+        "authorization_endpoint": "http://as/authorize",
+        "token_endpoint": "http://as/token",
+    });
+    for (key, value) in extra.as_object().into_iter().flatten() {
+        metadata[key] = value.clone();
+    }
+    Canned::default()
+        .json(
+            "http://rs/.well-known/oauth-protected-resource/mcp",
+            json!({"resource": RS, "authorization_servers": ["http://as"]}),
+        )
+        .json("http://as/.well-known/oauth-authorization-server", metadata)
+        .on("POST", "http://as/token", token)
+}
+
+fn form(request: &super::http::Request) -> Vec<(String, String)> {
+    urls::parse_form(std::str::from_utf8(&request.body).unwrap_or_default())
+}
+
+fn has(form: &[(String, String)], key: &str, value: &str) -> bool {
+    form.iter().any(|(k, v)| k == key && v == value)
+}
+
+#[test]
+fn dpop_is_used_when_both_servers_offer_it_demanded_or_refused_by_the_setting() {
+    let discovered = |algs: Option<&[&str]>, dpop: bool| Discovered {
+        resource: RS.into(),
+        scopes_supported: None,
+        dpop,
+        server: serde_json::from_value(json!({
+            "issuer": "http://as",
+            "authorization_endpoint": "http://as/authorize",
+            "token_endpoint": "http://as/token",
+            "dpop_signing_alg_values_supported": algs,
+        }))
+        .expect("metadata"),
+    };
+    let choose = |setting: Option<bool>, found: &Discovered| {
+        let mut settings = settings(&temp_dir("dpop-choice"), Login::Never);
+        settings.dpop = setting;
+        let oauth = OAuth::with_http("fx", RS, settings, Box::new(Canned::default()));
+        oauth.choose_dpop(found).map(|prover| prover.is_some())
+    };
+    let both = discovered(Some(&["RS256", "ES256"]), true);
+    let only_as = discovered(Some(&["ES256"]), false);
+    let no_es256 = discovered(Some(&["RS256"]), true);
+    assert_eq!(choose(None, &both), Ok(true));
+    assert_eq!(
+        choose(None, &only_as),
+        Ok(false),
+        "the resource did not ask"
+    );
+    assert_eq!(choose(None, &no_es256), Ok(false));
+    assert_eq!(choose(Some(false), &both), Ok(false));
+    assert_eq!(choose(Some(true), &only_as), Ok(true));
+    let error = choose(Some(true), &no_es256).expect_err("demanded, not offered");
+    assert!(
+        error.contains("takes no DPoP proofs signed with ES256"),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_dpop_login_binds_the_token_and_presents_it_with_a_fresh_proof() {
+    let dir = temp_dir("dpop");
+    let proofs = Arc::new(Mutex::new(Vec::new()));
+    let seen = proofs.clone();
+    let server = canned_as(
+        json!({"dpop_signing_alg_values_supported": ["ES256"], "registration_endpoint": "http://as/register"}),
+        move |request| {
+            let proof = request.headers.iter().find(|(k, _)| k == "DPoP");
+            seen.lock().expect("proofs").push(proof.map(|(_, v)| v.clone()));
+            answer(200, json!({"access_token": "bound", "token_type": "DPoP", "expires_in": 3600}))
+        },
+    )
+    .on("POST", "http://as/register", |_| answer(201, json!({"client_id": "dyn"})))
+    .on("GET", "http://as/authorize", |request| {
+        let url = urls::parse(&request.url).expect("url");
+        let back = format!(
+            "{}?code=c&state={}",
+            urls::param(&url, "redirect_uri").unwrap_or_default(),
+            urls::param(&url, "state").unwrap_or_default()
+        );
+        Response { status: 302, headers: vec![("Location".into(), back)], body: vec![] }
+    });
+    let oauth = OAuth::with_http("fx", RS, settings(&dir, Login::Follow), Box::new(server));
+    async_io::block_on(async {
+        let offer =
+            r#"DPoP resource_metadata="http://rs/.well-known/oauth-protected-resource/mcp""#;
+        assert_eq!(oauth.challenged(&challenge(401, offer)).await, Ok(true));
+        let request = mcp_smol::Outbound {
+            method: "POST",
+            url: RS,
+            body: b"{}",
+        };
+        let headers = oauth.authorization(request).await.expect("headers");
+        assert_eq!(headers[0], ("Authorization".into(), "DPoP bound".into()));
+        assert_eq!(headers[1].0, "DPoP");
+        let again = oauth.authorization(request).await.expect("headers");
+        assert_ne!(again[1], headers[1], "a fresh proof for each request");
+        // The server's nonce: one more try, with the nonce in the next proof.
+        oauth.nonce(RS, "n-7");
+        let mut wants = challenge(401, r#"DPoP error="use_dpop_nonce""#);
+        wants.dpop_nonce = Some("n-7".into());
+        assert_eq!(oauth.challenged(&wants).await, Ok(true));
+        let proof = &oauth.authorization(request).await.expect("headers")[1].1;
+        let claims = proof.split('.').nth(1).expect("claims");
+        use base64::Engine as _;
+        let claims = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(claims)
+            .expect("b64");
+        let claims: serde_json::Value = serde_json::from_slice(&claims).expect("json");
+        assert_eq!(claims["nonce"], "n-7");
+    });
+    let proofs = proofs.lock().expect("proofs");
+    assert!(
+        proofs.len() == 1 && proofs[0].is_some(),
+        "the token request proved the key"
+    );
+    // The key is kept with the token, and a new process takes both up.
+    let record = store::Place {
+        dir: dir.clone(),
+        name: "fx".into(),
+        url: RS.into(),
+        choice: TokenStore::File,
+    }
+    .load()
+    .expect("kept");
+    assert!(record.dpop_key.is_some() && record.tokens.is_some_and(|t| t.dpop_bound));
+    let later = OAuth::with_http(
+        "fx",
+        RS,
+        settings(&dir, Login::Never),
+        Box::new(Canned::default()),
+    );
+    let request = mcp_smol::Outbound {
+        method: "GET",
+        url: RS,
+        body: b"",
+    };
+    let headers = async_io::block_on(later.authorization(request)).expect("headers");
+    assert_eq!(headers.len(), 2, "{headers:?}");
+    // Without its key a bound token is not sent at all.
+    later.set_prover(None);
+    assert_eq!(
+        async_io::block_on(later.authorization(request)),
+        Ok(Vec::new())
+    );
+}
+
+#[test]
+fn a_workload_jwt_refused_once_is_not_sent_again_and_no_other_grant_is_tried() {
+    let dir = temp_dir("workload");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let jwt = dir.join("workload.jwt");
+    std::fs::write(&jwt, "e30.eyJhdWQiOiJodHRwOi8vYXMifQ.sig\n").expect("jwt");
+    let forms = Arc::new(Mutex::new(Vec::new()));
+    let seen = forms.clone();
+    let server = canned_as(json!({}), move |request| {
+        seen.lock().expect("forms").push(form(request));
+        answer(
+            400,
+            json!({"error": "invalid_grant", "error_description": "JWT assertion is expired"}),
+        )
+    });
+    let mut settings = settings(&dir, Login::Never);
+    settings.grant = Grant::JwtBearer;
+    settings.assertion = Some(Jwt::File(jwt.clone()));
+    let oauth = OAuth::with_http("fx", RS, settings, Box::new(server));
+    let first =
+        async_io::block_on(oauth.challenged(&challenge(401, "Bearer"))).expect_err("refused");
+    assert!(
+        first.contains("the workload identity (JWT bearer) grant"),
+        "{first}"
+    );
+    assert!(
+        first.contains("invalid_grant (JWT assertion is expired)"),
+        "{first}"
+    );
+    let second =
+        async_io::block_on(oauth.challenged(&challenge(401, "Bearer"))).expect_err("again");
+    assert!(
+        second.contains("the same JWT is not sent again"),
+        "{second}"
+    );
+    let forms = forms.lock().expect("forms");
+    assert_eq!(
+        forms.len(),
+        1,
+        "one token request, no retry, no other grant"
+    );
+    assert!(has(&forms[0], "grant_type", flow::JWT_BEARER));
+    assert!(has(
+        &forms[0],
+        "assertion",
+        "e30.eyJhdWQiOiJodHRwOi8vYXMifQ.sig"
+    ));
+    assert!(has(&forms[0], "resource", RS));
+    assert!(
+        !forms[0].iter().any(|(k, _)| k == "client_id"),
+        "a workload has no client"
+    );
+    // The JWT never shows in a message.
+    assert!(!first.contains("eyJhdWQ") && !second.contains("eyJhdWQ"));
+}
+
+#[test]
+fn each_party_of_an_enterprise_grant_is_named_when_it_refuses() {
+    let dir = temp_dir("enterprise");
+    let run = |idp_answer: serde_json::Value, idp_status: u16, as_answer: serde_json::Value| {
+        let (as_status, as_body) = (
+            as_answer["status"].as_u64().unwrap_or(200),
+            as_answer["body"].clone(),
+        );
+        let exchanged = Arc::new(Mutex::new(Vec::new()));
+        let seen = exchanged.clone();
+        let server = canned_as(json!({}), move |request| {
+            assert!(has(&form(request), "grant_type", flow::JWT_BEARER));
+            answer(as_status as u16, as_body.clone())
+        })
+        .json(
+            "http://idp/.well-known/openid-configuration",
+            json!({"issuer": "http://idp", "authorization_endpoint": "http://idp/authorize", "token_endpoint": "http://idp/token"}),
+        )
+        .on("POST", "http://idp/token", move |request| {
+            seen.lock().expect("seen").push(form(request));
+            answer(idp_status, idp_answer.clone())
+        });
+        let mut settings = settings(&dir, Login::Never);
+        settings.grant = Grant::Enterprise;
+        settings.client_id = Some("mcp-client".into());
+        settings.client_secret = Some("s".into());
+        settings.idp = Some(IdentityProvider {
+            issuer: "http://idp".into(),
+            client_id: Some("idp-client".into()),
+            client_secret: None,
+            id_token: Some(Jwt::Value("h.p.s".into())),
+        });
+        let oauth = OAuth::with_http("fx", RS, settings, Box::new(server));
+        let outcome = async_io::block_on(oauth.challenged(&challenge(401, "Bearer")));
+        let forms = exchanged.lock().expect("seen").clone();
+        (outcome, forms)
+    };
+    let jag = json!({"access_token": "the.id.jag", "issued_token_type": "urn:ietf:params:oauth:token-type:id-jag", "token_type": "N_A"});
+    let ok = json!({"status": 200, "body": {"access_token": "at", "token_type": "Bearer"}});
+    let (outcome, forms) = run(jag.clone(), 200, ok.clone());
+    assert_eq!(outcome, Ok(true));
+    assert!(has(&forms[0], "audience", "http://as") && has(&forms[0], "resource", RS));
+    assert!(has(&forms[0], "subject_token", "h.p.s"));
+    assert!(has(
+        &forms[0],
+        "subject_token_type",
+        "urn:ietf:params:oauth:token-type:id_token"
+    ));
+    let (outcome, _) = run(
+        json!({"error": "invalid_grant", "error_description": "Invalid ID token"}),
+        400,
+        ok.clone(),
+    );
+    let error = outcome.expect_err("the identity provider refuses");
+    assert!(
+        error.contains("the token exchange (identity provider http://idp)"),
+        "{error}"
+    );
+    assert!(
+        error.contains("invalid_grant (Invalid ID token)"),
+        "{error}"
+    );
+    let refuse = json!({"status": 401, "body": {"error": "invalid_client"}});
+    let error = run(jag, 200, refuse)
+        .0
+        .expect_err("the authorization server refuses");
+    assert!(
+        error.contains("the identity assertion grant (authorization server http://as)"),
+        "{error}"
+    );
+    let untyped = json!({"access_token": "x", "token_type": "Bearer"});
+    let error = run(untyped, 200, ok).0.expect_err("not an ID-JAG");
+    assert!(error.contains("not an identity assertion grant"), "{error}");
+}

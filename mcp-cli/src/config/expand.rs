@@ -706,6 +706,45 @@ mod tests {
         );
         let plain = remote_with("");
         assert_eq!((plain.oauth_grant, plain.token_store), (None, None));
+        assert_eq!(
+            (plain.oauth_assertion, plain.oauth_idp, plain.oauth_dpop),
+            (None, None, None)
+        );
+        use crate::config::oauth::{Grant, IdentityProvider, Jwt, Secret};
+        let workload = remote_with(
+            "oauth_grant = \"jwt_bearer\"\noauth_assertion_file = \"${HOME}/ci.jwt\"\noauth_dpop = true",
+        );
+        assert_eq!(workload.oauth_grant, Some(Grant::JwtBearer));
+        assert_eq!(
+            workload.oauth_assertion,
+            Some(Jwt::File("/home/u/ci.jwt".into()))
+        );
+        assert_eq!(workload.oauth_dpop, Some(true));
+        let by_variable =
+            remote_with("oauth_grant = \"jwt_bearer\"\noauth_assertion_env = \"TOKEN\"");
+        assert_eq!(
+            by_variable.oauth_assertion,
+            Some(Jwt::Value("secret".into()))
+        );
+        let shown = format!("{by_variable:?}");
+        assert!(
+            !shown.contains("\"secret\""),
+            "no JWT in debug output: {shown}"
+        );
+        let enterprise = remote_with(
+            "oauth_grant = \"enterprise\"\noauth_idp_issuer = \"https://idp\"\n\
+             oauth_idp_client_id = \"cli\"\noauth_idp_client_secret_env = \"TOKEN\"\n\
+             oauth_id_token_env = \"TOKEN\"",
+        );
+        assert_eq!(
+            enterprise.oauth_idp,
+            Some(IdentityProvider {
+                issuer: "https://idp".into(),
+                client_id: Some("cli".into()),
+                client_secret: Some(Secret("secret".into())),
+                id_token: Some(Jwt::Value("secret".into())),
+            })
+        );
         for (keys, expected) in [
             (
                 "token_store = \"vault\"",
@@ -720,6 +759,17 @@ mod tests {
                 "oauth_private_key_file = \"k.pem\"\noauth_signing_alg = \"HS256\"",
                 "oauth_signing_alg is \"ES256\" or \"RS256\"",
             ),
+            ("oauth_grant = \"jwt_bearer\"", "needs the workload's JWT"),
+            (
+                "oauth_assertion_file = \"a\"\noauth_assertion_env = \"TOKEN\"",
+                "two answers to one question",
+            ),
+            (
+                "oauth_assertion_env = \"NOPE\"",
+                "NOPE is not set (named by oauth_assertion_env)",
+            ),
+            ("oauth_grant = \"enterprise\"", "needs oauth_idp_issuer"),
+            ("oauth_id_token_file = \"t\"", "need oauth_idp_issuer"),
         ] {
             let reason = invalid(&format!("url = \"http://x\"\n{keys}"));
             assert!(reason.contains(expected), "{keys}: {reason}");

@@ -347,25 +347,47 @@ fn every_client_scenario_of_both_requirement_sets_passes_with_mcp_cli_as_the_cli
 }
 
 /// Extension scenarios outside the frozen sets, run by name: machine clients (the
-/// `client_credentials` grant with a secret sent by HTTP Basic, and with a private-key JWT).
+/// `client_credentials` grant with a secret sent by HTTP Basic, and with a private-key JWT),
+/// in both versions.
 const CLIENT_CREDENTIALS: [&str; 2] = [
     "auth/client-credentials-basic",
     "auth/client-credentials-jwt",
 ];
 
+/// The authorization extensions new in the prerelease (`client.sh` says which settings
+/// each uses): enterprise-managed authorization (an ID token exchanged at the identity
+/// provider, the grant it gives traded at the authorization server), DPoP-bound tokens
+/// (without and with the servers' nonces), and workload identity federation (a workload's
+/// JWT as the grant).
+const AUTH_EXTENSIONS: [&str; 4] = [
+    "auth/enterprise-managed-authorization",
+    "auth/dpop",
+    "auth/dpop-nonce",
+    "auth/wif-jwt-bearer",
+];
+
 #[test]
 #[cfg_attr(no_node, ignore = "needs Node.js and npm on PATH")]
-fn the_client_credentials_extension_scenarios_pass_with_mcp_cli_as_the_client() {
+fn the_authorization_extension_scenarios_pass_with_mcp_cli_as_the_client() {
     let node = mcp_tests::node22();
-    let scratch = Scratch::new("conformance-client-credentials");
+    let scratch = Scratch::new("conformance-auth-extensions");
     cli_binary();
-    let (table, failed) = run_set(
+    let (mut table, mut failed) = run_set(
         &node,
         &scratch,
         ("client-credentials", &CLIENT_CREDENTIALS),
         &VERSIONS,
         None,
     );
+    let (rows, failures) = run_set(
+        &node,
+        &scratch,
+        ("auth-extensions", &AUTH_EXTENSIONS),
+        &VERSIONS[1..],
+        None,
+    );
+    table.extend(rows);
+    failed.extend(failures);
     eprintln!("{}", table.join("\n"));
     assert!(
         failed.is_empty(),
