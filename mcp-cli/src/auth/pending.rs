@@ -99,6 +99,22 @@ enum How {
 impl OAuth {
     /// [`start_login`] for this server.
     async fn start(&self, device: bool) -> Result<Started, String> {
+        let name = &self.name;
+        match self.settings.grant {
+            super::Grant::AuthorizationCode => {}
+            super::Grant::Enterprise => {
+                return Err(format!(
+                    "{name} logs in at its identity provider, in one command: run `mcp-cli auth \
+                     {name}` (with --device or --no-browser where no browser opens)"
+                ));
+            }
+            super::Grant::ClientCredentials | super::Grant::JwtBearer => {
+                return Err(format!(
+                    "{name} gets its tokens without a login (oauth_grant is not \
+                     authorization_code): nothing to start"
+                ));
+            }
+        }
         let bearer = self.ask_unauthorized().await?;
         let state = self.state.lock().await;
         let wanted = bearer

@@ -498,9 +498,11 @@ pub(crate) async fn send_following(
                 .retain(|(name, _)| !name.eq_ignore_ascii_case("content-type"));
         }
         if next.origin() != following.url.origin() {
-            following
-                .headers
-                .retain(|(name, _)| !name.eq_ignore_ascii_case("authorization"));
+            // The token, and the proof of its key (made for the first URL anyway), stay home.
+            let credential = |name: &str| {
+                name.eq_ignore_ascii_case("authorization") || name.eq_ignore_ascii_case("dpop")
+            };
+            following.headers.retain(|(name, _)| !credential(name));
         }
         following.url = next;
         redirected = Some(following);
