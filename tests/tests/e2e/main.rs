@@ -122,6 +122,7 @@ mod http;
 
 /// OAuth for remote servers: `mcp_client_cli::auth` against `mcp-oauth-fixture` over real HTTP.
 mod oauth;
+mod oauth_extensions;
 
 /// OAuth for real use through the `mcp-cli` binary: the keychain (a private gnome-keyring),
 /// one refresh across processes, headless logins, stored-auth-only, machine clients.
