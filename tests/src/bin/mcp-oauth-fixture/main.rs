@@ -85,9 +85,23 @@
 //!
 //! `mcp-oauth-fixture browse URL`: a stand-in for a browser (for `$BROWSER`): GETs `URL`,
 //! follows redirects, exits 0 once a page answers 2xx.
+//!
+//! What lives here (the authorization server's core, the device grant, the MCP endpoint and
+//! `browse` are in this file):
+//! - `dpop.rs`: DPoP proofs checked, keys' thumbprints, tokens bound to them, nonces.
+//! - `workload.rs`: the platform's workload JWT and the JWT bearer grant that takes it.
+//! - `idp.rs`: the identity provider (metadata, ID tokens, its login, the token exchange)
+//!   and the ID-JAG grant at the authorization server.
+//! - `codec.rs`: base64 and base64url, HS256 JWTs, URL and form encoding, scope lists,
+//!   the clock.
 
 // A poisoned lock here means the fixture itself crashed; panicking further is the right answer.
 #![allow(clippy::unwrap_used)]
+
+mod codec;
+mod dpop;
+mod idp;
+mod workload;
 
 use std::collections::{HashMap, HashSet};
 use std::io::{Read, Write};
@@ -97,21 +111,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use mcp_tests::http::{self, Request, Response};
-use ring::signature::{ECDSA_P256_SHA256_FIXED, UnparsedPublicKey};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-/// The key the fixture signs workload JWTs with, as a platform would.
-const PLATFORM_KEY: &[u8] = b"mcp-oauth-fixture platform key";
-/// The key the identity provider signs ID tokens and ID-JAGs with.
-const IDP_KEY: &[u8] = b"mcp-oauth-fixture identity provider key";
+use codec::{base64, base64url, encode, form, split};
 
 const DEVICE_GRANT: &str = "urn:ietf:params:oauth:grant-type:device_code";
 const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
-const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
-const ID_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:id_token";
-const ID_JAG_TYPE: &str = "urn:ietf:params:oauth:token-type:id-jag";
-const ACCESS_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:access_token";
 
 struct Grant {
     challenge: String,
@@ -251,21 +257,6 @@ impl State {
         answer
     }
 
-    /// A new DPoP nonce from `endpoint` (`as` or `rs`).
-    fn new_nonce(&self, endpoint: &str) -> String {
-        let nonce = self.fresh(&format!("{endpoint}-nonce"));
-        self.nonces.lock().unwrap().push(nonce.clone());
-        nonce
-    }
-
-    /// Whether `nonce` is one `endpoint` handed out.
-    fn nonce_ok(&self, endpoint: &str, nonce: Option<&str>) -> bool {
-        nonce.is_some_and(|nonce| {
-            nonce.starts_with(&format!("{endpoint}-nonce-"))
-                && self.nonces.lock().unwrap().iter().any(|n| n == nonce)
-        })
-    }
-
     fn dpop_mode(&self) -> bool {
         matches!(self.mode.as_str(), "dpop" | "dpop-nonce")
     }
@@ -357,7 +348,7 @@ fn route(state: &State, request: &Request) -> Response {
                 "idp_token_requests": state.idp_token_requests.load(Ordering::SeqCst),
             }),
         ),
-        ("GET", "/workload-jwt") => workload_jwt(state, request),
+        ("GET", "/workload-jwt") => workload::jwt(state, request),
         ("POST", "/register") => register(state, request),
         ("POST", "/device_authorization") => device_authorization(state, request),
         ("GET", "/device") => device_page(state, request),
@@ -365,16 +356,16 @@ fn route(state: &State, request: &Request) -> Response {
         ("POST", "/token") => token(state, request),
         ("POST", "/mcp") => mcp(state, request),
         ("GET", "/mcp") => Response::empty("405 Method Not Allowed", vec![]),
-        ("GET", "/idp/.well-known/openid-configuration") => idp_metadata(state),
+        ("GET", "/idp/.well-known/openid-configuration") => idp::metadata(state),
         ("GET", "/idp/id-token") => {
             let query = form(request.query());
             let get = |key: &str| query.get(key).cloned().unwrap_or_default();
             let ttl = get("ttl").parse().unwrap_or(3600);
-            let token = id_token(state, &get("sub"), ttl, &get("exchange"));
+            let token = idp::id_token(state, &get("sub"), ttl, &get("exchange"));
             Response::new("200 OK", "text/plain", token)
         }
-        ("GET", "/idp/authorize") => idp_authorize(state, request),
-        ("POST", "/idp/token") => idp_token(state, request),
+        ("GET", "/idp/authorize") => idp::authorize(state, request),
+        ("POST", "/idp/token") => idp::token(state, request),
         _ => reply("404 Not Found", &json!({"error": "not_found"})),
     }
 }
@@ -508,38 +499,13 @@ fn authorize(state: &State, request: &Request) -> Response {
     Response::empty("302 Found", vec![("Location".into(), location)])
 }
 
-/// The token request's DPoP proof, when it has one that checks out; else the refusal, with
-/// how the proof fared for the log (`rejected`, `missing`, `no-nonce`).
-fn token_proof(state: &State, request: &Request) -> Result<Option<Proof>, (String, Response)> {
-    let bad = "400 Bad Request";
-    if request.header("dpop").is_none() {
-        if state.nonce_mode() {
-            let refusal = oauth_error(bad, "invalid_dpop_proof", "only DPoP-bound tokens here");
-            return Err(("missing".into(), refusal));
-        }
-        return Ok(None);
-    }
-    let htu = format!("{}/token", state.base);
-    let proof = check_proof(state, request, &htu, None).map_err(|why| {
-        let shown = format!("rejected ({why})");
-        (shown, oauth_error(bad, "invalid_dpop_proof", &why))
-    })?;
-    if state.nonce_mode() && !state.nonce_ok("as", proof.nonce.as_deref()) {
-        let mut refusal = oauth_error(bad, "use_dpop_nonce", "a nonce is required");
-        let nonce = state.new_nonce("as");
-        refusal.headers.push(("DPoP-Nonce".into(), nonce));
-        return Err(("no-nonce".into(), refusal));
-    }
-    Ok(Some(proof))
-}
-
 fn token(state: &State, request: &Request) -> Response {
     state.token_requests.fetch_add(1, Ordering::SeqCst);
     let body = form(std::str::from_utf8(&request.body).unwrap_or_default());
     let get = |key: &str| body.get(key).cloned().unwrap_or_default();
     let grant = get("grant_type");
     let line = format!("token grant={grant} resource={}", get("resource"));
-    let proof = match token_proof(state, request) {
+    let proof = match dpop::token_proof(state, request) {
         Ok(proof) => proof,
         Err((shown, refusal)) => {
             state.log(format!("{line} dpop={shown}"));
@@ -571,8 +537,10 @@ fn token(state: &State, request: &Request) -> Response {
         "refresh_token" => refresh(state, &get("refresh_token"), binding),
         "client_credentials" => client_credentials(state, request, &body, binding),
         DEVICE_GRANT => device_poll(state, &get("device_code"), binding),
-        JWT_BEARER if state.mode == "workload" => workload_grant(state, request, &body, binding),
-        JWT_BEARER if state.mode == "enterprise" => id_jag_grant(state, request, &body, binding),
+        JWT_BEARER if state.mode == "workload" => workload::grant(state, request, &body, binding),
+        JWT_BEARER if state.mode == "enterprise" => {
+            idp::id_jag_grant(state, request, &body, binding)
+        }
         _ => refuse(state, "", bad, "unsupported_grant_type", &grant),
     }
 }
@@ -640,146 +608,6 @@ fn client_credentials(
     }
     let scopes = split(body.get("scope"));
     reply("200 OK", &state.issue(scopes, binding, true))
-}
-
-/// Who the token request says it comes from: the id of its HTTP Basic credentials or its
-/// form's `client_id`, `none` without either.
-fn client_named(request: &Request, body: &HashMap<String, String>) -> String {
-    let basic = (request.header("authorization"))
-        .and_then(|value| value.strip_prefix("Basic "))
-        .and_then(base64url_decode)
-        .and_then(|pair| String::from_utf8(pair).ok())
-        .and_then(|pair| pair.split_once(':').map(|(id, _)| id.to_owned()));
-    (basic.or_else(|| body.get("client_id").cloned())).unwrap_or_else(|| "none".into())
-}
-
-/// `GET /workload-jwt`: a JWT as the platform hands one to a workload.
-fn workload_jwt(state: &State, request: &Request) -> Response {
-    let query = form(request.query());
-    let get = |key: &str| query.get(key).cloned().unwrap_or_default();
-    let now = now_secs();
-    let mut claims = json!({
-        "iss": format!("{}/platform", state.base),
-        "sub": get("sub"),
-        "aud": state.base,
-        "iat": now,
-        "exp": now + get("ttl").parse::<i64>().unwrap_or(3600),
-        "jti": state.fresh("workload-jti"),
-    });
-    if let Some(code) = query.get("refuse") {
-        claims["refuse"] = json!(code);
-    }
-    Response::new(
-        "200 OK",
-        "text/plain",
-        sign_hs256(PLATFORM_KEY, "JWT", &claims),
-    )
-}
-
-/// The workload identity grant: the platform's JWT, with no client authentication needed.
-fn workload_grant(
-    state: &State,
-    request: &Request,
-    body: &HashMap<String, String>,
-    binding: Option<String>,
-) -> Response {
-    let bad = "400 Bad Request";
-    let assertion = body.get("assertion").cloned().unwrap_or_default();
-    let Some((_, claims)) = verify_hs256(PLATFORM_KEY, &assertion) else {
-        return refuse(
-            state,
-            "",
-            bad,
-            "invalid_grant",
-            "not a JWT of this platform",
-        );
-    };
-    let sub = claims["sub"].as_str().unwrap_or_default();
-    let scope = body.get("scope").cloned().unwrap_or_default();
-    state.log(format!(
-        "jwt-bearer workload sub={sub} client={} scope={scope}",
-        client_named(request, body)
-    ));
-    if claims["aud"] != state.base.as_str() {
-        return refuse(
-            state,
-            "",
-            bad,
-            "invalid_grant",
-            "the JWT is for another audience",
-        );
-    }
-    if claims["exp"].as_i64().is_none_or(|exp| exp <= now_secs()) {
-        return refuse(state, "", bad, "invalid_grant", "the JWT expired");
-    }
-    if let Some(code) = claims["refuse"].as_str() {
-        return refuse(
-            state,
-            "",
-            bad,
-            code,
-            "refused, as the JWT's refuse claim asks",
-        );
-    }
-    if body.get("resource") != Some(&format!("{}/mcp", state.base)) {
-        return refuse(state, "", bad, "invalid_target", "unknown resource");
-    }
-    reply("200 OK", &state.issue(split(Some(&scope)), binding, false))
-}
-
-/// The identity assertion grant: an ID-JAG from the identity provider, for this server and
-/// the client `ent-client`.
-fn id_jag_grant(
-    state: &State,
-    request: &Request,
-    body: &HashMap<String, String>,
-    binding: Option<String>,
-) -> Response {
-    let bad = "400 Bad Request";
-    let client_ok = request.header("authorization")
-        == Some(format!("Basic {}", base64(b"ent-client:ent-secret")).as_str());
-    let assertion = body.get("assertion").cloned().unwrap_or_default();
-    let Some((header, claims)) = verify_hs256(IDP_KEY, &assertion) else {
-        return refuse(
-            state,
-            "",
-            bad,
-            "invalid_grant",
-            "not signed by the identity provider",
-        );
-    };
-    let sub = claims["sub"].as_str().unwrap_or_default();
-    let client = if client_ok { "ent-client" } else { "bad" };
-    state.log(format!("jwt-bearer id-jag sub={sub} client={client}"));
-    if !client_ok {
-        let unauthorized = "401 Unauthorized";
-        return refuse(
-            state,
-            "",
-            unauthorized,
-            "invalid_client",
-            "bad client credentials",
-        );
-    }
-    let resource = format!("{}/mcp", state.base);
-    let why = if header["typ"] != "oauth-id-jag+jwt" {
-        Some("not an ID-JAG (typ)")
-    } else if claims["iss"] != state.idp_issuer().as_str() || claims["aud"] != state.base.as_str() {
-        Some("the ID-JAG is from another issuer or for another audience")
-    } else if claims["client_id"] != "ent-client" {
-        Some("the ID-JAG is for another client")
-    } else if claims["resource"] != resource.as_str() || body.get("resource") != Some(&resource) {
-        Some("the ID-JAG is for another resource")
-    } else if claims["exp"].as_i64().is_none_or(|exp| exp <= now_secs()) {
-        Some("the ID-JAG expired")
-    } else {
-        None
-    };
-    if let Some(why) = why {
-        return refuse(state, "", bad, "invalid_grant", why);
-    }
-    let scopes = split(claims["scope"].as_str().map(str::to_owned).as_ref());
-    reply("200 OK", &state.issue(scopes, binding, false))
 }
 
 fn device_authorization(state: &State, request: &Request) -> Response {
@@ -876,229 +704,6 @@ fn device_poll(state: &State, device_code: &str, binding: Option<String>) -> Res
     }
 }
 
-fn idp_metadata(state: &State) -> Response {
-    let issuer = state.idp_issuer();
-    state.log("idp metadata".into());
-    reply(
-        "200 OK",
-        &json!({
-            "issuer": issuer,
-            "authorization_endpoint": format!("{issuer}/authorize"),
-            "token_endpoint": format!("{issuer}/token"),
-            "response_types_supported": ["code"],
-            "subject_types_supported": ["public"],
-            "id_token_signing_alg_values_supported": ["HS256"],
-            "scopes_supported": ["openid", "offline_access"],
-            "grant_types_supported": ["authorization_code", "refresh_token", TOKEN_EXCHANGE],
-            "code_challenge_methods_supported": ["S256"],
-            "token_endpoint_auth_methods_supported": ["client_secret_basic"],
-        }),
-    )
-}
-
-/// An ID token for the person `sub`, good for `ttl` seconds (negative: already expired); its
-/// `exchange` claim, when not empty, tells the token exchange to misbehave.
-fn id_token(state: &State, sub: &str, ttl: i64, exchange: &str) -> String {
-    let now = now_secs();
-    let mut claims = json!({
-        "iss": state.idp_issuer(),
-        "sub": sub,
-        "aud": "idp-client",
-        "iat": now,
-        "exp": now + ttl,
-    });
-    if !exchange.is_empty() {
-        claims["exchange"] = json!(exchange);
-    }
-    sign_hs256(IDP_KEY, "JWT", &claims)
-}
-
-/// The person's login at the identity provider: OpenID Connect, approved at once.
-fn idp_authorize(state: &State, request: &Request) -> Response {
-    let query = form(request.query());
-    let get = |key: &str| query.get(key).cloned().unwrap_or_default();
-    let scope = get("scope");
-    state.log(format!(
-        "idp authorize client={} scope={scope} resource={}",
-        get("client_id"),
-        get("resource")
-    ));
-    let redirect = get("redirect_uri");
-    if get("client_id") != "idp-client" || !redirect.starts_with("http://127.0.0.1:") {
-        return oauth_error("400 Bad Request", "invalid_client", "unknown client");
-    }
-    let mut params = format!("state={}", encode(&get("state")));
-    let scopes: Vec<String> = split(Some(&scope));
-    if get("code_challenge_method") != "S256" || get("code_challenge").is_empty() {
-        params.push_str("&error=invalid_request&error_description=PKCE%20S256%20required");
-    } else if !scopes.iter().any(|s| s == "openid") {
-        params.push_str("&error=invalid_scope");
-    } else {
-        let code = state.fresh("idp-code");
-        let grant = Grant {
-            challenge: get("code_challenge"),
-            redirect_uri: redirect.clone(),
-            scopes,
-        };
-        state.idp_codes.lock().unwrap().insert(code.clone(), grant);
-        params.push_str(&format!("&code={code}"));
-    }
-    let location = format!("{redirect}?{params}");
-    Response::empty("302 Found", vec![("Location".into(), location)])
-}
-
-/// The identity provider's token endpoint: its client `idp-client` only, by HTTP Basic.
-fn idp_token(state: &State, request: &Request) -> Response {
-    state.idp_token_requests.fetch_add(1, Ordering::SeqCst);
-    let body = form(std::str::from_utf8(&request.body).unwrap_or_default());
-    let get = |key: &str| body.get(key).cloned().unwrap_or_default();
-    let grant = get("grant_type");
-    let bad = "400 Bad Request";
-    let client_ok = request.header("authorization")
-        == Some(format!("Basic {}", base64(b"idp-client:idp-secret")).as_str());
-    if !client_ok {
-        state.log(format!("idp token grant={grant} client=bad"));
-        let unauthorized = "401 Unauthorized";
-        return refuse(
-            state,
-            "idp ",
-            unauthorized,
-            "invalid_client",
-            "bad client credentials",
-        );
-    }
-    let person = |sub: &str| {
-        let refresh = state.fresh("idp-refresh");
-        state
-            .idp_refresh
-            .lock()
-            .unwrap()
-            .insert(refresh.clone(), sub.to_owned());
-        json!({
-            "access_token": state.fresh("idp-access"),
-            "token_type": "Bearer",
-            "expires_in": 3600,
-            "id_token": id_token(state, sub, 3600, ""),
-            "refresh_token": refresh,
-            "scope": "openid offline_access",
-        })
-    };
-    match grant.as_str() {
-        "authorization_code" => {
-            state.log("idp token grant=authorization_code".into());
-            let Some(grant) = state.idp_codes.lock().unwrap().remove(&get("code")) else {
-                return refuse(state, "idp ", bad, "invalid_grant", "unknown code");
-            };
-            let computed = base64url(&Sha256::digest(get("code_verifier").as_bytes()));
-            if computed != grant.challenge || get("redirect_uri") != grant.redirect_uri {
-                return refuse(
-                    state,
-                    "idp ",
-                    bad,
-                    "invalid_grant",
-                    "PKCE or redirect mismatch",
-                );
-            }
-            reply("200 OK", &person("alice"))
-        }
-        "refresh_token" => {
-            state.log("idp token grant=refresh_token".into());
-            let Some(sub) = state
-                .idp_refresh
-                .lock()
-                .unwrap()
-                .remove(&get("refresh_token"))
-            else {
-                return refuse(state, "idp ", bad, "invalid_grant", "unknown refresh token");
-            };
-            reply("200 OK", &person(&sub))
-        }
-        TOKEN_EXCHANGE => token_exchange(state, &body),
-        _ => refuse(state, "idp ", bad, "unsupported_grant_type", &grant),
-    }
-}
-
-/// RFC 8693 at the identity provider: a good ID token for an ID-JAG naming the audience and
-/// resource asked for.
-fn token_exchange(state: &State, body: &HashMap<String, String>) -> Response {
-    let get = |key: &str| body.get(key).cloned().unwrap_or_default();
-    let bad = "400 Bad Request";
-    state.log(format!(
-        "idp token grant=token-exchange audience={} resource={} scope={} \
-         requested_token_type={} subject_token_type={}",
-        get("audience"),
-        get("resource"),
-        get("scope"),
-        get("requested_token_type"),
-        get("subject_token_type"),
-    ));
-    if get("requested_token_type") != ID_JAG_TYPE || get("subject_token_type") != ID_TOKEN_TYPE {
-        return refuse(
-            state,
-            "idp ",
-            bad,
-            "invalid_request",
-            "unexpected token types",
-        );
-    }
-    let Some((_, claims)) = verify_hs256(IDP_KEY, &get("subject_token")) else {
-        return refuse(
-            state,
-            "idp ",
-            bad,
-            "invalid_grant",
-            "not an ID token of ours",
-        );
-    };
-    if claims["exp"].as_i64().is_none_or(|exp| exp <= now_secs()) {
-        return refuse(state, "idp ", bad, "invalid_grant", "the ID token expired");
-    }
-    if claims["exchange"] == "refuse" {
-        return refuse(
-            state,
-            "idp ",
-            bad,
-            "invalid_grant",
-            "policy forbids this person",
-        );
-    }
-    if get("audience") != state.base || get("resource") != format!("{}/mcp", state.base) {
-        return refuse(
-            state,
-            "idp ",
-            bad,
-            "invalid_target",
-            "unknown audience or resource",
-        );
-    }
-    let now = now_secs();
-    let grant = json!({
-        "iss": state.idp_issuer(),
-        "sub": claims["sub"],
-        "aud": get("audience"),
-        "client_id": "ent-client",
-        "resource": get("resource"),
-        "scope": get("scope"),
-        "iat": now,
-        "exp": now + 300,
-        "jti": state.fresh("id-jag"),
-    });
-    let issued = if claims["exchange"] == "access_token" {
-        ACCESS_TOKEN_TYPE
-    } else {
-        ID_JAG_TYPE
-    };
-    reply(
-        "200 OK",
-        &json!({
-            "access_token": sign_hs256(IDP_KEY, "oauth-id-jag+jwt", &grant),
-            "issued_token_type": issued,
-            "token_type": "N_A",
-            "expires_in": 300,
-        }),
-    )
-}
-
 /// The MCP endpoint's challenge, with `error` when there is one to name.
 fn challenge(state: &State, error: Option<&str>) -> String {
     let metadata = format!("{}/.well-known/oauth-protected-resource/mcp", state.base);
@@ -1151,35 +756,7 @@ fn authenticate(
         ("bearer", _) => Err(("bearer-bound".into(), invalid_token())),
         (_, None) => Err(("dpop-unbound".into(), invalid_token())),
         (_, Some(bound)) => {
-            let htu = format!("{}/mcp", state.base);
-            let rejected = |why: String| {
-                let header =
-                    format!(r#"DPoP error="invalid_dpop_proof", error_description="{why}""#);
-                (
-                    format!("dpop-rejected ({why})"),
-                    unauthorized(header, vec![]),
-                )
-            };
-            let proof = check_proof(state, request, &htu, Some(token)).map_err(rejected)?;
-            if proof.jkt != bound {
-                return Err(rejected(
-                    "the proof is of another key than the token's".into(),
-                ));
-            }
-            if !state.nonce_mode() {
-                return Ok((scopes, "dpop".into()));
-            }
-            let nonce = proof.nonce.unwrap_or_default();
-            if !state.nonce_ok("rs", Some(&nonce)) {
-                let header =
-                    r#"DPoP error="use_dpop_nonce", error_description="a nonce is required""#;
-                let nonce = ("DPoP-Nonce".into(), state.new_nonce("rs"));
-                return Err((
-                    "dpop-no-nonce".into(),
-                    unauthorized(header.into(), vec![nonce]),
-                ));
-            }
-            Ok((scopes, format!("dpop nonce={nonce}")))
+            dpop::bound_proof(state, request, token, &bound).map(|shown| (scopes, shown))
         }
     }
 }
@@ -1247,115 +824,6 @@ fn answer(state: &State, message: &Value, method: &str, scopes: &[String]) -> Re
     )
 }
 
-/// A DPoP proof that checked out: the thumbprint of its key (RFC 7638) and its nonce.
-struct Proof {
-    jkt: String,
-    nonce: Option<String>,
-}
-
-/// Checks the request's `DPoP` proof (RFC 9449 §4.3) for a request to `htu`; with the
-/// `token` it presents (at the MCP endpoint), also `ath` and the body's `content_digest`.
-fn check_proof(
-    state: &State,
-    request: &Request,
-    htu: &str,
-    token: Option<&str>,
-) -> Result<Proof, String> {
-    let mut proofs = (request.headers.iter()).filter(|(name, _)| name.eq_ignore_ascii_case("dpop"));
-    let (Some((_, proof)), None) = (proofs.next(), proofs.next()) else {
-        return Err("not exactly one DPoP header".into());
-    };
-    let parts: Vec<&str> = proof.split('.').collect();
-    let [head, body, signature] = parts[..] else {
-        return Err("not a signed JWT".into());
-    };
-    let json_of = |part: &str| {
-        base64url_decode(part).and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
-    };
-    let (Some(header), Some(claims)) = (json_of(head), json_of(body)) else {
-        return Err("header or claims not base64url JSON".into());
-    };
-    if header["typ"] != "dpop+jwt" || header["alg"] != "ES256" {
-        return Err("typ is not dpop+jwt or alg not ES256".into());
-    }
-    let jwk = &header["jwk"];
-    let (Some(x), Some(y)) = (jwk["x"].as_str(), jwk["y"].as_str()) else {
-        return Err("no EC public key in jwk".into());
-    };
-    if jwk["kty"] != "EC" || jwk["crv"] != "P-256" || jwk.get("d").is_some() {
-        return Err("jwk is not a public P-256 key".into());
-    }
-    let mut point = vec![4u8];
-    point.extend(base64url_decode(x).unwrap_or_default());
-    point.extend(base64url_decode(y).unwrap_or_default());
-    let signature = base64url_decode(signature).unwrap_or_default();
-    let signed = format!("{head}.{body}");
-    (UnparsedPublicKey::new(&ECDSA_P256_SHA256_FIXED, &point))
-        .verify(signed.as_bytes(), &signature)
-        .map_err(|_| "the signature does not verify against its jwk".to_owned())?;
-    if claims["htm"] != request.method.as_str() || claims["htu"] != htu {
-        return Err(format!("htm/htu are not {} {htu}", request.method));
-    }
-    if claims["iat"]
-        .as_i64()
-        .is_none_or(|iat| (iat - now_secs()).abs() > 60)
-    {
-        return Err("iat is not within a minute of now".into());
-    }
-    let jti = claims["jti"].as_str().unwrap_or_default();
-    if jti.is_empty() || !state.jtis.lock().unwrap().insert(jti.to_owned()) {
-        return Err("no jti, or one used before".into());
-    }
-    match token {
-        Some(token) => {
-            if claims["ath"] != base64url(&Sha256::digest(token.as_bytes())).as_str() {
-                return Err("ath is not the token's hash".into());
-            }
-            let digest = format!("sha-256=:{}:", base64(&Sha256::digest(&request.body)));
-            if request.method == "POST" && claims["content_digest"] != digest.as_str() {
-                return Err("content_digest is not the body's".into());
-            }
-        }
-        None if claims.get("ath").is_some() => return Err("ath in a token request".into()),
-        None => {}
-    }
-    let thumbprint_input = format!(r#"{{"crv":"P-256","kty":"EC","x":"{x}","y":"{y}"}}"#);
-    Ok(Proof {
-        jkt: base64url(&Sha256::digest(thumbprint_input.as_bytes())),
-        nonce: claims["nonce"].as_str().map(str::to_owned),
-    })
-}
-
-/// A JWT of `claims` with header type `typ`, signed HS256 with `key`.
-fn sign_hs256(key: &[u8], typ: &str, claims: &Value) -> String {
-    let header = json!({"typ": typ, "alg": "HS256"});
-    let signed = format!(
-        "{}.{}",
-        base64url(header.to_string().as_bytes()),
-        base64url(claims.to_string().as_bytes())
-    );
-    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, key);
-    let tag = ring::hmac::sign(&key, signed.as_bytes());
-    format!("{signed}.{}", base64url(tag.as_ref()))
-}
-
-/// The header and claims of `jwt`, when it is signed HS256 with `key`.
-fn verify_hs256(key: &[u8], jwt: &str) -> Option<(Value, Value)> {
-    let parts: Vec<&str> = jwt.split('.').collect();
-    let [head, body, signature] = parts[..] else {
-        return None;
-    };
-    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, key);
-    let signed = format!("{head}.{body}");
-    ring::hmac::verify(&key, signed.as_bytes(), &base64url_decode(signature)?).ok()?;
-    let header: Value = serde_json::from_slice(&base64url_decode(head)?).ok()?;
-    (header["alg"] == "HS256").then_some(())?;
-    Some((
-        header,
-        serde_json::from_slice(&base64url_decode(body)?).ok()?,
-    ))
-}
-
 /// `browse URL`: follows redirects like a browser that is already logged in.
 fn browse(mut url: String) -> i32 {
     for _ in 0..10 {
@@ -1398,217 +866,4 @@ fn browse(mut url: String) -> i32 {
         }
     }
     1
-}
-
-fn form(text: &str) -> HashMap<String, String> {
-    http::form_pairs(text).into_iter().collect()
-}
-
-/// A space-separated scope list, split.
-fn split(scope: Option<&String>) -> Vec<String> {
-    (scope.map(String::as_str).unwrap_or_default())
-        .split_whitespace()
-        .map(str::to_owned)
-        .collect()
-}
-
-fn now_secs() -> i64 {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
-    now.map_or(0, |since| since.as_secs() as i64)
-}
-
-fn encode(text: &str) -> String {
-    (text.bytes())
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                char::from(b).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
-const BASE64URL: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-const BASE64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-/// Base64 in `alphabet`, padded with `=` when `padded`.
-fn base64_in(alphabet: &[u8; 64], bytes: &[u8], padded: bool) -> String {
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let n = (u32::from(chunk[0]) << 16)
-            | (u32::from(*chunk.get(1).unwrap_or(&0)) << 8)
-            | u32::from(*chunk.get(2).unwrap_or(&0));
-        for i in 0..=chunk.len() {
-            out.push(char::from(alphabet[((n >> (18 - 6 * i)) & 63) as usize]));
-        }
-        if padded {
-            out.push_str(&"=".repeat(3 - chunk.len()));
-        }
-    }
-    out
-}
-
-/// Base64url without padding (JWTs, PKCE, thumbprints).
-fn base64url(bytes: &[u8]) -> String {
-    base64_in(BASE64URL, bytes, false)
-}
-
-/// Standard base64 with padding (HTTP Basic, `content_digest`).
-fn base64(bytes: &[u8]) -> String {
-    base64_in(BASE64, bytes, true)
-}
-
-/// Base64url (or standard base64: both alphabets read), padding optional; `None` for
-/// anything else.
-fn base64url_decode(text: &str) -> Option<Vec<u8>> {
-    let digit = |c: u8| match c {
-        b'A'..=b'Z' => Some(c - b'A'),
-        b'a'..=b'z' => Some(c - b'a' + 26),
-        b'0'..=b'9' => Some(c - b'0' + 52),
-        b'-' | b'+' => Some(62),
-        b'_' | b'/' => Some(63),
-        _ => None,
-    };
-    let mut bytes = Vec::new();
-    let (mut bits, mut count) = (0u32, 0);
-    for c in text.trim_end_matches('=').bytes() {
-        bits = (bits << 6) | u32::from(digit(c)?);
-        count += 6;
-        if count >= 8 {
-            count -= 8;
-            bytes.push((bits >> count) as u8);
-        }
-    }
-    Some(bytes)
-}
-
-/// The fixture's own checks, so that what the end-to-end suites conclude from its log holds:
-/// a proof it accepts is a good one, and the bad ones it is there to catch are refused.
-#[cfg(test)]
-mod tests {
-    use ring::rand::SystemRandom;
-    use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair as _};
-
-    use super::*;
-
-    /// A client's key pair and its proofs, made the way RFC 9449 §4.2 says.
-    struct Client {
-        pair: EcdsaKeyPair,
-    }
-
-    impl Client {
-        fn new() -> Self {
-            let alg = &ECDSA_P256_SHA256_FIXED_SIGNING;
-            let pkcs8 = EcdsaKeyPair::generate_pkcs8(alg, &SystemRandom::new()).unwrap();
-            let pair = EcdsaKeyPair::from_pkcs8(alg, pkcs8.as_ref(), &SystemRandom::new());
-            Self {
-                pair: pair.unwrap(),
-            }
-        }
-
-        fn proof(&self, claims: &Value) -> String {
-            let (x, y) = self.pair.public_key().as_ref()[1..].split_at(32);
-            let jwk = json!({"kty": "EC", "crv": "P-256", "x": base64url(x), "y": base64url(y)});
-            let header = json!({"typ": "dpop+jwt", "alg": "ES256", "jwk": jwk});
-            let signed = format!(
-                "{}.{}",
-                base64url(header.to_string().as_bytes()),
-                base64url(claims.to_string().as_bytes())
-            );
-            let signature = self.pair.sign(&SystemRandom::new(), signed.as_bytes());
-            format!("{signed}.{}", base64url(signature.unwrap().as_ref()))
-        }
-    }
-
-    fn request(body: &str, proof: &str) -> Request {
-        Request {
-            method: "POST".into(),
-            target: "/mcp".into(),
-            headers: vec![("DPoP".into(), proof.into())],
-            body: body.as_bytes().to_vec(),
-        }
-    }
-
-    fn claims(jti: &str, token: &str, body: &str) -> Value {
-        json!({
-            "jti": jti,
-            "htm": "POST",
-            "htu": "http://fx/mcp",
-            "iat": now_secs(),
-            "ath": base64url(&Sha256::digest(token.as_bytes())),
-            "content_digest": format!("sha-256=:{}:", base64(&Sha256::digest(body.as_bytes()))),
-        })
-    }
-
-    #[test]
-    fn a_good_proof_passes_and_each_flaw_is_caught() {
-        let state = State::new("dpop".into(), "http://fx".into(), None);
-        let client = Client::new();
-        let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
-        let check = |proof: &str, body: &str| {
-            check_proof(&state, &request(body, proof), "http://fx/mcp", Some("tok"))
-        };
-        let good = client.proof(&claims("j1", "tok", body));
-        let accepted = check(&good, body).unwrap();
-        assert_eq!(accepted.jkt.len(), 43, "a SHA-256 thumbprint, base64url");
-        assert_eq!(
-            check(&good, body).err().unwrap(),
-            "no jti, or one used before"
-        );
-        let flawed = |jti: &str, key: &str, value: Value| {
-            let mut claims = claims(jti, "tok", body);
-            claims[key] = value;
-            client.proof(&claims)
-        };
-        for (proof, sent, why) in [
-            (
-                client.proof(&claims("j2", "tok", body)),
-                "{}",
-                "content_digest is not the body's",
-            ),
-            (
-                client.proof(&claims("j3", "other", body)),
-                body,
-                "ath is not the token's hash",
-            ),
-            (
-                flawed("j4", "htu", json!("http://fx/token")),
-                body,
-                "htm/htu are not POST",
-            ),
-            (
-                flawed("j5", "iat", json!(now_secs() - 600)),
-                body,
-                "iat is not within a minute",
-            ),
-        ] {
-            let error = check(&proof, sent).err().unwrap_or_default();
-            assert!(error.starts_with(why), "{why}: {error:?}");
-        }
-        // Another key's signature, or a header another key's proof came with.
-        let other = Client::new().proof(&claims("j6", "tok", body));
-        let head = good.split('.').next().unwrap();
-        let rest = other.split_once('.').unwrap().1;
-        let spliced = format!("{head}.{rest}");
-        let error = check(&spliced, body).err().unwrap_or_default();
-        assert_eq!(error, "the signature does not verify against its jwk");
-        let again = check(&other, body).unwrap();
-        assert_ne!(again.jkt, accepted.jkt, "each key has its own thumbprint");
-    }
-
-    #[test]
-    fn hs256_jwts_verify_only_under_their_key_and_base64_round_trips() {
-        let jwt = sign_hs256(PLATFORM_KEY, "JWT", &json!({"sub": "w"}));
-        let (_, claims) = verify_hs256(PLATFORM_KEY, &jwt).unwrap();
-        assert_eq!(claims["sub"], "w");
-        assert!(verify_hs256(IDP_KEY, &jwt).is_none());
-        assert_eq!(
-            base64(b"machine:machine-secret"),
-            "bWFjaGluZTptYWNoaW5lLXNlY3JldA=="
-        );
-        for bytes in [&b""[..], b"a", b"ab", b"abc", b"\xff\xfe\x00"] {
-            assert_eq!(base64url_decode(&base64url(bytes)).unwrap(), bytes);
-            assert_eq!(base64url_decode(&base64(bytes)).unwrap(), bytes);
-        }
-    }
 }
