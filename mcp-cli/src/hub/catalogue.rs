@@ -14,6 +14,7 @@ use crate::hub::features::{
     self, Features, PromptEntry, ResourceEntry, SkillEntry, Skipped, TemplateEntry,
 };
 use crate::hub::slot::Slot;
+use crate::hub::stored::Judged;
 use crate::hub::{ApproveChanges, Ask, Hub, HubError, PinChange};
 use crate::names;
 
@@ -113,9 +114,9 @@ impl Drop for Owing<'_> {
     }
 }
 
-/// A server's tools kept on disk, those its connection rejected, and its resources and prompts
-/// when they were asked for.
-type StoredListing = (Vec<Tool>, Vec<HubError>, Option<Features>);
+/// A server's tools kept on disk, what was judged of them, those its connection rejected, and
+/// its resources and prompts when they were asked for.
+type StoredListing = (Arc<Vec<Tool>>, Arc<Judged>, Vec<HubError>, Option<Features>);
 
 /// How the policy treats one tool.
 enum Verdict {
@@ -179,8 +180,8 @@ impl Hub {
         let mut catalogue = Catalogue::default();
         for (server, stored) in servers.iter().zip(stored) {
             let (tools, listed) = match stored {
-                Some((tools, rejected, features)) => {
-                    let shown = self.shown_tools(server, &Arc::new(tools), rejected);
+                Some((tools, judged, rejected, features)) => {
+                    let shown = self.shown_tools(server, &tools, &judged, rejected);
                     (Ok(shown), features.map(|features| Ok(Arc::new(features))))
                 }
                 None => {
@@ -280,13 +281,13 @@ impl Hub {
         }
         let key = self.inner.catalogue_key(slot.spec().ok()?);
         let now = SystemTime::now();
-        let (tools, rejected, capped) = self.inner.stored.tools(&key, now)?;
-        let rejected = kept_errors(server, rejected, capped);
+        let kept = self.inner.stored.tools(&key, now)?;
+        let rejected = kept_errors(server, kept.rejected, kept.capped);
         let features = match features {
             true => Some(self.inner.stored.features(&key, now)?),
             false => None,
         };
-        Some((tools, rejected, features))
+        Some((kept.tools, kept.judged, rejected, features))
     }
 
     /// The tools of `server` as last kept in the catalogue on disk, however old, policy and
@@ -299,13 +300,13 @@ impl Hub {
     pub(crate) fn last_kept_tools(&self, server: &str) -> Option<Catalogue> {
         let slot = self.inner.slot(server).ok()?;
         let key = self.inner.catalogue_key(slot.spec().ok()?);
-        let Some((tools, rejected, capped)) = self.inner.stored.last_tools(&key) else {
+        let Some(kept) = self.inner.stored.last_tools(&key) else {
             // The host goes on without them: their first listing is a change for it.
             slot.owe_listing(&self.inner, false);
             return None;
         };
-        let rejected = kept_errors(server, rejected, capped);
-        let (tools, withheld) = self.shown_tools(server, &Arc::new(tools), rejected);
+        let rejected = kept_errors(server, kept.rejected, kept.capped);
+        let (tools, withheld) = self.shown_tools(server, &kept.tools, &kept.judged, rejected);
         Some(Catalogue {
             tools,
             withheld,
@@ -329,22 +330,30 @@ impl Hub {
             state: slot.status().state,
             reason: "not running".to_owned(),
         })?;
-        Ok(self.shown_tools(server, &live, slot.rejected_tools()))
+        let judged = Judged::default();
+        Ok(self.shown_tools(server, &live, &judged, slot.rejected_tools()))
     }
 
     /// `server`'s `tools` as the policy and the pins let them through, live or from disk alike,
-    /// and those withheld (after `withheld`, those the connection rejected).
+    /// and those withheld (after `withheld`, those the connection rejected). What was `judged`
+    /// of them when they were kept on disk stands in for a digest and a scan.
     fn shown_tools(
         &self,
         server: &str,
         live: &Arc<Vec<Tool>>,
+        judged: &Judged,
         mut withheld: Vec<HubError>,
     ) -> (Vec<ToolEntry>, Vec<HubError>) {
         withheld.extend(self.observe_pins(server, live));
         let looked = self.looked(server, live);
+        let others = self.other_servers(server);
+        let pin_key = self.pin_key(server);
+        let scanner = super::scanning::scanner();
         let mut entries = Vec::new();
-        for (tool, shown) in looked.tools.iter().zip(looked.shown.iter().cloned()) {
-            match self.verdict(server, tool, &shown) {
+        let shown = looked.tools.iter().zip(looked.shown.iter().cloned());
+        for (at, (tool, shown)) in shown.enumerate() {
+            let judged = judged.of(at, live.len(), &others, scanner);
+            match self.verdict(server, pin_key.as_deref(), tool, &shown, judged) {
                 Verdict::Shown(ask) => entries.push(entry(server, tool, shown, ask)),
                 Verdict::Withheld(change) => withheld.push(withheld_error(server, tool, change)),
                 Verdict::Flagged(findings) => withheld.push(flagged_error(server, tool, findings)),
@@ -476,6 +485,9 @@ impl Hub {
         let _another = self.observe_pins(server, &live.tools);
         let looked = self.looked(server, &live.tools);
         let (tools, shown) = (&looked.tools, &looked.shown);
+        let pin_key = self.pin_key(server);
+        let verdict =
+            |tool, shown: &str| self.verdict(server, pin_key.as_deref(), tool, shown, None);
         let index = match tools.iter().position(|tool| tool.name == given) {
             Some(exact) => exact,
             None => {
@@ -500,9 +512,7 @@ impl Hub {
                             server: server.to_owned(),
                             given: given.to_owned(),
                             known: (tools.iter().zip(shown.iter()))
-                                .filter(|(t, s)| {
-                                    matches!(self.verdict(server, t, s), Verdict::Shown(_))
-                                })
+                                .filter(|(t, s)| matches!(verdict(t, s), Verdict::Shown(_)))
                                 .map(|(t, _)| t.name.clone())
                                 .collect(),
                         });
@@ -519,7 +529,7 @@ impl Hub {
             }
         };
         let (tool, shown) = (&tools[index], shown[index].clone());
-        match self.verdict(server, tool, &shown) {
+        match verdict(tool, &shown) {
             Verdict::Shown(ask) => {
                 let entry = entry(server, tool, shown, ask);
                 let pins = self.inner.pins.next_look(&self.trust_key(server));
@@ -578,18 +588,31 @@ impl Hub {
         Ok(())
     }
 
-    fn verdict(&self, server: &str, tool: &Arc<Tool>, shown: &str) -> Verdict {
+    /// How the policy treats `tool` of `server`, shown as `shown`, whose pins are kept under
+    /// `pin_key` ([`pin_key`](Self::pin_key)); `judged` is its pin digest and whether it is
+    /// known to scan clean, when its listing kept them ([`Judged::of`]).
+    fn verdict(
+        &self,
+        server: &str,
+        pin_key: Option<&str>,
+        tool: &Arc<Tool>,
+        shown: &str,
+        judged: Option<(&str, bool)>,
+    ) -> Verdict {
         let slot = self.inner.slot(server);
         let filter = slot.as_ref().ok().and_then(|slot| slot.spec().ok());
         if filter.is_some_and(|spec| !spec.tools.allows(&tool.name)) {
             return Verdict::Filtered;
         }
-        if let Some(key) = self.pin_key(server)
-            && let Some(change) = self.inner.pins.check(&key, tool)
+        let (sha256, clean) = judged.unzip();
+        if let Some(key) = pin_key
+            && let Some(change) = self.inner.pins.check(key, tool, sha256)
         {
             return Verdict::Withheld(change);
         }
-        if let Some(findings) = self.flagged(server, tool) {
+        if clean != Some(true)
+            && let Some(findings) = self.flagged(server, tool)
+        {
             return Verdict::Flagged(findings);
         }
         match self.inner.policy.rule_for(shown, server, &tool.name) {

@@ -291,29 +291,43 @@ impl Pins {
     }
 
     /// How `tool` differs from its pin, if it does (or if the pins cannot be read).
-    pub(crate) fn check(&self, server: &str, tool: &Arc<Tool>) -> Option<PinChange> {
+    /// `sha256` is its definition's digest ([`sha256`]) when it is at hand, kept with the
+    /// listing it came in: the pins are still those read now, only the digest is not made
+    /// again.
+    pub(crate) fn check(
+        &self,
+        server: &str,
+        tool: &Arc<Tool>,
+        sha256: Option<&str>,
+    ) -> Option<PinChange> {
         let dir = self.dir.as_ref()?;
         let unreadable = |why: &str| PinChange {
             fields: vec![format!("pins unreadable ({why})")],
             diff: Vec::new(),
         };
-        let pinned = {
+        {
             let lock = self.lock();
             let observed = lock.get(server)?;
-            let matched = observed.matched.get(&tool.name);
-            if matched.is_some_and(|matched| Arc::ptr_eq(matched, tool) || matched == tool) {
-                return None;
-            }
-            match &observed.read {
-                Ok(digests) => digests.tools.get(&tool.name)?.sha256.clone(),
+            let pinned = match &observed.read {
+                Ok(digests) => &digests.tools.get(&tool.name)?.sha256,
                 Err(why) => return Some(unreadable(why)),
+            };
+            let matched = observed.matched.get(&tool.name);
+            match sha256 {
+                Some(sha256) if sha256 == pinned => return None,
+                Some(_) => {}
+                None if matched.is_some_and(|m| Arc::ptr_eq(m, tool) || m == tool) => return None,
+                None => {
+                    let pinned = pinned.clone();
+                    drop(lock);
+                    if self::sha256(tool) == pinned {
+                        if let Some(observed) = self.lock().get_mut(server) {
+                            observed.matched.insert(tool.name.clone(), tool.clone());
+                        }
+                        return None;
+                    }
+                }
             }
-        };
-        if Pin::of(tool).sha256 == pinned {
-            if let Some(observed) = self.lock().get_mut(server) {
-                observed.matched.insert(tool.name.clone(), tool.clone());
-            }
-            return None;
         }
         // Changed: the pinned definition, read only now, shows how.
         let path = log_path(dir, server).with_extension("json");
@@ -415,6 +429,11 @@ fn write_pins(
     let text = serde_json::to_string_pretty(file).map_err(|error| error.to_string())? + "\n";
     write_private(original, &text)
         .map_err(|error| format!("cannot pin tools in {}: {error}", path.display()))
+}
+
+/// The digest `tool`'s definition is pinned with.
+pub(crate) fn sha256(tool: &Tool) -> String {
+    digest(&definition(tool))
 }
 
 /// The pinned fields of `tool`, keys sorted at every depth.
@@ -550,25 +569,30 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("mcp-cli-pins-{}", std::process::id()));
         let pins = Pins::new(Some(dir.clone()));
         pins.observe("s", &[tool("one")], true);
-        assert_eq!(pins.check("s", &Arc::new(tool("one"))), None);
+        assert_eq!(pins.check("s", &Arc::new(tool("one")), None), None);
 
         // A fresh hub (a new run) reads the pins from disk.
         let pins = Pins::new(Some(dir.clone()));
         pins.observe("s", &[tool("two")], true);
-        let change = pins.check("s", &Arc::new(tool("two"))).unwrap();
+        let change = pins.check("s", &Arc::new(tool("two")), None).unwrap();
         assert_eq!(change.diff, ["- one", "+ two"]);
 
         let accepted = pins.accept("s", &[tool("two")], &|_| true).unwrap();
         assert_eq!(accepted.len(), 1);
         let pins = Pins::new(Some(dir.clone()));
         pins.observe("s", &[tool("two")], true);
-        assert_eq!(pins.check("s", &Arc::new(tool("two"))), None);
+        assert_eq!(pins.check("s", &Arc::new(tool("two")), None), None);
 
         // A broken file withholds everything rather than trusting anything.
         std::fs::write(dir.join("s.json"), "{").unwrap();
         let pins = Pins::new(Some(dir.clone()));
         pins.observe("s", &[tool("two")], true);
-        assert!(pins.check("s", &Arc::new(tool("two"))).unwrap().fields[0].contains("unreadable"));
+        assert!(
+            pins.check("s", &Arc::new(tool("two")), None)
+                .unwrap()
+                .fields[0]
+                .contains("unreadable")
+        );
         std::fs::remove_dir_all(dir).unwrap();
     }
 
@@ -640,7 +664,7 @@ mod tests {
         pins.observe("s", &[tool("one")], true);
         pins.observe("s", &[tool("two")], true);
         assert!(
-            pins.check("s", &Arc::new(tool("two"))).is_some(),
+            pins.check("s", &Arc::new(tool("two")), None).is_some(),
             "withheld"
         );
 
@@ -651,13 +675,13 @@ mod tests {
         // Seen at the next look: a new command line asks for one.
         pins.look_again();
         pins.observe("s", &[tool("two")], true);
-        assert_eq!(pins.check("s", &Arc::new(tool("two"))), None);
+        assert_eq!(pins.check("s", &Arc::new(tool("two")), None), None);
 
         // And a file broken behind its back is seen too.
         std::fs::write(dir.join("s.json"), "{").unwrap();
         pins.look_again();
         pins.observe("s", &[tool("two")], true);
-        assert!(pins.check("s", &Arc::new(tool("two"))).is_some());
+        assert!(pins.check("s", &Arc::new(tool("two")), None).is_some());
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

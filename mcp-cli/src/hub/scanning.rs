@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use crate::hub::accepted::{Accepted, digest_of};
 use crate::hub::features::Features;
+use crate::hub::stored::Judged;
 use crate::hub::{Hub, HubError};
 use crate::scan::{self, Finding};
 
@@ -386,12 +387,60 @@ impl Hub {
     }
 
     /// Every configured server but `server`: the names whose tools it must not claim.
+    pub(crate) fn other_servers(&self, server: &str) -> Vec<String> {
+        self.inner.other_servers(server)
+    }
+}
+
+impl super::Inner {
+    /// Every configured server but `server`, in name order.
     fn other_servers(&self, server: &str) -> Vec<String> {
-        (self.inner.slots().iter())
+        (self.slots().iter())
             .map(|slot| slot.name().to_owned())
             .filter(|name| name != server)
             .collect()
     }
+
+    /// What to keep with a listing of `server`'s `tools` in the catalogue on disk: each one's
+    /// pin digest, and whether it scans clean against the other servers configured now
+    /// (through the scans kept in memory, so the listing's first use scans nothing again).
+    /// With scanning off for `server` none is scanned, so none is known clean.
+    pub(crate) fn judged(&self, server: &str, tools: &[Tool]) -> Judged {
+        let others = self.other_servers(server);
+        let scans = (self.slot(server).ok())
+            .and_then(|slot| slot.spec().ok().map(|spec| spec.scan_tools))
+            .unwrap_or(false);
+        let clean = |tool: &Tool| {
+            let tool = Arc::new(tool.clone());
+            scans
+                && (self
+                    .scans
+                    .of(server, &tool, || others.iter().map(String::as_str)))
+                .is_empty()
+        };
+        Judged {
+            sha256: tools.iter().map(super::pins::sha256).collect(),
+            clean: tools.iter().map(clean).collect(),
+            others,
+            scanner: scanner().unwrap_or_default().to_owned(),
+        }
+    }
+}
+
+/// What names the scan's rules: this program's version and its executable file's length and
+/// times, so that a verdict kept by another build (an upgrade, whose rules may flag more) is
+/// not taken for this one's. `None` when the executable cannot be looked at: then no kept
+/// verdict stands.
+pub(crate) fn scanner() -> Option<&'static str> {
+    static SCANNER: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    let made = || {
+        use std::os::unix::fs::MetadataExt;
+        let file = std::fs::metadata(std::env::current_exe().ok()?).ok()?;
+        let version = env!("CARGO_PKG_VERSION");
+        let (len, modified, nsec) = (file.len(), file.mtime(), file.mtime_nsec());
+        Some(format!("mcp-cli {version} {len} {modified}.{nsec:09}"))
+    };
+    SCANNER.get_or_init(made).as_deref()
 }
 
 #[cfg(test)]

@@ -457,7 +457,8 @@ impl Slot {
             .collect();
         let key = hub.catalogue_key(spec);
         let listed = (tools, rejected, client.capped::<Tool>());
-        (hub.stored).save_tools(&key, listed, fresh, SystemTime::now())
+        let judged = hub.judged(self.name(), tools);
+        (hub.stored).save_tools(&key, listed, judged, fresh, SystemTime::now())
     }
 
     /// Keeps a listing of this server's resources and prompts, as [`store_tools`] does;

@@ -19,14 +19,21 @@
 //! the server, which is the 2026-07-28 revision's private cache, reused "for the same
 //! authorization context" only. The files are a cache: one that cannot be read or written only
 //! costs a server start.
+//!
+//! Beside its tools a listing keeps what was judged of them when it was kept ([`Judged`]):
+//! each one's pin digest and whether the poisoning scan found it clean, so that a search
+//! reads them instead of making them again for every tool. A file is parsed again only when
+//! its stamp changes: the daemon searches the same catalogue again and again.
 
+use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use mcp_smol::proto::skills::Skill;
 use mcp_smol::proto::{CacheHint, Prompt, Resource, ResourceTemplate, Tool};
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::config::ServerSpec;
 use crate::files;
@@ -90,23 +97,84 @@ pub(crate) fn key(spec: &ServerSpec, elicit: bool) -> String {
 /// A tool the connection rejected, and why.
 pub(crate) type Rejected = (String, String);
 
-/// A server's tools as kept, those its connection rejected, and the cap they were cut at.
-pub(crate) type StoredListing = (Vec<Tool>, Vec<Rejected>, Option<usize>);
-
-/// A server's tools as kept, with those its connection rejected (and why), to be told again.
+/// A server's tools as kept, with those its connection rejected (and why), to be told again,
+/// and what was judged of them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-struct StoredTools {
-    tools: Vec<Tool>,
+pub(crate) struct StoredTools {
+    /// Shared: the same file's tools are the same listing in memory until the file changes,
+    /// so what is made once per listing (shown names, scans) is not made again.
+    #[serde(with = "shared")]
+    pub(crate) tools: Arc<Vec<Tool>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    rejected: Vec<Rejected>,
+    pub(crate) rejected: Vec<Rejected>,
     /// The cap, when the server listed more tools than `max_listed` and these are the first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    capped: Option<usize>,
+    pub(crate) capped: Option<usize>,
+    /// Empty in a listing kept before these were.
+    #[serde(default, with = "shared", skip_serializing_if = "unjudged")]
+    pub(crate) judged: Arc<Judged>,
 }
 
-impl From<StoredTools> for StoredListing {
-    fn from(stored: StoredTools) -> Self {
-        (stored.tools, stored.rejected, stored.capped)
+/// What was judged of a listing's tools when it was kept, in the tools' order. It is written
+/// in the same file as the tools, replaced whole with them, so it always speaks of the
+/// definitions beside it; what it cannot stand for (the pins, which `trust` changes, and the
+/// servers configured now) is checked on every use.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Judged {
+    /// Each tool's pin digest ([`pins::sha256`]): the pins read now are compared with it.
+    ///
+    /// [`pins::sha256`]: crate::hub::pins::sha256
+    pub(crate) sha256: Vec<String>,
+    /// Whether the poisoning scan found each tool clean ...
+    pub(crate) clean: Vec<bool>,
+    /// ... against these other servers' names: a tool that names one shadows it, so the
+    /// verdicts stand only while these are the other servers configured ...
+    pub(crate) others: Vec<String>,
+    /// ... and by this scanner ([`scanner`](crate::hub::scanning::scanner)): another build
+    /// may scan by other rules.
+    #[serde(default)]
+    pub(crate) scanner: String,
+}
+
+impl Judged {
+    /// The digest of the tool at `at` in a listing of `count` tools, and whether it is known
+    /// to scan clean against `others` by `scanner`; `None` when nothing judged it (an older
+    /// file).
+    pub(crate) fn of(
+        &self,
+        at: usize,
+        count: usize,
+        others: &[String],
+        scanner: Option<&str>,
+    ) -> Option<(&str, bool)> {
+        if self.sha256.len() != count || self.clean.len() != count {
+            return None;
+        }
+        let same_scan = self.others == others && scanner == Some(self.scanner.as_str());
+        Some((&self.sha256[at], self.clean[at] && same_scan))
+    }
+}
+
+fn unjudged(judged: &Arc<Judged>) -> bool {
+    judged.sha256.is_empty()
+}
+
+/// Serde for a value shared in memory, written as the value itself.
+mod shared {
+    use super::{Arc, Deserialize, Deserializer, Serialize, Serializer};
+
+    pub(super) fn serialize<T: Serialize, S: Serializer>(
+        value: &Arc<T>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        T::serialize(value, serializer)
+    }
+
+    pub(super) fn deserialize<'de, T: Deserialize<'de>, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Arc<T>, D::Error> {
+        T::deserialize(deserializer).map(Arc::new)
     }
 }
 
@@ -156,6 +224,32 @@ pub(crate) struct Stored {
     dir: Option<PathBuf>,
     /// Serialises this process's read-modify-write cycles.
     writing: Mutex<()>,
+    /// Each file as last parsed, by its stamp then.
+    parsed: Mutex<HashMap<PathBuf, (FileStamp, Arc<Entry>)>>,
+}
+
+/// What tells a file's versions apart without reading it: a file is replaced whole (a new
+/// file renamed over it, so a new inode and change time), and one edited in place has a new
+/// change time too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileStamp {
+    inode: u64,
+    len: u64,
+    modified: (i64, i64),
+    changed: (i64, i64),
+}
+
+impl FileStamp {
+    /// `path`'s stamp, not following a link (which [`files::read_private`] refuses).
+    fn of(path: &Path) -> Option<FileStamp> {
+        let metadata = std::fs::symlink_metadata(path).ok()?;
+        Some(FileStamp {
+            inode: metadata.ino(),
+            len: metadata.len(),
+            modified: (metadata.mtime(), metadata.mtime_nsec()),
+            changed: (metadata.ctime(), metadata.ctime_nsec()),
+        })
+    }
 }
 
 impl Stored {
@@ -163,52 +257,60 @@ impl Stored {
         Self {
             dir,
             writing: Mutex::new(()),
+            parsed: Mutex::default(),
         }
     }
 
     /// The tools kept under `key`, if they may still be served at `now`, the names of
     /// those the connection rejected, with why, and the cap they were cut at, if they were.
-    pub(crate) fn tools(&self, key: &str, now: SystemTime) -> Option<StoredListing> {
-        let tools = self.read(key)?.tools?;
-        tools.is_fresh(now).then(|| tools.items.into())
+    pub(crate) fn tools(&self, key: &str, now: SystemTime) -> Option<StoredTools> {
+        let entry = self.read(key)?;
+        let tools = entry.tools.as_ref()?;
+        tools.is_fresh(now).then(|| tools.items.clone())
     }
 
     /// The tools kept under `key` however old they are: for a host that cannot wait for the
     /// server to list them again, which an old listing serves better than none.
     #[cfg(any(feature = "cli", test))]
-    pub(crate) fn last_tools(&self, key: &str) -> Option<StoredListing> {
-        Some(self.read(key)?.tools?.items.into())
+    pub(crate) fn last_tools(&self, key: &str) -> Option<StoredTools> {
+        Some(self.read(key)?.tools.as_ref()?.items.clone())
     }
 
     /// The resources, templates and prompts kept under `key`, if they may still be served.
     pub(crate) fn features(&self, key: &str, now: SystemTime) -> Option<Features> {
-        let features = self.read(key)?.features?;
-        features.is_fresh(now).then(|| features.items.into())
+        let entry = self.read(key)?;
+        let features = entry.features.as_ref()?;
+        features
+            .is_fresh(now)
+            .then(|| features.items.clone().into())
     }
 
     /// How long ago the tools kept under `key` were listed, fresh or not.
     pub(crate) fn age(&self, key: &str, now: SystemTime) -> Option<Duration> {
-        self.read(key)?.tools?.age(now)
+        self.read(key)?.tools.as_ref()?.age(now)
     }
 
-    /// Keeps `tools`, listed at `now` with `fresh`'s hint. Returns whether a listing kept
-    /// before held other tools: one that may have been served for them.
+    /// Keeps `tools`, listed at `now` with `fresh`'s hint, and what was `judged` of them
+    /// (made from these very tools). Returns whether a listing kept before held other tools:
+    /// one that may have been served for them.
     pub(crate) fn save_tools(
         &self,
         key: &str,
         (tools, rejected, capped): (&[Tool], Vec<Rejected>, Option<usize>),
+        judged: Judged,
         fresh: Freshness,
         now: SystemTime,
     ) -> bool {
         let listed = Some(kept(fresh.hint(), now, || StoredTools {
-            tools: tools.to_vec(),
+            tools: Arc::new(tools.to_vec()),
             rejected,
             capped,
+            judged: Arc::new(judged),
         }));
         let mut differs = false;
         self.update(key, |entry| {
             let before = std::mem::replace(&mut entry.tools, listed);
-            differs = before.is_some_and(|before| before.items.tools != tools);
+            differs = before.is_some_and(|before| *before.items.tools != tools);
         });
         self.forget_others(key);
         differs
@@ -279,9 +381,21 @@ impl Stored {
         Some(self.dir.as_ref()?.join(format!("{name}.json")))
     }
 
-    fn read(&self, key: &str) -> Option<Entry> {
-        let text = files::read_private(&self.path(key)?).ok()?;
-        let entry: Entry = serde_json::from_slice(&text).ok()?;
+    /// `key`'s file, parsed again only if its stamp changed since it was last parsed.
+    fn read(&self, key: &str) -> Option<Arc<Entry>> {
+        let path = self.path(key)?;
+        // Taken before reading: a file replaced meanwhile is read again next time.
+        let stamp = FileStamp::of(&path)?;
+        let mut parsed = self.parsed.lock().unwrap_or_else(PoisonError::into_inner);
+        let entry = match parsed.get(&path) {
+            Some((seen, entry)) if *seen == stamp => entry.clone(),
+            _ => {
+                let text = files::read_private(&path).ok()?;
+                let entry: Arc<Entry> = Arc::new(serde_json::from_slice(&text).ok()?);
+                parsed.insert(path, (stamp, entry.clone()));
+                entry
+            }
+        };
         (entry.key == key).then_some(entry)
     }
 
@@ -293,12 +407,12 @@ impl Stored {
         };
         let _writing = self.writing.lock().unwrap_or_else(PoisonError::into_inner);
         let before = self.read(key);
-        let mut entry = before.clone().unwrap_or_else(|| Entry {
+        let mut entry = before.as_deref().cloned().unwrap_or_else(|| Entry {
             key: key.to_owned(),
             ..Entry::default()
         });
         change(&mut entry);
-        if before.as_ref() == Some(&entry) {
+        if before.as_deref() == Some(&entry) {
             return;
         }
         if entry.tools.is_none() && entry.features.is_none() {
@@ -331,6 +445,7 @@ fn write(dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use mcp_smol::proto::CacheScope;
+    use serde_json::Value;
 
     use super::*;
 
@@ -344,6 +459,16 @@ mod tests {
     fn tool(name: &str) -> Tool {
         serde_json::from_value(serde_json::json!({"name": name, "inputSchema": {"type": "object"}}))
             .unwrap()
+    }
+
+    /// The listing `save_tools` keeps of `tools` with nothing judged.
+    fn unjudged_listing(tools: &[Tool]) -> StoredTools {
+        StoredTools {
+            tools: Arc::new(tools.to_vec()),
+            rejected: Vec::new(),
+            capped: None,
+            judged: Arc::default(),
+        }
     }
 
     fn hinted(ms: u64, scope: CacheScope) -> Freshness {
@@ -361,6 +486,7 @@ mod tests {
         stored.save_tools(
             "fx-1",
             (&[tool("echo")], Vec::new(), None),
+            Judged::default(),
             Freshness::default(),
             then,
         );
@@ -368,7 +494,7 @@ mod tests {
         let again = Stored::new(Some(dir.clone()));
         assert_eq!(
             again.tools("fx-1", then + second),
-            Some((vec![tool("echo")], Vec::new(), None))
+            Some(unjudged_listing(&[tool("echo")]))
         );
         assert_eq!(again.age("fx-1", then + second), Some(second));
         assert!(again.tools("fx-1", then + MAX_AGE - second).is_some());
@@ -378,18 +504,19 @@ mod tests {
         stored.save_tools(
             "fx-1",
             (&[tool("add")], Vec::new(), None),
+            Judged::default(),
             hinted(0, CacheScope::Public),
             then,
         );
         assert_eq!(
             stored.tools("fx-1", then + MAX_AGE - second),
-            Some((vec![tool("add")], Vec::new(), None))
+            Some(unjudged_listing(&[tool("add")]))
         );
         assert_eq!(stored.tools("fx-1", then + MAX_AGE), None);
         // Too old to serve, it is still there for a host that cannot wait for a new one.
         assert_eq!(
             stored.last_tools("fx-1"),
-            Some((vec![tool("add")], Vec::new(), None))
+            Some(unjudged_listing(&[tool("add")]))
         );
         assert_eq!(stored.age("fx-1", then + second), Some(second));
         let mode = std::os::unix::fs::PermissionsExt::mode(
@@ -399,6 +526,62 @@ mod tests {
         );
         assert_eq!(mode & 0o777, 0o600);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn what_was_judged_is_kept_with_the_tools_and_read_again_when_the_file_changes() {
+        let dir = temp_dir("judged");
+        let stored = Stored::new(Some(dir.clone()));
+        let now = SystemTime::now();
+        let judged = Judged {
+            sha256: vec!["ab".repeat(32)],
+            clean: vec![true],
+            others: vec!["other".to_owned()],
+            scanner: "mcp-cli 1".to_owned(),
+        };
+        let listed = (&[tool("echo")][..], Vec::new(), None);
+        stored.save_tools("fx-1", listed, judged.clone(), Freshness::default(), now);
+        let kept = stored.tools("fx-1", now).unwrap();
+        assert_eq!(*kept.judged, judged);
+        // Parsed once: the same listing in memory while the file stays as it is.
+        let again = stored.tools("fx-1", now).unwrap();
+        assert!(Arc::ptr_eq(&kept.tools, &again.tools));
+        // Another process's listing, kept before verdicts were (no `judged`): read afresh.
+        let file = dir.join("fx-1.json");
+        let mut older: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+        older["tools"]["items"]
+            .as_object_mut()
+            .unwrap()
+            .remove("judged");
+        older["tools"]["items"]["tools"][0]["name"] = "add".into();
+        std::fs::write(&file, serde_json::to_vec(&older).unwrap()).unwrap();
+        let older = stored.tools("fx-1", now).unwrap();
+        assert_eq!(older, unjudged_listing(&[tool("add")]));
+        let judged = older.judged.of(0, 1, &[], Some("mcp-cli 1"));
+        assert_eq!(judged, None, "nothing judged: judged on reading");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_verdict_stands_only_for_its_listing_and_the_servers_it_was_scanned_against() {
+        let judged = Judged {
+            sha256: vec!["a".to_owned(), "b".to_owned()],
+            clean: vec![true, false],
+            others: vec!["mail".to_owned()],
+            scanner: "mcp-cli 1".to_owned(),
+        };
+        let (mail, by) = (["mail".to_owned()], Some("mcp-cli 1"));
+        assert_eq!(judged.of(0, 2, &mail, by), Some(("a", true)));
+        assert_eq!(judged.of(1, 2, &mail, by), Some(("b", false)));
+        // Another server configured since: a clean tool may shadow it now.
+        assert_eq!(judged.of(0, 2, &[], by), Some(("a", false)));
+        // Another build, whose rules may flag it.
+        assert_eq!(
+            judged.of(0, 2, &mail, Some("mcp-cli 2")),
+            Some(("a", false))
+        );
+        assert_eq!(judged.of(0, 2, &mail, None), Some(("a", false)));
+        assert_eq!(judged.of(0, 3, &mail, by), None, "another listing's");
     }
 
     #[test]
@@ -430,10 +613,28 @@ mod tests {
         let now = SystemTime::now();
         let echo = [tool("echo")];
         let listed = || (&echo[..], Vec::new(), None);
-        stored.save_tools("fx-aaa-forms", listed(), Freshness::default(), now);
+        stored.save_tools(
+            "fx-aaa-forms",
+            listed(),
+            Judged::default(),
+            Freshness::default(),
+            now,
+        );
         // A server whose name ends like fx's digest keeps its own.
-        stored.save_tools("fx-aaa-bbb-forms", listed(), Freshness::default(), now);
-        stored.save_tools("fx-aaa-plain", listed(), Freshness::default(), now);
+        stored.save_tools(
+            "fx-aaa-bbb-forms",
+            listed(),
+            Judged::default(),
+            Freshness::default(),
+            now,
+        );
+        stored.save_tools(
+            "fx-aaa-plain",
+            listed(),
+            Judged::default(),
+            Freshness::default(),
+            now,
+        );
         assert_eq!(
             stored.tools("fx-aaa-forms", now),
             None,
@@ -453,12 +654,13 @@ mod tests {
         stored.save_tools(
             "fx-1",
             (&[tool("echo")], Vec::new(), None),
+            Judged::default(),
             hinted(0, CacheScope::Private),
             now,
         );
         assert_eq!(
             stored.tools("fx-1", now + Duration::from_secs(60)),
-            Some((vec![tool("echo")], Vec::new(), None))
+            Some(unjudged_listing(&[tool("echo")]))
         );
         let mode = std::os::unix::fs::PermissionsExt::mode(
             &std::fs::metadata(dir.join("fx-1.json"))
@@ -478,6 +680,7 @@ mod tests {
         stored.save_tools(
             "a/b-1",
             (&[tool("echo")], Vec::new(), None),
+            Judged::default(),
             Freshness::default(),
             now,
         );
@@ -489,6 +692,7 @@ mod tests {
         stored.save_tools(
             "a/b-1",
             (&[tool("echo")], Vec::new(), None),
+            Judged::default(),
             Freshness::default(),
             now,
         );
@@ -498,6 +702,7 @@ mod tests {
         none.save_tools(
             "fx-1",
             (&[tool("echo")], Vec::new(), None),
+            Judged::default(),
             Freshness::default(),
             now,
         );

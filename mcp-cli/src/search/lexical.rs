@@ -7,6 +7,7 @@
 //! afresh for each search, so an engine with segments, a query parser and its own storage
 //! (tantivy) would cost minutes of build time for nothing the ranking needs.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use serde_json::Value;
@@ -55,26 +56,56 @@ impl Lexical {
     pub(crate) fn new(tools: &[ToolEntry]) -> Self {
         let mut index = Lexical::default();
         let deprecated = stem("deprecated");
-        // Reused for every tool: how often each term is in each of its fields. A catalogue of
-        // thousands of tools is indexed on every search, so words are counted without a
-        // string of their own each (only a term new to the index gets one).
-        let mut counts: HashMap<usize, [f32; FIELDS]> = HashMap::new();
+        // A cold search indexes the whole catalogue, so each distinct word is stemmed and
+        // given its terms once, by the word as written (`None` for a stop word); every later
+        // sight of it is one lookup.
+        let mut seen: HashMap<String, Option<(usize, usize)>> = HashMap::new();
+        let mut says_deprecated_term = None;
+        // Reused for every tool: how often each term is in each of its fields, by term, and
+        // the terms it holds.
+        let mut counts: Vec<[f32; FIELDS]> = Vec::new();
+        let mut held: Vec<usize> = Vec::new();
         for (at, entry) in tools.iter().enumerate() {
-            counts.clear();
             let mut lengths = [0.0; FIELDS];
             let mut says_deprecated = false;
             for (field, text) in fields(entry).iter().enumerate() {
-                for_each_word(text, |surface, stem| {
-                    let stem_term = term(&mut index.stems, &mut index.postings, stem);
-                    let exact_term = term(&mut index.exacts, &mut index.postings, surface);
-                    counts.entry(stem_term).or_default()[field] += 1.0;
-                    counts.entry(exact_term).or_default()[field] += 1.0;
+                for_each_lowercase(text, |surface| {
+                    let terms = match seen.get(surface) {
+                        Some(terms) => *terms,
+                        None => {
+                            let terms = (!STOP_WORDS.contains(&surface)).then(|| {
+                                let stem = stem(surface);
+                                let stem_term = term(&mut index.stems, &mut index.postings, &stem);
+                                if stem == deprecated {
+                                    says_deprecated_term = Some(stem_term);
+                                }
+                                (
+                                    stem_term,
+                                    term(&mut index.exacts, &mut index.postings, surface),
+                                )
+                            });
+                            seen.insert(surface.to_owned(), terms);
+                            terms
+                        }
+                    };
+                    let Some((stem_term, exact_term)) = terms else {
+                        return;
+                    };
+                    counts.resize(index.postings.len(), [0.0; FIELDS]);
+                    for term in [stem_term, exact_term] {
+                        if counts[term] == [0.0; FIELDS] {
+                            held.push(term);
+                        }
+                        counts[term][field] += 1.0;
+                    }
                     lengths[field] += 1.0;
-                    says_deprecated |= matches!(field, 1 | 2) && stem == deprecated;
+                    says_deprecated |=
+                        matches!(field, 1 | 2) && says_deprecated_term == Some(stem_term);
                 });
             }
-            for (term, counts) in &counts {
-                index.postings[*term].push((at, *counts));
+            for term in held.drain(..) {
+                index.postings[term].push((at, counts[term]));
+                counts[term] = [0.0; FIELDS];
             }
             for (sum, length) in index.average.iter_mut().zip(lengths) {
                 *sum += length;
@@ -155,11 +186,11 @@ pub(crate) fn without_urls(query: &str) -> String {
 }
 
 /// A tool's text by field: names, title, description, parameters.
-fn fields(entry: &ToolEntry) -> [String; FIELDS] {
+fn fields(entry: &ToolEntry) -> [Cow<'_, str>; FIELDS] {
     let tool = &entry.tool;
     let names = format!("{} {}", entry.server, tool.name);
-    let title = tool.title.clone().unwrap_or_default();
-    let description = tool.description.clone().unwrap_or_default();
+    let title = tool.title.as_deref().unwrap_or_default();
+    let description = tool.description.as_deref().unwrap_or_default();
     let mut parameters = String::new();
     if let Some(Value::Object(properties)) = tool.input_schema.get("properties") {
         for (name, property) in properties {
@@ -171,7 +202,12 @@ fn fields(entry: &ToolEntry) -> [String; FIELDS] {
             }
         }
     }
-    [names, title, description, parameters]
+    [
+        names.into(),
+        title.into(),
+        description.into(),
+        parameters.into(),
+    ]
 }
 
 /// Words too common in tool descriptions and questions to tell tools apart.
@@ -212,14 +248,24 @@ fn words(text: &str) -> Vec<(String, String)> {
 
 /// [`words`] without a list: `each` is called with every word as written and its stem.
 fn for_each_word(text: &str, mut each: impl FnMut(&str, &str)) {
+    for_each_lowercase(text, |lower| {
+        if !STOP_WORDS.contains(&lower) {
+            each(lower, &stem(lower));
+        }
+    });
+}
+
+/// Every word of `text` lowercased, stop words too, split as [`words`] splits them.
+fn for_each_lowercase(text: &str, mut each: impl FnMut(&str)) {
     let mut lower = String::new();
     for word in text.split(|c: char| !c.is_alphanumeric()) {
         split_case(word, |part| {
             lower.clear();
-            lower.extend(part.chars().flat_map(char::to_lowercase));
-            if !STOP_WORDS.contains(&lower.as_str()) {
-                each(&lower, &stem(&lower));
+            match part.is_ascii() {
+                true => lower.extend(part.chars().map(|c| c.to_ascii_lowercase())),
+                false => lower.extend(part.chars().flat_map(char::to_lowercase)),
             }
+            each(&lower);
         });
     }
 }
