@@ -14,7 +14,6 @@ use ring::rand::SystemRandom;
 use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair as _};
 
 use super::jwt::SigningKey;
-use super::store::{Secret, now_secs};
 use super::urls;
 
 /// The only algorithm we sign proofs with; a server must list it in
@@ -25,7 +24,7 @@ pub(crate) const ALG: &str = "ES256";
 pub(crate) struct Prover {
     key: SigningKey,
     /// The key as kept: its PKCS#8 document, base64url.
-    stored: Secret,
+    stored: String,
     /// The proof header, with the public key as a JWK (RFC 7517).
     header: String,
     /// The last `DPoP-Nonce` from each endpoint (its URL without query), for the next proof.
@@ -57,10 +56,10 @@ impl Prover {
     }
 
     /// The key kept by [`stored`](Self::stored).
-    pub(crate) fn from_stored(stored: &Secret) -> Result<Self, String> {
+    pub(crate) fn from_stored(stored: &str) -> Result<Self, String> {
         use base64::Engine as _;
         let pkcs8 = base64::engine::general_purpose::URL_SAFE_NO_PAD
-            .decode(&stored.0)
+            .decode(stored)
             .map_err(|_| "the kept DPoP key is not base64url".to_owned())?;
         Self::from_pkcs8(&pkcs8)
     }
@@ -82,14 +81,14 @@ impl Prover {
         });
         Ok(Self {
             key: SigningKey::Es256(pair),
-            stored: Secret(urls::base64url(pkcs8)),
+            stored: urls::base64url(pkcs8),
             header: header.to_string(),
             nonces: Mutex::new(HashMap::new()),
         })
     }
 
-    /// The key as it is kept beside the tokens.
-    pub(crate) fn stored(&self) -> Secret {
+    /// The key as it is kept beside the tokens (a secret: the caller keeps it as one).
+    pub(crate) fn stored(&self) -> String {
         self.stored.clone()
     }
 
@@ -104,7 +103,7 @@ impl Prover {
     ) -> Result<String, String> {
         let target = target(url)?;
         let mut claims = serde_json::json!({
-            "jti": super::flow::random_token()?,
+            "jti": jti()?,
             "htm": method,
             "htu": target,
             "iat": now_secs(),
@@ -139,6 +138,20 @@ impl Prover {
     fn nonces(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
         self.nonces.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
+
+/// A proof's unique id: 16 random bytes, base64url.
+fn jti() -> Result<String, String> {
+    let mut bytes = [0u8; 16];
+    getrandom::getrandom(&mut bytes)
+        .map_err(|error| format!("cannot get random bytes for a DPoP proof: {error}"))?;
+    Ok(urls::base64url(&bytes))
+}
+
+/// Seconds since the Unix epoch, for `iat`.
+fn now_secs() -> u64 {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    since.map_or(0, |elapsed| elapsed.as_secs())
 }
 
 /// `htu`: the URL without its query and fragment (RFC 9449 §4.2).
@@ -251,8 +264,8 @@ mod tests {
         assert_eq!(prover, again);
         assert_eq!(prover.header, again.header);
         assert_ne!(prover, Prover::generate().expect("another"));
-        let error = Prover::from_stored(&Secret("!!".into())).expect_err("garbage");
+        let error = Prover::from_stored("!!").expect_err("garbage");
         assert!(error.contains("not base64url"), "{error}");
-        assert!(!format!("{prover:?}").contains(&prover.stored().0));
+        assert!(!format!("{prover:?}").contains(&prover.stored()));
     }
 }

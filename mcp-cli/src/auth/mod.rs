@@ -553,8 +553,8 @@ impl OAuth {
     /// (never written down: they come from the config), and the DPoP key of its tokens.
     fn adopt(&self, record: &mut Record) {
         let prover = (record.dpop_key.as_ref()).and_then(|key| {
-            let current = self.prover().filter(|p| p.stored() == *key);
-            current.or_else(|| dpop::Prover::from_stored(key).ok().map(Arc::new))
+            let current = self.prover().filter(|p| p.stored() == key.0);
+            current.or_else(|| dpop::Prover::from_stored(&key.0).ok().map(Arc::new))
         });
         self.set_prover(prover.clone());
         if let Some(client) = record.client.as_mut() {
@@ -737,7 +737,7 @@ impl OAuth {
             resource: found.resource.clone(),
             client: Some(kept),
             tokens: Some(tokens),
-            dpop_key: prover.as_ref().map(|prover| prover.stored()),
+            dpop_key: prover.as_ref().map(|prover| Secret(prover.stored())),
         };
         self.set_prover(prover);
         self.save(state, record)?;

@@ -161,7 +161,7 @@ impl OAuth {
             resource: found.resource,
             scopes_supported: found.scopes_supported,
             scopes: attempt.scopes,
-            dpop_key: kept.dpop.as_ref().map(|prover| prover.stored()),
+            dpop_key: kept.dpop.as_ref().map(|prover| Secret(prover.stored())),
             client: kept,
             how,
         };
@@ -178,7 +178,7 @@ impl OAuth {
             client.client_secret = self.settings.client_secret.clone().map(Secret);
         }
         client.dpop = (pending.dpop_key.as_ref())
-            .map(super::dpop::Prover::from_stored)
+            .map(|key| super::dpop::Prover::from_stored(&key.0))
             .transpose()?
             .map(std::sync::Arc::new);
         let found = Discovered {
