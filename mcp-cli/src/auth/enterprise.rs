@@ -104,7 +104,7 @@ impl OAuth {
             return Ok((metadata, jwt.read()?));
         }
         let place = self.idp_place(idp);
-        let client = idp_client(idp);
+        let client = idp_client(idp, &metadata);
         let kept = place.load().and_then(|record| record.tokens);
         if let Some(tokens) = kept {
             if id_token_fresh(&tokens)
@@ -197,7 +197,7 @@ impl OAuth {
             ("subject_token", id_token),
             ("subject_token_type", ID_TOKEN),
         ];
-        let client = idp_client(idp);
+        let client = idp_client(idp, metadata);
         let endpoint = &metadata.token_endpoint;
         let what = format!(
             "the token exchange (identity provider {})",
@@ -216,25 +216,15 @@ impl OAuth {
     }
 }
 
-/// mcp-cli's client at the identity provider, as configured (none at all without an id).
-fn idp_client(idp: &IdentityProvider) -> store::Client {
-    let Some(client_id) = &idp.client_id else {
-        return store::Client::anonymous();
+/// mcp-cli's client at the identity provider, as configured (none at all without an id),
+/// authenticated as the identity provider's metadata lists.
+fn idp_client(idp: &IdentityProvider, metadata: &ServerMetadata) -> store::Client {
+    let identity = register::Identity {
+        client_id: idp.client_id.clone(),
+        client_secret: idp.client_secret.as_ref().map(|secret| secret.0.clone()),
+        ..register::Identity::default()
     };
-    let secret = idp.client_secret.as_ref().map(|s| Secret(s.0.clone()));
-    store::Client {
-        client_id: client_id.clone(),
-        auth_method: match secret {
-            Some(_) => "client_secret_basic".into(),
-            None => "none".into(),
-        },
-        client_secret: secret,
-        redirect_uri: None,
-        source: "configured".into(),
-        signer: None,
-        grant_types: Vec::new(),
-        dpop: None,
-    }
+    register::configured(metadata, &identity).unwrap_or_else(store::Client::anonymous)
 }
 
 /// Keeps the login at the identity provider (without the configured secret).

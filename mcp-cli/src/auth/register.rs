@@ -20,6 +20,30 @@ pub(crate) struct Identity {
     pub(crate) private_key: Option<super::PrivateKey>,
 }
 
+/// The client registered by hand, when `identity` names one: authenticated by its key, or
+/// by its secret as `server` lists, or not at all.
+pub(crate) fn configured(server: &ServerMetadata, identity: &Identity) -> Option<Client> {
+    let client_id = identity.client_id.as_ref()?;
+    let secret = identity.client_secret.clone().map(Secret);
+    let method = match &identity.private_key {
+        Some(_) => "private_key_jwt".into(),
+        None => auth_method(server, secret.is_some(), None),
+    };
+    Some(Client {
+        client_id: client_id.clone(),
+        auth_method: method,
+        client_secret: secret,
+        redirect_uri: None,
+        source: "configured".into(),
+        signer: (identity.private_key.clone()).map(|key| super::machine::Signer {
+            key,
+            audience: server.issuer.clone(),
+        }),
+        grant_types: Vec::new(),
+        dpop: None,
+    })
+}
+
 /// The grant of a device login (RFC 8628 §3.4), which a registration must name.
 pub(crate) const DEVICE_GRANT: &str = "urn:ietf:params:oauth:grant-type:device_code";
 
@@ -34,25 +58,8 @@ pub(crate) async fn client(
     redirect_uri: &str,
     grants: &[&str],
 ) -> Result<Client, String> {
-    if let Some(client_id) = &identity.client_id {
-        let secret = identity.client_secret.clone().map(Secret);
-        let method = match &identity.private_key {
-            Some(_) => "private_key_jwt".into(),
-            None => auth_method(server, secret.is_some(), None),
-        };
-        return Ok(Client {
-            client_id: client_id.clone(),
-            auth_method: method,
-            client_secret: secret,
-            redirect_uri: None,
-            source: "configured".into(),
-            signer: (identity.private_key.clone()).map(|key| super::machine::Signer {
-                key,
-                audience: server.issuer.clone(),
-            }),
-            grant_types: Vec::new(),
-            dpop: None,
-        });
+    if let Some(client) = configured(server, identity) {
+        return Ok(client);
     }
     if server.client_id_metadata_document_supported
         && let Some(url) = &identity.metadata_url
