@@ -281,6 +281,17 @@ pub(crate) enum Command {
               value_parser = clap::value_parser!(u32).range(1..),
               default_value_t = crate::gateway::listen::DEFAULT_MAX_CONNECTIONS as u32)]
         max_connections: u32,
+        /// With --listen: seal input rounds with the keys in FILE (one a line, the first
+        /// seals), which every replica behind a load balancer shares, so that any of them can
+        /// answer a round another began (default: $MCP_CLI_REPLICA_KEY_FILE; else a key of
+        /// this process's own).
+        #[arg(long, value_name = "FILE", requires = "listen")]
+        replica_key: Option<std::path::PathBuf>,
+        /// With --replica-key: where the other replicas reach this one, to forward its
+        /// tasks' requests (http://HOST:PORT/mcp; default: $MCP_CLI_REPLICA_URL, else the
+        /// address it listens on).
+        #[arg(long, value_name = "URL", requires = "listen")]
+        replica_url: Option<String>,
         servers: Vec<String>,
     },
     /// The warm daemon: `start` serves the configured servers in the background, and while

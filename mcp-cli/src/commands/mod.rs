@@ -129,6 +129,8 @@ pub(crate) async fn dispatch(ctx: &mut Context, command: Command) -> Result<Exit
             listen,
             print_token,
             max_connections,
+            replica_key,
+            replica_url,
             servers,
         } => {
             if print_token {
@@ -141,7 +143,12 @@ pub(crate) async fn dispatch(ctx: &mut Context, command: Command) -> Result<Exit
             };
             match listen {
                 Some(address) => {
-                    let at = (address.as_str(), max_connections as usize);
+                    let at = serve::ListenAt {
+                        address: &address,
+                        max_connections: max_connections as usize,
+                        replica_key,
+                        replica_url,
+                    };
                     serve::listen(ctx, mode, &servers, at).await
                 }
                 None => serve::run(ctx, mode, &servers).await,

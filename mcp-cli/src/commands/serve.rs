@@ -8,6 +8,8 @@ use std::sync::Arc;
 use crate::commands::Context;
 use crate::config::Config;
 use crate::exit::{Exit, Failure};
+use crate::gateway::replicas;
+use crate::gateway::sealed::Seal;
 use crate::gateway::{Gateway, Host, Mode, Relay, listen, server_config};
 use crate::host::Watch;
 use crate::hub::{Hub, Settings};
@@ -30,7 +32,7 @@ pub(crate) async fn run(ctx: &mut Context, mode: Mode, named: &[String]) -> Resu
         roots: host.link.roots_handler(&relay),
         ..crate::host::settings(&ctx.state, &ctx.executor, &env)
     };
-    let (hub, gateway) = gateway(ctx, config, settings, mode, named, relay);
+    let (hub, gateway) = gateway(ctx, config, settings, (mode, named), relay, None);
     gateway.serve(host, Some(watch)).await;
     hub.shutdown().await;
     Ok(Exit::Success)
@@ -42,9 +44,9 @@ fn gateway(
     ctx: &mut Context,
     config: Config,
     settings: Settings,
-    mode: Mode,
-    named: &[String],
+    (mode, named): (Mode, &[String]),
     relay: Relay,
+    replicas: Option<replicas::Replicas>,
 ) -> (Hub, Arc<Gateway>) {
     let hub = Hub::new(config, settings);
     ctx.hub = hub.clone();
@@ -60,6 +62,7 @@ fn gateway(
         executor: ctx.executor.clone(),
         results: ctx.state.results(),
         handed: Default::default(),
+        replicas,
     });
     (hub, gateway)
 }
@@ -100,23 +103,49 @@ pub(crate) fn print_token(ctx: &mut Context) -> Result<Exit, Failure> {
     Ok(Exit::Success)
 }
 
-/// `serve --listen ADDR [--max-connections N]`: the gateway over Streamable HTTP for up to N
-/// connections at once, one hub for all. Prints the bound address on stderr (`listening on
-/// http://IP:PORT/mcp`); stops on Ctrl-C or SIGTERM once the calls in flight are answered.
+/// Where and how `serve --listen` listens.
+pub(crate) struct ListenAt<'a> {
+    pub(crate) address: &'a str,
+    pub(crate) max_connections: usize,
+    /// The replicas' shared keys (`--replica-key`), when given.
+    pub(crate) replica_key: Option<std::path::PathBuf>,
+    /// Where the other replicas reach this one (`--replica-url`), when given.
+    pub(crate) replica_url: Option<String>,
+}
+
+/// `serve --listen ADDR [--max-connections N] [--replica-key FILE]`: the gateway over
+/// Streamable HTTP for up to N connections at once, one hub for all. Prints the bound address
+/// on stderr (`listening on http://IP:PORT/mcp`); stops on Ctrl-C or SIGTERM once the calls in
+/// flight are answered.
 pub(crate) async fn listen(
     ctx: &mut Context,
     mode: Mode,
     named: &[String],
-    (address, max_connections): (&str, usize),
+    at: ListenAt<'_>,
 ) -> Result<Exit, Failure> {
-    let address = listen::parse_address(address).map_err(Failure::usage)?;
+    let address = listen::parse_address(at.address).map_err(Failure::usage)?;
     let (mut watch, config) = load(ctx, named)?;
     let token = listen::token(&ctx.state.listen_token()).map_err(Failure::usage)?;
     let env = |key: &str| std::env::var(key).ok();
+    let replica_key =
+        (at.replica_key).or_else(|| env("MCP_CLI_REPLICA_KEY_FILE").map(std::path::PathBuf::from));
+    let seal = Arc::new(match &replica_key {
+        Some(path) => Seal::from_file(path).map_err(Failure::usage)?,
+        None => Seal::of_this_process(),
+    });
     let listener = async_net::TcpListener::bind(address)
         .await
         .map_err(|error| Failure::usage(format!("cannot listen on {address}: {error}")))?;
     let bound = listener.local_addr().unwrap_or(address);
+    let replicas = match replica_key {
+        Some(_) => {
+            let given = at.replica_url.or_else(|| env("MCP_CLI_REPLICA_URL"));
+            let me = replicas::own_url(given.as_deref(), bound).map_err(Failure::usage)?;
+            let (token, seal) = (token.clone(), seal.clone());
+            Some(replicas::Replicas { me, token, seal })
+        }
+        None => None,
+    };
     if !bound.ip().is_loopback() {
         crate::output::diagnostic(&format!(
             "mcp-cli serve: warning: listening on {bound}, which other machines can reach; \
@@ -136,7 +165,7 @@ pub(crate) async fn listen(
         roots: Some(relay.roots_handler()),
         ..crate::host::settings(&ctx.state, &ctx.executor, &env)
     };
-    let (hub, gateway) = gateway(ctx, config, settings, mode, named, relay);
+    let (hub, gateway) = gateway(ctx, config, settings, (mode, named), relay, replicas);
     let applying = gateway.clone();
     let edits = ctx.executor.spawn(async move {
         loop {
@@ -148,7 +177,8 @@ pub(crate) async fn listen(
         .stop
         .take()
         .unwrap_or_else(|| async_channel::bounded(1).1);
-    listen::serve(gateway, listener, token, max_connections, stop).await;
+    let secrets = listen::Secrets { token, seal };
+    listen::serve(gateway, listener, secrets, at.max_connections, stop).await;
     drop(edits);
     hub.shutdown().await;
     Ok(Exit::Success)

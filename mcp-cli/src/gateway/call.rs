@@ -25,7 +25,7 @@ use serde_json::{Map, Value, json};
 use super::errors::{
     backend_error, failed_call, invalid_params, link_required, read_result, tool_error,
 };
-use super::rounds::{Answering, Question, ReplyTo};
+use super::rounds::{self, Answering, Called, Question, ReplyTo};
 use super::url_elicitation::{self, Unopened};
 use super::{Gateway, HostLink, Mode, Takes, large, proxy, search, tasks};
 use crate::hub::ToolEntry;
@@ -75,6 +75,8 @@ pub(crate) enum Route {
     InRounds {
         takes: Takes,
         input: Option<HostInput>,
+        /// What its retries must match ([`rounds::bind`]).
+        bind: String,
     },
 }
 
@@ -90,7 +92,11 @@ impl Route {
         let takes = Takes::of(era);
         match HostInput::of(method, Some(params)) {
             None if !takes.any() => Route::Direct,
-            input => Route::InRounds { takes, input },
+            input => Route::InRounds {
+                takes,
+                input,
+                bind: rounds::bind(&era.client.name, method, params),
+            },
         }
     }
 }
@@ -225,6 +231,8 @@ impl Gateway {
         mut params: Value,
         era: Option<&ClientInfo>,
     ) -> Result<RawResult, RpcError> {
+        // Before the arguments are moved out: rounds are bound to them.
+        let route = Route::of(era, "tools/call", &params);
         // Moved out, not copied: the rest of the request is read below.
         let arguments = (params.as_object_mut())
             .and_then(|params| params.remove("arguments"))
@@ -234,7 +242,6 @@ impl Gateway {
             .and_then(Value::as_str)
             .unwrap_or_default();
         let trace = trace_context(&params);
-        let route = Route::of(era, "tools/call", &params);
         // Cut to the host's size only when it asks: read for that.
         let cut = |called: RawResult| match large::requested(&params) {
             Some(max) => large::cut(read_result(called), max, &self.results, name).into(),
@@ -339,8 +346,12 @@ impl Gateway {
                 let tried = work.attempt(self, Some(&progress_to), Found::JustNow).await;
                 tried.or_else(unopened)
             }
-            Route::InRounds { takes, input } => {
-                let origin = work.origin();
+            Route::InRounds { takes, input, bind } => {
+                let called = Called {
+                    origin: work.origin(),
+                    bind,
+                    host: host.client.client.name.clone(),
+                };
                 let gateway = self.clone();
                 let start = move |questions: Sender<Question>, answering: Answering| {
                     self.executor.spawn(async move {
@@ -368,7 +379,7 @@ impl Gateway {
                     })
                 };
                 let reply_to = host.reply_to(id);
-                let answered = (host.rounds).answer(&self.executor, origin, reply_to, input, start);
+                let answered = (host.rounds).answer(&self.executor, called, reply_to, input, start);
                 answered.await.map(RawResult::from)
             }
         }
@@ -428,11 +439,22 @@ mod tests {
         assert!(matches!(route(Some(&asks_nothing), &token), Route::Direct));
         let resumed = route(Some(&asks_nothing), &retry);
         assert!(matches!(resumed, Route::InRounds { input: Some(_), .. }));
+        // A retry is bound to what the first request asked, whatever order its members
+        // come in, and not to other arguments.
+        let bound = |params: Value| match Route::of(Some(&asks_nothing), "tools/call", &params) {
+            Route::InRounds { bind, .. } => bind,
+            _ => unreachable!("a retry goes in rounds"),
+        };
+        let one = bound(json!({"name": "t", "arguments": {"a": 1, "b": 2}, "requestState": "s"}));
+        let same = bound(json!({"requestState": "x", "arguments": {"b": 2, "a": 1}, "name": "t"}));
+        let other = bound(json!({"name": "t", "arguments": {"a": 2, "b": 2}, "requestState": "s"}));
+        assert_eq!(one, same);
+        assert_ne!(one, other);
 
         let takes_forms = stateless(json!({"elicitation": {}}));
         let asked = route(Some(&takes_forms), &plain);
         assert!(
-            matches!(asked, Route::InRounds { takes, input: None } if takes.forms && !takes.urls)
+            matches!(asked, Route::InRounds { takes, input: None, .. } if takes.forms && !takes.urls)
         );
         // A method that has no rounds brings no answers, whatever its params say.
         let listed = Route::of(Some(&asks_nothing), "tools/list", &retry);

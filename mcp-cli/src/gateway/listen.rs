@@ -31,6 +31,7 @@ use mcp_smol::proto::server::http::{Abandon, HttpRequest, HttpResponse, event};
 use crate::gateway::Gateway;
 use crate::gateway::bridge::{Answer, Bridges, Delivered, Reply, Standalone};
 use crate::gateway::rounds::Rounds;
+use crate::gateway::sealed::Seal;
 use clock::CoarseTimer;
 use connections::Connections;
 pub(crate) use connections::DEFAULT_MAX_CONNECTIONS;
@@ -101,13 +102,19 @@ struct Listener {
     abort: Receiver<()>,
 }
 
+/// The bearer token hosts must bring, and the keys their input rounds are sealed with.
+pub(crate) struct Secrets {
+    pub(crate) token: String,
+    pub(crate) seal: Arc<Seal>,
+}
+
 /// Serves hosts on `listener`, at most `max_connections` at once, until `stop` says, then
 /// stops accepting, lets the requests in flight finish (or fails them after the grace) and
 /// returns.
 pub(crate) async fn serve(
     gateway: Arc<Gateway>,
     listener: TcpListener,
-    token: String,
+    secrets: Secrets,
     max_connections: usize,
     stop: Receiver<()>,
 ) {
@@ -116,14 +123,14 @@ pub(crate) async fn serve(
     let executor = gateway.executor.clone();
     let connections = Connections::new(max_connections);
     executor
-        .spawn(accept(gateway, listener, token, connections, stop))
+        .spawn(accept(gateway, listener, secrets, connections, stop))
         .await;
 }
 
 async fn accept(
     gateway: Arc<Gateway>,
     listener: TcpListener,
-    token: String,
+    Secrets { token, seal }: Secrets,
     open: Connections,
     stop: Receiver<()>,
 ) {
@@ -143,7 +150,7 @@ async fn accept(
     let shared = Arc::new(Listener {
         timer,
         idle_timeout,
-        bridges: Bridges::new(gateway, Rounds::new(&env), &env),
+        bridges: Bridges::new(gateway, Rounds::sealed_by(&env, seal), &env),
         token,
         bound,
         in_flight: Arc::default(),

@@ -21,6 +21,8 @@
 //! - `bridge.rs`: one `--listen` host in memory, its answers routed to their HTTP requests
 //! - `keepalive.rs`: keep-alive comments on `--listen`'s event streams
 //! - `rounds.rs`: multi-round-trip requests for a stateless-era host
+//! - `sealed.rs`: what a host brings back sealed, so any replica can trust it
+//! - `replicas.rs`: replicas behind a load balancer: task handles that name theirs
 //! - `url_elicitation.rs`: URL-mode elicitation (links) through the gateway
 //! - `tasks.rs`: tasks for a host that asks for them, in either era
 //! - `proxy.rs`: `serve --proxy`: one tool, `mcp`
@@ -40,7 +42,9 @@ mod large;
 pub(crate) mod listen;
 mod lists;
 mod proxy;
+pub(crate) mod replicas;
 mod rounds;
+pub(crate) mod sealed;
 mod search;
 mod skills;
 pub(crate) mod stdio;
@@ -116,6 +120,8 @@ pub(crate) struct Gateway {
     pub(crate) results: std::path::PathBuf,
     /// The tasks handed to hosts, for `tasks/list` ([`tasks`]).
     pub(crate) handed: tasks::Handed,
+    /// `serve --listen` as one of several replicas: where this one is, what they share.
+    pub(crate) replicas: Option<replicas::Replicas>,
 }
 
 /// How long `tools/list` waits for servers never listed: `MCP_CLI_LIST_WAIT_MS`, else

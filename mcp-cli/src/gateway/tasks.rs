@@ -126,12 +126,6 @@ impl Handed {
     }
 }
 
-/// The task as a stateless-era host sees it: the backend's, under the gateway's id.
-fn for_host(server: &str, mut task: Task) -> Value {
-    task.id = format!("{server}/{}", task.id);
-    task.to_json()
-}
-
 /// The task as a handshake-era host sees it: the backend's, under the gateway's id.
 fn for_handshake_host(server: &str, task: &Task) -> Value {
     let mut task = task.to_handshake_json(&crate::logs::iso8601_now());
@@ -155,6 +149,16 @@ fn ended_badly(error: HubError) -> RpcError {
 }
 
 impl Gateway {
+    /// The task as a stateless-era host sees it: the backend's, under the gateway's id
+    /// (`SERVER/ID`; as one of several replicas, a sealed handle that names this one).
+    fn for_host(&self, server: &str, mut task: Task) -> Value {
+        task.id = match &self.replicas {
+            Some(replicas) => replicas.handle(server, &task.id),
+            None => format!("{server}/{}", task.id),
+        };
+        task.to_json()
+    }
+
     /// Starts `entry`'s call for a host that asked for a task ([`wanted`]): the task running
     /// it, or its result, as the host's era spells them (`handshake`: a task in any case, one
     /// of the gateway's own for a call answered at once). A -32042 before any task was made is
@@ -172,7 +176,7 @@ impl Gateway {
                 return Ok(json!({ "task": for_handshake_host(&entry.server, &handle.task) }));
             }
             Ok(Started::Task(handle)) => {
-                let mut task = for_host(&entry.server, handle.task);
+                let mut task = self.for_host(&entry.server, handle.task);
                 task["resultType"] = json!("task");
                 return Ok(task);
             }
@@ -232,19 +236,37 @@ impl Gateway {
                 _ => Ok(task.to_handshake_json(&crate::logs::iso8601_now())),
             };
         }
-        // The longest served name the id starts with: names may hold a `/` themselves.
         let servers = self.servers();
-        let owner = (servers.iter())
-            .filter(|server| given.starts_with(&format!("{server}/")))
-            .max_by_key(|server| server.len());
-        let Some(server) = owner else {
-            return Err(invalid_params(format!("unknown task {given}")));
+        let sealed =
+            (self.replicas.as_ref()).and_then(|replicas| Some((replicas, replicas.open(given)?)));
+        let (server, id) = match sealed {
+            // A replica's: answered where its task runs.
+            Some((replicas, routed)) => {
+                let routed = routed?;
+                if !replicas.answers_here(&routed, params) {
+                    return replicas.forward(&routed, method, params).await;
+                }
+                match servers.iter().find(|server| **server == routed.server) {
+                    Some(server) => (server, routed.id),
+                    None => return Err(invalid_params(format!("unknown task {given}"))),
+                }
+            }
+            None => {
+                // The longest served name the id starts with: names may hold a `/` themselves.
+                let owner = (servers.iter())
+                    .filter(|server| given.starts_with(&format!("{server}/")))
+                    .max_by_key(|server| server.len());
+                let Some(server) = owner else {
+                    return Err(invalid_params(format!("unknown task {given}")));
+                };
+                (server, given[server.len() + 1..].to_owned())
+            }
         };
-        let id = &given[server.len() + 1..];
+        let id = id.as_str();
         match (method, era) {
             ("tasks/get", Some(_)) => {
                 let task = self.hub.get_task(server, id).await.map_err(backend_error)?;
-                Ok(for_host(server, task))
+                Ok(self.for_host(server, task))
             }
             ("tasks/get", None) => {
                 let task = (self.hub.peek_task(server, id).await).map_err(ended_badly)?;
@@ -288,7 +310,7 @@ impl Gateway {
         for (server, id) in relayed {
             if let Ok(task) = self.hub.peek_task(&server, &id).await {
                 tasks.push(match stateless {
-                    true => for_host(&server, task),
+                    true => self.for_host(&server, task),
                     false => for_handshake_host(&server, &task),
                 });
             }

@@ -280,6 +280,7 @@ impl Daemon {
                         executor: daemon.executor.clone(),
                         results: daemon.state.results(),
                         handed: Default::default(),
+                        replicas: None,
                     });
                     gateway.serve(host, None).await;
                 }
