@@ -1,8 +1,9 @@
-//! Looks for the runtimes the end-to-end suites install their real servers with, and sets a
-//! cfg flag for each one missing (`no_node`, `no_python`, `no_secret_service`). A test that
-//! needs one carries `#[cfg_attr(no_node, ignore = "needs Node.js and npm on PATH")]`, so
-//! cargo reports it as ignored, with the reason, instead of counting a test that did not run
-//! as a pass. Under `CI=true` nothing is marked missing: there the tests run and fail loudly.
+//! Looks for the runtimes the end-to-end suites install their real servers with, and the
+//! tools some suites run (haproxy), and sets a cfg flag for each one missing (`no_node`,
+//! `no_python`, `no_secret_service`, `no_haproxy`). A test that needs one carries
+//! `#[cfg_attr(no_node, ignore = "needs Node.js and npm on PATH")]`, so cargo reports it as
+//! ignored, with the reason, instead of counting a test that did not run as a pass. Under
+//! `CI=true` nothing is marked missing: there the tests run and fail loudly.
 
 use std::process::{Command, Stdio};
 
@@ -29,6 +30,11 @@ const RUNTIMES: &[Runtime] = &[
         flag: "no_secret_service",
         name: "gnome-keyring-daemon, secret-tool and dbus-run-session",
         found: secret_service_tools,
+    },
+    Runtime {
+        flag: "no_haproxy",
+        name: "haproxy",
+        found: haproxy,
     },
 ];
 
@@ -76,6 +82,12 @@ fn python_with_venv() -> bool {
 /// `secret-tool` to look inside it.
 fn secret_service_tools() -> bool {
     on_path("gnome-keyring-daemon") && on_path("secret-tool") && on_path("dbus-run-session")
+}
+
+/// haproxy balances `serve --listen` replicas (`gateway_replicas`); `-v` only prints its
+/// version.
+fn haproxy() -> bool {
+    runs("haproxy", &["-v"])
 }
 
 /// Whether an executable file `name` is in a folder of PATH (these tools have no cheap

@@ -292,6 +292,11 @@ pub(crate) enum Command {
         /// address it listens on).
         #[arg(long, value_name = "URL", requires = "listen")]
         replica_url: Option<String>,
+        /// With --listen: also take requests whose Host is NAME (any port) or NAME:PORT, the
+        /// name a proxy or load balancer in front is reached by (repeatable; also
+        /// $MCP_CLI_ALLOWED_HOSTS, comma-separated).
+        #[arg(long = "allowed-host", value_name = "NAME[:PORT]", requires = "listen")]
+        allowed_hosts: Vec<String>,
         servers: Vec<String>,
     },
     /// The warm daemon: `start` serves the configured servers in the background, and while

@@ -131,6 +131,7 @@ pub(crate) async fn dispatch(ctx: &mut Context, command: Command) -> Result<Exit
             max_connections,
             replica_key,
             replica_url,
+            allowed_hosts,
             servers,
         } => {
             if print_token {
@@ -148,6 +149,7 @@ pub(crate) async fn dispatch(ctx: &mut Context, command: Command) -> Result<Exit
                         max_connections: max_connections as usize,
                         replica_key,
                         replica_url,
+                        allowed_hosts,
                     };
                     serve::listen(ctx, mode, &servers, at).await
                 }

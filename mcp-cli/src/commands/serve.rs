@@ -111,9 +111,12 @@ pub(crate) struct ListenAt<'a> {
     pub(crate) replica_key: Option<std::path::PathBuf>,
     /// Where the other replicas reach this one (`--replica-url`), when given.
     pub(crate) replica_url: Option<String>,
+    /// The names a proxy in front reaches it by (`--allowed-host`).
+    pub(crate) allowed_hosts: Vec<String>,
 }
 
-/// `serve --listen ADDR [--max-connections N] [--replica-key FILE]`: the gateway over
+/// `serve --listen ADDR [--max-connections N] [--replica-key FILE] [--allowed-host NAME]`:
+/// the gateway over
 /// Streamable HTTP for up to N connections at once, one hub for all. Prints the bound address
 /// on stderr (`listening on http://IP:PORT/mcp`); stops on Ctrl-C or SIGTERM once the calls in
 /// flight are answered.
@@ -127,6 +130,15 @@ pub(crate) async fn listen(
     let (mut watch, config) = load(ctx, named)?;
     let token = listen::token(&ctx.state.listen_token()).map_err(Failure::usage)?;
     let env = |key: &str| std::env::var(key).ok();
+    let from_env = env("MCP_CLI_ALLOWED_HOSTS").unwrap_or_default();
+    let from_env = from_env
+        .split(',')
+        .map(str::trim)
+        .filter(|name| !name.is_empty());
+    let allowed_hosts: Vec<String> = (at.allowed_hosts.iter().map(String::as_str))
+        .chain(from_env)
+        .map(str::to_ascii_lowercase)
+        .collect();
     let replica_key =
         (at.replica_key).or_else(|| env("MCP_CLI_REPLICA_KEY_FILE").map(std::path::PathBuf::from));
     let seal = Arc::new(match &replica_key {
@@ -177,8 +189,12 @@ pub(crate) async fn listen(
         .stop
         .take()
         .unwrap_or_else(|| async_channel::bounded(1).1);
-    let secrets = listen::Secrets { token, seal };
-    listen::serve(gateway, listener, secrets, at.max_connections, stop).await;
+    let admission = listen::Admission {
+        token,
+        allowed_hosts,
+        seal,
+    };
+    listen::serve(gateway, listener, admission, at.max_connections, stop).await;
     drop(edits);
     hub.shutdown().await;
     Ok(Exit::Success)

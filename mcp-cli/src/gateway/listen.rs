@@ -88,6 +88,9 @@ struct Listener {
     /// The hosts: the core's transport state and the machines it names.
     bridges: Bridges,
     token: String,
+    /// `Host` values taken beside this address, lower case: `NAME` for any port, or
+    /// `NAME:PORT`.
+    allowed_hosts: Vec<String>,
     bound: SocketAddr,
     /// The hosts' requests being answered, but for `subscriptions/listen` (which never ends
     /// on its own): what a stop waits for.
@@ -102,9 +105,12 @@ struct Listener {
     abort: Receiver<()>,
 }
 
-/// The bearer token hosts must bring, and the keys their input rounds are sealed with.
-pub(crate) struct Secrets {
+/// Who is let in and what they bring: the bearer token hosts must send, the names a proxy in
+/// front may reach the gateway by (`--allowed-host`), and the keys input rounds are sealed
+/// with.
+pub(crate) struct Admission {
     pub(crate) token: String,
+    pub(crate) allowed_hosts: Vec<String>,
     pub(crate) seal: Arc<Seal>,
 }
 
@@ -114,7 +120,7 @@ pub(crate) struct Secrets {
 pub(crate) async fn serve(
     gateway: Arc<Gateway>,
     listener: TcpListener,
-    secrets: Secrets,
+    admission: Admission,
     max_connections: usize,
     stop: Receiver<()>,
 ) {
@@ -123,14 +129,14 @@ pub(crate) async fn serve(
     let executor = gateway.executor.clone();
     let connections = Connections::new(max_connections);
     executor
-        .spawn(accept(gateway, listener, secrets, connections, stop))
+        .spawn(accept(gateway, listener, admission, connections, stop))
         .await;
 }
 
 async fn accept(
     gateway: Arc<Gateway>,
     listener: TcpListener,
-    Secrets { token, seal }: Secrets,
+    admission: Admission,
     open: Connections,
     stop: Receiver<()>,
 ) {
@@ -150,8 +156,9 @@ async fn accept(
     let shared = Arc::new(Listener {
         timer,
         idle_timeout,
-        bridges: Bridges::new(gateway, Rounds::sealed_by(&env, seal), &env),
-        token,
+        bridges: Bridges::new(gateway, Rounds::sealed_by(&env, admission.seal), &env),
+        token: admission.token,
+        allowed_hosts: admission.allowed_hosts,
         bound,
         in_flight: Arc::default(),
         stopping: stopped.clone(),
@@ -288,9 +295,11 @@ impl Listener {
             ));
         }
         let origin = text(header::ORIGIN)?;
-        let ours = origin
-            .strip_prefix("http://")
-            .is_some_and(|o| self.is_us(o));
+        let ours = match origin.strip_prefix("http://") {
+            Some(authority) => self.is_us(authority),
+            // Through a proxy that speaks TLS to the browser: one of the names allowed.
+            None => (origin.strip_prefix("https://")).is_some_and(|a| self.is_allowed(a)),
+        };
         (!ours).then(|| {
             plain(
                 StatusCode::FORBIDDEN,
@@ -303,6 +312,9 @@ impl Listener {
     /// on all of them) or `localhost`, and our port. Names other than `localhost` are
     /// refused: they are what DNS rebinding uses.
     fn is_us(&self, authority: &str) -> bool {
+        if self.is_allowed(authority) {
+            return true;
+        }
         let Some((name, port)) = authority.rsplit_once(':') else {
             return false;
         };
@@ -316,6 +328,16 @@ impl Listener {
         let name = name.trim_start_matches('[').trim_end_matches(']');
         name.parse::<IpAddr>()
             .is_ok_and(|given| given == ip || ip.is_unspecified())
+    }
+
+    /// Whether `authority` is one of the names `--allowed-host` gave.
+    fn is_allowed(&self, authority: &str) -> bool {
+        let authority = authority.to_ascii_lowercase();
+        let name = match authority.rsplit_once(':') {
+            Some((name, port)) if port.parse::<u16>().is_ok() => name,
+            _ => &authority,
+        };
+        (self.allowed_hosts.iter()).any(|allowed| *allowed == authority || *allowed == name)
     }
 
     fn authorized(&self, request: &hyper::Request<Incoming>) -> bool {

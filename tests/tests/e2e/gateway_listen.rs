@@ -204,7 +204,7 @@ pub(crate) fn raw_request(
     bytes
 }
 
-fn read_answer(stream: &mut TcpStream) -> Answer {
+pub(crate) fn read_answer(stream: &mut TcpStream) -> Answer {
     // A server that answers before reading all of a body may reset the connection after
     // its answer: what came before counts.
     let mut bytes = Vec::new();

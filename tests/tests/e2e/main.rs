@@ -184,6 +184,10 @@ mod gateway_round_progress;
 /// `serve --listen`: a backend's roots question goes to the session host whose call waits on it.
 mod gateway_listen_roots;
 
+/// `serve --listen` replicas behind a real haproxy: round robin, a replica killed mid-call, an
+/// input round and a task carried from one replica to the other.
+mod gateway_replicas;
+
 /// What one server or host may cost us: listings cut at `max_listed`, `serve --listen`'s
 /// connection cap.
 mod limits;
