@@ -536,7 +536,7 @@ fn a_session_hosts_body_that_is_not_a_message_is_refused_and_a_pretty_printed_on
 }
 
 /// A raw 2025-06-18 host's session, its handshake done: its `Mcp-Session-Id`.
-fn open_session(address: &str, bearer: &str) -> String {
+pub(crate) fn open_session(address: &str, bearer: &str) -> String {
     let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {},
         "clientInfo": {"name": "raw", "version": "1"}}});

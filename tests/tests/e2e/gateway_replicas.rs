@@ -2,7 +2,10 @@
 //! with its own state folder and its own fixture backend, sharing the bearer token and a
 //! replica key (`MCP_CLI_REPLICA_KEY_FILE`): stateless-era calls spread over both, a replica
 //! killed mid-call costs no later call, an input round begun on one replica is answered on
-//! the other, and a task made through one is waited on through the other.
+//! the other (even once the first is gone), a task made through one is waited on through the
+//! other, a key rotates with rounds in flight, a handshake-era session sticks to its replica,
+//! and a host's forged, altered or moved state or task handle reaches no server. Beside them,
+//! without haproxy: `--allowed-host` and the replica key's checks at start.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -13,7 +16,10 @@ use std::time::{Duration, Instant};
 
 use mcp_smol::serde_json::{Value, json};
 
-use crate::gateway_listen::{Answer, Listening, STATELESS, listen_on, raw_request, read_answer};
+use crate::gateway_listen::listen_configured;
+use crate::gateway_listen::{
+    Answer, Listening, STATELESS, exchange, listen_on, open_session, raw_request, read_answer,
+};
 use crate::support::{FIXTURE, Scratch};
 
 /// The tasks extension a stateless-era host declares to be handed tasks.
@@ -173,6 +179,8 @@ struct Replicas {
     /// haproxy's frontend, `127.0.0.1:PORT`: where the hosts here send everything.
     address: String,
     bearer: String,
+    /// The key file both replicas seal with.
+    key: PathBuf,
     /// Each replica's own scratch folder (its state folder and config inside), kept until
     /// the replicas are gone; removed with the root.
     _homes: Vec<Scratch>,
@@ -184,9 +192,9 @@ impl Replicas {
     /// what it receives to its own file, and haproxy with both of them up.
     fn start(name: &str, mode: &[&str]) -> Self {
         let root = Scratch::new(&format!("replicas-{name}"));
-        let key = root.0.join("replica-key");
-        write_private(&key, &format!("{}\n", random_hex()));
-        let key = key.display().to_string();
+        let key_file = root.0.join("replica-key");
+        write_private(&key_file, &format!("{}\n", random_hex()));
+        let key = key_file.display().to_string();
         // haproxy passes on the `Host` the hosts send, its own address: each replica is told
         // that name is one it is reached by.
         let port = free_port();
@@ -270,6 +278,7 @@ impl Replicas {
             replicas,
             address,
             bearer,
+            key: key_file,
             _homes: homes,
             _root: root,
         }
@@ -575,4 +584,262 @@ fn a_task_created_on_one_replica_is_waited_on_through_the_other() {
         "{}",
         replicas.log(other)
     );
+}
+
+/// The `input_required` round of an answer: its one question's key, and its state.
+fn round_of(answer: &Answer) -> (String, String) {
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let result = &answer.json()["result"];
+    assert_eq!(result["resultType"], "input_required", "{}", answer.body);
+    let requests = result["inputRequests"].as_object().unwrap();
+    assert_eq!(requests.len(), 1, "one question: {}", answer.body);
+    let key = requests.keys().next().unwrap().clone();
+    (key, result["requestState"].as_str().unwrap().to_owned())
+}
+
+/// `fx__ask`'s retry, answering `key` with a name, under `state`.
+fn ask_retry(key: &str, state: &str, arguments: Value) -> Value {
+    json!({"name": "fx__ask", "arguments": arguments,
+        "inputResponses": {key: {"action": "accept", "content": {"name": "Ada"}}},
+        "requestState": state})
+}
+
+/// The JSON-RPC error of an answer: its code and message.
+fn error_of(answer: &Answer) -> (i64, String) {
+    let error = &answer.json()["error"];
+    let message = error["message"].as_str().unwrap_or_default().to_owned();
+    (error["code"].as_i64().unwrap_or_default(), message)
+}
+
+#[test]
+#[cfg_attr(no_haproxy, ignore = "needs haproxy on PATH (Debian: haproxy)")]
+fn a_round_outlives_the_replica_that_began_it() {
+    let mut replicas = Replicas::start("round-killed", &["list-changed", "--era", "stateless"]);
+    let forms = json!({"elicitation": {}});
+    let (key, state) = round_of(&replicas.call(1, "ask", json!({}), forms.clone()));
+    let began = replicas.serving("\"ask\"");
+    replicas.replicas[began].child.kill().unwrap();
+    replicas.replicas[began].child.wait().unwrap();
+    // Whichever replica haproxy tries first, the survivor answers: the state is all it needs.
+    let retry = request(2, "tools/call", ask_retry(&key, &state, json!({})), forms);
+    let answered = replicas.post("tools/call", &retry);
+    assert_eq!(echoed(&answered), r#"accept {"name":"Ada"}"#);
+    assert!(replicas.log(1 - began).contains("inputResponses"));
+}
+
+#[test]
+#[cfg_attr(no_haproxy, ignore = "needs haproxy on PATH (Debian: haproxy)")]
+fn a_state_altered_moved_to_other_arguments_or_to_another_host_is_refused_and_reaches_no_server() {
+    let replicas = Replicas::start("round-refusals", &["list-changed", "--era", "stateless"]);
+    let forms = json!({"elicitation": {}});
+    let (key, state) = round_of(&replicas.call(1, "ask", json!({}), forms.clone()));
+    let asked = || replicas.count(0, "\"ask\"") + replicas.count(1, "\"ask\"");
+    assert_eq!(asked(), 1);
+
+    // One character of the payload changed.
+    let at = state.find('.').unwrap() + 20;
+    let flipped = if &state[at..=at] == "A" { "B" } else { "A" };
+    let altered = format!("{}{flipped}{}", &state[..at], &state[at + 1..]);
+    // The same tool with other arguments: the answers would approve something else.
+    let moved = ask_retry(&key, &state, json!({"path": "/etc/shadow"}));
+    let cases = [
+        (
+            ask_retry(&key, &altered, json!({})),
+            "raw",
+            "does not match its seal",
+        ),
+        (moved, "raw", "with other arguments"),
+        (
+            ask_retry(&key, &state, json!({})),
+            "another",
+            "of another host",
+        ),
+        (
+            ask_retry(&key, "mcp-cli-1-0123", json!({})),
+            "raw",
+            "not one this gateway made",
+        ),
+    ];
+    for (n, (params, host, why)) in cases.into_iter().enumerate() {
+        let mut body: Value =
+            serde_json::from_slice(&request(10, "tools/call", params, forms.clone())).unwrap();
+        body["params"]["_meta"]["io.modelcontextprotocol/clientInfo"]["name"] = json!(host);
+        for _ in 0..2 {
+            // Through both replicas: neither takes it.
+            let refused = replicas.post("tools/call", &serde_json::to_vec(&body).unwrap());
+            let (code, message) = error_of(&refused);
+            assert_eq!(code, -32602, "case {n}: {}", refused.body);
+            assert!(message.contains(why), "case {n}: {message}");
+        }
+    }
+    assert_eq!(asked(), 1, "nothing refused reached a server");
+
+    // A forged task handle is refused before any server hears of it.
+    let takes_tasks = json!({"extensions": {TASKS_EXTENSION: {}}});
+    let forged = "mcp-cli-task1.00000000.eyJzZXJ2ZXIiOiJmeCJ9.AAAA";
+    let params = json!({"taskId": forged});
+    let refused = replicas.post("tasks/get", &request(20, "tasks/get", params, takes_tasks));
+    let (code, message) = error_of(&refused);
+    assert_eq!(code, -32602, "{}", refused.body);
+    assert!(message.contains("unknown task"), "{message}");
+    assert_eq!(replicas.served("tasks/get"), Vec::<usize>::new());
+}
+
+#[test]
+#[cfg_attr(no_haproxy, ignore = "needs haproxy on PATH (Debian: haproxy)")]
+fn a_key_rotated_in_place_keeps_rounds_in_flight_and_a_retired_one_opens_nothing() {
+    let replicas = Replicas::start("rotation", &["list-changed", "--era", "stateless"]);
+    let forms = json!({"elicitation": {}});
+    let (key, sealed_before) = round_of(&replicas.call(1, "ask", json!({}), forms.clone()));
+    // A new key on top, the old one kept below: both replicas read the file again.
+    let old = std::fs::read_to_string(&replicas.key).unwrap();
+    let new = random_hex();
+    std::fs::write(&replicas.key, format!("{new}\n{old}")).unwrap();
+    let (later_key, sealed_after) = round_of(&replicas.call(2, "ask", json!({}), forms.clone()));
+    assert_ne!(
+        sealed_before.split('.').nth(1),
+        sealed_after.split('.').nth(1),
+        "the new key seals"
+    );
+    let before = ask_retry(&key, &sealed_before, json!({}));
+    let retry = request(3, "tools/call", before.clone(), forms.clone());
+    assert_eq!(
+        echoed(&replicas.post("tools/call", &retry)),
+        r#"accept {"name":"Ada"}"#
+    );
+
+    // The old key retired: what it sealed opens on neither replica; what the new one sealed
+    // still does.
+    std::fs::write(&replicas.key, format!("# rotated\n{new}\n")).unwrap();
+    for id in [4, 5] {
+        let retry = request(id, "tools/call", before.clone(), forms.clone());
+        let refused = replicas.post("tools/call", &retry);
+        let (code, message) = error_of(&refused);
+        assert_eq!(code, -32602, "{}", refused.body);
+        assert!(message.contains("no longer holds"), "{message}");
+    }
+    let after = ask_retry(&later_key, &sealed_after, json!({}));
+    let retry = request(6, "tools/call", after, forms);
+    assert_eq!(
+        echoed(&replicas.post("tools/call", &retry)),
+        r#"accept {"name":"Ada"}"#
+    );
+}
+
+#[test]
+#[cfg_attr(no_haproxy, ignore = "needs haproxy on PATH (Debian: haproxy)")]
+fn a_handshake_era_session_stays_on_the_replica_that_opened_it() {
+    let replicas = Replicas::start("sticky", &["good"]);
+    let session = open_session(&replicas.address, &replicas.bearer);
+    let mut opened_on = None;
+    let headers = [
+        ("Authorization", replicas.bearer.as_str()),
+        ("Mcp-Session-Id", session.as_str()),
+    ];
+    for n in 0..4 {
+        let text = format!("sticky-{n}");
+        let call = json!({"jsonrpc": "2.0", "id": 10 + n, "method": "tools/call",
+            "params": {"name": "fx__echo", "arguments": {"text": text}}});
+        let body = serde_json::to_vec(&call).unwrap();
+        let answer = exchange(&replicas.address, "POST", &headers, &body);
+        assert_eq!(echoed(&answer), text, "call {n} of the session");
+        // Every call where the first went (a session asked elsewhere would be a 404).
+        let served = replicas.served(&format!("\"{text}\""));
+        assert_eq!(served.len(), 1, "{served:?}");
+        assert_eq!(*opened_on.get_or_insert(served[0]), served[0], "call {n}");
+    }
+}
+
+#[test]
+fn a_proxys_name_is_let_in_only_when_allowed() {
+    let scratch = Scratch::new("listen-allowed-host");
+    let allowed = [(
+        "MCP_CLI_ALLOWED_HOSTS",
+        "Gateway.Example, other.example:8443",
+    )];
+    let listening = listen_configured(&scratch, &["good"], "", &allowed);
+    let bearer = format!("Bearer {}", listening.token);
+    let body = request(
+        1,
+        "tools/call",
+        json!({"name": "fx__echo",
+        "arguments": {"text": "through the proxy"}}),
+        json!({}),
+    );
+    let post = |host: &str, origin: Option<&str>| {
+        let mut headers = vec![
+            ("Host", host),
+            ("Authorization", bearer.as_str()),
+            STATELESS[0],
+            STATELESS[1],
+        ];
+        headers.extend(origin.map(|origin| ("Origin", origin)));
+        exchange(&listening.address, "POST", &headers, &body)
+    };
+    // A name given without a port is taken on any port; one given with a port, on it alone.
+    for host in [
+        "gateway.example",
+        "GATEWAY.example:443",
+        "other.example:8443",
+    ] {
+        let answer = post(host, None);
+        assert_eq!(echoed(&answer), "through the proxy", "Host {host}");
+    }
+    let answer = post("gateway.example", Some("https://gateway.example"));
+    assert_eq!(echoed(&answer), "through the proxy", "a TLS proxy's origin");
+    for (host, origin) in [
+        ("evil.example", None),
+        ("other.example:8444", None),
+        ("gateway.example", Some("https://evil.example")),
+        ("gateway.example", Some("http://evil.example")),
+    ] {
+        let refused = post(host, origin);
+        assert_eq!(
+            refused.status, 403,
+            "Host {host}, Origin {origin:?}: {}",
+            refused.body
+        );
+    }
+    let received = std::fs::read_to_string(&listening.log).unwrap_or_default();
+    let calls = received
+        .lines()
+        .filter(|line| line.contains("through the proxy"));
+    assert_eq!(
+        calls.count(),
+        4,
+        "nothing refused reached the server: {received}"
+    );
+}
+
+#[test]
+fn a_replica_key_others_can_read_short_or_missing_stops_the_start_naming_why() {
+    use std::os::unix::fs::PermissionsExt;
+    let scratch = Scratch::new("listen-replica-key");
+    let config = scratch.write(
+        "listen.toml",
+        &format!("[mcp.fx]\ncommand = {FIXTURE:?}\nargs = [\"good\"]\n"),
+    );
+    let config = config.display().to_string();
+    let key = scratch.0.join("replica-key");
+    std::fs::write(&key, format!("{}\n", random_hex())).unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let short = scratch.write("short-key", "tooshort\n");
+    std::fs::set_permissions(&short, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let missing = scratch.0.join("no-such-key");
+    let listen = ["--config", &config, "serve", "--listen", "127.0.0.1:0"];
+    for (file, why) in [
+        (&key, "others than its owner can read or write it"),
+        (&short, "shorter than 32 characters"),
+        (&missing, "No such file"),
+    ] {
+        let file = file.display().to_string();
+        let with_flag = [&listen[..], &["--replica-key", &file]].concat();
+        let by_flag = scratch.cli(&with_flag);
+        let by_env = scratch.cli_with(&listen, &[("MCP_CLI_REPLICA_KEY_FILE", &file)], None);
+        for run in [by_flag, by_env] {
+            assert_eq!(run.code, 2, "{run:?}");
+            assert!(run.stderr.contains(why), "{}", run.stderr);
+            assert!(!run.stderr.contains("listening on"), "{}", run.stderr);
+        }
+    }
 }
