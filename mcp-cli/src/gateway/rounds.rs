@@ -199,7 +199,8 @@ struct Parked {
     /// The answers the call waits for, by the key the host answers under, with what it
     /// takes when the host leaves one out.
     waiting: BTreeMap<String, (Sender<Value>, Value)>,
-    /// Every answer the call was given, in the order it asked: what its state carries.
+    /// Every answer the call was given, in the order it asked: what its state carries (of
+    /// a call made again, only those it asked for again).
     answered: Vec<(String, Value)>,
     /// A call made again on a retry: the answers it was given before, for its questions in
     /// turn, before any goes to the host.
@@ -303,8 +304,9 @@ impl Rounds {
             answering,
             questions: asked,
             waiting: BTreeMap::new(),
-            replayed: answered.iter().cloned().collect(),
-            answered,
+            // Each answer is the call's again once its question is asked again.
+            replayed: answered.into(),
+            answered: Vec::new(),
             rounds,
             _expiry: None,
         };
@@ -343,7 +345,8 @@ impl Rounds {
             // as it asks what it asked then.
             match parked.replayed.pop_front() {
                 Some((kind, answer)) if kind == question.asked.kind() => {
-                    let _ = question.answer.try_send(answer);
+                    let _ = question.answer.try_send(answer.clone());
+                    parked.answered.push((kind, answer));
                 }
                 Some(_) => {
                     parked.replayed.clear();
@@ -723,6 +726,22 @@ mod tests {
                 asked["inputRequests"]["input-2-0"],
                 json!({"method": "roots/list"})
             );
+            // The form's answer the call did not take is not carried on: made again once
+            // more, the call asking for the roots gets the roots.
+            let roots = json!({"roots": [{"uri": "file:///work"}]});
+            let input = answering(&asked, roots.clone());
+            let spawner = executor.clone();
+            let roots_again = move |questions: Sender<Question>, _| {
+                spawner.spawn(async move {
+                    let (answer, answered) = async_channel::bounded(1);
+                    let asked = Asked::Roots;
+                    questions.send(Question { asked, answer }).await.unwrap();
+                    Ok(answered.recv().await.unwrap())
+                })
+            };
+            let third = Rounds::sealed_by(&no_env, here.seal.clone());
+            let done = third.answer(&executor, called(origin), to(), Some(input), roots_again);
+            assert_eq!(done.await.unwrap(), roots);
         }));
     }
 
