@@ -28,6 +28,10 @@ const FORWARDED: &str = "mcp-cli/forwarded";
 /// The largest answer taken from another replica.
 const ANSWER_LIMIT: usize = 4 * 1024 * 1024;
 
+/// How long another replica may take to answer a task request (`tasks/get` and the like
+/// answer at once): one that took the connection and hangs does not hold the host for ever.
+const FORWARD_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// This replica, as the others reach it, and what they share.
 pub(crate) struct Replicas {
     /// `http://HOST:PORT/mcp`: where the others forward this one's tasks.
@@ -108,19 +112,27 @@ impl Replicas {
         routed.replica == self.me.as_str() || forwarded
     }
 
-    /// The answer of the replica `routed` names to the host's `method` request with `params`.
+    /// The answer of the replica `routed` names to the host's `method` request with `params`,
+    /// within [`FORWARD_WAIT`].
     pub(crate) async fn forward(
         &self,
         routed: &Routed,
         method: &str,
         params: &Value,
     ) -> Result<Value, RpcError> {
-        let unreachable = |why: String| {
-            internal_error(format!(
-                "task {}/{} runs on the replica at {}, which {why}",
-                routed.server, routed.id, routed.replica
+        let waited = async {
+            async_io::Timer::after(FORWARD_WAIT).await;
+            let secs = FORWARD_WAIT.as_secs();
+            Err(unreachable(
+                routed,
+                format!("did not answer within {secs} s"),
             ))
         };
+        self.ask(routed, method, params).or(waited).await
+    }
+
+    async fn ask(&self, routed: &Routed, method: &str, params: &Value) -> Result<Value, RpcError> {
+        let unreachable = |why: String| unreachable(routed, why);
         let mut params = params.clone();
         let meta = (params.as_object_mut())
             .map(|params| params.entry("_meta").or_insert_with(|| json!({})));
@@ -189,6 +201,14 @@ impl Replicas {
             }),
         }
     }
+}
+
+/// The error for a task request that the replica `routed` names did not answer.
+fn unreachable(routed: &Routed, why: String) -> RpcError {
+    internal_error(format!(
+        "task {}/{} runs on the replica at {}, which {why}",
+        routed.server, routed.id, routed.replica
+    ))
 }
 
 /// The JSON-RPC answer in a body: the body itself, or an event stream's event that holds one.
@@ -261,6 +281,27 @@ mod tests {
         assert_eq!(given.host_str(), Some("gw-1.internal"));
         let error = own_url(Some("https://gw-1:8931/mcp"), everywhere).unwrap_err();
         assert!(error.contains("plain HTTP"), "{error}");
+    }
+
+    #[test]
+    fn a_task_whose_replica_is_gone_is_answered_with_an_error_naming_it() {
+        let seal = Arc::new(Seal::of_this_process());
+        let gone = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = gone.local_addr().unwrap().port();
+        drop(gone);
+        let maker = replica(&format!("http://127.0.0.1:{port}/mcp"), &seal);
+        let handle = maker.handle("fx", "task-1");
+        let asked = replica("http://127.0.0.1:1/mcp", &seal);
+        let routed = asked.open(&handle).unwrap().unwrap();
+        let params = json!({"taskId": handle});
+        let failed = futures_lite::future::block_on(asked.forward(&routed, "tasks/get", &params));
+        let error = failed.unwrap_err();
+        assert_eq!(error.code, RpcError::INTERNAL_ERROR);
+        assert!(
+            error.message.contains(&format!("127.0.0.1:{port}")),
+            "{error:?}"
+        );
+        assert!(error.message.contains("does not answer"), "{error:?}");
     }
 
     #[test]

@@ -46,11 +46,28 @@ pub(crate) enum Asked {
 }
 
 impl Asked {
-    /// What kind of question it is, as a state records it.
-    fn kind(&self) -> &'static str {
+    /// What it asks, as a state records it: a call made again is given an answer only for
+    /// the question it was given for (a form with the same message and schema, a link to the
+    /// same page, the roots), never one the person did not see.
+    fn fingerprint(&self) -> String {
         match self {
-            Asked::Elicitation(_) => ELICITATION,
-            Asked::Roots => ROOTS,
+            Asked::Roots => ROOTS.to_owned(),
+            Asked::Elicitation(params) if params["mode"] == "url" => {
+                format!("link {}", params["url"].as_str().unwrap_or_default())
+            }
+            Asked::Elicitation(params) => {
+                let asked = json!([
+                    params["message"],
+                    canonical(params["requestedSchema"].clone())
+                ]);
+                let digest =
+                    ring::digest::digest(&ring::digest::SHA256, asked.to_string().as_bytes());
+                let short: String = digest.as_ref()[..8]
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect();
+                format!("form {short}")
+            }
         }
     }
 
@@ -63,14 +80,13 @@ impl Asked {
     }
 }
 
-/// The kinds of question, as a state records them.
-const ELICITATION: &str = "elicitation";
+/// A `roots/list` question, as a state records it.
 const ROOTS: &str = "roots";
 
-/// The answer taken when the host's retry leaves a question of `kind` out: it has not said
-/// yes, and named no roots.
-fn unanswered(kind: &str) -> Value {
-    match kind {
+/// The answer taken when the host's retry leaves a question out (`fingerprint`, as
+/// [`Asked::fingerprint`] gave it): it has not said yes, and named no roots.
+fn unanswered(fingerprint: &str) -> Value {
+    match fingerprint {
         ROOTS => json!({"roots": []}),
         _ => json!({"action": "cancel"}),
     }
@@ -211,8 +227,8 @@ struct Parked {
 }
 
 /// What a state says: the call's parked key, what it was bound to, when it expires (ms
-/// since the epoch), its round, the answers given so far and the questions of this round
-/// (key and kind).
+/// since the epoch), its round, the answers given so far (each with what it answered) and the
+/// questions of this round (key, and what each asks: [`Asked::fingerprint`]).
 #[derive(serde::Serialize, serde::Deserialize)]
 struct State {
     park: String,
@@ -344,9 +360,9 @@ impl Rounds {
             // A call made again is given the answers it was given before, in turn, as long
             // as it asks what it asked then.
             match parked.replayed.pop_front() {
-                Some((kind, answer)) if kind == question.asked.kind() => {
+                Some((asked, answer)) if asked == question.asked.fingerprint() => {
                     let _ = question.answer.try_send(answer.clone());
-                    parked.answered.push((kind, answer));
+                    parked.answered.push((asked, answer));
                 }
                 Some(_) => {
                     parked.replayed.clear();
@@ -369,12 +385,13 @@ impl Rounds {
         let mut asked = Vec::new();
         for (n, question) in questions.enumerate() {
             let key = format!("input-{}-{n}", parked.rounds);
-            let kind = question.asked.kind();
+            let fingerprint = question.asked.fingerprint();
+            let unanswered = unanswered(&fingerprint);
             round.requests.insert(key.clone(), question.asked.request());
             parked
                 .waiting
-                .insert(key.clone(), (question.answer, unanswered(kind)));
-            asked.push((key, kind.to_owned()));
+                .insert(key.clone(), (question.answer, unanswered));
+            asked.push((key, fingerprint));
         }
         let origin = parked.called.origin.clone();
         match self.park(executor, parked, asked) {
@@ -430,9 +447,9 @@ impl Rounds {
             )));
         }
         let mut answered = state.answered;
-        for (key, kind) in &state.asked {
+        for (key, asked) in &state.asked {
             let answer = input.responses.get(key).cloned();
-            answered.push((kind.clone(), answer.unwrap_or_else(|| unanswered(kind))));
+            answered.push((asked.clone(), answer.unwrap_or_else(|| unanswered(asked))));
         }
         let Some(mut parked) = self.parking().parked.remove(&state.park) else {
             let rounds = state.round;
@@ -447,7 +464,7 @@ impl Rounds {
         Ok(Resumed::Here(parked))
     }
 
-    /// Keeps `parked`, which asked `asked` (key and kind), until the host retries or its
+    /// Keeps `parked`, which asked `asked` (key and fingerprint), until the host retries or its
     /// wait ends; returns its `requestState`, or `None` (and drops it) when
     /// [`MAX_PARKED_PER_HOST`] calls of its host wait already.
     fn park(
@@ -742,6 +759,69 @@ mod tests {
             let third = Rounds::sealed_by(&no_env, here.seal.clone());
             let done = third.answer(&executor, called(origin), to(), Some(input), roots_again);
             assert_eq!(done.await.unwrap(), roots);
+        }));
+    }
+
+    /// A call that asks one elicitation with `params`, and returns its answer.
+    fn asking_with(
+        executor: &Arc<async_executor::Executor<'static>>,
+        params: Value,
+    ) -> impl FnOnce(Sender<Question>, Answering) -> async_executor::Task<Result<Value, RpcError>>
+    {
+        let executor = executor.clone();
+        move |questions, _| {
+            executor.spawn(async move {
+                let (answer, answered) = async_channel::bounded(1);
+                let asked = Asked::Elicitation(params);
+                questions.send(Question { asked, answer }).await.unwrap();
+                Ok(answered.recv().await.unwrap())
+            })
+        }
+    }
+
+    #[test]
+    fn an_answer_is_given_again_only_to_the_form_or_link_it_answered() {
+        let executor = Arc::new(async_executor::Executor::new());
+        let (here, there) = replicas();
+        futures_lite::future::block_on(executor.run(async {
+            let origin = "tools/call fx__confirm";
+            let yes = json!({"action": "accept", "content": {"ok": true}});
+            let form = |message: &str| {
+                json!({"message": message, "requestedSchema": {"type": "object",
+                    "properties": {"ok": {"type": "boolean"}}}})
+            };
+            let link = |url: &str| json!({"mode": "url", "message": "Sign in", "url": url});
+            for (first, again, same) in [
+                (form("Delete a.txt?"), form("Delete a.txt?"), true),
+                (form("Delete a.txt?"), form("Delete b.txt?"), false),
+                (
+                    link("https://a.example/1"),
+                    link("https://a.example/1"),
+                    true,
+                ),
+                (
+                    link("https://a.example/1"),
+                    link("https://a.example/2"),
+                    false,
+                ),
+                (form("Open it?"), link("https://a.example/1"), false),
+            ] {
+                let start = asking_with(&executor, first.clone());
+                let round = here.answer(&executor, called(origin), to(), None, start);
+                let round = round.await.unwrap();
+                let input = answering(&round, yes.clone());
+                let made_again = asking_with(&executor, again.clone());
+                let retried =
+                    there.answer(&executor, called(origin), to(), Some(input), made_again);
+                let retried = retried.await.unwrap();
+                match same {
+                    true => assert_eq!(retried, yes, "{first} then {again}"),
+                    false => assert_eq!(
+                        retried["resultType"], "input_required",
+                        "{first} then {again}: asked anew"
+                    ),
+                }
+            }
         }));
     }
 
