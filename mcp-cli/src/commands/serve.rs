@@ -96,6 +96,16 @@ fn load(ctx: &Context, named: &[String]) -> Result<(Watch, Config), Failure> {
     Ok((watch, config))
 }
 
+/// The names `--allowed-host` and `MCP_CLI_ALLOWED_HOSTS` (comma-separated) give, lower case.
+fn allowed_hosts(given: &[String], env: crate::config::Env<'_>) -> Vec<String> {
+    let listed = env("MCP_CLI_ALLOWED_HOSTS").unwrap_or_default();
+    let listed = listed.split(',').map(str::trim).map(str::to_owned);
+    (given.iter().cloned().chain(listed))
+        .filter(|name| !name.is_empty())
+        .map(|name| name.to_ascii_lowercase())
+        .collect()
+}
+
 /// `serve --print-token`: the bearer token HTTP hosts must send, made on first use.
 pub(crate) fn print_token(ctx: &mut Context) -> Result<Exit, Failure> {
     let token = listen::token(&ctx.state.listen_token()).map_err(Failure::usage)?;
@@ -115,11 +125,10 @@ pub(crate) struct ListenAt<'a> {
     pub(crate) allowed_hosts: Vec<String>,
 }
 
-/// `serve --listen ADDR [--max-connections N] [--replica-key FILE] [--allowed-host NAME]`:
-/// the gateway over
-/// Streamable HTTP for up to N connections at once, one hub for all. Prints the bound address
-/// on stderr (`listening on http://IP:PORT/mcp`); stops on Ctrl-C or SIGTERM once the calls in
-/// flight are answered.
+/// `serve --listen ADDR [--max-connections N] [--allowed-host NAME]... [--replica-key FILE
+/// [--replica-url URL]]`: the gateway over Streamable HTTP for up to N connections at once, one
+/// hub for all. Prints the bound address on stderr (`listening on http://IP:PORT/mcp`); stops
+/// on Ctrl-C or SIGTERM once the calls in flight are answered.
 pub(crate) async fn listen(
     ctx: &mut Context,
     mode: Mode,
@@ -130,17 +139,16 @@ pub(crate) async fn listen(
     let (mut watch, config) = load(ctx, named)?;
     let token = listen::token(&ctx.state.listen_token()).map_err(Failure::usage)?;
     let env = |key: &str| std::env::var(key).ok();
-    let from_env = env("MCP_CLI_ALLOWED_HOSTS").unwrap_or_default();
-    let from_env = from_env
-        .split(',')
-        .map(str::trim)
-        .filter(|name| !name.is_empty());
-    let allowed_hosts: Vec<String> = (at.allowed_hosts.iter().map(String::as_str))
-        .chain(from_env)
-        .map(str::to_ascii_lowercase)
-        .collect();
+    let allowed_hosts = allowed_hosts(&at.allowed_hosts, &env);
     let replica_key =
         (at.replica_key).or_else(|| env("MCP_CLI_REPLICA_KEY_FILE").map(std::path::PathBuf::from));
+    if replica_key.is_none() && at.replica_url.is_some() {
+        return Err(Failure::usage(
+            "--replica-url names this replica to the others: give it with --replica-key FILE, \
+             the key they share"
+                .to_owned(),
+        ));
+    }
     let seal = Arc::new(match &replica_key {
         Some(path) => Seal::from_file(path).map_err(Failure::usage)?,
         None => Seal::of_this_process(),

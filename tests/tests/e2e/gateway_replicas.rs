@@ -827,6 +827,22 @@ fn a_replica_key_others_can_read_short_or_missing_stops_the_start_naming_why() {
     std::fs::set_permissions(&short, std::fs::Permissions::from_mode(0o600)).unwrap();
     let missing = scratch.0.join("no-such-key");
     let listen = ["--config", &config, "serve", "--listen", "127.0.0.1:0"];
+    // A replica's address without the key it shares names it to nobody.
+    let alone =
+        scratch.cli(&[&listen[..], &["--replica-url", "http://10.0.0.1:8931/mcp"]].concat());
+    assert_eq!(alone.code, 2, "{alone:?}");
+    assert!(
+        alone.stderr.contains("with --replica-key"),
+        "{}",
+        alone.stderr
+    );
+    let bad_url = [&listen[..], &["--replica-url", "https://10.0.0.1/mcp"]].concat();
+    let key_file = scratch.write("good-key", &format!("{}\n", random_hex()));
+    std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let key_arg = key_file.display().to_string();
+    let refused = scratch.cli(&[&bad_url[..], &["--replica-key", &key_arg]].concat());
+    assert_eq!(refused.code, 2, "{refused:?}");
+    assert!(refused.stderr.contains("plain HTTP"), "{}", refused.stderr);
     for (file, why) in [
         (&key, "others than its owner can read or write it"),
         (&short, "shorter than 32 characters"),
