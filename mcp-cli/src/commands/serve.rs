@@ -160,7 +160,8 @@ pub(crate) async fn listen(
     let replicas = match replica_key {
         Some(_) => {
             let given = at.replica_url.or_else(|| env("MCP_CLI_REPLICA_URL"));
-            let me = replicas::own_url(given.as_deref(), bound).map_err(Failure::usage)?;
+            let me = replicas::own_url(given.as_deref(), (bound, listen::ENDPOINT))
+                .map_err(Failure::usage)?;
             let (token, seal) = (token.clone(), seal.clone());
             Some(replicas::Replicas { me, token, seal })
         }

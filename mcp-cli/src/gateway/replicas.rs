@@ -48,10 +48,11 @@ pub(crate) struct Routed {
 }
 
 /// Where another replica should forward a task: `given` (`--replica-url`), else the address
-/// this one listens on, which must then be one the others can name.
+/// this one listens on (`bound`, its MCP `endpoint`), which must then be one the others can
+/// name.
 pub(crate) fn own_url(
     given: Option<&str>,
-    bound: std::net::SocketAddr,
+    (bound, endpoint): (std::net::SocketAddr, &str),
 ) -> Result<url::Url, String> {
     let text = match given {
         Some(given) => given.to_owned(),
@@ -61,7 +62,7 @@ pub(crate) fn own_url(
                  other replicas reach this one at (it listens on every interface)"
             ));
         }
-        None => format!("http://{bound}{}", super::listen::ENDPOINT),
+        None => format!("http://{bound}{endpoint}"),
     };
     let url = url::Url::parse(&text).map_err(|error| format!("--replica-url {text}: {error}"))?;
     if url.scheme() != "http" || url.host().is_none() {
@@ -271,15 +272,15 @@ mod tests {
     fn a_replica_is_reached_in_plain_http_at_an_address_the_others_can_name() {
         let bound: std::net::SocketAddr = "127.0.0.1:8931".parse().unwrap();
         assert_eq!(
-            own_url(None, bound).unwrap().as_str(),
+            own_url(None, (bound, "/mcp")).unwrap().as_str(),
             "http://127.0.0.1:8931/mcp"
         );
         let everywhere: std::net::SocketAddr = "0.0.0.0:8931".parse().unwrap();
-        let error = own_url(None, everywhere).unwrap_err();
+        let error = own_url(None, (everywhere, "/mcp")).unwrap_err();
         assert!(error.contains("give --replica-url"), "{error}");
-        let given = own_url(Some("http://gw-1.internal:8931/mcp"), everywhere).unwrap();
+        let given = own_url(Some("http://gw-1.internal:8931/mcp"), (everywhere, "/mcp")).unwrap();
         assert_eq!(given.host_str(), Some("gw-1.internal"));
-        let error = own_url(Some("https://gw-1:8931/mcp"), everywhere).unwrap_err();
+        let error = own_url(Some("https://gw-1:8931/mcp"), (everywhere, "/mcp")).unwrap_err();
         assert!(error.contains("plain HTTP"), "{error}");
     }
 
