@@ -380,7 +380,9 @@ impl Gateway {
                 };
                 let reply_to = host.reply_to(id);
                 let answered = (host.rounds).answer(&self.executor, called, reply_to, input, start);
-                answered.await.map(RawResult::from)
+                // Boxed: this future is two thirds of `run`'s, which every call's task would
+                // otherwise carry (and copy at each move) whatever its route.
+                Box::pin(answered).await.map(RawResult::from)
             }
         }
     }

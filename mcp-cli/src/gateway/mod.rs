@@ -187,6 +187,9 @@ impl Gateway {
             driver,
         } = host;
         let server = link.server.clone();
+        // Shared, not cloned, by each request's task: a clone copied the host's `ClientInfo`
+        // (its strings and capabilities) for every request, and dropped it after.
+        let link = Arc::new(link);
         let changes = self.hub.events();
         // The config files are looked at on a timer of their own: looking at each turn of
         // the loop below cost every request a stat of each file and a timer.
@@ -225,7 +228,7 @@ impl Gateway {
                 Wake::Host(Some(ServerEvent::Request(request))) => {
                     running.retain(|_, task| !task.is_finished());
                     let gateway = self.clone();
-                    let link = link.clone();
+                    let link = Arc::clone(&link);
                     let id = request.id;
                     let task = self.executor.spawn(async move {
                         let mut request = request;
@@ -322,7 +325,9 @@ impl Gateway {
         // The rarer requests are boxed: their state would otherwise be carried (and copied) by
         // every call's task.
         match (method, self.mode) {
-            ("tools/call", _) => self.call_tool(host, id, params, era).await,
+            // Boxed too, though the common one: the request's task then stays small, where
+            // it was copied whole (kilobytes) when spawned and again when first polled.
+            ("tools/call", _) => Box::pin(self.call_tool(host, id, params, era)).await,
             ("tools/list", Mode::Tools) => {
                 (Box::pin(self.list_tools(&params, era)).await).map(RawResult::from)
             }

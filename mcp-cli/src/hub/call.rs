@@ -279,19 +279,21 @@ impl Call<'_> {
                 on_progress(progress);
             }
         };
-        let tool = match tool {
+        // Borrowed when found just now: a gateway's every call otherwise cloned the entry
+        // (its two strings) and dropped the clone.
+        let tool: std::borrow::Cow<'_, ToolEntry> = match tool {
             ToolRef::Entry(entry) if found => {
                 hub.approve(entry, &arguments).await?;
-                entry.clone()
+                std::borrow::Cow::Borrowed(entry)
             }
             ToolRef::Name(qualified) => {
                 let (server, name) = hub.locate(qualified)?;
-                hub.admit(&server, &name, &arguments).await?
+                std::borrow::Cow::Owned(hub.admit(&server, &name, &arguments).await?)
             }
-            ToolRef::Entry(entry) => {
+            ToolRef::Entry(entry) => std::borrow::Cow::Owned(
                 hub.admit(&entry.server, &entry.tool.name, &arguments)
-                    .await?
-            }
+                    .await?,
+            ),
         };
         let slot = hub.inner.slot(&tool.server)?;
         let live = slot.ensure_running(&hub.inner).await?;
