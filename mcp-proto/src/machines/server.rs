@@ -109,6 +109,9 @@ enum State {
 struct OpenRequest {
     /// The host's id, echoed exactly.
     id: Value,
+    /// The same as JSON text, its key in `by_host_id`: kept, not written again when the
+    /// request ends.
+    key: String,
     /// `params._meta.progressToken`, if the host sent one.
     progress_token: Option<Value>,
     /// Stateless era: the result gets its `resultType`.
@@ -659,10 +662,11 @@ impl ServerConnection {
             .cloned();
         let ours = self.next_host_request;
         self.next_host_request += 1;
-        self.by_host_id.insert(key, ours);
+        self.by_host_id.insert(key.clone(), ours);
         let stateless = client.is_some();
         let open = OpenRequest {
             id,
+            key,
             progress_token,
             stateless,
         };
@@ -732,7 +736,7 @@ impl ServerConnection {
 
     fn forget(&mut self, id: HostRequestId) -> Option<OpenRequest> {
         let open = self.open.remove(&id.0)?;
-        self.by_host_id.remove(&open.id.to_string());
+        self.by_host_id.remove(&open.key);
         Some(open)
     }
 
