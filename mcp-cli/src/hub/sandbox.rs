@@ -21,23 +21,31 @@ const SYSTEM_FOLDERS: &[&str] = &[
 /// names (links followed: a venv's `python` reaches the interpreter it links to), and the
 /// launchers' caches (`~/.npm`, `~/.cache/uv`, `~/.cache/pip`, or where their variables put
 /// them). Only folders that exist: Landlock cannot name the others, nor should a message.
+///
+/// Confined or not, the program's install folders stay reachable beneath the folders its
+/// walls hide (a server built in `/tmp`, a venv beneath the runtime folder): what it runs is
+/// kept. An install folder that is itself a hidden folder (a program directly in `/tmp`) is
+/// not kept whole, which would undo the wall; only the program's own files are.
 pub(crate) fn with_readable(mut command: ServerCommand) -> ServerCommand {
-    let confined = (command.sandbox.as_ref()).is_some_and(|s| s.filesystem.is_some());
-    if !confined {
+    let Some(sandbox) = &command.sandbox else {
         return command;
-    }
-    let program = program(&command);
+    };
+    let hidden: Vec<PathBuf> = (sandbox.hidden.iter())
+        .filter_map(|folder| std::fs::canonicalize(folder).ok())
+        .collect();
+    let own: Vec<PathBuf> = program(&command)
+        .map(|program| program_folders(&program, &command.env, &hidden))
+        .unwrap_or_default();
     let readable: Vec<PathBuf> = (SYSTEM_FOLDERS.iter().map(PathBuf::from))
-        .chain(
-            program
-                .iter()
-                .flat_map(|p| program_folders(p, &command.env)),
-        )
+        .chain(own.iter().cloned())
         .chain(launcher_caches(&command.env))
         .filter(|path| path.exists())
         .collect();
     if let Some(sandbox) = &mut command.sandbox {
-        sandbox.readable = readable;
+        if sandbox.filesystem.is_some() {
+            sandbox.readable = readable;
+        }
+        sandbox.kept.extend(own);
     }
     command
 }
@@ -137,8 +145,13 @@ fn program(command: &ServerCommand) -> Option<PathBuf> {
 }
 
 /// The install folders of the program and of the interpreter its `#!` line names, at every
-/// step of their links (a venv's `bin/python` links into pyenv's or uv's interpreters).
-fn program_folders(program: &Path, env: &BTreeMap<String, String>) -> Vec<PathBuf> {
+/// step of their links (a venv's `bin/python` links into pyenv's or uv's interpreters); where
+/// a folder is one of `hidden` (canonical paths), the step's file instead.
+fn program_folders(
+    program: &Path,
+    env: &BTreeMap<String, String>,
+    hidden: &[PathBuf],
+) -> Vec<PathBuf> {
     let mut folders: Vec<PathBuf> = Vec::new();
     let programs = std::iter::once(program.to_owned()).chain(interpreter(program, env));
     for step in programs.flat_map(|program| link_chain(&program)) {
@@ -146,12 +159,18 @@ fn program_folders(program: &Path, env: &BTreeMap<String, String>) -> Vec<PathBu
         let located = step
             .parent()
             .and_then(|dir| std::fs::canonicalize(dir).ok());
-        let located = located
+        let Some(located) = located
             .zip(step.file_name())
-            .map(|(dir, name)| dir.join(name));
-        if let Some(folder) = located.as_deref().and_then(prefix)
-            && !folders.contains(&folder)
-        {
+            .map(|(dir, name)| dir.join(name))
+        else {
+            continue;
+        };
+        let folder = match prefix(&located) {
+            Some(folder) if hidden.contains(&folder) => located,
+            Some(folder) => folder,
+            None => continue,
+        };
+        if !folders.contains(&folder) {
             folders.push(folder);
         }
     }
@@ -279,8 +298,17 @@ mod tests {
         std::fs::write(dir.join("bin/tool"), "").unwrap();
         let real = std::fs::canonicalize(&dir).unwrap();
         let none = BTreeMap::new();
-        assert_eq!(program_folders(&script, &none), [real.join("lib")]);
-        assert_eq!(program_folders(&dir.join("bin/tool"), &none), [real]);
+        assert_eq!(program_folders(&script, &none, &[]), [real.join("lib")]);
+        assert_eq!(
+            program_folders(&dir.join("bin/tool"), &none, &[]),
+            std::slice::from_ref(&real)
+        );
+        // An install folder the walls hide is not given whole: the program's file is.
+        let hidden = std::slice::from_ref(&real);
+        let tool = real.join("tool");
+        std::fs::write(&tool, "").unwrap();
+        assert_eq!(program_folders(&tool, &none, hidden), [tool]);
+        assert_eq!(program_folders(&script, &none, hidden), [real.join("lib")]);
         std::fs::remove_dir_all(dir).unwrap();
     }
 
@@ -305,7 +333,7 @@ mod tests {
         let env = BTreeMap::from([("PATH".to_owned(), venv.join("bin").display().to_string())]);
         for shebang in shebangs {
             std::fs::write(&script, format!("{shebang}print()\n")).unwrap();
-            let folders = program_folders(&script, &env);
+            let folders = program_folders(&script, &env, &[]);
             assert!(folders.contains(&venv), "{shebang}: {folders:?}");
             assert!(folders.contains(&pyenv), "{shebang}: {folders:?}");
         }

@@ -332,3 +332,43 @@ fn a_confined_npx_refused_its_cache_is_told_which_folder() {
         "{run:?}"
     );
 }
+
+/// A server whose program lives beneath a folder the walls hide (built in `/tmp`, or copied
+/// straight into it) still starts sandboxed, and `/tmp` stays hidden from it: its install
+/// folder is kept, or only its own file when that folder is `/tmp` itself.
+#[test]
+fn a_program_beneath_tmp_starts_sandboxed_and_tmp_stays_hidden() {
+    let scratch = Scratch::new("walls-program");
+    let outside = Outside::new("program");
+    let agent = outside.0.join("agent.sock");
+    serve(UnixListener::bind(&agent).unwrap());
+    let installed = Outside::new("installed");
+    let in_its_folder = installed.0.join("bin/mcp-fixture");
+    let straight_in_tmp = PathBuf::from(format!("/tmp/mcp-walls-fixture-{}", std::process::id()));
+    std::fs::create_dir_all(in_its_folder.parent().unwrap()).unwrap();
+    for program in [&in_its_folder, &straight_in_tmp] {
+        std::fs::copy(FIXTURE, program).unwrap();
+    }
+    let path = format!("path={}", agent.display());
+    let runtime = scratch.0.join("runtime").display().to_string();
+    for program in [&in_its_folder, &straight_in_tmp] {
+        for permissions in SANDBOXES {
+            let config = format!(
+                "[mcp.fx]\ncommand = {:?}\nargs = [\"walls\"]\npermissions = {permissions}\n",
+                program.display().to_string()
+            );
+            std::fs::create_dir_all(scratch.0.join("inside")).unwrap();
+            let config = scratch.write("config.toml", &config).display().to_string();
+            let args = ["--config", &config, "call", "fx", "connect_unix", &path];
+            let run = scratch.cli_with(&args, &[("XDG_RUNTIME_DIR", &runtime)], None);
+            let shown = (program.display(), permissions);
+            assert_eq!(run.code, 1, "{shown:?}: {run:?}");
+            assert!(!run.stderr.contains("cannot start"), "{shown:?}: {run:?}");
+            assert!(
+                run.stderr.contains("No such file or directory"),
+                "{shown:?}: {run:?}"
+            );
+        }
+    }
+    let _ = std::fs::remove_file(&straight_in_tmp);
+}
