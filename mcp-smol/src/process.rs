@@ -195,7 +195,10 @@ pub(crate) fn spawn(
     tail: Arc<Mutex<StderrTail>>,
     sink: Option<StderrSink>,
 ) -> Result<(ServerProcess, ChildStdin), Error> {
-    let program = resolve_program(command)?;
+    let mut program = resolve_program(command)?;
+    if command.sandbox.is_some() {
+        program = real_folder(program);
+    }
     let spawn_error = |reason: String| Error::Spawn {
         program: command.program.clone(),
         reason,
@@ -524,6 +527,17 @@ fn resolve_program(command: &ServerCommand) -> Result<PathBuf, Error> {
             program: command.program.clone(),
             path: path.to_string_lossy().into_owned(),
         })
+}
+
+/// `program` with its folder's `..` and links resolved but not its own link (a venv's
+/// `python` finds its environment from where it is named): in a sandbox the folders such a
+/// path passes through may be covered, the real ones are kept.
+fn real_folder(program: PathBuf) -> PathBuf {
+    let real = (program.parent())
+        .and_then(|folder| std::fs::canonicalize(folder).ok())
+        .zip(program.file_name())
+        .map(|(folder, name)| folder.join(name));
+    real.unwrap_or(program)
 }
 
 fn is_executable(path: &Path) -> bool {

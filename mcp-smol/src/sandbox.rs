@@ -336,10 +336,10 @@ fn walls(sandbox: &Sandbox, temporary: Option<&Path>, cwd: Option<&Path>) -> Wal
     hidden.sort();
     hidden.dedup();
     let beneath_hidden = |path: &Path| hidden.iter().any(|folder| path.starts_with(folder));
+    // Entered by its real path: the folders a `..` or a link passes through may be covered.
+    let cwd = cwd.map(|cwd| std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_owned()));
     // The working directory is kept only beneath a hidden folder, not as one.
-    let cwd_kept = cwd
-        .and_then(|cwd| std::fs::canonicalize(cwd).ok())
-        .filter(|cwd| !hidden.contains(cwd));
+    let cwd_kept = cwd.clone().filter(|cwd| !hidden.contains(cwd));
     let wanted = (sandbox.filesystem.iter().flatten())
         .chain(&sandbox.readable)
         .chain(&sandbox.kept)
@@ -385,7 +385,7 @@ fn walls(sandbox: &Sandbox, temporary: Option<&Path>, cwd: Option<&Path>) -> Wal
     Walls {
         trees: outer.iter().map(|_| None).collect(),
         steps: steps.into_iter().map(|(_, wall)| wall).collect(),
-        cwd: cwd.and_then(c_string),
+        cwd: cwd.as_deref().and_then(c_string),
         drop_capabilities: false,
     }
 }

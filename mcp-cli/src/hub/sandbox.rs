@@ -22,10 +22,11 @@ const SYSTEM_FOLDERS: &[&str] = &[
 /// launchers' caches (`~/.npm`, `~/.cache/uv`, `~/.cache/pip`, or where their variables put
 /// them). Only folders that exist: Landlock cannot name the others, nor should a message.
 ///
-/// Confined or not, the program's install folders stay reachable beneath the folders its
-/// walls hide (a server built in `/tmp`, a venv beneath the runtime folder): what it runs is
-/// kept. An install folder that is itself a hidden folder (a program directly in `/tmp`) is
-/// not kept whole, which would undo the wall; only the program's own files are.
+/// Confined or not, the program's install folders and the launchers' caches stay reachable
+/// beneath the folders its walls hide (a server built in `/tmp`, a venv beneath the runtime
+/// folder, a `HOME` in `/tmp`): what it runs is kept. An install folder that is itself a
+/// hidden folder (a program directly in `/tmp`) is not kept whole, which would undo the wall;
+/// only the program's own files are.
 pub(crate) fn with_readable(mut command: ServerCommand) -> ServerCommand {
     let Some(sandbox) = &command.sandbox else {
         return command;
@@ -36,16 +37,22 @@ pub(crate) fn with_readable(mut command: ServerCommand) -> ServerCommand {
     let own: Vec<PathBuf> = program(&command)
         .map(|program| program_folders(&program, &command.env, &hidden))
         .unwrap_or_default();
-    let readable: Vec<PathBuf> = (SYSTEM_FOLDERS.iter().map(PathBuf::from))
-        .chain(own.iter().cloned())
-        .chain(launcher_caches(&command.env))
-        .filter(|path| path.exists())
+    // The launchers write their caches at every start, so those stay too (a `HOME` beneath
+    // `/tmp`); but never a cache that is a hidden folder or holds one (`npm_config_cache` set
+    // to the runtime folder would bring back the daemon's socket).
+    let caches: Vec<PathBuf> = (launcher_caches(&command.env).into_iter())
+        .filter_map(|cache| std::fs::canonicalize(cache).ok())
+        .filter(|cache| !hidden.iter().any(|folder| folder.starts_with(cache)))
         .collect();
     if let Some(sandbox) = &mut command.sandbox {
         if sandbox.filesystem.is_some() {
-            sandbox.readable = readable;
+            sandbox.readable = (SYSTEM_FOLDERS.iter().map(PathBuf::from))
+                .chain(own.iter().cloned())
+                .chain(caches.iter().cloned())
+                .filter(|path| path.exists())
+                .collect();
         }
-        sandbox.kept.extend(own);
+        sandbox.kept.extend(own.into_iter().chain(caches));
     }
     command
 }

@@ -170,8 +170,11 @@ fn the_trust_chapters_allowlist_examples_start_the_npx_and_venv_servers_sandboxe
     let npm_cache = mcp_tests::servers_dir().join("npm-cache");
     // Made here too: another suite fills it, and run alone this one found a dangling link.
     std::fs::create_dir_all(&npm_cache).unwrap();
-    std::os::unix::fs::symlink(&npm_cache, home.join(".npm")).unwrap();
-    std::os::unix::fs::symlink(python.parent().unwrap(), home.join(".venvs/mcp")).unwrap();
+    // Real paths: what a link names through `..` (the suites' target folder is found from
+    // the tests' folder) is not kept in the sandbox when it lies beneath `/tmp`.
+    let real = |path: &std::path::Path| std::fs::canonicalize(path).unwrap();
+    std::os::unix::fs::symlink(real(&npm_cache), home.join(".npm")).unwrap();
+    std::os::unix::fs::symlink(real(python.parent().unwrap()), home.join(".venvs/mcp")).unwrap();
     let path = format!(
         "{}:{}",
         npm.display(),

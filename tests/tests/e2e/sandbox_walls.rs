@@ -87,6 +87,43 @@ fn unix_sockets_outside_are_out_of_reach() {
     }
 }
 
+/// A launcher's cache is kept beneath the covers (a `HOME` in `/tmp`), but a cache variable
+/// naming a covered folder, or a folder above one, brings none of it back.
+#[test]
+fn a_cache_variable_naming_a_covered_folder_does_not_uncover_it() {
+    let scratch = Scratch::new("walls-caches");
+    let outside = Outside::new("caches");
+    let runtime = scratch.0.join("runtime");
+    let daemon = runtime.join("mcp-cli/daemon.sock");
+    std::fs::create_dir_all(daemon.parent().unwrap()).unwrap();
+    let agent = outside.0.join("agent.sock");
+    for path in [&daemon, &agent] {
+        serve(UnixListener::bind(path).unwrap());
+    }
+    let env = format!(
+        "env = {{ npm_config_cache = {:?}, UV_CACHE_DIR = \"/tmp\", PIP_CACHE_DIR = \"/\" }}\n",
+        runtime.display().to_string()
+    );
+    std::fs::create_dir_all(scratch.0.join("inside")).unwrap();
+    for permissions in SANDBOXES {
+        let config = format!(
+            "[mcp.fx]\ncommand = {FIXTURE:?}\nargs = [\"walls\"]\n{env}permissions = {permissions}\n"
+        );
+        let config = scratch.write("config.toml", &config).display().to_string();
+        for socket in [&daemon, &agent] {
+            let path = format!("path={}", socket.display());
+            let args = ["--config", &config, "call", "fx", "connect_unix", &path];
+            let runtime = runtime.display().to_string();
+            let run = scratch.cli_with(&args, &[("XDG_RUNTIME_DIR", &runtime)], None);
+            assert_eq!(run.code, 1, "{permissions} {path}: {run:?}");
+            assert!(
+                run.stderr.contains("No such file or directory"),
+                "{permissions} {path}: {run:?}"
+            );
+        }
+    }
+}
+
 #[test]
 fn abstract_sockets_outside_are_out_of_reach() {
     use std::os::linux::net::SocketAddrExt;
@@ -335,7 +372,9 @@ fn a_confined_npx_refused_its_cache_is_told_which_folder() {
 
 /// A server whose program lives beneath a folder the walls hide (built in `/tmp`, or copied
 /// straight into it) still starts sandboxed, and `/tmp` stays hidden from it: its install
-/// folder is kept, or only its own file when that folder is `/tmp` itself.
+/// folder is kept, or only its own file when that folder is `/tmp` itself. A program or a
+/// working directory named through `..` (a folder the walls do not keep) is reached by its
+/// real path.
 #[test]
 fn a_program_beneath_tmp_starts_sandboxed_and_tmp_stays_hidden() {
     let scratch = Scratch::new("walls-program");
@@ -349,19 +388,29 @@ fn a_program_beneath_tmp_starts_sandboxed_and_tmp_stays_hidden() {
     for program in [&in_its_folder, &straight_in_tmp] {
         std::fs::copy(FIXTURE, program).unwrap();
     }
+    // Through the folder of the socket, which is not kept.
+    let dots = outside.0.join("..").join(installed.0.file_name().unwrap());
+    let through_dots = dots.join("bin/mcp-fixture");
+    let dots_cwd = format!("cwd = {:?}\n", dots.display().to_string());
+    let starts = [
+        (&in_its_folder, String::new()),
+        (&straight_in_tmp, String::new()),
+        (&through_dots, String::new()),
+        (&in_its_folder, dots_cwd),
+    ];
     let path = format!("path={}", agent.display());
     let runtime = scratch.0.join("runtime").display().to_string();
-    for program in [&in_its_folder, &straight_in_tmp] {
+    for (program, cwd) in &starts {
         for permissions in SANDBOXES {
             let config = format!(
-                "[mcp.fx]\ncommand = {:?}\nargs = [\"walls\"]\npermissions = {permissions}\n",
+                "[mcp.fx]\ncommand = {:?}\nargs = [\"walls\"]\n{cwd}permissions = {permissions}\n",
                 program.display().to_string()
             );
             std::fs::create_dir_all(scratch.0.join("inside")).unwrap();
             let config = scratch.write("config.toml", &config).display().to_string();
             let args = ["--config", &config, "call", "fx", "connect_unix", &path];
             let run = scratch.cli_with(&args, &[("XDG_RUNTIME_DIR", &runtime)], None);
-            let shown = (program.display(), permissions);
+            let shown = (program.display(), cwd, permissions);
             assert_eq!(run.code, 1, "{shown:?}: {run:?}");
             assert!(!run.stderr.contains("cannot start"), "{shown:?}: {run:?}");
             assert!(
