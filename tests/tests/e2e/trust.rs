@@ -285,7 +285,15 @@ fn network_false_cuts_the_server_off_from_loopback() {
     let (sh, args) = behind_a_wrapper();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     for (command, args) in [(FIXTURE, vec!["good"]), (sh, args)] {
-        let config = sandboxed(&scratch, command, &args, "{ network = false }");
+        let mut config = sandboxed(&scratch, command, &args, "{ network = false }");
+        if command == sh {
+            // The shell's argument names the fixture, and the walls keep only the program's
+            // own folder: a checkout beneath /tmp needs the fixture's folder as the working one.
+            let folder = std::path::Path::new(FIXTURE).parent().unwrap();
+            let text = std::fs::read_to_string(&config).unwrap();
+            let text = format!("{text}cwd = {:?}\n", folder.display().to_string());
+            config = scratch.write("config.toml", &text).display().to_string();
+        }
         let run = scratch.cli(&["--config", &config, "call", "fx", "connect", &address]);
         assert_eq!(run.code, 1, "{command}: {run:?}");
         // Loopback is up in the server's namespace, but the test's port is not there.
