@@ -332,6 +332,10 @@ impl Listener {
 
     /// Whether `authority` is one of the names `--allowed-host` gave.
     fn is_allowed(&self, authority: &str) -> bool {
+        // Asked of every request's `Host`: without the flag, nothing to lower-case.
+        if self.allowed_hosts.is_empty() {
+            return false;
+        }
         let authority = authority.to_ascii_lowercase();
         let name = match authority.rsplit_once(':') {
             Some((name, port)) if port.parse::<u16>().is_ok() => name,

@@ -57,15 +57,19 @@ pub(crate) fn rows(bins: &Bins, table: &mut Table) {
         let mut paths = Paths::open(bins).await;
         let mut sequential = [Vec::new(), Vec::new(), Vec::new(), Vec::new()];
         let mut added = [Vec::new(), Vec::new(), Vec::new(), Vec::new()];
-        let mut rates = [Vec::new(), Vec::new(), Vec::new(), Vec::new()];
-        // The CPU each process uses per call: the backend's (direct), `serve`'s (stdio), and
-        // `serve --listen`'s.
-        let mut cpu = [Vec::new(), Vec::new(), Vec::new(), Vec::new()];
+        let mut rates = [Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new()];
+        // The CPU each process uses per call: the backend's (direct), `serve`'s (stdio),
+        // `serve --listen`'s and the relays'.
+        let mut cpu = [Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new()];
+        // And this process's, the client's, over HTTP: through `serve --listen` and through
+        // the bare HTTP relay.
+        let mut client_cpu = [Vec::new(), Vec::new()];
         let pids = [
             paths.direct.pid(),
             paths.stdio.pid(),
             paths.serving.id(),
             paths.relay.pid(),
+            paths.relaying.id(),
         ];
         let clients = [
             (&paths.direct, "echo"),
@@ -96,10 +100,17 @@ pub(crate) fn rows(bins: &Bins, table: &mut Table) {
             http_relay_sequential.push(relayed);
             http_floor[0].push(relayed - medians[0]);
             http_floor[1].push(paths.http_relay_plain.latency("echo", CALLS) - medians[0]);
-            for (at, (client, tool)) in clients.iter().enumerate() {
-                let before = process_cpu(pids[at]);
+            let rated = clients.iter().copied().chain([(&paths.http_relay, "echo")]);
+            for (at, (client, tool)) in rated.enumerate() {
+                let before = (process_cpu(pids[at]), process_cpu(std::process::id()));
                 rates[at].push(rate(client, tool).await);
-                cpu[at].push((process_cpu(pids[at]) - before) / PIPELINED as f64);
+                cpu[at].push((process_cpu(pids[at]) - before.0) / PIPELINED as f64);
+                let client_side = (process_cpu(std::process::id()) - before.1) / PIPELINED as f64;
+                match at {
+                    2 => client_cpu[0].push(client_side),
+                    4 => client_cpu[1].push(client_side),
+                    _ => {}
+                }
             }
         }
         let [direct, stdio, listen, _] = &sequential;
@@ -123,14 +134,21 @@ pub(crate) fn rows(bins: &Bins, table: &mut Table) {
             listen,
             &http_relay_sequential,
         );
-        let [direct_rate, stdio_rate, listen_rate, relay_rate] = &rates;
+        let [direct_rate, stdio_rate, listen_rate, relay_rate, http_relay_rate] = &rates;
         let name = format!("gateway: `serve` (stdio) / direct, {IN_FLIGHT} in flight, calls/s");
         table.row_rate(&name, stdio_rate, direct_rate);
         let name = format!("gateway: `serve --listen` / direct, {IN_FLIGHT} in flight, calls/s");
         table.row_rate(&name, listen_rate, direct_rate);
         let name = format!("gateway floor: a bare relay / direct, {IN_FLIGHT} in flight, calls/s");
         table.row_rate(&name, relay_rate, direct_rate);
-        let [backend_cpu, stdio_cpu, listen_cpu, relay_cpu] = &cpu;
+        let name =
+            format!("gateway floor: a bare HTTP relay / direct, {IN_FLIGHT} in flight, calls/s");
+        table.row_rate(&name, http_relay_rate, direct_rate);
+        let name = format!(
+            "gateway: `serve --listen` / a bare HTTP relay, {IN_FLIGHT} in flight, calls/s"
+        );
+        table.row_rate(&name, listen_rate, http_relay_rate);
+        let [backend_cpu, stdio_cpu, listen_cpu, relay_cpu, http_relay_cpu] = &cpu;
         let name =
             format!("gateway: CPU per call, `serve` (stdio) / the backend, {IN_FLIGHT} in flight");
         table.row_latency(&name, stdio_cpu, backend_cpu);
@@ -141,6 +159,15 @@ pub(crate) fn rows(bins: &Bins, table: &mut Table) {
             "gateway floor: CPU per call, a bare relay / the backend, {IN_FLIGHT} in flight"
         );
         table.row_latency(&name, relay_cpu, backend_cpu);
+        let name = format!(
+            "gateway floor: CPU per call, a bare HTTP relay / the backend, {IN_FLIGHT} in flight"
+        );
+        table.row_latency(&name, http_relay_cpu, backend_cpu);
+        let name = format!(
+            "gateway: the client's CPU per call over HTTP, to `serve --listen` / to a bare HTTP \
+             relay, {IN_FLIGHT} in flight"
+        );
+        table.row_latency(&name, &client_cpu[0], &client_cpu[1]);
         let show = |values: &[f64]| time(median(values));
         println!(
             "gateway: added to a direct call's median, one in flight (median of {REPETITIONS} \

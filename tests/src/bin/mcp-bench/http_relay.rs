@@ -2,11 +2,14 @@
 //! ([`crate::floor::relay`]). One process, one thread: hyper's HTTP/1.1 server on loopback
 //! (keep-alive, through the same IO adapter as `serve --listen`) in front of the fixture's
 //! pipes. A POSTed message is written to the fixture's stdin as a line; when it is a request,
-//! the fixture's next answer line comes back as `application/json`. It understands nothing
-//! else: no token, no session (one fixed id, so that hosts that want one get one), no routing
-//! by id (one exchange at a time). What any HTTP server in front of a stdio server adds on
-//! this machine, the floor under what `serve --listen` adds.
+//! the fixture's answer with the same id comes back as `application/json`. It understands
+//! nothing else: no token, no session (one fixed id, so that hosts that want one get one), no
+//! parsing (the id is found as text). Many exchanges may be open at once, as through
+//! `serve --listen`: what any HTTP server in front of a stdio server adds on this machine, the
+//! floor under what `serve --listen` adds, one call in flight or many.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -15,16 +18,17 @@ use std::rc::Rc;
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Bytes, Incoming};
 use hyper::{Method, Request, Response, StatusCode};
+use smol::channel::Sender;
 use smol::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use smol::{Async, LocalExecutor};
 
 /// What the relay prints on stderr before its URL, as `serve --listen` does.
 pub(crate) const LISTENING: &str = "mcp-bench http relay: listening on ";
 
-/// The fixture's pipes, one exchange at a time.
+/// The fixture's stdin, one line at a time, and who waits for the answer to each request id.
 struct Fixture {
-    stdin: Async<std::process::ChildStdin>,
-    stdout: BufReader<Async<std::process::ChildStdout>>,
+    stdin: smol::lock::Mutex<Async<std::process::ChildStdin>>,
+    waiting: RefCell<HashMap<Vec<u8>, Sender<Vec<u8>>>>,
 }
 
 /// Runs the relay in front of the fixture (run with `args`) until killed.
@@ -36,12 +40,13 @@ pub(crate) fn relay(fixture: &Path, args: &[String]) {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let pipes = Fixture {
-        stdin: Async::new(child.stdin.take().unwrap()).unwrap(),
-        stdout: BufReader::new(Async::new(child.stdout.take().unwrap()).unwrap()),
-    };
-    let pipes = Rc::new(smol::lock::Mutex::new(pipes));
+    let pipes = Rc::new(Fixture {
+        stdin: smol::lock::Mutex::new(Async::new(child.stdin.take().unwrap()).unwrap()),
+        waiting: RefCell::default(),
+    });
+    let stdout = BufReader::new(Async::new(child.stdout.take().unwrap()).unwrap());
     let executor = Rc::new(LocalExecutor::new());
+    executor.spawn(answers(stdout, pipes.clone())).detach();
     let listener = smol::block_on(smol::net::TcpListener::bind("127.0.0.1:0")).unwrap();
     eprintln!("{LISTENING}http://{}/mcp", listener.local_addr().unwrap());
     // A task of its own, as in `serve --listen`: the future `run` is given is polled on every
@@ -66,11 +71,28 @@ pub(crate) fn relay(fixture: &Path, args: &[String]) {
     let _ = child.wait();
 }
 
-/// One POST: the body to the fixture, and for a request its next answer back.
-async fn exchange(
-    pipes: &smol::lock::Mutex<Fixture>,
-    request: Request<Incoming>,
-) -> Response<Full<Bytes>> {
+/// Reads the fixture's lines and hands each answer to whoever waits for its id; the
+/// fixture's own messages (requests, notifications) are dropped.
+async fn answers(mut stdout: BufReader<Async<std::process::ChildStdout>>, pipes: Rc<Fixture>) {
+    loop {
+        let mut line = Vec::new();
+        match stdout.read_until(b'\n', &mut line).await {
+            Ok(1..) if !contains(&line, b"\"method\":") => {}
+            Ok(1..) => continue,
+            _ => break,
+        }
+        line.pop_if(|end| *end == b'\n');
+        let waiter = id(&line).and_then(|id| pipes.waiting.borrow_mut().remove(id));
+        if let Some(waiter) = waiter {
+            let _ = waiter.try_send(line);
+        }
+    }
+    // The fixture ended: every open exchange gets a 502.
+    pipes.waiting.borrow_mut().clear();
+}
+
+/// One POST: the body to the fixture, and for a request its answer back.
+async fn exchange(pipes: &Fixture, request: Request<Incoming>) -> Response<Full<Bytes>> {
     if request.method() != Method::POST {
         return respond(StatusCode::METHOD_NOT_ALLOWED, Bytes::new());
     }
@@ -78,31 +100,40 @@ async fn exchange(
         return respond(StatusCode::BAD_REQUEST, Bytes::new());
     };
     let mut line = body.to_bytes().to_vec();
-    // A request has an id (as serde_json writes it); a notification or an answer has no answer.
-    let is_request = contains(&line, b"\"id\":") && contains(&line, b"\"method\":");
+    // A request has an id and a method; a notification or an answer has no answer.
+    let answer = match id(&line) {
+        Some(id) if contains(&line, b"\"method\":") => {
+            let (to, answer) = smol::channel::bounded(1);
+            pipes.waiting.borrow_mut().insert(id.to_vec(), to);
+            Some(answer)
+        }
+        _ => None,
+    };
     line.push(b'\n');
-    let mut pipes = pipes.lock().await;
-    if pipes.stdin.write_all(&line).await.is_err() {
+    if pipes.stdin.lock().await.write_all(&line).await.is_err() {
         return respond(StatusCode::BAD_GATEWAY, Bytes::new());
     }
-    if !is_request {
+    let Some(answer) = answer else {
         return respond(StatusCode::ACCEPTED, Bytes::new());
-    }
-    // The fixture's next line that is not a message of its own (a request or notification).
-    let answer = loop {
-        let mut answer = Vec::new();
-        match pipes.stdout.read_until(b'\n', &mut answer).await {
-            Ok(1..) if !contains(&answer, b"\"method\":") => break answer,
-            Ok(1..) => {}
-            _ => return respond(StatusCode::BAD_GATEWAY, Bytes::new()),
-        }
     };
-    let answer = answer.strip_suffix(b"\n").unwrap_or(&answer).to_vec();
+    let Ok(answer) = answer.recv().await else {
+        return respond(StatusCode::BAD_GATEWAY, Bytes::new());
+    };
     let mut response = respond(StatusCode::OK, Bytes::from(answer));
     let headers = response.headers_mut();
     headers.insert("content-type", "application/json".parse().unwrap());
     headers.insert("mcp-session-id", "relay".parse().unwrap());
     response
+}
+
+/// The text of a message's first `"id":` value, as serde_json writes it: the client writes
+/// the id before the params, and the fixture's answers (keys in order) before the result.
+fn id(message: &[u8]) -> Option<&[u8]> {
+    const KEY: &[u8] = b"\"id\":";
+    let start = message.windows(KEY.len()).position(|window| window == KEY)? + KEY.len();
+    let rest = &message[start..];
+    let end = rest.iter().position(|&byte| byte == b',' || byte == b'}')?;
+    Some(&rest[..end])
 }
 
 fn respond(status: StatusCode, body: Bytes) -> Response<Full<Bytes>> {
