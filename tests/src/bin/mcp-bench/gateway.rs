@@ -134,7 +134,13 @@ pub(crate) fn rows(bins: &Bins, table: &mut Table) {
             listen,
             &http_relay_sequential,
         );
-        let [direct_rate, stdio_rate, listen_rate, relay_rate, http_relay_rate] = &rates;
+        let [
+            direct_rate,
+            stdio_rate,
+            listen_rate,
+            relay_rate,
+            http_relay_rate,
+        ] = &rates;
         let name = format!("gateway: `serve` (stdio) / direct, {IN_FLIGHT} in flight, calls/s");
         table.row_rate(&name, stdio_rate, direct_rate);
         let name = format!("gateway: `serve --listen` / direct, {IN_FLIGHT} in flight, calls/s");
@@ -148,7 +154,13 @@ pub(crate) fn rows(bins: &Bins, table: &mut Table) {
             "gateway: `serve --listen` / a bare HTTP relay, {IN_FLIGHT} in flight, calls/s"
         );
         table.row_rate(&name, listen_rate, http_relay_rate);
-        let [backend_cpu, stdio_cpu, listen_cpu, relay_cpu, http_relay_cpu] = &cpu;
+        let [
+            backend_cpu,
+            stdio_cpu,
+            listen_cpu,
+            relay_cpu,
+            http_relay_cpu,
+        ] = &cpu;
         let name =
             format!("gateway: CPU per call, `serve` (stdio) / the backend, {IN_FLIGHT} in flight");
         table.row_latency(&name, stdio_cpu, backend_cpu);

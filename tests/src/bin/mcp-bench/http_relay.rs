@@ -130,7 +130,10 @@ async fn exchange(pipes: &Fixture, request: Request<Incoming>) -> Response<Full<
 /// the id before the params, and the fixture's answers (keys in order) before the result.
 fn id(message: &[u8]) -> Option<&[u8]> {
     const KEY: &[u8] = b"\"id\":";
-    let start = message.windows(KEY.len()).position(|window| window == KEY)? + KEY.len();
+    let start = message
+        .windows(KEY.len())
+        .position(|window| window == KEY)?
+        + KEY.len();
     let rest = &message[start..];
     let end = rest.iter().position(|&byte| byte == b',' || byte == b'}')?;
     Some(&rest[..end])
