@@ -325,12 +325,11 @@ impl Hub {
     /// started.
     fn tools(&self, server: &str) -> Result<(Vec<ToolEntry>, Vec<HubError>), HubError> {
         let slot = self.inner.slot(server)?;
-        let live = slot.client_tools().ok_or_else(|| HubError::Unavailable {
+        let (live, judged) = slot.client_listing().ok_or_else(|| HubError::Unavailable {
             server: server.to_owned(),
             state: slot.status().state,
             reason: "not running".to_owned(),
         })?;
-        let judged = Judged::default();
         Ok(self.shown_tools(server, &live, &judged, slot.rejected_tools()))
     }
 

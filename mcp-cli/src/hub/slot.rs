@@ -21,6 +21,7 @@ use crate::hub::features::Features;
 use crate::hub::listen::Listening;
 use crate::hub::options::{self, Basis};
 use crate::hub::proxy::InFlight;
+use crate::hub::stored::Judged;
 use crate::hub::{HubError, HubEvent, Inner, ServerStatus, State};
 
 mod connect;
@@ -48,6 +49,9 @@ static CONNECTIONS: AtomicU64 = AtomicU64::new(1);
 
 /// A connection that finished its handshake, with the tools it offers (policy not applied)
 /// and, once something needed them, its resources and prompts.
+/// A listing of a server's tools, what was judged of them and until when it may be used.
+type Listed = (Arc<Vec<Tool>>, Arc<Judged>, Freshness);
+
 #[derive(Debug, Clone)]
 pub(crate) struct Live {
     pub(crate) client: Client,
@@ -60,6 +64,9 @@ pub(crate) struct Live {
     /// that a call need not ask the driver for the server's info.
     pub(crate) asks_for_tasks: bool,
     pub(crate) tools: Arc<Vec<Tool>>,
+    /// What was judged of `tools` as they were listed (their digests and scans), kept with
+    /// them in the catalogue on disk and used in place of judging them again.
+    judged: Arc<Judged>,
     /// Until when `tools` may be used without listing them again.
     tools_fresh: Freshness,
     /// Its `subscriptions/listen`, in the stateless era.
@@ -260,8 +267,7 @@ impl Slot {
         };
         // A listing kept on disk may have been served for this server before it started: if
         // the server now lists other tools, that is a list change.
-        let differs = (started.as_ref())
-            .is_ok_and(|live| self.store_tools(hub, &live.client, &live.tools, live.tools_fresh));
+        let differs = (started.as_ref()).is_ok_and(|live| self.store_tools(hub, live));
         let mut life = self.life();
         match started {
             Ok(live) => {
@@ -431,33 +437,39 @@ impl Slot {
                 server: self.server.name.clone(),
                 error,
             })?;
-        let changed = self.set_tools(live.conn, tools.clone(), fresh);
-        if changed.is_some() {
-            self.store_tools(hub, &live.client, &tools, fresh);
-        }
+        let judged = Arc::new(hub.judged(self.name(), &tools));
+        let listed = (Arc::new(tools), judged, fresh);
+        let Some((changed, now)) = self.set_tools(live.conn, listed.clone()) else {
+            // Gone meanwhile: this listing is still the one asked for.
+            let (tools, judged, tools_fresh) = listed;
+            return Ok(Live {
+                tools,
+                judged,
+                tools_fresh,
+                ..live
+            });
+        };
+        self.store_tools(hub, &now);
         // What differs is a list change the server had no way to announce.
-        if changed == Some(true) {
+        if changed {
             hub.emit(HubEvent::ToolsChanged {
                 server: self.name().to_owned(),
             });
         }
-        Ok(Live {
-            tools: Arc::new(tools),
-            tools_fresh: fresh,
-            ..live
-        })
+        Ok(now)
     }
 
-    /// Keeps a listing of this server's tools, and those `client` rejected, in the catalogue
-    /// on disk; returns whether the listing kept before held other tools.
-    fn store_tools(&self, hub: &Inner, client: &Client, tools: &[Tool], fresh: Freshness) -> bool {
+    /// Keeps `live`'s listing of this server's tools, what was judged of them and those its
+    /// client rejected, in the catalogue on disk; returns whether the listing kept before
+    /// held other tools.
+    fn store_tools(&self, hub: &Inner, live: &Live) -> bool {
         let Ok(spec) = self.spec() else { return false };
-        let rejected = (client.rejected_tools().into_iter())
+        let rejected = (live.client.rejected_tools().into_iter())
             .map(|rejected| (rejected.name, rejected.reason.to_string()))
             .collect();
         let key = hub.catalogue_key(spec);
-        let listed = (tools, rejected, client.capped::<Tool>());
-        let judged = hub.judged(self.name(), tools);
+        let listed = (live.tools.clone(), rejected, live.client.capped::<Tool>());
+        let (judged, fresh) = (live.judged.clone(), live.tools_fresh);
         (hub.stored).save_tools(&key, listed, judged, fresh, SystemTime::now())
     }
 
@@ -592,7 +604,6 @@ impl Slot {
         }
     }
 
-    /// The tools of the running connection, if it is running and alive.
     /// How fresh the running connection's listings are: its tools, and with `features` its
     /// resources and prompts too (when listed); `None` when it is not running.
     pub(crate) fn freshness(&self, features: bool) -> Option<Freshness> {
@@ -618,9 +629,17 @@ impl Slot {
         }
     }
 
+    /// The tools of the running connection, if it is running and alive.
     pub(crate) fn client_tools(&self) -> Option<Arc<Vec<Tool>>> {
+        self.client_listing().map(|(tools, _)| tools)
+    }
+
+    /// [`client_tools`](Self::client_tools), with what was judged of them as they were listed.
+    pub(crate) fn client_listing(&self) -> Option<(Arc<Vec<Tool>>, Arc<Judged>)> {
         match &self.life().phase {
-            Phase::Running(live) if live.client.disconnect().is_none() => Some(live.tools.clone()),
+            Phase::Running(live) if live.client.disconnect().is_none() => {
+                Some((live.tools.clone(), live.judged.clone()))
+            }
             _ => None,
         }
     }
@@ -695,16 +714,16 @@ impl Slot {
         }
     }
 
-    /// Replaces the tools of connection `conn`, if it is still the running one (`None` if
-    /// not); whether they changed.
-    fn set_tools(&self, conn: u64, tools: Vec<Tool>, fresh: Freshness) -> Option<bool> {
+    /// Replaces the tools of connection `conn`, what was judged of them and their freshness
+    /// with `listed`, if it is still the running one (`None` if not); whether they changed,
+    /// and the connection as it now is.
+    fn set_tools(&self, conn: u64, listed: Listed) -> Option<(bool, Live)> {
         let mut life = self.life();
         match &mut life.phase {
             Phase::Running(live) if live.conn == conn => {
-                let changed = *live.tools != tools;
-                live.tools = Arc::new(tools);
-                live.tools_fresh = fresh;
-                Some(changed)
+                let changed = live.tools != listed.0;
+                (live.tools, live.judged, live.tools_fresh) = listed;
+                Some((changed, live.clone()))
             }
             _ => None,
         }
@@ -853,10 +872,11 @@ async fn refresh_tools(
 ) -> Option<bool> {
     let _refreshing = slot.start.lock().await;
     let (tools, fresh) = list_tools(client).await.ok()?;
-    let changed = slot.set_tools(conn, tools.clone(), fresh)?;
-    if let Some(hub) = hub.upgrade() {
-        slot.store_tools(&hub, client, &tools, fresh);
-    }
+    // The hub gone, nobody is left to tell.
+    let hub = hub.upgrade()?;
+    let judged = Arc::new(hub.judged(slot.name(), &tools));
+    let (changed, live) = slot.set_tools(conn, (Arc::new(tools), judged, fresh))?;
+    slot.store_tools(&hub, &live);
     Some(changed)
 }
 

@@ -296,21 +296,21 @@ impl Stored {
     pub(crate) fn save_tools(
         &self,
         key: &str,
-        (tools, rejected, capped): (&[Tool], Vec<Rejected>, Option<usize>),
-        judged: Judged,
+        (tools, rejected, capped): (Arc<Vec<Tool>>, Vec<Rejected>, Option<usize>),
+        judged: Arc<Judged>,
         fresh: Freshness,
         now: SystemTime,
     ) -> bool {
         let listed = Some(kept(fresh.hint(), now, || StoredTools {
-            tools: Arc::new(tools.to_vec()),
+            tools: tools.clone(),
             rejected,
             capped,
-            judged: Arc::new(judged),
+            judged,
         }));
         let mut differs = false;
         self.update(key, |entry| {
             let before = std::mem::replace(&mut entry.tools, listed);
-            differs = before.is_some_and(|before| *before.items.tools != tools);
+            differs = before.is_some_and(|before| before.items.tools != tools);
         });
         self.forget_others(key);
         differs
@@ -485,8 +485,8 @@ mod tests {
         assert_eq!(stored.tools("fx-1", then), None, "nothing kept yet");
         stored.save_tools(
             "fx-1",
-            (&[tool("echo")], Vec::new(), None),
-            Judged::default(),
+            (Arc::new(vec![tool("echo")]), Vec::new(), None),
+            Arc::default(),
             Freshness::default(),
             then,
         );
@@ -503,8 +503,8 @@ mod tests {
         // A ttl, even of nothing, does not end it sooner: no call reuses what is kept.
         stored.save_tools(
             "fx-1",
-            (&[tool("add")], Vec::new(), None),
-            Judged::default(),
+            (Arc::new(vec![tool("add")]), Vec::new(), None),
+            Arc::default(),
             hinted(0, CacheScope::Public),
             then,
         );
@@ -539,8 +539,14 @@ mod tests {
             others: vec!["other".to_owned()],
             scanner: "mcp-cli 1".to_owned(),
         };
-        let listed = (&[tool("echo")][..], Vec::new(), None);
-        stored.save_tools("fx-1", listed, judged.clone(), Freshness::default(), now);
+        let listed = (Arc::new(vec![tool("echo")]), Vec::new(), None);
+        stored.save_tools(
+            "fx-1",
+            listed,
+            Arc::new(judged.clone()),
+            Freshness::default(),
+            now,
+        );
         let kept = stored.tools("fx-1", now).unwrap();
         assert_eq!(*kept.judged, judged);
         // Parsed once: the same listing in memory while the file stays as it is.
@@ -612,11 +618,11 @@ mod tests {
         let stored = Stored::new(Some(dir.clone()));
         let now = SystemTime::now();
         let echo = [tool("echo")];
-        let listed = || (&echo[..], Vec::new(), None);
+        let listed = || (Arc::new(echo.to_vec()), Vec::new(), None);
         stored.save_tools(
             "fx-aaa-forms",
             listed(),
-            Judged::default(),
+            Arc::default(),
             Freshness::default(),
             now,
         );
@@ -624,14 +630,14 @@ mod tests {
         stored.save_tools(
             "fx-aaa-bbb-forms",
             listed(),
-            Judged::default(),
+            Arc::default(),
             Freshness::default(),
             now,
         );
         stored.save_tools(
             "fx-aaa-plain",
             listed(),
-            Judged::default(),
+            Arc::default(),
             Freshness::default(),
             now,
         );
@@ -653,8 +659,8 @@ mod tests {
         // As servers on the Python SDK 2.x mark every listing.
         stored.save_tools(
             "fx-1",
-            (&[tool("echo")], Vec::new(), None),
-            Judged::default(),
+            (Arc::new(vec![tool("echo")]), Vec::new(), None),
+            Arc::default(),
             hinted(0, CacheScope::Private),
             now,
         );
@@ -679,8 +685,8 @@ mod tests {
         // `a/b` and `a_b` make the same file name; the key inside tells them apart.
         stored.save_tools(
             "a/b-1",
-            (&[tool("echo")], Vec::new(), None),
-            Judged::default(),
+            (Arc::new(vec![tool("echo")]), Vec::new(), None),
+            Arc::default(),
             Freshness::default(),
             now,
         );
@@ -691,8 +697,8 @@ mod tests {
         // Replaced whole on the next listing.
         stored.save_tools(
             "a/b-1",
-            (&[tool("echo")], Vec::new(), None),
-            Judged::default(),
+            (Arc::new(vec![tool("echo")]), Vec::new(), None),
+            Arc::default(),
             Freshness::default(),
             now,
         );
@@ -701,8 +707,8 @@ mod tests {
         let none = Stored::new(None);
         none.save_tools(
             "fx-1",
-            (&[tool("echo")], Vec::new(), None),
-            Judged::default(),
+            (Arc::new(vec![tool("echo")]), Vec::new(), None),
+            Arc::default(),
             Freshness::default(),
             now,
         );

@@ -163,12 +163,14 @@ impl Slot {
                     listen::start(hub, client.clone(), filter, ack_within, run_log, acked)
                 });
                 let handshake = info.era() != Some(mcp_smol::proto::Era::Stateless);
+                let judged = Arc::new(hub.judged(self.name(), &tools));
                 let live = Live {
                     client: client.clone(),
                     conn,
                     asks_for_tasks: handshake && info.capabilities.tasks.tool_calls,
                     protocol: info.protocol_version,
                     tools: Arc::new(tools),
+                    judged,
                     tools_fresh,
                     listening,
                     features: None,
