@@ -14,7 +14,7 @@ use crate::hub::features::{
     self, Features, PromptEntry, ResourceEntry, SkillEntry, Skipped, TemplateEntry,
 };
 use crate::hub::slot::Slot;
-use crate::hub::stored::Judged;
+use crate::hub::stored::{Judged, StoredTools};
 use crate::hub::{ApproveChanges, Ask, Hub, HubError, PinChange};
 use crate::names;
 
@@ -282,12 +282,29 @@ impl Hub {
         let key = self.inner.catalogue_key(slot.spec().ok()?);
         let now = SystemTime::now();
         let kept = self.inner.stored.tools(&key, now)?;
+        let judged = self.judged_kept(server, &key, &kept);
         let rejected = kept_errors(server, kept.rejected, kept.capped);
         let features = match features {
             true => Some(self.inner.stored.features(&key, now)?),
             false => None,
         };
-        Some((kept.tools, kept.judged, rejected, features))
+        Some((kept.tools, judged, rejected, features))
+    }
+
+    /// What was judged of `kept`, `server`'s listing kept under `key`, made again and kept
+    /// with it if it no longer stands (kept by another build, or against other servers).
+    fn judged_kept(&self, server: &str, key: &str, kept: &StoredTools) -> Arc<Judged> {
+        let others = self.other_servers(server);
+        let scanner = super::scanning::scanner();
+        if kept.judged.stands(kept.tools.len(), &others, scanner) {
+            return kept.judged.clone();
+        }
+        let judged = Arc::new(self.inner.judged(server, &kept.tools));
+        // Without a name for this build's scan rules no verdict of it would stand either.
+        if scanner.is_some() {
+            (self.inner.stored).judge_again(key, &kept.tools, judged.clone());
+        }
+        judged
     }
 
     /// The tools of `server` as last kept in the catalogue on disk, however old, policy and
@@ -305,8 +322,9 @@ impl Hub {
             slot.owe_listing(&self.inner, false);
             return None;
         };
+        let judged = self.judged_kept(server, &key, &kept);
         let rejected = kept_errors(server, kept.rejected, kept.capped);
-        let (tools, withheld) = self.shown_tools(server, &kept.tools, &kept.judged, rejected);
+        let (tools, withheld) = self.shown_tools(server, &kept.tools, &judged, rejected);
         Some(Catalogue {
             tools,
             withheld,

@@ -154,6 +154,15 @@ impl Judged {
         let same_scan = self.others == others && scanner == Some(self.scanner.as_str());
         Some((&self.sha256[at], self.clean[at] && same_scan))
     }
+
+    /// Whether it still speaks for a listing of `count` tools, scanned against `others` by
+    /// `scanner`: if not, what [`of`](Self::of) gives must be made again on every use.
+    pub(crate) fn stands(&self, count: usize, others: &[String], scanner: Option<&str>) -> bool {
+        self.sha256.len() == count
+            && self.clean.len() == count
+            && self.others == others
+            && scanner == Some(self.scanner.as_str())
+    }
 }
 
 fn unjudged(judged: &Arc<Judged>) -> bool {
@@ -314,6 +323,20 @@ impl Stored {
         });
         self.forget_others(key);
         differs
+    }
+
+    /// Replaces what was judged of the tools kept under `key` with `judged`, made again for
+    /// these very `tools`: a listing kept by an older build, or before the servers configured
+    /// changed, is then judged once, not on every read of it. Nothing is written if another
+    /// listing has replaced it meanwhile.
+    pub(crate) fn judge_again(&self, key: &str, tools: &Arc<Vec<Tool>>, judged: Arc<Judged>) {
+        self.update(key, |entry| {
+            if let Some(kept) = &mut entry.tools
+                && kept.items.tools == *tools
+            {
+                kept.items.judged = judged;
+            }
+        });
     }
 
     /// Removes the listings kept for the same server under what another client offered
@@ -565,6 +588,54 @@ mod tests {
         assert_eq!(older, unjudged_listing(&[tool("add")]));
         let judged = older.judged.of(0, 1, &[], Some("mcp-cli 1"));
         assert_eq!(judged, None, "nothing judged: judged on reading");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_listing_judged_again_keeps_the_new_verdicts_unless_another_listing_replaced_it() {
+        let dir = temp_dir("rejudged");
+        let stored = Stored::new(Some(dir.clone()));
+        let now = SystemTime::now();
+        let listed = |name: &str| (Arc::new(vec![tool(name)]), Vec::new(), None);
+        stored.save_tools(
+            "fx-1",
+            listed("echo"),
+            Arc::default(),
+            Freshness::default(),
+            now,
+        );
+        let kept = stored.tools("fx-1", now).unwrap();
+        assert!(!kept.judged.stands(1, &[], Some("mcp-cli 2")));
+        let judged = Judged {
+            sha256: vec!["cd".repeat(32)],
+            clean: vec![true],
+            others: Vec::new(),
+            scanner: "mcp-cli 2".to_owned(),
+        };
+        stored.judge_again("fx-1", &kept.tools, Arc::new(judged.clone()));
+        // Written to the file: another process reads the verdicts, not only this one.
+        let other = Stored::new(Some(dir.clone()));
+        let read = other.tools("fx-1", now).unwrap();
+        assert_eq!(*read.judged, judged);
+        assert!(read.judged.stands(1, &[], Some("mcp-cli 2")));
+        assert!(
+            !read
+                .judged
+                .stands(1, &["new".to_owned()], Some("mcp-cli 2"))
+        );
+        assert!(!read.judged.stands(1, &[], Some("mcp-cli 3")));
+        assert!(!read.judged.stands(2, &[], Some("mcp-cli 2")));
+        // Verdicts made for a listing that another has since replaced are not kept with it.
+        other.save_tools(
+            "fx-1",
+            listed("add"),
+            Arc::default(),
+            Freshness::default(),
+            now,
+        );
+        stored.judge_again("fx-1", &kept.tools, Arc::new(judged));
+        let replaced = stored.tools("fx-1", now).unwrap();
+        assert_eq!(replaced, unjudged_listing(&[tool("add")]));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -220,6 +220,47 @@ fn an_edited_entry_does_not_reuse_the_old_listing() {
     assert_eq!(starts(&scratch, "fx"), 2);
 }
 
+/// What the catalogue file of server `name` says it was judged against: the other servers
+/// its tools were scanned beside.
+fn judged_against(scratch: &Scratch, name: &str) -> Vec<String> {
+    let dir = scratch.0.join("state/mcp-cli/catalogue");
+    let prefix = format!("{name}-");
+    let file = (std::fs::read_dir(dir).unwrap())
+        .map(|file| std::fs::read_to_string(file.unwrap().path()).unwrap())
+        .map(|text| serde_json::from_str::<Value>(&text).unwrap())
+        .find(|file| file["key"].as_str().unwrap().starts_with(&prefix))
+        .unwrap();
+    let others = &file["tools"]["items"]["judged"]["others"];
+    serde_json::from_value(others.clone()).unwrap()
+}
+
+/// A listing's verdicts stand only beside the servers they were made against: once another
+/// server is configured, the listing read from disk is judged again, once, and kept so, and
+/// the server is not started for it.
+#[test]
+fn a_listing_read_from_disk_is_judged_again_once_the_servers_change() {
+    let scratch = Scratch::new("catalogue-rejudged");
+    scratch.write("config.toml", &block("fx", &["good"]));
+    let first = cli(&scratch, &["tools"]);
+    assert_eq!(first.code, 0, "{first:?}");
+    // Beside whatever else the scratch home configures (its host configs' servers).
+    let before = judged_against(&scratch, "fx");
+    assert!(!before.contains(&"gx".to_owned()), "{before:?}");
+    let both = format!("{}{}", block("fx", &["good"]), block("gx", &["good"]));
+    scratch.write("config.toml", &both);
+    let second = cli(&scratch, &["tools"]);
+    assert_eq!(second.code, 0, "{second:?}");
+    assert!(second.stdout.contains("fx__echo") && second.stdout.contains("gx__echo"));
+    assert_eq!((starts(&scratch, "fx"), starts(&scratch, "gx")), (1, 1));
+    let with = |name: &str| {
+        let mut others = [before.clone(), vec![name.to_owned()]].concat();
+        others.sort();
+        others
+    };
+    assert_eq!(judged_against(&scratch, "fx"), with("gx"));
+    assert_eq!(judged_against(&scratch, "gx"), with("fx"));
+}
+
 #[test]
 fn a_denied_tool_stays_denied_when_read_from_disk() {
     let scratch = Scratch::new("catalogue-denied");
