@@ -210,12 +210,14 @@ fn fields(entry: &ToolEntry) -> [Cow<'_, str>; FIELDS] {
     ]
 }
 
-/// Words too common in tool descriptions and questions to tell tools apart.
+/// Words too common in tool descriptions and questions to tell tools apart, and what an
+/// apostrophe leaves of a contraction or a possessive (`what's`, `don't`, `we're`, `I'll`,
+/// `user's`): a query's `s` would otherwise match every description that says `task's`.
 const STOP_WORDS: &[&str] = &[
-    "a", "an", "and", "any", "are", "as", "at", "be", "by", "can", "do", "for", "from", "how", "i",
-    "if", "in", "into", "is", "it", "its", "me", "my", "of", "on", "or", "so", "that", "the",
-    "their", "them", "then", "this", "to", "use", "using", "want", "what", "when", "which", "with",
-    "you", "your",
+    "a", "an", "and", "any", "are", "as", "at", "be", "by", "can", "d", "do", "for", "from", "how",
+    "i", "if", "in", "into", "is", "it", "its", "ll", "m", "me", "my", "of", "on", "or", "re", "s",
+    "so", "t", "that", "the", "their", "them", "then", "this", "to", "use", "using", "ve", "want",
+    "what", "when", "which", "with", "you", "your",
 ];
 
 /// Everyday words for what tools call otherwise, searched for beside the word itself.
