@@ -47,11 +47,11 @@ const RESTART_WINDOW: Duration = Duration::from_secs(60);
 /// over HTTP) never lands on its successor.
 static CONNECTIONS: AtomicU64 = AtomicU64::new(1);
 
-/// A connection that finished its handshake, with the tools it offers (policy not applied)
-/// and, once something needed them, its resources and prompts.
 /// A listing of a server's tools, what was judged of them and until when it may be used.
 type Listed = (Arc<Vec<Tool>>, Arc<Judged>, Freshness);
 
+/// A connection that finished its handshake, with the tools it offers (policy not applied)
+/// and, once something needed them, its resources and prompts.
 #[derive(Debug, Clone)]
 pub(crate) struct Live {
     pub(crate) client: Client,
