@@ -8,6 +8,7 @@
 //! - A query that names a tool outright (its shown name, `SERVER.TOOL`, its own name or its
 //!   title) returns it first, whatever the rankings say.
 
+mod encoder;
 pub(crate) mod lexical;
 pub(crate) mod semantic;
 

@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use serde::Deserialize;
 
+use super::encoder::{self, Encoder};
 use crate::config::Env;
 use crate::files::{self, Stamp};
 
@@ -33,7 +34,7 @@ const MAX_TOKENIZER: u64 = 64 << 20;
 /// fit; a description the length of a manual says no more after its start.
 const MAX_PIECES: usize = 512;
 
-/// A static embedding model, loaded.
+/// A model, loaded: its tokenizer and how it turns pieces into a text's vector.
 pub struct Model {
     /// Each word piece's id: whole words as they are, pieces after the first with the
     /// tokenizer's prefix (`##`).
@@ -44,38 +45,108 @@ pub struct Model {
     max_word: usize,
     /// Whether text is lowercased (and accents dropped) before it is split.
     lowercase: bool,
-    /// The weights file, open: a row is read from it the first time a text holds its piece,
-    /// so that a search reads the few thousand rows its tools use, not all 16 MB ...
-    file: File,
-    /// ... from where the rows start in it.
-    rows_at: u64,
-    /// Each row read so far, by piece.
-    rows: Vec<OnceLock<Box<[f32]>>>,
-    dtype: Dtype,
-    /// Each row's length.
-    dim: usize,
-    /// How many rows there are.
-    count: usize,
+    kind: Kind,
+}
+
+/// How a model makes a text's vector from its pieces.
+enum Kind {
+    /// The mean of the pieces' rows: microseconds a text.
+    Static(Rows),
+    /// A sentence encoder's forward pass: milliseconds a text.
+    Encoder(Box<Encoder>),
 }
 
 impl std::fmt::Debug for Model {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Model({} pieces, {} dimensions)", self.count, self.dim)
+        let kind = match self.kind {
+            Kind::Static(_) => "static",
+            Kind::Encoder(_) => "encoder",
+        };
+        write!(f, "Model({kind}, {} pieces, {} dimensions)", self.count(), self.dim())
     }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Dtype {
+pub(crate) enum Dtype {
     F32,
     F16,
+    BF16,
 }
 
 impl Dtype {
-    fn size(self) -> usize {
+    pub(crate) fn named(name: &str) -> Option<Dtype> {
+        match name {
+            "F32" => Some(Dtype::F32),
+            "F16" => Some(Dtype::F16),
+            "BF16" => Some(Dtype::BF16),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn size(self) -> usize {
         match self {
             Dtype::F32 => 4,
-            Dtype::F16 => 2,
+            Dtype::F16 | Dtype::BF16 => 2,
         }
+    }
+
+    /// Little-endian values of this type as `f32`s.
+    pub(crate) fn decode(self, bytes: &[u8]) -> Vec<f32> {
+        match self {
+            Dtype::F32 => (bytes.chunks_exact(4))
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect(),
+            Dtype::F16 => (bytes.chunks_exact(2))
+                .map(|b| f16(u16::from_le_bytes([b[0], b[1]])))
+                .collect(),
+            // bfloat16 is the top half of a float32.
+            Dtype::BF16 => (bytes.chunks_exact(2))
+                .map(|b| f32::from_bits(u32::from(u16::from_le_bytes([b[0], b[1]])) << 16))
+                .collect(),
+        }
+    }
+}
+
+/// A matrix in the weights file with a row per word piece, each row read the first time a
+/// text holds its piece: a search reads the few thousand rows its tools use, not the whole
+/// table (16 MB for a static model, 47 MB for MiniLM's word embeddings).
+pub(crate) struct Rows {
+    file: File,
+    /// Where the rows start in the file.
+    at: u64,
+    read: Vec<OnceLock<Box<[f32]>>>,
+    dtype: Dtype,
+    dim: usize,
+}
+
+impl Rows {
+    pub(crate) fn new(file: File, at: u64, dtype: Dtype, count: usize, dim: usize) -> Rows {
+        let read = (0..count).map(|_| OnceLock::new()).collect();
+        Rows { file, at, read, dtype, dim }
+    }
+
+    pub(crate) fn count(&self) -> usize {
+        self.read.len()
+    }
+
+    /// Row `id` (zeros past the last).
+    pub(crate) fn row(&self, id: u32) -> &[f32] {
+        match self.read.get(id as usize) {
+            Some(row) => row.get_or_init(|| self.read_row(id)),
+            None => &[],
+        }
+    }
+
+    /// Row `id` from the file; zeros if it cannot be read (the file cut short since it was
+    /// loaded: it is loaded again once its stamp shows the change).
+    fn read_row(&self, id: u32) -> Box<[f32]> {
+        let size = self.dtype.size();
+        let mut bytes = vec![0; self.dim * size];
+        let at = self.at + (id as u64) * (self.dim * size) as u64;
+        if self.file.read_exact_at(&mut bytes, at).is_err() {
+            return vec![0.0; self.dim].into();
+        }
+        self.dtype.decode(&bytes).into()
     }
 }
 
@@ -114,14 +185,15 @@ fn max_word() -> usize {
 
 /// One tensor's entry in a safetensors header.
 #[derive(Deserialize)]
-struct Tensor {
-    dtype: String,
-    shape: Vec<usize>,
-    data_offsets: [usize; 2],
+pub(crate) struct Tensor {
+    pub(crate) dtype: String,
+    pub(crate) shape: Vec<usize>,
+    pub(crate) data_offsets: [usize; 2],
 }
 
 impl Model {
-    /// Loads the model in `dir`; the error says which file is wrong, and how.
+    /// Loads the model in `dir`, static or an encoder by what its weights hold; the error
+    /// says which file is wrong, and how.
     pub fn load(dir: &Path) -> Result<Model, String> {
         let tokenizer = dir.join("tokenizer.json");
         let tokenizer: Tokenizer = serde_json::from_slice(&read(&tokenizer, MAX_TOKENIZER)?)
@@ -135,66 +207,74 @@ impl Model {
         }
         let weights = dir.join("model.safetensors");
         let file = File::open(&weights).map_err(|e| format!("{}: {e}", weights.display()))?;
-        let (rows_at, dtype, count, dim) =
-            embeddings(&file).map_err(|why| format!("{}: {why}", weights.display()))?;
+        let in_weights = |why: String| format!("{}: {why}", weights.display());
+        let (data_at, tensors) = header(&file).map_err(in_weights)?;
         let vocab = tokenizer.model.vocab;
-        if let Some(id) = vocab.values().find(|id| **id as usize >= count) {
+        let kind = match encoder_prefix(&tensors) {
+            Some(prefix) => {
+                let weights = encoder::Weights { file: &file, data_at, tensors: &tensors, prefix };
+                Kind::Encoder(Box::new(Encoder::load(dir, &weights, &vocab).map_err(in_weights)?))
+            }
+            None => Kind::Static(embeddings(file, data_at, &tensors).map_err(in_weights)?),
+        };
+        let model = Model {
+            vocab,
+            continuing: tokenizer.model.continuing_subword_prefix,
+            max_word: tokenizer.model.max_input_chars_per_word,
+            lowercase: tokenizer.normalizer.is_none_or(|n| n.lowercase),
+            kind,
+        };
+        let count = model.count();
+        if let Some(id) = model.vocab.values().find(|id| **id as usize >= count) {
             return Err(format!(
                 "{}: the tokenizer's piece {id} has no row among the model's {count}",
                 dir.display()
             ));
         }
-        Ok(Model {
-            file,
-            rows_at,
-            rows: (0..count).map(|_| OnceLock::new()).collect(),
-            vocab,
-            continuing: tokenizer.model.continuing_subword_prefix,
-            max_word: tokenizer.model.max_input_chars_per_word,
-            lowercase: tokenizer.normalizer.is_none_or(|n| n.lowercase),
-            dtype,
-            dim,
-            count,
-        })
+        Ok(model)
     }
 
-    /// `text`'s vector: the mean of its word pieces' rows, of length 1 (all zeros when no
-    /// piece of it is known).
+    /// How many pieces the model has rows for.
+    fn count(&self) -> usize {
+        match &self.kind {
+            Kind::Static(rows) => rows.count(),
+            Kind::Encoder(encoder) => encoder.count(),
+        }
+    }
+
+    /// The length of its vectors.
+    fn dim(&self) -> usize {
+        match &self.kind {
+            Kind::Static(rows) => rows.dim,
+            Kind::Encoder(encoder) => encoder.dim(),
+        }
+    }
+
+    /// Whether it is a sentence encoder (each text costs milliseconds), not static.
+    pub(crate) fn is_encoder(&self) -> bool {
+        matches!(self.kind, Kind::Encoder(_))
+    }
+
+    /// `text`'s vector, of length 1 (all zeros when no piece of it is known): the mean of
+    /// its word pieces' rows, or the encoder's output for them.
     pub fn embed(&self, text: &str) -> Vec<f32> {
-        let mut sum = vec![0.0_f32; self.dim];
-        for id in self.pieces(text).into_iter().take(MAX_PIECES) {
-            self.add_row(id, &mut sum);
-        }
-        let length = sum.iter().map(|x| x * x).sum::<f32>().sqrt();
-        if length > 0.0 {
-            sum.iter_mut().for_each(|x| *x /= length);
-        }
-        sum
-    }
-
-    fn add_row(&self, id: u32, sum: &mut [f32]) {
-        let row = self.rows[id as usize].get_or_init(|| self.read_row(id));
-        for (x, value) in sum.iter_mut().zip(row.iter()) {
-            *x += value;
-        }
-    }
-
-    /// Row `id` from the file; zeros if it cannot be read (the file cut short since it was
-    /// loaded: it is loaded again once its stamp shows the change).
-    fn read_row(&self, id: u32) -> Box<[f32]> {
-        let size = self.dtype.size();
-        let mut bytes = vec![0; self.dim * size];
-        let at = self.rows_at + (id as u64) * (self.dim * size) as u64;
-        if self.file.read_exact_at(&mut bytes, at).is_err() {
-            return vec![0.0; self.dim].into();
-        }
-        match self.dtype {
-            Dtype::F32 => (bytes.chunks_exact(4))
-                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                .collect(),
-            Dtype::F16 => (bytes.chunks_exact(2))
-                .map(|b| f16(u16::from_le_bytes([b[0], b[1]])))
-                .collect(),
+        let pieces = self.pieces(text);
+        match &self.kind {
+            Kind::Encoder(encoder) if pieces.is_empty() => vec![0.0; encoder.dim()],
+            Kind::Encoder(encoder) => encoder.embed(&pieces),
+            Kind::Static(rows) => {
+                let mut sum = vec![0.0_f32; rows.dim];
+                for id in pieces.into_iter().take(MAX_PIECES) {
+                    for (x, value) in sum.iter_mut().zip(rows.row(id)) {
+                        *x += value;
+                    }
+                }
+                let length = sum.iter().map(|x| x * x).sum::<f32>().sqrt();
+                if length > 0.0 {
+                    sum.iter_mut().for_each(|x| *x /= length);
+                }
+                sum
+            }
         }
     }
 
@@ -284,10 +364,9 @@ fn unaccented(c: char) -> char {
     }
 }
 
-/// The `embeddings` tensor of a safetensors file: where its rows start in the file, its
-/// type, rows and columns.
-fn embeddings(file: &File) -> Result<(u64, Dtype, usize, usize), String> {
-    let not = |why: &str| format!("not a safetensors file of static embeddings: {why}");
+/// A safetensors file's header: where its data starts, and its tensors by name.
+fn header(file: &File) -> Result<(u64, HashMap<String, Tensor>), String> {
+    let not = |why: &str| format!("not a safetensors file: {why}");
     let size = file.metadata().map_err(|e| e.to_string())?.len();
     let mut length = [0; 8];
     file.read_exact_at(&mut length, 0)
@@ -297,34 +376,54 @@ fn embeddings(file: &File) -> Result<(u64, Dtype, usize, usize), String> {
         return Err(not("its header runs past its end"));
     }
     if length > MAX_HEADER {
-        return Err(not("its header is larger than a static model's"));
+        return Err(not("its header is larger than a model's"));
     }
     let mut header = vec![0; length as usize];
     file.read_exact_at(&mut header, 8)
         .map_err(|e| e.to_string())?;
     let mut header: HashMap<String, serde_json::Value> =
         serde_json::from_slice(&header).map_err(|e| not(&e.to_string()))?;
-    let tensor = header
-        .remove("embeddings")
+    header.remove("__metadata__");
+    let data = size - 8 - length;
+    let mut tensors = HashMap::new();
+    for (name, tensor) in header {
+        let tensor: Tensor =
+            serde_json::from_value(tensor).map_err(|e| not(&format!("{name}: {e}")))?;
+        let [start, end] = tensor.data_offsets;
+        if start > end || end as u64 > data {
+            return Err(not(&format!("{name} runs past the file's end")));
+        }
+        tensors.insert(name, tensor);
+    }
+    Ok((8 + length, tensors))
+}
+
+/// The prefix of a BERT encoder's tensors (`bert.` in some checkpoints), if the file holds one.
+fn encoder_prefix(tensors: &HashMap<String, Tensor>) -> Option<&'static str> {
+    (["", "bert."].into_iter())
+        .find(|prefix| tensors.contains_key(&format!("{prefix}embeddings.word_embeddings.weight")))
+}
+
+/// The `embeddings` tensor of a static model.
+fn embeddings(file: File, data_at: u64, tensors: &HashMap<String, Tensor>) -> Result<Rows, String> {
+    let not = |why: &str| format!("not a safetensors file of static embeddings: {why}");
+    let tensor = (tensors.get("embeddings"))
         .ok_or_else(|| not("it holds no tensor named `embeddings`"))?;
-    let tensor: Tensor = serde_json::from_value(tensor).map_err(|e| not(&e.to_string()))?;
-    let dtype = match tensor.dtype.as_str() {
-        "F32" => Dtype::F32,
-        "F16" => Dtype::F16,
-        other => return Err(format!("its embeddings are {other}; F32 and F16 are read")),
+    let dtype = match Dtype::named(&tensor.dtype) {
+        Some(dtype) => dtype,
+        None => return Err(format!("its embeddings are {}; F32, F16 and BF16 are read", tensor.dtype)),
     };
     let [count, dim] = tensor.shape[..] else {
         return Err(not("its embeddings are not a matrix"));
     };
     let [start, end] = tensor.data_offsets;
-    let data = size - 8 - length;
     let expected = count
         .checked_mul(dim)
         .and_then(|n| n.checked_mul(dtype.size()));
-    if dim == 0 || start > end || end as u64 > data || expected != Some(end - start) {
+    if dim == 0 || expected != Some(end - start) {
         return Err(not("its embeddings' size does not match their shape"));
     }
-    Ok((8 + length + start as u64, dtype, count, dim))
+    Ok(Rows::new(file, data_at + start as u64, dtype, count, dim))
 }
 
 /// An IEEE half-precision number's value.
