@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use serde::Deserialize;
 
 use super::encoder::{self, Encoder};
+use super::vectors::{self, Store};
 use crate::config::Env;
 use crate::files::{self, Stamp};
 
@@ -46,6 +47,8 @@ pub struct Model {
     /// Whether text is lowercased (and accents dropped) before it is split.
     lowercase: bool,
     kind: Kind,
+    /// The tools' vectors made so far, under an encoder (and where they are kept).
+    store: Store,
 }
 
 /// How a model makes a text's vector from its pieces.
@@ -223,6 +226,7 @@ impl Model {
             max_word: tokenizer.model.max_input_chars_per_word,
             lowercase: tokenizer.normalizer.is_none_or(|n| n.lowercase),
             kind,
+            store: Store::default(),
         };
         let count = model.count();
         if let Some(id) = model.vocab.values().find(|id| **id as usize >= count) {
@@ -253,6 +257,16 @@ impl Model {
     /// Whether it is a sentence encoder (each text costs milliseconds), not static.
     pub(crate) fn is_encoder(&self) -> bool {
         matches!(self.kind, Kind::Encoder(_))
+    }
+
+    /// Each tool document's vector: an encoder's from those made before (in this process or,
+    /// for a model found by [`located`], kept in the state folder), the rest made on every
+    /// core and kept; a static model's made anew, faster than reading them back.
+    pub(crate) fn embed_documents(&self, texts: &[String]) -> Vec<Arc<[f32]>> {
+        match self.kind {
+            Kind::Static(_) => texts.iter().map(|text| self.embed(text).into()).collect(),
+            Kind::Encoder(_) => self.store.vectors(texts, self.dim(), |text| self.embed(text)),
+        }
     }
 
     /// `text`'s vector, of length 1 (all zeros when no piece of it is known): the mean of
@@ -391,7 +405,7 @@ fn header(file: &File) -> Result<(u64, HashMap<String, Tensor>), String> {
             serde_json::from_value(tensor).map_err(|e| not(&format!("{name}: {e}")))?;
         let [start, end] = tensor.data_offsets;
         if start > end || end as u64 > data {
-            return Err(not(&format!("{name} runs past the file's end")));
+            return Err(not(&format!("{name}'s size runs past the file's end")));
         }
         tensors.insert(name, tensor);
     }
@@ -490,9 +504,24 @@ pub(crate) fn located(env: Env<'_>) -> Result<Option<Arc<Model>>, String> {
     {
         return Ok(Some(model.clone()));
     }
-    let model = Arc::new(Model::load(&dir)?);
+    let mut model = Model::load(&dir)?;
+    if model.is_encoder() {
+        model.store = Store::kept_in(vectors_file(env, &dir, stamp), model.dim());
+    }
+    let model = Arc::new(model);
     *loaded = Some((dir, stamp, model.clone()));
     Ok(Some(model))
+}
+
+/// Where an encoder's tool vectors are kept: `search-vectors/` in the state folder, one file
+/// per model, named by a digest of its folder, its weights' stamp and its config, so that
+/// another model, or the same one changed, never reads another's vectors.
+fn vectors_file(env: Env<'_>, dir: &Path, stamp: Option<Stamp>) -> PathBuf {
+    let config = std::fs::read(dir.join("config.json")).unwrap_or_default();
+    let identity = format!("{}\n{stamp:?}\n{}", dir.display(), String::from_utf8_lossy(&config));
+    let name: String = (vectors::key(&identity).iter()).map(|b| format!("{b:02x}")).collect();
+    let state = crate::state::Folder::of_env(env);
+    state.root().join("search-vectors").join(format!("{name}.bin"))
 }
 
 #[cfg(test)]
