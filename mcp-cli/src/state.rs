@@ -1,8 +1,9 @@
 //! Where the program keeps what outlives a run, named in one place: the state folder
 //! (`$XDG_STATE_HOME/mcp-cli`, default `~/.local/state/mcp-cli`) with the servers' logs, the
-//! tool pins, the OAuth tokens, the servers' protocol eras, the catalogue of their listings, the
-//! records of their tasks, results too large to print, and the daemons' own logs; and the
-//! per-user runtime folder that holds the daemons' sockets. Every folder here is made 0700 and
+//! tool pins, the OAuth tokens, the servers' protocol eras, the catalogue of their listings
+//! and their tools' vectors for search, the records of their tasks, results too large to
+//! print, and the daemons' own logs; and the per-user runtime folder that holds the daemons'
+//! sockets. Every folder here is made 0700 and
 //! every file 0600, never opened through a symbolic link (`crate::files`).
 
 use std::path::{Path, PathBuf};
@@ -55,6 +56,11 @@ impl Folder {
     /// Each server's listings as last listed (the catalogue on disk), one file per server.
     pub fn catalogue(&self) -> PathBuf {
         self.root.join("catalogue")
+    }
+
+    /// The tools' vectors under a search model that is a sentence encoder, one file per model.
+    pub fn search_vectors(&self) -> PathBuf {
+        self.root.join("search-vectors")
     }
 
     /// The tasks servers run for calls, one record each.

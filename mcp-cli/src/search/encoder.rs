@@ -113,12 +113,11 @@ impl Weights<'_> {
                 tensor.shape
             ));
         }
-        let dtype = Dtype::named(&tensor.dtype).ok_or_else(|| {
-            format!("{full} is {}; F32, F16 and BF16 are read", tensor.dtype)
-        })?;
+        let dtype = Dtype::named(&tensor.dtype)
+            .ok_or_else(|| format!("{full} is {}; F32, F16 and BF16 are read", tensor.dtype))?;
         let [start, end] = tensor.data_offsets;
-        let size = shape.iter().product::<usize>() * dtype.size();
-        if end.checked_sub(start) != Some(size) {
+        let size = (shape.iter()).try_fold(dtype.size(), |size, n| size.checked_mul(*n));
+        if size.is_none() || end.checked_sub(start) != size {
             return Err(format!("{full}'s size does not match its shape"));
         }
         Ok((tensor, dtype))
@@ -129,8 +128,10 @@ impl Weights<'_> {
         let (tensor, dtype) = self.tensor(name, shape)?;
         let [start, end] = tensor.data_offsets;
         let mut bytes = vec![0; end - start];
-        (self.file.read_exact_at(&mut bytes, self.data_at + start as u64))
-            .map_err(|e| format!("{}{name}: {e}", self.prefix))?;
+        (self
+            .file
+            .read_exact_at(&mut bytes, self.data_at + start as u64))
+        .map_err(|e| format!("{}{name}: {e}", self.prefix))?;
         Ok(dtype.decode(&bytes))
     }
 
@@ -170,7 +171,10 @@ impl Encoder {
         }
         let (hidden, heads) = (config.hidden_size, config.num_attention_heads);
         if heads == 0 || hidden == 0 || hidden % heads != 0 {
-            return Err(format!("{}: {hidden} dimensions in {heads} heads", path.display()));
+            return Err(format!(
+                "{}: {hidden} dimensions in {heads} heads",
+                path.display()
+            ));
         }
         let sentence = std::fs::read(dir.join("sentence_bert_config.json")).ok();
         let sentence: Option<SentenceConfig> =
@@ -182,6 +186,9 @@ impl Encoder {
         let places = (weights.tensors.get(&position_table))
             .and_then(|tensor| tensor.shape.first().copied())
             .ok_or_else(|| format!("no tensor {position_table}"))?;
+        if places < 2 {
+            return Err(format!("{position_table} has room for no text"));
+        }
         let (tensor, dtype) = weights.tensor(
             "embeddings.word_embeddings.weight",
             &[weights.count_words()?, hidden],
@@ -214,10 +221,11 @@ impl Encoder {
                 output_norm: weights.norm(&at("output.LayerNorm"), hidden)?,
             });
         }
-        let token_types = weights.read("embeddings.token_type_embeddings.weight", &[
-            weights.first_dim("embeddings.token_type_embeddings.weight")?,
-            hidden,
-        ])?;
+        let types = weights
+            .first_dim("embeddings.token_type_embeddings.weight")?
+            .max(1);
+        let token_types =
+            weights.read("embeddings.token_type_embeddings.weight", &[types, hidden])?;
         Ok(Encoder {
             words,
             positions: weights.read("embeddings.position_embeddings.weight", &[places, hidden])?,
@@ -258,7 +266,9 @@ impl Encoder {
         for (place, id) in ids.iter().enumerate() {
             let word = self.words.row(*id);
             let position = &self.positions[place * hidden..][..hidden];
-            x.extend((word.iter().zip(position).zip(&self.token_type)).map(|((w, p), t)| w + p + t));
+            x.extend(
+                (word.iter().zip(position).zip(&self.token_type)).map(|((w, p), t)| w + p + t),
+            );
         }
         self.embedding_norm.apply(&mut x, self.eps);
         for layer in &self.layers {
@@ -296,7 +306,7 @@ impl Encoder {
             for i in 0..length {
                 let query = part(i, 0);
                 for (j, score) in scores.iter_mut().enumerate() {
-                    *score = dot(query, part(j, 1)) * scale;
+                    *score = lanes_dot(query, part(j, 1)) * scale;
                 }
                 softmax(&mut scores);
                 let out = &mut context[i * hidden + head * size..][..size];
@@ -329,56 +339,35 @@ impl Weights<'_> {
 }
 
 impl Linear {
-    /// `x` (`rows` rows of `inputs`) times the weights, plus the bias: with FMA where the
-    /// processor has it, else with the baseline's vectors.
+    /// `x` (`rows` rows of `inputs`) times the weights, plus the bias: each weight row
+    /// against every row of `x`, so the weights, far larger than a text's rows, are read
+    /// from memory once per text. (Measured and not kept: four rows against each weight
+    /// load, 2-4x slower, as the compiler no longer kept the lanes in registers; AVX2 with
+    /// fused multiply-adds, which needs `unsafe`, no faster.)
     fn apply(&self, x: &[f32], rows: usize) -> Vec<f32> {
-        let mut y = vec![0.0_f32; rows * self.bias.len()];
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-            // SAFETY: the processor has AVX2 and FMA, checked just above.
-            #[allow(unsafe_code)]
-            unsafe { self.apply_fused(x, &mut y) };
-            return y;
-        }
-        self.apply_to::<false>(x, &mut y);
-        y
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2,fma")]
-    fn apply_fused(&self, x: &[f32], y: &mut [f32]) {
-        self.apply_to::<true>(x, y);
-    }
-
-    /// Each weight row against every row of `x`: the weights, far larger than a text's
-    /// rows, are read from memory once per text. (Four rows against each weight load, the
-    /// usual next step, measured 2-4x slower: the compiler no longer keeps the lanes in
-    /// registers.)
-    #[inline(always)]
-    fn apply_to<const FUSED: bool>(&self, x: &[f32], y: &mut [f32]) {
         let outputs = self.bias.len();
-        for (o, (weights, bias)) in self.weight.chunks_exact(self.inputs).zip(&self.bias).enumerate() {
+        let mut y = vec![0.0_f32; rows * outputs];
+        let weights = self.weight.chunks_exact(self.inputs).zip(&self.bias);
+        for (o, (weights, bias)) in weights.enumerate() {
             for (r, row) in x.chunks_exact(self.inputs).enumerate() {
-                y[r * outputs + o] = lanes_dot::<FUSED>(row, weights) + bias;
+                y[r * outputs + o] = lanes_dot(row, weights) + bias;
             }
         }
+        y
     }
 }
 
-/// `a . b`, summed in eight lanes that the compiler keeps in one vector register (a plain
-/// sum is kept in order, one lane); fused multiply-adds when `FUSED` (only where the
-/// processor has them: elsewhere `mul_add` is a slow library call).
-#[inline(always)]
-fn lanes_dot<const FUSED: bool>(a: &[f32], b: &[f32]) -> f32 {
+/// `a . b`, summed in eight lanes that the compiler keeps in vector registers (a plain sum
+/// must keep its order, so it adds one product at a time).
+fn lanes_dot(a: &[f32], b: &[f32]) -> f32 {
     let (a8, b8) = (a.chunks_exact(8), b.chunks_exact(8));
-    let tail: f32 = (a8.remainder().iter().zip(b8.remainder())).map(|(x, y)| x * y).sum();
+    let tail: f32 = (a8.remainder().iter().zip(b8.remainder()))
+        .map(|(x, y)| x * y)
+        .sum();
     let mut lanes = [0.0_f32; 8];
     for (x, y) in a8.zip(b8) {
         for lane in 0..8 {
-            lanes[lane] = match FUSED {
-                true => x[lane].mul_add(y[lane], lanes[lane]),
-                false => lanes[lane] + x[lane] * y[lane],
-            };
+            lanes[lane] += x[lane] * y[lane];
         }
     }
     lanes.iter().sum::<f32>() + tail
@@ -401,10 +390,6 @@ impl Norm {
 
 fn add(x: &mut [f32], y: &[f32]) {
     x.iter_mut().zip(y).for_each(|(a, b)| *a += b);
-}
-
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
 fn softmax(scores: &mut [f32]) {

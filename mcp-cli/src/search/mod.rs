@@ -1,10 +1,12 @@
 //! Tool search: the tools that best match a plain-language query, ranked two ways and fused.
 //!
 //! - `lexical`: BM25F over the tools' words, always there.
-//! - `semantic`: cosine similarity of static embeddings, when a model is installed.
+//! - `semantic`: cosine similarity of static embeddings or of a sentence encoder's vectors
+//!   (`encoder`, its tools' vectors kept by `vectors`), when a model is installed.
 //! - The two are fused: each tool's score in each ranking as a share of that ranking's best,
-//!   the semantic share weighed half (`SEMANTIC_WEIGHT`), so neither ranking's scale
-//!   matters and a tool both like beats one only a single ranking likes.
+//!   the semantic share weighed half (`SEMANTIC_WEIGHT`; whole under an encoder,
+//!   `ENCODER_WEIGHT`), so neither ranking's scale matters and a tool both like beats one
+//!   only a single ranking likes.
 //! - A query that names a tool outright (its shown name, `SERVER.TOOL`, its own name or its
 //!   title) returns it first, whatever the rankings say.
 
@@ -266,8 +268,7 @@ impl Index {
                 continue;
             }
             let share = |placed: Option<Placed>, best: f32| placed.map_or(0.0, |p| p.score / best);
-            let fused =
-                share(lexical, best_lexical) + weight * share(semantic, best_semantic);
+            let fused = share(lexical, best_lexical) + weight * share(semantic, best_semantic);
             hits.push(Hit {
                 entry,
                 score: fused / whole + f32::from(u8::from(named)),

@@ -1,6 +1,8 @@
 //! The semantic ranking's model: static token embeddings (a vector per word piece, distilled
 //! from a sentence model), so a text's vector is the mean of its pieces' vectors, computed in
-//! microseconds on the user's machine with no inference engine and no crate of its own.
+//! microseconds on the user's machine with no inference engine and no crate of its own; or a
+//! BERT sentence encoder itself (`encoder`), milliseconds a text, its tools' vectors kept
+//! (`vectors`).
 //!
 //! A model is a folder in the layout model2vec's static models use: `model.safetensors`
 //! holding one tensor `embeddings` (`F32` or `F16`, one row per token id) and the Hugging
@@ -65,7 +67,12 @@ impl std::fmt::Debug for Model {
             Kind::Static(_) => "static",
             Kind::Encoder(_) => "encoder",
         };
-        write!(f, "Model({kind}, {} pieces, {} dimensions)", self.count(), self.dim())
+        write!(
+            f,
+            "Model({kind}, {} pieces, {} dimensions)",
+            self.count(),
+            self.dim()
+        )
     }
 }
 
@@ -125,7 +132,13 @@ pub(crate) struct Rows {
 impl Rows {
     pub(crate) fn new(file: File, at: u64, dtype: Dtype, count: usize, dim: usize) -> Rows {
         let read = (0..count).map(|_| OnceLock::new()).collect();
-        Rows { file, at, read, dtype, dim }
+        Rows {
+            file,
+            at,
+            read,
+            dtype,
+            dim,
+        }
     }
 
     pub(crate) fn count(&self) -> usize {
@@ -215,8 +228,15 @@ impl Model {
         let vocab = tokenizer.model.vocab;
         let kind = match encoder_prefix(&tensors) {
             Some(prefix) => {
-                let weights = encoder::Weights { file: &file, data_at, tensors: &tensors, prefix };
-                Kind::Encoder(Box::new(Encoder::load(dir, &weights, &vocab).map_err(in_weights)?))
+                let weights = encoder::Weights {
+                    file: &file,
+                    data_at,
+                    tensors: &tensors,
+                    prefix,
+                };
+                Kind::Encoder(Box::new(
+                    Encoder::load(dir, &weights, &vocab).map_err(in_weights)?,
+                ))
             }
             None => Kind::Static(embeddings(file, data_at, &tensors).map_err(in_weights)?),
         };
@@ -265,7 +285,9 @@ impl Model {
     pub(crate) fn embed_documents(&self, texts: &[String]) -> Vec<Arc<[f32]>> {
         match self.kind {
             Kind::Static(_) => texts.iter().map(|text| self.embed(text).into()).collect(),
-            Kind::Encoder(_) => self.store.vectors(texts, self.dim(), |text| self.embed(text)),
+            Kind::Encoder(_) => self
+                .store
+                .vectors(texts, self.dim(), |text| self.embed(text)),
         }
     }
 
@@ -421,11 +443,16 @@ fn encoder_prefix(tensors: &HashMap<String, Tensor>) -> Option<&'static str> {
 /// The `embeddings` tensor of a static model.
 fn embeddings(file: File, data_at: u64, tensors: &HashMap<String, Tensor>) -> Result<Rows, String> {
     let not = |why: &str| format!("not a safetensors file of static embeddings: {why}");
-    let tensor = (tensors.get("embeddings"))
-        .ok_or_else(|| not("it holds no tensor named `embeddings`"))?;
+    let tensor =
+        (tensors.get("embeddings")).ok_or_else(|| not("it holds no tensor named `embeddings`"))?;
     let dtype = match Dtype::named(&tensor.dtype) {
         Some(dtype) => dtype,
-        None => return Err(format!("its embeddings are {}; F32, F16 and BF16 are read", tensor.dtype)),
+        None => {
+            return Err(format!(
+                "its embeddings are {}; F32, F16 and BF16 are read",
+                tensor.dtype
+            ));
+        }
     };
     let [count, dim] = tensor.shape[..] else {
         return Err(not("its embeddings are not a matrix"));
@@ -518,10 +545,16 @@ pub(crate) fn located(env: Env<'_>) -> Result<Option<Arc<Model>>, String> {
 /// another model, or the same one changed, never reads another's vectors.
 fn vectors_file(env: Env<'_>, dir: &Path, stamp: Option<Stamp>) -> PathBuf {
     let config = std::fs::read(dir.join("config.json")).unwrap_or_default();
-    let identity = format!("{}\n{stamp:?}\n{}", dir.display(), String::from_utf8_lossy(&config));
-    let name: String = (vectors::key(&identity).iter()).map(|b| format!("{b:02x}")).collect();
+    let identity = format!(
+        "{}\n{stamp:?}\n{}",
+        dir.display(),
+        String::from_utf8_lossy(&config)
+    );
+    let name: String = (vectors::key(&identity).iter())
+        .map(|b| format!("{b:02x}"))
+        .collect();
     let state = crate::state::Folder::of_env(env);
-    state.root().join("search-vectors").join(format!("{name}.bin"))
+    state.search_vectors().join(format!("{name}.bin"))
 }
 
 #[cfg(test)]
@@ -649,6 +682,30 @@ pub(crate) mod tests {
         let tokenizer = r#"{"model": {"type": "WordPiece", "vocab": {"a": 0, "z": 7}}}"#;
         std::fs::write(dir.as_path().join("tokenizer.json"), tokenizer).unwrap();
         assert!(Model::load(dir.as_path()).unwrap_err().contains("piece 7"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_broken_encoder_says_which_file_and_why() {
+        let dir = scratch("broken-encoder");
+        write_model(dir.as_path(), &["[CLS]", "[SEP]", "a"], |_| vec![1.0; 4]);
+        let weights = dir.as_path().join("model.safetensors");
+        let header = r#"{"embeddings.word_embeddings.weight":
+            {"dtype": "F32", "shape": [3, 4], "data_offsets": [0, 48]}}"#;
+        let mut file = (header.len() as u64).to_le_bytes().to_vec();
+        file.extend(header.as_bytes());
+        file.extend([0; 48]);
+        std::fs::write(&weights, &file).unwrap();
+        let error = Model::load(dir.as_path()).unwrap_err();
+        assert!(error.contains("config.json"), "{error}");
+        let config = r#"{"hidden_size": 4, "num_hidden_layers": 1, "num_attention_heads": 2,
+            "intermediate_size": 8}"#;
+        std::fs::write(dir.as_path().join("config.json"), config).unwrap();
+        let error = Model::load(dir.as_path()).unwrap_err();
+        assert!(
+            error.contains("model.safetensors") && error.contains("position"),
+            "{error}"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

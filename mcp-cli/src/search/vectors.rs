@@ -58,7 +58,9 @@ impl Store {
         let keys: Vec<Key> = texts.iter().map(|text| key(text)).collect();
         let missing: Vec<usize> = {
             let known = self.known.lock().unwrap_or_else(PoisonError::into_inner);
-            (0..texts.len()).filter(|at| !known.contains_key(&keys[*at])).collect()
+            (0..texts.len())
+                .filter(|at| !known.contains_key(&keys[*at]))
+                .collect()
         };
         if !missing.is_empty() {
             let made = in_parallel(&missing, |at| embed(&texts[at]));
@@ -123,7 +125,9 @@ fn write(file: &Path, dim: usize, first: &[Key], known: &HashMap<Key, Arc<[f32]>
     bytes.extend((dim as u32).to_le_bytes());
     for key in order.into_iter().take(MAX_KEPT) {
         bytes.extend(key);
-        known[key].iter().for_each(|x| bytes.extend(x.to_le_bytes()));
+        known[key]
+            .iter()
+            .for_each(|x| bytes.extend(x.to_le_bytes()));
     }
     if let Some(dir) = file.parent()
         && files::private_dir(dir).is_ok()

