@@ -104,6 +104,14 @@ pub(crate) struct Weights<'a> {
 }
 
 impl Weights<'_> {
+    /// The first dimension of tensor `name` (its rows).
+    fn first_dim(&self, name: &str) -> Result<usize, String> {
+        let full = format!("{}{name}", self.prefix);
+        (self.tensors.get(&full))
+            .and_then(|tensor| tensor.shape.first().copied())
+            .ok_or_else(|| format!("no tensor {full}"))
+    }
+
     fn tensor(&self, name: &str, shape: &[usize]) -> Result<(&Tensor, Dtype), String> {
         let full = format!("{}{name}", self.prefix);
         let tensor = (self.tensors.get(&full)).ok_or_else(|| format!("no tensor {full}"))?;
@@ -182,16 +190,16 @@ impl Encoder {
         let special = |name: &str| {
             (vocab.get(name).copied()).ok_or_else(|| format!("the tokenizer has no {name} piece"))
         };
-        let position_table = weights.prefixed("embeddings.position_embeddings.weight");
-        let places = (weights.tensors.get(&position_table))
-            .and_then(|tensor| tensor.shape.first().copied())
-            .ok_or_else(|| format!("no tensor {position_table}"))?;
+        let places = weights.first_dim("embeddings.position_embeddings.weight")?;
         if places < 2 {
-            return Err(format!("{position_table} has room for no text"));
+            return Err("the position embeddings have room for no text".to_owned());
         }
         let (tensor, dtype) = weights.tensor(
             "embeddings.word_embeddings.weight",
-            &[weights.count_words()?, hidden],
+            &[
+                weights.first_dim("embeddings.word_embeddings.weight")?,
+                hidden,
+            ],
         )?;
         let words = Rows::new(
             weights.file.try_clone().map_err(|e| e.to_string())?,
@@ -253,7 +261,8 @@ impl Encoder {
     }
 
     /// The vector of a text whose word pieces are `pieces`: the last layer's vectors of
-    /// [CLS], the pieces and [SEP], averaged, of length 1.
+    /// [CLS], the pieces and [SEP], summed (the caller scales it to length 1, which makes it
+    /// their mean's direction).
     pub(crate) fn embed(&self, pieces: &[u32]) -> Vec<f32> {
         let room = self.max_sequence.saturating_sub(2);
         let ids: Vec<u32> = std::iter::once(self.cls)
@@ -280,15 +289,11 @@ impl Encoder {
             add(&mut x, &layer.down.apply(&up, length));
             layer.output_norm.apply(&mut x, self.eps);
         }
-        let mut mean = vec![0.0_f32; hidden];
+        let mut sum = vec![0.0_f32; hidden];
         for row in x.chunks_exact(hidden) {
-            add(&mut mean, row);
+            add(&mut sum, row);
         }
-        let norm = mean.iter().map(|v| v * v).sum::<f32>().sqrt();
-        if norm > 0.0 {
-            mean.iter_mut().for_each(|v| *v /= norm);
-        }
-        mean
+        sum
     }
 
     /// Self-attention of every piece over every other, each head apart: `qkv` holds each
@@ -318,23 +323,6 @@ impl Encoder {
             }
         }
         context
-    }
-}
-
-impl Weights<'_> {
-    fn prefixed(&self, name: &str) -> String {
-        format!("{}{name}", self.prefix)
-    }
-
-    fn first_dim(&self, name: &str) -> Result<usize, String> {
-        let full = self.prefixed(name);
-        (self.tensors.get(&full))
-            .and_then(|tensor| tensor.shape.first().copied())
-            .ok_or_else(|| format!("no tensor {full}"))
-    }
-
-    fn count_words(&self) -> Result<usize, String> {
-        self.first_dim("embeddings.word_embeddings.weight")
     }
 }
 

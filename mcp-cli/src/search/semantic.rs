@@ -145,7 +145,7 @@ impl Rows {
         self.read.len()
     }
 
-    /// Row `id` (zeros past the last).
+    /// Row `id` (empty past the last).
     pub(crate) fn row(&self, id: u32) -> &[f32] {
         match self.read.get(id as usize) {
             Some(row) => row.get_or_init(|| self.read_row(id)),
@@ -292,10 +292,10 @@ impl Model {
     }
 
     /// `text`'s vector, of length 1 (all zeros when no piece of it is known): the mean of
-    /// its word pieces' rows, or the encoder's output for them.
+    /// its word pieces' rows, or the encoder's output for them, pooled.
     pub fn embed(&self, text: &str) -> Vec<f32> {
         let pieces = self.pieces(text);
-        match &self.kind {
+        let mut vector = match &self.kind {
             Kind::Encoder(encoder) if pieces.is_empty() => vec![0.0; encoder.dim()],
             Kind::Encoder(encoder) => encoder.embed(&pieces),
             Kind::Static(rows) => {
@@ -305,13 +305,14 @@ impl Model {
                         *x += value;
                     }
                 }
-                let length = sum.iter().map(|x| x * x).sum::<f32>().sqrt();
-                if length > 0.0 {
-                    sum.iter_mut().for_each(|x| *x /= length);
-                }
                 sum
             }
+        };
+        let length = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
+        if length > 0.0 {
+            vector.iter_mut().for_each(|x| *x /= length);
         }
+        vector
     }
 
     /// The known word pieces of `text`, as BERT's tokenizer splits it: at blanks and

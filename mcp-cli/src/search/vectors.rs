@@ -117,13 +117,11 @@ fn read(file: &Path, dim: usize) -> Option<HashMap<Key, Arc<[f32]>>> {
 /// Writes the vectors of `first` and then others known, up to [`MAX_KEPT`]; a failure only
 /// costs the next run the time to make them again.
 fn write(file: &Path, dim: usize, first: &[Key], known: &HashMap<Key, Arc<[f32]>>) {
-    let mut order: Vec<&Key> = first.iter().collect();
-    let firsts: std::collections::HashSet<&Key> = first.iter().collect();
-    order.extend(known.keys().filter(|key| !firsts.contains(key)));
-    order.dedup();
+    let mut seen = std::collections::HashSet::new();
+    let order = (first.iter().chain(known.keys())).filter(|key| seen.insert(*key));
     let mut bytes = MAGIC.to_vec();
     bytes.extend((dim as u32).to_le_bytes());
-    for key in order.into_iter().take(MAX_KEPT) {
+    for key in order.take(MAX_KEPT) {
         bytes.extend(key);
         known[key]
             .iter()
